@@ -1,0 +1,28 @@
+# grpo: build, test, benchmark. `make help` lists the targets.
+GO ?= go
+BIN := bin/grpo
+
+.PHONY: help build test test-short bench lint fuzz golden deps
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/grpo
+	$(GO) build -o $(BIN) ./cmd/grpo
+
+test: ## run every test (the README's test command)
+	$(GO) test ./...
+
+test-short: ## skip the slow checks
+	$(GO) test -short ./...
+
+bench: build ## Go micro-benchmarks and grpo bench against PyTorch (see BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./kernels/...
+	./scripts/bench.sh
+
+lint: ## gofmt + go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
+	$(GO) vet ./...
+
+deps: ## install what a fresh Debian machine lacks (apt packages, npm fixtures)
+	bash scripts/install-deps.sh

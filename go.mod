@@ -1,0 +1,3 @@
+module github.com/grpo-dev/grpo
+
+go 1.26

@@ -1,0 +1,143 @@
+// Package kernels owns Backend: the buffers and every numeric op that grpo
+// runs. Layers above it (model, lora, sampler, trainer) never touch memory or
+// loops directly; they describe work as calls on a Backend, so the same model
+// code runs on the CPU reference (kernels/cpu), on CUDA (kernels/cuda) and on
+// the CUDA emulator (kernels/emu). kernels/kerneltest holds the one
+// conformance suite every implementation must pass.
+//
+// Conventions shared by every op:
+//   - Matrices are row-major. A "row" is the innermost contiguous run.
+//   - Shapes are passed explicitly; an op reads exactly the elements the shape
+//     names and never writes outside its output range, so views (Slice) of a
+//     larger buffer are safe operands.
+//   - Index operands (token ids, cache slots, positions) are I32 buffers.
+//   - Ops are queued: a Backend may run them asynchronously. Sync waits for
+//     all queued work and returns the first error since the previous Sync.
+//     Shape mistakes are programming errors and panic with a message naming
+//     the op; they never reach a user whose input was validated.
+package kernels
+
+import "fmt"
+
+// DType is the element type of a Buffer.
+type DType uint8
+
+const (
+	// F32 is IEEE float32: activations, LoRA parameters, optimiser state.
+	F32 DType = iota
+	// BF16 is bfloat16, used for frozen base weights on GPUs. Backends that
+	// compute in f32 only (cpu) may widen BF16 buffers at upload time.
+	BF16
+	// I32 holds token ids, positions, cache slots and other indices.
+	I32
+)
+
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "f32"
+	case BF16:
+		return "bf16"
+	case I32:
+		return "i32"
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Buffer is memory owned by a Backend. Its contents are only reachable
+// through the Backend that allocated it.
+type Buffer interface {
+	// Len is the number of elements.
+	Len() int
+	DType() DType
+	// Slice returns a view of n elements starting at element off. Views share
+	// memory with their parent and must not outlive it.
+	Slice(off, n int) Buffer
+}
+
+// Backend is the one interface every numeric op goes through.
+type Backend interface {
+	// Name identifies the implementation ("cpu", "cuda", "emu").
+	Name() string
+
+	// Alloc returns a zeroed buffer of n elements.
+	Alloc(dt DType, n int) Buffer
+	// Free releases a buffer allocated by this backend (not a view).
+	Free(b Buffer)
+	// Upload copies host f32 values into an F32 or BF16 buffer (rounding to
+	// nearest-even for BF16). len(src) must equal dst.Len().
+	Upload(dst Buffer, src []float32)
+	// UploadBF16 copies raw bfloat16 bit patterns into a BF16 or F32 buffer.
+	UploadBF16(dst Buffer, src []uint16)
+	// UploadI32 copies host int32 values into an I32 buffer.
+	UploadI32(dst Buffer, src []int32)
+	// Download copies an F32 or BF16 buffer into host memory as f32.
+	Download(dst []float32, src Buffer)
+	// DownloadI32 copies an I32 buffer into host memory.
+	DownloadI32(dst []int32, src Buffer)
+	// Copy copies src into dst; both have the same length and dtype.
+	Copy(dst, src Buffer)
+	// Sync waits for all queued work and returns the first error raised since
+	// the previous Sync (for example a failed kernel launch).
+	Sync() error
+
+	Ops
+}
+
+// Ops are the numeric operations. Each is documented by the plain-loop
+// reference in kernels/kerneltest, which is the specification every backend
+// is tested against.
+type Ops interface {
+	// MatMul computes C = alpha·op(A)·op(B) + beta·C with op(A) m×k and op(B)
+	// k×n. op(X) is X or Xᵀ per transA/transB; A is m×k (k×m when transposed),
+	// B is k×n (n×k when transposed). B may be BF16. With beta == 0, C is
+	// overwritten even if it held NaN.
+	MatMul(c, a, b Buffer, m, n, k int, transA, transB bool, alpha, beta float32)
+
+	// GatherRows copies rows idx[i] of table (rows × cols) into row i of out,
+	// for i < n. It is the embedding lookup and the logits-row selection.
+	GatherRows(out, table, idx Buffer, n, cols int)
+
+	// RMSNorm computes out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w for each of
+	// rows rows of width dim. If rstd is not nil it receives the per-row
+	// 1/sqrt(mean(x²)+eps), which the backward pass reuses.
+	RMSNorm(out, rstd, x, w Buffer, rows, dim int, eps float32)
+
+	// RoPE rotates x (nTok × nHead × headDim) in place with the rotate-half
+	// convention of HF Llama/Qwen: for i < headDim/2, the pair (x[i],
+	// x[i+headDim/2]) is rotated by angle pos[t]·invFreq[i]. invFreq has
+	// headDim/2 entries (llama3 scaling is folded into it by the caller).
+	// With inverse set it rotates by the negative angle, which is RoPE's
+	// backward.
+	RoPE(x, pos, invFreq Buffer, nTok, nHead, headDim int, inverse bool)
+
+	// AddBias adds bias (cols) to every row of x (rows × cols) in place.
+	AddBias(x, bias Buffer, rows, cols int)
+
+	// Add computes out = a + b elementwise over n elements; out may alias a
+	// or b.
+	Add(out, a, b Buffer, n int)
+
+	// SwiGLU computes out = silu(gate) · up elementwise, silu(g) = g·σ(g).
+	SwiGLU(out, gate, up Buffer, n int)
+
+	// KVWrite stores row t of x (nTok × width) at cache[slot[t], pos[t], :],
+	// where cache is slots × maxLen × width.
+	KVWrite(cache, x, slot, pos Buffer, nTok, width, maxLen int)
+
+	// Attention is causal grouped-query attention over a KV cache. Token t
+	// (query row q[t], nHead × headDim) belongs to cache slot slot[t] at
+	// position pos[t] and attends to cache positions 0..pos[t] inclusive of
+	// that slot, so prefill (many tokens per slot), decode (one token per
+	// slot) and packed training batches are the same call. Query head h reads
+	// KV head h / (nHead/nKV). kCache and vCache are slots × maxLen × nKV ×
+	// headDim. out is nTok × nHead × headDim. If lse is not nil it receives
+	// the log-sum-exp of the scaled scores per (token, head), nTok × nHead,
+	// which the backward pass uses to recompute probabilities.
+	Attention(out, lse, q, kCache, vCache, slot, pos Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32)
+
+	// LogSoftmaxGather computes, for each of rows rows of logits (rows ×
+	// vocab), logp[r] = log_softmax(logits[r])[target[r]]. If entropy is not
+	// nil it receives the entropy of each row's distribution.
+	LogSoftmaxGather(logp, entropy, logits, target Buffer, rows, vocab int)
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine lacks for grpo's tests and benchmarks.
+# Tests themselves need only Go; these are for references and speed:
+#   libopenblas0-pthread  the CPU backend's optional sgemm (dlopen'd at run time)
+#   python3-torch         independent reference for golden files and benchmarks
+set -euo pipefail
+need=()
+dpkg -s libopenblas0-pthread >/dev/null 2>&1 || need+=(libopenblas0-pthread)
+if [ "${GRPO_SKIP_TORCH:-}" = "" ]; then
+  dpkg -s python3-torch >/dev/null 2>&1 || need+=(python3-torch python3-numpy)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q "${need[@]}"
+fi
