@@ -100,7 +100,7 @@ type Ops interface {
 
 	// RMSNorm computes out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w for each of
 	// rows rows of width dim. If rstd is not nil it receives the per-row
-	// 1/sqrt(mean(x²)+eps), which the backward pass reuses.
+	// 1/sqrt(mean(x²)+eps), which the backward pass reuses. out may alias x.
 	RMSNorm(out, rstd, x, w Buffer, rows, dim int, eps float32)
 
 	// RoPE rotates x (nTok × nHead × headDim) in place with the rotate-half
@@ -118,7 +118,8 @@ type Ops interface {
 	// or b.
 	Add(out, a, b Buffer, n int)
 
-	// SwiGLU computes out = silu(gate) · up elementwise, silu(g) = g·σ(g).
+	// SwiGLU computes out = silu(gate) · up elementwise, silu(g) = g·σ(g);
+	// out may alias gate or up.
 	SwiGLU(out, gate, up Buffer, n int)
 
 	// KVWrite stores row t of x (nTok × width) at cache[slot[t], pos[t], :],
