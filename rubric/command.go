@@ -1,0 +1,141 @@
+package rubric
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// CommandConfig describes an external reward program: it gets the rollout as
+// one JSON object on stdin and prints its reward on stdout (see wire.go for
+// both formats). One process runs per rollout.
+type CommandConfig struct {
+	// Argv is the program and its arguments; no shell is involved.
+	Argv []string
+	// Timeout bounds one run (default 30 s). On expiry the whole process
+	// group is killed, so helpers the program started die with it.
+	Timeout time.Duration
+	// MaxOutput caps stdout in bytes (default 1 MiB).
+	MaxOutput int64
+	// Dir is the working directory ("" = the trainer's).
+	Dir string
+	// Env adds "KEY=value" entries to the trainer's environment.
+	Env []string
+}
+
+const (
+	defaultTimeout   = 30 * time.Second
+	defaultMaxOutput = 1 << 20
+	stderrKeep       = 2048
+)
+
+// Command returns a reward function that runs cfg's program. A program that
+// crashes, exits non-zero, hangs past the timeout, prints too much or prints
+// something that is not a reward makes the Func return an error naming the
+// cause, which the Rubric scores as 0 and counts.
+func Command(cfg CommandConfig) (Func, error) {
+	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
+		return nil, errors.New(`rubric: command rubric has no argv; give e.g. ["python3", "reward.py"]`)
+	}
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("rubric: command %q not found: %v; give a path or a program on PATH", cfg.Argv[0], err)
+	}
+	if cfg.Timeout < 0 || cfg.MaxOutput < 0 {
+		return nil, fmt.Errorf("rubric: command %q has negative timeout %v or max output %d", cfg.Argv[0], cfg.Timeout, cfg.MaxOutput)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	if cfg.MaxOutput == 0 {
+		cfg.MaxOutput = defaultMaxOutput
+	}
+	for _, kv := range cfg.Env {
+		if !strings.Contains(kv, "=") {
+			return nil, fmt.Errorf("rubric: command env entry %q is not KEY=value", kv)
+		}
+	}
+	argv := append([]string{path}, cfg.Argv[1:]...)
+	name := cfg.Argv[0]
+	return func(ctx context.Context, r Rollout) (Score, error) {
+		payload, err := encodeRollout(r)
+		if err != nil {
+			return Score{}, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = cfg.Dir
+		if len(cfg.Env) > 0 {
+			cmd.Env = append(os.Environ(), cfg.Env...)
+		}
+		cmd.Stdin = bytes.NewReader(payload)
+		stdout := &cappedBuffer{max: cfg.MaxOutput}
+		stderr := &cappedBuffer{max: stderrKeep, truncate: true}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		killGroupOnCancel(cmd)
+		// If a grandchild keeps stdout open after the program exits,
+		// stop waiting for it after a moment.
+		cmd.WaitDelay = 500 * time.Millisecond
+		runErr := cmd.Run()
+		reapGroup(cmd)
+		switch {
+		case ctx.Err() == context.DeadlineExceeded:
+			return Score{}, fmt.Errorf("command %s timed out after %v (process group killed)", name, cfg.Timeout)
+		case ctx.Err() != nil:
+			return Score{}, fmt.Errorf("command %s cancelled: %v", name, ctx.Err())
+		case stdout.overflow:
+			return Score{}, fmt.Errorf("command %s printed more than %d bytes; print only the reward", name, cfg.MaxOutput)
+		case runErr != nil:
+			msg := fmt.Sprintf("command %s failed: %v", name, runErr)
+			if tail := lastLine(stderr.String()); tail != "" {
+				msg += "; stderr: " + tail
+			}
+			return Score{}, errors.New(msg)
+		}
+		s, err := parseReply(stdout.Bytes())
+		if err != nil {
+			return Score{}, fmt.Errorf("command %s: %v", name, err)
+		}
+		return s, nil
+	}, nil
+}
+
+// cappedBuffer keeps at most max bytes. Past the cap it either fails the
+// write (stdout: the copy stops and the program gets EPIPE) or, with
+// truncate, silently drops the rest (stderr: only for the error message).
+type cappedBuffer struct {
+	bytes.Buffer
+	max      int64
+	truncate bool
+	overflow bool
+}
+
+var errOutputCap = errors.New("output cap reached")
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	room := c.max - int64(c.Len())
+	if int64(len(p)) > room {
+		c.overflow = true
+		if room > 0 {
+			c.Buffer.Write(p[:room])
+		}
+		if c.truncate {
+			return len(p), nil
+		}
+		return 0, errOutputCap
+	}
+	return c.Buffer.Write(p)
+}
+
+// lastLine returns the last non-empty line of s, trimmed to one short line
+// (a Python traceback ends with the exception, the useful part).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return oneLine(lines[len(lines)-1])
+}
