@@ -1,0 +1,62 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Batch is a packed set of new tokens from one or more sequences. Token i
+// is Tokens[i], belongs to the sequence held in KV-cache slot Slots[i], and
+// sits at position Positions[i] of that sequence. Within a Forward call a
+// token attends to every cache entry of its slot at positions ≤ its own, so
+// those entries must be written earlier or by the same batch.
+type Batch struct {
+	Tokens    []int32
+	Slots     []int32
+	Positions []int32
+}
+
+// Len is the number of tokens in the batch.
+func (b *Batch) Len() int { return len(b.Tokens) }
+
+// Add appends the tokens of one sequence in slot starting at position start.
+func (b *Batch) Add(slot int, start int, tokens ...int32) {
+	for i, t := range tokens {
+		b.Tokens = append(b.Tokens, t)
+		b.Slots = append(b.Slots, int32(slot))
+		b.Positions = append(b.Positions, int32(start+i))
+	}
+}
+
+func (b *Batch) validate(cfg *Config, cache *KVCache) error {
+	n := len(b.Tokens)
+	if n == 0 {
+		return fmt.Errorf("empty batch")
+	}
+	if len(b.Slots) != n || len(b.Positions) != n {
+		return fmt.Errorf("batch has %d tokens but %d slots and %d positions", n, len(b.Slots), len(b.Positions))
+	}
+	for i := range n {
+		if t := b.Tokens[i]; t < 0 || int(t) >= cfg.VocabSize {
+			return fmt.Errorf("token id %d at index %d is outside the vocabulary [0, %d)", t, i, cfg.VocabSize)
+		}
+		if s := b.Slots[i]; s < 0 || int(s) >= cache.Slots {
+			return fmt.Errorf("slot %d at index %d is outside the cache's %d slots", s, i, cache.Slots)
+		}
+		if p := b.Positions[i]; p < 0 || int(p) >= cache.MaxLen {
+			return fmt.Errorf("position %d at index %d is beyond the cache length %d", p, i, cache.MaxLen)
+		}
+	}
+	return nil
+}
+
+// upload copies the batch's index arrays to the backend.
+func (b *Batch) upload(be kernels.Backend, a *arena) (tokens, slots, pos kernels.Buffer) {
+	n := len(b.Tokens)
+	tokens, slots, pos = a.alloc(kernels.I32, n), a.alloc(kernels.I32, n), a.alloc(kernels.I32, n)
+	be.UploadI32(tokens, b.Tokens)
+	be.UploadI32(slots, b.Slots)
+	be.UploadI32(pos, b.Positions)
+	return
+}

@@ -1,0 +1,231 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Arch describes one supported architecture family.
+type Arch struct {
+	ModelType string // config.json "model_type"
+	Name      string
+	// QKNorm: per-head RMSNorm of queries and keys before RoPE (Qwen3).
+	QKNorm bool
+	// QKVBias: q/k/v projections always carry a bias (Qwen2), whatever
+	// attention_bias says.
+	QKVBias bool
+	Example string // a hub id of a real model of this family
+}
+
+var archs = map[string]Arch{
+	"qwen3": {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B"},
+	"qwen2": {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
+	"llama": {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
+}
+
+// Archs lists the supported architectures, sorted by model_type.
+func Archs() []Arch {
+	out := make([]Arch, 0, len(archs))
+	for _, a := range archs {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ModelType < out[j].ModelType })
+	return out
+}
+
+func supportedTypes() string {
+	var names []string
+	for _, a := range Archs() {
+		names = append(names, a.ModelType)
+	}
+	return strings.Join(names, ", ")
+}
+
+// RopeScaling is config.json's rope_scaling; only "llama3" (and no scaling)
+// are supported.
+type RopeScaling struct {
+	Type                          string  `json:"rope_type"`
+	LegacyType                    string  `json:"type"`
+	Factor                        float64 `json:"factor"`
+	LowFreqFactor                 float64 `json:"low_freq_factor"`
+	HighFreqFactor                float64 `json:"high_freq_factor"`
+	OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings"`
+}
+
+// Config is the subset of a Hugging Face config.json that defines the
+// computation. Defaults follow transformers' config classes.
+type Config struct {
+	ModelType         string       `json:"model_type"`
+	HiddenSize        int          `json:"hidden_size"`
+	IntermediateSize  int          `json:"intermediate_size"`
+	NumLayers         int          `json:"num_hidden_layers"`
+	NumHeads          int          `json:"num_attention_heads"`
+	NumKVHeads        int          `json:"num_key_value_heads"`
+	HeadDim           int          `json:"head_dim"`
+	VocabSize         int          `json:"vocab_size"`
+	RMSNormEps        float64      `json:"rms_norm_eps"`
+	RopeTheta         float64      `json:"rope_theta"`
+	RopeScaling       *RopeScaling `json:"rope_scaling"`
+	MaxPositions      int          `json:"max_position_embeddings"`
+	TieWordEmbeddings bool         `json:"tie_word_embeddings"`
+	AttentionBias     bool         `json:"attention_bias"`
+	HiddenAct         string       `json:"hidden_act"`
+	TorchDType        string       `json:"torch_dtype"`
+	// EOSTokenIDs holds eos_token_id, which HF writes as a number or a list.
+	EOSTokenIDs []int `json:"-"`
+	BOSTokenID  *int  `json:"bos_token_id"`
+}
+
+// Arch returns the architecture of a validated config.
+func (c *Config) Arch() Arch { return archs[c.ModelType] }
+
+// ParamCount is the number of parameters the config describes, counting a
+// tied head once.
+func (c *Config) ParamCount() int64 {
+	h, i, hd := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.HeadDim)
+	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
+	layer := h*q + 2*h*kv + q*h + 3*h*i + 2*h
+	if c.Arch().QKNorm {
+		layer += 2 * hd
+	}
+	if c.Arch().QKVBias || c.AttentionBias {
+		layer += q + 2*kv
+	}
+	if c.AttentionBias {
+		layer += h
+	}
+	n := int64(c.NumLayers)*layer + int64(c.VocabSize)*h + h
+	if !c.TieWordEmbeddings {
+		n += int64(c.VocabSize) * h
+	}
+	return n
+}
+
+// LoadConfig reads and validates dir/config.json.
+func LoadConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: not found; a model directory needs config.json next to its *.safetensors files", path)
+		}
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig parses and validates the contents of a config.json.
+func ParseConfig(data []byte) (*Config, error) {
+	var raw struct {
+		Config
+		EOS            json.RawMessage `json:"eos_token_id"`
+		UseSliding     bool            `json:"use_sliding_window"`
+		MLPBias        bool            `json:"mlp_bias"`
+		RopeParameters *struct {
+			RopeTheta float64 `json:"rope_theta"`
+			RopeScaling
+		} `json:"rope_parameters"`
+		TextConfig json.RawMessage `json:"text_config"`
+	}
+	// Defaults as in transformers' Qwen3Config / Qwen2Config / LlamaConfig.
+	raw.RopeTheta = 10000
+	raw.RMSNormEps = 1e-6
+	raw.HiddenAct = "silu"
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	c := raw.Config
+	if c.ModelType == "" {
+		return nil, fmt.Errorf("no \"model_type\"; supported model types: %s", supportedTypes())
+	}
+	arch, ok := archs[c.ModelType]
+	if !ok {
+		return nil, fmt.Errorf("model_type %q is not supported; supported model types: %s", c.ModelType, supportedTypes())
+	}
+	if raw.RopeParameters != nil {
+		if raw.RopeParameters.RopeTheta > 0 {
+			c.RopeTheta = raw.RopeParameters.RopeTheta
+		}
+		if t := raw.RopeParameters.RopeScaling.Type; t != "" && t != "default" && c.RopeScaling == nil {
+			rs := raw.RopeParameters.RopeScaling
+			c.RopeScaling = &rs
+		}
+	}
+	if len(raw.EOS) > 0 && string(raw.EOS) != "null" {
+		var one int
+		if json.Unmarshal(raw.EOS, &one) == nil {
+			c.EOSTokenIDs = []int{one}
+		} else if err := json.Unmarshal(raw.EOS, &c.EOSTokenIDs); err != nil {
+			return nil, fmt.Errorf("eos_token_id: want a number or a list of numbers, got %s", raw.EOS)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize}, {"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads}, {"vocab_size", c.VocabSize}} {
+		if f.v <= 0 {
+			return nil, fmt.Errorf("%q must be a positive integer, got %d", f.key, f.v)
+		}
+	}
+	if c.NumKVHeads == 0 {
+		c.NumKVHeads = c.NumHeads
+	}
+	if c.NumKVHeads < 0 || c.NumHeads%c.NumKVHeads != 0 {
+		return nil, fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
+	}
+	if c.HeadDim == 0 {
+		if c.HiddenSize%c.NumHeads != 0 {
+			return nil, fmt.Errorf("no head_dim and hidden_size %d is not divisible by num_attention_heads %d", c.HiddenSize, c.NumHeads)
+		}
+		c.HeadDim = c.HiddenSize / c.NumHeads
+	}
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("head_dim must be a positive even number for rotary embeddings, got %d", c.HeadDim)
+	}
+	if !(c.RMSNormEps > 0) || math.IsInf(c.RMSNormEps, 0) {
+		return nil, fmt.Errorf("rms_norm_eps must be positive, got %v", c.RMSNormEps)
+	}
+	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
+		return nil, fmt.Errorf("rope_theta must be positive, got %v", c.RopeTheta)
+	}
+	if c.HiddenAct != "silu" {
+		return nil, fmt.Errorf("hidden_act %q is not supported; only \"silu\" (SwiGLU MLP) is", c.HiddenAct)
+	}
+	if raw.UseSliding {
+		return nil, fmt.Errorf("use_sliding_window: true is not supported; set it to false (Qwen2.5 and Qwen3 checkpoints ship with false)")
+	}
+	if raw.MLPBias {
+		return nil, fmt.Errorf("mlp_bias: true is not supported")
+	}
+	if arch.QKVBias {
+		c.AttentionBias = false // Qwen2 has q/k/v bias regardless; no o_proj bias.
+	}
+	if rs := c.RopeScaling; rs != nil {
+		t := rs.Type
+		if t == "" {
+			t = rs.LegacyType
+		}
+		rs.Type = t
+		switch t {
+		case "default", "":
+			c.RopeScaling = nil
+		case "llama3":
+			if rs.Factor <= 0 || rs.LowFreqFactor <= 0 || rs.HighFreqFactor <= rs.LowFreqFactor || rs.OriginalMaxPositionEmbeddings <= 0 {
+				return nil, fmt.Errorf("rope_scaling llama3 needs factor > 0, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0")
+			}
+		default:
+			return nil, fmt.Errorf("rope_scaling type %q is not supported; supported: llama3 (or none)", t)
+		}
+	}
+	return &c, nil
+}
