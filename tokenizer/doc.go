@@ -1,0 +1,26 @@
+// Package tokenizer owns text ↔ token ids for the models grpo trains: it
+// loads a Hugging Face tokenizer.json (byte-level BPE with merges, the NFC
+// normalizer, a Split(regex) + ByteLevel pre-tokenizer, added and special
+// tokens, the ByteLevel decoder) and tokenizer_config.json (eos/pad/bos, the
+// Jinja chat template), and encodes exactly as Hugging Face tokenizers does.
+//
+// The BPE and the pre-tokenizer are written here rather than taken from
+// github.com/sugarme/tokenizer: Qwen3's split pattern contains the negative
+// lookahead `\s+(?!\S)`, which Go's regexp rejects, and sugarme v0.3.0 panics
+// on Qwen3's file. Patching it with a custom pre-tokenizer would still leave
+// its string-keyed BPE, which is far below the 5 MB/s we need. So:
+//
+//   - the two split patterns used by Qwen2/2.5/3 (`\p{N}`) and Llama 3
+//     (`\p{N}{1,3}`) are matched by a hand-written scanner (splitter.go) that
+//     follows Oniguruma's semantics, which is what HF tokenizers (Rust) uses:
+//     `\s` is Unicode White_Space plus U+0085 (not U+FEFF, unlike JavaScript),
+//     and `(?i:'s|…)` folds ASCII case only;
+//   - any other pattern goes through github.com/dlclark/regexp2, whose .NET
+//     syntax has lookahead and the same `\s` as Oniguruma; the tests check the
+//     hand-written scanner against it;
+//   - the BPE works on raw bytes with integer merge ranks and a cache.
+//
+// Parity is checked against the HF tokenizers Rust library (npm package
+// `tokenizers`) and transformers.js on a committed corpus; see
+// scripts/tokenizer-parity.
+package tokenizer
