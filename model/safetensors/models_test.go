@@ -1,0 +1,48 @@
+package safetensors
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The tiny models checked in under testdata/models (written by
+// testdata/gen with this package's writer) open through OpenDir, sharded
+// or not, and hold finite float weights.
+func TestCheckedInModels(t *testing.T) {
+	dirs, err := filepath.Glob("../../testdata/models/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no models under testdata/models (%v); run go run ./testdata/gen", err)
+	}
+	for _, dir := range dirs {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		s, err := OpenDir(dir)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if _, ok := s.Tensor("model.embed_tokens.weight"); !ok {
+			t.Errorf("%s: no model.embed_tokens.weight", dir)
+		}
+		for _, name := range s.Names() {
+			tensor, _ := s.Tensor(name)
+			v, err := tensor.Float32s()
+			if err != nil {
+				t.Errorf("%s: %v", dir, err)
+				continue
+			}
+			for _, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					t.Errorf("%s: tensor %q holds %g", dir, name, x)
+					break
+				}
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/grpo-dev/grpo/model/safetensors"
+)
+
+// Init scales: large enough that attention patterns, norm weights and
+// biases all visibly change the logits (a forward pass that drops any of
+// them fails the golden comparison), small enough that nothing saturates.
+const (
+	embedStd  = 0.1 // embeddings and an untied lm_head: logits std ≈ 0.1·√hidden
+	linearStd = 0.08
+	biasStd   = 0.1
+	normNoise = 0.1 // norm weights are 1 ± this
+)
+
+// param is one tensor to generate: its HF name, [out, in]-style shape, and
+// how to draw its values.
+type param struct {
+	name  string
+	shape []int
+	mean  float64
+	std   float64
+}
+
+// params lists the tensors of s in HF state-dict order (embeddings, layers
+// in order, final norm, head); sharding splits this list.
+func params(s spec) []param {
+	lin := func(name string, out, in int) param { return param{name, []int{out, in}, 0, linearStd} }
+	norm := func(name string, n int) param { return param{name, []int{n}, 1, normNoise} }
+	bias := func(name string, n int) param { return param{name, []int{n}, 0, biasStd} }
+	q, kv := s.heads*s.headDim, s.kvHeads*s.headDim
+	ps := []param{{"model.embed_tokens.weight", []int{s.vocab, s.hidden}, 0, embedStd}}
+	for l := range s.layers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		ps = append(ps, norm(p+"input_layernorm.weight", s.hidden),
+			lin(p+"self_attn.q_proj.weight", q, s.hidden),
+			lin(p+"self_attn.k_proj.weight", kv, s.hidden),
+			lin(p+"self_attn.v_proj.weight", kv, s.hidden))
+		if s.arch == qwen2 {
+			ps = append(ps, bias(p+"self_attn.q_proj.bias", q),
+				bias(p+"self_attn.k_proj.bias", kv),
+				bias(p+"self_attn.v_proj.bias", kv))
+		}
+		if s.arch == qwen3 {
+			ps = append(ps, norm(p+"self_attn.q_norm.weight", s.headDim),
+				norm(p+"self_attn.k_norm.weight", s.headDim))
+		}
+		ps = append(ps, lin(p+"self_attn.o_proj.weight", s.hidden, q),
+			norm(p+"post_attention_layernorm.weight", s.hidden),
+			lin(p+"mlp.gate_proj.weight", s.intermediate, s.hidden),
+			lin(p+"mlp.up_proj.weight", s.intermediate, s.hidden),
+			lin(p+"mlp.down_proj.weight", s.hidden, s.intermediate))
+	}
+	ps = append(ps, norm("model.norm.weight", s.hidden))
+	if !s.tied {
+		ps = append(ps, param{"lm_head.weight", []int{s.vocab, s.hidden}, 0, embedStd})
+	}
+	return ps
+}
+
+// values draws p's elements from a PCG stream seeded by the model and
+// tensor names, so adding or reordering tensors never changes the others.
+// Normals come from Box–Muller over the raw stream rather than
+// rand.NormFloat64, whose algorithm Go does not promise to keep.
+func values(model string, p param) []float32 {
+	h := fnv.New64a()
+	h.Write([]byte(model + "\x00" + p.name))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0x6772706f)) // "grpo"
+	n := 1
+	for _, d := range p.shape {
+		n *= d
+	}
+	out := make([]float32, n)
+	for i := 0; i < n; i += 2 {
+		u1 := (float64(rng.Uint64()>>11) + 0.5) / (1 << 53) // in (0,1): log is finite
+		u2 := float64(rng.Uint64()>>11) / (1 << 53)
+		r := math.Sqrt(-2 * math.Log(u1))
+		out[i] = float32(p.mean + p.std*r*math.Cos(2*math.Pi*u2))
+		if i+1 < n {
+			out[i+1] = float32(p.mean + p.std*r*math.Sin(2*math.Pi*u2))
+		}
+	}
+	return out
+}
+
+// writeModel writes config.json and the weights of s into dir, replacing
+// any weight files a previous layout left behind.
+func writeModel(dir string, s spec) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "model*.safetensors*"))
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(configJSON(s)), 0o644); err != nil {
+		return err
+	}
+	var tensors []safetensors.Tensor
+	for _, p := range params(s) {
+		newT := safetensors.NewF32
+		if s.bf16 {
+			newT = safetensors.NewBF16
+		}
+		t, err := newT(p.name, p.shape, values(s.name, p))
+		if err != nil {
+			return err
+		}
+		tensors = append(tensors, t)
+	}
+	meta := map[string]string{"format": "pt"} // what torch's save_file writes
+	if s.shards == 0 {
+		return safetensors.Write(filepath.Join(dir, safetensors.SingleFileName), tensors, meta)
+	}
+	return writeShards(dir, s.shards, tensors, meta)
+}
+
+// writeShards splits tensors (in state-dict order) into n contiguous runs of
+// about equal byte size, named and indexed as transformers' save_pretrained
+// names them.
+func writeShards(dir string, n int, tensors []safetensors.Tensor, meta map[string]string) error {
+	total := 0
+	for _, t := range tensors {
+		total += len(t.Bytes())
+	}
+	weightMap := map[string]any{}
+	start, done := 0, 0
+	for k := range n {
+		file := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, n)
+		end := start
+		for end < len(tensors) && (k == n-1 || done < total*(k+1)/n) {
+			done += len(tensors[end].Bytes())
+			end++
+		}
+		if end == start {
+			return fmt.Errorf("shard %s would be empty: fewer tensors than shards", file)
+		}
+		for _, t := range tensors[start:end] {
+			weightMap[t.Name] = file
+		}
+		if err := safetensors.Write(filepath.Join(dir, file), tensors[start:end], meta); err != nil {
+			return err
+		}
+		start = end
+	}
+	index := map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}
+	text := pyJSON(index, "") + "\n"
+	if !json.Valid([]byte(text)) {
+		return fmt.Errorf("index JSON is malformed") // guards pyJSON, not input
+	}
+	return os.WriteFile(filepath.Join(dir, safetensors.IndexFileName), []byte(text), 0o644)
+}
