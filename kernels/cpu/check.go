@@ -1,0 +1,75 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Shape checks. A mismatch is a programming error in the caller, so it
+// panics with the op and operand named, as kernels.Backend specifies.
+
+// own returns b as this backend's buffer.
+func own(op, name string, b kernels.Buffer) *buffer {
+	buf, ok := b.(*buffer)
+	if !ok || buf == nil {
+		panic(fmt.Sprintf("cpu.%s: %s is %T, not a cpu buffer", op, name, b))
+	}
+	return buf
+}
+
+// floats returns the first n elements of an F32 or BF16 operand.
+func floats(op, name string, b kernels.Buffer, n int) []float32 {
+	buf := own(op, name, b)
+	if buf.dt == kernels.I32 {
+		panic(fmt.Sprintf("cpu.%s: %s is i32, want f32 or bf16", op, name))
+	}
+	if n < 0 || len(buf.f) < n {
+		panic(fmt.Sprintf("cpu.%s: %s has %d elements, shape needs %d", op, name, len(buf.f), n))
+	}
+	return buf.f[:n:n]
+}
+
+// f32 is floats restricted to F32: outputs and operands an op may write.
+func f32(op, name string, b kernels.Buffer, n int) []float32 {
+	if b.DType() != kernels.F32 {
+		panic(fmt.Sprintf("cpu.%s: %s is %v, want f32", op, name, b.DType()))
+	}
+	return floats(op, name, b, n)
+}
+
+// ints returns the first n elements of an I32 operand.
+func ints(op, name string, b kernels.Buffer, n int) []int32 {
+	buf := own(op, name, b)
+	if buf.dt != kernels.I32 {
+		panic(fmt.Sprintf("cpu.%s: %s is %v, want i32", op, name, buf.dt))
+	}
+	if n < 0 || len(buf.i) < n {
+		panic(fmt.Sprintf("cpu.%s: %s has %d elements, shape needs %d", op, name, len(buf.i), n))
+	}
+	return buf.i[:n:n]
+}
+
+// index checks that every value of idx is in [0, limit).
+func index(op, name string, idx []int32, limit int) {
+	for j, v := range idx {
+		if v < 0 || int(v) >= limit {
+			panic(fmt.Sprintf("cpu.%s: %s[%d] = %d, outside [0, %d)", op, name, j, v, limit))
+		}
+	}
+}
+
+func positive(op string, dims ...int) {
+	for _, d := range dims {
+		if d <= 0 {
+			panic(fmt.Sprintf("cpu.%s: dimensions %v must be positive", op, dims))
+		}
+	}
+}
+
+// sameLen checks a host transfer: the host slice must match the buffer.
+func sameLen(op string, b kernels.Buffer, host int) {
+	if b.Len() != host {
+		panic(fmt.Sprintf("cpu.%s: buffer has %d elements, host slice %d", op, b.Len(), host))
+	}
+}

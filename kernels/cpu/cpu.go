@@ -1,0 +1,65 @@
+// Package cpu owns the reference kernels.Backend: every op as a plain Go
+// loop over float32 slices, parallelised over rows or heads with
+// goroutines, with matrix products (MatMul, and the two products inside
+// Attention) done by an sgemm that is OpenBLAS when it can be dlopen'd at
+// run time and gonum's pure-Go sgemm otherwise. Ops run synchronously, so
+// Sync always returns nil.
+//
+// Storage: F32 buffers are []float32; BF16 buffers are also []float32,
+// holding values already rounded to bfloat16 (nearest-even) at upload, so
+// they behave exactly like bf16 in every op while computing in f32; I32
+// buffers are []int32. Host code that runs on this backend may reach the
+// storage directly through Float32s and Int32s.
+package cpu
+
+import (
+	"runtime"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Backend is the CPU implementation of kernels.Backend.
+type Backend struct {
+	gemm     sgemm
+	blasName string
+	workers  int
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+
+type config struct {
+	blas    BLAS
+	workers int
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithBLAS picks the sgemm (default BLASAuto).
+func WithBLAS(b BLAS) Option { return func(c *config) { c.blas = b } }
+
+// WithWorkers sets how many goroutines an op may use (default GOMAXPROCS
+// at New; values below 1 mean 1).
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// New returns a CPU backend.
+func New(opts ...Option) *Backend {
+	cfg := config{blas: BLASAuto, workers: runtime.GOMAXPROCS(0)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g, name := selectBLAS(cfg.blas)
+	return &Backend{gemm: g, blasName: name, workers: max(1, cfg.workers)}
+}
+
+// Name is "cpu" whichever BLAS is active.
+func (*Backend) Name() string { return "cpu" }
+
+// BLASName is the active sgemm: "openblas" or "gonum".
+func (be *Backend) BLASName() string { return be.blasName }
+
+// Workers is the number of goroutines an op may use.
+func (be *Backend) Workers() int { return be.workers }
+
+// Sync returns nil: every op has finished when its call returns.
+func (*Backend) Sync() error { return nil }

@@ -1,0 +1,49 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+func (be *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
+	positive("AddBias", rows, cols)
+	xs := f32("AddBias", "x", x, rows*cols)
+	bs := floats("AddBias", "bias", bias, cols)
+	be.parallel(rows, cols, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := xs[r*cols : (r+1)*cols]
+			for c, b := range bs {
+				row[c] += b
+			}
+		}
+	})
+}
+
+// Add is element-by-element, so out aliasing a or b is safe.
+func (be *Backend) Add(out, a, b kernels.Buffer, n int) {
+	positive("Add", n)
+	os := f32("Add", "out", out, n)
+	as := floats("Add", "a", a, n)
+	bs := floats("Add", "b", b, n)
+	be.parallel(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			os[i] = as[i] + bs[i]
+		}
+	})
+}
+
+// SwiGLU computes g/(1+e^−g) in float64: for g ≪ 0, e^−g overflows to +Inf
+// and the quotient is the correct −0 rather than NaN.
+func (be *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
+	positive("SwiGLU", n)
+	os := f32("SwiGLU", "out", out, n)
+	gs := floats("SwiGLU", "gate", gate, n)
+	us := floats("SwiGLU", "up", up, n)
+	be.parallel(n, 20, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			g := float64(gs[i])
+			os[i] = float32(g / (1 + math.Exp(-g)) * float64(us[i]))
+		}
+	})
+}

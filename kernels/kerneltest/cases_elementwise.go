@@ -1,0 +1,93 @@
+package kerneltest
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+func addBiasCases() []Case {
+	shapes := [][2]int{{1, 1}, {5, 7}, {33, 130}}
+	var cs []Case
+	for i, s := range shapes {
+		rows, cols, seed := s[0], s[1], uint64(600+i)
+		cs = append(cs, Case{Op: "AddBias", Name: fmt.Sprintf("rows=%d,cols=%d", rows, cols),
+			check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				x := e.out("x", e.uniform(rows*cols, 3))
+				bias := e.in("bias", e.uniform(cols, 1))
+				want := RefAddBias(x.values(), bias.values(), rows, cols)
+				b.AddBias(x.view, bias.view, rows, cols)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				return Compare("x", x.result(b), want, tolRounded)
+			}})
+	}
+	return cs
+}
+
+// addCases cover separate output and output aliasing either input.
+func addCases() []Case {
+	var cs []Case
+	for i, n := range []int{1, 7, 1001} {
+		for _, alias := range []string{"none", "out=a", "out=b"} {
+			n, alias, seed := n, alias, uint64(700+10*i)
+			cs = append(cs, Case{Op: "Add", Name: fmt.Sprintf("n=%d,alias=%s", n, alias),
+				check: func(b kernels.Backend) error {
+					e := newEnv(b, seed)
+					defer e.free()
+					av, bv := e.uniform(n, 4), e.uniform(n, 4)
+					var a, bb, out *operand
+					switch alias {
+					case "out=a":
+						a, bb = e.out("a", av), e.in("b", bv)
+						out = a
+					case "out=b":
+						a, bb = e.in("a", av), e.out("b", bv)
+						out = bb
+					default:
+						a, bb = e.in("a", av), e.in("b", bv)
+						out = e.out("out", nans(n))
+					}
+					want := RefAdd(a.values(), bb.values())
+					b.Add(out.view, a.view, bb.view, n)
+					if err := e.checkAll(); err != nil {
+						return err
+					}
+					return Compare("out", out.result(b), want, tolRounded)
+				}})
+		}
+	}
+	return cs
+}
+
+// swiGLUCases include gates of ±30, ±90 and ±1000, where computing σ with
+// an overflowing exp, or as e^g/(1+e^g), yields Inf or NaN.
+func swiGLUCases() []Case {
+	var cs []Case
+	for i, n := range []int{1, 13, 1000} {
+		n, seed := n, uint64(800+i)
+		cs = append(cs, Case{Op: "SwiGLU", Name: fmt.Sprintf("n=%d", n),
+			check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				gv := e.uniform(n, 8)
+				extremes := []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000}
+				if n >= len(extremes) {
+					copy(gv, extremes)
+				}
+				gate := e.in("gate", gv)
+				up := e.in("up", e.uniform(n, 2))
+				out := e.out("out", nans(n))
+				want := RefSwiGLU(gate.values(), up.values())
+				b.SwiGLU(out.view, gate.view, up.view, n)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				return Compare("out", out.result(b), want, tolElementwise)
+			}})
+	}
+	return cs
+}

@@ -1,0 +1,169 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// gatherRowsCases cover n = 1, repeated and boundary indices, one-column
+// tables and wide rows.
+func gatherRowsCases() []Case {
+	type shape struct {
+		rows, cols int
+		idx        []int32
+	}
+	shapes := []shape{
+		{1, 1, []int32{0}},
+		{11, 7, []int32{0, 10, 3, 3, 9}},
+		{5, 1, []int32{4, 0}},
+		{1000, 64, []int32{999, 0, 512, 17, 17, 3, 998, 1, 500, 250, 125, 62, 31, 15, 7, 3, 1}},
+	}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(300+i)
+		cs = append(cs, Case{Op: "GatherRows", Name: fmt.Sprintf("rows=%d,cols=%d,n=%d", s.rows, s.cols, len(s.idx)),
+			check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				n := len(s.idx)
+				table := e.in("table", e.uniform(s.rows*s.cols, 2))
+				idx := e.ints("idx", s.idx)
+				out := e.out("out", nans(n*s.cols))
+				want := RefGatherRows(table.values(), s.idx, n, s.cols)
+				b.GatherRows(out.view, table.view, idx.view, n, s.cols)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				return Compare("out", out.result(b), want, tolExact)
+			}})
+	}
+	return cs
+}
+
+// rmsNormCases cover dim = 1, odd and model-sized widths, the optional rstd
+// output, and rows whose mean square is at or below eps (an all-zero row and
+// a row of magnitude 1e-3), where dropping eps changes the result.
+func rmsNormCases() []Case {
+	type shape struct {
+		rows, dim int
+		eps       float32
+		rstd      bool
+	}
+	shapes := []shape{{1, 1, 1e-6, true}, {3, 7, 1e-5, false}, {5, 64, 1e-6, true}, {4, 1000, 1e-6, true}, {2, 1024, 1e-5, false}}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(400+i)
+		cs = append(cs, Case{Op: "RMSNorm", Name: fmt.Sprintf("rows=%d,dim=%d,eps=%g,rstd=%v", s.rows, s.dim, s.eps, s.rstd),
+			check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				xv := e.uniform(s.rows*s.dim, 1)
+				if s.rows >= 3 {
+					for j := 0; j < s.dim; j++ {
+						xv[j] = 0            // row 0: mean square 0 < eps
+						xv[s.dim+j] *= 1e-3  // row 1: mean square ≈ 3e-7 ≈ eps
+						xv[2*s.dim+j] *= 1e4 // row 2: large values
+					}
+				}
+				x := e.in("x", xv)
+				w := e.in("w", e.uniform(s.dim, 1.5))
+				out := e.out("out", nans(s.rows*s.dim))
+				var rstd *operand
+				var rstdBuf kernels.Buffer
+				if s.rstd {
+					rstd = e.out("rstd", nans(s.rows))
+					rstdBuf = rstd.view
+				}
+				wantOut, wantRstd := RefRMSNorm(x.values(), w.values(), s.rows, s.dim, float64(s.eps))
+				b.RMSNorm(out.view, rstdBuf, x.view, w.view, s.rows, s.dim, s.eps)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				if err := Compare("out", out.result(b), wantOut, tolReduction); err != nil {
+					return err
+				}
+				if s.rstd {
+					return Compare("rstd", rstd.result(b), wantRstd, tolReduction)
+				}
+				return nil
+			}})
+	}
+	return cs
+}
+
+// ropeCases cover headDim 2, 16, 64 and 128, the two common bases, positions
+// from 0 to 32767, the inverse flag, and a forward-then-inverse round trip.
+func ropeCases() []Case {
+	type shape struct {
+		nTok, nHead, headDim int
+		base                 float64
+	}
+	shapes := []shape{{1, 1, 2, 10000}, {5, 3, 16, 10000}, {7, 2, 64, 1e6}, {3, 4, 128, 500000}}
+	var cs []Case
+	for i, s := range shapes {
+		for _, inverse := range []bool{false, true} {
+			s, inverse, seed := s, inverse, uint64(500+2*i)
+			if inverse {
+				seed++
+			}
+			cs = append(cs, Case{Op: "RoPE", Name: fmt.Sprintf("nTok=%d,nHead=%d,headDim=%d,base=%g,inverse=%v", s.nTok, s.nHead, s.headDim, s.base, inverse),
+				check: func(b kernels.Backend) error {
+					return checkRoPE(b, seed, s.nTok, s.nHead, s.headDim, s.base, inverse)
+				}})
+		}
+		s, seed := s, uint64(550+i)
+		cs = append(cs, Case{Op: "RoPE", Name: fmt.Sprintf("nTok=%d,nHead=%d,headDim=%d,base=%g,roundtrip", s.nTok, s.nHead, s.headDim, s.base),
+			check: func(b kernels.Backend) error {
+				return checkRoPERoundTrip(b, seed, s.nTok, s.nHead, s.headDim, s.base)
+			}})
+	}
+	return cs
+}
+
+func ropeInputs(e *env, nTok, headDim int, base float64) (pos []int32, invFreq []float32) {
+	pos = make([]int32, nTok)
+	for t := range pos {
+		pos[t] = int32(e.rng.IntN(32768))
+	}
+	pos[0] = 0
+	if nTok > 1 {
+		pos[nTok-1] = 32767
+	}
+	invFreq = make([]float32, headDim/2)
+	for i := range invFreq {
+		invFreq[i] = float32(1 / math.Pow(base, float64(2*i)/float64(headDim)))
+	}
+	return pos, invFreq
+}
+
+func checkRoPE(b kernels.Backend, seed uint64, nTok, nHead, headDim int, base float64, inverse bool) error {
+	e := newEnv(b, seed)
+	defer e.free()
+	posv, fv := ropeInputs(e, nTok, headDim, base)
+	x := e.out("x", e.uniform(nTok*nHead*headDim, 2))
+	pos := e.ints("pos", posv)
+	inv := e.in("invFreq", fv)
+	want := RefRoPE(x.values(), posv, fv, nTok, nHead, headDim, inverse)
+	b.RoPE(x.view, pos.view, inv.view, nTok, nHead, headDim, inverse)
+	if err := e.checkAll(); err != nil {
+		return err
+	}
+	return Compare("x", x.result(b), want, tolElementwise)
+}
+
+func checkRoPERoundTrip(b kernels.Backend, seed uint64, nTok, nHead, headDim int, base float64) error {
+	e := newEnv(b, seed)
+	defer e.free()
+	posv, fv := ropeInputs(e, nTok, headDim, base)
+	x := e.out("x", e.uniform(nTok*nHead*headDim, 2))
+	pos := e.ints("pos", posv)
+	inv := e.in("invFreq", fv)
+	b.RoPE(x.view, pos.view, inv.view, nTok, nHead, headDim, false)
+	b.RoPE(x.view, pos.view, inv.view, nTok, nHead, headDim, true)
+	if err := e.checkAll(); err != nil {
+		return err
+	}
+	return Compare("inverse(forward(x))", x.result(b), x.values(), tolElementwise)
+}
