@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// benchResult is one measured figure.
+type benchResult struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+func init() {
+	var o benchOpts
+	register(&command{
+		name:    "bench",
+		summary: "measure forward, decode and matmul throughput on this machine",
+		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B]",
+		help: `Measures, on the chosen backend:
+  prefill   tokens/s of one forward pass over --prefill tokens of --batch sequences
+  decode    tokens/s of --decode single-token steps for --batch sequences at once
+            (KV cache, each sequence at its own position)
+  matmul    GFLOP/s of 512x512x512 and 512x2048x512 products
+Each figure is the best of --repeat runs after one warm-up. BENCHMARKS.md puts
+them next to PyTorch on the same machine (scripts/bench.sh runs both).
+
+Examples:
+  grpo bench --shape qwen3-30m
+  grpo bench --model testdata/models/qwen3-tiny --prefill 128 --decode 32
+  grpo bench --shape qwen3-0.6b --device cuda --batch 128 --json`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.model, "model", "", "model directory or hub id (default: --shape)")
+			fs.StringVar(&o.shape, "shape", "qwen3-30m", "named random-init shape (see 'grpo models')")
+			fs.IntVar(&o.prefill, "prefill", 512, "prompt tokens per sequence for the prefill figure")
+			fs.IntVar(&o.decode, "decode", 32, "decode steps for the decode figure (0 skips it)")
+			fs.IntVar(&o.batch, "batch", 1, "sequences processed together")
+			fs.IntVar(&o.repeat, "repeat", 3, "measured runs per figure (the best is reported)")
+			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
+			fs.BoolVar(&o.noMatmul, "no-matmul", false, "skip the matmul figures")
+			deviceFlag(fs, &o.device)
+		},
+		run: func(args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			return runBench(o)
+		},
+	})
+}
+
+type benchOpts struct {
+	model, shape, device   string
+	prefill, decode, batch int
+	repeat                 int
+	json, noMatmul         bool
+}
+
+func runBench(o benchOpts) error {
+	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 {
+		return usagef("--prefill, --batch and --repeat must be >= 1 and --decode >= 0")
+	}
+	be, err := openBackend(o.device)
+	if err != nil {
+		return err
+	}
+	var m *model.Model
+	what := o.shape
+	if o.model != "" {
+		dir, err := resolveModelDir(o.model)
+		if err != nil {
+			return err
+		}
+		if m, err = model.Load(dir, be); err != nil {
+			return err
+		}
+		what = dir
+	} else {
+		cfg, ok := model.Shape(o.shape)
+		if !ok {
+			return usagef("--shape %q is unknown; known shapes: %v", o.shape, model.ShapeNames())
+		}
+		m = model.NewRandom(cfg, be, 1)
+	}
+	defer m.Free()
+	var results []benchResult
+	add := func(name string, v float64, unit string) {
+		results = append(results, benchResult{name, v, unit})
+		if !o.json {
+			fmt.Fprintf(os.Stderr, "  %-28s %10.1f %s\n", name, v, unit)
+		}
+	}
+	if !o.json {
+		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, be.Name(), runtime.GOMAXPROCS(0))
+	}
+	prefill, decode, err := benchModel(m, o)
+	if err != nil {
+		return err
+	}
+	add(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, "tok/s")
+	if o.decode > 0 {
+		add(fmt.Sprintf("decode batch %d", o.batch), decode, "tok/s")
+	}
+	if !o.noMatmul {
+		for _, s := range [][3]int{{512, 512, 512}, {512, 2048, 512}} {
+			add(fmt.Sprintf("matmul %dx%dx%d", s[0], s[1], s[2]), benchMatMul(be, s[0], s[1], s[2], o.repeat), "GFLOP/s")
+		}
+	}
+	if o.json {
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{
+			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(),
+			"threads": runtime.GOMAXPROCS(0), "results": results})
+	}
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\t")
+	for _, r := range results {
+		fmt.Fprintf(w, "%s\t%.1f\t%s\t\n", r.Name, r.Value, r.Unit)
+	}
+	return w.Flush()
+}
+
+// benchModel returns prefill and decode throughput in tokens/s.
+func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	maxLen := o.prefill + o.decode
+	cache := m.NewKVCache(o.batch, maxLen)
+	defer cache.Free()
+	var b model.Batch
+	last := make([]int32, o.batch)
+	for s := range o.batch {
+		ids := make([]int32, o.prefill)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(m.Config.VocabSize))
+		}
+		b.Add(s, 0, ids...)
+		last[s] = int32((s+1)*o.prefill - 1)
+	}
+	best := func(f func() error) (time.Duration, error) {
+		var bestD time.Duration
+		for i := range o.repeat + 1 {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return 0, err
+			}
+			if d := time.Since(t0); i > 0 && (bestD == 0 || d < bestD) {
+				bestD = d
+			}
+		}
+		return bestD, nil
+	}
+	d, err := best(func() error {
+		logits, err := m.Forward(cache, &b, last)
+		if err == nil {
+			m.Backend.Free(logits)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	prefill = float64(o.batch*o.prefill) / d.Seconds()
+	if o.decode == 0 {
+		return prefill, 0, nil
+	}
+	d, err = best(func() error {
+		for step := range o.decode {
+			var db model.Batch
+			for s := range o.batch {
+				db.Add(s, o.prefill+step, int32(rng.IntN(m.Config.VocabSize)))
+			}
+			logits, err := m.Forward(cache, &db, nil)
+			if err != nil {
+				return err
+			}
+			host := make([]float32, logits.Len())
+			m.Backend.Download(host, logits) // the sampler reads logits on the host
+			m.Backend.Free(logits)
+		}
+		return m.Backend.Sync()
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return prefill, float64(o.batch*o.decode) / d.Seconds(), nil
+}
+
+// benchMatMul returns the best GFLOP/s of C = A·Bᵀ (the layout of a linear
+// layer) over repeat runs.
+func benchMatMul(be kernels.Backend, m, n, k, repeat int) float64 {
+	a, b, c := be.Alloc(kernels.F32, m*k), be.Alloc(kernels.F32, n*k), be.Alloc(kernels.F32, m*n)
+	defer be.Free(a)
+	defer be.Free(b)
+	defer be.Free(c)
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(buf kernels.Buffer) {
+		v := make([]float32, buf.Len())
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		be.Upload(buf, v)
+	}
+	fill(a)
+	fill(b)
+	var bestD time.Duration
+	for i := range repeat + 1 {
+		t0 := time.Now()
+		be.MatMul(c, a, b, m, n, k, false, true, 1, 0)
+		be.Sync()
+		if d := time.Since(t0); i > 0 && (bestD == 0 || d < bestD) {
+			bestD = d
+		}
+	}
+	return 2 * float64(m) * float64(n) * float64(k) / bestD.Seconds() / 1e9
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+func init() {
+	register(&command{
+		name:    "models",
+		summary: "list the supported model architectures and named benchmark shapes",
+		usage:   "",
+		help: `Any Hugging Face checkpoint whose config.json has one of the model_type values
+below loads as it is (safetensors, BF16/F16/F32, single file or sharded).
+
+Example:
+  grpo models`,
+		run: func(args []string) error {
+			if len(args) > 0 {
+				return usagef("models takes no arguments")
+			}
+			w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE")
+			for _, a := range model.Archs() {
+				fmt.Fprintf(w, "%s\t%s\t%s\n", a.ModelType, a.Name, a.Example)
+			}
+			w.Flush()
+			fmt.Println()
+			w = tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "SHAPE (grpo bench --shape)\tTYPE\tPARAMS")
+			for _, n := range model.ShapeNames() {
+				c, _ := model.Shape(n)
+				fmt.Fprintf(w, "%s\t%s\t%.1fM\n", n, c.ModelType, float64(c.ParamCount())/1e6)
+			}
+			return w.Flush()
+		},
+	})
+}
