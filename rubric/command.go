@@ -109,8 +109,11 @@ func Command(cfg CommandConfig) (Func, error) {
 // cappedBuffer keeps at most max bytes. Past the cap it either fails the
 // write (stdout: the copy stops and the program gets EPIPE) or, with
 // truncate, silently drops the rest (stderr: only for the error message).
+//
+// The bytes.Buffer is a field, not embedded, so that io.Copy cannot bypass
+// Write through the buffer's ReadFrom method.
 type cappedBuffer struct {
-	bytes.Buffer
+	buf      bytes.Buffer
 	max      int64
 	truncate bool
 	overflow bool
@@ -119,19 +122,22 @@ type cappedBuffer struct {
 var errOutputCap = errors.New("output cap reached")
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
-	room := c.max - int64(c.Len())
+	room := c.max - int64(c.buf.Len())
 	if int64(len(p)) > room {
 		c.overflow = true
 		if room > 0 {
-			c.Buffer.Write(p[:room])
+			c.buf.Write(p[:room])
 		}
 		if c.truncate {
 			return len(p), nil
 		}
 		return 0, errOutputCap
 	}
-	return c.Buffer.Write(p)
+	return c.buf.Write(p)
 }
+
+func (c *cappedBuffer) Bytes() []byte  { return c.buf.Bytes() }
+func (c *cappedBuffer) String() string { return c.buf.String() }
 
 // lastLine returns the last non-empty line of s, trimmed to one short line
 // (a Python traceback ends with the exception, the useful part).

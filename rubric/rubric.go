@@ -174,7 +174,8 @@ func panicSite(stack []byte) string {
 		if strings.HasPrefix(fn, "panic(") {
 			// The frame after panic's own two lines is the panicking function.
 			if i+3 < len(lines) {
-				return strings.TrimSpace(lines[i+3])
+				site, _, _ := strings.Cut(strings.TrimSpace(lines[i+3]), " +0x")
+				return site
 			}
 		}
 	}
