@@ -51,12 +51,15 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 	return nil
 }
 
+// batchIndex holds a batch's index arrays on the backend.
+type batchIndex struct{ tokens, slots, pos kernels.Buffer }
+
 // upload copies the batch's index arrays to the backend.
-func (b *Batch) upload(be kernels.Backend, a *arena) (tokens, slots, pos kernels.Buffer) {
+func (b *Batch) upload(be kernels.Backend, a *arena) batchIndex {
 	n := len(b.Tokens)
-	tokens, slots, pos = a.alloc(kernels.I32, n), a.alloc(kernels.I32, n), a.alloc(kernels.I32, n)
-	be.UploadI32(tokens, b.Tokens)
-	be.UploadI32(slots, b.Slots)
-	be.UploadI32(pos, b.Positions)
-	return
+	idx := batchIndex{a.alloc(kernels.I32, n), a.alloc(kernels.I32, n), a.alloc(kernels.I32, n)}
+	be.UploadI32(idx.tokens, b.Tokens)
+	be.UploadI32(idx.slots, b.Slots)
+	be.UploadI32(idx.pos, b.Positions)
+	return idx
 }

@@ -1,0 +1,93 @@
+package model
+
+import (
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// layerActs are one decoder layer's activations. For inference a single
+// set is reused by every layer and the residual stream is updated in place
+// (xIn, xMid and xOut are one buffer; statistics are not kept). For training
+// each layer has its own set, keeping what its backward needs.
+type layerActs struct {
+	xIn, xMid, xOut kernels.Buffer // residual stream: n × hidden
+	h1, h2          kernels.Buffer // normed inputs of attention and MLP
+	rstd1, rstd2    kernels.Buffer // per-row 1/rms of the two norms (training)
+	qPre, kPre      kernels.Buffer // projections before the Qwen3 q/k norm
+	rstdQ, rstdK    kernels.Buffer // per-head 1/rms of the q/k norm (training)
+	q, k, v         kernels.Buffer // after norm and RoPE
+	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
+	o               kernels.Buffer // o_proj / down_proj output
+	gate, up, act   kernels.Buffer // MLP pre-activations and SwiGLU output
+	xa              [NumProj]kernels.Buffer
+}
+
+// inferenceActs allocates the one reusable set of activations, with x as
+// the residual stream.
+func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
+	c := m.Config
+	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	s := &layerActs{xIn: x, xMid: x, xOut: x,
+		h1: a.alloc(kernels.F32, n*c.HiddenSize), o: a.alloc(kernels.F32, n*c.HiddenSize),
+		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
+		k: a.alloc(kernels.F32, n*kv), v: a.alloc(kernels.F32, n*kv),
+		gate: a.alloc(kernels.F32, n*c.IntermediateSize), up: a.alloc(kernels.F32, n*c.IntermediateSize),
+	}
+	s.h2, s.qPre, s.kPre, s.act = s.h1, s.q, s.k, s.gate
+	return s
+}
+
+// trainingActs allocates a layer's own activations for the backward pass.
+func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, n int) *layerActs {
+	c := m.Config
+	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
+		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
+		attn: f(n * q), lse: f(n * c.NumHeads), o: f(n * h),
+		gate: f(n * inter), up: f(n * inter), act: f(n * inter)}
+	s.qPre, s.kPre = s.q, s.k
+	if c.Arch().QKNorm {
+		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
+	}
+	for p := range NumProj {
+		if lr := m.lora(l, p); lr != nil {
+			s.xa[p] = f(n * lr.Rank)
+		}
+	}
+	return s
+}
+
+// layerForward applies decoder layer l: xOut = layer(xIn), writing the
+// layer's keys and values into cache.
+func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
+	be, c, w := m.Backend, m.Config, &m.W.Layers[l]
+	h, hd, eps := c.HiddenSize, c.HeadDim, float32(c.RMSNormEps)
+	kv := c.NumKVHeads * hd
+
+	be.RMSNorm(s.h1, s.rstd1, s.xIn, w.InputNorm, n, h, eps)
+	m.project(a, l, ProjQ, s.qPre, s.h1, w.Q, w.QBias, n, s.xa[ProjQ])
+	m.project(a, l, ProjK, s.kPre, s.h1, w.K, w.KBias, n, s.xa[ProjK])
+	m.project(a, l, ProjV, s.v, s.h1, w.V, w.VBias, n, s.xa[ProjV])
+	if w.QNorm != nil {
+		be.RMSNorm(s.q, s.rstdQ, s.qPre, w.QNorm, n*c.NumHeads, hd, eps)
+		be.RMSNorm(s.k, s.rstdK, s.kPre, w.KNorm, n*c.NumKVHeads, hd, eps)
+	}
+	be.RoPE(s.q, idx.pos, m.invFreq, n, c.NumHeads, hd, false)
+	be.RoPE(s.k, idx.pos, m.invFreq, n, c.NumKVHeads, hd, false)
+	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, n, kv, cache.MaxLen)
+	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, n, kv, cache.MaxLen)
+	be.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, n, c.NumHeads, c.NumKVHeads, hd, cache.MaxLen, m.attnScale())
+	m.project(a, l, ProjO, s.o, s.attn, w.O, w.OBias, n, s.xa[ProjO])
+	be.Add(s.xMid, s.xIn, s.o, n*h)
+
+	be.RMSNorm(s.h2, s.rstd2, s.xMid, w.PostAttnNorm, n, h, eps)
+	m.project(a, l, ProjGate, s.gate, s.h2, w.Gate, nil, n, s.xa[ProjGate])
+	m.project(a, l, ProjUp, s.up, s.h2, w.Up, nil, n, s.xa[ProjUp])
+	be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
+	m.project(a, l, ProjDown, s.o, s.act, w.Down, nil, n, s.xa[ProjDown])
+	be.Add(s.xOut, s.xMid, s.o, n*h)
+}
+
+func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Config.HeadDim))) }
