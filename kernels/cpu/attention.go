@@ -120,7 +120,7 @@ func (be *Backend) attendBlock(buf []float32, tk attnTask, qs, ks, vs, os, ls []
 		}
 		sum := 0.0
 		for j, s := range row[:n] {
-			e := math.Exp(float64(s - mx))
+			e := expNonPos(float64(s - mx))
 			row[j] = float32(e)
 			sum += e
 		}

@@ -30,7 +30,7 @@ func (be *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer
 			z, zx := 0.0, 0.0
 			for _, v := range row {
 				d := float64(v - mx)
-				e := math.Exp(d)
+				e := expNonPos(d)
 				z += e
 				zx += e * d
 			}
