@@ -1,0 +1,62 @@
+// Package rubric owns rewards: it turns a finished rollout (prompt, completion
+// and reference answer, as text) into a reward in [0, 1] plus named
+// sub-metrics. It holds the reward functions themselves (an exact port of
+// Python's difflib ratio, exact, numeric and math-equivalence matchers, tag
+// and format checks), the parsers that pull an answer out of a completion
+// (XML tags, GSM8K's "####", \boxed{}, <think> stripping), the weighted
+// combination with clamping, and adapters for reward functions that live
+// outside the process: a command, an HTTP server, or an LLM judge. It never
+// generates text and knows nothing of tokens; package env pairs a rubric with
+// a dataset and a harness.
+//
+// # Writing a reward function in Go
+//
+// A reward function is a Func. Most need neither the context nor an error:
+//
+//	correct := rubric.Reward(func(r rubric.Rollout) float64 {
+//		got, ok := rubric.BoxedAnswer(rubric.StripThink(r.LastAssistant()))
+//		if ok && rubric.MathEquivalent(got, r.Answer) {
+//			return 1
+//		}
+//		return 0
+//	})
+//	format, _ := rubric.FormatReward("answer")
+//	rb, err := rubric.Weighted(
+//		rubric.Term{Name: "correct", Weight: 0.9, Func: correct},
+//		rubric.Term{Name: "format", Weight: 0.1, Func: format},
+//	)
+//	res := rb.Score(ctx, rollout) // res.Reward in [0, 1], res.Metrics
+//
+// A Func that fails returns an error; one that panics is recovered. Either
+// way its term scores 0, the result's metrics get "errors/<name>" = 1 and
+// Errors a one-line reason, and the run goes on. A weighted sum outside
+// [0, 1] is clamped and counted as "warnings/clamped".
+//
+// # Writing a reward function in Python
+//
+// Command runs a program per rollout: the rollout arrives on stdin as one
+// JSON object
+//
+//	{"prompt": [{"role": "user", "content": "..."}],
+//	 "completion": [{"role": "assistant", "content": "..."}],
+//	 "answer": "...", "info": {...}}
+//
+// and the program prints either a bare number or
+// {"reward": 0.5, "metrics": {"name": 1.0}}. For example
+// (rubric/examples/reward.py):
+//
+//	import json, sys
+//	r = json.load(sys.stdin)
+//	text = [m["content"] for m in r["completion"] if m["role"] == "assistant"][-1]
+//	print(1.0 if r["answer"].strip() in text else 0.0)
+//
+// with CommandConfig{Argv: []string{"python3", "reward.py"}}. HTTP posts the
+// same object to a server and reads the same reply from the response body,
+// which avoids a Python start-up per rollout (rubric/examples/reward_server.py
+// is a standard-library server). Crashes, non-zero exits, timeouts (which
+// kill the whole process group), oversized or malformed output all score 0
+// and are counted, with the program's last stderr line in the error.
+//
+// Judge asks an LLM behind an OpenAI-compatible /v1/chat/completions
+// endpoint whether the response matches the answer.
+package rubric
