@@ -199,13 +199,14 @@ class Model:
                 else:
                     cache.append((k, v))
             S = k.shape[0]
-            k = k.repeat_interleave(group, dim=1)
-            v = v.repeat_interleave(group, dim=1)
-            scores = torch.einsum("thd,shd->hts", q, k) * c.head_dim ** -0.5
+            # Split query heads into [kv head, member]: head h = j*group + g
+            # reads kv head j, without copying k and v per query head.
+            qg = q.view(T, c.kv_heads, group, c.head_dim)
+            scores = torch.einsum("tjgd,sjd->jgts", qg, k) * c.head_dim ** -0.5
             # Query t (absolute position past + t) may see keys 0..past + t.
-            mask = torch.arange(S)[None, :] > (pos[:, None])
-            scores = scores.masked_fill(mask[None], float("-inf"))
-            att = torch.einsum("hts,shd->thd", scores.softmax(-1), v).reshape(T, c.heads * c.head_dim)
+            mask = torch.arange(S)[None, :] > pos[:, None]
+            scores = scores.masked_fill(mask, float("-inf"))
+            att = torch.einsum("jgts,sjd->tjgd", scores.softmax(-1), v).reshape(T, c.heads * c.head_dim)
             x = x + self.linear(att, p + "self_attn.o_proj")
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], c.eps)
             gate = self.linear(h, p + "mlp.gate_proj")
