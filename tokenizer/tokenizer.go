@@ -19,11 +19,11 @@ type Tokenizer struct {
 
 	prefix, suffix []int32 // what the post-processor puts around a sequence
 
-	cfg config // from tokenizer_config.json and generation_config.json
+	cfg tokConfig // from tokenizer_config.json and generation_config.json
 }
 
-// config is what tokenizer_config.json (and generation_config.json) add.
-type config struct {
+// tokConfig is what tokenizer_config.json (and generation_config.json) add.
+type tokConfig struct {
 	eos          []int32
 	bos, pad     int32
 	hasBOS       bool
