@@ -6,17 +6,23 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
+// addBiasCases cover F32 and BF16 biases (Qwen2's q/k/v biases are
+// loaded as BF16).
 func addBiasCases() []Case {
 	shapes := [][2]int{{1, 1}, {5, 7}, {33, 130}}
 	var cs []Case
 	for i, s := range shapes {
+		dt := kernels.F32
+		if i == 2 {
+			dt = kernels.BF16
+		}
 		rows, cols, seed := s[0], s[1], uint64(600+i)
-		cs = append(cs, Case{Op: "AddBias", Name: fmt.Sprintf("rows=%d,cols=%d", rows, cols),
+		cs = append(cs, Case{Op: "AddBias", Name: fmt.Sprintf("rows=%d,cols=%d,bias=%v", rows, cols, dt),
 			check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
 				x := e.out("x", e.uniform(rows*cols, 3))
-				bias := e.in("bias", e.uniform(cols, 1))
+				bias := e.floats("bias", dt, e.uniform(cols, 1), true)
 				want := RefAddBias(x.values(), bias.values(), rows, cols)
 				b.AddBias(x.view, bias.view, rows, cols)
 				if err := e.checkAll(); err != nil {
@@ -64,30 +70,43 @@ func addCases() []Case {
 }
 
 // swiGLUCases include gates of ±30, ±90 and ±1000, where computing σ with
-// an overflowing exp, or as e^g/(1+e^g), yields Inf or NaN.
+// an overflowing exp, or as e^g/(1+e^g), yields Inf or NaN, and out
+// aliasing gate or up.
 func swiGLUCases() []Case {
 	var cs []Case
 	for i, n := range []int{1, 13, 1000} {
-		n, seed := n, uint64(800+i)
-		cs = append(cs, Case{Op: "SwiGLU", Name: fmt.Sprintf("n=%d", n),
-			check: func(b kernels.Backend) error {
-				e := newEnv(b, seed)
-				defer e.free()
-				gv := e.uniform(n, 8)
-				extremes := []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000}
-				if n >= len(extremes) {
-					copy(gv, extremes)
-				}
-				gate := e.in("gate", gv)
-				up := e.in("up", e.uniform(n, 2))
-				out := e.out("out", nans(n))
-				want := RefSwiGLU(gate.values(), up.values())
-				b.SwiGLU(out.view, gate.view, up.view, n)
-				if err := e.checkAll(); err != nil {
-					return err
-				}
-				return Compare("out", out.result(b), want, tolElementwise)
-			}})
+		for _, alias := range []string{"none", "out=gate", "out=up"} {
+			n, alias, seed := n, alias, uint64(800+10*i)
+			cs = append(cs, Case{Op: "SwiGLU", Name: fmt.Sprintf("n=%d,alias=%s", n, alias),
+				check: func(b kernels.Backend) error {
+					e := newEnv(b, seed)
+					defer e.free()
+					gv := e.uniform(n, 8)
+					extremes := []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000}
+					if n >= len(extremes) {
+						copy(gv, extremes)
+					}
+					uv := e.uniform(n, 2)
+					var gate, up, out *operand
+					switch alias {
+					case "out=gate":
+						gate, up = e.out("gate", gv), e.in("up", uv)
+						out = gate
+					case "out=up":
+						gate, up = e.in("gate", gv), e.out("up", uv)
+						out = up
+					default:
+						gate, up = e.in("gate", gv), e.in("up", uv)
+						out = e.out("out", nans(n))
+					}
+					want := RefSwiGLU(gate.values(), up.values())
+					b.SwiGLU(out.view, gate.view, up.view, n)
+					if err := e.checkAll(); err != nil {
+						return err
+					}
+					return Compare("out", out.result(b), want, tolElementwise)
+				}})
+		}
 	}
 	return cs
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // gatherRowsCases cover n = 1, repeated and boundary indices, one-column
-// tables and wide rows.
+// tables and wide rows, with F32 and BF16 tables (model weights, the
+// embedding included, are loaded as BF16).
 func gatherRowsCases() []Case {
 	type shape struct {
 		rows, cols int
@@ -22,40 +23,52 @@ func gatherRowsCases() []Case {
 	}
 	var cs []Case
 	for i, s := range shapes {
-		s, seed := s, uint64(300+i)
-		cs = append(cs, Case{Op: "GatherRows", Name: fmt.Sprintf("rows=%d,cols=%d,n=%d", s.rows, s.cols, len(s.idx)),
-			check: func(b kernels.Backend) error {
-				e := newEnv(b, seed)
-				defer e.free()
-				n := len(s.idx)
-				table := e.in("table", e.uniform(s.rows*s.cols, 2))
-				idx := e.ints("idx", s.idx)
-				out := e.out("out", nans(n*s.cols))
-				want := RefGatherRows(table.values(), s.idx, n, s.cols)
-				b.GatherRows(out.view, table.view, idx.view, n, s.cols)
-				if err := e.checkAll(); err != nil {
-					return err
-				}
-				return Compare("out", out.result(b), want, tolExact)
-			}})
+		for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+			s, dt, seed := s, dt, uint64(300+i)
+			cs = append(cs, Case{Op: "GatherRows", Name: fmt.Sprintf("rows=%d,cols=%d,n=%d,table=%v", s.rows, s.cols, len(s.idx), dt),
+				check: func(b kernels.Backend) error {
+					e := newEnv(b, seed)
+					defer e.free()
+					n := len(s.idx)
+					table := e.floats("table", dt, e.uniform(s.rows*s.cols, 2), true)
+					idx := e.ints("idx", s.idx)
+					out := e.out("out", nans(n*s.cols))
+					want := RefGatherRows(table.values(), s.idx, n, s.cols)
+					b.GatherRows(out.view, table.view, idx.view, n, s.cols)
+					if err := e.checkAll(); err != nil {
+						return err
+					}
+					return Compare("out", out.result(b), want, tolExact)
+				}})
+		}
 	}
 	return cs
 }
 
 // rmsNormCases cover dim = 1, odd and model-sized widths, the optional rstd
 // output, and rows whose mean square is at or below eps (an all-zero row and
-// a row of magnitude 1e-3), where dropping eps changes the result.
+// a row of magnitude 1e-3), where dropping eps changes the result, BF16
+// weights, and out aliasing x (the model normalises selected rows in
+// place).
 func rmsNormCases() []Case {
 	type shape struct {
 		rows, dim int
 		eps       float32
 		rstd      bool
+		w         kernels.DType
+		inPlace   bool
 	}
-	shapes := []shape{{1, 1, 1e-6, true}, {3, 7, 1e-5, false}, {5, 64, 1e-6, true}, {4, 1000, 1e-6, true}, {2, 1024, 1e-5, false}}
+	shapes := []shape{
+		{1, 1, 1e-6, true, kernels.F32, false},
+		{3, 7, 1e-5, false, kernels.F32, false},
+		{5, 64, 1e-6, true, kernels.BF16, false},
+		{4, 1000, 1e-6, true, kernels.F32, true},
+		{2, 1024, 1e-5, false, kernels.BF16, true},
+	}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(400+i)
-		cs = append(cs, Case{Op: "RMSNorm", Name: fmt.Sprintf("rows=%d,dim=%d,eps=%g,rstd=%v", s.rows, s.dim, s.eps, s.rstd),
+		cs = append(cs, Case{Op: "RMSNorm", Name: fmt.Sprintf("rows=%d,dim=%d,eps=%g,rstd=%v,w=%v,inPlace=%v", s.rows, s.dim, s.eps, s.rstd, s.w, s.inPlace),
 			check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
@@ -67,9 +80,15 @@ func rmsNormCases() []Case {
 						xv[2*s.dim+j] *= 1e4 // row 2: large values
 					}
 				}
-				x := e.in("x", xv)
-				w := e.in("w", e.uniform(s.dim, 1.5))
-				out := e.out("out", nans(s.rows*s.dim))
+				w := e.floats("w", s.w, e.uniform(s.dim, 1.5), true)
+				var x, out *operand
+				if s.inPlace {
+					x = e.out("x", xv)
+					out = x
+				} else {
+					x = e.in("x", xv)
+					out = e.out("out", nans(s.rows*s.dim))
+				}
 				var rstd *operand
 				var rstdBuf kernels.Buffer
 				if s.rstd {
