@@ -14,7 +14,9 @@ type BLAS string
 
 const (
 	// BLASAuto uses OpenBLAS when it can be loaded and gonum otherwise; the
-	// environment variable GRPO_BLAS=gonum or GRPO_BLAS=openblas overrides it.
+	// environment variable GRPO_BLAS=gonum or GRPO_BLAS=openblas overrides it
+	// (other values are ignored here; a CLI should reject them with
+	// ParseBLAS).
 	BLASAuto BLAS = "auto"
 	// BLASOpenBLAS asks for OpenBLAS (falls back to gonum when it cannot be
 	// loaded; BLASName reports which one is active).
@@ -42,6 +44,8 @@ func ParseBLAS(s string) (BLAS, error) {
 // OpenBLAS's own thread pool never competes with our goroutines.
 type sgemm func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 
+// gonumSgemm calls gonum's implementation directly rather than through
+// blas32.Implementation(), a process-wide setting other code may replace.
 func gonumSgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gonum.Implementation{}.Sgemm(trans(tA), trans(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }

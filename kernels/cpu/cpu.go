@@ -18,7 +18,9 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// Backend is the CPU implementation of kernels.Backend.
+// Backend is the CPU implementation of kernels.Backend. It holds no mutable
+// state, so it is safe for concurrent use (each op still must not race with
+// another op on the same buffers).
 type Backend struct {
 	gemm     sgemm
 	blasName string

@@ -7,8 +7,8 @@ import (
 
 func TestExpNonPosMatchesMathExp(t *testing.T) {
 	worst, at := 0.0, 0.0
-	for i := 0; i <= 2_000_000; i++ {
-		x := -708 * float64(i) / 2_000_000
+	for i := 0; i <= 200_000; i++ {
+		x := -708 * float64(i) / 200_000
 		got, want := expNonPos(x), math.Exp(x)
 		if rel := math.Abs(got-want) / want; rel > worst {
 			worst, at = rel, x

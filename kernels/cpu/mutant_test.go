@@ -156,9 +156,13 @@ func TestSuiteCatchesBrokenOps(t *testing.T) {
 		{"SwiGLU", "σ(g) = e^g/(1+e^g) overflows", overflowingSilu{base}},
 		{"Add", "writes its input", clobbersInput{base}},
 	}
+	checked := map[string]bool{}
 	for _, m := range mutants {
-		if err := kerneltest.Check(base, m.op); err != nil {
-			t.Fatalf("unbroken backend fails %s: %v", m.op, err)
+		if !checked[m.op] {
+			if err := kerneltest.Check(base, m.op); err != nil {
+				t.Fatalf("unbroken backend fails %s: %v", m.op, err)
+			}
+			checked[m.op] = true
 		}
 		err := kerneltest.Check(m.b, m.op)
 		if err == nil {
