@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+var _ kernels.TrainOps = (*Backend)(nil)
+
+func (be *Backend) Fill(x kernels.Buffer, value float32, n int) {
+	xs := f32("Fill", "x", x, n)
+	for i := range xs {
+		xs[i] = value
+	}
+}
+
+func (be *Backend) Scale(x kernels.Buffer, alpha float32, n int) {
+	xs := f32("Scale", "x", x, n)
+	be.parallel(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			xs[i] *= alpha
+		}
+	})
+}
+
+// SumSquares accumulates in float64 on one goroutine so the result does
+// not depend on how work was split.
+func (be *Backend) SumSquares(out, x kernels.Buffer, n int) {
+	xs := floats("SumSquares", "x", x, n)
+	os := f32("SumSquares", "out", out, 1)
+	s := 0.0
+	for _, v := range xs {
+		s += float64(v) * float64(v)
+	}
+	os[0] = float32(s)
+}
+
+// SwiGLUBackward reads gate and up before writing dgate and dup at the same
+// index, so the outputs may alias the inputs.
+func (be *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int) {
+	const op = "SwiGLUBackward"
+	positive(op, n)
+	dg, du := f32(op, "dgate", dgate, n), f32(op, "dup", dup, n)
+	ys, gs, us := floats(op, "dy", dy, n), floats(op, "gate", gate, n), floats(op, "up", up, n)
+	be.parallel(n, 30, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			g, u, d := float64(gs[i]), float64(us[i]), float64(ys[i])
+			sig := 1 / (1 + math.Exp(-g))
+			dg[i] = float32(d * u * sig * (1 + g*(1-sig)))
+			du[i] = float32(d * g * sig)
+		}
+	})
+}
+
+// RMSNormBackward: with g = w·dy, dx = r·g − x·r³·mean(g·x). Each row is
+// read completely before it is written, so dx may alias dy.
+func (be *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+	const op = "RMSNormBackward"
+	positive(op, rows, dim)
+	dxs := f32(op, "dx", dx, rows*dim)
+	dys, xs := floats(op, "dy", dy, rows*dim), floats(op, "x", x, rows*dim)
+	ws, rs := floats(op, "w", w, dim), floats(op, "rstd", rstd, rows)
+	be.parallel(rows, 4*dim, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, dyr, dxr := xs[r*dim:(r+1)*dim], dys[r*dim:(r+1)*dim], dxs[r*dim:(r+1)*dim]
+			dot := 0.0
+			for i, v := range xr {
+				dot += float64(ws[i]) * float64(dyr[i]) * float64(v)
+			}
+			inv := float64(rs[r])
+			c := inv * inv * inv * dot / float64(dim)
+			for i, v := range xr {
+				g := inv*float64(ws[i])*float64(dyr[i]) - float64(v)*c
+				if accumulate {
+					g += float64(dxr[i])
+				}
+				dxr[i] = float32(g)
+			}
+		}
+	})
+}
+
+// LogSoftmaxGatherBackward recomputes each row's softmax in float64.
+func (be *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernels.Buffer, rows, vocab int) {
+	const op = "LogSoftmaxGatherBackward"
+	positive(op, rows, vocab)
+	ds := f32(op, "dlogits", dlogits, rows*vocab)
+	gs := floats(op, "dlogp", dlogp, rows)
+	xs := floats(op, "logits", logits, rows*vocab)
+	ts := ints(op, "target", target, rows)
+	index(op, "target", ts, vocab)
+	be.parallel(rows, 20*vocab, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, drow := xs[r*vocab:(r+1)*vocab], ds[r*vocab:(r+1)*vocab]
+			g := float64(gs[r])
+			if g == 0 {
+				clear(drow)
+				continue
+			}
+			mx := row[0]
+			for _, v := range row {
+				mx = max(mx, v)
+			}
+			z := 0.0
+			for _, v := range row {
+				z += expNonPos(float64(v - mx))
+			}
+			for j, v := range row {
+				drow[j] = float32(-g * expNonPos(float64(v-mx)) / z)
+			}
+			drow[ts[r]] += float32(g)
+		}
+	})
+}

@@ -1,0 +1,106 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+func (be *Backend) PolicyLoss(loss, dlogp, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	const op = "PolicyLoss"
+	positive(op, n)
+	ls, ds := f32(op, "loss", loss, n), f32(op, "dlogp", dlogp, n)
+	lp, old := floats(op, "logp", logp, n), floats(op, "oldLogp", oldLogp, n)
+	as, ws := floats(op, "adv", adv, n), floats(op, "weight", weight, n)
+	var ref []float32
+	if p.Beta != 0 {
+		ref = floats(op, "refLogp", refLogp, n)
+	}
+	lo, hi := 1-float64(p.EpsLow), 1+float64(p.EpsHigh)
+	for t := range n {
+		a, w := float64(as[t]), float64(ws[t])
+		ratio := math.Exp(float64(lp[t]) - float64(old[t]))
+		clipped := min(max(ratio, lo), hi)
+		var pg, dpg float64
+		if ratio*a <= clipped*a {
+			pg, dpg = -ratio*a, -ratio*a // d(−ratio·a)/dlogp
+		} else {
+			pg = -clipped * a // constant in logp: the clip is active
+		}
+		if ref != nil {
+			d := float64(ref[t]) - float64(lp[t])
+			e := math.Exp(d)
+			pg += float64(p.Beta) * (e - d - 1)
+			dpg += float64(p.Beta) * (1 - e)
+		}
+		ls[t] = float32(w * pg)
+		ds[t] = float32(w * dpg)
+	}
+}
+
+func (be *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSize int, scale kernels.AdvantageScale) {
+	const op = "GroupAdvantages"
+	positive(op, nGroups, groupSize)
+	n := nGroups * groupSize
+	as, rs := f32(op, "adv", adv, n), floats(op, "rewards", rewards, n)
+	batchStd := 0.0
+	if scale == kernels.ScaleBatch {
+		batchStd = unbiasedStd(rs)
+	}
+	for g := range nGroups {
+		grp := rs[g*groupSize : (g+1)*groupSize]
+		mean := 0.0
+		for _, r := range grp {
+			mean += float64(r)
+		}
+		mean /= float64(groupSize)
+		div := 1.0
+		switch scale {
+		case kernels.ScaleGroup:
+			div = unbiasedStd(grp) + 1e-4
+		case kernels.ScaleBatch:
+			div = batchStd + 1e-4
+		}
+		for i, r := range grp {
+			as[g*groupSize+i] = float32((float64(r) - mean) / div)
+		}
+	}
+}
+
+// unbiasedStd is torch.std's default (n − 1 denominator); 0 for one value.
+func unbiasedStd(xs []float32) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	mean := 0.0
+	for _, x := range xs {
+		mean += float64(x)
+	}
+	mean /= float64(len(xs))
+	ss := 0.0
+	for _, x := range xs {
+		ss += (float64(x) - mean) * (float64(x) - mean)
+	}
+	return math.Sqrt(ss / float64(len(xs)-1))
+}
+
+func (be *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.AdamWParams) {
+	const op = "AdamW"
+	positive(op, n, p.Step)
+	ps, gs := f32(op, "param", param, n), floats(op, "grad", grad, n)
+	ms, vs := f32(op, "m", m, n), f32(op, "v", v, n)
+	b1, b2 := float64(p.Beta1), float64(p.Beta2)
+	c1 := 1 - math.Pow(b1, float64(p.Step))
+	c2 := 1 - math.Pow(b2, float64(p.Step))
+	lr, wd, eps := float64(p.LR), float64(p.WeightDecay), float64(p.Eps)
+	be.parallel(n, 20, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			g := float64(gs[i])
+			w := float64(ps[i]) * (1 - lr*wd)
+			mi := b1*float64(ms[i]) + (1-b1)*g
+			vi := b2*float64(vs[i]) + (1-b2)*g*g
+			w -= lr * (mi / c1) / (math.Sqrt(vi/c2) + eps)
+			ps[i], ms[i], vs[i] = float32(w), float32(mi), float32(vi)
+		}
+	})
+}
