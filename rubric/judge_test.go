@@ -78,6 +78,10 @@ func TestJudgeVerdicts(t *testing.T) {
 			t.Errorf("judge reply %q: score %v, %v; want %v", reply, s.Value, err, want)
 		}
 	}
+	// The map above runs in random order; one more call fixes the last request.
+	if _, err := f(t.Context(), SingleTurn("what is 6*7?", "say:correct", "42 {response}")); err != nil {
+		t.Fatal(err)
+	}
 	if fj.path != "/v1/chat/completions" || fj.lastKey != "Bearer sk-test" || fj.lastReq.Model != "judge-1" {
 		t.Errorf("request path %q key %q model %q", fj.path, fj.lastKey, fj.lastReq.Model)
 	}
