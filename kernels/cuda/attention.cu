@@ -1,0 +1,77 @@
+// attention.cu: causal grouped-query attention over the slot × maxLen KV
+// cache, with the online (flash) softmax so the scores of a row are never
+// stored whole.
+//
+// Launch: grid (nTok, nHead), block (128), dynamic shared memory
+// (headDim + blockDim) floats. One block per (token, head): the block walks
+// the token's visible keys in tiles of blockDim; thread j scores key j of
+// the tile (a serial dot product with q held in shared memory), the block
+// finds the tile's max and probability sum, rescales the running sum and
+// accumulator, and each thread accumulates the probability-weighted V for
+// its output dims (dims d ≡ threadIdx.x mod blockDim; headDim ≤
+// ATTN_MAX_DIM_PER_THREAD·blockDim). The same call serves prefill, decode
+// and packed batches because each token carries its own slot and position.
+// nvcc -ptx -arch=compute_90 attention.cu
+#include "common.cuh"
+
+#define ATTN_MAX_DIM_PER_THREAD 2
+
+// Keys visible to a token at position p: 0..p inclusive.
+#ifdef GRPO_PLANT_OFF_BY_ONE
+#define ATTN_VISIBLE(p) (p)  // test-only bug: drops the diagonal (kernels/emu planted_test.go)
+#else
+#define ATTN_VISIBLE(p) ((p) + 1)
+#endif
+
+GRPO_KERNEL void attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
+			       const int* slot, const int* pos, int nTok, int nHead, int nKV, int headDim, int maxLen,
+			       float scale) {
+	GRPO_DYNAMIC_SHARED(float, smem);
+	__shared__ float scratch[32];
+	float* qs = smem;            // headDim
+	float* ps = smem + headDim;  // blockDim: probabilities of the tile
+	int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
+	int g = h / (nHead / nKV);
+	int n = ATTN_VISIBLE(pos[t]);
+	long long rowStride = (long long)nKV * headDim;
+	const float* kBase = kCache + (long long)slot[t] * maxLen * rowStride + (long long)g * headDim;
+	const float* vBase = vCache + (long long)slot[t] * maxLen * rowStride + (long long)g * headDim;
+	const float* qRow = q + ((long long)t * nHead + h) * headDim;
+	for (int d = tid; d < headDim; d += bd) qs[d] = qRow[d];
+	__syncthreads();
+
+	float m = -INFINITY, l = 0.0f;
+	float acc[ATTN_MAX_DIM_PER_THREAD] = {};
+	for (int j0 = 0; j0 < n; j0 += bd) {
+		int j = j0 + tid;
+		float s = -INFINITY;
+		if (j < n) {
+			const float* kRow = kBase + j * rowStride;
+			float dot = 0.0f;
+			for (int d = 0; d < headDim; d++) dot += qs[d] * kRow[d];
+			s = dot * scale;
+		}
+		float mNew = fmaxf(m, block_max(s, scratch));
+		float p = j < n ? expf(s - mNew) : 0.0f;
+		ps[tid] = p;
+		float tileSum = block_sum(p, scratch);  // its barriers also publish ps
+		float corr = expf(m - mNew);            // 0 on the first tile (m = -Inf)
+		l = l * corr + tileSum;
+		int tile = min(bd, n - j0);
+		for (int k = 0; k < ATTN_MAX_DIM_PER_THREAD; k++) {
+			int d = tid + k * bd;
+			if (d >= headDim) break;
+			float a = acc[k] * corr;
+			for (int jj = 0; jj < tile; jj++) a += ps[jj] * vBase[(j0 + jj) * rowStride + d];
+			acc[k] = a;
+		}
+		m = mNew;
+		__syncthreads();  // ps is rewritten by the next tile
+	}
+	float* oRow = out + ((long long)t * nHead + h) * headDim;
+	for (int k = 0; k < ATTN_MAX_DIM_PER_THREAD; k++) {
+		int d = tid + k * bd;
+		if (d < headDim) oRow[d] = acc[k] / l;
+	}
+	if (lse && tid == 0) lse[(long long)t * nHead + h] = m + logf(l);
+}

@@ -1,0 +1,237 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Backend implements kernels.Backend over a Device. Like a CUDA stream, it
+// is meant to be driven by one goroutine at a time.
+type Backend struct {
+	dev  Device
+	err  error // first error since the last Sync
+	pool pool
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+
+// New returns a backend that runs every op on dev.
+func New(dev Device) *Backend {
+	b := &Backend{dev: dev}
+	b.pool.dev = dev
+	return b
+}
+
+// Name is the device's name ("cuda" or "emu").
+func (b *Backend) Name() string { return b.dev.Name() }
+
+// Device returns the device the backend runs on.
+func (b *Backend) Device() Device { return b.dev }
+
+// fail queues err for the next Sync; the first one wins.
+func (b *Backend) fail(err error) {
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// Sync waits for the device and returns the first error since the last
+// Sync.
+func (b *Backend) Sync() error {
+	b.fail(b.dev.Sync())
+	err := b.err
+	b.err = nil
+	return err
+}
+
+// Close frees the scratch pool and releases the device. Buffers still
+// allocated are released with it.
+func (b *Backend) Close() error {
+	return errors.Join(b.pool.release(), b.dev.Close())
+}
+
+// buf checks that x is a live buffer of this backend with at least n
+// elements of one of dts, and returns it; shape mistakes panic naming op.
+func (b *Backend) buf(op, name string, x kernels.Buffer, n int, dts ...kernels.DType) *buffer {
+	bx, ok := x.(*buffer)
+	if !ok || bx == nil || bx.owner != b {
+		panic(fmt.Sprintf("cuda: %s: %s is not a buffer of this %s backend", op, name, b.Name()))
+	}
+	okType := false
+	for _, dt := range dts {
+		okType = okType || bx.dt == dt
+	}
+	if !okType {
+		panic(fmt.Sprintf("cuda: %s: %s has dtype %v, want one of %v", op, name, bx.dt, dts))
+	}
+	if bx.n < n {
+		panic(fmt.Sprintf("cuda: %s: %s has %d elements, the shape needs %d", op, name, bx.n, n))
+	}
+	return bx
+}
+
+// optBuf is buf for an optional output: nil gives address 0, which the
+// kernels test for.
+func (b *Backend) optBuf(op, name string, x kernels.Buffer, n int) *buffer {
+	if x == nil {
+		return &buffer{owner: b}
+	}
+	return b.buf(op, name, x, n, kernels.F32)
+}
+
+// usable reports whether all operands hold memory; a failed Alloc already
+// queued its error.
+func usable(xs ...*buffer) bool {
+	for _, x := range xs {
+		if x.bad {
+			return false
+		}
+	}
+	return true
+}
+
+// launch runs a kernel and queues its error.
+func (b *Backend) launch(name string, grid, block Dim3, shared int, args ...any) {
+	b.fail(b.dev.Launch(name, grid, block, shared, args...))
+}
+
+func (b *Backend) Alloc(dt kernels.DType, n int) kernels.Buffer {
+	if n < 0 {
+		panic(fmt.Sprintf("cuda: Alloc(%v, %d)", dt, n))
+	}
+	x := &buffer{owner: b, n: n, dt: dt, root: true}
+	if n == 0 {
+		return x
+	}
+	p, err := b.dev.Alloc(n * elemSize(dt))
+	if err != nil {
+		b.fail(fmt.Errorf("%s: allocating %d × %v: %w", b.Name(), n, dt, err))
+		x.bad = true
+		return x
+	}
+	x.ptr = p
+	return x
+}
+
+func (b *Backend) Free(x kernels.Buffer) {
+	bx := b.buf("Free", "buffer", x, 0, kernels.F32, kernels.BF16, kernels.I32)
+	if !bx.root {
+		panic("cuda: Free of a view (Slice); free its parent")
+	}
+	if bx.ptr != 0 {
+		b.fail(b.dev.Free(bx.ptr))
+		bx.ptr, bx.bad = 0, true
+	}
+}
+
+func (b *Backend) Upload(dst kernels.Buffer, src []float32) {
+	d := b.buf("Upload", "dst", dst, len(src), kernels.F32, kernels.BF16)
+	if d.n != len(src) {
+		panic(fmt.Sprintf("cuda: Upload of %d values into a buffer of %d", len(src), d.n))
+	}
+	if len(src) == 0 || !usable(d) {
+		return
+	}
+	if d.dt == kernels.F32 {
+		b.fail(b.dev.CopyHtoD(d.ptr, unsafe.Pointer(&src[0]), d.bytes()))
+		return
+	}
+	// BF16: stage as f32 and round on the device (f32_to_bf16), so the
+	// rounding is the kernels' own.
+	tmp, ok := b.scratch(4 * len(src))
+	if !ok {
+		return
+	}
+	defer b.pool.put(tmp, 4*len(src))
+	b.fail(b.dev.CopyHtoD(tmp, unsafe.Pointer(&src[0]), 4*len(src)))
+	b.elementwise("f32_to_bf16", len(src), d.ptr, tmp, int32(len(src)))
+}
+
+func (b *Backend) UploadBF16(dst kernels.Buffer, src []uint16) {
+	d := b.buf("UploadBF16", "dst", dst, len(src), kernels.F32, kernels.BF16)
+	if d.n != len(src) {
+		panic(fmt.Sprintf("cuda: UploadBF16 of %d values into a buffer of %d", len(src), d.n))
+	}
+	if len(src) == 0 || !usable(d) {
+		return
+	}
+	if d.dt == kernels.BF16 {
+		b.fail(b.dev.CopyHtoD(d.ptr, unsafe.Pointer(&src[0]), d.bytes()))
+		return
+	}
+	tmp, ok := b.scratch(2 * len(src))
+	if !ok {
+		return
+	}
+	defer b.pool.put(tmp, 2*len(src))
+	b.fail(b.dev.CopyHtoD(tmp, unsafe.Pointer(&src[0]), 2*len(src)))
+	b.elementwise("bf16_to_f32", len(src), d.ptr, tmp, int32(len(src)))
+}
+
+func (b *Backend) UploadI32(dst kernels.Buffer, src []int32) {
+	d := b.buf("UploadI32", "dst", dst, len(src), kernels.I32)
+	if d.n != len(src) {
+		panic(fmt.Sprintf("cuda: UploadI32 of %d values into a buffer of %d", len(src), d.n))
+	}
+	if len(src) == 0 || !usable(d) {
+		return
+	}
+	b.fail(b.dev.CopyHtoD(d.ptr, unsafe.Pointer(&src[0]), d.bytes()))
+}
+
+func (b *Backend) Download(dst []float32, src kernels.Buffer) {
+	s := b.buf("Download", "src", src, len(dst), kernels.F32, kernels.BF16)
+	if s.n != len(dst) {
+		panic(fmt.Sprintf("cuda: Download of a buffer of %d into %d values", s.n, len(dst)))
+	}
+	if len(dst) == 0 || !usable(s) {
+		return
+	}
+	if s.dt == kernels.F32 {
+		b.fail(b.dev.CopyDtoH(unsafe.Pointer(&dst[0]), s.ptr, s.bytes()))
+		return
+	}
+	tmp, ok := b.scratch(4 * len(dst))
+	if !ok {
+		return
+	}
+	defer b.pool.put(tmp, 4*len(dst))
+	b.elementwise("bf16_to_f32", len(dst), tmp, s.ptr, int32(len(dst)))
+	b.fail(b.dev.CopyDtoH(unsafe.Pointer(&dst[0]), tmp, 4*len(dst)))
+}
+
+func (b *Backend) DownloadI32(dst []int32, src kernels.Buffer) {
+	s := b.buf("DownloadI32", "src", src, len(dst), kernels.I32)
+	if s.n != len(dst) {
+		panic(fmt.Sprintf("cuda: DownloadI32 of a buffer of %d into %d values", s.n, len(dst)))
+	}
+	if len(dst) == 0 || !usable(s) {
+		return
+	}
+	b.fail(b.dev.CopyDtoH(unsafe.Pointer(&dst[0]), s.ptr, s.bytes()))
+}
+
+func (b *Backend) Copy(dst, src kernels.Buffer) {
+	s := b.buf("Copy", "src", src, 0, kernels.F32, kernels.BF16, kernels.I32)
+	d := b.buf("Copy", "dst", dst, s.n, s.dt)
+	if d.n != s.n {
+		panic(fmt.Sprintf("cuda: Copy of %d elements into %d", s.n, d.n))
+	}
+	if s.n == 0 || !usable(s, d) {
+		return
+	}
+	b.fail(b.dev.CopyDtoD(d.ptr, s.ptr, s.bytes()))
+}
+
+// scratch takes bytes of temporary device memory from the pool.
+func (b *Backend) scratch(bytes int) (DevicePtr, bool) {
+	p, err := b.pool.get(bytes)
+	if err != nil {
+		b.fail(fmt.Errorf("%s: scratch of %d bytes: %w", b.Name(), bytes, err))
+		return 0, false
+	}
+	return p, true
+}

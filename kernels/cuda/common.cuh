@@ -1,0 +1,58 @@
+// common.cuh: what every kernel source includes. Under nvcc it pulls in the
+// CUDA headers; under the emulator (kernels/emu, GRPO_EMU defined by its
+// shim.h, included first) the shim has already supplied them. It also holds
+// the warp and block reductions the kernels share.
+#pragma once
+
+#ifndef GRPO_EMU
+#include <cuda_bf16.h>
+// Kernels have C linkage so the Go side finds them by name in the PTX.
+#define GRPO_KERNEL extern "C" __global__
+// One untyped dynamic shared array per kernel, viewed as T: declaring
+// `extern __shared__ T name[]` with different T in one module is an error.
+#define GRPO_DYNAMIC_SHARED(T, name)                            \
+	extern __shared__ __align__(16) unsigned char grpo_smem_[]; \
+	T* name = reinterpret_cast<T*>(grpo_smem_)
+#endif
+
+#define GRPO_FULL_MASK 0xffffffffu
+
+// warp_sum and warp_max reduce over the 32 lanes of a full warp; every
+// lane gets the result.
+__device__ __forceinline__ float warp_sum(float v) {
+	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(GRPO_FULL_MASK, v, o);
+	return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+	for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(GRPO_FULL_MASK, v, o));
+	return v;
+}
+
+// block_sum and block_max reduce over a 1-D block whose size is a multiple
+// of 32 (at most 1024); every thread gets the result. scratch is 32 floats
+// of shared memory owned by the caller. The leading barrier makes a second
+// call safe: nobody overwrites scratch while a slow warp still reads it.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+	int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	v = warp_sum(v);
+	__syncthreads();
+	if (lane == 0) scratch[wid] = v;
+	__syncthreads();
+	v = lane < nw ? scratch[lane] : 0.0f;
+	return warp_sum(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+	int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	v = warp_max(v);
+	__syncthreads();
+	if (lane == 0) scratch[wid] = v;
+	__syncthreads();
+	v = lane < nw ? scratch[lane] : -INFINITY;
+	return warp_max(v);
+}
+
+// ld reads an element of a weight operand as f32: base weights may be f32
+// or bf16, and kernels that take either are templates over the pointer
+// type, instantiated once per dtype under an extern "C" name.
+__device__ __forceinline__ float ld(const float* p, long long i) { return p[i]; }
+__device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }

@@ -1,0 +1,30 @@
+// elementwise.cu: Add, AddBias, SwiGLU. One thread per element with a
+// grid-stride loop, so any grid size covers any n.
+// nvcc -ptx -arch=compute_90 elementwise.cu
+#include "common.cuh"
+
+GRPO_KERNEL void add_f32(float* out, const float* a, const float* b, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		out[i] = a[i] + b[i];
+}
+
+template <class B>
+__device__ __forceinline__ void add_bias(float* x, const B* bias, int rows, int cols) {
+	long long total = (long long)rows * cols;
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+	     i += (long long)gridDim.x * blockDim.x)
+		x[i] += ld(bias, i % cols);
+}
+GRPO_KERNEL void add_bias_f32(float* x, const float* bias, int rows, int cols) { add_bias(x, bias, rows, cols); }
+GRPO_KERNEL void add_bias_bf16(float* x, const __nv_bfloat16* bias, int rows, int cols) {
+	add_bias(x, bias, rows, cols);
+}
+
+// silu(g) = g / (1 + e^-g): for g → -∞ the denominator overflows to +Inf
+// and the result is -0, never NaN (e^g / (1 + e^g) would give Inf/Inf).
+GRPO_KERNEL void swiglu_f32(float* out, const float* gate, const float* up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float g = gate[i];
+		out[i] = g / (1.0f + expf(-g)) * up[i];
+	}
+}

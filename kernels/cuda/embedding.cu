@@ -1,0 +1,29 @@
+// embedding.cu: GatherRows (embedding lookup, logits-row selection) and
+// KVWrite (scatter rows into the slot × maxLen KV cache). One block per
+// row moved, threads striding over the columns, so reads and writes are
+// coalesced.
+// nvcc -ptx -arch=compute_90 embedding.cu
+#include "common.cuh"
+
+// grid (n), block (any): out[i, :] = table[idx[i], :], widening a bf16
+// table (embeddings stay bf16 on the GPU).
+template <class T>
+__device__ __forceinline__ void gather_rows(float* out, const T* table, const int* idx, int cols) {
+	int i = blockIdx.x;
+	long long src = (long long)idx[i] * cols;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long)i * cols + c] = ld(table, src + c);
+}
+GRPO_KERNEL void gather_rows_f32(float* out, const float* table, const int* idx, int n, int cols) {
+	gather_rows(out, table, idx, cols);
+}
+GRPO_KERNEL void gather_rows_bf16(float* out, const __nv_bfloat16* table, const int* idx, int n, int cols) {
+	gather_rows(out, table, idx, cols);
+}
+
+// grid (nTok), block (any): cache[slot[t], pos[t], :] = x[t, :].
+GRPO_KERNEL void kv_write_f32(float* cache, const float* x, const int* slot, const int* pos, int nTok, int width,
+			      int maxLen) {
+	int t = blockIdx.x;
+	float* dst = cache + ((long long)slot[t] * maxLen + pos[t]) * width;
+	for (int c = threadIdx.x; c < width; c += blockDim.x) dst[c] = x[(long long)t * width + c];
+}

@@ -1,0 +1,204 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Every op: check operands and shapes (panicking with the op's name, per
+// the kernels contract), skip if an operand's allocation failed, pick the
+// launch configuration, launch. Kernels take int32 sizes; shapes beyond
+// that are rejected here rather than truncated.
+
+func i32(op string, vals ...int) {
+	for _, v := range vals {
+		if v < 0 || v > math.MaxInt32 {
+			panic(fmt.Sprintf("cuda: %s: size %d outside 0..2³¹-1", op, v))
+		}
+	}
+}
+
+func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bool, alpha, beta float32) {
+	const op = "MatMul"
+	i32(op, m, n, k, m*k, k*n, m*n)
+	ca := b.buf(op, "C", c, m*n, kernels.F32)
+	aa := b.buf(op, "A", a, m*k, kernels.F32)
+	ba := b.buf(op, "B", bm, k*n, kernels.F32, kernels.BF16)
+	if m == 0 || n == 0 || !usable(ca, aa, ba) {
+		return
+	}
+	bPtr := ba.ptr
+	if ba.dt == kernels.BF16 {
+		// cuBLAS has no f32×bf16 GEMM; widen B into scratch. Rounding A to
+		// bf16 instead would cost the activations 8 bits of precision.
+		tmp, ok := b.scratch(4 * k * n)
+		if !ok {
+			return
+		}
+		defer b.pool.put(tmp, 4*k*n)
+		b.elementwise("bf16_to_f32", k*n, tmp, ba.ptr, int32(k*n))
+		bPtr = tmp
+	}
+	// Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
+	// row-major matrix is its own transpose read column-major: swap the
+	// operands, keep the flags.
+	ldb, lda := n, k
+	if transB {
+		ldb = k
+	}
+	if transA {
+		lda = m
+	}
+	b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, bPtr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+}
+
+func (b *Backend) GatherRows(out, table, idx kernels.Buffer, n, cols int) {
+	const op = "GatherRows"
+	i32(op, n, cols, n*cols)
+	o := b.buf(op, "out", out, n*cols, kernels.F32)
+	t := b.buf(op, "table", table, cols, kernels.F32, kernels.BF16)
+	ix := b.buf(op, "idx", idx, n, kernels.I32)
+	if n == 0 || cols == 0 || !usable(o, t, ix) {
+		return
+	}
+	name := "gather_rows_f32"
+	if t.dt == kernels.BF16 {
+		name = "gather_rows_bf16"
+	}
+	b.launch(name, D1(n), D1(warpRound(cols, 256)), 0, o.ptr, t.ptr, ix.ptr, int32(n), int32(cols))
+}
+
+func (b *Backend) RMSNorm(out, rstd, x, w kernels.Buffer, rows, dim int, eps float32) {
+	const op = "RMSNorm"
+	i32(op, rows, dim, rows*dim)
+	o := b.buf(op, "out", out, rows*dim, kernels.F32)
+	r := b.optBuf(op, "rstd", rstd, rows)
+	xx := b.buf(op, "x", x, rows*dim, kernels.F32)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	if rows == 0 || !usable(o, r, xx, ww) {
+		return
+	}
+	name := "rmsnorm_f32"
+	if ww.dt == kernels.BF16 {
+		name = "rmsnorm_wbf16"
+	}
+	b.launch(name, D1(rows), D1(rowBlock), 0, o.ptr, r.ptr, xx.ptr, ww.ptr, int32(rows), int32(dim), eps)
+}
+
+func (b *Backend) RoPE(x, pos, invFreq kernels.Buffer, nTok, nHead, headDim int, inverse bool) {
+	const op = "RoPE"
+	i32(op, nTok, nHead, headDim, nTok*nHead*headDim)
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cuda: RoPE: headDim %d is odd", headDim))
+	}
+	xx := b.buf(op, "x", x, nTok*nHead*headDim, kernels.F32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	if !usable(xx, p, f) {
+		return
+	}
+	inv := int32(0)
+	if inverse {
+		inv = 1
+	}
+	b.elementwise("rope_f32", nTok*nHead*headDim/2, xx.ptr, p.ptr, f.ptr, int32(nTok), int32(nHead), int32(headDim), inv)
+}
+
+func (b *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
+	const op = "AddBias"
+	i32(op, rows, cols, rows*cols)
+	xx := b.buf(op, "x", x, rows*cols, kernels.F32)
+	bb := b.buf(op, "bias", bias, cols, kernels.F32, kernels.BF16)
+	if !usable(xx, bb) {
+		return
+	}
+	name := "add_bias_f32"
+	if bb.dt == kernels.BF16 {
+		name = "add_bias_bf16"
+	}
+	b.elementwise(name, rows*cols, xx.ptr, bb.ptr, int32(rows), int32(cols))
+}
+
+func (b *Backend) Add(out, a, bb kernels.Buffer, n int) {
+	const op = "Add"
+	i32(op, n)
+	o := b.buf(op, "out", out, n, kernels.F32)
+	aa := b.buf(op, "a", a, n, kernels.F32)
+	b2 := b.buf(op, "b", bb, n, kernels.F32)
+	if !usable(o, aa, b2) {
+		return
+	}
+	b.elementwise("add_f32", n, o.ptr, aa.ptr, b2.ptr, int32(n))
+}
+
+func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
+	const op = "SwiGLU"
+	i32(op, n)
+	o := b.buf(op, "out", out, n, kernels.F32)
+	g := b.buf(op, "gate", gate, n, kernels.F32)
+	u := b.buf(op, "up", up, n, kernels.F32)
+	if !usable(o, g, u) {
+		return
+	}
+	b.elementwise("swiglu_f32", n, o.ptr, g.ptr, u.ptr, int32(n))
+}
+
+func (b *Backend) KVWrite(cache, x, slot, pos kernels.Buffer, nTok, width, maxLen int) {
+	const op = "KVWrite"
+	i32(op, nTok, width, maxLen, nTok*width)
+	c := b.buf(op, "cache", cache, maxLen*width, kernels.F32)
+	xx := b.buf(op, "x", x, nTok*width, kernels.F32)
+	s := b.buf(op, "slot", slot, nTok, kernels.I32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	if nTok == 0 || width == 0 || !usable(c, xx, s, p) {
+		return
+	}
+	b.launch("kv_write_f32", D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, int32(nTok), int32(width), int32(maxLen))
+}
+
+func (b *Backend) Attention(out, lse, q, kCache, vCache, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+	const op = "Attention"
+	i32(op, nTok, nHead, nKV, headDim, maxLen, nTok*nHead*headDim, maxLen*nKV*headDim)
+	if nKV <= 0 || nHead%nKV != 0 {
+		panic(fmt.Sprintf("cuda: Attention: nHead %d is not a multiple of nKV %d", nHead, nKV))
+	}
+	if headDim <= 0 || headDim > attentionMaxHeadDim {
+		panic(fmt.Sprintf("cuda: Attention: headDim %d outside 1..%d (attention.cu holds at most %d dims per thread)", headDim, attentionMaxHeadDim, attentionMaxHeadDim/attentionBlock))
+	}
+	if nHead > 65535 {
+		panic(fmt.Sprintf("cuda: Attention: nHead %d exceeds the grid's y limit 65535", nHead))
+	}
+	o := b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
+	l := b.optBuf(op, "lse", lse, nTok*nHead)
+	qq := b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, maxLen*nKV*headDim, kernels.F32)
+	vc := b.buf(op, "vCache", vCache, maxLen*nKV*headDim, kernels.F32)
+	s := b.buf(op, "slot", slot, nTok, kernels.I32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	if nTok == 0 || !usable(o, l, qq, kc, vc, s, p) {
+		return
+	}
+	shared := 4 * (headDim + attentionBlock)
+	b.launch("attention_f32", D2(nTok, nHead), D1(attentionBlock), shared,
+		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(maxLen), scale)
+}
+
+func (b *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer, rows, vocab int) {
+	const op = "LogSoftmaxGather"
+	i32(op, rows, vocab, rows*vocab)
+	if vocab <= 0 {
+		panic(fmt.Sprintf("cuda: LogSoftmaxGather: vocab %d", vocab))
+	}
+	lp := b.buf(op, "logp", logp, rows, kernels.F32)
+	e := b.optBuf(op, "entropy", entropy, rows)
+	lg := b.buf(op, "logits", logits, rows*vocab, kernels.F32)
+	t := b.buf(op, "target", target, rows, kernels.I32)
+	if rows == 0 || !usable(lp, e, lg, t) {
+		return
+	}
+	b.launch("log_softmax_gather_f32", D1(rows), D1(warpRound(vocab, logSoftmaxMaxBlock)), 0,
+		lp.ptr, e.ptr, lg.ptr, t.ptr, int32(rows), int32(vocab))
+}

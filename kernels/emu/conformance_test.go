@@ -1,0 +1,15 @@
+package emu
+
+import (
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels/kerneltest"
+)
+
+// TestConformance runs every kernel of kernels/cuda, through the Go CUDA
+// backend, under the emulator against the suite's float64 references.
+func TestConformance(t *testing.T) {
+	b := New()
+	defer b.Close()
+	kerneltest.Run(t, b)
+}

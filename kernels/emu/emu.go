@@ -1,0 +1,230 @@
+// Package emu owns the CUDA emulator: it compiles the kernel sources of
+// kernels/cuda (*.cu) with the host C++ compiler behind shim.h and runs
+// them on the CPU, each block's threads as cooperative fibers (runtime.cc),
+// with host memory standing in for device memory. Device implements
+// cuda.Device over it, so the Go CUDA backend — launch configurations,
+// buffer handling, op sequencing — runs unchanged; it registers as the
+// kernels backend "emu" and is what `go test ./...` checks against the CPU
+// reference. cuBLAS is not emulated: Sgemm is a plain host loop.
+package emu
+
+/*
+#cgo CXXFLAGS: -std=c++17 -O2 -fno-strict-aliasing -Wall -Wno-unused-function
+#cgo LDFLAGS: -lstdc++ -lm
+#include <stdlib.h>
+#include <string.h>
+#include "runtime.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
+)
+
+func init() {
+	C.emu_register_all()
+	kernels.Register("emu", func() (kernels.Backend, error) { return New(), nil })
+}
+
+// New returns the CUDA backend running on a fresh emulated device.
+func New() *cuda.Backend { return cuda.New(NewDevice()) }
+
+// Device is an emulated CUDA device: allocations are C heap memory, copies
+// are memcpy, kernels run on the fiber runtime across up to GOMAXPROCS OS
+// threads. It is safe for use by one goroutine at a time.
+type Device struct {
+	mu     sync.Mutex
+	allocs map[cuda.DevicePtr]int
+	// rename maps a kernel name to another registered kernel; tests use it
+	// to swap in planted variants.
+	rename map[string]string
+}
+
+var _ cuda.Device = (*Device)(nil)
+
+// NewDevice returns an empty emulated device.
+func NewDevice() *Device {
+	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{}}
+}
+
+// Substitute makes launches of kernel name run kernel with instead (for
+// tests: "attention_f32" → "planted/attention_f32").
+func (d *Device) Substitute(name, with string) { d.rename[name] = with }
+
+func (d *Device) Name() string { return "emu" }
+
+func (d *Device) Alloc(bytes int) (cuda.DevicePtr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("emu: Alloc(%d)", bytes)
+	}
+	p := C.calloc(C.size_t(bytes), 1)
+	if p == nil {
+		return 0, fmt.Errorf("emu: out of host memory allocating %d bytes", bytes)
+	}
+	ptr := cuda.DevicePtr(uintptr(p))
+	d.mu.Lock()
+	d.allocs[ptr] = bytes
+	d.mu.Unlock()
+	return ptr, nil
+}
+
+func (d *Device) Free(p cuda.DevicePtr) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.allocs[p]; !ok {
+		return fmt.Errorf("emu: Free(%#x): not an allocation of this device", uintptr(p))
+	}
+	delete(d.allocs, p)
+	C.free(ptrOf(p))
+	return nil
+}
+
+// ptrOf turns a device address back into the C pointer it came from
+// (calloc'd memory, which Go's collector never moves or frees).
+func ptrOf(p cuda.DevicePtr) unsafe.Pointer { return unsafe.Add(nil, uintptr(p)) }
+
+// check verifies [p, p+bytes) lies inside one allocation, so a bad copy is
+// an error rather than a corrupted heap.
+func (d *Device) check(what string, p cuda.DevicePtr, bytes int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for base, n := range d.allocs {
+		if p >= base && p+cuda.DevicePtr(bytes) <= base+cuda.DevicePtr(n) {
+			return nil
+		}
+	}
+	return fmt.Errorf("emu: %s of %d bytes at %#x is outside every allocation", what, bytes, uintptr(p))
+}
+
+func (d *Device) CopyHtoD(dst cuda.DevicePtr, src unsafe.Pointer, bytes int) error {
+	if err := d.check("CopyHtoD", dst, bytes); err != nil {
+		return err
+	}
+	C.memcpy(ptrOf(dst), src, C.size_t(bytes))
+	return nil
+}
+
+func (d *Device) CopyDtoH(dst unsafe.Pointer, src cuda.DevicePtr, bytes int) error {
+	if err := d.check("CopyDtoH", src, bytes); err != nil {
+		return err
+	}
+	C.memcpy(dst, ptrOf(src), C.size_t(bytes))
+	return nil
+}
+
+func (d *Device) CopyDtoD(dst, src cuda.DevicePtr, bytes int) error {
+	if err := errors.Join(d.check("CopyDtoD", dst, bytes), d.check("CopyDtoD", src, bytes)); err != nil {
+		return err
+	}
+	C.memmove(ptrOf(dst), ptrOf(src), C.size_t(bytes))
+	return nil
+}
+
+const errLen = 512
+
+// Launch marshals args like cuLaunchKernel's kernelParams (one pointer per
+// parameter, to its value) and runs the grid: blocks are shared out among
+// up to GOMAXPROCS goroutines, each calling into the runtime on its own OS
+// thread.
+func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, args ...any) error {
+	if with, ok := d.rename[name]; ok {
+		name = with
+	}
+	n := len(args)
+	// One C block for argument values, pointers and sizes: cgo forbids
+	// passing Go memory that holds pointers.
+	vals := (*[1 << 20]byte)(C.calloc(C.size_t(8*n+1), 1))
+	ptrs := (*[1 << 16]unsafe.Pointer)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
+	sizes := (*[1 << 16]C.size_t)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.size_t(0)))))
+	defer C.free(unsafe.Pointer(vals))
+	defer C.free(unsafe.Pointer(ptrs))
+	defer C.free(unsafe.Pointer(sizes))
+	for i, a := range args {
+		b, err := cuda.ArgBytes(a)
+		if err != nil {
+			return fmt.Errorf("emu: launching %s: argument %d: %w", name, i, err)
+		}
+		copy(vals[8*i:], b)
+		ptrs[i] = unsafe.Pointer(&vals[8*i])
+		sizes[i] = C.size_t(len(b))
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var cerr [errLen]C.char
+	L := C.emu_launch_prepare(cname, C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),
+		C.size_t(sharedBytes), &ptrs[0], &sizes[0], C.int(n), &cerr[0], errLen)
+	if L == nil {
+		return fmt.Errorf("emu: launching %s: %s", name, C.GoString(&cerr[0]))
+	}
+	blocks := int(grid.X) * int(grid.Y) * int(grid.Z)
+	workers := min(blocks, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		C.emu_launch_run(L)
+	} else {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() { C.emu_launch_run(L) })
+		}
+		wg.Wait()
+	}
+	if C.emu_launch_finish(L, &cerr[0], errLen) != 0 {
+		return fmt.Errorf("emu: kernel %s: %s", name, C.GoString(&cerr[0]))
+	}
+	return nil
+}
+
+func (d *Device) Sgemm(transA, transB bool, m, n, k int, alpha float32, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, beta float32, c cuda.DevicePtr, ldc int) error {
+	if m == 0 || n == 0 {
+		return nil
+	}
+	// Extents of each column-major operand, checked like cuBLAS would not.
+	ext := func(rows, cols, ld int) int { return ((cols-1)*ld + rows) * 4 }
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	var errs []error
+	if k > 0 {
+		errs = append(errs, d.check("Sgemm A", a, ext(ar, ac, lda)), d.check("Sgemm B", b, ext(br, bc, ldb)))
+	}
+	errs = append(errs, d.check("Sgemm C", c, ext(m, n, ldc)))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	C.emu_gemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.float)(ptrOf(a)), C.int(lda),
+		(*C.float)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.float)(ptrOf(c)), C.int(ldc))
+	return nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Sync has nothing to wait for: every call above completes before it
+// returns.
+func (d *Device) Sync() error { return nil }
+
+// Close frees every allocation still live.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for p := range d.allocs {
+		C.free(ptrOf(p))
+	}
+	d.allocs = map[cuda.DevicePtr]int{}
+	return nil
+}

@@ -1,0 +1,32 @@
+// register.cc: the one list of kernel families. A new kernels/cuda/<f>.cu
+// gets a k_<f>.cc beside this file and a line here.
+#include <mutex>
+
+#include "runtime.h"
+
+extern "C" {
+void emu_register_elementwise(const char* prefix);
+void emu_register_convert(const char* prefix);
+void emu_register_embedding(const char* prefix);
+void emu_register_rmsnorm(const char* prefix);
+void emu_register_rope(const char* prefix);
+void emu_register_attention(const char* prefix);
+void emu_register_logsoftmax(const char* prefix);
+void emu_register_planted(const char* prefix);
+void emu_register_demo(const char* prefix);
+}
+
+extern "C" void emu_register_all(void) {
+	static std::once_flag once;
+	std::call_once(once, [] {
+		emu_register_elementwise("");
+		emu_register_convert("");
+		emu_register_embedding("");
+		emu_register_rmsnorm("");
+		emu_register_rope("");
+		emu_register_attention("");
+		emu_register_logsoftmax("");
+		emu_register_planted("planted/");
+		emu_register_demo("demo/");
+	});
+}
