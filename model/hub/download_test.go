@@ -423,3 +423,42 @@ func TestDataset(t *testing.T) {
 		t.Fatal("offline mode made requests")
 	}
 }
+
+// A renamed repo answers with a relative redirect, which metadata requests
+// follow (unlike the absolute one to the CDN).
+func TestRenamedRepoRedirect(t *testing.T) {
+	f := newFakeHub(t)
+	files := tinyModel()
+	repo := f.addRepo("model", "Org/Tiny", false, files)
+	f.renamed = map[string]string{"Old/Tiny": "Org/Tiny"}
+	opts := testOptions(t, f)
+	p, err := DownloadFile(context.Background(), "Old/Tiny", "config.json", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(opts.CacheDir, "models--Old--Tiny", "snapshots", repo.commit, "config.json"); p != want {
+		t.Fatalf("path %s, want %s", p, want)
+	}
+	dir, err := Download(context.Background(), "Old/Tiny", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, dir, files, modelFiles)
+}
+
+func TestProgressBar(t *testing.T) {
+	f := newFakeHub(t)
+	files := tinyModel()
+	f.addRepo("model", "Org/Tiny", false, files)
+	opts := testOptions(t, f)
+	var progress bytes.Buffer
+	opts.Progress = &progress
+	if _, err := DownloadFile(context.Background(), "Org/Tiny", "model.safetensors", opts); err != nil {
+		t.Fatal(err)
+	}
+	out := progress.String()
+	// progressbar renders sizes in SI units: 300000 bytes is "300 kB".
+	if !strings.Contains(out, "model.safetensors") || !strings.Contains(out, "100%") || !strings.Contains(out, "300/300 kB") {
+		t.Fatalf("progress output %q", out)
+	}
+}

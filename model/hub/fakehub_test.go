@@ -40,6 +40,9 @@ type fakeHub struct {
 	cdnAuthSeen bool
 	hubAuthSeen bool
 	cdnDelay    time.Duration
+	// renamed maps an old repo path ("Old/Name") to its new one; the hub
+	// answers the old one with a relative 307, as it does after a rename.
+	renamed map[string]string
 }
 
 type fakeRepo struct {
@@ -177,6 +180,16 @@ func (f *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := strings.TrimPrefix(r.URL.EscapedPath(), "/")
+	for old, new := range f.renamed {
+		if rest, ok := strings.CutPrefix(path, old+"/"); ok {
+			http.Redirect(w, r, "/"+new+"/"+rest, http.StatusTemporaryRedirect)
+			return
+		}
+		if rest, ok := strings.CutPrefix(path, "api/models/"+old+"/"); ok {
+			http.Redirect(w, r, "/api/models/"+new+"/"+rest, http.StatusTemporaryRedirect)
+			return
+		}
+	}
 	if rest, ok := strings.CutPrefix(path, "api/"); ok {
 		f.serveRevisionAPI(w, r, rest)
 		return
