@@ -1,0 +1,231 @@
+package kerneltest
+
+import (
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Plain-loop float64 references of kernels.TrainOps, in the spirit of
+// ref.go: the specification each backend is checked against, written from
+// the op's doc comment and sharing no code with any backend. Each backward
+// reference is itself checked against finite differences of its forward
+// reference in train_test.go, so a wrong formula here cannot hide.
+
+// RefSumSquares returns Σ x[i]², summed in float64.
+func RefSumSquares(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v * v
+	}
+	return s
+}
+
+// RefRMSNormBackward returns the input gradient of RMSNorm with frozen w,
+// using the forward's per-row rstd r as given:
+// dx[i] = r·w[i]·dy[i] − x[i]·r³/dim·Σ_j w[j]·dy[j]·x[j].
+func RefRMSNormBackward(dy, x, w, rstd []float64, rows, dim int) []float64 {
+	dx := make([]float64, rows*dim)
+	for row := 0; row < rows; row++ {
+		r := rstd[row]
+		xs, dys := x[row*dim:(row+1)*dim], dy[row*dim:(row+1)*dim]
+		dot := 0.0
+		for j := range xs {
+			dot += w[j] * dys[j] * xs[j]
+		}
+		for i := range xs {
+			dx[row*dim+i] = r*w[i]*dys[i] - xs[i]*r*r*r/float64(dim)*dot
+		}
+	}
+	return dx
+}
+
+// sigmoid is 1/(1+e^−g); for g = −1000, e^1000 is +Inf and σ is 0, which
+// is the limit, so no special case is needed in float64.
+func sigmoid(g float64) float64 { return 1 / (1 + math.Exp(-g)) }
+
+// RefSwiGLUBackward returns dgate = dy·up·silu'(gate) and dup =
+// dy·silu(gate), with silu'(g) = σ(g)·(1 + g·(1 − σ(g))).
+func RefSwiGLUBackward(dy, gate, up []float64) (dgate, dup []float64) {
+	dgate = make([]float64, len(dy))
+	dup = make([]float64, len(dy))
+	for i, g := range gate {
+		s := sigmoid(g)
+		dgate[i] = dy[i] * up[i] * s * (1 + g*(1-s))
+		dup[i] = dy[i] * g * s
+	}
+	return dgate, dup
+}
+
+// RefAttentionBackward returns the gradients of Σ dout ⊙ Attention(q, k, v)
+// with respect to q (nTok × nHead × headDim) and the caches (slots × maxLen
+// × nKV × headDim; zero where no token reads). It recomputes the softmax
+// from q and k in float64 rather than taking the forward's out and lse, so
+// it is independent of any backend's forward. With P the softmax of the
+// scores s_j = scale·q·k_j over j ≤ pos[t]:
+//
+//	dP_j = dout·v_j,  D = Σ_j P_j·dP_j,  dS_j = P_j·(dP_j − D)
+//	dq  = scale·Σ_j dS_j·k_j,  dk_j += scale·dS_j·q,  dv_j += P_j·dout.
+func RefAttentionBackward(dout, q, k, v []float64, slot, pos []int32, nTok, nHead, nKV, headDim, maxLen int, scale float64) (dq, dk, dv []float64) {
+	dq = make([]float64, len(q))
+	dk = make([]float64, len(k))
+	dv = make([]float64, len(v))
+	group := nHead / nKV
+	for t := 0; t < nTok; t++ {
+		for h := 0; h < nHead; h++ {
+			g := h / group
+			at := func(j int) int { return ((int(slot[t])*maxLen+j)*nKV + g) * headDim }
+			qv := q[(t*nHead+h)*headDim:][:headDim]
+			do := dout[(t*nHead+h)*headDim:][:headDim]
+			n := int(pos[t]) + 1
+			s := make([]float64, n)
+			mx := math.Inf(-1)
+			for j := range s {
+				for d := 0; d < headDim; d++ {
+					s[j] += qv[d] * k[at(j)+d]
+				}
+				s[j] *= scale
+				mx = math.Max(mx, s[j])
+			}
+			z := 0.0
+			for j := range s {
+				z += math.Exp(s[j] - mx)
+			}
+			p := make([]float64, n)
+			dp := make([]float64, n)
+			bigD := 0.0
+			for j := range s {
+				p[j] = math.Exp(s[j]-mx) / z
+				for d := 0; d < headDim; d++ {
+					dp[j] += do[d] * v[at(j)+d]
+				}
+				bigD += p[j] * dp[j]
+			}
+			dqv := dq[(t*nHead+h)*headDim:][:headDim]
+			for j := range s {
+				ds := p[j] * (dp[j] - bigD)
+				for d := 0; d < headDim; d++ {
+					dqv[d] += scale * ds * k[at(j)+d]
+					dk[at(j)+d] += scale * ds * qv[d]
+					dv[at(j)+d] += p[j] * do[d]
+				}
+			}
+		}
+	}
+	return dq, dk, dv
+}
+
+// RefLogSoftmaxGatherBackward returns dlogits[r] = dlogp[r]·(onehot(target[r])
+// − softmax(logits[r])) per row.
+func RefLogSoftmaxGatherBackward(dlogp, logits []float64, target []int32, rows, vocab int) []float64 {
+	dl := make([]float64, rows*vocab)
+	for r := 0; r < rows; r++ {
+		row := logits[r*vocab : (r+1)*vocab]
+		mx := math.Inf(-1)
+		for _, x := range row {
+			mx = math.Max(mx, x)
+		}
+		z := 0.0
+		for _, x := range row {
+			z += math.Exp(x - mx)
+		}
+		for i, x := range row {
+			oneHot := 0.0
+			if i == int(target[r]) {
+				oneHot = 1
+			}
+			dl[r*vocab+i] = dlogp[r] * (oneHot - math.Exp(x-mx)/z)
+		}
+	}
+	return dl
+}
+
+// RefPolicyLoss returns the per-token clipped policy-gradient loss with the
+// k3 KL penalty and its derivative with respect to logp (see
+// kernels.TrainOps.PolicyLoss). refLogp is ignored when Beta is 0. Where
+// the clipped term is strictly the smaller one the clip is active (inside
+// the range both terms are equal) and pg's gradient is zero.
+func RefPolicyLoss(logp, oldLogp, refLogp, adv, weight []float64, p kernels.PolicyLossParams) (loss, dlogp []float64) {
+	lo, hi := 1-float64(p.EpsLow), 1+float64(p.EpsHigh)
+	beta := float64(p.Beta)
+	loss = make([]float64, len(logp))
+	dlogp = make([]float64, len(logp))
+	for t := range logp {
+		ratio := math.Exp(logp[t] - oldLogp[t])
+		unclipped := ratio * adv[t]
+		clipped := math.Min(math.Max(ratio, lo), hi) * adv[t]
+		pg, dpg := -unclipped, -unclipped // d(ratio)/d(logp) = ratio
+		if clipped < unclipped {
+			pg, dpg = -clipped, 0
+		}
+		kl, dkl := 0.0, 0.0
+		if beta != 0 {
+			d := refLogp[t] - logp[t]
+			kl = math.Exp(d) - d - 1
+			dkl = 1 - math.Exp(d)
+		}
+		loss[t] = weight[t] * (pg + beta*kl)
+		dlogp[t] = weight[t] * (dpg + beta*dkl)
+	}
+	return loss, dlogp
+}
+
+// RefGroupAdvantages returns r − mean(group), divided by (std + 1e-4) with
+// std the unbiased standard deviation of the group (ScaleGroup) or of all
+// rewards (ScaleBatch), undivided for ScaleNone. A set of one value has
+// std 0.
+func RefGroupAdvantages(rewards []float64, nGroups, groupSize int, scale kernels.AdvantageScale) []float64 {
+	adv := make([]float64, nGroups*groupSize)
+	batchStd := unbiasedStd(rewards[:nGroups*groupSize])
+	for g := 0; g < nGroups; g++ {
+		grp := rewards[g*groupSize : (g+1)*groupSize]
+		mean := 0.0
+		for _, r := range grp {
+			mean += r
+		}
+		mean /= float64(groupSize)
+		div := 1.0
+		switch scale {
+		case kernels.ScaleGroup:
+			div = unbiasedStd(grp) + 1e-4
+		case kernels.ScaleBatch:
+			div = batchStd + 1e-4
+		}
+		for i, r := range grp {
+			adv[g*groupSize+i] = (r - mean) / div
+		}
+	}
+	return adv
+}
+
+// unbiasedStd is sqrt(Σ(x − mean)²/(n − 1)), and 0 for n ≤ 1.
+func unbiasedStd(x []float64) float64 {
+	if len(x) < 2 {
+		return 0
+	}
+	mean := 0.0
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	ss := 0.0
+	for _, v := range x {
+		ss += (v - mean) * (v - mean)
+	}
+	return math.Sqrt(ss / float64(len(x)-1))
+}
+
+// RefAdamW takes one torch.optim.AdamW step in place on param, m and v:
+// decay first (p −= lr·wd·p), then the bias-corrected Adam update.
+func RefAdamW(param, grad, m, v []float64, p kernels.AdamWParams) {
+	lr, b1, b2 := float64(p.LR), float64(p.Beta1), float64(p.Beta2)
+	eps, wd := float64(p.Eps), float64(p.WeightDecay)
+	c1 := 1 - math.Pow(b1, float64(p.Step))
+	c2 := 1 - math.Pow(b2, float64(p.Step))
+	for i, g := range grad {
+		param[i] -= lr * wd * param[i]
+		m[i] = b1*m[i] + (1-b1)*g
+		v[i] = b2*v[i] + (1-b2)*g*g
+		param[i] -= lr * (m[i] / c1) / (math.Sqrt(v[i]/c2) + eps)
+	}
+}
