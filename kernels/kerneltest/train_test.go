@@ -110,7 +110,7 @@ func TestRefAdamWByHand(t *testing.T) {
 }
 
 // fdRef checks grad against central differences of f along every
-// coordinate of x, in float64 (h = 1e-6: truncation ~1e-12·f”', rounding
+// coordinate of x, in float64 (h = 1e-6: truncation ~1e-12 × the third derivative, rounding
 // ~1e-10·|f|).
 func fdRef(t *testing.T, what string, x, grad []float64, f func([]float64) float64) {
 	t.Helper()
