@@ -34,7 +34,9 @@ func init() {
 }
 
 // New returns the CUDA backend running on a fresh emulated device.
-func New() *cuda.Backend { return cuda.New(NewDevice()) }
+func New() *cuda.Backend { return newBackend(NewDevice()) }
+
+func newBackend(d *Device) *cuda.Backend { return cuda.New(d) }
 
 // Device is an emulated CUDA device: allocations are C heap memory, copies
 // are memcpy, kernels run on the fiber runtime across up to GOMAXPROCS OS
