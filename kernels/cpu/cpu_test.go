@@ -21,4 +21,9 @@ func TestConformance(t *testing.T) {
 		}
 		kerneltest.Run(t, b)
 	})
+	// More workers than cores, and an odd count, so split points and
+	// dynamic chunking differ from the default.
+	t.Run("workers=3", func(t *testing.T) {
+		kerneltest.Run(t, cpu.New(cpu.WithWorkers(3)))
+	})
 }
