@@ -26,6 +26,11 @@ func (be *Backend) KVWrite(cache, x, slot, pos kernels.Buffer, nTok, width, maxL
 // less work on masked (future) positions and balance better across workers.
 const attnBlock = 64
 
+// attnScratch holds the per-worker Q, O and score matrices between calls,
+// so decoding (one small Attention call per layer per token) does not
+// allocate.
+var attnScratch sync.Pool
+
 // attnTask is a run of consecutive tokens of one slot and one KV head.
 type attnTask struct{ t0, t1, g int }
 
@@ -71,16 +76,15 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, slot, pos kernels.Buff
 		t0 = t1
 	}
 
-	var scratch sync.Pool
 	be.parallel(len(tasks), attnBlock*group*headDim*maxLen, func(lo, hi int) {
-		buf, _ := scratch.Get().(*[]float32)
+		buf, _ := attnScratch.Get().(*[]float32)
 		if buf == nil {
 			buf = new([]float32)
 		}
 		for _, tk := range tasks[lo:hi] {
 			*buf = be.attendBlock(*buf, tk, qs, ks, vs, os, ls, ss, ps, nHead, group, headDim, maxLen, rowW, scale)
 		}
-		scratch.Put(buf)
+		attnScratch.Put(buf)
 	})
 }
 
