@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Regenerates the committed PTX from kernels/cuda/*.cu: one file per source
+# and virtual architecture (compute_80: A100; compute_90: H100/H200), which
+# the driver JIT-compiles for the GPU at hand. Then runs ptxas for sm_90 on
+# every file and writes the per-kernel registers/spills/shared memory to
+# ptx/ptxas-sm90.txt (quoted in CUDA.md). Needs nvcc (scripts/install-cuda.sh).
+#
+#   kernels/cuda/ptx/build.sh           regenerate
+#   kernels/cuda/ptx/build.sh -check    fail if the committed files differ
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v nvcc >/dev/null 2>&1; then
+	echo "ptx/build.sh: nvcc not found; run scripts/install-cuda.sh" >&2
+	exit 1
+fi
+out=ptx
+check=0
+if [ "${1:-}" = "-check" ]; then
+	check=1
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
+
+# No --use_fast_math: expf/logf/sincosf keep their full-precision
+# versions, which the conformance tolerances assume.
+NVCCFLAGS=(-O3 -std=c++17)
+for cu in *.cu; do
+	base=${cu%.cu}
+	for arch in 80 90; do
+		nvcc -ptx "${NVCCFLAGS[@]}" -arch=compute_$arch -o "$out/$base.sm$arch.ptx" "$cu"
+	done
+done
+
+{
+	echo "# ptxas -arch=sm_90 -v, per kernel: registers, stack frame, spill stores/loads, static shared memory"
+	echo "# $(nvcc --version | grep release)"
+	for ptx in "$out"/*.sm90.ptx; do
+		ptxas -arch=sm_90 -v -o /dev/null "$ptx" 2>&1 |
+			awk -v f="$(basename "$ptx")" '
+				/Compiling entry function/ { k = $7; gsub(/['"'"'`]/, "", k) }
+				/bytes stack frame/ { split($0, a, ","); fr = a[1]; st = a[2]; ld = a[3]; gsub(/^ +/, "", fr); gsub(/^ +/, "", st); gsub(/^ +/, "", ld) }
+				/Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
+					sm = "0 bytes smem"; if (match($0, /[0-9]+ bytes smem/)) sm = substr($0, RSTART, RLENGTH);
+					printf "%-24s %-21s %3s registers, %s, %s, %s, %s\n", k, f, r, fr, st, ld, sm }'
+	done
+} >"$out/ptxas-sm90.txt"
+
+if [ $check = 1 ]; then
+	if ! diff -r -q --exclude='*.sh' ptx "$out" >/dev/null; then
+		diff -r --exclude='*.sh' ptx "$out" | head -20 >&2
+		echo "ptx/build.sh -check: committed PTX is stale; run make ptx and commit kernels/cuda/ptx" >&2
+		exit 1
+	fi
+	echo "ptx/build.sh -check: committed PTX is current"
+fi

@@ -1,0 +1,73 @@
+package cuda
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPTXIsCurrent recompiles every .cu and compares with the committed
+// PTX. It needs the nvcc that made them (the version is in
+// ptx/ptxas-sm90.txt), so it skips where there is none; CI installs it
+// (scripts/install-cuda.sh) so the check runs there.
+func TestPTXIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("recompiles every kernel with nvcc (7 s)")
+	}
+	if _, err := exec.LookPath("nvcc"); err != nil {
+		t.Skip("nvcc not on PATH (scripts/install-cuda.sh installs it)")
+	}
+	ver, err := exec.Command("nvcc", "--version").Output()
+	if err != nil {
+		t.Fatalf("nvcc --version: %v", err)
+	}
+	rec, err := os.ReadFile("ptx/ptxas-sm90.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := regexp.MustCompile(`release [0-9.]+, V[0-9.]+`)
+	have, made := release.FindString(string(ver)), release.FindString(string(rec))
+	if have != made {
+		t.Skipf("nvcc is %q but the PTX was made by %q; its output would differ in more than the kernels", have, made)
+	}
+	out, err := exec.Command("ptx/build.sh", "-check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s\n%v", out, err)
+	}
+}
+
+// TestPTXHasEveryKernel checks, without nvcc, that the committed PTX of
+// both architectures defines every kernel the backend launches.
+func TestPTXHasEveryKernel(t *testing.T) {
+	entries := map[string]int{}
+	files, _ := os.ReadDir("ptx")
+	entry := regexp.MustCompile(`\.visible \.entry ([A-Za-z0-9_]+)\(`)
+	for _, f := range files {
+		if !strings.HasSuffix(f.Name(), ".ptx") {
+			continue
+		}
+		b, err := os.ReadFile("ptx/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range entry.FindAllStringSubmatch(string(b), -1) {
+			entries[m[1]]++
+		}
+	}
+	src, err := os.ReadFile("ops.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _ := os.ReadFile("backend.go")
+	launched := regexp.MustCompile(`"([a-z0-9]+(?:_[a-z0-9]+)+)"`).FindAllStringSubmatch(string(src)+string(back), -1)
+	if len(launched) < 10 {
+		t.Fatalf("found only %d kernel names in ops.go and backend.go", len(launched))
+	}
+	for _, m := range launched {
+		if entries[m[1]] != 2 {
+			t.Errorf("kernel %s is defined %d times in ptx/*.ptx, want 2 (compute_80 and compute_90); run make ptx", m[1], entries[m[1]])
+		}
+	}
+}
