@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Golden GRPO loss and LoRA gradients, by PyTorch autograd in float64.
+
+For a tiny model with a LoRA adapter on every projection and a fixed batch of
+rollouts (prompt, completion, advantage, behaviour log-probs, model-token mask,
+truncation flag), computes for several [loss] settings the batch loss, the
+gradient of every LoRA A and B, and the mean entropy and KL over trained
+tokens, and writes testdata/golden/grpo_loss.{json,f32}. trainer's golden test
+reproduces them with the explicit Go backward.
+
+Semantics (the specification the Go code follows):
+  sequence     s = prompt + completion; the forward runs on s[:-1] and row t
+               predicts s[t+1], so completion token j is scored at row P-1+j.
+  trained      completion token j of sample i is trained if mask[i][j] and not
+               (mask_truncated and truncated[i]).
+  weights      dapo: 1 / (trained tokens in the batch);
+               grpo: 1 / (trained tokens of the sample) / (samples);
+               dr_grpo: 1 / (samples * max_tokens).
+  token loss   ratio = exp(logp - old); pg = -min(ratio*A, clip(ratio, 1-eps, 1+eps_high)*A);
+               kl = exp(ref - logp) - (ref - logp) - 1 (ref = base model, adapter off);
+               loss = sum over trained tokens of weight * (pg + beta*kl).
+
+Run from the repository root:  /usr/bin/python3 testdata/reference/grpo_loss.py
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import ROOT, Model, load_model  # noqa: E402
+
+PROJ = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
+RANK, SCALE = 4, 2.0
+MODELS = ["qwen3-tiny", "llama-tiny"]
+CASES = [
+    {"name": "dapo", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.0, "mask_truncated": False},
+    {"name": "grpo-cliphigh", "loss_type": "grpo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated": False},
+    {"name": "dr_grpo-kl-masktrunc", "loss_type": "dr_grpo", "epsilon": 0.1, "epsilon_high": 0.3, "beta": 0.05, "mask_truncated": True},
+    {"name": "dapo-kl", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.1, "mask_truncated": False},
+]
+MAX_TOKENS = 12
+
+
+def proj_dims(cfg, p):
+    q, kv, h = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim, cfg.hidden
+    inter = None
+    return {"self_attn.q_proj": (h, q), "self_attn.k_proj": (h, kv), "self_attn.v_proj": (h, kv),
+            "self_attn.o_proj": (q, h)}.get(p)
+
+
+def main():
+    out_dir = os.path.join(ROOT, "testdata", "golden")
+    chunks, offset = [], 0
+
+    def put(a):
+        nonlocal offset
+        a = np.ascontiguousarray(np.asarray(a, dtype="<f4"))
+        entry = {"offset": offset, "shape": list(a.shape)}
+        chunks.append(a.tobytes())
+        offset += a.size
+        return entry
+
+    manifest = {"rank": RANK, "scale": SCALE, "max_tokens": MAX_TOKENS, "models": []}
+    for mi, name in enumerate(MODELS):
+        cfg, weights = load_model(os.path.join(ROOT, "testdata", "models", name))
+        rng = np.random.Generator(np.random.PCG64(4242 + mi))
+        inter = weights["model.layers.0.mlp.gate_proj.weight"].shape[0]
+        lora, lora_entries = {}, []
+        for l in range(cfg.layers):
+            for p in PROJ:
+                key = f"model.layers.{l}.{p}"
+                out_f, in_f = weights[key + ".weight"].shape
+                a = rng.normal(0, 0.1, size=(RANK, in_f)).astype(np.float32)
+                b = rng.normal(0, 0.1, size=(out_f, RANK)).astype(np.float32)
+                lora_entries.append({"module": key, "A": put(a), "B": put(b)})
+                lora[key + ".weight"] = (torch.tensor(a, dtype=torch.float64, requires_grad=True),
+                                         torch.tensor(b, dtype=torch.float64, requires_grad=True), SCALE)
+        policy = Model(cfg, weights, lora=lora)
+        base = Model(cfg, weights)
+
+        # The batch: 2 groups of 2 rollouts; one multi-turn (env tokens
+        # masked), one truncated.
+        samples = []
+        for i in range(4):
+            P, C = int(rng.integers(3, 7)), int(rng.integers(4, 10))
+            s = {"prompt": rng.integers(0, cfg.vocab, size=P).tolist(),
+                 "completion": rng.integers(0, cfg.vocab, size=C).tolist(),
+                 "advantage": float(np.float32(rng.normal())),
+                 "truncated": i == 2,
+                 "model_mask": [True] * C}
+            if i == 1:
+                s["model_mask"] = [j < 2 or j >= 5 for j in range(C)]
+            samples.append(s)
+
+        def logps(model, s):
+            seq = s["prompt"] + s["completion"]
+            logits = model.forward(seq[:-1])
+            lp = torch.log_softmax(logits, -1)
+            rows = torch.arange(len(s["prompt"]) - 1, len(seq) - 1)
+            tgt = torch.tensor(s["completion"])
+            full = torch.log_softmax(logits[rows], -1)
+            ent = -(full.exp() * full).sum(-1)
+            return lp[rows, tgt], ent
+
+        # Behaviour log-probs: the current policy's plus noise, so that some
+        # ratios leave the clip range on either side.
+        for s in samples:
+            with torch.no_grad():
+                lp, _ = logps(policy, s)
+            noise = rng.normal(0, 0.25, size=len(s["completion"]))
+            s["old_logp"] = [float(np.float32(x)) for x in (lp.numpy() + noise)]
+
+        cases = []
+        for case in CASES:
+            for a, b, _ in lora.values():
+                a.grad, b.grad = None, None
+            trained = [[m and not (case["mask_truncated"] and s["truncated"]) for m in s["model_mask"]] for s in samples]
+            total = sum(sum(t) for t in trained)
+            loss = torch.zeros((), dtype=torch.float64)
+            ent_sum, kl_sum = 0.0, 0.0
+            for s, tr in zip(samples, trained):
+                lp, ent = logps(policy, s)
+                with torch.no_grad():
+                    ref, _ = logps(base, s)
+                old = torch.tensor(s["old_logp"], dtype=torch.float64)
+                adv = s["advantage"]
+                ratio = torch.exp(lp - old)
+                clipped = torch.clamp(ratio, 1 - case["epsilon"], 1 + case["epsilon_high"])
+                pg = -torch.minimum(ratio * adv, clipped * adv)
+                d = ref - lp
+                kl = torch.exp(d) - d - 1
+                tok = pg + case["beta"] * kl
+                if case["loss_type"] == "dapo":
+                    w = 1.0 / total
+                elif case["loss_type"] == "grpo":
+                    w = 1.0 / sum(tr) / len(samples) if sum(tr) else 0.0
+                else:
+                    w = 1.0 / (len(samples) * MAX_TOKENS)
+                m = torch.tensor(tr, dtype=torch.float64)
+                loss = loss + (tok * m).sum() * w
+                ent_sum += float((ent.detach() * m).sum())
+                kl_sum += float((kl.detach() * m).sum())
+            loss.backward()
+            grads = [{"module": e["module"], "A": put(lora[e["module"] + ".weight"][0].grad.numpy()),
+                      "B": put(lora[e["module"] + ".weight"][1].grad.numpy())} for e in lora_entries]
+            cases.append(dict(case, loss=float(loss), trained_tokens=total,
+                              entropy_mean=ent_sum / total, kl_mean=kl_sum / total, grads=grads))
+        manifest["models"].append({"model": name, "lora": lora_entries, "samples": samples, "cases": cases})
+
+    manifest["data"] = "grpo_loss.f32"
+    with open(os.path.join(out_dir, "grpo_loss.f32"), "wb") as f:
+        f.write(b"".join(chunks))
+    with open(os.path.join(out_dir, "grpo_loss.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"wrote grpo_loss.json/.f32 ({offset * 4} bytes)")
+
+
+if __name__ == "__main__":
+    main()
