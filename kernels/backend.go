@@ -11,6 +11,8 @@
 //     names and never writes outside its output range, so views (Slice) of a
 //     larger buffer are safe operands.
 //   - Index operands (token ids, cache slots, positions) are I32 buffers.
+//   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
+//     AddBias' bias) may be BF16; everything an op writes is F32.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -108,7 +110,9 @@ type Ops interface {
 	// x[i+headDim/2]) is rotated by angle pos[t]·invFreq[i]. invFreq has
 	// headDim/2 entries (llama3 scaling is folded into it by the caller).
 	// With inverse set it rotates by the negative angle, which is RoPE's
-	// backward.
+	// backward. The angle is the float32 product pos·invFreq, as HF
+	// transformers computes it (at position ~30k it is ~1e-3 rad from the
+	// exact product; matching HF matters more than exactness).
 	RoPE(x, pos, invFreq Buffer, nTok, nHead, headDim int, inverse bool)
 
 	// AddBias adds bias (cols) to every row of x (rows × cols) in place.
@@ -134,7 +138,9 @@ type Ops interface {
 	// KV head h / (nHead/nKV). kCache and vCache are slots × maxLen × nKV ×
 	// headDim. out is nTok × nHead × headDim. If lse is not nil it receives
 	// the log-sum-exp of the scaled scores per (token, head), nTok × nHead,
-	// which the backward pass uses to recompute probabilities.
+	// which the backward pass uses to recompute probabilities. Cache
+	// entries past a slot's largest queried position may hold garbage
+	// (even NaN) and must not be read.
 	Attention(out, lse, q, kCache, vCache, slot, pos Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32)
 
 	// LogSoftmaxGather computes, for each of rows rows of logits (rows ×
