@@ -1,0 +1,173 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+type attnBwdShape struct {
+	name                string
+	nHead, nKV, headDim int
+	slots, maxLen       int
+	toks                []tok
+	qScale              float64 // magnitude of q; 8 makes the softmax peaked
+	accumulate          bool    // dk, dv start non-zero: the op must add
+}
+
+// attentionBackwardCases cover the shapes of the forward cases: a single
+// token, prefill, packed slots of different lengths (one continuing after a
+// cached prefix, so its prefix positions get key and value gradients from
+// later queries), shuffled token order, decode (one query per slot), GQA
+// ratios 1, 2 and 4, peaked softmax, and accumulation into non-zero dk and
+// dv. As in the forward cases, cache positions no token may read hold NaN,
+// and their dk, dv must keep their initial value. out and lse are the
+// float64 forward rounded to float32, so these cases test the backward
+// alone; the "fd" cases use the backend's own forward.
+func attentionBackwardCases() []Case {
+	shuffled := cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0))
+	for i := range shuffled {
+		j := (i * 7) % len(shuffled)
+		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+	}
+	shapes := []attnBwdShape{
+		{"single", 1, 1, 16, 1, 1, []tok{{0, 0}}, 1, false},
+		{"prefill-gqa1", 2, 2, 16, 1, 16, run(0, 0, 12), 1, false},
+		{"packed-gqa2", 4, 2, 64, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0)), 1, false},
+		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true},
+		{"decode-gqa2", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true},
+		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false},
+		{"peaked-gqa2", 4, 2, 16, 1, 24, run(0, 0, 23), 8, false},
+		{"headdim128", 2, 1, 128, 2, 33, cat(run(0, 0, 32), run(1, 0, 4)), 1, true},
+	}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(2600+i)
+		cs = append(cs, trainCase("AttentionBackward",
+			fmt.Sprintf("%s,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
+			func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackward(b, tb, seed, s) }))
+	}
+	fd := []attnBwdShape{
+		{"packed-gqa2", 4, 2, 16, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 2)), 1, false},
+		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false},
+		{"decode-gqa2", 4, 2, 16, 3, 20, []tok{{0, 17}, {1, 0}, {2, 6}}, 1, false},
+	}
+	for i, s := range fd {
+		s, seed := s, uint64(2650+i)
+		cs = append(cs, trainCase("AttentionBackward",
+			fmt.Sprintf("fd,%s,nHead=%d,nKV=%d,headDim=%d,nTok=%d", s.name, s.nHead, s.nKV, s.headDim, len(s.toks)),
+			func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackwardFD(b, tb, seed, s) }))
+	}
+	return cs
+}
+
+// attnOperands are the inputs shared by the analytic and fd cases.
+type attnOperands struct {
+	slotv, posv []int32
+	kv, vv      []float32 // cache contents, NaN where unreadable
+	readable    func(i int) bool
+	q, k, v     *operand
+	slot, pos   *operand
+	nTok, qLen  int
+	cacheLen    int
+	scale       float32
+	scale64     float64
+}
+
+func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
+	a := &attnOperands{nTok: len(s.toks)}
+	a.slotv, a.posv = make([]int32, a.nTok), make([]int32, a.nTok)
+	valid := make([]int, s.slots) // per slot, number of readable positions
+	for t, tk := range s.toks {
+		a.slotv[t], a.posv[t] = tk.slot, tk.pos
+		valid[tk.slot] = max(valid[tk.slot], int(tk.pos)+1)
+	}
+	row := s.nKV * s.headDim
+	a.cacheLen = s.slots * s.maxLen * row
+	a.readable = func(i int) bool {
+		cell := i / row
+		return cell%s.maxLen < valid[cell/s.maxLen]
+	}
+	kv := func() []float32 {
+		v := e.uniform(a.cacheLen, 1)
+		for i := range v {
+			if !a.readable(i) {
+				v[i] = float32(math.NaN())
+			}
+		}
+		return v
+	}
+	a.qLen = a.nTok * s.nHead * s.headDim
+	a.q = e.in("q", e.uniform(a.qLen, s.qScale))
+	a.kv, a.vv = kv(), kv()
+	a.k, a.v = e.in("kCache", a.kv), e.in("vCache", a.vv)
+	a.slot, a.pos = e.ints("slot", a.slotv), e.ints("pos", a.posv)
+	a.scale = float32(1 / math.Sqrt(float64(s.headDim)))
+	a.scale64 = float64(a.scale)
+	return a
+}
+
+func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape) error {
+	e := newEnv(b, seed)
+	defer e.free()
+	a := newAttnOperands(e, s)
+	outv, lsev := RefAttention(a.q.values(), a.k.values(), a.v.values(), a.slotv, a.posv, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale64)
+	out, lse := e.in("out", f32s(outv)), e.in("lse", f32s(lsev))
+	dout := e.in("dout", e.uniform(a.qLen, 1))
+	init := make([]float32, a.cacheLen)
+	dkInit, dvInit := init, init
+	if s.accumulate {
+		dkInit, dvInit = e.uniform(a.cacheLen, 1), e.uniform(a.cacheLen, 1)
+	}
+	dq, dk, dv := e.out("dq", nans(a.qLen)), e.out("dk", dkInit), e.out("dv", dvInit)
+	wantQ, wantK, wantV := RefAttentionBackward(dout.values(), a.q.values(), a.k.values(), a.v.values(), a.slotv, a.posv, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale64)
+	wantK, wantV = RefAdd(wantK, dk.values()), RefAdd(wantV, dv.values())
+	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.slot.view, a.pos.view,
+		a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale)
+	if err := e.checkAll(); err != nil {
+		return err
+	}
+	if err := Compare("dq", dq.result(b), wantQ, tolMatMul); err != nil {
+		return err
+	}
+	if err := Compare("dk", dk.result(b), wantK, tolMatMul); err != nil {
+		return err
+	}
+	return Compare("dv", dv.result(b), wantV, tolMatMul)
+}
+
+// checkAttentionBackwardFD differentiates L = Σ r ⊙ Attention(q, k, v) on
+// the backend along random directions of q and of the readable part of
+// each cache.
+func checkAttentionBackwardFD(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape) error {
+	e := newEnv(b, seed)
+	defer e.free()
+	a := newAttnOperands(e, s)
+	r := e.uniform(a.qLen, 1)
+	out, lse := e.out("out", nans(a.qLen)), e.out("lse", nans(a.nTok*s.nHead))
+	dout := e.in("dout", r)
+	dq, dk, dv := e.out("dq", nans(a.qLen)), e.out("dk", make([]float32, a.cacheLen)), e.out("dv", make([]float32, a.cacheLen))
+	attend := func(lseBuf kernels.Buffer) {
+		b.Attention(out.view, lseBuf, a.q.view, a.k.view, a.v.view, a.slot.view, a.pos.view, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale)
+	}
+	attend(lse.view)
+	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.slot.view, a.pos.view,
+		a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale)
+	if err := e.checkAll(); err != nil {
+		return err
+	}
+	qv := make([]float32, a.qLen)
+	copy(qv, a.q.f[guard:])
+	unreadable := func(i int) bool { return !a.readable(i) }
+	loss := func() (float64, float64, error) {
+		attend(nil)
+		l, labs := dotLoss(r, out.result(b))
+		return l, labs, b.Sync()
+	}
+	return checkFD(e, 1e-2, []fdInput{
+		{op: a.q, x: qv, grad: dq.result(b)},
+		{op: a.k, x: a.kv, grad: dk.result(b), frozen: unreadable},
+		{op: a.v, x: a.vv, grad: dv.result(b), frozen: unreadable},
+	}, loss)
+}

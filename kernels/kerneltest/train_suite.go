@@ -1,0 +1,120 @@
+package kerneltest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// The training suite checks kernels.TrainOps the way the forward suite
+// checks kernels.Ops: cases on guarded views against the float64
+// references of train_ref.go. In addition, every backward op is checked
+// against central finite differences of the backend's own forward op
+// (cases named "fd,…", see train_fd.go), so a backward and a forward that
+// disagree are caught even where both references could be wrong the same
+// way. A backend that implements TrainOps runs it in one line:
+//
+//	func TestTrainConformance(t *testing.T) { kerneltest.RunTrain(t, cpu.New()) }
+
+// Tolerances of the training ops against their float64 references, beside
+// those of tol.go. A correct float32 implementation lands well inside.
+var (
+	// SumSquares accumulates in float64 and rounds once, so it may differ
+	// from the reference only by that rounding (plus a reordering of the
+	// float64 sum, far below it): |err| ≤ 2⁻²³·|want|. A float32
+	// accumulator over 10⁶ terms is off by ~1e-4 (train_test.go).
+	tolSumSquares = Tol{NMSE: 1e-14, MaxAbs: 0x1p-23}
+)
+
+// TrainCases returns every case of the training suite, grouped by op, in a
+// fixed order and with fixed seeds. Each case's Check fails with an error
+// (it does not panic) if the backend does not implement kernels.TrainOps.
+func TrainCases() []Case {
+	var cs []Case
+	for _, group := range [][]Case{
+		fillCases(),
+		scaleCases(),
+		sumSquaresCases(),
+		rmsNormBackwardCases(),
+		swiGLUBackwardCases(),
+		ropeBackwardCases(),
+		attentionBackwardCases(),
+		logSoftmaxGatherBackwardCases(),
+		policyLossCases(),
+		groupAdvantagesCases(),
+		adamWCases(),
+	} {
+		cs = append(cs, group...)
+	}
+	return cs
+}
+
+// RunTrain runs every training case as a subtest t.Run(op, t.Run(name)).
+// b must also implement kernels.TrainOps.
+func RunTrain(t *testing.T, b kernels.Backend) {
+	t.Helper()
+	if _, ok := b.(kernels.TrainOps); !ok {
+		t.Fatalf("backend %q (%T) does not implement kernels.TrainOps", b.Name(), b)
+	}
+	cs := TrainCases()
+	for start := 0; start < len(cs); {
+		end := start
+		for end < len(cs) && cs[end].Op == cs[start].Op {
+			end++
+		}
+		group := cs[start:end]
+		t.Run(group[0].Op, func(t *testing.T) {
+			for _, c := range group {
+				t.Run(c.Name, func(t *testing.T) {
+					if err := c.Check(b); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		})
+		start = end
+	}
+}
+
+// CheckTrain runs every training case whose Op is in ops (all of them when
+// ops is empty) and returns the failures joined, each prefixed "Op/Name: ",
+// or nil. It is Check for the training suite, for tests that prove a
+// broken backend is caught.
+func CheckTrain(b kernels.Backend, ops ...string) error {
+	want := map[string]bool{}
+	for _, op := range ops {
+		want[op] = true
+	}
+	var errs []error
+	for _, c := range TrainCases() {
+		if len(ops) > 0 && !want[c.Op] {
+			continue
+		}
+		if err := c.Check(b); err != nil {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", c.Op, c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// trainOps returns b's training ops, or an error naming the backend.
+func trainOps(b kernels.Backend) (kernels.TrainOps, error) {
+	t, ok := b.(kernels.TrainOps)
+	if !ok {
+		return nil, fmt.Errorf("backend %q (%T) does not implement kernels.TrainOps", b.Name(), b)
+	}
+	return t, nil
+}
+
+// trainCase builds a Case whose check receives the training ops.
+func trainCase(op, name string, check func(b kernels.Backend, tb kernels.TrainOps) error) Case {
+	return Case{Op: op, Name: name, check: func(b kernels.Backend) error {
+		tb, err := trainOps(b)
+		if err != nil {
+			return err
+		}
+		return check(b, tb)
+	}}
+}
