@@ -1,0 +1,97 @@
+//go:build cuda
+
+package cuda
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+
+// cuBLAS is opened at run time rather than linked, so one binary built
+// against this machine's toolkit runs where only another major version's
+// libcublas is installed (the lent GPU machines have CUDA 13). The three
+// entry points below have had the same C ABI since CUDA 6.
+typedef int (*grpo_cublasCreate_t)(void**);
+typedef int (*grpo_cublasDestroy_t)(void*);
+typedef int (*grpo_cublasSetStream_t)(void*, void*);
+typedef int (*grpo_cublasSgemm_t)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
+				  const float*, float*, int);
+
+static void* grpo_blas_lib;
+static grpo_cublasCreate_t grpo_cublasCreate;
+static grpo_cublasDestroy_t grpo_cublasDestroy;
+static grpo_cublasSetStream_t grpo_cublasSetStream;
+static grpo_cublasSgemm_t grpo_cublasSgemm;
+
+static const char* grpo_blas_open(void) {
+	static const char* names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so", 0};
+	if (grpo_blas_lib) return 0;
+	for (int i = 0; names[i] && !grpo_blas_lib; i++) grpo_blas_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!grpo_blas_lib) return "libcublas.so.{13,12,11} not found on the library path";
+	grpo_cublasCreate = (grpo_cublasCreate_t)dlsym(grpo_blas_lib, "cublasCreate_v2");
+	grpo_cublasDestroy = (grpo_cublasDestroy_t)dlsym(grpo_blas_lib, "cublasDestroy_v2");
+	grpo_cublasSetStream = (grpo_cublasSetStream_t)dlsym(grpo_blas_lib, "cublasSetStream_v2");
+	grpo_cublasSgemm = (grpo_cublasSgemm_t)dlsym(grpo_blas_lib, "cublasSgemm_v2");
+	if (!grpo_cublasCreate || !grpo_cublasDestroy || !grpo_cublasSetStream || !grpo_cublasSgemm)
+		return "libcublas lacks cublasCreate_v2/cublasSetStream_v2/cublasSgemm_v2";
+	return 0;
+}
+static int grpo_blas_create(void** h) { return grpo_cublasCreate(h); }
+static int grpo_blas_destroy(void* h) { return grpo_cublasDestroy(h); }
+static int grpo_blas_set_stream(void* h, void* s) { return grpo_cublasSetStream(h, s); }
+// Device addresses arrive as integers: they are not Go or host pointers.
+static int grpo_blas_sgemm(void* h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long A, int lda,
+			   unsigned long long B, int ldb, float beta, unsigned long long C, int ldc) {
+	return grpo_cublasSgemm(h, ta, tb, m, n, k, &alpha, (const float*)A, lda, (const float*)B, ldb, &beta, (float*)C, ldc);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// cublas is a cuBLAS handle bound to the device's stream.
+type cublas struct{ h unsafe.Pointer }
+
+func openCublas(stream unsafe.Pointer) (*cublas, error) {
+	if msg := C.grpo_blas_open(); msg != nil {
+		return nil, errors.New("cuda: " + C.GoString(msg))
+	}
+	var h unsafe.Pointer
+	if st := C.grpo_blas_create(&h); st != 0 {
+		return nil, fmt.Errorf("cuda: cublasCreate: status %d", int(st))
+	}
+	if st := C.grpo_blas_set_stream(h, stream); st != 0 {
+		C.grpo_blas_destroy(h)
+		return nil, fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
+	}
+	return &cublas{h: h}, nil
+}
+
+func (b *cublas) close() error {
+	if st := C.grpo_blas_destroy(b.h); st != 0 {
+		return fmt.Errorf("cuda: cublasDestroy: status %d", int(st))
+	}
+	return nil
+}
+
+// sgemm is cublasSgemm (CUBLAS_OP_N = 0, CUBLAS_OP_T = 1). Its default math
+// mode computes in full f32 (no TF32), which the conformance tolerance of
+// MatMul assumes.
+func (b *cublas) sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, bm DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
+	op := func(t bool) C.int {
+		if t {
+			return 1
+		}
+		return 0
+	}
+	st := C.grpo_blas_sgemm(b.h, op(transA), op(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
+		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
+	if st != 0 {
+		return fmt.Errorf("cuda: cublasSgemm(m=%d n=%d k=%d): status %d", m, n, k, int(st))
+	}
+	return nil
+}

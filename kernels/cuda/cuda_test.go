@@ -1,0 +1,26 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels/kerneltest"
+)
+
+// TestConformanceOnGPU runs the conformance suite on the real device: the
+// same kernels and Go code that kernels/emu checks on every `go test`,
+// here on the GPU with cuBLAS. Needs a GPU (built with -tags cuda).
+func TestConformanceOnGPU(t *testing.T) {
+	d, err := openDriver(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(d)
+	defer func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	kerneltest.Run(t, b)
+}

@@ -1,0 +1,259 @@
+//go:build cuda
+
+package cuda
+
+/*
+#cgo LDFLAGS: -lcuda
+#include <cuda.h>
+
+// The primary context, not cuCtxCreate: its signature changed in CUDA 13
+// (gorgonia.org/cu v0.9.6 still calls the old one), and the primary context
+// is the one cuBLAS and any runtime-API library share.
+static CUresult grpo_primary_ctx(int ordinal, CUdevice* dev, CUcontext* ctx) {
+	CUresult r = cuDeviceGet(dev, ordinal);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuDevicePrimaryCtxRetain(ctx, *dev);
+	if (r != CUDA_SUCCESS) return r;
+	return cuCtxSetCurrent(*ctx);
+}
+static CUresult grpo_primary_ctx_release(CUdevice dev) { return cuDevicePrimaryCtxRelease(dev); }
+static const char* grpo_err(CUresult r) {
+	const char* s = 0;
+	cuGetErrorString(r, &s);
+	return s ? s : "unknown CUDA error";
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// driverDevice is a Device on a real GPU through the CUDA driver API
+// (gorgonia.org/cu, plus the few calls above). A CUDA context is current on
+// one OS thread, so one goroutine locked to its thread owns it and runs
+// every call; the methods hand it closures and wait for their errors.
+// Every driver call's error is checked where it is made (cu.Ctx's batching
+// methods, which overwrite earlier errors, are not used).
+type driverDevice struct {
+	work   chan func()
+	quit   chan struct{}
+	dev    C.CUdevice
+	stream cu.Stream
+	fns    map[string]cu.Function
+	mods   []cu.Module
+	blas   *cublas
+	arch   string
+}
+
+func cuErr(what string, r C.CUresult) error {
+	if r == C.CUDA_SUCCESS {
+		return nil
+	}
+	return fmt.Errorf("cuda: %s: %s (CUresult %d)", what, C.GoString(C.grpo_err(r)), int(r))
+}
+
+// openDriver starts the owner goroutine, makes device ordinal's primary
+// context current on it, creates the stream, loads the PTX for the GPU's
+// architecture and opens cuBLAS.
+func openDriver(ordinal int) (*driverDevice, error) {
+	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}}
+	started := make(chan error, 1)
+	go d.own(ordinal, started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *driverDevice) own(ordinal int, started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := d.setup(ordinal); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	for {
+		select {
+		case f := <-d.work:
+			f()
+		case <-d.quit:
+			return
+		}
+	}
+}
+
+func (d *driverDevice) setup(ordinal int) error {
+	var ctx C.CUcontext
+	if err := cuErr("opening the primary context of device "+fmt.Sprint(ordinal), C.grpo_primary_ctx(C.int(ordinal), &d.dev, &ctx)); err != nil {
+		return err
+	}
+	major, err := cu.Device(d.dev).Attribute(cu.ComputeCapabilityMajor)
+	if err != nil {
+		return fmt.Errorf("cuda: compute capability: %w", err)
+	}
+	switch {
+	case major >= 9:
+		d.arch = "sm90"
+	case major == 8:
+		d.arch = "sm80"
+	default:
+		return fmt.Errorf("cuda: GPU of compute capability %d.x; the kernels need 8.0 or newer (bf16)", major)
+	}
+	if d.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fmt.Errorf("cuda: creating a stream: %w", err)
+	}
+	if err := d.loadPTX(); err != nil {
+		return err
+	}
+	d.blas, err = openCublas(unsafe.Pointer(d.stream.C()))
+	return err
+}
+
+func (d *driverDevice) loadPTX() error {
+	files, err := fs.Glob(ptxFiles, "ptx/*."+d.arch+".ptx")
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("cuda: no embedded PTX for %s (run make ptx)", d.arch)
+	}
+	for _, f := range files {
+		src, err := ptxFiles.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		mod, err := cu.LoadData(string(src))
+		if err != nil {
+			return fmt.Errorf("cuda: loading %s: %w", f, err)
+		}
+		d.mods = append(d.mods, mod)
+		for _, m := range ptxEntry.FindAllStringSubmatch(string(src), -1) {
+			fn, err := mod.Function(m[1])
+			if err != nil {
+				return fmt.Errorf("cuda: kernel %s in %s: %w", m[1], f, err)
+			}
+			d.fns[m[1]] = fn
+		}
+	}
+	return nil
+}
+
+// do runs f on the owner thread and returns its error.
+func (d *driverDevice) do(f func() error) error {
+	errc := make(chan error, 1)
+	d.work <- func() { errc <- f() }
+	return <-errc
+}
+
+func (d *driverDevice) Name() string { return "cuda" }
+
+func (d *driverDevice) Alloc(bytes int) (DevicePtr, error) {
+	var p cu.DevicePtr
+	err := d.do(func() error {
+		var err error
+		if p, err = cu.MemAlloc(int64(bytes)); err != nil {
+			return fmt.Errorf("cuda: cuMemAlloc(%d bytes): %w", bytes, err)
+		}
+		if err = cu.MemsetD8Async(p, 0, int64(bytes), d.stream); err != nil {
+			return errors.Join(fmt.Errorf("cuda: zeroing %d bytes: %w", bytes, err), cu.MemFree(p))
+		}
+		return nil
+	})
+	return DevicePtr(p), err
+}
+
+func (d *driverDevice) Free(p DevicePtr) error {
+	return d.do(func() error {
+		// cuMemFree does not wait for queued kernels that use p.
+		if err := d.stream.Synchronize(); err != nil {
+			return fmt.Errorf("cuda: synchronising before cuMemFree: %w", err)
+		}
+		return wrap("cuMemFree", cu.MemFree(cu.DevicePtr(p)))
+	})
+}
+
+func wrap(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", what, err)
+	}
+	return nil
+}
+
+func (d *driverDevice) CopyHtoD(dst DevicePtr, src unsafe.Pointer, bytes int) error {
+	// Synchronous: src is Go memory the caller may reuse on return.
+	return d.do(func() error {
+		return wrap("cuMemcpyHtoDAsync", errors.Join(cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, int64(bytes), d.stream), d.stream.Synchronize()))
+	})
+}
+
+func (d *driverDevice) CopyDtoH(dst unsafe.Pointer, src DevicePtr, bytes int) error {
+	return d.do(func() error {
+		return wrap("cuMemcpyDtoHAsync", errors.Join(cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), int64(bytes), d.stream), d.stream.Synchronize()))
+	})
+}
+
+func (d *driverDevice) CopyDtoD(dst, src DevicePtr, bytes int) error {
+	return d.do(func() error {
+		return wrap("cuMemcpyDtoDAsync", cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(bytes), d.stream))
+	})
+}
+
+func (d *driverDevice) Launch(name string, grid, block Dim3, sharedBytes int, args ...any) error {
+	fn, ok := d.fns[name]
+	if !ok {
+		return fmt.Errorf("cuda: no kernel %s in the embedded PTX (run make ptx)", name)
+	}
+	// cu's Launch copies 8 bytes from each parameter pointer; give each
+	// argument an 8-byte slot holding its little-endian bytes.
+	slots := make([]uint64, len(args))
+	params := make([]unsafe.Pointer, len(args))
+	for i, a := range args {
+		b, err := ArgBytes(a)
+		if err != nil {
+			return fmt.Errorf("cuda: launching %s: argument %d: %w", name, i, err)
+		}
+		for j, c := range b {
+			slots[i] |= uint64(c) << (8 * j)
+		}
+		params[i] = unsafe.Pointer(&slots[i])
+	}
+	return d.do(func() error {
+		err := fn.Launch(int(grid.X), int(grid.Y), int(grid.Z), int(block.X), int(block.Y), int(block.Z), sharedBytes, d.stream, params)
+		if err != nil {
+			return fmt.Errorf("cuda: launching %s grid %v block %v shared %d: %w", name, grid, block, sharedBytes, err)
+		}
+		return nil
+	})
+}
+
+func (d *driverDevice) Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
+	return d.do(func() error { return d.blas.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
+}
+
+func (d *driverDevice) Sync() error {
+	return d.do(func() error { return wrap("cuStreamSynchronize", d.stream.Synchronize()) })
+}
+
+func (d *driverDevice) Close() error {
+	err := d.do(func() error {
+		var errs []error
+		errs = append(errs, wrap("cuStreamSynchronize", d.stream.Synchronize()))
+		if d.blas != nil {
+			errs = append(errs, d.blas.close())
+		}
+		for _, m := range d.mods {
+			errs = append(errs, wrap("cuModuleUnload", m.Unload()))
+		}
+		errs = append(errs, wrap("cuStreamDestroy", d.stream.Destroy()))
+		errs = append(errs, cuErr("releasing the primary context", C.grpo_primary_ctx_release(d.dev)))
+		return errors.Join(errs...)
+	})
+	close(d.quit)
+	return err
+}
+
