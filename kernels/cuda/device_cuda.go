@@ -256,4 +256,3 @@ func (d *driverDevice) Close() error {
 	close(d.quit)
 	return err
 }
-
