@@ -1,0 +1,46 @@
+// Package env owns environments: an Environment is a dataset, a harness
+// (how an episode unfolds: one answer, or several turns in which the
+// environment replies) and a rubric (how a finished rollout is scored).
+// It also owns the rollout driver that plays episodes with a sampler and
+// keeps each trajectory as the exact tokens the model saw, the builtin
+// environments, dataset loaders, the registry and argument validation.
+// env knows nothing about GRPO: it produces scored trajectories.
+package env
+
+import (
+	"context"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// Example is one dataset row: the prompt messages (system and user), the
+// reference answer ("" when none) and any extra fields the rubric needs.
+type Example struct {
+	ID     string
+	Prompt []rubric.Message
+	Answer string
+	Info   map[string]any
+}
+
+// Environment is a dataset, a harness and a rubric.
+type Environment interface {
+	// ID is the registry id ("reverse-text", "gsm8k", "my-org/my-env").
+	ID() string
+	// Examples returns a split ("train" or "eval") in a deterministic order;
+	// synthetic environments generate it from their seed.
+	Examples(split string) ([]Example, error)
+	// NewEpisode starts playing ex. Single-turn environments return an
+	// episode whose first Respond ends it.
+	NewEpisode(ex Example) Episode
+	// Rubric scores finished rollouts.
+	Rubric() *rubric.Rubric
+}
+
+// Episode is one play of an example.
+type Episode interface {
+	// Respond receives the assistant's latest turn (the decoded text of what
+	// the model generated, without the stop token) and returns the
+	// environment's reply messages (usually one user message), or done
+	// when the episode is over. It is called once per assistant turn.
+	Respond(ctx context.Context, assistant string) (reply []rubric.Message, done bool, err error)
+}
