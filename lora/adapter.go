@@ -1,0 +1,164 @@
+package lora
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// Adapter is a set of LoRA pairs (A, B) on a model's projections, with
+// gradient buffers, living on the model's Backend. It implements
+// model.Adapter.
+type Adapter struct {
+	// Config holds the adapter-wide hyperparameters. Modules adapted with a
+	// PEFT rank_pattern / alpha_pattern override carry their own rank and
+	// alpha (see Module).
+	Config Config
+	cfg    *model.Config
+	be     kernels.Backend
+	mods   [][model.NumProj]*module
+	params []Param
+}
+
+// module is one adapted projection.
+type module struct {
+	rank  int
+	alpha float64
+	l     *model.LoRA
+}
+
+// Param is one trainable tensor: a lora_A or lora_B matrix and its
+// gradient, under the key PEFT stores it with.
+type Param struct {
+	// Name is the PEFT key, e.g.
+	// base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight.
+	Name  string
+	Layer int
+	Proj  model.Proj
+	// Value and Grad are F32 buffers of Shape[0]·Shape[1] elements,
+	// row-major Shape[0] × Shape[1] (rank × in for A, out × rank for B).
+	Value, Grad kernels.Buffer
+	Shape       [2]int
+}
+
+// peftKey is the key PEFT's save_pretrained writes for a LoRA matrix
+// (which is "A" or "B") of a decoder-layer projection.
+func peftKey(layer int, p model.Proj, which string) string {
+	return fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_%s.weight", layer, p.Module(), which)
+}
+
+// New builds an adapter for m with PEFT's default initialisation: A drawn
+// from kaiming_uniform_(a=√5), which is U(−1/√in, 1/√in), and B = 0, so the
+// adapted model starts equal to the base model. Each matrix draws from its
+// own PCG stream keyed by seed and its PEFT name, so adding a target module
+// leaves the others' values unchanged.
+func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	projs, _ := cfg.projs()
+	a := newAdapter(m, cfg)
+	for layer := range m.Config.NumLayers {
+		for _, p := range projs {
+			in, out := m.Config.Dims(p)
+			name := peftKey(layer, p, "A")
+			rng := rand.New(rand.NewPCG(seed, streamOf(name)))
+			bound := 1 / math.Sqrt(float64(in))
+			av := make([]float32, cfg.Rank*in)
+			for i := range av {
+				av[i] = float32((2*rng.Float64() - 1) * bound)
+			}
+			a.add(layer, p, cfg.Rank, cfg.Alpha, av, make([]float32, out*cfg.Rank))
+		}
+	}
+	return a, nil
+}
+
+func streamOf(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+func newAdapter(m *model.Model, cfg Config) *Adapter {
+	return &Adapter{Config: cfg, cfg: m.Config, be: m.Backend, mods: make([][model.NumProj]*module, m.Config.NumLayers)}
+}
+
+// add uploads one (A, B) pair with zeroed gradient buffers.
+func (a *Adapter) add(layer int, p model.Proj, rank int, alpha float64, av, bv []float32) {
+	in, out := a.cfg.Dims(p)
+	up := func(v []float32) kernels.Buffer {
+		b := a.be.Alloc(kernels.F32, len(v))
+		a.be.Upload(b, v)
+		return b
+	}
+	l := &model.LoRA{A: up(av), B: up(bv), DA: a.be.Alloc(kernels.F32, rank*in), DB: a.be.Alloc(kernels.F32, out*rank),
+		Rank: rank, Scale: scaleOf(alpha, rank, a.Config.UseRSLoRA)}
+	a.mods[layer][p] = &module{rank: rank, alpha: alpha, l: l}
+	a.params = append(a.params,
+		Param{Name: peftKey(layer, p, "A"), Layer: layer, Proj: p, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
+		Param{Name: peftKey(layer, p, "B"), Layer: layer, Proj: p, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
+}
+
+// LoRA implements model.Adapter: the pair on projection p of layer, or nil.
+func (a *Adapter) LoRA(layer int, p model.Proj) *model.LoRA {
+	if layer < 0 || layer >= len(a.mods) || p >= model.NumProj {
+		return nil
+	}
+	if m := a.mods[layer][p]; m != nil {
+		return m.l
+	}
+	return nil
+}
+
+// Module reports the rank and alpha of projection p in layer, and whether
+// it is adapted at all.
+func (a *Adapter) Module(layer int, p model.Proj) (rank int, alpha float64, ok bool) {
+	if l := a.LoRA(layer, p); l != nil {
+		m := a.mods[layer][p]
+		return m.rank, m.alpha, true
+	}
+	return 0, 0, false
+}
+
+// Params lists every trainable tensor in a stable order (layer, then
+// projection in q, k, v, o, gate, up, down order, then A before B), the
+// order optimizer state and checkpoints use.
+func (a *Adapter) Params() []Param { return append([]Param(nil), a.params...) }
+
+// NumParams is the number of trainable scalars.
+func (a *Adapter) NumParams() int {
+	n := 0
+	for _, p := range a.params {
+		n += p.Shape[0] * p.Shape[1]
+	}
+	return n
+}
+
+// ZeroGrad clears every gradient buffer (Backward accumulates into them).
+func (a *Adapter) ZeroGrad() {
+	for _, p := range a.params {
+		a.be.Upload(p.Grad, make([]float32, p.Grad.Len()))
+	}
+}
+
+// Free releases the adapter's buffers; the adapter must not be used after.
+func (a *Adapter) Free() {
+	for _, p := range a.params {
+		a.be.Free(p.Value)
+		a.be.Free(p.Grad)
+	}
+	a.params = nil
+	a.mods = make([][model.NumProj]*module, len(a.mods))
+}
+
+// download copies a parameter's values to the host.
+func (a *Adapter) download(b kernels.Buffer) []float32 {
+	v := make([]float32, b.Len())
+	a.be.Download(v, b)
+	return v
+}

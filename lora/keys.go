@@ -1,0 +1,56 @@
+package lora
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+// tensorKey is a parsed adapter tensor name.
+type tensorKey struct {
+	layer int
+	proj  model.Proj
+	which string // "A" or "B"
+}
+
+// parseKey reads the name of a LoRA matrix as PEFT and its relatives write
+// it: "base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight",
+// also without the "base_model.model." prefix and with the adapter-name
+// infix PEFT keeps in memory ("lora_A.default.weight").
+func parseKey(name string) (tensorKey, bool) {
+	s := strings.TrimPrefix(name, "base_model.model.")
+	rest, ok := strings.CutPrefix(s, "model.layers.")
+	if !ok {
+		return tensorKey{}, false
+	}
+	num, rest, ok := strings.Cut(rest, ".")
+	layer, err := strconv.Atoi(num)
+	if !ok || err != nil || layer < 0 || strconv.Itoa(layer) != num {
+		return tensorKey{}, false
+	}
+	for p := range model.NumProj {
+		tail, ok := strings.CutPrefix(rest, p.Module()+".lora_")
+		if !ok || tail == "" {
+			continue
+		}
+		which := tail[:1]
+		switch tail[1:] {
+		case ".weight", ".default.weight":
+		default:
+			return tensorKey{}, false
+		}
+		if which != "A" && which != "B" {
+			return tensorKey{}, false
+		}
+		return tensorKey{layer: layer, proj: p, which: which}, true
+	}
+	return tensorKey{}, false
+}
+
+// moduleName is a projection's module path in the HF model, the name
+// target_modules and the patterns are matched against.
+func moduleName(layer int, p model.Proj) string {
+	return fmt.Sprintf("model.layers.%d.%s", layer, p.Module())
+}

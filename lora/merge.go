@@ -1,0 +1,90 @@
+package lora
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// Merge folds a into m's base weights, W ← W + scale·B·A for every adapted
+// projection, so that m without an adapter computes what m with a did. The
+// sum is formed on the host in float64 and stored back in the weight's
+// dtype (a BF16 weight is rounded to nearest even). Every model sharing m's
+// weights (m.WithAdapter copies) sees the merged weights; applying a on top
+// afterwards would count it twice.
+func Merge(m *model.Model, a *Adapter) error {
+	if err := a.compatible(m.Config); err != nil {
+		return err
+	}
+	be := m.Backend
+	for layer := range a.mods {
+		for p, mod := range a.mods[layer] {
+			if mod == nil {
+				continue
+			}
+			w := weightOf(&m.W.Layers[layer], model.Proj(p))
+			vals := make([]float32, w.Len())
+			be.Download(vals, w)
+			wf := make([]float64, len(vals))
+			for i, v := range vals {
+				wf[i] = float64(v)
+			}
+			a.addDelta(wf, layer, model.Proj(p))
+			for i, v := range wf {
+				vals[i] = float32(v)
+			}
+			be.Upload(w, vals)
+		}
+	}
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("merging on %s: %w", be.Name(), err)
+	}
+	return nil
+}
+
+// addDelta adds scale·B·A of one module to w (out × in, row-major), with
+// scale = alpha/r (or alpha/√r) in float64, as PEFT's merge defines it.
+func (a *Adapter) addDelta(w []float64, layer int, p model.Proj) {
+	mod := a.mods[layer][p]
+	in, out := a.cfg.Dims(p)
+	av, bv := a.download(mod.l.A), a.download(mod.l.B)
+	r := mod.rank
+	scale := mod.alpha / float64(r)
+	if a.Config.UseRSLoRA {
+		scale = mod.alpha / math.Sqrt(float64(r))
+	}
+	row := make([]float64, in)
+	for o := range out {
+		clear(row)
+		for k := range r {
+			b := float64(bv[o*r+k])
+			for i, x := range av[k*in : (k+1)*in] {
+				row[i] += b * float64(x)
+			}
+		}
+		for i, d := range row {
+			w[o*in+i] += scale * d
+		}
+	}
+}
+
+// compatible checks that the adapter was built for a model of c's shape.
+func (a *Adapter) compatible(c *model.Config) error {
+	if c.NumLayers != len(a.mods) {
+		return fmt.Errorf("the adapter has %d layers but the model has %d (num_hidden_layers); it belongs to another model", len(a.mods), c.NumLayers)
+	}
+	for p := range model.NumProj {
+		in, out := c.Dims(p)
+		ain, aout := a.cfg.Dims(p)
+		if in != ain || out != aout {
+			return fmt.Errorf("the adapter's %s is %d → %d but the model's is %d → %d; it belongs to another model", p, ain, aout, in, out)
+		}
+	}
+	return nil
+}
+
+func weightOf(l *model.Layer, p model.Proj) kernels.Buffer {
+	return [model.NumProj]kernels.Buffer{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down}[p]
+}

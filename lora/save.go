@@ -1,0 +1,143 @@
+package lora
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/model/safetensors"
+)
+
+// peftConfigFile is adapter_config.json as grpo writes it. Fields are in
+// the alphabetical order PEFT's save_pretrained (json sort_keys) uses. The
+// set is the one PEFT has written since 0.9 (use_dora); keys that later
+// versions added with null defaults (corda_config, eva_config, lora_bias,
+// …) are left out so that older PEFT releases, which reject unknown keys,
+// still load the file.
+type peftConfigFile struct {
+	AlphaPattern      map[string]float64 `json:"alpha_pattern"`
+	AutoMapping       *struct{}          `json:"auto_mapping"`
+	BaseModel         string             `json:"base_model_name_or_path"`
+	Bias              string             `json:"bias"`
+	FanInFanOut       bool               `json:"fan_in_fan_out"`
+	InferenceMode     bool               `json:"inference_mode"`
+	InitLoraWeights   bool               `json:"init_lora_weights"`
+	LayersPattern     *string            `json:"layers_pattern"`
+	LayersToTransform *[]int             `json:"layers_to_transform"`
+	LoraAlpha         float64            `json:"lora_alpha"`
+	LoraDropout       float64            `json:"lora_dropout"`
+	ModulesToSave     *[]string          `json:"modules_to_save"`
+	PeftType          string             `json:"peft_type"`
+	R                 int                `json:"r"`
+	RankPattern       map[string]int     `json:"rank_pattern"`
+	Revision          *string            `json:"revision"`
+	TargetModules     []string           `json:"target_modules"`
+	TaskType          string             `json:"task_type"`
+	UseDora           bool               `json:"use_dora"`
+	UseRSLoRA         bool               `json:"use_rslora"`
+}
+
+// Save writes a as a PEFT adapter directory: adapter_config.json and
+// adapter_model.safetensors (F32, PEFT's key names, {"format": "pt"}
+// metadata as save_pretrained writes). baseModel is recorded as
+// base_model_name_or_path (a hub id such as "Qwen/Qwen3-0.6B" lets vLLM and
+// PEFT find the base model). The directory is replaced atomically; an
+// existing dir is replaced only if it is an adapter directory or empty.
+func Save(dir string, a *Adapter, baseModel string) error {
+	cfgJSON, err := a.configJSON(baseModel)
+	if err != nil {
+		return err
+	}
+	var tensors []safetensors.Tensor
+	for _, p := range a.params {
+		t, err := safetensors.NewF32(p.Name, p.Shape[:], a.download(p.Value))
+		if err != nil {
+			return err
+		}
+		tensors = append(tensors, t)
+	}
+	if err := a.be.Sync(); err != nil {
+		return fmt.Errorf("reading the adapter from %s: %w", a.be.Name(), err)
+	}
+	return writeDirAtomic(dir, replaceableAdapterDir, func(tmp string) error {
+		if err := safetensors.Write(filepath.Join(tmp, WeightsFileName), tensors, map[string]string{"format": "pt"}); err != nil {
+			return err
+		}
+		return writeFileSync(filepath.Join(tmp, ConfigFileName), cfgJSON)
+	})
+}
+
+// replaceableAdapterDir allows replacing an empty directory or a previous
+// adapter (one that holds adapter_config.json), nothing else.
+func replaceableAdapterDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, ConfigFileName)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: exists and is not an adapter directory (no %s); refusing to replace it — choose another path or remove it", dir, ConfigFileName)
+	}
+	return nil
+}
+
+// configJSON renders adapter_config.json. Modules whose rank or alpha
+// differ from the adapter-wide values (an adapter loaded with patterns) get
+// rank_pattern / alpha_pattern entries under their full module name, which
+// PEFT matches exactly. When some layers of a projection are adapted and
+// others not, target_modules lists full module names instead of
+// projection names, so that PEFT creates exactly the modules the file has.
+func (a *Adapter) configJSON(baseModel string) ([]byte, error) {
+	c := a.Config
+	out := peftConfigFile{
+		AlphaPattern: map[string]float64{}, BaseModel: baseModel, Bias: "none", InferenceMode: true, InitLoraWeights: true,
+		LoraAlpha: c.Alpha, LoraDropout: c.Dropout, PeftType: "LORA", R: c.Rank, RankPattern: map[string]int{},
+		TaskType: "CAUSAL_LM", UseRSLoRA: c.UseRSLoRA,
+	}
+	var count [model.NumProj]int
+	for layer := range a.mods {
+		for p, m := range a.mods[layer] {
+			if m == nil {
+				continue
+			}
+			count[p]++
+			if m.rank != c.Rank {
+				out.RankPattern[moduleName(layer, model.Proj(p))] = m.rank
+			}
+			if m.alpha != c.Alpha {
+				out.AlphaPattern[moduleName(layer, model.Proj(p))] = m.alpha
+			}
+		}
+	}
+	sparse := false
+	for p := range model.NumProj {
+		if count[p] > 0 {
+			out.TargetModules = append(out.TargetModules, p.String())
+			sparse = sparse || count[p] != len(a.mods)
+		}
+	}
+	if sparse {
+		out.TargetModules = nil
+		for layer := range a.mods {
+			for p, m := range a.mods[layer] {
+				if m != nil {
+					out.TargetModules = append(out.TargetModules, moduleName(layer, model.Proj(p)))
+				}
+			}
+		}
+	}
+	if len(out.TargetModules) == 0 {
+		return nil, fmt.Errorf("the adapter has no modules; nothing to save")
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,243 @@
+package lora
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/model/safetensors"
+)
+
+// WriteMerged writes a Hugging Face model directory at outDir holding the
+// model of modelDir with a merged into its weights. Weights are read from
+// modelDir's files (not from a loaded model, whose buffers a backend may
+// have widened), so every tensor keeps its dtype and file: unadapted
+// tensors are copied bit for bit, adapted ones become W + scale·B·A
+// computed in float64 and rounded to nearest even into the source dtype. A
+// sharded model stays sharded the same way. Every other regular file
+// (config.json, tokenizer files, generation_config.json, …) is copied.
+// outDir must not exist or be empty; it is written atomically.
+func WriteMerged(outDir, modelDir string, a *Adapter) error {
+	cfg, err := model.LoadConfig(modelDir)
+	if err != nil {
+		return err
+	}
+	if err := a.compatible(cfg); err != nil {
+		return fmt.Errorf("%s: %v", modelDir, err)
+	}
+	if same(outDir, modelDir) {
+		return fmt.Errorf("--out %s is the model directory itself; write the merged model somewhere else", outDir)
+	}
+	set, err := safetensors.OpenDir(modelDir) // validates the index and every shard
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	files, err := weightFiles(modelDir)
+	if err != nil {
+		return err
+	}
+	merged := map[string]bool{}
+	return writeDirAtomic(outDir, emptyDir, func(tmp string) error {
+		for _, name := range files {
+			if err := a.mergeFile(filepath.Join(tmp, name), filepath.Join(modelDir, name), merged); err != nil {
+				return err
+			}
+		}
+		for layer := range a.mods {
+			for p, m := range a.mods[layer] {
+				if n := moduleName(layer, model.Proj(p)) + ".weight"; m != nil && !merged[n] {
+					return fmt.Errorf("%s: has no tensor %q to merge the adapter into", modelDir, n)
+				}
+			}
+		}
+		return copyOtherFiles(tmp, modelDir)
+	})
+}
+
+// mergeFile rewrites one safetensors file with the adapted tensors merged.
+func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
+	f, err := safetensors.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var out []safetensors.Tensor
+	for _, name := range f.Names() {
+		t, _ := f.Tensor(name)
+		if layer, p, ok := a.adaptedWeight(name); ok {
+			if t, err = a.mergeTensor(t, layer, p); err != nil {
+				return fmt.Errorf("%s: %v", src, err)
+			}
+			merged[name] = true
+		}
+		out = append(out, t)
+	}
+	return safetensors.Write(dst, out, f.Metadata())
+}
+
+// adaptedWeight reports whether name is the weight of an adapted module.
+func (a *Adapter) adaptedWeight(name string) (int, model.Proj, bool) {
+	for layer := range a.mods {
+		for p, m := range a.mods[layer] {
+			if m != nil && name == moduleName(layer, model.Proj(p))+".weight" {
+				return layer, model.Proj(p), true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+func (a *Adapter) mergeTensor(t safetensors.Tensor, layer int, p model.Proj) (safetensors.Tensor, error) {
+	in, out := a.cfg.Dims(p)
+	if len(t.Shape) != 2 || t.Shape[0] != out || t.Shape[1] != in {
+		return t, fmt.Errorf("tensor %q has shape %v, want [%d %d]", t.Name, t.Shape, out, in)
+	}
+	vals, err := t.Float32s()
+	if err != nil {
+		return t, err
+	}
+	w := make([]float64, len(vals))
+	for i, v := range vals {
+		w[i] = float64(v)
+	}
+	a.addDelta(w, layer, p)
+	switch t.DType {
+	case safetensors.BF16:
+		b := make([]byte, 2*len(w))
+		for i, v := range w {
+			bits := roundBF16(v)
+			b[2*i], b[2*i+1] = byte(bits), byte(bits>>8)
+		}
+		return safetensors.NewTensor(t.Name, t.DType, t.Shape, b)
+	case safetensors.F16:
+		// float64 → float32 → f16 could round twice only when the float32
+		// lands exactly halfway between two f16 values, which a sum of
+		// products practically never does.
+		f := make([]float32, len(w))
+		for i, v := range w {
+			f[i] = float32(v)
+		}
+		return safetensors.NewF16(t.Name, t.Shape, f)
+	default:
+		f := make([]float32, len(w))
+		for i, v := range w {
+			f[i] = float32(v)
+		}
+		return safetensors.NewF32(t.Name, t.Shape, f)
+	}
+}
+
+// roundBF16 rounds v to the nearest bfloat16, ties to even, in one step:
+// rounding to float32 first and then to bf16 would be wrong when the
+// float32 lands exactly halfway between two bf16 values but v does not.
+func roundBF16(v float64) uint16 {
+	f := float32(v)
+	bits := math.Float32bits(f)
+	if bits&0xffff == 0x8000 && float64(f) != v && !math.IsInf(float64(f), 0) && !math.IsNaN(v) {
+		down := bits &^ 0xffff // toward zero
+		if math.Abs(v) > math.Abs(float64(f)) {
+			return uint16(down>>16) + 1
+		}
+		return uint16(down >> 16)
+	}
+	return safetensors.F32ToBF16(f)
+}
+
+// weightFiles lists the model's safetensors files: the shards the index
+// names, or model.safetensors.
+func weightFiles(dir string) ([]string, error) {
+	idx := filepath.Join(dir, safetensors.IndexFileName)
+	data, err := os.ReadFile(idx)
+	if os.IsNotExist(err) {
+		return []string{safetensors.SingleFileName}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var index struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		return nil, fmt.Errorf("%s: %v", idx, err)
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, f := range index.WeightMap {
+		if !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// copyOtherFiles copies every regular, non-hidden file of src that is not
+// a safetensors weight file (config.json, the index, tokenizer files, …),
+// following symlinks as a Hugging Face cache snapshot has them.
+func copyOtherFiles(dst, src string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".safetensors") {
+			continue
+		}
+		st, err := os.Stat(filepath.Join(src, name))
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if err := copyFile(filepath.Join(dst, name), filepath.Join(src, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s: %v", src, err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// emptyDir allows writing over an existing directory only if it is empty.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s: exists and is not empty; choose a new output directory or remove it first", dir)
+	}
+	return nil
+}
+
+func same(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
