@@ -1,10 +1,225 @@
 package cpu_test
 
 import (
+	"math"
+	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
 func TestTrainConformance(t *testing.T) { kerneltest.RunTrain(t, cpu.New()) }
+
+// The training suite must be able to fail, in its reference cases and in
+// its finite-difference cases. Each mutant below is the CPU backend with
+// one training op broken the way real kernels break.
+
+// scalesByDivision computes x/(1/alpha), which is not the correctly
+// rounded x·alpha when 1/alpha is inexact.
+type scalesByDivision struct{ *cpu.Backend }
+
+func (m scalesByDivision) Scale(x kernels.Buffer, alpha float32, n int) {
+	xs := cpu.Float32s(x)
+	inv := 1 / alpha
+	for i := range n {
+		xs[i] /= inv
+	}
+}
+
+// sumsInFloat32 accumulates Σx² in a float32.
+type sumsInFloat32 struct{ *cpu.Backend }
+
+func (m sumsInFloat32) SumSquares(out, x kernels.Buffer, n int) {
+	var s float32
+	for _, v := range cpu.Float32s(x)[:n] {
+		s += v * v
+	}
+	cpu.Float32s(out)[0] = s
+}
+
+// ignoresAccumulate overwrites dx even when asked to add into it.
+type ignoresAccumulate struct{ *cpu.Backend }
+
+func (m ignoresAccumulate) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+	m.Backend.RMSNormBackward(dx, dy, x, w, rstd, rows, dim, false)
+}
+
+// treatsRstdAsConstant drops the term that flows through rstd, by handing
+// the backward x = 0 (the first term uses rstd and w only).
+type treatsRstdAsConstant struct{ *cpu.Backend }
+
+func (m treatsRstdAsConstant) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+	zero := m.Alloc(kernels.F32, rows*dim)
+	defer m.Free(zero)
+	m.Backend.RMSNormBackward(dx, dy, zero, w, rstd, rows, dim, accumulate)
+}
+
+// siluPrimeIsSigmoid uses σ(g) for silu'(g), forgetting g·σ·(1 − σ).
+type siluPrimeIsSigmoid struct{ *cpu.Backend }
+
+func (m siluPrimeIsSigmoid) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int) {
+	dg, du, dys, gs, us := cpu.Float32s(dgate), cpu.Float32s(dup), cpu.Float32s(dy), cpu.Float32s(gate), cpu.Float32s(up)
+	for i := range n {
+		g, u := float64(gs[i]), float64(us[i])
+		s := 1 / (1 + math.Exp(-g))
+		dg[i] = float32(float64(dys[i]) * u * s)
+		du[i] = float32(float64(dys[i]) * g * s)
+	}
+}
+
+// overwritesKVGrads zeroes dk and dv before adding, so gradients from an
+// earlier call (another layer's share, or the caller's) are lost.
+type overwritesKVGrads struct{ *cpu.Backend }
+
+func (m overwritesKVGrads) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+	m.Fill(dk, 0, dk.Len())
+	m.Fill(dv, 0, dv.Len())
+	m.Backend.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, slot, pos, nTok, nHead, nKV, headDim, maxLen, scale)
+}
+
+// dropsSoftmaxCorrection omits D = dout·out from dS = P·(dP − D), by
+// handing the backward out = 0.
+type dropsSoftmaxCorrection struct{ *cpu.Backend }
+
+func (m dropsSoftmaxCorrection) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+	zero := m.Alloc(kernels.F32, out.Len())
+	defer m.Free(zero)
+	m.Backend.AttentionBackward(dq, dk, dv, dout, zero, lse, q, k, v, slot, pos, nTok, nHead, nKV, headDim, maxLen, scale)
+}
+
+// flipsSoftmaxGradSign returns dlogp·(softmax − onehot).
+type flipsSoftmaxGradSign struct{ *cpu.Backend }
+
+func (m flipsSoftmaxGradSign) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernels.Buffer, rows, vocab int) {
+	m.Backend.LogSoftmaxGatherBackward(dlogits, dlogp, logits, target, rows, vocab)
+	m.Scale(dlogits, -1, rows*vocab)
+}
+
+// gradientIgnoresClip lets the gradient of −ratio·adv through even where
+// the clipped term is the minimum.
+type gradientIgnoresClip struct{ *cpu.Backend }
+
+func (m gradientIgnoresClip) PolicyLoss(loss, dlogp, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(loss, dlogp, logp, old, ref, adv, weight, n, p)
+	d, lp, ol, a, w := cpu.Float32s(dlogp), cpu.Float32s(logp), cpu.Float32s(old), cpu.Float32s(adv), cpu.Float32s(weight)
+	for t := range n {
+		if p.Beta == 0 {
+			d[t] = -w[t] * float32(math.Exp(float64(lp[t]-ol[t]))) * a[t]
+		}
+	}
+}
+
+// clipsBothSides zeroes the gradient whenever the ratio is outside the
+// clip range, whatever the sign of the advantage.
+type clipsBothSides struct{ *cpu.Backend }
+
+func (m clipsBothSides) PolicyLoss(loss, dlogp, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(loss, dlogp, logp, old, ref, adv, weight, n, p)
+	d, lp, ol := cpu.Float32s(dlogp), cpu.Float32s(logp), cpu.Float32s(old)
+	for t := range n {
+		if r := math.Exp(float64(lp[t] - ol[t])); p.Beta == 0 && (r < 1-float64(p.EpsLow) || r > 1+float64(p.EpsHigh)) {
+			d[t] = 0
+		}
+	}
+}
+
+// biasedStd divides by the population standard deviation (n, not n − 1).
+type biasedStd struct{ *cpu.Backend }
+
+func (m biasedStd) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSize int, scale kernels.AdvantageScale) {
+	m.Backend.GroupAdvantages(adv, rewards, nGroups, groupSize, kernels.ScaleNone)
+	a, r := cpu.Float32s(adv), cpu.Float32s(rewards)
+	std := func(x []float32) float64 {
+		mean, ss := 0.0, 0.0
+		for _, v := range x {
+			mean += float64(v)
+		}
+		mean /= float64(len(x))
+		for _, v := range x {
+			ss += (float64(v) - mean) * (float64(v) - mean)
+		}
+		return math.Sqrt(ss / float64(len(x)))
+	}
+	batch := std(r[:nGroups*groupSize])
+	for g := range nGroups {
+		div := 1.0
+		switch scale {
+		case kernels.ScaleGroup:
+			div = std(r[g*groupSize:(g+1)*groupSize]) + 1e-4
+		case kernels.ScaleBatch:
+			div = batch + 1e-4
+		}
+		for i := g * groupSize; i < (g+1)*groupSize; i++ {
+			a[i] = float32(float64(a[i]) / div)
+		}
+	}
+}
+
+// decaysAfterUpdate applies p·(1 − lr·wd) after the Adam step instead of
+// before it.
+type decaysAfterUpdate struct{ *cpu.Backend }
+
+func (m decaysAfterUpdate) AdamW(param, grad, mom, v kernels.Buffer, n int, p kernels.AdamWParams) {
+	wd := p.WeightDecay
+	p.WeightDecay = 0
+	m.Backend.AdamW(param, grad, mom, v, n, p)
+	m.Scale(param, 1-p.LR*wd, n)
+}
+
+// noBiasCorrection updates with m/(√v + eps) at every step.
+type noBiasCorrection struct{ *cpu.Backend }
+
+func (m noBiasCorrection) AdamW(param, grad, mom, v kernels.Buffer, n int, p kernels.AdamWParams) {
+	ps, gs, ms, vs := cpu.Float32s(param), cpu.Float32s(grad), cpu.Float32s(mom), cpu.Float32s(v)
+	for i := range n {
+		ps[i] -= p.LR * p.WeightDecay * ps[i]
+		ms[i] = p.Beta1*ms[i] + (1-p.Beta1)*gs[i]
+		vs[i] = p.Beta2*vs[i] + (1-p.Beta2)*gs[i]*gs[i]
+		ps[i] -= p.LR * ms[i] / (float32(math.Sqrt(float64(vs[i]))) + p.Eps)
+	}
+}
+
+func TestTrainSuiteCatchesBrokenOps(t *testing.T) {
+	base := cpu.New()
+	mutants := []struct {
+		op, why string
+		b       kernels.Backend
+		fd      bool // a finite-difference case must fail too
+	}{
+		{"Scale", "divides by 1/alpha", scalesByDivision{base}, false},
+		{"SumSquares", "accumulates in float32", sumsInFloat32{base}, false},
+		{"RMSNormBackward", "ignores accumulate", ignoresAccumulate{base}, false},
+		{"RMSNormBackward", "treats rstd as a constant", treatsRstdAsConstant{base}, true},
+		{"SwiGLUBackward", "uses σ for silu'", siluPrimeIsSigmoid{base}, true},
+		{"AttentionBackward", "overwrites dk and dv", overwritesKVGrads{base}, false},
+		{"AttentionBackward", "drops the softmax correction D", dropsSoftmaxCorrection{base}, true},
+		{"LogSoftmaxGatherBackward", "flips the sign", flipsSoftmaxGradSign{base}, true},
+		{"PolicyLoss", "lets the gradient through the clip", gradientIgnoresClip{base}, true},
+		{"PolicyLoss", "clips on both sides", clipsBothSides{base}, true},
+		{"GroupAdvantages", "uses the biased std", biasedStd{base}, false},
+		{"AdamW", "decays after the update", decaysAfterUpdate{base}, false},
+		{"AdamW", "skips bias correction", noBiasCorrection{base}, false},
+	}
+	for _, m := range mutants {
+		if err := kerneltest.CheckTrain(base, m.op); err != nil {
+			t.Fatalf("unbroken backend fails %s: %v", m.op, err)
+		}
+		err := kerneltest.CheckTrain(m.b, m.op)
+		if err == nil {
+			t.Errorf("%s that %s passes the suite", m.op, m.why)
+			continue
+		}
+		msg := err.Error()
+		if m.fd && !strings.Contains(msg, m.op+"/fd,") {
+			t.Errorf("%s that %s passes every finite-difference case", m.op, m.why)
+		}
+		first, _, _ := strings.Cut(msg, "\n")
+		t.Logf("%s that %s: %d failing cases, first: %s", m.op, m.why, strings.Count(msg, "\n")+1, first)
+	}
+	forwardOnly := struct{ kernels.Backend }{base} // hides the TrainOps methods
+	if err := kerneltest.CheckTrain(forwardOnly, "Fill"); err == nil || !strings.Contains(err.Error(), "does not implement kernels.TrainOps") {
+		t.Errorf("CheckTrain of a backend without TrainOps: %v", err)
+	}
+}

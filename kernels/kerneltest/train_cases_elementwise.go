@@ -2,7 +2,6 @@ package kerneltest
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -293,14 +292,4 @@ func ropeBackwardCases() []Case {
 			}))
 	}
 	return cs
-}
-
-// nonFinite reports the first NaN or Inf in v.
-func nonFinite(what string, v []float32) error {
-	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("%s[%d] = %v: non-finite", what, i, x)
-		}
-	}
-	return nil
 }

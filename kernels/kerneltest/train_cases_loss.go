@@ -182,7 +182,7 @@ func checkPolicyLoss(b kernels.Backend, tb kernels.TrainOps, seed uint64, n int,
 	if p.Beta == 0 {
 		for t, w := range wantD {
 			if w == 0 && got[t] != 0 {
-				return fmt.Errorf("dlogp[%d] = %g, want exactly 0 (ratio %.4g, adv %g, weight %g: clipped or masked)",
+				return fmt.Errorf("dlogp[%d] = %g, want exactly 0 (ratio %.4g, adv %.4g, weight %.4g: clipped or masked)",
 					t, got[t], math.Exp(o.logp.values()[t]-o.old.values()[t]), o.adv.values()[t], o.weight.values()[t])
 			}
 		}
