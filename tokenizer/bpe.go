@@ -68,10 +68,16 @@ func (m *bpe) merge(piece string, out []int32) []int32 {
 	if len(piece) > 64 {
 		return m.mergeHeap(piece, out)
 	}
+	return m.mergeScan(piece, out)
+}
+
+// mergeScan is merge for short pieces (at most 64 bytes, or more in
+// tests): each round scans every adjacent pair.
+func (m *bpe) mergeScan(piece string, out []int32) []int32 {
 	var buf [64]int32
-	syms := buf[:len(piece)]
+	syms := buf[:0]
 	for i := 0; i < len(piece); i++ {
-		syms[i] = m.byteID[piece[i]]
+		syms = append(syms, m.byteID[piece[i]])
 	}
 	for len(syms) > 1 {
 		best, bestRank, bestID := -1, int32(0), int32(0)

@@ -43,24 +43,8 @@ func buildVariants(t testing.TB) (map[string]*Tokenizer, error) {
 	if err := json.Unmarshal(top["added_tokens"], &added); err != nil {
 		return nil, err
 	}
-	mustRaw := func(v any) json.RawMessage {
-		b, err := json.Marshal(v)
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
 	build := func(edit func(top, model map[string]json.RawMessage)) (*Tokenizer, error) {
-		tp, md := map[string]json.RawMessage{}, map[string]json.RawMessage{}
-		for k, v := range top {
-			tp[k] = v
-		}
-		for k, v := range model {
-			md[k] = v
-		}
-		edit(tp, md)
-		tp["model"] = mustRaw(md)
-		return FromJSON(mustRaw(tp), nil)
+		return FromJSON(editJSON(top, model, edit), nil)
 	}
 	out := map[string]*Tokenizer{"qwen3": qwen3(t)}
 	var err error
@@ -117,4 +101,27 @@ func buildVariants(t testing.TB) (map[string]*Tokenizer, error) {
 		return nil, fmt.Errorf("gpt2: %v", err)
 	}
 	return out, nil
+}
+
+func mustRaw(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// editJSON returns tokenizer.json with edits applied to copies of its top
+// level and its model object.
+func editJSON(top, model map[string]json.RawMessage, edit func(top, model map[string]json.RawMessage)) []byte {
+	tp, md := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for k, v := range top {
+		tp[k] = v
+	}
+	for k, v := range model {
+		md[k] = v
+	}
+	edit(tp, md)
+	tp["model"] = mustRaw(md)
+	return mustRaw(tp)
 }
