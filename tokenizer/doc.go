@@ -23,4 +23,19 @@
 // Parity is checked against the HF tokenizers Rust library (npm package
 // `tokenizers`) and transformers.js on a committed corpus; see
 // scripts/tokenizer-parity.
+//
+// Use: Load(dir) (or LoadFiles/FromJSON), then Encode — HF's
+// encode(add_special_tokens=False), added tokens written in the text
+// matched — or EncodeWithSpecialTokens, which adds what the post-processor
+// adds (Llama 3's <|begin_of_text|>). Decode returns the exact bytes.
+// ApplyChatTemplate renders tokenizer_config.json's Jinja template with
+// gonja, configured as transformers does (trim_blocks, lstrip_blocks,
+// Python-style tojson, raise_exception).
+//
+// Not supported, with an error at load time rather than different ids:
+// non-BPE models, BPE dropout, byte_fallback, ByteLevel add_prefix_space,
+// Split behaviours other than "Isolated", added tokens with single_word.
+// Added tokens marked normalized=true are matched in the text before
+// normalization (HF matches them after); the families above mark all their
+// added tokens normalized=false, where the two agree.
 package tokenizer
