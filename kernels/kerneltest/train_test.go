@@ -229,3 +229,22 @@ func TestRefBackwardsMatchFiniteDifferences(t *testing.T) {
 		})
 	})
 }
+
+// TestSumSquaresCaseNeedsFloat64 shows that the 10⁶-element SumSquares
+// case fails a float32 accumulator, so the case can tell the two apart.
+func TestSumSquaresCaseNeedsFloat64(t *testing.T) {
+	x := sumSquaresValues(2203, 1000000) // the seed of the n=1000000 case
+	var naive float32
+	want := 0.0
+	for _, v := range x {
+		naive += v * v
+		want += float64(v) * float64(v)
+	}
+	if err := Compare("float32 sum", []float32{naive}, []float64{want}, tolSumSquares); err == nil {
+		t.Fatalf("a float32 accumulator (%v, want %v) passes tolSumSquares", naive, want)
+	}
+	if err := Compare("float64 sum", []float32{float32(want)}, []float64{want}, tolSumSquares); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("float32 accumulator: relative error %.2g", math.Abs(float64(naive)-want)/want)
+}
