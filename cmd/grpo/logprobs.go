@@ -7,18 +7,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
 
 func init() {
-	var modelArg, idsArg, device string
+	var modelArg, idsArg, device, adapterDir string
 	var start int
 	register(&command{
 		name:    "logprobs",
 		summary: "print the log-probability of each token given the ones before it",
-		usage:   "--model DIR --ids 1,2,3,... --start K",
+		usage:   "--model DIR [--adapter DIR] --ids 1,2,3,... --start K",
 		help: `For every t >= K, prints log p(ids[t] | ids[:t]) under the model, as
-{"logprobs":[...]} with len(ids)-K entries. K must be at least 1.
+{"logprobs":[...]} with len(ids)-K entries. K must be at least 1. With
+--adapter, the PEFT LoRA adapter in DIR is applied to the model.
 
 Example:
   grpo logprobs --model testdata/models/qwen3-tiny --ids 1,5,9,200 --start 1`,
@@ -26,6 +28,7 @@ Example:
 			fs.StringVar(&modelArg, "model", "", "model directory or hub id (required)")
 			fs.StringVar(&idsArg, "ids", "", "comma-separated token ids (required)")
 			fs.IntVar(&start, "start", 1, "first position to score (>= 1)")
+			fs.StringVar(&adapterDir, "adapter", "", "PEFT LoRA adapter directory to apply (optional)")
 			deviceFlag(fs, &device)
 		},
 		run: func(args []string) error {
@@ -55,6 +58,13 @@ Example:
 				if int(id) >= m.Config.VocabSize {
 					return usagef("--ids: id %d (position %d) is outside the model's vocabulary of %d tokens", id, i, m.Config.VocabSize)
 				}
+			}
+			if adapterDir != "" {
+				ad, err := lora.Load(adapterDir, m)
+				if err != nil {
+					return err
+				}
+				m = m.WithAdapter(ad)
 			}
 			lp, err := m.TokenLogprobs(ids, start)
 			if err != nil {
