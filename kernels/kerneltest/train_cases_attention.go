@@ -115,8 +115,8 @@ func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64,
 	outv, lsev := RefAttention(a.q.values(), a.k.values(), a.v.values(), a.slotv, a.posv, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale64)
 	out, lse := e.in("out", f32s(outv)), e.in("lse", f32s(lsev))
 	dout := e.in("dout", e.uniform(a.qLen, 1))
-	init := make([]float32, a.cacheLen)
-	dkInit, dvInit := init, init
+	zeros := make([]float32, a.cacheLen)
+	dkInit, dvInit := zeros, zeros
 	if s.accumulate {
 		dkInit, dvInit = e.uniform(a.cacheLen, 1), e.uniform(a.cacheLen, 1)
 	}
