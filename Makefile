@@ -2,10 +2,10 @@
 GO ?= go
 BIN := bin/grpo
 
-.PHONY: help build test test-short bench lint fuzz golden deps
+.PHONY: help build test test-short bench lint fuzz golden tokenizer-refs deps
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/grpo
 	$(GO) build -o $(BIN) ./cmd/grpo
@@ -26,3 +26,19 @@ lint: ## gofmt + go vet
 
 deps: ## install what a fresh Debian machine lacks (apt packages, npm fixtures)
 	bash scripts/install-deps.sh
+
+golden: ## regenerate tiny models and every PyTorch golden file (needs python3-torch)
+	$(GO) run ./testdata/gen
+	/usr/bin/python3 testdata/reference/reference.py
+	/usr/bin/python3 testdata/reference/grpo_loss.py
+	/usr/bin/python3 testdata/reference/adamw.py
+	python3 scripts/difflib_golden.py
+
+tokenizer-refs: ## regenerate the HF tokenizers parity ids (needs node + npm)
+	cd scripts/tokenizer-parity && npm ci && node corpus.mjs && node reference.mjs
+
+fuzz: ## run each fuzz target for 30 s
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./model/safetensors
+	$(GO) test -run '^$$' -fuzz FuzzRoundTrip -fuzztime 30s ./tokenizer
+
+include kernels/cuda/ptx.mk
