@@ -76,6 +76,35 @@ def matmul_gflops(m, k, n, repeats):
     return 2 * m * k * n / best_time(lambda: a @ b, repeats) / 1e9
 
 
+def lora_train_step(model, shape, args):
+    """Best time of one LoRA train step: forward and autograd backward of
+    sum(log p(next token)) over --train-seqs sequences of --train-len tokens,
+    with rank --lora-rank adapters (A random, B non-zero) on all seven
+    projections of every layer and gradients for them only, as grpo does."""
+    g = torch.Generator().manual_seed(3)
+    r = args.lora_rank
+    lora = {}
+    for name, w in model.w.items():
+        if name.endswith("_proj.weight"):
+            out_f, in_f = w.shape
+            a = (torch.randn(r, in_f, generator=g) / in_f ** 0.5).requires_grad_()
+            b = (torch.randn(out_f, r, generator=g) * 0.01).requires_grad_()
+            lora[name] = (a, b, 2.0)
+    model.lora = lora
+    seqs = [torch.randint(0, shape["vocab"], (args.train_len + 1,), generator=g).tolist() for _ in range(args.train_seqs)]
+
+    def step():
+        for seq in seqs:
+            logits = model.forward(seq[:-1])
+            lp = torch.log_softmax(logits, -1).gather(1, torch.tensor(seq[1:])[:, None]).sum()
+            lp.backward()
+
+    step()  # warm-up
+    t = best_time(step, args.repeats)
+    model.lora = {}
+    return t
+
+
 def main():
     ap = argparse.ArgumentParser(description="PyTorch eager forward baseline (one JSON line)")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="model shape; explicit shape flags override it")
@@ -85,6 +114,9 @@ def main():
     ap.add_argument("--prefill", type=int, default=512, help="prompt tokens for the prefill measurement")
     ap.add_argument("--decode", type=int, default=32, help="tokens decoded one at a time after the prompt")
     ap.add_argument("--repeats", type=int, default=3, help="prefill/matmul runs; the best is reported")
+    ap.add_argument("--train-seqs", type=int, default=4, help="sequences in the LoRA train-step measurement (0 skips it)")
+    ap.add_argument("--train-len", type=int, default=256, help="tokens per sequence in the train step")
+    ap.add_argument("--lora-rank", type=int, default=16, help="LoRA rank on every projection for the train step")
     args = ap.parse_args()
 
     shape = dict(PRESETS[args.preset]) if args.preset else {}
@@ -112,12 +144,15 @@ def main():
         for _ in range(args.decode):
             tok = int(model.forward([tok], cache=cache)[-1].argmax())
         decode_s = time.perf_counter() - t0
+    train_s = lora_train_step(model, shape, args) if args.train_seqs else None
     print(json.dumps({
         "engine": "torch-eager", "torch": torch.__version__, "dtype": "float32", "threads": args.threads,
         "preset": args.preset, "shape": shape, "params": params,
         "prefill_tokens": args.prefill, "prefill_tokens_per_s": round(args.prefill / prefill_s, 2),
         "decode_tokens": args.decode,
         "decode_tokens_per_s": round(args.decode / decode_s, 2) if args.decode else None,
+        "train_tokens": args.train_seqs * args.train_len, "lora_rank": args.lora_rank,
+        "train_tokens_per_s": round(args.train_seqs * args.train_len / train_s, 2) if train_s else None,
         "matmul_gflops": {
             "512x512x512": round(matmul_gflops(512, 512, 512, args.repeats * 3), 2),
             "512x2048x512": round(matmul_gflops(512, 2048, 512, args.repeats * 3), 2),

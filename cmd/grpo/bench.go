@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -28,9 +29,13 @@ func init() {
 		summary: "measure forward, decode and matmul throughput on this machine",
 		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B]",
 		help: `Measures, on the chosen backend:
-  prefill   tokens/s of one forward pass over --prefill tokens of --batch sequences
+  prefill   tokens/s of one forward pass over --prefill tokens of --batch sequences,
+            with logits at every position (as scoring and training need)
   decode    tokens/s of --decode single-token steps for --batch sequences at once
             (KV cache, each sequence at its own position)
+  train     tokens/s of one LoRA train step (forward, log-probs, backward to the
+            LoRA parameters) over --train-seqs sequences of --train-len tokens,
+            rank --lora-rank on all seven projections
   matmul    GFLOP/s of 512x512x512 and 512x2048x512 products
 Each figure is the best of --repeat runs after one warm-up. BENCHMARKS.md puts
 them next to PyTorch on the same machine (scripts/bench.sh runs both).
@@ -46,6 +51,9 @@ Examples:
 			fs.IntVar(&o.decode, "decode", 32, "decode steps for the decode figure (0 skips it)")
 			fs.IntVar(&o.batch, "batch", 1, "sequences processed together")
 			fs.IntVar(&o.repeat, "repeat", 3, "measured runs per figure (the best is reported)")
+			fs.IntVar(&o.trainSeqs, "train-seqs", 4, "sequences in the train-step figure (0 skips it)")
+			fs.IntVar(&o.trainLen, "train-len", 256, "tokens per sequence in the train-step figure")
+			fs.IntVar(&o.loraRank, "lora-rank", 16, "LoRA rank for the train-step figure")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 			fs.BoolVar(&o.noMatmul, "no-matmul", false, "skip the matmul figures")
 			deviceFlag(fs, &o.device)
@@ -63,6 +71,8 @@ type benchOpts struct {
 	model, shape, device   string
 	prefill, decode, batch int
 	repeat                 int
+	trainSeqs, trainLen    int
+	loraRank               int
 	json, noMatmul         bool
 }
 
@@ -111,6 +121,13 @@ func runBench(o benchOpts) error {
 	if o.decode > 0 {
 		add(fmt.Sprintf("decode batch %d", o.batch), decode, "tok/s")
 	}
+	if o.trainSeqs > 0 {
+		train, err := benchTrain(m, o)
+		if err != nil {
+			return err
+		}
+		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
+	}
 	if !o.noMatmul {
 		for _, s := range [][3]int{{512, 512, 512}, {512, 2048, 512}} {
 			add(fmt.Sprintf("matmul %dx%dx%d", s[0], s[1], s[2]), benchMatMul(be, s[0], s[1], s[2], o.repeat), "GFLOP/s")
@@ -136,14 +153,12 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 	cache := m.NewKVCache(o.batch, maxLen)
 	defer cache.Free()
 	var b model.Batch
-	last := make([]int32, o.batch)
 	for s := range o.batch {
 		ids := make([]int32, o.prefill)
 		for i := range ids {
 			ids[i] = int32(rng.IntN(m.Config.VocabSize))
 		}
 		b.Add(s, 0, ids...)
-		last[s] = int32((s+1)*o.prefill - 1)
 	}
 	best := func(f func() error) (time.Duration, error) {
 		var bestD time.Duration
@@ -159,7 +174,7 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 		return bestD, nil
 	}
 	d, err := best(func() error {
-		logits, err := m.Forward(cache, &b, last)
+		logits, err := m.Forward(cache, &b, nil)
 		if err == nil {
 			m.Backend.Free(logits)
 		}
@@ -221,4 +236,52 @@ func benchMatMul(be kernels.Backend, m, n, k, repeat int) float64 {
 		}
 	}
 	return 2 * float64(m) * float64(n) * float64(k) / bestD.Seconds() / 1e9
+}
+
+// benchTrain returns the tokens/s of one LoRA train step: the training
+// forward, log-probs of every next token, and the backward pass into the
+// adapter's gradients (what PolicyGradient does per micro-batch).
+func benchTrain(base *model.Model, o benchOpts) (float64, error) {
+	cfg := lora.DefaultConfig()
+	cfg.Rank, cfg.Alpha = o.loraRank, float64(2*o.loraRank)
+	ad, err := lora.New(base, cfg, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer ad.Free()
+	m := base.WithAdapter(ad)
+	rng := rand.New(rand.NewPCG(9, 9))
+	var b model.Batch
+	var targets []int32
+	for s := range o.trainSeqs {
+		for i := range o.trainLen {
+			b.Add(s, i, int32(rng.IntN(m.Config.VocabSize)))
+			targets = append(targets, int32(rng.IntN(m.Config.VocabSize)))
+		}
+	}
+	be := m.Backend
+	dlogp := be.Alloc(kernels.F32, b.Len())
+	defer be.Free(dlogp)
+	ones := make([]float32, b.Len())
+	for i := range ones {
+		ones[i] = 1
+	}
+	be.Upload(dlogp, ones)
+	var best time.Duration
+	for i := range o.repeat + 1 {
+		t0 := time.Now()
+		tr, err := m.ForwardTrain(&b, targets)
+		if err != nil {
+			return 0, err
+		}
+		err = tr.Backward(dlogp)
+		tr.Free()
+		if err != nil {
+			return 0, err
+		}
+		if d := time.Since(t0); i > 0 && (best == 0 || d < best) {
+			best = d
+		}
+	}
+	return float64(b.Len()) / best.Seconds(), nil
 }
