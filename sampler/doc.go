@@ -1,0 +1,29 @@
+// Package sampler owns batched autoregressive generation: many sequences
+// advance together through one KV cache (prompts of different lengths are
+// prefilled in one packed batch, then every live sequence gets one token per
+// Forward call, each at its own position), with temperature, top-k, top-p
+// and min-p sampling, per-turn and total length limits, stop tokens and
+// stop strings, and a per-sequence seed that makes generation reproducible.
+//
+// A sequence lives in one cache slot from Start to Release, so a multi-turn
+// driver can Append environment tokens after a turn and Run again: only the
+// new tokens are prefilled, the earlier ones stay in the cache exactly as
+// they were sampled.
+//
+// Log-probs. For every generated token the sampler returns its log-prob
+// under the model's own distribution: log-softmax of the raw logits at
+// temperature 1, with no top-k/top-p/min-p truncation. That is exactly what
+// model.TokenLogprobs and the trainer's forward recompute, so on-policy the
+// GRPO importance ratio is 1. The sampling distribution itself is the
+// processed one described by Params.
+//
+// Order of the sampling transforms, as vLLM's v1 sampler applies them
+// (vllm/v1/sample/sampler.py: temperature, then the argmax-invariant logits
+// processors — min-p — then top-k and top-p together): temperature, min-p,
+// top-k, top-p. (vLLM's older v0 sampler applied min-p last; the two orders
+// differ only when top-p and min-p are both on.)
+//
+// The sampling math runs on the host in float64 over the downloaded logits
+// row; top-k and top-p use a heap (partial selection), never a full sort
+// of the vocabulary.
+package sampler
