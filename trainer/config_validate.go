@@ -1,0 +1,194 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+)
+
+// Validate checks every setting's type-independent constraints (ranges,
+// relations between keys) and returns the first violation as one line
+// naming the key, its value and the fix, prefixed with file:line:col when
+// the config came from a file.
+func (c *Config) Validate() error {
+	s := c.src
+	bad := func(key, msg string, args ...any) error {
+		return s.at(fmt.Sprintf(msg, args...), key)
+	}
+	switch {
+	case strings.TrimSpace(c.Model) == "":
+		return bad("model", `key "model" is missing: set model = "Qwen/Qwen3-0.6B" (a Hugging Face id or a local model directory) at the top of the file`)
+	case c.MaxSteps < 1:
+		return bad("max_steps", "max_steps = %d: must be at least 1, e.g. max_steps = 100", c.MaxSteps)
+	case c.RolloutsPerExample < 2:
+		return bad("rollouts_per_example", "rollouts_per_example = %d: GRPO compares the rollouts of one example, so it needs at least 2; e.g. rollouts_per_example = 8", c.RolloutsPerExample)
+	case c.BatchSize < 1 || c.BatchSize%c.RolloutsPerExample != 0:
+		return bad("batch_size", "batch_size = %d: must be a positive multiple of rollouts_per_example (%d), counting rollouts per step; e.g. batch_size = %d", c.BatchSize, c.RolloutsPerExample, 16*c.RolloutsPerExample)
+	case c.Device != "cpu" && c.Device != "cuda":
+		return bad("device", `device = %q: want "cpu" or "cuda"`, c.Device)
+	case c.MicroBatchTokens < 1:
+		return bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)
+	}
+	if err := c.validateSampling(); err != nil {
+		return err
+	}
+	if err := c.validateEnvs(); err != nil {
+		return err
+	}
+	if err := c.validateEval(); err != nil {
+		return err
+	}
+	if c.Wandb.On() && c.Wandb.Project == "" {
+		return bad("wandb.enabled", `[wandb] enabled = true but project is empty; set project = "my-project"`)
+	}
+	ck := c.Checkpoint
+	switch {
+	case ck.Interval < 0:
+		return bad("checkpoint.interval", "[checkpoint] interval = %d: must be ≥ 0 (0 saves only after the last step)", ck.Interval)
+	case ck.KeepLast < 0:
+		return bad("checkpoint.keep_last", "[checkpoint] keep_last = %d: must be ≥ 0 (0 keeps every checkpoint)", ck.KeepLast)
+	case strings.TrimSpace(ck.Dir) == "":
+		return bad("checkpoint.dir", `[checkpoint] dir is empty; set dir = "checkpoints" (relative to the run directory)`)
+	}
+	if err := c.LoRA.Validate(); err != nil {
+		return c.sectionError("lora", err)
+	}
+	if err := c.Loss.Validate(); err != nil {
+		return c.sectionError("loss", err)
+	}
+	if err := c.Optimizer.Validate(); err != nil {
+		return c.sectionError("optimizer", err)
+	}
+	if c.Optimizer.WarmupSteps > c.MaxSteps {
+		return bad("optimizer.warmup_steps", "[optimizer] warmup_steps = %d exceeds max_steps = %d: the learning rate would never reach lr; lower warmup_steps", c.Optimizer.WarmupSteps, c.MaxSteps)
+	}
+	return nil
+}
+
+func (c *Config) validateSampling() error {
+	s, src := c.Sampling, c.src
+	switch {
+	case s.MaxTokens == 0 && !src.has("sampling.max_tokens"):
+		return src.at(`key "sampling.max_tokens" is missing: set the longest completion in tokens under [sampling], e.g. max_tokens = 512`, "sampling")
+	case s.MaxTokens < 1:
+		return src.at(fmt.Sprintf("[sampling] max_tokens = %d: must be at least 1, e.g. max_tokens = 512", s.MaxTokens), "sampling.max_tokens")
+	case !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0):
+		return src.at(fmt.Sprintf("[sampling] temperature = %v: must be ≥ 0 (1.0 samples the model's distribution)", s.Temperature), "sampling.temperature")
+	case !(s.TopP > 0 && s.TopP <= 1):
+		return src.at(fmt.Sprintf("[sampling] top_p = %v: must be in (0, 1]; 1 disables it", s.TopP), "sampling.top_p")
+	case s.TopK < -1:
+		return src.at(fmt.Sprintf("[sampling] top_k = %d: must be ≥ 0 (0 or -1 disables it)", s.TopK), "sampling.top_k")
+	case !(s.MinP >= 0 && s.MinP <= 1):
+		return src.at(fmt.Sprintf("[sampling] min_p = %v: must be in [0, 1]; 0 disables it", s.MinP), "sampling.min_p")
+	case s.ReasoningEffort != "" && s.ReasoningEffort != "low" && s.ReasoningEffort != "medium" && s.ReasoningEffort != "high":
+		return src.at(fmt.Sprintf(`[sampling] reasoning_effort = %q: want "low", "medium" or "high"`, s.ReasoningEffort), "sampling.reasoning_effort")
+	case s.EnableThinking != nil && s.ReasoningEffort != "":
+		return src.at(`[sampling] enable_thinking and reasoning_effort cannot both be set (as on Lab); keep enable_thinking for Qwen3`, "sampling.reasoning_effort")
+	}
+	for i, stop := range s.Stop {
+		if stop == "" {
+			return src.at(fmt.Sprintf("[sampling] stop[%d] is an empty string; remove it", i), "sampling.stop")
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateEnvs() error {
+	src := c.src
+	if len(c.Env) == 0 {
+		return src.at(`no [[env]] block: add at least one, e.g. [[env]] then id = "primeintellect/reverse-text" on the next line`)
+	}
+	sum := 0.0
+	names := map[string]int{}
+	for i, e := range c.Env {
+		key := fmt.Sprintf("env.%d", i)
+		if strings.TrimSpace(e.ID) == "" {
+			return src.at(fmt.Sprintf(`key "env[%d].id" is missing: every [[env]] block needs id = "owner/name" or a builtin id`, i), key)
+		}
+		if !(e.Weight >= 0) || math.IsInf(e.Weight, 0) {
+			return src.at(fmt.Sprintf("env[%d] (%s) weight = %v: must be a finite number ≥ 0 (the env's relative share of each batch)", i, e.ID, e.Weight), key+".weight", key)
+		}
+		if j, dup := names[e.Name]; dup {
+			return src.at(fmt.Sprintf(`env[%d] and env[%d] are both named %q: give one a distinct name = "..." so their metrics stay apart`, j, i, e.Name), key+".name", key)
+		}
+		names[e.Name] = i
+		sum += e.Weight
+	}
+	if !(sum > 0) {
+		return src.at("[[env]] weights sum to 0: give at least one env a positive weight (weights are relative; the default is 1)", "env.0.weight", "env")
+	}
+	return nil
+}
+
+func (c *Config) validateEval() error {
+	e, src := c.Eval, c.src
+	switch {
+	case e.Interval < 0:
+		return src.at(fmt.Sprintf("[eval] interval = %d: must be ≥ 0 (0 turns periodic eval off)", e.Interval), "eval.interval")
+	case e.NumExamples < -1 || e.NumExamples == 0:
+		return src.at(fmt.Sprintf("[eval] num_examples = %d: want -1 (all) or a positive count", e.NumExamples), "eval.num_examples", "eval.n_samples")
+	case e.RolloutsPerExample < 1:
+		return src.at(fmt.Sprintf("[eval] rollouts_per_example = %d: must be at least 1", e.RolloutsPerExample), "eval.rollouts_per_example")
+	case e.Sampling.MaxTokens < 0:
+		return src.at(fmt.Sprintf("[eval.sampling] max_tokens = %d: must be ≥ 1, or left out to use [sampling]'s", e.Sampling.MaxTokens), "eval.sampling.max_tokens")
+	}
+	if t := e.Sampling.Temperature; t != nil && (!(*t >= 0) || math.IsInf(*t, 0)) {
+		return src.at(fmt.Sprintf("[eval.sampling] temperature = %v: must be ≥ 0", *t), "eval.sampling.temperature")
+	}
+	for i, ev := range e.Env {
+		key := fmt.Sprintf("eval.env.%d", i)
+		if strings.TrimSpace(ev.ID) == "" {
+			return src.at(fmt.Sprintf(`key "eval.env[%d].id" is missing: every [[eval.env]] block needs an id`, i), key)
+		}
+		if n := ev.NumExamples; n != nil && (*n < -1 || *n == 0) {
+			return src.at(fmt.Sprintf("eval.env[%d] num_examples = %d: want -1 (all) or a positive count", i, *n), key+".num_examples")
+		}
+		if r := ev.RolloutsPerExample; r != nil && *r < 1 {
+			return src.at(fmt.Sprintf("eval.env[%d] rollouts_per_example = %d: must be at least 1", i, *r), key+".rollouts_per_example")
+		}
+	}
+	return nil
+}
+
+// The section validators of lora, LossConfig and OptimizerConfig name the
+// key in their message ("lora.rank = 0: ...", "[loss] epsilon = ...");
+// sectionKey finds it so the error can point at its line.
+var sectionKey = regexp.MustCompile(`^(?:\[\w+\] |\w+\.)(\w+)`)
+
+func (c *Config) sectionError(section string, err error) error {
+	var paths []string
+	if m := sectionKey.FindStringSubmatch(err.Error()); m != nil {
+		paths = append(paths, section+"."+m[1])
+	}
+	paths = append(paths, section)
+	return c.src.at(err.Error(), paths...)
+}
+
+// EnvChecker checks one environment id and its args, as an environment
+// registry does (unknown id, unknown or ill-typed arg), returning an error
+// that names the id or arg and the fix.
+type EnvChecker func(id string, args map[string]any) error
+
+// ValidateEnvs runs check on every [[env]] and [[eval.env]] block and
+// returns the first failure located at its block.
+//
+// Hook for package env's registry: once env exports its lookup and args
+// validation, the CLI (or a trainer.New step) passes it here; until then
+// callers pass their own checker.
+func (c *Config) ValidateEnvs(check EnvChecker) error {
+	if check == nil {
+		return nil
+	}
+	for i, e := range c.Env {
+		if err := check(e.ID, e.Args); err != nil {
+			return c.src.at(fmt.Sprintf("env[%d] id = %q: %v", i, e.ID, err), fmt.Sprintf("env.%d.id", i), fmt.Sprintf("env.%d", i))
+		}
+	}
+	for i, e := range c.Eval.Env {
+		if err := check(e.ID, e.Args); err != nil {
+			return c.src.at(fmt.Sprintf("eval.env[%d] id = %q: %v", i, e.ID, err), fmt.Sprintf("eval.env.%d.id", i), fmt.Sprintf("eval.env.%d", i))
+		}
+	}
+	return nil
+}
