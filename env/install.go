@@ -1,0 +1,208 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+var errNotInstalled = errors.New("not installed")
+
+// Home is grpo's user directory: $GRPO_HOME, else ~/.grpo.
+func Home() string {
+	if h := os.Getenv("GRPO_HOME"); h != "" {
+		return h
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".grpo"
+	}
+	return filepath.Join(home, ".grpo")
+}
+
+// InstallDir is where `grpo env install` puts environments.
+func InstallDir() string { return filepath.Join(Home(), "environments") }
+
+// EnvironmentDirs are searched, in order, for installed environments: the
+// workspace's ./environments (which `grpo init` creates), then InstallDir.
+func EnvironmentDirs() []string {
+	return []string{"environments", InstallDir()}
+}
+
+// findInstalled finds environment id: id itself as a directory holding an
+// environment.toml, else <dir>/<id>/environment.toml in EnvironmentDirs,
+// else any installed environment whose config declares that id.
+func findInstalled(id string) (Spec, error) {
+	if fileExists(filepath.Join(id, ConfigFile)) {
+		return LoadDir(id)
+	}
+	if idPattern.MatchString(id) {
+		for _, d := range EnvironmentDirs() {
+			dir := filepath.Join(d, filepath.FromSlash(id))
+			if fileExists(filepath.Join(dir, ConfigFile)) {
+				return LoadDir(dir)
+			}
+		}
+	}
+	for _, s := range listInstalled() {
+		if key(s.ID) == key(id) {
+			return s, nil
+		}
+	}
+	return Spec{}, errNotInstalled
+}
+
+// listInstalled returns the environments found in EnvironmentDirs (at
+// most two levels deep, for owner/name ids), the first of each id winning.
+func listInstalled() []Spec {
+	var out []Spec
+	seen := map[string]bool{}
+	for _, d := range EnvironmentDirs() {
+		var dirs []string
+		for _, pat := range []string{"*", "*/*"} {
+			m, _ := filepath.Glob(filepath.Join(d, pat, ConfigFile))
+			dirs = append(dirs, m...)
+		}
+		sort.Strings(dirs)
+		for _, cfgPath := range dirs {
+			s, err := LoadDir(filepath.Dir(cfgPath))
+			if err != nil || seen[key(s.ID)] {
+				continue
+			}
+			seen[key(s.ID)] = true
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Install checks the environment in src (its config parses, its rubric
+// builds and its training data loads) and copies the directory to
+// InstallDir()/<id>. An existing installation is replaced only when
+// replace is set. It returns the new directory.
+func Install(src string, replace bool) (string, error) {
+	spec, err := LoadDir(src)
+	if err != nil {
+		return "", err
+	}
+	e, err := spec.New(Args{"num_train_examples": -1, "num_eval_examples": -1, "system_prompt": ""})
+	if err != nil {
+		return "", fmt.Errorf("env %s: %w", spec.ID, err)
+	}
+	if _, err := e.Examples("train"); err != nil {
+		return "", err
+	}
+	if _, err := e.Examples("eval"); err != nil && !errors.Is(err, ErrNoSplit) {
+		return "", err
+	}
+	if _, builtin := registeredOnly(spec.ID); builtin {
+		return "", fmt.Errorf("env %s: the id is taken by a builtin; choose another id in %s", spec.ID, filepath.Join(src, ConfigFile))
+	}
+	dest := filepath.Join(InstallDir(), filepath.FromSlash(spec.ID))
+	srcAbs, _ := filepath.Abs(src)
+	destAbs, _ := filepath.Abs(dest)
+	if srcAbs == destAbs {
+		return dest, nil
+	}
+	if fileExists(dest) && !replace {
+		return "", fmt.Errorf("env %s is already installed in %s; pass --force to replace it", spec.ID, dest)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return "", err
+	}
+	// Copy beside the destination, then swap it in with renames, so an
+	// interrupted install never leaves a half-copied environment.
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".install-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyTree(src, tmp); err != nil {
+		return "", fmt.Errorf("install %s: %v", src, err)
+	}
+	old := tmp + ".old"
+	if fileExists(dest) {
+		if err := os.Rename(dest, old); err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return "", err
+	}
+	return dest, nil
+}
+
+// registeredOnly looks an id up among environments registered from Go.
+func registeredOnly(id string) (Spec, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	s, ok := registry.specs[key(id)]
+	if !ok {
+		return Spec{}, false
+	}
+	return *s, true
+}
+
+// copyTree copies regular files and directories of src into dst (which
+// exists); symlinks and other special files are refused, since an
+// installed environment must not point back into the source tree.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir // .git, caches
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			return copyFile(p, target)
+		}
+		return fmt.Errorf("%s is a %s, not a regular file; replace it with a copy", p, d.Type())
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, st.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func readFileOrEmpty(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}

@@ -1,0 +1,42 @@
+package env
+
+import (
+	"strings"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// answerParser pulls the final answer out of one assistant turn.
+type answerParser func(text string) (string, bool)
+
+// parserFor returns the parser an environment.toml names: "xml:TAG" (the
+// last <TAG>…</TAG>), "boxed" (the last \boxed{}), "hash" (after GSM8K's
+// "####"), "think" (what follows </think>) or "none" (the whole turn,
+// trimmed). The kind was validated when the config was read.
+func parserFor(kind string) answerParser {
+	switch {
+	case strings.HasPrefix(kind, "xml:"):
+		tag := strings.TrimPrefix(kind, "xml:")
+		return func(t string) (string, bool) { return rubric.XMLTag(t, tag) }
+	case kind == "boxed":
+		return rubric.BoxedAnswer
+	case kind == "hash":
+		return rubric.HashAnswer
+	case kind == "think":
+		return func(t string) (string, bool) { return rubric.StripThink(t), true }
+	}
+	return func(t string) (string, bool) { return rubric.PyStrip(t), true }
+}
+
+// parseLast applies p to the assistant turns from the last backwards and
+// returns the first answer found, as verifiers' XMLParser.parse_answer
+// does; a model that answered and then chatted on still has its answer.
+func parseLast(r rubric.Rollout, p answerParser) (string, bool) {
+	turns := r.AssistantTurns()
+	for i := len(turns) - 1; i >= 0; i-- {
+		if a, ok := p(turns[i]); ok {
+			return a, true
+		}
+	}
+	return "", false
+}

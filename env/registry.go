@@ -1,0 +1,161 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Spec describes an environment to the registry: how to name it, what
+// args it takes and how to build it from validated args.
+type Spec struct {
+	// ID is the canonical id ("reverse-text", "my-org/my-env").
+	ID string
+	// Aliases are other ids that name the same environment.
+	Aliases []string
+	// Description is one line for `grpo env list`.
+	Description string
+	// Args are the arguments a config may pass; New gets them validated
+	// with defaults filled in.
+	Args []ArgSpec
+	New  func(args Args) (Environment, error)
+	// Dir is the directory of an installed environment.toml environment,
+	// "" for one registered from Go.
+	Dir string
+}
+
+// primePrefix is the owner of Prime Intellect's hub environments; a config
+// that names "primeintellect/reverse-text" gets the builtin reverse-text.
+const primePrefix = "primeintellect/"
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
+
+var registry = struct {
+	sync.RWMutex
+	specs map[string]*Spec // by canonical id and by alias
+}{specs: map[string]*Spec{}}
+
+// Register adds an environment written in Go. Its id and aliases must be
+// new, its args well-formed and New set. Programs embedding grpo call it
+// (usually from init) so that configs can name their environment.
+func Register(s Spec) error {
+	if !idPattern.MatchString(s.ID) {
+		return fmt.Errorf("env: id %q is not valid; use letters, digits, '-', '_', '.', optionally owner/name", s.ID)
+	}
+	if s.New == nil {
+		return fmt.Errorf("env %s: Spec.New is nil; give the function that builds the environment", s.ID)
+	}
+	seen := map[string]bool{}
+	for _, a := range s.Args {
+		if a.Name == "" || seen[a.Name] {
+			return fmt.Errorf("env %s: arg name %q is empty or repeated", s.ID, a.Name)
+		}
+		seen[a.Name] = true
+		if _, err := normalizeArg(a.Type, a.Default); err != nil {
+			return fmt.Errorf("env %s: arg %q: default %v: %v", s.ID, a.Name, formatValue(a.Default), err)
+		}
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	names := append([]string{s.ID}, s.Aliases...)
+	for _, n := range names {
+		if old, dup := registry.specs[key(n)]; dup {
+			return fmt.Errorf("env: id %q is already registered (by %s); choose another id", n, old.ID)
+		}
+	}
+	sp := s
+	for _, n := range names {
+		registry.specs[key(n)] = &sp
+	}
+	return nil
+}
+
+// mustRegister registers a builtin; a failure is a bug in this package.
+func mustRegister(s Spec) {
+	if err := Register(s); err != nil {
+		panic(err)
+	}
+}
+
+// key folds the spellings that name one environment: case, and '_' for
+// '-' (Prime's Python modules are reverse_text, their ids reverse-text).
+func key(id string) string {
+	return strings.ReplaceAll(strings.ToLower(id), "_", "-")
+}
+
+// Lookup finds an environment by id or alias: one registered from Go (the
+// builtins included; "primeintellect/X" names builtin X), else one installed
+// as an environment.toml directory (see EnvironmentDirs).
+func Lookup(id string) (Spec, bool) {
+	s, err := find(id)
+	return s, err == nil
+}
+
+func find(id string) (Spec, error) {
+	registry.RLock()
+	s, ok := registry.specs[key(id)]
+	if !ok && strings.HasPrefix(key(id), primePrefix) {
+		s, ok = registry.specs[key(strings.TrimPrefix(key(id), primePrefix))]
+	}
+	registry.RUnlock()
+	if ok {
+		return *s, nil
+	}
+	spec, err := findInstalled(id)
+	if err == nil {
+		return spec, nil
+	}
+	if !errors.Is(err, errNotInstalled) {
+		return Spec{}, err
+	}
+	var ids []string
+	for _, s := range List() {
+		ids = append(ids, s.ID)
+	}
+	return Spec{}, fmt.Errorf("env %q not found; known environments: %s; install a custom one with `grpo env install DIR`",
+		id, strings.Join(ids, ", "))
+}
+
+// List returns every environment: those registered from Go sorted by id,
+// then the installed ones sorted by id. An installed directory whose
+// environment.toml does not parse is left out (New reports its error).
+func List() []Spec {
+	registry.RLock()
+	byID := map[string]Spec{}
+	for _, s := range registry.specs {
+		byID[s.ID] = *s
+	}
+	registry.RUnlock()
+	out := make([]Spec, 0, len(byID))
+	for _, s := range byID {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	for _, s := range listInstalled() {
+		if _, taken := byID[s.ID]; !taken {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// New builds environment id with args from a config (nil for none). Args
+// are validated against the environment's ArgSpecs first.
+func New(id string, args map[string]any) (Environment, error) {
+	s, err := find(id)
+	if err != nil {
+		return nil, err
+	}
+	a, err := validateArgs(s.ID, s.Args, args)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.New(a)
+	if err != nil {
+		return nil, fmt.Errorf("env %s: %w", s.ID, err)
+	}
+	return e, nil
+}
