@@ -51,6 +51,22 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 	return warp_max(v);
 }
 
+// warp_sum_f64 and block_sum_f64 are warp_sum and block_sum in float64,
+// for sums that must not lose float32 bits (SumSquares, group means).
+__device__ __forceinline__ double warp_sum_f64(double v) {
+	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(GRPO_FULL_MASK, v, o);
+	return v;
+}
+__device__ __forceinline__ double block_sum_f64(double v, double* scratch) {
+	int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	v = warp_sum_f64(v);
+	__syncthreads();
+	if (lane == 0) scratch[wid] = v;
+	__syncthreads();
+	v = lane < nw ? scratch[lane] : 0.0;
+	return warp_sum_f64(v);
+}
+
 // ld reads an element of a weight operand as f32: base weights may be f32
 // or bf16, and kernels that take either are templates over the pointer
 // type, instantiated once per dtype under an extern "C" name.

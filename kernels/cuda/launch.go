@@ -14,8 +14,23 @@ const (
 	// matches ATTN_MAX_DIM_PER_THREAD (2) × attentionBlock in attention.cu.
 	attentionBlock      = 128
 	attentionMaxHeadDim = 2 * attentionBlock
-	// logSoftmaxMaxBlock threads per row for the vocab-chunked log-softmax.
+	// logSoftmaxMaxBlock threads per row for the vocab-chunked log-softmax
+	// and its backward.
 	logSoftmaxMaxBlock = 1024
+	// attentionBackwardBlock threads per (token, KV head) block of
+	// attention_backward_f32: one key of a tile per thread. Its dynamic
+	// shared memory must stay within the 48 KiB a launch gets without
+	// opting in (cuFuncSetAttribute), which bounds group·headDim.
+	attentionBackwardBlock     = 128
+	attentionBackwardMaxShared = 48 << 10
+	// sumSquaresBlock threads per block and at most sumSquaresMaxBlocks
+	// float64 partials for the two-pass SumSquares; the partial count
+	// depends only on n, so the summation order does too.
+	sumSquaresBlock     = 256
+	sumSquaresMaxBlocks = 1024
+	// advantagesBlock caps the threads of a GroupAdvantages block (one per
+	// group; groups are small) and is the block of the batch-std pass.
+	advantagesBlock = 1024
 )
 
 // elementwise launches a grid-stride kernel over n elements.

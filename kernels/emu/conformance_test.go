@@ -13,3 +13,12 @@ func TestConformance(t *testing.T) {
 	defer b.Close()
 	kerneltest.Run(t, b)
 }
+
+// TestTrainConformance runs the training ops (kernels.TrainOps) of
+// kernels/cuda under the emulator against the training suite's float64
+// references and finite differences of the backend's own forward ops.
+func TestTrainConformance(t *testing.T) {
+	b := New()
+	defer b.Close()
+	kerneltest.RunTrain(t, b)
+}

@@ -25,3 +25,26 @@ func TestPlantedOffByOneFailsConformance(t *testing.T) {
 	}
 	t.Logf("caught as expected: %.200s", err)
 }
+
+// TestPlantedNoDeltaFailsTrainConformance proves the training suite
+// catches a broken backward kernel: attention_backward.cu compiled with
+// GRPO_PLANT_NO_DELTA (k_planted_train.cc) computes ds = p·dp, dropping
+// the −p·D term of the softmax Jacobian. dv is still right, dq and dk are
+// not, and both the reference and the finite-difference cases must say so.
+func TestPlantedNoDeltaFailsTrainConformance(t *testing.T) {
+	d := NewDevice()
+	d.Substitute("attention_backward_f32", "planted/attention_backward_f32")
+	b := newBackend(d)
+	defer b.Close()
+	err := kerneltest.CheckTrain(b, "AttentionBackward")
+	if err == nil {
+		t.Fatal("attention backward without the D term passed the training suite")
+	}
+	msg := err.Error()
+	for _, want := range []string{"AttentionBackward/prefill-gqa1", "AttentionBackward/fd,packed-gqa2"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the planted bug was not caught by %s:\n%.2000s", want, msg)
+		}
+	}
+	t.Logf("caught as expected: %.300s", msg)
+}

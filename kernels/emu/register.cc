@@ -12,7 +12,16 @@ void emu_register_rmsnorm(const char* prefix);
 void emu_register_rope(const char* prefix);
 void emu_register_attention(const char* prefix);
 void emu_register_logsoftmax(const char* prefix);
+void emu_register_train_elementwise(const char* prefix);
+void emu_register_adamw(const char* prefix);
+void emu_register_sumsquares(const char* prefix);
+void emu_register_rmsnorm_backward(const char* prefix);
+void emu_register_logsoftmax_backward(const char* prefix);
+void emu_register_policy_loss(const char* prefix);
+void emu_register_advantages(const char* prefix);
+void emu_register_attention_backward(const char* prefix);
 void emu_register_planted(const char* prefix);
+void emu_register_planted_train(const char* prefix);
 void emu_register_demo(const char* prefix);
 }
 
@@ -26,7 +35,16 @@ extern "C" void emu_register_all(void) {
 		emu_register_rope("");
 		emu_register_attention("");
 		emu_register_logsoftmax("");
+		emu_register_train_elementwise("");
+		emu_register_adamw("");
+		emu_register_sumsquares("");
+		emu_register_rmsnorm_backward("");
+		emu_register_logsoftmax_backward("");
+		emu_register_policy_loss("");
+		emu_register_advantages("");
+		emu_register_attention_backward("");
 		emu_register_planted("planted/");
+		emu_register_planted_train("planted/");
 		emu_register_demo("demo/");
 	});
 }

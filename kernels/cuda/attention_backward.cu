@@ -1,0 +1,118 @@
+// attention_backward.cu: AttentionBackward, the backward of attention.cu's
+// causal grouped-query attention over the slot × maxLen KV cache,
+// flash-style: the probabilities are recomputed from q, k and the
+// forward's lse, never stored. For a query row (token t, head h) with
+// visible keys j ≤ pos[t]:
+//
+//	p_j  = exp(scale·q·k_j − lse),   D = Σ_d dout[d]·out[d]
+//	ds_j = p_j·(dout·v_j − D)
+//	dq  = scale·Σ_j ds_j·k_j          (written)
+//	dk_j += scale·ds_j·q,  dv_j += p_j·dout   (added into the cache layout)
+//
+// Launch: grid (nTok, nKV), block (128), dynamic shared memory
+// (3·group·headDim + group + 2·group·blockDim) floats, group = nHead/nKV.
+// One block per (token, KV head) handles the group's query heads together,
+// so the K/V rows of a tile are read once for all of them and the group's
+// dk/dv contributions are summed in registers before they reach memory.
+// The block walks the visible keys in tiles of blockDim: thread j scores
+// key j of the tile for every head (serial dot products against q and
+// dout in shared memory) and stores p and ds; then each thread, for the
+// dims d ≡ threadIdx.x (mod blockDim) it owns, accumulates dq in shared
+// memory and adds dk, dv for every key of the tile.
+//
+// Races: every token of a slot reads, and so adds into, the dk/dv rows of
+// the positions it sees, and those tokens run in different blocks. The
+// adds are float32 atomicAdd, so the sum is correct but its order — and
+// hence the last bits of dk and dv — varies from run to run
+// (nondeterministic, see CUDA.md). dq is owned by one block, and within
+// it each element by one thread: deterministic.
+// nvcc -ptx -arch=compute_90 attention_backward.cu
+#include "common.cuh"
+
+// ds_j = p_j·(dp_j − D): D is the softmax's own term of the Jacobian.
+#ifdef GRPO_PLANT_NO_DELTA
+#define ATTN_DS(p, dp, D) ((p) * (dp))  // test-only bug: drops D (kernels/emu planted_test.go)
+#else
+#define ATTN_DS(p, dp, D) ((p) * ((dp) - (D)))
+#endif
+
+GRPO_KERNEL void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* out,
+					const float* lse, const float* q, const float* kCache, const float* vCache,
+					const int* slot, const int* pos, int nTok, int nHead, int nKV, int headDim,
+					int maxLen, float scale) {
+	GRPO_DYNAMIC_SHARED(float, smem);
+	__shared__ float scratch[32];
+	int t = blockIdx.x, g = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
+	int group = nHead / nKV, span = group * headDim;
+	float* qs = smem;             // span: q of the group's heads
+	float* dos = qs + span;       // span: dout
+	float* dqs = dos + span;      // span: dq accumulator
+	float* Ds = dqs + span;       // group: D per head
+	float* ps = Ds + group;       // group × bd: p of the tile
+	float* dss = ps + group * bd; // group × bd: ds of the tile
+
+	long long head0 = (long long)t * nHead + (long long)g * group;  // first query row of the group
+	const float* qRow = q + head0 * headDim;
+	const float* doRow = dout + head0 * headDim;
+	const float* oRow = out + head0 * headDim;
+	for (int i = tid; i < span; i += bd) {
+		qs[i] = qRow[i];
+		dos[i] = doRow[i];
+		dqs[i] = 0.0f;
+	}
+	for (int h = 0; h < group; h++) {
+		float part = 0.0f;
+		for (int d = tid; d < headDim; d += bd) part += doRow[h * headDim + d] * oRow[h * headDim + d];
+		part = block_sum(part, scratch);  // its barriers also publish qs, dos, dqs
+		if (tid == 0) Ds[h] = part;
+	}
+	__syncthreads();
+
+	int n = pos[t] + 1;
+	long long rowStride = (long long)nKV * headDim;
+	long long base = (long long)slot[t] * maxLen * rowStride + (long long)g * headDim;
+	const float* kBase = kCache + base;
+	const float* vBase = vCache + base;
+	for (int j0 = 0; j0 < n; j0 += bd) {
+		int j = j0 + tid;
+		if (j < n) {
+			const float* kRow = kBase + j * rowStride;
+			const float* vRow = vBase + j * rowStride;
+			for (int h = 0; h < group; h++) {
+				const float* qh = qs + h * headDim;
+				const float* doh = dos + h * headDim;
+				float s = 0.0f, dp = 0.0f;
+				for (int d = 0; d < headDim; d++) {
+					s += qh[d] * kRow[d];
+					dp += doh[d] * vRow[d];
+				}
+				float p = expf(s * scale - lse[head0 + h]);
+				ps[h * bd + tid] = p;
+				dss[h * bd + tid] = ATTN_DS(p, dp, Ds[h]);
+			}
+		}
+		__syncthreads();  // ps, dss of the tile are complete
+		int tile = min(bd, n - j0);
+		for (int d = tid; d < headDim; d += bd) {
+			for (int h = 0; h < group; h++) {
+				float a = 0.0f;
+				for (int jj = 0; jj < tile; jj++) a += dss[h * bd + jj] * kBase[(j0 + jj) * rowStride + d];
+				dqs[h * headDim + d] += scale * a;
+			}
+			for (int jj = 0; jj < tile; jj++) {
+				float gk = 0.0f, gv = 0.0f;
+				for (int h = 0; h < group; h++) {
+					gk += dss[h * bd + jj] * qs[h * headDim + d];
+					gv += ps[h * bd + jj] * dos[h * headDim + d];
+				}
+				long long at = (j0 + jj) * rowStride + d;
+				atomicAdd(dk + base + at, scale * gk);
+				atomicAdd(dv + base + at, gv);
+			}
+		}
+		__syncthreads();  // ps, dss are rewritten by the next tile
+	}
+	float* dqRow = dq + head0 * headDim;
+	for (int h = 0; h < group; h++)
+		for (int d = tid; d < headDim; d += bd) dqRow[h * headDim + d] = dqs[h * headDim + d];
+}

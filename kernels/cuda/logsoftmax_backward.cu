@@ -1,0 +1,44 @@
+// logsoftmax_backward.cu: LogSoftmaxGatherBackward, per row
+// dlogits = dlogp·(onehot(target) − softmax(logits)). One block per row,
+// each thread striding over the vocabulary (coalesced, vocab-chunked: the
+// softmax is never stored, only recomputed per element on the way out).
+//
+// Pass 1 is an online softmax: each thread keeps a running max m and
+// Σ e^(x−m) over its columns, rescaling the sum when the max grows; the
+// block then combines them (global max M, each sum times e^(m−M)). Pass 2
+// writes the gradient. So the row is read twice and written once, not read
+// three times. A row with dlogp = 0 (a masked token) is written as zeros
+// without reading the logits.
+// nvcc -ptx -arch=compute_90 logsoftmax_backward.cu
+#include "common.cuh"
+
+GRPO_KERNEL void log_softmax_gather_backward_f32(float* dlogits, const float* dlogp, const float* logits,
+						 const int* target, int rows, int vocab) {
+	__shared__ float scratch[32];
+	long long r = blockIdx.x;
+	const float* x = logits + r * vocab;
+	float* dx = dlogits + r * vocab;
+	float g = dlogp[r];
+	if (g == 0.0f) {  // uniform across the block: no thread skips a barrier
+		for (int i = threadIdx.x; i < vocab; i += blockDim.x) dx[i] = 0.0f;
+		return;
+	}
+	float m = -INFINITY, s = 0.0f;
+	for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+		float v = x[i];
+		if (v > m) {
+			s *= expf(m - v);  // 0 on the first column (m = -Inf)
+			m = v;
+		}
+		s += expf(v - m);
+	}
+	float M = block_max(m, scratch);
+	float z = block_sum(m == -INFINITY ? 0.0f : s * expf(m - M), scratch);
+	float gz = g / z;
+	int t = target[r];
+	for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+		float d = -gz * expf(x[i] - M);
+		if (i == t) d += g;
+		dx[i] = d;
+	}
+}

@@ -1,0 +1,251 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// The training ops (kernels.TrainOps), in the same pattern as ops.go:
+// check operands and shapes (panicking with the op's name), skip if an
+// allocation failed, pick the launch configuration (launch.go), launch.
+
+var _ kernels.TrainOps = (*Backend)(nil)
+
+// positive panics unless every dimension is at least 1, as the CPU
+// backend's training ops do.
+func positive(op string, dims ...int) {
+	for _, d := range dims {
+		if d <= 0 {
+			panic(fmt.Sprintf("cuda: %s: dimensions %v must be positive", op, dims))
+		}
+	}
+}
+
+func flag(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (b *Backend) Fill(x kernels.Buffer, value float32, n int) {
+	i32("Fill", n)
+	xx := b.buf("Fill", "x", x, n, kernels.F32)
+	if !usable(xx) {
+		return
+	}
+	b.elementwise("fill_f32", n, xx.ptr, value, int32(n))
+}
+
+func (b *Backend) Scale(x kernels.Buffer, alpha float32, n int) {
+	i32("Scale", n)
+	xx := b.buf("Scale", "x", x, n, kernels.F32)
+	if !usable(xx) {
+		return
+	}
+	b.elementwise("scale_f32", n, xx.ptr, alpha, int32(n))
+}
+
+// SumSquares reduces in two launches through a float64 scratch array of
+// per-block partials (sumsquares.cu), so the result is deterministic.
+func (b *Backend) SumSquares(out, x kernels.Buffer, n int) {
+	const op = "SumSquares"
+	i32(op, n)
+	o := b.buf(op, "out", out, 1, kernels.F32)
+	xx := b.buf(op, "x", x, n, kernels.F32)
+	if !usable(o, xx) {
+		return
+	}
+	if n == 0 {
+		b.elementwise("fill_f32", 1, o.ptr, float32(0), int32(1))
+		return
+	}
+	blocks := min((n+sumSquaresBlock-1)/sumSquaresBlock, sumSquaresMaxBlocks)
+	partial, ok := b.scratch(8 * blocks)
+	if !ok {
+		return
+	}
+	defer b.pool.put(partial, 8*blocks)
+	b.launch("sum_squares_partial_f32", D1(blocks), D1(sumSquaresBlock), 0, partial, xx.ptr, int32(n))
+	b.launch("sum_squares_finish_f32", D1(1), D1(warpRound(blocks, sumSquaresMaxBlocks)), 0, o.ptr, partial, int32(blocks))
+}
+
+func (b *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+	const op = "RMSNormBackward"
+	positive(op, rows, dim)
+	i32(op, rows*dim)
+	d := b.buf(op, "dx", dx, rows*dim, kernels.F32)
+	g := b.buf(op, "dy", dy, rows*dim, kernels.F32)
+	xx := b.buf(op, "x", x, rows*dim, kernels.F32)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	r := b.buf(op, "rstd", rstd, rows, kernels.F32)
+	if !usable(d, g, xx, ww, r) {
+		return
+	}
+	name := "rmsnorm_backward_f32"
+	if ww.dt == kernels.BF16 {
+		name = "rmsnorm_backward_wbf16"
+	}
+	// The block follows the row: 256 threads for hidden-size rows, fewer
+	// for per-head q/k norms (dim = head_dim) so no warp idles.
+	b.launch(name, D1(rows), D1(warpRound(dim, rowBlock)), 0,
+		d.ptr, g.ptr, xx.ptr, ww.ptr, r.ptr, int32(rows), int32(dim), flag(accumulate))
+}
+
+func (b *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int) {
+	const op = "SwiGLUBackward"
+	positive(op, n)
+	i32(op, n)
+	dg := b.buf(op, "dgate", dgate, n, kernels.F32)
+	du := b.buf(op, "dup", dup, n, kernels.F32)
+	g := b.buf(op, "dy", dy, n, kernels.F32)
+	ga := b.buf(op, "gate", gate, n, kernels.F32)
+	u := b.buf(op, "up", up, n, kernels.F32)
+	if !usable(dg, du, g, ga, u) {
+		return
+	}
+	b.elementwise("swiglu_backward_f32", n, dg.ptr, du.ptr, g.ptr, ga.ptr, u.ptr, int32(n))
+}
+
+func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+	const op = "AttentionBackward"
+	positive(op, nTok, nHead, nKV, headDim, maxLen)
+	i32(op, nTok*nHead*headDim, maxLen*nKV*headDim)
+	if nHead%nKV != 0 {
+		panic(fmt.Sprintf("cuda: AttentionBackward: nHead %d is not a multiple of nKV %d", nHead, nKV))
+	}
+	if nKV > 65535 {
+		panic(fmt.Sprintf("cuda: AttentionBackward: nKV %d exceeds the grid's y limit 65535", nKV))
+	}
+	group := nHead / nKV
+	shared := 4 * (3*group*headDim + group + 2*group*attentionBackwardBlock)
+	if shared > attentionBackwardMaxShared {
+		panic(fmt.Sprintf("cuda: AttentionBackward: nHead/nKV %d × headDim %d needs %d bytes of shared memory, more than %d (attention_backward.cu)",
+			group, headDim, shared, attentionBackwardMaxShared))
+	}
+	nq := nTok * nHead * headDim
+	kc := b.buf(op, "kCache", kCache, maxLen*nKV*headDim, kernels.F32)
+	vc := b.buf(op, "vCache", vCache, maxLen*nKV*headDim, kernels.F32)
+	if kc.n != vc.n {
+		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))
+	}
+	ops := []*buffer{
+		b.buf(op, "dq", dq, nq, kernels.F32),
+		b.buf(op, "dk", dk, kc.n, kernels.F32),
+		b.buf(op, "dv", dv, kc.n, kernels.F32),
+		b.buf(op, "dout", dout, nq, kernels.F32),
+		b.buf(op, "out", out, nq, kernels.F32),
+		b.buf(op, "lse", lse, nTok*nHead, kernels.F32),
+		b.buf(op, "q", q, nq, kernels.F32),
+		kc, vc,
+		b.buf(op, "slot", slot, nTok, kernels.I32),
+		b.buf(op, "pos", pos, nTok, kernels.I32),
+	}
+	if !usable(ops...) {
+		return
+	}
+	args := make([]any, 0, len(ops)+6)
+	for _, x := range ops {
+		args = append(args, x.ptr)
+	}
+	args = append(args, int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(maxLen), scale)
+	b.launch("attention_backward_f32", D2(nTok, nKV), D1(attentionBackwardBlock), shared, args...)
+}
+
+func (b *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernels.Buffer, rows, vocab int) {
+	const op = "LogSoftmaxGatherBackward"
+	positive(op, rows, vocab)
+	i32(op, rows*vocab)
+	d := b.buf(op, "dlogits", dlogits, rows*vocab, kernels.F32)
+	g := b.buf(op, "dlogp", dlogp, rows, kernels.F32)
+	lg := b.buf(op, "logits", logits, rows*vocab, kernels.F32)
+	t := b.buf(op, "target", target, rows, kernels.I32)
+	if !usable(d, g, lg, t) {
+		return
+	}
+	b.launch("log_softmax_gather_backward_f32", D1(rows), D1(warpRound(vocab, logSoftmaxMaxBlock)), 0,
+		d.ptr, g.ptr, lg.ptr, t.ptr, int32(rows), int32(vocab))
+}
+
+func (b *Backend) PolicyLoss(loss, dlogp, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	const op = "PolicyLoss"
+	positive(op, n)
+	i32(op, n)
+	ref := &buffer{owner: b} // address 0: the kernel skips the KL term
+	if p.Beta != 0 {
+		if refLogp == nil {
+			panic("cuda: PolicyLoss: refLogp is nil but Beta is " + fmt.Sprint(p.Beta) + "; pass reference log-probs or set Beta to 0")
+		}
+		ref = b.buf(op, "refLogp", refLogp, n, kernels.F32)
+	}
+	ops := []*buffer{
+		b.buf(op, "loss", loss, n, kernels.F32),
+		b.buf(op, "dlogp", dlogp, n, kernels.F32),
+		b.buf(op, "logp", logp, n, kernels.F32),
+		b.buf(op, "oldLogp", oldLogp, n, kernels.F32),
+		ref,
+		b.buf(op, "adv", adv, n, kernels.F32),
+		b.buf(op, "weight", weight, n, kernels.F32),
+	}
+	if !usable(ops...) {
+		return
+	}
+	args := make([]any, 0, len(ops)+4)
+	for _, x := range ops {
+		args = append(args, x.ptr)
+	}
+	args = append(args, int32(n), p.EpsLow, p.EpsHigh, p.Beta)
+	b.elementwise("policy_loss_f32", n, args...)
+}
+
+// GroupAdvantages runs one block per group; with ScaleBatch a one-block
+// pass first writes the batch std to float64 scratch.
+func (b *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSize int, scale kernels.AdvantageScale) {
+	const op = "GroupAdvantages"
+	positive(op, nGroups, groupSize)
+	i32(op, nGroups*groupSize)
+	if scale > kernels.ScaleNone {
+		panic(fmt.Sprintf("cuda: GroupAdvantages: unknown AdvantageScale %d", scale))
+	}
+	n := nGroups * groupSize
+	a := b.buf(op, "adv", adv, n, kernels.F32)
+	r := b.buf(op, "rewards", rewards, n, kernels.F32)
+	if !usable(a, r) {
+		return
+	}
+	std := DevicePtr(0)
+	if scale == kernels.ScaleBatch {
+		p, ok := b.scratch(8)
+		if !ok {
+			return
+		}
+		defer b.pool.put(p, 8)
+		b.launch("batch_std_f64", D1(1), D1(warpRound(n, advantagesBlock)), 0, p, r.ptr, int32(n))
+		std = p
+	}
+	// advantages.cu's ADV_SCALE_* values are kernels.AdvantageScale's.
+	b.launch("group_advantages_f32", D1(nGroups), D1(warpRound(groupSize, advantagesBlock)), 0,
+		a.ptr, r.ptr, std, int32(nGroups), int32(groupSize), int32(scale))
+}
+
+// AdamW computes the bias corrections on the host in float64, as torch
+// does, and passes the kernel the step size lr/(1−β1^t) and √(1−β2^t).
+func (b *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.AdamWParams) {
+	const op = "AdamW"
+	positive(op, n, p.Step)
+	i32(op, n)
+	pp := b.buf(op, "param", param, n, kernels.F32)
+	g := b.buf(op, "grad", grad, n, kernels.F32)
+	mm := b.buf(op, "m", m, n, kernels.F32)
+	vv := b.buf(op, "v", v, n, kernels.F32)
+	if !usable(pp, g, mm, vv) {
+		return
+	}
+	lr := float64(p.LR)
+	c1 := 1 - math.Pow(float64(p.Beta1), float64(p.Step))
+	c2 := 1 - math.Pow(float64(p.Beta2), float64(p.Step))
+	b.elementwise("adamw_f32", n, pp.ptr, g.ptr, mm.ptr, vv.ptr, int32(n), p.Beta1, p.Beta2, p.Eps,
+		float32(1-lr*float64(p.WeightDecay)), float32(lr/c1), float32(math.Sqrt(c2)))
+}
