@@ -95,7 +95,11 @@ func (c *Config) ignoredKeys() []string {
 			continue
 		}
 		seen[generic] = true
-		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: %s because %s", c.src.name, pos.Line, strings.ReplaceAll(generic, ".*", "[]"), info.ignored)})
+		shown := strings.ReplaceAll(generic, ".*", "[]")
+		if kindName(schemaType(strings.Split(generic, "."))) == "a table" {
+			shown = "[" + shown + "]"
+		}
+		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: %s because %s", c.src.name, pos.Line, shown, info.ignored)})
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if hits[i].line != hits[j].line {

@@ -229,7 +229,7 @@ func editDistance(a, b string) int {
 	return d[len(ra)][len(rb)]
 }
 
-var gotKind = regexp.MustCompile(`cannot decode TOML (\w+(?: \w+)?) into`)
+var gotKind = regexp.MustCompile(`cannot (?:decode TOML|store a) (\w+(?: \w+)?) (?:into|in a)`)
 
 // typeErrorMsg rewrites go-toml's decode errors ("cannot decode TOML
 // string into struct field trainer.Config.BatchSize of type int") in the
@@ -242,6 +242,9 @@ func typeErrorMsg(key []string, msg string, raw map[string]any) string {
 	dk := displayKey(path)
 	m := gotKind.FindStringSubmatch(msg)
 	if m == nil {
+		if strings.Contains(msg, "already defined") {
+			return fmt.Sprintf("key %q: %s; keep only one of them", dk, msg)
+		}
 		return fmt.Sprintf("key %q: %s", dk, msg)
 	}
 	got := m[1]

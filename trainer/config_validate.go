@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -167,8 +168,22 @@ func (c *Config) sectionError(section string, err error) error {
 
 // EnvChecker checks one environment id and its args, as an environment
 // registry does (unknown id, unknown or ill-typed arg), returning an error
-// that names the id or arg and the fix.
+// that names the id or arg and the fix. An error about one arg may
+// implement ArgName() string (errors.As finds it) so that the message
+// points at that arg's line.
 type EnvChecker func(id string, args map[string]any) error
+
+type argNamer interface{ ArgName() string }
+
+// envError locates a checker's error at the arg it names, else at the id.
+func (c *Config) envError(label, block string, id string, err error) error {
+	paths := []string{block + ".id", block}
+	var an argNamer
+	if errors.As(err, &an) {
+		paths = append([]string{block + ".args." + an.ArgName()}, paths...)
+	}
+	return c.src.at(fmt.Sprintf("%s id = %q: %v", label, id, err), paths...)
+}
 
 // ValidateEnvs runs check on every [[env]] and [[eval.env]] block and
 // returns the first failure located at its block.
@@ -182,12 +197,12 @@ func (c *Config) ValidateEnvs(check EnvChecker) error {
 	}
 	for i, e := range c.Env {
 		if err := check(e.ID, e.Args); err != nil {
-			return c.src.at(fmt.Sprintf("env[%d] id = %q: %v", i, e.ID, err), fmt.Sprintf("env.%d.id", i), fmt.Sprintf("env.%d", i))
+			return c.envError(fmt.Sprintf("env[%d]", i), fmt.Sprintf("env.%d", i), e.ID, err)
 		}
 	}
 	for i, e := range c.Eval.Env {
 		if err := check(e.ID, e.Args); err != nil {
-			return c.src.at(fmt.Sprintf("eval.env[%d] id = %q: %v", i, e.ID, err), fmt.Sprintf("eval.env.%d.id", i), fmt.Sprintf("eval.env.%d", i))
+			return c.envError(fmt.Sprintf("eval.env[%d]", i), fmt.Sprintf("eval.env.%d", i), e.ID, err)
 		}
 	}
 	return nil
