@@ -1,6 +1,9 @@
 package env
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"strconv"
+)
 
 // rng is the random source of the synthetic datasets. It draws from PCG,
 // whose output for a seed is fixed, and does its own range reduction, so a
@@ -37,3 +40,5 @@ func (r *rng) shuffle(n int, swap func(i, j int)) {
 
 // pick returns a random element of xs.
 func pick[T any](r *rng, xs []T) T { return xs[r.intn(len(xs))] }
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,138 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// gsm8k follows Prime Intellect's gsm8k environment: the question as the
+// user message after the boxed system prompt, the reference answer being
+// the text after "####", and correct_answer_reward_func (weight 1) plus a
+// logged format_reward_func (weight 0). Where Prime compares the \boxed{}
+// string exactly, this one also accepts an answer after "####" and
+// compares numerically ("18.00" and "$18" are 18), which is what GSM8K's
+// integer answers mean. Data: the hub's openai/gsm8k ("main" config)
+// unless dataset_path names a local directory with train and test files
+// (.jsonl, .jsonl.gz or .parquet) or a single file used for both splits.
+
+const boxedSystemPrompt = `Please reason step by step, and put your final answer within \boxed{}.`
+
+func init() {
+	mustRegister(Spec{
+		ID:          "gsm8k",
+		Description: `grade-school math word problems; answer in \boxed{} (or after ####), checked numerically`,
+		Args: []ArgSpec{
+			{Name: "system_prompt", Type: ArgString, Default: boxedSystemPrompt, Help: "system message"},
+			{Name: "num_train_examples", Type: ArgInt, Default: -1, Help: "first N training examples (-1: all)"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: -1, Help: "first N test examples (-1: all)"},
+			{Name: "dataset_path", Type: ArgString, Default: "", Help: "local directory with train/test .jsonl[.gz] or .parquet files; \"\" = hub"},
+			{Name: "dataset_name", Type: ArgString, Default: "openai/gsm8k", Help: "hub dataset when dataset_path is empty"},
+			{Name: "dataset_config", Type: ArgString, Default: "main", Help: "config of the hub dataset"},
+		},
+		New: func(a Args) (Environment, error) {
+			if p := a.String("dataset_path"); p != "" {
+				if _, err := os.Stat(p); err != nil {
+					return nil, fmt.Errorf("dataset_path %q: %v; give a directory with train.jsonl and test.jsonl (or .parquet)", p, err)
+				}
+			}
+			return &gsm8k{args: a}, nil
+		},
+	})
+}
+
+type gsm8k struct{ args Args }
+
+func (e *gsm8k) ID() string                 { return "gsm8k" }
+func (e *gsm8k) NewEpisode(Example) Episode { return singleTurnEpisode{} }
+func (e *gsm8k) Rubric() *rubric.Rubric     { return gsm8kRubric }
+
+var gsm8kRubric = mustRubric(
+	rubric.Term{Name: "correct_answer_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+		got, ok := gsm8kAnswer(r)
+		if ok && (got == r.Answer || rubric.NumericMatch(got, r.Answer)) {
+			return 1
+		}
+		return 0
+	})},
+	rubric.Term{Name: "format_reward_func", Weight: 0, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+		if _, ok := rubric.BoxedAnswer(r.LastAssistant()); ok {
+			return 1
+		}
+		return 0
+	})},
+)
+
+// gsm8kAnswer is the final answer of the last turn: its last \boxed{},
+// else what follows "####"; thinking is dropped first.
+func gsm8kAnswer(r rubric.Rollout) (string, bool) {
+	text := rubric.StripThink(r.LastAssistant())
+	if a, ok := rubric.BoxedAnswer(text); ok {
+		return rubric.PyStrip(a), true
+	}
+	return rubric.HashAnswer(text)
+}
+
+// hashAnswer is verifiers' extract_hash_answer: the text after "####", or
+// all of it when there is none.
+func hashAnswer(s string) string {
+	if a, ok := rubric.HashAnswer(s); ok {
+		return a
+	}
+	return s
+}
+
+func (e *gsm8k) Examples(split string) ([]Example, error) {
+	var hubSplit string
+	var n int
+	switch split {
+	case "train":
+		hubSplit, n = "train", e.args.Int("num_train_examples")
+	case "eval":
+		hubSplit, n = "test", e.args.Int("num_eval_examples")
+	default:
+		return nil, splitError(e.ID(), split)
+	}
+	var rows []Row
+	var err error
+	if p := e.args.String("dataset_path"); p != "" {
+		var file string
+		if file, err = splitFile(p, hubSplit); err == nil {
+			rows, err = LoadRows(file)
+		}
+	} else {
+		rows, err = LoadHubRows(context.Background(), e.args.String("dataset_name"), e.args.String("dataset_config"), hubSplit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n >= 0 && n < len(rows) {
+		rows = rows[:n]
+	}
+	return qaExamples(rows, QAFields{Question: "question", Answer: "answer"}, e.args.String("system_prompt"), hashAnswer)
+}
+
+// splitFile finds a split's file in a dataset directory: <split>.jsonl,
+// .jsonl.gz or .parquet, or <split>-*.parquet. A path that is a file is
+// used for every split.
+func splitFile(path, split string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("dataset %s: %v", path, err)
+	}
+	if !st.IsDir() {
+		return path, nil
+	}
+	for _, name := range []string{split + ".jsonl", split + ".jsonl.gz", split + ".parquet"} {
+		if p := filepath.Join(path, name); fileExists(p) {
+			return p, nil
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(path, split+"-*.parquet")); len(m) == 1 {
+		return m[0], nil
+	}
+	return "", fmt.Errorf("dataset %s: no %s.jsonl, %s.jsonl.gz or %s.parquet there; name the split's file so", path, split, split, split)
+}

@@ -1,0 +1,125 @@
+package env
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// reverse-text follows Prime Intellect's reverse_text environment: the
+// same system prompt, the <reversed_text> parser and the difflib ratio
+// reward (lcs_reward_func). Prime's data is the hub dataset
+// PrimeIntellect/Reverse-Text-RL; here the default is a synthetic set of
+// English-like sentences generated from seed, so the builtin needs no
+// network. Setting dataset_name loads a hub dataset instead (its "prompt"
+// column, as Prime's), with the last num_eval_examples rows as eval.
+
+const reverseTextSystemPrompt = "Reverse the text character-by-character. Put your answer in <reversed_text> tags."
+
+func init() {
+	mustRegister(Spec{
+		ID:          "reverse-text",
+		Description: "reverse a sentence character by character inside <reversed_text> tags; reward = difflib ratio",
+		Args: []ArgSpec{
+			{Name: "dataset_name", Type: ArgString, Default: "", Help: `hub dataset with a "prompt" column (e.g. PrimeIntellect/Reverse-Text-RL); "" = synthetic`},
+			{Name: "dataset_split", Type: ArgString, Default: "train", Help: "split of dataset_name"},
+			{Name: "system_prompt", Type: ArgString, Default: reverseTextSystemPrompt, Help: "system message"},
+			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples (synthetic; -1 = all hub rows)"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples"},
+			{Name: "seed", Type: ArgInt, Default: 0, Help: "seed of the synthetic dataset"},
+		},
+		New: func(a Args) (Environment, error) { return &reverseText{args: a}, nil },
+	})
+}
+
+type reverseText struct{ args Args }
+
+func (e *reverseText) ID() string                 { return "reverse-text" }
+func (e *reverseText) NewEpisode(Example) Episode { return singleTurnEpisode{} }
+func (e *reverseText) Rubric() *rubric.Rubric     { return reverseTextRubric }
+
+var reverseTextRubric = mustRubric(rubric.Term{Name: "lcs_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+	got, _ := parseLast(r, func(t string) (string, bool) { return rubric.XMLTag(t, "reversed_text") })
+	return rubric.Ratio(got, r.Answer)
+})})
+
+func (e *reverseText) Examples(split string) ([]Example, error) {
+	if split != "train" && split != "eval" {
+		return nil, splitError(e.ID(), split)
+	}
+	nTrain, nEval := e.args.Int("num_train_examples"), e.args.Int("num_eval_examples")
+	system := e.args.String("system_prompt")
+	var texts []string
+	if name := e.args.String("dataset_name"); name != "" {
+		rows, err := LoadHubRows(context.Background(), name, "", e.args.String("dataset_split"))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			t, err := textField(r, "prompt")
+			if err != nil {
+				return nil, err
+			}
+			texts = append(texts, t)
+		}
+		cut := max(0, len(texts)-max(nEval, 0))
+		if split == "train" {
+			texts = texts[:cut]
+			if nTrain >= 0 && nTrain < len(texts) {
+				texts = texts[:nTrain]
+			}
+		} else {
+			texts = texts[cut:]
+		}
+	} else {
+		n, stream := nTrain, uint64(0)
+		if split == "eval" {
+			n, stream = nEval, 1
+		}
+		r := newRNG(e.args.Int("seed"), stream)
+		for i := 0; i < n; i++ {
+			texts = append(texts, syntheticText(r))
+		}
+	}
+	out := make([]Example, len(texts))
+	for i, t := range texts {
+		out[i] = Example{ID: split + "-" + strconv.Itoa(i), Prompt: chatPrompt(system, t), Answer: reverseRunes(t)}
+	}
+	return out, nil
+}
+
+// reverseRunes reverses by code point, as Python's s[::-1] does.
+func reverseRunes(s string) string {
+	r := []rune(s)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
+}
+
+// syntheticText makes one to three sentences of 4 to 12 words: short
+// enough for a small model, long enough that partial credit matters.
+func syntheticText(r *rng) string {
+	var sentences []string
+	for s := r.between(1, 3); s > 0; s-- {
+		words := make([]string, r.between(4, 12))
+		for i := range words {
+			words[i] = pick(r, vocabulary)
+		}
+		words[0] = strings.ToUpper(words[0][:1]) + words[0][1:]
+		end := pick(r, []string{".", ".", ".", "!", "?"})
+		sentences = append(sentences, strings.Join(words, " ")+end)
+	}
+	return strings.Join(sentences, " ")
+}
+
+// mustRubric builds a builtin's rubric; an error is a bug in this package.
+func mustRubric(terms ...rubric.Term) *rubric.Rubric {
+	rb, err := rubric.Weighted(terms...)
+	if err != nil {
+		panic(err)
+	}
+	return rb
+}
