@@ -8,9 +8,10 @@ import (
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
-// TestConformanceOnGPU runs the conformance suite on the real device: the
-// same kernels and Go code that kernels/emu checks on every `go test`,
-// here on the GPU with cuBLAS. Needs a GPU (built with -tags cuda).
+// TestConformanceOnGPU runs the conformance suites (forward and training
+// ops) on the real device: the same kernels and Go code that kernels/emu
+// checks on every `go test`, here on the GPU with cuBLAS. Needs a GPU
+// (built with -tags cuda).
 func TestConformanceOnGPU(t *testing.T) {
 	d, err := openDriver(0)
 	if err != nil {
@@ -22,5 +23,6 @@ func TestConformanceOnGPU(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	kerneltest.Run(t, b)
+	t.Run("forward", func(t *testing.T) { kerneltest.Run(t, b) })
+	t.Run("train", func(t *testing.T) { kerneltest.RunTrain(t, b) })
 }
