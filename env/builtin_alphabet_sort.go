@@ -1,0 +1,317 @@
+package env
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// alphabet-sort follows Prime Intellect's alphabet_sort environment: the
+// same prompts, turn structure, "// new name!" marking, argument names and
+// defaults, and its reward (difflib ratio of the lower-cased sorted lists,
+// raised to similarity_power per turn or on the average, a turn with
+// several answer blocks scoring only if each improved on the last). Prime
+// draws names from the hub dataset kalomaze/alphabetic-arxiv-authors-it1;
+// here they are drawn from builtin first and last name lists with seed,
+// and num_train_examples / num_eval_examples set the split sizes.
+
+func init() {
+	mustRegister(Spec{
+		ID:          "alphabet-sort",
+		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = difflib ratio^power",
+		Args: []ArgSpec{
+			{Name: "max_turns", Type: ArgInt, Default: 3, Help: "most turns per episode"},
+			{Name: "min_turns", Type: ArgInt, Default: 1, Help: "fewest turns per episode"},
+			{Name: "min_names_per_turn", Type: ArgInt, Default: 1, Help: "fewest new names per turn"},
+			{Name: "max_names_per_turn", Type: ArgInt, Default: 5, Help: "most new names per turn"},
+			{Name: "similarity_power", Type: ArgInt, Default: 4, Help: "exponent applied to the similarity"},
+			{Name: "power_per_turn", Type: ArgBool, Default: true, Help: "raise each turn's similarity to the power before averaging (else the average)"},
+			{Name: "seed", Type: ArgInt, Default: 1337420, Help: "seed of the dataset"},
+			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples"},
+		},
+		New: newAlphabetSort,
+	})
+}
+
+type alphabetSort struct {
+	args Args
+	rb   *rubric.Rubric
+}
+
+func newAlphabetSort(a Args) (Environment, error) {
+	switch {
+	case a.Int("min_turns") < 1:
+		return nil, errors.New("min_turns must be at least 1")
+	case a.Int("min_turns") > a.Int("max_turns"):
+		return nil, fmt.Errorf("min_turns (%d) must be at most max_turns (%d)", a.Int("min_turns"), a.Int("max_turns"))
+	case a.Int("min_names_per_turn") < 1:
+		return nil, errors.New("min_names_per_turn must be at least 1")
+	case a.Int("min_names_per_turn") > a.Int("max_names_per_turn"):
+		return nil, fmt.Errorf("min_names_per_turn (%d) must be at most max_names_per_turn (%d)", a.Int("min_names_per_turn"), a.Int("max_names_per_turn"))
+	case a.Int("max_turns")*a.Int("max_names_per_turn") > len(firstNames)*len(lastNames)/4:
+		return nil, fmt.Errorf("max_turns × max_names_per_turn = %d names is more than the builtin name lists can give distinct", a.Int("max_turns")*a.Int("max_names_per_turn"))
+	}
+	e := &alphabetSort{args: a}
+	e.rb = mustRubric(rubric.Term{Name: "weighted_reward", Weight: 1, Func: rubric.Reward(e.reward)})
+	return e, nil
+}
+
+func (e *alphabetSort) ID() string             { return "alphabet-sort" }
+func (e *alphabetSort) Rubric() *rubric.Rubric { return e.rb }
+
+// sortInfo is what an example carries in Info: everything the harness and
+// the rubric need, as in Prime's dataset.
+type sortInfo struct {
+	FollowUps    []string   `json:"follow_ups"`
+	TurnNames    [][]string `json:"turn_names"`
+	GroundTruths [][]string `json:"ground_truths"`
+	NumTurns     int        `json:"num_turns"`
+	SortByFirst  bool       `json:"sort_by_first"`
+}
+
+func (e *alphabetSort) Examples(split string) ([]Example, error) {
+	n, stream := e.args.Int("num_train_examples"), uint64(0)
+	switch split {
+	case "train":
+	case "eval":
+		n, stream = e.args.Int("num_eval_examples"), 1
+	default:
+		return nil, splitError(e.ID(), split)
+	}
+	r := newRNG(e.args.Int("seed"), stream)
+	out := make([]Example, 0, max(n, 0))
+	for i := 0; i < n; i++ {
+		prompt, info := e.generate(r)
+		answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
+		out = append(out, Example{
+			ID:     split + "-" + strconv.Itoa(i),
+			Prompt: []rubric.Message{{Role: "user", Content: prompt}},
+			Answer: string(answer),
+			Info: map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
+				"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst},
+		})
+	}
+	return out, nil
+}
+
+// splitName cuts "VladimirDrinfeld" at its second capital, as Prime's
+// extract_first_name / extract_last_name do.
+func splitName(combined string) (first, last string) {
+	for i := 1; i < len(combined); i++ {
+		if c := combined[i]; c >= 'A' && c <= 'Z' {
+			return combined[:i], combined[i:]
+		}
+	}
+	return combined, ""
+}
+
+// generate builds one example the way Prime's build_dataset does.
+func (e *alphabetSort) generate(r *rng) (string, sortInfo) {
+	a := e.args
+	minN, maxN := a.Int("min_names_per_turn"), a.Int("max_names_per_turn")
+	numTurns := r.between(a.Int("min_turns"), a.Int("max_turns"))
+	perTurn := make([]int, numTurns)
+	need := 0
+	for i := range perTurn {
+		perTurn[i] = r.between(minN, maxN)
+		need += perTurn[i]
+	}
+	seen := map[string]bool{}
+	var names []string
+	for len(names) < need {
+		n := pick(r, firstNames) + pick(r, lastNames)
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	sortByFirst := r.intn(2) == 0
+	sortType := "LAST"
+	if sortByFirst {
+		sortType = "FIRST"
+	}
+	info := sortInfo{NumTurns: numTurns, SortByFirst: sortByFirst}
+	idx := 0
+	for _, c := range perTurn {
+		info.TurnNames = append(info.TurnNames, names[idx:idx+c])
+		idx += c
+	}
+	var cumulative []string
+	for t := 0; t < numTurns; t++ {
+		cumulative = append(cumulative, info.TurnNames[t]...)
+		sorted := append([]string(nil), cumulative...)
+		sort.SliceStable(sorted, func(i, j int) bool {
+			fi, li := splitName(sorted[i])
+			fj, lj := splitName(sorted[j])
+			if sortByFirst {
+				return fi < fj
+			}
+			return li < lj
+		})
+		if t > 0 {
+			for i, n := range sorted {
+				if contains(info.TurnNames[t], n) {
+					sorted[i] = n + " // new name!"
+				}
+			}
+		}
+		info.GroundTruths = append(info.GroundTruths, sorted)
+	}
+	shuffled := func(xs []string) []string {
+		s := append([]string(nil), xs...)
+		r.shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+		return s
+	}
+	templateLines := func(n, newAfter int) string {
+		lines := make([]string, n)
+		for i := range lines {
+			lines[i] = "Name" + strconv.Itoa(i+1)
+			if newAfter >= 0 && i+1 > newAfter {
+				lines[i] += " // new name!"
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	prompt := fmt.Sprintf("Sort these names in alphabetical order by %s name: %s\n\nUse exactly this format:\n<alphabetical_sorted>\n%s\n</alphabetical_sorted>",
+		sortType, strings.Join(shuffled(info.TurnNames[0]), ", "), templateLines(r.between(minN, maxN), -1))
+	for t := 1; t < numTurns; t++ {
+		names := strings.Join(shuffled(info.TurnNames[t]), ", ")
+		cum := 0
+		for i := 0; i <= t; i++ {
+			cum += len(info.TurnNames[i])
+		}
+		count := r.between(minN, cum)
+		threshold := r.between(0, count-1)
+		base := fmt.Sprintf("Now sort ALL of these names alphabetically by %s name: %s\n\nThese are in addition to the prior list. Mark any NEW names (that weren't in the prior list) with `// new name!` at the end.", sortType, names)
+		if t == 1 {
+			base += "\n\nUse exactly this format:\n<combined_alphabetical_sorted>\n" + templateLines(count, threshold) + "\n</combined_alphabetical_sorted>"
+		} else {
+			base += " Follow the same format as before."
+		}
+		info.FollowUps = append(info.FollowUps, base)
+	}
+	return prompt, info
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sortEpisode replays Prime's SortingEnv: after assistant turn k it sends
+// follow-up k until num_turns answers were given.
+type sortEpisode struct {
+	followUps []string
+	numTurns  int
+	turns     int
+}
+
+func (e *alphabetSort) NewEpisode(ex Example) Episode {
+	info := decodeSortInfo(ex.Info)
+	return &sortEpisode{followUps: info.FollowUps, numTurns: info.NumTurns}
+}
+
+func (s *sortEpisode) Respond(_ context.Context, _ string) ([]rubric.Message, bool, error) {
+	s.turns++
+	if s.turns >= s.numTurns {
+		return nil, true, nil
+	}
+	msg := "Continue"
+	if s.turns-1 < len(s.followUps) {
+		msg = s.followUps[s.turns-1]
+	}
+	return []rubric.Message{{Role: "user", Content: msg}}, false, nil
+}
+
+// decodeSortInfo reads Info whether it holds the Go values Examples put
+// there or their JSON round trip (an external rubric, a saved dataset).
+func decodeSortInfo(m map[string]any) sortInfo {
+	var info sortInfo
+	b, err := json.Marshal(m)
+	if err == nil {
+		json.Unmarshal(b, &info)
+	}
+	return info
+}
+
+// reward is Prime's weighted_reward.
+func (e *alphabetSort) reward(r rubric.Rollout) float64 {
+	info := decodeSortInfo(r.Info)
+	if info.NumTurns <= 0 {
+		return 0
+	}
+	power := float64(e.args.Int("similarity_power"))
+	perTurn := e.args.Bool("power_per_turn")
+	turns := r.AssistantTurns()
+	total := 0.0
+	for t := 1; t <= info.NumTurns; t++ {
+		total += evalSortTurn(turns, t, info.GroundTruths, perTurn, power)
+	}
+	avg := total / float64(info.NumTurns)
+	if perTurn {
+		return avg
+	}
+	return math.Pow(avg, power)
+}
+
+// evalSortTurn is Prime's eval_turn for 1-based turn t.
+func evalSortTurn(turns []string, t int, truths [][]string, applyPower bool, power float64) float64 {
+	if t > len(truths) || t > len(turns) {
+		return 0
+	}
+	tag := "alphabetical_sorted"
+	if t > 1 {
+		tag = "combined_alphabetical_sorted"
+	}
+	blocks := rubric.XMLTags(turns[t-1], tag)
+	if len(blocks) == 0 {
+		return 0
+	}
+	var scores []float64
+	for _, b := range blocks {
+		var predicted []string
+		for _, line := range strings.Split(b, "\n") {
+			if l := rubric.PyStrip(line); l != "" {
+				predicted = append(predicted, l)
+			}
+		}
+		scores = append(scores, sortSimilarity(predicted, truths[t-1], applyPower, power))
+	}
+	// Several attempts count only if each improved on the one before.
+	for i := 1; i < len(scores); i++ {
+		if scores[i] <= scores[i-1] {
+			return 0
+		}
+	}
+	return scores[len(scores)-1]
+}
+
+func sortSimilarity(predicted, expected []string, applyPower bool, power float64) float64 {
+	if len(predicted) == 0 || len(expected) == 0 {
+		return 0
+	}
+	clean := func(xs []string) string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = strings.ToLower(rubric.PyStrip(x))
+		}
+		return strings.Join(out, "\n")
+	}
+	s := rubric.Ratio(clean(predicted), clean(expected))
+	if applyPower {
+		return math.Pow(s, power)
+	}
+	return s
+}
