@@ -62,7 +62,7 @@ apply arena argue arise array aside asset avoid award aware badly baker
 basic beach begin being below bench birth black blade blame blank blast
 blend blind block blood board boost booth bound brain brand bread break
 breed brief bring broad brown build built buyer cabin cable candy carry
-catch cause chain chair chart chase cheap check chest chief child china
+catch cause chain chair chart chase cheap check chest chief child
 chose civil claim class clean clear click clock close cloud coach coast
 could count court cover craft crane crash cream crime cross crowd crown
 curve cycle daily dance dated dealt death delay depth dirty doubt dozen

@@ -1,0 +1,109 @@
+package env
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// The expected marks were checked against TextArena's _evaluate_guess run in
+// Python on the same pairs.
+func TestWordleFeedback(t *testing.T) {
+	for _, c := range []struct{ secret, guess, want string }{
+		{"crane", "crane", "GGGGG"},
+		{"crane", "nacre", "YYYYG"},
+		{"apple", "paper", "YYGYX"}, // second p green; first p yellow: the secret has two
+		{"abbey", "babes", "YYGGX"}, // two b's in each
+		{"eerie", "eeeee", "GGXXG"}, // three e's in secret, five guessed: extras X
+		{"robot", "ooooo", "XGXGX"}, // only the two o's in place are G
+		{"lemon", "eeeel", "XGXXY"}, // the one e is matched in place; l is yellow
+		{"sheep", "eeeee", "XXGGX"}, // both e's green, none left for yellow
+		{"abcde", "fghij", "XXXXX"},
+	} {
+		if got := string(wordleFeedback(c.secret, c.guess)); got != c.want {
+			t.Errorf("feedback(%s, %s) = %s, want %s", c.secret, c.guess, got, c.want)
+		}
+	}
+}
+
+func guessTurn(w string) string { return "thinking...\n<guess>[" + w + "]</guess>" }
+
+func TestWordleEpisodeAndRewardOrdering(t *testing.T) {
+	e := newEnv(t, "wordle", map[string]any{"num_train_examples": 10, "num_eval_examples": 2, "words": []any{"crane", "plant", "robot"}})
+	exs, err := e.Examples("train")
+	if err != nil || len(exs) != 10 {
+		t.Fatalf("%d, %v", len(exs), err)
+	}
+	eval, _ := e.Examples("eval")
+	if len(eval) != 2 {
+		t.Fatalf("eval %d", len(eval))
+	}
+	ex := exs[0]
+	ex.Answer = "plant"
+	if !strings.Contains(ex.Prompt[1].Content, "wrap your word in square brackets") || ex.Prompt[0].Content != wordleSystemPrompt {
+		t.Errorf("prompt %+v", ex.Prompt)
+	}
+	ep := e.NewEpisode(ex)
+	ctx := context.Background()
+	reply, done, _ := ep.Respond(ctx, guessTurn("crane"))
+	if done || reply[0].Content != "C R A N E\nX X G G X\nYou have 5 guesses left." {
+		t.Fatalf("reply %q done %v", reply[0].Content, done)
+	}
+	reply, done, _ = ep.Respond(ctx, "<guess>crane</guess>")
+	if done || !strings.Contains(reply[0].Content, "wrong format") {
+		t.Fatalf("unbracketed guess: %q %v", reply[0].Content, done)
+	}
+	reply, done, _ = ep.Respond(ctx, guessTurn("crane"))
+	if !done || !strings.Contains(reply[0].Content, "already guessed") {
+		t.Fatalf("second invalid move in a row: %q %v", reply[0].Content, done)
+	}
+	ep = e.NewEpisode(ex)
+	ep.Respond(ctx, guessTurn("crane"))
+	reply, done, _ = ep.Respond(ctx, guessTurn("PLANT"))
+	if !done || !strings.Contains(reply[0].Content, "Congratulations") {
+		t.Fatalf("solved: %q %v", reply[0].Content, done)
+	}
+
+	solvedFast := scoreTurns(e, ex, guessTurn("plant"))
+	solvedSlow := scoreTurns(e, ex, guessTurn("crane"), guessTurn("slant"), guessTurn("plane"), guessTurn("plant"))
+	greens := scoreTurns(e, ex, guessTurn("crane"), guessTurn("slant"))
+	nothing := scoreTurns(e, ex, "I give up")
+	if solvedFast.Reward != 1 {
+		t.Errorf("solved in one scored %v, want 1", solvedFast.Reward)
+	}
+	// solved in 4: (1 + 1/4 + 0.2)/2.2; slant vs plant = XGGGG: 0.8 partial.
+	if !near(solvedSlow.Reward, (1+0.25+0.2)/2.2) {
+		t.Errorf("solved in four scored %v", solvedSlow.Reward)
+	}
+	if !near(greens.Reward, (0.8+0.2)/2.2) || greens.Metrics["partial_answer"] != 0.8 {
+		t.Errorf("unsolved with greens scored %v %v", greens.Reward, greens.Metrics)
+	}
+	if nothing.Reward != 0 {
+		t.Errorf("no guess scored %v", nothing.Reward)
+	}
+	if !(solvedFast.Reward > solvedSlow.Reward && solvedSlow.Reward > greens.Reward && greens.Reward > nothing.Reward) {
+		t.Errorf("ordering broken: %v %v %v %v", solvedFast.Reward, solvedSlow.Reward, greens.Reward, nothing.Reward)
+	}
+	// The best unsolved game (four greens and a yellow is impossible; four
+	// greens) stays below the slowest solve in six guesses.
+	six := scoreTurns(e, ex, guessTurn("crane"), guessTurn("robot"), guessTurn("eerie"), guessTurn("abbey"), guessTurn("slant"), guessTurn("plant"))
+	if six.Reward <= greens.Reward {
+		t.Errorf("solve in six %v not above unsolved %v", six.Reward, greens.Reward)
+	}
+}
+
+func TestWordleWordsArg(t *testing.T) {
+	if _, err := New("wordle", map[string]any{"words": []any{"toolong"}}); err == nil || !strings.Contains(err.Error(), `"toolong"`) {
+		t.Errorf("bad word: %v", err)
+	}
+	if _, err := New("wordle", map[string]any{"words": "crane"}); err == nil || !strings.Contains(err.Error(), "must be list, got string") {
+		t.Errorf("string for list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, w := range wordleWords {
+		if !isWordleWord(w) || seen[w] {
+			t.Errorf("builtin word %q is not five a-z letters or repeats", w)
+		}
+		seen[w] = true
+	}
+}
