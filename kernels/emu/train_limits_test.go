@@ -1,0 +1,43 @@
+package emu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// TestAttentionBackwardSharedLimit checks that a GQA group too wide for
+// attention_backward_f32's 48 KiB of shared memory is refused in Go with
+// a message naming the shape, rather than failing at launch on a GPU
+// (where the emulator's 227 KiB limit would not catch it).
+func TestAttentionBackwardSharedLimit(t *testing.T) {
+	b := New()
+	defer b.Close()
+	const nTok, nHead, nKV, headDim, maxLen = 1, 16, 1, 256, 1
+	f := func(n int) kernels.Buffer { return b.Alloc(kernels.F32, n) }
+	q, kv := nTok*nHead*headDim, maxLen*nKV*headDim
+	slot, pos := b.Alloc(kernels.I32, nTok), b.Alloc(kernels.I32, nTok)
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "nHead/nKV 16 × headDim 256") || !strings.Contains(msg, "shared memory") {
+			t.Fatalf("want a panic naming the group and headDim, got %q", msg)
+		}
+	}()
+	b.AttentionBackward(f(q), f(kv), f(kv), f(q), f(q), f(nTok*nHead), f(q), f(kv), f(kv), slot, pos, nTok, nHead, nKV, headDim, maxLen, 1)
+}
+
+// TestPolicyLossNeedsRefWithBeta checks the one operand rule PolicyLoss
+// adds: a KL coefficient without reference log-probs is refused by name.
+func TestPolicyLossNeedsRefWithBeta(t *testing.T) {
+	b := New()
+	defer b.Close()
+	x := b.Alloc(kernels.F32, 4)
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "refLogp is nil but Beta is 0.04") {
+			t.Fatalf("want a panic naming refLogp and Beta, got %q", msg)
+		}
+	}()
+	b.PolicyLoss(x, x, x, x, nil, x, x, 4, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
+}
