@@ -1,0 +1,158 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// math is a boxed-answer math environment in the manner of verifiers'
+// math examples: the boxed system prompt, the last \boxed{} as the
+// answer, and correct_answer_reward_func = rubric.MathEquivalent (integers,
+// fractions, decimals and simple LaTeX such as \frac, \sqrt, \pi). By
+// default its problems are generated from seed (integer arithmetic,
+// fractions, decimals, percentages and linear equations, each with an
+// exact answer), so it needs no network; dataset_name loads a hub dataset
+// instead (e.g. HuggingFaceH4/MATH-500 with fields problem and answer).
+
+func init() {
+	mustRegister(Spec{
+		ID:          "math",
+		Description: `math problems with a \boxed{} answer checked for equivalence (integers, fractions, decimals, simple LaTeX)`,
+		Args: []ArgSpec{
+			{Name: "system_prompt", Type: ArgString, Default: boxedSystemPrompt, Help: "system message"},
+			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples (-1 = all hub rows)"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples (-1 = all hub rows)"},
+			{Name: "seed", Type: ArgInt, Default: 0, Help: "seed of the synthetic problems"},
+			{Name: "dataset_name", Type: ArgString, Default: "", Help: `hub dataset; "" = synthetic problems`},
+			{Name: "dataset_config", Type: ArgString, Default: "", Help: "config of the hub dataset"},
+			{Name: "train_split", Type: ArgString, Default: "train", Help: "hub split for training"},
+			{Name: "eval_split", Type: ArgString, Default: "test", Help: "hub split for eval"},
+			{Name: "question_field", Type: ArgString, Default: "problem", Help: "hub field with the problem"},
+			{Name: "answer_field", Type: ArgString, Default: "answer", Help: "hub field with the final answer"},
+		},
+		New: func(a Args) (Environment, error) { return &mathEnv{args: a}, nil },
+	})
+}
+
+type mathEnv struct{ args Args }
+
+func (e *mathEnv) ID() string                 { return "math" }
+func (e *mathEnv) NewEpisode(Example) Episode { return singleTurnEpisode{} }
+func (e *mathEnv) Rubric() *rubric.Rubric     { return mathRubric }
+
+var mathRubric = mustRubric(
+	rubric.Term{Name: "correct_answer_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+		got, ok := rubric.BoxedAnswer(rubric.StripThink(r.LastAssistant()))
+		if ok && rubric.MathEquivalent(got, r.Answer) {
+			return 1
+		}
+		return 0
+	})},
+	rubric.Term{Name: "format_reward_func", Weight: 0, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+		if _, ok := rubric.BoxedAnswer(r.LastAssistant()); ok {
+			return 1
+		}
+		return 0
+	})},
+)
+
+func (e *mathEnv) Examples(split string) ([]Example, error) {
+	n, stream, hubSplit := e.args.Int("num_train_examples"), uint64(0), e.args.String("train_split")
+	switch split {
+	case "train":
+	case "eval":
+		n, stream, hubSplit = e.args.Int("num_eval_examples"), 1, e.args.String("eval_split")
+	default:
+		return nil, splitError(e.ID(), split)
+	}
+	system := e.args.String("system_prompt")
+	if name := e.args.String("dataset_name"); name != "" {
+		rows, err := LoadHubRows(context.Background(), name, e.args.String("dataset_config"), hubSplit)
+		if err != nil {
+			return nil, err
+		}
+		if n >= 0 && n < len(rows) {
+			rows = rows[:n]
+		}
+		return qaExamples(rows, QAFields{Question: e.args.String("question_field"), Answer: e.args.String("answer_field")}, system, nil)
+	}
+	r := newRNG(e.args.Int("seed"), stream)
+	out := make([]Example, 0, max(n, 0))
+	for i := 0; i < n; i++ {
+		q, a := mathProblem(r)
+		out = append(out, Example{ID: split + "-" + strconv.Itoa(i), Prompt: chatPrompt(system, q), Answer: a})
+	}
+	return out, nil
+}
+
+func gcd(a, b int) int {
+	if a < 0 {
+		a = -a
+	}
+	if b < 0 {
+		b = -b
+	}
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// fracLaTeX writes p/q in lowest terms as an integer or \frac{p}{q}.
+func fracLaTeX(p, q int) string {
+	if q < 0 {
+		p, q = -p, -q
+	}
+	g := gcd(p, q)
+	p, q = p/g, q/g
+	if q == 1 {
+		return strconv.Itoa(p)
+	}
+	if p < 0 {
+		return fmt.Sprintf(`-\frac{%d}{%d}`, -p, q)
+	}
+	return fmt.Sprintf(`\frac{%d}{%d}`, p, q)
+}
+
+// mathProblem generates one problem and its exact answer.
+func mathProblem(r *rng) (question, answer string) {
+	switch r.intn(5) {
+	case 0:
+		a, b, c := r.between(2, 99), r.between(2, 30), r.between(1, 500)
+		return fmt.Sprintf("Compute %d \\times %d - %d.", a, b, c), strconv.Itoa(a*b - c)
+	case 1:
+		p1, q1, p2, q2 := r.between(1, 9), r.between(2, 12), r.between(1, 9), r.between(2, 12)
+		return fmt.Sprintf("Compute \\frac{%d}{%d} + \\frac{%d}{%d}. Give the answer as a fraction in lowest terms.", p1, q1, p2, q2),
+			fracLaTeX(p1*q2+p2*q1, q1*q2)
+	case 2:
+		// Tenths times tenths: the product has at most two decimals.
+		a, b := r.between(11, 99), r.between(11, 99)
+		return fmt.Sprintf("What is %s \\times %s? Give the answer as a decimal.", tenths(a), tenths(b)),
+			strconv.FormatFloat(float64(a*b)/100, 'f', -1, 64)
+	case 3:
+		pct, base := 5*r.between(1, 19), 20*r.between(1, 25)
+		return fmt.Sprintf("What is %d%% of %d?", pct, base), fracLaTeX(pct*base, 100)
+	default:
+		a, x, b := r.between(2, 12), r.between(-20, 20), r.between(-50, 50)
+		return fmt.Sprintf("Solve for x: %dx %s %d = %d.", a, sign(b), abs(b), a*x+b), strconv.Itoa(x)
+	}
+}
+
+func tenths(n int) string { return strconv.FormatFloat(float64(n)/10, 'f', 1, 64) }
+
+func sign(b int) string {
+	if b < 0 {
+		return "-"
+	}
+	return "+"
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
