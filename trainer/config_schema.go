@@ -242,6 +242,9 @@ func typeErrorMsg(key []string, msg string, raw map[string]any) string {
 	dk := displayKey(path)
 	m := gotKind.FindStringSubmatch(msg)
 	if m == nil {
+		if len(key) == 1 && key[0] == "loss" && strings.Contains(msg, "should be a table") {
+			return `key "loss": loss = "rl" and a [loss] table cannot both be written; remove loss = "rl" (RL is the only mode grpo runs)`
+		}
 		if strings.Contains(msg, "already defined") {
 			return fmt.Sprintf("key %q: %s; keep only one of them", dk, msg)
 		}
