@@ -1,0 +1,98 @@
+package env
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+func TestArgsValidation(t *testing.T) {
+	for _, c := range []struct {
+		args map[string]any
+		want []string
+	}{
+		{map[string]any{"sed": 1}, []string{`env alphabet-sort: unknown arg "sed"; did you mean "seed"?`, "valid args: max_turns (int, default 3)", "power_per_turn (bool, default true)", "seed (int, default 1337420)"}},
+		{map[string]any{"colour": 1}, []string{`unknown arg "colour"; valid args:`}},
+		{map[string]any{"max_turns": "3"}, []string{`arg "max_turns" must be int, got string "3"`}},
+		{map[string]any{"max_turns": 2.5}, []string{`arg "max_turns" must be int, got float 2.5`}},
+		{map[string]any{"power_per_turn": 1}, []string{`arg "power_per_turn" must be bool, got int 1`}},
+	} {
+		_, err := New("alphabet-sort", c.args)
+		if err == nil {
+			t.Errorf("%v accepted", c.args)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q lacks %q", c.args, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "did you mean") && c.args["colour"] != nil {
+			t.Errorf("did-you-mean for a far miss: %v", err)
+		}
+	}
+	// TOML gives int64, JSON float64: both fine for int when integral, and
+	// an int is fine for a float.
+	a, err := validateArgs("x", []ArgSpec{{Name: "n", Type: ArgInt, Default: 1}, {Name: "f", Type: ArgFloat, Default: 0.5}, {Name: "l", Type: ArgList, Default: []any{}}},
+		map[string]any{"n": int64(3), "f": int64(2), "l": []string{"a"}})
+	if err != nil || a.Int("n") != 3 || a.Float("f") != 2 || a.Strings("l")[0] != "a" {
+		t.Errorf("args %v, %v", a, err)
+	}
+	if a, err := validateArgs("x", []ArgSpec{{Name: "n", Type: ArgInt, Default: 1}}, map[string]any{"n": 4.0}); err != nil || a.Int("n") != 4 {
+		t.Errorf("JSON float for int: %v %v", a, err)
+	}
+	if a, _ := validateArgs("x", []ArgSpec{{Name: "n", Type: ArgInt, Default: 7}}, nil); a.Int("n") != 7 {
+		t.Errorf("default not filled: %v", a)
+	}
+}
+
+type constEnv struct{ id string }
+
+func (c constEnv) ID() string                         { return c.id }
+func (c constEnv) Examples(string) ([]Example, error) { return []Example{{ID: "0"}}, nil }
+func (c constEnv) NewEpisode(Example) Episode         { return singleTurnEpisode{} }
+func (c constEnv) Rubric() *rubric.Rubric {
+	return mustRubric(rubric.Term{Name: "one", Weight: 1, Func: rubric.Reward(func(rubric.Rollout) float64 { return 1 })})
+}
+
+func TestRegisterAndLookup(t *testing.T) {
+	spec := Spec{ID: "test-org/const", Aliases: []string{"const-alias"}, Description: "test",
+		Args: []ArgSpec{{Name: "k", Type: ArgString, Default: "v"}},
+		New:  func(a Args) (Environment, error) { return constEnv{"test-org/const:" + a.String("k")}, nil }}
+	if err := Register(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(Spec{ID: "const-alias", New: spec.New}); err == nil || !strings.Contains(err.Error(), "already registered") {
+		t.Errorf("duplicate: %v", err)
+	}
+	if err := Register(Spec{ID: "bad id!", New: spec.New}); err == nil {
+		t.Error("bad id accepted")
+	}
+	e, err := New("const_alias", map[string]any{"k": "w"})
+	if err != nil || e.ID() != "test-org/const:w" {
+		t.Fatalf("New via alias: %v %v", e, err)
+	}
+	for _, id := range []string{"reverse-text", "primeintellect/reverse-text", "PrimeIntellect/reverse_text", "alphabet-sort", "gsm8k", "wordle", "math"} {
+		if s, ok := Lookup(id); !ok || s.New == nil {
+			t.Errorf("Lookup(%q) failed", id)
+		}
+	}
+	if _, err := New("no-such-env", nil); err == nil || !strings.Contains(err.Error(), "known environments: ") || !strings.Contains(err.Error(), "reverse-text") {
+		t.Errorf("unknown env: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, s := range List() {
+		ids[s.ID] = true
+	}
+	for _, id := range []string{"reverse-text", "alphabet-sort", "gsm8k", "wordle", "math", "test-org/const"} {
+		if !ids[id] {
+			t.Errorf("List lacks %s", id)
+		}
+	}
+	r := e.Rubric().Score(context.Background(), rubric.SingleTurn("q", "a", ""))
+	if r.Reward != 1 {
+		t.Errorf("registered env rubric: %v", r)
+	}
+}
