@@ -49,15 +49,6 @@ type argError struct{ arg, msg string }
 func (e argError) Error() string   { return e.msg }
 func (e argError) ArgName() string { return e.arg }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
-}
-
 // TestExampleConfigs: the Lab-layout examples parse unchanged, with the
 // values their files give and the defaults for the rest.
 func TestExampleConfigs(t *testing.T) {
@@ -72,6 +63,9 @@ func TestExampleConfigs(t *testing.T) {
 		}
 		if err := c.ValidateEnvs(testEnvCheck); err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		if err := c.ValidateEnvs(RegistryEnvCheck); err != nil {
+			t.Fatalf("%s against the env registry: %v", f, err)
 		}
 	}
 	c, err := LoadConfig("../examples/configs/alphabet-sort.toml")
@@ -174,4 +168,22 @@ func readWant(t *testing.T, path string) (int, string) {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n, m[2]
+}
+
+// TestRegistryEnvCheck: the real registry rejects an unknown id and an
+// unknown arg, located at the id and the arg.
+func TestRegistryEnvCheck(t *testing.T) {
+	for f, want := range map[string]string{
+		"testdata/configs/bad/unknown-env-id.toml": `unknown-env-id.toml:8:1: env[0] id = "primeintellect/no-such-env": unknown environment; known: `,
+		"testdata/configs/bad/bad-env-arg.toml":    `bad-env-arg.toml:12:10: env[1] id = "primeintellect/alphabet-sort": args.min_turnz: unknown argument of alphabet-sort; did you mean "min_turns"?`,
+	} {
+		c, err := LoadConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ValidateEnvs(RegistryEnvCheck)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v\nwant %s", f, err, want)
+		}
+	}
 }
