@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/grpo-dev/grpo/env"
+)
+
+var envFlags struct {
+	args  string
+	force bool
+}
+
+func init() {
+	register(&command{
+		name:    "env",
+		summary: "list, show and install environments (builtin and environment.toml directories)",
+		usage:   "list | show ID [--args JSON] | install DIR [--force]",
+		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
+alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
+
+  grpo env list                      builtins and installed environments
+  grpo env show gsm8k                description, args with types and defaults,
+                                     split sizes and one sample prompt
+  grpo env show wordle --args '{"num_guesses": 4}'
+  grpo env install ./my-env          check and copy a directory to
+                                     $GRPO_HOME/environments/<id> (~/.grpo by default)
+
+A custom environment is a directory with environment.toml and its data:
+
+  id = "my-org/capitals"
+  description = "name the capital city"
+  system_prompt = "Answer inside <answer> tags."
+  prompt_template = "What is the capital of {country}?"   # {field} of a row
+  parser = "xml:answer"            # xml:TAG | boxed | hash | think | none
+
+  [dataset]                        # local files (relative paths) or hub = "org/name"
+  train = "data/train.jsonl"       # .jsonl, .jsonl.gz or .parquet
+  eval = "data/test.jsonl"
+  question_field = "country"       # default "question"
+  answer_field = "capital"         # default "answer"
+  # hub = "openai/gsm8k"  config = "main"  train_split = "train"  eval_split = "test"
+
+  [[rubric]]                       # weighted terms; reward = clamped sum
+  type = "exact"                   # exact | numeric | math | ratio | format |
+  weight = 0.9                     # command | http | judge
+  [[rubric]]
+  type = "format"
+  weight = 0.1
+  # command: argv = ["python3", "reward.py"], timeout = "30s" (run in the env dir)
+  # http: url, timeout, headers    judge: base_url, model, api_key_env, template
+
+Environments in ./environments/ of the workspace are found too.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show)`)
+			fs.BoolVar(&envFlags.force, "force", false, "replace an installed environment of the same id (install)")
+		},
+		run: func(args []string) error { return runEnv(os.Stdout, args) },
+	})
+}
+
+func runEnv(w io.Writer, args []string) error {
+	if len(args) == 0 {
+		return usagef("env needs a subcommand: list, show ID or install DIR")
+	}
+	switch sub, rest := args[0], args[1:]; sub {
+	case "list":
+		if len(rest) > 0 {
+			return usagef("env list takes no arguments")
+		}
+		return envList(w)
+	case "show":
+		if len(rest) != 1 {
+			return usagef("env show takes one environment id")
+		}
+		var a map[string]any
+		if envFlags.args != "" {
+			if err := json.Unmarshal([]byte(envFlags.args), &a); err != nil {
+				return usagef("--args %q is not a JSON object: %v", envFlags.args, err)
+			}
+		}
+		return envShow(w, rest[0], a)
+	case "install":
+		if len(rest) != 1 {
+			return usagef("env install takes one directory")
+		}
+		dest, err := env.Install(rest[0], envFlags.force)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "installed %s\n", dest)
+		return nil
+	default:
+		return usagef("unknown env subcommand %q; use list, show or install", sub)
+	}
+}
+
+func envList(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSOURCE\tDESCRIPTION")
+	for _, s := range env.List() {
+		src := "builtin"
+		if s.Dir != "" {
+			src = s.Dir
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.ID, src, s.Description)
+	}
+	return tw.Flush()
+}
+
+func envShow(w io.Writer, id string, args map[string]any) error {
+	s, ok := env.Lookup(id)
+	if !ok {
+		_, err := env.New(id, args) // the registry's error says why
+		return err
+	}
+	e, err := env.New(id, args)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s\n  %s\n", s.ID, s.Description)
+	if len(s.Aliases) > 0 {
+		fmt.Fprintf(w, "  aliases: %s\n", strings.Join(s.Aliases, ", "))
+	}
+	if s.Dir != "" {
+		fmt.Fprintf(w, "  directory: %s\n", s.Dir)
+	}
+	fmt.Fprintln(w, "\nArgs:")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tHELP")
+	for _, a := range s.Args {
+		def, _ := json.Marshal(a.Default)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, a.Type, truncate(string(def), 40), a.Help)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nSplits:")
+	var sample *env.Example
+	for _, split := range []string{"train", "eval"} {
+		exs, err := e.Examples(split)
+		switch {
+		case errors.Is(err, env.ErrNoSplit):
+			fmt.Fprintf(w, "  %-5s none\n", split)
+		case err != nil:
+			fmt.Fprintf(w, "  %-5s unavailable: %v\n", split, err)
+		default:
+			fmt.Fprintf(w, "  %-5s %d examples\n", split, len(exs))
+			if sample == nil && len(exs) > 0 {
+				sample = &exs[0]
+			}
+		}
+	}
+	if sample != nil {
+		fmt.Fprintln(w, "\nSample prompt:")
+		for _, m := range sample.Prompt {
+			fmt.Fprintf(w, "  [%s]\n%s\n", m.Role, indent(m.Content, "    "))
+		}
+		if sample.Answer != "" {
+			fmt.Fprintf(w, "  [answer]\n%s\n", indent(truncate(sample.Answer, 300), "    "))
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func indent(s, pre string) string {
+	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
+}

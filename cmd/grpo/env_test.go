@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEnvCommand(t *testing.T) {
+	t.Setenv("GRPO_HOME", t.TempDir())
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "environment.toml"), []byte(`id = "cli-test"
+prompt_template = "Echo {question}"
+[dataset]
+train = "train.jsonl"
+[[rubric]]
+type = "exact"
+`), 0o644)
+	os.WriteFile(filepath.Join(src, "train.jsonl"), []byte(`{"question": "hi", "answer": "hi"}`+"\n"), 0o644)
+	var out bytes.Buffer
+	if err := runEnv(&out, []string{"install", src}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runEnv(&out, []string{"list"}); err != nil || !strings.Contains(out.String(), "cli-test") || !strings.Contains(out.String(), "reverse-text") {
+		t.Errorf("list: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runEnv(&out, []string{"show", "cli-test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"num_train_examples  int", "train 1 examples", "eval  none", "Echo hi"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := runEnv(&out, []string{"show", "nope-env"}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("show unknown: %v", err)
+	}
+	if err := runEnv(&out, []string{"frobnicate"}); err == nil {
+		t.Error("unknown subcommand accepted")
+	}
+}
