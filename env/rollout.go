@@ -317,3 +317,18 @@ func score(ctx context.Context, rb *rubric.Rubric, trajs []Trajectory, workers i
 		}
 	}
 }
+
+// RenderPrompt returns the tokens Rollouts starts an episode with: the
+// prompt messages through tok's chat template with the generation prompt.
+func RenderPrompt(tok *tokenizer.Tokenizer, prompt []rubric.Message, enableThinking *bool) ([]int32, error) {
+	d := &driver{tok: tok, chat: tokenizer.ChatOptions{EnableThinking: enableThinking}}
+	return d.renderPrompt(prompt)
+}
+
+// TurnLimiter is implemented by multi-turn environments that know the most
+// model turns an episode can take; callers size KV caches with it.
+// Environments without it are treated as single-turn for sizing (a longer
+// episode is cut off as truncated when its cache slot fills).
+type TurnLimiter interface {
+	MaxTurns() int
+}

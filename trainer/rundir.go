@@ -171,15 +171,11 @@ func (r *RunDir) TruncateAfter(name string, step int) error {
 	return WriteFileAtomic(path, []byte(b.String()))
 }
 
-// CheckpointDir is checkpoints/step-N of the run.
-func (r *RunDir) CheckpointDir(step int) string {
-	return filepath.Join(r.Path, "checkpoints", "step-"+strconv.Itoa(step))
-}
-
-// Checkpoints lists the complete checkpoints' steps in increasing order. A
-// checkpoint is complete once its directory has been renamed into place.
-func (r *RunDir) Checkpoints() ([]int, error) {
-	entries, err := os.ReadDir(filepath.Join(r.Path, "checkpoints"))
+// listCheckpoints lists the complete checkpoints' steps under dir in
+// increasing order. A checkpoint is complete once its directory has been
+// renamed into place.
+func listCheckpoints(dir string) ([]int, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

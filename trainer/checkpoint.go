@@ -1,0 +1,80 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// checkpointState is state.json of a checkpoint: what, besides the adapter
+// and the optimizer, a resumed run needs to continue exactly.
+type checkpointState struct {
+	Format  string `json:"format"`
+	Step    int    `json:"step"`
+	Seed    uint64 `json:"seed"`
+	Cursors []int  `json:"cursors"`
+	// Health carries the warning counters so warnings fire as they would
+	// have without the interruption.
+	Health healthState `json:"health"`
+}
+
+const checkpointFormat = "grpo-checkpoint-v1"
+
+// saveCheckpoint writes checkpoints/step-N (adapter/, optimizer.safetensors,
+// state.json) into a temporary directory and renames it into place, then
+// deletes checkpoints beyond keepLast.
+func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *AdamW, baseModel string, keepLast int) error {
+	final := filepath.Join(dir, fmt.Sprintf("step-%d", st.Step))
+	tmp, err := os.MkdirTemp(dir, ".tmp-step-")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {
+		return fmt.Errorf("checkpoint step %d: adapter: %w", st.Step, err)
+	}
+	if err := opt.SaveState(filepath.Join(tmp, "optimizer.safetensors")); err != nil {
+		return fmt.Errorf("checkpoint step %d: optimizer: %w", st.Step, err)
+	}
+	st.Format = checkpointFormat
+	js, _ := json.MarshalIndent(st, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "state.json"), js, 0o644); err != nil {
+		return fmt.Errorf("checkpoint step %d: %w", st.Step, err)
+	}
+	if err := CommitDir(tmp, final); err != nil {
+		return fmt.Errorf("checkpoint step %d: %w", st.Step, err)
+	}
+	if keepLast > 0 {
+		steps, err := listCheckpoints(dir)
+		if err != nil {
+			return err
+		}
+		for len(steps) > keepLast {
+			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("step-%d", steps[0])))
+			steps = steps[1:]
+		}
+	}
+	return nil
+}
+
+// loadCheckpoint restores the adapter (into a fresh lora.Adapter on m), the
+// optimizer state and state.json from checkpoint directory path.
+func loadCheckpoint(path string, m *model.Model) (*lora.Adapter, checkpointState, error) {
+	var st checkpointState
+	js, err := os.ReadFile(filepath.Join(path, "state.json"))
+	if err != nil {
+		return nil, st, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if err := json.Unmarshal(js, &st); err != nil || st.Format != checkpointFormat {
+		return nil, st, fmt.Errorf("checkpoint %s: state.json is not a %s file", path, checkpointFormat)
+	}
+	ad, err := lora.Load(filepath.Join(path, "adapter"), m)
+	if err != nil {
+		return nil, st, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return ad, st, nil
+}

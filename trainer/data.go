@@ -1,0 +1,91 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// schedule hands out training examples: each step takes a fixed number of
+// examples, split across the environments in proportion to their weights
+// (largest remainder, ties drawn with the step's RNG), and each environment
+// walks its train split in an order reshuffled every epoch. Cursors count
+// the examples each environment has handed out; with the seed they are the
+// whole state, saved in checkpoints.
+type schedule struct {
+	seed    uint64
+	weights []float64
+	splits  [][]env.Example
+	Cursors []int
+}
+
+func newSchedule(seed uint64, weights []float64, splits [][]env.Example) (*schedule, error) {
+	total := 0.0
+	for i, w := range weights {
+		if len(splits[i]) == 0 && w > 0 {
+			return nil, fmt.Errorf("env %d has an empty train split", i)
+		}
+		total += w
+	}
+	if !(total > 0) {
+		return nil, fmt.Errorf("env weights sum to %v; give at least one env a positive weight", total)
+	}
+	return &schedule{seed: seed, weights: weights, splits: splits, Cursors: make([]int, len(weights))}, nil
+}
+
+// counts splits n examples across envs for step.
+func (s *schedule) counts(step, n int) []int {
+	total := 0.0
+	for _, w := range s.weights {
+		total += w
+	}
+	counts := make([]int, len(s.weights))
+	type rem struct {
+		env  int
+		frac float64
+		tie  uint64
+	}
+	rng := rand.New(rand.NewPCG(sampler.DeriveSeed(s.seed, 0x5c4ed, uint64(step)), 1))
+	var rems []rem
+	given := 0
+	for i, w := range s.weights {
+		exact := float64(n) * w / total
+		counts[i] = int(math.Floor(exact))
+		given += counts[i]
+		rems = append(rems, rem{i, exact - float64(counts[i]), rng.Uint64()})
+	}
+	sort.Slice(rems, func(a, b int) bool {
+		if rems[a].frac != rems[b].frac {
+			return rems[a].frac > rems[b].frac
+		}
+		return rems[a].tie < rems[b].tie
+	})
+	for k := 0; given < n; k++ {
+		counts[rems[k%len(rems)].env]++
+		given++
+	}
+	return counts
+}
+
+// next returns the examples of env e for one step and advances its cursor.
+func (s *schedule) next(e, count int) []env.Example {
+	split := s.splits[e]
+	out := make([]env.Example, count)
+	for k := range count {
+		c := s.Cursors[e]
+		epoch, idx := c/len(split), c%len(split)
+		out[k] = split[s.order(e, epoch)[idx]]
+		s.Cursors[e]++
+	}
+	return out
+}
+
+// order is env e's permutation of its split for one epoch.
+func (s *schedule) order(e, epoch int) []int {
+	rng := rand.New(rand.NewPCG(sampler.DeriveSeed(s.seed, 0xda7a, uint64(e), uint64(epoch)), 2))
+	return rng.Perm(len(s.splits[e]))
+}

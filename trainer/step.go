@@ -1,0 +1,154 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// samplingParams is [sampling] as sampler.Params (the seed is per rollout).
+func (r *run) samplingParams() sampler.Params {
+	s := r.cfg.Sampling
+	return sampler.Params{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
+		MaxTokens: s.MaxTokens, Stop: s.Stop}
+}
+
+// rollouts plays perExample episodes of each example of one environment.
+func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64) ([]env.Trajectory, error) {
+	return playEpisodes(ctx, r.policy, r.tok, e, exs, perExample, p, seed, r.cfg.Sampling.EnableThinking)
+}
+
+// trainStep runs one GRPO step: sample and score rollouts, compute
+// advantages, the policy gradient and one AdamW update, then log.
+func (r *run) trainStep(ctx context.Context) error {
+	cfg, step := r.cfg, r.step+1
+	t0 := time.Now()
+	R := cfg.RolloutsPerExample
+	counts := r.sched.counts(step, cfg.BatchSize/R)
+	cursors := append([]int(nil), r.sched.Cursors...)
+	var trajs []env.Trajectory
+	var envOf []int
+	for k, te := range r.envs {
+		if counts[k] == 0 {
+			continue
+		}
+		ts, err := r.rollouts(ctx, te.env, r.sched.next(k, counts[k]), R, r.samplingParams(), sampler.DeriveSeed(r.seed, uint64(step), uint64(k)))
+		if err != nil {
+			copy(r.sched.Cursors, cursors) // the step did not happen
+			return fmt.Errorf("step %d: rollouts of env %s: %w", step, te.name, err)
+		}
+		trajs = append(trajs, ts...)
+		for range ts {
+			envOf = append(envOf, k)
+		}
+	}
+	tGen := time.Since(t0)
+
+	rewards := make([]float32, len(trajs))
+	for i := range trajs {
+		rewards[i] = float32(trajs[i].Reward)
+	}
+	scale, _ := cfg.Loss.advantageScale()
+	adv, advStats, err := Advantages(r.be, rewards, R, scale)
+	if err != nil {
+		return fmt.Errorf("step %d: %w", step, err)
+	}
+	samples := make([]Sample, 0, len(trajs))
+	for i, t := range trajs {
+		if len(t.Tokens) == 0 || len(t.PromptTokens) == 0 {
+			continue // a failed episode with nothing generated carries no gradient
+		}
+		samples = append(samples, Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
+			OldLogp: t.Logprobs, Advantage: adv[i], Truncated: t.Truncated})
+	}
+	t1 := time.Now()
+	ls, err := PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
+	if err != nil {
+		r.adapter.ZeroGrad()
+		copy(r.sched.Cursors, cursors)
+		return fmt.Errorf("step %d: policy loss: %w", step, err)
+	}
+	upd, err := r.opt.Update(cfg.MaxSteps)
+	if err != nil {
+		r.adapter.ZeroGrad()
+		copy(r.sched.Cursors, cursors)
+		return fmt.Errorf("step %d: %w", step, err)
+	}
+	tTrain := time.Since(t1)
+	r.step = step
+
+	m := r.stepMetrics(trajs, envOf, rewards, advStats, ls, upd)
+	m["time/generate"] = tGen.Seconds()
+	m["time/train"] = tTrain.Seconds()
+	m["time/step"] = time.Since(t0).Seconds()
+	m["tokens_per_s"] = m["tokens/total"] / time.Since(t0).Seconds()
+	row := map[string]any{"step": step}
+	for k, v := range m {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			row[k] = v
+		}
+	}
+	if err := r.dir.AppendJSONL("metrics.jsonl", row); err != nil {
+		return err
+	}
+	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"])
+	for _, w := range r.health.observe(rewards, advStats.FracZeroStd) {
+		r.dir.Logf("warning: %s", w)
+		r.bar.note("warning: %s", w)
+	}
+	r.bar.stepDone(step, m)
+	if r.opts.onStep != nil {
+		r.opts.onStep(StepResult{Step: step, Metrics: m})
+	}
+	return nil
+}
+
+// stepMetrics gathers one step's numbers for metrics.jsonl.
+func (r *run) stepMetrics(trajs []env.Trajectory, envOf []int, rewards []float32, adv AdvantageStats, ls LossStats, upd StepStats) map[string]float64 {
+	m := map[string]float64{
+		"loss": ls.Loss, "grad_norm": upd.GradNorm, "lr": upd.LR, "kl": ls.KL, "entropy": ls.Entropy,
+		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,
+		"frac_reward_zero_std": adv.FracZeroStd, "advantage/mean": adv.Mean, "advantage/std": adv.Std,
+		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
+	}
+	var sum, sq, total, completion, truncated, errs float64
+	perEnv := make([]float64, len(r.envs))
+	perEnvN := make([]float64, len(r.envs))
+	metricSums := map[string]float64{}
+	for i, t := range trajs {
+		x := float64(rewards[i])
+		sum += x
+		sq += x * x
+		perEnv[envOf[i]] += x
+		perEnvN[envOf[i]]++
+		total += float64(len(t.PromptTokens) + len(t.Tokens))
+		completion += float64(len(t.Tokens))
+		if t.Truncated {
+			truncated++
+		}
+		errs += float64(len(t.Errors))
+		for k, v := range t.Metrics {
+			metricSums["reward/"+k] += v
+		}
+	}
+	n := float64(len(trajs))
+	m["reward"] = sum / n
+	m["reward/std"] = math.Sqrt(math.Max(sq/n-m["reward"]*m["reward"], 0))
+	for k, te := range r.envs {
+		if perEnvN[k] > 0 {
+			m["env/"+te.name+"/reward"] = perEnv[k] / perEnvN[k]
+		}
+	}
+	for k, v := range metricSums {
+		m[k] = v / n
+	}
+	m["tokens/total"] = total
+	m["completion_len/mean"] = completion / n
+	m["truncated_frac"] = truncated / n
+	m["errors"] = errs
+	return m
+}

@@ -1,0 +1,361 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/kernels"
+	_ "github.com/grpo-dev/grpo/kernels/cpu" // registers the "cpu" backend
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/tokenizer"
+)
+
+// Trainer runs GRPO with LoRA for one config. Build it with New and start
+// it with Run.
+type Trainer struct {
+	cfg  *Config
+	opts options
+}
+
+type options struct {
+	envs       []namedEnv
+	output     string
+	resume     bool
+	progress   io.Writer
+	onStep     func(StepResult)
+	configText []byte
+	backend    kernels.Backend
+}
+
+type namedEnv struct {
+	env    env.Environment
+	weight float64
+}
+
+// Option configures a Trainer.
+type Option func(*options)
+
+// WithEnvironment trains on e: it replaces the config's [[env]] block with
+// the same id, or joins the mixture with weight 1 if there is none.
+func WithEnvironment(e env.Environment) Option {
+	return func(o *options) { o.envs = append(o.envs, namedEnv{env: e, weight: 1}) }
+}
+
+// WithOutput sets the run directory (default runs/<name>-<time>).
+func WithOutput(dir string) Option { return func(o *options) { o.output = dir } }
+
+// WithResume continues the run in dir from its latest checkpoint.
+func WithResume(dir string) Option {
+	return func(o *options) { o.output, o.resume = dir, true }
+}
+
+// WithProgress draws a progress bar and per-step lines on w (a terminal).
+func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w } }
+
+// WithStepCallback calls f after every step with its metrics.
+func WithStepCallback(f func(StepResult)) Option { return func(o *options) { o.onStep = f } }
+
+// WithConfigText records the config file's text as the run's config.toml.
+func WithConfigText(text []byte) Option { return func(o *options) { o.configText = text } }
+
+// WithBackend runs on be instead of opening the config's device.
+func WithBackend(be kernels.Backend) Option { return func(o *options) { o.backend = be } }
+
+// StepResult is one step's metrics, as written to metrics.jsonl.
+type StepResult struct {
+	Step    int
+	Metrics map[string]float64
+}
+
+// New validates cfg and returns a Trainer for it.
+func New(cfg *Config, opts ...Option) *Trainer {
+	t := &Trainer{cfg: cfg}
+	for _, o := range opts {
+		o(&t.opts)
+	}
+	return t
+}
+
+// ErrInterrupted is returned by Run when ctx was cancelled; the run was
+// checkpointed at its last completed step and can be resumed.
+var ErrInterrupted = errors.New("training interrupted")
+
+// Result summarises a finished (or interrupted) run.
+type Result struct {
+	RunDir  string
+	Steps   int // completed steps
+	Adapter string
+}
+
+// run is the state of a Run call.
+type run struct {
+	cfg     *Config
+	opts    options
+	dir     *RunDir
+	ckDir   string
+	modelID string
+	be      kernels.Backend
+	tok     *tokenizer.Tokenizer
+	base    *model.Model
+	policy  *model.Model
+	adapter *lora.Adapter
+	opt     *AdamW
+	envs    []trainEnv
+	sched   *schedule
+	health  healthState
+	step    int
+	seed    uint64
+	bar     *progress
+}
+
+type trainEnv struct {
+	name   string
+	env    env.Environment
+	weight float64
+}
+
+// Run trains until max_steps, writing the run directory as it goes.
+func (t *Trainer) Run(ctx context.Context) (*Result, error) {
+	r, err := t.setup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.dir.Close()
+	res := &Result{RunDir: r.dir.Path}
+	if r.step == 0 && t.cfg.Eval.Interval > 0 && !t.cfg.Eval.SkipFirstStep {
+		if err := r.evaluate(ctx); err != nil {
+			return res, r.stop(err)
+		}
+	}
+	for r.step < t.cfg.MaxSteps {
+		if err := r.trainStep(ctx); err != nil {
+			res.Steps = r.step
+			return res, r.stop(err)
+		}
+		if iv := t.cfg.Eval.Interval; iv > 0 && r.step%iv == 0 {
+			if err := r.evaluate(ctx); err != nil {
+				res.Steps = r.step
+				return res, r.stop(err)
+			}
+		}
+		if iv := t.cfg.Checkpoint.Interval; iv > 0 && r.step%iv == 0 && r.step < t.cfg.MaxSteps {
+			if err := r.checkpoint(); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.Steps = r.step
+	if err := r.checkpoint(); err != nil {
+		return res, err
+	}
+	res.Adapter = filepath.Join(r.dir.Path, "adapter")
+	if err := r.saveFinalAdapter(res.Adapter); err != nil {
+		return res, err
+	}
+	r.bar.finish()
+	r.dir.Logf("finished %d steps; adapter in %s", r.step, res.Adapter)
+	return res, PlotRewards(r.dir.Path, 10)
+}
+
+// stop handles an error that ended the loop: a cancelled context writes a
+// checkpoint of the last completed step and returns ErrInterrupted.
+func (r *run) stop(err error) error {
+	r.bar.finish()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if cerr := r.checkpoint(); cerr != nil {
+			return fmt.Errorf("interrupted, and the checkpoint failed: %w", cerr)
+		}
+		PlotRewards(r.dir.Path, 10)
+		r.dir.Logf("interrupted after step %d; resume with grpo train --resume %s", r.step, r.dir.Path)
+		return fmt.Errorf("%w after step %d; resume with 'grpo train --resume %s'", ErrInterrupted, r.step, r.dir.Path)
+	}
+	r.dir.Logf("error: %v", err)
+	return err
+}
+
+func (r *run) checkpoint() error {
+	if steps, _ := listCheckpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
+		return nil
+	}
+	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health}
+	if err := saveCheckpoint(r.ckDir, st, r.adapter, r.opt, r.modelID, r.cfg.Checkpoint.KeepLast); err != nil {
+		return err
+	}
+	r.dir.Logf("checkpoint step %d", r.step)
+	return nil
+}
+
+func (r *run) saveFinalAdapter(path string) error {
+	return lora.Save(path, r.adapter, r.modelID)
+}
+
+// setup resolves and loads everything, creating or reopening the run
+// directory.
+func (t *Trainer) setup(ctx context.Context) (*run, error) {
+	cfg := t.cfg
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
+	var err error
+	if t.opts.resume {
+		r.dir, err = OpenRunDir(t.opts.output)
+	} else {
+		out := t.opts.output
+		if out == "" {
+			out = DefaultRunPath(cfg.Name, time.Now())
+		}
+		r.dir, err = CreateRunDir(out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.ckDir = filepath.Join(r.dir.Path, cfg.Checkpoint.Dir)
+	if err := os.MkdirAll(r.ckDir, 0o755); err != nil {
+		return nil, err
+	}
+	if !t.opts.resume && t.opts.configText != nil {
+		if err := WriteFileAtomic(filepath.Join(r.dir.Path, "config.toml"), t.opts.configText); err != nil {
+			return nil, err
+		}
+	}
+	r.be = t.opts.backend
+	if r.be == nil {
+		if r.be, err = kernels.Open(cfg.Device); err != nil {
+			return nil, fmt.Errorf("device = %q: %w", cfg.Device, err)
+		}
+	}
+	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{Progress: t.opts.progress})
+	if err != nil {
+		return nil, fmt.Errorf("model = %q: %w", cfg.Model, err)
+	}
+	if r.tok, err = tokenizer.Load(dir); err != nil {
+		return nil, err
+	}
+	if r.base, err = model.Load(dir, r.be); err != nil {
+		return nil, err
+	}
+	if r.tok.VocabSize() > r.base.Config.VocabSize {
+		return nil, fmt.Errorf("model %s: the tokenizer has %d tokens but the model's vocab_size is %d", cfg.Model, r.tok.VocabSize(), r.base.Config.VocabSize)
+	}
+	if err := r.setupEnvs(); err != nil {
+		return nil, err
+	}
+	if err := r.setupState(); err != nil {
+		return nil, err
+	}
+	r.bar = newProgress(t.opts.progress, cfg.MaxSteps, r.step)
+	r.dir.Logf("model %s (%s, %.1fM parameters) on %s; LoRA rank %d on %v, %d trainable parameters",
+		cfg.Model, r.base.Config.ModelType, float64(r.base.Config.ParamCount())/1e6, r.be.Name(), cfg.LoRA.Rank, cfg.LoRA.TargetModules, r.adapter.NumParams())
+	return r, nil
+}
+
+// setupEnvs builds the training mixture from [[env]] and WithEnvironment.
+func (r *run) setupEnvs() error {
+	given := map[string]env.Environment{}
+	for _, ne := range r.opts.envs {
+		given[ne.env.ID()] = ne.env
+	}
+	used := map[string]bool{}
+	for i, ec := range r.cfg.Env {
+		name := ec.Name
+		if name == "" {
+			name = ec.ID
+		}
+		e, ok := given[ec.ID]
+		if ok {
+			used[ec.ID] = true
+		} else {
+			var err error
+			if e, err = env.New(ec.ID, ec.Args); err != nil {
+				return fmt.Errorf("[[env]] %d (id = %q): %w", i+1, ec.ID, err)
+			}
+		}
+		r.envs = append(r.envs, trainEnv{name: name, env: e, weight: ec.Weight})
+	}
+	for _, ne := range r.opts.envs {
+		if !used[ne.env.ID()] {
+			r.envs = append(r.envs, trainEnv{name: ne.env.ID(), env: ne.env, weight: ne.weight})
+		}
+	}
+	if len(r.envs) == 0 {
+		return errors.New("no environment: add an [[env]] block with an id, or pass trainer.WithEnvironment")
+	}
+	var weights []float64
+	var splits [][]env.Example
+	for _, te := range r.envs {
+		exs, err := te.env.Examples("train")
+		if err != nil {
+			return fmt.Errorf("env %s: %w", te.name, err)
+		}
+		weights = append(weights, te.weight)
+		splits = append(splits, exs)
+	}
+	var err error
+	r.sched, err = newSchedule(r.seed, weights, splits)
+	return err
+}
+
+// setupState creates the adapter and optimizer, or restores them from the
+// latest checkpoint when resuming.
+func (r *run) setupState() error {
+	var err error
+	if r.opts.resume {
+		steps, err := listCheckpoints(r.ckDir)
+		if err != nil {
+			return err
+		}
+		if len(steps) == 0 {
+			return fmt.Errorf("%s has no checkpoint to resume from; start it again without --resume", r.dir.Path)
+		}
+		last := filepath.Join(r.ckDir, fmt.Sprintf("step-%d", steps[len(steps)-1]))
+		var st checkpointState
+		if r.adapter, st, err = loadCheckpoint(last, r.base); err != nil {
+			return err
+		}
+		if st.Seed != r.seed || len(st.Cursors) != len(r.envs) {
+			return fmt.Errorf("checkpoint %s was written with another seed or environment list than %s/config.toml", last, r.dir.Path)
+		}
+		r.step, r.health = st.Step, st.Health
+		copy(r.sched.Cursors, st.Cursors)
+		if err := r.newOptimizer(); err != nil {
+			return err
+		}
+		if err := r.opt.LoadState(filepath.Join(last, "optimizer.safetensors")); err != nil {
+			return err
+		}
+		for _, name := range []string{"metrics.jsonl", "eval.jsonl"} {
+			if err := r.dir.TruncateAfter(name, r.step); err != nil {
+				return err
+			}
+		}
+		r.dir.Logf("resumed from %s", last)
+	} else {
+		if r.adapter, err = lora.New(r.base, r.cfg.LoRA, r.seed); err != nil {
+			return err
+		}
+		if err := r.newOptimizer(); err != nil {
+			return err
+		}
+	}
+	r.policy = r.base.WithAdapter(r.adapter)
+	return nil
+}
+
+func (r *run) newOptimizer() error {
+	var params []Param
+	for _, p := range r.adapter.Params() {
+		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	var err error
+	r.opt, err = NewAdamW(r.be, params, r.cfg.Optimizer)
+	return err
+}
