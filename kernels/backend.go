@@ -84,6 +84,7 @@ type Backend interface {
 	Sync() error
 
 	Ops
+	TrainOps
 }
 
 // Ops are the numeric operations. Each is documented by the plain-loop

@@ -1,6 +1,7 @@
 package kernels
 
-// TrainOps are the ops that training adds to the forward pass: the
+// TrainOps are the ops that training adds to the forward pass (every
+// Backend has them): the
 // backward of every forward op that lies between the loss and a LoRA
 // parameter, the GRPO policy loss, group-relative advantages and the
 // optimizer. Frozen weights never get gradients, so there is no weight

@@ -11,7 +11,6 @@ import (
 // log-probabilities and entropies of the targets. Free releases it all.
 type Trace struct {
 	m         *Model
-	tops      kernels.TrainOps
 	a         *arena
 	n         int
 	idx       batchIndex
@@ -33,10 +32,6 @@ type Trace struct {
 // a zero gradient). Each sequence has its own slot and positions from 0,
 // and the trace owns a KV cache sized for the batch.
 func (m *Model) ForwardTrain(b *Batch, targets []int32) (*Trace, error) {
-	tops, ok := m.Backend.(kernels.TrainOps)
-	if !ok {
-		return nil, fmt.Errorf("backend %s cannot train: it lacks the backward ops", m.Backend.Name())
-	}
 	if len(targets) != b.Len() {
 		return nil, fmt.Errorf("%d targets for a batch of %d tokens", len(targets), b.Len())
 	}
@@ -59,7 +54,7 @@ func (m *Model) ForwardTrain(b *Batch, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, tops: tops, a: &arena{be: be}, n: b.Len(), cache: cache}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), cache: cache}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a)
 	rows := make([]int32, n)
@@ -106,16 +101,16 @@ func (tr *Trace) Free() {
 // each token's Logp) back through the model and adds the gradients of every
 // LoRA parameter into its DA and DB. Frozen weights get no gradient.
 func (tr *Trace) Backward(dlogp kernels.Buffer) error {
-	m, be, tops, c := tr.m, tr.m.Backend, tr.tops, tr.m.Config
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	a := &arena{be: be}
 	defer a.free()
 	n, h, v := tr.n, c.HiddenSize, c.VocabSize
 	dlogits := a.alloc(kernels.F32, n*v)
-	tops.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, n, v)
+	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, n, v)
 	dhF := a.alloc(kernels.F32, n*h)
 	be.MatMul(dhF, dlogits, m.W.LMHead, n, h, v, false, false, 1, 0)
 	dx := a.alloc(kernels.F32, n*h)
-	tops.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+	be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		tr.layerBackward(a, l, dx, l > 0)
 	}
@@ -129,7 +124,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 // gradient of its input (when needInput; the first layer's input is the
 // frozen embedding), accumulating LoRA gradients on the way.
 func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
-	m, be, tops, c := tr.m, tr.m.Backend, tr.tops, tr.m.Config
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	s, w := tr.layers[l], &m.W.Layers[l]
 	n, h, hd, inter := tr.n, c.HiddenSize, c.HeadDim, c.IntermediateSize
 	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
@@ -139,18 +134,18 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	dAct := f(n * inter)
 	m.projectBackward(a, l, ProjDown, dAct, dx, s.act, w.Down, n, s.xa[ProjDown], false)
 	dGate, dUp := f(n*inter), f(n*inter)
-	tops.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, n*inter)
+	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, n*inter)
 	dh2 := f(n * h)
 	m.projectBackward(a, l, ProjGate, dh2, dGate, s.h2, w.Gate, n, s.xa[ProjGate], false)
 	m.projectBackward(a, l, ProjUp, dh2, dUp, s.h2, w.Up, n, s.xa[ProjUp], true)
-	tops.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
 	dAttn := f(n * q)
 	m.projectBackward(a, l, ProjO, dAttn, dx, s.attn, w.O, n, s.xa[ProjO], false)
 	cacheLen := tr.cache.Slots * tr.cache.MaxLen * kv
 	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
-	tops.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
+	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
 		tr.idx.slots, tr.idx.pos, n, c.NumHeads, c.NumKVHeads, hd, tr.cache.MaxLen, m.attnScale())
 	dk, dv := f(n*kv), f(n*kv)
 	be.GatherRows(dk, dkC, tr.cacheRows, n, kv)
@@ -158,8 +153,8 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	be.RoPE(dq, tr.idx.pos, m.invFreq, n, c.NumHeads, hd, true)
 	be.RoPE(dk, tr.idx.pos, m.invFreq, n, c.NumKVHeads, hd, true)
 	if w.QNorm != nil {
-		tops.RMSNormBackward(dq, dq, s.qPre, w.QNorm, s.rstdQ, n*c.NumHeads, hd, false)
-		tops.RMSNormBackward(dk, dk, s.kPre, w.KNorm, s.rstdK, n*c.NumKVHeads, hd, false)
+		be.RMSNormBackward(dq, dq, s.qPre, w.QNorm, s.rstdQ, n*c.NumHeads, hd, false)
+		be.RMSNormBackward(dk, dk, s.kPre, w.KNorm, s.rstdK, n*c.NumKVHeads, hd, false)
 	}
 	var dh1 kernels.Buffer
 	if needInput {
@@ -169,7 +164,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	m.projectBackward(a, l, ProjK, dh1, dk, s.h1, w.K, n, s.xa[ProjK], true)
 	m.projectBackward(a, l, ProjV, dh1, dv, s.h1, w.V, n, s.xa[ProjV], true)
 	if needInput {
-		tops.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}
 }
 

@@ -29,16 +29,12 @@ func Advantages(be kernels.Backend, rewards []float32, groupSize int, scale kern
 			return nil, st, fmt.Errorf("reward of rollout %d (example %d, rollout %d of its group) is %v; rewards must be finite numbers in [0, 1]", i, i/groupSize, i%groupSize, r)
 		}
 	}
-	tops, ok := be.(kernels.TrainOps)
-	if !ok {
-		return nil, st, fmt.Errorf("backend %s cannot train: it lacks the training ops", be.Name())
-	}
 	n, groups := len(rewards), len(rewards)/groupSize
 	rb, ab := be.Alloc(kernels.F32, n), be.Alloc(kernels.F32, n)
 	defer be.Free(rb)
 	defer be.Free(ab)
 	be.Upload(rb, rewards)
-	tops.GroupAdvantages(ab, rb, groups, groupSize, scale)
+	be.GroupAdvantages(ab, rb, groups, groupSize, scale)
 	adv := make([]float32, n)
 	be.Download(adv, ab)
 	if err := be.Sync(); err != nil {

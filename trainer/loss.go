@@ -198,10 +198,6 @@ type lossSums struct {
 
 func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32, cfg LossConfig, sums *lossSums) error {
 	be := policy.Backend
-	tops, ok := be.(kernels.TrainOps)
-	if !ok {
-		return fmt.Errorf("backend %s cannot train: it lacks the backward ops", be.Name())
-	}
 	var b model.Batch
 	var targets []int32
 	var old, adv, w []float32
@@ -252,7 +248,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 			be.Free(x)
 		}
 	}()
-	tops.PolicyLoss(lossBuf, dlogp, tr.Logp, oldBuf, refBuf, advBuf, wBuf, n, kernels.PolicyLossParams{
+	be.PolicyLoss(lossBuf, dlogp, tr.Logp, oldBuf, refBuf, advBuf, wBuf, n, kernels.PolicyLossParams{
 		EpsLow: float32(cfg.Epsilon), EpsHigh: float32(cfg.epsHigh()), Beta: float32(cfg.Beta)})
 	if err := tr.Backward(dlogp); err != nil {
 		return err

@@ -79,7 +79,6 @@ type Param struct {
 type AdamW struct {
 	cfg    OptimizerConfig
 	be     kernels.Backend
-	tops   kernels.TrainOps
 	params []Param
 	m, v   []kernels.Buffer
 	// Step counts the updates taken so far.
@@ -88,11 +87,7 @@ type AdamW struct {
 
 // NewAdamW allocates zeroed moments for params.
 func NewAdamW(be kernels.Backend, params []Param, cfg OptimizerConfig) (*AdamW, error) {
-	tops, ok := be.(kernels.TrainOps)
-	if !ok {
-		return nil, fmt.Errorf("backend %s cannot train: it lacks the training ops", be.Name())
-	}
-	o := &AdamW{cfg: cfg, be: be, tops: tops, params: params}
+	o := &AdamW{cfg: cfg, be: be, params: params}
 	for _, p := range params {
 		o.m = append(o.m, be.Alloc(kernels.F32, p.Value.Len()))
 		o.v = append(o.v, be.Alloc(kernels.F32, p.Value.Len()))
@@ -110,7 +105,7 @@ type StepStats struct {
 // scheduled learning rate and zeroes the gradients. A non-finite gradient
 // norm aborts before any parameter changes.
 func (o *AdamW) Update(maxSteps int) (StepStats, error) {
-	be, tops := o.be, o.tops
+	be := o.be
 	norm, err := o.gradNorm()
 	if err != nil {
 		return StepStats{}, err
@@ -120,16 +115,16 @@ func (o *AdamW) Update(maxSteps int) (StepStats, error) {
 	}
 	if c := o.cfg.MaxGradNorm; c > 0 && norm > c {
 		for _, p := range o.params {
-			tops.Scale(p.Grad, float32(c/(norm+1e-6)), p.Grad.Len())
+			be.Scale(p.Grad, float32(c/(norm+1e-6)), p.Grad.Len())
 		}
 	}
 	o.Step++
 	lr := o.cfg.LRAt(o.Step, maxSteps)
 	for i, p := range o.params {
-		tops.AdamW(p.Value, p.Grad, o.m[i], o.v[i], p.Value.Len(), kernels.AdamWParams{
+		be.AdamW(p.Value, p.Grad, o.m[i], o.v[i], p.Value.Len(), kernels.AdamWParams{
 			LR: float32(lr), Beta1: float32(o.cfg.Betas[0]), Beta2: float32(o.cfg.Betas[1]),
 			Eps: float32(o.cfg.Eps), WeightDecay: float32(o.cfg.WeightDecay), Step: o.Step})
-		tops.Fill(p.Grad, 0, p.Grad.Len())
+		be.Fill(p.Grad, 0, p.Grad.Len())
 	}
 	return StepStats{GradNorm: norm, LR: lr}, be.Sync()
 }
@@ -140,7 +135,7 @@ func (o *AdamW) gradNorm() (float64, error) {
 	var total float64
 	one := make([]float32, 1)
 	for _, p := range o.params {
-		o.tops.SumSquares(out, p.Grad, p.Grad.Len())
+		o.be.SumSquares(out, p.Grad, p.Grad.Len())
 		o.be.Download(one, out)
 		total += float64(one[0])
 	}
