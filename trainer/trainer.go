@@ -266,10 +266,6 @@ func (r *run) setupEnvs() error {
 	}
 	used := map[string]bool{}
 	for i, ec := range r.cfg.Env {
-		name := ec.Name
-		if name == "" {
-			name = ec.ID
-		}
 		e, ok := given[ec.ID]
 		if ok {
 			used[ec.ID] = true
@@ -278,6 +274,10 @@ func (r *run) setupEnvs() error {
 			if e, err = env.New(ec.ID, ec.Args); err != nil {
 				return fmt.Errorf("[[env]] %d (id = %q): %w", i+1, ec.ID, err)
 			}
+		}
+		name := ec.Name
+		if name == "" {
+			name = e.ID() // the canonical id, also for an environment given as a path
 		}
 		r.envs = append(r.envs, trainEnv{name: name, env: e, weight: ec.Weight})
 	}
