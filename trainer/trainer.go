@@ -201,6 +201,19 @@ func (r *run) saveFinalAdapter(path string) error {
 // directory.
 func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	cfg := t.cfg
+	// Environments given in Go join the mixture as [[env]] blocks of
+	// weight 1 unless a block already names them.
+	for _, ne := range t.opts.envs {
+		named := false
+		for _, ec := range cfg.Env {
+			named = named || ec.ID == ne.env.ID()
+		}
+		if !named {
+			c := *cfg
+			c.Env = append(append([]EnvConfig(nil), cfg.Env...), EnvConfig{ID: ne.env.ID(), Weight: ne.weight})
+			cfg = &c
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -264,12 +277,9 @@ func (r *run) setupEnvs() error {
 	for _, ne := range r.opts.envs {
 		given[ne.env.ID()] = ne.env
 	}
-	used := map[string]bool{}
 	for i, ec := range r.cfg.Env {
 		e, ok := given[ec.ID]
-		if ok {
-			used[ec.ID] = true
-		} else {
+		if !ok {
 			var err error
 			if e, err = env.New(ec.ID, ec.Args); err != nil {
 				return fmt.Errorf("[[env]] %d (id = %q): %w", i+1, ec.ID, err)
@@ -280,14 +290,6 @@ func (r *run) setupEnvs() error {
 			name = e.ID() // the canonical id, also for an environment given as a path
 		}
 		r.envs = append(r.envs, trainEnv{name: name, env: e, weight: ec.Weight})
-	}
-	for _, ne := range r.opts.envs {
-		if !used[ne.env.ID()] {
-			r.envs = append(r.envs, trainEnv{name: ne.env.ID(), env: ne.env, weight: ne.weight})
-		}
-	}
-	if len(r.envs) == 0 {
-		return errors.New("no environment: add an [[env]] block with an id, or pass trainer.WithEnvironment")
 	}
 	var weights []float64
 	var splits [][]env.Example
