@@ -2,7 +2,6 @@ package modeltest
 
 import (
 	"math/rand/v2"
-	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -19,7 +18,7 @@ import (
 // metrics and every LoRA gradient of be to the CPU backend's. The goldens
 // of grpo_loss.json cover two models; this covers all five, bf16 weights
 // included.
-func checkGrads(t *testing.T, be kernels.Backend, dir string) {
+func checkGrads(t TB, be kernels.Backend, dir string) {
 	m, err := model.Load(dir, be)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package modeltest
 import (
 	"fmt"
 	"path/filepath"
-	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -15,7 +14,7 @@ import (
 // token by token through the KV cache, and all sequences packed in one
 // batch (each in its own slot: all but the last token as one prefill, then
 // every last token in one mixed-position decode step).
-func checkLogits(t *testing.T, be kernels.Backend, testdata, name string, o Options) {
+func checkLogits(t TB, be kernels.Backend, testdata, name string, o Options) {
 	dir := filepath.Join(testdata, "models", name)
 	m, err := model.Load(dir, be)
 	if err != nil {
@@ -98,7 +97,7 @@ func checkLogits(t *testing.T, be kernels.Backend, testdata, name string, o Opti
 
 // logits runs batches in order through one KV cache and returns every
 // row's logits, concatenated.
-func logits(t *testing.T, m *model.Model, batches []*model.Batch, slots, maxLen int) []float32 {
+func logits(t TB, m *model.Model, batches []*model.Batch, slots, maxLen int) []float32 {
 	t.Helper()
 	cache := m.NewKVCache(slots, maxLen)
 	defer cache.Free()
@@ -115,7 +114,7 @@ func logits(t *testing.T, m *model.Model, batches []*model.Batch, slots, maxLen 
 
 // check holds got to the CPU backend's result within TolLogits and to the
 // PyTorch golden within the CPU backend's own bar.
-func check(t *testing.T, w *worst, what string, got, cpuGot, golden []float32) {
+func check(t TB, w *worst, what string, got, cpuGot, golden []float32) {
 	t.Helper()
 	d := compare(got, cpuGot)
 	w.add(d, what)

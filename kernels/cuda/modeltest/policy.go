@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -49,7 +48,7 @@ func (a adapter) free(be kernels.Backend) {
 
 // gradient runs trainer.PolicyGradient on a freshly zeroed adapter and
 // returns its stats and every module's (dA, dB) on the host.
-func gradient(t *testing.T, base *model.Model, ad adapter, samples []trainer.Sample, cfg trainer.LossConfig, maxTokens, microTokens int) (trainer.LossStats, map[string][2][]float32) {
+func gradient(t TB, base *model.Model, ad adapter, samples []trainer.Sample, cfg trainer.LossConfig, maxTokens, microTokens int) (trainer.LossStats, map[string][2][]float32) {
 	t.Helper()
 	be := base.Backend
 	for _, l := range ad {
@@ -75,7 +74,7 @@ func gradient(t *testing.T, base *model.Model, ad adapter, samples []trainer.Sam
 
 // compareGrads holds every gradient tensor of got to the CPU backend's
 // within TolGrad and returns the worst difference.
-func compareGrads(t *testing.T, got, cpuGot map[string][2][]float32) worst {
+func compareGrads(t TB, got, cpuGot map[string][2][]float32) worst {
 	t.Helper()
 	var w worst
 	for _, name := range sortedKeys(cpuGot) {
@@ -92,7 +91,7 @@ func compareGrads(t *testing.T, got, cpuGot map[string][2][]float32) worst {
 
 // compareStats holds loss, trained tokens, entropy and KL to the CPU
 // backend's.
-func compareStats(t *testing.T, st, cpuSt trainer.LossStats) {
+func compareStats(t TB, st, cpuSt trainer.LossStats) {
 	t.Helper()
 	if rel := math.Abs(st.Loss-cpuSt.Loss) / max(math.Abs(cpuSt.Loss), 1e-30); !(rel <= TolLoss) {
 		t.Errorf("loss %.9g, the CPU backend's %.9g (rel %.2g > %g)", st.Loss, cpuSt.Loss, rel, TolLoss)

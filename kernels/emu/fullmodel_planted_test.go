@@ -1,0 +1,50 @@
+package emu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels/cuda/modeltest"
+)
+
+// TestPlantedFullModel proves the full-model check can fail: with the
+// planted kernels of planted_test.go swapped in, the logits check rejects
+// attention that skips each token's own position, and the gradient check
+// — whose logits stay right — rejects an attention backward without the
+// softmax's −p·D term.
+func TestPlantedFullModel(t *testing.T) {
+	t.Run("attention off by one", func(t *testing.T) {
+		d := NewDevice()
+		d.Substitute("attention_f32", "planted/attention_f32")
+		b := newBackend(d)
+		defer b.Close()
+		errs := modeltest.Collect(func(tb modeltest.TB) {
+			modeltest.CheckLogits(tb, b, "../../testdata", "qwen3-tiny", modeltest.Options{MaxPrefill: 7, MaxDecode: 7})
+		})
+		expectCaught(t, errs, "against the CPU backend", "against PyTorch")
+	})
+	t.Run("attention backward without D", func(t *testing.T) {
+		d := NewDevice()
+		d.Substitute("attention_backward_f32", "planted/attention_backward_f32")
+		b := newBackend(d)
+		defer b.Close()
+		errs := modeltest.Collect(func(tb modeltest.TB) {
+			modeltest.CheckGrads(tb, b, "../../testdata", "llama-tiny")
+		})
+		expectCaught(t, errs, "gradient of model.layers.0.self_attn.q_proj.A: against the CPU backend")
+	})
+}
+
+func expectCaught(t *testing.T, errs []string, wants ...string) {
+	t.Helper()
+	if len(errs) == 0 {
+		t.Fatal("the planted kernel passed the full-model check")
+	}
+	all := strings.Join(errs, "\n")
+	for _, w := range wants {
+		if !strings.Contains(all, w) {
+			t.Errorf("no failure mentions %q; got:\n%.1500s", w, all)
+		}
+	}
+	t.Logf("caught as expected (%d failures), first: %s", len(errs), errs[0])
+}
