@@ -1,0 +1,476 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// Estimate is what a run will need before it starts: parameter counts, the
+// memory the backend will hold (itemised, by phase) and, when measured, the
+// time per step. EstimateMemory computes the memory from the config and the
+// model's shape alone; EstimateRun also resolves the model and environments,
+// measures a warm-up and reads the free memory.
+type Estimate struct {
+	Model  string
+	Device string
+	// BaseParams counts the frozen model (a tied head once);
+	// TrainableParams the LoRA matrices.
+	BaseParams, TrainableParams int64
+	// WeightBytes is what the backend stores per base weight: 4 (f32) on
+	// the CPU, 2 on cuda for a bf16 checkpoint.
+	WeightBytes int
+	Items       []MemItem
+	// Peak is the most memory held at once: every resident item plus the
+	// largest phase (PeakPhase), since phases free their buffers before the
+	// next begins.
+	Peak      int64
+	PeakPhase string
+	// Assumptions are what the numbers rest on, in words.
+	Assumptions []string
+	// Time is the measured step time; nil when not measured.
+	Time *StepTime
+	// Available is the free memory of the device; nil when not read.
+	Available *Available
+}
+
+// MemItem is one line of the memory estimate.
+type MemItem struct {
+	// Phase is PhaseResident or the phase of a step that holds it.
+	Phase  string
+	Name   string
+	Bytes  int64
+	Detail string // the shape behind the number
+}
+
+// The phases of a run. Resident memory lives for the whole run; each other
+// phase frees what it allocated before the next starts.
+const (
+	PhaseResident = "resident"
+	PhaseSampling = "sampling"
+	PhaseTraining = "training"
+	PhaseEval     = "eval"
+)
+
+// EnvShape is what memory sizing needs to know about one environment's
+// share of a step (or of an eval).
+type EnvShape struct {
+	Name string
+	// Examples played at once and Rollouts of each: the sampler's slots
+	// are Examples × Rollouts.
+	Examples, Rollouts int
+	// PromptTokens is the longest rendered prompt; 0 means unknown, and
+	// AssumedPromptTokens is used.
+	PromptTokens int
+	// MaxTurns is the most model turns of an episode (1 for single-turn).
+	MaxTurns int
+	// MaxTokens caps each model turn ([sampling] or [eval.sampling]).
+	MaxTokens int
+}
+
+// AssumedPromptTokens is the prompt length used when no tokenizer is at
+// hand to render the environment's prompts.
+const AssumedPromptTokens = 256
+
+// EstimateOptions are the facts EstimateMemory cannot read from the config.
+type EstimateOptions struct {
+	// Device overrides cfg.Device.
+	Device string
+	// WeightDType is the checkpoint's weight dtype ("bfloat16", "float32",
+	// …); "" reads modelCfg.TorchDType.
+	WeightDType string
+	// Train and Eval describe the environments; nil derives Train from
+	// [[env]] with AssumedPromptTokens and leaves eval out unless
+	// [eval] num_examples is a count.
+	Train, Eval []EnvShape
+	// Assumptions are the caller's notes (how prompt lengths were found),
+	// carried into the estimate.
+	Assumptions []string
+}
+
+const f32Bytes = 4
+
+// EstimateMemory estimates the memory a run of cfg on a model of shape mc
+// holds, item by item, from the sizes the code allocates (model/cache.go,
+// model/layer.go, model/train.go, trainer/loss.go, lora, AdamW).
+func EstimateMemory(cfg *Config, mc *model.Config, o EstimateOptions) (*Estimate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dev := o.Device
+	if dev == "" {
+		dev = cfg.Device
+	}
+	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: f32Bytes,
+		Assumptions: append([]string(nil), o.Assumptions...)}
+	dtype := o.WeightDType
+	if dtype == "" {
+		dtype = mc.TorchDType
+	}
+	// kernels/cpu widens bf16 into f32 storage; kernels/cuda keeps bf16
+	// weights as bf16 and f16/f32 checkpoints as f32 (model.Load).
+	if dev == "cuda" && (dtype == "bfloat16" || dtype == "bf16") {
+		e.WeightBytes = 2
+	}
+	projs, err := loraTargets(cfg.LoRA)
+	if err != nil {
+		return nil, err
+	}
+	targets := len(projs)
+	e.TrainableParams = int64(mc.NumLayers) * loraParamsPerLayer(mc, cfg.LoRA.Rank, projs)
+
+	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
+		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, dtypeName(e.WeightBytes)))
+	if e.WeightBytes == 2 {
+		e.add(PhaseResident, "bf16→f32 GEMM scratch", bf16Scratch(mc),
+			"kernels/cuda widens each bf16 weight into a pooled f32 copy for cuBLAS; one buffer per power-of-two size")
+	}
+	e.add(PhaseResident, "LoRA params + grads", e.TrainableParams*2*f32Bytes,
+		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s", count(e.TrainableParams), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ",")))
+	e.add(PhaseResident, "AdamW moments", e.TrainableParams*2*f32Bytes, "exp_avg + exp_avg_sq, f32")
+
+	train := o.Train
+	if train == nil {
+		train = TrainShapes(cfg)
+	}
+	eval := o.Eval
+	if eval == nil {
+		eval = evalShapesFromConfig(cfg)
+	}
+	longest := 0
+	for i, s := range train {
+		if s.PromptTokens == 0 {
+			train[i].PromptTokens = AssumedPromptTokens
+			e.note("env %s: prompt length unknown (no tokenizer to render it); assumed %d tokens", s.Name, AssumedPromptTokens)
+		}
+	}
+	var worst phaseBytes
+	for _, s := range train {
+		p := samplingBytes(mc, cfg, targets, s, dev)
+		longest = max(longest, p.maxLen)
+		if p.total() > worst.total() {
+			worst = p
+		}
+	}
+	worst.emit(e, PhaseSampling)
+	e.trainingItems(cfg, mc, targets, longest)
+	if cfg.Eval.Interval > 0 {
+		var worstEval phaseBytes
+		for _, s := range eval {
+			if s.PromptTokens == 0 {
+				s.PromptTokens = AssumedPromptTokens
+				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
+			}
+			if p := samplingBytes(mc, cfg, targets, s, dev); p.total() > worstEval.total() {
+				worstEval = p
+			}
+		}
+		worstEval.emit(e, PhaseEval)
+	}
+	e.note("KV caches and activations are f32 on every backend; completions are taken at max_tokens (the worst case)")
+	if dev == "cpu" {
+		e.note("cpu: Go's garbage collector reclaims freed buffers lazily, so the process can briefly hold more than the peak (GOGC)")
+	}
+	e.finish()
+	return e, nil
+}
+
+func (e *Estimate) add(phase, name string, bytes int64, detail string) {
+	e.Items = append(e.Items, MemItem{Phase: phase, Name: name, Bytes: bytes, Detail: detail})
+}
+
+func (e *Estimate) note(format string, args ...any) {
+	e.Assumptions = append(e.Assumptions, fmt.Sprintf(format, args...))
+}
+
+// finish sums resident items and the largest phase into Peak.
+func (e *Estimate) finish() {
+	phases := map[string]int64{}
+	var resident int64
+	for _, it := range e.Items {
+		if it.Phase == PhaseResident {
+			resident += it.Bytes
+		} else {
+			phases[it.Phase] += it.Bytes
+		}
+	}
+	e.Peak, e.PeakPhase = resident, PhaseResident
+	for _, ph := range []string{PhaseSampling, PhaseTraining, PhaseEval} {
+		if b, ok := phases[ph]; ok && resident+b > e.Peak {
+			e.Peak, e.PeakPhase = resident+b, ph
+		}
+	}
+}
+
+// PhaseBytes is the sum of the items of one phase.
+func (e *Estimate) PhaseBytes(phase string) int64 {
+	var n int64
+	for _, it := range e.Items {
+		if it.Phase == phase {
+			n += it.Bytes
+		}
+	}
+	return n
+}
+
+// TrainShapes describes the [[env]] blocks as the trainer plays them: each
+// env's share of batch_size / rollouts_per_example examples (rounded up, as
+// the env mixture may give it one more), with prompts not yet measured.
+func TrainShapes(cfg *Config) []EnvShape {
+	perStep := cfg.BatchSize / cfg.RolloutsPerExample
+	total := 0.0
+	for _, ec := range cfg.Env {
+		total += ec.Weight
+	}
+	var out []EnvShape
+	for _, ec := range cfg.Env {
+		name := ec.Name
+		if name == "" {
+			name = ec.ID
+		}
+		n := perStep
+		if total > 0 && len(cfg.Env) > 1 {
+			n = min(perStep, int(math.Ceil(float64(perStep)*ec.Weight/total)))
+		}
+		out = append(out, EnvShape{Name: name, Examples: n, Rollouts: cfg.RolloutsPerExample,
+			MaxTurns: 1, MaxTokens: cfg.Sampling.MaxTokens})
+	}
+	return out
+}
+
+// evalShapesFromConfig sizes eval when [eval] gives counts; "all examples"
+// (-1) needs the environment's split, which only EstimateRun reads.
+func evalShapesFromConfig(cfg *Config) []EnvShape {
+	maxTokens := cfg.Sampling.MaxTokens
+	if m := cfg.Eval.Sampling.MaxTokens; m > 0 {
+		maxTokens = m
+	}
+	var out []EnvShape
+	if len(cfg.Eval.Env) == 0 {
+		for _, s := range TrainShapes(cfg) {
+			out = append(out, EnvShape{Name: s.Name, Examples: cfg.Eval.NumExamples,
+				Rollouts: cfg.Eval.RolloutsPerExample, MaxTurns: 1, MaxTokens: maxTokens})
+		}
+	}
+	for _, ec := range cfg.Eval.Env {
+		s := EnvShape{Name: ec.ID, Examples: cfg.Eval.NumExamples, Rollouts: cfg.Eval.RolloutsPerExample, MaxTurns: 1, MaxTokens: maxTokens}
+		if ec.NumExamples != nil {
+			s.Examples = *ec.NumExamples
+		}
+		if ec.RolloutsPerExample != nil {
+			s.Rollouts = *ec.RolloutsPerExample
+		}
+		out = append(out, s)
+	}
+	var known []EnvShape
+	for _, s := range out {
+		if s.Examples > 0 {
+			known = append(known, s)
+		}
+	}
+	return known
+}
+
+// CacheLen is the KV cache length of one rollout, as playEpisodes sizes it:
+// the prompt, max_tokens per model turn and a reply budget between turns,
+// capped by max_position_embeddings.
+func CacheLen(mc *model.Config, promptTokens, maxTokens, turns int) int {
+	turns = max(turns, 1)
+	n := promptTokens + maxTokens*turns + replyBudget*(turns-1)
+	if mc.MaxPositions > 0 {
+		n = min(n, mc.MaxPositions)
+	}
+	return max(n, 1)
+}
+
+// phaseBytes is one phase's items before they are added to an Estimate.
+type phaseBytes struct {
+	items  []MemItem
+	maxLen int
+}
+
+func (p phaseBytes) total() int64 {
+	var n int64
+	for _, it := range p.items {
+		n += it.Bytes
+	}
+	return n
+}
+
+func (p phaseBytes) emit(e *Estimate, phase string) {
+	for _, it := range p.items {
+		it.Phase = phase
+		e.Items = append(e.Items, it)
+	}
+}
+
+// kvBytes is a KV cache of rows = slots × maxLen positions: K and V per
+// layer, each rows × kv_heads × head_dim f32 (model.NewKVCache).
+func kvBytes(mc *model.Config, rows int64) int64 {
+	return 2 * int64(mc.NumLayers) * rows * int64(mc.NumKVHeads*mc.HeadDim) * f32Bytes
+}
+
+// samplingBytes sizes one environment's sampler: its KV cache, and the
+// activations of the largest Forward call it makes, a prefill chunk of up
+// to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
+// set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; k, v:
+// kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
+// scratch that the arena keeps for every adapted projection of every layer,
+// and the logits of each sequence (a host copy too on the CPU).
+func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev string) phaseBytes {
+	slots := int64(max(1, s.Examples*s.Rollouts))
+	maxLen := CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
+	h, q, kv, inter, v := dims(mc)
+	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
+	var p phaseBytes
+	p.maxLen = maxLen
+	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
+		Detail: fmt.Sprintf("%d slots × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
+			slots, maxLen, mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
+	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
+		int64(mc.NumLayers)*int64(targets)*n*int64(cfg.LoRA.Rank)*f32Bytes
+	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
+		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
+	copies := int64(1)
+	if dev == "cpu" {
+		copies = 2
+	}
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+copies*v)*f32Bytes + slots*4,
+		Detail: fmt.Sprintf("%d rows × %d vocab", slots, v)})
+	return p
+}
+
+// trainingItems sizes one micro-batch of PolicyGradient (the most tokens
+// one forward/backward holds). n = max(micro_batch_tokens, the longest
+// sequence), as a sample is never split. Per token, f32 unless noted:
+//
+//	trace (model/train.go ForwardTrain):   embed x h; 3 int32 index + cache
+//	  row + target (5 × 4 B); final rstd, logp, entropy (3); final norm h;
+//	  logits vocab; and per layer (model/layer.go trainingActs)
+//	  5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q (q, attn)
+//	  + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
+//	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted proj,
+//	  and its own KV cache: 2kv per layer
+//	loss inputs (trainer/loss.go): old, adv, w, loss, dlogp (5), ref (1)
+//	backward arena (model/train.go Backward, freed at its end): dlogits
+//	  vocab, dhF, dx (2h); per layer 3·inter (dAct, dGate, dUp) + h (dh2)
+//	  + 2q (dAttn, dq) + 2kv (dK, dV cache-shaped) + 2kv (dk, dv)
+//	  + rank per adapted proj (dy·B), + h (dh1) in all layers but the first
+//	KL reference (beta > 0): a second trace without LoRA, freed before
+//	  backward, so the phase holds trace + loss + max(reference, backward).
+//
+// The trace's KV cache is slots × longest sequence of the micro-batch;
+// with equal-length sequences that is n rows, which is assumed.
+func (e *Estimate) trainingItems(cfg *Config, mc *model.Config, targets, longest int) {
+	n := int64(max(cfg.MicroBatchTokens, longest-1))
+	h, q, kv, inter, v := dims(mc)
+	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)
+	lr := int64(targets) * int64(cfg.LoRA.Rank)
+	perLayer := 5*h + 2 + 2*q + 2*kv + heads + 3*inter
+	if mc.Arch().QKNorm {
+		perLayer += q + kv + heads + kvHeads
+	}
+	head := h + 5 + 3 + h + v // x, ints, rstdF/logp/entropy, hF, logits
+	trace := n * (head + L*(perLayer+lr)) * f32Bytes
+	cache := kvBytes(mc, n)
+	e.add(PhaseTraining, "activations (trace)", trace,
+		fmt.Sprintf("micro-batch of %d tokens × %d B/token", n, trace/n))
+	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
+	loss := int64(5)
+	if cfg.Loss.Beta > 0 {
+		loss++
+	}
+	e.add(PhaseTraining, "loss inputs", n*loss*f32Bytes, "")
+	backward := n * (v + 2*h + L*(3*inter+h+2*q+4*kv+lr) + (L-1)*h) * f32Bytes
+	ref := int64(0)
+	if cfg.Loss.Beta > 0 {
+		ref = n*(head+L*perLayer)*f32Bytes + cache
+	}
+	if ref > backward {
+		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive with the policy's")
+	} else {
+		e.add(PhaseTraining, "backward scratch", backward, fmt.Sprintf("%d B/token", backward/n))
+	}
+	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
+		n, cfg.MicroBatchTokens, longest)
+}
+
+func dims(mc *model.Config) (h, q, kv, inter, v int64) {
+	return int64(mc.HiddenSize), int64(mc.NumHeads * mc.HeadDim), int64(mc.NumKVHeads * mc.HeadDim),
+		int64(mc.IntermediateSize), int64(mc.VocabSize)
+}
+
+// loraTargets validates the [lora] table and returns its projections.
+func loraTargets(c lora.Config) ([]model.Proj, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var out []model.Proj
+	for _, name := range c.TargetModules {
+		p, err := model.ParseProj(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// loraParamsPerLayer is Σ rank × (in + out) over the adapted projections:
+// A is rank × in, B is out × rank.
+func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 {
+	var n int64
+	for _, p := range targets {
+		in, out := mc.Dims(p)
+		n += int64(rank) * int64(in+out)
+	}
+	return n
+}
+
+// bf16Scratch is kernels/cuda's pool of f32 copies of bf16 GEMM operands:
+// one buffer per power-of-two size class among the weight shapes MatMul
+// takes as B (the seven projections and the LM head), kept for the run.
+func bf16Scratch(mc *model.Config) int64 {
+	classes := map[int64]bool{}
+	for p := range model.NumProj {
+		in, out := mc.Dims(p)
+		classes[pow2(int64(in)*int64(out)*f32Bytes)] = true
+	}
+	classes[pow2(int64(mc.VocabSize)*int64(mc.HiddenSize)*f32Bytes)] = true
+	var n int64
+	for c := range classes {
+		n += c
+	}
+	return n
+}
+
+func pow2(n int64) int64 {
+	c := int64(256)
+	for c < n {
+		c <<= 1
+	}
+	return c
+}
+
+func dtypeName(bytes int) string {
+	if bytes == 2 {
+		return "bf16"
+	}
+	return "f32"
+}
+
+// count writes a parameter count as 596.0M or 1.54B.
+func count(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fK", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}

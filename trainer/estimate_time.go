@@ -1,0 +1,210 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// StepTime is the time of one training step, extrapolated from a short
+// warm-up measured on the real model and backend: a few decode steps at
+// two batch sizes, one prefill and one micro-batch forward/backward.
+type StepTime struct {
+	// Measured.
+	PrefillPerToken time.Duration // per prompt token
+	// Decode1 and DecodeN are one decode step of 1 and DecodeBatch
+	// sequences; a batch of S is interpolated linearly between them.
+	Decode1, DecodeN time.Duration
+	DecodeBatch      int
+	TrainPerToken    time.Duration // policy forward + backward (+ KL reference)
+	TrainTokens      int           // the measured micro-batch
+	Update           time.Duration // one AdamW update
+	Warmup           time.Duration // wall time of the whole measurement
+
+	// Extrapolated to the config.
+	Generate, Train, Step, Total time.Duration
+	Steps                        int
+	Assumptions                  []string
+}
+
+// Summary is "≈ N s/step, ≈ T total for max_steps steps".
+func (t *StepTime) Summary() string {
+	return fmt.Sprintf("≈ %s/step (generate %s, train %s), ≈ %s total for %d steps",
+		roundDuration(t.Step), roundDuration(t.Generate), roundDuration(t.Train), roundDuration(t.Total), t.Steps)
+}
+
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// warmupBudget bounds the arithmetic of the measured micro-batch (in
+// multiply-adds × 6, a forward and backward per parameter and token), so
+// the warm-up takes seconds: far less on a CPU than on a GPU.
+func warmupBudget(device string) float64 {
+	if device == "cpu" {
+		return 2e10
+	}
+	return 2e13
+}
+
+// MeasureStepTime times a warm-up on base (a loaded model, or model.NewRandom
+// of the same shape: the time does not depend on the values) with a fresh
+// LoRA adapter from cfg, and scales it to the step that cfg and the
+// environment shapes describe. Completions are taken at max_tokens.
+func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train []EnvShape) (*StepTime, error) {
+	start := time.Now()
+	ad, err := lora.New(base, cfg.LoRA, uint64(cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	defer ad.Free()
+	policy := base.WithAdapter(ad)
+	st := &StepTime{Steps: cfg.MaxSteps}
+	maxSlots, prompt := 1, 1
+	for _, s := range train {
+		maxSlots = max(maxSlots, s.Examples*s.Rollouts)
+		prompt = max(prompt, s.PromptTokens)
+	}
+	device := base.Backend.Name()
+	st.DecodeBatch = min(maxSlots, 8)
+	if device != "cpu" {
+		st.DecodeBatch = min(maxSlots, 64)
+	}
+	measPrompt := min(prompt, 64)
+	const decodeSteps = 4
+
+	// The first call pays one-time costs (kernel loading on a GPU).
+	if _, err := generate(ctx, policy, 1, 2, 1); err != nil {
+		return nil, err
+	}
+	sizes := []int{1}
+	if st.DecodeBatch > 1 {
+		sizes = append(sizes, st.DecodeBatch)
+	}
+	for _, b := range sizes {
+		one, err := generate(ctx, policy, b, measPrompt, 1)
+		if err != nil {
+			return nil, err
+		}
+		more, err := generate(ctx, policy, b, measPrompt, 1+decodeSteps)
+		if err != nil {
+			return nil, err
+		}
+		step := max((more-one)/decodeSteps, time.Microsecond)
+		if b == 1 {
+			st.Decode1 = step
+		}
+		st.DecodeN = step
+		st.PrefillPerToken = one / time.Duration(b*measPrompt)
+	}
+
+	perToken := 6 * float64(base.Config.ParamCount())
+	st.TrainTokens = max(16, min(cfg.MicroBatchTokens, 512, int(warmupBudget(device)/perToken)))
+	t0 := time.Now()
+	if _, err := PolicyGradient(policy, []Sample{warmupSample(st.TrainTokens, base.Config.VocabSize)}, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
+		return nil, fmt.Errorf("warm-up micro-batch: %w", err)
+	}
+	st.TrainPerToken = time.Since(t0) / time.Duration(st.TrainTokens)
+	var params []Param
+	for _, p := range ad.Params() {
+		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	opt, err := NewAdamW(base.Backend, params, cfg.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	t0 = time.Now()
+	if _, err := opt.Update(cfg.MaxSteps); err != nil {
+		return nil, err
+	}
+	st.Update = time.Since(t0)
+	st.Warmup = time.Since(start)
+	st.extrapolate(train)
+	return st, nil
+}
+
+// extrapolate scales the measured rates to a step: per environment, every
+// rollout's prompt is prefilled, then max_tokens decode steps of all its
+// rollouts at once per turn; every token is trained once; one update.
+func (st *StepTime) extrapolate(train []EnvShape) {
+	var gen, tr time.Duration
+	for _, s := range train {
+		slots := max(1, s.Examples*s.Rollouts)
+		turns := max(1, s.MaxTurns)
+		gen += time.Duration(slots*s.PromptTokens) * st.PrefillPerToken
+		gen += time.Duration(s.MaxTokens*turns) * st.decodeStep(slots)
+		tr += time.Duration(slots*(s.PromptTokens+s.MaxTokens*turns)) * st.TrainPerToken
+	}
+	st.Generate, st.Train = gen, tr+st.Update
+	st.Step = st.Generate + st.Train
+	st.Total = st.Step * time.Duration(st.Steps)
+	st.Assumptions = append(st.Assumptions,
+		fmt.Sprintf("decode step: %s at 1 sequence, %s at %d, interpolated linearly to the step's slots", st.Decode1, st.DecodeN, st.DecodeBatch),
+		fmt.Sprintf("prefill %s/token; training %s/token measured on a %d-token micro-batch", st.PrefillPerToken, st.TrainPerToken, st.TrainTokens),
+		"every completion runs to max_tokens; attention's growth with context length and eval time are not included")
+}
+
+// decodeStep interpolates one decode step of slots sequences.
+func (st *StepTime) decodeStep(slots int) time.Duration {
+	if st.DecodeBatch <= 1 {
+		return time.Duration(slots) * st.Decode1
+	}
+	per := float64(st.DecodeN-st.Decode1) / float64(st.DecodeBatch-1)
+	return st.Decode1 + time.Duration(max(per, 0)*float64(slots-1))
+}
+
+// generate times one sampler run of b prompts of promptLen tokens, each
+// sampling maxTokens tokens (no stop token, so each runs to the cap).
+func generate(ctx context.Context, m *model.Model, b, promptLen, maxTokens int) (time.Duration, error) {
+	s, err := sampler.New(m, nil, sampler.Config{Slots: b, MaxLen: promptLen + maxTokens + 1})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	prompts := make([][]int32, b)
+	params := make([]sampler.Params, b)
+	v := int32(m.Config.VocabSize)
+	for i := range prompts {
+		for j := range promptLen {
+			prompts[i] = append(prompts[i], int32(i*7919+j*104729)%v)
+		}
+		params[i] = sampler.DefaultParams()
+		params[i].MaxTokens, params[i].Seed = maxTokens, uint64(i)
+	}
+	t0 := time.Now()
+	if _, err := s.Generate(ctx, prompts, params); err != nil {
+		return 0, fmt.Errorf("warm-up generation: %w", err)
+	}
+	return time.Since(t0), nil
+}
+
+// warmupSample is one rollout of n trained positions: a quarter prompt,
+// the rest completion, with arbitrary valid tokens.
+func warmupSample(n, vocab int) Sample {
+	p := max(1, (n+1)/4)
+	tok := func(i int) int32 { return int32(i*31+7) % int32(vocab) }
+	s := Sample{Advantage: 1}
+	for i := range p {
+		s.Prompt = append(s.Prompt, tok(i))
+	}
+	for i := p; i < n+1; i++ {
+		s.Completion = append(s.Completion, tok(i))
+	}
+	s.OldLogp = make([]float32, len(s.Completion))
+	for i := range s.OldLogp {
+		s.OldLogp[i] = -5
+	}
+	return s
+}
