@@ -134,11 +134,11 @@ func runBench(o benchOpts) error {
 		}
 	}
 	if o.json {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{
+		return json.NewEncoder(stdout).Encode(map[string]any{
 			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(),
 			"threads": runtime.GOMAXPROCS(0), "results": results})
 	}
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\t")
 	for _, r := range results {
 		fmt.Fprintf(w, "%s\t%.1f\t%s\t\n", r.Name, r.Value, r.Unit)

@@ -3,48 +3,73 @@ package main
 import (
 	"encoding/json"
 	"flag"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 func init() {
-	var modelArg, idsArg, device, adapterDir string
+	var modelArg, idsArg, device, adapterDir, promptText, completionText string
 	var start int
 	register(&command{
 		name:    "logprobs",
 		summary: "print the log-probability of each token given the ones before it",
-		usage:   "--model DIR [--adapter DIR] --ids 1,2,3,... --start K",
+		usage:   "--model DIR [--adapter DIR] (--ids 1,2,3,... --start K | --prompt TEXT --completion TEXT)",
 		help: `For every t >= K, prints log p(ids[t] | ids[:t]) under the model, as
 {"logprobs":[...]} with len(ids)-K entries. K must be at least 1. With
 --adapter, the PEFT LoRA adapter in DIR is applied to the model.
 
-Example:
-  grpo logprobs --model testdata/models/qwen3-tiny --ids 1,5,9,200 --start 1`,
+With --prompt and --completion instead of --ids, both texts are tokenized with
+the model's tokenizer (each on its own, the completion appended after the
+prompt as a sampler would have produced it) and the completion's tokens are
+scored; the output then also has "ids" and "start".
+
+Examples:
+  grpo logprobs --model testdata/models/qwen3-tiny --ids 1,5,9,200 --start 1
+  grpo logprobs --model examples/demo/model --prompt "reverse cat" --completion "tac"`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&modelArg, "model", "", "model directory or hub id (required)")
 			fs.StringVar(&idsArg, "ids", "", "comma-separated token ids (required)")
 			fs.IntVar(&start, "start", 1, "first position to score (>= 1)")
 			fs.StringVar(&adapterDir, "adapter", "", "PEFT LoRA adapter directory to apply (optional)")
+			fs.StringVar(&promptText, "prompt", "", "context text (with --completion, instead of --ids)")
+			fs.StringVar(&completionText, "completion", "", "text to score after --prompt")
 			deviceFlag(fs, &device)
 		},
 		run: func(args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
 			}
-			ids, err := parseIDs(idsArg)
-			if err != nil {
-				return err
+			text := promptText != "" || completionText != ""
+			if text && idsArg != "" {
+				return usagef("give either --ids or --prompt with --completion, not both")
 			}
-			if start < 1 || start >= len(ids) {
-				return usagef("--start %d must be between 1 and %d (the number of ids minus one)", start, len(ids)-1)
+			var ids []int32
+			var err error
+			if !text {
+				if ids, err = parseIDs(idsArg); err != nil {
+					return err
+				}
+				if start < 1 || start >= len(ids) {
+					return usagef("--start %d must be between 1 and %d (the number of ids minus one)", start, len(ids)-1)
+				}
+			} else if promptText == "" || completionText == "" {
+				return usagef("--prompt and --completion go together; both must be non-empty")
 			}
 			dir, err := resolveModelDir(modelArg)
 			if err != nil {
 				return err
+			}
+			if text {
+				tok, err := tokenizer.Load(dir)
+				if err != nil {
+					return err
+				}
+				p := tok.Encode(promptText)
+				ids, start = append(p, tok.Encode(completionText)...), len(p)
 			}
 			be, err := openBackend(device)
 			if err != nil {
@@ -70,7 +95,10 @@ Example:
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(os.Stdout).Encode(map[string][]float32{"logprobs": lp})
+			if text {
+				return json.NewEncoder(stdout).Encode(map[string]any{"logprobs": lp, "ids": ids, "start": start})
+			}
+			return json.NewEncoder(stdout).Encode(map[string][]float32{"logprobs": lp})
 		},
 	})
 }

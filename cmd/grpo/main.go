@@ -49,7 +49,12 @@ func main() {
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func runMain(args []string, stdout, stderr io.Writer) int {
+// stdout is where commands print their results; runMain points it at its
+// writer so tests can read what a command printed.
+var stdout io.Writer = os.Stdout
+
+func runMain(args []string, out, stderr io.Writer) int {
+	stdout = out
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
 		printOverview(stdout)
 		return 0
@@ -83,13 +88,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			printCommandHelp(stdout, c)
 			return 0
 		}
-		fmt.Fprintf(stderr, "grpo %s: %v\nusage: grpo %s %s (see 'grpo %s --help')\n", c.name, err, c.name, c.usage, c.name)
+		fmt.Fprintf(stderr, "grpo %s: %v; see 'grpo %s --help'\n", c.name, err, c.name)
 		return 2
 	}
 	if err := c.run(positional); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "grpo %s: %s\nusage: grpo %s %s (see 'grpo %s --help')\n", c.name, ue.msg, c.name, c.usage, c.name)
+			fmt.Fprintf(stderr, "grpo %s: %s; see 'grpo %s --help'\n", c.name, ue.msg, c.name)
 			return 2
 		}
 		fmt.Fprintf(stderr, "grpo %s: %v\n", c.name, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/grpo-dev/grpo/model"
@@ -22,14 +21,14 @@ Example:
 			if len(args) > 0 {
 				return usagef("models takes no arguments")
 			}
-			w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE")
 			for _, a := range model.Archs() {
 				fmt.Fprintf(w, "%s\t%s\t%s\n", a.ModelType, a.Name, a.Example)
 			}
 			w.Flush()
 			fmt.Println()
-			w = tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			w = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "SHAPE (grpo bench --shape)\tTYPE\tPARAMS")
 			for _, n := range model.ShapeNames() {
 				c, _ := model.Shape(n)

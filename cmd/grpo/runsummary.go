@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -16,7 +15,7 @@ func printRunSummary(res *trainer.Result) error {
 	if err != nil {
 		return err
 	}
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "run\t%s\n", res.RunDir)
 	fmt.Fprintf(w, "steps\t%d\n", s.Steps)
 	fmt.Fprintf(w, "reward, first 10%% of steps\t%.3f\n", s.FirstReward)
