@@ -1,0 +1,530 @@
+package trainer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/grpo-dev/grpo/sampler"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// EvalFile is an eval config: the TOML layout of Prime Intellect Lab's
+// configs/eval/*.toml (verifiers' `prime eval run CONFIG.toml`). Top-level
+// keys are defaults for every [[eval]] block; a block's own keys win:
+//
+//	model = "Qwen/Qwen3-0.6B"
+//	num_examples = 50
+//	rollouts_per_example = 3
+//
+//	[[eval]]
+//	id = "gsm8k"                    # env_id is accepted too
+//	args = { num_eval_examples = 200 }
+//
+//	[[eval]]
+//	id = "reverse-text"
+//	num_examples = 20
+//
+// Keys that configure Prime's API clients and hosted service (endpoint_id,
+// max_concurrent, save_results, …) are accepted and listed in Warnings.
+type EvalFile struct {
+	EvalSettings
+	Eval []EvalBlock `toml:"eval"`
+
+	// Warnings lists, once each, the keys accepted but ignored locally.
+	Warnings []string `toml:"-"`
+}
+
+// EvalSettings are the keys that may be written at the top level (as
+// defaults) or in an [[eval]] block. Pointers tell "unset" from zero.
+type EvalSettings struct {
+	// Model is a Hugging Face repo id or a local model directory.
+	Model string `toml:"model"`
+	// Adapter is a PEFT LoRA adapter directory applied to Model (grpo's key).
+	Adapter            string   `toml:"adapter"`
+	NumExamples        *int     `toml:"num_examples"`
+	RolloutsPerExample *int     `toml:"rollouts_per_example"`
+	MaxTokens          *int     `toml:"max_tokens"`
+	Temperature        *float64 `toml:"temperature"`
+	// SamplingArgs are Prime's extra sampling parameters.
+	SamplingArgs *EvalSamplingArgs `toml:"sampling_args"`
+	// ExtraEnvKwargs are merged into the env args (grpo's environments
+	// take every setting as an arg).
+	ExtraEnvKwargs map[string]any `toml:"extra_env_kwargs"`
+	// grpo's own keys.
+	EnableThinking *bool  `toml:"enable_thinking"`
+	Seed           *int64 `toml:"seed"`
+	Device         string `toml:"device"`
+
+	// Prime keys with no local effect: API clients, concurrency, saving.
+	EnvDirPath         string         `toml:"env_dir_path"`
+	EndpointsPath      string         `toml:"endpoints_path"`
+	EndpointID         string         `toml:"endpoint_id"`
+	APIKeyVar          string         `toml:"api_key_var"`
+	APIBaseURL         string         `toml:"api_base_url"`
+	Header             []string       `toml:"header"`
+	Headers            map[string]any `toml:"headers"`
+	MaxConcurrent      *int           `toml:"max_concurrent"`
+	IndependentScoring *bool          `toml:"independent_scoring"`
+	MaxRetries         *int           `toml:"max_retries"`
+	Verbose            *bool          `toml:"verbose"`
+	Debug              *bool          `toml:"debug"`
+	StateColumns       []string       `toml:"state_columns"`
+	SaveResults        *bool          `toml:"save_results"`
+	Resume             any            `toml:"resume"`
+	ResumePath         string         `toml:"resume_path"`
+	SaveToHFHub        *bool          `toml:"save_to_hf_hub"`
+	HFHubDatasetName   string         `toml:"hf_hub_dataset_name"`
+}
+
+// EvalBlock is one [[eval]] block.
+type EvalBlock struct {
+	// ID is the environment id; EnvID is its older spelling (env_id).
+	ID    string `toml:"id"`
+	EnvID string `toml:"env_id"`
+	// Args (env_args) are the environment's arguments.
+	Args    map[string]any `toml:"args"`
+	EnvArgs map[string]any `toml:"env_args"`
+	// Name labels the env in tables and results; default the id.
+	Name string `toml:"name"`
+	EvalSettings
+}
+
+// EvalSamplingArgs is sampling_args.
+type EvalSamplingArgs struct {
+	Temperature *float64 `toml:"temperature"`
+	TopP        *float64 `toml:"top_p"`
+	TopK        *int     `toml:"top_k"`
+	MinP        *float64 `toml:"min_p"`
+	MaxTokens   *int     `toml:"max_tokens"`
+	Stop        []string `toml:"stop"`
+	Seed        *int64   `toml:"seed"`
+	// Accepted and ignored: API-server request fields.
+	ReasoningEffort string         `toml:"reasoning_effort"`
+	ExtraBody       map[string]any `toml:"extra_body"`
+}
+
+// Defaults of an evaluation when neither the file nor the command line sets
+// them: Prime's (`prime eval run`: 5 examples, 3 rollouts each), a 512-token
+// completion and the model's own distribution (temperature 1).
+const (
+	DefaultEvalExamples  = 5
+	DefaultEvalRollouts  = 3
+	DefaultEvalMaxTokens = 512
+)
+
+// EvalSpec is one resolved evaluation: an environment, the model and how to
+// sample it.
+type EvalSpec struct {
+	Name, ID           string
+	Args               map[string]any
+	Model, Adapter     string
+	Device             string
+	NumExamples        int // -1: the whole eval split
+	RolloutsPerExample int
+	Sampling           sampler.Params
+	EnableThinking     *bool
+	Seed               uint64
+}
+
+// LoadEvalFile reads and parses an eval config; see ParseEvalFile.
+func LoadEvalFile(path string) (*EvalFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading eval config: %w", err)
+	}
+	return ParseEvalFile(data, path)
+}
+
+// ParseEvalFile parses an eval config strictly: unknown keys, wrong types
+// and missing ids are one-line errors "name:line:col: key ...: problem;
+// fix". Env ids and args are not checked here: Specs then
+// RegistryEnvCheck (or env.New) do.
+func ParseEvalFile(data []byte, name string) (*EvalFile, error) {
+	var raw map[string]any
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		return nil, evalDecodeError(name, nil, err)
+	}
+	src := scanSource(name, data)
+	for _, h := range src.headers {
+		if len(h.path) == 1 && h.path[0] == "eval" && !h.array {
+			return nil, fmt.Errorf("%s:%d:%d: `[eval]` must be written `[[eval]]` (an array of tables: one block per environment)", name, h.at.Line, h.at.Column)
+		}
+	}
+	var f EvalFile
+	if err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&f); err != nil {
+		return nil, evalDecodeError(name, src, err)
+	}
+	if len(f.Eval) == 0 {
+		return nil, fmt.Errorf(`%s: no [[eval]] block; add one per environment, e.g. [[eval]] then id = "reverse-text"`, name)
+	}
+	if err := checkEvalSettings(src, "", f.EvalSettings); err != nil {
+		return nil, err
+	}
+	for i := range f.Eval {
+		b := &f.Eval[i]
+		p := fmt.Sprintf("eval.%d", i)
+		switch {
+		case b.ID != "" && b.EnvID != "" && b.ID != b.EnvID:
+			return nil, src.at(fmt.Sprintf("[[eval]] %d: id = %q and env_id = %q disagree; keep one of them", i+1, b.ID, b.EnvID), p+".env_id")
+		case b.ID == "":
+			b.ID = b.EnvID
+		}
+		if b.ID == "" {
+			return nil, src.at(fmt.Sprintf(`[[eval]] %d has no id; set id = "reverse-text" (an environment id, see grpo env list)`, i+1), p)
+		}
+		if b.Args != nil && b.EnvArgs != nil {
+			return nil, src.at(fmt.Sprintf("[[eval]] %d (id = %q): both args and env_args are set; keep one of them", i+1, b.ID), p+".env_args")
+		}
+		if b.Args == nil {
+			b.Args = b.EnvArgs
+		}
+		if b.Name == "" {
+			b.Name = b.ID
+		}
+		if err := checkEvalSettings(src, p+".", b.EvalSettings); err != nil {
+			return nil, err
+		}
+	}
+	seen := map[string]int{}
+	for i, b := range f.Eval {
+		if j, dup := seen[b.Name]; dup {
+			return nil, src.at(fmt.Sprintf("[[eval]] %d and %d are both named %q; set name = \"...\" on one of them so their results can be told apart", j+1, i+1, b.Name), fmt.Sprintf("eval.%d", i))
+		}
+		seen[b.Name] = i
+	}
+	f.Warnings = evalWarnings(src)
+	return &f, nil
+}
+
+// checkEvalSettings checks ranges of one level of settings; prefix is ""
+// for the top level or "eval.N.".
+func checkEvalSettings(src *source, prefix string, s EvalSettings) error {
+	at := func(key, msg string, args ...any) error {
+		return src.at(fmt.Sprintf("key %q: ", displayKey(prefix+key))+fmt.Sprintf(msg, args...), prefix+key)
+	}
+	if n := s.NumExamples; n != nil && *n < 1 && *n != -1 {
+		return at("num_examples", "num_examples = %d: want at least 1, or -1 for the whole eval split", *n)
+	}
+	if r := s.RolloutsPerExample; r != nil && *r < 1 {
+		return at("rollouts_per_example", "rollouts_per_example = %d: want at least 1", *r)
+	}
+	if m := s.MaxTokens; m != nil && *m < 1 {
+		return at("max_tokens", "max_tokens = %d: want at least 1, e.g. max_tokens = 512", *m)
+	}
+	if t := s.Temperature; t != nil && (!(*t >= 0) || math.IsInf(*t, 0)) {
+		return at("temperature", "temperature = %v: must be ≥ 0 (0 is greedy)", *t)
+	}
+	if s.Device != "" && s.Device != "cpu" && s.Device != "cuda" {
+		return at("device", `device = %q: want "cpu" or "cuda"`, s.Device)
+	}
+	if sa := s.SamplingArgs; sa != nil {
+		p := "sampling_args."
+		switch {
+		case sa.Temperature != nil && (!(*sa.Temperature >= 0) || math.IsInf(*sa.Temperature, 0)):
+			return at(p+"temperature", "temperature = %v: must be ≥ 0", *sa.Temperature)
+		case sa.TopP != nil && !(*sa.TopP > 0 && *sa.TopP <= 1):
+			return at(p+"top_p", "top_p = %v: must be in (0, 1]; 1 disables it", *sa.TopP)
+		case sa.MinP != nil && !(*sa.MinP >= 0 && *sa.MinP <= 1):
+			return at(p+"min_p", "min_p = %v: must be in [0, 1]; 0 disables it", *sa.MinP)
+		case sa.TopK != nil && *sa.TopK < -1:
+			return at(p+"top_k", "top_k = %d: must be ≥ 0, or -1 to disable it", *sa.TopK)
+		case sa.MaxTokens != nil && *sa.MaxTokens < 1:
+			return at(p+"max_tokens", "max_tokens = %d: want at least 1", *sa.MaxTokens)
+		case sa.MaxTokens != nil && s.MaxTokens != nil && *sa.MaxTokens != *s.MaxTokens:
+			return at(p+"max_tokens", "sampling_args.max_tokens = %d conflicts with max_tokens = %d; keep one of them", *sa.MaxTokens, *s.MaxTokens)
+		case sa.Temperature != nil && s.Temperature != nil && *sa.Temperature != *s.Temperature:
+			return at(p+"temperature", "sampling_args.temperature = %v conflicts with temperature = %v; keep one of them", *sa.Temperature, *s.Temperature)
+		}
+	}
+	return nil
+}
+
+// evalIgnored are the Prime keys accepted and ignored, with the reason.
+var evalIgnored = map[string]string{
+	"env_dir_path":                   "grpo finds environments by id (grpo env list)",
+	"endpoints_path":                 "grpo runs the model in-process, with no API endpoint",
+	"endpoint_id":                    "grpo runs the model in-process, with no API endpoint; set model",
+	"api_key_var":                    "grpo runs the model in-process, with no API",
+	"api_base_url":                   "grpo runs the model in-process, with no API",
+	"header":                         "grpo runs the model in-process, with no API",
+	"headers":                        "grpo runs the model in-process, with no API",
+	"max_concurrent":                 "grpo batches rollouts on the device (see --batch)",
+	"independent_scoring":            "grpo scores each rollout on its own already",
+	"max_retries":                    "environments run in-process, with nothing to retry",
+	"verbose":                        "use the command line instead",
+	"debug":                          "use the command line instead",
+	"state_columns":                  "results always hold every rollout's messages, reward and metrics",
+	"save_results":                   "grpo always writes the results JSONL",
+	"resume":                         "grpo does not resume evaluations",
+	"resume_path":                    "grpo does not resume evaluations",
+	"save_to_hf_hub":                 "grpo does not upload results",
+	"hf_hub_dataset_name":            "grpo does not upload results",
+	"sampling_args.reasoning_effort": "it only applies to GPT-OSS chat templates",
+	"sampling_args.extra_body":       "grpo has no inference server",
+}
+
+// evalWarnings lists the ignored keys the file sets, once each, sorted.
+func evalWarnings(src *source) []string {
+	seen := map[string]bool{}
+	for path := range src.pos {
+		parts := strings.Split(path, ".")
+		if len(parts) >= 3 && parts[0] == "eval" {
+			parts = parts[2:]
+		}
+		k := strings.Join(parts, ".")
+		if _, ok := evalIgnored[k]; ok {
+			seen[k] = true
+		}
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, fmt.Sprintf("%s: accepted and ignored locally: %s", k, evalIgnored[k]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// evalDecodeError turns a go-toml error into one positioned line.
+func evalDecodeError(name string, src *source, err error) error {
+	var missing *toml.StrictMissingError
+	if errors.As(err, &missing) && len(missing.Errors) > 0 {
+		e := &missing.Errors[0]
+		line, col := e.Position()
+		key := e.Key()
+		// go-toml's key drops array indices and inline-table parents; the
+		// source index knows the full path written at this position.
+		if src != nil {
+			for path, pos := range src.pos {
+				if pos.Line == line && pos.Column == col {
+					key = strings.Split(path, ".")
+				}
+			}
+		}
+		parent := stripIndices(key[:len(key)-1])
+		valid := evalTableKeys(parent)
+		msg := fmt.Sprintf("key %q: unknown key", displayKey(strings.Join(key, ".")))
+		if len(parent) > 0 {
+			msg += " in [" + strings.Join(parent, ".") + "]"
+		}
+		if s := closest(key[len(key)-1], valid); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		} else {
+			msg += "; valid keys: " + strings.Join(valid, ", ")
+		}
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		if k := de.Key(); len(k) > 0 {
+			msg = fmt.Sprintf("key %q: %s", displayKey(strings.Join(k, ".")), msg)
+		} else {
+			msg += "; fix the TOML syntax"
+		}
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
+	}
+	return fmt.Errorf("%s: %v", name, err)
+}
+
+// evalTableKeys lists the keys valid in the table at path ([] for the top
+// level, [eval], [sampling_args], [eval sampling_args]).
+func evalTableKeys(path []string) []string {
+	t := reflect.TypeFor[EvalFile]()
+	for _, p := range path {
+		f, ok := fieldByTag(t, p)
+		if !ok {
+			return nil
+		}
+		t = f.Type
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+	}
+	var keys []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			if tag := f.Tag.Get("toml"); tag != "" && tag != "-" {
+				keys = append(keys, tag)
+			}
+		}
+	}
+	if t.Kind() == reflect.Struct {
+		walk(t)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			if g, ok := fieldByTag(f.Type, tag); ok {
+				return g, true
+			}
+		}
+		if f.Tag.Get("toml") == tag {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// EvalOverrides are command-line settings; set fields win over the file's
+// top-level defaults but not over a block's own keys (Prime's order:
+// per-eval TOML, then CLI, then defaults). Model applies where the file
+// names none.
+type EvalOverrides struct {
+	Model, Adapter, Device string
+	NumExamples            *int
+	RolloutsPerExample     *int
+	MaxTokens              *int
+	Temperature            *float64
+	Seed                   *int64
+}
+
+// Specs resolves the blocks into evaluations: block keys, then overrides,
+// then top-level keys, then the defaults. It fails when an evaluation has
+// no model.
+func (f *EvalFile) Specs(o EvalOverrides) ([]EvalSpec, error) {
+	var out []EvalSpec
+	for i, b := range f.Eval {
+		pick := func(block, top string, cli string) string {
+			switch {
+			case block != "":
+				return block
+			case cli != "":
+				return cli
+			}
+			return top
+		}
+		s := EvalSpec{Name: b.Name, ID: b.ID, Args: map[string]any{},
+			Model:   pick(b.Model, f.Model, o.Model),
+			Adapter: pick(b.Adapter, f.Adapter, o.Adapter),
+			Device:  pick(b.Device, f.Device, o.Device),
+		}
+		if s.Model == "" {
+			return nil, fmt.Errorf(`[[eval]] %d (id = %q) has no model: set model = "Qwen/Qwen3-0.6B" at the top of the file or pass -m`, i+1, b.ID)
+		}
+		if s.Device == "" {
+			s.Device = "cpu"
+		}
+		for k, v := range b.Args {
+			s.Args[k] = v
+		}
+		for _, kw := range []map[string]any{f.ExtraEnvKwargs, b.ExtraEnvKwargs} {
+			for k, v := range kw {
+				if old, dup := s.Args[k]; dup && !reflect.DeepEqual(old, v) {
+					return nil, fmt.Errorf("[[eval]] %d (id = %q): extra_env_kwargs.%s = %v conflicts with args.%s = %v; keep one of them", i+1, b.ID, k, v, k, old)
+				}
+				s.Args[k] = v
+			}
+		}
+		s.NumExamples = pickInt(b.NumExamples, o.NumExamples, f.NumExamples, DefaultEvalExamples)
+		s.RolloutsPerExample = pickInt(b.RolloutsPerExample, o.RolloutsPerExample, f.RolloutsPerExample, DefaultEvalRollouts)
+		p := sampler.DefaultParams()
+		p.MaxTokens = pickInt(firstInt(b.MaxTokens, samplingInt(b.SamplingArgs, func(a *EvalSamplingArgs) *int { return a.MaxTokens })),
+			o.MaxTokens, firstInt(f.MaxTokens, samplingInt(f.SamplingArgs, func(a *EvalSamplingArgs) *int { return a.MaxTokens })), DefaultEvalMaxTokens)
+		p.Temperature = pickFloat(firstFloat(b.Temperature, samplingFloat(b.SamplingArgs, func(a *EvalSamplingArgs) *float64 { return a.Temperature })),
+			o.Temperature, firstFloat(f.Temperature, samplingFloat(f.SamplingArgs, func(a *EvalSamplingArgs) *float64 { return a.Temperature })), 1)
+		// The other sampling args: the block's table wins over the top level's.
+		for _, sa := range []*EvalSamplingArgs{f.SamplingArgs, b.SamplingArgs} {
+			if sa == nil {
+				continue
+			}
+			if sa.TopP != nil {
+				p.TopP = *sa.TopP
+			}
+			if sa.TopK != nil {
+				p.TopK = *sa.TopK
+			}
+			if sa.MinP != nil {
+				p.MinP = *sa.MinP
+			}
+			if sa.Stop != nil {
+				p.Stop = sa.Stop
+			}
+			if sa.Seed != nil {
+				s.Seed = uint64(*sa.Seed)
+			}
+		}
+		if v := firstInt64(b.Seed, o.Seed, f.Seed); v != nil {
+			s.Seed = uint64(*v)
+		}
+		s.EnableThinking = f.EnableThinking
+		if b.EnableThinking != nil {
+			s.EnableThinking = b.EnableThinking
+		}
+		s.Sampling = p
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func pickInt(block, cli, top *int, def int) int {
+	if v := firstInt(block, cli, top); v != nil {
+		return *v
+	}
+	return def
+}
+
+func pickFloat(block, cli, top *float64, def float64) float64 {
+	if v := firstFloat(block, cli, top); v != nil {
+		return *v
+	}
+	return def
+}
+
+func firstInt(xs ...*int) *int {
+	for _, x := range xs {
+		if x != nil {
+			return x
+		}
+	}
+	return nil
+}
+
+func firstInt64(xs ...*int64) *int64 {
+	for _, x := range xs {
+		if x != nil {
+			return x
+		}
+	}
+	return nil
+}
+
+func firstFloat(xs ...*float64) *float64 {
+	for _, x := range xs {
+		if x != nil {
+			return x
+		}
+	}
+	return nil
+}
+
+func samplingInt(a *EvalSamplingArgs, f func(*EvalSamplingArgs) *int) *int {
+	if a == nil {
+		return nil
+	}
+	return f(a)
+}
+
+func samplingFloat(a *EvalSamplingArgs, f func(*EvalSamplingArgs) *float64) *float64 {
+	if a == nil {
+		return nil
+	}
+	return f(a)
+}

@@ -1,0 +1,305 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/rubric"
+	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/tokenizer"
+)
+
+// DefaultEvalBatch is how many rollouts EvaluateInBatches plays at once when
+// asked for 0: a sampler's KV cache holds one slot per rollout, so a 1000
+// example eval in one pass would need a thousand slots.
+const DefaultEvalBatch = 64
+
+// EvaluateInBatches is Evaluate over the eval split in passes of at most
+// batch rollouts (whole examples; at least one example a pass), which bounds
+// the KV cache. onDone, if set, is called (from any goroutine, one call at a
+// time) with the number of finished rollouts so far. The first pass uses
+// o.Seed, so a split that fits one pass gives exactly Evaluate's result;
+// the pass starting at example s uses sampler.DeriveSeed(o.Seed, s).
+func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
+	res := EvalResult{Env: name}
+	k := max(1, o.RolloutsPerExample)
+	if batch <= 0 {
+		batch = DefaultEvalBatch
+	}
+	exs, err := e.Examples("eval")
+	if err != nil {
+		return res, fmt.Errorf("env %s: %w", name, err)
+	}
+	if o.NumExamples >= 0 && o.NumExamples < len(exs) {
+		exs = exs[:o.NumExamples]
+	}
+	if len(exs) == 0 {
+		return res, fmt.Errorf("env %s: the eval split is empty", name)
+	}
+	per := max(1, batch/k)
+	var mu sync.Mutex
+	done := 0
+	tick := func(n int, absolute bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if absolute {
+			done = n
+		} else {
+			done += n
+		}
+		if onDone != nil {
+			onDone(done)
+		}
+	}
+	var rewardSum, pass1Sum, passKSum float64
+	for start := 0; start < len(exs); start += per {
+		end := min(start+per, len(exs))
+		po := o
+		po.NumExamples, po.RolloutsPerExample = -1, k
+		if start > 0 {
+			po.Seed = sampler.DeriveSeed(o.Seed, uint64(start))
+		}
+		w := &windowEnv{Environment: e, exs: exs[start:end], done: func() { tick(1, false) }}
+		r, err := Evaluate(ctx, m, tok, w, name, po)
+		if err != nil {
+			return res, err
+		}
+		tick(end*k, true) // episodes cut off by a length limit never said done
+		res.Examples += r.Examples
+		res.Rollouts += r.Rollouts
+		res.Errors += r.Errors
+		res.Trajectories = append(res.Trajectories, r.Trajectories...)
+		rewardSum += r.Reward * float64(r.Rollouts)
+		pass1Sum += r.PassAt1 * float64(r.Examples)
+		passKSum += r.PassAtK * float64(r.Examples)
+	}
+	res.Reward = rewardSum / float64(res.Rollouts)
+	res.PassAt1 = pass1Sum / float64(res.Examples)
+	res.PassAtK = passKSum / float64(res.Examples)
+	return res, nil
+}
+
+// windowEnv shows Evaluate one window of the eval split and reports each
+// episode that ends.
+type windowEnv struct {
+	env.Environment
+	exs  []env.Example
+	done func()
+}
+
+func (w *windowEnv) Examples(split string) ([]env.Example, error) {
+	if split == "eval" {
+		return w.exs, nil
+	}
+	return w.Environment.Examples(split)
+}
+
+func (w *windowEnv) NewEpisode(ex env.Example) env.Episode {
+	return &countedEpisode{Episode: w.Environment.NewEpisode(ex), done: w.done}
+}
+
+// MaxTurns forwards env.TurnLimiter (1 when e has none: what the cache
+// sizing assumes then anyway).
+func (w *windowEnv) MaxTurns() int {
+	if tl, ok := w.Environment.(env.TurnLimiter); ok {
+		return tl.MaxTurns()
+	}
+	return 1
+}
+
+type countedEpisode struct {
+	env.Episode
+	done func()
+	once sync.Once
+}
+
+func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]rubric.Message, bool, error) {
+	reply, done, err := c.Episode.Respond(ctx, assistant)
+	if done || err != nil {
+		c.once.Do(c.done)
+	}
+	return reply, done, err
+}
+
+// EvalRow is one rollout of an evaluation, as a line of the results JSONL.
+type EvalRow struct {
+	Env          string `json:"env"`
+	ExampleID    string `json:"example_id"`
+	ExampleIndex int    `json:"example_index"`
+	// Rollout is the rollout's index among its example's k.
+	Rollout          int                `json:"rollout"`
+	Prompt           []rubric.Message   `json:"prompt"`
+	Completion       []rubric.Message   `json:"completion"`
+	Answer           string             `json:"answer"`
+	Reward           float64            `json:"reward"`
+	Metrics          map[string]float64 `json:"metrics"`
+	Errors           []string           `json:"errors"`
+	FinishReason     string             `json:"finish_reason"`
+	Turns            int                `json:"turns"`
+	Truncated        bool               `json:"truncated"`
+	CompletionTokens int                `json:"completion_tokens"`
+	Info             map[string]any     `json:"info,omitempty"`
+}
+
+// Rows turns r's trajectories into results rows, in order: example i's
+// rollout j is row i*k+j.
+func (r EvalResult) Rows() []EvalRow {
+	k := 1
+	if r.Examples > 0 {
+		k = max(1, r.Rollouts/r.Examples)
+	}
+	rows := make([]EvalRow, len(r.Trajectories))
+	for i, t := range r.Trajectories {
+		metrics := map[string]float64{}
+		for name, v := range t.Metrics {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) { // JSON has no NaN
+				metrics[name] = v
+			}
+		}
+		errs := t.Errors
+		if errs == nil {
+			errs = []string{}
+		}
+		completion := t.Messages
+		if completion == nil {
+			completion = []rubric.Message{}
+		}
+		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: i / k, Rollout: i % k,
+			Prompt: t.Prompt, Completion: completion, Answer: t.Answer, Reward: t.Reward,
+			Metrics: metrics, Errors: errs, FinishReason: t.FinishReason, Turns: t.Turns,
+			Truncated: t.Truncated, CompletionTokens: len(t.Tokens), Info: t.Info}
+	}
+	return rows
+}
+
+// WriteEvalRows writes rows as JSON lines.
+func WriteEvalRows(w io.Writer, rows []EvalRow) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := range rows {
+		if err := enc.Encode(&rows[i]); err != nil {
+			return fmt.Errorf("results row %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// EvalRunOptions configure RunEvals.
+type EvalRunOptions struct {
+	// Batch is the rollouts per pass (0: DefaultEvalBatch).
+	Batch int
+	// Download receives model download progress (nil: quiet).
+	Download io.Writer
+	// OnStart is called before each evaluation with its total rollouts;
+	// OnDone with the finished rollouts of the current one.
+	OnStart func(spec EvalSpec, total int)
+	OnDone  func(done int)
+	// Backend runs the models instead of opening each spec's device.
+	Backend kernels.Backend
+}
+
+// RunEvals runs the evaluations in order, loading each distinct model (and
+// adapter) once. It checks every environment id and its args before it
+// loads a model, so a typo fails at once.
+func RunEvals(ctx context.Context, specs []EvalSpec, o EvalRunOptions) ([]EvalResult, error) {
+	envs := make([]env.Environment, len(specs))
+	for i, s := range specs {
+		e, err := env.New(s.ID, s.Args)
+		if err != nil {
+			return nil, fmt.Errorf("eval %s: %w", s.Name, err)
+		}
+		envs[i] = e
+	}
+	type loaded struct {
+		m   *model.Model
+		tok *tokenizer.Tokenizer
+	}
+	cache := map[string]loaded{}
+	var out []EvalResult
+	for i, s := range specs {
+		key := s.Model + "\x00" + s.Adapter + "\x00" + s.Device
+		l, ok := cache[key]
+		if !ok {
+			m, tok, err := loadEvalModel(ctx, s, o)
+			if err != nil {
+				return out, err
+			}
+			l = loaded{m, tok}
+			cache[key] = l
+		}
+		exs, err := envs[i].Examples("eval")
+		if err != nil {
+			return out, fmt.Errorf("eval %s: %w", s.Name, err)
+		}
+		n := len(exs)
+		if s.NumExamples >= 0 {
+			n = min(n, s.NumExamples)
+		}
+		if o.OnStart != nil {
+			o.OnStart(s, n*max(1, s.RolloutsPerExample))
+		}
+		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
+			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
+			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed}, o.Batch, o.OnDone)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func loadEvalModel(ctx context.Context, s EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
+	be := o.Backend
+	if be == nil {
+		var err error
+		if be, err = kernels.Open(s.Device); err != nil {
+			return nil, nil, fmt.Errorf("device %q: %w", s.Device, err)
+		}
+	}
+	dir, err := hub.Resolve(ctx, s.Model, hub.Options{Progress: o.Download})
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %q: %w", s.Model, err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %q: %w", s.Model, err)
+	}
+	m, err := model.Load(dir, be)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %q: %w", s.Model, err)
+	}
+	if tok.VocabSize() > m.Config.VocabSize {
+		return nil, nil, fmt.Errorf("model %s: the tokenizer has %d tokens but the model's vocab_size is %d; they do not belong together", s.Model, tok.VocabSize(), m.Config.VocabSize)
+	}
+	if s.Adapter != "" {
+		a, err := lora.Load(s.Adapter, m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("adapter %q: %w", s.Adapter, err)
+		}
+		m = m.WithAdapter(a)
+	}
+	return m, tok, nil
+}
+
+// OverallReward is the mean reward over every rollout of results.
+func OverallReward(results []EvalResult) float64 {
+	var sum, n float64
+	for _, r := range results {
+		sum += r.Reward * float64(r.Rollouts)
+		n += float64(r.Rollouts)
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
+}
