@@ -354,13 +354,15 @@ func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev s
 //	  + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
 //	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted proj,
 //	  and its own KV cache: 2kv per layer
-//	loss inputs (trainer/loss.go): old, adv, w, loss, dlogp (5), ref (1)
-//	backward arena (model/train.go Backward, freed at its end): dlogits
+//	then either the KL reference (beta > 0): a second trace without LoRA,
+//	  freed before anything below is allocated,
+//	or the loss inputs (trainer/loss.go): old, adv, w, loss, dlogp (5),
+//	  ref (1 with beta > 0), and the backward arena (model/train.go Backward, freed at its end): dlogits
 //	  vocab, dhF, dx (2h); per layer 3·inter (dAct, dGate, dUp) + h (dh2)
 //	  + 2q (dAttn, dq) + 2kv (dK, dV cache-shaped) + 2kv (dk, dv)
 //	  + rank per adapted proj (dy·B), + h (dh1) in all layers but the first
-//	KL reference (beta > 0): a second trace without LoRA, freed before
-//	  backward, so the phase holds trace + loss + max(reference, backward).
+//
+// so the phase holds trace + max(reference, loss + backward).
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
@@ -379,20 +381,22 @@ func (e *Estimate) trainingItems(cfg *Config, mc *model.Config, targets, longest
 	e.add(PhaseTraining, "activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens × %d B/token", n, trace/n))
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
+	// The loss inputs (old, adv, w, loss, dlogp, and ref with beta > 0)
+	// are allocated after the KL reference trace is freed, with the
+	// backward scratch; the larger of the two sets the peak.
 	loss := int64(5)
 	if cfg.Loss.Beta > 0 {
 		loss++
 	}
-	e.add(PhaseTraining, "loss inputs", n*loss*f32Bytes, "")
-	backward := n * (v + 2*h + L*(3*inter+h+2*q+4*kv+lr) + (L-1)*h) * f32Bytes
+	backward := n*loss*f32Bytes + n*(v+2*h+L*(3*inter+h+2*q+4*kv+lr)+(L-1)*h)*f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		ref = n*(head+L*perLayer)*f32Bytes + cache
 	}
 	if ref > backward {
-		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive with the policy's")
+		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
 	} else {
-		e.add(PhaseTraining, "backward scratch", backward, fmt.Sprintf("%d B/token", backward/n))
+		e.add(PhaseTraining, "loss + backward scratch", backward, fmt.Sprintf("%d B/token", backward/n))
 	}
 	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
 		n, cfg.MicroBatchTokens, longest)
