@@ -205,6 +205,9 @@ type EvalRunOptions struct {
 	OnDone  func(done int)
 	// Backend runs the models instead of opening each spec's device.
 	Backend kernels.Backend
+	// PassThreshold is the reward at which a rollout counts as solved for
+	// pass@k (0: 1, fully correct).
+	PassThreshold float64
 }
 
 // RunEvals runs the evaluations in order, loading each distinct model (and
@@ -249,7 +252,7 @@ func RunEvals(ctx context.Context, specs []EvalSpec, o EvalRunOptions) ([]EvalRe
 		}
 		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
-			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed}, o.Batch, o.OnDone)
+			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold}, o.Batch, o.OnDone)
 		if err != nil {
 			return out, err
 		}
