@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -182,6 +183,9 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 		if err != nil {
 			return fmt.Errorf("sampler: %w", err)
 		}
+		if err := checkFinite(logits, vocab); err != nil {
+			return err
+		}
 		s.sampleRows(logits, vocab, ready)
 		next := live[:0]
 		for _, q := range live {
@@ -266,4 +270,15 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, params []Para
 		lo += n
 	}
 	return out, nil
+}
+
+// checkFinite refuses logits holding NaN or +Inf: sampling from them would
+// pick tokens at random and report meaningless log-probs.
+func checkFinite(logits []float32, vocab int) error {
+	for i, x := range logits {
+		if x != x || math.IsInf(float64(x), 1) {
+			return fmt.Errorf("sampler: the model's logits hold %v (sequence %d of the batch, token id %d): the weights or the adapter contain NaN or overflow", x, i/vocab, i%vocab)
+		}
+	}
+	return nil
 }

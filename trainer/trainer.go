@@ -286,7 +286,7 @@ func (r *run) setupEnvs() error {
 			}
 		}
 		name := ec.Name
-		if name == "" {
+		if name == "" || name == ec.ID {
 			name = e.ID() // the canonical id, also for an environment given as a path
 		}
 		r.envs = append(r.envs, trainEnv{name: name, env: e, weight: ec.Weight})
