@@ -40,10 +40,10 @@ type Estimate struct {
 // MemItem is one line of the memory estimate.
 type MemItem struct {
 	// Phase is PhaseResident or the phase of a step that holds it.
-	Phase  string
-	Name   string
-	Bytes  int64
-	Detail string // the shape behind the number
+	Phase  string `json:"phase"`
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Detail string `json:"detail,omitempty"` // the shape behind the number
 }
 
 // The phases of a run. Resident memory lives for the whole run; each other

@@ -121,11 +121,11 @@ func (e *Estimate) Verdict() string {
 		return fmt.Sprintf("fits: uses %s of %s available (%s)", FormatBytes(e.Peak), FormatBytes(e.Available.Bytes), e.Available.Source)
 	}
 	return fmt.Sprintf("does not fit: needs %s at peak (%s) but %s are available (%s); %s",
-		FormatBytes(e.Peak), e.PeakPhase, FormatBytes(e.Available.Bytes), e.Available.Source, e.advice())
+		FormatBytes(e.Peak), e.PeakPhase, FormatBytes(e.Available.Bytes), e.Available.Source, e.Advice())
 }
 
-// advice names the settings that shrink the phase that sets the peak.
-func (e *Estimate) advice() string {
+// Advice names the settings that shrink the phase that sets the peak.
+func (e *Estimate) Advice() string {
 	switch e.PeakPhase {
 	case PhaseSampling:
 		return "lower batch_size or [sampling] max_tokens (the sampler's KV cache grows with both)"

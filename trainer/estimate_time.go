@@ -7,12 +7,12 @@ import (
 
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/sampler"
 )
 
 // StepTime is the time of one training step, extrapolated from a short
 // warm-up measured on the real model and backend: a few decode steps at
-// two batch sizes, one prefill and one micro-batch forward/backward.
+// two batch sizes, one prefill, one micro-batch forward/backward and one
+// AdamW update.
 type StepTime struct {
 	// Measured.
 	PrefillPerToken time.Duration // per prompt token
@@ -83,10 +83,10 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train 
 		st.DecodeBatch = min(maxSlots, 64)
 	}
 	measPrompt := min(prompt, 64)
-	const decodeSteps = 4
+	const decodeSteps = 8
 
 	// The first call pays one-time costs (kernel loading on a GPU).
-	if _, err := generate(ctx, policy, 1, 2, 1); err != nil {
+	if _, _, err := timeForward(policy, 1, 2, 1); err != nil {
 		return nil, err
 	}
 	sizes := []int{1}
@@ -94,20 +94,15 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train 
 		sizes = append(sizes, st.DecodeBatch)
 	}
 	for _, b := range sizes {
-		one, err := generate(ctx, policy, b, measPrompt, 1)
+		prefill, decode, err := timeForward(policy, b, measPrompt, decodeSteps)
 		if err != nil {
 			return nil, err
 		}
-		more, err := generate(ctx, policy, b, measPrompt, 1+decodeSteps)
-		if err != nil {
-			return nil, err
-		}
-		step := max((more-one)/decodeSteps, time.Microsecond)
 		if b == 1 {
-			st.Decode1 = step
+			st.Decode1 = decode
 		}
-		st.DecodeN = step
-		st.PrefillPerToken = one / time.Duration(b*measPrompt)
+		st.DecodeN = decode
+		st.PrefillPerToken = prefill / time.Duration(b*measPrompt)
 	}
 
 	perToken := 6 * float64(base.Config.ParamCount())
@@ -153,7 +148,7 @@ func (st *StepTime) extrapolate(train []EnvShape) {
 	st.Assumptions = append(st.Assumptions,
 		fmt.Sprintf("decode step: %s at 1 sequence, %s at %d, interpolated linearly to the step's slots", st.Decode1, st.DecodeN, st.DecodeBatch),
 		fmt.Sprintf("prefill %s/token; training %s/token measured on a %d-token micro-batch", st.PrefillPerToken, st.TrainPerToken, st.TrainTokens),
-		"every completion runs to max_tokens; attention's growth with context length and eval time are not included")
+		"every completion runs to max_tokens; attention's growth with context length, choosing tokens from the logits, rewards and eval are not timed")
 }
 
 // decodeStep interpolates one decode step of slots sequences.
@@ -165,29 +160,38 @@ func (st *StepTime) decodeStep(slots int) time.Duration {
 	return st.Decode1 + time.Duration(max(per, 0)*float64(slots-1))
 }
 
-// generate times one sampler run of b prompts of promptLen tokens, each
-// sampling maxTokens tokens (no stop token, so each runs to the cap).
-func generate(ctx context.Context, m *model.Model, b, promptLen, maxTokens int) (time.Duration, error) {
-	s, err := sampler.New(m, nil, sampler.Config{Slots: b, MaxLen: promptLen + maxTokens + 1})
-	if err != nil {
-		return 0, err
-	}
-	defer s.Close()
-	prompts := make([][]int32, b)
-	params := make([]sampler.Params, b)
+// timeForward times what the sampler's forward calls cost: one prefill of
+// b prompts of promptLen tokens, then steps decode calls of one token for
+// each of the b sequences (the mean is returned), logits downloaded as the
+// sampler does. Choosing the token from the logits is not timed.
+func timeForward(m *model.Model, b, promptLen, steps int) (prefill, decode time.Duration, err error) {
+	cache := m.NewKVCache(b, promptLen+steps)
+	defer cache.Free()
 	v := int32(m.Config.VocabSize)
-	for i := range prompts {
+	var batch model.Batch
+	rows := make([]int32, b)
+	for i := range b {
 		for j := range promptLen {
-			prompts[i] = append(prompts[i], int32(i*7919+j*104729)%v)
+			batch.Add(i, j, int32(i*7919+j*104729)%v)
 		}
-		params[i] = sampler.DefaultParams()
-		params[i].MaxTokens, params[i].Seed = maxTokens, uint64(i)
+		rows[i] = int32(batch.Len() - 1)
 	}
 	t0 := time.Now()
-	if _, err := s.Generate(ctx, prompts, params); err != nil {
-		return 0, fmt.Errorf("warm-up generation: %w", err)
+	if _, err := m.Logits(cache, &batch, rows); err != nil {
+		return 0, 0, fmt.Errorf("warm-up prefill: %w", err)
 	}
-	return time.Since(t0), nil
+	prefill = time.Since(t0)
+	t0 = time.Now()
+	for s := range steps {
+		var d model.Batch
+		for i := range b {
+			d.Add(i, promptLen+s, int32(i+s)%v)
+		}
+		if _, err := m.Logits(cache, &d, nil); err != nil {
+			return 0, 0, fmt.Errorf("warm-up decode: %w", err)
+		}
+	}
+	return prefill, time.Since(t0) / time.Duration(steps), nil
 }
 
 // warmupSample is one rollout of n trained positions: a quarter prompt,

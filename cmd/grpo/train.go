@@ -15,10 +15,11 @@ import (
 
 func init() {
 	var output, resume, device string
+	var force bool // grpo estimate's guard: start even when the estimate does not fit
 	register(&command{
 		name:    "train",
 		summary: "train a LoRA adapter with GRPO from a config file",
-		usage:   "CONFIG.toml [--output DIR] [--device cpu|cuda] | --resume RUN_DIR",
+		usage:   "CONFIG.toml [--output DIR] [--device cpu|cuda] [--force] | --resume RUN_DIR",
 		help: `Runs GRPO with LoRA as the config says (the TOML schema of Prime Intellect
 Lab's configs/rl/*.toml plus grpo's [lora], [loss], [optimizer], [checkpoint];
 every key is documented in docs/config.md). Shows a progress bar and one line
@@ -40,6 +41,7 @@ Examples:
 			fs.StringVar(&output, "output", "", "run directory (default runs/<name>-<time>)")
 			fs.StringVar(&resume, "resume", "", "continue the run in this directory from its newest checkpoint")
 			fs.StringVar(&device, "device", "", "override the config's device: cpu, or cuda in a binary built with -tags cuda")
+			fs.BoolVar(&force, "force", false, "start even when the memory estimate (grpo estimate) exceeds the free memory")
 		},
 		run: func(args []string) error {
 			var path string
@@ -78,6 +80,12 @@ Examples:
 			opts = append(opts, trainer.WithConfigText(text))
 			ctx, stop := interruptContext()
 			defer stop()
+			// grpo estimate's guard (estimate.go): refuse a run that cannot fit.
+			if !force {
+				if err := checkFits(ctx, cfg); err != nil {
+					return err
+				}
+			}
 			res, err := trainer.New(cfg, opts...).Run(ctx)
 			if err != nil {
 				if errors.Is(err, trainer.ErrInterrupted) {

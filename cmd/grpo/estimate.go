@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/grpo-dev/grpo/trainer"
+)
+
+func init() {
+	var noMeasure, asJSON bool
+	var shape, device string
+	register(&command{
+		name:    "estimate",
+		summary: "estimate a config's memory and time per step before training",
+		usage:   "CONFIG.toml [--no-measure] [--json] [--shape NAME] [--device cpu|cuda]",
+		help: `Prints the parameters, the memory the run will hold (base weights, LoRA
+parameters and AdamW moments, the sampler's KV cache for batch_size rollouts of
+prompt + max_tokens, and one training micro-batch's activations), the peak and
+whether it fits in the free memory, and a time per step from a short measured
+warm-up on the real model (random weights of the same shape when the weights
+are not downloaded). The exit code is 0 whether or not the run fits;
+'grpo train' refuses to start a run that does not fit unless --force.
+
+The model's shape comes from its local directory or the Hugging Face cache, or
+else from its config.json alone; --shape estimates for a named shape without
+reading the model at all. Prompt lengths come from rendering the environments'
+examples with the model's tokenizer when it is at hand.
+
+Examples:
+  grpo estimate examples/configs/gsm8k.toml
+  grpo estimate examples/configs/gsm8k.toml --shape qwen3-1.7b --no-measure
+  grpo estimate my.toml --json`,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&noMeasure, "no-measure", false, "skip the timed warm-up (minutes for a large model on the CPU)")
+			fs.BoolVar(&asJSON, "json", false, "print the estimate as JSON")
+			fs.StringVar(&shape, "shape", "", "estimate for a named model shape instead of the config's model (grpo bench --help lists them)")
+			fs.StringVar(&device, "device", "", "override the config's device: cpu or cuda")
+		},
+		run: func(args []string) error {
+			if len(args) != 1 {
+				return usagef("give one config file, e.g. grpo estimate examples/configs/gsm8k.toml")
+			}
+			cfg, err := loadTrainConfig(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, stop := interruptContext()
+			defer stop()
+			e, err := trainer.EstimateRun(ctx, cfg, trainer.EstimateRunOptions{
+				Shape: shape, Device: device, Measure: !noMeasure, Log: os.Stderr})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeEstimateJSON(os.Stdout, e)
+			}
+			writeEstimate(os.Stdout, e)
+			return nil
+		},
+	})
+}
+
+// loadTrainConfig parses and checks a run config as grpo train does.
+func loadTrainConfig(path string) (*trainer.Config, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := trainer.ParseConfig(text, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func writeEstimate(w io.Writer, e *trainer.Estimate) {
+	fmt.Fprintf(w, "model %s on %s: %s base parameters, %s trainable (LoRA)\n\n",
+		e.Model, e.Device, commas(e.BaseParams), commas(e.TrainableParams))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "phase\titem\tsize\tdetail")
+	for _, it := range e.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Phase, it.Name, trainer.FormatBytes(it.Bytes), it.Detail)
+	}
+	for _, ph := range []string{trainer.PhaseSampling, trainer.PhaseTraining, trainer.PhaseEval} {
+		if b := e.PhaseBytes(ph); b > 0 {
+			fmt.Fprintf(tw, "\tresident + %s\t%s\t\n", ph, trainer.FormatBytes(e.PhaseBytes(trainer.PhaseResident)+b))
+		}
+	}
+	fmt.Fprintf(tw, "\tpeak (%s)\t%s\t\n", e.PeakPhase, trainer.FormatBytes(e.Peak))
+	tw.Flush()
+	if e.Time != nil {
+		fmt.Fprintf(w, "\ntime: %s\n", e.Time.Summary())
+	}
+	fmt.Fprintln(w, "\nassumptions:")
+	notes := e.Assumptions
+	if e.Time != nil {
+		notes = append(append([]string(nil), notes...), e.Time.Assumptions...)
+	}
+	for _, a := range notes {
+		fmt.Fprintf(w, "  - %s\n", a)
+	}
+	fmt.Fprintf(w, "\n%s\n", e.Verdict())
+}
+
+// commas writes 596049920 as 596,049,920.
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+type estimateJSON struct {
+	Model           string            `json:"model"`
+	Device          string            `json:"device"`
+	BaseParams      int64             `json:"base_params"`
+	TrainableParams int64             `json:"trainable_params"`
+	Items           []trainer.MemItem `json:"items"`
+	PeakBytes       int64             `json:"peak_bytes"`
+	PeakPhase       string            `json:"peak_phase"`
+	AvailableBytes  *int64            `json:"available_bytes"`
+	AvailableSource string            `json:"available_source,omitempty"`
+	Fits            *bool             `json:"fits"`
+	Verdict         string            `json:"verdict"`
+	Time            *timeJSON         `json:"time,omitempty"`
+	Assumptions     []string          `json:"assumptions"`
+}
+
+type timeJSON struct {
+	StepSeconds     float64  `json:"step_s"`
+	GenerateSeconds float64  `json:"generate_s"`
+	TrainSeconds    float64  `json:"train_s"`
+	TotalSeconds    float64  `json:"total_s"`
+	Steps           int      `json:"steps"`
+	WarmupSeconds   float64  `json:"warmup_s"`
+	Assumptions     []string `json:"assumptions"`
+}
+
+func writeEstimateJSON(w io.Writer, e *trainer.Estimate) error {
+	out := estimateJSON{Model: e.Model, Device: e.Device, BaseParams: e.BaseParams, TrainableParams: e.TrainableParams,
+		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions}
+	if e.Available != nil {
+		out.AvailableSource = e.Available.Source
+		if e.Available.Known {
+			out.AvailableBytes = &e.Available.Bytes
+		}
+	}
+	if fits, ok := e.Fits(); ok {
+		out.Fits = &fits
+	}
+	if t := e.Time; t != nil {
+		out.Time = &timeJSON{StepSeconds: t.Step.Seconds(), GenerateSeconds: t.Generate.Seconds(), TrainSeconds: t.Train.Seconds(),
+			TotalSeconds: t.Total.Seconds(), Steps: t.Steps, WarmupSeconds: t.Warmup.Seconds(), Assumptions: t.Assumptions}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// checkFits is grpo train's guard: estimate the run without a warm-up and
+// refuse it when its peak exceeds the free memory. Unknown free memory
+// (the cuda backend cannot report it yet) lets the run start.
+func checkFits(ctx context.Context, cfg *trainer.Config) error {
+	e, err := trainer.EstimateRun(ctx, cfg, trainer.EstimateRunOptions{})
+	if err != nil {
+		return fmt.Errorf("memory estimate: %w (pass --force to skip the check)", err)
+	}
+	if fits, ok := e.Fits(); ok && !fits {
+		return fmt.Errorf("the run needs an estimated %s at peak (%s) but only %s is free (%s); %s (see 'grpo estimate CONFIG'), or pass --force to start anyway",
+			trainer.FormatBytes(e.Peak), e.PeakPhase, trainer.FormatBytes(e.Available.Bytes), e.Available.Source, e.Advice())
+	}
+	return nil
+}
