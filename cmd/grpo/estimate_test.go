@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/trainer"
+)
+
+// writeConfig writes a run config for model (a hub id or a directory) on
+// the builtin reverse-text environment, which needs no network.
+func writeConfig(t *testing.T, model string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.toml")
+	text := `model = "` + model + `"
+max_steps = 3
+batch_size = 256
+rollouts_per_example = 8
+[sampling]
+max_tokens = 512
+[[env]]
+id = "reverse-text"
+`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestEstimateCommandJSON(t *testing.T) {
+	cfg := writeConfig(t, "Qwen/Qwen3-0.6B")
+	for _, c := range []struct {
+		free string
+		fits bool
+	}{{"1T", true}, {"1G", false}} {
+		t.Setenv(trainer.FakeMemAvailableEnv, c.free)
+		code, out, errOut := runCaptured(t, "estimate", cfg, "--shape", "qwen3-0.6b", "--no-measure", "--json")
+		if code != 0 {
+			t.Fatalf("free %s: exit %d: %s", c.free, code, errOut)
+		}
+		var got struct {
+			BaseParams      int64  `json:"base_params"`
+			TrainableParams int64  `json:"trainable_params"`
+			PeakBytes       int64  `json:"peak_bytes"`
+			Fits            *bool  `json:"fits"`
+			Verdict         string `json:"verdict"`
+			Items           []struct {
+				Phase string `json:"phase"`
+				Name  string `json:"name"`
+				Bytes int64  `json:"bytes"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if got.BaseParams != 596_049_920 || got.TrainableParams != 10_092_544 || got.Fits == nil || *got.Fits != c.fits {
+			t.Errorf("free %s: %+v", c.free, got)
+		}
+		var weights int64
+		for _, it := range got.Items {
+			if it.Name == "base weights" {
+				weights = it.Bytes
+			}
+		}
+		if weights != 596_049_920*4 {
+			t.Errorf("base weights %d bytes, want f32 on cpu", weights)
+		}
+		if !c.fits && !strings.Contains(got.Verdict, "does not fit") {
+			t.Errorf("verdict %q", got.Verdict)
+		}
+	}
+}
+
+func TestEstimateCommandTable(t *testing.T) {
+	t.Setenv(trainer.FakeMemAvailableEnv, "64G")
+	cfg := writeConfig(t, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny"))
+	code, out, errOut := runCaptured(t, "estimate", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"131,520 base parameters", "KV cache reverse-text", "peak (", "time: ≈", "/step", "fits: uses"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errOut := runCaptured(t, "estimate", cfg, "--shape", "qwen9-huge"); code != 1 || !strings.Contains(errOut, "qwen3-0.6b") {
+		t.Errorf("unknown shape: exit %d, %s", code, errOut)
+	}
+	if code, _, _ := runCaptured(t, "estimate"); code != 2 {
+		t.Errorf("no config: exit %d, want 2 (usage)", code)
+	}
+}
+
+// grpo train refuses a run that cannot fit before creating anything, in
+// one line that names the estimate, the free memory and --force.
+func TestTrainRefusesWhenTooBig(t *testing.T) {
+	t.Setenv(trainer.FakeMemAvailableEnv, "1K")
+	cfg := writeConfig(t, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny"))
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, errOut := runCaptured(t, "train", cfg, "--output", out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, errOut)
+	}
+	line := strings.TrimSpace(errOut)
+	for _, want := range []string{"at peak", "1.0 KiB is free", trainer.FakeMemAvailableEnv, "--force", "lower micro_batch_tokens"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("refusal lacks %q: %s", want, line)
+		}
+	}
+	if strings.Count(line, "\n") != 0 {
+		t.Errorf("refusal is not one line:\n%s", errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused run created %s", out)
+	}
+}
