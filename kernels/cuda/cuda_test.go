@@ -5,6 +5,7 @@ package cuda
 import (
 	"testing"
 
+	"github.com/grpo-dev/grpo/kernels/cuda/modeltest"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
@@ -25,4 +26,23 @@ func TestConformanceOnGPU(t *testing.T) {
 	}()
 	t.Run("forward", func(t *testing.T) { kerneltest.Run(t, b) })
 	t.Run("train", func(t *testing.T) { kerneltest.RunTrain(t, b) })
+}
+
+// TestFullModelOnGPU runs the full-model check (kernels/cuda/modeltest) on
+// the real device: the tiny models' logits — every golden length, prefill
+// and decode — and GRPO loss and LoRA gradients against the CPU backend
+// and the PyTorch goldens. Needs a GPU and the repository's testdata (run
+// from kernels/cuda, as scripts/gpu-check.sh does).
+func TestFullModelOnGPU(t *testing.T) {
+	d, err := openDriver(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(d)
+	defer func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	modeltest.Run(t, b, "../../testdata", modeltest.Options{MaxPrefill: 256, MaxDecode: 256})
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+// Peaks of an H200 SXM (NVIDIA's datasheet): dense BF16 tensor-core
+// throughput, plain FP32 (CUDA cores: what cuBLAS Sgemm without TF32 runs
+// on, so what the cuda backend's f32 GEMMs can reach today), and HBM3e
+// bandwidth. The bench reports its figures against these so a GPU number
+// reads as a fraction of what the hardware can do, not as a bare rate.
+const (
+	h200BF16FLOPs = 989e12
+	h200FP32FLOPs = 67e12
+	h200HBMBytes  = 4.8e12
+)
+
+// linearFLOPs is the multiply-add work per token of every projection and
+// the LM head (2 FLOPs per weight); the embedding is a gather and costs
+// none.
+func linearFLOPs(c *model.Config) float64 {
+	h, i, hd := float64(c.HiddenSize), float64(c.IntermediateSize), float64(c.HeadDim)
+	q, kv := float64(c.NumHeads)*hd, float64(c.NumKVHeads)*hd
+	layer := h*q + 2*h*kv + q*h + 3*h*i
+	return 2 * (float64(c.NumLayers)*layer + float64(c.VocabSize)*h)
+}
+
+// attentionFLOPs is the work per token of attention over ctx cached
+// positions: QKᵀ and P·V, 2·headDim FLOPs each per head and position.
+func attentionFLOPs(c *model.Config, ctx float64) float64 {
+	return 4 * float64(c.NumLayers*c.NumHeads*c.HeadDim) * ctx
+}
+
+// kvBytes is the KV cache (f32) that one decode step of one sequence
+// reads at context length ctx.
+func kvBytes(c *model.Config, ctx float64) float64 {
+	return 2 * 4 * float64(c.NumLayers*c.NumKVHeads*c.HeadDim) * ctx
+}
+
+// rooflineFigures turns bench's rates into fractions of the H200's peaks:
+// prefill and train as MFU (achieved FLOP/s over peak; an f32 model's
+// GEMMs run at most at the FP32 peak, so both are given), decode as the
+// fraction of HBM bandwidth its weight and KV-cache reads use.
+// weightBytes is the size of the weights a forward reads (4 per parameter
+// for f32). A figure whose rate is 0 (skipped) is left out. The counts
+// are the standard model: train = forward + the backward's input
+// gradients (the base is frozen: no weight gradients, so 2× the linear
+// work) + attention backward at 2× its forward; the rank-r LoRA products
+// add 2·r·(in+out) per projection, under 1% at rank 16, and are left out.
+func rooflineFigures(c *model.Config, weightBytes float64, o benchOpts, prefill, decode, train float64) []benchResult {
+	var out []benchResult
+	mfu := func(name string, tokPerSec, flopsPerToken float64) {
+		f := tokPerSec * flopsPerToken
+		out = append(out,
+			benchResult{name + " TFLOP/s", f / 1e12, "TFLOP/s"},
+			benchResult{name + " MFU of bf16 peak", 100 * f / h200BF16FLOPs, "%"},
+			benchResult{name + " of fp32 peak", 100 * f / h200FP32FLOPs, "%"})
+	}
+	if prefill > 0 {
+		// Causal prefill: token t attends to t+1 positions, (n+1)/2 on average.
+		mfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, linearFLOPs(c)+attentionFLOPs(c, float64(o.prefill+1)/2))
+	}
+	if decode > 0 {
+		ctx := float64(o.prefill) + float64(o.decode+1)/2
+		stepsPerSec := decode / float64(o.batch)
+		bytes := weightBytes + float64(o.batch)*(kvBytes(c, ctx)+4*float64(c.VocabSize))
+		out = append(out,
+			benchResult{fmt.Sprintf("decode batch %d HBM", o.batch), stepsPerSec * bytes / 1e9, "GB/s"},
+			benchResult{fmt.Sprintf("decode batch %d of HBM peak", o.batch), 100 * stepsPerSec * bytes / h200HBMBytes, "%"})
+	}
+	if train > 0 {
+		mfu(fmt.Sprintf("lora train %dx%d", o.trainSeqs, o.trainLen), train, 2*linearFLOPs(c)+3*attentionFLOPs(c, float64(o.trainLen+1)/2))
+	}
+	return out
+}

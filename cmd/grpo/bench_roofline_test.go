@@ -1,0 +1,65 @@
+package main
+
+import (
+	"math"
+	"testing"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+// TestLinearFLOPsMatchParamCount checks the per-token GEMM work against
+// the model package's own parameter count: every parameter but the norms
+// (and a separate embedding table) is a matmul weight, 2 FLOPs each.
+func TestLinearFLOPsMatchParamCount(t *testing.T) {
+	for _, name := range []string{"qwen3-0.6b", "qwen2.5-0.5b", "llama-3.2-1b"} {
+		c, ok := model.Shape(name)
+		if !ok {
+			t.Fatalf("shape %s missing", name)
+		}
+		h := int64(c.HiddenSize)
+		notMatmul := int64(c.NumLayers)*2*h + h // input and post-attention norms, final norm
+		if c.Arch().QKNorm {
+			notMatmul += int64(c.NumLayers) * 2 * int64(c.HeadDim)
+		}
+		if c.Arch().QKVBias || c.AttentionBias {
+			notMatmul += int64(c.NumLayers) * int64(c.NumHeads+2*c.NumKVHeads) * int64(c.HeadDim)
+		}
+		if !c.TieWordEmbeddings {
+			notMatmul += int64(c.VocabSize) * h // the embedding table, gathered
+		}
+		want := 2 * float64(c.ParamCount()-notMatmul)
+		if got := linearFLOPs(c); got != want {
+			t.Errorf("%s: linearFLOPs %.6g, want 2·(params − norms − biases) = %.6g", name, got, want)
+		}
+	}
+}
+
+// TestRooflineFigures checks one figure of each kind by hand.
+func TestRooflineFigures(t *testing.T) {
+	c := &model.Config{ModelType: "qwen3", HiddenSize: 4, IntermediateSize: 8, NumLayers: 1, NumHeads: 2,
+		NumKVHeads: 1, HeadDim: 2, VocabSize: 10, TieWordEmbeddings: true}
+	o := benchOpts{batch: 2, prefill: 3, decode: 2, trainSeqs: 1, trainLen: 3}
+	// linear per token: 2·(4·4 + 2·4·2 + 4·4 + 3·4·8 + 10·4) = 2·184 = 368.
+	if got := linearFLOPs(c); got != 368 {
+		t.Fatalf("linearFLOPs = %v, want 368", got)
+	}
+	figs := map[string]float64{}
+	for _, r := range rooflineFigures(c, 1000, o, 1e9, 1e6, 0) {
+		figs[r.Name] = r.Value
+	}
+	// prefill: mean context 2, attention 4·1·2·2·2 = 32; (368+32)·1e9 FLOP/s = 0.4 TFLOP/s.
+	if got := figs["prefill 2x3 TFLOP/s"]; math.Abs(got-0.4) > 1e-12 {
+		t.Errorf("prefill TFLOP/s = %v, want 0.4", got)
+	}
+	if got, want := figs["prefill 2x3 MFU of bf16 peak"], 100*0.4e12/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+		t.Errorf("prefill MFU = %v, want %v", got, want)
+	}
+	// decode: context 3 + 1.5 = 4.5; per step 1000 B of weights + 2 sequences ·
+	// (KV 2·4·1·1·2·4.5 = 72 B + logits 40 B) = 1224 B; 5e5 steps/s → 0.612 GB/s.
+	if got := figs["decode batch 2 HBM"]; math.Abs(got-0.612) > 1e-12 {
+		t.Errorf("decode GB/s = %v, want 0.612", got)
+	}
+	if _, ok := figs["lora train 1x3 TFLOP/s"]; ok {
+		t.Error("a skipped train figure (rate 0) was reported")
+	}
+}
