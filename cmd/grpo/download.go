@@ -80,7 +80,7 @@ Environment:
 			if err != nil {
 				return err
 			}
-			fmt.Println(dir)
+			fmt.Fprintln(stdout, dir)
 			return nil
 		},
 	})

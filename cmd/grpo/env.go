@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -62,7 +61,7 @@ Environments in ./environments/ of the workspace are found too.`,
 			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show)`)
 			fs.BoolVar(&envFlags.force, "force", false, "replace an installed environment of the same id (install)")
 		},
-		run: func(args []string) error { return runEnv(os.Stdout, args) },
+		run: func(args []string) error { return runEnv(stdout, args) },
 	})
 }
 

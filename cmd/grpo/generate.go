@@ -159,7 +159,7 @@ func generate(m *model.Model, tok *tokenizer.Tokenizer, ids []int32, p sampler.P
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(stdout)
 	for i, tr := range turns {
 		shown := tr.Tokens
 		if tr.StopToken {
@@ -173,9 +173,9 @@ func generate(m *model.Model, tok *tokenizer.Tokenizer, ids []int32, p sampler.P
 			continue
 		}
 		if n > 1 {
-			fmt.Printf("--- completion %d (%s) ---\n", i, tr.FinishReason)
+			fmt.Fprintf(stdout, "--- completion %d (%s) ---\n", i, tr.FinishReason)
 		}
-		fmt.Println(text)
+		fmt.Fprintln(stdout, text)
 	}
 	return nil
 }

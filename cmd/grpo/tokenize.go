@@ -64,7 +64,7 @@ Examples:
 				f := false
 				enc.thinking = &f
 			}
-			out := bufio.NewWriter(os.Stdout)
+			out := bufio.NewWriter(stdout)
 			defer out.Flush()
 			if !jsonl {
 				ids, err := enc.encode(tokenizer.Message{Role: "user", Content: args[0]}, nil)
