@@ -56,7 +56,7 @@ func Collect(check func(TB)) []string {
 // CheckLogits is the logits check of model name (one of Models), as Run
 // runs it.
 func CheckLogits(t TB, be kernels.Backend, testdata, name string, o Options) {
-	checkLogits(t, be, testdata, name, o)
+	checkLogits(t, be, testdata, filepath.Join(testdata, "models", name), name, true, o)
 }
 
 // CheckGrads is the own-batch gradient check of model name, as Run runs it.

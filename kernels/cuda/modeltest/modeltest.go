@@ -66,13 +66,31 @@ const (
 func Run(t *testing.T, be kernels.Backend, testdata string, o Options) {
 	t.Run("logits", func(t *testing.T) {
 		for _, name := range Models {
-			t.Run(name, func(t *testing.T) { checkLogits(t, be, testdata, name, o) })
+			t.Run(name, func(t *testing.T) {
+				checkLogits(t, be, testdata, filepath.Join(testdata, "models", name), name, true, o)
+			})
 		}
+		t.Run(bf16Qwen2, func(t *testing.T) {
+			checkLogits(t, be, testdata, qwen2BF16(t, testdata), "qwen2-tiny", false, o)
+		})
 	})
 	t.Run("golden-loss", func(t *testing.T) { checkGoldenLoss(t, be, testdata) })
 	t.Run("grads", func(t *testing.T) {
 		for _, name := range Models {
 			t.Run(name, func(t *testing.T) { checkGrads(t, be, filepath.Join(testdata, "models", name)) })
 		}
+		t.Run(bf16Qwen2, func(t *testing.T) { checkGrads(t, be, qwen2BF16(t, testdata)) })
 	})
+}
+
+// bf16Qwen2 is qwen2-tiny with every tensor rounded to bf16, biases
+// included (writeBF16Copy), checked against the CPU backend only.
+const bf16Qwen2 = "qwen2-tiny-as-bf16"
+
+func qwen2BF16(t *testing.T, testdata string) string {
+	dir := t.TempDir()
+	if err := writeBF16Copy(dir, filepath.Join(testdata, "models", "qwen2-tiny")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
