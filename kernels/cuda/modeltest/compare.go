@@ -43,8 +43,9 @@ func (d diff) String() string { return fmt.Sprintf("NMSE %.2g, max-abs %.2g", d.
 
 // worst keeps the largest diff seen and where.
 type worst struct {
-	d     diff
-	where string
+	d      diff
+	where  string
+	golden float64 // logits only: max |Δ| against PyTorch
 }
 
 func (w *worst) add(d diff, where string) {
