@@ -63,8 +63,9 @@ type EnvShape struct {
 	// are Examples × Rollouts.
 	Examples, Rollouts int
 	// PromptTokens is the longest rendered prompt; 0 means unknown, and
-	// AssumedPromptTokens is used.
-	PromptTokens int
+	// AssumedPromptTokens is used. It sizes memory (the KV cache fits the
+	// longest); MeanPromptTokens, when known, sizes time.
+	PromptTokens, MeanPromptTokens int
 	// MaxTurns is the most model turns of an episode (1 for single-turn).
 	MaxTurns int
 	// MaxTokens caps each model turn ([sampling] or [eval.sampling]).

@@ -186,10 +186,15 @@ func probeEnvs(cfg *Config, tok *tokenizer.Tokenizer) (train, eval []EnvShape, n
 		if tok == nil {
 			return
 		}
+		sum, n := 0, 0
 		for _, ex := range exs[:min(len(exs), promptSample)] {
 			if ids, err := env.RenderPrompt(tok, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
 				s.PromptTokens = max(s.PromptTokens, len(ids))
+				sum, n = sum+len(ids), n+1
 			}
+		}
+		if n > 0 {
+			s.MeanPromptTokens = (sum + n - 1) / n
 		}
 		if len(exs) > promptSample {
 			notes = append(notes, fmt.Sprintf("env %s: longest prompt among the first %d of %d %s examples: %d tokens", s.Name, promptSample, len(exs), split, s.PromptTokens))

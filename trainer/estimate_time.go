@@ -107,11 +107,30 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train 
 
 	perToken := 6 * float64(base.Config.ParamCount())
 	st.TrainTokens = max(16, min(cfg.MicroBatchTokens, 512, int(warmupBudget(device)/perToken)))
-	t0 := time.Now()
-	if _, err := PolicyGradient(policy, []Sample{warmupSample(st.TrainTokens, base.Config.VocabSize)}, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
-		return nil, fmt.Errorf("warm-up micro-batch: %w", err)
+	// Sequences as long as the config's (mean prompt + max_tokens), since
+	// attention's share grows with length; the faster of two runs when the
+	// first is quick, as a loaded machine only ever adds time.
+	length := min(st.TrainTokens, max(2, meanPrompt(train)+cfg.Sampling.MaxTokens))
+	samples := warmupSamples(st.TrainTokens, length, base.Config.VocabSize)
+	tokens := 0
+	for i := range samples {
+		tokens += seqLen(&samples[i])
 	}
-	st.TrainPerToken = time.Since(t0) / time.Duration(st.TrainTokens)
+	for try := 0; try < 2; try++ {
+		t0 := time.Now()
+		if _, err := PolicyGradient(policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
+			return nil, fmt.Errorf("warm-up micro-batch: %w", err)
+		}
+		d := time.Since(t0)
+		if try == 0 || d/time.Duration(tokens) < st.TrainPerToken {
+			st.TrainPerToken = d / time.Duration(tokens)
+		}
+		if d > 2*time.Second {
+			break
+		}
+	}
+	ad.ZeroGrad()
+	st.TrainTokens = tokens
 	var params []Param
 	for _, p := range ad.Params() {
 		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
@@ -120,7 +139,7 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train 
 	if err != nil {
 		return nil, err
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if _, err := opt.Update(cfg.MaxSteps); err != nil {
 		return nil, err
 	}
@@ -131,16 +150,20 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train 
 }
 
 // extrapolate scales the measured rates to a step: per environment, every
-// rollout's prompt is prefilled, then max_tokens decode steps of all its
+// rollout's prompt (of mean length when known) is prefilled, then max_tokens decode steps of all its
 // rollouts at once per turn; every token is trained once; one update.
 func (st *StepTime) extrapolate(train []EnvShape) {
 	var gen, tr time.Duration
 	for _, s := range train {
 		slots := max(1, s.Examples*s.Rollouts)
 		turns := max(1, s.MaxTurns)
-		gen += time.Duration(slots*s.PromptTokens) * st.PrefillPerToken
+		prompt := s.PromptTokens
+		if s.MeanPromptTokens > 0 {
+			prompt = s.MeanPromptTokens
+		}
+		gen += time.Duration(slots*prompt) * st.PrefillPerToken
 		gen += time.Duration(s.MaxTokens*turns) * st.decodeStep(slots)
-		tr += time.Duration(slots*(s.PromptTokens+s.MaxTokens*turns)) * st.TrainPerToken
+		tr += time.Duration(slots*(prompt+s.MaxTokens*turns)) * st.TrainPerToken
 	}
 	st.Generate, st.Train = gen, tr+st.Update
 	st.Step = st.Generate + st.Train
@@ -149,6 +172,18 @@ func (st *StepTime) extrapolate(train []EnvShape) {
 		fmt.Sprintf("decode step: %s at 1 sequence, %s at %d, interpolated linearly to the step's slots", st.Decode1, st.DecodeN, st.DecodeBatch),
 		fmt.Sprintf("prefill %s/token; training %s/token measured on a %d-token micro-batch", st.PrefillPerToken, st.TrainPerToken, st.TrainTokens),
 		"every completion runs to max_tokens; attention's growth with context length, choosing tokens from the logits, rewards and eval are not timed")
+}
+
+// meanPrompt is the mean prompt length of the first environment (the
+// longest when the mean is unknown).
+func meanPrompt(train []EnvShape) int {
+	if len(train) == 0 {
+		return AssumedPromptTokens
+	}
+	if train[0].MeanPromptTokens > 0 {
+		return train[0].MeanPromptTokens
+	}
+	return train[0].PromptTokens
 }
 
 // decodeStep interpolates one decode step of slots sequences.
@@ -192,6 +227,16 @@ func timeForward(m *model.Model, b, promptLen, steps int) (prefill, decode time.
 		}
 	}
 	return prefill, time.Since(t0) / time.Duration(steps), nil
+}
+
+// warmupSamples are rollouts of seqLen tokens (a quarter prompt) with
+// arbitrary valid tokens, n positions in all (at least one rollout).
+func warmupSamples(n, seqLen, vocab int) []Sample {
+	var out []Sample
+	for left := n; left > 0 || len(out) == 0; left -= seqLen {
+		out = append(out, warmupSample(max(1, min(seqLen, left)), vocab))
+	}
+	return out
 }
 
 // warmupSample is one rollout of n trained positions: a quarter prompt,
