@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -94,6 +95,6 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 	}
 	compareStats(t, st, cpuSt)
 	w := compareGrads(t, grads, cpuGrads)
-	t.Logf("loss %.6g (CPU %.6g), %d tokens, clipped %.2g, KL %.3g; gradients against the CPU backend: %s (%s)",
-		st.Loss, cpuSt.Loss, st.Tokens, st.ClipRegion, st.KL, w.d, w.where)
+	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g, KL %.3g; gradients against the CPU backend: %s (%s)",
+		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, st.KL, w.d, w.where)
 }
