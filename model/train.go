@@ -102,17 +102,23 @@ func (tr *Trace) Free() {
 // LoRA parameter into its DA and DB. Frozen weights get no gradient.
 func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	a := &arena{be: be}
-	defer a.free()
 	n, h, v := tr.n, c.HiddenSize, c.VocabSize
-	dlogits := a.alloc(kernels.F32, n*v)
+	// Scratch is freed as soon as it is dead: the head's (n × vocab) before
+	// the layers run, each layer's before the next, so the peak is the
+	// larger of the head's and one layer's, not their sum.
+	head := &arena{be: be}
+	dlogits := head.alloc(kernels.F32, n*v)
 	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, n, v)
-	dhF := a.alloc(kernels.F32, n*h)
+	dhF := head.alloc(kernels.F32, n*h)
 	be.MatMul(dhF, dlogits, m.W.LMHead, n, h, v, false, false, 1, 0)
-	dx := a.alloc(kernels.F32, n*h)
+	dx := be.Alloc(kernels.F32, n*h)
+	defer be.Free(dx)
 	be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+	head.free()
 	for l := len(tr.layers) - 1; l >= 0; l-- {
-		tr.layerBackward(a, l, dx, l > 0)
+		layer := &arena{be: be}
+		tr.layerBackward(layer, l, dx, l > 0)
+		layer.free()
 	}
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("backward on %s: %w", be.Name(), err)

@@ -358,10 +358,12 @@ func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev s
 //	then either the KL reference (beta > 0): a second trace without LoRA,
 //	  freed before anything below is allocated,
 //	or the loss inputs (trainer/loss.go): old, adv, w, loss, dlogp (5),
-//	  ref (1 with beta > 0), and the backward arena (model/train.go Backward, freed at its end): dlogits
-//	  vocab, dhF, dx (2h); per layer 3·inter (dAct, dGate, dUp) + h (dh2)
-//	  + 2q (dAttn, dq) + 2kv (dK, dV cache-shaped) + 2kv (dk, dv)
-//	  + rank per adapted proj (dy·B), + h (dh1) in all layers but the first
+//	  ref (1 with beta > 0), and the backward scratch (model/train.go
+//	  Backward): dx (h) for the whole pass, plus the larger of the head's
+//	  dlogits + dhF (vocab + h, freed before the layers) and one layer's
+//	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
+//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h (dh1),
+//	  freed before the next layer
 //
 // so the phase holds trace + max(reference, loss + backward).
 //
@@ -389,7 +391,10 @@ func (e *Estimate) trainingItems(cfg *Config, mc *model.Config, targets, longest
 	if cfg.Loss.Beta > 0 {
 		loss++
 	}
-	backward := n*loss*f32Bytes + n*(v+2*h+L*(3*inter+h+2*q+4*kv+lr)+(L-1)*h)*f32Bytes
+	// Backward frees the head's scratch before the layers and each layer's
+	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
+	// and one layer (with dh1).
+	backward := n*loss*f32Bytes + n*(h+max(v+h, 3*inter+h+2*q+4*kv+lr+h))*f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		ref = n*(head+L*perLayer)*f32Bytes + cache

@@ -28,11 +28,7 @@ func playEpisodes(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer,
 	if tl, ok := e.(env.TurnLimiter); ok {
 		turns = max(1, tl.MaxTurns())
 	}
-	maxLen := longest + p.MaxTokens*turns + replyBudget*(turns-1)
-	if mp := m.Config.MaxPositions; mp > 0 {
-		maxLen = min(maxLen, mp)
-	}
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: max(maxLen, 1)})
+	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLen(m.Config, longest, p.MaxTokens, turns)})
 	if err != nil {
 		return nil, err
 	}
