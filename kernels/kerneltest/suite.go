@@ -68,7 +68,12 @@ func Cases() []Case {
 // Run runs every case as a subtest t.Run(op, t.Run(name)).
 func Run(t *testing.T, b kernels.Backend) {
 	t.Helper()
-	cs := Cases()
+	runCases(t, b, Cases())
+}
+
+// runCases runs cases, grouped by op, as subtests.
+func runCases(t *testing.T, b kernels.Backend, cs []Case) {
+	t.Helper()
 	for start := 0; start < len(cs); {
 		end := start
 		for end < len(cs) && cs[end].Op == cs[start].Op {
@@ -90,13 +95,15 @@ func Run(t *testing.T, b kernels.Backend) {
 
 // Check runs every case whose Op is in ops (all cases when ops is empty)
 // and returns the failures joined, each prefixed "Op/Name: ", or nil.
-func Check(b kernels.Backend, ops ...string) error {
+func Check(b kernels.Backend, ops ...string) error { return checkCases(b, Cases(), ops) }
+
+func checkCases(b kernels.Backend, cs []Case, ops []string) error {
 	want := map[string]bool{}
 	for _, op := range ops {
 		want[op] = true
 	}
 	var errs []error
-	for _, c := range Cases() {
+	for _, c := range cs {
 		if len(ops) > 0 && !want[c.Op] {
 			continue
 		}

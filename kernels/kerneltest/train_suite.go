@@ -1,8 +1,6 @@
 package kerneltest
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -61,69 +59,18 @@ func TrainCases() []Case {
 }
 
 // RunTrain runs every training case as a subtest t.Run(op, t.Run(name)).
-// b must also implement kernels.TrainOps.
 func RunTrain(t *testing.T, b kernels.Backend) {
 	t.Helper()
-	if _, ok := b.(kernels.TrainOps); !ok {
-		t.Fatalf("backend %q (%T) does not implement kernels.TrainOps", b.Name(), b)
-	}
-	cs := TrainCases()
-	for start := 0; start < len(cs); {
-		end := start
-		for end < len(cs) && cs[end].Op == cs[start].Op {
-			end++
-		}
-		group := cs[start:end]
-		t.Run(group[0].Op, func(t *testing.T) {
-			for _, c := range group {
-				t.Run(c.Name, func(t *testing.T) {
-					if err := c.Check(b); err != nil {
-						t.Error(err)
-					}
-				})
-			}
-		})
-		start = end
-	}
+	runCases(t, b, TrainCases())
 }
 
 // CheckTrain runs every training case whose Op is in ops (all of them when
 // ops is empty) and returns the failures joined, each prefixed "Op/Name: ",
 // or nil. It is Check for the training suite, for tests that prove a
 // broken backend is caught.
-func CheckTrain(b kernels.Backend, ops ...string) error {
-	want := map[string]bool{}
-	for _, op := range ops {
-		want[op] = true
-	}
-	var errs []error
-	for _, c := range TrainCases() {
-		if len(ops) > 0 && !want[c.Op] {
-			continue
-		}
-		if err := c.Check(b); err != nil {
-			errs = append(errs, fmt.Errorf("%s/%s: %w", c.Op, c.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// trainOps returns b's training ops, or an error naming the backend.
-func trainOps(b kernels.Backend) (kernels.TrainOps, error) {
-	t, ok := b.(kernels.TrainOps)
-	if !ok {
-		return nil, fmt.Errorf("backend %q (%T) does not implement kernels.TrainOps", b.Name(), b)
-	}
-	return t, nil
-}
+func CheckTrain(b kernels.Backend, ops ...string) error { return checkCases(b, TrainCases(), ops) }
 
 // trainCase builds a Case whose check receives the training ops.
 func trainCase(op, name string, check func(b kernels.Backend, tb kernels.TrainOps) error) Case {
-	return Case{Op: op, Name: name, check: func(b kernels.Backend) error {
-		tb, err := trainOps(b)
-		if err != nil {
-			return err
-		}
-		return check(b, tb)
-	}}
+	return Case{Op: op, Name: name, check: func(b kernels.Backend) error { return check(b, b) }}
 }
