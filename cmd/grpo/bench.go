@@ -121,12 +121,22 @@ func runBench(o benchOpts) error {
 	if o.decode > 0 {
 		add(fmt.Sprintf("decode batch %d", o.batch), decode, "tok/s")
 	}
+	var train float64
 	if o.trainSeqs > 0 {
-		train, err := benchTrain(m, o)
-		if err != nil {
+		if train, err = benchTrain(m, o); err != nil {
 			return err
 		}
 		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
+	}
+	if be.Name() == "cuda" {
+		// Random-shape models hold f32 weights; a bf16 checkpoint half that.
+		weightBytes := 4 * float64(m.Config.ParamCount())
+		if m.Config.TorchDType == "bfloat16" && o.model != "" {
+			weightBytes /= 2
+		}
+		for _, r := range rooflineFigures(m.Config, weightBytes, o, prefill, decode, train) {
+			add(r.Name, r.Value, r.Unit)
+		}
 	}
 	if !o.noMatmul {
 		for _, s := range [][3]int{{512, 512, 512}, {512, 2048, 512}} {
