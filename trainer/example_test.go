@@ -39,7 +39,9 @@ func (echo) Rubric() *rubric.Rubric {
 // oneTurn ends the episode after the model's first answer.
 type oneTurn struct{}
 
-func (oneTurn) Respond(context.Context, string) ([]rubric.Message, bool, error) { return nil, true, nil }
+func (oneTurn) Respond(context.Context, string) ([]rubric.Message, bool, error) {
+	return nil, true, nil
+}
 
 // Train a LoRA adapter on a custom Go environment and watch each step.
 func ExampleNew() {
