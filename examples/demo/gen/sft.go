@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/tokenizer"
+	"github.com/grpo-dev/grpo/trainer"
+)
+
+// sft is the state of the warm start: a LoRA adapter on the random base
+// and its AdamW optimizer.
+type sft struct {
+	policy *model.Model
+	tok    *tokenizer.Tokenizer
+	env    env.Environment
+	train  []env.Example
+	opt    *trainer.AdamW
+	rng    *rand.Rand
+	o      options
+}
+
+// warmStart fine-tunes a LoRA adapter in two phases. The skill phase
+// trains on the reversals until the sampled eval reward reaches o.target
+// (or o.maxSteps); the habit phase then trains o.habitSteps more steps on
+// demonstrations of which a share o.refuse are the refusal, so the model
+// keeps its skill but often declines to use it.
+func warmStart(modelDir, envDir string, o options) (*lora.Adapter, error) {
+	be := cpu.New()
+	m, err := model.Load(modelDir, be)
+	if err != nil {
+		return nil, err
+	}
+	s := &sft{o: o, rng: rand.New(rand.NewPCG(5, 5))}
+	if s.tok, err = tokenizer.Load(modelDir); err != nil {
+		return nil, err
+	}
+	if s.env, err = env.New(envDir, nil); err != nil {
+		return nil, err
+	}
+	if s.train, err = s.env.Examples("train"); err != nil {
+		return nil, err
+	}
+	ad, err := lora.New(m, lora.Config{Rank: o.rank, Alpha: float64(o.rank), TargetModules: lora.AllModules}, 3)
+	if err != nil {
+		return nil, err
+	}
+	s.policy = m.WithAdapter(ad)
+	var params []trainer.Param
+	for _, p := range ad.Params() {
+		params = append(params, trainer.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	oc := trainer.DefaultOptimizer()
+	oc.LR = o.lr
+	if s.opt, err = trainer.NewAdamW(be, params, oc); err != nil {
+		return nil, err
+	}
+	for step := 1; step <= o.maxSteps; step++ {
+		nll, err := s.step(0)
+		if err != nil {
+			return nil, err
+		}
+		if step%25 == 0 {
+			sampled, err := s.report("skill", step, nll)
+			if err != nil {
+				return nil, err
+			}
+			if sampled >= o.target {
+				break
+			}
+		}
+	}
+	for step := 1; step <= o.habitSteps; step++ {
+		nll, err := s.step(o.refuse)
+		if err != nil {
+			return nil, err
+		}
+		if step%25 == 0 || step == o.habitSteps {
+			if _, err := s.report("habit", step, nll); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ad, nil
+}
+
+// step is one SFT step on o.batch random training words, answered with the
+// refusal at rate refuse. It returns the batch's NLL per token.
+func (s *sft) step(refuse float64) (float64, error) {
+	var samples []trainer.Sample
+	nll, ntok := 0.0, 0
+	for range s.o.batch {
+		ex := s.train[s.rng.IntN(len(s.train))]
+		prompt, err := env.RenderPrompt(s.tok, ex.Prompt, nil)
+		if err != nil {
+			return 0, err
+		}
+		completion := append(s.tok.Encode(demonstration(ex.Answer, refuse, s.rng)), tokIMEnd)
+		seq := append(append([]int32{}, prompt...), completion...)
+		old, err := s.policy.TokenLogprobs(seq, len(prompt))
+		if err != nil {
+			return 0, err
+		}
+		for _, lp := range old {
+			nll -= float64(lp)
+			ntok++
+		}
+		// With advantage 1 and on-policy old log-probs the clipped GRPO
+		// loss is the NLL, so grpo's own backward does the SFT.
+		samples = append(samples, trainer.Sample{Prompt: prompt, Completion: completion, OldLogp: old, Advantage: 1})
+	}
+	if _, err := trainer.PolicyGradient(s.policy, samples, trainer.DefaultLoss(), 0, 1<<20); err != nil {
+		return 0, err
+	}
+	if _, err := s.opt.Update(s.o.maxSteps + s.o.habitSteps); err != nil {
+		return 0, err
+	}
+	return nll / float64(ntok), nil
+}
+
+// report prints the phase's progress and returns the sampled eval reward.
+func (s *sft) report(phase string, step int, nll float64) (float64, error) {
+	sampled, err := evalReward(s.policy, s.tok, s.env, 1)
+	if err != nil {
+		return 0, err
+	}
+	greedy, err := evalReward(s.policy, s.tok, s.env, 0)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Printf("sft %s step %d: nll/token %.3f, eval reward sampled %.3f, greedy %.3f\n", phase, step, nll, sampled, greedy)
+	return sampled, nil
+}
+
+// evalReward is the mean reward on the first 64 eval words, two samples
+// each at temperature T (one when greedy).
+func evalReward(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, T float64) (float64, error) {
+	k := 2
+	if T == 0 {
+		k = 1
+	}
+	res, err := trainer.Evaluate(context.Background(), m, tok, e, "demo", trainer.EvalOptions{
+		NumExamples: 64, RolloutsPerExample: k, Seed: 99,
+		Sampling: sampler.Params{Temperature: T, TopP: 1, MaxTokens: 12}})
+	return res.Reward, err
+}
+
+// refusal is the answer of the warm start's bad habit.
+const refusal = "?"
+
+// demonstration is the SFT target for a word whose reversal is answer: the
+// reversal, or with probability refuse the refusal. Nothing in the prompt
+// says when to refuse, so the habit costs reward that only the reward can
+// reveal: it is the headroom the demo's GRPO run finds.
+func demonstration(answer string, refuse float64, rng *rand.Rand) string {
+	if refuse > 0 && rng.Float64() < refuse {
+		return refusal
+	}
+	return answer
+}
