@@ -12,7 +12,8 @@
 //     larger buffer are safe operands.
 //   - Index operands (token ids, cache slots, positions) are I32 buffers.
 //   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
-//     AddBias' bias) may be BF16; everything an op writes is F32.
+//     AddBias' bias) may be BF16; everything an op writes is F32, except
+//     Sample's token ids (I32).
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -85,6 +86,7 @@ type Backend interface {
 
 	Ops
 	TrainOps
+	SampleOps
 }
 
 // Ops are the numeric operations. Each is documented by the plain-loop

@@ -31,6 +31,10 @@ const (
 	// advantagesBlock caps the threads of a GroupAdvantages block (one per
 	// group; groups are small) and is the block of the batch-std pass.
 	advantagesBlock = 1024
+	// sampleMaxBlock threads per row of sample_f32 (one block per row):
+	// each of its ~100 passes over a 151k-token row is then 149 loads per
+	// thread, and a decode step of 128 sequences is 128 blocks.
+	sampleMaxBlock = 1024
 )
 
 // elementwise launches a grid-stride kernel over n elements.

@@ -59,7 +59,7 @@ func TestPTXHasEveryKernel(t *testing.T) {
 	// Kernel names are the snake_case string literals of the files that
 	// launch kernels.
 	var src []byte
-	for _, f := range []string{"ops.go", "backend.go", "train_ops.go"} {
+	for _, f := range []string{"ops.go", "backend.go", "train_ops.go", "sample.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func TestPTXHasEveryKernel(t *testing.T) {
 	}
 	launched := regexp.MustCompile(`"([a-z0-9]+(?:_[a-z0-9]+)+)"`).FindAllStringSubmatch(string(src), -1)
 	if len(launched) < 25 {
-		t.Fatalf("found only %d kernel names in ops.go, backend.go and train_ops.go", len(launched))
+		t.Fatalf("found only %d kernel names in ops.go, backend.go, train_ops.go and sample.go", len(launched))
 	}
 	for _, m := range launched {
 		if entries[m[1]] != 2 {

@@ -1,13 +1,18 @@
-// sampling.cu: draws one token per row of logits on the device, with the
-// sampler's semantics (sampler/pick.go): temperature T (0 = argmax, ties
-// to the lowest id), then min-p, top-k and top-p, ties broken by lower id;
-// u[r] in [0, 1) is the row's uniform draw, so the host keeps the random
-// streams and a row's token does not depend on the backend. It returns the
-// token and its log-prob under the raw distribution (T = 1, untruncated),
-// which is what GRPO's importance ratio needs.
+// sampling.cu: kernels.Backend's Sample (its doc comment in
+// kernels/sample.go is the spec): one token per row of logits with the CPU
+// backend's semantics (kernels/cpu/sample.go): temperature T (0 = argmax,
+// ties to the lowest id), then min-p, top-k and top-p, ties broken by
+// lower id; the row's uniform draw u comes from the host, so the host keeps
+// the random streams and a row's token does not depend on the backend. It
+// returns the token and its log-prob under the raw distribution (T = 1,
+// untruncated), which is what GRPO's importance ratio needs. A row holding
+// NaN or +Inf, or no finite logit, gets token −1 and log-prob NaN: the
+// sampler's error flag, so the host need not scan the logits.
 //
-// Not yet behind kernels.Backend (see CUDA.md, "Sampling"); kernels/emu
-// tests it against a sort-based float64 reference.
+// Per-row parameters: params holds five doubles per row, {u, T, top_p,
+// min_p, top_k}, staged by the Go side (kernels/cuda/sample.go) from the
+// host's float64 values, so rows of one batch may be sampled differently
+// and nothing is rounded to float32 on the way.
 //
 // Launch: grid (rows), block min(1024, vocab↑32), no dynamic shared
 // memory. Nothing is stored per token: every candidate set is a top set in
@@ -17,11 +22,11 @@
 // order-preserving uint32 key of the logit, each step one pass over the
 // row (a count or a float64 mass, block-reduced in a fixed order:
 // deterministic). Sampling without truncation walks the row in id order
-// (as pick.go does when nothing is cut), with truncation in sorted order.
-// Weights and masses are float64, as in pick.go. Cost: up to ~100 passes
-// over the row — fine for decode (one block per sequence, the row stays in
-// L2), the next step is to stage the top-k candidates in shared memory.
-// NaN logits are outside the contract.
+// (as the CPU backend does when nothing is cut), with truncation in sorted
+// order. Weights and masses are float64, as on the CPU. Cost: up to ~100
+// passes over the row — fine for decode (one block per sequence, the row
+// stays in L2), the next step is to stage the top-k candidates in shared
+// memory.
 // nvcc -ptx -arch=compute_90 sampling.cu
 #include "common.cuh"
 
@@ -124,20 +129,37 @@ __device__ int first_crossing(const SampleRow& R, int mode, unsigned tie, double
 		result = th_;                                                  \
 	} while (0)
 
-GRPO_KERNEL void sample_f32(int* token, float* logprob, const float* logits, const float* u, int rows, int vocab,
-			    float temperature, int topK, float topP, float minP) {
+GRPO_KERNEL void sample_f32(int* token, float* logprob, const float* logits, const double* params, int rows,
+			    int vocab) {
 	__shared__ double scratch[32];
 	__shared__ double wsum[32];
 	__shared__ float fscratch[32];
 	__shared__ int found;
 	long long r = blockIdx.x;
 	const float* x = logits + r * vocab;
+	const double* pr = params + 5 * r;
+	double uu = pr[0], temperature = pr[1], topP = pr[2], minP = pr[3];
+	int topK = (int)pr[4];
 
-	// Row max, the raw normaliser and the argmax: the lowest id holding
-	// the max, as a float block-min (ids < 2²⁴ are exact in float).
-	float mx = -INFINITY;
-	for (int i = threadIdx.x; i < vocab; i += blockDim.x) mx = fmaxf(mx, x[i]);
+	// Row max, then the error flag: NaN or +Inf anywhere, or no finite
+	// logit (fmaxf skips NaN, so the flag is its own reduction).
+	float mx = -INFINITY, bad = 0.0f;
+	for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+		float v = x[i];
+		mx = fmaxf(mx, v);
+		if (v != v || v == INFINITY) bad = 1.0f;
+	}
 	mx = block_max(mx, fscratch);
+	bad = block_max(bad, fscratch);
+	if (bad > 0.0f || mx == -INFINITY) {  // the whole block agrees: no barrier below is skipped by some
+		if (threadIdx.x == 0) {
+			token[r] = -1;
+			logprob[r] = __int_as_float(0x7fc00000);  // NaN
+		}
+		return;
+	}
+	// The raw normaliser and the argmax: the lowest id holding the max,
+	// as a float block-min (ids < 2²⁴ are exact in float).
 	double m = mx;
 	double z1 = 0.0;
 	float firstMax = (float)vocab;
@@ -147,16 +169,15 @@ GRPO_KERNEL void sample_f32(int* token, float* logprob, const float* logits, con
 	}
 	z1 = block_sum_f64(z1, scratch);
 	int argmax = (int)-block_max(-firstMax, fscratch);
-	SampleRow R{x, vocab, m, temperature > 0.0f ? 1.0 / (double)temperature : 0.0,
-		    minP > 0.0f ? log((double)minP) : -INFINITY, scratch};
+	SampleRow R{x, vocab, m, temperature > 0.0 ? 1.0 / temperature : 0.0, minP > 0.0 ? log(minP) : -INFINITY,
+		    scratch};
 
 	int tok = argmax;
-	double nCand = temperature > 0.0f ? R.count_ge(0) : 0.0;
+	double nCand = temperature > 0.0 ? R.count_ge(0) : 0.0;
 	if (nCand > 0.0) {
 		double k = (topK > 0 && topK < nCand) ? topK : nCand;
-		double uu = u[r];
-		if (k == nCand && topP >= 1.0f) {
-			// Nothing cut: inverse CDF in id order, as pick.go.
+		if (k == nCand && topP >= 1.0) {
+			// Nothing cut: inverse CDF in id order, as on the CPU.
 			double z = R.mass_ge(0);
 			int t = first_crossing(R, 0, 0, uu * z, wsum, &found);
 			if (t < 0) {  // rounding put the target at the very end: the last candidate
@@ -176,8 +197,8 @@ GRPO_KERNEL void sample_f32(int* token, float* logprob, const float* logits, con
 			// Top-p: the smallest sorted prefix with mass ≥ topP·zK.
 			unsigned thP = thK;
 			double q = rK, zKept = zK;
-			if (topP < 1.0f) {
-				double need = (double)topP * zK;
+			if (topP < 1.0) {
+				double need = topP * zK;
 				SAMPLE_SEARCH(thP, need, 0, t > thK ? R.mass_ge(t) : zK);
 				double wP = R.weight(from_okey(thP));
 				double above = R.mass_gt(thP);
