@@ -23,7 +23,13 @@
 // top-k, top-p. (vLLM's older v0 sampler applied min-p last; the two orders
 // differ only when top-p and min-p are both on.)
 //
-// The sampling math runs on the host in float64 over the downloaded logits
-// row; top-k and top-p use a heap (partial selection), never a full sort
-// of the vocabulary.
+// Sampling runs on the backend (kernels.SampleOps.Sample, whose doc is the
+// exact spec): the logits stay where Forward left them, and one decode
+// step downloads a token id and a log-prob per sequence. Each row carries
+// its own sequence's parameters, so sequences sampled differently share a
+// step. The random streams stay on the host: each sequence draws one
+// uniform u per sampled token from its own PCG (none at temperature 0) and
+// hands it to the op, so a token depends on neither the batch nor the
+// backend. Rows whose logits hold NaN or +Inf come back flagged and end
+// Run with an error naming the value, the sequence and the token id.
 package sampler

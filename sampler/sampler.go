@@ -3,11 +3,9 @@ package sampler
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -33,12 +31,16 @@ type Config struct {
 // Sampler generates for many sequences at once over one model and one KV
 // cache. It is used by one goroutine at a time.
 type Sampler struct {
-	m       *model.Model
-	dec     Decoder
-	cfg     Config
-	cache   *model.KVCache
-	free    []int // free slots, used as a stack
-	pickers []picker
+	m     *model.Model
+	dec   Decoder
+	cfg   Config
+	cache *model.KVCache
+	free  []int // free slots, used as a stack
+	// host staging of one decode step's Sample call, reused across steps
+	u      []float64
+	params []kernels.SampleParams
+	toks   []int32
+	lps    []float32
 }
 
 // New allocates a sampler and its KV cache. dec may be nil when no
@@ -59,7 +61,6 @@ func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
 	for i := cfg.Slots - 1; i >= 0; i-- {
 		s.free = append(s.free, i)
 	}
-	s.pickers = make([]picker, max(1, min(cfg.Slots, runtime.GOMAXPROCS(0))))
 	return s, nil
 }
 
@@ -179,14 +180,15 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 				ready = append(ready, q)
 			}
 		}
-		logits, err := s.m.Logits(s.cache, &b, rows)
+		logits, err := s.m.Forward(s.cache, &b, rows)
 		if err != nil {
 			return fmt.Errorf("sampler: %w", err)
 		}
-		if err := checkFinite(logits, vocab); err != nil {
+		err = s.sampleRows(logits, vocab, ready)
+		s.m.Backend.Free(logits)
+		if err != nil {
 			return err
 		}
-		s.sampleRows(logits, vocab, ready)
 		next := live[:0]
 		for _, q := range live {
 			if !q.done {
@@ -196,40 +198,6 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 		live = next
 	}
 	return nil
-}
-
-// sampleRows draws the next token of each ready sequence from its logits
-// row, spread over the pickers. Each sequence draws from its own stream,
-// so the split does not change any result.
-func (s *Sampler) sampleRows(logits []float32, vocab int, ready []*Seq) {
-	one := func(pk *picker, i int) {
-		q := ready[i]
-		row := logits[i*vocab : (i+1)*vocab]
-		u := 0.0
-		if q.params.Temperature > 0 {
-			u = q.rng.Float64() // exactly one draw per sampled token
-		}
-		tok, lp := pk.pick(row, &q.params, u)
-		q.accept(tok, lp, s.dec)
-	}
-	w := min(len(s.pickers), len(ready))
-	if w <= 1 {
-		for i := range ready {
-			one(&s.pickers[0], i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for g := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < len(ready); i += w {
-				one(&s.pickers[g], i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // Generate samples one turn for each prompt with its params and returns
@@ -270,15 +238,4 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, params []Para
 		lo += n
 	}
 	return out, nil
-}
-
-// checkFinite refuses logits holding NaN or +Inf: sampling from them would
-// pick tokens at random and report meaningless log-probs.
-func checkFinite(logits []float32, vocab int) error {
-	for i, x := range logits {
-		if x != x || math.IsInf(float64(x), 1) {
-			return fmt.Errorf("sampler: the model's logits hold %v (sequence %d of the batch, token id %d): the weights or the adapter contain NaN or overflow", x, i/vocab, i%vocab)
-		}
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package cpu_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -124,5 +125,34 @@ func TestSampleRejectsBadArguments(t *testing.T) {
 			}()
 			be.Sample(tok, lp, logits, 2, 4, c.u, c.p)
 		}()
+	}
+}
+
+// BenchmarkSampleStep151k is one decode step of 16 sequences over Qwen's
+// vocabulary, the parameters mixed as in sampler's golden test (default,
+// greedy, top-k, top-p, min-p, all four).
+func BenchmarkSampleStep151k(b *testing.B) {
+	const vocab, rows = 151_936, 16
+	be := cpu.New()
+	rng := rand.New(rand.NewPCG(1, 2))
+	host := make([]float32, rows*vocab)
+	for i := range host {
+		host[i] = float32(rng.NormFloat64() * 3)
+	}
+	logits, tok, lp := be.Alloc(kernels.F32, rows*vocab), be.Alloc(kernels.I32, rows), be.Alloc(kernels.F32, rows)
+	be.Upload(logits, host)
+	mix := []kernels.SampleParams{
+		{Temperature: 1, TopP: 1}, {Temperature: 0, TopP: 1}, {Temperature: 0.7, TopP: 1, TopK: 20},
+		{Temperature: 1, TopP: 0.8}, {Temperature: 1.4, TopP: 1, MinP: 0.05}, {Temperature: 0.9, TopP: 0.95, MinP: 0.01, TopK: 60},
+	}
+	p, u := make([]kernels.SampleParams, rows), make([]float64, rows)
+	for r := range p {
+		p[r] = mix[r%len(mix)]
+	}
+	for b.Loop() {
+		for r := range u {
+			u[r] = rng.Float64()
+		}
+		be.Sample(tok, lp, logits, rows, vocab, u, p)
 	}
 }
