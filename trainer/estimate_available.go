@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/grpo-dev/grpo/kernels"
 )
 
 // Available is the memory a run may use on its device.
@@ -24,9 +26,13 @@ type Available struct {
 const FakeMemAvailableEnv = "GRPO_FAKE_MEMAVAILABLE"
 
 // AvailableMemory reports the free memory of device: on "cpu" the
-// kernel's MemAvailable (/proc/meminfo, Linux only). The cuda backend
-// cannot report free device memory (kernels/cuda has no cuMemGetInfo
-// call), so there it is unknown and no check can be made.
+// kernel's MemAvailable (/proc/meminfo, Linux only); on any other device
+// what its backend reports through kernels.MemoryReporter (cuda:
+// cuMemGetInfo; emu: the host's MemAvailable). The backend is opened for
+// the question and closed again, so on cuda this costs a context and the
+// PTX load once more (the driver caches the compiled kernels). A backend
+// that is not in this binary, or cannot report, leaves the memory unknown
+// and the run unchecked.
 func AvailableMemory(device string) (Available, error) {
 	if v := os.Getenv(FakeMemAvailableEnv); v != "" {
 		n, err := parseBytes(v)
@@ -35,13 +41,30 @@ func AvailableMemory(device string) (Available, error) {
 		}
 		return Available{Bytes: n, Known: true, Source: FakeMemAvailableEnv}, nil
 	}
-	switch device {
-	case "cpu":
+	if device == "cpu" {
 		return memAvailable("/proc/meminfo")
-	case "cuda":
-		return Available{Source: "the cuda backend cannot report free device memory yet; check nvidia-smi"}, nil
 	}
-	return Available{Source: fmt.Sprintf("free memory of device %q is unknown", device)}, nil
+	return backendMemory(device), nil
+}
+
+// backendMemory asks device's backend for its free memory.
+func backendMemory(device string) Available {
+	be, err := kernels.Open(device)
+	if err != nil {
+		return Available{Source: fmt.Sprintf("free memory of device %q unknown: %v", device, err)}
+	}
+	if c, ok := be.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	r, ok := be.(kernels.MemoryReporter)
+	if !ok {
+		return Available{Source: fmt.Sprintf("the %s backend cannot report free memory", be.Name())}
+	}
+	free, total, err := r.MemInfo()
+	if err != nil {
+		return Available{Source: fmt.Sprintf("free memory of device %q unknown: %v", device, err)}
+	}
+	return Available{Bytes: free, Known: true, Source: fmt.Sprintf("free memory of the %s device, of %s in all", be.Name(), FormatBytes(total))}
 }
 
 // memAvailable reads MemAvailable from a meminfo file; a system without

@@ -235,6 +235,17 @@ func (d *driverDevice) Sgemm(transA, transB bool, m, n, k int, alpha float32, a 
 	return d.do(func() error { return d.blas.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
 }
 
+// MemInfo is cuMemGetInfo in the backend's context: free and total bytes
+// of the GPU, other processes' allocations counted as used.
+func (d *driverDevice) MemInfo() (free, total int64, err error) {
+	err = d.do(func() error {
+		var e error
+		free, total, e = cu.MemInfo()
+		return wrap("cuMemGetInfo", e)
+	})
+	return free, total, err
+}
+
 func (d *driverDevice) Sync() error {
 	return d.do(func() error { return wrap("cuStreamSynchronize", d.stream.Synchronize()) })
 }
