@@ -1,0 +1,71 @@
+//go:build slow
+
+// Package demo_test runs the CPU demo end to end and checks its promise:
+// grpo train examples/demo.toml finishes in under 10 minutes on 2 cores and
+// the mean reward of its last 10% of steps beats its first 10% by at least
+// 0.2. It takes minutes, so it sits behind the slow build tag:
+//
+//	go test -tags slow -run TestDemo ./examples/demo/
+package demo_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/grpo-dev/grpo/trainer"
+)
+
+const (
+	minGain  = 0.2
+	maxWall  = 10 * time.Minute
+	repoRoot = "../.."
+)
+
+func TestDemo(t *testing.T) {
+	out := t.TempDir()
+	// The config names the model and environment relative to the
+	// repository root, where the README runs it.
+	t.Chdir(repoRoot)
+	cfg, err := trainer.LoadConfig("examples/demo.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), maxWall)
+	defer cancel()
+	start := time.Now()
+	res, err := trainer.New(cfg, trainer.WithOutput(out)).Run(ctx)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatalf("after %v: %v", wall.Round(time.Second), err)
+	}
+	if res.Steps != cfg.MaxSteps {
+		t.Fatalf("ran %d steps, want %d", res.Steps, cfg.MaxSteps)
+	}
+	s, err := trainer.Summarize(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gain := s.LastReward - s.FirstReward
+	t.Logf("%d steps in %v: reward first 10%% %.3f, last 10%% %.3f, gain %+.3f; eval at step %d %.3f",
+		s.Steps, wall.Round(time.Second), s.FirstReward, s.LastReward, gain, s.EvalStep, s.EvalReward)
+	if wall > maxWall {
+		t.Errorf("took %v, want at most %v", wall.Round(time.Second), maxWall)
+	}
+	if gain < minGain {
+		t.Errorf("reward gain %.3f (first 10%% %.3f, last 10%% %.3f), want at least %.1f", gain, s.FirstReward, s.LastReward, minGain)
+	}
+	for _, f := range []string{"eval.jsonl", "rewards.png", "adapter"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	if !s.HasEval || s.EvalStep != cfg.MaxSteps {
+		t.Errorf("last eval at step %d (present: %v), want one at step %d", s.EvalStep, s.HasEval, cfg.MaxSteps)
+	}
+}
