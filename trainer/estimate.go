@@ -335,11 +335,9 @@ func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev s
 		int64(mc.NumLayers)*int64(targets)*n*int64(cfg.LoRA.Rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
-	copies := int64(1)
-	if dev == "cpu" {
-		copies = 2
-	}
-	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+copies*v)*f32Bytes + slots*4,
+	// The logits stay on the backend (Backend.Sample returns only tokens and
+	// log-probs).
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+v)*f32Bytes + slots*4,
 		Detail: fmt.Sprintf("%d rows × %d vocab", slots, v)})
 	return p
 }
