@@ -48,7 +48,9 @@ func bytesToUnicode() []rune {
 }
 
 // WriteByteTokenizer writes tokenizer.json and tokenizer_config.json of the
-// byte tokenizer into dir.
+// byte tokenizer into dir: Qwen's normalizer and split pre-tokenizer over a
+// byte-level vocabulary with no merges, so the code paths of real Qwen
+// tokenizers run on 259 tokens.
 func WriteByteTokenizer(dir string) error {
 	vocab := map[string]int{}
 	for b, r := range bytesToUnicode() {
@@ -60,23 +62,29 @@ func WriteByteTokenizer(dir string) error {
 	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil,
-		"added_tokens":   []any{special(EndOfText, "<|endoftext|>"), special(IMStart, "<|im_start|>"), special(IMEnd, "<|im_end|>")},
-		"normalizer":     nil,
-		"pre_tokenizer":  byteLevel,
+		"added_tokens": []any{special(EndOfText, "<|endoftext|>"), special(IMStart, "<|im_start|>"), special(IMEnd, "<|im_end|>")},
+		"normalizer":   map[string]any{"type": "NFC"},
+		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`},
+				"behavior": "Isolated", "invert": false},
+			byteLevel}},
 		"post_processor": byteLevel,
 		"decoder":        byteLevel,
 		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": "",
 			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
 			"vocab": vocab, "merges": []any{}},
 	}
-	cfg := map[string]any{"add_bos_token": false, "bos_token": nil, "eos_token": "<|im_end|>",
-		"pad_token": "<|endoftext|>", "chat_template": chatTemplate}
+	cfg := map[string]any{
+		"add_bos_token": false, "bos_token": nil, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+		"model_max_length": 256, "tokenizer_class": "Qwen2Tokenizer", "chat_template": chatTemplate,
+		"clean_up_tokenization_spaces": false, "errors": "replace", "split_special_tokens": false,
+	}
 	for name, v := range map[string]any{"tokenizer.json": tok, "tokenizer_config.json": cfg} {
-		data, err := json.Marshal(v)
+		data, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o644); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"os"
 	"path/filepath"
 
@@ -76,7 +77,7 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(raw)
-	if err := writeTokenizer(raw); err != nil {
+	if err := tinymodel.WriteByteTokenizer(raw); err != nil {
 		return err
 	}
 	if err := writeRandomModel(raw, o); err != nil {

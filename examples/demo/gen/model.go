@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,10 +20,10 @@ func modelConfig(o options) map[string]any {
 		"architectures": []string{"Qwen3ForCausalLM"}, "model_type": "qwen3",
 		"hidden_size": o.hidden, "intermediate_size": 3 * o.hidden, "num_hidden_layers": o.layers,
 		"num_attention_heads": o.hidden / o.headDim, "num_key_value_heads": o.hidden / o.headDim / 2, "head_dim": o.headDim,
-		"vocab_size": vocabSize, "max_position_embeddings": 256, "rms_norm_eps": 1e-6,
+		"vocab_size": tinymodel.VocabSize, "max_position_embeddings": 256, "rms_norm_eps": 1e-6,
 		"rope_theta": o.ropeTheta, "tie_word_embeddings": true, "hidden_act": "silu",
 		"attention_bias": false, "torch_dtype": "float32",
-		"bos_token_id": tokEndOfText, "eos_token_id": tokIMEnd,
+		"bos_token_id": tinymodel.EndOfText, "eos_token_id": tinymodel.IMEnd,
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
 
 	"github.com/grpo-dev/grpo/env"
@@ -101,7 +102,7 @@ func (s *sft) step(refuse float64) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		completion := append(s.tok.Encode(demonstration(ex.Answer, refuse, s.rng)), tokIMEnd)
+		completion := append(s.tok.Encode(demonstration(ex.Answer, refuse, s.rng)), tinymodel.IMEnd)
 		seq := append(append([]int32{}, prompt...), completion...)
 		old, err := s.policy.TokenLogprobs(seq, len(prompt))
 		if err != nil {
