@@ -11,9 +11,10 @@ import (
 // Backend implements kernels.Backend over a Device. Like a CUDA stream, it
 // is meant to be driven by one goroutine at a time.
 type Backend struct {
-	dev  Device
-	err  error // first error since the last Sync
-	pool pool
+	dev   Device
+	err   error // first error since the last Sync
+	pool  pool
+	stage stager
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -22,6 +23,7 @@ var _ kernels.Backend = (*Backend)(nil)
 func New(dev Device) *Backend {
 	b := &Backend{dev: dev}
 	b.pool.dev = dev
+	b.stage.dev = dev
 	return b
 }
 
@@ -47,10 +49,21 @@ func (b *Backend) Sync() error {
 	return err
 }
 
-// Close frees the scratch pool and releases the device. Buffers still
-// allocated are released with it.
+// Close frees the scratch pool and the staging buffers and releases the
+// device. Buffers still allocated are released with it.
 func (b *Backend) Close() error {
-	return errors.Join(b.pool.release(), b.dev.Close())
+	return errors.Join(b.stage.release(), b.pool.release(), b.dev.Close())
+}
+
+// upload copies host memory to the device through the staging buffers;
+// src may be reused as soon as it returns.
+func (b *Backend) upload(dst DevicePtr, src unsafe.Pointer, bytes int) {
+	b.fail(b.stage.upload(dst, src, bytes))
+}
+
+// download copies device memory to the host after all work issued so far.
+func (b *Backend) download(dst unsafe.Pointer, src DevicePtr, bytes int) {
+	b.fail(b.stage.download(dst, src, bytes))
 }
 
 // buf checks that x is a live buffer of this backend with at least n
@@ -136,7 +149,7 @@ func (b *Backend) Upload(dst kernels.Buffer, src []float32) {
 		return
 	}
 	if d.dt == kernels.F32 {
-		b.fail(b.dev.CopyHtoD(d.ptr, unsafe.Pointer(&src[0]), d.bytes()))
+		b.upload(d.ptr, unsafe.Pointer(&src[0]), d.bytes())
 		return
 	}
 	// BF16: stage as f32 and round on the device (f32_to_bf16), so the
@@ -146,7 +159,7 @@ func (b *Backend) Upload(dst kernels.Buffer, src []float32) {
 		return
 	}
 	defer b.pool.put(tmp, 4*len(src))
-	b.fail(b.dev.CopyHtoD(tmp, unsafe.Pointer(&src[0]), 4*len(src)))
+	b.upload(tmp, unsafe.Pointer(&src[0]), 4*len(src))
 	b.elementwise("f32_to_bf16", len(src), d.ptr, tmp, int32(len(src)))
 }
 
@@ -159,7 +172,7 @@ func (b *Backend) UploadBF16(dst kernels.Buffer, src []uint16) {
 		return
 	}
 	if d.dt == kernels.BF16 {
-		b.fail(b.dev.CopyHtoD(d.ptr, unsafe.Pointer(&src[0]), d.bytes()))
+		b.upload(d.ptr, unsafe.Pointer(&src[0]), d.bytes())
 		return
 	}
 	tmp, ok := b.scratch(2 * len(src))
@@ -167,7 +180,7 @@ func (b *Backend) UploadBF16(dst kernels.Buffer, src []uint16) {
 		return
 	}
 	defer b.pool.put(tmp, 2*len(src))
-	b.fail(b.dev.CopyHtoD(tmp, unsafe.Pointer(&src[0]), 2*len(src)))
+	b.upload(tmp, unsafe.Pointer(&src[0]), 2*len(src))
 	b.elementwise("bf16_to_f32", len(src), d.ptr, tmp, int32(len(src)))
 }
 
@@ -179,7 +192,7 @@ func (b *Backend) UploadI32(dst kernels.Buffer, src []int32) {
 	if len(src) == 0 || !usable(d) {
 		return
 	}
-	b.fail(b.dev.CopyHtoD(d.ptr, unsafe.Pointer(&src[0]), d.bytes()))
+	b.upload(d.ptr, unsafe.Pointer(&src[0]), d.bytes())
 }
 
 func (b *Backend) Download(dst []float32, src kernels.Buffer) {
@@ -191,7 +204,7 @@ func (b *Backend) Download(dst []float32, src kernels.Buffer) {
 		return
 	}
 	if s.dt == kernels.F32 {
-		b.fail(b.dev.CopyDtoH(unsafe.Pointer(&dst[0]), s.ptr, s.bytes()))
+		b.download(unsafe.Pointer(&dst[0]), s.ptr, s.bytes())
 		return
 	}
 	tmp, ok := b.scratch(4 * len(dst))
@@ -200,7 +213,7 @@ func (b *Backend) Download(dst []float32, src kernels.Buffer) {
 	}
 	defer b.pool.put(tmp, 4*len(dst))
 	b.elementwise("bf16_to_f32", len(dst), tmp, s.ptr, int32(len(dst)))
-	b.fail(b.dev.CopyDtoH(unsafe.Pointer(&dst[0]), tmp, 4*len(dst)))
+	b.download(unsafe.Pointer(&dst[0]), tmp, 4*len(dst))
 }
 
 func (b *Backend) DownloadI32(dst []int32, src kernels.Buffer) {
@@ -211,7 +224,7 @@ func (b *Backend) DownloadI32(dst []int32, src kernels.Buffer) {
 	if len(dst) == 0 || !usable(s) {
 		return
 	}
-	b.fail(b.dev.CopyDtoH(unsafe.Pointer(&dst[0]), s.ptr, s.bytes()))
+	b.download(unsafe.Pointer(&dst[0]), s.ptr, s.bytes())
 }
 
 func (b *Backend) Copy(dst, src kernels.Buffer) {

@@ -9,19 +9,23 @@ package cuda
 
 // cuBLAS is opened at run time rather than linked, so one binary built
 // against this machine's toolkit runs where only another major version's
-// libcublas is installed (the lent GPU machines have CUDA 13). The three
-// entry points below have had the same C ABI since CUDA 6.
+// libcublas is installed (the lent GPU machines have CUDA 13). The entry
+// points below have had the same C ABI since CUDA 11 (cublasGemmEx's last
+// two parameters became cublasComputeType_t there; enums are ints).
 typedef int (*grpo_cublasCreate_t)(void**);
 typedef int (*grpo_cublasDestroy_t)(void*);
 typedef int (*grpo_cublasSetStream_t)(void*, void*);
 typedef int (*grpo_cublasSgemm_t)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
 				  const float*, float*, int);
+typedef int (*grpo_cublasGemmEx_t)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
+				   const void*, void*, int, int, int, int);
 
 static void* grpo_blas_lib;
 static grpo_cublasCreate_t grpo_cublasCreate;
 static grpo_cublasDestroy_t grpo_cublasDestroy;
 static grpo_cublasSetStream_t grpo_cublasSetStream;
 static grpo_cublasSgemm_t grpo_cublasSgemm;
+static grpo_cublasGemmEx_t grpo_cublasGemmEx;
 
 static const char* grpo_blas_open(void) {
 	static const char* names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so", 0};
@@ -32,8 +36,9 @@ static const char* grpo_blas_open(void) {
 	grpo_cublasDestroy = (grpo_cublasDestroy_t)dlsym(grpo_blas_lib, "cublasDestroy_v2");
 	grpo_cublasSetStream = (grpo_cublasSetStream_t)dlsym(grpo_blas_lib, "cublasSetStream_v2");
 	grpo_cublasSgemm = (grpo_cublasSgemm_t)dlsym(grpo_blas_lib, "cublasSgemm_v2");
-	if (!grpo_cublasCreate || !grpo_cublasDestroy || !grpo_cublasSetStream || !grpo_cublasSgemm)
-		return "libcublas lacks cublasCreate_v2/cublasSetStream_v2/cublasSgemm_v2";
+	grpo_cublasGemmEx = (grpo_cublasGemmEx_t)dlsym(grpo_blas_lib, "cublasGemmEx");
+	if (!grpo_cublasCreate || !grpo_cublasDestroy || !grpo_cublasSetStream || !grpo_cublasSgemm || !grpo_cublasGemmEx)
+		return "libcublas lacks cublasCreate_v2/cublasSetStream_v2/cublasSgemm_v2/cublasGemmEx";
 	return 0;
 }
 static int grpo_blas_create(void** h) { return grpo_cublasCreate(h); }
@@ -43,6 +48,22 @@ static int grpo_blas_set_stream(void* h, void* s) { return grpo_cublasSetStream(
 static int grpo_blas_sgemm(void* h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long A, int lda,
 			   unsigned long long B, int ldb, float beta, unsigned long long C, int ldc) {
 	return grpo_cublasSgemm(h, ta, tb, m, n, k, &alpha, (const float*)A, lda, (const float*)B, ldb, &beta, (float*)C, ldc);
+}
+// The enum values of library_types.h and cublas_api.h (unchanged from CUDA
+// 11 to 13): written out so the binding does not depend on which headers
+// built it.
+enum {
+	GRPO_CUDA_R_32F = 0,
+	GRPO_CUDA_R_16BF = 14,
+	GRPO_CUBLAS_COMPUTE_32F = 68,
+	GRPO_CUBLAS_GEMM_DEFAULT = -1,
+};
+// A and B bf16, C f32, f32 compute (alpha and beta are then f32, read from
+// the host: the handle's default pointer mode).
+static int grpo_blas_gemm_bf16(void* h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long A, int lda,
+			       unsigned long long B, int ldb, float beta, unsigned long long C, int ldc) {
+	return grpo_cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void*)A, GRPO_CUDA_R_16BF, lda, (const void*)B, GRPO_CUDA_R_16BF,
+				 ldb, &beta, (void*)C, GRPO_CUDA_R_32F, ldc, GRPO_CUBLAS_COMPUTE_32F, GRPO_CUBLAS_GEMM_DEFAULT);
 }
 */
 import "C"
@@ -82,16 +103,31 @@ func (b *cublas) close() error {
 // mode computes in full f32 (no TF32), which the conformance tolerance of
 // MatMul assumes.
 func (b *cublas) sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, bm DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
-	op := func(t bool) C.int {
-		if t {
-			return 1
-		}
-		return 0
-	}
 	st := C.grpo_blas_sgemm(b.h, op(transA), op(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
 		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
 	if st != 0 {
 		return fmt.Errorf("cuda: cublasSgemm(m=%d n=%d k=%d): status %d", m, n, k, int(st))
 	}
 	return nil
+}
+
+// gemmBF16 is cublasGemmEx(A, B: CUDA_R_16BF; C: CUDA_R_32F;
+// CUBLAS_COMPUTE_32F; CUBLAS_GEMM_DEFAULT). With bf16 inputs the f32
+// compute type lets cuBLAS use the tensor cores (bf16 products, f32 sums)
+// on sm_80 and newer; no math-mode setting is involved.
+func (b *cublas) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, bm DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
+	st := C.grpo_blas_gemm_bf16(b.h, op(transA), op(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
+		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
+	if st != 0 {
+		return fmt.Errorf("cuda: cublasGemmEx bf16×bf16→f32 (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d): status %d", m, n, k, lda, ldb, ldc, int(st))
+	}
+	return nil
+}
+
+// op is cublasOperation_t: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1.
+func op(t bool) C.int {
+	if t {
+		return 1
+	}
+	return 0
 }

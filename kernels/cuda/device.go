@@ -16,16 +16,32 @@ func D1(x int) Dim3    { return Dim3{uint32(x), 1, 1} }
 func D2(x, y int) Dim3 { return Dim3{uint32(x), uint32(y), 1} }
 
 // Device is what the backend needs from a CUDA device. Every method returns
-// the device's error instead of dropping it. Work is ordered as issued (one
-// stream); Copy*ToH waits for earlier work.
+// the device's error instead of dropping it. Work — copies, kernels, GEMMs —
+// runs in issue order on the device's one stream, asynchronously to the
+// host: the host learns that work is done only from WaitEvent or Sync.
+// Host↔device data moves through page-locked (pinned) host memory from
+// HostAlloc; the backend's staging (staging.go) copies the caller's Go
+// memory into and out of it, so the same sequencing runs on the GPU and
+// under emu.
 type Device interface {
 	// Name is the backend name it is registered under ("cuda", "emu").
 	Name() string
 	// Alloc returns bytes of zeroed device memory.
 	Alloc(bytes int) (DevicePtr, error)
+	// Free releases p once the work issued before it is done.
 	Free(p DevicePtr) error
-	CopyHtoD(dst DevicePtr, src unsafe.Pointer, bytes int) error
-	CopyDtoH(dst unsafe.Pointer, src DevicePtr, bytes int) error
+	// HostAlloc returns bytes of page-locked host memory (cuMemHostAlloc),
+	// the only host memory the async copies accept.
+	HostAlloc(bytes int) (unsafe.Pointer, error)
+	// HostFree releases page-locked memory; no queued copy may still use
+	// it (wait for its event first).
+	HostFree(p unsafe.Pointer) error
+	// CopyHtoDAsync queues a copy from page-locked src on the stream: src
+	// must stay unchanged until an event recorded after it has completed.
+	CopyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int) error
+	// CopyDtoHAsync queues a copy into page-locked dst on the stream: dst
+	// holds the data only once an event recorded after it has completed.
+	CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) error
 	CopyDtoD(dst, src DevicePtr, bytes int) error
 	// Launch runs kernel name. args are DevicePtr, int32 or float32 values,
 	// in the kernel's parameter order.
@@ -33,10 +49,28 @@ type Device interface {
 	// Sgemm is cublasSgemm: column-major C = alpha·op(A)·op(B) + beta·C
 	// with f32 inputs and f32 accumulation.
 	Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error
-	// Sync waits for all issued work.
+	// GemmBF16 is cublasGemmEx with A and B of CUDA_R_16BF, C of
+	// CUDA_R_32F, CUBLAS_COMPUTE_32F and the default algorithm:
+	// column-major C = alpha·op(A)·op(B) + beta·C, bf16 products summed in
+	// f32 (alpha and beta f32).
+	GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error
+	// NewEvent creates an event (cuEventCreate, no timing).
+	NewEvent() (Event, error)
+	// Record marks in e the point the stream has reached with the work
+	// issued so far (cuEventRecord).
+	Record(e Event) error
+	// WaitEvent blocks the host until the work issued before e's latest
+	// Record is done (cuEventSynchronize); an event never recorded is done.
+	WaitEvent(e Event) error
+	DestroyEvent(e Event) error
+	// Sync waits for all issued work and returns its error.
 	Sync() error
 	Close() error
 }
+
+// Event is a device's handle for a CUDA event; only the device that made it
+// gives it meaning, and 0 is never one.
+type Event uint64
 
 // ArgBytes returns the little-endian bytes of one kernel argument as the
 // kernel's parameter expects them (8 for pointers, 4 for int32/float32).

@@ -17,6 +17,9 @@ static CUresult grpo_primary_ctx(int ordinal, CUdevice* dev, CUcontext* ctx) {
 	return cuCtxSetCurrent(*ctx);
 }
 static CUresult grpo_primary_ctx_release(CUdevice dev) { return cuDevicePrimaryCtxRelease(dev); }
+// Page-locked host memory for the staging buffers (gorgonia.org/cu wraps
+// cuMemFreeHost but not cuMemHostAlloc). Flags 0: one context uses it.
+static CUresult grpo_host_alloc(void** p, size_t bytes) { return cuMemHostAlloc(p, bytes, 0); }
 static const char* grpo_err(CUresult r) {
 	const char* s = 0;
 	cuGetErrorString(r, &s);
@@ -40,7 +43,9 @@ import (
 // one OS thread, so one goroutine locked to its thread owns it and runs
 // every call; the methods hand it closures and wait for their errors.
 // Every driver call's error is checked where it is made (cu.Ctx's batching
-// methods, which overwrite earlier errors, are not used).
+// methods, which overwrite earlier errors, are not used). Kernels, GEMMs
+// and copies all go to one non-blocking stream that the owner created;
+// the host waits only in WaitEvent, Sync, Free and Close.
 type driverDevice struct {
 	work   chan func()
 	quit   chan struct{}
@@ -50,6 +55,11 @@ type driverDevice struct {
 	mods   []cu.Module
 	blas   *cublas
 	arch   string
+	// events by handle (cu.Event's handle is unexported, so Event is an
+	// index); only the owner goroutine touches the map.
+	events    map[Event]cu.Event
+	lastEvent Event
+	syncEvent Event
 }
 
 func cuErr(what string, r C.CUresult) error {
@@ -63,7 +73,7 @@ func cuErr(what string, r C.CUresult) error {
 // context current on it, creates the stream, loads the PTX for the GPU's
 // architecture and opens cuBLAS.
 func openDriver(ordinal int) (*driverDevice, error) {
-	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}}
+	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}, events: map[Event]cu.Event{}}
 	started := make(chan error, 1)
 	go d.own(ordinal, started)
 	if err := <-started; err != nil {
@@ -111,6 +121,9 @@ func (d *driverDevice) setup(ordinal int) error {
 		return fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	if err := d.loadPTX(); err != nil {
+		return err
+	}
+	if d.syncEvent, err = d.newEvent(); err != nil {
 		return err
 	}
 	d.blas, err = openCublas(unsafe.Pointer(d.stream.C()))
@@ -184,17 +197,93 @@ func wrap(what string, err error) error {
 	return nil
 }
 
-func (d *driverDevice) CopyHtoD(dst DevicePtr, src unsafe.Pointer, bytes int) error {
-	// Synchronous: src is Go memory the caller may reuse on return.
+func (d *driverDevice) HostAlloc(bytes int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	err := d.do(func() error {
+		return cuErr(fmt.Sprintf("cuMemHostAlloc(%d bytes)", bytes), C.grpo_host_alloc(&p, C.size_t(bytes)))
+	})
+	return p, err
+}
+
+func (d *driverDevice) HostFree(p unsafe.Pointer) error {
+	return d.do(func() error { return wrap("cuMemFreeHost", cu.MemFreeHost(p)) })
+}
+
+func (d *driverDevice) CopyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int) error {
 	return d.do(func() error {
-		return wrap("cuMemcpyHtoDAsync", errors.Join(cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, int64(bytes), d.stream), d.stream.Synchronize()))
+		return wrap(fmt.Sprintf("cuMemcpyHtoDAsync(%d bytes)", bytes), cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, int64(bytes), d.stream))
 	})
 }
 
-func (d *driverDevice) CopyDtoH(dst unsafe.Pointer, src DevicePtr, bytes int) error {
+func (d *driverDevice) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) error {
 	return d.do(func() error {
-		return wrap("cuMemcpyDtoHAsync", errors.Join(cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), int64(bytes), d.stream), d.stream.Synchronize()))
+		return wrap(fmt.Sprintf("cuMemcpyDtoHAsync(%d bytes)", bytes), cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), int64(bytes), d.stream))
 	})
+}
+
+// newEvent runs on the owner thread. No timing: recording and waiting are
+// cheaper without it.
+func (d *driverDevice) newEvent() (Event, error) {
+	ev, err := cu.MakeEvent(cu.DisableTiming)
+	if err != nil {
+		return 0, wrap("cuEventCreate", err)
+	}
+	d.lastEvent++
+	d.events[d.lastEvent] = ev
+	return d.lastEvent, nil
+}
+
+func (d *driverDevice) event(e Event) (cu.Event, error) {
+	ev, ok := d.events[e]
+	if !ok {
+		return cu.Event{}, fmt.Errorf("cuda: event %d is not one of this device's", e)
+	}
+	return ev, nil
+}
+
+func (d *driverDevice) NewEvent() (Event, error) {
+	var e Event
+	err := d.do(func() error {
+		var err error
+		e, err = d.newEvent()
+		return err
+	})
+	return e, err
+}
+
+func (d *driverDevice) Record(e Event) error {
+	return d.do(func() error {
+		ev, err := d.event(e)
+		if err != nil {
+			return err
+		}
+		return wrap("cuEventRecord", ev.Record(d.stream))
+	})
+}
+
+// WaitEvent returns the error of any earlier asynchronous work that failed
+// (a kernel fault is sticky and reported by the next synchronising call).
+func (d *driverDevice) WaitEvent(e Event) error {
+	return d.do(func() error {
+		ev, err := d.event(e)
+		if err != nil {
+			return err
+		}
+		return wrap("cuEventSynchronize", ev.Synchronize())
+	})
+}
+
+func (d *driverDevice) DestroyEvent(e Event) error {
+	return d.do(func() error { return d.destroyEvent(e) })
+}
+
+func (d *driverDevice) destroyEvent(e Event) error {
+	ev, err := d.event(e)
+	if err != nil {
+		return err
+	}
+	delete(d.events, e)
+	return wrap("cuEventDestroy", cu.DestroyEvent(&ev))
 }
 
 func (d *driverDevice) CopyDtoD(dst, src DevicePtr, bytes int) error {
@@ -235,6 +324,10 @@ func (d *driverDevice) Sgemm(transA, transB bool, m, n, k int, alpha float32, a 
 	return d.do(func() error { return d.blas.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
 }
 
+func (d *driverDevice) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
+	return d.do(func() error { return d.blas.gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
+}
+
 // MemInfo is cuMemGetInfo in the backend's context: free and total bytes
 // of the GPU, other processes' allocations counted as used.
 func (d *driverDevice) MemInfo() (free, total int64, err error) {
@@ -246,8 +339,16 @@ func (d *driverDevice) MemInfo() (free, total int64, err error) {
 	return free, total, err
 }
 
+// Sync records an event after all issued work and waits for it: the
+// first error of that work (a kernel fault, a failed copy) comes back here.
 func (d *driverDevice) Sync() error {
-	return d.do(func() error { return wrap("cuStreamSynchronize", d.stream.Synchronize()) })
+	return d.do(func() error {
+		ev, err := d.event(d.syncEvent)
+		if err != nil {
+			return err
+		}
+		return errors.Join(wrap("cuEventRecord", ev.Record(d.stream)), wrap("cuEventSynchronize", ev.Synchronize()))
+	})
 }
 
 func (d *driverDevice) Close() error {
@@ -256,6 +357,9 @@ func (d *driverDevice) Close() error {
 		errs = append(errs, wrap("cuStreamSynchronize", d.stream.Synchronize()))
 		if d.blas != nil {
 			errs = append(errs, d.blas.close())
+		}
+		for e := range d.events {
+			errs = append(errs, d.destroyEvent(e))
 		}
 		for _, m := range d.mods {
 			errs = append(errs, wrap("cuModuleUnload", m.Unload()))

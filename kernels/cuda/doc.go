@@ -1,9 +1,11 @@
 // Package cuda owns the CUDA backend of kernels.Backend: the kernel sources
 // (*.cu, compiled to the PTX under ptx/), and the Go logic that drives them
-// — buffer handling, launch configurations, op sequencing, scratch memory.
+// — buffer handling, launch configurations, op sequencing, scratch memory,
+// transfers staged through pinned host buffers and ordered by events.
 //
 // That logic is written once against Device, a small interface over a
-// CUDA-like device (alloc, copy, launch a kernel by name, GEMM). Two
+// CUDA-like device (alloc, pinned host memory, async copies on one stream,
+// events, launch a kernel by name, f32 and bf16 GEMMs). Two
 // devices implement it: the real one (build tag cuda: gorgonia.org/cu, the
 // embedded PTX and a small cuBLAS binding, registered as backend "cuda"),
 // and kernels/emu, which runs the same .cu files on the CPU under an

@@ -29,29 +29,33 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	if m == 0 || n == 0 || !usable(ca, aa, ba) {
 		return
 	}
-	bPtr := ba.ptr
-	if ba.dt == kernels.BF16 {
-		// cuBLAS has no f32×bf16 GEMM; widen B into scratch. Rounding A to
-		// bf16 instead would cost the activations 8 bits of precision.
-		tmp, ok := b.scratch(4 * k * n)
-		if !ok {
-			return
-		}
-		defer b.pool.put(tmp, 4*k*n)
-		b.elementwise("bf16_to_f32", k*n, tmp, ba.ptr, int32(k*n))
-		bPtr = tmp
-	}
 	// Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
 	// row-major matrix is its own transpose read column-major: swap the
-	// operands, keep the flags.
-	ldb, lda := n, k
+	// operands, keep the flags. cuBLAS rejects a leading dimension below
+	// 1 even when k = 0 (then C = beta·C).
+	ldb, lda := n, max(1, k)
 	if transB {
-		ldb = k
+		ldb = max(1, k)
 	}
 	if transA {
 		lda = m
 	}
-	b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, bPtr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+	if ba.dt == kernels.F32 {
+		b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+		return
+	}
+	// BF16 weights: cublasGemmEx pairs A and B of one type (there is no
+	// f32×bf16 GEMM), so the activations are rounded to bf16 in pooled
+	// scratch — what a bf16 PyTorch/HF matmul does — and the products are
+	// summed in f32 into an f32 C. A's m·k elements are contiguous whichever
+	// way it is transposed, so one conversion covers it.
+	tmp, ok := b.scratch(2 * m * k)
+	if !ok {
+		return
+	}
+	defer b.pool.put(tmp, 2*m*k)
+	b.elementwise("f32_to_bf16", m*k, tmp, aa.ptr, int32(m*k))
+	b.fail(b.dev.GemmBF16(transB, transA, n, m, k, alpha, ba.ptr, ldb, tmp, lda, beta, ca.ptr, n))
 }
 
 func (b *Backend) GatherRows(out, table, idx kernels.Buffer, n, cols int) {

@@ -2,8 +2,9 @@ package cuda
 
 import "errors"
 
-// pool recycles scratch device memory (staging for conversions, f32 copies
-// of bf16 GEMM operands) by power-of-two size class, so steady-state ops
+// pool recycles scratch device memory (f32 staging for bf16 uploads and
+// downloads, bf16 copies of the activations of bf16-weight GEMMs, sampling
+// parameters) by power-of-two size class, so steady-state ops
 // do not call the allocator. Reuse right after put is safe because all work
 // runs in issue order on one stream.
 type pool struct {

@@ -14,7 +14,7 @@ const sampleParamWords = 5
 
 // Sample stages the host's draws and parameters (five doubles per row) in
 // pooled scratch, then launches sample_f32, one block per row. The upload
-// is synchronous, so the host slices may be reused on return; the pool
+// is staged, so the host slices may be reused on return; the pool
 // hands the scratch to later ops only in stream order, after the kernel
 // has read it.
 func (b *Backend) Sample(token, logprob, logits kernels.Buffer, rows, vocab int, u []float64, p []kernels.SampleParams) {
@@ -43,6 +43,6 @@ func (b *Backend) Sample(token, logprob, logits kernels.Buffer, rows, vocab int,
 		return
 	}
 	defer b.pool.put(params, bytes)
-	b.fail(b.dev.CopyHtoD(params, unsafe.Pointer(&host[0]), bytes))
+	b.upload(params, unsafe.Pointer(&host[0]), bytes)
 	b.launch("sample_f32", D1(rows), D1(warpRound(vocab, sampleMaxBlock)), 0, t.ptr, lp.ptr, lg.ptr, params, int32(rows), int32(vocab))
 }

@@ -5,7 +5,11 @@
 // cuda.Device over it, so the Go CUDA backend — launch configurations,
 // buffer handling, op sequencing — runs unchanged; it registers as the
 // kernels backend "emu" and is what `go test ./...` checks against the CPU
-// reference. cuBLAS is not emulated: Sgemm is a plain host loop.
+// reference. cuBLAS is not emulated: Sgemm and GemmBF16 are plain host
+// loops that keep cuBLAS's contract (operand types, f32 accumulation), not
+// its summation order. The stream is: async copies are queued and run only
+// when an event or a later operation needs them (stream.go), so the
+// backend's staging and event logic meets the hazards it would on a GPU.
 package emu
 
 /*
@@ -47,13 +51,15 @@ type Device struct {
 	// rename maps a kernel name to another registered kernel; tests use it
 	// to swap in planted variants.
 	rename map[string]string
+	stream stream
 }
 
 var _ cuda.Device = (*Device)(nil)
 
 // NewDevice returns an empty emulated device.
 func NewDevice() *Device {
-	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{}}
+	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
+		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
 }
 
 // Substitute makes launches of kernel name run kernel with instead (for
@@ -78,6 +84,8 @@ func (d *Device) Alloc(bytes int) (cuda.DevicePtr, error) {
 }
 
 func (d *Device) Free(p cuda.DevicePtr) error {
+	// Queued copies into p run first, as cuMemFree after a stream sync.
+	d.flush()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.allocs[p]; !ok {
@@ -105,26 +113,11 @@ func (d *Device) check(what string, p cuda.DevicePtr, bytes int) error {
 	return fmt.Errorf("emu: %s of %d bytes at %#x is outside every allocation", what, bytes, uintptr(p))
 }
 
-func (d *Device) CopyHtoD(dst cuda.DevicePtr, src unsafe.Pointer, bytes int) error {
-	if err := d.check("CopyHtoD", dst, bytes); err != nil {
-		return err
-	}
-	C.memcpy(ptrOf(dst), src, C.size_t(bytes))
-	return nil
-}
-
-func (d *Device) CopyDtoH(dst unsafe.Pointer, src cuda.DevicePtr, bytes int) error {
-	if err := d.check("CopyDtoH", src, bytes); err != nil {
-		return err
-	}
-	C.memcpy(dst, ptrOf(src), C.size_t(bytes))
-	return nil
-}
-
 func (d *Device) CopyDtoD(dst, src cuda.DevicePtr, bytes int) error {
 	if err := errors.Join(d.check("CopyDtoD", dst, bytes), d.check("CopyDtoD", src, bytes)); err != nil {
 		return err
 	}
+	d.flush()
 	C.memmove(ptrOf(dst), ptrOf(src), C.size_t(bytes))
 	return nil
 }
@@ -136,6 +129,7 @@ const errLen = 512
 // up to GOMAXPROCS goroutines, each calling into the runtime on its own OS
 // thread.
 func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, args ...any) error {
+	d.flush() // the kernel runs after every copy queued before it
 	if with, ok := d.rename[name]; ok {
 		name = with
 	}
@@ -182,46 +176,18 @@ func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, arg
 	return nil
 }
 
-func (d *Device) Sgemm(transA, transB bool, m, n, k int, alpha float32, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, beta float32, c cuda.DevicePtr, ldc int) error {
-	if m == 0 || n == 0 {
-		return nil
-	}
-	// Extents of each column-major operand, checked like cuBLAS would not.
-	ext := func(rows, cols, ld int) int { return ((cols-1)*ld + rows) * 4 }
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
-	var errs []error
-	if k > 0 {
-		errs = append(errs, d.check("Sgemm A", a, ext(ar, ac, lda)), d.check("Sgemm B", b, ext(br, bc, ldb)))
-	}
-	errs = append(errs, d.check("Sgemm C", c, ext(m, n, ldc)))
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	C.emu_gemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.float)(ptrOf(a)), C.int(lda),
-		(*C.float)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.float)(ptrOf(c)), C.int(ldc))
+// Sync runs the queued copies; everything else completed when it was
+// issued.
+func (d *Device) Sync() error {
+	d.flush()
 	return nil
 }
 
-func cbool(b bool) C.int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// Sync has nothing to wait for: every call above completes before it
-// returns.
-func (d *Device) Sync() error { return nil }
-
-// Close frees every allocation still live.
+// Close runs the queued copies and frees every allocation still live,
+// page-locked ones included.
 func (d *Device) Close() error {
+	d.flush()
+	d.freeHost()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for p := range d.allocs {

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 // Tests of the emulator itself, through the demo kernels (demo_kernels.cuh).
 
+// upload and download move data the way the backend's staging does:
+// through page-locked memory, an async copy and an event.
 func upload[T any](t *testing.T, d *Device, v []T) cuda.DevicePtr {
 	t.Helper()
 	bytes := len(v) * int(unsafe.Sizeof(v[0]))
@@ -18,7 +21,10 @@ func upload[T any](t *testing.T, d *Device, v []T) cuda.DevicePtr {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CopyHtoD(p, unsafe.Pointer(&v[0]), bytes); err != nil {
+	pin := pinned(t, d, bytes)
+	copy(unsafe.Slice((*T)(pin), len(v)), v)
+	ev := event(t, d)
+	if err := errors.Join(d.CopyHtoDAsync(p, pin, bytes), d.Record(ev), d.WaitEvent(ev), d.HostFree(pin), d.DestroyEvent(ev)); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -26,11 +32,36 @@ func upload[T any](t *testing.T, d *Device, v []T) cuda.DevicePtr {
 
 func download[T any](t *testing.T, d *Device, p cuda.DevicePtr, n int) []T {
 	t.Helper()
-	v := make([]T, n)
-	if err := d.CopyDtoH(unsafe.Pointer(&v[0]), p, n*int(unsafe.Sizeof(v[0]))); err != nil {
+	var zero T
+	bytes := n * int(unsafe.Sizeof(zero))
+	pin := pinned(t, d, bytes)
+	ev := event(t, d)
+	if err := errors.Join(d.CopyDtoHAsync(pin, p, bytes), d.Record(ev), d.WaitEvent(ev)); err != nil {
+		t.Fatal(err)
+	}
+	v := append([]T(nil), unsafe.Slice((*T)(pin), n)...)
+	if err := errors.Join(d.HostFree(pin), d.DestroyEvent(ev)); err != nil {
 		t.Fatal(err)
 	}
 	return v
+}
+
+func pinned(t *testing.T, d *Device, bytes int) unsafe.Pointer {
+	t.Helper()
+	p, err := d.HostAlloc(bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func event(t *testing.T, d *Device) cuda.Event {
+	t.Helper()
+	e, err := d.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // blockSums runs kernel over in with blocks of bd threads and compares
@@ -168,7 +199,11 @@ func TestLaunchErrors(t *testing.T) {
 			t.Errorf("Launch(%s, %v): error %v, want one containing %q", c.name, c.args, err, c.want)
 		}
 	}
-	if err := d.CopyHtoD(out+60, unsafe.Pointer(&[8]byte{}), 8); err == nil {
+	pin := pinned(t, d, 8)
+	if err := d.CopyHtoDAsync(out+60, pin, 8); err == nil {
 		t.Error("a copy running past the end of an allocation was accepted")
+	}
+	if err := d.CopyHtoDAsync(out, unsafe.Pointer(&[8]byte{}), 8); err == nil {
+		t.Error("an async copy from pageable (Go) memory was accepted")
 	}
 }

@@ -464,17 +464,35 @@ extern "C" int emu_launch_finish(void* launch, char* err, size_t errLen) {
 	return rc;
 }
 
-extern "C" void emu_gemm(int transA, int transB, int m, int n, int k, float alpha, const float* A, int lda,
-			 const float* B, int ldb, float beta, float* C, int ldc) {
+// gemm is the loop behind both GEMM stand-ins; load widens an element of A
+// or B to float (exactly: f32 as is, bf16 by a shift).
+template <typename T, typename Load>
+static void gemm(int transA, int transB, int m, int n, int k, float alpha, const T* A, int lda, const T* B, int ldb,
+		 float beta, float* C, int ldc, Load load) {
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < m; i++) {
 			float s = 0;
 			for (int p = 0; p < k; p++) {
-				float a = transA ? A[p + (size_t)i * lda] : A[i + (size_t)p * lda];
-				float b = transB ? B[j + (size_t)p * ldb] : B[p + (size_t)j * ldb];
+				float a = load(transA ? A[p + (size_t)i * lda] : A[i + (size_t)p * lda]);
+				float b = load(transB ? B[j + (size_t)p * ldb] : B[p + (size_t)j * ldb]);
 				s += a * b;
 			}
 			float& c = C[i + (size_t)j * ldc];
 			c = beta == 0 ? alpha * s : alpha * s + beta * c;
 		}
+}
+
+extern "C" void emu_gemm(int transA, int transB, int m, int n, int k, float alpha, const float* A, int lda,
+			 const float* B, int ldb, float beta, float* C, int ldc) {
+	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, [](float v) { return v; });
+}
+
+extern "C" void emu_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
+			      const uint16_t* B, int ldb, float beta, float* C, int ldc) {
+	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, [](uint16_t h) {
+		uint32_t u = (uint32_t)h << 16;
+		float f;
+		memcpy(&f, &u, 4);
+		return f;
+	});
 }

@@ -32,6 +32,11 @@ int emu_launch_finish(void* launch, char* err, size_t errLen);
 // f32 accumulation). Column-major, like cublasSgemm.
 void emu_gemm(int transA, int transB, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
 	      int ldb, float beta, float* C, int ldc);
+// emu_gemm_bf16 stands in for cublasGemmEx with bf16 A and B (bit
+// patterns, widened exactly), f32 C and f32 accumulation: the contract of
+// CUBLAS_COMPUTE_32F, not cuBLAS's blocking or tensor-core order.
+void emu_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
+		   const uint16_t* B, int ldb, float beta, float* C, int ldc);
 
 // emu_kernel_count reports how many kernels are registered (for tests).
 int emu_kernel_count(void);

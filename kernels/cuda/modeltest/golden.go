@@ -1,105 +1,13 @@
 package modeltest
 
-import (
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
-	"math"
-	"os"
-	"path/filepath"
+import "github.com/grpo-dev/grpo/internal/golden"
+
+// The golden files are read through internal/golden.
+type (
+	logitCase  = golden.LogitCase
+	array      = golden.Array
+	lossFile   = golden.LossFile
+	loraArrays = golden.LoRAArrays
 )
 
-// logitCase is one sequence of testdata/golden/<model>.json: token ids and
-// the float64 PyTorch logits (testdata/reference/reference.py).
-type logitCase struct {
-	Name   string  `json:"name"`
-	Tokens []int32 `json:"tokens"`
-	Logits array   `json:"logits"`
-}
-
-// array locates a tensor in a golden file's .f32 data.
-type array struct {
-	Offset int   `json:"offset"`
-	Shape  []int `json:"shape"`
-}
-
-func (a array) of(vals []float32) ([]float32, error) {
-	n := 1
-	for _, d := range a.Shape {
-		n *= d
-	}
-	if a.Offset < 0 || a.Offset+n > len(vals) {
-		return nil, fmt.Errorf("array at offset %d of %d values runs past the data's %d", a.Offset, n, len(vals))
-	}
-	return vals[a.Offset : a.Offset+n], nil
-}
-
-// lossFile is testdata/golden/grpo_loss.json, written by
-// testdata/reference/grpo_loss.py (PyTorch autograd in float64).
-type lossFile struct {
-	Rank      int     `json:"rank"`
-	Scale     float32 `json:"scale"`
-	MaxTokens int     `json:"max_tokens"`
-	Data      string  `json:"data"`
-	Models    []struct {
-		Model   string       `json:"model"`
-		LoRA    []loraArrays `json:"lora"`
-		Samples []struct {
-			Prompt     []int32   `json:"prompt"`
-			Completion []int32   `json:"completion"`
-			Advantage  float32   `json:"advantage"`
-			Truncated  bool      `json:"truncated"`
-			ModelMask  []bool    `json:"model_mask"`
-			OldLogp    []float32 `json:"old_logp"`
-		} `json:"samples"`
-		Cases []struct {
-			Name          string       `json:"name"`
-			LossType      string       `json:"loss_type"`
-			Epsilon       float64      `json:"epsilon"`
-			EpsilonHigh   float64      `json:"epsilon_high"`
-			Beta          float64      `json:"beta"`
-			MaskTruncated bool         `json:"mask_truncated"`
-			Loss          float64      `json:"loss"`
-			TrainedTokens int          `json:"trained_tokens"`
-			EntropyMean   float64      `json:"entropy_mean"`
-			KLMean        float64      `json:"kl_mean"`
-			Grads         []loraArrays `json:"grads"`
-		} `json:"cases"`
-	} `json:"models"`
-}
-
-// loraArrays are one module's A and B (or their gradients).
-type loraArrays struct {
-	Module string `json:"module"`
-	A      array  `json:"A"`
-	B      array  `json:"B"`
-}
-
-// readGolden parses the JSON manifest testdata/golden/name into v and
-// returns the float32 values of the .f32 file its "data" key names.
-func readGolden(testdata, name string, v any) ([]float32, error) {
-	dir := filepath.Join(testdata, "golden")
-	js, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(js, v); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var data struct {
-		Data string `json:"data"`
-	}
-	_ = json.Unmarshal(js, &data) // the same JSON parsed once already
-	raw, err := os.ReadFile(filepath.Join(dir, data.Data))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw)%4 != 0 {
-		return nil, fmt.Errorf("%s: %d bytes is not a whole number of float32s", data.Data, len(raw))
-	}
-	vals := make([]float32, len(raw)/4)
-	for i := range vals {
-		vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	return vals, nil
-}
+var readGolden = golden.Read

@@ -93,8 +93,10 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 	if cpuSt.ClipRegion == 0 || cpuSt.KL == 0 {
 		t.Errorf("the batch exercises no clipping (%.3g) or no KL (%.3g): its old log-probs need a wider spread", cpuSt.ClipRegion, cpuSt.KL)
 	}
-	compareStats(t, st, cpuSt)
-	w := compareGrads(t, grads, cpuGrads)
-	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g, KL %.3g; gradients against the CPU backend: %s (%s)",
-		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, st.KL, w.d, w.where)
+	bd := boundsFor(m)
+	compareStats(t, bd, st, cpuSt)
+	w := compareGrads(t, bd, grads, cpuGrads)
+	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g (CPU %.2g), entropy Δ %.2g, KL %.3g (Δ %.2g); gradients against the CPU backend: %s (%s)",
+		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, cpuSt.ClipRegion,
+		math.Abs(st.Entropy-cpuSt.Entropy), st.KL, math.Abs(st.KL-cpuSt.KL), w.d, w.where)
 }

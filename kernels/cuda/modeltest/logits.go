@@ -25,6 +25,7 @@ func checkLogits(t TB, be kernels.Backend, testdata, dir, name string, withGolde
 		t.Fatal(err)
 	}
 	defer ref.Free()
+	bd := boundsFor(m)
 	var cases []logitCase
 	vals, err := readGolden(testdata, name+".json", &struct {
 		Cases *[]logitCase `json:"cases"`
@@ -39,7 +40,7 @@ func checkLogits(t TB, be kernels.Backend, testdata, dir, name string, withGolde
 		if len(gc.Tokens) > o.MaxPrefill {
 			continue
 		}
-		want, err := gc.Logits.of(vals)
+		want, err := gc.Logits.Of(vals)
 		if err != nil {
 			t.Fatalf("%s.json case %s: %v", name, gc.Name, err)
 		}
@@ -48,7 +49,7 @@ func checkLogits(t TB, be kernels.Backend, testdata, dir, name string, withGolde
 		b.Add(0, 0, gc.Tokens...)
 		got := logits(t, m, []*model.Batch{&b}, 1, len(gc.Tokens))
 		cpuGot := logits(t, ref, []*model.Batch{&b}, 1, len(gc.Tokens))
-		check(t, &w, gc.Name+" prefill", got, cpuGot, want, withGolden)
+		check(t, bd, &w, gc.Name+" prefill", got, cpuGot, want, withGolden)
 		if len(gc.Tokens) > o.MaxDecode {
 			continue
 		}
@@ -59,7 +60,7 @@ func checkLogits(t TB, be kernels.Backend, testdata, dir, name string, withGolde
 		}
 		got = logits(t, m, steps, 1, len(gc.Tokens))
 		cpuGot = logits(t, ref, steps, 1, len(gc.Tokens))
-		check(t, &w, gc.Name+" decode", got, cpuGot, want, withGolden)
+		check(t, bd, &w, gc.Name+" decode", got, cpuGot, want, withGolden)
 	}
 	if len(packed) == 0 {
 		t.Fatalf("no golden case of %s has at most %d tokens", name, o.MaxPrefill)
@@ -90,7 +91,7 @@ func checkLogits(t TB, be kernels.Backend, testdata, dir, name string, withGolde
 	for _, lw := range packedWant {
 		want = append(want, lw[len(lw)-v:]...)
 	}
-	check(t, &w, fmt.Sprintf("%d sequences packed", len(packed)), got, cpuGot, want, withGolden)
+	check(t, bd, &w, fmt.Sprintf("%d sequences packed", len(packed)), got, cpuGot, want, withGolden)
 	note := ""
 	if !withGolden {
 		note = " (f32 goldens of a bf16 copy: not checked)"
@@ -115,17 +116,18 @@ func logits(t TB, m *model.Model, batches []*model.Batch, slots, maxLen int) []f
 	return all
 }
 
-// check holds got to the CPU backend's result within TolLogits and, when
-// withGolden, to the PyTorch golden within the CPU backend's own bar.
-func check(t TB, w *worst, what string, got, cpuGot, golden []float32, withGolden bool) {
+// check holds got to the CPU backend's result within bd.logits and, when
+// withGolden, to the PyTorch golden within bd.goldenLogits (for f32 models
+// the CPU backend's own bar).
+func check(t TB, bd bounds, w *worst, what string, got, cpuGot, golden []float32, withGolden bool) {
 	w.golden = max(w.golden, maxAbsDiff(got, golden))
 	t.Helper()
 	d := compare(got, cpuGot)
 	w.add(d, what)
-	if !d.within(TolLogits) {
-		t.Errorf("%s: against the CPU backend %s, want NMSE ≤ %g and max-abs ≤ %g", what, d, TolLogits.NMSE, TolLogits.MaxAbs)
+	if !d.within(bd.logits) {
+		t.Errorf("%s: against the CPU backend %s, want NMSE ≤ %g and max-abs ≤ %g", what, d, bd.logits.NMSE, bd.logits.MaxAbs)
 	}
-	if g := maxAbsDiff(got, golden); withGolden && g > goldenLogitsMaxAbs {
-		t.Errorf("%s: max |Δ| = %.3g against PyTorch > %g", what, g, goldenLogitsMaxAbs)
+	if g := maxAbsDiff(got, golden); withGolden && g > bd.goldenLogits {
+		t.Errorf("%s: max |Δ| = %.3g against PyTorch > %g", what, g, bd.goldenLogits)
 	}
 }

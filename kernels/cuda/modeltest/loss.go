@@ -15,7 +15,7 @@ import (
 // loss_type, clip-higher, the KL penalty, env-token masking,
 // mask_truncated) on be and on the CPU backend, and holds be's loss,
 // entropy, KL and LoRA gradients to both: to PyTorch with the CPU
-// backend's own bars, to the CPU backend with TolLoss and TolGrad.
+// backend's own bars, to the CPU backend with the model's bounds (boundsFor).
 func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 	var g lossFile
 	vals, err := readGolden(testdata, "grpo_loss.json", &g)
@@ -38,8 +38,8 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 			defer ref.Free()
 			ab := map[string][2][]float32{}
 			for _, l := range gm.LoRA {
-				a, err1 := l.A.of(vals)
-				b, err2 := l.B.of(vals)
+				a, err1 := l.A.Of(vals)
+				b, err2 := l.B.Of(vals)
 				if err1 != nil || err2 != nil {
 					t.Fatalf("grpo_loss.json %s %s: %v %v", gm.Model, l.Module, err1, err2)
 				}
@@ -61,8 +61,9 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 					// accumulation across micro-batches.
 					st, grads := gradient(t, m, ad, samples, cfg, g.MaxTokens, 16)
 					cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, g.MaxTokens, 16)
-					compareStats(t, st, cpuSt)
-					w := compareGrads(t, grads, cpuGrads)
+					bd := boundsFor(m)
+					compareStats(t, bd, st, cpuSt)
+					w := compareGrads(t, bd, grads, cpuGrads)
 
 					if rel := math.Abs(st.Loss-gc.Loss) / math.Abs(gc.Loss); !(rel <= goldenLossRel) {
 						t.Errorf("loss %.9g, PyTorch %.9g (rel %.2g > %g)", st.Loss, gc.Loss, rel, goldenLossRel)
@@ -80,7 +81,7 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 					var gw worst
 					for _, gg := range gc.Grads {
 						for i, arr := range []array{gg.A, gg.B} {
-							want, err := arr.of(vals)
+							want, err := arr.Of(vals)
 							if err != nil {
 								t.Fatalf("grpo_loss.json %s %s grads: %v", gc.Name, gg.Module, err)
 							}
