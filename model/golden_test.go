@@ -1,51 +1,12 @@
 package model
 
 import (
-	"encoding/binary"
-	"encoding/json"
-	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 )
-
-// goldenCase is one sequence of testdata/golden/<model>.json: token ids and
-// the float64-computed PyTorch logits (see testdata/README.md).
-type goldenCase struct {
-	Name   string  `json:"name"`
-	Tokens []int32 `json:"tokens"`
-	Logits struct {
-		Offset int   `json:"offset"`
-		Shape  []int `json:"shape"`
-	} `json:"logits"`
-}
-
-func readGolden(t *testing.T, name string) ([]goldenCase, []float32) {
-	t.Helper()
-	dir := filepath.Join("..", "testdata", "golden")
-	js, err := os.ReadFile(filepath.Join(dir, name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var manifest struct {
-		Data  string       `json:"data"`
-		Cases []goldenCase `json:"cases"`
-	}
-	if err := json.Unmarshal(js, &manifest); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, manifest.Data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals := make([]float32, len(raw)/4)
-	for i := range vals {
-		vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	return manifest.Cases, vals
-}
 
 // goldenModels are the tiny checkpoints in testdata/models, covering the
 // three architectures, f32 and bf16, tied and untied heads, one sharded.
@@ -64,9 +25,18 @@ func TestLogitsMatchPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cases, vals := readGolden(t, name)
-			for _, gc := range cases {
-				want := vals[gc.Logits.Offset : gc.Logits.Offset+numel(gc.Logits.Shape)]
+			var manifest struct {
+				Cases []golden.LogitCase `json:"cases"`
+			}
+			vals, err := golden.Read(filepath.Join("..", "testdata"), name+".json", &manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, gc := range manifest.Cases {
+				want, err := gc.Logits.Of(vals)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var b Batch
 				b.Add(0, 0, gc.Tokens...)
 				got, err := m.Logits(m.NewKVCache(1, len(gc.Tokens)), &b, nil)

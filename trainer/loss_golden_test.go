@@ -1,92 +1,23 @@
 package trainer
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/model"
 )
-
-// The golden file testdata/golden/grpo_loss.json is written by
-// testdata/reference/grpo_loss.py: PyTorch autograd in float64 over the
-// same tiny models, adapters and rollouts.
-type goldenArray struct {
-	Offset int   `json:"offset"`
-	Shape  []int `json:"shape"`
-}
-
-type goldenLoRA struct {
-	Module string      `json:"module"`
-	A, B   goldenArray `json:"-"`
-	RawA   goldenArray `json:"A"`
-	RawB   goldenArray `json:"B"`
-}
-
-type goldenLossFile struct {
-	Rank      int     `json:"rank"`
-	Scale     float32 `json:"scale"`
-	MaxTokens int     `json:"max_tokens"`
-	Data      string  `json:"data"`
-	Models    []struct {
-		Model   string       `json:"model"`
-		LoRA    []goldenLoRA `json:"lora"`
-		Samples []struct {
-			Prompt     []int32   `json:"prompt"`
-			Completion []int32   `json:"completion"`
-			Advantage  float32   `json:"advantage"`
-			Truncated  bool      `json:"truncated"`
-			ModelMask  []bool    `json:"model_mask"`
-			OldLogp    []float32 `json:"old_logp"`
-		} `json:"samples"`
-		Cases []struct {
-			Name          string       `json:"name"`
-			LossType      string       `json:"loss_type"`
-			Epsilon       float64      `json:"epsilon"`
-			EpsilonHigh   float64      `json:"epsilon_high"`
-			Beta          float64      `json:"beta"`
-			MaskTruncated bool         `json:"mask_truncated"`
-			Loss          float64      `json:"loss"`
-			TrainedTokens int          `json:"trained_tokens"`
-			EntropyMean   float64      `json:"entropy_mean"`
-			KLMean        float64      `json:"kl_mean"`
-			Grads         []goldenLoRA `json:"grads"`
-		} `json:"cases"`
-	} `json:"models"`
-}
 
 // goldenAdapter is a LoRA on every projection, addressed by HF module name.
 type goldenAdapter map[string]*model.LoRA
 
 func (g goldenAdapter) LoRA(layer int, p model.Proj) *model.LoRA {
 	return g[fmt.Sprintf("model.layers.%d.%s", layer, p.Module())]
-}
-
-func readF32(t *testing.T, path string) []float32 {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float32, len(raw)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	return v
-}
-
-func slice(vals []float32, a goldenArray) []float32 {
-	n := 1
-	for _, d := range a.Shape {
-		n *= d
-	}
-	return vals[a.Offset : a.Offset+n]
 }
 
 // nmse is Σ(got−want)² / Σwant².
@@ -105,16 +36,20 @@ func nmse(got, want []float32) float64 {
 // batch loss matches autograd's to 1e-5 relative and every LoRA gradient
 // tensor to NMSE ≤ 1e-6.
 func TestPolicyGradientMatchesPyTorch(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "golden")
-	js, err := os.ReadFile(filepath.Join(dir, "grpo_loss.json"))
+	// Written by testdata/reference/grpo_loss.py: PyTorch autograd in
+	// float64 over the same tiny models, adapters and rollouts.
+	var g golden.LossFile
+	vals, err := golden.Read(filepath.Join("..", "testdata"), "grpo_loss.json", &g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g goldenLossFile
-	if err := json.Unmarshal(js, &g); err != nil {
-		t.Fatal(err)
+	slice := func(a golden.Array) []float32 {
+		v, err := a.Of(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
-	vals := readF32(t, filepath.Join(dir, g.Data))
 	for _, gm := range g.Models {
 		be := cpu.New()
 		base, err := model.Load(filepath.Join("..", "testdata", "models", gm.Model), be)
@@ -123,7 +58,7 @@ func TestPolicyGradientMatchesPyTorch(t *testing.T) {
 		}
 		ad := goldenAdapter{}
 		for _, l := range gm.LoRA {
-			a, b := slice(vals, l.RawA), slice(vals, l.RawB)
+			a, b := slice(l.A), slice(l.B)
 			lr := &model.LoRA{Rank: g.Rank, Scale: g.Scale,
 				A: be.Alloc(kernels.F32, len(a)), B: be.Alloc(kernels.F32, len(b)),
 				DA: be.Alloc(kernels.F32, len(a)), DB: be.Alloc(kernels.F32, len(b))}
@@ -193,11 +128,11 @@ func TestPolicyGradientMatchesPyTorch(t *testing.T) {
 					for _, pair := range []struct {
 						name string
 						buf  kernels.Buffer
-						want goldenArray
-					}{{"A", lr.DA, gg.RawA}, {"B", lr.DB, gg.RawB}} {
+						want golden.Array
+					}{{"A", lr.DA, gg.A}, {"B", lr.DB, gg.B}} {
 						got := make([]float32, pair.buf.Len())
 						be.Download(got, pair.buf)
-						if e := nmse(got, slice(vals, pair.want)); e > worst || math.IsNaN(e) {
+						if e := nmse(got, slice(pair.want)); e > worst || math.IsNaN(e) {
 							worst, where = e, gg.Module+"."+pair.name
 						}
 					}
