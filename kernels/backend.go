@@ -95,7 +95,10 @@ type Backend interface {
 type Ops interface {
 	// MatMul computes C = alpha·op(A)·op(B) + beta·C with op(A) m×k and op(B)
 	// k×n. op(X) is X or Xᵀ per transA/transB; A is m×k (k×m when transposed),
-	// B is k×n (n×k when transposed). B may be BF16. With beta == 0, C is
+	// B is k×n (n×k when transposed). B may be BF16; a backend may then
+	// round A to bf16 before the product (a bf16×bf16 GEMM with f32
+	// accumulation, as the CUDA backend's cublasGemmEx and a bf16 PyTorch
+	// matmul do); the CPU backend keeps A in f32. With beta == 0, C is
 	// overwritten even if it held NaN.
 	MatMul(c, a, b Buffer, m, n, k int, transA, transB bool, alpha, beta float32)
 

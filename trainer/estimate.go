@@ -126,8 +126,9 @@ func EstimateMemory(cfg *Config, mc *model.Config, o EstimateOptions) (*Estimate
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
 		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, dtypeName(e.WeightBytes)))
 	if e.WeightBytes == 2 {
-		e.add(PhaseResident, "bf16→f32 GEMM scratch", bf16Scratch(mc),
-			"kernels/cuda widens each bf16 weight into a pooled f32 copy for cuBLAS; one buffer per power-of-two size")
+		tokens := max(cfg.MicroBatchTokens, 2048, cfg.BatchSize)
+		e.add(PhaseResident, "bf16 activation copies for cublasGemmEx", bf16Scratch(mc, tokens),
+			fmt.Sprintf("kernels/cuda rounds each GEMM's activations (up to %d tokens) to bf16 in pooled buffers, one per power-of-two size", tokens))
 	}
 	e.add(PhaseResident, "LoRA params + grads", e.TrainableParams*2*f32Bytes,
 		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s", count(e.TrainableParams), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ",")))
@@ -438,16 +439,22 @@ func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 
 	return n
 }
 
-// bf16Scratch is kernels/cuda's pool of f32 copies of bf16 GEMM operands:
-// one buffer per power-of-two size class among the weight shapes MatMul
-// takes as B (the seven projections and the LM head), kept for the run.
-func bf16Scratch(mc *model.Config) int64 {
-	classes := map[int64]bool{}
+// bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a
+// MatMul with bf16 weights takes as A (cublasGemmEx multiplies bf16 by
+// bf16): at most tokens rows of k columns, 2 B each, for every k a GEMM
+// sees — each projection's in (forward) and out (backward) width, the hidden
+// size for the LM head, the vocabulary for its backward — one buffer per
+// power-of-two size class, kept for the run.
+func bf16Scratch(mc *model.Config, tokens int) int64 {
+	widths := map[int]bool{mc.HiddenSize: true, mc.VocabSize: true}
 	for p := range model.NumProj {
 		in, out := mc.Dims(p)
-		classes[pow2(int64(in)*int64(out)*f32Bytes)] = true
+		widths[in], widths[out] = true, true
 	}
-	classes[pow2(int64(mc.VocabSize)*int64(mc.HiddenSize)*f32Bytes)] = true
+	classes := map[int64]bool{}
+	for k := range widths {
+		classes[pow2(2*int64(tokens)*int64(k))] = true
+	}
 	var n int64
 	for c := range classes {
 		n += c

@@ -7,8 +7,9 @@ import (
 )
 
 // Peaks of an H200 SXM (NVIDIA's datasheet): dense BF16 tensor-core
-// throughput, plain FP32 (CUDA cores: what cuBLAS Sgemm without TF32 runs
-// on, so what the cuda backend's f32 GEMMs can reach today), and HBM3e
+// throughput (what a bf16 checkpoint's GEMMs run at: cublasGemmEx with bf16
+// operands), plain FP32 (CUDA cores: what cuBLAS Sgemm without TF32 runs on,
+// the ceiling of an f32 model such as a random-init --shape), and HBM3e
 // bandwidth. The bench reports its figures against these so a GPU number
 // reads as a fraction of what the hardware can do, not as a bare rate.
 const (
@@ -40,8 +41,8 @@ func kvBytes(c *model.Config, ctx float64) float64 {
 }
 
 // rooflineFigures turns bench's rates into fractions of the H200's peaks:
-// prefill and train as MFU (achieved FLOP/s over peak; an f32 model's
-// GEMMs run at most at the FP32 peak, so both are given), decode as the
+// prefill and train as MFU (achieved FLOP/s over peak; bf16 weights run
+// on tensor cores, f32 weights at most at the FP32 peak, so both are given), decode as the
 // fraction of HBM bandwidth its weight and KV-cache reads use.
 // weightBytes is the size of the weights a forward reads (4 per parameter
 // for f32). A figure whose rate is 0 (skipped) is left out. The counts
