@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sampler"
@@ -60,6 +61,8 @@ type RolloutOptions struct {
 	EnableThinking *bool
 	// ScoreWorkers bounds concurrent rubric calls; 0 means 8.
 	ScoreWorkers int
+	// Timing, when not nil, accumulates the time spent playing and scoring.
+	Timing *RolloutTiming
 }
 
 // Rollouts plays perExample episodes of each example with s and scores
@@ -116,11 +119,23 @@ func Rollouts(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer,
 			queue = append(queue, &episode{t: t, params: p})
 		}
 	}
+	t0 := time.Now()
 	if err := d.play(ctx, e, queue); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	score(ctx, e.Rubric(), trajs, opts.ScoreWorkers)
+	if opts.Timing != nil {
+		opts.Timing.Play += t1.Sub(t0)
+		opts.Timing.Score += time.Since(t1)
+	}
 	return trajs, nil
+}
+
+// RolloutTiming accumulates where Rollouts spent its time: playing the
+// episodes (generation and the environment's replies) and scoring them.
+type RolloutTiming struct {
+	Play, Score time.Duration
 }
 
 // driver holds what every episode of one Rollouts call shares.

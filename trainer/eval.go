@@ -62,7 +62,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 		return res, fmt.Errorf("env %s: the eval split is empty", name)
 	}
 	k := o.RolloutsPerExample
-	trajs, err := playEpisodes(ctx, m, tok, e, exs, k, o.Sampling, o.Seed, o.EnableThinking)
+	trajs, err := playEpisodes(ctx, m, tok, e, exs, k, o.Sampling, o.Seed, o.EnableThinking, nil)
 	if err != nil {
 		return res, fmt.Errorf("env %s: %w", name, err)
 	}

@@ -47,10 +47,10 @@ func (p *progress) stepDone(step int, m map[string]float64) {
 	if p.bar != nil {
 		p.bar.Clear()
 	}
-	fmt.Fprintf(p.w, "step %4d  reward %.3f  loss %+.4f  grad_norm %.3f  entropy %.3f  clip %.3f  %6.0f tok/s  gen %.1fs train %.1fs\n",
-		step, m["reward"], m["loss"], m["grad_norm"], m["entropy"], m["clip_ratio/region"], m["tokens_per_s"], m["time/generate"], m["time/train"])
+	fmt.Fprintf(p.w, "step %4d  reward %.3f  loss %+.4f  grad_norm %.3f  entropy %.3f  clip %.3f  %6.0f tok/s  gen %.1fs score %.1fs train %.1fs\n",
+		step, m["reward"], m["loss"], m["grad_norm"], m["entropy"], m["clip_ratio/region"], m["tokens_per_s"], m["time/generate"], m["time/score"], m["time/train"])
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("train reward %.3f", m["reward"]))
+		p.bar.Describe(fmt.Sprintf("reward %.3f  %.0f tok/s", m["reward"], m["tokens_per_s"]))
 		p.bar.Set(step)
 	}
 }

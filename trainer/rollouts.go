@@ -17,7 +17,7 @@ const replyBudget = 256
 // KV cache is sized for them: the longest rendered prompt plus max_tokens
 // per turn (and room for the replies of multi-turn environments), capped
 // by the model's max_position_embeddings.
-func playEpisodes(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, thinking *bool) ([]env.Trajectory, error) {
+func playEpisodes(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, thinking *bool, timing *env.RolloutTiming) ([]env.Trajectory, error) {
 	longest := 0
 	for _, ex := range exs {
 		if ids, err := env.RenderPrompt(tok, ex.Prompt, thinking); err == nil {
@@ -33,5 +33,5 @@ func playEpisodes(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer,
 		return nil, err
 	}
 	defer s.Close()
-	return env.Rollouts(ctx, s, tok, e, exs, perExample, p, seed, env.RolloutOptions{EnableThinking: thinking})
+	return env.Rollouts(ctx, s, tok, e, exs, perExample, p, seed, env.RolloutOptions{EnableThinking: thinking, Timing: timing})
 }

@@ -18,8 +18,8 @@ func (r *run) samplingParams() sampler.Params {
 }
 
 // rollouts plays perExample episodes of each example of one environment.
-func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64) ([]env.Trajectory, error) {
-	return playEpisodes(ctx, r.policy, r.tok, e, exs, perExample, p, seed, r.cfg.Sampling.EnableThinking)
+func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *env.RolloutTiming) ([]env.Trajectory, error) {
+	return playEpisodes(ctx, r.policy, r.tok, e, exs, perExample, p, seed, r.cfg.Sampling.EnableThinking, timing)
 }
 
 // trainStep runs one GRPO step: sample and score rollouts, compute
@@ -32,11 +32,12 @@ func (r *run) trainStep(ctx context.Context) error {
 	cursors := append([]int(nil), r.sched.Cursors...)
 	var trajs []env.Trajectory
 	var envOf []int
+	var timing env.RolloutTiming
 	for k, te := range r.envs {
 		if counts[k] == 0 {
 			continue
 		}
-		ts, err := r.rollouts(ctx, te.env, r.sched.next(k, counts[k]), R, r.samplingParams(), sampler.DeriveSeed(r.seed, uint64(step), uint64(k)))
+		ts, err := r.rollouts(ctx, te.env, r.sched.next(k, counts[k]), R, r.samplingParams(), sampler.DeriveSeed(r.seed, uint64(step), uint64(k)), &timing)
 		if err != nil {
 			copy(r.sched.Cursors, cursors) // the step did not happen
 			return fmt.Errorf("step %d: rollouts of env %s: %w", step, te.name, err)
@@ -82,7 +83,9 @@ func (r *run) trainStep(ctx context.Context) error {
 	r.step = step
 
 	m := r.stepMetrics(trajs, envOf, rewards, advStats, ls, upd)
-	m["time/generate"] = tGen.Seconds()
+	m["time/generate"] = timing.Play.Seconds()
+	m["time/score"] = timing.Score.Seconds()
+	m["time/rollouts"] = tGen.Seconds()
 	m["time/train"] = tTrain.Seconds()
 	m["time/step"] = time.Since(t0).Seconds()
 	m["tokens_per_s"] = m["tokens/total"] / time.Since(t0).Seconds()
