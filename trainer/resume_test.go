@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -168,5 +169,41 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(killed, "adapter", "adapter_model.safetensors"))
 	if len(a) == 0 || string(a) != string(b) {
 		t.Error("final adapters differ between the resumed and the uninterrupted run")
+	}
+}
+
+// TestInterruptCheckpointsAndResumes: cancelling the context (what Ctrl-C
+// does in grpo train) ends Run with ErrInterrupted after writing a
+// checkpoint of the last finished step; --resume then finishes the run.
+func TestInterruptCheckpointsAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeRunFixture(t, dir, 6, 0) // no periodic checkpoints
+	text, _ := os.ReadFile(cfgPath)
+	cfg, err := ParseConfig(text, cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = New(cfg, WithOutput(out), WithConfigText(text), WithStepCallback(func(s StepResult) {
+		if s.Step == 3 {
+			cancel()
+		}
+	})).Run(ctx)
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "--resume "+out) {
+		t.Fatalf("want ErrInterrupted naming the resume command, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "checkpoints", "step-3", "adapter", "adapter_model.safetensors")); err != nil {
+		t.Fatalf("no checkpoint of step 3: %v", err)
+	}
+	res, err := runConfig(t, cfgPath, WithResume(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 6 {
+		t.Errorf("resumed run ended at step %d, want 6", res.Steps)
+	}
+	if rows := deterministicMetrics(t, out); len(rows) != 6 {
+		t.Errorf("metrics.jsonl has %d steps, want 6", len(rows))
 	}
 }
