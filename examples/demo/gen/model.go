@@ -14,7 +14,8 @@ import (
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
 
-// modelConfig is the demo model's shape: Qwen3 layout, ~0.2M parameters.
+// modelConfig is the demo model's shape: Qwen3 layout, ~0.25M parameters
+// at the default hidden size of 96.
 func modelConfig(o options) map[string]any {
 	return map[string]any{
 		"architectures": []string{"Qwen3ForCausalLM"}, "model_type": "qwen3",

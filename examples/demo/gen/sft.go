@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
+	"path/filepath"
 
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -19,6 +20,7 @@ import (
 // and its AdamW optimizer.
 type sft struct {
 	policy *model.Model
+	ad     *lora.Adapter
 	tok    *tokenizer.Tokenizer
 	env    env.Environment
 	train  []env.Example
@@ -27,17 +29,55 @@ type sft struct {
 	o      options
 }
 
-// warmStart fine-tunes a LoRA adapter in two phases. The skill phase
+// warmStart fine-tunes the model in modelDir in two phases and returns the
+// base the final adapter belongs to with that adapter. The skill phase
 // trains on the reversals until the sampled eval reward reaches o.target
 // (or o.maxSteps); the habit phase then trains o.habitSteps more steps on
 // demonstrations of which a share o.refuse are the refusal, so the model
 // keeps its skill but often declines to use it.
-func warmStart(modelDir, envDir string, o options) (*lora.Adapter, error) {
+//
+// With o.roundSteps > 0 the skill phase runs in rounds: each round trains a
+// fresh adapter for at most o.roundSteps steps and merges it into the base
+// (written under workDir), because a LoRA adapter on a frozen random base
+// plateaus early while a base that absorbs each round keeps learning.
+func warmStart(modelDir, workDir, envDir string, o options) (string, *lora.Adapter, error) {
+	for round, done := 1, 0; ; round++ {
+		steps := o.maxSteps - done
+		if o.roundSteps > 0 {
+			steps = min(steps, o.roundSteps)
+		}
+		s, err := newSFT(modelDir, envDir, o)
+		if err != nil {
+			return "", nil, err
+		}
+		reached, err := s.skill(done, steps)
+		if err != nil {
+			return "", nil, err
+		}
+		done += steps
+		if reached || done >= o.maxSteps {
+			return modelDir, s.ad, s.habit()
+		}
+		next := filepath.Join(workDir, fmt.Sprintf("round-%d", round))
+		if err := lora.WriteMerged(next, modelDir, s.ad); err != nil {
+			return "", nil, err
+		}
+		fmt.Printf("sft round %d merged after %d steps\n", round, done)
+		modelDir = next
+	}
+}
+
+// newSFT loads the model in modelDir with a fresh LoRA adapter and optimizer.
+func newSFT(modelDir, envDir string, o options) (*sft, error) {
 	be := cpu.New()
 	m, err := model.Load(modelDir, be)
 	if err != nil {
 		return nil, err
 	}
+	// Every round draws the same words (the same seed), so with rounds of
+	// 50 steps the skill phase sees 1600 draws of the 4000 training words
+	// over and over; the committed fixture is made this way. A per-round
+	// seed would show more words (a different fixture, not measured yet).
 	s := &sft{o: o, rng: rand.New(rand.NewPCG(5, 5))}
 	if s.tok, err = tokenizer.Load(modelDir); err != nil {
 		return nil, err
@@ -48,13 +88,12 @@ func warmStart(modelDir, envDir string, o options) (*lora.Adapter, error) {
 	if s.train, err = s.env.Examples("train"); err != nil {
 		return nil, err
 	}
-	ad, err := lora.New(m, lora.Config{Rank: o.rank, Alpha: float64(o.rank), TargetModules: lora.AllModules}, 3)
-	if err != nil {
+	if s.ad, err = lora.New(m, lora.Config{Rank: o.rank, Alpha: float64(o.rank), TargetModules: lora.AllModules}, 3); err != nil {
 		return nil, err
 	}
-	s.policy = m.WithAdapter(ad)
+	s.policy = m.WithAdapter(s.ad)
 	var params []trainer.Param
-	for _, p := range ad.Params() {
+	for _, p := range s.ad.Params() {
 		params = append(params, trainer.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
 	oc := trainer.DefaultOptimizer()
@@ -62,33 +101,44 @@ func warmStart(modelDir, envDir string, o options) (*lora.Adapter, error) {
 	if s.opt, err = trainer.NewAdamW(be, params, oc); err != nil {
 		return nil, err
 	}
-	for step := 1; step <= o.maxSteps; step++ {
+	return s, nil
+}
+
+// skill runs up to n reversal steps, numbered after done earlier ones, and
+// reports whether the sampled eval reward reached o.target.
+func (s *sft) skill(done, n int) (bool, error) {
+	for step := done + 1; step <= done+n; step++ {
 		nll, err := s.step(0)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if step%25 == 0 {
 			sampled, err := s.report("skill", step, nll)
 			if err != nil {
-				return nil, err
+				return false, err
 			}
-			if sampled >= o.target {
-				break
+			if sampled >= s.o.target {
+				return true, nil
 			}
 		}
 	}
-	for step := 1; step <= o.habitSteps; step++ {
-		nll, err := s.step(o.refuse)
+	return false, nil
+}
+
+// habit runs the habit phase's o.habitSteps steps.
+func (s *sft) habit() error {
+	for step := 1; step <= s.o.habitSteps; step++ {
+		nll, err := s.step(s.o.refuse)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if step%25 == 0 || step == o.habitSteps {
+		if step%25 == 0 || step == s.o.habitSteps {
 			if _, err := s.report("habit", step, nll); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return ad, nil
+	return nil
 }
 
 // step is one SFT step on o.batch random training words, answered with the
