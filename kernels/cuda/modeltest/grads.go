@@ -20,17 +20,10 @@ import (
 // of grpo_loss.json cover two models; this covers all five, bf16 weights
 // included.
 func checkGrads(t TB, be kernels.Backend, dir string) {
-	m, err := model.Load(dir, be)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, ref := loadBoth(t, be, dir)
 	defer m.Free()
-	cpuBE := cpu.New()
-	ref, err := model.Load(dir, cpuBE)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer ref.Free()
+	cpuBE := ref.Backend
 	c := ref.Config
 	const rank = 4
 	rng := rand.New(rand.NewPCG(3, 5))
@@ -99,4 +92,18 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g (CPU %.2g), entropy Δ %.2g, KL %.3g (Δ %.2g); gradients against the CPU backend: %s (%s)",
 		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, cpuSt.ClipRegion,
 		math.Abs(st.Entropy-cpuSt.Entropy), st.KL, math.Abs(st.KL-cpuSt.KL), w.d, w.where)
+}
+
+// loadBoth loads the model in dir on be and, as the reference, on a fresh
+// CPU backend.
+func loadBoth(t TB, be kernels.Backend, dir string) (m, ref *model.Model) {
+	m, err := model.Load(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, err = model.Load(dir, cpu.New()); err != nil {
+		m.Free()
+		t.Fatal(err)
+	}
+	return m, ref
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/kernels/cpu"
-	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -25,17 +23,10 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 	for _, gm := range g.Models {
 		t.Run(gm.Model, func(t *testing.T) {
 			dir := filepath.Join(testdata, "models", gm.Model)
-			m, err := model.Load(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, ref := loadBoth(t, be, dir)
 			defer m.Free()
-			cpuBE := cpu.New()
-			ref, err := model.Load(dir, cpuBE)
-			if err != nil {
-				t.Fatal(err)
-			}
 			defer ref.Free()
+			cpuBE := ref.Backend
 			ab := map[string][2][]float32{}
 			for _, l := range gm.LoRA {
 				a, err1 := l.A.Of(vals)
