@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -93,7 +94,7 @@ func (e *alphabetSort) Examples(split string) ([]Example, error) {
 		answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
 		out = append(out, Example{
 			ID:     split + "-" + strconv.Itoa(i),
-			Prompt: []rubric.Message{{Role: "user", Content: prompt}},
+			Prompt: []chat.Message{{Role: "user", Content: prompt}},
 			Answer: string(answer),
 			Info: map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
 				"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst},
@@ -223,7 +224,7 @@ func (e *alphabetSort) NewEpisode(ex Example) Episode {
 	return &sortEpisode{followUps: info.FollowUps, numTurns: info.NumTurns}
 }
 
-func (s *sortEpisode) Respond(_ context.Context, _ string) ([]rubric.Message, bool, error) {
+func (s *sortEpisode) Respond(_ context.Context, _ string) ([]chat.Message, bool, error) {
 	s.turns++
 	if s.turns >= s.numTurns {
 		return nil, true, nil
@@ -232,7 +233,7 @@ func (s *sortEpisode) Respond(_ context.Context, _ string) ([]rubric.Message, bo
 	if s.turns-1 < len(s.followUps) {
 		msg = s.followUps[s.turns-1]
 	}
-	return []rubric.Message{{Role: "user", Content: msg}}, false, nil
+	return []chat.Message{{Role: "user", Content: msg}}, false, nil
 }
 
 // decodeSortInfo reads Info whether it holds the Go values Examples put

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -22,7 +23,7 @@ func newEnv(t *testing.T, id string, args map[string]any) Environment {
 func scoreTurns(e Environment, ex Example, turns ...string) rubric.Result {
 	r := rubric.Rollout{Prompt: ex.Prompt, Answer: ex.Answer, Info: ex.Info}
 	for _, t := range turns {
-		r.Completion = append(r.Completion, rubric.Message{Role: "assistant", Content: t})
+		r.Completion = append(r.Completion, chat.Message{Role: "assistant", Content: t})
 	}
 	return e.Rubric().Score(context.Background(), r)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -224,9 +225,9 @@ func (e *wordle) NewEpisode(ex Example) Episode {
 	return &wordleEpisode{&wordleGame{secret: ex.Answer, maxGuesses: e.args.Int("num_guesses")}}
 }
 
-func (ep *wordleEpisode) Respond(_ context.Context, assistant string) ([]rubric.Message, bool, error) {
+func (ep *wordleEpisode) Respond(_ context.Context, assistant string) ([]chat.Message, bool, error) {
 	msg, done := ep.game.play(assistant)
-	return []rubric.Message{{Role: "user", Content: msg}}, done, nil
+	return []chat.Message{{Role: "user", Content: msg}}, done, nil
 }
 
 // wordleCorrect is Prime's correct_answer: the last <guess> given is

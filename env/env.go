@@ -10,6 +10,7 @@ package env
 import (
 	"context"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -17,7 +18,7 @@ import (
 // reference answer ("" when none) and any extra fields the rubric needs.
 type Example struct {
 	ID     string
-	Prompt []rubric.Message
+	Prompt []chat.Message
 	Answer string
 	Info   map[string]any
 }
@@ -42,5 +43,5 @@ type Episode interface {
 	// the model generated, without the stop token) and returns the
 	// environment's reply messages (usually one user message), or done
 	// when the episode is over. It is called once per assistant turn.
-	Respond(ctx context.Context, assistant string) (reply []rubric.Message, done bool, err error)
+	Respond(ctx context.Context, assistant string) (reply []chat.Message, done bool, err error)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
@@ -32,7 +33,7 @@ type Trajectory struct {
 	// Messages is the completion as chat messages, for the rubric: each
 	// assistant turn's decoded text (without its stop token) and the
 	// environment's replies, in order.
-	Messages []rubric.Message
+	Messages []chat.Message
 	// Turns counts the model's turns.
 	Turns int
 	// Truncated is true when a length limit ended the episode: the last
@@ -152,13 +153,13 @@ type episode struct {
 	params sampler.Params
 	ep     Episode
 	seq    *sampler.Seq
-	conv   []rubric.Message // prompt and completion so far
+	conv   []chat.Message // prompt and completion so far
 }
 
-func (d *driver) renderPrompt(prompt []rubric.Message) ([]int32, error) {
+func (d *driver) renderPrompt(prompt []chat.Message) ([]int32, error) {
 	opts := d.chat
 	opts.AddGenerationPrompt = true
-	text, err := d.tok.ApplyChatTemplate(toTokenizerMessages(prompt), opts)
+	text, err := d.tok.ApplyChatTemplate(prompt, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,7 @@ func (d *driver) play(ctx context.Context, e Environment, queue []*episode) erro
 			}
 			p.seq = seq
 			p.ep = e.NewEpisode(p.t.Example)
-			p.conv = append([]rubric.Message(nil), p.t.Prompt...)
+			p.conv = append([]chat.Message(nil), p.t.Prompt...)
 			active = append(active, p)
 		}
 		if len(active) == 0 {
@@ -232,7 +233,7 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 		content = content[:len(content)-1]
 		stopText, _ = d.tok.Token(last)
 	}
-	msg := rubric.Message{Role: "assistant", Content: d.tok.Decode(content)}
+	msg := chat.Message{Role: "assistant", Content: d.tok.Decode(content)}
 	t.Messages = append(t.Messages, msg)
 	p.conv = append(p.conv, msg)
 
@@ -275,7 +276,7 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 
 // respondSafely calls Respond, turning a panic into an error so one
 // faulty episode cannot end the run.
-func respondSafely(ctx context.Context, ep Episode, text string) (reply []rubric.Message, done bool, err error) {
+func respondSafely(ctx context.Context, ep Episode, text string) (reply []chat.Message, done bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v (at %s)", r, panicLine(debug.Stack()))
@@ -335,7 +336,7 @@ func score(ctx context.Context, rb *rubric.Rubric, trajs []Trajectory, workers i
 
 // RenderPrompt returns the tokens Rollouts starts an episode with: the
 // prompt messages through tok's chat template with the generation prompt.
-func RenderPrompt(tok *tokenizer.Tokenizer, prompt []rubric.Message, enableThinking *bool) ([]int32, error) {
+func RenderPrompt(tok *tokenizer.Tokenizer, prompt []chat.Message, enableThinking *bool) ([]int32, error) {
 	d := &driver{tok: tok, chat: tokenizer.ChatOptions{EnableThinking: enableThinking}}
 	return d.renderPrompt(prompt)
 }

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/grpo-dev/grpo/rubric"
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // renderFunc renders a conversation with a chat template;
 // (*tokenizer.Tokenizer).ApplyChatTemplate is one.
-type renderFunc func(messages []tokenizer.Message, opts tokenizer.ChatOptions) (string, error)
+type renderFunc func(messages []chat.Message, opts tokenizer.ChatOptions) (string, error)
 
 // turnMarker stands in for the model's latest turn when the template
 // renders what follows it; nothing a model or dataset writes contains it.
@@ -34,13 +34,13 @@ const turnMarker = "\x1dgrpo-turn-marker-6c0f2b\x1d"
 // model's turn ("" when it ended otherwise): when the template's closing
 // starts with it, the model already wrote it and it is dropped; otherwise
 // the closing is kept, so a turn cut off by max_tokens is still closed.
-func replyText(render renderFunc, conv, reply []rubric.Message, stopText string, opts tokenizer.ChatOptions) (string, error) {
+func replyText(render renderFunc, conv, reply []chat.Message, stopText string, opts tokenizer.ChatOptions) (string, error) {
 	if len(conv) == 0 || conv[len(conv)-1].Role != "assistant" {
 		return "", fmt.Errorf("conversation must end with the model's assistant turn")
 	}
-	msgs := toTokenizerMessages(conv)
-	msgs[len(msgs)-1].Content = turnMarker
-	msgs = append(msgs, toTokenizerMessages(reply)...)
+	msgs := make([]chat.Message, 0, len(conv)+len(reply))
+	msgs = append(append(msgs, conv...), reply...)
+	msgs[len(conv)-1].Content = turnMarker
 	opts.AddGenerationPrompt = true
 	text, err := render(msgs, opts)
 	if err != nil {
@@ -54,13 +54,4 @@ func replyText(render renderFunc, conv, reply []rubric.Message, stopText string,
 		after = strings.TrimPrefix(after, stopText)
 	}
 	return after, nil
-}
-
-// toTokenizerMessages converts rubric messages for a chat template.
-func toTokenizerMessages(ms []rubric.Message) []tokenizer.Message {
-	out := make([]tokenizer.Message, len(ms))
-	for i, m := range ms {
-		out[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
-	}
-	return out
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/grpo-dev/grpo/rubric"
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
@@ -39,22 +39,22 @@ func qwen3Tokenizer(t testing.TB) *tokenizer.Tokenizer {
 func TestReplyTokensRebuildQwen3Template(t *testing.T) {
 	tok := qwen3Tokenizer(t)
 	imEnd, _ := tok.TokenID("<|im_end|>")
-	prompt := []rubric.Message{{Role: "system", Content: "Play the game."}, {Role: "user", Content: "Guess a word."}}
+	prompt := []chat.Message{{Role: "system", Content: "Play the game."}, {Role: "user", Content: "Guess a word."}}
 	for name, c := range map[string]struct {
-		replies  [][]rubric.Message
+		replies  [][]chat.Message
 		stopped  []bool // whether each assistant turn ended with <|im_end|>
 		thinking *bool
 	}{
-		"user replies": {replies: [][]rubric.Message{{{Role: "user", Content: "Wrong, try again."}}, {{Role: "user", Content: "Closer.\nAgain?"}}}, stopped: []bool{true, true, true}},
-		"tool replies": {replies: [][]rubric.Message{{{Role: "tool", Content: "42"}, {Role: "tool", Content: "x"}}, {{Role: "user", Content: "ok"}}}, stopped: []bool{true, true, true}},
-		"cut turn":     {replies: [][]rubric.Message{{{Role: "user", Content: "Go on."}}, {{Role: "user", Content: "And?"}}}, stopped: []bool{false, true, true}},
+		"user replies": {replies: [][]chat.Message{{{Role: "user", Content: "Wrong, try again."}}, {{Role: "user", Content: "Closer.\nAgain?"}}}, stopped: []bool{true, true, true}},
+		"tool replies": {replies: [][]chat.Message{{{Role: "tool", Content: "42"}, {Role: "tool", Content: "x"}}, {{Role: "user", Content: "ok"}}}, stopped: []bool{true, true, true}},
+		"cut turn":     {replies: [][]chat.Message{{{Role: "user", Content: "Go on."}}, {{Role: "user", Content: "And?"}}}, stopped: []bool{false, true, true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			opts := tokenizer.ChatOptions{EnableThinking: c.thinking}
 			answers := []string{"CRANE", "SLATE and more", "The word is PLANT."}
 			gen := opts
 			gen.AddGenerationPrompt = true
-			text, err := tok.ApplyChatTemplate(toTokenizerMessages(prompt), gen)
+			text, err := tok.ApplyChatTemplate(prompt, gen)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestReplyTokensRebuildQwen3Template(t *testing.T) {
 					ids = append(ids, imEnd)
 					stopText = "<|im_end|>"
 				}
-				conv = append(conv, rubric.Message{Role: "assistant", Content: answers[turn]})
+				conv = append(conv, chat.Message{Role: "assistant", Content: answers[turn]})
 				rt, err := replyText(tok.ApplyChatTemplate, conv, reply, stopText, opts)
 				if err != nil {
 					t.Fatal(err)
@@ -75,7 +75,7 @@ func TestReplyTokensRebuildQwen3Template(t *testing.T) {
 				ids = append(ids, tok.Encode(rt)...)
 				conv = append(conv, reply...)
 			}
-			full, err := tok.ApplyChatTemplate(toTokenizerMessages(conv), gen)
+			full, err := tok.ApplyChatTemplate(conv, gen)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,19 +96,19 @@ const llama3Template = `{% set loop_messages = messages %}{% for message in loop
 // TestReplyTextLlama3: the same rebuild for Llama 3's format, where the
 // turn's closing is <|eot_id|> with no newline after it.
 func TestReplyTextLlama3(t *testing.T) {
-	render := func(ms []tokenizer.Message, o tokenizer.ChatOptions) (string, error) {
+	render := func(ms []chat.Message, o tokenizer.ChatOptions) (string, error) {
 		return tokenizer.RenderChatTemplate(llama3Template, ms, o, map[string]any{"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"})
 	}
-	conv := []rubric.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}
-	text, err := render(toTokenizerMessages(conv), tokenizer.ChatOptions{AddGenerationPrompt: true})
+	conv := []chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}
+	text, err := render(conv, tokenizer.ChatOptions{AddGenerationPrompt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for turn, stop := range []string{"<|eot_id|>", ""} {
 		answer := []string{"Hello.", "Cut off mid"}[turn]
 		text += answer + stop
-		conv = append(conv, rubric.Message{Role: "assistant", Content: answer})
-		reply := []rubric.Message{{Role: "user", Content: "More?"}}
+		conv = append(conv, chat.Message{Role: "assistant", Content: answer})
+		reply := []chat.Message{{Role: "user", Content: "More?"}}
 		rt, err := replyText(render, conv, reply, stop, tokenizer.ChatOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +116,7 @@ func TestReplyTextLlama3(t *testing.T) {
 		text += rt
 		conv = append(conv, reply...)
 	}
-	want, _ := render(toTokenizerMessages(conv), tokenizer.ChatOptions{AddGenerationPrompt: true})
+	want, _ := render(conv, tokenizer.ChatOptions{AddGenerationPrompt: true})
 	if text != want {
 		t.Errorf("concatenated turns differ from the template:\ngot  %q\nwant %q", text, want)
 	}
@@ -124,13 +124,13 @@ func TestReplyTextLlama3(t *testing.T) {
 
 func TestReplyTextErrors(t *testing.T) {
 	tok := qwen3Tokenizer(t)
-	if _, err := replyText(tok.ApplyChatTemplate, []rubric.Message{{Role: "user", Content: "x"}}, nil, "", tokenizer.ChatOptions{}); err == nil {
+	if _, err := replyText(tok.ApplyChatTemplate, []chat.Message{{Role: "user", Content: "x"}}, nil, "", tokenizer.ChatOptions{}); err == nil {
 		t.Error("a conversation not ending with the assistant's turn was accepted")
 	}
-	twice := func([]tokenizer.Message, tokenizer.ChatOptions) (string, error) {
+	twice := func([]chat.Message, tokenizer.ChatOptions) (string, error) {
 		return turnMarker + turnMarker, nil
 	}
-	if _, err := replyText(twice, []rubric.Message{{Role: "assistant", Content: "x"}}, nil, "", tokenizer.ChatOptions{}); err == nil {
+	if _, err := replyText(twice, []chat.Message{{Role: "assistant", Content: "x"}}, nil, "", tokenizer.ChatOptions{}); err == nil {
 		t.Error("a template writing the turn twice was accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rubric"
@@ -24,7 +25,7 @@ func (echoEnv) ID() string                         { return "echo" }
 func (echoEnv) Examples(string) ([]Example, error) { return nil, nil }
 func (e echoEnv) NewEpisode(ex Example) Episode    { return &echoEpisode{env: e, id: ex.ID} }
 func (echoEnv) Rubric() *rubric.Rubric             { return turnsRubric }
-func (e *echoEpisode) Respond(_ context.Context, text string) ([]rubric.Message, bool, error) {
+func (e *echoEpisode) Respond(_ context.Context, text string) ([]chat.Message, bool, error) {
 	e.n++
 	switch {
 	case e.id == "fail" && e.n == 2:
@@ -36,7 +37,7 @@ func (e *echoEpisode) Respond(_ context.Context, text string) ([]rubric.Message,
 	if e.n >= e.env.turns {
 		return nil, true, nil
 	}
-	return []rubric.Message{{Role: "user", Content: "You wrote " + strings.Repeat("*", len(text)%7) + ". Again."}}, false, nil
+	return []chat.Message{{Role: "user", Content: "You wrote " + strings.Repeat("*", len(text)%7) + ". Again."}}, false, nil
 }
 
 type echoEpisode struct {
@@ -75,9 +76,9 @@ func TestRolloutsMultiTurn(t *testing.T) {
 	}
 	defer s.Close()
 	examples := []Example{
-		{ID: "a", Prompt: []rubric.Message{{Role: "system", Content: "Echo game."}, {Role: "user", Content: "Say something."}}},
-		{ID: "fail", Prompt: []rubric.Message{{Role: "user", Content: "Say more."}}},
-		{ID: "panic", Prompt: []rubric.Message{{Role: "user", Content: "Go."}}},
+		{ID: "a", Prompt: []chat.Message{{Role: "system", Content: "Echo game."}, {Role: "user", Content: "Say something."}}},
+		{ID: "fail", Prompt: []chat.Message{{Role: "user", Content: "Say more."}}},
+		{ID: "panic", Prompt: []chat.Message{{Role: "user", Content: "Go."}}},
 	}
 	trajs, err := Rollouts(context.Background(), s, tok, echoEnv{turns: 3}, examples, 2, rolloutParams(), 17, RolloutOptions{})
 	if err != nil {
@@ -162,7 +163,7 @@ func checkTemplate(t *testing.T, tok *tokenizer.Tokenizer, tr Trajectory) {
 		t.Logf("%s: the random model wrote </think>, which the template rewrites; text not compared", tr.ID)
 		return
 	}
-	want, err := tok.ApplyChatTemplate(toTokenizerMessages(conv), tokenizer.ChatOptions{AddGenerationPrompt: true})
+	want, err := tok.ApplyChatTemplate(conv, tokenizer.ChatOptions{AddGenerationPrompt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +202,8 @@ func TestRolloutsLimits(t *testing.T) {
 	}
 	defer s.Close()
 	examples := []Example{
-		{ID: "long", Prompt: []rubric.Message{{Role: "user", Content: strings.Repeat("word ", 50)}}},
-		{ID: "short", Prompt: []rubric.Message{{Role: "user", Content: "Hi"}}},
+		{ID: "long", Prompt: []chat.Message{{Role: "user", Content: strings.Repeat("word ", 50)}}},
+		{ID: "short", Prompt: []chat.Message{{Role: "user", Content: "Hi"}}},
 	}
 	// max_turns 2 stops an episode that would run 10 turns; the 40-token
 	// cache cannot hold the long prompt, and truncates the short one.

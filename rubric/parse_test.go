@@ -1,6 +1,10 @@
 package rubric
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/grpo-dev/grpo/chat"
+)
 
 // Expected values were produced by verifiers' code under CPython 3.11:
 // XMLParser.parse(text, last=True) (regex <tag>\s*(.*?)\s*</tag>, DOTALL),
@@ -99,7 +103,7 @@ func TestTagFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Rollout{Completion: []Message{
+	r := Rollout{Completion: []chat.Message{
 		{Role: "assistant", Content: "<answer>1</answer>"},
 		{Role: "user", Content: "<answer>ignored env reply"},
 		{Role: "assistant", Content: "no tags"},

@@ -18,32 +18,9 @@ import (
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+
+	"github.com/grpo-dev/grpo/chat"
 )
-
-// Message is one turn of a conversation, shaped like the dicts
-// transformers' apply_chat_template takes.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-	// ReasoningContent, when set, is the turn's thinking; Qwen3's template
-	// otherwise splits it out of Content's <think>…</think>.
-	ReasoningContent *string    `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
-	// Name and ToolCallID identify tool results in templates that use them.
-	Name       string `json:"name,omitempty"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-}
-
-// ToolCall is an assistant's call of a tool.
-type ToolCall struct {
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name string `json:"name"`
-		// Arguments is a JSON object, or a JSON string holding the
-		// arguments already serialized (templates print those as they are).
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-}
 
 // ChatOptions are the template variables besides messages.
 type ChatOptions struct {
@@ -64,7 +41,7 @@ func (t *Tokenizer) ChatTemplate() string { return t.cfg.chatTemplate }
 // ApplyChatTemplate renders messages with the model's chat template, as
 // transformers' apply_chat_template(tokenize=False) does. Encode the result
 // with Encode (the template already holds any BOS).
-func (t *Tokenizer) ApplyChatTemplate(messages []Message, opts ChatOptions) (string, error) {
+func (t *Tokenizer) ApplyChatTemplate(messages []chat.Message, opts ChatOptions) (string, error) {
 	if t.cfg.chatTemplate == "" {
 		return "", errors.New("tokenizer_config.json has no chat_template; this model has no chat format (use plain text, or a model's -Instruct/chat variant)")
 	}
@@ -76,7 +53,7 @@ func (t *Tokenizer) ApplyChatTemplate(messages []Message, opts ChatOptions) (str
 
 // RenderChatTemplate renders a Jinja chat template with the given special
 // token variables (bos_token, eos_token…).
-func RenderChatTemplate(template string, messages []Message, opts ChatOptions, tokens map[string]any) (string, error) {
+func RenderChatTemplate(template string, messages []chat.Message, opts ChatOptions, tokens map[string]any) (string, error) {
 	tpl, err := compileTemplate(template)
 	if err != nil {
 		return "", err
@@ -122,7 +99,7 @@ func firstLine(err error) string {
 	return s
 }
 
-func messageValue(m Message, orders *keyOrders) (map[string]any, error) {
+func messageValue(m chat.Message, orders *keyOrders) (map[string]any, error) {
 	v := map[string]any{"role": m.Role, "content": m.Content}
 	if m.ReasoningContent != nil {
 		v["reasoning_content"] = *m.ReasoningContent

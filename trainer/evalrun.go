@@ -8,12 +8,12 @@ import (
 	"math"
 	"sync"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
-	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -122,7 +122,7 @@ type countedEpisode struct {
 	once sync.Once
 }
 
-func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]rubric.Message, bool, error) {
+func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]chat.Message, bool, error) {
 	reply, done, err := c.Episode.Respond(ctx, assistant)
 	if done || err != nil {
 		c.once.Do(c.done)
@@ -137,8 +137,8 @@ type EvalRow struct {
 	ExampleIndex int    `json:"example_index"`
 	// Rollout is the rollout's index among its example's k.
 	Rollout          int                `json:"rollout"`
-	Prompt           []rubric.Message   `json:"prompt"`
-	Completion       []rubric.Message   `json:"completion"`
+	Prompt           []chat.Message     `json:"prompt"`
+	Completion       []chat.Message     `json:"completion"`
 	Answer           string             `json:"answer"`
 	Reward           float64            `json:"reward"`
 	Metrics          map[string]float64 `json:"metrics"`
@@ -171,7 +171,7 @@ func (r EvalResult) Rows() []EvalRow {
 		}
 		completion := t.Messages
 		if completion == nil {
-			completion = []rubric.Message{}
+			completion = []chat.Message{}
 		}
 		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: i / k, Rollout: i % k,
 			Prompt: t.Prompt, Completion: completion, Answer: t.Answer, Reward: t.Reward,

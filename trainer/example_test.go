@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/rubric"
@@ -22,7 +23,7 @@ func (echo) Examples(split string) ([]env.Example, error) {
 	var out []env.Example
 	for i, w := range []string{"apple", "river", "stone", "cloud", "grass", "flame"} {
 		out = append(out, env.Example{ID: fmt.Sprint(split, i), Answer: w,
-			Prompt: []rubric.Message{{Role: "user", Content: "say " + w}}})
+			Prompt: []chat.Message{{Role: "user", Content: "say " + w}}})
 	}
 	return out, nil
 }
@@ -39,7 +40,7 @@ func (echo) Rubric() *rubric.Rubric {
 // oneTurn ends the episode after the model's first answer.
 type oneTurn struct{}
 
-func (oneTurn) Respond(context.Context, string) ([]rubric.Message, bool, error) {
+func (oneTurn) Respond(context.Context, string) ([]chat.Message, bool, error) {
 	return nil, true, nil
 }
 

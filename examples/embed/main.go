@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/trainer"
@@ -35,7 +36,7 @@ func (s spell) Examples(split string) ([]env.Example, error) {
 	for i, w := range words {
 		out = append(out, env.Example{
 			ID:     fmt.Sprintf("%s-%d", split, i),
-			Prompt: []rubric.Message{{Role: "user", Content: "reverse " + w}},
+			Prompt: []chat.Message{{Role: "user", Content: "reverse " + w}},
 			Answer: reverse(w),
 		})
 	}
@@ -67,7 +68,7 @@ func (spell) Rubric() *rubric.Rubric {
 
 type singleTurn struct{}
 
-func (singleTurn) Respond(context.Context, string) ([]rubric.Message, bool, error) {
+func (singleTurn) Respond(context.Context, string) ([]chat.Message, bool, error) {
 	return nil, true, nil
 }
 
