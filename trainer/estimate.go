@@ -7,6 +7,7 @@ import (
 
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
 )
 
 // Estimate is what a run will need before it starts: parameter counts, the
@@ -276,18 +277,6 @@ func evalShapesFromConfig(cfg *Config) []EnvShape {
 	return known
 }
 
-// CacheLen is the KV cache length of one rollout, as playEpisodes sizes it:
-// the prompt, max_tokens per model turn and a reply budget between turns,
-// capped by max_position_embeddings.
-func CacheLen(mc *model.Config, promptTokens, maxTokens, turns int) int {
-	turns = max(turns, 1)
-	n := promptTokens + maxTokens*turns + replyBudget*(turns-1)
-	if mc.MaxPositions > 0 {
-		n = min(n, mc.MaxPositions)
-	}
-	return max(n, 1)
-}
-
 // phaseBytes is one phase's items before they are added to an Estimate.
 type phaseBytes struct {
 	items  []MemItem
@@ -324,7 +313,7 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // and the logits of each sequence (a host copy too on the CPU).
 func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
-	maxLen := CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
+	maxLen := rollout.CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
 	h, q, kv, inter, v := dims(mc)
 	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
 	var p phaseBytes

@@ -12,6 +12,7 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
@@ -188,7 +189,7 @@ func probeEnvs(cfg *Config, tok *tokenizer.Tokenizer) (train, eval []EnvShape, n
 		}
 		sum, n := 0, 0
 		for _, ex := range exs[:min(len(exs), promptSample)] {
-			if ids, err := env.RenderPrompt(tok, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
+			if ids, err := rollout.RenderPrompt(tok, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
 				s.PromptTokens = max(s.PromptTokens, len(ids))
 				sum, n = sum+len(ids), n+1
 			}

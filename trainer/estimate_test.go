@@ -12,6 +12,7 @@ import (
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
 
@@ -94,19 +95,6 @@ func TestEstimateQwen3Hand(t *testing.T) {
 	// 48→64 MiB, 2374→4096 MiB.
 	if got, want := item(t, e, PhaseResident, "bf16"), int64(16+32+64+4096)<<20; got != want {
 		t.Errorf("bf16 scratch: %d, want %d", got, want)
-	}
-}
-
-// A prompt longer than the context is capped by max_position_embeddings,
-// and multi-turn episodes get max_tokens per turn plus reply room.
-func TestCacheLen(t *testing.T) {
-	mc := &model.Config{MaxPositions: 2000}
-	for _, c := range []struct{ prompt, maxTok, turns, want int }{
-		{100, 200, 1, 300}, {100, 200, 3, 100 + 600 + 2*replyBudget}, {1900, 200, 1, 2000}, {0, 0, 0, 1},
-	} {
-		if got := CacheLen(mc, c.prompt, c.maxTok, c.turns); got != c.want {
-			t.Errorf("CacheLen(%d, %d, %d) = %d, want %d", c.prompt, c.maxTok, c.turns, got, c.want)
-		}
 	}
 }
 
@@ -193,7 +181,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			policy := m.WithAdapter(ad)
 
 			gen := be.phase(t, func() error {
-				s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: CacheLen(mc, prompt, maxTok, 1)})
+				s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
 				if err != nil {
 					return err
 				}

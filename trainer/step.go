@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
 
@@ -18,8 +19,8 @@ func (r *run) samplingParams() sampler.Params {
 }
 
 // rollouts plays perExample episodes of each example of one environment.
-func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *env.RolloutTiming) ([]env.Trajectory, error) {
-	return playEpisodes(ctx, r.policy, r.tok, e, exs, perExample, p, seed, r.cfg.Sampling.EnableThinking, timing)
+func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
+	return rollout.Local(ctx, r.policy, r.tok, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing})
 }
 
 // trainStep runs one GRPO step: sample and score rollouts, compute
@@ -30,9 +31,9 @@ func (r *run) trainStep(ctx context.Context) error {
 	R := cfg.RolloutsPerExample
 	counts := r.sched.counts(step, cfg.BatchSize/R)
 	cursors := append([]int(nil), r.sched.Cursors...)
-	var trajs []env.Trajectory
+	var trajs []rollout.Trajectory
 	var envOf []int
-	var timing env.RolloutTiming
+	var timing rollout.Timing
 	for k, te := range r.envs {
 		if counts[k] == 0 {
 			continue
@@ -111,7 +112,7 @@ func (r *run) trainStep(ctx context.Context) error {
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
-func (r *run) stepMetrics(trajs []env.Trajectory, envOf []int, rewards []float32, adv AdvantageStats, ls LossStats, upd StepStats) map[string]float64 {
+func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv AdvantageStats, ls LossStats, upd StepStats) map[string]float64 {
 	m := map[string]float64{
 		"loss": ls.Loss, "grad_norm": upd.GradNorm, "lr": upd.LR, "kl": ls.KL, "entropy": ls.Entropy,
 		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,

@@ -11,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 	"github.com/grpo-dev/grpo/trainer"
@@ -148,7 +149,7 @@ func (s *sft) step(refuse float64) (float64, error) {
 	nll, ntok := 0.0, 0
 	for range s.o.batch {
 		ex := s.train[s.rng.IntN(len(s.train))]
-		prompt, err := env.RenderPrompt(s.tok, ex.Prompt, nil)
+		prompt, err := rollout.RenderPrompt(s.tok, ex.Prompt, nil)
 		if err != nil {
 			return 0, err
 		}

@@ -1,59 +1,19 @@
-package env
+package rollout
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/grpo-dev/grpo/chat"
-	"github.com/grpo-dev/grpo/rubric"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
-// Trajectory is one played and scored episode, kept as the exact tokens
-// the model saw: PromptTokens, then Tokens — the model's turns as sampled
-// and, between them, the environment's replies as the chat template
-// renders them. It maps field for field onto trainer.Sample (Prompt,
-// Completion, ModelMask, OldLogp, Truncated).
-type Trajectory struct {
-	Example
-	PromptTokens []int32
-	// Tokens is everything after the prompt.
-	Tokens []int32
-	// ModelMask[i] is true where Tokens[i] was sampled by the model and
-	// false where the environment's reply put it.
-	ModelMask []bool
-	// Logprobs[i] is the sampler's log-prob of Tokens[i] under the model's
-	// raw distribution (see package sampler); 0 on environment tokens.
-	Logprobs []float32
-	// Messages is the completion as chat messages, for the rubric: each
-	// assistant turn's decoded text (without its stop token) and the
-	// environment's replies, in order.
-	Messages []chat.Message
-	// Turns counts the model's turns.
-	Turns int
-	// Truncated is true when a length limit ended the episode: the last
-	// turn hit max_tokens or the cache length, or the environment's reply
-	// did not fit.
-	Truncated bool
-	// FinishReason is the last turn's: "stop" or "length".
-	FinishReason string
-	// Reward is the rubric's reward in [0, 1]; 0 for an episode that failed.
-	Reward float64
-	// Metrics are the rubric's metrics, plus "errors/episode" = 1 for an
-	// episode that failed.
-	Metrics map[string]float64
-	// Errors holds one line per problem: the episode's (then the episode
-	// ended and scored 0) and the rubric's failed terms.
-	Errors []string
-}
-
-// RolloutOptions tune Rollouts. The zero value is usable.
-type RolloutOptions struct {
+// Options tune Play and Local. The zero value is usable.
+type Options struct {
 	// MaxTurns caps the model's turns per episode; 0 means no cap besides
 	// the episode ending and the sampler's cache length.
 	MaxTurns int
@@ -63,11 +23,17 @@ type RolloutOptions struct {
 	// ScoreWorkers bounds concurrent rubric calls; 0 means 8.
 	ScoreWorkers int
 	// Timing, when not nil, accumulates the time spent playing and scoring.
-	Timing *RolloutTiming
+	Timing *Timing
 }
 
-// Rollouts plays perExample episodes of each example with s and scores
-// them with e's rubric. Each prompt is rendered with tok's chat template
+// Timing accumulates where Play spent its time: playing the episodes
+// (generation and the environment's replies) and scoring them.
+type Timing struct {
+	Play, Score time.Duration
+}
+
+// Play plays perExample episodes of each example with s and scores them
+// with e's rubric. Each prompt is rendered once with tok's chat template
 // (add_generation_prompt). All episodes share the sampler's batch: when
 // the cache has fewer slots than episodes, new episodes start as others
 // finish. After each model turn the episode's Respond is called; its reply
@@ -83,19 +49,32 @@ type RolloutOptions struct {
 // Trajectories come back in order: example i's rollout j at
 // i*perExample+j. A failing episode (a prompt too long for the cache, a
 // Respond error or panic, a template error) ends with its error recorded
-// and reward 0; the others go on. Rollouts itself fails only on bad
+// and reward 0; the others go on. Play itself fails only on bad
 // arguments, ctx cancellation, or a failing forward pass.
-func Rollouts(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e Environment, examples []Example, perExample int, params sampler.Params, seed uint64, opts RolloutOptions) ([]Trajectory, error) {
+func Play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, perExample int, params sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
+	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
+		return nil, err
+	}
+	prompts := renderPrompts(tok, examples, tokenizer.ChatOptions{EnableThinking: opts.EnableThinking})
+	return play(ctx, s, tok, e, examples, prompts, perExample, params, seed, opts)
+}
+
+func checkArgs(s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, perExample int, opts Options) error {
 	switch {
 	case s == nil || tok == nil || e == nil:
-		return nil, errors.New("rollouts: sampler, tokenizer and environment are required")
+		return errors.New("rollouts: sampler, tokenizer and environment are required")
 	case perExample < 1:
-		return nil, fmt.Errorf("rollouts: rollouts_per_example = %d: want at least 1", perExample)
+		return fmt.Errorf("rollouts: rollouts_per_example = %d: want at least 1", perExample)
 	case opts.MaxTurns < 0:
-		return nil, fmt.Errorf("rollouts: max_turns = %d: want a positive count, or 0 for no cap", opts.MaxTurns)
+		return fmt.Errorf("rollouts: max_turns = %d: want a positive count, or 0 for no cap", opts.MaxTurns)
 	case e.Rubric() == nil:
-		return nil, fmt.Errorf("rollouts: environment %q has no rubric", e.ID())
+		return fmt.Errorf("rollouts: environment %q has no rubric", e.ID())
 	}
+	return nil
+}
+
+// play is Play after checkArgs, with each example's prompt rendered.
+func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
 	if err := params.Validate(); err != nil {
 		return nil, fmt.Errorf("rollouts: [sampling] %v", err)
 	}
@@ -106,12 +85,11 @@ func Rollouts(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer,
 	trajs := make([]Trajectory, len(examples)*perExample)
 	var queue []*episode
 	for i, ex := range examples {
-		prompt, err := d.renderPrompt(ex.Prompt)
 		for j := range perExample {
 			t := &trajs[i*perExample+j]
 			t.Example = ex
-			t.PromptTokens = prompt
-			if err != nil {
+			t.PromptTokens = prompts[i].ids
+			if err := prompts[i].err; err != nil {
 				t.fail(fmt.Sprintf("prompt: %v", err))
 				continue
 			}
@@ -133,17 +111,11 @@ func Rollouts(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer,
 	return trajs, nil
 }
 
-// RolloutTiming accumulates where Rollouts spent its time: playing the
-// episodes (generation and the environment's replies) and scoring them.
-type RolloutTiming struct {
-	Play, Score time.Duration
-}
-
-// driver holds what every episode of one Rollouts call shares.
+// driver holds what every episode of one Play call shares.
 type driver struct {
 	s    *sampler.Sampler
 	tok  *tokenizer.Tokenizer
-	opts RolloutOptions
+	opts Options
 	chat tokenizer.ChatOptions
 }
 
@@ -151,24 +123,14 @@ type driver struct {
 type episode struct {
 	t      *Trajectory
 	params sampler.Params
-	ep     Episode
+	ep     env.Episode
 	seq    *sampler.Seq
 	conv   []chat.Message // prompt and completion so far
 }
 
-func (d *driver) renderPrompt(prompt []chat.Message) ([]int32, error) {
-	opts := d.chat
-	opts.AddGenerationPrompt = true
-	text, err := d.tok.ApplyChatTemplate(prompt, opts)
-	if err != nil {
-		return nil, err
-	}
-	return d.tok.Encode(text), nil
-}
-
 // play runs the episodes, keeping the sampler's free slots filled from
 // the queue; each Run plays one turn of every active episode.
-func (d *driver) play(ctx context.Context, e Environment, queue []*episode) error {
+func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) error {
 	var active []*episode
 	defer func() {
 		for _, p := range active {
@@ -272,79 +234,4 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 	t.Messages = append(t.Messages, reply...)
 	p.conv = append(p.conv, reply...)
 	return true
-}
-
-// respondSafely calls Respond, turning a panic into an error so one
-// faulty episode cannot end the run.
-func respondSafely(ctx context.Context, ep Episode, text string) (reply []chat.Message, done bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v (at %s)", r, panicLine(debug.Stack()))
-		}
-	}()
-	return ep.Respond(ctx, text)
-}
-
-// panicLine picks the first frame outside the runtime and this file from a
-// stack trace, to say where a panic came from in one line.
-func panicLine(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	for i := 0; i+1 < len(lines); i++ {
-		f := strings.TrimSpace(lines[i+1])
-		if strings.HasPrefix(lines[i], "panic(") || strings.Contains(f, "/runtime/") || strings.Contains(f, "env/rollout.go") || !strings.Contains(f, ".go:") {
-			continue
-		}
-		if j := strings.LastIndex(f, " +0x"); j > 0 {
-			f = f[:j]
-		}
-		return f
-	}
-	return "unknown location"
-}
-
-// fail ends the trajectory with an error: reward 0.
-func (t *Trajectory) fail(msg string) {
-	t.Errors = append(t.Errors, msg)
-}
-
-// score runs the rubric over every trajectory that did not fail.
-func score(ctx context.Context, rb *rubric.Rubric, trajs []Trajectory, workers int) {
-	if workers <= 0 {
-		workers = 8
-	}
-	var idx []int
-	var rs []rubric.Rollout
-	for i := range trajs {
-		t := &trajs[i]
-		if len(t.Errors) > 0 {
-			t.Reward = 0
-			t.Metrics = map[string]float64{"errors/episode": 1}
-			continue
-		}
-		idx = append(idx, i)
-		rs = append(rs, rubric.Rollout{Prompt: t.Prompt, Completion: t.Messages, Answer: t.Answer, Info: t.Info})
-	}
-	for k, res := range rb.ScoreAll(ctx, rs, workers) {
-		t := &trajs[idx[k]]
-		t.Reward = res.Reward
-		t.Metrics = res.Metrics
-		for _, e := range res.Errors {
-			t.Errors = append(t.Errors, "rubric: "+e)
-		}
-	}
-}
-
-// RenderPrompt returns the tokens Rollouts starts an episode with: the
-// prompt messages through tok's chat template with the generation prompt.
-func RenderPrompt(tok *tokenizer.Tokenizer, prompt []chat.Message, enableThinking *bool) ([]int32, error) {
-	d := &driver{tok: tok, chat: tokenizer.ChatOptions{EnableThinking: enableThinking}}
-	return d.renderPrompt(prompt)
-}
-
-// TurnLimiter is implemented by multi-turn environments that know the most
-// model turns an episode can take; callers size KV caches with it.
-// Environments without it are treated as single-turn for sizing (a longer
-// episode is cut off as truncated when its cache slot fills).
-type TurnLimiter interface {
-	MaxTurns() int
 }

@@ -1,4 +1,4 @@
-package env
+package rollout
 
 import (
 	"path/filepath"

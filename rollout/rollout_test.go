@@ -1,4 +1,4 @@
-package env
+package rollout
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rubric"
@@ -21,10 +22,10 @@ import (
 // example whose ID is "fail" errors on the second turn; "panic" panics.
 type echoEnv struct{ turns int }
 
-func (echoEnv) ID() string                         { return "echo" }
-func (echoEnv) Examples(string) ([]Example, error) { return nil, nil }
-func (e echoEnv) NewEpisode(ex Example) Episode    { return &echoEpisode{env: e, id: ex.ID} }
-func (echoEnv) Rubric() *rubric.Rubric             { return turnsRubric }
+func (echoEnv) ID() string                              { return "echo" }
+func (echoEnv) Examples(string) ([]env.Example, error)  { return nil, nil }
+func (e echoEnv) NewEpisode(ex env.Example) env.Episode { return &echoEpisode{env: e, id: ex.ID} }
+func (echoEnv) Rubric() *rubric.Rubric                  { return turnsRubric }
 func (e *echoEpisode) Respond(_ context.Context, text string) ([]chat.Message, bool, error) {
 	e.n++
 	switch {
@@ -75,12 +76,12 @@ func TestRolloutsMultiTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	examples := []Example{
+	examples := []env.Example{
 		{ID: "a", Prompt: []chat.Message{{Role: "system", Content: "Echo game."}, {Role: "user", Content: "Say something."}}},
 		{ID: "fail", Prompt: []chat.Message{{Role: "user", Content: "Say more."}}},
 		{ID: "panic", Prompt: []chat.Message{{Role: "user", Content: "Go."}}},
 	}
-	trajs, err := Rollouts(context.Background(), s, tok, echoEnv{turns: 3}, examples, 2, rolloutParams(), 17, RolloutOptions{})
+	trajs, err := Play(context.Background(), s, tok, echoEnv{turns: 3}, examples, 2, rolloutParams(), 17, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestRolloutsMultiTurn(t *testing.T) {
 		}
 	}
 	// Same seed, same trajectories; the two rollouts of an example differ.
-	again, err := Rollouts(context.Background(), s, tok, echoEnv{turns: 3}, examples, 2, rolloutParams(), 17, RolloutOptions{})
+	again, err := Play(context.Background(), s, tok, echoEnv{turns: 3}, examples, 2, rolloutParams(), 17, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +202,13 @@ func TestRolloutsLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	examples := []Example{
+	examples := []env.Example{
 		{ID: "long", Prompt: []chat.Message{{Role: "user", Content: strings.Repeat("word ", 50)}}},
 		{ID: "short", Prompt: []chat.Message{{Role: "user", Content: "Hi"}}},
 	}
 	// max_turns 2 stops an episode that would run 10 turns; the 40-token
 	// cache cannot hold the long prompt, and truncates the short one.
-	trajs, err := Rollouts(context.Background(), s, tok, echoEnv{turns: 10}, examples, 1, rolloutParams(), 1, RolloutOptions{MaxTurns: 2})
+	trajs, err := Play(context.Background(), s, tok, echoEnv{turns: 10}, examples, 1, rolloutParams(), 1, Options{MaxTurns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestRolloutsLimits(t *testing.T) {
 	if tr := trajs[1]; tr.Turns != 2 || len(tr.Errors) != 0 {
 		t.Errorf("max_turns 2: %d turns, errors %q", tr.Turns, tr.Errors)
 	}
-	trajs, err = Rollouts(context.Background(), s, tok, echoEnv{turns: 10}, examples[1:], 1, rolloutParams(), 1, RolloutOptions{})
+	trajs, err = Play(context.Background(), s, tok, echoEnv{turns: 10}, examples[1:], 1, rolloutParams(), 1, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,13 +227,13 @@ func TestRolloutsLimits(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Rollouts(ctx, s, tok, echoEnv{turns: 2}, examples[1:], 1, rolloutParams(), 1, RolloutOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := Play(ctx, s, tok, echoEnv{turns: 2}, examples[1:], 1, rolloutParams(), 1, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
 	if s.FreeSlots() != 2 {
 		t.Errorf("%d free slots after the runs, want 2", s.FreeSlots())
 	}
-	if _, err := Rollouts(context.Background(), s, tok, echoEnv{turns: 2}, examples, 0, rolloutParams(), 1, RolloutOptions{}); err == nil || !strings.Contains(err.Error(), "rollouts_per_example = 0") {
+	if _, err := Play(context.Background(), s, tok, echoEnv{turns: 2}, examples, 0, rolloutParams(), 1, Options{}); err == nil || !strings.Contains(err.Error(), "rollouts_per_example = 0") {
 		t.Errorf("perExample 0: %v", err)
 	}
 }
