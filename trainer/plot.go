@@ -3,7 +3,10 @@ package trainer
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
+
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -59,7 +62,14 @@ func PlotRewards(runDir string, window int) error {
 	}
 	p.Legend.Top = false
 	p.Legend.Left = false
-	return p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(runDir, "rewards.png"))
+	png, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(runDir, "rewards.png"), 0o644, func(w io.Writer) error {
+		_, err := png.WriteTo(w)
+		return err
+	})
 }
 
 func series(rows []map[string]any, key string) plotter.XYs {

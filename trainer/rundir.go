@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
 // RunDir is a run's directory:
@@ -25,7 +26,8 @@ import (
 //	rewards.png          reward and eval curves
 //
 // Files that must survive a crash whole (checkpoints, the adapter, the
-// config) are written to a temporary name and renamed into place.
+// config) are written through internal/atomicfile; the JSONL files are
+// appended to and fsynced line by line.
 type RunDir struct {
 	Path string
 	log  *os.File
@@ -82,28 +84,6 @@ func (r *RunDir) Close() error { return r.log.Close() }
 // Logf appends a timestamped line to log.txt.
 func (r *RunDir) Logf(format string, args ...any) {
 	fmt.Fprintf(r.log, "%s %s\n", time.Now().Format("2006-01-02 15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory, synced before it is renamed over path.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // AppendJSONL appends one JSON object as a line to name (metrics.jsonl,
@@ -168,7 +148,7 @@ func (r *RunDir) TruncateAfter(name string, step int) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	return WriteFileAtomic(path, []byte(b.String()))
+	return atomicfile.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // listCheckpoints lists the complete checkpoints' steps under dir in
@@ -192,60 +172,4 @@ func listCheckpoints(dir string) ([]int, error) {
 	}
 	sort.Ints(steps)
 	return steps, nil
-}
-
-// CommitDir renames a fully written temporary directory to its final path,
-// replacing an older one there, and syncs the parent directory.
-func CommitDir(tmp, final string) error {
-	if err := syncTree(tmp); err != nil {
-		return err
-	}
-	if _, err := os.Stat(final); err == nil {
-		old := final + ".old-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		if err := os.Rename(final, old); err != nil {
-			return err
-		}
-		defer os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(final)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// syncTree fsyncs every file under dir.
-func syncTree(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		return f.Sync()
-	})
-}
-
-// copyFile copies src to dst (used for the final adapter and config).
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	_ "github.com/grpo-dev/grpo/kernels/cpu" // registers the "cpu" backend
 	"github.com/grpo-dev/grpo/lora"
@@ -236,7 +237,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 		return nil, err
 	}
 	if !t.opts.resume && t.opts.configText != nil {
-		if err := WriteFileAtomic(filepath.Join(r.dir.Path, "config.toml"), t.opts.configText); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(r.dir.Path, "config.toml"), t.opts.configText, 0o644); err != nil {
 			return nil, err
 		}
 	}

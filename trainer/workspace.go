@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
 // WorkspaceFile is one file of a new workspace.
@@ -48,7 +50,7 @@ func WriteWorkspace(dir string, force bool) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return written, err
 		}
-		if err := os.WriteFile(p, []byte(f.Data), 0o644); err != nil {
+		if err := atomicfile.WriteFile(p, []byte(f.Data), 0o644); err != nil {
 			return written, err
 		}
 		written = append(written, p)

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/trainer"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -258,7 +259,7 @@ func writeEvalResults(path string, results []trainer.EvalResult) error {
 			return fmt.Errorf("--output %s: %w", path, err)
 		}
 	}
-	if err := trainer.WriteFileAtomic(path, []byte(b.String())); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--output %s: %w", path, err)
 	}
 	return nil

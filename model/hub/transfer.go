@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -78,7 +79,7 @@ func (c *client) fetchBlob(ctx context.Context, repo, file string, m *fileMeta, 
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	if err := os.Rename(partial, blob); err != nil {
+	if err := atomicfile.Rename(partial, blob); err != nil {
 		return c.s.errorf(repo, file, ErrTransfer, "cannot move the finished download into the cache: %v", err)
 	}
 	return nil
