@@ -197,8 +197,8 @@ func WriteEvalRows(w io.Writer, rows []EvalRow) error {
 type EvalRunOptions struct {
 	// Batch is the rollouts per pass (0: DefaultEvalBatch).
 	Batch int
-	// Download receives model download progress (nil: quiet).
-	Download io.Writer
+	// Download hears how model downloads advance (nil: quiet).
+	Download func(hub.FileProgress)
 	// OnStart is called before each evaluation with its total rollouts;
 	// OnDone with the finished rollouts of the current one.
 	OnStart func(spec EvalSpec, total int)

@@ -31,6 +31,8 @@ type options struct {
 	output     string
 	resume     bool
 	progress   io.Writer
+	events     func(ProgressEvent)
+	download   func(hub.FileProgress)
 	onStep     func(StepResult)
 	configText []byte
 	backend    kernels.Backend
@@ -58,8 +60,20 @@ func WithResume(dir string) Option {
 	return func(o *options) { o.output, o.resume = dir, true }
 }
 
-// WithProgress draws a progress bar and per-step lines on w (a terminal).
+// WithProgress writes a line per step, and the warnings and eval results
+// between steps, to w as plain text.
 func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w } }
+
+// WithProgressEvents calls f as the run starts, after every step, for every
+// line between steps and when the loop ends, so that a display (the CLI's
+// progress bar) can draw the run.
+func WithProgressEvents(f func(ProgressEvent)) Option { return func(o *options) { o.events = f } }
+
+// WithDownloadProgress reports the download of the model, if it is not in
+// the cache yet (hub.Options.Progress).
+func WithDownloadProgress(f func(hub.FileProgress)) Option {
+	return func(o *options) { o.download = f }
+}
 
 // WithStepCallback calls f after every step with its metrics.
 func WithStepCallback(f func(StepResult)) Option { return func(o *options) { o.onStep = f } }
@@ -247,7 +261,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 			return nil, fmt.Errorf("device = %q: %w", cfg.Device, err)
 		}
 	}
-	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{Progress: t.opts.progress})
+	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{Progress: t.opts.download})
 	if err != nil {
 		return nil, fmt.Errorf("model = %q: %w", cfg.Model, err)
 	}
@@ -266,7 +280,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	if err := r.setupState(); err != nil {
 		return nil, err
 	}
-	r.bar = newProgress(t.opts.progress, cfg.MaxSteps, r.step)
+	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)
 	r.dir.Logf("model %s (%s, %.1fM parameters) on %s; LoRA rank %d on %v, %d trainable parameters",
 		cfg.Model, r.base.Config.ModelType, float64(r.base.Config.ParamCount())/1e6, r.be.Name(), cfg.LoRA.Rank, cfg.LoRA.TargetModules, r.adapter.NumParams())
 	return r, nil

@@ -223,7 +223,7 @@ func runEval(args []string) error {
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
 	results, runErr := trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
-		Batch: f.batch.v, Download: os.Stderr, PassThreshold: f.passThreshold,
+		Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
 		OnStart: bar.start, OnDone: bar.done,
 	})
 	bar.finish()

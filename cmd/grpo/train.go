@@ -45,7 +45,7 @@ Examples:
 		},
 		run: func(args []string) error {
 			var path string
-			opts := []trainer.Option{trainer.WithProgress(os.Stderr)}
+			opts := []trainer.Option{trainer.WithProgressEvents(newTrainProgress(os.Stderr)), trainer.WithDownloadProgress(newDownloadProgress(os.Stderr))}
 			switch {
 			case resume != "" && len(args) > 0:
 				return usagef("give either CONFIG or --resume RUN_DIR, not both (a resumed run uses its own config.toml)")
