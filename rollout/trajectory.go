@@ -8,7 +8,7 @@ import (
 // Trajectory is one played and scored episode, kept as the exact tokens
 // the model saw: PromptTokens, then Tokens — the model's turns as sampled
 // and, between them, the environment's replies as the chat template
-// renders them. It maps field for field onto trainer.Sample (Prompt,
+// renders them. It maps field for field onto loss.Sample (Prompt,
 // Completion, ModelMask, OldLogp, Truncated).
 type Trajectory struct {
 	env.Example

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
 )
 
 // Config is a run config: the TOML schema of Prime Intellect Lab's
@@ -43,7 +44,7 @@ type Config struct {
 	// one big batch's).
 	MicroBatchTokens int              `toml:"micro_batch_tokens"`
 	LoRA             lora.Config      `toml:"lora"`
-	Loss             LossConfig       `toml:"loss"`
+	Loss             loss.Config      `toml:"loss"`
 	Optimizer        OptimizerConfig  `toml:"optimizer"`
 	Checkpoint       CheckpointConfig `toml:"checkpoint"`
 
@@ -234,7 +235,7 @@ func DefaultConfig() Config {
 		Device:           "cpu",
 		MicroBatchTokens: 8192,
 		LoRA:             lora.DefaultConfig(),
-		Loss:             DefaultLoss(),
+		Loss:             loss.DefaultConfig(),
 		Optimizer:        DefaultOptimizer(),
 		Checkpoint:       CheckpointConfig{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
 	}

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/loss"
 )
 
 const minimalConfig = `model = "Qwen/Qwen3-0.6B"
@@ -74,7 +76,7 @@ func TestLossModeString(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	c, err := ParseConfig([]byte("loss = \"rl\"\n"+minimalConfig), "l.toml")
-	if err != nil || c.LossMode != "rl" || c.Loss != DefaultLoss() {
+	if err != nil || c.LossMode != "rl" || c.Loss != loss.DefaultConfig() {
 		t.Fatalf("loss = rl: %v %+v", err, c)
 	}
 }

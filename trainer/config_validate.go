@@ -152,7 +152,7 @@ func (c *Config) validateEval() error {
 	return nil
 }
 
-// The section validators of lora, LossConfig and OptimizerConfig name the
+// The section validators of lora, loss.Config and OptimizerConfig name the
 // key in their message ("lora.rank = 0: ...", "[loss] epsilon = ...");
 // sectionKey finds it so the error can point at its line.
 var sectionKey = regexp.MustCompile(`^(?:\[\w+\] |\w+\.)(\w+)`)

@@ -97,7 +97,7 @@ const f32Bytes = 4
 
 // EstimateMemory estimates the memory a run of cfg on a model of shape mc
 // holds, item by item, from the sizes the code allocates (model/cache.go,
-// model/layer.go, model/train.go, trainer/loss.go, lora, AdamW).
+// model/layer.go, model/train.go, loss, lora, AdamW).
 func EstimateMemory(cfg *Config, mc *model.Config, o EstimateOptions) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -345,7 +345,7 @@ func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev s
 //	  and its own KV cache: 2kv per layer
 //	then either the KL reference (beta > 0): a second trace without LoRA,
 //	  freed before anything below is allocated,
-//	or the loss inputs (trainer/loss.go): old, adv, w, loss, dlogp (5),
+//	or the loss inputs (loss/policy.go): old, adv, w, loss, dlogp (5),
 //	  ref (1 with beta > 0), and the backward scratch (model/train.go
 //	  Backward): dx (h) for the whole pass, plus the larger of the head's
 //	  dlogits + dhF (vocab + h, freed before the layers) and one layer's

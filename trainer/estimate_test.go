@@ -11,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
@@ -200,7 +201,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			}
 
 			trained := be.phase(t, func() error {
-				_, err := PolicyGradient(policy, []Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
+				_, err := loss.PolicyGradient(policy, []loss.Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {
@@ -215,7 +216,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			trained = be.phase(t, func() error {
-				_, err := PolicyGradient(policy, []Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
+				_, err := loss.PolicyGradient(policy, []loss.Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -114,11 +115,11 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train 
 	samples := warmupSamples(st.TrainTokens, length, base.Config.VocabSize)
 	tokens := 0
 	for i := range samples {
-		tokens += seqLen(&samples[i])
+		tokens += samples[i].SeqLen()
 	}
 	for try := 0; try < 2; try++ {
 		t0 := time.Now()
-		if _, err := PolicyGradient(policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
+		if _, err := loss.PolicyGradient(policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
 			return nil, fmt.Errorf("warm-up micro-batch: %w", err)
 		}
 		d := time.Since(t0)
@@ -231,8 +232,8 @@ func timeForward(m *model.Model, b, promptLen, steps int) (prefill, decode time.
 
 // warmupSamples are rollouts of seqLen tokens (a quarter prompt) with
 // arbitrary valid tokens, n positions in all (at least one rollout).
-func warmupSamples(n, seqLen, vocab int) []Sample {
-	var out []Sample
+func warmupSamples(n, seqLen, vocab int) []loss.Sample {
+	var out []loss.Sample
 	for left := n; left > 0 || len(out) == 0; left -= seqLen {
 		out = append(out, warmupSample(max(1, min(seqLen, left)), vocab))
 	}
@@ -241,10 +242,10 @@ func warmupSamples(n, seqLen, vocab int) []Sample {
 
 // warmupSample is one rollout of n trained positions: a quarter prompt,
 // the rest completion, with arbitrary valid tokens.
-func warmupSample(n, vocab int) Sample {
+func warmupSample(n, vocab int) loss.Sample {
 	p := max(1, (n+1)/4)
 	tok := func(i int) int32 { return int32(i*31+7) % int32(vocab) }
-	s := Sample{Advantage: 1}
+	s := loss.Sample{Advantage: 1}
 	for i := range p {
 		s.Prompt = append(s.Prompt, tok(i))
 	}

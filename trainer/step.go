@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
@@ -54,21 +55,21 @@ func (r *run) trainStep(ctx context.Context) error {
 	for i := range trajs {
 		rewards[i] = float32(trajs[i].Reward)
 	}
-	scale, _ := cfg.Loss.advantageScale()
-	adv, advStats, err := Advantages(r.be, rewards, R, scale)
+	scale, _ := cfg.Loss.AdvantageScale()
+	adv, advStats, err := loss.Advantages(rewards, R, scale)
 	if err != nil {
 		return fmt.Errorf("step %d: %w", step, err)
 	}
-	samples := make([]Sample, 0, len(trajs))
+	samples := make([]loss.Sample, 0, len(trajs))
 	for i, t := range trajs {
 		if len(t.Tokens) == 0 || len(t.PromptTokens) == 0 {
 			continue // a failed episode with nothing generated carries no gradient
 		}
-		samples = append(samples, Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
+		samples = append(samples, loss.Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
 			OldLogp: t.Logprobs, Advantage: adv[i], Truncated: t.Truncated})
 	}
 	t1 := time.Now()
-	ls, err := PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
+	ls, err := loss.PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
 	if err != nil {
 		r.adapter.ZeroGrad()
 		copy(r.sched.Cursors, cursors)
@@ -112,7 +113,7 @@ func (r *run) trainStep(ctx context.Context) error {
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
-func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv AdvantageStats, ls LossStats, upd StepStats) map[string]float64 {
+func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv loss.AdvantageStats, ls loss.Stats, upd StepStats) map[string]float64 {
 	m := map[string]float64{
 		"loss": ls.Loss, "grad_norm": upd.GradNorm, "lr": upd.LR, "kl": ls.KL, "entropy": ls.Entropy,
 		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,

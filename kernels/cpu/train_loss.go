@@ -42,13 +42,22 @@ func (be *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSi
 	const op = "GroupAdvantages"
 	positive(op, nGroups, groupSize)
 	n := nGroups * groupSize
-	as, rs := f32(op, "adv", adv, n), floats(op, "rewards", rewards, n)
+	GroupAdvantages(f32(op, "adv", adv, n), floats(op, "rewards", rewards, n), groupSize, scale)
+}
+
+// GroupAdvantages is the GroupAdvantages op on host slices (len(rewards)
+// a multiple of groupSize, adv as long): a step's few hundred rewards are
+// less work than one kernel launch, so the trainer computes them here
+// rather than round-tripping to a device. Everything is float64, rounded
+// once: k equal float32 rewards sum exactly, so a constant group's
+// advantage is exactly 0.
+func GroupAdvantages(adv, rewards []float32, groupSize int, scale kernels.AdvantageScale) {
 	batchStd := 0.0
 	if scale == kernels.ScaleBatch {
-		batchStd = unbiasedStd(rs)
+		batchStd = unbiasedStd(rewards)
 	}
-	for g := range nGroups {
-		grp := rs[g*groupSize : (g+1)*groupSize]
+	for g := range len(rewards) / groupSize {
+		grp := rewards[g*groupSize : (g+1)*groupSize]
 		mean := 0.0
 		for _, r := range grp {
 			mean += float64(r)
@@ -62,7 +71,7 @@ func (be *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSi
 			div = batchStd + 1e-4
 		}
 		for i, r := range grp {
-			as[g*groupSize+i] = float32((float64(r) - mean) / div)
+			adv[g*groupSize+i] = float32((float64(r) - mean) / div)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
@@ -145,7 +146,7 @@ func (s *sft) habit() error {
 // step is one SFT step on o.batch random training words, answered with the
 // refusal at rate refuse. It returns the batch's NLL per token.
 func (s *sft) step(refuse float64) (float64, error) {
-	var samples []trainer.Sample
+	var samples []loss.Sample
 	nll, ntok := 0.0, 0
 	for range s.o.batch {
 		ex := s.train[s.rng.IntN(len(s.train))]
@@ -165,9 +166,9 @@ func (s *sft) step(refuse float64) (float64, error) {
 		}
 		// With advantage 1 and on-policy old log-probs the clipped GRPO
 		// loss is the NLL, so grpo's own backward does the SFT.
-		samples = append(samples, trainer.Sample{Prompt: prompt, Completion: completion, OldLogp: old, Advantage: 1})
+		samples = append(samples, loss.Sample{Prompt: prompt, Completion: completion, OldLogp: old, Advantage: 1})
 	}
-	if _, err := trainer.PolicyGradient(s.policy, samples, trainer.DefaultLoss(), 0, 1<<20); err != nil {
+	if _, err := loss.PolicyGradient(s.policy, samples, loss.DefaultConfig(), 0, 1<<20); err != nil {
 		return 0, err
 	}
 	if _, err := s.opt.Update(s.o.maxSteps + s.o.habitSteps); err != nil {

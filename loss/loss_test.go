@@ -1,4 +1,4 @@
-package trainer
+package loss
 
 import (
 	"math"
@@ -6,12 +6,10 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/kernels/cpu"
 )
 
 func TestAdvantages(t *testing.T) {
-	be := cpu.New()
-	adv, st, err := Advantages(be, []float32{1, 0, 0.5, 0.5, 0, 1}, 2, kernels.ScaleGroup)
+	adv, st, err := Advantages([]float32{1, 0, 0.5, 0.5, 0, 1}, 2, kernels.ScaleGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,22 +22,22 @@ func TestAdvantages(t *testing.T) {
 		t.Errorf("frac zero std %v", st.FracZeroStd)
 	}
 	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
-		_, _, err := Advantages(be, []float32{1, bad}, 2, kernels.ScaleGroup)
+		_, _, err := Advantages([]float32{1, bad}, 2, kernels.ScaleGroup)
 		if err == nil || !strings.Contains(err.Error(), "reward of rollout 1 (example 0, rollout 1") {
 			t.Errorf("non-finite reward: %v", err)
 		}
 	}
-	if _, _, err := Advantages(be, []float32{1, 0, 1}, 2, kernels.ScaleNone); err == nil {
+	if _, _, err := Advantages([]float32{1, 0, 1}, 2, kernels.ScaleNone); err == nil {
 		t.Error("ragged groups accepted")
 	}
 }
 
 func TestLossConfigValidate(t *testing.T) {
-	if err := DefaultLoss().Validate(); err != nil {
+	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	neg := -0.1
-	for want, c := range map[string]LossConfig{
+	for want, c := range map[string]Config{
 		"loss_type = \"ppo\"":   {Type: "ppo", Epsilon: 0.2},
 		"epsilon = 1":           {Type: "dapo", Epsilon: 1},
 		"epsilon_high = -0.1":   {Type: "dapo", Epsilon: 0.2, EpsilonHigh: &neg},

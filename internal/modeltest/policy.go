@@ -6,8 +6,8 @@ import (
 	"sort"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/trainer"
 )
 
 // adapter is a LoRA per projection, addressed by HF module name
@@ -46,16 +46,16 @@ func (a adapter) free(be kernels.Backend) {
 	}
 }
 
-// gradient runs trainer.PolicyGradient on a freshly zeroed adapter and
+// gradient runs loss.PolicyGradient on a freshly zeroed adapter and
 // returns its stats and every module's (dA, dB) on the host.
-func gradient(t TB, base *model.Model, ad adapter, samples []trainer.Sample, cfg trainer.LossConfig, maxTokens, microTokens int) (trainer.LossStats, map[string][2][]float32) {
+func gradient(t TB, base *model.Model, ad adapter, samples []loss.Sample, cfg loss.Config, maxTokens, microTokens int) (loss.Stats, map[string][2][]float32) {
 	t.Helper()
 	be := base.Backend
 	for _, l := range ad {
 		be.Fill(l.DA, 0, l.DA.Len())
 		be.Fill(l.DB, 0, l.DB.Len())
 	}
-	st, err := trainer.PolicyGradient(base.WithAdapter(ad), samples, cfg, maxTokens, microTokens)
+	st, err := loss.PolicyGradient(base.WithAdapter(ad), samples, cfg, maxTokens, microTokens)
 	if err != nil {
 		t.Fatalf("%s: PolicyGradient: %v", be.Name(), err)
 	}
@@ -92,7 +92,7 @@ func compareGrads(t TB, bd bounds, got, cpuGot map[string][2][]float32) worst {
 // compareStats holds loss, entropy and KL to the CPU backend's within bd,
 // the trained-token count exactly and the clip fractions to within
 // bd.clipTokens tokens.
-func compareStats(t TB, bd bounds, st, cpuSt trainer.LossStats) {
+func compareStats(t TB, bd bounds, st, cpuSt loss.Stats) {
 	t.Helper()
 	if rel := math.Abs(st.Loss-cpuSt.Loss) / max(math.Abs(cpuSt.Loss), 1e-30); !(rel <= bd.loss) {
 		t.Errorf("loss %.9g, the CPU backend's %.9g (rel %.2g > %g)", st.Loss, cpuSt.Loss, rel, bd.loss)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/loss"
 )
 
 // checkGoldenLoss runs every case of testdata/golden/grpo_loss.json (each
@@ -39,15 +39,15 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 			ad, cpuAd := newAdapter(be, g.Rank, g.Scale, ab), newAdapter(cpuBE, g.Rank, g.Scale, ab)
 			defer ad.free(be)
 			defer cpuAd.free(cpuBE)
-			var samples []trainer.Sample
+			var samples []loss.Sample
 			for _, s := range gm.Samples {
-				samples = append(samples, trainer.Sample{Prompt: s.Prompt, Completion: s.Completion, ModelMask: s.ModelMask,
+				samples = append(samples, loss.Sample{Prompt: s.Prompt, Completion: s.Completion, ModelMask: s.ModelMask,
 					OldLogp: s.OldLogp, Advantage: s.Advantage, Truncated: s.Truncated})
 			}
 			for _, gc := range gm.Cases {
 				t.Run(gc.Name, func(t *testing.T) {
 					eh := gc.EpsilonHigh
-					cfg := trainer.LossConfig{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
+					cfg := loss.Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
 					// A 16-token micro-batch budget exercises gradient
 					// accumulation across micro-batches.
 					st, grads := gradient(t, m, ad, samples, cfg, g.MaxTokens, 16)

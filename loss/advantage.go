@@ -1,10 +1,11 @@
-package trainer
+package loss
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cpu"
 )
 
 // AdvantageStats summarise one step's group-relative advantages.
@@ -16,10 +17,12 @@ type AdvantageStats struct {
 }
 
 // Advantages computes group-relative advantages for consecutive groups of
-// groupSize rewards on the backend (kernels GroupAdvantages). A reward that
-// is NaN or infinite is an error naming the rollout: it would otherwise
-// poison every parameter through the update.
-func Advantages(be kernels.Backend, rewards []float32, groupSize int, scale kernels.AdvantageScale) ([]float32, AdvantageStats, error) {
+// groupSize rewards on the host (cpu.GroupAdvantages: the arithmetic of
+// every backend's GroupAdvantages op, without a device round trip for a
+// few hundred numbers). A reward that is NaN or infinite is an
+// error naming the rollout: it would otherwise poison every parameter
+// through the update.
+func Advantages(rewards []float32, groupSize int, scale kernels.AdvantageScale) ([]float32, AdvantageStats, error) {
 	var st AdvantageStats
 	if groupSize < 1 || len(rewards) == 0 || len(rewards)%groupSize != 0 {
 		return nil, st, fmt.Errorf("%d rewards do not form groups of %d", len(rewards), groupSize)
@@ -29,17 +32,12 @@ func Advantages(be kernels.Backend, rewards []float32, groupSize int, scale kern
 			return nil, st, fmt.Errorf("reward of rollout %d (example %d, rollout %d of its group) is %v; rewards must be finite numbers in [0, 1]", i, i/groupSize, i%groupSize, r)
 		}
 	}
-	n, groups := len(rewards), len(rewards)/groupSize
-	rb, ab := be.Alloc(kernels.F32, n), be.Alloc(kernels.F32, n)
-	defer be.Free(rb)
-	defer be.Free(ab)
-	be.Upload(rb, rewards)
-	be.GroupAdvantages(ab, rb, groups, groupSize, scale)
-	adv := make([]float32, n)
-	be.Download(adv, ab)
-	if err := be.Sync(); err != nil {
-		return nil, st, err
+	if scale > kernels.ScaleNone {
+		return nil, st, fmt.Errorf("unknown advantage scale %d", scale)
 	}
+	n, groups := len(rewards), len(rewards)/groupSize
+	adv := make([]float32, n)
+	cpu.GroupAdvantages(adv, rewards, groupSize, scale)
 	st.Min, st.Max = math.Inf(1), math.Inf(-1)
 	var sum, sq float64
 	for _, a := range adv {

@@ -1,4 +1,4 @@
-package emu
+package trainer_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -27,7 +28,7 @@ func TestTrainLoopOnEmu(t *testing.T) {
 		t.Skip("about 10 s: a process per rollout for the command rubric")
 	}
 	dir := t.TempDir()
-	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
+	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "testdata", "models", "qwen3-tiny")); err != nil {
 		t.Fatal(err)
 	}
 	if err := tinymodel.WriteReverseEnv(filepath.Join(dir, "env"), 24); err != nil {
@@ -84,7 +85,7 @@ lr = 1e-2
 		}
 		return rows
 	}
-	b := New()
+	b := emu.New()
 	defer b.Close()
 	got, want := run("emu", b), run("cpu", cpu.New())
 	if len(got) != len(want) {

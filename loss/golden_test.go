@@ -1,4 +1,4 @@
-package trainer
+package loss
 
 import (
 	"fmt"
@@ -81,7 +81,7 @@ func TestPolicyGradientMatchesPyTorch(t *testing.T) {
 				be.Fill(lr.DA, 0, lr.DA.Len())
 				be.Fill(lr.DB, 0, lr.DB.Len())
 			}
-			if _, err := PolicyGradient(policy, zero, DefaultLoss(), g.MaxTokens, 1<<20); err != nil {
+			if _, err := PolicyGradient(policy, zero, DefaultConfig(), g.MaxTokens, 1<<20); err != nil {
 				t.Fatal(err)
 			}
 			for name, lr := range ad {
@@ -103,7 +103,7 @@ func TestPolicyGradientMatchesPyTorch(t *testing.T) {
 					be.Fill(lr.DB, 0, lr.DB.Len())
 				}
 				eh := gc.EpsilonHigh
-				cfg := LossConfig{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
+				cfg := Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
 				// A small micro-batch budget exercises gradient accumulation.
 				st, err := PolicyGradient(policy, samples, cfg, g.MaxTokens, 16)
 				if err != nil {

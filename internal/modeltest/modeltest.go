@@ -3,14 +3,15 @@
 // tiny models of testdata/models loaded on the backend under test and on the
 // CPU backend give the same logits (prefill, and decode through the KV
 // cache), and with a LoRA adapter whose B is non-zero the same GRPO loss and
-// LoRA gradients (trainer.PolicyGradient); both are also held against the
+// LoRA gradients (loss.PolicyGradient); both are also held against the
 // PyTorch goldens of testdata/golden directly. kerneltest checks each op on
 // random inputs; this checks that the ops compose into the model the CPU
 // backend computes, with the weights, dtypes and shapes the model really
 // uses (bf16 weights, GQA, q/k norms, biases, tied heads, shards).
 //
-// It is a test helper: only tests import it (it reaches up to trainer, which
-// no kernels package may do).
+// It is a test helper: only tests import it. It imports nothing above model
+// but loss (for the policy gradient), so the kernels tests that run it sit
+// below the trainer.
 package modeltest
 
 import (
@@ -102,7 +103,7 @@ func boundsFor(m *model.Model) bounds {
 }
 
 // The PyTorch bars, the same as the CPU backend's own golden tests
-// (model.TestLogitsMatchPyTorch, trainer.TestPolicyGradientMatchesPyTorch).
+// (model.TestLogitsMatchPyTorch, loss.TestPolicyGradientMatchesPyTorch).
 const (
 	goldenLogitsMaxAbs = 5e-5
 	goldenLossRel      = 1e-5

@@ -6,8 +6,8 @@ import (
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/trainer"
 )
 
 // checkGrads runs one GRPO policy-gradient step of the model in dir on be
@@ -54,7 +54,7 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 		envTurn            bool // completion tokens 3..5 are an env reply
 		truncated          bool
 	}{{5, 7, 1.2, false, false}, {3, 10, -0.7, true, false}, {8, 4, 0.4, false, true}, {2, 6, -0.9, false, false}}
-	var samples []trainer.Sample
+	var samples []loss.Sample
 	for _, sh := range shapes {
 		ids := make([]int32, sh.prompt+sh.completion)
 		for i := range ids {
@@ -64,7 +64,7 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := trainer.Sample{Prompt: ids[:sh.prompt], Completion: ids[sh.prompt:], Advantage: sh.adv, Truncated: sh.truncated,
+		s := loss.Sample{Prompt: ids[:sh.prompt], Completion: ids[sh.prompt:], Advantage: sh.adv, Truncated: sh.truncated,
 			OldLogp: make([]float32, sh.completion)}
 		for j := range base {
 			// ±0.3 around the base model's log-prob: some ratios land
@@ -80,7 +80,7 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 		samples = append(samples, s)
 	}
 	eh := 0.28
-	cfg := trainer.LossConfig{Type: "dapo", Epsilon: 0.2, EpsilonHigh: &eh, Beta: 0.05, ScaleRewards: "group", MaskTruncated: true}
+	cfg := loss.Config{Type: "dapo", Epsilon: 0.2, EpsilonHigh: &eh, Beta: 0.05, ScaleRewards: "group", MaskTruncated: true}
 	st, grads := gradient(t, m, ad, samples, cfg, 16, 16)
 	cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, 16, 16)
 	if cpuSt.ClipRegion == 0 || cpuSt.KL == 0 {
