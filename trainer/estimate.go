@@ -343,11 +343,12 @@ func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev s
 //	  + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
 //	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted proj,
 //	  and its own KV cache: 2kv per layer
-//	then either the KL reference (beta > 0): a second trace without LoRA,
-//	  freed before anything below is allocated,
-//	or the loss inputs (loss/policy.go): old, adv, w, loss, dlogp (5),
-//	  ref (1 with beta > 0), and the backward scratch (model/train.go
-//	  Backward): dx (h) for the whole pass, plus the larger of the head's
+//	then either the KL reference (beta > 0): a second trace without LoRA
+//	  plus the copy of its logp (1) that outlives it; the trace is freed
+//	  before anything below is allocated,
+//	or the loss buffers (loss/microbatch.go): old, adv, w, loss, dlogp,
+//	  clip (6), ref and kl (2 with beta > 0), and the backward scratch
+//	  (model/train.go Backward): dx (h) for the whole pass, plus the larger of the head's
 //	  dlogits + dhF (vocab + h, freed before the layers) and one layer's
 //	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
 //	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h (dh1),
@@ -372,12 +373,12 @@ func (e *Estimate) trainingItems(cfg *Config, mc *model.Config, targets, longest
 	e.add(PhaseTraining, "activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens × %d B/token", n, trace/n))
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
-	// The loss inputs (old, adv, w, loss, dlogp, and ref with beta > 0)
-	// are allocated after the KL reference trace is freed, with the
-	// backward scratch; the larger of the two sets the peak.
-	loss := int64(5)
+	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
+	// with beta > 0) are allocated after the KL reference trace is freed,
+	// with the backward scratch; the larger of the two sets the peak.
+	loss := int64(6)
 	if cfg.Loss.Beta > 0 {
-		loss++
+		loss += 2
 	}
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
@@ -385,7 +386,7 @@ func (e *Estimate) trainingItems(cfg *Config, mc *model.Config, targets, longest
 	backward := n*loss*f32Bytes + n*(h+max(v+h, 3*inter+h+2*q+4*kv+lr+h))*f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
-		ref = n*(head+L*perLayer)*f32Bytes + cache
+		ref = n*(head+L*perLayer+1)*f32Bytes + cache // + the logp copy
 	}
 	if ref > backward {
 		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
