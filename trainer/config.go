@@ -3,6 +3,7 @@ package trainer
 import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/sampler"
 )
 
 // Config is a run config: the TOML schema of Prime Intellect Lab's
@@ -62,17 +63,14 @@ type Config struct {
 }
 
 // SamplingConfig is the [sampling] section: how rollouts are generated.
+// Its sampling knobs are sampler.Params (max_tokens, temperature, top_p,
+// top_k, min_p, stop), so the config, the sampler and the Sample op share
+// one type and one validator; the rest are the chat template's and Lab's.
 type SamplingConfig struct {
-	// MaxTokens caps each completion (each assistant turn in multi-turn
-	// environments). Required.
-	MaxTokens   int     `toml:"max_tokens"`
-	Temperature float64 `toml:"temperature"`
-	TopP        float64 `toml:"top_p"`
-	// TopK keeps the k most likely tokens; 0 or -1 disables it.
-	TopK int     `toml:"top_k"`
-	MinP float64 `toml:"min_p"`
-	// Stop strings end a completion early (the stop string is kept).
-	Stop []string `toml:"stop"`
+	// Params' MaxTokens caps each completion (each assistant turn in
+	// multi-turn environments) and is required here; Stop strings end a
+	// completion early (the stop string is kept).
+	sampler.Params
 	// EnableThinking is passed to the chat template (Qwen3's
 	// enable_thinking); nil leaves the template's default.
 	EnableThinking *bool `toml:"enable_thinking"`
@@ -137,13 +135,25 @@ type EvalEnvConfig struct {
 	MaxRetries int    `toml:"max_retries"`
 }
 
-// EvalSamplingConfig is [eval.sampling].
+// EvalSamplingConfig is [eval.sampling]: overrides laid over [sampling]'s
+// sampler.Params (apply), unset unless given, so they keep a type of
+// their own; the result is checked by sampler.Params' Validate.
 type EvalSamplingConfig struct {
 	MaxTokens       int            `toml:"max_tokens"`
 	Temperature     *float64       `toml:"temperature"`
 	EnableThinking  *bool          `toml:"enable_thinking"`
 	ReasoningEffort string         `toml:"reasoning_effort"`
 	ExtraBody       map[string]any `toml:"extra_body"`
+}
+
+// apply lays the overrides given over p, the run's [sampling] params.
+func (e EvalSamplingConfig) apply(p *sampler.Params) {
+	if e.MaxTokens > 0 {
+		p.MaxTokens = e.MaxTokens
+	}
+	if e.Temperature != nil {
+		p.Temperature = *e.Temperature
+	}
 }
 
 // WandbConfig is the [wandb] section.
@@ -224,10 +234,7 @@ func DefaultConfig() Config {
 		MaxSteps:           100,
 		BatchSize:          128,
 		RolloutsPerExample: 8,
-		Sampling: SamplingConfig{
-			Temperature: 1.0,
-			TopP:        1.0,
-		},
+		Sampling:           SamplingConfig{Params: sampler.DefaultParams()},
 		Eval: EvalConfig{
 			NumExamples:        -1,
 			RolloutsPerExample: 1,

@@ -69,30 +69,35 @@ func (c *Config) Validate() error {
 
 func (c *Config) validateSampling() error {
 	s, src := c.Sampling, c.src
+	// max_tokens is required here, where the sampler takes 0 as "no
+	// per-turn cap": the loss and the KV cache are sized by it.
 	switch {
 	case s.MaxTokens == 0 && !src.has("sampling.max_tokens"):
 		return src.at(`key "sampling.max_tokens" is missing: set the longest completion in tokens under [sampling], e.g. max_tokens = 512`, "sampling")
 	case s.MaxTokens < 1:
 		return src.at(fmt.Sprintf("[sampling] max_tokens = %d: must be at least 1, e.g. max_tokens = 512", s.MaxTokens), "sampling.max_tokens")
-	case !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0):
-		return src.at(fmt.Sprintf("[sampling] temperature = %v: must be ≥ 0 (1.0 samples the model's distribution)", s.Temperature), "sampling.temperature")
-	case !(s.TopP > 0 && s.TopP <= 1):
-		return src.at(fmt.Sprintf("[sampling] top_p = %v: must be in (0, 1]; 1 disables it", s.TopP), "sampling.top_p")
-	case s.TopK < -1:
-		return src.at(fmt.Sprintf("[sampling] top_k = %d: must be ≥ 0 (0 or -1 disables it)", s.TopK), "sampling.top_k")
-	case !(s.MinP >= 0 && s.MinP <= 1):
-		return src.at(fmt.Sprintf("[sampling] min_p = %v: must be in [0, 1]; 0 disables it", s.MinP), "sampling.min_p")
+	}
+	if err := s.Params.Validate(); err != nil {
+		return src.at("[sampling] "+err.Error(), "sampling."+paramKey(err))
+	}
+	switch {
 	case s.ReasoningEffort != "" && s.ReasoningEffort != "low" && s.ReasoningEffort != "medium" && s.ReasoningEffort != "high":
 		return src.at(fmt.Sprintf(`[sampling] reasoning_effort = %q: want "low", "medium" or "high"`, s.ReasoningEffort), "sampling.reasoning_effort")
 	case s.EnableThinking != nil && s.ReasoningEffort != "":
 		return src.at(`[sampling] enable_thinking and reasoning_effort cannot both be set (as on Lab); keep enable_thinking for Qwen3`, "sampling.reasoning_effort")
 	}
-	for i, stop := range s.Stop {
-		if stop == "" {
-			return src.at(fmt.Sprintf("[sampling] stop[%d] is an empty string; remove it", i), "sampling.stop")
-		}
-	}
 	return nil
+}
+
+// paramKey is the key a sampling validation error is about: the
+// validators of sampler.Params and kernels.SampleParams start every
+// message with it ("top_p = 0: ...", "stop[1] is empty: ...").
+func paramKey(err error) string {
+	msg := err.Error()
+	if i := strings.IndexFunc(msg, func(r rune) bool { return r != '_' && (r < 'a' || r > 'z') }); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 func (c *Config) validateEnvs() error {
@@ -134,8 +139,10 @@ func (c *Config) validateEval() error {
 	case e.Sampling.MaxTokens < 0:
 		return src.at(fmt.Sprintf("[eval.sampling] max_tokens = %d: must be ≥ 1, or left out to use [sampling]'s", e.Sampling.MaxTokens), "eval.sampling.max_tokens")
 	}
-	if t := e.Sampling.Temperature; t != nil && (!(*t >= 0) || math.IsInf(*t, 0)) {
-		return src.at(fmt.Sprintf("[eval.sampling] temperature = %v: must be ≥ 0", *t), "eval.sampling.temperature")
+	p := c.Sampling.Params
+	e.Sampling.apply(&p)
+	if err := p.Validate(); err != nil {
+		return src.at("[eval.sampling] "+err.Error(), "eval.sampling."+paramKey(err))
 	}
 	for i, ev := range e.Env {
 		key := fmt.Sprintf("eval.env.%d", i)

@@ -95,12 +95,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
-	if s := cfg.Eval.Sampling; s.MaxTokens > 0 {
-		p.MaxTokens = s.MaxTokens
-	}
-	if t := cfg.Eval.Sampling.Temperature; t != nil {
-		p.Temperature = *t
-	}
+	cfg.Eval.Sampling.apply(&p)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	for k, te := range r.evalEnvs() {

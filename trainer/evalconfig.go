@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -107,6 +106,57 @@ type EvalSamplingArgs struct {
 	// Accepted and ignored: API-server request fields.
 	ReasoningEffort string         `toml:"reasoning_effort"`
 	ExtraBody       map[string]any `toml:"extra_body"`
+}
+
+// apply lays the args given over p. Seed is not a sampler knob (it seeds
+// the evaluation, not one sequence) and is left to Specs.
+func (a *EvalSamplingArgs) apply(p *sampler.Params) {
+	if a == nil {
+		return
+	}
+	if a.Temperature != nil {
+		p.Temperature = *a.Temperature
+	}
+	if a.TopP != nil {
+		p.TopP = *a.TopP
+	}
+	if a.TopK != nil {
+		p.TopK = *a.TopK
+	}
+	if a.MinP != nil {
+		p.MinP = *a.MinP
+	}
+	if a.MaxTokens != nil {
+		p.MaxTokens = *a.MaxTokens
+	}
+	if a.Stop != nil {
+		p.Stop = a.Stop
+	}
+}
+
+// check validates the args given, laid over the defaults, with
+// sampler.Params' Validate; the message starts with the key.
+func (a *EvalSamplingArgs) check() error {
+	p := sampler.DefaultParams()
+	a.apply(&p)
+	return p.Validate()
+}
+
+// sampling is one level's sampling keys as one overlay: the settings'
+// own temperature and max_tokens over their sampling_args' (the two may
+// not disagree; checkEvalSettings says so).
+func (s *EvalSettings) sampling() *EvalSamplingArgs {
+	var a EvalSamplingArgs
+	if s.SamplingArgs != nil {
+		a = *s.SamplingArgs
+	}
+	if s.Temperature != nil {
+		a.Temperature = s.Temperature
+	}
+	if s.MaxTokens != nil {
+		a.MaxTokens = s.MaxTokens
+	}
+	return &a
 }
 
 // Defaults of an evaluation when neither the file nor the command line sets
@@ -217,25 +267,21 @@ func checkEvalSettings(src *source, prefix string, s EvalSettings) error {
 	if m := s.MaxTokens; m != nil && *m < 1 {
 		return at("max_tokens", "max_tokens = %d: want at least 1, e.g. max_tokens = 512", *m)
 	}
-	if t := s.Temperature; t != nil && (!(*t >= 0) || math.IsInf(*t, 0)) {
-		return at("temperature", "temperature = %v: must be ≥ 0 (0 is greedy)", *t)
+	if err := (&EvalSamplingArgs{Temperature: s.Temperature}).check(); err != nil {
+		return at(paramKey(err), "%v", err)
 	}
 	if s.Device != "" && s.Device != "cpu" && s.Device != "cuda" {
 		return at("device", `device = %q: want "cpu" or "cuda"`, s.Device)
 	}
 	if sa := s.SamplingArgs; sa != nil {
 		p := "sampling_args."
+		if m := sa.MaxTokens; m != nil && *m < 1 {
+			return at(p+"max_tokens", "max_tokens = %d: want at least 1", *m)
+		}
+		if err := sa.check(); err != nil {
+			return at(p+paramKey(err), "%v", err)
+		}
 		switch {
-		case sa.Temperature != nil && (!(*sa.Temperature >= 0) || math.IsInf(*sa.Temperature, 0)):
-			return at(p+"temperature", "temperature = %v: must be ≥ 0", *sa.Temperature)
-		case sa.TopP != nil && !(*sa.TopP > 0 && *sa.TopP <= 1):
-			return at(p+"top_p", "top_p = %v: must be in (0, 1]; 1 disables it", *sa.TopP)
-		case sa.MinP != nil && !(*sa.MinP >= 0 && *sa.MinP <= 1):
-			return at(p+"min_p", "min_p = %v: must be in [0, 1]; 0 disables it", *sa.MinP)
-		case sa.TopK != nil && *sa.TopK < -1:
-			return at(p+"top_k", "top_k = %d: must be ≥ 0, or -1 to disable it", *sa.TopK)
-		case sa.MaxTokens != nil && *sa.MaxTokens < 1:
-			return at(p+"max_tokens", "max_tokens = %d: want at least 1", *sa.MaxTokens)
 		case sa.MaxTokens != nil && s.MaxTokens != nil && *sa.MaxTokens != *s.MaxTokens:
 			return at(p+"max_tokens", "sampling_args.max_tokens = %d conflicts with max_tokens = %d; keep one of them", *sa.MaxTokens, *s.MaxTokens)
 		case sa.Temperature != nil && s.Temperature != nil && *sa.Temperature != *s.Temperature:
@@ -435,29 +481,15 @@ func (f *EvalFile) Specs(o EvalOverrides) ([]EvalSpec, error) {
 		}
 		s.NumExamples = pickInt(b.NumExamples, o.NumExamples, f.NumExamples, DefaultEvalExamples)
 		s.RolloutsPerExample = pickInt(b.RolloutsPerExample, o.RolloutsPerExample, f.RolloutsPerExample, DefaultEvalRollouts)
+		// Sampling keys are laid over the defaults from the weakest to the
+		// strongest: the top level's, the command line's, the block's.
 		p := sampler.DefaultParams()
-		p.MaxTokens = pickInt(firstInt(b.MaxTokens, samplingInt(b.SamplingArgs, func(a *EvalSamplingArgs) *int { return a.MaxTokens })),
-			o.MaxTokens, firstInt(f.MaxTokens, samplingInt(f.SamplingArgs, func(a *EvalSamplingArgs) *int { return a.MaxTokens })), DefaultEvalMaxTokens)
-		p.Temperature = pickFloat(firstFloat(b.Temperature, samplingFloat(b.SamplingArgs, func(a *EvalSamplingArgs) *float64 { return a.Temperature })),
-			o.Temperature, firstFloat(f.Temperature, samplingFloat(f.SamplingArgs, func(a *EvalSamplingArgs) *float64 { return a.Temperature })), 1)
-		// The other sampling args: the block's table wins over the top level's.
+		p.MaxTokens = DefaultEvalMaxTokens
+		f.sampling().apply(&p)
+		(&EvalSamplingArgs{MaxTokens: o.MaxTokens, Temperature: o.Temperature}).apply(&p)
+		b.sampling().apply(&p)
 		for _, sa := range []*EvalSamplingArgs{f.SamplingArgs, b.SamplingArgs} {
-			if sa == nil {
-				continue
-			}
-			if sa.TopP != nil {
-				p.TopP = *sa.TopP
-			}
-			if sa.TopK != nil {
-				p.TopK = *sa.TopK
-			}
-			if sa.MinP != nil {
-				p.MinP = *sa.MinP
-			}
-			if sa.Stop != nil {
-				p.Stop = sa.Stop
-			}
-			if sa.Seed != nil {
+			if sa != nil && sa.Seed != nil {
 				s.Seed = uint64(*sa.Seed)
 			}
 		}
@@ -481,13 +513,6 @@ func pickInt(block, cli, top *int, def int) int {
 	return def
 }
 
-func pickFloat(block, cli, top *float64, def float64) float64 {
-	if v := firstFloat(block, cli, top); v != nil {
-		return *v
-	}
-	return def
-}
-
 func firstInt(xs ...*int) *int {
 	for _, x := range xs {
 		if x != nil {
@@ -504,27 +529,4 @@ func firstInt64(xs ...*int64) *int64 {
 		}
 	}
 	return nil
-}
-
-func firstFloat(xs ...*float64) *float64 {
-	for _, x := range xs {
-		if x != nil {
-			return x
-		}
-	}
-	return nil
-}
-
-func samplingInt(a *EvalSamplingArgs, f func(*EvalSamplingArgs) *int) *int {
-	if a == nil {
-		return nil
-	}
-	return f(a)
-}
-
-func samplingFloat(a *EvalSamplingArgs, f func(*EvalSamplingArgs) *float64) *float64 {
-	if a == nil {
-		return nil
-	}
-	return f(a)
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/grpo-dev/grpo/sampler"
 )
 
-// samplingParams is [sampling] as sampler.Params (the seed is per rollout).
+// samplingParams is [sampling]'s sampler.Params; the seed and stop tokens
+// are per rollout and per tokenizer, set where they are known.
 func (r *run) samplingParams() sampler.Params {
-	s := r.cfg.Sampling
-	return sampler.Params{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
-		MaxTokens: s.MaxTokens, Stop: s.Stop}
+	p := r.cfg.Sampling.Params
+	p.Seed, p.StopTokens = 0, nil
+	return p
 }
 
 // rollouts plays perExample episodes of each example of one environment.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/internal/atomicfile"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/trainer"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -165,12 +167,18 @@ func runEval(args []string) error {
 		return usagef("-r %d: want at least 1 rollout per example", f.r.v)
 	case f.maxTokens.set && f.maxTokens.v < 1:
 		return usagef("--max-tokens %d: want at least 1", f.maxTokens.v)
-	case f.temperature.set && !(f.temperature.v >= 0):
-		return usagef("--temperature %v: must be ≥ 0 (0 is greedy)", f.temperature.v)
 	case f.batch.set && f.batch.v < 1:
 		return usagef("--batch %d: want at least 1 rollout per pass", f.batch.v)
 	case !(f.passThreshold > 0 && f.passThreshold <= 1):
 		return usagef("--pass-threshold %v: want a reward in (0, 1]", f.passThreshold)
+	}
+	if f.temperature.set {
+		p := sampler.DefaultParams()
+		p.Temperature = f.temperature.v
+		var pe *kernels.ParamError
+		if err := p.Validate(); errors.As(err, &pe) {
+			return usagef("--temperature %v: %s", pe.Value, pe.Want)
+		}
 	}
 	var file *trainer.EvalFile
 	target := args[0]

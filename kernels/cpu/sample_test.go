@@ -108,13 +108,13 @@ func TestSampleRejectsBadArguments(t *testing.T) {
 		u []float64
 		p []kernels.SampleParams
 	}{
-		"2 rows but 1 draws":        {[]float64{0}, []kernels.SampleParams{ok, ok}},
-		"row 1: top_p 0":            {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1}}},
-		"row 0: temperature -1":     {[]float64{0, 0}, []kernels.SampleParams{{Temperature: -1, TopP: 1}, ok}},
-		"row 1: u = 1 outside":      {[]float64{0, 1}, []kernels.SampleParams{ok, ok}},
-		"row 0: u = NaN outside":    {[]float64{math.NaN(), 0}, []kernels.SampleParams{ok, ok}},
-		"row 1: min_p 2":            {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1, TopP: 1, MinP: 2}}},
-		"row 0: top_k -1: want ≥ 0": {[]float64{0, 0}, []kernels.SampleParams{{Temperature: 1, TopP: 1, TopK: -1}, ok}},
+		"2 rows but 1 draws":       {[]float64{0}, []kernels.SampleParams{ok, ok}},
+		"row 1: top_p 0":           {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1}}},
+		"row 0: temperature -1":    {[]float64{0, 0}, []kernels.SampleParams{{Temperature: -1, TopP: 1}, ok}},
+		"row 1: u = 1 outside":     {[]float64{0, 1}, []kernels.SampleParams{ok, ok}},
+		"row 0: u = NaN outside":   {[]float64{math.NaN(), 0}, []kernels.SampleParams{ok, ok}},
+		"row 1: min_p 2":           {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1, TopP: 1, MinP: 2}}},
+		"row 0: top_k -2: must be": {[]float64{0, 0}, []kernels.SampleParams{{Temperature: 1, TopP: 1, TopK: -2}, ok}},
 	} {
 		func() {
 			defer func() {

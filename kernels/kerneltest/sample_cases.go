@@ -96,6 +96,7 @@ func SampleCases() []Case {
 		cs = append(cs, sampleCase(fmt.Sprintf("%s,rows=%d,vocab=%d", k.name, rows, k.vocab), uint64(1900+i), rows, k.vocab,
 			func(e *env, r, i int) float32 { return k.gen(e, i) }))
 	}
+	cs = append(cs, topKOffCase())
 	// Rows the op must flag (NaN, +Inf, all −Inf) between rows it must
 	// sample as usual, in one call.
 	bad := []func(i int) float32{

@@ -198,9 +198,10 @@ func evalReward(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, T f
 	if T == 0 {
 		k = 1
 	}
+	p := sampler.DefaultParams()
+	p.Temperature, p.MaxTokens = T, 12
 	res, err := trainer.Evaluate(context.Background(), m, tok, e, "demo", trainer.EvalOptions{
-		NumExamples: 64, RolloutsPerExample: k, Seed: 99,
-		Sampling: sampler.Params{Temperature: T, TopP: 1, MaxTokens: 12}})
+		NumExamples: 64, RolloutsPerExample: k, Seed: 99, Sampling: p})
 	return res.Reward, err
 }
 
