@@ -37,7 +37,7 @@ type Config struct {
 
 	// Seed seeds dataset shuffling, the env mixture and sampling.
 	Seed int64 `toml:"seed"`
-	// Device is "cpu" or "cuda".
+	// Device names the backend, one of kernels.Devices(): cpu or cuda.
 	Device string `toml:"device"`
 	// MicroBatchTokens bounds the tokens of one forward/backward pass; a
 	// step's rollouts are split into micro-batches of at most this many

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
+
+	"github.com/grpo-dev/grpo/kernels"
 )
 
 // Validate checks every setting's type-independent constraints (ranges,
@@ -26,8 +29,8 @@ func (c *Config) Validate() error {
 		return bad("rollouts_per_example", "rollouts_per_example = %d: GRPO compares the rollouts of one example, so it needs at least 2; e.g. rollouts_per_example = 8", c.RolloutsPerExample)
 	case c.BatchSize < 1 || c.BatchSize%c.RolloutsPerExample != 0:
 		return bad("batch_size", "batch_size = %d: must be a positive multiple of rollouts_per_example (%d), counting rollouts per step; e.g. batch_size = %d", c.BatchSize, c.RolloutsPerExample, 16*c.RolloutsPerExample)
-	case c.Device != "cpu" && c.Device != "cuda":
-		return bad("device", `device = %q: want "cpu" or "cuda"`, c.Device)
+	case checkDevice(c.Device) != nil:
+		return bad("device", "%v", checkDevice(c.Device))
 	case c.MicroBatchTokens < 1:
 		return bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)
 	}
@@ -98,6 +101,24 @@ func paramKey(err error) string {
 		return msg[:i]
 	}
 	return msg
+}
+
+// checkDevice accepts the device names kernels knows, built into this
+// binary or not (opening an absent one says how to build it).
+func checkDevice(name string) error {
+	if _, ok := kernels.DescribeDevice(name); ok {
+		return nil
+	}
+	names := kernels.Devices()
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	want := quoted[len(quoted)-1]
+	if len(quoted) > 1 {
+		want = strings.Join(quoted[:len(quoted)-1], ", ") + " or " + want
+	}
+	return fmt.Errorf("device = %q: want %s", name, want)
 }
 
 func (c *Config) validateEnvs() error {

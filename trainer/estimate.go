@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
@@ -21,8 +22,9 @@ type Estimate struct {
 	// BaseParams counts the frozen model (a tied head once);
 	// TrainableParams the LoRA matrices.
 	BaseParams, TrainableParams int64
-	// WeightBytes is what the backend stores per base weight: 4 (f32) on
-	// the CPU, 2 on cuda for a bf16 checkpoint.
+	// WeightBytes is what the backend stores per base weight (its
+	// kernels.Description): 4 (f32) on the CPU, 2 on cuda for a bf16
+	// checkpoint.
 	WeightBytes int
 	Items       []MemItem
 	// Peak is the most memory held at once: every resident item plus the
@@ -106,17 +108,21 @@ func EstimateMemory(cfg *Config, mc *model.Config, o EstimateOptions) (*Estimate
 	if dev == "" {
 		dev = cfg.Device
 	}
-	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: f32Bytes,
-		Assumptions: append([]string(nil), o.Assumptions...)}
 	dtype := o.WeightDType
 	if dtype == "" {
 		dtype = mc.TorchDType
 	}
-	// kernels/cpu widens bf16 into f32 storage; kernels/cuda keeps bf16
-	// weights as bf16 and f16/f32 checkpoints as f32 (model.Load).
-	if dev == "cuda" && (dtype == "bfloat16" || dtype == "bf16") {
-		e.WeightBytes = 2
+	// model.Load keeps bf16 tensors as BF16 buffers and converts f16 and
+	// f32 ones to F32; the device's backend says how it stores a BF16
+	// buffer (the CPU widens it to f32). A name that is not a device is
+	// sized as f32, like the CPU.
+	desc, _ := kernels.DescribeDevice(dev)
+	stored := kernels.F32
+	if dtype == "bfloat16" || dtype == "bf16" {
+		stored = desc.Storage(kernels.BF16)
 	}
+	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: stored.Size(),
+		Assumptions: append([]string(nil), o.Assumptions...)}
 	projs, err := loraTargets(cfg.LoRA)
 	if err != nil {
 		return nil, err
@@ -125,8 +131,8 @@ func EstimateMemory(cfg *Config, mc *model.Config, o EstimateOptions) (*Estimate
 	e.TrainableParams = int64(mc.NumLayers) * loraParamsPerLayer(mc, cfg.LoRA.Rank, projs)
 
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
-		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, dtypeName(e.WeightBytes)))
-	if e.WeightBytes == 2 {
+		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
+	if stored == kernels.BF16 && desc.BF16GEMM {
 		tokens := max(cfg.MicroBatchTokens, 2048, cfg.BatchSize)
 		e.add(PhaseResident, "bf16 activation copies for cublasGemmEx", bf16Scratch(mc, tokens),
 			fmt.Sprintf("kernels/cuda rounds each GEMM's activations (up to %d tokens) to bf16 in pooled buffers, one per power-of-two size", tokens))
@@ -458,13 +464,6 @@ func pow2(n int64) int64 {
 		c <<= 1
 	}
 	return c
-}
-
-func dtypeName(bytes int) string {
-	if bytes == 2 {
-		return "bf16"
-	}
-	return "f32"
 }
 
 // count writes a parameter count as 596.0M or 1.54B.

@@ -25,7 +25,8 @@ type Available struct {
 // grpo train without exhausting memory. It is not meant for users.
 const FakeMemAvailableEnv = "GRPO_FAKE_MEMAVAILABLE"
 
-// AvailableMemory reports the free memory of device: on "cpu" the
+// AvailableMemory reports the free memory of device: on a device whose
+// backend uses host memory (kernels.Description.GPU false: cpu) the
 // kernel's MemAvailable (/proc/meminfo, Linux only); on any other device
 // what its backend reports through kernels.MemoryReporter (cuda:
 // cuMemGetInfo; emu: the host's MemAvailable). The backend is opened for
@@ -41,7 +42,7 @@ func AvailableMemory(device string) (Available, error) {
 		}
 		return Available{Bytes: n, Known: true, Source: FakeMemAvailableEnv}, nil
 	}
-	if device == "cpu" {
+	if d, ok := kernels.DescribeDevice(device); ok && !d.GPU {
 		return memAvailable("/proc/meminfo")
 	}
 	return backendMemory(device), nil

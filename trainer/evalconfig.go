@@ -270,8 +270,10 @@ func checkEvalSettings(src *source, prefix string, s EvalSettings) error {
 	if err := (&EvalSamplingArgs{Temperature: s.Temperature}).check(); err != nil {
 		return at(paramKey(err), "%v", err)
 	}
-	if s.Device != "" && s.Device != "cpu" && s.Device != "cuda" {
-		return at("device", `device = %q: want "cpu" or "cuda"`, s.Device)
+	if s.Device != "" {
+		if err := checkDevice(s.Device); err != nil {
+			return at("device", "%v", err)
+		}
 	}
 	if sa := s.SamplingArgs; sa != nil {
 		p := "sampling_args."

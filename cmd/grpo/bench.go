@@ -128,7 +128,7 @@ func runBench(o benchOpts) error {
 		}
 		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
 	}
-	if be.Name() == "cuda" {
+	if be.Describe().GPU {
 		// Random-shape models hold f32 weights; a bf16 checkpoint half that.
 		weightBytes := 4 * float64(m.Config.ParamCount())
 		if m.Config.TorchDType == "bfloat16" && o.model != "" {
