@@ -59,6 +59,13 @@ func TestSampleSuiteCatchesMutants(t *testing.T) {
 				p[r].TopK = 0
 			}
 		}},
+		"top_k -1 taken as a count of 1": {before: func(_ []float64, p []kernels.SampleParams) {
+			for r := range p {
+				if p[r].TopK == -1 {
+					p[r].TopK = 1
+				}
+			}
+		}},
 		"top_p rounded to float32": {before: func(_ []float64, p []kernels.SampleParams) {
 			for r := range p {
 				p[r].TopP = float64(float32(p[r].TopP))

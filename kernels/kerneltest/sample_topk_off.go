@@ -38,27 +38,12 @@ func topKOffCase() Case {
 			p[r+1].TopK = -1
 			u[r], u[r+1] = draws[k/len(others)], draws[k/len(others)]
 		}
-		logits := e.in("logits", vals)
-		token := e.intsOut("token", rows)
-		logprob := e.out("logprob", nans(rows))
-		b.Sample(token.view, logprob.view, logits.view, rows, vocab, u, p)
-		if err := e.checkAll(); err != nil {
-			return err
-		}
-		gotTok := make([]int32, rows)
-		b.DownloadI32(gotTok, token.view)
-		gotLp := logprob.result(b)
-		for r := range rows {
-			off := p[r]
-			off.TopK = 0
-			wantTok, wantLp := RefSample(vals[r*vocab:(r+1)*vocab], off, u[r])
-			where := fmt.Sprintf("row %d (T %g, top_k %d, top_p %g, min_p %g, u %v)", r, p[r].Temperature, p[r].TopK, p[r].TopP, p[r].MinP, u[r])
-			if gotTok[r] != wantTok {
-				return fmt.Errorf("%s: token %d, want %d (top_k 0's)", where, gotTok[r], wantTok)
-			}
-			if d := math.Abs(float64(gotLp[r]) - wantLp); !(d <= tolSampleLogprob*math.Max(1, math.Abs(wantLp))) {
-				return fmt.Errorf("%s: log-prob %.9g, want %.9g (|err| %.3g)", where, gotLp[r], wantLp, d)
-			}
+		gotTok, gotLp, err := sampleChecked(b, e, vals, rows, vocab, u, p, func(q kernels.SampleParams) kernels.SampleParams {
+			q.TopK = 0
+			return q
+		})
+		if err != nil {
+			return fmt.Errorf("%v (held to top_k 0's reference)", err)
 		}
 		for r := 0; r < rows; r += 2 {
 			if gotTok[r] != gotTok[r+1] || gotLp[r] != gotLp[r+1] {
