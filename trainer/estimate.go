@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
@@ -100,7 +101,7 @@ const f32Bytes = 4
 // EstimateMemory estimates the memory a run of cfg on a model of shape mc
 // holds, item by item, from the sizes the code allocates (model/cache.go,
 // model/layer.go, model/train.go, loss, lora, AdamW).
-func EstimateMemory(cfg *Config, mc *model.Config, o EstimateOptions) (*Estimate, error) {
+func EstimateMemory(cfg *config.Config, mc *model.Config, o EstimateOptions) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func (e *Estimate) PhaseBytes(phase string) int64 {
 // TrainShapes describes the [[env]] blocks as the trainer plays them: each
 // env's share of batch_size / rollouts_per_example examples (rounded up, as
 // the env mixture may give it one more), with prompts not yet measured.
-func TrainShapes(cfg *Config) []EnvShape {
+func TrainShapes(cfg *config.Config) []EnvShape {
 	perStep := cfg.BatchSize / cfg.RolloutsPerExample
 	total := 0.0
 	for _, ec := range cfg.Env {
@@ -252,7 +253,7 @@ func TrainShapes(cfg *Config) []EnvShape {
 
 // evalShapesFromConfig sizes eval when [eval] gives counts; "all examples"
 // (-1) needs the environment's split, which only EstimateRun reads.
-func evalShapesFromConfig(cfg *Config) []EnvShape {
+func evalShapesFromConfig(cfg *config.Config) []EnvShape {
 	maxTokens := cfg.Sampling.MaxTokens
 	if m := cfg.Eval.Sampling.MaxTokens; m > 0 {
 		maxTokens = m
@@ -317,7 +318,7 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev string) phaseBytes {
+func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
 	maxLen := rollout.CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
 	h, q, kv, inter, v := dims(mc)
@@ -364,7 +365,7 @@ func samplingBytes(mc *model.Config, cfg *Config, targets int, s EnvShape, dev s
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func (e *Estimate) trainingItems(cfg *Config, mc *model.Config, targets, longest int) {
+func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int) {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	h, q, kv, inter, v := dims(mc)
 	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)

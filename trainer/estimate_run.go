@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -44,7 +45,7 @@ const promptSample = 512
 // the free memory from the device; and, with Measure, the step time from a
 // warm-up on the real weights (random weights of the same shape when they
 // are not local).
-func EstimateRun(ctx context.Context, cfg *Config, o EstimateRunOptions) (*Estimate, error) {
+func EstimateRun(ctx context.Context, cfg *config.Config, o EstimateRunOptions) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func hasWeights(dir string) bool {
 
 // probeEnvs builds each environment to measure its longest prompt (with
 // tok; unknown without), its turn limit and its eval split's size.
-func probeEnvs(cfg *Config, tok *tokenizer.Tokenizer) (train, eval []EnvShape, notes []string) {
+func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvShape, notes []string) {
 	built := map[string]env.Environment{}
 	build := func(id string, args map[string]any) env.Environment {
 		if e, ok := built[id]; ok {

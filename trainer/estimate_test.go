@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
@@ -17,12 +18,12 @@ import (
 	"github.com/grpo-dev/grpo/sampler"
 )
 
-func estimateConfig(batch, rollouts, maxTokens int) *Config {
-	c := DefaultConfig()
+func estimateConfig(batch, rollouts, maxTokens int) *config.Config {
+	c := config.DefaultConfig()
 	c.Model = "Qwen/Qwen3-0.6B"
 	c.BatchSize, c.RolloutsPerExample = batch, rollouts
 	c.Sampling.MaxTokens = maxTokens
-	c.Env = []EnvConfig{{ID: "reverse-text", Weight: 1}}
+	c.Env = []config.Env{{ID: "reverse-text", Weight: 1}}
 	return &c
 }
 
@@ -228,7 +229,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 
 func TestEstimateEvalAndMixture(t *testing.T) {
 	cfg := estimateConfig(64, 8, 100)
-	cfg.Env = []EnvConfig{{ID: "reverse-text", Name: "a", Weight: 3}, {ID: "reverse-text", Name: "b", Weight: 1}}
+	cfg.Env = []config.Env{{ID: "reverse-text", Name: "a", Weight: 3}, {ID: "reverse-text", Name: "b", Weight: 1}}
 	sh := TrainShapes(cfg)
 	// 8 examples a step split 3:1 → 6 and 2, rounded up.
 	if sh[0].Examples != 6 || sh[1].Examples != 2 || sh[0].Rollouts != 8 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
@@ -64,7 +65,7 @@ func warmupBudget(device string) float64 {
 // of the same shape: the time does not depend on the values) with a fresh
 // LoRA adapter from cfg, and scales it to the step that cfg and the
 // environment shapes describe. Completions are taken at max_tokens.
-func MeasureStepTime(ctx context.Context, base *model.Model, cfg *Config, train []EnvShape) (*StepTime, error) {
+func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config, train []EnvShape) (*StepTime, error) {
 	start := time.Now()
 	ad, err := lora.New(base, cfg.LoRA, uint64(cfg.Seed))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -63,7 +64,7 @@ alpha = 8
 lr = 1e-2
 `, filepath.Join(dir, "model"), filepath.Join(dir, "env"))
 	run := func(name string, be kernels.Backend) []map[string]any {
-		cfg, err := trainer.ParseConfig(text, "run.toml")
+		cfg, err := config.Parse(text, "run.toml")
 		if err != nil {
 			t.Fatal(err)
 		}

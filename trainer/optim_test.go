@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 )
@@ -46,7 +47,7 @@ func newGoldenOptimizer(t *testing.T, be kernels.Backend, g adamwGolden) (*AdamW
 		be.Upload(p.Value, init)
 		params = append(params, p)
 	}
-	cfg := DefaultOptimizer()
+	cfg := config.DefaultOptimizer()
 	cfg.LR, cfg.Betas, cfg.Eps, cfg.WeightDecay = g.Config.LR, g.Config.Betas, g.Config.Eps, g.Config.WeightDecay
 	cfg.MaxGradNorm, cfg.WarmupSteps = g.Config.MaxGradNorm, g.Config.WarmupSteps
 	if err := cfg.Validate(); err != nil {
@@ -137,7 +138,7 @@ func TestAdamWStateRoundTrip(t *testing.T) {
 		}
 	}
 	// A state file for other parameters is refused with a clear error.
-	other, _ := NewAdamW(be, []Param{{Name: "q", Value: be.Alloc(kernels.F32, 3), Grad: be.Alloc(kernels.F32, 3)}}, DefaultOptimizer())
+	other, _ := NewAdamW(be, []Param{{Name: "q", Value: be.Alloc(kernels.F32, 3), Grad: be.Alloc(kernels.F32, 3)}}, config.DefaultOptimizer())
 	if err := other.LoadState(path); err == nil || !strings.Contains(err.Error(), `"q.exp_avg" is missing`) {
 		t.Errorf("mismatched state: %v", err)
 	}
@@ -148,7 +149,7 @@ func TestAdamWRefusesNaNGradient(t *testing.T) {
 	p := Param{Name: "w", Value: be.Alloc(kernels.F32, 2), Grad: be.Alloc(kernels.F32, 2)}
 	be.Upload(p.Value, []float32{1, 2})
 	be.Upload(p.Grad, []float32{float32(math.NaN()), 0})
-	o, _ := NewAdamW(be, []Param{p}, DefaultOptimizer())
+	o, _ := NewAdamW(be, []Param{p}, config.DefaultOptimizer())
 	if _, err := o.Update(10); err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Fatalf("NaN gradient: %v", err)
 	}
@@ -156,19 +157,5 @@ func TestAdamWRefusesNaNGradient(t *testing.T) {
 	be.Download(v, p.Value)
 	if v[0] != 1 || v[1] != 2 {
 		t.Errorf("parameters changed after a NaN gradient: %v", v)
-	}
-}
-
-func TestLRSchedule(t *testing.T) {
-	c := DefaultOptimizer()
-	c.WarmupSteps, c.Schedule, c.MinLRRatio = 4, "cosine", 0.1
-	if got := c.LRAt(1, 104); math.Abs(got-c.LR/4) > 1e-15 {
-		t.Errorf("warm-up step 1: %v", got)
-	}
-	if got := c.LRAt(54, 104); math.Abs(got-c.LR*0.55) > 1e-12 {
-		t.Errorf("cosine midpoint: %v, want %v", got, c.LR*0.55)
-	}
-	if got := c.LRAt(104, 104); math.Abs(got-c.LR*0.1) > 1e-15 {
-		t.Errorf("cosine end: %v", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 )
 
@@ -62,11 +63,11 @@ func runConfig(t *testing.T, path string, opts ...Option) (*Result, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig(text, path)
+	cfg, err := config.Parse(text, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 		t.Fatal(err)
 	}
 	return New(cfg, append(opts, WithConfigText(text))...).Run(context.Background())
@@ -93,7 +94,7 @@ func deterministicMetrics(t *testing.T, runDir string) []map[string]any {
 func TestMain(m *testing.M) {
 	if cfg := os.Getenv("GRPO_TEST_TRAIN_CHILD"); cfg != "" {
 		text, _ := os.ReadFile(cfg)
-		c, err := ParseConfig(text, cfg)
+		c, err := config.Parse(text, cfg)
 		if err == nil {
 			_, err = New(c, WithOutput(os.Getenv("GRPO_TEST_TRAIN_OUT")), WithConfigText(text)).Run(context.Background())
 		}
@@ -179,7 +180,7 @@ func TestInterruptCheckpointsAndResumes(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeRunFixture(t, dir, 6, 0) // no periodic checkpoints
 	text, _ := os.ReadFile(cfgPath)
-	cfg, err := ParseConfig(text, cfgPath)
+	cfg, err := config.Parse(text, cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

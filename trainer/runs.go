@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/grpo-dev/grpo/config"
 )
 
 // Run states as `grpo runs` reports them.
@@ -94,7 +96,7 @@ func InspectRun(path string, now time.Time) (RunInfo, error) {
 	if !IsRunDir(path) {
 		return info, fmt.Errorf("%s is not a run directory (no config.toml, log.txt or metrics.jsonl); give a directory under runs/ (see grpo runs list)", path)
 	}
-	if cfg, err := LoadConfig(filepath.Join(path, "config.toml")); err == nil {
+	if cfg, err := config.Load(filepath.Join(path, "config.toml")); err == nil {
 		info.MaxSteps = cfg.MaxSteps
 	}
 	rows, err := ReadJSONL(filepath.Join(path, "metrics.jsonl"))
@@ -187,7 +189,7 @@ type RunDetail struct {
 	RunInfo
 	// Config is the run's config.toml, nil when it does not parse
 	// (ConfigErr says why).
-	Config    *Config
+	Config    *config.Config
 	ConfigErr error
 	// Summary holds the first and last 10% rewards (valid when Steps > 0).
 	Summary RunSummary
@@ -206,7 +208,7 @@ func InspectRunDetail(path string, now time.Time) (RunDetail, error) {
 		return RunDetail{}, err
 	}
 	d := RunDetail{RunInfo: info, Latest: map[string]float64{}}
-	d.Config, d.ConfigErr = LoadConfig(filepath.Join(path, "config.toml"))
+	d.Config, d.ConfigErr = config.Load(filepath.Join(path, "config.toml"))
 	ckDir := "checkpoints"
 	if d.Config != nil {
 		ckDir = d.Config.Checkpoint.Dir

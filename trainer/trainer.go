@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
@@ -22,7 +23,7 @@ import (
 // Trainer runs GRPO with LoRA for one config. Build it with New and start
 // it with Run.
 type Trainer struct {
-	cfg  *Config
+	cfg  *config.Config
 	opts options
 }
 
@@ -91,7 +92,7 @@ type StepResult struct {
 }
 
 // New validates cfg and returns a Trainer for it.
-func New(cfg *Config, opts ...Option) *Trainer {
+func New(cfg *config.Config, opts ...Option) *Trainer {
 	t := &Trainer{cfg: cfg}
 	for _, o := range opts {
 		o(&t.opts)
@@ -112,7 +113,7 @@ type Result struct {
 
 // run is the state of a Run call.
 type run struct {
-	cfg     *Config
+	cfg     *config.Config
 	opts    options
 	dir     *RunDir
 	ckDir   string
@@ -225,7 +226,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 		}
 		if !named {
 			c := *cfg
-			c.Env = append(append([]EnvConfig(nil), cfg.Env...), EnvConfig{ID: ne.env.ID(), Weight: ne.weight})
+			c.Env = append(append([]config.Env(nil), cfg.Env...), config.Env{ID: ne.env.ID(), Weight: ne.weight})
 			cfg = &c
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -43,12 +44,12 @@ func TestWorkspace(t *testing.T) {
 		t.Errorf("%d rl configs", len(rl))
 	}
 	for _, p := range rl {
-		cfg, err := LoadConfig(p)
+		cfg, err := config.Load(p)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
 		}
-		if err := cfg.ValidateEnvs(RegistryEnvCheck); err != nil {
+		if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 			t.Errorf("%v", err)
 		}
 		if len(cfg.Warnings) > 0 {
@@ -60,17 +61,17 @@ func TestWorkspace(t *testing.T) {
 		t.Errorf("%d eval configs", len(evals))
 	}
 	for _, p := range evals {
-		f, err := LoadEvalFile(p)
+		f, err := config.LoadEval(p)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
 		}
-		specs, err := f.Specs(EvalOverrides{})
+		specs, err := f.Specs(config.EvalOverrides{})
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		for _, s := range specs {
-			if err := RegistryEnvCheck(s.ID, s.Args); err != nil {
+			if err := config.RegistryEnvCheck(s.ID, s.Args); err != nil {
 				t.Errorf("%s: [[eval]] %s: %v", p, s.ID, err)
 			}
 		}

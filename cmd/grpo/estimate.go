@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -68,16 +69,16 @@ Examples:
 }
 
 // loadTrainConfig parses and checks a run config as grpo train does.
-func loadTrainConfig(path string) (*trainer.Config, error) {
+func loadTrainConfig(path string) (*config.Config, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	cfg, err := trainer.ParseConfig(text, path)
+	cfg, err := config.Parse(text, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -175,7 +176,7 @@ func writeEstimateJSON(w io.Writer, e *trainer.Estimate) error {
 // checkFits is grpo train's guard: estimate the run without a warm-up and
 // refuse it when its peak exceeds the free memory. Unknown free memory
 // (the cuda backend cannot report it yet) lets the run start.
-func checkFits(ctx context.Context, cfg *trainer.Config) error {
+func checkFits(ctx context.Context, cfg *config.Config) error {
 	e, err := trainer.EstimateRun(ctx, cfg, trainer.EstimateRunOptions{})
 	if err != nil {
 		return fmt.Errorf("memory estimate: %w (pass --force to skip the check)", err)

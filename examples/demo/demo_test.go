@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -36,11 +37,11 @@ func TestDemo(t *testing.T) {
 	// The config names the model and environment relative to the
 	// repository root, where the README runs it.
 	t.Chdir(repoRoot)
-	cfg, err := trainer.LoadConfig("examples/demo.toml")
+	cfg, err := config.Load("examples/demo.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxWall)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
 	"path/filepath"
@@ -98,7 +99,7 @@ func newSFT(modelDir, envDir string, o options) (*sft, error) {
 	for _, p := range s.ad.Params() {
 		params = append(params, trainer.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
-	oc := trainer.DefaultOptimizer()
+	oc := config.DefaultOptimizer()
 	oc.LR = o.lr
 	if s.opt, err = trainer.NewAdamW(be, params, oc); err != nil {
 		return nil, err

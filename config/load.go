@@ -1,4 +1,4 @@
-package trainer
+package config
 
 import (
 	"bytes"
@@ -7,34 +7,35 @@ import (
 	"os"
 	"strings"
 
+	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/pelletier/go-toml/v2"
 )
 
-// LoadConfig reads, parses and validates the run config at path. See
-// ParseConfig.
-func LoadConfig(path string) (*Config, error) {
+// Load reads, parses and validates the run config at path. See
+// Parse.
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
-	return ParseConfig(data, path)
+	return Parse(data, path)
 }
 
-// ParseConfig parses and validates a run config; name (usually the file
+// Parse parses and validates a run config; name (usually the file
 // path) prefixes error messages. Keys the file leaves out keep
 // DefaultConfig's values. Every error is one line,
 // "name:line:col: key ...: problem; fix". Unknown keys are errors (with a
 // did-you-mean); Lab keys that only matter on Prime's hosted service are
 // accepted and listed in Config.Warnings. Env ids and args are not checked
 // here: call ValidateEnvs with the environment registry.
-func ParseConfig(data []byte, name string) (*Config, error) {
+func Parse(data []byte, name string) (*Config, error) {
 	// A loose decode first: it reports syntax errors, and the raw values
 	// tell apart what the typed decode cannot (loss = "rl" vs [loss]).
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		return nil, decodeError(name, err, nil)
 	}
-	src := scanSource(name, data)
+	src := tomlschema.Scan(name, data)
 	if err := checkTables(src, raw); err != nil {
 		return nil, err
 	}
@@ -61,26 +62,26 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 // written as a single table (go-toml would quietly decode it as a
 // one-element array), teacher without SFT, and optimizer betas of the
 // wrong length (a [2]float64 takes the first two of any array).
-func checkTables(src *source, raw map[string]any) error {
+func checkTables(src *tomlschema.Source, raw map[string]any) error {
 	arrays := map[string]bool{}
-	for _, h := range src.headers {
-		if h.array {
-			arrays[strings.Join(h.path, ".")] = true
+	for _, h := range src.Headers {
+		if h.Array {
+			arrays[strings.Join(h.Path, ".")] = true
 			continue
 		}
 		for _, p := range []string{"env", "eval.env"} {
 			n := len(strings.Split(p, "."))
-			if len(h.path) >= n && strings.Join(h.path[:n], ".") == p && !arrays[p] {
-				return fmt.Errorf("%s:%d:%d: %s", src.name, h.at.Line, h.at.Column, singleBracketMsg(p))
+			if len(h.Path) >= n && strings.Join(h.Path[:n], ".") == p && !arrays[p] {
+				return fmt.Errorf("%s:%d:%d: %s", src.Name, h.At.Line, h.At.Column, singleBracketMsg(p))
 			}
 		}
 	}
 	if _, ok := raw["teacher"]; ok {
-		return src.at(`key "teacher": a teacher model is only used with loss = "sft", which grpo does not run; remove [teacher]`, "teacher")
+		return src.At(`key "teacher": a teacher model is only used with loss = "sft", which grpo does not run; remove [teacher]`, "teacher")
 	}
 	if opt, ok := raw["optimizer"].(map[string]any); ok {
 		if b, ok := opt["betas"].([]any); ok && len(b) != 2 {
-			return src.at(fmt.Sprintf(`key "optimizer.betas": %d values; write exactly two, e.g. betas = [0.9, 0.999]`, len(b)), "optimizer.betas")
+			return src.At(fmt.Sprintf(`key "optimizer.betas": %d values; write exactly two, e.g. betas = [0.9, 0.999]`, len(b)), "optimizer.betas")
 		}
 	}
 	return nil
@@ -93,16 +94,16 @@ func singleBracketMsg(p string) string {
 // takeLossMode handles Lab's top-level loss = "rl", which shares its name
 // with grpo's [loss] table: it records the string and blanks the line
 // (spaces keep every other position) so the typed decode sees [loss] only.
-func takeLossMode(src *source, raw map[string]any, data []byte, cfg *Config) ([]byte, error) {
+func takeLossMode(src *tomlschema.Source, raw map[string]any, data []byte, cfg *Config) ([]byte, error) {
 	mode, ok := raw["loss"].(string)
 	if !ok {
 		return data, nil
 	}
 	if mode != "rl" {
-		return nil, src.at(fmt.Sprintf(`key "loss": loss = %q is not supported: grpo trains with RL only; set loss = "rl" or remove the key (grpo's loss settings live in the [loss] table)`, mode), "loss")
+		return nil, src.At(fmt.Sprintf(`key "loss": loss = %q is not supported: grpo trains with RL only; set loss = "rl" or remove the key (grpo's loss settings live in the [loss] table)`, mode), "loss")
 	}
 	cfg.LossMode = mode
-	r := src.kv["loss"]
+	r := src.KV["loss"]
 	out := append([]byte(nil), data...)
 	for i := r.Offset; i < r.Offset+r.Length; i++ {
 		if out[i] != '\n' {

@@ -1,10 +1,11 @@
-package trainer
+package config
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/internal/tomlschema"
 )
 
 // RegistryEnvCheck is the EnvChecker backed by package env's registry: the
@@ -31,7 +32,7 @@ func RegistryEnvCheck(id string, args map[string]any) error {
 			continue
 		}
 		msg := fmt.Sprintf("args.%s: unknown argument of %s", k, spec.ID)
-		if s := closest(k, names); s != "" {
+		if s := tomlschema.Closest(k, names); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		} else if len(names) == 0 {
 			msg += "; it takes no args"

@@ -1,4 +1,4 @@
-package trainer
+package config
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 func (c *Config) Validate() error {
 	s := c.src
 	bad := func(key, msg string, args ...any) error {
-		return s.at(fmt.Sprintf(msg, args...), key)
+		return s.At(fmt.Sprintf(msg, args...), key)
 	}
 	switch {
 	case strings.TrimSpace(c.Model) == "":
@@ -75,19 +75,19 @@ func (c *Config) validateSampling() error {
 	// max_tokens is required here, where the sampler takes 0 as "no
 	// per-turn cap": the loss and the KV cache are sized by it.
 	switch {
-	case s.MaxTokens == 0 && !src.has("sampling.max_tokens"):
-		return src.at(`key "sampling.max_tokens" is missing: set the longest completion in tokens under [sampling], e.g. max_tokens = 512`, "sampling")
+	case s.MaxTokens == 0 && !src.Has("sampling.max_tokens"):
+		return src.At(`key "sampling.max_tokens" is missing: set the longest completion in tokens under [sampling], e.g. max_tokens = 512`, "sampling")
 	case s.MaxTokens < 1:
-		return src.at(fmt.Sprintf("[sampling] max_tokens = %d: must be at least 1, e.g. max_tokens = 512", s.MaxTokens), "sampling.max_tokens")
+		return src.At(fmt.Sprintf("[sampling] max_tokens = %d: must be at least 1, e.g. max_tokens = 512", s.MaxTokens), "sampling.max_tokens")
 	}
 	if err := s.Params.Validate(); err != nil {
-		return src.at("[sampling] "+err.Error(), "sampling."+paramKey(err))
+		return src.At("[sampling] "+err.Error(), "sampling."+paramKey(err))
 	}
 	switch {
 	case s.ReasoningEffort != "" && s.ReasoningEffort != "low" && s.ReasoningEffort != "medium" && s.ReasoningEffort != "high":
-		return src.at(fmt.Sprintf(`[sampling] reasoning_effort = %q: want "low", "medium" or "high"`, s.ReasoningEffort), "sampling.reasoning_effort")
+		return src.At(fmt.Sprintf(`[sampling] reasoning_effort = %q: want "low", "medium" or "high"`, s.ReasoningEffort), "sampling.reasoning_effort")
 	case s.EnableThinking != nil && s.ReasoningEffort != "":
-		return src.at(`[sampling] enable_thinking and reasoning_effort cannot both be set (as on Lab); keep enable_thinking for Qwen3`, "sampling.reasoning_effort")
+		return src.At(`[sampling] enable_thinking and reasoning_effort cannot both be set (as on Lab); keep enable_thinking for Qwen3`, "sampling.reasoning_effort")
 	}
 	return nil
 }
@@ -124,26 +124,26 @@ func checkDevice(name string) error {
 func (c *Config) validateEnvs() error {
 	src := c.src
 	if len(c.Env) == 0 {
-		return src.at(`no [[env]] block: add at least one, e.g. [[env]] then id = "primeintellect/reverse-text" on the next line`)
+		return src.At(`no [[env]] block: add at least one, e.g. [[env]] then id = "primeintellect/reverse-text" on the next line`)
 	}
 	sum := 0.0
 	names := map[string]int{}
 	for i, e := range c.Env {
 		key := fmt.Sprintf("env.%d", i)
 		if strings.TrimSpace(e.ID) == "" {
-			return src.at(fmt.Sprintf(`key "env[%d].id" is missing: every [[env]] block needs id = "owner/name" or a builtin id`, i), key)
+			return src.At(fmt.Sprintf(`key "env[%d].id" is missing: every [[env]] block needs id = "owner/name" or a builtin id`, i), key)
 		}
 		if !(e.Weight >= 0) || math.IsInf(e.Weight, 0) {
-			return src.at(fmt.Sprintf("env[%d] (%s) weight = %v: must be a finite number ≥ 0 (the env's relative share of each batch)", i, e.ID, e.Weight), key+".weight", key)
+			return src.At(fmt.Sprintf("env[%d] (%s) weight = %v: must be a finite number ≥ 0 (the env's relative share of each batch)", i, e.ID, e.Weight), key+".weight", key)
 		}
 		if j, dup := names[e.Name]; dup {
-			return src.at(fmt.Sprintf(`env[%d] and env[%d] are both named %q: give one a distinct name = "..." so their metrics stay apart`, j, i, e.Name), key+".name", key)
+			return src.At(fmt.Sprintf(`env[%d] and env[%d] are both named %q: give one a distinct name = "..." so their metrics stay apart`, j, i, e.Name), key+".name", key)
 		}
 		names[e.Name] = i
 		sum += e.Weight
 	}
 	if !(sum > 0) {
-		return src.at("[[env]] weights sum to 0: give at least one env a positive weight (weights are relative; the default is 1)", "env.0.weight", "env")
+		return src.At("[[env]] weights sum to 0: give at least one env a positive weight (weights are relative; the default is 1)", "env.0.weight", "env")
 	}
 	return nil
 }
@@ -152,35 +152,35 @@ func (c *Config) validateEval() error {
 	e, src := c.Eval, c.src
 	switch {
 	case e.Interval < 0:
-		return src.at(fmt.Sprintf("[eval] interval = %d: must be ≥ 0 (0 turns periodic eval off)", e.Interval), "eval.interval")
+		return src.At(fmt.Sprintf("[eval] interval = %d: must be ≥ 0 (0 turns periodic eval off)", e.Interval), "eval.interval")
 	case e.NumExamples < -1 || e.NumExamples == 0:
-		return src.at(fmt.Sprintf("[eval] num_examples = %d: want -1 (all) or a positive count", e.NumExamples), "eval.num_examples", "eval.n_samples")
+		return src.At(fmt.Sprintf("[eval] num_examples = %d: want -1 (all) or a positive count", e.NumExamples), "eval.num_examples", "eval.n_samples")
 	case e.RolloutsPerExample < 1:
-		return src.at(fmt.Sprintf("[eval] rollouts_per_example = %d: must be at least 1", e.RolloutsPerExample), "eval.rollouts_per_example")
+		return src.At(fmt.Sprintf("[eval] rollouts_per_example = %d: must be at least 1", e.RolloutsPerExample), "eval.rollouts_per_example")
 	case e.Sampling.MaxTokens < 0:
-		return src.at(fmt.Sprintf("[eval.sampling] max_tokens = %d: must be ≥ 1, or left out to use [sampling]'s", e.Sampling.MaxTokens), "eval.sampling.max_tokens")
+		return src.At(fmt.Sprintf("[eval.sampling] max_tokens = %d: must be ≥ 1, or left out to use [sampling]'s", e.Sampling.MaxTokens), "eval.sampling.max_tokens")
 	}
 	p := c.Sampling.Params
-	e.Sampling.apply(&p)
+	e.Sampling.Apply(&p)
 	if err := p.Validate(); err != nil {
-		return src.at("[eval.sampling] "+err.Error(), "eval.sampling."+paramKey(err))
+		return src.At("[eval.sampling] "+err.Error(), "eval.sampling."+paramKey(err))
 	}
 	for i, ev := range e.Env {
 		key := fmt.Sprintf("eval.env.%d", i)
 		if strings.TrimSpace(ev.ID) == "" {
-			return src.at(fmt.Sprintf(`key "eval.env[%d].id" is missing: every [[eval.env]] block needs an id`, i), key)
+			return src.At(fmt.Sprintf(`key "eval.env[%d].id" is missing: every [[eval.env]] block needs an id`, i), key)
 		}
 		if n := ev.NumExamples; n != nil && (*n < -1 || *n == 0) {
-			return src.at(fmt.Sprintf("eval.env[%d] num_examples = %d: want -1 (all) or a positive count", i, *n), key+".num_examples")
+			return src.At(fmt.Sprintf("eval.env[%d] num_examples = %d: want -1 (all) or a positive count", i, *n), key+".num_examples")
 		}
 		if r := ev.RolloutsPerExample; r != nil && *r < 1 {
-			return src.at(fmt.Sprintf("eval.env[%d] rollouts_per_example = %d: must be at least 1", i, *r), key+".rollouts_per_example")
+			return src.At(fmt.Sprintf("eval.env[%d] rollouts_per_example = %d: must be at least 1", i, *r), key+".rollouts_per_example")
 		}
 	}
 	return nil
 }
 
-// The section validators of lora, loss.Config and OptimizerConfig name the
+// The section validators of lora, loss.Config and Optimizer name the
 // key in their message ("lora.rank = 0: ...", "[loss] epsilon = ...");
 // sectionKey finds it so the error can point at its line.
 var sectionKey = regexp.MustCompile(`^(?:\[\w+\] |\w+\.)(\w+)`)
@@ -191,7 +191,7 @@ func (c *Config) sectionError(section string, err error) error {
 		paths = append(paths, section+"."+m[1])
 	}
 	paths = append(paths, section)
-	return c.src.at(err.Error(), paths...)
+	return c.src.At(err.Error(), paths...)
 }
 
 // EnvChecker checks one environment id and its args, as an environment
@@ -210,7 +210,7 @@ func (c *Config) envError(label, block string, id string, err error) error {
 	if errors.As(err, &an) {
 		paths = append([]string{block + ".args." + an.ArgName()}, paths...)
 	}
-	return c.src.at(fmt.Sprintf("%s id = %q: %v", label, id, err), paths...)
+	return c.src.At(fmt.Sprintf("%s id = %q: %v", label, id, err), paths...)
 }
 
 // ValidateEnvs runs check on every [[env]] and [[eval.env]] block and

@@ -1,4 +1,4 @@
-package trainer
+package config
 
 // keyInfo documents one key of the schema for docs/config.md and for the
 // parser's warnings. A test checks that every key of the Config tree has

@@ -1,4 +1,4 @@
-package trainer
+package config
 
 import (
 	"flag"
@@ -12,7 +12,7 @@ var updateDoc = flag.Bool("update", false, "rewrite the generated part of docs/c
 
 const (
 	docPath  = "../docs/config.md"
-	docBegin = "<!-- BEGIN KEYS: generated from trainer/config*.go by `go test ./trainer -run TestConfigDoc -update`; do not edit by hand -->\n"
+	docBegin = "<!-- BEGIN KEYS: generated from config/*.go by `go test ./config -run TestConfigDoc -update`; do not edit by hand -->\n"
 	docEnd   = "<!-- END KEYS -->\n"
 )
 
@@ -28,7 +28,7 @@ func TestConfigDoc(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s: missing the generated-keys markers", docPath)
 	}
-	want := s[:i+len(docBegin)] + ConfigReference() + "\n" + s[j:]
+	want := s[:i+len(docBegin)] + Reference() + "\n" + s[j:]
 	if *updateDoc {
 		if err := os.WriteFile(docPath, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestConfigDoc(t *testing.T) {
 		return
 	}
 	if s != want {
-		t.Errorf("%s is out of date with the config code; run go test ./trainer -run TestConfigDoc -update", docPath)
+		t.Errorf("%s is out of date with the config code; run go test ./config -run TestConfigDoc -update", docPath)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestConfigDoc(t *testing.T) {
 // every documented key exists.
 func TestConfigKeyInfos(t *testing.T) {
 	keys := map[string]bool{}
-	for _, p := range allKeyPaths() {
+	for _, p := range schema.KeyPaths() {
 		keys[p] = true
 		if _, ok := keyInfos[p]; !ok {
 			t.Errorf("key %q has no keyInfos entry", p)
@@ -65,7 +65,7 @@ func TestConfigKeyInfos(t *testing.T) {
 // TestConfigDocDefaults checks a few rows of the generated reference by
 // hand, so a generator bug cannot pass by agreeing with itself.
 func TestConfigDocDefaults(t *testing.T) {
-	ref := ConfigReference()
+	ref := Reference()
 	for _, row := range []string{
 		"| `batch_size` | integer | `128` |",
 		"| `max_tokens` | integer | required |",

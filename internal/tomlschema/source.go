@@ -1,4 +1,4 @@
-package trainer
+package tomlschema
 
 import (
 	"fmt"
@@ -8,31 +8,32 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// source indexes a config file by key, so that errors found after
-// decoding (ranges, conflicts, env args) can point at a line. go-toml's
-// decoder reports positions only for the errors it finds itself.
-type source struct {
-	name string
-	// pos maps a key path to where it is written. Paths are dotted with
+// Source indexes a TOML file by key, so that errors found after decoding
+// (ranges, conflicts, env args) can point at a line.
+type Source struct {
+	Name string
+	// Pos maps a key path to where it is written. Paths are dotted with
 	// array-of-table indices: "sampling.max_tokens", "env.1.args.min_turns".
 	// A table header is recorded under its own path ("env.0", "sampling").
-	pos map[string]unstable.Position
-	// kv maps a top-level key's path to the byte range of its whole
+	Pos map[string]unstable.Position
+	// KV maps a top-level key's path to the byte range of its whole
 	// key = value expression.
-	kv map[string]unstable.Range
-	// headers lists [table] and [[array]] headers in order.
-	headers []header
+	KV map[string]unstable.Range
+	// Headers lists [table] and [[array]] headers in order.
+	Headers []Header
 }
 
-type header struct {
-	path  []string // as written
-	array bool
-	at    unstable.Position
+// Header is one [table] or [[array]] header.
+type Header struct {
+	Path  []string // as written
+	Array bool
+	At    unstable.Position
 }
 
-// scanSource indexes data, which must already be valid TOML.
-func scanSource(name string, data []byte) *source {
-	s := &source{name: name, pos: map[string]unstable.Position{}, kv: map[string]unstable.Range{}}
+// Scan indexes data, which must already be valid TOML; name (usually the
+// file path) prefixes the messages of At.
+func Scan(name string, data []byte) *Source {
+	s := &Source{Name: name, Pos: map[string]unstable.Position{}, KV: map[string]unstable.Range{}}
 	counts := map[string]int{} // array-of-tables path → elements so far
 	var p unstable.Parser
 	p.Reset(data)
@@ -43,7 +44,7 @@ func scanSource(name string, data []byte) *source {
 		case unstable.Table, unstable.ArrayTable:
 			written, first := keyParts(e)
 			at := p.Shape(first).Start
-			s.headers = append(s.headers, header{path: written, array: e.Kind == unstable.ArrayTable, at: at})
+			s.Headers = append(s.Headers, Header{Path: written, Array: e.Kind == unstable.ArrayTable, At: at})
 			table = resolve(written, counts, e.Kind == unstable.ArrayTable)
 			s.set(strings.Join(table, "."), at)
 			if e.Kind == unstable.ArrayTable {
@@ -55,7 +56,7 @@ func scanSource(name string, data []byte) *source {
 			path := strings.Join(full, ".")
 			s.set(path, p.Shape(first).Start)
 			if len(table) == 0 {
-				s.kv[path] = unstable.Range{Offset: first.Offset, Length: e.Value().Raw.Offset + e.Value().Raw.Length - first.Offset}
+				s.KV[path] = unstable.Range{Offset: first.Offset, Length: e.Value().Raw.Offset + e.Value().Raw.Length - first.Offset}
 			}
 			s.scanValue(&p, full, e.Value())
 		}
@@ -63,14 +64,14 @@ func scanSource(name string, data []byte) *source {
 	return s
 }
 
-func (s *source) set(path string, at unstable.Position) {
-	if _, ok := s.pos[path]; !ok {
-		s.pos[path] = at
+func (s *Source) set(path string, at unstable.Position) {
+	if _, ok := s.Pos[path]; !ok {
+		s.Pos[path] = at
 	}
 }
 
 // scanValue records the keys inside inline tables (args = { n = 1 }).
-func (s *source) scanValue(p *unstable.Parser, path []string, v *unstable.Node) {
+func (s *Source) scanValue(p *unstable.Parser, path []string, v *unstable.Node) {
 	if v.Kind != unstable.InlineTable {
 		return
 	}
@@ -122,43 +123,27 @@ func resolve(written []string, counts map[string]int, array bool) []string {
 	return out
 }
 
-// has reports whether path is written in the file.
-func (s *source) has(path string) bool {
+// Has reports whether path is written in the file; a nil Source (a config
+// built in Go) has no keys.
+func (s *Source) Has(path string) bool {
 	if s == nil {
 		return false
 	}
-	_, ok := s.pos[path]
+	_, ok := s.Pos[path]
 	return ok
 }
 
-// at prefixes msg with the file name and the position of the first of
-// paths written in the file (or just the file name).
-func (s *source) at(msg string, paths ...string) error {
+// At prefixes msg with the file name and the position of the first of
+// paths written in the file (or just the file name; nothing for a nil
+// Source).
+func (s *Source) At(msg string, paths ...string) error {
 	if s == nil {
 		return fmt.Errorf("%s", msg)
 	}
 	for _, p := range paths {
-		if pos, ok := s.pos[p]; ok {
-			return fmt.Errorf("%s:%d:%d: %s", s.name, pos.Line, pos.Column, msg)
+		if pos, ok := s.Pos[p]; ok {
+			return fmt.Errorf("%s:%d:%d: %s", s.Name, pos.Line, pos.Column, msg)
 		}
 	}
-	return fmt.Errorf("%s: %s", s.name, msg)
-}
-
-// displayKey writes an indexed path the way messages show it:
-// "env.1.args.n" → "env[1].args.n".
-func displayKey(path string) string {
-	parts := strings.Split(path, ".")
-	var b strings.Builder
-	for i, p := range parts {
-		if _, err := strconv.Atoi(p); err == nil && i > 0 {
-			b.WriteString("[" + p + "]")
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(p)
-	}
-	return b.String()
+	return fmt.Errorf("%s: %s", s.Name, msg)
 }

@@ -1,4 +1,4 @@
-package trainer
+package config
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseEvalFile(t *testing.T) {
-	f, err := ParseEvalFile([]byte(`
+	f, err := ParseEval([]byte(`
 model = "Qwen/Qwen3-0.6B"
 num_examples = 50
 rollouts_per_example = 3
@@ -57,7 +57,7 @@ seed = 3
 }
 
 func TestEvalFileDefaults(t *testing.T) {
-	f, err := ParseEvalFile([]byte("[[eval]]\nid = \"gsm8k\"\n"), "minimal.toml")
+	f, err := ParseEval([]byte("[[eval]]\nid = \"gsm8k\"\n"), "minimal.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestEvalFileErrors(t *testing.T) {
 		{"device", "device = \"tpu\"\n[[eval]]\nid = \"a\"\n", `device = "tpu": want "cpu" or "cuda"`},
 	}
 	for _, c := range cases {
-		_, err := ParseEvalFile([]byte(c.text), "bad.toml")
+		_, err := ParseEval([]byte(c.text), "bad.toml")
 		if err == nil {
 			t.Errorf("%s: accepted", c.name)
 			continue

@@ -1,17 +1,20 @@
-package trainer
+package config
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"sort"
 	"strings"
 
+	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/pelletier/go-toml/v2"
 )
+
+// evalSchema is EvalFile's key tree, for the did-you-mean of unknown keys.
+var evalSchema = tomlschema.New(EvalFile{})
 
 // EvalFile is an eval config: the TOML layout of Prime Intellect Lab's
 // configs/eval/*.toml (verifiers' `prime eval run CONFIG.toml`). Top-level
@@ -159,51 +162,28 @@ func (s *EvalSettings) sampling() *EvalSamplingArgs {
 	return &a
 }
 
-// Defaults of an evaluation when neither the file nor the command line sets
-// them: Prime's (`prime eval run`: 5 examples, 3 rollouts each), a 512-token
-// completion and the model's own distribution (temperature 1).
-const (
-	DefaultEvalExamples  = 5
-	DefaultEvalRollouts  = 3
-	DefaultEvalMaxTokens = 512
-)
-
-// EvalSpec is one resolved evaluation: an environment, the model and how to
-// sample it.
-type EvalSpec struct {
-	Name, ID           string
-	Args               map[string]any
-	Model, Adapter     string
-	Device             string
-	NumExamples        int // -1: the whole eval split
-	RolloutsPerExample int
-	Sampling           sampler.Params
-	EnableThinking     *bool
-	Seed               uint64
-}
-
-// LoadEvalFile reads and parses an eval config; see ParseEvalFile.
-func LoadEvalFile(path string) (*EvalFile, error) {
+// LoadEval reads and parses an eval config; see ParseEval.
+func LoadEval(path string) (*EvalFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading eval config: %w", err)
 	}
-	return ParseEvalFile(data, path)
+	return ParseEval(data, path)
 }
 
-// ParseEvalFile parses an eval config strictly: unknown keys, wrong types
+// ParseEval parses an eval config strictly: unknown keys, wrong types
 // and missing ids are one-line errors "name:line:col: key ...: problem;
 // fix". Env ids and args are not checked here: Specs then
 // RegistryEnvCheck (or env.New) do.
-func ParseEvalFile(data []byte, name string) (*EvalFile, error) {
+func ParseEval(data []byte, name string) (*EvalFile, error) {
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		return nil, evalDecodeError(name, nil, err)
 	}
-	src := scanSource(name, data)
-	for _, h := range src.headers {
-		if len(h.path) == 1 && h.path[0] == "eval" && !h.array {
-			return nil, fmt.Errorf("%s:%d:%d: `[eval]` must be written `[[eval]]` (an array of tables: one block per environment)", name, h.at.Line, h.at.Column)
+	src := tomlschema.Scan(name, data)
+	for _, h := range src.Headers {
+		if len(h.Path) == 1 && h.Path[0] == "eval" && !h.Array {
+			return nil, fmt.Errorf("%s:%d:%d: `[eval]` must be written `[[eval]]` (an array of tables: one block per environment)", name, h.At.Line, h.At.Column)
 		}
 	}
 	var f EvalFile
@@ -221,15 +201,15 @@ func ParseEvalFile(data []byte, name string) (*EvalFile, error) {
 		p := fmt.Sprintf("eval.%d", i)
 		switch {
 		case b.ID != "" && b.EnvID != "" && b.ID != b.EnvID:
-			return nil, src.at(fmt.Sprintf("[[eval]] %d: id = %q and env_id = %q disagree; keep one of them", i+1, b.ID, b.EnvID), p+".env_id")
+			return nil, src.At(fmt.Sprintf("[[eval]] %d: id = %q and env_id = %q disagree; keep one of them", i+1, b.ID, b.EnvID), p+".env_id")
 		case b.ID == "":
 			b.ID = b.EnvID
 		}
 		if b.ID == "" {
-			return nil, src.at(fmt.Sprintf(`[[eval]] %d has no id; set id = "reverse-text" (an environment id, see grpo env list)`, i+1), p)
+			return nil, src.At(fmt.Sprintf(`[[eval]] %d has no id; set id = "reverse-text" (an environment id, see grpo env list)`, i+1), p)
 		}
 		if b.Args != nil && b.EnvArgs != nil {
-			return nil, src.at(fmt.Sprintf("[[eval]] %d (id = %q): both args and env_args are set; keep one of them", i+1, b.ID), p+".env_args")
+			return nil, src.At(fmt.Sprintf("[[eval]] %d (id = %q): both args and env_args are set; keep one of them", i+1, b.ID), p+".env_args")
 		}
 		if b.Args == nil {
 			b.Args = b.EnvArgs
@@ -244,7 +224,7 @@ func ParseEvalFile(data []byte, name string) (*EvalFile, error) {
 	seen := map[string]int{}
 	for i, b := range f.Eval {
 		if j, dup := seen[b.Name]; dup {
-			return nil, src.at(fmt.Sprintf("[[eval]] %d and %d are both named %q; set name = \"...\" on one of them so their results can be told apart", j+1, i+1, b.Name), fmt.Sprintf("eval.%d", i))
+			return nil, src.At(fmt.Sprintf("[[eval]] %d and %d are both named %q; set name = \"...\" on one of them so their results can be told apart", j+1, i+1, b.Name), fmt.Sprintf("eval.%d", i))
 		}
 		seen[b.Name] = i
 	}
@@ -254,9 +234,9 @@ func ParseEvalFile(data []byte, name string) (*EvalFile, error) {
 
 // checkEvalSettings checks ranges of one level of settings; prefix is ""
 // for the top level or "eval.N.".
-func checkEvalSettings(src *source, prefix string, s EvalSettings) error {
+func checkEvalSettings(src *tomlschema.Source, prefix string, s EvalSettings) error {
 	at := func(key, msg string, args ...any) error {
-		return src.at(fmt.Sprintf("key %q: ", displayKey(prefix+key))+fmt.Sprintf(msg, args...), prefix+key)
+		return src.At(fmt.Sprintf("key %q: ", tomlschema.DisplayKey(prefix+key))+fmt.Sprintf(msg, args...), prefix+key)
 	}
 	if n := s.NumExamples; n != nil && *n < 1 && *n != -1 {
 		return at("num_examples", "num_examples = %d: want at least 1, or -1 for the whole eval split", *n)
@@ -318,9 +298,9 @@ var evalIgnored = map[string]string{
 }
 
 // evalWarnings lists the ignored keys the file sets, once each, sorted.
-func evalWarnings(src *source) []string {
+func evalWarnings(src *tomlschema.Source) []string {
 	seen := map[string]bool{}
-	for path := range src.pos {
+	for path := range src.Pos {
 		parts := strings.Split(path, ".")
 		if len(parts) >= 3 && parts[0] == "eval" {
 			parts = parts[2:]
@@ -339,7 +319,7 @@ func evalWarnings(src *source) []string {
 }
 
 // evalDecodeError turns a go-toml error into one positioned line.
-func evalDecodeError(name string, src *source, err error) error {
+func evalDecodeError(name string, src *tomlschema.Source, err error) error {
 	var missing *toml.StrictMissingError
 	if errors.As(err, &missing) && len(missing.Errors) > 0 {
 		e := &missing.Errors[0]
@@ -348,19 +328,20 @@ func evalDecodeError(name string, src *source, err error) error {
 		// go-toml's key drops array indices and inline-table parents; the
 		// source index knows the full path written at this position.
 		if src != nil {
-			for path, pos := range src.pos {
+			for path, pos := range src.Pos {
 				if pos.Line == line && pos.Column == col {
 					key = strings.Split(path, ".")
 				}
 			}
 		}
-		parent := stripIndices(key[:len(key)-1])
-		valid := evalTableKeys(parent)
-		msg := fmt.Sprintf("key %q: unknown key", displayKey(strings.Join(key, ".")))
+		parent := tomlschema.StripIndices(key[:len(key)-1])
+		valid := evalSchema.TableKeys(parent)
+		sort.Strings(valid)
+		msg := fmt.Sprintf("key %q: unknown key", tomlschema.DisplayKey(strings.Join(key, ".")))
 		if len(parent) > 0 {
 			msg += " in [" + strings.Join(parent, ".") + "]"
 		}
-		if s := closest(key[len(key)-1], valid); s != "" {
+		if s := tomlschema.Closest(key[len(key)-1], valid); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		} else {
 			msg += "; valid keys: " + strings.Join(valid, ", ")
@@ -372,163 +353,11 @@ func evalDecodeError(name string, src *source, err error) error {
 		line, col := de.Position()
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
 		if k := de.Key(); len(k) > 0 {
-			msg = fmt.Sprintf("key %q: %s", displayKey(strings.Join(k, ".")), msg)
+			msg = fmt.Sprintf("key %q: %s", tomlschema.DisplayKey(strings.Join(k, ".")), msg)
 		} else {
 			msg += "; fix the TOML syntax"
 		}
 		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
 	}
 	return fmt.Errorf("%s: %v", name, err)
-}
-
-// evalTableKeys lists the keys valid in the table at path ([] for the top
-// level, [eval], [sampling_args], [eval sampling_args]).
-func evalTableKeys(path []string) []string {
-	t := reflect.TypeFor[EvalFile]()
-	for _, p := range path {
-		f, ok := fieldByTag(t, p)
-		if !ok {
-			return nil
-		}
-		t = f.Type
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-	}
-	var keys []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous {
-				walk(f.Type)
-				continue
-			}
-			if tag := f.Tag.Get("toml"); tag != "" && tag != "-" {
-				keys = append(keys, tag)
-			}
-		}
-	}
-	if t.Kind() == reflect.Struct {
-		walk(t)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous {
-			if g, ok := fieldByTag(f.Type, tag); ok {
-				return g, true
-			}
-		}
-		if f.Tag.Get("toml") == tag {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
-}
-
-// EvalOverrides are command-line settings; set fields win over the file's
-// top-level defaults but not over a block's own keys (Prime's order:
-// per-eval TOML, then CLI, then defaults). Model applies where the file
-// names none.
-type EvalOverrides struct {
-	Model, Adapter, Device string
-	NumExamples            *int
-	RolloutsPerExample     *int
-	MaxTokens              *int
-	Temperature            *float64
-	Seed                   *int64
-}
-
-// Specs resolves the blocks into evaluations: block keys, then overrides,
-// then top-level keys, then the defaults. It fails when an evaluation has
-// no model.
-func (f *EvalFile) Specs(o EvalOverrides) ([]EvalSpec, error) {
-	var out []EvalSpec
-	for i, b := range f.Eval {
-		pick := func(block, top string, cli string) string {
-			switch {
-			case block != "":
-				return block
-			case cli != "":
-				return cli
-			}
-			return top
-		}
-		s := EvalSpec{Name: b.Name, ID: b.ID, Args: map[string]any{},
-			Model:   pick(b.Model, f.Model, o.Model),
-			Adapter: pick(b.Adapter, f.Adapter, o.Adapter),
-			Device:  pick(b.Device, f.Device, o.Device),
-		}
-		if s.Model == "" {
-			return nil, fmt.Errorf(`[[eval]] %d (id = %q) has no model: set model = "Qwen/Qwen3-0.6B" at the top of the file or pass -m`, i+1, b.ID)
-		}
-		if s.Device == "" {
-			s.Device = "cpu"
-		}
-		for k, v := range b.Args {
-			s.Args[k] = v
-		}
-		for _, kw := range []map[string]any{f.ExtraEnvKwargs, b.ExtraEnvKwargs} {
-			for k, v := range kw {
-				if old, dup := s.Args[k]; dup && !reflect.DeepEqual(old, v) {
-					return nil, fmt.Errorf("[[eval]] %d (id = %q): extra_env_kwargs.%s = %v conflicts with args.%s = %v; keep one of them", i+1, b.ID, k, v, k, old)
-				}
-				s.Args[k] = v
-			}
-		}
-		s.NumExamples = pickInt(b.NumExamples, o.NumExamples, f.NumExamples, DefaultEvalExamples)
-		s.RolloutsPerExample = pickInt(b.RolloutsPerExample, o.RolloutsPerExample, f.RolloutsPerExample, DefaultEvalRollouts)
-		// Sampling keys are laid over the defaults from the weakest to the
-		// strongest: the top level's, the command line's, the block's.
-		p := sampler.DefaultParams()
-		p.MaxTokens = DefaultEvalMaxTokens
-		f.sampling().apply(&p)
-		(&EvalSamplingArgs{MaxTokens: o.MaxTokens, Temperature: o.Temperature}).apply(&p)
-		b.sampling().apply(&p)
-		for _, sa := range []*EvalSamplingArgs{f.SamplingArgs, b.SamplingArgs} {
-			if sa != nil && sa.Seed != nil {
-				s.Seed = uint64(*sa.Seed)
-			}
-		}
-		if v := firstInt64(b.Seed, o.Seed, f.Seed); v != nil {
-			s.Seed = uint64(*v)
-		}
-		s.EnableThinking = f.EnableThinking
-		if b.EnableThinking != nil {
-			s.EnableThinking = b.EnableThinking
-		}
-		s.Sampling = p
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func pickInt(block, cli, top *int, def int) int {
-	if v := firstInt(block, cli, top); v != nil {
-		return *v
-	}
-	return def
-}
-
-func firstInt(xs ...*int) *int {
-	for _, x := range xs {
-		if x != nil {
-			return x
-		}
-	}
-	return nil
-}
-
-func firstInt64(xs ...*int64) *int64 {
-	for _, x := range xs {
-		if x != nil {
-			return x
-		}
-	}
-	return nil
 }

@@ -1,10 +1,11 @@
-package trainer
+package config
 
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/grpo-dev/grpo/internal/tomlschema"
 )
 
 // resolveLab applies what a file's keys mean beyond their fields: Lab's
@@ -14,38 +15,38 @@ import (
 func (c *Config) resolveLab(raw map[string]any) error {
 	s := c.src
 	if c.LearningRate != nil {
-		if s.has("optimizer.lr") && c.Optimizer.LR != *c.LearningRate {
-			return s.at(fmt.Sprintf("key \"learning_rate\": learning_rate = %v conflicts with [optimizer] lr = %v; keep one of them", *c.LearningRate, c.Optimizer.LR), "learning_rate")
+		if s.Has("optimizer.lr") && c.Optimizer.LR != *c.LearningRate {
+			return s.At(fmt.Sprintf("key \"learning_rate\": learning_rate = %v conflicts with [optimizer] lr = %v; keep one of them", *c.LearningRate, c.Optimizer.LR), "learning_rate")
 		}
 		c.Optimizer.LR = *c.LearningRate
 	}
 	if c.LoRAAlpha != nil {
-		if s.has("lora.alpha") && c.LoRA.Alpha != *c.LoRAAlpha {
-			return s.at(fmt.Sprintf("key \"lora_alpha\": lora_alpha = %v conflicts with [lora] alpha = %v; keep one of them", *c.LoRAAlpha, c.LoRA.Alpha), "lora_alpha")
+		if s.Has("lora.alpha") && c.LoRA.Alpha != *c.LoRAAlpha {
+			return s.At(fmt.Sprintf("key \"lora_alpha\": lora_alpha = %v conflicts with [lora] alpha = %v; keep one of them", *c.LoRAAlpha, c.LoRA.Alpha), "lora_alpha")
 		}
 		c.LoRA.Alpha = *c.LoRAAlpha
 	}
 	if iv := c.Checkpoints.Interval; iv != nil {
-		if s.has("checkpoint.interval") && c.Checkpoint.Interval != *iv {
-			return s.at(fmt.Sprintf("key \"checkpoints.interval\": [checkpoints] interval = %d conflicts with [checkpoint] interval = %d; keep one of them", *iv, c.Checkpoint.Interval), "checkpoints.interval")
+		if s.Has("checkpoint.interval") && c.Checkpoint.Interval != *iv {
+			return s.At(fmt.Sprintf("key \"checkpoints.interval\": [checkpoints] interval = %d conflicts with [checkpoint] interval = %d; keep one of them", *iv, c.Checkpoint.Interval), "checkpoints.interval")
 		}
 		c.Checkpoint.Interval = *iv
 	}
 	if n := c.Eval.NSamples; n != nil {
-		if s.has("eval.num_examples") && c.Eval.NumExamples != *n {
-			return s.at(fmt.Sprintf("key \"eval.n_samples\": n_samples = %d conflicts with num_examples = %d in [eval]; keep one of them", *n, c.Eval.NumExamples), "eval.n_samples")
+		if s.Has("eval.num_examples") && c.Eval.NumExamples != *n {
+			return s.At(fmt.Sprintf("key \"eval.n_samples\": n_samples = %d conflicts with num_examples = %d in [eval]; keep one of them", *n, c.Eval.NumExamples), "eval.n_samples")
 		}
 		c.Eval.NumExamples = *n
 	}
 	if b := c.Eval.EvalBaseModel; b != nil {
-		if s.has("eval.skip_first_step") && c.Eval.SkipFirstStep == *b {
-			return s.at(fmt.Sprintf("key \"eval.eval_base_model\": eval_base_model = %v conflicts with skip_first_step = %v (it means the opposite); keep skip_first_step", *b, c.Eval.SkipFirstStep), "eval.eval_base_model")
+		if s.Has("eval.skip_first_step") && c.Eval.SkipFirstStep == *b {
+			return s.At(fmt.Sprintf("key \"eval.eval_base_model\": eval_base_model = %v conflicts with skip_first_step = %v (it means the opposite); keep skip_first_step", *b, c.Eval.SkipFirstStep), "eval.eval_base_model")
 		}
 		c.Eval.SkipFirstStep = !*b
 	}
 	for i := range c.Env {
 		e := &c.Env[i]
-		if !s.has(fmt.Sprintf("env.%d.weight", i)) {
+		if !s.Has(fmt.Sprintf("env.%d.weight", i)) {
 			e.Weight = 1
 		}
 		splitVersion(&e.ID, &e.Version)
@@ -84,22 +85,22 @@ func (c *Config) ignoredKeys() []string {
 	}
 	var hits []hit
 	seen := map[string]bool{}
-	for path, pos := range c.src.pos {
-		generic := genericPath(path)
+	for path, pos := range c.src.Pos {
+		generic := tomlschema.GenericPath(path)
 		info, ok := keyInfos[generic]
 		if !ok || info.ignored == "" || seen[generic] {
 			continue
 		}
 		// Report a table once, not each key inside it.
-		if parent, ok := keyInfos[parentPath(generic)]; ok && parent.ignored != "" {
+		if parent, ok := keyInfos[tomlschema.ParentPath(generic)]; ok && parent.ignored != "" {
 			continue
 		}
 		seen[generic] = true
 		shown := strings.ReplaceAll(generic, ".*", "[]")
-		if kindName(schemaType(strings.Split(generic, "."))) == "a table" {
+		if tomlschema.KindName(schema.Type(strings.Split(generic, "."))) == "a table" {
 			shown = "[" + shown + "]"
 		}
-		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: %s because %s", c.src.name, pos.Line, shown, info.ignored)})
+		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: %s because %s", c.src.Name, pos.Line, shown, info.ignored)})
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if hits[i].line != hits[j].line {
@@ -112,26 +113,6 @@ func (c *Config) ignoredKeys() []string {
 		out = append(out, h.msg)
 	}
 	return out
-}
-
-// genericPath replaces array indices by "*": "env.1.version" →
-// "env.*.version".
-func genericPath(path string) string {
-	parts := strings.Split(path, ".")
-	for i, p := range parts {
-		if _, err := strconv.Atoi(p); err == nil && i > 0 {
-			parts[i] = "*"
-		}
-	}
-	return strings.Join(parts, ".")
-}
-
-func parentPath(p string) string {
-	p = strings.TrimSuffix(p, ".*")
-	if i := strings.LastIndex(p, "."); i >= 0 {
-		return strings.TrimSuffix(p[:i], ".*")
-	}
-	return ""
 }
 
 func contains(xs []string, x string) bool {

@@ -1,6 +1,7 @@
-package trainer
+package config
 
 import (
+	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/sampler"
@@ -11,8 +12,7 @@ import (
 // Every key and its default is listed in docs/config.md, which a test keeps
 // in step with this struct tree and DefaultConfig.
 //
-// Parse one with LoadConfig or ParseConfig; build one in Go from
-// DefaultConfig. Validate checks ranges, ValidateEnvs checks env ids and
+// Read one with Load or Parse; build one in Go from DefaultConfig. Validate checks ranges, ValidateEnvs checks env ids and
 // args against an environment registry.
 type Config struct {
 	// Name names the run (Lab: the run name on the dashboard); optional.
@@ -28,10 +28,10 @@ type Config struct {
 	// example, whose rewards are compared with each other.
 	RolloutsPerExample int `toml:"rollouts_per_example"`
 
-	Sampling SamplingConfig `toml:"sampling"`
-	Env      []EnvConfig    `toml:"env"`
-	Eval     EvalConfig     `toml:"eval"`
-	Wandb    WandbConfig    `toml:"wandb"`
+	Sampling Sampling `toml:"sampling"`
+	Env      []Env    `toml:"env"`
+	Eval     Eval     `toml:"eval"`
+	Wandb    Wandb    `toml:"wandb"`
 
 	// grpo's own keys.
 
@@ -43,11 +43,11 @@ type Config struct {
 	// step's rollouts are split into micro-batches of at most this many
 	// tokens and their gradients accumulated (the update is the same as
 	// one big batch's).
-	MicroBatchTokens int              `toml:"micro_batch_tokens"`
-	LoRA             lora.Config      `toml:"lora"`
-	Loss             loss.Config      `toml:"loss"`
-	Optimizer        OptimizerConfig  `toml:"optimizer"`
-	Checkpoint       CheckpointConfig `toml:"checkpoint"`
+	MicroBatchTokens int         `toml:"micro_batch_tokens"`
+	LoRA             lora.Config `toml:"lora"`
+	Loss             loss.Config `toml:"loss"`
+	Optimizer        Optimizer   `toml:"optimizer"`
+	Checkpoint       Checkpoint  `toml:"checkpoint"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -59,14 +59,14 @@ type Config struct {
 
 	// src locates keys in the file the config was parsed from (nil for a
 	// config built in Go), so later checks can point at a line.
-	src *source
+	src *tomlschema.Source
 }
 
-// SamplingConfig is the [sampling] section: how rollouts are generated.
+// Sampling is the [sampling] section: how rollouts are generated.
 // Its sampling knobs are sampler.Params (max_tokens, temperature, top_p,
 // top_k, min_p, stop), so the config, the sampler and the Sample op share
 // one type and one validator; the rest are the chat template's and Lab's.
-type SamplingConfig struct {
+type Sampling struct {
 	// Params' MaxTokens caps each completion (each assistant turn in
 	// multi-turn environments) and is required here; Stop strings end a
 	// completion early (the stop string is kept).
@@ -83,9 +83,9 @@ type SamplingConfig struct {
 	ExtraBody       map[string]any `toml:"extra_body"`
 }
 
-// EnvConfig is one [[env]] block: an environment and its share of the
+// Env is one [[env]] block: an environment and its share of the
 // training mixture.
-type EnvConfig struct {
+type Env struct {
 	// ID is a registry id: a builtin ("gsm8k") or a Lab id
 	// ("primeintellect/gsm8k"); "id@version" pins a Hub version.
 	ID string `toml:"id"`
@@ -101,8 +101,8 @@ type EnvConfig struct {
 	MaxRetries int    `toml:"max_retries"`
 }
 
-// EvalConfig is the [eval] section: periodic evaluation during training.
-type EvalConfig struct {
+// Eval is the [eval] section: periodic evaluation during training.
+type Eval struct {
 	// Interval evaluates every Interval steps; 0 turns periodic eval off.
 	Interval int `toml:"interval"`
 	// NumExamples is the number of eval examples per env; -1 means all.
@@ -113,9 +113,9 @@ type EvalConfig struct {
 	SkipFirstStep bool `toml:"skip_first_step"`
 	// Env lists the eval environments; empty means the training envs'
 	// eval splits.
-	Env []EvalEnvConfig `toml:"env"`
+	Env []EvalEnv `toml:"env"`
 	// Sampling overrides [sampling] for eval; zero values inherit.
-	Sampling EvalSamplingConfig `toml:"sampling"`
+	Sampling EvalSampling `toml:"sampling"`
 
 	// Aliases: n_samples (grpo's issue text) for num_examples and the
 	// deprecated eval_base_model (= !skip_first_step).
@@ -123,8 +123,8 @@ type EvalConfig struct {
 	EvalBaseModel *bool `toml:"eval_base_model"`
 }
 
-// EvalEnvConfig is one [[eval.env]] block; unset counts inherit [eval]'s.
-type EvalEnvConfig struct {
+// EvalEnv is one [[eval.env]] block; unset counts inherit [eval]'s.
+type EvalEnv struct {
 	ID                 string         `toml:"id"`
 	Args               map[string]any `toml:"args"`
 	Name               string         `toml:"name"`
@@ -135,10 +135,10 @@ type EvalEnvConfig struct {
 	MaxRetries int    `toml:"max_retries"`
 }
 
-// EvalSamplingConfig is [eval.sampling]: overrides laid over [sampling]'s
-// sampler.Params (apply), unset unless given, so they keep a type of
+// EvalSampling is [eval.sampling]: overrides laid over [sampling]'s
+// sampler.Params (Apply), unset unless given, so they keep a type of
 // their own; the result is checked by sampler.Params' Validate.
-type EvalSamplingConfig struct {
+type EvalSampling struct {
 	MaxTokens       int            `toml:"max_tokens"`
 	Temperature     *float64       `toml:"temperature"`
 	EnableThinking  *bool          `toml:"enable_thinking"`
@@ -146,8 +146,8 @@ type EvalSamplingConfig struct {
 	ExtraBody       map[string]any `toml:"extra_body"`
 }
 
-// apply lays the overrides given over p, the run's [sampling] params.
-func (e EvalSamplingConfig) apply(p *sampler.Params) {
+// Apply lays the overrides given over p, the run's [sampling] params.
+func (e EvalSampling) Apply(p *sampler.Params) {
 	if e.MaxTokens > 0 {
 		p.MaxTokens = e.MaxTokens
 	}
@@ -156,8 +156,8 @@ func (e EvalSamplingConfig) apply(p *sampler.Params) {
 	}
 }
 
-// WandbConfig is the [wandb] section.
-type WandbConfig struct {
+// Wandb is the [wandb] section.
+type Wandb struct {
 	Project string `toml:"project"`
 	Name    string `toml:"name"`
 	Entity  string `toml:"entity"`
@@ -167,16 +167,16 @@ type WandbConfig struct {
 }
 
 // On reports whether W&B logging is on.
-func (w WandbConfig) On() bool {
+func (w Wandb) On() bool {
 	if w.Enabled != nil {
 		return *w.Enabled
 	}
 	return w.Project != ""
 }
 
-// CheckpointConfig is the [checkpoint] section (grpo's; Lab's [checkpoints]
+// Checkpoint is the [checkpoint] section (grpo's; Lab's [checkpoints]
 // interval maps onto it).
-type CheckpointConfig struct {
+type Checkpoint struct {
 	// Interval saves a checkpoint every Interval steps (and always after
 	// the last step); 0 saves only after the last step.
 	Interval int `toml:"interval"`
@@ -234,8 +234,8 @@ func DefaultConfig() Config {
 		MaxSteps:           100,
 		BatchSize:          128,
 		RolloutsPerExample: 8,
-		Sampling:           SamplingConfig{Params: sampler.DefaultParams()},
-		Eval: EvalConfig{
+		Sampling:           Sampling{Params: sampler.DefaultParams()},
+		Eval: Eval{
 			NumExamples:        -1,
 			RolloutsPerExample: 1,
 		},
@@ -244,6 +244,6 @@ func DefaultConfig() Config {
 		LoRA:             lora.DefaultConfig(),
 		Loss:             loss.DefaultConfig(),
 		Optimizer:        DefaultOptimizer(),
-		Checkpoint:       CheckpointConfig{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
+		Checkpoint:       Checkpoint{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
 	}
 }

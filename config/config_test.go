@@ -1,4 +1,4 @@
-package trainer
+package config
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/internal/tomlschema"
 )
 
 // testEnvRegistry stands in for package env's registry (not written yet):
@@ -34,7 +36,7 @@ func testEnvCheck(id string, args map[string]any) error {
 	for _, k := range names {
 		if !contains(known, k) {
 			msg := fmt.Sprintf("args.%s: unknown argument", k)
-			if s := closest(k, known); s != "" {
+			if s := tomlschema.Closest(k, known); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			return argError{k, msg}
@@ -57,7 +59,7 @@ func TestExampleConfigs(t *testing.T) {
 		t.Fatalf("found %d example configs, want the 4 Lab examples", len(files))
 	}
 	for _, f := range files {
-		c, err := LoadConfig(f)
+		c, err := Load(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -68,7 +70,7 @@ func TestExampleConfigs(t *testing.T) {
 			t.Fatalf("%s against the env registry: %v", f, err)
 		}
 	}
-	c, err := LoadConfig("../examples/configs/alphabet-sort.toml")
+	c, err := Load("../examples/configs/alphabet-sort.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestExampleConfigs(t *testing.T) {
 		t.Errorf("warnings: %q", c.Warnings)
 	}
 
-	g, err := LoadConfig("../examples/configs/gsm8k.toml")
+	g, err := Load("../examples/configs/gsm8k.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestExampleConfigs(t *testing.T) {
 		t.Errorf("eval: %+v", g.Eval)
 	}
 
-	w, err := LoadConfig("../examples/configs/wordle.toml")
+	w, err := Load("../examples/configs/wordle.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestBadConfigs(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			line, want := readWant(t, f)
-			c, err := LoadConfig(f)
+			c, err := Load(f)
 			if err == nil {
 				err = c.ValidateEnvs(testEnvCheck)
 			}
@@ -177,7 +179,7 @@ func TestRegistryEnvCheck(t *testing.T) {
 		"testdata/configs/bad/unknown-env-id.toml": `unknown-env-id.toml:8:1: env[0] id = "primeintellect/no-such-env": unknown environment; known: `,
 		"testdata/configs/bad/bad-env-arg.toml":    `bad-env-arg.toml:12:10: env[1] id = "primeintellect/alphabet-sort": args.min_turnz: unknown argument of alphabet-sort; did you mean "min_turns"?`,
 	} {
-		c, err := LoadConfig(f)
+		c, err := Load(f)
 		if err != nil {
 			t.Fatal(err)
 		}
