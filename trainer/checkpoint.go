@@ -9,6 +9,7 @@ import (
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
 )
 
 // checkpointState is state.json of a checkpoint: what, besides the adapter
@@ -28,7 +29,7 @@ const checkpointFormat = "grpo-checkpoint-v1"
 // saveCheckpoint writes checkpoints/step-N (adapter/, optimizer.safetensors,
 // state.json) as one atomic directory, then deletes checkpoints beyond
 // keepLast.
-func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *AdamW, baseModel string, keepLast int) error {
+func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim.AdamW, baseModel string, keepLast int) error {
 	final := filepath.Join(dir, fmt.Sprintf("step-%d", st.Step))
 	err := atomicfile.WriteDir(final, nil, func(tmp string) error {
 		if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
 )
 
 // StepTime is the time of one training step, extrapolated from a short
@@ -133,11 +134,11 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config,
 	}
 	ad.ZeroGrad()
 	st.TrainTokens = tokens
-	var params []Param
+	var params []optim.Param
 	for _, p := range ad.Params() {
-		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
-	opt, err := NewAdamW(base.Backend, params, cfg.Optimizer)
+	opt, err := optim.NewAdamW(base.Backend, params, cfg.Optimizer)
 	if err != nil {
 		return nil, err
 	}

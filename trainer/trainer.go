@@ -17,6 +17,7 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
@@ -123,7 +124,7 @@ type run struct {
 	base    *model.Model
 	policy  *model.Model
 	adapter *lora.Adapter
-	opt     *AdamW
+	opt     *optim.AdamW
 	envs    []trainEnv
 	sched   *schedule
 	health  healthState
@@ -369,11 +370,11 @@ func (r *run) setupState() error {
 }
 
 func (r *run) newOptimizer() error {
-	var params []Param
+	var params []optim.Param
 	for _, p := range r.adapter.Params() {
-		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
 	var err error
-	r.opt, err = NewAdamW(r.be, params, r.cfg.Optimizer)
+	r.opt, err = optim.NewAdamW(r.be, params, r.cfg.Optimizer)
 	return err
 }
