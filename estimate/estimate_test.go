@@ -1,4 +1,4 @@
-package trainer
+package estimate
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestEstimateQwen3Hand(t *testing.T) {
 	cfg := estimateConfig(256, 8, 512)
 	mc, _ := model.Shape("qwen3-0.6b")
 	train := []EnvShape{{Name: "reverse-text", Examples: 32, Rollouts: 8, PromptTokens: 128, MaxTurns: 1, MaxTokens: 512}}
-	e, err := EstimateMemory(cfg, mc, EstimateOptions{Device: "cpu", Train: train})
+	e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestEstimateQwen3Hand(t *testing.T) {
 	// On cuda a bf16 checkpoint stays bf16, and the pool widens each
 	// weight shape for cuBLAS: 1024·2048·4 = 8 MiB (q, o), 4 MiB (k, v),
 	// 12 MiB → 16 MiB (MLP), 151936·1024·4 = 594 MiB → 1 GiB (LM head).
-	e, err = EstimateMemory(cfg, mc, EstimateOptions{Device: "cuda", WeightDType: "bfloat16", Train: train})
+	e, err = Memory(cfg, mc, Options{Device: "cuda", WeightDType: "bfloat16", Train: train})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestTrainableMatchesAdapter(t *testing.T) {
 		}
 		cfg := estimateConfig(8, 4, 16)
 		cfg.LoRA.Rank, cfg.LoRA.TargetModules = 4, []string{"q_proj", "v_proj", "down_proj"}
-		e, err := EstimateMemory(cfg, mc, EstimateOptions{Device: "cpu"})
+		e, err := Memory(cfg, mc, Options{Device: "cpu"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			cfg.MicroBatchTokens = micro
 			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
 			train := []EnvShape{{Name: "e", Examples: slots / 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-			e, err := EstimateMemory(cfg, mc, EstimateOptions{Device: "cpu", Train: train})
+			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			// With the KL penalty the base model's trace is alive beside the
 			// policy's before the loss and backward allocate.
 			cfg.Loss.Beta = 0.1
-			e, err = EstimateMemory(cfg, mc, EstimateOptions{Device: "cpu", Train: train})
+			e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +237,7 @@ func TestEstimateEvalAndMixture(t *testing.T) {
 	}
 	cfg.Eval.Interval, cfg.Eval.NumExamples, cfg.Eval.RolloutsPerExample = 10, 500, 4
 	mc, _ := model.Shape("qwen3-30m")
-	e, err := EstimateMemory(cfg, mc, EstimateOptions{Device: "cpu"})
+	e, err := Memory(cfg, mc, Options{Device: "cpu"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package trainer
+package estimate
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 
 // Estimate is what a run will need before it starts: parameter counts, the
 // memory the backend will hold (itemised, by phase) and, when measured, the
-// time per step. EstimateMemory computes the memory from the config and the
-// model's shape alone; EstimateRun also resolves the model and environments,
+// time per step. Memory computes the memory from the config and the
+// model's shape alone; Run also resolves the model and environments,
 // measures a warm-up and reads the free memory.
 type Estimate struct {
 	Model  string
@@ -80,8 +80,8 @@ type EnvShape struct {
 // hand to render the environment's prompts.
 const AssumedPromptTokens = 256
 
-// EstimateOptions are the facts EstimateMemory cannot read from the config.
-type EstimateOptions struct {
+// Options are the facts Memory cannot read from the config.
+type Options struct {
 	// Device overrides cfg.Device.
 	Device string
 	// WeightDType is the checkpoint's weight dtype ("bfloat16", "float32",
@@ -98,10 +98,10 @@ type EstimateOptions struct {
 
 const f32Bytes = 4
 
-// EstimateMemory estimates the memory a run of cfg on a model of shape mc
+// Memory estimates the memory a run of cfg on a model of shape mc
 // holds, item by item, from the sizes the code allocates (model/cache.go,
 // model/layer.go, model/train.go, loss, lora, AdamW).
-func EstimateMemory(cfg *config.Config, mc *model.Config, o EstimateOptions) (*Estimate, error) {
+func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func TrainShapes(cfg *config.Config) []EnvShape {
 }
 
 // evalShapesFromConfig sizes eval when [eval] gives counts; "all examples"
-// (-1) needs the environment's split, which only EstimateRun reads.
+// (-1) needs the environment's split, which only Run reads.
 func evalShapesFromConfig(cfg *config.Config) []EnvShape {
 	maxTokens := cfg.Sampling.MaxTokens
 	if m := cfg.Eval.Sampling.MaxTokens; m > 0 {

@@ -1,4 +1,4 @@
-package trainer
+package estimate
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
-// EstimateRunOptions configure EstimateRun.
-type EstimateRunOptions struct {
+// RunOptions configure Run.
+type RunOptions struct {
 	// Shape names an entry of model.Shapes to estimate for instead of
 	// cfg.Model: nothing is read or downloaded for the model.
 	Shape string
@@ -27,7 +27,7 @@ type EstimateRunOptions struct {
 	// Measure runs the timed warm-up (seconds for small models; on a CPU a
 	// model of hundreds of millions of parameters takes minutes).
 	Measure bool
-	// Log receives one line per thing EstimateRun is about to do that may
+	// Log receives one line per thing Run is about to do that may
 	// take a while (a download, the warm-up); nil is silent.
 	Log io.Writer
 	// Hub configures model resolution (cache, endpoint, offline).
@@ -38,14 +38,14 @@ type EstimateRunOptions struct {
 // find the longest prompt.
 const promptSample = 512
 
-// EstimateRun estimates a run of cfg as it would start now: the model's
+// Run estimates a run of cfg as it would start now: the model's
 // shape comes from its local directory or hub cache, or else from its
 // config.json alone (downloaded; no weights); prompt lengths from rendering
 // the environments' examples with the model's tokenizer when it is at hand;
 // the free memory from the device; and, with Measure, the step time from a
 // warm-up on the real weights (random weights of the same shape when they
 // are not local).
-func EstimateRun(ctx context.Context, cfg *config.Config, o EstimateRunOptions) (*Estimate, error) {
+func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func EstimateRun(ctx context.Context, cfg *config.Config, o EstimateRunOptions) 
 	if eval == nil {
 		eval = []EnvShape{} // probed: none to count (nil would derive it from the config)
 	}
-	e, err := EstimateMemory(cfg, mc, EstimateOptions{Device: device, Train: train, Eval: eval,
+	e, err := Memory(cfg, mc, Options{Device: device, Train: train, Eval: eval,
 		Assumptions: append(notes, envNotes...)})
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func logf(w io.Writer, format string, args ...any) {
 // estimateModel finds the model's config: a named shape, a local or cached
 // model directory (dir is then set, for the tokenizer and weights), or
 // config.json fetched alone.
-func estimateModel(ctx context.Context, id string, o EstimateRunOptions) (mc *model.Config, dir string, notes []string, err error) {
+func estimateModel(ctx context.Context, id string, o RunOptions) (mc *model.Config, dir string, notes []string, err error) {
 	if o.Shape != "" {
 		mc, ok := model.Shape(o.Shape)
 		if !ok {
