@@ -117,6 +117,9 @@ type driver struct {
 	tok  *tokenizer.Tokenizer
 	opts Options
 	chat tokenizer.ChatOptions
+	// fatal is the first Respond error wrapping env.ErrFatal: the
+	// environment is down, so Play stops rather than fail every episode.
+	fatal error
 }
 
 // episode is one trajectory being played.
@@ -173,6 +176,9 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 			}
 		}
 		active = next
+		if d.fatal != nil {
+			return fmt.Errorf("rollouts: %w", d.fatal)
+		}
 	}
 	return nil
 }
@@ -203,6 +209,9 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 	switch {
 	case err != nil:
 		t.fail(fmt.Sprintf("turn %d: respond: %v", t.Turns, err))
+		if errors.Is(err, env.ErrFatal) && d.fatal == nil {
+			d.fatal = err
+		}
 		return false
 	case done || turn.CacheFull || d.opts.MaxTurns > 0 && t.Turns >= d.opts.MaxTurns:
 		return false

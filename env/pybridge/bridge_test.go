@@ -37,6 +37,18 @@ type logLines struct {
 func (l *logLines) add(s string) { l.mu.Lock(); l.lines = append(l.lines, s); l.mu.Unlock() }
 func (l *logLines) all() string  { l.mu.Lock(); defer l.mu.Unlock(); return strings.Join(l.lines, "\n") }
 
+// has waits a little for s to be logged: stderr is read on its own
+// goroutine, so a line may arrive just after the response it preceded.
+func (l *logLines) has(s string) bool {
+	for range 100 {
+		if strings.Contains(l.all(), s) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
 func startEnv(t *testing.T, module string, args map[string]any, opts Options) (*Bridge, *logLines) {
 	t.Helper()
 	opts.Python = stubPython(t)
@@ -185,7 +197,7 @@ func TestEnvErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "KeyError: 'no such board' (at trouble.py:") {
 		t.Errorf("raise: %v", err)
 	}
-	if !strings.Contains(logs.all(), "env test/trouble: Traceback") {
+	if !logs.has("env test/trouble: Traceback") {
 		t.Errorf("the traceback was not logged with the env's prefix:\n%s", logs.all())
 	}
 	// verifiers' own Error ends the episode as verifiers does.
@@ -213,7 +225,7 @@ func TestCrashRestartsThenGivesUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "env test/trouble: reply failed: the python child exited (exit status 7); its last stderr line: ZeroDivisionError: the env fell over") {
 		t.Fatalf("crash: %v", err)
 	}
-	if !strings.Contains(logs.all(), "env test/trouble: about to crash") {
+	if !logs.has("env test/trouble: about to crash") {
 		t.Errorf("print() output did not reach the log:\n%s", logs.all())
 	}
 	if r, err := b.Reply(ctx, "b", &rows[0], conv("hi")); err != nil || r.Messages[0].Content != "again" {
