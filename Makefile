@@ -42,5 +42,6 @@ tokenizer-refs: ## regenerate the HF tokenizers parity ids (needs node + npm)
 fuzz: ## run each fuzz target for 30 s
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./model/safetensors
 	$(GO) test -run '^$$' -fuzz FuzzRoundTrip -fuzztime 30s ./tokenizer
+	$(GO) test -run '^$$' -fuzz FuzzDecodeResponse -fuzztime 30s ./env/pybridge
 
 include kernels/cuda/ptx.mk
