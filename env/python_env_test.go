@@ -174,7 +174,7 @@ func TestPythonEnvMissingVerifiers(t *testing.T) {
 	t.Setenv("PYTHONPATH", "")
 	_, err := New(guessEnv, nil)
 	py, _ := exec.LookPath("python3")
-	if err == nil || !strings.Contains(err.Error(), "cannot import verifiers; install it with `"+py+" -m pip install verifiers`") {
+	if err == nil || !strings.HasPrefix(err.Error(), "env "+guessEnv+": "+py+" cannot import verifiers; install it with `"+py+" -m pip install verifiers`") {
 		t.Errorf("got %v", err)
 	}
 }

@@ -164,6 +164,9 @@ func New(id string, args map[string]any) (Environment, error) {
 	}
 	e, err := s.New(a)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "env "+s.ID+": ") {
+			return nil, err // it names the environment already
+		}
 		return nil, fmt.Errorf("env %s: %w", s.ID, err)
 	}
 	return e, nil

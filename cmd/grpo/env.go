@@ -153,13 +153,17 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		fmt.Fprintf(w, "  directory: %s\n", s.Dir)
 	}
 	fmt.Fprintln(w, "\nArgs:")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tHELP")
-	for _, a := range s.Args {
-		def, _ := json.Marshal(a.Default)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, a.Type, truncate(string(def), 40), a.Help)
+	if s.RawArgs {
+		fmt.Fprintln(w, "  any: given as they are to the environment's load_environment")
+	} else {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tHELP")
+		for _, a := range s.Args {
+			def, _ := json.Marshal(a.Default)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, a.Type, truncate(string(def), 40), a.Help)
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	fmt.Fprintln(w, "\nSplits:")
 	var sample *env.Example
 	for _, split := range []string{"train", "eval"} {
