@@ -12,17 +12,16 @@ import (
 // written in) back to the file, so a problem is reported at the line the
 // user wrote — or, inside an override's text, at its flag.
 type posMap struct {
-	name       string
-	old, new   []int // line start offsets of the file and of the edited text
-	edits      []edit
-	starts     []int // each edit's offset in the edited text
-	hasChanges bool
+	name     string
+	old, new []int // line start offsets of the file and of the edited text
+	edits    []edit
+	starts   []int // each edit's offset in the edited text
 }
 
 // applyEdits writes edits (sorted, not overlapping) into data.
 func applyEdits(name string, data []byte, edits []edit) ([]byte, *posMap) {
 	out := make([]byte, 0, len(data))
-	m := &posMap{name: name, edits: edits, hasChanges: len(edits) > 0}
+	m := &posMap{name: name, edits: edits}
 	prev := 0
 	for _, e := range edits {
 		out = append(out, data[prev:e.at]...)
@@ -48,7 +47,7 @@ func lineStarts(data []byte) []int {
 // place maps a 1-based line and column of the edited text to the file's,
 // or to the flag whose text holds it.
 func (m *posMap) place(line, col int) (flag string, l, c int) {
-	if !m.hasChanges || line < 1 || line > len(m.new) {
+	if len(m.edits) == 0 || line < 1 || line > len(m.new) {
 		return "", line, col
 	}
 	off := m.new[line-1] + col - 1
@@ -58,7 +57,7 @@ func (m *posMap) place(line, col int) (flag string, l, c int) {
 		if off < start {
 			break
 		}
-		if off < start+len(e.text) || e.at == e.end && off == start+len(e.text) && len(e.text) > 0 && e.text[0] == '\n' {
+		if off < start+len(e.text) {
 			return e.flag, 0, 0
 		}
 		delta = start + len(e.text) - e.end
