@@ -76,3 +76,50 @@ func BenchmarkAttentionPrefill512(b *testing.B) {
 		})
 	}
 }
+
+// swiGLUBenchN is the number of elements in the SwiGLU benchmarks: 4 MiB
+// per operand (past L2, as a train micro-batch's 1024 tokens × 1536 are),
+// the same n as scripts/bench_torch.py --swiglu.
+const swiGLUBenchN = 1 << 20
+
+// BenchmarkSwiGLU and BenchmarkSwiGLUBackward report ns per element on one
+// goroutine for each kernel path (kernels=go is the plain-Go fallback),
+// the figure scripts/bench_torch.py --swiglu gives for PyTorch on one
+// thread. Gates are uniform in [−8, 8] so the exp sees both signs.
+func BenchmarkSwiGLU(b *testing.B) {
+	for _, k := range cpu.AvailableKernels() {
+		b.Run("kernels="+string(k), func(b *testing.B) {
+			be := cpu.New(cpu.WithKernels(k), cpu.WithWorkers(1))
+			g, u, out := gates(be, swiGLUBenchN), filled(be, swiGLUBenchN), be.Alloc(kernels.F32, swiGLUBenchN)
+			for b.Loop() {
+				be.SwiGLU(out, g, u, swiGLUBenchN)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/swiGLUBenchN, "ns/elem")
+		})
+	}
+}
+
+func BenchmarkSwiGLUBackward(b *testing.B) {
+	for _, k := range cpu.AvailableKernels() {
+		b.Run("kernels="+string(k), func(b *testing.B) {
+			be := cpu.New(cpu.WithKernels(k), cpu.WithWorkers(1))
+			g, u, dy := gates(be, swiGLUBenchN), filled(be, swiGLUBenchN), filled(be, swiGLUBenchN)
+			dg, du := be.Alloc(kernels.F32, swiGLUBenchN), be.Alloc(kernels.F32, swiGLUBenchN)
+			for b.Loop() {
+				be.SwiGLUBackward(dg, du, dy, g, u, swiGLUBenchN)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/swiGLUBenchN, "ns/elem")
+		})
+	}
+}
+
+// gates is n values spread over [−8, 8].
+func gates(be kernels.Backend, n int) kernels.Buffer {
+	buf := be.Alloc(kernels.F32, n)
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(8 * math.Sin(float64(i)*0.7))
+	}
+	be.Upload(buf, v)
+	return buf
+}
