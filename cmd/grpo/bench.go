@@ -113,6 +113,7 @@ func runBench(o benchOpts) error {
 	if !o.json {
 		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, be.Name(), runtime.GOMAXPROCS(0))
 	}
+	cpuReport(os.Stderr, be.Name(), !o.json) // BLAS core and threads, elementwise kernels
 	prefill, decode, err := benchModel(m, o)
 	if err != nil {
 		return err

@@ -15,11 +15,12 @@ import (
 
 func init() {
 	var output, resume, device string
-	var force bool // grpo estimate's guard: start even when the estimate does not fit
+	var force bool   // grpo estimate's guard: start even when the estimate does not fit
+	var verbose bool // report the CPU backend's BLAS and kernels (cpureport.go)
 	register(&command{
 		name:    "train",
 		summary: "train a LoRA adapter with GRPO from a config file",
-		usage:   "CONFIG.toml [--output DIR] [--device cpu|cuda] [--force] | --resume RUN_DIR",
+		usage:   "CONFIG.toml [--output DIR] [--device cpu|cuda] [--force] [--verbose] | --resume RUN_DIR",
 		help: `Runs GRPO with LoRA as the config says (the TOML schema of Prime Intellect
 Lab's configs/rl/*.toml plus grpo's [lora], [loss], [optimizer], [checkpoint];
 every key is documented in docs/config.md). Shows a progress bar and one line
@@ -42,6 +43,7 @@ Examples:
 			fs.StringVar(&resume, "resume", "", "continue the run in this directory from its newest checkpoint")
 			fs.StringVar(&device, "device", "", "override the config's device: cpu, or cuda in a binary built with -tags cuda")
 			fs.BoolVar(&force, "force", false, "start even when the memory estimate (grpo estimate) exceeds the free memory")
+			fs.BoolVar(&verbose, "verbose", false, "report the backend's BLAS (OpenBLAS core, threads) and elementwise kernels")
 		},
 		run: func(args []string) error {
 			var path string
@@ -77,6 +79,7 @@ Examples:
 			for _, w := range cfg.Warnings {
 				fmt.Fprintln(os.Stderr, "warning:", w)
 			}
+			cpuReport(os.Stderr, cfg.Device, verbose)
 			opts = append(opts, trainer.WithConfigText(text))
 			ctx, stop := interruptContext()
 			defer stop()
