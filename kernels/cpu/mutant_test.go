@@ -192,6 +192,7 @@ func TestSuiteCatchesBrokenVectorKernels(t *testing.T) {
 		{"SwiGLUBackward", kerneltest.CheckTrain},
 		{"LogSoftmaxGatherBackward", kerneltest.CheckTrain},
 		{"AttentionBackward", kerneltest.CheckTrain},
+		{"Sample", func(b kernels.Backend, _ ...string) error { return kerneltest.CheckSample(b) }},
 	}
 	for _, f := range []struct {
 		fault int

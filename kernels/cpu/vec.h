@@ -6,6 +6,8 @@ enum { GRPO_ISA_SSE2 = 0, GRPO_ISA_AVX2 = 1, GRPO_ISA_AVX512 = 2 };
 
 struct grpo_vec {
 	void (*exp)(float *out, const float *x, long n);
+	void (*expd)(double *out, const double *x, long n);
+	double (*sample_exps)(double *w, const float *x, long n, double max, double invT);
 	void (*swiglu)(float *out, const float *gate, const float *up, long n);
 	void (*swiglu_bwd)(float *dgate, float *dup, const float *dy, const float *gate, const float *up, long n);
 	void (*lse_stats)(const float *x, long n, float *max, double *z, double *zx);

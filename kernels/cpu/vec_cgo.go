@@ -9,6 +9,10 @@ package cpu
 
 // cgo cannot call through a C function pointer; these do.
 static void grpo_exp(const struct grpo_vec *v, float *out, const float *x, long n) { v->exp(out, x, n); }
+static void grpo_expd(const struct grpo_vec *v, double *out, const double *x, long n) { v->expd(out, x, n); }
+static double grpo_sample_exps(const struct grpo_vec *v, double *w, const float *x, long n, double max, double invT) {
+	return v->sample_exps(w, x, n, max, invT);
+}
 static void grpo_swiglu(const struct grpo_vec *v, float *out, const float *g, const float *u, long n) { v->swiglu(out, g, u, n); }
 static void grpo_swiglu_bwd(const struct grpo_vec *v, float *dg, float *du, const float *dy, const float *g, const float *u, long n) {
 	v->swiglu_bwd(dg, du, dy, g, u, n);
@@ -69,6 +73,15 @@ func fp(s []float32) *C.float { return (*C.float)(unsafe.Pointer(&s[0])) }
 
 func (v *vecTable) exp(out, x []float32) {
 	C.grpo_exp(v.t, fp(out), fp(x), C.long(len(x)))
+}
+
+func (v *vecTable) expd(out, x []float64) {
+	C.grpo_expd(v.t, (*C.double)(unsafe.Pointer(&out[0])), (*C.double)(unsafe.Pointer(&x[0])), C.long(len(x)))
+}
+
+// sampleExps sets w[i] = e^((row[i]−max)·invT) and returns Σe^(row[i]−max).
+func (v *vecTable) sampleExps(w []float64, row []float32, max, invT float64) float64 {
+	return float64(C.grpo_sample_exps(v.t, (*C.double)(unsafe.Pointer(&w[0])), fp(row), C.long(len(row)), C.double(max), C.double(invT)))
 }
 
 func (v *vecTable) swiGLU(out, gate, up []float32) {

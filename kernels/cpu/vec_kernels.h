@@ -5,7 +5,8 @@
 //   SFX    the name suffix (sse2, avx2, avx512)
 //   W      float lanes per vector (4, 8, 16)
 //   FAULT  0 for the real kernels; 1 and 2 build deliberately broken
-//          copies (1: lane 3 of every exp vector skips the 2^k scaling;
+//          copies (1: lane 3 of every exp vector, float32 or float64,
+//          skips the 2^k scaling;
 //          2: the tail of an exp loop drops its last element) that the
 //          mutant tests prove the conformance suite catches.
 //
@@ -26,6 +27,17 @@
 typedef float VF __attribute__((vector_size(W * 4), aligned(4), may_alias));
 typedef int VI __attribute__((vector_size(W * 4), aligned(4), may_alias));
 typedef double VD __attribute__((vector_size(W * 8), aligned(8), may_alias));
+#define VL GRPO_CAT(vl, SFX)
+typedef long long VL __attribute__((vector_size(W * 8), aligned(8), may_alias));
+
+// A loop's last n < W elements go through one more vector, over a
+// zero-padded copy; GRPO_TAIL_KEEP(n) of them are stored back (FAULT 2
+// forgets the last one).
+#if FAULT == 2
+#define GRPO_TAIL_KEEP(n) ((n) - 1)
+#else
+#define GRPO_TAIL_KEEP(n) (n)
+#endif
 
 static inline VF GRPO_FN(splat)(float v) { return (VF){} + v; }
 
@@ -65,13 +77,83 @@ static inline VF GRPO_FN(vexp)(VF x) {
 	return p * s1 * s2;
 }
 
-// vtail runs one vector through body over the n < W elements left at the
-// end of a loop, padding with zeros; FAULT 2 forgets the last element.
-#if FAULT == 2
-#define GRPO_TAIL_KEEP(n) ((n) - 1)
-#else
-#define GRPO_TAIL_KEEP(n) (n)
+static inline double GRPO_FN(hsum)(VD v);
+
+static inline VD GRPO_FN(seld)(VL m, VD a, VD b) { return (VD)((m & (VL)a) | (~m & (VL)b)); }
+
+// vexpd is e^x for every lane in float64, for the sampler (whose
+// log-probs are float64): the same reduction with ln 2 split in two and
+// the Taylor series to r¹³ (truncation ≤ 4.4e-18 for |r| ≤ ln2/2), so
+// rounding dominates: within 2 ulp of math.Exp (vec_test.go). x is
+// clamped to [−746, 710], so −Inf gives 0 and +Inf gives +Inf; NaN stays
+// NaN.
+static inline VD GRPO_FN(vexpd)(VD x) {
+	const VD lo = (VD){} - 746.0, hi = (VD){} + 710.0;
+	x = GRPO_FN(seld)(x < lo, lo, x);
+	x = GRPO_FN(seld)(x > hi, hi, x);
+	const double shifter = 0x1.8p52;
+	VD t = x * 1.4426950408889634 + shifter;
+	VD fk = t - shifter;
+	VD r = x - fk * 6.93147180369123816490e-01; // 32-bit ln2Hi: k·it is exact
+	r = r - fk * 1.90821492927058770002e-10;
+	VD p = 1.0 / 6227020800 * r + 1.0 / 479001600;
+	p = p * r + 1.0 / 39916800;
+	p = p * r + 1.0 / 3628800;
+	p = p * r + 1.0 / 362880;
+	p = p * r + 1.0 / 40320;
+	p = p * r + 1.0 / 5040;
+	p = p * r + 1.0 / 720;
+	p = p * r + 1.0 / 120;
+	p = p * r + 1.0 / 24;
+	p = p * r + 1.0 / 6;
+	p = p * r + 0.5;
+	p = p * (r * r) + r + 1.0;
+	VL k = (VL)t - (VL)((VD){} + shifter); // t's low mantissa bits hold k
+	VL k1 = k >> 1, k2 = k - k1;           // each in [−538, 512]
+	VD s1 = (VD)((k1 + 1023) << 52), s2 = (VD)((k2 + 1023) << 52);
+#if FAULT == 1
+	s1[3] = 1.0;
+	s2[3] = 1.0;
 #endif
+	return p * s1 * s2;
+}
+
+// sample_exps is the sampler's exp pass over a row (sample.go): with d =
+// x − max, w[i] = e^(d·invT) (e^d itself when invT is 1), and the return
+// value Σe^d, in float64.
+static double GRPO_FN(sample_exps)(double *w, const float *x, long n, double max, double invT) {
+	VD z = {};
+	long i = 0;
+	for (; i + W <= n; i += W) {
+		VD d = __builtin_convertvector(*(const VF *)(x + i), VD) - max;
+		VD e = GRPO_FN(vexpd)(d);
+		z += e;
+		*(VD *)(w + i) = invT == 1 ? e : GRPO_FN(vexpd)(d * invT);
+	}
+	if (i < n) {
+		double t[W];
+		for (long j = 0; j < W; j++) t[j] = i + j < n ? (double)x[i + j] - max : -__builtin_inf();
+		VD d = *(VD *)t;
+		VD e = GRPO_FN(vexpd)(d);
+		z += e;
+		VD s = invT == 1 ? e : GRPO_FN(vexpd)(d * invT);
+		for (long j = 0; j < GRPO_TAIL_KEEP(n - i); j++) w[i + j] = s[j];
+	}
+	return GRPO_FN(hsum)(z);
+}
+
+// expd is vexpd over an array (for its test).
+static void GRPO_FN(expd)(double *out, const double *x, long n) {
+	long i = 0;
+	for (; i + W <= n; i += W) *(VD *)(out + i) = GRPO_FN(vexpd)(*(const VD *)(x + i));
+	if (i < n) {
+		double t[W] = {0};
+		for (long j = 0; j < n - i; j++) t[j] = x[i + j];
+		VD y = GRPO_FN(vexpd)(*(VD *)t);
+		for (long j = 0; j < GRPO_TAIL_KEEP(n - i); j++) out[i + j] = y[j];
+	}
+}
+
 
 static void GRPO_FN(exp)(float *out, const float *x, long n) {
 	long i = 0;
@@ -345,6 +427,8 @@ static void GRPO_FN(adamw)(float *p, const float *g, float *m, float *v, long n,
 
 static const struct grpo_vec GRPO_CAT(GRPO_CAT(grpo_vec, SFX), FAULT) = {
 	.exp = GRPO_FN(exp),
+	.expd = GRPO_FN(expd),
+	.sample_exps = GRPO_FN(sample_exps),
 	.swiglu = GRPO_FN(swiglu),
 	.swiglu_bwd = GRPO_FN(swiglu_bwd),
 	.lse_stats = GRPO_FN(lse_stats),
@@ -361,4 +445,5 @@ static const struct grpo_vec GRPO_CAT(GRPO_CAT(grpo_vec, SFX), FAULT) = {
 #undef VF
 #undef VI
 #undef VD
+#undef VL
 #undef GRPO_TAIL_KEEP

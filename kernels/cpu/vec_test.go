@@ -94,6 +94,61 @@ func TestVecExpMatchesMathExp(t *testing.T) {
 	}
 }
 
+// The sampler's float64 exp: within 2 ulp of math.Exp over x ≤ 0 (the
+// sampler's range: x − max, scaled by 1/T) and beyond, with the edges.
+func TestVecExpdMatchesMathExp(t *testing.T) {
+	isas := vecISAs()
+	if len(isas) == 0 {
+		t.Skip("no C kernels in a CGO_ENABLED=0 build")
+	}
+	var xs []float64
+	for i := 0; i <= 2_000_000; i++ {
+		xs = append(xs, -745*float64(i)/2_000_000, 709*float64(i)/2_000_000)
+	}
+	for i := range 2000 {
+		xs = append(xs, -708.3964185322641-1e-12*float64(i), 709.782712893384+1e-13*float64(i-1000), 1e-18*float64(i-1000))
+	}
+	inf := math.Inf(1)
+	xs = append(xs, math.NaN(), inf, -inf, -745.2, -746, -1e300, 710, 1e300)
+	for _, isa := range isas {
+		got := make([]float64, len(xs))
+		vecLoad(isa, 0).expd(got, xs)
+		worst, at := 0.0, 0.0
+		for i, x := range xs {
+			want := math.Exp(x)
+			switch {
+			case math.IsNaN(x):
+				if !math.IsNaN(got[i]) {
+					t.Errorf("%s: expd(NaN) = %v", isa, got[i])
+				}
+			case math.IsInf(want, 1) && x <= 709.782712893384:
+				// math.Exp on amd64 overflows up to 1e-10 early; e^x is
+				// finite up to ln(MaxFloat64) = 709.782712893384 (math's
+				// Overflow), and MaxFloat64·e^(x−ln MaxFloat64) is e^x to
+				// ~1e-13 (the reduction's rounding).
+				if ref := math.MaxFloat64 * math.Exp(x-709.782712893383973096); !(math.Abs(got[i]-ref) <= 1e-12*ref) {
+					t.Errorf("%s: expd(%v) = %v, want %v", isa, x, got[i], ref)
+				}
+			case want == 0 || math.IsInf(want, 0) || want < 0x1p-1022:
+				// e^x underflows or overflows: 0, +Inf, or a subnormal
+				// within one unit of its last place.
+				if d := math.Abs(got[i] - want); d > 0x1p-1074 && !(got[i] == want) {
+					t.Errorf("%s: expd(%v) = %v, want %v", isa, x, got[i], want)
+				}
+			default:
+				_, e := math.Frexp(want)
+				if u := math.Abs(got[i]-want) / math.Ldexp(1, e-53); u > worst {
+					worst, at = u, x
+				}
+			}
+		}
+		t.Logf("%s: %d values, max error %.3f ulp (at %v)", isa, len(xs), worst, at)
+		if worst > 2 {
+			t.Errorf("%s: expd error %.3f ulp at %v, want ≤ 2", isa, worst, at)
+		}
+	}
+}
+
 // vecLengths straddle every vector width (4, 8, 16 lanes) and its
 // multiples, with long odd lengths for the tail after many full vectors.
 var vecLengths = []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 1023, 1024, 1025}
