@@ -111,18 +111,19 @@ def lora_train_step(model, shape, args):
     return t
 
 
-def swiglu_ns_per_element(n, repeats):
-    """Best ns per element of SwiGLU as the reference model computes it,
+def swiglu_ns_per_element(n, repeats, calls=10):
+    """ns per element of SwiGLU as the reference model computes it,
     F.silu(gate) * up, and of its autograd backward (d/dgate and d/dup for
     a given dy), over n elements with gates spread over [-8, 8] as in
-    kernels/cpu's benchmark."""
+    kernels/cpu's benchmark: the mean over `calls` calls, as a Go benchmark
+    reports it, best of `repeats` such blocks."""
     gate = (8 * torch.sin(torch.arange(n, dtype=torch.float32) * 0.7)).requires_grad_()
     up = torch.sin(torch.arange(n, dtype=torch.float32)).requires_grad_()
     dy = torch.sin(torch.arange(n, dtype=torch.float32) * 1.3)
     silu = torch.nn.functional.silu
     with torch.no_grad():
         silu(gate) * up  # warm-up
-        fwd = best_time(lambda: silu(gate) * up, repeats)
+        fwd = best_time(lambda: [silu(gate) * up for _ in range(calls)], repeats) / calls
     out = silu(gate) * up
 
     def backward():
@@ -130,7 +131,7 @@ def swiglu_ns_per_element(n, repeats):
         out.backward(dy, retain_graph=True)
 
     backward()  # warm-up
-    bwd = best_time(backward, repeats)
+    bwd = best_time(lambda: [backward() for _ in range(calls)], repeats) / calls
     return fwd / n * 1e9, bwd / n * 1e9
 
 
@@ -150,7 +151,7 @@ def main():
     args = ap.parse_args()
     if args.swiglu:
         torch.set_num_threads(args.threads)
-        fwd, bwd = swiglu_ns_per_element(args.swiglu, max(args.repeats, 20))
+        fwd, bwd = swiglu_ns_per_element(args.swiglu, max(args.repeats, 5))
         print(json.dumps({"engine": "torch-eager", "torch": torch.__version__, "threads": args.threads, "n": args.swiglu,
                           "swiglu_ns_per_element": round(fwd, 3), "swiglu_backward_ns_per_element": round(bwd, 3)}))
         return
