@@ -38,11 +38,13 @@ func TestLibCandidates(t *testing.T) {
 		"PATH":            "/nonexistent:" + filepath.Join(root, "venv/bin"),
 	}
 	s := libSearch{
-		getenv:   func(k string) string { return env[k] },
-		glob:     filepath.Glob,
-		ldconfig: func() string { return "123 libs found in cache `/etc/ld.so.cache'\n\tlibcublas.so.12 (libc6,x86-64) => " + cached + "\n" },
-		stat:     func(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() },
-		root:     root,
+		getenv: func(k string) string { return env[k] },
+		glob:   filepath.Glob,
+		ldconfig: func() string {
+			return "123 libs found in cache `/etc/ld.so.cache'\n\tlibcublas.so.12 (libc6,x86-64) => " + cached + "\n"
+		},
+		stat: func(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() },
+		root: root,
 	}
 	got := s.libCandidates("GRPO_CUBLAS", cublasNames)
 	want := []string{override, ldpath, cached, toolkit, wheel}
