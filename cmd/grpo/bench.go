@@ -31,7 +31,8 @@ func init() {
 		help: `Measures, on the chosen backend:
   prefill   tokens/s of the prompt forward of --batch sequences of --prefill tokens,
             with logits at each sequence's last position only (as generation
-            needs), in chunks of at most --prefill-chunk tokens
+            needs; --prefill-logits all: at every position, as scoring and
+            training need), in chunks of at most --prefill-chunk tokens
   decode    tokens/s of --decode single-token steps for --batch sequences at once
             (KV cache, each sequence at its own position), each step's token
             drawn on the device (Backend.Sample at --temperature) and fed back, as the
@@ -64,6 +65,7 @@ Examples:
 			fs.BoolVar(&o.noMatmul, "no-matmul", false, "skip the matmul figures")
 			fs.StringVar(&o.dtype, "dtype", "auto", "weights of a --shape model: bf16, f32, or auto (bf16 on cuda and emu, f32 on cpu)")
 			fs.IntVar(&o.prefillChunk, "prefill-chunk", 16384, "most tokens per prefill forward")
+			fs.StringVar(&o.prefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
 			fs.Float64Var(&o.temperature, "temperature", 1, "sampling temperature of the decode figure (0: greedy)")
 			deviceFlag(fs, &o.device)
 		},
@@ -81,6 +83,7 @@ type benchOpts struct {
 	dtype                  string
 	prefillChunk           int
 	temperature            float64
+	prefillLogits          string
 	prefill, decode, batch int
 	repeat                 int
 	trainSeqs, trainLen    int
@@ -91,6 +94,12 @@ type benchOpts struct {
 func runBench(o benchOpts) error {
 	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 || o.prefillChunk < 1 {
 		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
+	}
+	if o.prefillLogits == "" {
+		o.prefillLogits = "last"
+	}
+	if o.prefillLogits != "last" && o.prefillLogits != "all" {
+		return usagef("--prefill-logits %q: want last or all", o.prefillLogits)
 	}
 	if o.dtype != "auto" && o.dtype != "bf16" && o.dtype != "f32" {
 		return usagef("--dtype %q: want bf16, f32 or auto", o.dtype)
@@ -190,7 +199,18 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 			prompts[s][i] = int32(rng.IntN(m.Config.VocabSize))
 		}
 	}
-	chunks := prefillChunks(prompts, o.prefillChunk)
+	chunkTokens := o.prefillChunk
+	if o.prefillLogits == "all" {
+		// Every position's logits: a chunk's logits must stay within the
+		// backends' int32 index space (16384 × 151936 would not).
+		chunkTokens = min(chunkTokens, maxLogits/m.Config.VocabSize)
+	}
+	chunks := prefillChunks(prompts, chunkTokens)
+	if o.prefillLogits == "all" {
+		for i := range chunks {
+			chunks[i].logitRows = nil // every row
+		}
+	}
 	best := func(f func() error) (time.Duration, error) {
 		var bestD time.Duration
 		for i := range o.repeat + 1 {

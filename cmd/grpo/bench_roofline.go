@@ -63,6 +63,9 @@ func rooflineFigures(c *model.Config, weightBytes float64, o benchOpts, prefill,
 		// Causal prefill: token t attends to t+1 positions, (n+1)/2 on
 		// average; the LM head runs for each sequence's last token only.
 		lmHead := 2 * float64(c.VocabSize) * float64(c.HiddenSize) * (1 - 1/float64(o.prefill))
+		if o.prefillLogits == "all" {
+			lmHead = 0
+		}
 		mfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, linearFLOPs(c)-lmHead+attentionFLOPs(c, float64(o.prefill+1)/2))
 	}
 	if decode > 0 {
