@@ -53,9 +53,12 @@
 // with CommandConfig{Argv: []string{"python3", "reward.py"}}. HTTP posts the
 // same object to a server and reads the same reply from the response body,
 // which avoids a Python start-up per rollout (rubric/examples/reward_server.py
-// is a standard-library server). Crashes, non-zero exits, timeouts (which
-// kill the whole process group), oversized or malformed output all score 0
-// and are counted, with the program's last stderr line in the error.
+// is a standard-library server). The program runs in its own session and,
+// where the system allows, its own pid namespace: when it exits or times
+// out, everything it started is killed, and a reply it printed is kept
+// even if a background child still holds stdout. Crashes, non-zero exits,
+// timeouts, oversized or malformed output all score 0 and are counted,
+// with the program's last stderr line in the error.
 //
 // Judge asks an LLM behind an OpenAI-compatible /v1/chat/completions
 // endpoint whether the response matches the answer.
