@@ -78,3 +78,15 @@ func TestChatTemplateListMessages(t *testing.T) {
 		t.Fatalf("default entry: got %q, %v", got, err)
 	}
 }
+
+// TestTopLevelNotObject: a tokenizer_config.json or tokenizer.json that is
+// a JSON array named Go types (map[string]json.RawMessage, fileJSON).
+func TestTopLevelNotObject(t *testing.T) {
+	_, err := Load(modelDir(t, `[{"eos_token": "<|im_end|>"}]`))
+	oneLine(t, err, "tokenizer_config.json: must be one JSON object", "got a JSON array")
+	if strings.Contains(err.Error(), "map[") {
+		t.Errorf("error names a Go type: %q", err)
+	}
+	_, err = FromJSON([]byte(`[1]`), nil)
+	oneLine(t, err, "tokenizer.json: must be one JSON object", "got a JSON array")
+}
