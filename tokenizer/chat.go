@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
@@ -194,6 +195,9 @@ var chatEnvironment = func() *exec.Environment {
 	if err := filters.Replace("tojson", filterToJSON); err != nil {
 		panic(err)
 	}
+	if err := filters.Register(sizeFilter, filterSize); err != nil {
+		panic(err)
+	}
 	for typ, name := range guardedOps {
 		val := map[tokens.Type]string{tokens.Addition: "+", tokens.Multiply: "*", tokens.Tilde: "~"}[typ]
 		if err := filters.Register(name, opFilter(typ, val)); err != nil {
@@ -248,9 +252,20 @@ func compileTemplate(src string, maxDepth int) (*exec.Template, error) {
 	if err := instrument(tpl.Root(), chatEnvironment, maxDepth); err != nil {
 		return nil, err
 	}
+	// A process renders one or a few templates; a bound keeps anything
+	// that compiles many (a fuzzer, a server trying templates) from
+	// holding them all.
+	if templateCount.Add(1) > maxCachedTemplates {
+		templateCache.Clear()
+		templateCount.Store(1)
+	}
 	templateCache.Store(key, tpl)
 	return tpl, nil
 }
+
+const maxCachedTemplates = 64
+
+var templateCount atomic.Int64
 
 type templateKey struct {
 	src      string
@@ -413,6 +428,33 @@ func writePyJSON(b *strings.Builder, v any, indent, depth int) error {
 		b.WriteString(pyFloat(x))
 	case *exec.Value:
 		return writePyJSON(b, x.Interface(), indent, depth)
+	case exec.ValuesList:
+		// A list literal in the template.
+		list := make([]any, len(x))
+		for i, e := range x {
+			list[i] = e
+		}
+		return writePyJSON(b, list, indent, depth)
+	case *exec.Dict:
+		// A dict literal in the template: its pairs, in their order.
+		if len(x.Pairs) == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		b.WriteByte('{')
+		for i, p := range x.Pairs {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			newline(depth + 1)
+			writePyString(b, p.Key.String())
+			b.WriteString(": ")
+			if err := writePyJSON(b, p.Value, indent, depth+1); err != nil {
+				return err
+			}
+		}
+		newline(depth)
+		b.WriteByte('}')
 	case []any:
 		if len(x) == 0 {
 			b.WriteString("[]")

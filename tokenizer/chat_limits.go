@@ -398,6 +398,15 @@ var guardedOps = map[tokens.Type]string{
 	tokens.Tilde:    "\x00cat",
 }
 
+func isGuardedOp(name string) bool {
+	for _, op := range guardedOps {
+		if op == name {
+			return true
+		}
+	}
+	return false
+}
+
 const (
 	opLeft  = "\x00left"
 	opRight = "\x00right"
@@ -419,6 +428,14 @@ func opFilter(typ tokens.Type, val string) exec.FilterFunction {
 			return exec.AsValue(fmt.Errorf("chat template operator outside a render"))
 		}
 		if err := b.check(); err != nil {
+			return exec.AsValue(err)
+		}
+		// The size checks below and gonja's operator turn the operands
+		// into text; measure them first.
+		if err := b.measure(left); err != nil {
+			return exec.AsValue(err)
+		}
+		if err := b.measure(right); err != nil {
 			return exec.AsValue(err)
 		}
 		floats := left.IsFloat() || right.IsFloat()
@@ -532,6 +549,22 @@ func (w *rewriter) visit(v reflect.Value, depth int) {
 			return
 		}
 		w.visit(v.Elem(), depth+1)
+		switch n := v.Interface().(type) {
+		case *nodes.Output:
+			// What an output prints is measured before gonja turns it
+			// into text (see chat_values.go).
+			n.Expression, n.Alternative = sized(n.Expression), sized(n.Alternative)
+		case *nodes.FilteredExpression:
+			// So is each filter's input, with the filter's arguments.
+			var chain []*nodes.FilterCall
+			for _, fc := range n.Filters {
+				if fc.Name != sizeFilter && !isGuardedOp(fc.Name) {
+					chain = append(chain, &nodes.FilterCall{Token: fc.Token, Name: sizeFilter, Args: fc.Args, Kwargs: fc.Kwargs})
+				}
+				chain = append(chain, fc)
+			}
+			n.Filters = chain
+		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Field(i)

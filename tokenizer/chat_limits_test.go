@@ -214,3 +214,30 @@ func TestChatTemplateBoundsLeaveRealTemplates(t *testing.T) {
 		t.Fatalf("%d turns rendered", n)
 	}
 }
+
+// TestChatTemplateSelfContainingValues: gonja turns a value into text
+// recursively, so a namespace holding itself overflowed the stack (found
+// by FuzzChatTemplate) and a list of itself twice, 60 times over, asked for
+// 2^60 bytes; values are measured before they become text.
+func TestChatTemplateSelfContainingValues(t *testing.T) {
+	for _, tc := range []struct{ name, tmpl, want string }{
+		{"namespace holds itself", `{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns.n }}`, "nested deeper than 200 levels"},
+		{"through an operator", `{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns ~ "x" }}`, "nested deeper than 200 levels"},
+		{"through a filter", `{% set ns = namespace(n=0) %}{% set ns.n = [ns] %}{{ ns | string }}`, "nested deeper than 200 levels"},
+		{"shared halves", `{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l }}`, "larger than 32 MiB"},
+		{"filter width", `{{ "x" | center(10000000000) }}`, "passes 10000000000 to a filter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantMention(t, renderBounded(t, tc.tmpl, ChatOptions{}), tc.want)
+		})
+	}
+}
+
+// TestToJSONDictLiteral: a dict written in the template is a gonja Dict,
+// which tojson printed as {"Pairs": [...]}.
+func TestToJSONDictLiteral(t *testing.T) {
+	got, err := RenderChatTemplate(`{{ {"b": 1, "a": [true, none]} | tojson }}`, nil, ChatOptions{}, nil)
+	if want := `{"b": 1, "a": [true, null]}`; err != nil || got != want {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
+}
