@@ -9,13 +9,26 @@
 // generates text and knows nothing of tokens; package env pairs a rubric with
 // a dataset and a harness.
 //
+// # Parity with verifiers
+//
+// The parsers and rewards that Prime Intellect's Lab environments use
+// follow verifiers at commit 8d4b33247 (2026-04-28): XMLTag is
+// XMLParser.parse_answer's first tag of a message, XMLFormatReward its
+// format reward, BoxedAnswer extract_boxed_answer(strict=True),
+// MaybeThinkAnswer what MathRubric reads, and MathVerify MathRubric's
+// math-verify 0.8.0 check (LaTeX normalisation, units, currency, percent,
+// fractions, roots, π, tuples, intervals, sets, equations, and symbolic
+// equality by exact rationals and seeded random evaluation). Golden files
+// under testdata, and env's, hold values computed by that Python code
+// itself; their scripts are in testdata/reference.
+//
 // # Writing a reward function in Go
 //
 // A reward function is a Func. Most need neither the context nor an error:
 //
 //	correct := rubric.Reward(func(r rubric.Rollout) float64 {
-//		got, ok := rubric.BoxedAnswer(rubric.StripThink(r.LastAssistant()))
-//		if ok && rubric.MathEquivalent(got, r.Answer) {
+//		got, ok := rubric.MaybeThinkAnswer(r)
+//		if ok && rubric.MathVerify(r.Answer, got) {
 //			return 1
 //		}
 //		return 0
