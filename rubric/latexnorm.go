@@ -203,13 +203,25 @@ func isUnit(w string) bool {
 // white space, keeping that character: "5 cm" → "5", "3t" → "3". The
 // leftmost such position wins, as in the regular expression.
 func dropUnitWord(s string) string {
+	tail := strings.TrimRightFunc(s, unicode.IsSpace)
+	// next[i] is the first non-space byte at or after i: the unit after a
+	// separator starts there. Computing it once keeps this linear.
+	next := make([]int, len(s)+1)
+	next[len(s)] = len(s)
+	for i := len(s) - 1; i >= 0; i-- {
+		next[i] = i
+		if unicode.IsSpace(rune(s[i])) {
+			next[i] = next[i+1]
+		}
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= '0' && c <= '9' || c == '}' || unicode.IsSpace(rune(c))) {
 			continue
 		}
-		rest := strings.TrimRightFunc(strings.TrimLeftFunc(s[i+1:], unicode.IsSpace), unicode.IsSpace)
-		if rest != "" && isUnit(rest) {
+		j := next[i+1]
+		// No unit is longer than 32 bytes.
+		if j < len(tail) && len(tail)-j <= 32 && isUnit(tail[j:]) {
 			return s[:i+1]
 		}
 	}

@@ -31,9 +31,12 @@ import (
 // stands in: at 8 points, each variable drawn from [0.5, 3.5), every
 // point where both sides are finite must agree to a relative 1e-9, and at
 // least 4 points must be. Percent stays a factor of 1/100 (18\% is not
-// 18), and an empty response never matches.
+// 18). An empty response, or one over MathRubric's 50,000 characters,
+// never matches; answers over 2,000 bytes are compared as text only
+// (maxMathInput), where math-verify would try to parse them for up to 5
+// seconds.
 func MathVerify(answer, response string) bool {
-	if response == "" || len(response) > maxMathInput {
+	if response == "" || len([]rune(response)) > maxVerifyChars {
 		return false
 	}
 	gold := extractMath(`\boxed{` + answer + `}`)
@@ -43,6 +46,9 @@ func MathVerify(answer, response string) bool {
 	}
 	return gold.node != nil && pred.node != nil && mathEqual(gold.node, pred.node)
 }
+
+// maxVerifyChars is MathRubric.MAX_VERIFY_CHARS.
+const maxVerifyChars = 50_000
 
 // MathEquivalent reports whether got is the answer want: MathVerify(want,
 // got).
