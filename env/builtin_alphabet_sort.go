@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// alphabet-sort follows Prime Intellect's alphabet_sort environment: the
+// alphabet-sort follows Prime Intellect's alphabet_sort environment at
+// verifiers 8d4b33247: the
 // same prompts, turn structure, "// new name!" marking, argument names and
 // defaults, and its reward (difflib ratio of the lower-cased sorted lists,
 // raised to similarity_power per turn or on the average, a turn with
@@ -25,7 +27,7 @@ import (
 func init() {
 	mustRegister(Spec{
 		ID:          "alphabet-sort",
-		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = difflib ratio^power",
+		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = weighted_reward: difflib ratio^power, as verifiers 8d4b33247",
 		Args: []ArgSpec{
 			{Name: "max_turns", Type: ArgInt, Default: 3, Help: "most turns per episode"},
 			{Name: "min_turns", Type: ArgInt, Default: 1, Help: "fewest turns per episode"},
@@ -93,7 +95,7 @@ func (e *alphabetSort) Examples(split string) ([]Example, error) {
 		answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
 		out = append(out, Example{
 			ID:     split + "-" + strconv.Itoa(i),
-			Prompt: []rubric.Message{{Role: "user", Content: prompt}},
+			Prompt: []chat.Message{{Role: "user", Content: prompt}},
 			Answer: string(answer),
 			Info: map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
 				"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst},
@@ -223,7 +225,7 @@ func (e *alphabetSort) NewEpisode(ex Example) Episode {
 	return &sortEpisode{followUps: info.FollowUps, numTurns: info.NumTurns}
 }
 
-func (s *sortEpisode) Respond(_ context.Context, _ string) ([]rubric.Message, bool, error) {
+func (s *sortEpisode) Respond(_ context.Context, _ string) ([]chat.Message, bool, error) {
 	s.turns++
 	if s.turns >= s.numTurns {
 		return nil, true, nil
@@ -232,7 +234,7 @@ func (s *sortEpisode) Respond(_ context.Context, _ string) ([]rubric.Message, bo
 	if s.turns-1 < len(s.followUps) {
 		msg = s.followUps[s.turns-1]
 	}
-	return []rubric.Message{{Role: "user", Content: msg}}, false, nil
+	return []chat.Message{{Role: "user", Content: msg}}, false, nil
 }
 
 // decodeSortInfo reads Info whether it holds the Go values Examples put

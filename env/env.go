@@ -1,15 +1,15 @@
 // Package env owns environments: an Environment is a dataset, a harness
 // (how an episode unfolds: one answer, or several turns in which the
 // environment replies) and a rubric (how a finished rollout is scored).
-// It also owns the rollout driver that plays episodes with a sampler and
-// keeps each trajectory as the exact tokens the model saw, the builtin
-// environments, dataset loaders, the registry and argument validation.
-// env knows nothing about GRPO: it produces scored trajectories.
+// It also owns the builtin environments, dataset loaders, the registry and
+// argument validation. Playing episodes with a model is package rollout's
+// job: env knows nothing about sampling, tokens or GRPO.
 package env
 
 import (
 	"context"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -17,7 +17,7 @@ import (
 // reference answer ("" when none) and any extra fields the rubric needs.
 type Example struct {
 	ID     string
-	Prompt []rubric.Message
+	Prompt []chat.Message
 	Answer string
 	Info   map[string]any
 }
@@ -42,5 +42,13 @@ type Episode interface {
 	// the model generated, without the stop token) and returns the
 	// environment's reply messages (usually one user message), or done
 	// when the episode is over. It is called once per assistant turn.
-	Respond(ctx context.Context, assistant string) (reply []rubric.Message, done bool, err error)
+	Respond(ctx context.Context, assistant string) (reply []chat.Message, done bool, err error)
+}
+
+// TurnLimiter is implemented by multi-turn environments that know the most
+// model turns an episode can take; callers size KV caches with it.
+// Environments without it are treated as single-turn for sizing (a longer
+// episode is cut off as truncated when its cache slot fills).
+type TurnLimiter interface {
+	MaxTurns() int
 }

@@ -3,12 +3,13 @@ package env
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
 var errNotInstalled = errors.New("not installed")
@@ -113,27 +114,14 @@ func Install(src string, replace bool) (string, error) {
 	if fileExists(dest) && !replace {
 		return "", fmt.Errorf("env %s is already installed in %s; pass --force to replace it", spec.ID, dest)
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return "", err
-	}
-	// Copy beside the destination, then swap it in with renames, so an
+	// The copy is made beside the destination and swapped in, so an
 	// interrupted install never leaves a half-copied environment.
-	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".install-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if err := copyTree(src, tmp); err != nil {
-		return "", fmt.Errorf("install %s: %v", src, err)
-	}
-	old := tmp + ".old"
-	if fileExists(dest) {
-		if err := os.Rename(dest, old); err != nil {
-			return "", err
+	if err := atomicfile.WriteDir(dest, nil, func(tmp string) error {
+		if err := copyTree(src, tmp); err != nil {
+			return fmt.Errorf("install %s: %v", src, err)
 		}
-		defer os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, dest); err != nil {
+		return nil
+	}); err != nil {
 		return "", err
 	}
 	return dest, nil
@@ -170,31 +158,10 @@ func copyTree(src, dst string) error {
 		case d.IsDir():
 			return os.MkdirAll(target, 0o755)
 		case d.Type().IsRegular():
-			return copyFile(p, target)
+			return atomicfile.CopyFile(target, p)
 		}
 		return fmt.Errorf("%s is a %s, not a regular file; replace it with a copy", p, d.Type())
 	})
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, st.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func fileExists(p string) bool {

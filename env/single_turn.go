@@ -3,25 +3,25 @@ package env
 import (
 	"context"
 
-	"github.com/grpo-dev/grpo/rubric"
+	"github.com/grpo-dev/grpo/chat"
 )
 
 // singleTurnEpisode is the harness of one question and one answer: the
 // first assistant turn ends the episode.
 type singleTurnEpisode struct{}
 
-func (singleTurnEpisode) Respond(context.Context, string) ([]rubric.Message, bool, error) {
+func (singleTurnEpisode) Respond(context.Context, string) ([]chat.Message, bool, error) {
 	return nil, true, nil
 }
 
 // chatPrompt is the prompt verifiers builds for a question: the system
 // prompt (when there is one), then the question as the user's message.
-func chatPrompt(system, question string) []rubric.Message {
-	var p []rubric.Message
+func chatPrompt(system, question string) []chat.Message {
+	var p []chat.Message
 	if system != "" {
-		p = append(p, rubric.Message{Role: "system", Content: system})
+		p = append(p, chat.Message{Role: "system", Content: system})
 	}
-	return append(p, rubric.Message{Role: "user", Content: question})
+	return append(p, chat.Message{Role: "user", Content: question})
 }
 
 // limit keeps the first n examples; n < 0 keeps them all, as verifiers'

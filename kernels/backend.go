@@ -47,6 +47,17 @@ func (d DType) String() string {
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
+// Size is the bytes of one element.
+func (d DType) Size() int {
+	switch d {
+	case F32, I32:
+		return 4
+	case BF16:
+		return 2
+	}
+	panic(fmt.Sprintf("kernels: unknown dtype %v", d))
+}
+
 // Buffer is memory owned by a Backend. Its contents are only reachable
 // through the Backend that allocated it.
 type Buffer interface {
@@ -62,6 +73,7 @@ type Buffer interface {
 type Backend interface {
 	// Name identifies the implementation ("cpu", "cuda", "emu").
 	Name() string
+	Describer
 
 	// Alloc returns a zeroed buffer of n elements.
 	Alloc(dt DType, n int) Buffer

@@ -1,10 +1,5 @@
 package kernels
 
-import (
-	"fmt"
-	"math"
-)
-
 // SampleOps draw tokens from logits on the device, so a sampler downloads
 // one token id and one log-prob per sequence instead of a vocabulary-wide
 // row of floats per decode step.
@@ -51,47 +46,4 @@ type SampleOps interface {
 	// (see SampleParams.Validate) or len(u) or len(p) ≠ rows panic like a
 	// shape mistake: the sampler validates what users give it.
 	Sample(token, logprob, logits Buffer, rows, vocab int, u []float64, p []SampleParams)
-}
-
-// SampleParams are the sampling transforms of one row of Sample.
-type SampleParams struct {
-	// Temperature divides the logits; 0 is greedy.
-	Temperature float64
-	// TopP in (0, 1]; 1 disables it.
-	TopP float64
-	// MinP in [0, 1]; 0 disables it.
-	MinP float64
-	// TopK ≥ 0; 0 disables it (so does a value ≥ the candidates).
-	TopK int
-}
-
-// Validate reports the first parameter outside its range.
-func (p SampleParams) Validate() error {
-	switch {
-	case !(p.Temperature >= 0) || math.IsInf(p.Temperature, 1):
-		return fmt.Errorf("temperature %v: want a finite value ≥ 0", p.Temperature)
-	case !(p.TopP > 0 && p.TopP <= 1):
-		return fmt.Errorf("top_p %v: want a value in (0, 1]", p.TopP)
-	case !(p.MinP >= 0 && p.MinP <= 1):
-		return fmt.Errorf("min_p %v: want a value in [0, 1]", p.MinP)
-	case p.TopK < 0:
-		return fmt.Errorf("top_k %d: want ≥ 0 (0 disables it)", p.TopK)
-	}
-	return nil
-}
-
-// CheckSampleArgs panics, naming backend and the row, when Sample's host
-// arguments do not describe rows valid rows; backends call it first.
-func CheckSampleArgs(backend string, rows int, u []float64, p []SampleParams) {
-	if len(u) != rows || len(p) != rows {
-		panic(fmt.Sprintf("%s: Sample: %d rows but %d draws and %d parameter sets", backend, rows, len(u), len(p)))
-	}
-	for r := range rows {
-		if err := p[r].Validate(); err != nil {
-			panic(fmt.Sprintf("%s: Sample: row %d: %v", backend, r, err))
-		}
-		if !(u[r] >= 0 && u[r] < 1) {
-			panic(fmt.Sprintf("%s: Sample: row %d: u = %v outside [0, 1)", backend, r, u[r]))
-		}
-	}
 }

@@ -48,10 +48,17 @@ type TrainOps interface {
 	//   kl    = exp(refLogp − logp) − (refLogp − logp) − 1   (only if Beta ≠ 0)
 	//   loss[t] = weight[t]·(pg + Beta·kl)
 	// and dlogp[t] = ∂loss[t]/∂logp[t]. weight carries the mask and the
-	// aggregation's normalisation, so Σ loss is the batch loss. refLogp may
-	// be nil when Beta is 0. Where the clipped term is the minimum and the
-	// ratio lies outside the clip range, pg's gradient is zero, as in PPO.
-	PolicyLoss(loss, dlogp, logp, oldLogp, refLogp, adv, weight Buffer, n int, p PolicyLossParams)
+	// aggregation's normalisation, so Σ loss is the batch loss. Where the
+	// clipped term is the minimum and the ratio lies outside the clip
+	// range, pg's gradient is zero, as in PPO.
+	//
+	// It also writes the per-token metrics the caller would otherwise
+	// recompute from downloaded log-probs, from the same float64 values the
+	// loss uses: clip[t] = +1 where that clip cuts the gradient above
+	// (ratio > 1+EpsHigh), −1 where it cuts it below (ratio < 1−EpsLow), 0
+	// elsewhere; and, when Beta ≠ 0, kl[t] = the k3 term, unweighted.
+	// refLogp and kl may be nil when Beta is 0 (kl is not written then).
+	PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight Buffer, n int, p PolicyLossParams)
 
 	// GroupAdvantages computes group-relative advantages for nGroups
 	// consecutive groups of groupSize rewards: adv = r − mean(group), then

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
@@ -63,11 +64,11 @@ func Save(dir string, a *Adapter, baseModel string) error {
 	if err := a.be.Sync(); err != nil {
 		return fmt.Errorf("reading the adapter from %s: %w", a.be.Name(), err)
 	}
-	return writeDirAtomic(dir, replaceableAdapterDir, func(tmp string) error {
+	return atomicfile.WriteDir(dir, replaceableAdapterDir, func(tmp string) error {
 		if err := safetensors.Write(filepath.Join(tmp, WeightsFileName), tensors, map[string]string{"format": "pt"}); err != nil {
 			return err
 		}
-		return writeFileSync(filepath.Join(tmp, ConfigFileName), cfgJSON)
+		return atomicfile.WriteFile(filepath.Join(tmp, ConfigFileName), cfgJSON, 0o644)
 	})
 }
 

@@ -3,13 +3,13 @@ package lora
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
@@ -44,7 +44,7 @@ func WriteMerged(outDir, modelDir string, a *Adapter) error {
 		return err
 	}
 	merged := map[string]bool{}
-	return writeDirAtomic(outDir, emptyDir, func(tmp string) error {
+	return atomicfile.WriteDir(outDir, emptyDir, func(tmp string) error {
 		for _, name := range files {
 			if err := a.mergeFile(filepath.Join(tmp, name), filepath.Join(modelDir, name), merged); err != nil {
 				return err
@@ -196,32 +196,11 @@ func copyOtherFiles(dst, src string) error {
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		if err := copyFile(filepath.Join(dst, name), filepath.Join(src, name)); err != nil {
+		if err := atomicfile.CopyFile(filepath.Join(dst, name), filepath.Join(src, name)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copying %s: %v", src, err)
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // emptyDir allows writing over an existing directory only if it is empty.

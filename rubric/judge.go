@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/grpo-dev/grpo/chat"
 )
 
 // JudgeConfig describes an LLM judge behind an OpenAI-compatible
@@ -95,7 +97,7 @@ func Judge(cfg JudgeConfig) (Func, error) {
 		).Replace(cfg.Template)
 		payload, err := json.Marshal(chatRequest{
 			Model:       cfg.Model,
-			Messages:    []Message{{Role: "user", Content: prompt}},
+			Messages:    []chat.Message{{Role: "user", Content: prompt}},
 			MaxTokens:   cfg.MaxTokens,
 			Temperature: 0,
 		})
@@ -119,15 +121,15 @@ func Judge(cfg JudgeConfig) (Func, error) {
 }
 
 type chatRequest struct {
-	Model       string    `json:"model"`
-	Messages    []Message `json:"messages"`
-	MaxTokens   int       `json:"max_tokens"`
-	Temperature float64   `json:"temperature"`
+	Model       string         `json:"model"`
+	Messages    []chat.Message `json:"messages"`
+	MaxTokens   int            `json:"max_tokens"`
+	Temperature float64        `json:"temperature"`
 }
 
 type chatResponse struct {
 	Choices []struct {
-		Message Message `json:"message"`
+		Message chat.Message `json:"message"`
 	} `json:"choices"`
 }
 

@@ -1,17 +1,22 @@
 package rubric
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/grpo-dev/grpo/chat"
+)
 
 // Expected values were produced by verifiers' code under CPython 3.11:
-// XMLParser.parse(text, last=True) (regex <tag>\s*(.*?)\s*</tag>, DOTALL),
-// ThinkParser.parse and extract_hash_answer.
+// XMLParser.parse(text) (regex <tag>\s*(.*?)\s*</tag>, DOTALL, first match,
+// as parse_answer applies it to each message), ThinkParser.parse and
+// extract_hash_answer.
 func TestXMLTagMatchesVerifiers(t *testing.T) {
 	cases := []struct {
 		text, tag, want string
 		ok              bool
 	}{
 		{"<a>x</a>", "a", "x", true},
-		{"<a> x </a> <a>\n y\n</a>", "a", "y", true},
+		{"<a> x </a> <a>\n y\n</a>", "a", "x", true},
 		{"<a>x<a>y</a>", "a", "x<a>y", true},
 		{"<a>x</a><a>y", "a", "x", true},
 		{"no tags", "a", "", false},
@@ -25,6 +30,9 @@ func TestXMLTagMatchesVerifiers(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("XMLTag(%q, %q) = %q, %v; want %q, %v", c.text, c.tag, got, ok, c.want, c.ok)
 		}
+	}
+	if got, ok := XMLTagLast("<a> x </a> <a>\n y\n</a>", "a"); got != "y" || !ok {
+		t.Errorf("XMLTagLast = %q, %v; want the last pair, y", got, ok)
 	}
 }
 
@@ -65,9 +73,11 @@ func TestBoxedAnswer(t *testing.T) {
 	}{
 		{`so \boxed{42}.`, "42", true},
 		{`\boxed{1} wait, \boxed{\frac{1}{2}}`, `\frac{1}{2}`, true},
-		{`\boxed{a} then \fbox{b}`, "b", true},
+		{`\boxed{a} then \fbox{b}`, "a", true}, // verifiers reads \boxed only
 		{`\fbox{a} then \boxed{{x}^{2}}`, "{x}^{2}", true},
+		{`\fbox{a}`, "", false},
 		{`\boxed{unclosed {`, "", false},
+		{`\boxed{1} then \boxed{2`, "", false}, // the last \boxed{ is unclosed
 		{`no box`, "", false},
 		{`\boxed{}`, "", true},
 	}
@@ -99,7 +109,7 @@ func TestTagFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Rollout{Completion: []Message{
+	r := Rollout{Completion: []chat.Message{
 		{Role: "assistant", Content: "<answer>1</answer>"},
 		{Role: "user", Content: "<answer>ignored env reply"},
 		{Role: "assistant", Content: "no tags"},

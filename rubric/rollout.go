@@ -1,21 +1,16 @@
 package rubric
 
-// Message is one chat message. Role is "system", "user", "assistant" or
-// "tool", as in the OpenAI chat format.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+import "github.com/grpo-dev/grpo/chat"
 
 // Rollout is what a reward function sees: the prompt, what the model (and, in
 // multi-turn environments, the environment) said after it, and the
 // example's reference answer and extra fields. It is plain text; tokens
 // never reach a rubric.
 type Rollout struct {
-	Prompt []Message `json:"prompt"`
+	Prompt []chat.Message `json:"prompt"`
 	// Completion holds the assistant turns and, between them, the
 	// environment's replies, in order.
-	Completion []Message `json:"completion"`
+	Completion []chat.Message `json:"completion"`
 	// Answer is the dataset's reference answer ("" when there is none).
 	Answer string `json:"answer"`
 	// Info carries extra per-example fields from the dataset; it is
@@ -26,8 +21,8 @@ type Rollout struct {
 // SingleTurn builds the Rollout of a one-question, one-answer exchange.
 func SingleTurn(prompt, completion, answer string) Rollout {
 	return Rollout{
-		Prompt:     []Message{{Role: "user", Content: prompt}},
-		Completion: []Message{{Role: "assistant", Content: completion}},
+		Prompt:     []chat.Message{{Role: "user", Content: prompt}},
+		Completion: []chat.Message{{Role: "assistant", Content: completion}},
 		Answer:     answer,
 	}
 }

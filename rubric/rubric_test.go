@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/chat"
 )
 
 func constant(v float64) Func { return Reward(func(Rollout) float64 { return v }) }
@@ -135,8 +137,8 @@ func TestScoreAllKeepsOrder(t *testing.T) {
 
 func TestRolloutAccessors(t *testing.T) {
 	r := Rollout{
-		Prompt: []Message{{Role: "system", Content: "s"}, {Role: "user", Content: "q1"}, {Role: "user", Content: "q2"}},
-		Completion: []Message{
+		Prompt: []chat.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "q1"}, {Role: "user", Content: "q2"}},
+		Completion: []chat.Message{
 			{Role: "assistant", Content: "a1"}, {Role: "user", Content: "env"}, {Role: "assistant", Content: "a2"},
 		},
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/grpo-dev/grpo/chat"
 )
 
 // The wire format shared by Command and HTTP rubrics.
@@ -23,10 +25,10 @@ import (
 // [] and {} so that Python code can iterate them without None checks.
 func encodeRollout(r Rollout) ([]byte, error) {
 	if r.Prompt == nil {
-		r.Prompt = []Message{}
+		r.Prompt = []chat.Message{}
 	}
 	if r.Completion == nil {
-		r.Completion = []Message{}
+		r.Completion = []chat.Message{}
 	}
 	if r.Info == nil {
 		r.Info = map[string]any{}

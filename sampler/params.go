@@ -2,63 +2,59 @@ package sampler
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
 )
 
-// Params control how one sequence is sampled. The zero value is not valid:
-// start from DefaultParams.
+// Params control how one sequence is sampled: the per-row transforms of
+// the Sample op (kernels.SampleParams, embedded) and what ends a turn. The
+// run config's [sampling] section embeds Params, so the toml tags are its
+// keys; fields tagged "-" are set by the code, not by a config. The zero
+// value is not valid: start from DefaultParams.
 type Params struct {
-	// Temperature divides the logits before sampling; 0 means greedy
-	// (argmax, ties to the lowest id, no randomness).
-	Temperature float64
-	// TopP keeps the smallest set of most likely tokens whose probability
-	// sums to at least TopP (ties broken by lower id first); 1 disables it.
-	TopP float64
-	// TopK keeps the TopK most likely tokens (ties to lower ids); 0 or -1
-	// disables it.
-	TopK int
-	// MinP drops tokens whose probability is below MinP times the most
-	// likely token's; 0 disables it.
-	MinP float64
 	// MaxTokens caps the tokens the model generates in one turn (one Run),
 	// as Prime/verifiers' per-turn max_tokens; 0 means no per-turn cap. The
 	// sampler's MaxLen caps a sequence's total length in every case.
-	MaxTokens int
+	MaxTokens int `toml:"max_tokens"`
+	// SampleParams are temperature, top_p, top_k and min_p: temperature 0
+	// is greedy (argmax, ties to the lowest id, no randomness); top_p keeps
+	// the smallest set of most likely tokens whose probability sums to at
+	// least top_p (ties broken by lower id first), 1 disables it; top_k
+	// keeps the top_k most likely tokens (ties to lower ids), 0 or -1
+	// disables it; min_p drops tokens whose probability is below min_p
+	// times the most likely token's, 0 disables it.
+	kernels.SampleParams
 	// StopTokens end a turn when sampled; the stop token is kept (it is part
 	// of what the model generated). Use StopTokenIDs for a tokenizer's set.
-	StopTokens []int32
+	StopTokens []int32 `toml:"-"`
 	// Stop strings end a turn as soon as the decoded text of the turn
 	// contains one; the tokens are kept up to and including the one that
 	// completed the string.
-	Stop []string
+	Stop []string `toml:"stop"`
 	// Seed seeds this sequence's own random stream, so its tokens do not
 	// depend on which other sequences share the batch.
-	Seed uint64
+	Seed uint64 `toml:"-"`
 }
 
 // DefaultParams samples from the model's distribution unchanged
 // (temperature 1, no truncation) with no length cap besides the cache.
 func DefaultParams() Params {
-	return Params{Temperature: 1, TopP: 1}
+	return Params{SampleParams: kernels.SampleParams{Temperature: 1, TopP: 1}}
 }
 
-// Validate reports the first invalid parameter as "key = value: problem".
+// Validate reports the first invalid parameter as "key = value: problem"
+// or "stop[i] ...": the Sample op's knobs through kernels.SampleParams'
+// Validate (a *kernels.ParamError), then the turn's own.
 func (p *Params) Validate() error {
-	switch {
-	case !(p.Temperature >= 0) || math.IsInf(p.Temperature, 0):
-		return fmt.Errorf("temperature = %v: want a finite value ≥ 0 (0 is greedy)", p.Temperature)
-	case !(p.TopP > 0 && p.TopP <= 1):
-		return fmt.Errorf("top_p = %v: want a value in (0, 1] (1 disables it)", p.TopP)
-	case p.TopK < -1:
-		return fmt.Errorf("top_k = %d: want a positive count, or 0 or -1 to disable it", p.TopK)
-	case !(p.MinP >= 0 && p.MinP <= 1):
-		return fmt.Errorf("min_p = %v: want a value in [0, 1] (0 disables it)", p.MinP)
-	case p.MaxTokens < 0:
-		return fmt.Errorf("max_tokens = %d: want a positive count, or 0 for no per-turn cap", p.MaxTokens)
+	if err := p.SampleParams.Validate(); err != nil {
+		return err
+	}
+	if p.MaxTokens < 0 {
+		return &kernels.ParamError{Key: "max_tokens", Value: p.MaxTokens, Want: "must be a count ≥ 1, or 0 for no per-turn cap"}
 	}
 	for i, s := range p.Stop {
 		if s == "" {
-			return fmt.Errorf("stop[%d] is empty: a stop string needs at least one character", i)
+			return fmt.Errorf("stop[%d] is empty: a stop string needs at least one character; remove it", i)
 		}
 	}
 	return nil

@@ -7,12 +7,6 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// kernelParams are p's sampling transforms as the Sample op takes them
-// (top_k −1, "disabled", is 0 there).
-func (p *Params) kernelParams() kernels.SampleParams {
-	return kernels.SampleParams{Temperature: p.Temperature, TopP: p.TopP, MinP: p.MinP, TopK: max(p.TopK, 0)}
-}
-
 // sampleRows draws the next token of each ready sequence from its row of
 // logits (len(ready) × vocab, on the device) with Backend.Sample, each row
 // with its sequence's own parameters and its own draw, and downloads only
@@ -30,7 +24,7 @@ func (s *Sampler) sampleRows(logits kernels.Buffer, vocab int, ready []*Seq) err
 			u = q.rng.Float64() // exactly one draw per sampled token
 		}
 		s.u = append(s.u, u)
-		s.params = append(s.params, q.params.kernelParams())
+		s.params = append(s.params, q.params.SampleParams)
 	}
 	tok, lp := be.Alloc(kernels.I32, n), be.Alloc(kernels.F32, n)
 	defer be.Free(tok)

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/chat"
 )
 
 type chatCase struct {
 	Name                string            `json:"name"`
-	Messages            []Message         `json:"messages"`
+	Messages            []chat.Message    `json:"messages"`
 	Tools               []json.RawMessage `json:"tools"`
 	AddGenerationPrompt bool              `json:"add_generation_prompt"`
 	EnableThinking      *bool             `json:"enable_thinking"`
@@ -59,7 +61,7 @@ func TestChatTemplateQwen3(t *testing.T) {
 }
 
 func TestChatTemplateErrors(t *testing.T) {
-	msgs := []Message{{Role: "user", Content: "hi"}}
+	msgs := []chat.Message{{Role: "user", Content: "hi"}}
 	for _, tc := range []struct{ name, tmpl, want string }{
 		{"syntax", "{% for m in messages %}{{ m.content }}", "chat template"},
 		{"unknown filter", "{{ messages | no_such_filter }}", "no_such_filter"},
@@ -75,7 +77,7 @@ func TestChatTemplateErrors(t *testing.T) {
 			}
 		})
 	}
-	bad := []Message{{Role: "assistant", ToolCalls: []ToolCall{{}}}}
+	bad := []chat.Message{{Role: "assistant", ToolCalls: []chat.ToolCall{{}}}}
 	bad[0].ToolCalls[0].Function.Arguments = json.RawMessage(`{"a":`)
 	if _, err := RenderChatTemplate("{{ messages }}", bad, ChatOptions{}, nil); err == nil || !strings.Contains(err.Error(), "messages[0].tool_calls[0].function.arguments") {
 		t.Fatalf("malformed arguments: got %v", err)

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 // checkpointState is state.json of a checkpoint: what, besides the adapter
@@ -25,40 +28,25 @@ type checkpointState struct {
 const checkpointFormat = "grpo-checkpoint-v1"
 
 // saveCheckpoint writes checkpoints/step-N (adapter/, optimizer.safetensors,
-// state.json) into a temporary directory and renames it into place, then
-// deletes checkpoints beyond keepLast.
-func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *AdamW, baseModel string, keepLast int) error {
-	final := filepath.Join(dir, fmt.Sprintf("step-%d", st.Step))
-	tmp, err := os.MkdirTemp(dir, ".tmp-step-")
+// state.json) as one atomic directory, then deletes checkpoints beyond
+// keepLast.
+func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim.AdamW, baseModel string, keepLast int) error {
+	final := rundir.CheckpointPath(dir, st.Step)
+	err := atomicfile.WriteDir(final, nil, func(tmp string) error {
+		if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {
+			return fmt.Errorf("adapter: %w", err)
+		}
+		if err := opt.SaveState(filepath.Join(tmp, "optimizer.safetensors")); err != nil {
+			return fmt.Errorf("optimizer: %w", err)
+		}
+		st.Format = checkpointFormat
+		js, _ := json.MarshalIndent(st, "", "  ")
+		return atomicfile.WriteFile(filepath.Join(tmp, "state.json"), js, 0o644)
+	})
 	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {
-		return fmt.Errorf("checkpoint step %d: adapter: %w", st.Step, err)
-	}
-	if err := opt.SaveState(filepath.Join(tmp, "optimizer.safetensors")); err != nil {
-		return fmt.Errorf("checkpoint step %d: optimizer: %w", st.Step, err)
-	}
-	st.Format = checkpointFormat
-	js, _ := json.MarshalIndent(st, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, "state.json"), js, 0o644); err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", st.Step, err)
 	}
-	if err := CommitDir(tmp, final); err != nil {
-		return fmt.Errorf("checkpoint step %d: %w", st.Step, err)
-	}
-	if keepLast > 0 {
-		steps, err := listCheckpoints(dir)
-		if err != nil {
-			return err
-		}
-		for len(steps) > keepLast {
-			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("step-%d", steps[0])))
-			steps = steps[1:]
-		}
-	}
-	return nil
+	return rundir.PruneCheckpoints(dir, keepLast)
 }
 
 // loadCheckpoint restores the adapter (into a fresh lora.Adapter on m), the

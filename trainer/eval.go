@@ -7,6 +7,7 @@ import (
 
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -38,7 +39,7 @@ type EvalResult struct {
 	// with at least one solved rollout among k.
 	PassAt1, PassAtK float64
 	Errors           int
-	Trajectories     []env.Trajectory
+	Trajectories     []rollout.Trajectory
 }
 
 // Evaluate plays the eval split of e with m (attach an adapter with
@@ -62,7 +63,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 		return res, fmt.Errorf("env %s: the eval split is empty", name)
 	}
 	k := o.RolloutsPerExample
-	trajs, err := playEpisodes(ctx, m, tok, e, exs, k, o.Sampling, o.Seed, o.EnableThinking, nil)
+	trajs, err := rollout.Local(ctx, m, tok, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking})
 	if err != nil {
 		return res, fmt.Errorf("env %s: %w", name, err)
 	}
@@ -94,12 +95,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
-	if s := cfg.Eval.Sampling; s.MaxTokens > 0 {
-		p.MaxTokens = s.MaxTokens
-	}
-	if t := cfg.Eval.Sampling.Temperature; t != nil {
-		p.Temperature = *t
-	}
+	cfg.Eval.Sampling.Apply(&p)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	for k, te := range r.evalEnvs() {

@@ -8,12 +8,13 @@ import (
 	"math"
 	"sync"
 
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
-	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -122,7 +123,7 @@ type countedEpisode struct {
 	once sync.Once
 }
 
-func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]rubric.Message, bool, error) {
+func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]chat.Message, bool, error) {
 	reply, done, err := c.Episode.Respond(ctx, assistant)
 	if done || err != nil {
 		c.once.Do(c.done)
@@ -137,8 +138,8 @@ type EvalRow struct {
 	ExampleIndex int    `json:"example_index"`
 	// Rollout is the rollout's index among its example's k.
 	Rollout          int                `json:"rollout"`
-	Prompt           []rubric.Message   `json:"prompt"`
-	Completion       []rubric.Message   `json:"completion"`
+	Prompt           []chat.Message     `json:"prompt"`
+	Completion       []chat.Message     `json:"completion"`
 	Answer           string             `json:"answer"`
 	Reward           float64            `json:"reward"`
 	Metrics          map[string]float64 `json:"metrics"`
@@ -171,7 +172,7 @@ func (r EvalResult) Rows() []EvalRow {
 		}
 		completion := t.Messages
 		if completion == nil {
-			completion = []rubric.Message{}
+			completion = []chat.Message{}
 		}
 		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: i / k, Rollout: i % k,
 			Prompt: t.Prompt, Completion: completion, Answer: t.Answer, Reward: t.Reward,
@@ -197,11 +198,11 @@ func WriteEvalRows(w io.Writer, rows []EvalRow) error {
 type EvalRunOptions struct {
 	// Batch is the rollouts per pass (0: DefaultEvalBatch).
 	Batch int
-	// Download receives model download progress (nil: quiet).
-	Download io.Writer
+	// Download hears how model downloads advance (nil: quiet).
+	Download func(hub.FileProgress)
 	// OnStart is called before each evaluation with its total rollouts;
 	// OnDone with the finished rollouts of the current one.
-	OnStart func(spec EvalSpec, total int)
+	OnStart func(spec config.EvalSpec, total int)
 	OnDone  func(done int)
 	// Backend runs the models instead of opening each spec's device.
 	Backend kernels.Backend
@@ -213,7 +214,7 @@ type EvalRunOptions struct {
 // RunEvals runs the evaluations in order, loading each distinct model (and
 // adapter) once. It checks every environment id and its args before it
 // loads a model, so a typo fails at once.
-func RunEvals(ctx context.Context, specs []EvalSpec, o EvalRunOptions) ([]EvalResult, error) {
+func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([]EvalResult, error) {
 	envs := make([]env.Environment, len(specs))
 	for i, s := range specs {
 		e, err := env.New(s.ID, s.Args)
@@ -261,7 +262,7 @@ func RunEvals(ctx context.Context, specs []EvalSpec, o EvalRunOptions) ([]EvalRe
 	return out, nil
 }
 
-func loadEvalModel(ctx context.Context, s EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
+func loadEvalModel(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
 	be := o.Backend
 	if be == nil {
 		var err error

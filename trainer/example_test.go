@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/rubric"
@@ -22,7 +24,7 @@ func (echo) Examples(split string) ([]env.Example, error) {
 	var out []env.Example
 	for i, w := range []string{"apple", "river", "stone", "cloud", "grass", "flame"} {
 		out = append(out, env.Example{ID: fmt.Sprint(split, i), Answer: w,
-			Prompt: []rubric.Message{{Role: "user", Content: "say " + w}}})
+			Prompt: []chat.Message{{Role: "user", Content: "say " + w}}})
 	}
 	return out, nil
 }
@@ -39,7 +41,7 @@ func (echo) Rubric() *rubric.Rubric {
 // oneTurn ends the episode after the model's first answer.
 type oneTurn struct{}
 
-func (oneTurn) Respond(context.Context, string) ([]rubric.Message, bool, error) {
+func (oneTurn) Respond(context.Context, string) ([]chat.Message, bool, error) {
 	return nil, true, nil
 }
 
@@ -53,7 +55,7 @@ func ExampleNew() {
 		return
 	}
 
-	cfg := trainer.DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Model = modelDir
 	cfg.MaxSteps = 3
 	cfg.BatchSize, cfg.RolloutsPerExample = 8, 4

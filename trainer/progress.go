@@ -3,72 +3,83 @@ package trainer
 import (
 	"fmt"
 	"io"
-	"os"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
-// progress is the one progress bar of a run (step, reward, tokens/s, ETA)
-// with a line of key metrics printed above it after each step. A nil
-// writer draws nothing; a writer that is not a terminal (a log file, a
-// pipe) gets the per-step lines without the bar.
+// ProgressEvent is one thing a run reports as it goes, for a display to
+// draw; the CLI's progress bar is drawn from these (WithProgressEvents).
+type ProgressEvent struct {
+	Kind ProgressKind
+	// Step is the last completed step; on ProgressStart the one the run
+	// continues after (0 unless resumed).
+	Step     int
+	MaxSteps int
+	// Line is the text WithProgress prints for ProgressStep and
+	// ProgressNote, without the newline.
+	Line string
+	// Metrics are the step's numbers (ProgressStep only), as in StepResult.
+	Metrics map[string]float64
+}
+
+// ProgressKind says what a ProgressEvent reports.
+type ProgressKind int
+
+const (
+	// ProgressStart: the model is loaded and the first step is about to run.
+	ProgressStart ProgressKind = iota
+	// ProgressStep: a step finished; Line is its one-line summary.
+	ProgressStep
+	// ProgressNote: a line for the user between steps (a warning, an
+	// eval result).
+	ProgressNote
+	// ProgressEnd: the loop ended, finished, interrupted or failed.
+	ProgressEnd
+)
+
+// progress reports a run's progress to the WithProgress writer as plain
+// lines and to the WithProgressEvents callback; either may be absent.
 type progress struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
+	w        io.Writer
+	events   func(ProgressEvent)
+	maxSteps int
+	step     int
+	finished bool
 }
 
-func newProgress(w io.Writer, maxSteps, done int) *progress {
-	if w == nil {
-		return &progress{}
-	}
-	if f, ok := w.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		return &progress{w: w}
-	}
-	bar := progressbar.NewOptions(maxSteps,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("train"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetWidth(24),
-		progressbar.OptionThrottle(0),
-		progressbar.OptionClearOnFinish(),
-	)
-	bar.Set(done)
-	return &progress{w: w, bar: bar}
+func newProgress(w io.Writer, events func(ProgressEvent), maxSteps, done int) *progress {
+	p := &progress{w: w, events: events, maxSteps: maxSteps, step: done}
+	p.emit(ProgressEvent{Kind: ProgressStart})
+	return p
 }
 
-// stepDone prints the step's line and advances the bar.
-func (p *progress) stepDone(step int, m map[string]float64) {
-	if p.w == nil {
-		return
-	}
-	if p.bar != nil {
-		p.bar.Clear()
-	}
-	fmt.Fprintf(p.w, "step %4d  reward %.3f  loss %+.4f  grad_norm %.3f  entropy %.3f  clip %.3f  %6.0f tok/s  gen %.1fs score %.1fs train %.1fs\n",
+// stepLine is the summary of a step the user reads.
+func stepLine(step int, m map[string]float64) string {
+	return fmt.Sprintf("step %4d  reward %.3f  loss %+.4f  grad_norm %.3f  entropy %.3f  clip %.3f  %6.0f tok/s  gen %.1fs score %.1fs train %.1fs",
 		step, m["reward"], m["loss"], m["grad_norm"], m["entropy"], m["clip_ratio/region"], m["tokens_per_s"], m["time/generate"], m["time/score"], m["time/train"])
-	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("reward %.3f  %.0f tok/s", m["reward"], m["tokens_per_s"]))
-		p.bar.Set(step)
-	}
 }
 
-// note prints a line (a warning, an eval result) above the bar.
+func (p *progress) stepDone(step int, m map[string]float64) {
+	p.step = step
+	p.emit(ProgressEvent{Kind: ProgressStep, Line: stepLine(step, m), Metrics: m})
+}
+
+// note prints a line (a warning, an eval result) between steps.
 func (p *progress) note(format string, args ...any) {
-	if p.w == nil {
-		return
-	}
-	if p.bar != nil {
-		p.bar.Clear()
-	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	p.emit(ProgressEvent{Kind: ProgressNote, Line: fmt.Sprintf(format, args...)})
 }
 
 func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-		p.bar = nil
+	if !p.finished {
+		p.finished = true
+		p.emit(ProgressEvent{Kind: ProgressEnd})
+	}
+}
+
+func (p *progress) emit(e ProgressEvent) {
+	e.Step, e.MaxSteps = p.step, p.maxSteps
+	if p.w != nil && e.Line != "" {
+		fmt.Fprintln(p.w, e.Line)
+	}
+	if p.events != nil {
+		p.events(e)
 	}
 }

@@ -7,19 +7,23 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
 
-// samplingParams is [sampling] as sampler.Params (the seed is per rollout).
+// samplingParams is [sampling]'s sampler.Params; the seed and stop tokens
+// are per rollout and per tokenizer, set where they are known.
 func (r *run) samplingParams() sampler.Params {
-	s := r.cfg.Sampling
-	return sampler.Params{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
-		MaxTokens: s.MaxTokens, Stop: s.Stop}
+	p := r.cfg.Sampling.Params
+	p.Seed, p.StopTokens = 0, nil
+	return p
 }
 
 // rollouts plays perExample episodes of each example of one environment.
-func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *env.RolloutTiming) ([]env.Trajectory, error) {
-	return playEpisodes(ctx, r.policy, r.tok, e, exs, perExample, p, seed, r.cfg.Sampling.EnableThinking, timing)
+func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
+	return rollout.Local(ctx, r.policy, r.tok, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing})
 }
 
 // trainStep runs one GRPO step: sample and score rollouts, compute
@@ -30,9 +34,9 @@ func (r *run) trainStep(ctx context.Context) error {
 	R := cfg.RolloutsPerExample
 	counts := r.sched.counts(step, cfg.BatchSize/R)
 	cursors := append([]int(nil), r.sched.Cursors...)
-	var trajs []env.Trajectory
+	var trajs []rollout.Trajectory
 	var envOf []int
-	var timing env.RolloutTiming
+	var timing rollout.Timing
 	for k, te := range r.envs {
 		if counts[k] == 0 {
 			continue
@@ -53,21 +57,21 @@ func (r *run) trainStep(ctx context.Context) error {
 	for i := range trajs {
 		rewards[i] = float32(trajs[i].Reward)
 	}
-	scale, _ := cfg.Loss.advantageScale()
-	adv, advStats, err := Advantages(r.be, rewards, R, scale)
+	scale, _ := cfg.Loss.AdvantageScale()
+	adv, advStats, err := loss.Advantages(rewards, R, scale)
 	if err != nil {
 		return fmt.Errorf("step %d: %w", step, err)
 	}
-	samples := make([]Sample, 0, len(trajs))
+	samples := make([]loss.Sample, 0, len(trajs))
 	for i, t := range trajs {
 		if len(t.Tokens) == 0 || len(t.PromptTokens) == 0 {
 			continue // a failed episode with nothing generated carries no gradient
 		}
-		samples = append(samples, Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
+		samples = append(samples, loss.Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
 			OldLogp: t.Logprobs, Advantage: adv[i], Truncated: t.Truncated})
 	}
 	t1 := time.Now()
-	ls, err := PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
+	ls, err := loss.PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
 	if err != nil {
 		r.adapter.ZeroGrad()
 		copy(r.sched.Cursors, cursors)
@@ -111,7 +115,7 @@ func (r *run) trainStep(ctx context.Context) error {
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
-func (r *run) stepMetrics(trajs []env.Trajectory, envOf []int, rewards []float32, adv AdvantageStats, ls LossStats, upd StepStats) map[string]float64 {
+func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv loss.AdvantageStats, ls loss.Stats, upd optim.StepStats) map[string]float64 {
 	m := map[string]float64{
 		"loss": ls.Loss, "grad_norm": upd.GradNorm, "lr": upd.LR, "kl": ls.KL, "entropy": ls.Entropy,
 		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,

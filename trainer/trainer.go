@@ -9,19 +9,23 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	_ "github.com/grpo-dev/grpo/kernels/cpu" // registers the "cpu" backend
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // Trainer runs GRPO with LoRA for one config. Build it with New and start
 // it with Run.
 type Trainer struct {
-	cfg  *Config
+	cfg  *config.Config
 	opts options
 }
 
@@ -30,6 +34,8 @@ type options struct {
 	output     string
 	resume     bool
 	progress   io.Writer
+	events     func(ProgressEvent)
+	download   func(hub.FileProgress)
 	onStep     func(StepResult)
 	configText []byte
 	backend    kernels.Backend
@@ -57,8 +63,20 @@ func WithResume(dir string) Option {
 	return func(o *options) { o.output, o.resume = dir, true }
 }
 
-// WithProgress draws a progress bar and per-step lines on w (a terminal).
+// WithProgress writes a line per step, and the warnings and eval results
+// between steps, to w as plain text.
 func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w } }
+
+// WithProgressEvents calls f as the run starts, after every step, for every
+// line between steps and when the loop ends, so that a display (the CLI's
+// progress bar) can draw the run.
+func WithProgressEvents(f func(ProgressEvent)) Option { return func(o *options) { o.events = f } }
+
+// WithDownloadProgress reports the download of the model, if it is not in
+// the cache yet (hub.Options.Progress).
+func WithDownloadProgress(f func(hub.FileProgress)) Option {
+	return func(o *options) { o.download = f }
+}
 
 // WithStepCallback calls f after every step with its metrics.
 func WithStepCallback(f func(StepResult)) Option { return func(o *options) { o.onStep = f } }
@@ -76,7 +94,7 @@ type StepResult struct {
 }
 
 // New validates cfg and returns a Trainer for it.
-func New(cfg *Config, opts ...Option) *Trainer {
+func New(cfg *config.Config, opts ...Option) *Trainer {
 	t := &Trainer{cfg: cfg}
 	for _, o := range opts {
 		o(&t.opts)
@@ -97,9 +115,9 @@ type Result struct {
 
 // run is the state of a Run call.
 type run struct {
-	cfg     *Config
+	cfg     *config.Config
 	opts    options
-	dir     *RunDir
+	dir     *rundir.Dir
 	ckDir   string
 	modelID string
 	be      kernels.Backend
@@ -107,7 +125,7 @@ type run struct {
 	base    *model.Model
 	policy  *model.Model
 	adapter *lora.Adapter
-	opt     *AdamW
+	opt     *optim.AdamW
 	envs    []trainEnv
 	sched   *schedule
 	health  healthState
@@ -162,7 +180,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	r.bar.finish()
 	r.dir.Logf("finished %d steps; adapter in %s", r.step, res.Adapter)
-	return res, PlotRewards(r.dir.Path, 10)
+	return res, rundir.PlotRewards(r.dir.Path, 10)
 }
 
 // stop handles an error that ended the loop: a cancelled context writes a
@@ -173,7 +191,7 @@ func (r *run) stop(err error) error {
 		if cerr := r.checkpoint(); cerr != nil {
 			return fmt.Errorf("interrupted, and the checkpoint failed: %w", cerr)
 		}
-		PlotRewards(r.dir.Path, 10)
+		rundir.PlotRewards(r.dir.Path, 10)
 		r.dir.Logf("interrupted after step %d; resume with grpo train --resume %s", r.step, r.dir.Path)
 		return fmt.Errorf("%w after step %d; resume with 'grpo train --resume %s'", ErrInterrupted, r.step, r.dir.Path)
 	}
@@ -182,7 +200,7 @@ func (r *run) stop(err error) error {
 }
 
 func (r *run) checkpoint() error {
-	if steps, _ := listCheckpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
+	if steps, _ := rundir.Checkpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
 		return nil
 	}
 	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health}
@@ -210,7 +228,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 		}
 		if !named {
 			c := *cfg
-			c.Env = append(append([]EnvConfig(nil), cfg.Env...), EnvConfig{ID: ne.env.ID(), Weight: ne.weight})
+			c.Env = append(append([]config.Env(nil), cfg.Env...), config.Env{ID: ne.env.ID(), Weight: ne.weight})
 			cfg = &c
 		}
 	}
@@ -220,13 +238,13 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
 	var err error
 	if t.opts.resume {
-		r.dir, err = OpenRunDir(t.opts.output)
+		r.dir, err = rundir.Open(t.opts.output)
 	} else {
 		out := t.opts.output
 		if out == "" {
-			out = DefaultRunPath(cfg.Name, time.Now())
+			out = rundir.DefaultPath(cfg.Name, time.Now())
 		}
-		r.dir, err = CreateRunDir(out)
+		r.dir, err = rundir.Create(out)
 	}
 	if err != nil {
 		return nil, err
@@ -236,7 +254,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 		return nil, err
 	}
 	if !t.opts.resume && t.opts.configText != nil {
-		if err := WriteFileAtomic(filepath.Join(r.dir.Path, "config.toml"), t.opts.configText); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(r.dir.Path, "config.toml"), t.opts.configText, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -246,7 +264,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 			return nil, fmt.Errorf("device = %q: %w", cfg.Device, err)
 		}
 	}
-	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{Progress: t.opts.progress})
+	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{Progress: t.opts.download})
 	if err != nil {
 		return nil, fmt.Errorf("model = %q: %w", cfg.Model, err)
 	}
@@ -265,7 +283,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	if err := r.setupState(); err != nil {
 		return nil, err
 	}
-	r.bar = newProgress(t.opts.progress, cfg.MaxSteps, r.step)
+	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)
 	r.dir.Logf("model %s (%s, %.1fM parameters) on %s; LoRA rank %d on %v, %d trainable parameters",
 		cfg.Model, r.base.Config.ModelType, float64(r.base.Config.ParamCount())/1e6, r.be.Name(), cfg.LoRA.Rank, cfg.LoRA.TargetModules, r.adapter.NumParams())
 	return r, nil
@@ -311,14 +329,14 @@ func (r *run) setupEnvs() error {
 func (r *run) setupState() error {
 	var err error
 	if r.opts.resume {
-		steps, err := listCheckpoints(r.ckDir)
+		steps, err := rundir.Checkpoints(r.ckDir)
 		if err != nil {
 			return err
 		}
 		if len(steps) == 0 {
 			return fmt.Errorf("%s has no checkpoint to resume from; start it again without --resume", r.dir.Path)
 		}
-		last := filepath.Join(r.ckDir, fmt.Sprintf("step-%d", steps[len(steps)-1]))
+		last := rundir.CheckpointPath(r.ckDir, steps[len(steps)-1])
 		var st checkpointState
 		if r.adapter, st, err = loadCheckpoint(last, r.base); err != nil {
 			return err
@@ -353,11 +371,11 @@ func (r *run) setupState() error {
 }
 
 func (r *run) newOptimizer() error {
-	var params []Param
+	var params []optim.Param
 	for _, p := range r.adapter.Params() {
-		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
 	var err error
-	r.opt, err = NewAdamW(r.be, params, r.cfg.Optimizer)
+	r.opt, err = optim.NewAdamW(r.be, params, r.cfg.Optimizer)
 	return err
 }

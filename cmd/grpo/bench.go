@@ -159,7 +159,7 @@ func runBench(o benchOpts) error {
 		}
 		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
 	}
-	if be.Name() == "cuda" {
+	if be.Describe().GPU {
 		weightBytes := 4 * float64(m.Config.ParamCount())
 		if wdt == kernels.BF16 {
 			weightBytes /= 2

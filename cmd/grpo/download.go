@@ -55,7 +55,7 @@ Environment:
 			if len(args) != 1 {
 				return usagef("download takes exactly one MODEL_ID, like Qwen/Qwen3-0.6B")
 			}
-			opts := hub.Options{Revision: revision, Progress: os.Stderr}
+			opts := hub.Options{Revision: revision, Progress: newDownloadProgress(os.Stderr)}
 			switch repoType {
 			case "model":
 				opts.RepoType = hub.Model

@@ -15,6 +15,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/internal/atomicfile"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/trainer"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -164,21 +168,27 @@ func runEval(args []string) error {
 		return usagef("-r %d: want at least 1 rollout per example", f.r.v)
 	case f.maxTokens.set && f.maxTokens.v < 1:
 		return usagef("--max-tokens %d: want at least 1", f.maxTokens.v)
-	case f.temperature.set && !(f.temperature.v >= 0):
-		return usagef("--temperature %v: must be ≥ 0 (0 is greedy)", f.temperature.v)
 	case f.batch.set && f.batch.v < 1:
 		return usagef("--batch %d: want at least 1 rollout per pass", f.batch.v)
 	case !(f.passThreshold > 0 && f.passThreshold <= 1):
 		return usagef("--pass-threshold %v: want a reward in (0, 1]", f.passThreshold)
 	}
-	var file *trainer.EvalFile
+	if f.temperature.set {
+		p := sampler.DefaultParams()
+		p.Temperature = f.temperature.v
+		var pe *kernels.ParamError
+		if err := p.Validate(); errors.As(err, &pe) {
+			return usagef("--temperature %v: %s", pe.Value, pe.Want)
+		}
+	}
+	var file *config.EvalFile
 	target := args[0]
 	if strings.HasSuffix(target, ".toml") {
 		if f.args != "" {
 			return usagef("--args applies to one environment id; with a config file, put args in its [[eval]] blocks")
 		}
 		var err error
-		if file, err = trainer.LoadEvalFile(target); err != nil {
+		if file, err = config.LoadEval(target); err != nil {
 			return err
 		}
 		for _, w := range file.Warnings {
@@ -191,9 +201,9 @@ func runEval(args []string) error {
 				return usagef("--args %q is not a JSON object: %v", f.args, err)
 			}
 		}
-		file = &trainer.EvalFile{Eval: []trainer.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
+		file = &config.EvalFile{Eval: []config.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
 	}
-	o := trainer.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
+	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
 		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(), MaxTokens: f.maxTokens.ptr(),
 		Temperature: f.temperature.ptr()}
 	if f.seed.set {
@@ -222,7 +232,7 @@ func runEval(args []string) error {
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
 	results, runErr := trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
-		Batch: f.batch.v, Download: os.Stderr, PassThreshold: f.passThreshold,
+		Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
 		OnStart: bar.start, OnDone: bar.done,
 	})
 	bar.finish()
@@ -258,13 +268,13 @@ func writeEvalResults(path string, results []trainer.EvalResult) error {
 			return fmt.Errorf("--output %s: %w", path, err)
 		}
 	}
-	if err := trainer.WriteFileAtomic(path, []byte(b.String())); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--output %s: %w", path, err)
 	}
 	return nil
 }
 
-func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []trainer.EvalSpec) error {
+func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []config.EvalSpec) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENV\tEXAMPLES\tK\tROLLOUTS\tREWARD (avg@k)\tPASS@1\tPASS@K\tERRORS")
 	for i, r := range results {
@@ -293,7 +303,7 @@ func newEvalProgress(w *os.File) *evalProgress {
 	return &evalProgress{w: w, tty: term.IsTerminal(int(w.Fd()))}
 }
 
-func (p *evalProgress) start(s trainer.EvalSpec, total int) {
+func (p *evalProgress) start(s config.EvalSpec, total int) {
 	p.finish()
 	if !p.tty {
 		fmt.Fprintf(p.w, "eval %s: %d rollouts (%d per example) of %s\n", s.Name, total, s.RolloutsPerExample, s.Model)

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/sampler"
@@ -118,15 +119,15 @@ Examples:
 }
 
 // generatePrompt encodes the prompt as plain text or as a chat turn.
-func generatePrompt(tok *tokenizer.Tokenizer, prompt, system string, chat, noThinking bool) ([]int32, error) {
-	if !chat {
+func generatePrompt(tok *tokenizer.Tokenizer, prompt, system string, asChat, noThinking bool) ([]int32, error) {
+	if !asChat {
 		return tok.EncodeWithSpecialTokens(prompt), nil
 	}
-	var msgs []tokenizer.Message
+	var msgs []chat.Message
 	if system != "" {
-		msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
+		msgs = append(msgs, chat.Message{Role: "system", Content: system})
 	}
-	msgs = append(msgs, tokenizer.Message{Role: "user", Content: prompt})
+	msgs = append(msgs, chat.Message{Role: "user", Content: prompt})
 	opts := tokenizer.ChatOptions{AddGenerationPrompt: true}
 	if noThinking {
 		f := false

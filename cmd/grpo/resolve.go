@@ -19,5 +19,5 @@ func resolveModelDir(arg string) (string, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return hub.Resolve(ctx, arg, hub.Options{Progress: os.Stderr})
+	return hub.Resolve(ctx, arg, hub.Options{Progress: newDownloadProgress(os.Stderr)})
 }

@@ -9,12 +9,13 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 func init() {
 	var modelArg string
-	var chat, jsonl, noThinking bool
+	var asChat, jsonl, noThinking bool
 	register(&command{
 		name:    "tokenize",
 		summary: "print the token ids of a text, as the model's HF tokenizer gives them",
@@ -38,7 +39,7 @@ Examples:
   printf '"a"\n"b c"\n' | grpo tokenize --model ./qwen3 --jsonl`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&modelArg, "model", "", "model directory or hub id (required)")
-			fs.BoolVar(&chat, "chat", false, "render the text as a user message with the chat template")
+			fs.BoolVar(&asChat, "chat", false, "render the text as a user message with the chat template")
 			fs.BoolVar(&jsonl, "jsonl", false, "read one JSON string (or, with --chat, message list) per stdin line")
 			fs.BoolVar(&noThinking, "no-thinking", false, "with --chat: enable_thinking=false (Qwen3)")
 		},
@@ -48,7 +49,7 @@ Examples:
 				return usagef("--jsonl reads stdin; drop the argument %q", args[0])
 			case !jsonl && len(args) != 1:
 				return usagef("give one TEXT argument (quote it), or --jsonl to read stdin")
-			case noThinking && !chat:
+			case noThinking && !asChat:
 				return usagef("--no-thinking only applies with --chat")
 			}
 			dir, err := resolveModelDir(modelArg)
@@ -59,7 +60,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			enc := &tokenizeRun{tok: tok, chat: chat}
+			enc := &tokenizeRun{tok: tok, chat: asChat}
 			if noThinking {
 				f := false
 				enc.thinking = &f
@@ -67,7 +68,7 @@ Examples:
 			out := bufio.NewWriter(stdout)
 			defer out.Flush()
 			if !jsonl {
-				ids, err := enc.encode(tokenizer.Message{Role: "user", Content: args[0]}, nil)
+				ids, err := enc.encode(chat.Message{Role: "user", Content: args[0]}, nil)
 				if err != nil {
 					return err
 				}
@@ -86,12 +87,12 @@ type tokenizeRun struct {
 }
 
 // encode tokenizes one input: a text (msgs nil) or a conversation.
-func (r *tokenizeRun) encode(single tokenizer.Message, msgs []tokenizer.Message) ([]int32, error) {
+func (r *tokenizeRun) encode(single chat.Message, msgs []chat.Message) ([]int32, error) {
 	if !r.chat {
 		return r.tok.EncodeWithSpecialTokens(single.Content), nil
 	}
 	if msgs == nil {
-		msgs = []tokenizer.Message{single}
+		msgs = []chat.Message{single}
 	}
 	prompt, err := r.tok.ApplyChatTemplate(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true, EnableThinking: r.thinking})
 	if err != nil {
@@ -106,7 +107,7 @@ func (r *tokenizeRun) jsonl(in io.Reader, out *bufio.Writer) error {
 	for line := 1; sc.Scan(); line++ {
 		raw := sc.Bytes()
 		var text string
-		var msgs []tokenizer.Message
+		var msgs []chat.Message
 		if err := json.Unmarshal(raw, &text); err != nil {
 			if !r.chat {
 				return fmt.Errorf("stdin line %d: want a JSON string, got %.60q", line, raw)
@@ -115,7 +116,7 @@ func (r *tokenizeRun) jsonl(in io.Reader, out *bufio.Writer) error {
 				return fmt.Errorf("stdin line %d: want a JSON string or a non-empty list of {\"role\", \"content\"} messages, got %.60q", line, raw)
 			}
 		}
-		ids, err := r.encode(tokenizer.Message{Role: "user", Content: text}, msgs)
+		ids, err := r.encode(chat.Message{Role: "user", Content: text}, msgs)
 		if err != nil {
 			return fmt.Errorf("stdin line %d: %v", line, err)
 		}

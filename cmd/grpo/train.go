@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -45,7 +46,7 @@ Examples:
 		},
 		run: func(args []string) error {
 			var path string
-			opts := []trainer.Option{trainer.WithProgress(os.Stderr)}
+			opts := []trainer.Option{trainer.WithProgressEvents(newTrainProgress(os.Stderr)), trainer.WithDownloadProgress(newDownloadProgress(os.Stderr))}
 			switch {
 			case resume != "" && len(args) > 0:
 				return usagef("give either CONFIG or --resume RUN_DIR, not both (a resumed run uses its own config.toml)")
@@ -64,14 +65,14 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("config: %w", err)
 			}
-			cfg, err := trainer.ParseConfig(text, path)
+			cfg, err := config.Parse(text, path)
 			if err != nil {
 				return err
 			}
 			if device != "" {
 				cfg.Device = device
 			}
-			if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+			if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 				return err
 			}
 			for _, w := range cfg.Warnings {

@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/trainer"
@@ -35,7 +37,7 @@ func (s spell) Examples(split string) ([]env.Example, error) {
 	for i, w := range words {
 		out = append(out, env.Example{
 			ID:     fmt.Sprintf("%s-%d", split, i),
-			Prompt: []rubric.Message{{Role: "user", Content: "reverse " + w}},
+			Prompt: []chat.Message{{Role: "user", Content: "reverse " + w}},
 			Answer: reverse(w),
 		})
 	}
@@ -67,7 +69,7 @@ func (spell) Rubric() *rubric.Rubric {
 
 type singleTurn struct{}
 
-func (singleTurn) Respond(context.Context, string) ([]rubric.Message, bool, error) {
+func (singleTurn) Respond(context.Context, string) ([]chat.Message, bool, error) {
 	return nil, true, nil
 }
 
@@ -88,7 +90,7 @@ func main() {
 
 	words := strings.Fields("ant bee cat cod cow cub doe dog eel elk emu fox gnu hen jay kid koi owl pig ram rat yak ape asp bat boa " +
 		"bug cob cur dab fly gar gib hog imp kit lab man mew mow nag pup roe sow tit tom wren")
-	cfg := trainer.DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Name = "embed"
 	cfg.Model, cfg.Device = *model, *device
 	cfg.MaxSteps = *steps

@@ -57,6 +57,13 @@ func New(opts ...Option) *Backend {
 // Name is "cpu" whichever BLAS is active.
 func (*Backend) Name() string { return "cpu" }
 
+// Describe: the CPU computes in f32 only, so BF16 buffers are widened to
+// f32 on upload (buffer.go) and MatMul keeps A in f32; its memory is the
+// host's.
+func (*Backend) Describe() kernels.Description {
+	return kernels.Description{Name: "cpu", BF16Storage: kernels.F32}
+}
+
 // BLASName is the active sgemm: "openblas" or "gonum".
 func (be *Backend) BLASName() string { return be.blasName }
 

@@ -59,6 +59,13 @@ func TestSampleSuiteCatchesMutants(t *testing.T) {
 				p[r].TopK = 0
 			}
 		}},
+		"top_k -1 taken as a count of 1": {before: func(_ []float64, p []kernels.SampleParams) {
+			for r := range p {
+				if p[r].TopK == -1 {
+					p[r].TopK = 1
+				}
+			}
+		}},
 		"top_p rounded to float32": {before: func(_ []float64, p []kernels.SampleParams) {
 			for r := range p {
 				p[r].TopP = float64(float32(p[r].TopP))
@@ -108,13 +115,13 @@ func TestSampleRejectsBadArguments(t *testing.T) {
 		u []float64
 		p []kernels.SampleParams
 	}{
-		"2 rows but 1 draws":        {[]float64{0}, []kernels.SampleParams{ok, ok}},
-		"row 1: top_p 0":            {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1}}},
-		"row 0: temperature -1":     {[]float64{0, 0}, []kernels.SampleParams{{Temperature: -1, TopP: 1}, ok}},
-		"row 1: u = 1 outside":      {[]float64{0, 1}, []kernels.SampleParams{ok, ok}},
-		"row 0: u = NaN outside":    {[]float64{math.NaN(), 0}, []kernels.SampleParams{ok, ok}},
-		"row 1: min_p 2":            {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1, TopP: 1, MinP: 2}}},
-		"row 0: top_k -1: want ≥ 0": {[]float64{0, 0}, []kernels.SampleParams{{Temperature: 1, TopP: 1, TopK: -1}, ok}},
+		"2 rows but 1 draws":       {[]float64{0}, []kernels.SampleParams{ok, ok}},
+		"row 1: top_p 0":           {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1}}},
+		"row 0: temperature -1":    {[]float64{0, 0}, []kernels.SampleParams{{Temperature: -1, TopP: 1}, ok}},
+		"row 1: u = 1 outside":     {[]float64{0, 1}, []kernels.SampleParams{ok, ok}},
+		"row 0: u = NaN outside":   {[]float64{math.NaN(), 0}, []kernels.SampleParams{ok, ok}},
+		"row 1: min_p 2":           {[]float64{0, 0}, []kernels.SampleParams{ok, {Temperature: 1, TopP: 1, MinP: 2}}},
+		"row 0: top_k -2: must be": {[]float64{0, 0}, []kernels.SampleParams{{Temperature: 1, TopP: 1, TopK: -2}, ok}},
 	} {
 		func() {
 			defer func() {

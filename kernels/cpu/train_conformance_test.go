@@ -101,8 +101,8 @@ func (m flipsSoftmaxGradSign) LogSoftmaxGatherBackward(dlogits, dlogp, logits, t
 // the clipped term is the minimum.
 type gradientIgnoresClip struct{ *cpu.Backend }
 
-func (m gradientIgnoresClip) PolicyLoss(loss, dlogp, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
-	m.Backend.PolicyLoss(loss, dlogp, logp, old, ref, adv, weight, n, p)
+func (m gradientIgnoresClip) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
 	d, lp, ol, a, w := cpu.Float32s(dlogp), cpu.Float32s(logp), cpu.Float32s(old), cpu.Float32s(adv), cpu.Float32s(weight)
 	for t := range n {
 		if p.Beta == 0 {
@@ -115,12 +115,43 @@ func (m gradientIgnoresClip) PolicyLoss(loss, dlogp, logp, old, ref, adv, weight
 // clip range, whatever the sign of the advantage.
 type clipsBothSides struct{ *cpu.Backend }
 
-func (m clipsBothSides) PolicyLoss(loss, dlogp, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
-	m.Backend.PolicyLoss(loss, dlogp, logp, old, ref, adv, weight, n, p)
+func (m clipsBothSides) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
 	d, lp, ol := cpu.Float32s(dlogp), cpu.Float32s(logp), cpu.Float32s(old)
 	for t := range n {
 		if r := math.Exp(float64(lp[t] - ol[t])); p.Beta == 0 && (r < 1-float64(p.EpsLow) || r > 1+float64(p.EpsHigh)) {
 			d[t] = 0
+		}
+	}
+}
+
+// flagsEveryOutlier reports the clip as active for every ratio outside
+// the range, whatever the sign of the advantage (the gradient stays right).
+type flagsEveryOutlier struct{ *cpu.Backend }
+
+func (m flagsEveryOutlier) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
+	c, lp, ol := cpu.Float32s(clip), cpu.Float32s(logp), cpu.Float32s(old)
+	for t := range n {
+		switch r := math.Exp(float64(lp[t] - ol[t])); {
+		case r < 1-float64(p.EpsLow):
+			c[t] = -1
+		case r > 1+float64(p.EpsHigh):
+			c[t] = 1
+		}
+	}
+}
+
+// weighsKL reports weight·kl, the term's share of the loss, instead of
+// the unweighted kl.
+type weighsKL struct{ *cpu.Backend }
+
+func (m weighsKL) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
+	if p.Beta != 0 {
+		k, w := cpu.Float32s(kl), cpu.Float32s(weight)
+		for t := range n {
+			k[t] *= w[t]
 		}
 	}
 }
@@ -198,6 +229,8 @@ func TestTrainSuiteCatchesBrokenOps(t *testing.T) {
 		{"LogSoftmaxGatherBackward", "flips the sign", flipsSoftmaxGradSign{base}, true},
 		{"PolicyLoss", "lets the gradient through the clip", gradientIgnoresClip{base}, true},
 		{"PolicyLoss", "clips on both sides", clipsBothSides{base}, true},
+		{"PolicyLoss", "flags every ratio outside the clip range", flagsEveryOutlier{base}, false},
+		{"PolicyLoss", "weighs the per-token KL", weighsKL{base}, false},
 		{"GroupAdvantages", "uses the biased std", biasedStd{base}, false},
 		{"AdamW", "decays after the update", decaysAfterUpdate{base}, false},
 		{"AdamW", "skips bias correction", noBiasCorrection{base}, false},

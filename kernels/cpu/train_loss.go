@@ -1,20 +1,24 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-func (be *Backend) PolicyLoss(loss, dlogp, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+func (be *Backend) PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
 	const op = "PolicyLoss"
 	positive(op, n)
-	ls, ds := f32(op, "loss", loss, n), f32(op, "dlogp", dlogp, n)
+	ls, ds, cs := f32(op, "loss", loss, n), f32(op, "dlogp", dlogp, n), f32(op, "clip", clip, n)
 	lp, old := floats(op, "logp", logp, n), floats(op, "oldLogp", oldLogp, n)
 	as, ws := floats(op, "adv", adv, n), floats(op, "weight", weight, n)
-	var ref []float32
+	var ref, ks []float32
 	if p.Beta != 0 {
-		ref = floats(op, "refLogp", refLogp, n)
+		if kl == nil {
+			panic(fmt.Sprintf("cpu.PolicyLoss: kl is nil but Beta is %v; pass a buffer for the per-token KL or set Beta to 0", p.Beta))
+		}
+		ref, ks = floats(op, "refLogp", refLogp, n), f32(op, "kl", kl, n)
 	}
 	lo, hi := 1-float64(p.EpsLow), 1+float64(p.EpsHigh)
 	for t := range n {
@@ -22,15 +26,22 @@ func (be *Backend) PolicyLoss(loss, dlogp, logp, oldLogp, refLogp, adv, weight k
 		ratio := math.Exp(float64(lp[t]) - float64(old[t]))
 		clipped := min(max(ratio, lo), hi)
 		var pg, dpg float64
+		cs[t] = 0
 		if ratio*a <= clipped*a {
 			pg, dpg = -ratio*a, -ratio*a // d(−ratio·a)/dlogp
 		} else {
 			pg = -clipped * a // constant in logp: the clip is active
+			cs[t] = 1
+			if ratio < lo {
+				cs[t] = -1
+			}
 		}
 		if ref != nil {
 			d := float64(ref[t]) - float64(lp[t])
 			e := math.Exp(d)
-			pg += float64(p.Beta) * (e - d - 1)
+			k := e - d - 1
+			ks[t] = float32(k)
+			pg += float64(p.Beta) * k
 			dpg += float64(p.Beta) * (1 - e)
 		}
 		ls[t] = float32(w * pg)
@@ -42,13 +53,22 @@ func (be *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSi
 	const op = "GroupAdvantages"
 	positive(op, nGroups, groupSize)
 	n := nGroups * groupSize
-	as, rs := f32(op, "adv", adv, n), floats(op, "rewards", rewards, n)
+	GroupAdvantages(f32(op, "adv", adv, n), floats(op, "rewards", rewards, n), groupSize, scale)
+}
+
+// GroupAdvantages is the GroupAdvantages op on host slices (len(rewards)
+// a multiple of groupSize, adv as long): a step's few hundred rewards are
+// less work than one kernel launch, so the trainer computes them here
+// rather than round-tripping to a device. Everything is float64, rounded
+// once: k equal float32 rewards sum exactly, so a constant group's
+// advantage is exactly 0.
+func GroupAdvantages(adv, rewards []float32, groupSize int, scale kernels.AdvantageScale) {
 	batchStd := 0.0
 	if scale == kernels.ScaleBatch {
-		batchStd = unbiasedStd(rs)
+		batchStd = unbiasedStd(rewards)
 	}
-	for g := range nGroups {
-		grp := rs[g*groupSize : (g+1)*groupSize]
+	for g := range len(rewards) / groupSize {
+		grp := rewards[g*groupSize : (g+1)*groupSize]
 		mean := 0.0
 		for _, r := range grp {
 			mean += float64(r)
@@ -62,7 +82,7 @@ func (be *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSi
 			div = batchStd + 1e-4
 		}
 		for i, r := range grp {
-			as[g*groupSize+i] = float32((float64(r) - mean) / div)
+			adv[g*groupSize+i] = float32((float64(r) - mean) / div)
 		}
 	}
 }

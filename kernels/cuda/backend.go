@@ -33,6 +33,12 @@ func New(dev Device) *Backend {
 // Name is the device's name ("cuda" or "emu").
 func (b *Backend) Name() string { return b.dev.Name() }
 
+// Describe: on either device BF16 buffers stay bf16 and MatMul with bf16
+// weights is a bf16 GEMM (GemmBF16); the device says whether it is a GPU.
+func (b *Backend) Describe() kernels.Description {
+	return kernels.Description{Name: b.Name(), GPU: b.dev.GPU(), BF16Storage: kernels.BF16, BF16GEMM: true}
+}
+
 // Device returns the device the backend runs on.
 func (b *Backend) Device() Device { return b.dev }
 
@@ -142,7 +148,7 @@ func (b *Backend) Alloc(dt kernels.DType, n int) kernels.Buffer {
 	if n == 0 {
 		return x
 	}
-	p, err := b.dev.Alloc(n * elemSize(dt))
+	p, err := b.dev.Alloc(n * dt.Size())
 	if err != nil {
 		b.fail(fmt.Errorf("%s: allocating %d × %v: %w", b.Name(), n, dt, err))
 		x.bad = true

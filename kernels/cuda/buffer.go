@@ -26,17 +26,7 @@ func (x *buffer) Slice(off, n int) kernels.Buffer {
 	if off < 0 || n < 0 || off+n > x.n {
 		panic(fmt.Sprintf("cuda: Slice(%d, %d) of a buffer of %d elements", off, n, x.n))
 	}
-	return &buffer{owner: x.owner, ptr: x.ptr + DevicePtr(off*elemSize(x.dt)), n: n, dt: x.dt, bad: x.bad}
+	return &buffer{owner: x.owner, ptr: x.ptr + DevicePtr(off*x.dt.Size()), n: n, dt: x.dt, bad: x.bad}
 }
 
-func elemSize(dt kernels.DType) int {
-	switch dt {
-	case kernels.F32, kernels.I32:
-		return 4
-	case kernels.BF16:
-		return 2
-	}
-	panic(fmt.Sprintf("cuda: unknown dtype %v", dt))
-}
-
-func (x *buffer) bytes() int { return x.n * elemSize(x.dt) }
+func (x *buffer) bytes() int { return x.n * x.dt.Size() }

@@ -5,7 +5,7 @@ package cuda
 import (
 	"testing"
 
-	"github.com/grpo-dev/grpo/kernels/cuda/modeltest"
+	"github.com/grpo-dev/grpo/internal/modeltest"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
@@ -35,7 +35,7 @@ func TestConformanceOnGPU(t *testing.T) {
 	t.Logf("device memory: %d MiB free of %d MiB", free>>20, total>>20)
 }
 
-// TestFullModelOnGPU runs the full-model check (kernels/cuda/modeltest) on
+// TestFullModelOnGPU runs the full-model check (internal/modeltest) on
 // the real device: the tiny models' logits — every golden length, prefill
 // and decode — and GRPO loss and LoRA gradients against the CPU backend
 // and the PyTorch goldens. Needs a GPU and the repository's testdata (run

@@ -26,6 +26,8 @@ func D2(x, y int) Dim3 { return Dim3{uint32(x), uint32(y), 1} }
 type Device interface {
 	// Name is the backend name it is registered under ("cuda", "emu").
 	Name() string
+	// GPU reports a real GPU; the emulator runs on the host, in its memory.
+	GPU() bool
 	// Alloc returns bytes of zeroed device memory.
 	Alloc(bytes int) (DevicePtr, error)
 	// Free releases p once the work issued before it is done.

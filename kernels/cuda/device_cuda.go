@@ -219,6 +219,8 @@ func (d *driverDevice) do(f func() error) error {
 
 func (d *driverDevice) Name() string { return "cuda" }
 
+func (d *driverDevice) GPU() bool { return true }
+
 func (d *driverDevice) Alloc(bytes int) (DevicePtr, error) {
 	var p cu.DevicePtr
 	err := d.do(func() error {

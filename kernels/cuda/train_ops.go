@@ -169,20 +169,27 @@ func (b *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernel
 		d.ptr, g.ptr, lg.ptr, t.ptr, int32(rows), int32(vocab))
 }
 
-func (b *Backend) PolicyLoss(loss, dlogp, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+func (b *Backend) PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
 	const op = "PolicyLoss"
 	positive(op, n)
 	i32(op, n)
-	ref := &buffer{owner: b} // address 0: the kernel skips the KL term
+	// Address 0: the kernel skips the KL term and writes no kl.
+	ref, k := &buffer{owner: b}, &buffer{owner: b}
 	if p.Beta != 0 {
 		if refLogp == nil {
 			panic("cuda: PolicyLoss: refLogp is nil but Beta is " + fmt.Sprint(p.Beta) + "; pass reference log-probs or set Beta to 0")
 		}
+		if kl == nil {
+			panic("cuda: PolicyLoss: kl is nil but Beta is " + fmt.Sprint(p.Beta) + "; pass a buffer for the per-token KL or set Beta to 0")
+		}
 		ref = b.buf(op, "refLogp", refLogp, n, kernels.F32)
+		k = b.buf(op, "kl", kl, n, kernels.F32)
 	}
 	ops := []*buffer{
 		b.buf(op, "loss", loss, n, kernels.F32),
 		b.buf(op, "dlogp", dlogp, n, kernels.F32),
+		k,
+		b.buf(op, "clip", clip, n, kernels.F32),
 		b.buf(op, "logp", logp, n, kernels.F32),
 		b.buf(op, "oldLogp", oldLogp, n, kernels.F32),
 		ref,

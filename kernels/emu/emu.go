@@ -129,6 +129,9 @@ func (d *Device) Substitute(name, with string) { d.rename[name] = with }
 
 func (d *Device) Name() string { return "emu" }
 
+// GPU is false: the emulated device is the host.
+func (d *Device) GPU() bool { return false }
+
 func (d *Device) Alloc(bytes int) (cuda.DevicePtr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("emu: Alloc(%d)", bytes)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpo-dev/grpo/kernels/cuda/modeltest"
+	"github.com/grpo-dev/grpo/internal/modeltest"
 )
 
 // TestPlantedFullModel proves the full-model check can fail: with the

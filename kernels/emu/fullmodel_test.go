@@ -3,7 +3,7 @@ package emu
 import (
 	"testing"
 
-	"github.com/grpo-dev/grpo/kernels/cuda/modeltest"
+	"github.com/grpo-dev/grpo/internal/modeltest"
 )
 
 // TestFullModel runs the tiny models on the emulated device — every kernel

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/grpo-dev/grpo/internal/modeltest"
 	"github.com/grpo-dev/grpo/kernels/cuda"
-	"github.com/grpo-dev/grpo/kernels/cuda/modeltest"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 

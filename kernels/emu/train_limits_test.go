@@ -40,5 +40,20 @@ func TestPolicyLossNeedsRefWithBeta(t *testing.T) {
 			t.Fatalf("want a panic naming refLogp and Beta, got %q", msg)
 		}
 	}()
-	b.PolicyLoss(x, x, x, x, nil, x, x, 4, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
+	b.PolicyLoss(x, x, x, x, x, x, nil, x, x, 4, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
+}
+
+// TestPolicyLossNeedsKLWithBeta: with the KL term on, the per-token KL
+// output is required too, and its absence is refused by name.
+func TestPolicyLossNeedsKLWithBeta(t *testing.T) {
+	b := New()
+	defer b.Close()
+	x := b.Alloc(kernels.F32, 4)
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "kl is nil but Beta is 0.04") {
+			t.Fatalf("want a panic naming kl and Beta, got %q", msg)
+		}
+	}()
+	b.PolicyLoss(x, x, nil, x, x, x, x, x, x, 4, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
 }

@@ -96,6 +96,7 @@ func SampleCases() []Case {
 		cs = append(cs, sampleCase(fmt.Sprintf("%s,rows=%d,vocab=%d", k.name, rows, k.vocab), uint64(1900+i), rows, k.vocab,
 			func(e *env, r, i int) float32 { return k.gen(e, i) }))
 	}
+	cs = append(cs, topKOffCase())
 	// Rows the op must flag (NaN, +Inf, all −Inf) between rows it must
 	// sample as usual, in one call.
 	bad := []func(i int) float32{
@@ -157,34 +158,47 @@ func sampleCase(name string, seed uint64, rows, vocab int, gen func(e *env, r, i
 				u[r] = e.rng.Float64()
 			}
 		}
-		logits := e.in("logits", vals)
-		token := e.intsOut("token", rows)
-		logprob := e.out("logprob", nans(rows))
-		b.Sample(token.view, logprob.view, logits.view, rows, vocab, u, p)
-		if err := e.checkAll(); err != nil {
-			return err
-		}
-		gotTok := make([]int32, rows)
-		b.DownloadI32(gotTok, token.view)
-		gotLp := logprob.result(b)
-		for r := range rows {
-			wantTok, wantLp := RefSample(vals[r*vocab:(r+1)*vocab], p[r], u[r])
-			where := fmt.Sprintf("row %d (T %g, top_k %d, top_p %g, min_p %g, u %v)", r, p[r].Temperature, p[r].TopK, p[r].TopP, p[r].MinP, u[r])
-			if gotTok[r] != wantTok {
-				return fmt.Errorf("%s: token %d, want %d", where, gotTok[r], wantTok)
-			}
-			if wantTok < 0 {
-				if !math.IsNaN(float64(gotLp[r])) {
-					return fmt.Errorf("%s: flagged row's log-prob %v, want NaN", where, gotLp[r])
-				}
-				continue
-			}
-			if d := math.Abs(float64(gotLp[r]) - wantLp); !(d <= tolSampleLogprob*math.Max(1, math.Abs(wantLp))) {
-				return fmt.Errorf("%s: log-prob %.9g, want %.9g (|err| %.3g)", where, gotLp[r], wantLp, d)
-			}
-		}
-		return nil
+		_, _, err := sampleChecked(b, e, vals, rows, vocab, u, p, nil)
+		return err
 	}}
+}
+
+// sampleChecked runs Sample over rows × vocab logits and checks every row
+// against RefSample with ref(p[r]) (p[r] itself when ref is nil): the
+// token exactly, a flagged row's NaN, the log-prob to tolSampleLogprob.
+// It returns what the backend wrote.
+func sampleChecked(b kernels.Backend, e *env, vals []float32, rows, vocab int, u []float64, p []kernels.SampleParams, ref func(kernels.SampleParams) kernels.SampleParams) ([]int32, []float32, error) {
+	logits := e.in("logits", vals)
+	token := e.intsOut("token", rows)
+	logprob := e.out("logprob", nans(rows))
+	b.Sample(token.view, logprob.view, logits.view, rows, vocab, u, p)
+	if err := e.checkAll(); err != nil {
+		return nil, nil, err
+	}
+	gotTok := make([]int32, rows)
+	b.DownloadI32(gotTok, token.view)
+	gotLp := logprob.result(b)
+	for r := range rows {
+		q := p[r]
+		if ref != nil {
+			q = ref(q)
+		}
+		wantTok, wantLp := RefSample(vals[r*vocab:(r+1)*vocab], q, u[r])
+		where := fmt.Sprintf("row %d (T %g, top_k %d, top_p %g, min_p %g, u %v)", r, p[r].Temperature, p[r].TopK, p[r].TopP, p[r].MinP, u[r])
+		if gotTok[r] != wantTok {
+			return nil, nil, fmt.Errorf("%s: token %d, want %d", where, gotTok[r], wantTok)
+		}
+		if wantTok < 0 {
+			if !math.IsNaN(float64(gotLp[r])) {
+				return nil, nil, fmt.Errorf("%s: flagged row's log-prob %v, want NaN", where, gotLp[r])
+			}
+			continue
+		}
+		if d := math.Abs(float64(gotLp[r]) - wantLp); !(d <= tolSampleLogprob*math.Max(1, math.Abs(wantLp))) {
+			return nil, nil, fmt.Errorf("%s: log-prob %.9g, want %.9g (|err| %.3g)", where, gotLp[r], wantLp, d)
+		}
+	}
+	return gotTok, gotLp, nil
 }
 
 // intsOut allocates a guarded I32 output operand filled with −2, a value

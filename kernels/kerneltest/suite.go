@@ -49,6 +49,7 @@ func Cases() []Case {
 	var cs []Case
 	for _, group := range [][]Case{
 		bufferCases(),
+		describeCases(),
 		matMulCases(),
 		gatherRowsCases(),
 		rmsNormCases(),

@@ -117,10 +117,12 @@ func newPolicyInputs(e *env, n int) policyInputs {
 }
 
 // policyLossCases check loss and dlogp against the reference, with and
-// without the KL term (refLogp nil when Beta is 0), and that dlogp is
-// exactly 0 for every token whose clipped term is the minimum outside the
-// clip range (and for zero advantage or weight) when Beta is 0. The "fd"
-// cases differentiate Σ loss on the backend.
+// without the KL term (refLogp and kl nil when Beta is 0), and that dlogp
+// is exactly 0 for every token whose clipped term is the minimum outside
+// the clip range (and for zero advantage or weight) when Beta is 0; the
+// per-token metrics too: kl within tolElementwise, clip exactly (no ratio
+// lies within 0.05 of a boundary). The "fd" cases differentiate Σ loss on
+// the backend.
 func policyLossCases() []Case {
 	params := []kernels.PolicyLossParams{
 		{EpsLow: 0.2, EpsHigh: 0.28},
@@ -143,8 +145,8 @@ func policyLossCases() []Case {
 }
 
 type policyOperands struct {
-	logp, old, ref, adv, weight, loss, dlogp *operand
-	refBuf                                   kernels.Buffer
+	logp, old, ref, adv, weight, loss, dlogp, kl, clip *operand
+	refBuf, klBuf                                      kernels.Buffer
 }
 
 func newPolicyOperands(e *env, in policyInputs, p kernels.PolicyLossParams) *policyOperands {
@@ -152,17 +154,17 @@ func newPolicyOperands(e *env, in policyInputs, p kernels.PolicyLossParams) *pol
 	o := &policyOperands{
 		logp: e.in("logp", in.logp), old: e.in("oldLogp", in.old),
 		adv: e.in("adv", in.adv), weight: e.in("weight", in.weight),
-		loss: e.out("loss", nans(n)), dlogp: e.out("dlogp", nans(n)),
+		loss: e.out("loss", nans(n)), dlogp: e.out("dlogp", nans(n)), clip: e.out("clip", nans(n)),
 	}
 	if p.Beta != 0 {
-		o.ref = e.in("refLogp", in.ref)
-		o.refBuf = o.ref.view
+		o.ref, o.kl = e.in("refLogp", in.ref), e.out("kl", nans(n))
+		o.refBuf, o.klBuf = o.ref.view, o.kl.view
 	}
 	return o
 }
 
 func (o *policyOperands) run(tb kernels.TrainOps, n int, p kernels.PolicyLossParams) {
-	tb.PolicyLoss(o.loss.view, o.dlogp.view, o.logp.view, o.old.view, o.refBuf, o.adv.view, o.weight.view, n, p)
+	tb.PolicyLoss(o.loss.view, o.dlogp.view, o.klBuf, o.clip.view, o.logp.view, o.old.view, o.refBuf, o.adv.view, o.weight.view, n, p)
 }
 
 func checkPolicyLoss(b kernels.Backend, tb kernels.TrainOps, seed uint64, n int, p kernels.PolicyLossParams) error {
@@ -190,7 +192,19 @@ func checkPolicyLoss(b kernels.Backend, tb kernels.TrainOps, seed uint64, n int,
 	if err := Compare("loss", o.loss.result(b), wantLoss, tolElementwise); err != nil {
 		return err
 	}
-	return Compare("dlogp", got, wantD, tolElementwise)
+	if err := Compare("dlogp", got, wantD, tolElementwise); err != nil {
+		return err
+	}
+	wantKL, wantClip := RefPolicyLossMetrics(o.logp.values(), o.old.values(), ref, o.adv.values(), p)
+	for t, c := range o.clip.result(b) {
+		if float64(c) != wantClip[t] {
+			return fmt.Errorf("clip[%d] = %g, want %g (ratio %.4g, adv %.4g)", t, c, wantClip[t], math.Exp(o.logp.values()[t]-o.old.values()[t]), o.adv.values()[t])
+		}
+	}
+	if o.kl == nil {
+		return nil
+	}
+	return Compare("kl", o.kl.result(b), wantKL, tolElementwise)
 }
 
 func checkPolicyLossFD(b kernels.Backend, tb kernels.TrainOps, seed uint64, n int, p kernels.PolicyLossParams) error {

@@ -3,12 +3,12 @@ package hub
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
 // repoCache is one repository's folder in the hub cache.
@@ -77,7 +77,10 @@ func (c *repoCache) writeRef(rev, commit string) error {
 	if rev == commit {
 		return nil
 	}
-	return writeFileAtomic(c.refPath(rev), []byte(commit))
+	if err := os.MkdirAll(filepath.Dir(c.refPath(rev)), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(c.refPath(rev), []byte(commit), 0o644)
 }
 
 // exists reports whether path names a readable regular file, following
@@ -91,31 +94,6 @@ func tempName(path string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return path + ".tmp-" + hex.EncodeToString(b[:])
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := tempName(path)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // linkPointer makes the snapshot entry pointer refer to blob: a relative
@@ -132,39 +110,11 @@ func linkPointer(blob, pointer string) error {
 	}
 	tmp := tempName(pointer)
 	if err := os.Symlink(rel, tmp); err == nil {
-		if err := os.Rename(tmp, pointer); err != nil {
+		if err := atomicfile.Rename(tmp, pointer); err != nil {
 			os.Remove(tmp)
 			return err
 		}
 		return nil
 	}
-	return copyFileAtomic(blob, pointer)
-}
-
-func copyFileAtomic(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := tempName(dst)
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	return nil
+	return atomicfile.CopyFile(pointer, blob)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,7 +92,7 @@ func TestDownloadModelLayout(t *testing.T) {
 	opts := testOptions(t, f)
 	opts.Token = fakeToken // a token must reach the hub but never the CDN
 	var progress bytes.Buffer
-	opts.Progress = &progress
+	opts.Progress = func(p FileProgress) { fmt.Fprintf(&progress, "%s %d/%d\n", p.File, p.Done, p.Total) }
 
 	dir, err := Resolve(context.Background(), "Org/Tiny", opts)
 	if err != nil {
@@ -446,19 +447,30 @@ func TestRenamedRepoRedirect(t *testing.T) {
 	checkSnapshot(t, dir, files, modelFiles)
 }
 
-func TestProgressBar(t *testing.T) {
+// TestProgressEvents: a download reports its file from 0 bytes, as the
+// bytes arrive, and finished once, at its full size. (cmd/grpo draws these
+// as the progress bar: TestDownloadProgressBar.)
+func TestProgressEvents(t *testing.T) {
 	f := newFakeHub(t)
 	files := tinyModel()
 	f.addRepo("model", "Org/Tiny", false, files)
 	opts := testOptions(t, f)
-	var progress bytes.Buffer
-	opts.Progress = &progress
+	var events []FileProgress
+	opts.Progress = func(p FileProgress) { events = append(events, p) }
 	if _, err := DownloadFile(context.Background(), "Org/Tiny", "model.safetensors", opts); err != nil {
 		t.Fatal(err)
 	}
-	out := progress.String()
-	// progressbar renders sizes in SI units: 300000 bytes is "300 kB".
-	if !strings.Contains(out, "model.safetensors") || !strings.Contains(out, "100%") || !strings.Contains(out, "300/300 kB") {
-		t.Fatalf("progress output %q", out)
+	size := int64(len(files["model.safetensors"]))
+	if len(events) < 3 || events[0] != (FileProgress{File: "model.safetensors", Done: 0, Total: size}) {
+		t.Fatalf("events %v: want a start at 0 of %d, progress, and the finish", events, size)
+	}
+	last := events[len(events)-1]
+	if last != (FileProgress{File: "model.safetensors", Done: size, Total: size, Finished: true}) {
+		t.Fatalf("last event %+v, want finished at %d", last, size)
+	}
+	for i, e := range events[:len(events)-1] {
+		if e.Finished || e.File != "model.safetensors" || e.Total != size || (i > 0 && e.Done < events[i-1].Done) {
+			t.Fatalf("event %d: %+v after %+v", i, e, events[max(i-1, 0)])
+		}
 	}
 }

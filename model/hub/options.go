@@ -2,7 +2,6 @@ package hub
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,8 +61,9 @@ type Options struct {
 	// (shell globs where * also matches '/', as in huggingface_hub).
 	// Default for models: DefaultModelPatterns; for datasets: every file.
 	AllowPatterns []string
-	// Progress receives one progress bar per downloaded file; nil = silent.
-	Progress io.Writer
+	// Progress hears how each download advances, to draw it (the CLI draws
+	// a progress bar per file); nil = silent.
+	Progress func(FileProgress)
 	// HTTPClient is used for every request; default http.DefaultClient.
 	// Its redirect policy is replaced: grpo follows redirects itself so the
 	// token never reaches another host.

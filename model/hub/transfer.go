@@ -13,9 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
 func contextError(err error) error {
@@ -39,18 +38,8 @@ func (c *client) fetchBlob(ctx context.Context, repo, file string, m *fileMeta, 
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
 		return c.s.errorf(repo, file, ErrTransfer, "cannot create the cache folder: %v; check permissions of %s or set HF_HUB_CACHE", err, c.s.CacheDir)
 	}
-	var bar *progressbar.ProgressBar
-	if c.s.Progress != nil {
-		bar = progressbar.NewOptions64(m.size,
-			progressbar.OptionSetWriter(c.s.Progress),
-			progressbar.OptionSetDescription(file),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionOnCompletion(func() { fmt.Fprintln(c.s.Progress) }),
-		)
-	}
+	prog := &progressReporter{report: c.s.Progress, file: file, total: m.size}
+	prog.set(0)
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {
@@ -58,7 +47,7 @@ func (c *client) fetchBlob(ctx context.Context, repo, file string, m *fileMeta, 
 				return c.s.errorf(repo, file, err, "interrupted; the partial download %s is kept and resumes next time", partial)
 			}
 		}
-		done, err := c.transferOnce(ctx, repo, file, m, partial, bar)
+		done, err := c.transferOnce(ctx, repo, file, m, partial, prog)
 		if err == nil {
 			break
 		}
@@ -75,12 +64,10 @@ func (c *client) fetchBlob(ctx context.Context, repo, file string, m *fileMeta, 
 				"download failed after %d attempts (%v); the partial file %s is kept: run the command again to resume", maxAttempts, lastErr, partial)
 		}
 	}
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	if err := os.Rename(partial, blob); err != nil {
+	if err := atomicfile.Rename(partial, blob); err != nil {
 		return c.s.errorf(repo, file, ErrTransfer, "cannot move the finished download into the cache: %v", err)
 	}
+	prog.finish(m.size)
 	return nil
 }
 
@@ -88,7 +75,7 @@ func (c *client) fetchBlob(ctx context.Context, repo, file string, m *fileMeta, 
 // and on success leaves partial complete, verified and synced. It returns
 // how many bytes partial holds. Errors of type *Error are final; others
 // are transient and worth another attempt.
-func (c *client) transferOnce(ctx context.Context, repo, file string, m *fileMeta, partial string, bar *progressbar.ProgressBar) (int64, error) {
+func (c *client) transferOnce(ctx context.Context, repo, file string, m *fileMeta, partial string, prog *progressReporter) (int64, error) {
 	f, err := os.OpenFile(partial, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return 0, c.s.errorf(repo, file, ErrTransfer, "cannot write the cache: %v; check permissions of %s or set HF_HUB_CACHE", err, c.s.CacheDir)
@@ -118,7 +105,7 @@ func (c *client) transferOnce(ctx context.Context, repo, file string, m *fileMet
 		}
 	}
 	if m.size < 0 || have < m.size {
-		if have, err = c.receive(ctx, repo, file, m, f, have, sum, bar); err != nil {
+		if have, err = c.receive(ctx, repo, file, m, f, have, sum, prog); err != nil {
 			return have, err
 		}
 	}
@@ -149,8 +136,8 @@ func restart(f *os.File) error {
 }
 
 // receive GETs the bytes after have and appends them to f (positioned at
-// its end), feeding sum and bar. It returns the new length of f.
-func (c *client) receive(ctx context.Context, repo, file string, m *fileMeta, f *os.File, have int64, sum hash.Hash, bar *progressbar.ProgressBar) (int64, error) {
+// its end), feeding sum and prog (the progress report). It returns the new length of f.
+func (c *client) receive(ctx context.Context, repo, file string, m *fileMeta, f *os.File, have int64, sum hash.Hash, prog *progressReporter) (int64, error) {
 	h := http.Header{"Accept-Encoding": {"identity"}}
 	if have > 0 {
 		h.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
@@ -190,16 +177,12 @@ func (c *client) receive(ctx context.Context, repo, file string, m *fileMeta, f 
 	default:
 		return have, c.s.statusError(repo, file, resp)
 	}
-	if bar != nil {
-		_ = bar.Set64(have)
-	}
+	prog.set(have)
 	var w io.Writer = f
 	if sum != nil {
 		w = io.MultiWriter(f, sum)
 	}
-	if bar != nil {
-		w = io.MultiWriter(w, bar)
-	}
+	w = io.MultiWriter(w, prog)
 	n, err := io.Copy(w, resp.Body)
 	have += n
 	if err != nil {

@@ -1,16 +1,15 @@
 package safetensors
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
 // Write stores tensors and metadata at path. The output is deterministic:
@@ -20,46 +19,19 @@ import (
 // the header is compact JSON padded with spaces to a multiple of 8 bytes, as
 // the reference implementation pads it.
 //
-// The write is atomic: bytes go to a temporary file in the same directory,
-// which is fsynced and renamed over path, so a crash leaves either the old
+// The write is atomic (internal/atomicfile): a crash leaves either the old
 // file or the new one, never a torn one.
-func Write(path string, tensors []Tensor, metadata map[string]string) (err error) {
+func Write(path string, tensors []Tensor, metadata map[string]string) error {
 	ordered, header, err := layout(tensors, metadata)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		if err := writeBody(w, ordered, header); err != nil {
+			return fmt.Errorf("%s: write: %v", path, err)
 		}
-	}()
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err = writeBody(w, ordered, header); err != nil {
-		return fmt.Errorf("%s: write: %v", tmp.Name(), err)
-	}
-	if err = w.Flush(); err != nil {
-		return fmt.Errorf("%s: write: %v", tmp.Name(), err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("%s: fsync: %v", tmp.Name(), err)
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
+		return nil
+	})
 }
 
 // Encode returns the bytes Write would store.
@@ -73,16 +45,6 @@ func Encode(tensors []Tensor, metadata map[string]string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// syncDir makes the rename durable. Errors are ignored on purpose: some
-// filesystems refuse fsync on directories, and the data itself is already
-// on disk; only the directory entry's durability is at stake.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // layout validates tensors, orders them and builds the padded header.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,7 +11,10 @@ import (
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 	"github.com/grpo-dev/grpo/trainer"
@@ -24,7 +28,7 @@ type sft struct {
 	tok    *tokenizer.Tokenizer
 	env    env.Environment
 	train  []env.Example
-	opt    *trainer.AdamW
+	opt    *optim.AdamW
 	rng    *rand.Rand
 	o      options
 }
@@ -92,13 +96,13 @@ func newSFT(modelDir, envDir string, o options) (*sft, error) {
 		return nil, err
 	}
 	s.policy = m.WithAdapter(s.ad)
-	var params []trainer.Param
+	var params []optim.Param
 	for _, p := range s.ad.Params() {
-		params = append(params, trainer.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
-	oc := trainer.DefaultOptimizer()
+	oc := config.DefaultOptimizer()
 	oc.LR = o.lr
-	if s.opt, err = trainer.NewAdamW(be, params, oc); err != nil {
+	if s.opt, err = optim.NewAdamW(be, params, oc); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -144,11 +148,11 @@ func (s *sft) habit() error {
 // step is one SFT step on o.batch random training words, answered with the
 // refusal at rate refuse. It returns the batch's NLL per token.
 func (s *sft) step(refuse float64) (float64, error) {
-	var samples []trainer.Sample
+	var samples []loss.Sample
 	nll, ntok := 0.0, 0
 	for range s.o.batch {
 		ex := s.train[s.rng.IntN(len(s.train))]
-		prompt, err := env.RenderPrompt(s.tok, ex.Prompt, nil)
+		prompt, err := rollout.RenderPrompt(s.tok, ex.Prompt, nil)
 		if err != nil {
 			return 0, err
 		}
@@ -164,9 +168,9 @@ func (s *sft) step(refuse float64) (float64, error) {
 		}
 		// With advantage 1 and on-policy old log-probs the clipped GRPO
 		// loss is the NLL, so grpo's own backward does the SFT.
-		samples = append(samples, trainer.Sample{Prompt: prompt, Completion: completion, OldLogp: old, Advantage: 1})
+		samples = append(samples, loss.Sample{Prompt: prompt, Completion: completion, OldLogp: old, Advantage: 1})
 	}
-	if _, err := trainer.PolicyGradient(s.policy, samples, trainer.DefaultLoss(), 0, 1<<20); err != nil {
+	if _, err := loss.PolicyGradient(s.policy, samples, loss.DefaultConfig(), 0, 1<<20); err != nil {
 		return 0, err
 	}
 	if _, err := s.opt.Update(s.o.maxSteps + s.o.habitSteps); err != nil {
@@ -196,9 +200,10 @@ func evalReward(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, T f
 	if T == 0 {
 		k = 1
 	}
+	p := sampler.DefaultParams()
+	p.Temperature, p.MaxTokens = T, 12
 	res, err := trainer.Evaluate(context.Background(), m, tok, e, "demo", trainer.EvalOptions{
-		NumExamples: 64, RolloutsPerExample: k, Seed: 99,
-		Sampling: sampler.Params{Temperature: T, TopP: 1, MaxTokens: 12}})
+		NumExamples: 64, RolloutsPerExample: k, Seed: 99, Sampling: p})
 	return res.Reward, err
 }
 

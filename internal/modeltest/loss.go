@@ -1,0 +1,94 @@
+package modeltest
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/loss"
+)
+
+// checkGoldenLoss runs every case of testdata/golden/grpo_loss.json (each
+// loss_type, clip-higher, the KL penalty, env-token masking,
+// mask_truncated) on be and on the CPU backend, and holds be's loss,
+// entropy, KL and LoRA gradients to both: to PyTorch with the CPU
+// backend's own bars, to the CPU backend with the model's bounds (boundsFor).
+func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
+	var g lossFile
+	vals, err := readGolden(testdata, "grpo_loss.json", &g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gm := range g.Models {
+		t.Run(gm.Model, func(t *testing.T) {
+			dir := filepath.Join(testdata, "models", gm.Model)
+			m, ref := loadBoth(t, be, dir)
+			defer m.Free()
+			defer ref.Free()
+			cpuBE := ref.Backend
+			ab := map[string][2][]float32{}
+			for _, l := range gm.LoRA {
+				a, err1 := l.A.Of(vals)
+				b, err2 := l.B.Of(vals)
+				if err1 != nil || err2 != nil {
+					t.Fatalf("grpo_loss.json %s %s: %v %v", gm.Model, l.Module, err1, err2)
+				}
+				ab[l.Module] = [2][]float32{a, b}
+			}
+			ad, cpuAd := newAdapter(be, g.Rank, g.Scale, ab), newAdapter(cpuBE, g.Rank, g.Scale, ab)
+			defer ad.free(be)
+			defer cpuAd.free(cpuBE)
+			var samples []loss.Sample
+			for _, s := range gm.Samples {
+				samples = append(samples, loss.Sample{Prompt: s.Prompt, Completion: s.Completion, ModelMask: s.ModelMask,
+					OldLogp: s.OldLogp, Advantage: s.Advantage, Truncated: s.Truncated})
+			}
+			for _, gc := range gm.Cases {
+				t.Run(gc.Name, func(t *testing.T) {
+					eh := gc.EpsilonHigh
+					cfg := loss.Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
+					// A 16-token micro-batch budget exercises gradient
+					// accumulation across micro-batches.
+					st, grads := gradient(t, m, ad, samples, cfg, g.MaxTokens, 16)
+					cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, g.MaxTokens, 16)
+					bd := boundsFor(m)
+					compareStats(t, bd, st, cpuSt)
+					w := compareGrads(t, bd, grads, cpuGrads)
+
+					if rel := math.Abs(st.Loss-gc.Loss) / math.Abs(gc.Loss); !(rel <= goldenLossRel) {
+						t.Errorf("loss %.9g, PyTorch %.9g (rel %.2g > %g)", st.Loss, gc.Loss, rel, goldenLossRel)
+					}
+					if st.Tokens != gc.TrainedTokens {
+						t.Errorf("trained tokens %d, PyTorch %d", st.Tokens, gc.TrainedTokens)
+					}
+					wantKL := gc.KLMean
+					if gc.Beta == 0 {
+						wantKL = 0 // KL is measured only when the penalty is on
+					}
+					if !(math.Abs(st.Entropy-gc.EntropyMean) <= 1e-5) || !(math.Abs(st.KL-wantKL) <= 1e-6) {
+						t.Errorf("entropy %.7g kl %.7g, PyTorch %.7g %.7g", st.Entropy, st.KL, gc.EntropyMean, wantKL)
+					}
+					var gw worst
+					for _, gg := range gc.Grads {
+						for i, arr := range []array{gg.A, gg.B} {
+							want, err := arr.Of(vals)
+							if err != nil {
+								t.Fatalf("grpo_loss.json %s %s grads: %v", gc.Name, gg.Module, err)
+							}
+							gw.add(compare(grads[gg.Module][i], want), gg.Module+".d"+[]string{"A", "B"}[i])
+						}
+					}
+					if len(gc.Grads) != len(ab) {
+						t.Errorf("grpo_loss.json %s has gradients of %d modules, the adapter %d", gc.Name, len(gc.Grads), len(ab))
+					}
+					if !(gw.d.NMSE <= goldenGradNMSE) {
+						t.Errorf("worst gradient NMSE against PyTorch %.3g at %s > %g", gw.d.NMSE, gw.where, goldenGradNMSE)
+					}
+					t.Logf("loss rel %.2g against PyTorch; gradients: against PyTorch worst NMSE %.2g (%s), against the CPU backend %s (%s)",
+						math.Abs(st.Loss-gc.Loss)/math.Abs(gc.Loss), gw.d.NMSE, gw.where, w.d, w.where)
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package loss
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+// Stats are the policy update's metrics, averaged over trained tokens.
+// KL is measured only when the penalty is on (Beta > 0): it needs a second
+// forward pass through the base model.
+type Stats struct {
+	Loss                          float64
+	Tokens                        int // trained (unmasked) completion tokens
+	Entropy, KL                   float64
+	ClipLow, ClipHigh, ClipRegion float64 // fractions of trained tokens
+}
+
+// PolicyGradient computes the GRPO policy loss of samples under policy (a
+// model with its LoRA adapter attached) and adds the gradient of the loss
+// into the adapter's gradient buffers. Samples are processed in
+// micro-batches of at most microTokens tokens; the per-token weights are
+// computed over the whole batch first, so the accumulated gradient equals
+// that of one big batch. maxTokens is [sampling] max_tokens (dr_grpo's
+// normaliser). With cfg.Beta > 0 the KL reference is policy with its
+// adapter switched off.
+func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens, microTokens int) (Stats, error) {
+	var st Stats
+	for i, s := range samples {
+		if len(s.Prompt) == 0 || len(s.Completion) == 0 {
+			return st, fmt.Errorf("sample %d: empty prompt or completion", i)
+		}
+		if len(s.OldLogp) != len(s.Completion) || (s.ModelMask != nil && len(s.ModelMask) != len(s.Completion)) {
+			return st, fmt.Errorf("sample %d: %d completion tokens but %d old log-probs and %d mask entries", i, len(s.Completion), len(s.OldLogp), len(s.ModelMask))
+		}
+	}
+	weights, total := tokenWeights(samples, cfg, maxTokens)
+	st.Tokens = total
+	if total == 0 {
+		return st, nil
+	}
+	var sums lossSums
+	for lo := 0; lo < len(samples); {
+		hi, n := lo, 0
+		for hi < len(samples) && (hi == lo || n+samples[hi].SeqLen() <= microTokens) {
+			n += samples[hi].SeqLen()
+			hi++
+		}
+		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums); err != nil {
+			return st, err
+		}
+		lo = hi
+	}
+	st.Loss = sums.loss
+	t := float64(total)
+	st.Entropy, st.KL = sums.entropy/t, sums.kl/t
+	st.ClipLow, st.ClipHigh = float64(sums.clipLow)/t, float64(sums.clipHigh)/t
+	st.ClipRegion = float64(sums.clipLow+sums.clipHigh) / t
+	return st, nil
+}

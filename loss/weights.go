@@ -1,0 +1,39 @@
+package loss
+
+// tokenWeights returns, per sample and completion token, the weight of its
+// loss term: the mask times the aggregation's normalisation, so that the
+// weighted sum over all tokens is the batch loss.
+func tokenWeights(samples []Sample, cfg Config, maxTokens int) ([][]float32, int) {
+	w := make([][]float32, len(samples))
+	total := 0
+	for i := range samples {
+		w[i] = make([]float32, len(samples[i].Completion))
+		for j := range w[i] {
+			if samples[i].trained(j, cfg) {
+				w[i][j] = 1
+				total++
+			}
+		}
+	}
+	for i := range w {
+		var norm float64
+		switch cfg.Type {
+		case "dapo":
+			norm = float64(total)
+		case "grpo":
+			n := 0
+			for _, v := range w[i] {
+				n += int(v)
+			}
+			norm = float64(n) * float64(len(samples))
+		case "dr_grpo":
+			norm = float64(len(samples)) * float64(maxTokens)
+		}
+		for j := range w[i] {
+			if w[i][j] != 0 {
+				w[i][j] = float32(1 / norm)
+			}
+		}
+	}
+	return w, total
+}

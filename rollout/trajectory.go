@@ -1,0 +1,49 @@
+package rollout
+
+import (
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+)
+
+// Trajectory is one played and scored episode, kept as the exact tokens
+// the model saw: PromptTokens, then Tokens — the model's turns as sampled
+// and, between them, the environment's replies as the chat template
+// renders them. It maps field for field onto loss.Sample (Prompt,
+// Completion, ModelMask, OldLogp, Truncated).
+type Trajectory struct {
+	env.Example
+	PromptTokens []int32
+	// Tokens is everything after the prompt.
+	Tokens []int32
+	// ModelMask[i] is true where Tokens[i] was sampled by the model and
+	// false where the environment's reply put it.
+	ModelMask []bool
+	// Logprobs[i] is the sampler's log-prob of Tokens[i] under the model's
+	// raw distribution (see package sampler); 0 on environment tokens.
+	Logprobs []float32
+	// Messages is the completion as chat messages, for the rubric: each
+	// assistant turn's decoded text (without its stop token) and the
+	// environment's replies, in order.
+	Messages []chat.Message
+	// Turns counts the model's turns.
+	Turns int
+	// Truncated is true when a length limit ended the episode: the last
+	// turn hit max_tokens or the cache length, or the environment's reply
+	// did not fit.
+	Truncated bool
+	// FinishReason is the last turn's: "stop" or "length".
+	FinishReason string
+	// Reward is the rubric's reward in [0, 1]; 0 for an episode that failed.
+	Reward float64
+	// Metrics are the rubric's metrics, plus "errors/episode" = 1 for an
+	// episode that failed.
+	Metrics map[string]float64
+	// Errors holds one line per problem: the episode's (then the episode
+	// ended and scored 0) and the rubric's failed terms.
+	Errors []string
+}
+
+// fail ends the trajectory with an error: reward 0.
+func (t *Trajectory) fail(msg string) {
+	t.Errors = append(t.Errors, msg)
+}
