@@ -95,7 +95,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
-	cfg.Eval.Sampling.apply(&p)
+	cfg.Eval.Sampling.Apply(&p)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	for k, te := range r.evalEnvs() {

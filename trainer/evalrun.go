@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
@@ -201,7 +202,7 @@ type EvalRunOptions struct {
 	Download func(hub.FileProgress)
 	// OnStart is called before each evaluation with its total rollouts;
 	// OnDone with the finished rollouts of the current one.
-	OnStart func(spec EvalSpec, total int)
+	OnStart func(spec config.EvalSpec, total int)
 	OnDone  func(done int)
 	// Backend runs the models instead of opening each spec's device.
 	Backend kernels.Backend
@@ -213,7 +214,7 @@ type EvalRunOptions struct {
 // RunEvals runs the evaluations in order, loading each distinct model (and
 // adapter) once. It checks every environment id and its args before it
 // loads a model, so a typo fails at once.
-func RunEvals(ctx context.Context, specs []EvalSpec, o EvalRunOptions) ([]EvalResult, error) {
+func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([]EvalResult, error) {
 	envs := make([]env.Environment, len(specs))
 	for i, s := range specs {
 		e, err := env.New(s.ID, s.Args)
@@ -261,7 +262,7 @@ func RunEvals(ctx context.Context, specs []EvalSpec, o EvalRunOptions) ([]EvalRe
 	return out, nil
 }
 
-func loadEvalModel(ctx context.Context, s EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
+func loadEvalModel(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
 	be := o.Backend
 	if be == nil {
 		var err error

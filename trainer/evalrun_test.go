@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
@@ -150,15 +151,15 @@ func TestRunEvals(t *testing.T) {
 	_ = e
 	p := sampler.DefaultParams()
 	p.MaxTokens = 4
-	if _, err := RunEvals(context.Background(), []EvalSpec{{Name: "x", ID: "no-such-env", Model: "/nonexistent"}}, EvalRunOptions{}); err == nil {
+	if _, err := RunEvals(context.Background(), []config.EvalSpec{{Name: "x", ID: "no-such-env", Model: "/nonexistent"}}, EvalRunOptions{}); err == nil {
 		t.Error("unknown env accepted")
 	}
-	specs := []EvalSpec{
+	specs := []config.EvalSpec{
 		{Name: "a", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 2}, Model: mdir, Device: "cpu", NumExamples: -1, RolloutsPerExample: 2, Sampling: p},
 		{Name: "b", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 3}, Model: mdir, Device: "cpu", NumExamples: 1, RolloutsPerExample: 1, Sampling: p},
 	}
 	var started []int
-	res, err := RunEvals(context.Background(), specs, EvalRunOptions{OnStart: func(s EvalSpec, total int) { started = append(started, total) }})
+	res, err := RunEvals(context.Background(), specs, EvalRunOptions{OnStart: func(s config.EvalSpec, total int) { started = append(started, total) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/rubric"
@@ -54,7 +55,7 @@ func ExampleNew() {
 		return
 	}
 
-	cfg := trainer.DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Model = modelDir
 	cfg.MaxSteps = 3
 	cfg.BatchSize, cfg.RolloutsPerExample = 8, 4

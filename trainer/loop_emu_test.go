@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/emu"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -63,7 +65,7 @@ alpha = 8
 lr = 1e-2
 `, filepath.Join(dir, "model"), filepath.Join(dir, "env"))
 	run := func(name string, be kernels.Backend) []map[string]any {
-		cfg, err := trainer.ParseConfig(text, "run.toml")
+		cfg, err := config.Parse(text, "run.toml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ lr = 1e-2
 		if _, err := os.Stat(filepath.Join(res.Adapter, "adapter_model.safetensors")); err != nil {
 			t.Fatalf("%s: adapter not saved: %v", name, err)
 		}
-		rows, err := trainer.ReadJSONL(filepath.Join(res.RunDir, "metrics.jsonl"))
+		rows, err := rundir.ReadJSONL(filepath.Join(res.RunDir, "metrics.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}

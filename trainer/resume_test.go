@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 // writeRunFixture lays out a tiny model, a reverse-words environment and a
@@ -62,11 +64,11 @@ func runConfig(t *testing.T, path string, opts ...Option) (*Result, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig(text, path)
+	cfg, err := config.Parse(text, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 		t.Fatal(err)
 	}
 	return New(cfg, append(opts, WithConfigText(text))...).Run(context.Background())
@@ -74,7 +76,7 @@ func runConfig(t *testing.T, path string, opts ...Option) (*Result, error) {
 
 // deterministicMetrics drops the wall-clock fields of metrics.jsonl.
 func deterministicMetrics(t *testing.T, runDir string) []map[string]any {
-	rows, err := ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
+	rows, err := rundir.ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func deterministicMetrics(t *testing.T, runDir string) []map[string]any {
 func TestMain(m *testing.M) {
 	if cfg := os.Getenv("GRPO_TEST_TRAIN_CHILD"); cfg != "" {
 		text, _ := os.ReadFile(cfg)
-		c, err := ParseConfig(text, cfg)
+		c, err := config.Parse(text, cfg)
 		if err == nil {
 			_, err = New(c, WithOutput(os.Getenv("GRPO_TEST_TRAIN_OUT")), WithConfigText(text)).Run(context.Background())
 		}
@@ -134,7 +136,7 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 	// Kill it once it is past the step-4 checkpoint and into step 7.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		rows, _ := ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
+		rows, _ := rundir.ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
 		if len(rows) >= 6 {
 			break
 		}
@@ -146,7 +148,7 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 	}
 	child.Process.Signal(syscall.SIGKILL)
 	child.Wait()
-	rows, _ := ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
+	rows, _ := rundir.ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
 	if len(rows) >= steps {
 		t.Fatalf("the child finished (%d steps) before it was killed; the test proves nothing", len(rows))
 	}
@@ -179,7 +181,7 @@ func TestInterruptCheckpointsAndResumes(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeRunFixture(t, dir, 6, 0) // no periodic checkpoints
 	text, _ := os.ReadFile(cfgPath)
-	cfg, err := ParseConfig(text, cfgPath)
+	cfg, err := config.Parse(text, cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

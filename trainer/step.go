@@ -8,6 +8,7 @@ import (
 
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
@@ -114,7 +115,7 @@ func (r *run) trainStep(ctx context.Context) error {
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
-func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv loss.AdvantageStats, ls loss.Stats, upd StepStats) map[string]float64 {
+func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv loss.AdvantageStats, ls loss.Stats, upd optim.StepStats) map[string]float64 {
 	m := map[string]float64{
 		"loss": ls.Loss, "grad_norm": upd.GradNorm, "lr": upd.LR, "kl": ls.KL, "entropy": ls.Entropy,
 		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
@@ -16,13 +17,15 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // Trainer runs GRPO with LoRA for one config. Build it with New and start
 // it with Run.
 type Trainer struct {
-	cfg  *Config
+	cfg  *config.Config
 	opts options
 }
 
@@ -91,7 +94,7 @@ type StepResult struct {
 }
 
 // New validates cfg and returns a Trainer for it.
-func New(cfg *Config, opts ...Option) *Trainer {
+func New(cfg *config.Config, opts ...Option) *Trainer {
 	t := &Trainer{cfg: cfg}
 	for _, o := range opts {
 		o(&t.opts)
@@ -112,9 +115,9 @@ type Result struct {
 
 // run is the state of a Run call.
 type run struct {
-	cfg     *Config
+	cfg     *config.Config
 	opts    options
-	dir     *RunDir
+	dir     *rundir.Dir
 	ckDir   string
 	modelID string
 	be      kernels.Backend
@@ -122,7 +125,7 @@ type run struct {
 	base    *model.Model
 	policy  *model.Model
 	adapter *lora.Adapter
-	opt     *AdamW
+	opt     *optim.AdamW
 	envs    []trainEnv
 	sched   *schedule
 	health  healthState
@@ -177,7 +180,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	r.bar.finish()
 	r.dir.Logf("finished %d steps; adapter in %s", r.step, res.Adapter)
-	return res, PlotRewards(r.dir.Path, 10)
+	return res, rundir.PlotRewards(r.dir.Path, 10)
 }
 
 // stop handles an error that ended the loop: a cancelled context writes a
@@ -188,7 +191,7 @@ func (r *run) stop(err error) error {
 		if cerr := r.checkpoint(); cerr != nil {
 			return fmt.Errorf("interrupted, and the checkpoint failed: %w", cerr)
 		}
-		PlotRewards(r.dir.Path, 10)
+		rundir.PlotRewards(r.dir.Path, 10)
 		r.dir.Logf("interrupted after step %d; resume with grpo train --resume %s", r.step, r.dir.Path)
 		return fmt.Errorf("%w after step %d; resume with 'grpo train --resume %s'", ErrInterrupted, r.step, r.dir.Path)
 	}
@@ -197,7 +200,7 @@ func (r *run) stop(err error) error {
 }
 
 func (r *run) checkpoint() error {
-	if steps, _ := listCheckpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
+	if steps, _ := rundir.Checkpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
 		return nil
 	}
 	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health}
@@ -225,7 +228,7 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 		}
 		if !named {
 			c := *cfg
-			c.Env = append(append([]EnvConfig(nil), cfg.Env...), EnvConfig{ID: ne.env.ID(), Weight: ne.weight})
+			c.Env = append(append([]config.Env(nil), cfg.Env...), config.Env{ID: ne.env.ID(), Weight: ne.weight})
 			cfg = &c
 		}
 	}
@@ -235,13 +238,13 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
 	var err error
 	if t.opts.resume {
-		r.dir, err = OpenRunDir(t.opts.output)
+		r.dir, err = rundir.Open(t.opts.output)
 	} else {
 		out := t.opts.output
 		if out == "" {
-			out = DefaultRunPath(cfg.Name, time.Now())
+			out = rundir.DefaultPath(cfg.Name, time.Now())
 		}
-		r.dir, err = CreateRunDir(out)
+		r.dir, err = rundir.Create(out)
 	}
 	if err != nil {
 		return nil, err
@@ -326,14 +329,14 @@ func (r *run) setupEnvs() error {
 func (r *run) setupState() error {
 	var err error
 	if r.opts.resume {
-		steps, err := listCheckpoints(r.ckDir)
+		steps, err := rundir.Checkpoints(r.ckDir)
 		if err != nil {
 			return err
 		}
 		if len(steps) == 0 {
 			return fmt.Errorf("%s has no checkpoint to resume from; start it again without --resume", r.dir.Path)
 		}
-		last := filepath.Join(r.ckDir, fmt.Sprintf("step-%d", steps[len(steps)-1]))
+		last := rundir.CheckpointPath(r.ckDir, steps[len(steps)-1])
 		var st checkpointState
 		if r.adapter, st, err = loadCheckpoint(last, r.base); err != nil {
 			return err
@@ -368,11 +371,11 @@ func (r *run) setupState() error {
 }
 
 func (r *run) newOptimizer() error {
-	var params []Param
+	var params []optim.Param
 	for _, p := range r.adapter.Params() {
-		params = append(params, Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
 	var err error
-	r.opt, err = NewAdamW(r.be, params, r.cfg.Optimizer)
+	r.opt, err = optim.NewAdamW(r.be, params, r.cfg.Optimizer)
 	return err
 }

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/estimate"
 )
 
 func init() {
@@ -53,7 +54,7 @@ Examples:
 			}
 			ctx, stop := interruptContext()
 			defer stop()
-			e, err := trainer.EstimateRun(ctx, cfg, trainer.EstimateRunOptions{
+			e, err := estimate.Run(ctx, cfg, estimate.RunOptions{
 				Shape: shape, Device: device, Measure: !noMeasure, Log: os.Stderr})
 			if err != nil {
 				return err
@@ -68,35 +69,35 @@ Examples:
 }
 
 // loadTrainConfig parses and checks a run config as grpo train does.
-func loadTrainConfig(path string) (*trainer.Config, error) {
+func loadTrainConfig(path string) (*config.Config, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	cfg, err := trainer.ParseConfig(text, path)
+	cfg, err := config.Parse(text, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-func writeEstimate(w io.Writer, e *trainer.Estimate) {
+func writeEstimate(w io.Writer, e *estimate.Estimate) {
 	fmt.Fprintf(w, "model %s on %s: %s base parameters, %s trainable (LoRA)\n\n",
 		e.Model, e.Device, commas(e.BaseParams), commas(e.TrainableParams))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "phase\titem\tsize\tdetail")
 	for _, it := range e.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Phase, it.Name, trainer.FormatBytes(it.Bytes), it.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Phase, it.Name, estimate.FormatBytes(it.Bytes), it.Detail)
 	}
-	for _, ph := range []string{trainer.PhaseSampling, trainer.PhaseTraining, trainer.PhaseEval} {
+	for _, ph := range []string{estimate.PhaseSampling, estimate.PhaseTraining, estimate.PhaseEval} {
 		if b := e.PhaseBytes(ph); b > 0 {
-			fmt.Fprintf(tw, "\tresident + %s\t%s\t\n", ph, trainer.FormatBytes(e.PhaseBytes(trainer.PhaseResident)+b))
+			fmt.Fprintf(tw, "\tresident + %s\t%s\t\n", ph, estimate.FormatBytes(e.PhaseBytes(estimate.PhaseResident)+b))
 		}
 	}
-	fmt.Fprintf(tw, "\tpeak (%s)\t%s\t\n", e.PeakPhase, trainer.FormatBytes(e.Peak))
+	fmt.Fprintf(tw, "\tpeak (%s)\t%s\t\n", e.PeakPhase, estimate.FormatBytes(e.Peak))
 	tw.Flush()
 	if e.Time != nil {
 		fmt.Fprintf(w, "\ntime: %s\n", e.Time.Summary())
@@ -126,19 +127,19 @@ func commas(n int64) string {
 }
 
 type estimateJSON struct {
-	Model           string            `json:"model"`
-	Device          string            `json:"device"`
-	BaseParams      int64             `json:"base_params"`
-	TrainableParams int64             `json:"trainable_params"`
-	Items           []trainer.MemItem `json:"items"`
-	PeakBytes       int64             `json:"peak_bytes"`
-	PeakPhase       string            `json:"peak_phase"`
-	AvailableBytes  *int64            `json:"available_bytes"`
-	AvailableSource string            `json:"available_source,omitempty"`
-	Fits            *bool             `json:"fits"`
-	Verdict         string            `json:"verdict"`
-	Time            *timeJSON         `json:"time,omitempty"`
-	Assumptions     []string          `json:"assumptions"`
+	Model           string             `json:"model"`
+	Device          string             `json:"device"`
+	BaseParams      int64              `json:"base_params"`
+	TrainableParams int64              `json:"trainable_params"`
+	Items           []estimate.MemItem `json:"items"`
+	PeakBytes       int64              `json:"peak_bytes"`
+	PeakPhase       string             `json:"peak_phase"`
+	AvailableBytes  *int64             `json:"available_bytes"`
+	AvailableSource string             `json:"available_source,omitempty"`
+	Fits            *bool              `json:"fits"`
+	Verdict         string             `json:"verdict"`
+	Time            *timeJSON          `json:"time,omitempty"`
+	Assumptions     []string           `json:"assumptions"`
 }
 
 type timeJSON struct {
@@ -151,7 +152,7 @@ type timeJSON struct {
 	Assumptions     []string `json:"assumptions"`
 }
 
-func writeEstimateJSON(w io.Writer, e *trainer.Estimate) error {
+func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
 	out := estimateJSON{Model: e.Model, Device: e.Device, BaseParams: e.BaseParams, TrainableParams: e.TrainableParams,
 		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions}
 	if e.Available != nil {
@@ -175,14 +176,14 @@ func writeEstimateJSON(w io.Writer, e *trainer.Estimate) error {
 // checkFits is grpo train's guard: estimate the run without a warm-up and
 // refuse it when its peak exceeds the free memory. Unknown free memory
 // (the cuda backend cannot report it yet) lets the run start.
-func checkFits(ctx context.Context, cfg *trainer.Config) error {
-	e, err := trainer.EstimateRun(ctx, cfg, trainer.EstimateRunOptions{})
+func checkFits(ctx context.Context, cfg *config.Config) error {
+	e, err := estimate.Run(ctx, cfg, estimate.RunOptions{})
 	if err != nil {
 		return fmt.Errorf("memory estimate: %w (pass --force to skip the check)", err)
 	}
 	if fits, ok := e.Fits(); ok && !fits {
 		return fmt.Errorf("the run needs an estimated %s at peak (%s) but only %s is free (%s); %s (see 'grpo estimate CONFIG'), or pass --force to start anyway",
-			trainer.FormatBytes(e.Peak), e.PeakPhase, trainer.FormatBytes(e.Available.Bytes), e.Available.Source, e.Advice())
+			estimate.FormatBytes(e.Peak), e.PeakPhase, estimate.FormatBytes(e.Available.Bytes), e.Available.Source, e.Advice())
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/estimate"
 )
 
 // writeConfig writes a run config for model (a hub id or a directory) on
@@ -36,7 +36,7 @@ func TestEstimateCommandJSON(t *testing.T) {
 		free string
 		fits bool
 	}{{"1T", true}, {"1G", false}} {
-		t.Setenv(trainer.FakeMemAvailableEnv, c.free)
+		t.Setenv(estimate.FakeMemAvailableEnv, c.free)
 		code, out, errOut := runCaptured(t, "estimate", cfg, "--shape", "qwen3-0.6b", "--no-measure", "--json")
 		if code != 0 {
 			t.Fatalf("free %s: exit %d: %s", c.free, code, errOut)
@@ -75,7 +75,7 @@ func TestEstimateCommandJSON(t *testing.T) {
 }
 
 func TestEstimateCommandTable(t *testing.T) {
-	t.Setenv(trainer.FakeMemAvailableEnv, "64G")
+	t.Setenv(estimate.FakeMemAvailableEnv, "64G")
 	cfg := writeConfig(t, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny"))
 	code, out, errOut := runCaptured(t, "estimate", cfg)
 	if code != 0 {
@@ -97,7 +97,7 @@ func TestEstimateCommandTable(t *testing.T) {
 // grpo train refuses a run that cannot fit before creating anything, in
 // one line that names the estimate, the free memory and --force.
 func TestTrainRefusesWhenTooBig(t *testing.T) {
-	t.Setenv(trainer.FakeMemAvailableEnv, "1K")
+	t.Setenv(estimate.FakeMemAvailableEnv, "1K")
 	cfg := writeConfig(t, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny"))
 	out := filepath.Join(t.TempDir(), "run")
 	code, _, errOut := runCaptured(t, "train", cfg, "--output", out)
@@ -105,7 +105,7 @@ func TestTrainRefusesWhenTooBig(t *testing.T) {
 		t.Fatalf("exit %d, want 1: %s", code, errOut)
 	}
 	line := strings.TrimSpace(errOut)
-	for _, want := range []string{"at peak", "1.0 KiB is free", trainer.FakeMemAvailableEnv, "--force", "lower micro_batch_tokens"} {
+	for _, want := range []string{"at peak", "1.0 KiB is free", estimate.FakeMemAvailableEnv, "--force", "lower micro_batch_tokens"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("refusal lacks %q: %s", want, line)
 		}

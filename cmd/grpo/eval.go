@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/sampler"
@@ -180,14 +181,14 @@ func runEval(args []string) error {
 			return usagef("--temperature %v: %s", pe.Value, pe.Want)
 		}
 	}
-	var file *trainer.EvalFile
+	var file *config.EvalFile
 	target := args[0]
 	if strings.HasSuffix(target, ".toml") {
 		if f.args != "" {
 			return usagef("--args applies to one environment id; with a config file, put args in its [[eval]] blocks")
 		}
 		var err error
-		if file, err = trainer.LoadEvalFile(target); err != nil {
+		if file, err = config.LoadEval(target); err != nil {
 			return err
 		}
 		for _, w := range file.Warnings {
@@ -200,9 +201,9 @@ func runEval(args []string) error {
 				return usagef("--args %q is not a JSON object: %v", f.args, err)
 			}
 		}
-		file = &trainer.EvalFile{Eval: []trainer.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
+		file = &config.EvalFile{Eval: []config.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
 	}
-	o := trainer.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
+	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
 		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(), MaxTokens: f.maxTokens.ptr(),
 		Temperature: f.temperature.ptr()}
 	if f.seed.set {
@@ -273,7 +274,7 @@ func writeEvalResults(path string, results []trainer.EvalResult) error {
 	return nil
 }
 
-func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []trainer.EvalSpec) error {
+func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []config.EvalSpec) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENV\tEXAMPLES\tK\tROLLOUTS\tREWARD (avg@k)\tPASS@1\tPASS@K\tERRORS")
 	for i, r := range results {
@@ -302,7 +303,7 @@ func newEvalProgress(w *os.File) *evalProgress {
 	return &evalProgress{w: w, tty: term.IsTerminal(int(w.Fd()))}
 }
 
-func (p *evalProgress) start(s trainer.EvalSpec, total int) {
+func (p *evalProgress) start(s config.EvalSpec, total int) {
 	p.finish()
 	if !p.tty {
 		fmt.Fprintf(p.w, "eval %s: %d rollouts (%d per example) of %s\n", s.Name, total, s.RolloutsPerExample, s.Model)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -66,14 +67,14 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("config: %w", err)
 			}
-			cfg, err := trainer.ParseConfig(text, path)
+			cfg, err := config.Parse(text, path)
 			if err != nil {
 				return err
 			}
 			if device != "" {
 				cfg.Device = device
 			}
-			if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+			if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 				return err
 			}
 			for _, w := range cfg.Warnings {

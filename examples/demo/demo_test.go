@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -36,11 +38,11 @@ func TestDemo(t *testing.T) {
 	// The config names the model and environment relative to the
 	// repository root, where the README runs it.
 	t.Chdir(repoRoot)
-	cfg, err := trainer.LoadConfig("examples/demo.toml")
+	cfg, err := config.Load("examples/demo.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(trainer.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxWall)
@@ -54,7 +56,7 @@ func TestDemo(t *testing.T) {
 	if res.Steps != cfg.MaxSteps {
 		t.Fatalf("ran %d steps, want %d", res.Steps, cfg.MaxSteps)
 	}
-	s, err := trainer.Summarize(out)
+	s, err := rundir.Summarize(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
-	evals, err := trainer.ReadJSONL(filepath.Join(out, "eval.jsonl"))
+	evals, err := rundir.ReadJSONL(filepath.Join(out, "eval.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/trainer"
@@ -89,7 +90,7 @@ func main() {
 
 	words := strings.Fields("ant bee cat cod cow cub doe dog eel elk emu fox gnu hen jay kid koi owl pig ram rat yak ape asp bat boa " +
 		"bug cob cur dab fly gar gib hog imp kit lab man mew mow nag pup roe sow tit tom wren")
-	cfg := trainer.DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Name = "embed"
 	cfg.Model, cfg.Device = *model, *device
 	cfg.MaxSteps = *steps

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
@@ -26,7 +28,7 @@ type sft struct {
 	tok    *tokenizer.Tokenizer
 	env    env.Environment
 	train  []env.Example
-	opt    *trainer.AdamW
+	opt    *optim.AdamW
 	rng    *rand.Rand
 	o      options
 }
@@ -94,13 +96,13 @@ func newSFT(modelDir, envDir string, o options) (*sft, error) {
 		return nil, err
 	}
 	s.policy = m.WithAdapter(s.ad)
-	var params []trainer.Param
+	var params []optim.Param
 	for _, p := range s.ad.Params() {
-		params = append(params, trainer.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
-	oc := trainer.DefaultOptimizer()
+	oc := config.DefaultOptimizer()
 	oc.LR = o.lr
-	if s.opt, err = trainer.NewAdamW(be, params, oc); err != nil {
+	if s.opt, err = optim.NewAdamW(be, params, oc); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -1,0 +1,249 @@
+package config
+
+import (
+	"github.com/grpo-dev/grpo/internal/tomlschema"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// Config is a run config: the TOML schema of Prime Intellect Lab's
+// configs/rl/*.toml (hosted training), unchanged, plus grpo's own sections.
+// Every key and its default is listed in docs/config.md, which a test keeps
+// in step with this struct tree and DefaultConfig.
+//
+// Read one with Load or Parse; build one in Go from DefaultConfig. Validate checks ranges, ValidateEnvs checks env ids and
+// args against an environment registry.
+type Config struct {
+	// Name names the run (Lab: the run name on the dashboard); optional.
+	Name string `toml:"name"`
+	// Model is a Hugging Face repo id or a local model directory.
+	Model string `toml:"model"`
+	// MaxSteps is the number of optimizer steps.
+	MaxSteps int `toml:"max_steps"`
+	// BatchSize is the number of rollouts per step (Lab's meaning): with
+	// RolloutsPerExample = 8, batch_size = 256 trains on 32 examples a step.
+	BatchSize int `toml:"batch_size"`
+	// RolloutsPerExample is the GRPO group size: completions sampled per
+	// example, whose rewards are compared with each other.
+	RolloutsPerExample int `toml:"rollouts_per_example"`
+
+	Sampling Sampling `toml:"sampling"`
+	Env      []Env    `toml:"env"`
+	Eval     Eval     `toml:"eval"`
+	Wandb    Wandb    `toml:"wandb"`
+
+	// grpo's own keys.
+
+	// Seed seeds dataset shuffling, the env mixture and sampling.
+	Seed int64 `toml:"seed"`
+	// Device names the backend, one of kernels.Devices(): cpu or cuda.
+	Device string `toml:"device"`
+	// MicroBatchTokens bounds the tokens of one forward/backward pass; a
+	// step's rollouts are split into micro-batches of at most this many
+	// tokens and their gradients accumulated (the update is the same as
+	// one big batch's).
+	MicroBatchTokens int         `toml:"micro_batch_tokens"`
+	LoRA             lora.Config `toml:"lora"`
+	Loss             loss.Config `toml:"loss"`
+	Optimizer        Optimizer   `toml:"optimizer"`
+	Checkpoint       Checkpoint  `toml:"checkpoint"`
+
+	// LabKeys holds the Lab keys that are aliases of the settings above or
+	// that only mean something on Prime's hosted service.
+	LabKeys
+
+	// Warnings lists, once each, the keys that were accepted but are
+	// ignored locally, with the reason. The parser does not print them.
+	Warnings []string `toml:"-"`
+
+	// src locates keys in the file the config was parsed from (nil for a
+	// config built in Go), so later checks can point at a line.
+	src *tomlschema.Source
+}
+
+// Sampling is the [sampling] section: how rollouts are generated.
+// Its sampling knobs are sampler.Params (max_tokens, temperature, top_p,
+// top_k, min_p, stop), so the config, the sampler and the Sample op share
+// one type and one validator; the rest are the chat template's and Lab's.
+type Sampling struct {
+	// Params' MaxTokens caps each completion (each assistant turn in
+	// multi-turn environments) and is required here; Stop strings end a
+	// completion early (the stop string is kept).
+	sampler.Params
+	// EnableThinking is passed to the chat template (Qwen3's
+	// enable_thinking); nil leaves the template's default.
+	EnableThinking *bool `toml:"enable_thinking"`
+	// Seed seeds sampling; nil derives it from the top-level seed.
+	Seed *int64 `toml:"seed"`
+
+	// Lab keys with no local effect (see Config.Warnings).
+	ReasoningEffort string         `toml:"reasoning_effort"`
+	TempScheduler   map[string]any `toml:"temp_scheduler"`
+	ExtraBody       map[string]any `toml:"extra_body"`
+}
+
+// Env is one [[env]] block: an environment and its share of the
+// training mixture.
+type Env struct {
+	// ID is a registry id: a builtin ("gsm8k") or a Lab id
+	// ("primeintellect/gsm8k"); "id@version" pins a Hub version.
+	ID string `toml:"id"`
+	// Args are passed to the environment's constructor.
+	Args map[string]any `toml:"args"`
+	// Weight is the env's share of each batch, relative to the other envs.
+	Weight float64 `toml:"weight"`
+	// Name labels the env's metrics; defaults to ID.
+	Name string `toml:"name"`
+
+	// Lab keys with no local effect.
+	Version    string `toml:"version"`
+	MaxRetries int    `toml:"max_retries"`
+}
+
+// Eval is the [eval] section: periodic evaluation during training.
+type Eval struct {
+	// Interval evaluates every Interval steps; 0 turns periodic eval off.
+	Interval int `toml:"interval"`
+	// NumExamples is the number of eval examples per env; -1 means all.
+	NumExamples int `toml:"num_examples"`
+	// RolloutsPerExample is the number of completions per eval example.
+	RolloutsPerExample int `toml:"rollouts_per_example"`
+	// SkipFirstStep skips evaluating the base model before step 1.
+	SkipFirstStep bool `toml:"skip_first_step"`
+	// Env lists the eval environments; empty means the training envs'
+	// eval splits.
+	Env []EvalEnv `toml:"env"`
+	// Sampling overrides [sampling] for eval; zero values inherit.
+	Sampling EvalSampling `toml:"sampling"`
+
+	// Aliases: n_samples (grpo's issue text) for num_examples and the
+	// deprecated eval_base_model (= !skip_first_step).
+	NSamples      *int  `toml:"n_samples"`
+	EvalBaseModel *bool `toml:"eval_base_model"`
+}
+
+// EvalEnv is one [[eval.env]] block; unset counts inherit [eval]'s.
+type EvalEnv struct {
+	ID                 string         `toml:"id"`
+	Args               map[string]any `toml:"args"`
+	Name               string         `toml:"name"`
+	NumExamples        *int           `toml:"num_examples"`
+	RolloutsPerExample *int           `toml:"rollouts_per_example"`
+
+	Version    string `toml:"version"`
+	MaxRetries int    `toml:"max_retries"`
+}
+
+// EvalSampling is [eval.sampling]: overrides laid over [sampling]'s
+// sampler.Params (Apply), unset unless given, so they keep a type of
+// their own; the result is checked by sampler.Params' Validate.
+type EvalSampling struct {
+	MaxTokens       int            `toml:"max_tokens"`
+	Temperature     *float64       `toml:"temperature"`
+	EnableThinking  *bool          `toml:"enable_thinking"`
+	ReasoningEffort string         `toml:"reasoning_effort"`
+	ExtraBody       map[string]any `toml:"extra_body"`
+}
+
+// Apply lays the overrides given over p, the run's [sampling] params.
+func (e EvalSampling) Apply(p *sampler.Params) {
+	if e.MaxTokens > 0 {
+		p.MaxTokens = e.MaxTokens
+	}
+	if e.Temperature != nil {
+		p.Temperature = *e.Temperature
+	}
+}
+
+// Wandb is the [wandb] section.
+type Wandb struct {
+	Project string `toml:"project"`
+	Name    string `toml:"name"`
+	Entity  string `toml:"entity"`
+	// Enabled defaults to true when Project is set (Lab logs to W&B
+	// whenever [wandb] names a project).
+	Enabled *bool `toml:"enabled"`
+}
+
+// On reports whether W&B logging is on.
+func (w Wandb) On() bool {
+	if w.Enabled != nil {
+		return *w.Enabled
+	}
+	return w.Project != ""
+}
+
+// Checkpoint is the [checkpoint] section (grpo's; Lab's [checkpoints]
+// interval maps onto it).
+type Checkpoint struct {
+	// Interval saves a checkpoint every Interval steps (and always after
+	// the last step); 0 saves only after the last step.
+	Interval int `toml:"interval"`
+	// KeepLast keeps the newest KeepLast checkpoints; 0 keeps all.
+	KeepLast int `toml:"keep_last"`
+	// Dir is where checkpoints go, relative to the run directory.
+	Dir string `toml:"dir"`
+}
+
+// LabKeys are Lab keys that alias a grpo setting (the parser applies
+// them; giving both with different values is an error) or that configure
+// Prime's hosted service and are accepted and ignored locally, with a
+// warning. Their values are kept so a Go program can inspect them.
+type LabKeys struct {
+	// Aliases.
+	LearningRate *float64       `toml:"learning_rate"` // = [optimizer] lr
+	LoRAAlpha    *float64       `toml:"lora_alpha"`    // = [lora] alpha
+	Checkpoints  LabCheckpoints `toml:"checkpoints"`   // interval = [checkpoint] interval
+	// LossMode is Lab's top-level loss = "rl" | "sft" | "opd" (a string,
+	// whereas [loss] is grpo's table); only "rl" runs here.
+	LossMode string `toml:"-"`
+
+	// Hosted-only keys.
+	MaxAsyncLevel       *int             `toml:"max_async_level"`
+	OversamplingFactor  *float64         `toml:"oversampling_factor"`
+	MaxInflightRollouts *int             `toml:"max_inflight_rollouts"`
+	TrajectoryStrategy  string           `toml:"trajectory_strategy"`
+	EnvFile             any              `toml:"env_file"`
+	EnvFiles            []string         `toml:"env_files"`
+	CheckpointID        string           `toml:"checkpoint_id"`
+	ClusterName         string           `toml:"cluster_name"`
+	Buffer              map[string]any   `toml:"buffer"`
+	Val                 map[string]any   `toml:"val"`
+	PreBatchFilters     []map[string]any `toml:"pre_batch_filters"`
+	PostBatchFilters    []map[string]any `toml:"post_batch_filters"`
+	Adapters            map[string]any   `toml:"adapters"`
+	Infrastructure      map[string]any   `toml:"infrastructure"`
+	Tailscale           map[string]any   `toml:"tailscale"`
+	RunConfig           map[string]any   `toml:"run_config"`
+}
+
+// LabCheckpoints is Lab's [checkpoints] section.
+type LabCheckpoints struct {
+	Interval  *int `toml:"interval"`
+	KeepCloud *int `toml:"keep_cloud"`
+}
+
+// DefaultConfig is the config a file starts from: every key it leaves out
+// keeps the value here. Model and [sampling] max_tokens have no default
+// and [[env]] needs at least one block. Lab's defaults (prime-cli's
+// RLConfig: max_steps 100, batch_size 128, rollouts_per_example 8) are
+// kept so a Lab config behaves the same here.
+func DefaultConfig() Config {
+	return Config{
+		MaxSteps:           100,
+		BatchSize:          128,
+		RolloutsPerExample: 8,
+		Sampling:           Sampling{Params: sampler.DefaultParams()},
+		Eval: Eval{
+			NumExamples:        -1,
+			RolloutsPerExample: 1,
+		},
+		Device:           "cpu",
+		MicroBatchTokens: 8192,
+		LoRA:             lora.DefaultConfig(),
+		Loss:             loss.DefaultConfig(),
+		Optimizer:        DefaultOptimizer(),
+		Checkpoint:       Checkpoint{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
+	}
+}

@@ -1,0 +1,128 @@
+package config
+
+// keyInfo documents one key of the schema for docs/config.md and for the
+// parser's warnings. A test checks that every key of the Config tree has
+// an entry and every entry a key.
+type keyInfo struct {
+	doc string
+	// def overrides the default shown in the docs when DefaultConfig's
+	// value does not say it (required keys, per-block defaults).
+	def string
+	// ignored, when set, makes the key accepted-and-ignored locally; it
+	// completes "accepted and ignored locally: KEY because ...".
+	ignored string
+}
+
+const hostedOnly = "it configures Prime's hosted service"
+
+var keyInfos = map[string]keyInfo{
+	"name":                 {doc: "Run name (Lab: shown on the dashboard). The run directory itself comes from the CLI."},
+	"model":                {doc: "Base model: a Hugging Face repo id (`Qwen/Qwen3-0.6B`) or a local model directory.", def: "required"},
+	"max_steps":            {doc: "Number of optimizer steps."},
+	"batch_size":           {doc: "Rollouts per step (Lab's meaning): `batch_size / rollouts_per_example` examples are drawn each step. Must be a multiple of `rollouts_per_example`."},
+	"rollouts_per_example": {doc: "GRPO group size: completions sampled per example, whose rewards are compared with each other. At least 2."},
+	"seed":                 {doc: "Seeds dataset shuffling, the env mixture and (unless `[sampling] seed` is set) sampling."},
+	"device":               {doc: "`\"cpu\"` or `\"cuda\"`."},
+	"micro_batch_tokens":   {doc: "Tokens per forward/backward pass. A step's rollouts are split into micro-batches of at most this many tokens and their gradients accumulated; the update equals that of one big batch. Lower it if the GPU runs out of memory."},
+
+	"sampling":                  {doc: "How rollouts are generated."},
+	"sampling.max_tokens":       {doc: "Longest completion, in tokens (per assistant turn in multi-turn envs).", def: "required"},
+	"sampling.temperature":      {doc: "Softmax temperature; 0 is greedy (no exploration, so no GRPO signal)."},
+	"sampling.top_p":            {doc: "Nucleus sampling mass in (0, 1]; 1 disables it."},
+	"sampling.top_k":            {doc: "Keep the k most likely tokens; 0 or -1 disables it."},
+	"sampling.min_p":            {doc: "Drop tokens whose probability is below min_p × the top token's; 0 disables it."},
+	"sampling.stop":             {doc: "Strings that end a completion early."},
+	"sampling.enable_thinking":  {doc: "Passed to the chat template as `enable_thinking` (Qwen3 thinking mode); unset leaves the template's default."},
+	"sampling.seed":             {doc: "Sampling seed; unset derives it from the top-level `seed`."},
+	"sampling.reasoning_effort": {doc: "Lab: GPT-OSS reasoning effort.", ignored: "it only applies to GPT-OSS chat templates, which grpo does not support"},
+	"sampling.temp_scheduler":   {doc: "Lab: temperature schedule over the run.", ignored: "grpo samples at the fixed [sampling] temperature"},
+	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo samples in-process, with no inference server"},
+
+	"env":               {doc: "One `[[env]]` block per environment (double brackets: an array of tables). At least one."},
+	"env.*.id":          {doc: "Environment id: a builtin (`reverse-text`, `alphabet-sort`, `gsm8k`, `wordle`) or its Lab id (`primeintellect/gsm8k`); `id@version` pins a Hub version.", def: "required"},
+	"env.*.args":        {doc: "Arguments of the environment (checked by the env registry: unknown or ill-typed args are errors)."},
+	"env.*.weight":      {doc: "Relative share of each batch; weights must be ≥ 0 and sum to more than 0.", def: "1"},
+	"env.*.name":        {doc: "Label of the env's metrics; must be unique.", def: "the id"},
+	"env.*.version":     {doc: "Lab: Hub version of the environment.", ignored: "builtin environments are compiled into grpo and have no Hub version"},
+	"env.*.max_retries": {doc: "Lab: retries of a failing env server.", ignored: "environments run in-process, with no env server to retry"},
+
+	"eval":                            {doc: "Evaluation during training."},
+	"eval.interval":                   {doc: "Evaluate every `interval` steps; 0 turns periodic evaluation off."},
+	"eval.num_examples":               {doc: "Examples per eval env; -1 means the whole eval split."},
+	"eval.n_samples":                  {doc: "Alias of `num_examples` (an error if both are given and differ).", def: "unset"},
+	"eval.rollouts_per_example":       {doc: "Completions per eval example."},
+	"eval.skip_first_step":            {doc: "Skip evaluating the base model before the first step."},
+	"eval.eval_base_model":            {doc: "Lab's deprecated opposite of `skip_first_step` (`eval_base_model = false` ≡ `skip_first_step = true`); an error if both are given and disagree.", def: "unset"},
+	"eval.env":                        {doc: "`[[eval.env]]` blocks: eval environments. None means the training envs' eval splits."},
+	"eval.env.*.id":                   {doc: "Environment id, as in `[[env]]`.", def: "required"},
+	"eval.env.*.args":                 {doc: "Environment arguments, as in `[[env]]`."},
+	"eval.env.*.name":                 {doc: "Label of the env's eval metrics.", def: "the id"},
+	"eval.env.*.num_examples":         {doc: "Overrides `[eval] num_examples` for this env.", def: "[eval]'s"},
+	"eval.env.*.rollouts_per_example": {doc: "Overrides `[eval] rollouts_per_example` for this env.", def: "[eval]'s"},
+	"eval.env.*.version":              {doc: "Lab: Hub version.", ignored: "builtin environments have no Hub version"},
+	"eval.env.*.max_retries":          {doc: "Lab: env server retries.", ignored: "environments run in-process"},
+	"eval.sampling":                   {doc: "Overrides of `[sampling]` for evaluation; unset keys inherit."},
+	"eval.sampling.max_tokens":        {doc: "Longest eval completion; 0 inherits `[sampling] max_tokens`."},
+	"eval.sampling.temperature":       {doc: "Eval temperature; unset inherits `[sampling] temperature`."},
+	"eval.sampling.enable_thinking":   {doc: "Eval `enable_thinking`; unset inherits."},
+	"eval.sampling.reasoning_effort":  {doc: "Lab: GPT-OSS reasoning effort.", ignored: "it only applies to GPT-OSS chat templates"},
+	"eval.sampling.extra_body":        {doc: "Lab: extra inference-server request fields.", ignored: "grpo has no inference server"},
+
+	"wandb":         {doc: "Weights & Biases logging."},
+	"wandb.project": {doc: "W&B project."},
+	"wandb.name":    {doc: "W&B run name; empty uses the run's name."},
+	"wandb.entity":  {doc: "W&B team or user."},
+	"wandb.enabled": {doc: "Turns W&B logging on or off (grpo's key; Lab logs whenever a project is set).", def: "true if project is set"},
+
+	"lora":                {doc: "The LoRA adapter that is trained (package lora; PEFT conventions)."},
+	"lora.rank":           {doc: "Rank r of B·A."},
+	"lora.alpha":          {doc: "Scale numerator: the update is scaled by alpha/r (alpha/√r with use_rslora)."},
+	"lora.target_modules": {doc: "Projections adapted in every layer."},
+	"lora.use_rslora":     {doc: "Rank-stabilised scaling alpha/√r."},
+	"lora.dropout":        {doc: "Adapter-input dropout; only 0 is supported for training."},
+
+	"loss":                {doc: "The GRPO policy loss (grpo's table; Lab's top-level `loss = \"rl\"` string is also accepted, see the aliases above)."},
+	"loss.loss_type":      {doc: "Aggregation: `dapo` (token mean over the batch), `grpo` (per-sequence mean, then mean) or `dr_grpo` (sum / (batch × max_tokens))."},
+	"loss.epsilon":        {doc: "PPO ratio clip: the ratio is clipped to [1−epsilon, 1+epsilon_high]."},
+	"loss.epsilon_high":   {doc: "Upper clip (DAPO's clip-higher); unset means epsilon."},
+	"loss.beta":           {doc: "Weight of the k3 KL penalty to the base model; 0 disables it (and its extra forward pass)."},
+	"loss.scale_rewards":  {doc: "Divide advantages by the std of their `group`, the whole `batch`, or `none`."},
+	"loss.mask_truncated": {doc: "Leave completions cut off by max_tokens out of the loss."},
+
+	"optimizer":               {doc: "AdamW over the LoRA parameters."},
+	"optimizer.lr":            {doc: "Peak learning rate (Lab's hosted LoRA default). Top-level `learning_rate` sets it too."},
+	"optimizer.betas":         {doc: "Adam β1, β2."},
+	"optimizer.eps":           {doc: "Adam ε."},
+	"optimizer.weight_decay":  {doc: "Decoupled weight decay."},
+	"optimizer.max_grad_norm": {doc: "Clip the global gradient L2 norm; 0 disables clipping."},
+	"optimizer.warmup_steps":  {doc: "Linear warm-up steps (≤ max_steps)."},
+	"optimizer.schedule":      {doc: "After warm-up: `constant` or `cosine` (down to min_lr_ratio × lr at max_steps)."},
+	"optimizer.min_lr_ratio":  {doc: "Floor of the cosine schedule as a fraction of lr."},
+
+	"checkpoint":           {doc: "Checkpoints for resuming (grpo's table)."},
+	"checkpoint.interval":  {doc: "Save every `interval` steps, and always after the last step; 0 saves only at the end. Lab's `[checkpoints] interval` sets it too."},
+	"checkpoint.keep_last": {doc: "Keep the newest `keep_last` checkpoints; 0 keeps all."},
+	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory."},
+
+	"learning_rate":          {doc: "Lab alias of `[optimizer] lr`; an error if both are given and differ.", def: "unset"},
+	"lora_alpha":             {doc: "Lab alias of `[lora] alpha`; an error if both are given and differ.", def: "unset"},
+	"checkpoints":            {doc: "Lab's checkpoint table."},
+	"checkpoints.interval":   {doc: "Lab alias of `[checkpoint] interval`; an error if both are given and differ.", def: "unset"},
+	"checkpoints.keep_cloud": {doc: "Lab: checkpoints kept in Prime's cloud.", def: "unset", ignored: "checkpoints are kept locally; use [checkpoint] keep_last"},
+	"max_async_level":        {doc: "Lab: how many steps rollouts may run ahead of the policy.", def: "unset", ignored: "grpo samples each step's rollouts with the current policy, fully on-policy"},
+	"oversampling_factor":    {doc: "Lab: extra rollouts generated to keep the inference fleet busy.", def: "unset", ignored: "grpo generates exactly batch_size rollouts per step"},
+	"max_inflight_rollouts":  {doc: "Lab: cap on concurrent rollouts on the inference fleet.", def: "unset", ignored: hostedOnly + ": rollout concurrency on its inference fleet"},
+	"trajectory_strategy":    {doc: "Lab (deprecated there): how multi-turn trajectories are split.", ignored: "grpo always trains on the exact tokens of the whole trajectory, and Lab itself now ignores it"},
+	"env_file":               {doc: "Lab (deprecated): file(s) of secrets for env servers.", def: "unset", ignored: "grpo's environments read secrets from the process environment"},
+	"env_files":              {doc: "Lab: file(s) of secrets for env servers.", ignored: "grpo's environments read secrets from the process environment"},
+	"checkpoint_id":          {doc: "Lab: warm-start from a checkpoint stored in Prime's cloud.", ignored: "it names a checkpoint in Prime's cloud; resume a local run with the CLI instead"},
+	"cluster_name":           {doc: "Lab (admin): target cluster.", ignored: hostedOnly},
+	"buffer":                 {doc: "Lab (deprecated there): online difficulty filtering buffer.", ignored: "grpo has no difficulty filter yet, and Lab itself removed the buffer"},
+	"val":                    {doc: "Lab: validation runs during training.", ignored: "grpo evaluates through [eval] only"},
+	"pre_batch_filters":      {doc: "Lab: rollout filters before a batch is assembled.", ignored: "grpo has no rollout filters yet"},
+	"post_batch_filters":     {doc: "Lab: rollout filters after a batch is assembled.", ignored: "grpo has no rollout filters yet"},
+	"adapters":               {doc: "Lab: adapter uploads to Prime's cloud.", ignored: "grpo writes the adapter into the run directory"},
+	"infrastructure":         {doc: "Lab: compute size of the hosted run.", ignored: hostedOnly},
+	"tailscale":              {doc: "Lab: tailnet sidecar for hosted env servers.", ignored: hostedOnly},
+	"run_config":             {doc: "Lab: free-form metadata sent with the hosted run.", ignored: hostedOnly},
+}

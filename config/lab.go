@@ -1,0 +1,134 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/grpo-dev/grpo/internal/tomlschema"
+)
+
+// resolveLab applies what a file's keys mean beyond their fields: Lab's
+// aliases (learning_rate, lora_alpha, [checkpoints] interval, n_samples,
+// eval_base_model), per-env defaults that depend on the env (weight 1,
+// name = id, "id@version"), and the warnings for hosted-only keys.
+func (c *Config) resolveLab(raw map[string]any) error {
+	s := c.src
+	if c.LearningRate != nil {
+		if s.Has("optimizer.lr") && c.Optimizer.LR != *c.LearningRate {
+			return s.At(fmt.Sprintf("key \"learning_rate\": learning_rate = %v conflicts with [optimizer] lr = %v; keep one of them", *c.LearningRate, c.Optimizer.LR), "learning_rate")
+		}
+		c.Optimizer.LR = *c.LearningRate
+	}
+	if c.LoRAAlpha != nil {
+		if s.Has("lora.alpha") && c.LoRA.Alpha != *c.LoRAAlpha {
+			return s.At(fmt.Sprintf("key \"lora_alpha\": lora_alpha = %v conflicts with [lora] alpha = %v; keep one of them", *c.LoRAAlpha, c.LoRA.Alpha), "lora_alpha")
+		}
+		c.LoRA.Alpha = *c.LoRAAlpha
+	}
+	if iv := c.Checkpoints.Interval; iv != nil {
+		if s.Has("checkpoint.interval") && c.Checkpoint.Interval != *iv {
+			return s.At(fmt.Sprintf("key \"checkpoints.interval\": [checkpoints] interval = %d conflicts with [checkpoint] interval = %d; keep one of them", *iv, c.Checkpoint.Interval), "checkpoints.interval")
+		}
+		c.Checkpoint.Interval = *iv
+	}
+	if n := c.Eval.NSamples; n != nil {
+		if s.Has("eval.num_examples") && c.Eval.NumExamples != *n {
+			return s.At(fmt.Sprintf("key \"eval.n_samples\": n_samples = %d conflicts with num_examples = %d in [eval]; keep one of them", *n, c.Eval.NumExamples), "eval.n_samples")
+		}
+		c.Eval.NumExamples = *n
+	}
+	if b := c.Eval.EvalBaseModel; b != nil {
+		if s.Has("eval.skip_first_step") && c.Eval.SkipFirstStep == *b {
+			return s.At(fmt.Sprintf("key \"eval.eval_base_model\": eval_base_model = %v conflicts with skip_first_step = %v (it means the opposite); keep skip_first_step", *b, c.Eval.SkipFirstStep), "eval.eval_base_model")
+		}
+		c.Eval.SkipFirstStep = !*b
+	}
+	for i := range c.Env {
+		e := &c.Env[i]
+		if !s.Has(fmt.Sprintf("env.%d.weight", i)) {
+			e.Weight = 1
+		}
+		splitVersion(&e.ID, &e.Version)
+		if e.Name == "" {
+			e.Name = e.ID
+		}
+	}
+	for i := range c.Eval.Env {
+		e := &c.Eval.Env[i]
+		splitVersion(&e.ID, &e.Version)
+		if e.Name == "" {
+			e.Name = e.ID
+		}
+	}
+	c.Warnings = c.ignoredKeys()
+	return nil
+}
+
+// splitVersion moves a Hub version out of "owner/name@version", as Lab's
+// CLI does; an explicit version key wins.
+func splitVersion(id, version *string) {
+	if i := strings.LastIndex(*id, "@"); i >= 0 {
+		if *version == "" {
+			*version = (*id)[i+1:]
+		}
+		*id = (*id)[:i]
+	}
+}
+
+// ignoredKeys lists, in file order, one warning per hosted-only key the
+// file sets.
+func (c *Config) ignoredKeys() []string {
+	type hit struct {
+		line, col int
+		msg       string
+	}
+	var hits []hit
+	seen := map[string]bool{}
+	for path, pos := range c.src.Pos {
+		generic := tomlschema.GenericPath(path)
+		info, ok := keyInfos[generic]
+		if !ok || info.ignored == "" || seen[generic] {
+			continue
+		}
+		// Report a table once, not each key inside it.
+		if parent, ok := keyInfos[tomlschema.ParentPath(generic)]; ok && parent.ignored != "" {
+			continue
+		}
+		seen[generic] = true
+		shown := strings.ReplaceAll(generic, ".*", "[]")
+		if tomlschema.KindName(schema.Type(strings.Split(generic, "."))) == "a table" {
+			shown = "[" + shown + "]"
+		}
+		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: %s because %s", c.src.Name, pos.Line, shown, info.ignored)})
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].line != hits[j].line {
+			return hits[i].line < hits[j].line
+		}
+		return hits[i].col < hits[j].col
+	})
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.msg)
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,328 @@
+package estimate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+func estimateConfig(batch, rollouts, maxTokens int) *config.Config {
+	c := config.DefaultConfig()
+	c.Model = "Qwen/Qwen3-0.6B"
+	c.BatchSize, c.RolloutsPerExample = batch, rollouts
+	c.Sampling.MaxTokens = maxTokens
+	c.Env = []config.Env{{ID: "reverse-text", Weight: 1}}
+	return &c
+}
+
+func item(t *testing.T, e *Estimate, phase, prefix string) int64 {
+	t.Helper()
+	for _, it := range e.Items {
+		if it.Phase == phase && strings.HasPrefix(it.Name, prefix) {
+			return it.Bytes
+		}
+	}
+	t.Fatalf("no %s item %q in %+v", phase, prefix, e.Items)
+	return 0
+}
+
+// The Qwen3-0.6B numbers are worked out by hand from its published config
+// (hidden 1024, 28 layers, 16 q / 8 kv heads of 128, intermediate 3072,
+// vocab 151936, tied): per layer q 1024·2048 + k, v 1024·1024 each + o
+// 2048·1024 + MLP 3·1024·3072 + two norms 2·1024 + q/k norms 2·128 =
+// 15,730,944; × 28 + embedding 151936·1024 + final norm 1024 = 596,049,920
+// (HF: "0.6B, 0.44B non-embedding"). LoRA rank 16 on all seven projections:
+// 16·((1024+2048)·2 + (1024+1024)·2 + (1024+3072)·3) = 360,448 per layer,
+// × 28 = 10,092,544 (what PEFT prints for this model).
+func TestEstimateQwen3Hand(t *testing.T) {
+	cfg := estimateConfig(256, 8, 512)
+	mc, _ := model.Shape("qwen3-0.6b")
+	train := []EnvShape{{Name: "reverse-text", Examples: 32, Rollouts: 8, PromptTokens: 128, MaxTurns: 1, MaxTokens: 512}}
+	e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, lora = 596_049_920, 10_092_544
+	if e.BaseParams != base || e.TrainableParams != lora {
+		t.Errorf("params %d base, %d trainable; want %d, %d", e.BaseParams, e.TrainableParams, base, lora)
+	}
+	checks := []struct {
+		phase, name string
+		want        int64
+	}{
+		{PhaseResident, "base weights", base * 4}, // cpu holds f32
+		{PhaseResident, "LoRA params", lora * 8},
+		{PhaseResident, "AdamW", lora * 8},
+		// 256 slots × (128 + 512) tokens × 28 layers × 8 kv heads × 128 × K,V × 4 B.
+		{PhaseSampling, "KV cache", 256 * 640 * 28 * 8 * 128 * 2 * 4},
+	}
+	for _, c := range checks {
+		if got := item(t, e, c.phase, c.name); got != c.want {
+			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
+		}
+	}
+	// The 37.6 GB KV cache of 256 slots outweighs the 8192-token training
+	// micro-batch (logits 8192 × 151936 × 4 B = 5 GB, the trace, and one
+	// layer's backward scratch at a time).
+	if e.PeakPhase != PhaseSampling || e.Peak != e.PhaseBytes(PhaseResident)+e.PhaseBytes(PhaseSampling) ||
+		e.PhaseBytes(PhaseTraining) >= e.PhaseBytes(PhaseSampling) {
+		t.Errorf("peak %d in %s, want resident + sampling", e.Peak, e.PeakPhase)
+	}
+
+	// On cuda a bf16 checkpoint stays bf16, and the pool widens each
+	// weight shape for cuBLAS: 1024·2048·4 = 8 MiB (q, o), 4 MiB (k, v),
+	// 12 MiB → 16 MiB (MLP), 151936·1024·4 = 594 MiB → 1 GiB (LM head).
+	e, err = Memory(cfg, mc, Options{Device: "cuda", WeightDType: "bfloat16", Train: train})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := item(t, e, PhaseResident, "base weights"); got != base*2 {
+		t.Errorf("cuda bf16 weights: %d, want %d", got, base*2)
+	}
+	// 8192-token GEMMs (micro_batch_tokens) over widths 1024 (hidden, k/v
+	// out, q/o in…), 2048 (q out, o in), 3072 (MLP) and 151936 (LM-head
+	// backward), 2 B each, rounded up to powers of two: 16 MiB, 32 MiB,
+	// 48→64 MiB, 2374→4096 MiB.
+	if got, want := item(t, e, PhaseResident, "bf16"), int64(16+32+64+4096)<<20; got != want {
+		t.Errorf("bf16 scratch: %d, want %d", got, want)
+	}
+}
+
+func TestTrainableMatchesAdapter(t *testing.T) {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny"} {
+		mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := estimateConfig(8, 4, 16)
+		cfg.LoRA.Rank, cfg.LoRA.TargetModules = 4, []string{"q_proj", "v_proj", "down_proj"}
+		e, err := Memory(cfg, mc, Options{Device: "cpu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := model.NewRandom(mc, cpu.New(), 1)
+		ad, err := lora.New(m, cfg.LoRA, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.TrainableParams != int64(ad.NumParams()) || e.BaseParams != mc.ParamCount() {
+			t.Errorf("%s: estimate %d trainable, adapter has %d", name, e.TrainableParams, ad.NumParams())
+		}
+	}
+}
+
+// countingBackend is the CPU backend with a ledger of live buffer bytes,
+// so a test can compare the estimate with what the code really allocates.
+type countingBackend struct {
+	*cpu.Backend
+	live, peak int64
+}
+
+func (c *countingBackend) Alloc(dt kernels.DType, n int) kernels.Buffer {
+	c.live += 4 * int64(n) // f32, bf16 (widened) and i32 are 4 bytes on the CPU
+	c.peak = max(c.peak, c.live)
+	return c.Backend.Alloc(dt, n)
+}
+
+func (c *countingBackend) Free(b kernels.Buffer) {
+	c.live -= 4 * int64(b.Len())
+	c.Backend.Free(b)
+}
+
+// phase runs f and returns the most bytes it held on top of what was live.
+func (c *countingBackend) phase(t *testing.T, f func() error) int64 {
+	t.Helper()
+	base := c.live
+	c.peak = base
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+	if c.live != base {
+		t.Errorf("phase leaked %d bytes", c.live-base)
+	}
+	return c.peak - base
+}
+
+// The phase totals equal the peak of live buffers while the real sampler
+// and PolicyGradient run (the sampler's host copy of the logits aside), so
+// the per-token formulas track model/layer.go, model/train.go and loss.go.
+func TestEstimateMatchesAllocations(t *testing.T) {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const slots, prompt, maxTok, micro = 4, 20, 8, 64
+			cfg := estimateConfig(slots, 2, maxTok)
+			cfg.MicroBatchTokens = micro
+			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
+			train := []EnvShape{{Name: "e", Examples: slots / 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := &countingBackend{Backend: cpu.New()}
+			m := model.NewRandom(mc, be, 1)
+			ad, err := lora.New(m, cfg.LoRA, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy := m.WithAdapter(ad)
+
+			gen := be.phase(t, func() error {
+				s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
+				for i := range prompts {
+					prompts[i] = make([]int32, prompt)
+					params[i] = sampler.DefaultParams()
+					params[i].MaxTokens = maxTok
+				}
+				_, err = s.Generate(context.Background(), prompts, params)
+				return err
+			})
+			if want := e.PhaseBytes(PhaseSampling); gen != want {
+				t.Errorf("sampling: allocated %d, estimate %d", gen, want)
+			}
+
+			trained := be.phase(t, func() error {
+				_, err := loss.PolicyGradient(policy, []loss.Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
+				return err
+			})
+			if want := e.PhaseBytes(PhaseTraining); trained != want {
+				t.Errorf("training: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
+			}
+
+			// With the KL penalty the base model's trace is alive beside the
+			// policy's before the loss and backward allocate.
+			cfg.Loss.Beta = 0.1
+			e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
+			if err != nil {
+				t.Fatal(err)
+			}
+			trained = be.phase(t, func() error {
+				_, err := loss.PolicyGradient(policy, []loss.Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
+				return err
+			})
+			if want := e.PhaseBytes(PhaseTraining); trained != want {
+				t.Errorf("training with beta: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
+			}
+		})
+	}
+}
+
+func TestEstimateEvalAndMixture(t *testing.T) {
+	cfg := estimateConfig(64, 8, 100)
+	cfg.Env = []config.Env{{ID: "reverse-text", Name: "a", Weight: 3}, {ID: "reverse-text", Name: "b", Weight: 1}}
+	sh := TrainShapes(cfg)
+	// 8 examples a step split 3:1 → 6 and 2, rounded up.
+	if sh[0].Examples != 6 || sh[1].Examples != 2 || sh[0].Rollouts != 8 {
+		t.Errorf("mixture shapes %+v", sh)
+	}
+	cfg.Eval.Interval, cfg.Eval.NumExamples, cfg.Eval.RolloutsPerExample = 10, 500, 4
+	mc, _ := model.Shape("qwen3-30m")
+	e, err := Memory(cfg, mc, Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 500 × 4 eval slots of (256 assumed + 100) tokens beat 48 training slots.
+	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*356*8*4*64*2*4); got != want || e.PeakPhase != PhaseEval {
+		t.Errorf("eval KV %d, want %d; peak phase %s", got, want, e.PeakPhase)
+	}
+	if !strings.Contains(strings.Join(e.Assumptions, "\n"), "assumed 256 tokens") {
+		t.Errorf("the prompt assumption is not stated: %q", e.Assumptions)
+	}
+}
+
+func TestAvailableMemory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "meminfo")
+	os.WriteFile(path, []byte("MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:    8000000 kB\n"), 0o644)
+	av, err := memAvailable(path)
+	if err != nil || !av.Known || av.Bytes != 8000000*1024 {
+		t.Errorf("meminfo: %+v, %v", av, err)
+	}
+	os.WriteFile(path, []byte("MemAvailable: lots kB\n"), 0o644)
+	if _, err := memAvailable(path); err == nil || !strings.Contains(err.Error(), "MemAvailable") {
+		t.Errorf("bad meminfo: %v", err)
+	}
+	if av, err := memAvailable(filepath.Join(dir, "none")); err != nil || av.Known {
+		t.Errorf("missing meminfo should be unknown, got %+v, %v", av, err)
+	}
+	t.Setenv(FakeMemAvailableEnv, "1.5G")
+	if av, err := AvailableMemory("cpu"); err != nil || av.Bytes != 3<<29 {
+		t.Errorf("fake 1.5G: %+v, %v", av, err)
+	}
+	t.Setenv(FakeMemAvailableEnv, "-3")
+	if _, err := AvailableMemory("cpu"); err == nil || !strings.Contains(err.Error(), FakeMemAvailableEnv) {
+		t.Errorf("bad fake value accepted: %v", err)
+	}
+	t.Setenv(FakeMemAvailableEnv, "")
+	if av, _ := AvailableMemory("cuda"); av.Known {
+		t.Error("cuda free memory cannot be known yet")
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	e := &Estimate{Peak: 3 << 30, PeakPhase: PhaseSampling}
+	e.Available = &Available{Bytes: 4 << 30, Known: true, Source: "test"}
+	if v := e.Verdict(); !strings.HasPrefix(v, "fits: uses 3.0 GiB of 4.0 GiB") {
+		t.Errorf("fits verdict: %s", v)
+	}
+	e.Available.Bytes = 1 << 30
+	if v := e.Verdict(); !strings.HasPrefix(v, "does not fit") || !strings.Contains(v, "batch_size") {
+		t.Errorf("does-not-fit verdict: %s", v)
+	}
+	e.Available = &Available{Source: "no way to know"}
+	if fits, ok := e.Fits(); ok || fits {
+		t.Error("unknown memory reported as known")
+	}
+}
+
+// The extrapolation is plain arithmetic on the measured rates.
+func TestStepTimeExtrapolate(t *testing.T) {
+	st := &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
+		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
+	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100}})
+	// 16 slots: prefill 16·50 µs = 0.8 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
+	gen := 800*time.Microsecond + 100*25*time.Millisecond
+	train := 16*150*100*time.Microsecond + 5*time.Millisecond
+	if st.Generate != gen || st.Train != train || st.Total != 10*(gen+train) {
+		t.Errorf("generate %v train %v total %v; want %v %v %v", st.Generate, st.Train, st.Total, gen, train, 10*(gen+train))
+	}
+}
+
+func TestMeasureStepTime(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := estimateConfig(16, 4, 32)
+	m := model.NewRandom(mc, cpu.New(), 1)
+	st, err := MeasureStepTime(context.Background(), m, cfg, TrainShapes(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Decode1 <= 0 || st.DecodeN <= 0 || st.TrainPerToken <= 0 || st.PrefillPerToken <= 0 || st.Step <= 0 || st.DecodeBatch != 8 {
+		t.Errorf("measured %+v", st)
+	}
+	if !strings.Contains(st.Summary(), "/step") || !strings.Contains(st.Summary(), "100 steps") {
+		t.Errorf("summary %q", st.Summary())
+	}
+}

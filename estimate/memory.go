@@ -1,0 +1,481 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
+)
+
+// Estimate is what a run will need before it starts: parameter counts, the
+// memory the backend will hold (itemised, by phase) and, when measured, the
+// time per step. Memory computes the memory from the config and the
+// model's shape alone; Run also resolves the model and environments,
+// measures a warm-up and reads the free memory.
+type Estimate struct {
+	Model  string
+	Device string
+	// BaseParams counts the frozen model (a tied head once);
+	// TrainableParams the LoRA matrices.
+	BaseParams, TrainableParams int64
+	// WeightBytes is what the backend stores per base weight (its
+	// kernels.Description): 4 (f32) on the CPU, 2 on cuda for a bf16
+	// checkpoint.
+	WeightBytes int
+	Items       []MemItem
+	// Peak is the most memory held at once: every resident item plus the
+	// largest phase (PeakPhase), since phases free their buffers before the
+	// next begins.
+	Peak      int64
+	PeakPhase string
+	// Assumptions are what the numbers rest on, in words.
+	Assumptions []string
+	// Time is the measured step time; nil when not measured.
+	Time *StepTime
+	// Available is the free memory of the device; nil when not read.
+	Available *Available
+}
+
+// MemItem is one line of the memory estimate.
+type MemItem struct {
+	// Phase is PhaseResident or the phase of a step that holds it.
+	Phase  string `json:"phase"`
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Detail string `json:"detail,omitempty"` // the shape behind the number
+}
+
+// The phases of a run. Resident memory lives for the whole run; each other
+// phase frees what it allocated before the next starts.
+const (
+	PhaseResident = "resident"
+	PhaseSampling = "sampling"
+	PhaseTraining = "training"
+	PhaseEval     = "eval"
+)
+
+// EnvShape is what memory sizing needs to know about one environment's
+// share of a step (or of an eval).
+type EnvShape struct {
+	Name string
+	// Examples played at once and Rollouts of each: the sampler's slots
+	// are Examples × Rollouts.
+	Examples, Rollouts int
+	// PromptTokens is the longest rendered prompt; 0 means unknown, and
+	// AssumedPromptTokens is used. It sizes memory (the KV cache fits the
+	// longest); MeanPromptTokens, when known, sizes time.
+	PromptTokens, MeanPromptTokens int
+	// MaxTurns is the most model turns of an episode (1 for single-turn).
+	MaxTurns int
+	// MaxTokens caps each model turn ([sampling] or [eval.sampling]).
+	MaxTokens int
+}
+
+// AssumedPromptTokens is the prompt length used when no tokenizer is at
+// hand to render the environment's prompts.
+const AssumedPromptTokens = 256
+
+// Options are the facts Memory cannot read from the config.
+type Options struct {
+	// Device overrides cfg.Device.
+	Device string
+	// WeightDType is the checkpoint's weight dtype ("bfloat16", "float32",
+	// …); "" reads modelCfg.TorchDType.
+	WeightDType string
+	// Train and Eval describe the environments; nil derives Train from
+	// [[env]] with AssumedPromptTokens and leaves eval out unless
+	// [eval] num_examples is a count.
+	Train, Eval []EnvShape
+	// Assumptions are the caller's notes (how prompt lengths were found),
+	// carried into the estimate.
+	Assumptions []string
+}
+
+const f32Bytes = 4
+
+// Memory estimates the memory a run of cfg on a model of shape mc
+// holds, item by item, from the sizes the code allocates (model/cache.go,
+// model/layer.go, model/train.go, loss, lora, AdamW).
+func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dev := o.Device
+	if dev == "" {
+		dev = cfg.Device
+	}
+	dtype := o.WeightDType
+	if dtype == "" {
+		dtype = mc.TorchDType
+	}
+	// model.Load keeps bf16 tensors as BF16 buffers and converts f16 and
+	// f32 ones to F32; the device's backend says how it stores a BF16
+	// buffer (the CPU widens it to f32). A name that is not a device is
+	// sized as f32, like the CPU.
+	desc, _ := kernels.DescribeDevice(dev)
+	stored := kernels.F32
+	if dtype == "bfloat16" || dtype == "bf16" {
+		stored = desc.Storage(kernels.BF16)
+	}
+	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: stored.Size(),
+		Assumptions: append([]string(nil), o.Assumptions...)}
+	projs, err := loraTargets(cfg.LoRA)
+	if err != nil {
+		return nil, err
+	}
+	targets := len(projs)
+	e.TrainableParams = int64(mc.NumLayers) * loraParamsPerLayer(mc, cfg.LoRA.Rank, projs)
+
+	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
+		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
+	if stored == kernels.BF16 && desc.BF16GEMM {
+		tokens := max(cfg.MicroBatchTokens, 2048, cfg.BatchSize)
+		e.add(PhaseResident, "bf16 activation copies for cublasGemmEx", bf16Scratch(mc, tokens),
+			fmt.Sprintf("kernels/cuda rounds each GEMM's activations (up to %d tokens) to bf16 in pooled buffers, one per power-of-two size", tokens))
+	}
+	e.add(PhaseResident, "LoRA params + grads", e.TrainableParams*2*f32Bytes,
+		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s", count(e.TrainableParams), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ",")))
+	e.add(PhaseResident, "AdamW moments", e.TrainableParams*2*f32Bytes, "exp_avg + exp_avg_sq, f32")
+
+	train := o.Train
+	if train == nil {
+		train = TrainShapes(cfg)
+	}
+	eval := o.Eval
+	if eval == nil {
+		eval = evalShapesFromConfig(cfg)
+	}
+	longest := 0
+	for i, s := range train {
+		if s.PromptTokens == 0 {
+			train[i].PromptTokens = AssumedPromptTokens
+			e.note("env %s: prompt length unknown (no tokenizer to render it); assumed %d tokens", s.Name, AssumedPromptTokens)
+		}
+	}
+	var worst phaseBytes
+	for _, s := range train {
+		p := samplingBytes(mc, cfg, targets, s, dev)
+		longest = max(longest, p.maxLen)
+		if p.total() > worst.total() {
+			worst = p
+		}
+	}
+	worst.emit(e, PhaseSampling)
+	e.trainingItems(cfg, mc, targets, longest)
+	if cfg.Eval.Interval > 0 {
+		var worstEval phaseBytes
+		for _, s := range eval {
+			if s.PromptTokens == 0 {
+				s.PromptTokens = AssumedPromptTokens
+				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
+			}
+			if p := samplingBytes(mc, cfg, targets, s, dev); p.total() > worstEval.total() {
+				worstEval = p
+			}
+		}
+		worstEval.emit(e, PhaseEval)
+	}
+	e.note("KV caches and activations are f32 on every backend; completions are taken at max_tokens (the worst case)")
+	if dev == "cpu" {
+		e.note("cpu: Go's garbage collector reclaims freed buffers lazily, so the process can briefly hold more than the peak (GOGC)")
+	}
+	e.finish()
+	return e, nil
+}
+
+func (e *Estimate) add(phase, name string, bytes int64, detail string) {
+	e.Items = append(e.Items, MemItem{Phase: phase, Name: name, Bytes: bytes, Detail: detail})
+}
+
+func (e *Estimate) note(format string, args ...any) {
+	e.Assumptions = append(e.Assumptions, fmt.Sprintf(format, args...))
+}
+
+// finish sums resident items and the largest phase into Peak.
+func (e *Estimate) finish() {
+	phases := map[string]int64{}
+	var resident int64
+	for _, it := range e.Items {
+		if it.Phase == PhaseResident {
+			resident += it.Bytes
+		} else {
+			phases[it.Phase] += it.Bytes
+		}
+	}
+	e.Peak, e.PeakPhase = resident, PhaseResident
+	for _, ph := range []string{PhaseSampling, PhaseTraining, PhaseEval} {
+		if b, ok := phases[ph]; ok && resident+b > e.Peak {
+			e.Peak, e.PeakPhase = resident+b, ph
+		}
+	}
+}
+
+// PhaseBytes is the sum of the items of one phase.
+func (e *Estimate) PhaseBytes(phase string) int64 {
+	var n int64
+	for _, it := range e.Items {
+		if it.Phase == phase {
+			n += it.Bytes
+		}
+	}
+	return n
+}
+
+// TrainShapes describes the [[env]] blocks as the trainer plays them: each
+// env's share of batch_size / rollouts_per_example examples (rounded up, as
+// the env mixture may give it one more), with prompts not yet measured.
+func TrainShapes(cfg *config.Config) []EnvShape {
+	perStep := cfg.BatchSize / cfg.RolloutsPerExample
+	total := 0.0
+	for _, ec := range cfg.Env {
+		total += ec.Weight
+	}
+	var out []EnvShape
+	for _, ec := range cfg.Env {
+		name := ec.Name
+		if name == "" {
+			name = ec.ID
+		}
+		n := perStep
+		if total > 0 && len(cfg.Env) > 1 {
+			n = min(perStep, int(math.Ceil(float64(perStep)*ec.Weight/total)))
+		}
+		out = append(out, EnvShape{Name: name, Examples: n, Rollouts: cfg.RolloutsPerExample,
+			MaxTurns: 1, MaxTokens: cfg.Sampling.MaxTokens})
+	}
+	return out
+}
+
+// evalShapesFromConfig sizes eval when [eval] gives counts; "all examples"
+// (-1) needs the environment's split, which only Run reads.
+func evalShapesFromConfig(cfg *config.Config) []EnvShape {
+	maxTokens := cfg.Sampling.MaxTokens
+	if m := cfg.Eval.Sampling.MaxTokens; m > 0 {
+		maxTokens = m
+	}
+	var out []EnvShape
+	if len(cfg.Eval.Env) == 0 {
+		for _, s := range TrainShapes(cfg) {
+			out = append(out, EnvShape{Name: s.Name, Examples: cfg.Eval.NumExamples,
+				Rollouts: cfg.Eval.RolloutsPerExample, MaxTurns: 1, MaxTokens: maxTokens})
+		}
+	}
+	for _, ec := range cfg.Eval.Env {
+		s := EnvShape{Name: ec.ID, Examples: cfg.Eval.NumExamples, Rollouts: cfg.Eval.RolloutsPerExample, MaxTurns: 1, MaxTokens: maxTokens}
+		if ec.NumExamples != nil {
+			s.Examples = *ec.NumExamples
+		}
+		if ec.RolloutsPerExample != nil {
+			s.Rollouts = *ec.RolloutsPerExample
+		}
+		out = append(out, s)
+	}
+	var known []EnvShape
+	for _, s := range out {
+		if s.Examples > 0 {
+			known = append(known, s)
+		}
+	}
+	return known
+}
+
+// phaseBytes is one phase's items before they are added to an Estimate.
+type phaseBytes struct {
+	items  []MemItem
+	maxLen int
+}
+
+func (p phaseBytes) total() int64 {
+	var n int64
+	for _, it := range p.items {
+		n += it.Bytes
+	}
+	return n
+}
+
+func (p phaseBytes) emit(e *Estimate, phase string) {
+	for _, it := range p.items {
+		it.Phase = phase
+		e.Items = append(e.Items, it)
+	}
+}
+
+// kvBytes is a KV cache of rows = slots × maxLen positions: K and V per
+// layer, each rows × kv_heads × head_dim f32 (model.NewKVCache).
+func kvBytes(mc *model.Config, rows int64) int64 {
+	return 2 * int64(mc.NumLayers) * rows * int64(mc.NumKVHeads*mc.HeadDim) * f32Bytes
+}
+
+// samplingBytes sizes one environment's sampler: its KV cache, and the
+// activations of the largest Forward call it makes, a prefill chunk of up
+// to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
+// set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; k, v:
+// kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
+// scratch that the arena keeps for every adapted projection of every layer,
+// and the logits of each sequence (a host copy too on the CPU).
+func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape, dev string) phaseBytes {
+	slots := int64(max(1, s.Examples*s.Rollouts))
+	maxLen := rollout.CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
+	h, q, kv, inter, v := dims(mc)
+	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
+	var p phaseBytes
+	p.maxLen = maxLen
+	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
+		Detail: fmt.Sprintf("%d slots × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
+			slots, maxLen, mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
+	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
+		int64(mc.NumLayers)*int64(targets)*n*int64(cfg.LoRA.Rank)*f32Bytes
+	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
+		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
+	// The logits stay on the backend (Backend.Sample returns only tokens and
+	// log-probs).
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+v)*f32Bytes + slots*4,
+		Detail: fmt.Sprintf("%d rows × %d vocab", slots, v)})
+	return p
+}
+
+// trainingItems sizes one micro-batch of PolicyGradient (the most tokens
+// one forward/backward holds). n = max(micro_batch_tokens, the longest
+// sequence), as a sample is never split. Per token, f32 unless noted:
+//
+//	trace (model/train.go ForwardTrain):   embed x h; 3 int32 index + cache
+//	  row + target (5 × 4 B); final rstd, logp, entropy (3); final norm h;
+//	  logits vocab; and per layer (model/layer.go trainingActs)
+//	  5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q (q, attn)
+//	  + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
+//	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted proj,
+//	  and its own KV cache: 2kv per layer
+//	then either the KL reference (beta > 0): a second trace without LoRA
+//	  plus the copy of its logp (1) that outlives it; the trace is freed
+//	  before anything below is allocated,
+//	or the loss buffers (loss/microbatch.go): old, adv, w, loss, dlogp,
+//	  clip (6), ref and kl (2 with beta > 0), and the backward scratch
+//	  (model/train.go Backward): dx (h) for the whole pass, plus the larger of the head's
+//	  dlogits + dhF (vocab + h, freed before the layers) and one layer's
+//	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
+//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h (dh1),
+//	  freed before the next layer
+//
+// so the phase holds trace + max(reference, loss + backward).
+//
+// The trace's KV cache is slots × longest sequence of the micro-batch;
+// with equal-length sequences that is n rows, which is assumed.
+func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int) {
+	n := int64(max(cfg.MicroBatchTokens, longest-1))
+	h, q, kv, inter, v := dims(mc)
+	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)
+	lr := int64(targets) * int64(cfg.LoRA.Rank)
+	perLayer := 5*h + 2 + 2*q + 2*kv + heads + 3*inter
+	if mc.Arch().QKNorm {
+		perLayer += q + kv + heads + kvHeads
+	}
+	head := h + 5 + 3 + h + v // x, ints, rstdF/logp/entropy, hF, logits
+	trace := n * (head + L*(perLayer+lr)) * f32Bytes
+	cache := kvBytes(mc, n)
+	e.add(PhaseTraining, "activations (trace)", trace,
+		fmt.Sprintf("micro-batch of %d tokens × %d B/token", n, trace/n))
+	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
+	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
+	// with beta > 0) are allocated after the KL reference trace is freed,
+	// with the backward scratch; the larger of the two sets the peak.
+	loss := int64(6)
+	if cfg.Loss.Beta > 0 {
+		loss += 2
+	}
+	// Backward frees the head's scratch before the layers and each layer's
+	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
+	// and one layer (with dh1).
+	backward := n*loss*f32Bytes + n*(h+max(v+h, 3*inter+h+2*q+4*kv+lr+h))*f32Bytes
+	ref := int64(0)
+	if cfg.Loss.Beta > 0 {
+		ref = n*(head+L*perLayer+1)*f32Bytes + cache // + the logp copy
+	}
+	if ref > backward {
+		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
+	} else {
+		e.add(PhaseTraining, "loss + backward scratch", backward, fmt.Sprintf("%d B/token", backward/n))
+	}
+	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
+		n, cfg.MicroBatchTokens, longest)
+}
+
+func dims(mc *model.Config) (h, q, kv, inter, v int64) {
+	return int64(mc.HiddenSize), int64(mc.NumHeads * mc.HeadDim), int64(mc.NumKVHeads * mc.HeadDim),
+		int64(mc.IntermediateSize), int64(mc.VocabSize)
+}
+
+// loraTargets validates the [lora] table and returns its projections.
+func loraTargets(c lora.Config) ([]model.Proj, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var out []model.Proj
+	for _, name := range c.TargetModules {
+		p, err := model.ParseProj(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// loraParamsPerLayer is Σ rank × (in + out) over the adapted projections:
+// A is rank × in, B is out × rank.
+func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 {
+	var n int64
+	for _, p := range targets {
+		in, out := mc.Dims(p)
+		n += int64(rank) * int64(in+out)
+	}
+	return n
+}
+
+// bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a
+// MatMul with bf16 weights takes as A (cublasGemmEx multiplies bf16 by
+// bf16): at most tokens rows of k columns, 2 B each, for every k a GEMM
+// sees — each projection's in (forward) and out (backward) width, the hidden
+// size for the LM head, the vocabulary for its backward — one buffer per
+// power-of-two size class, kept for the run.
+func bf16Scratch(mc *model.Config, tokens int) int64 {
+	widths := map[int]bool{mc.HiddenSize: true, mc.VocabSize: true}
+	for p := range model.NumProj {
+		in, out := mc.Dims(p)
+		widths[in], widths[out] = true, true
+	}
+	classes := map[int64]bool{}
+	for k := range widths {
+		classes[pow2(2*int64(tokens)*int64(k))] = true
+	}
+	var n int64
+	for c := range classes {
+		n += c
+	}
+	return n
+}
+
+func pow2(n int64) int64 {
+	c := int64(256)
+	for c < n {
+		c <<= 1
+	}
+	return c
+}
+
+// count writes a parameter count as 596.0M or 1.54B.
+func count(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fK", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,262 @@
+package estimate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
+)
+
+// StepTime is the time of one training step, extrapolated from a short
+// warm-up measured on the real model and backend: a few decode steps at
+// two batch sizes, one prefill, one micro-batch forward/backward and one
+// AdamW update.
+type StepTime struct {
+	// Measured.
+	PrefillPerToken time.Duration // per prompt token
+	// Decode1 and DecodeN are one decode step of 1 and DecodeBatch
+	// sequences; a batch of S is interpolated linearly between them.
+	Decode1, DecodeN time.Duration
+	DecodeBatch      int
+	TrainPerToken    time.Duration // policy forward + backward (+ KL reference)
+	TrainTokens      int           // the measured micro-batch
+	Update           time.Duration // one AdamW update
+	Warmup           time.Duration // wall time of the whole measurement
+
+	// Extrapolated to the config.
+	Generate, Train, Step, Total time.Duration
+	Steps                        int
+	Assumptions                  []string
+}
+
+// Summary is "≈ N s/step, ≈ T total for max_steps steps".
+func (t *StepTime) Summary() string {
+	return fmt.Sprintf("≈ %s/step (generate %s, train %s), ≈ %s total for %d steps",
+		roundDuration(t.Step), roundDuration(t.Generate), roundDuration(t.Train), roundDuration(t.Total), t.Steps)
+}
+
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// warmupBudget bounds the arithmetic of the measured micro-batch (in
+// multiply-adds × 6, a forward and backward per parameter and token), so
+// the warm-up takes seconds: far less on a CPU than on a GPU.
+func warmupBudget(device string) float64 {
+	if device == "cpu" {
+		return 2e10
+	}
+	return 2e13
+}
+
+// MeasureStepTime times a warm-up on base (a loaded model, or model.NewRandom
+// of the same shape: the time does not depend on the values) with a fresh
+// LoRA adapter from cfg, and scales it to the step that cfg and the
+// environment shapes describe. Completions are taken at max_tokens.
+func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config, train []EnvShape) (*StepTime, error) {
+	start := time.Now()
+	ad, err := lora.New(base, cfg.LoRA, uint64(cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	defer ad.Free()
+	policy := base.WithAdapter(ad)
+	st := &StepTime{Steps: cfg.MaxSteps}
+	maxSlots, prompt := 1, 1
+	for _, s := range train {
+		maxSlots = max(maxSlots, s.Examples*s.Rollouts)
+		prompt = max(prompt, s.PromptTokens)
+	}
+	device := base.Backend.Name()
+	st.DecodeBatch = min(maxSlots, 8)
+	if device != "cpu" {
+		st.DecodeBatch = min(maxSlots, 64)
+	}
+	measPrompt := min(prompt, 64)
+	const decodeSteps = 8
+
+	// The first call pays one-time costs (kernel loading on a GPU).
+	if _, _, err := timeForward(policy, 1, 2, 1); err != nil {
+		return nil, err
+	}
+	sizes := []int{1}
+	if st.DecodeBatch > 1 {
+		sizes = append(sizes, st.DecodeBatch)
+	}
+	for _, b := range sizes {
+		prefill, decode, err := timeForward(policy, b, measPrompt, decodeSteps)
+		if err != nil {
+			return nil, err
+		}
+		if b == 1 {
+			st.Decode1 = decode
+		}
+		st.DecodeN = decode
+		st.PrefillPerToken = prefill / time.Duration(b*measPrompt)
+	}
+
+	perToken := 6 * float64(base.Config.ParamCount())
+	st.TrainTokens = max(16, min(cfg.MicroBatchTokens, 512, int(warmupBudget(device)/perToken)))
+	// Sequences as long as the config's (mean prompt + max_tokens), since
+	// attention's share grows with length; the faster of two runs when the
+	// first is quick, as a loaded machine only ever adds time.
+	length := min(st.TrainTokens, max(2, meanPrompt(train)+cfg.Sampling.MaxTokens))
+	samples := warmupSamples(st.TrainTokens, length, base.Config.VocabSize)
+	tokens := 0
+	for i := range samples {
+		tokens += samples[i].SeqLen()
+	}
+	for try := 0; try < 2; try++ {
+		t0 := time.Now()
+		if _, err := loss.PolicyGradient(policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
+			return nil, fmt.Errorf("warm-up micro-batch: %w", err)
+		}
+		d := time.Since(t0)
+		if try == 0 || d/time.Duration(tokens) < st.TrainPerToken {
+			st.TrainPerToken = d / time.Duration(tokens)
+		}
+		if d > 2*time.Second {
+			break
+		}
+	}
+	ad.ZeroGrad()
+	st.TrainTokens = tokens
+	var params []optim.Param
+	for _, p := range ad.Params() {
+		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	opt, err := optim.NewAdamW(base.Backend, params, cfg.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if _, err := opt.Update(cfg.MaxSteps); err != nil {
+		return nil, err
+	}
+	st.Update = time.Since(t0)
+	st.Warmup = time.Since(start)
+	st.extrapolate(train)
+	return st, nil
+}
+
+// extrapolate scales the measured rates to a step: per environment, every
+// rollout's prompt (of mean length when known) is prefilled, then max_tokens decode steps of all its
+// rollouts at once per turn; every token is trained once; one update.
+func (st *StepTime) extrapolate(train []EnvShape) {
+	var gen, tr time.Duration
+	for _, s := range train {
+		slots := max(1, s.Examples*s.Rollouts)
+		turns := max(1, s.MaxTurns)
+		prompt := s.PromptTokens
+		if s.MeanPromptTokens > 0 {
+			prompt = s.MeanPromptTokens
+		}
+		gen += time.Duration(slots*prompt) * st.PrefillPerToken
+		gen += time.Duration(s.MaxTokens*turns) * st.decodeStep(slots)
+		tr += time.Duration(slots*(prompt+s.MaxTokens*turns)) * st.TrainPerToken
+	}
+	st.Generate, st.Train = gen, tr+st.Update
+	st.Step = st.Generate + st.Train
+	st.Total = st.Step * time.Duration(st.Steps)
+	st.Assumptions = append(st.Assumptions,
+		fmt.Sprintf("decode step: %s at 1 sequence, %s at %d, interpolated linearly to the step's slots", st.Decode1, st.DecodeN, st.DecodeBatch),
+		fmt.Sprintf("prefill %s/token; training %s/token measured on a %d-token micro-batch", st.PrefillPerToken, st.TrainPerToken, st.TrainTokens),
+		"every completion runs to max_tokens; attention's growth with context length, choosing tokens from the logits, rewards and eval are not timed")
+}
+
+// meanPrompt is the mean prompt length of the first environment (the
+// longest when the mean is unknown).
+func meanPrompt(train []EnvShape) int {
+	if len(train) == 0 {
+		return AssumedPromptTokens
+	}
+	if train[0].MeanPromptTokens > 0 {
+		return train[0].MeanPromptTokens
+	}
+	return train[0].PromptTokens
+}
+
+// decodeStep interpolates one decode step of slots sequences.
+func (st *StepTime) decodeStep(slots int) time.Duration {
+	if st.DecodeBatch <= 1 {
+		return time.Duration(slots) * st.Decode1
+	}
+	per := float64(st.DecodeN-st.Decode1) / float64(st.DecodeBatch-1)
+	return st.Decode1 + time.Duration(max(per, 0)*float64(slots-1))
+}
+
+// timeForward times what the sampler's forward calls cost: one prefill of
+// b prompts of promptLen tokens, then steps decode calls of one token for
+// each of the b sequences (the mean is returned), logits downloaded as the
+// sampler does. Choosing the token from the logits is not timed.
+func timeForward(m *model.Model, b, promptLen, steps int) (prefill, decode time.Duration, err error) {
+	cache := m.NewKVCache(b, promptLen+steps)
+	defer cache.Free()
+	v := int32(m.Config.VocabSize)
+	var batch model.Batch
+	rows := make([]int32, b)
+	for i := range b {
+		for j := range promptLen {
+			batch.Add(i, j, int32(i*7919+j*104729)%v)
+		}
+		rows[i] = int32(batch.Len() - 1)
+	}
+	t0 := time.Now()
+	if _, err := m.Logits(cache, &batch, rows); err != nil {
+		return 0, 0, fmt.Errorf("warm-up prefill: %w", err)
+	}
+	prefill = time.Since(t0)
+	t0 = time.Now()
+	for s := range steps {
+		var d model.Batch
+		for i := range b {
+			d.Add(i, promptLen+s, int32(i+s)%v)
+		}
+		if _, err := m.Logits(cache, &d, nil); err != nil {
+			return 0, 0, fmt.Errorf("warm-up decode: %w", err)
+		}
+	}
+	return prefill, time.Since(t0) / time.Duration(steps), nil
+}
+
+// warmupSamples are rollouts of seqLen tokens (a quarter prompt) with
+// arbitrary valid tokens, n positions in all (at least one rollout).
+func warmupSamples(n, seqLen, vocab int) []loss.Sample {
+	var out []loss.Sample
+	for left := n; left > 0 || len(out) == 0; left -= seqLen {
+		out = append(out, warmupSample(max(1, min(seqLen, left)), vocab))
+	}
+	return out
+}
+
+// warmupSample is one rollout of n trained positions: a quarter prompt,
+// the rest completion, with arbitrary valid tokens.
+func warmupSample(n, vocab int) loss.Sample {
+	p := max(1, (n+1)/4)
+	tok := func(i int) int32 { return int32(i*31+7) % int32(vocab) }
+	s := loss.Sample{Advantage: 1}
+	for i := range p {
+		s.Prompt = append(s.Prompt, tok(i))
+	}
+	for i := p; i < n+1; i++ {
+		s.Completion = append(s.Completion, tok(i))
+	}
+	s.OldLogp = make([]float32, len(s.Completion))
+	for i := range s.OldLogp {
+		s.OldLogp[i] = -5
+	}
+	return s
+}
