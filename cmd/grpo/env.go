@@ -131,6 +131,9 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 	if s.Dir != "" {
 		fmt.Fprintf(w, "  directory: %s\n", s.Dir)
 	}
+	if s.RewardScale != 0 {
+		fmt.Fprintf(w, "  reward scale: verifiers' weighted sum × 1/%g, to keep the reward in [0, 1]; the sub-metrics are verifiers' own, unscaled\n", 1/s.RewardScale)
+	}
 	fmt.Fprintln(w, "\nArgs:")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tHELP")

@@ -16,12 +16,13 @@ import (
 
 func init() {
 	var output, resume, device string
-	var force bool // grpo estimate's guard: start even when the estimate does not fit
+	var force bool   // grpo estimate's guard: start even when the estimate does not fit
+	var verbose bool // report the CPU backend's BLAS and kernels (cpureport.go)
 	var overrides []config.Override
 	register(&command{
 		name:    "train",
 		summary: "train a LoRA adapter with GRPO from a config file",
-		usage:   "CONFIG.toml [--output DIR] [--max-steps N] [--batch-size N] [--seed N] [--set KEY=VALUE]... [--device cpu|cuda] [--force] | --resume RUN_DIR",
+		usage:   "CONFIG.toml [--output DIR] [--max-steps N] [--batch-size N] [--seed N] [--set KEY=VALUE]... [--device cpu|cuda] [--force] [--verbose] | --resume RUN_DIR",
 		help: `Runs GRPO with LoRA as the config says (the TOML schema of Prime Intellect
 Lab's configs/rl/*.toml plus grpo's [lora], [loss], [optimizer], [checkpoint];
 every key is documented in docs/config.md). Shows a progress bar and one line
@@ -63,6 +64,7 @@ Examples:
 				overrides = append(overrides, o)
 				return err
 			})
+			fs.BoolVar(&verbose, "verbose", false, "report the backend's BLAS (OpenBLAS core, threads) and elementwise kernels")
 		},
 		run: func(args []string) error {
 			var path string
@@ -98,6 +100,7 @@ Examples:
 			for _, w := range cfg.Warnings {
 				fmt.Fprintln(os.Stderr, "warning:", w)
 			}
+			cpuReport(os.Stderr, cfg.Device, verbose)
 			// The run records the config as it runs, overrides written in.
 			opts = append(opts, trainer.WithConfigText(cfg.Text()))
 			ctx, stop := interruptContext()

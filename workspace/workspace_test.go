@@ -1,6 +1,7 @@
-package trainer
+package workspace
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/examples"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -17,12 +19,12 @@ import (
 // a second init refuses to overwrite.
 func TestWorkspace(t *testing.T) {
 	dir := t.TempDir()
-	written, err := WriteWorkspace(dir, false)
+	written, err := Write(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(written) != len(WorkspaceFiles()) {
-		t.Errorf("wrote %d files, want %d", len(written), len(WorkspaceFiles()))
+	if len(written) != len(Files()) {
+		t.Errorf("wrote %d files, want %d", len(written), len(Files()))
 	}
 	var rel []string
 	for _, p := range written {
@@ -30,6 +32,22 @@ func TestWorkspace(t *testing.T) {
 		rel = append(rel, filepath.ToSlash(r))
 	}
 	sort.Strings(rel)
+	// Every embedded file is written, as it is embedded: none is left out
+	// of the order Files lists them in.
+	fs.WalkDir(examples.Workspace(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if i := sort.SearchStrings(rel, p); i == len(rel) || rel[i] != p {
+			t.Errorf("embedded %s was not written", p)
+			return nil
+		}
+		want, _ := fs.ReadFile(examples.Workspace(), p)
+		if got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p))); err != nil || string(got) != string(want) {
+			t.Errorf("%s: written %q (%v), embedded %q", p, got, err, want)
+		}
+		return nil
+	})
 	for _, want := range []string{"AGENTS.md", "configs/eval/minimal.toml", "configs/eval/multi-env.toml", "configs/gepa/base.toml",
 		"configs/rl/alphabet-sort.toml", "configs/rl/gsm8k.toml", "configs/rl/reverse-text.toml", "configs/rl/wordle.toml",
 		"environments/README.md", "environments/capitals/environment.toml"} {
@@ -110,13 +128,13 @@ func TestWorkspace(t *testing.T) {
 
 	// A second init refuses, writing nothing; --force overwrites.
 	os.WriteFile("AGENTS.md", []byte("mine"), 0o644)
-	if _, err := WriteWorkspace(".", false); err == nil || !strings.Contains(err.Error(), "--force") {
+	if _, err := Write(".", false); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("overwrite without force: %v", err)
 	}
 	if b, _ := os.ReadFile("AGENTS.md"); string(b) != "mine" {
 		t.Error("a refused init changed AGENTS.md")
 	}
-	if _, err := WriteWorkspace(".", true); err != nil {
+	if _, err := Write(".", true); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile("AGENTS.md"); string(b) == "mine" {

@@ -1,4 +1,4 @@
-package trainer
+package rundir
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func writeFakeRun(t *testing.T, dir string, steps int, last string, adapter bool
 	must(os.MkdirAll(filepath.Join(dir, "checkpoints", "step-2"), 0o755))
 	must(os.MkdirAll(filepath.Join(dir, "checkpoints", "step-4"), 0o755))
 	must(os.WriteFile(filepath.Join(dir, "config.toml"), []byte("model = \"m\"\nmax_steps = 10\nbatch_size = 8\nrollouts_per_example = 4\n[sampling]\nmax_tokens = 8\n[[env]]\nid = \"reverse-text\"\n"), 0o644))
-	rd := &RunDir{Path: dir}
+	rd := &Dir{Path: dir}
 	for s := 1; s <= steps; s++ {
 		must(rd.AppendJSONL("metrics.jsonl", map[string]any{"step": s, "reward": 0.1 * float64(s), "loss": -0.5 / float64(s), "grad_norm": 1.5, "kl": 0.01, "entropy": 2.0}))
 	}
@@ -48,13 +48,13 @@ func TestRunStatus(t *testing.T) {
 		silent  time.Duration
 		want    string
 	}{
-		{"finished 10 steps; adapter in x", true, time.Hour, RunFinished},
-		{"finished 10 steps; adapter in x", false, time.Hour, RunFailed},
-		{"interrupted after step 3; resume with ...", false, time.Hour, RunInterrupted},
-		{"error: step 4: boom", false, time.Second, RunFailed},
-		{"step 3 reward 0.5", false, 10 * time.Second, RunRunning},
-		{"step 3 reward 0.5", false, 10 * time.Minute, RunInterrupted},
-		{"", false, 0, RunRunning},
+		{"finished 10 steps; adapter in x", true, time.Hour, Finished},
+		{"finished 10 steps; adapter in x", false, time.Hour, Failed},
+		{"interrupted after step 3; resume with ...", false, time.Hour, Interrupted},
+		{"error: step 4: boom", false, time.Second, Failed},
+		{"step 3 reward 0.5", false, 10 * time.Second, Running},
+		{"step 3 reward 0.5", false, 10 * time.Minute, Interrupted},
+		{"", false, 0, Running},
 	}
 	for _, c := range cases {
 		if got, _ := runStatus(c.last, c.adapter, c.silent); got != c.want {
@@ -74,14 +74,14 @@ func TestListRuns(t *testing.T) {
 		os.Chtimes(filepath.Join(root, "stale", f), old, old)
 		os.Chtimes(filepath.Join(root, "done", f), old.Add(time.Minute), old.Add(time.Minute))
 	}
-	runs, err := ListRuns(root, time.Now())
+	runs, err := List(root, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(runs) != 3 {
 		t.Fatalf("%d runs: %+v", len(runs), runs)
 	}
-	byName := map[string]RunInfo{}
+	byName := map[string]Info{}
 	var order []string
 	for _, r := range runs {
 		byName[r.Name] = r
@@ -91,19 +91,19 @@ func TestListRuns(t *testing.T) {
 		t.Errorf("order %v, want newest first", order)
 	}
 	d := byName["done"]
-	if d.Status != RunFinished || d.Steps != 10 || d.MaxSteps != 10 || !d.HasReward || d.LastReward != 1.0 || !d.HasEval || d.LastEvalReward != 0.25 || d.EvalStep != 4 {
+	if d.Status != Finished || d.Steps != 10 || d.MaxSteps != 10 || !d.HasReward || d.LastReward != 1.0 || !d.HasEval || d.LastEvalReward != 0.25 || d.EvalStep != 4 {
 		t.Errorf("done: %+v", d)
 	}
-	if s := byName["live"]; s.Status != RunRunning || s.Steps != 4 {
+	if s := byName["live"]; s.Status != Running || s.Steps != 4 {
 		t.Errorf("live: %+v", s)
 	}
-	if s := byName["stale"]; s.Status != RunInterrupted || !strings.Contains(s.Detail, "killed") {
+	if s := byName["stale"]; s.Status != Interrupted || !strings.Contains(s.Detail, "killed") {
 		t.Errorf("stale: %+v", s)
 	}
-	if runs, err := ListRuns(filepath.Join(root, "missing"), time.Now()); err != nil || len(runs) != 0 {
+	if runs, err := List(filepath.Join(root, "missing"), time.Now()); err != nil || len(runs) != 0 {
 		t.Errorf("missing dir: %v %v", runs, err)
 	}
-	if _, err := InspectRun(filepath.Join(root, "not-a-run"), time.Now()); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+	if _, err := Inspect(filepath.Join(root, "not-a-run"), time.Now()); err == nil || !strings.Contains(err.Error(), "not a run directory") {
 		t.Errorf("not a run: %v", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestInspectRunDetail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r")
 	writeFakeRun(t, dir, 10, "finished 10 steps; adapter in r/adapter", true)
 	os.WriteFile(filepath.Join(dir, "rewards.png"), []byte("png"), 0o644)
-	d, err := InspectRunDetail(dir, time.Now())
+	d, err := InspectDetail(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,12 @@
-package trainer
+package rundir
 
 import (
 	"fmt"
 	"path/filepath"
 )
 
-// RunSummary condenses a run directory's metrics.
-type RunSummary struct {
+// Summary condenses a run directory's metrics.
+type Summary struct {
 	Steps int
 	// FirstReward and LastReward are the mean rewards of the first and last
 	// 10% of steps (at least one step each).
@@ -17,8 +17,8 @@ type RunSummary struct {
 }
 
 // Summarize reads a run directory's metrics.jsonl and eval.jsonl.
-func Summarize(runDir string) (RunSummary, error) {
-	var s RunSummary
+func Summarize(runDir string) (Summary, error) {
+	var s Summary
 	rows, err := ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
 		return s, err
