@@ -18,6 +18,11 @@ type Spec struct {
 	Aliases []string
 	// Description is one line for `grpo env list`.
 	Description string
+	// RewardScale, when not 0, says that the environment's reward is the
+	// reference implementation's (verifiers') weighted sum times this
+	// factor, which keeps it in [0, 1]; the sub-metrics are unscaled.
+	// `grpo env show` prints it, and `grpo env score` can undo it.
+	RewardScale float64
 	// Args are the arguments a config may pass; New gets them validated
 	// with defaults filled in.
 	Args []ArgSpec

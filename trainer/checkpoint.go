@@ -10,6 +10,7 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 // checkpointState is state.json of a checkpoint: what, besides the adapter
@@ -30,7 +31,7 @@ const checkpointFormat = "grpo-checkpoint-v1"
 // state.json) as one atomic directory, then deletes checkpoints beyond
 // keepLast.
 func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim.AdamW, baseModel string, keepLast int) error {
-	final := filepath.Join(dir, fmt.Sprintf("step-%d", st.Step))
+	final := rundir.CheckpointPath(dir, st.Step)
 	err := atomicfile.WriteDir(final, nil, func(tmp string) error {
 		if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {
 			return fmt.Errorf("adapter: %w", err)
@@ -45,17 +46,7 @@ func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", st.Step, err)
 	}
-	if keepLast > 0 {
-		steps, err := listCheckpoints(dir)
-		if err != nil {
-			return err
-		}
-		for len(steps) > keepLast {
-			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("step-%d", steps[0])))
-			steps = steps[1:]
-		}
-	}
-	return nil
+	return rundir.PruneCheckpoints(dir, keepLast)
 }
 
 // loadCheckpoint restores the adapter (into a fresh lora.Adapter on m), the

@@ -1,9 +1,8 @@
-// Package trainer owns GRPO training and everything around a run: the
-// loop (sample → score → advantages → policy loss → backward → AdamW),
-// evaluation (during training and as `grpo eval`), checkpoints and resume,
-// run directories, metrics and their inspection, and the workspace
-// templates of `grpo init`. The config it runs is package config's. It is
-// the public API for Go programs that embed grpo:
+// Package trainer owns GRPO training: the loop (sample → score →
+// advantages → policy loss → backward → AdamW), evaluation (during
+// training and as `grpo eval`), checkpoints and resume. The config it runs
+// is package config's; the run directory it writes is package rundir's. It
+// is the public API for Go programs that embed grpo:
 //
 //	cfg := config.DefaultConfig()
 //	cfg.Model = "Qwen/Qwen3-0.6B"

@@ -13,6 +13,7 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/emu"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -80,7 +81,7 @@ lr = 1e-2
 		if _, err := os.Stat(filepath.Join(res.Adapter, "adapter_model.safetensors")); err != nil {
 			t.Fatalf("%s: adapter not saved: %v", name, err)
 		}
-		rows, err := trainer.ReadJSONL(filepath.Join(res.RunDir, "metrics.jsonl"))
+		rows, err := rundir.ReadJSONL(filepath.Join(res.RunDir, "metrics.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 // writeRunFixture lays out a tiny model, a reverse-words environment and a
@@ -75,7 +76,7 @@ func runConfig(t *testing.T, path string, opts ...Option) (*Result, error) {
 
 // deterministicMetrics drops the wall-clock fields of metrics.jsonl.
 func deterministicMetrics(t *testing.T, runDir string) []map[string]any {
-	rows, err := ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
+	rows, err := rundir.ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 	// Kill it once it is past the step-4 checkpoint and into step 7.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		rows, _ := ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
+		rows, _ := rundir.ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
 		if len(rows) >= 6 {
 			break
 		}
@@ -147,7 +148,7 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 	}
 	child.Process.Signal(syscall.SIGKILL)
 	child.Wait()
-	rows, _ := ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
+	rows, _ := rundir.ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
 	if len(rows) >= steps {
 		t.Fatalf("the child finished (%d steps) before it was killed; the test proves nothing", len(rows))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
 
@@ -116,7 +117,7 @@ type Result struct {
 type run struct {
 	cfg     *config.Config
 	opts    options
-	dir     *RunDir
+	dir     *rundir.Dir
 	ckDir   string
 	modelID string
 	be      kernels.Backend
@@ -179,7 +180,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	r.bar.finish()
 	r.dir.Logf("finished %d steps; adapter in %s", r.step, res.Adapter)
-	return res, PlotRewards(r.dir.Path, 10)
+	return res, rundir.PlotRewards(r.dir.Path, 10)
 }
 
 // stop handles an error that ended the loop: a cancelled context writes a
@@ -190,7 +191,7 @@ func (r *run) stop(err error) error {
 		if cerr := r.checkpoint(); cerr != nil {
 			return fmt.Errorf("interrupted, and the checkpoint failed: %w", cerr)
 		}
-		PlotRewards(r.dir.Path, 10)
+		rundir.PlotRewards(r.dir.Path, 10)
 		r.dir.Logf("interrupted after step %d; resume with grpo train --resume %s", r.step, r.dir.Path)
 		return fmt.Errorf("%w after step %d; resume with 'grpo train --resume %s'", ErrInterrupted, r.step, r.dir.Path)
 	}
@@ -199,7 +200,7 @@ func (r *run) stop(err error) error {
 }
 
 func (r *run) checkpoint() error {
-	if steps, _ := listCheckpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
+	if steps, _ := rundir.Checkpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
 		return nil
 	}
 	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health}
@@ -237,13 +238,13 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
 	var err error
 	if t.opts.resume {
-		r.dir, err = OpenRunDir(t.opts.output)
+		r.dir, err = rundir.Open(t.opts.output)
 	} else {
 		out := t.opts.output
 		if out == "" {
-			out = DefaultRunPath(cfg.Name, time.Now())
+			out = rundir.DefaultPath(cfg.Name, time.Now())
 		}
-		r.dir, err = CreateRunDir(out)
+		r.dir, err = rundir.Create(out)
 	}
 	if err != nil {
 		return nil, err
@@ -328,14 +329,14 @@ func (r *run) setupEnvs() error {
 func (r *run) setupState() error {
 	var err error
 	if r.opts.resume {
-		steps, err := listCheckpoints(r.ckDir)
+		steps, err := rundir.Checkpoints(r.ckDir)
 		if err != nil {
 			return err
 		}
 		if len(steps) == 0 {
 			return fmt.Errorf("%s has no checkpoint to resume from; start it again without --resume", r.dir.Path)
 		}
-		last := filepath.Join(r.ckDir, fmt.Sprintf("step-%d", steps[len(steps)-1]))
+		last := rundir.CheckpointPath(r.ckDir, steps[len(steps)-1])
 		var st checkpointState
 		if r.adapter, st, err = loadCheckpoint(last, r.base); err != nil {
 			return err

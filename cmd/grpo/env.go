@@ -152,6 +152,9 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 	if s.Dir != "" {
 		fmt.Fprintf(w, "  directory: %s\n", s.Dir)
 	}
+	if s.RewardScale != 0 {
+		fmt.Fprintf(w, "  reward scale: verifiers' weighted sum × 1/%g, to keep the reward in [0, 1]; the sub-metrics are verifiers' own, unscaled\n", 1/s.RewardScale)
+	}
 	fmt.Fprintln(w, "\nArgs:")
 	if s.RawArgs {
 		fmt.Fprintln(w, "  any: given as they are to the environment's load_environment")

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/workspace"
 )
 
 var initFlags struct{ force bool }
@@ -45,7 +45,7 @@ Examples:
 			default:
 				return usagef("init takes at most one directory")
 			}
-			written, err := trainer.WriteWorkspace(dir, initFlags.force)
+			written, err := workspace.Write(dir, initFlags.force)
 			for _, p := range written {
 				fmt.Fprintf(stdout, "wrote %s\n", p)
 			}

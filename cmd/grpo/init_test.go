@@ -10,7 +10,7 @@ import (
 
 // TestInitCommand: init writes the workspace and lists it, grpo env show
 // accepts the example environment from inside the workspace, and a second
-// init refuses without --force. (trainer's TestWorkspace parses and
+// init refuses without --force. (workspace's TestWorkspace parses and
 // validates every config.)
 func TestInitCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "lab")

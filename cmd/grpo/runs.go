@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 var runsFlags struct {
@@ -102,18 +102,18 @@ func runRuns(w io.Writer, args []string) error {
 	defer stop()
 	// A step of a large model can take minutes; follow until the run has
 	// been silent for five times the running window before giving up.
-	return trainer.FollowLog(ctx, path, w, runsFlags.poll, 5*trainer.RunningWindow)
+	return rundir.FollowLog(ctx, path, w, runsFlags.poll, 5*rundir.RunningWindow)
 }
 
 // findRun resolves RUN: a run directory as given, or a name under dir.
 func findRun(arg, dir string) (string, error) {
 	for _, p := range []string{arg, filepath.Join(dir, arg)} {
-		if trainer.IsRunDir(p) {
+		if rundir.Is(p) {
 			return p, nil
 		}
 	}
 	var names []string
-	if runs, err := trainer.ListRuns(dir, time.Now()); err == nil {
+	if runs, err := rundir.List(dir, time.Now()); err == nil {
 		for _, r := range runs {
 			names = append(names, r.Name)
 		}
@@ -128,7 +128,7 @@ func findRun(arg, dir string) (string, error) {
 }
 
 func runsList(w io.Writer, dir string) error {
-	runs, err := trainer.ListRuns(dir, time.Now())
+	runs, err := rundir.List(dir, time.Now())
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func runsList(w io.Writer, dir string) error {
 }
 
 func runsStatus(w io.Writer, path string) error {
-	d, err := trainer.InspectRunDetail(path, time.Now())
+	d, err := rundir.InspectDetail(path, time.Now())
 	if err != nil {
 		return err
 	}

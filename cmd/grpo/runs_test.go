@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/internal/tinymodel"
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 // trainTinyRun trains a real 2-step run into root/NAME with grpo train.
@@ -64,15 +64,15 @@ func TestRunsListAndStatus(t *testing.T) {
 	then := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(old, "log.txt"), then, then)
 
-	rows, _ := trainer.ReadJSONL(filepath.Join(run, "metrics.jsonl"))
-	evals, _ := trainer.ReadJSONL(filepath.Join(run, "eval.jsonl"))
+	rows, _ := rundir.ReadJSONL(filepath.Join(run, "metrics.jsonl"))
+	evals, _ := rundir.ReadJSONL(filepath.Join(run, "eval.jsonl"))
 	if len(rows) != 2 || len(evals) == 0 {
 		t.Fatalf("run wrote %d steps, %d evals", len(rows), len(evals))
 	}
 	// The random tiny model earns reward 0; give the last step distinctive
 	// numbers so the printed ones can only come from that row.
 	rows[1]["reward"], rows[1]["loss"] = 0.4321, -0.01234
-	rd := &trainer.RunDir{Path: run}
+	rd := &rundir.Dir{Path: run}
 	os.Remove(filepath.Join(run, "metrics.jsonl"))
 	for _, r := range rows {
 		if err := rd.AppendJSONL("metrics.jsonl", r); err != nil {

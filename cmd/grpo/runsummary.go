@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
 // printRunSummary prints a finished run's table: reward at the start and
 // end, the last eval, and where the results are.
 func printRunSummary(res *trainer.Result) error {
-	s, err := trainer.Summarize(res.RunDir)
+	s, err := rundir.Summarize(res.RunDir)
 	if err != nil {
 		return err
 	}

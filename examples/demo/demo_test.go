@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -55,7 +56,7 @@ func TestDemo(t *testing.T) {
 	if res.Steps != cfg.MaxSteps {
 		t.Fatalf("ran %d steps, want %d", res.Steps, cfg.MaxSteps)
 	}
-	s, err := trainer.Summarize(out)
+	s, err := rundir.Summarize(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
-	evals, err := trainer.ReadJSONL(filepath.Join(out, "eval.jsonl"))
+	evals, err := rundir.ReadJSONL(filepath.Join(out, "eval.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,23 @@
+// Package examples embeds the example files the grpo binary writes out, so
+// that each exists once, as a real file in the repository: Workspace is
+// the tree `grpo init` writes (workspace/). The Lab configs in configs/
+// and demo.toml are files to point grpo at, read from disk, not embedded.
+package examples
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed workspace
+var workspace embed.FS
+
+// Workspace is the files of a new workspace, at the paths grpo init
+// writes them to (configs/rl/gsm8k.toml, AGENTS.md, ...).
+func Workspace() fs.FS {
+	sub, err := fs.Sub(workspace, "workspace")
+	if err != nil {
+		panic(err) // "workspace" is a valid path: fs.Sub cannot fail on it
+	}
+	return sub
+}

@@ -1,0 +1,6 @@
+// Package rundir owns run directories: their creation and layout, the
+// metrics files (metrics.jsonl, eval.jsonl), log.txt, which checkpoints a
+// run holds (not what is in them: that is the trainer's resume state),
+// and reading runs back for `grpo runs list|status|logs`, reward plots and
+// run summaries. It writes what the trainer gives it and never trains.
+package rundir
