@@ -50,7 +50,16 @@ them next to PyTorch on the same machine (scripts/bench.sh runs both).
 Examples:
   grpo bench --shape qwen3-30m
   grpo bench --model testdata/models/qwen3-tiny --prefill 128 --decode 32
-  grpo bench --shape qwen3-0.6b --device cuda --batch 128 --json`,
+  grpo bench --shape qwen3-0.6b --device cuda --batch 128 --json
+  grpo bench --shape qwen3-30m --grpo-step --repeat 3 --cpuprofile step.pprof
+
+--grpo-step measures whole GRPO steps instead, through the trainer's code:
+the sampler generating --step-rollouts rollouts of each of --step-prompts
+random prompts of --step-prompt-len tokens, exactly --step-tokens tokens each
+(no stop tokens), group advantages of a synthetic reward, loss.PolicyGradient
+and one AdamW update of a rank --lora-rank adapter on all seven projections;
+it reports the best generate, train and whole-step seconds of --repeat steps
+after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.model, "model", "", "model directory or hub id (default: --shape)")
 			fs.StringVar(&o.shape, "shape", "qwen3-30m", "named random-init shape (see 'grpo models')")
@@ -68,6 +77,7 @@ Examples:
 			fs.StringVar(&o.prefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
 			fs.Float64Var(&o.temperature, "temperature", 1, "sampling temperature of the decode figure (0: greedy)")
 			deviceFlag(fs, &o.device)
+			stepBenchFlags(fs, &o.step) // --grpo-step, bench_step.go
 		},
 		run: func(args []string) error {
 			if len(args) > 0 {
@@ -89,6 +99,7 @@ type benchOpts struct {
 	trainSeqs, trainLen    int
 	loraRank               int
 	json, noMatmul         bool
+	step                   stepBenchOpts
 }
 
 func runBench(o benchOpts) error {
@@ -133,6 +144,9 @@ func runBench(o benchOpts) error {
 		}
 	}
 	defer m.Free()
+	if o.step.enabled {
+		return runStepBench(m, be, what, o)
+	}
 	wdt := weightDType(m)
 	var results []benchResult
 	add := func(name string, v float64, unit string) {
