@@ -67,6 +67,32 @@ def random_model(s, seed=0):
     return reference.Model(cfg, w, dtype=torch.float32), params
 
 
+def blas_info():
+    """OpenBLAS as this process loaded it (PyTorch's BLAS on Debian is
+    libopenblas0-pthread, with a thread pool of its own beside torch's
+    OpenMP threads): library, core, thread count, and OPENBLAS_CORETYPE
+    if set (reported, never changed: some machines need it)."""
+    import ctypes
+    import re
+    try:
+        maps = open("/proc/self/maps").read()
+    except OSError:
+        return None
+    libs = sorted(set(re.findall(r"(/\S*libopenblas\S*\.so\S*)", maps)))
+    if not libs:
+        return {"library": None, "coretype_env": os.environ.get("OPENBLAS_CORETYPE")}
+    lib = ctypes.CDLL(libs[0])
+    info = {"library": libs[0], "coretype_env": os.environ.get("OPENBLAS_CORETYPE")}
+    try:
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        info.update(core=lib.openblas_get_corename().decode(), threads=lib.openblas_get_num_threads(),
+                    config=lib.openblas_get_config().decode().strip())
+    except AttributeError:
+        pass
+    return info
+
+
 def best_time(fn, repeats):
     best = float("inf")
     for _ in range(repeats):
@@ -184,7 +210,7 @@ def main():
     train_s = lora_train_step(model, shape, args) if args.train_seqs else None
     print(json.dumps({
         "engine": "torch-eager", "torch": torch.__version__, "dtype": "float32", "threads": args.threads,
-        "preset": args.preset, "shape": shape, "params": params,
+        "blas": blas_info(), "preset": args.preset, "shape": shape, "params": params,
         "prefill_tokens": args.prefill, "prefill_tokens_per_s": round(args.prefill / prefill_s, 2),
         "decode_tokens": args.decode,
         "decode_tokens_per_s": round(args.decode / decode_s, 2) if args.decode else None,
