@@ -198,7 +198,7 @@ def main():
     ap.add_argument("--lora-rank", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=2, help="measured steps after one warm-up; each phase's best is reported")
     ap.add_argument("--give-up", type=float, metavar="S", help="if the warm-up step takes more than S seconds, report it as the figure and stop "
-                    "(scripts/bench.sh passes twice the best step so far: such a thread setting cannot be PyTorch's best)")
+                    "(scripts/bench.sh passes 3× the best step so far: such a thread setting cannot be PyTorch's best)")
     ap.add_argument("--check", action="store_true", help="tiny shape: assert token counts, a finite loss and a changed adapter")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
