@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """grpo against eager PyTorch on this CPU, fairly: scripts/bench.sh runs this.
 
-Per round (ROUNDS, default 3), interleaved so that background load hits
+Per round (ROUNDS, default 3; each run one warm-up, then the best of
+REPEAT, default 1, so each figure is a best of ROUNDS × REPEAT), interleaved so that background load hits
 both engines alike:
   grpo     `grpo bench` (per-op figures) and `grpo bench --grpo-step`
            (whole GRPO step) at grpo's defaults: GOMAXPROCS, OMP_NUM_THREADS
@@ -16,7 +17,7 @@ both engines alike:
            setting and round, and says which setting gave it.
 OPENBLAS_CORETYPE is never changed; it is reported when set. A step run
 whose warm-up step takes more than 3× the best step so far stops there
-(its warm-up time is its figure, marked ≥). Settings that
+(its warm-up time is its figure, marked †). Settings that
 are more than PRUNE (default 1.5) times slower than the best on every
 figure in round 1 are not run again (PRUNE=0 keeps all): they cannot
 become the best, and the run stays within 10 minutes on 2 cores.
@@ -27,6 +28,7 @@ each run's JSON under $BENCH_OUT (default /tmp/grpo-bench).
     scripts/bench.sh [SHAPE]            # default qwen3-30m
     ROUNDS=5 PRUNE=0 scripts/bench.sh   # more rounds, every setting every round
     QUICK=1 ROUNDS=1 scripts/bench.sh   # a minute's check of the scripts (figures meaningless)
+    REPORT_ONLY=1 scripts/bench.sh      # the tables again from the last run's JSON
 """
 
 import json
@@ -79,6 +81,7 @@ def main():
     shape = sys.argv[1] if len(sys.argv) > 1 else "qwen3-30m"
     rounds = int(os.environ.get("ROUNDS", "3"))
     prune = float(os.environ.get("PRUNE", "1.5"))
+    repeat = os.environ.get("REPEAT", "1")  # measured runs per process after its warm-up
     out = os.environ.get("BENCH_OUT", "/tmp/grpo-bench")
     os.makedirs(out, exist_ok=True)
     nproc = os.cpu_count()
@@ -97,15 +100,15 @@ def main():
         e["OMP_NUM_THREADS"], e["OPENBLAS_NUM_THREADS"] = str(t), str(b)
         return e
 
-    grpo_ops_cmd = ["bin/grpo", "bench", "--shape", shape, "--json", "--decode", "16", "--repeat", "2",
+    grpo_ops_cmd = ["bin/grpo", "bench", "--shape", shape, "--json", "--decode", "16", "--repeat", repeat,
                     "--prefill-logits", "all", "--dtype", "f32"]
-    grpo_step_cmd = ["bin/grpo", "bench", "--shape", shape, "--json", "--grpo-step", "--repeat", "2", "--dtype", "f32"]
+    grpo_step_cmd = ["bin/grpo", "bench", "--shape", shape, "--json", "--grpo-step", "--repeat", repeat, "--dtype", "f32"]
 
     def torch_ops_cmd(t):
-        return [PY, "scripts/bench_torch.py", "--preset", shape, "--threads", str(t), "--decode", "16", "--repeats", "2"] + quick_torch_ops
+        return [PY, "scripts/bench_torch.py", "--preset", shape, "--threads", str(t), "--decode", "16", "--repeats", repeat] + quick_torch_ops
 
     def torch_step_cmd(t):
-        cmd = [PY, "scripts/grpo_step_torch.py", "--preset", shape, "--threads", str(t), "--repeats", "2"] + quick_torch_step
+        cmd = [PY, "scripts/grpo_step_torch.py", "--preset", shape, "--threads", str(t), "--repeats", repeat] + quick_torch_step
         measured = [x["step_s"] for runs in t_step.values() for x in runs if not x.get("gave_up")]
         # A setting whose warm-up step takes three times the best step so far
         # cannot be the best: do not spend minutes on it. (Three, not less: a
@@ -129,6 +132,20 @@ def main():
     t_ops = {s: [] for s in settings}
     t_step = {s: [] for s in settings}
     active = list(settings)
+    if os.environ.get("REPORT_ONLY") == "1":  # re-render the tables from a finished run's JSON under $BENCH_OUT
+        load0 = None
+
+        def load(name):
+            with open(f"{out}/{name}") as f:
+                return json.loads(f.read().strip().splitlines()[-1])
+        for r in range(1, rounds + 1):
+            g_ops.append(load(f"grpo-ops.{r}.json"))
+            g_step.append(load(f"grpo-step.{r}.json"))
+            for t, b in settings:
+                if os.path.exists(f"{out}/torch-ops.t{t}b{b}.{r}.json"):
+                    t_ops[(t, b)].append(load(f"torch-ops.t{t}b{b}.{r}.json"))
+                    t_step[(t, b)].append(load(f"torch-step.t{t}b{b}.{r}.json"))
+        rounds = 0  # nothing to run
     for r in range(1, rounds + 1):
         log(f"round {r}/{rounds}: grpo, then PyTorch at (torch threads, OpenBLAS threads) {active}")
         g_ops.append(run_json(grpo_ops_cmd, grpo_env, f"{out}/grpo-ops.{r}.json"))
@@ -141,6 +158,7 @@ def main():
             active = keep_settings(active, t_ops, t_step, prune)
     load1 = os.getloadavg()
     elapsed = time.time() - t_start
+    rounds = len(g_ops)
 
     want = g_step[0]["gen_tokens"]
     for g in g_step:
@@ -152,6 +170,10 @@ def main():
                 sys.exit(f"bench: PyTorch generated {x['gen_tokens']} tokens per step, grpo {want}: not the same work")
 
     print(report(shape, settings, g_ops, g_step, t_ops, t_step, rounds, nproc, load0, load1, elapsed))
+
+
+def repeats_of(run):
+    return run.get("repeats", "?")
 
 
 def op_value(run, key):
@@ -197,8 +219,9 @@ def report(shape, settings, g_ops, g_step, t_ops, t_step, rounds, nproc, load0, 
     lines = []
     lines.append(f"Model `{shape}` ({g_ops[0]['params'] / 1e6:.1f}M parameters), float32, random weights; "
                  f"{cpu}, {nproc} cores; PyTorch {t_ops[settings[0]][0]['torch']} eager. "
-                 f"Best of {rounds} interleaved rounds (each run: one warm-up, then the best of 2). "
-                 f"Load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end; {elapsed / 60:.1f} minutes.")
+                 f"Best of {rounds} interleaved rounds (each run: one warm-up, then the best of {repeats_of(g_step[0])}). "
+                 + (f"Load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end; {elapsed / 60:.1f} minutes."
+                    if load0 else "(Re-rendered from saved JSON.)"))
     lines.append("")
     lines.append(f"- grpo: default settings (GOMAXPROCS = {g_ops[0]['threads']}); {g_step[0].get('blas', '?')}")
     lines.append(f"- PyTorch: OpenBLAS {tb.get('library', '?')}, core {tb.get('core', '?')}; "
@@ -215,12 +238,14 @@ def report(shape, settings, g_ops, g_step, t_ops, t_step, rounds, nproc, load0, 
     lines.append("|---|" + "---:|" * len(head))
     for s in settings:
         cells = [f"{max(op_value(r, key) for r in t_ops[s]):.1f}" for _, _, key, _ in OPS]
-        gave = any(r.get("gave_up") for r in t_step[s])
-        cells += [("≥ " if gave else "") + f"{min(r[k] for r in t_step[s]):.2f}" for _, k in PHASES]
+        for _, k in PHASES:  # †: the best of this setting is a warm-up-only figure
+            r = min(t_step[s], key=lambda r: r[k])
+            cells.append(f"{r[k]:.2f}" + (" †" if r.get("gave_up") else ""))
         lines.append(f"| {fmt_setting(s)} ({len(t_ops[s])} rounds) | " + " | ".join(cells) + " |")
     lines.append("")
     if any(r.get("gave_up") for runs in t_step.values() for r in runs):
-        lines.append("(≥: the warm-up step alone took more than 3× the best step so far, so that setting's step was not measured further.)")
+        lines.append("(†: from a run stopped after its warm-up step, which alone took more than 3× the best step so far; the "
+                     "warm-up includes first-call costs, so the figure overstates that setting's step, but by 3× it cannot be the best.)")
         lines.append("")
 
     lines.append("Per-op figures (throughput; above 1 grpo is faster):")
