@@ -116,4 +116,3 @@ func pyRepr(s string) string {
 	b.WriteByte(q)
 	return b.String()
 }
-
