@@ -44,7 +44,7 @@ const wikiJudgePrompt = "Given a ground truth answer     and a response, determi
 // wikiReplyTokens is the room a slot keeps for each turn's tool results: a
 // search's ten titles, a page's sections, or a section of the Lab's
 // corpus (longer ones end the episode as truncated by the context).
-const wikiReplyTokens = 1024
+const wikiReplyTokens = toolReplyTokens
 
 func init() {
 	mustRegister(Spec{

@@ -56,6 +56,15 @@ A custom environment is a directory with environment.toml and its data:
   # command: argv = ["python3", "reward.py"], timeout = "30s" (run in the env dir)
   # http: url, timeout, headers    judge: base_url, model, api_key_env, template
 
+  max_turns = 6                    # (top level) with tools: model turns per episode, default 10
+  [[tool]]                         # a function the model may call (OpenAI function schema)
+  name = "atlas"
+  description = "Look a country up."
+  parameters = { type = "object", properties = { country = { type = "string" } }, required = ["country"] }
+  url = "http://127.0.0.1:8000/atlas"   # POST the arguments as JSON; the reply body is the result
+  timeout = "10s"                  # headers = { Authorization = "Bearer ${TOKEN}" }
+  # command = ["python3", "tool.py"] instead of url: arguments on stdin, result on stdout, in the sandbox
+
 Environments in ./environments/ of the workspace are found too.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show)`)
@@ -142,6 +151,7 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, a.Type, truncate(string(def), 40), a.Help)
 	}
 	tw.Flush()
+	showTools(w, e)
 	fmt.Fprintln(w, "\nSplits:")
 	var sample *env.Example
 	for _, split := range []string{"train", "eval"} {

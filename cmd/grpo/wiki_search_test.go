@@ -105,3 +105,21 @@ func TestEvalWikiSearch(t *testing.T) {
 		t.Errorf("table:\n%s", stdout)
 	}
 }
+
+// grpo env show lists a tool environment's tools with the first line of
+// each schema's description, and its max_turns.
+func TestEnvShowTools(t *testing.T) {
+	code, out, errOut := runCaptured(t, "env", "show", "wiki-search", "--args", `{"max_turns": 6}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Tools (max_turns 6):", "search_pages   Search for top 10 relevant articles using title embedding similarity.",
+		"view_sections  View the sections of a page.", "read_section   Read a section of a page.", "30 examples"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCaptured(t, "env", "show", "reverse-text"); code != 0 || strings.Contains(out, "Tools") {
+		t.Errorf("an environment without tools lists tools: exit %d\n%s", code, out)
+	}
+}
