@@ -23,7 +23,7 @@ func init() {
 		summary: "list, show and install environments (builtin and environment.toml directories)",
 		usage:   "list | show ID [--args JSON] | install DIR [--force]",
 		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
-alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
+alphabet-sort, gsm8k, wordle, math, wiki-search (primeintellect/ID names the same builtin).
 
   grpo env list                      builtins and installed environments
   grpo env show gsm8k                description, args with types and defaults,
