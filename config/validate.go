@@ -33,6 +33,8 @@ func (c *Config) Validate() error {
 		return bad("device", "%v", checkDevice(c.Device))
 	case c.MicroBatchTokens < 1:
 		return bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)
+	case c.MaxErrorSteps < 0:
+		return bad("max_error_steps", "max_error_steps = %d: must be ≥ 0 (0 never stops), e.g. max_error_steps = 3", c.MaxErrorSteps)
 	}
 	if err := c.validateSampling(); err != nil {
 		return err
@@ -54,6 +56,8 @@ func (c *Config) Validate() error {
 		return bad("checkpoint.keep_last", "[checkpoint] keep_last = %d: must be ≥ 0 (0 keeps every checkpoint)", ck.KeepLast)
 	case strings.TrimSpace(ck.Dir) == "":
 		return bad("checkpoint.dir", `[checkpoint] dir is empty; set dir = "checkpoints" (relative to the run directory)`)
+	case checkpointDirProblem(ck.Dir) != "":
+		return bad("checkpoint.dir", "[checkpoint] dir = %q: %s", ck.Dir, checkpointDirProblem(ck.Dir))
 	}
 	if err := c.LoRA.Validate(); err != nil {
 		return c.sectionError("lora", err)
