@@ -33,6 +33,9 @@ func Parse(data []byte, name string) (*Config, error) {
 	// tell apart what the typed decode cannot (loss = "rl" vs [loss]).
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
+		if e, ok := nonASCIIKeyError(name, data, err); ok {
+			return nil, e
+		}
 		return nil, decodeError(name, err, nil)
 	}
 	src := tomlschema.Scan(name, data)

@@ -293,6 +293,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.setupEnvs(); err != nil {
 		return nil, err
 	}
+	r.checkContext()
 	if err := r.setupState(); err != nil {
 		return nil, err
 	}
