@@ -39,8 +39,7 @@ golden: ## regenerate tiny models and every PyTorch golden file (needs python3-t
 tokenizer-refs: ## regenerate the HF tokenizers parity ids (needs node + npm)
 	cd scripts/tokenizer-parity && npm ci && node corpus.mjs && node reference.mjs
 
-fuzz: ## run each fuzz target for 30 s
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./model/safetensors
-	$(GO) test -run '^$$' -fuzz FuzzRoundTrip -fuzztime 30s ./tokenizer
+fuzz: ## run every Fuzz* target for 30 s (scripts/fuzz-all.sh finds them)
+	FUZZTIME=30s bash scripts/fuzz-all.sh
 
 include kernels/cuda/ptx.mk

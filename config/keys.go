@@ -26,8 +26,8 @@ var keyInfos = map[string]keyInfo{
 	"max_error_steps":      {doc: "Stop the run after this many consecutive steps in which every rollout failed (the step lines show the first error); 0 never stops."},
 	"micro_batch_tokens":   {doc: "Tokens per forward/backward pass. A step's rollouts are split into micro-batches of at most this many tokens and their gradients accumulated; the update equals that of one big batch. Lower it if the GPU runs out of memory."},
 
-	"sampling":                  {doc: "How rollouts are generated."},
-	"sampling.max_tokens":       {doc: "Longest completion, in tokens (per assistant turn in multi-turn envs).", def: "required"},
+	"sampling":                  {doc: "How rollouts are generated. Optional: a config without `[sampling]` samples with these defaults."},
+	"sampling.max_tokens":       {doc: "Longest completion, in tokens: a cap on each assistant turn, so a multi-turn episode gets it every turn and its KV slot is sized for max_turns × (max_tokens + a 256-token env reply), up to the model's context. An episode that outgrows that ends truncated, counted in the `truncated/context` metric (a last turn cut by the cap: `truncated/max_tokens`). Lab leaves it unset (no cap but the sequence length); grpo sizes memory by it, hence a default."},
 	"sampling.temperature":      {doc: "Softmax temperature; 0 is greedy (no exploration, so no GRPO signal)."},
 	"sampling.top_p":            {doc: "Nucleus sampling mass in (0, 1]; 1 disables it."},
 	"sampling.top_k":            {doc: "Keep the k most likely tokens; 0 or -1 disables it."},

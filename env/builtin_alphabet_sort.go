@@ -14,7 +14,8 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// alphabet-sort follows Prime Intellect's alphabet_sort environment: the
+// alphabet-sort follows Prime Intellect's alphabet_sort environment at
+// verifiers 8d4b33247: the
 // same prompts, turn structure, "// new name!" marking, argument names and
 // defaults, and its reward (difflib ratio of the lower-cased sorted lists,
 // raised to similarity_power per turn or on the average, a turn with
@@ -26,7 +27,7 @@ import (
 func init() {
 	mustRegister(Spec{
 		ID:          "alphabet-sort",
-		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = difflib ratio^power",
+		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = weighted_reward: difflib ratio^power, as verifiers 8d4b33247",
 		Args: []ArgSpec{
 			{Name: "max_turns", Type: ArgInt, Default: 3, Help: "most turns per episode"},
 			{Name: "min_turns", Type: ArgInt, Default: 1, Help: "fewest turns per episode"},

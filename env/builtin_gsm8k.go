@@ -9,22 +9,20 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// gsm8k follows Prime Intellect's gsm8k environment: the question as the
-// user message after the boxed system prompt, the reference answer being
-// the text after "####", and correct_answer_reward_func (weight 1) plus a
-// logged format_reward_func (weight 0). Where Prime compares the \boxed{}
-// string exactly, this one also accepts an answer after "####" and
-// compares numerically ("18.00" and "$18" are 18), which is what GSM8K's
-// integer answers mean. Data: the hub's openai/gsm8k ("main" config)
-// unless dataset_path names a local directory with train and test files
-// (.jsonl, .jsonl.gz or .parquet) or a single file used for both splits.
+// gsm8k follows Prime Intellect's gsm8k environment at verifiers 8d4b33247:
+// the question as the user message after the boxed system prompt, the
+// reference answer being the text after "####", and verifiers'
+// MathRubric (labMathRubric: correct_answer, math-verify on the last
+// \boxed{}). Data: the hub's openai/gsm8k ("main" config) unless
+// dataset_path names a local directory with train and test files (.jsonl,
+// .jsonl.gz or .parquet) or a single file used for both splits.
 
 const boxedSystemPrompt = `Please reason step by step, and put your final answer within \boxed{}.`
 
 func init() {
 	mustRegister(Spec{
 		ID:          "gsm8k",
-		Description: `grade-school math word problems; answer in \boxed{} (or after ####), checked numerically`,
+		Description: `grade-school math word problems; reward = correct_answer: the last \boxed{} checked with math-verify, as verifiers 8d4b33247's MathRubric`,
 		Args: []ArgSpec{
 			{Name: "system_prompt", Type: ArgString, Default: boxedSystemPrompt, Help: "system message"},
 			{Name: "num_train_examples", Type: ArgInt, Default: -1, Help: "first N training examples (-1: all)"},
@@ -48,33 +46,7 @@ type gsm8k struct{ args Args }
 
 func (e *gsm8k) ID() string                 { return "gsm8k" }
 func (e *gsm8k) NewEpisode(Example) Episode { return singleTurnEpisode{} }
-func (e *gsm8k) Rubric() *rubric.Rubric     { return gsm8kRubric }
-
-var gsm8kRubric = mustRubric(
-	rubric.Term{Name: "correct_answer_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
-		got, ok := gsm8kAnswer(r)
-		if ok && (got == r.Answer || rubric.NumericMatch(got, r.Answer)) {
-			return 1
-		}
-		return 0
-	})},
-	rubric.Term{Name: "format_reward_func", Weight: 0, Func: rubric.Reward(func(r rubric.Rollout) float64 {
-		if _, ok := rubric.BoxedAnswer(r.LastAssistant()); ok {
-			return 1
-		}
-		return 0
-	})},
-)
-
-// gsm8kAnswer is the final answer of the last turn: its last \boxed{},
-// else what follows "####"; thinking is dropped first.
-func gsm8kAnswer(r rubric.Rollout) (string, bool) {
-	text := rubric.StripThink(r.LastAssistant())
-	if a, ok := rubric.BoxedAnswer(text); ok {
-		return rubric.PyStrip(a), true
-	}
-	return rubric.HashAnswer(text)
-}
+func (e *gsm8k) Rubric() *rubric.Rubric     { return labMathRubric }
 
 // hashAnswer is verifiers' extract_hash_answer: the text after "####", or
 // all of it when there is none.

@@ -8,19 +8,19 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// math is a boxed-answer math environment in the manner of verifiers'
-// math examples: the boxed system prompt, the last \boxed{} as the
-// answer, and correct_answer_reward_func = rubric.MathEquivalent (integers,
-// fractions, decimals and simple LaTeX such as \frac, \sqrt, \pi). By
-// default its problems are generated from seed (integer arithmetic,
-// fractions, decimals, percentages and linear equations, each with an
-// exact answer), so it needs no network; dataset_name loads a hub dataset
-// instead (e.g. HuggingFaceH4/MATH-500 with fields problem and answer).
+// math is a boxed-answer math environment scored as verifiers 8d4b33247's
+// MathRubric scores (labMathRubric: correct_answer, math-verify on the
+// last \boxed{}, which Prime's gsm8k and math_python use; Prime has no env
+// called math). By default its problems are generated from seed (integer
+// arithmetic, fractions, decimals, percentages and linear equations, each
+// with an exact answer), so it needs no network; dataset_name loads a hub
+// dataset instead (e.g. HuggingFaceH4/MATH-500 with fields problem and
+// answer).
 
 func init() {
 	mustRegister(Spec{
 		ID:          "math",
-		Description: `math problems with a \boxed{} answer checked for equivalence (integers, fractions, decimals, simple LaTeX)`,
+		Description: `math problems; reward = correct_answer: the last \boxed{} checked with math-verify (fractions, roots, π, intervals, symbolic equality), as verifiers 8d4b33247's MathRubric`,
 		Args: []ArgSpec{
 			{Name: "system_prompt", Type: ArgString, Default: boxedSystemPrompt, Help: "system message"},
 			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples (-1 = all hub rows)"},
@@ -41,23 +41,7 @@ type mathEnv struct{ args Args }
 
 func (e *mathEnv) ID() string                 { return "math" }
 func (e *mathEnv) NewEpisode(Example) Episode { return singleTurnEpisode{} }
-func (e *mathEnv) Rubric() *rubric.Rubric     { return mathRubric }
-
-var mathRubric = mustRubric(
-	rubric.Term{Name: "correct_answer_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
-		got, ok := rubric.BoxedAnswer(rubric.StripThink(r.LastAssistant()))
-		if ok && rubric.MathEquivalent(got, r.Answer) {
-			return 1
-		}
-		return 0
-	})},
-	rubric.Term{Name: "format_reward_func", Weight: 0, Func: rubric.Reward(func(r rubric.Rollout) float64 {
-		if _, ok := rubric.BoxedAnswer(r.LastAssistant()); ok {
-			return 1
-		}
-		return 0
-	})},
-)
+func (e *mathEnv) Rubric() *rubric.Rubric     { return labMathRubric }
 
 func (e *mathEnv) Examples(split string) ([]Example, error) {
 	n, stream, hubSplit := e.args.Int("num_train_examples"), uint64(0), e.args.String("train_split")

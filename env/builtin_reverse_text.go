@@ -8,9 +8,11 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// reverse-text follows Prime Intellect's reverse_text environment: the
-// same system prompt, the <reversed_text> parser and the difflib ratio
-// reward (lcs_reward_func). Prime's data is the hub dataset
+// reverse-text follows Prime Intellect's reverse_text environment at
+// verifiers 8d4b33247: the same system prompt, XMLParser(["reversed_text"])
+// (the first tag of the latest assistant turn that has one; a tag inside
+// <think> counts like any other) and the difflib ratio reward
+// (lcs_reward_func) against the reversed prompt. Prime's data is the hub dataset
 // PrimeIntellect/Reverse-Text-RL; here the default is a synthetic set of
 // English-like sentences generated from seed, so the builtin needs no
 // network. Setting dataset_name loads a hub dataset instead (its "prompt"
@@ -21,7 +23,7 @@ const reverseTextSystemPrompt = "Reverse the text character-by-character. Put yo
 func init() {
 	mustRegister(Spec{
 		ID:          "reverse-text",
-		Description: "reverse a sentence character by character inside <reversed_text> tags; reward = difflib ratio",
+		Description: "reverse a sentence character by character inside <reversed_text> tags; reward = lcs_reward_func: difflib ratio of the first tag, as verifiers 8d4b33247",
 		Args: []ArgSpec{
 			{Name: "dataset_name", Type: ArgString, Default: "", Help: `hub dataset with a "prompt" column (e.g. PrimeIntellect/Reverse-Text-RL); "" = synthetic`},
 			{Name: "dataset_split", Type: ArgString, Default: "train", Help: "split of dataset_name"},

@@ -90,8 +90,8 @@ func TestGSM8K(t *testing.T) {
 		want       float64
 	}{
 		{`16-3-4=9 eggs, 9*2=18. \boxed{18}`, 1},
-		{"She makes 9 * 2 = 18 dollars.\n#### 18", 1},
-		{`\boxed{\$18.00}`, 0}, // LaTeX-escaped dollar is not a number
+		{"She makes 9 * 2 = 18 dollars.\n#### 18", 0}, // Lab's MathRubric reads \boxed{} only
+		{`\boxed{\$18.00}`, 1},                        // math-verify drops the escaped dollar
 		{`\boxed{$18.00}`, 1},
 		{`<think>maybe \boxed{20}</think> \boxed{18}`, 1},
 		{`\boxed{20}`, 0},
@@ -103,8 +103,9 @@ func TestGSM8K(t *testing.T) {
 			t.Errorf("%q scored %v, want %v", c.completion, r.Reward, c.want)
 		}
 	}
-	if r := scoreTurns(e, ex, `\boxed{20}`); r.Metrics["format_reward_func"] != 1 {
-		t.Errorf("format metric %v", r.Metrics)
+	// Lab's MathRubric has one reward function and no format term.
+	if r := scoreTurns(e, ex, `\boxed{18}`); len(r.Metrics) != 1 || r.Metrics["correct_answer"] != 1 {
+		t.Errorf("metrics %v, want only correct_answer = 1", r.Metrics)
 	}
 	// Every reference answer of the test split is a number the matcher reads.
 	all, _ := newEnv(t, "gsm8k", map[string]any{"dataset_path": gsm8kDir}).Examples("eval")

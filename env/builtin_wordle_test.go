@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/rubric"
 )
 
 // The expected marks were checked against TextArena's _evaluate_guess run in
@@ -28,6 +31,26 @@ func TestWordleFeedback(t *testing.T) {
 
 func guessTurn(w string) string { return "thinking...\n<guess>[" + w + "]</guess>" }
 
+// playWordle plays the assistant turns through the episode and returns the
+// scored rollout with the game's replies, as a rollout records them.
+func playWordle(t *testing.T, e Environment, ex Example, turns ...string) rubric.Result {
+	t.Helper()
+	ep := e.NewEpisode(ex)
+	r := rubric.Rollout{Prompt: ex.Prompt, Answer: ex.Answer, Info: ex.Info}
+	for _, turn := range turns {
+		r.Completion = append(r.Completion, chat.Message{Role: "assistant", Content: turn})
+		reply, done, err := ep.Respond(context.Background(), turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Completion = append(r.Completion, reply...)
+		if done {
+			break
+		}
+	}
+	return e.Rubric().Score(context.Background(), r)
+}
+
 func TestWordleEpisodeAndRewardOrdering(t *testing.T) {
 	e := newEnv(t, "wordle", map[string]any{"num_train_examples": 10, "num_eval_examples": 2, "words": []any{"crane", "plant", "robot"}})
 	exs, err := e.Examples("train")
@@ -40,21 +63,22 @@ func TestWordleEpisodeAndRewardOrdering(t *testing.T) {
 	}
 	ex := exs[0]
 	ex.Answer = "plant"
-	if !strings.Contains(ex.Prompt[1].Content, "wrap your word in square brackets") || ex.Prompt[0].Content != wordleSystemPrompt {
+	if !strings.HasPrefix(ex.Prompt[1].Content, "\n[GAME] You are Playing Wordle.") || !strings.Contains(ex.Prompt[1].Content, "wrap your word in square brackets") || ex.Prompt[0].Content != wordleSystemPrompt {
 		t.Errorf("prompt %+v", ex.Prompt)
 	}
 	ep := e.NewEpisode(ex)
 	ctx := context.Background()
 	reply, done, _ := ep.Respond(ctx, guessTurn("crane"))
-	if done || reply[0].Content != "C R A N E\nX X G G X\nYou have 5 guesses left." {
+	if done || reply[0].Content != "\nC R A N E\nX X G G X\nYou have 5 guesses left." {
 		t.Fatalf("reply %q done %v", reply[0].Content, done)
 	}
+	// TextArena adds the brackets a bare guess lacks, so this is crane again.
 	reply, done, _ = ep.Respond(ctx, "<guess>crane</guess>")
-	if done || !strings.Contains(reply[0].Content, "wrong format") {
-		t.Fatalf("unbracketed guess: %q %v", reply[0].Content, done)
+	if done || !strings.Contains(reply[0].Content, "already guessed 'crane'") {
+		t.Fatalf("repeated unbracketed guess: %q %v", reply[0].Content, done)
 	}
-	reply, done, _ = ep.Respond(ctx, guessTurn("crane"))
-	if !done || !strings.Contains(reply[0].Content, "already guessed") {
+	reply, done, _ = ep.Respond(ctx, guessTurn("qwxyz"))
+	if !done || reply[0].Content != "Invalid Move: 'qwxyz' is not an English word." {
 		t.Fatalf("second invalid move in a row: %q %v", reply[0].Content, done)
 	}
 	ep = e.NewEpisode(ex)
@@ -64,31 +88,33 @@ func TestWordleEpisodeAndRewardOrdering(t *testing.T) {
 		t.Fatalf("solved: %q %v", reply[0].Content, done)
 	}
 
-	solvedFast := scoreTurns(e, ex, guessTurn("plant"))
-	solvedSlow := scoreTurns(e, ex, guessTurn("crane"), guessTurn("slant"), guessTurn("plane"), guessTurn("plant"))
-	greens := scoreTurns(e, ex, guessTurn("crane"), guessTurn("slant"))
-	nothing := scoreTurns(e, ex, "I give up")
-	if solvedFast.Reward != 1 {
-		t.Errorf("solved in one scored %v, want 1", solvedFast.Reward)
+	// guessTurn's text before the tag costs format 0.2 of 1 per turn (0.8).
+	solvedFast := playWordle(t, e, ex, guessTurn("plant"))
+	solvedSlow := playWordle(t, e, ex, guessTurn("crane"), guessTurn("slant"), guessTurn("plane"), guessTurn("plant"))
+	greens := playWordle(t, e, ex, guessTurn("crane"), guessTurn("slant"))
+	nothing := playWordle(t, e, ex, "I give up", "still no")
+	if !near(solvedFast.Reward, (1+1+0.2*0.8)/2.2) {
+		t.Errorf("solved in one scored %v", solvedFast.Reward)
 	}
-	// solved in 4: (1 + 1/4 + 0.2)/2.2; slant vs plant = XGGGG: 0.8 partial.
-	if !near(solvedSlow.Reward, (1+0.25+0.2)/2.2) {
+	if !near(solvedSlow.Reward, (1+0.25+0.2*0.8)/2.2) {
 		t.Errorf("solved in four scored %v", solvedSlow.Reward)
 	}
-	if !near(greens.Reward, (0.8+0.2)/2.2) || greens.Metrics["partial_answer"] != 0.8 {
+	// slant vs plant = XGGGG: 0.8 partial, read from the game's reply.
+	if !near(greens.Reward, (0.8+0.2*0.8)/2.2) || greens.Metrics["partial_answer"] != 0.8 {
 		t.Errorf("unsolved with greens scored %v %v", greens.Reward, greens.Metrics)
 	}
-	if nothing.Reward != 0 {
-		t.Errorf("no guess scored %v", nothing.Reward)
+	// Two turns without a tag: format 0.2 each, nothing else.
+	if !near(nothing.Reward, 0.2*0.2/2.2) || nothing.Metrics["format_reward"] != 0.2 {
+		t.Errorf("no guess scored %v %v", nothing.Reward, nothing.Metrics)
 	}
 	if !(solvedFast.Reward > solvedSlow.Reward && solvedSlow.Reward > greens.Reward && greens.Reward > nothing.Reward) {
 		t.Errorf("ordering broken: %v %v %v %v", solvedFast.Reward, solvedSlow.Reward, greens.Reward, nothing.Reward)
 	}
 	// The best unsolved game (four greens and a yellow is impossible; four
 	// greens) stays below the slowest solve in six guesses.
-	six := scoreTurns(e, ex, guessTurn("crane"), guessTurn("robot"), guessTurn("eerie"), guessTurn("abbey"), guessTurn("slant"), guessTurn("plant"))
-	if six.Reward <= greens.Reward {
-		t.Errorf("solve in six %v not above unsolved %v", six.Reward, greens.Reward)
+	six := playWordle(t, e, ex, guessTurn("crane"), guessTurn("robot"), guessTurn("eerie"), guessTurn("abbey"), guessTurn("slant"), guessTurn("plant"))
+	if six.Reward <= greens.Reward || six.Metrics["correct_answer"] != 1 {
+		t.Errorf("solve in six %v %v not above unsolved %v", six.Reward, six.Metrics, greens.Reward)
 	}
 }
 
@@ -99,11 +125,20 @@ func TestWordleWordsArg(t *testing.T) {
 	if _, err := New("wordle", map[string]any{"words": "crane"}); err == nil || !strings.Contains(err.Error(), "must be list, got string") {
 		t.Errorf("string for list: %v", err)
 	}
+	if _, err := New("wordle", map[string]any{"words": []any{"qwxyz"}}); err == nil || !strings.Contains(err.Error(), "guess dictionary") {
+		t.Errorf("secret that is no valid guess: %v", err)
+	}
 	seen := map[string]bool{}
 	for _, w := range wordleWords {
 		if !isWordleWord(w) || seen[w] {
 			t.Errorf("builtin word %q is not five a-z letters or repeats", w)
 		}
+		if !wordleDictionary[w] {
+			t.Errorf("builtin secret %q is not a word TextArena accepts as a guess", w)
+		}
 		seen[w] = true
+	}
+	if len(wordleDictionary) < 5000 || !wordleDictionary["crane"] || wordleDictionary["xqzvb"] {
+		t.Errorf("guess dictionary has %d words; want TextArena's hunspell five-letter words", len(wordleDictionary))
 	}
 }

@@ -71,6 +71,12 @@ func readCustomConfig(dir string) (*customConfig, error) {
 		}
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
+	return parseCustomConfig(path, src)
+}
+
+// parseCustomConfig is readCustomConfig on the file's bytes; path labels
+// errors.
+func parseCustomConfig(path string, src []byte) (*customConfig, error) {
 	var c customConfig
 	dec := toml.NewDecoder(bytes.NewReader(src))
 	dec.DisallowUnknownFields()

@@ -85,7 +85,14 @@ func LoadJSONL(path string) ([]Row, error) {
 	badCount, line := 0, 0
 	for sc.Scan() {
 		line++
-		text := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		if line == 1 && (bytes.HasPrefix(raw, []byte{0xFF, 0xFE}) || bytes.HasPrefix(raw, []byte{0xFE, 0xFF})) {
+			return nil, fmt.Errorf("%s: the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8", path)
+		}
+		// A UTF-8 byte-order mark (Windows editors, Excel, pandas'
+		// utf-8-sig) starts the file, or a line where files were
+		// concatenated; it is never part of a JSON value, so drop it.
+		text := bytes.TrimSpace(bytes.TrimPrefix(raw, utf8BOM))
 		if len(text) == 0 {
 			continue
 		}
@@ -111,6 +118,8 @@ func LoadJSONL(path string) ([]Row, error) {
 	}
 	return rows, nil
 }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // decodeObject parses one JSONL line, which must be exactly one object.
 func decodeObject(text []byte) (map[string]any, error) {

@@ -140,3 +140,23 @@ func TestParquetCorruptFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadJSONLByteOrderMark: a JSONL file saved with a UTF-8 byte-order
+// mark failed on line 1 with `invalid character 'ï'`; the mark is dropped,
+// at the start of the file and where two such files were concatenated. A
+// UTF-16 file is named as such.
+func TestLoadJSONLByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	bom := "\xEF\xBB\xBF"
+	rows, err := LoadJSONL(writeFile(t, dir, "bom.jsonl", bom+`{"question": "a", "answer": "1"}`+"\n"+bom+`{"question": "b", "answer": "2"}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Fields["question"] != "a" || rows[1].Fields["answer"] != "2" {
+		t.Fatalf("rows %+v", rows)
+	}
+	p := writeFile(t, dir, "utf16.jsonl", "\xFF\xFE{\x00}\x00\n\x00")
+	if _, err := LoadJSONL(p); err == nil || !strings.Contains(err.Error(), p+": the file is UTF-16") || !strings.Contains(err.Error(), "save it as UTF-8") {
+		t.Errorf("UTF-16 file: %v", err)
+	}
+}

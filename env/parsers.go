@@ -10,9 +10,10 @@ import (
 type answerParser func(text string) (string, bool)
 
 // parserFor returns the parser an environment.toml names: "xml:TAG" (the
-// last <TAG>…</TAG>), "boxed" (the last \boxed{}), "hash" (after GSM8K's
-// "####"), "think" (what follows </think>) or "none" (the whole turn,
-// trimmed). The kind was validated when the config was read.
+// first <TAG>…</TAG> of a turn, as verifiers' XMLParser), "boxed" (the
+// last \boxed{}, strict as verifiers' extract_boxed_answer), "hash"
+// (after GSM8K's "####"), "think" (what follows </think>) or "none" (the
+// whole turn, trimmed). The kind was validated when the config was read.
 func parserFor(kind string) answerParser {
 	switch {
 	case strings.HasPrefix(kind, "xml:"):

@@ -305,6 +305,21 @@ func (p phaseBytes) emit(e *Estimate, phase string) {
 	}
 }
 
+// slotTokens says what one KV slot holds: the prompt and, per model turn,
+// max_tokens, with a reply budget between turns — or the model's context
+// when that is smaller (rollout.CacheLen).
+func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
+	turns := max(1, s.MaxTurns)
+	what := fmt.Sprintf("prompt %d + max_tokens %d", s.PromptTokens, s.MaxTokens)
+	if turns > 1 {
+		what = fmt.Sprintf("prompt %d + %d turns × max_tokens %d + %d replies × %d", s.PromptTokens, turns, s.MaxTokens, turns-1, rollout.ReplyBudget)
+	}
+	if maxLen == mc.MaxPositions && s.PromptTokens+s.MaxTokens*turns+rollout.ReplyBudget*(turns-1) > maxLen {
+		what += fmt.Sprintf(", capped at the model's context %d", mc.MaxPositions)
+	}
+	return what
+}
+
 // kvBytes is a KV cache of rows = slots × maxLen positions: K and V per
 // layer, each rows × kv_heads × head_dim f32 (model.NewKVCache).
 func kvBytes(mc *model.Config, rows int64) int64 {
@@ -326,8 +341,8 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) 
 	var p phaseBytes
 	p.maxLen = maxLen
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
-		Detail: fmt.Sprintf("%d slots × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
-			slots, maxLen, mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
+		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
+			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
 	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
 		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,

@@ -6,7 +6,7 @@ package kernels
 // It is optional: test for it with a type assertion. The cuda backend
 // reports cuMemGetInfo; emu, whose "device memory" is the host's, reports
 // the host's MemAvailable. The CPU backend does not implement it (the
-// trainer reads /proc/meminfo itself).
+// estimate package reads /proc/meminfo itself).
 type MemoryReporter interface {
 	// MemInfo returns the free and total bytes of the backend's device.
 	MemInfo() (free, total int64, err error)

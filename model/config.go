@@ -1,12 +1,14 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -124,6 +126,36 @@ func LoadConfig(dir string) (*Config, error) {
 	return c, nil
 }
 
+// configJSONError is a decoding error on one line: encoding/json names the
+// anonymous struct it decodes into, a Go type dump no user can act on.
+func configJSONError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
+		return fmt.Errorf("invalid JSON at line %d: %v", line, se)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("invalid JSON: the file must be one JSON object ({\"model_type\": ..., \"hidden_size\": ...}), got a JSON %s", te.Value)
+		}
+		want := "a " + te.Type.Kind().String()
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			want = "a number"
+		case reflect.Struct, reflect.Pointer, reflect.Map:
+			want = "an object"
+		case reflect.Slice:
+			want = "a list"
+		}
+		// Field is the Go path ("Config.hidden_size"); the JSON key is
+		// what a user sees in the file.
+		key := strings.TrimPrefix(te.Field, "Config.")
+		return fmt.Errorf("invalid JSON: %q must be %s, got a JSON %s", key, want, te.Value)
+	}
+	return fmt.Errorf("invalid JSON: %v", err)
+}
+
 // ParseConfig parses and validates the contents of a config.json.
 func ParseConfig(data []byte) (*Config, error) {
 	var raw struct {
@@ -142,7 +174,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	raw.RMSNormEps = 1e-6
 	raw.HiddenAct = "silu"
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
+		return nil, configJSONError(data, err)
 	}
 	c := raw.Config
 	if c.ModelType == "" {
@@ -167,6 +199,13 @@ func ParseConfig(data []byte) (*Config, error) {
 			c.EOSTokenIDs = []int{one}
 		} else if err := json.Unmarshal(raw.EOS, &c.EOSTokenIDs); err != nil {
 			return nil, fmt.Errorf("eos_token_id: want a number or a list of numbers, got %s", raw.EOS)
+		}
+	}
+	for _, id := range c.EOSTokenIDs {
+		// An id past the vocabulary is never sampled: generation would run
+		// to the length limit on every rollout without a word.
+		if id < 0 || (c.VocabSize > 0 && id >= c.VocabSize) {
+			return nil, fmt.Errorf("eos_token_id %d is outside the vocabulary (vocab_size %d); set it to the id of the tokenizer's eos_token", id, c.VocabSize)
 		}
 	}
 	for _, f := range []struct {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,8 +19,8 @@ import (
 type CommandConfig struct {
 	// Argv is the program and its arguments; no shell is involved.
 	Argv []string
-	// Timeout bounds one run (default 30 s). On expiry the whole process
-	// group is killed, so helpers the program started die with it.
+	// Timeout bounds one run (default 30 s). On expiry everything the
+	// program started is killed with it (see isolate).
 	Timeout time.Duration
 	// MaxOutput caps stdout in bytes (default 1 MiB).
 	MaxOutput int64
@@ -69,24 +71,14 @@ func Command(cfg CommandConfig) (Func, error) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = cfg.Dir
-		if len(cfg.Env) > 0 {
-			cmd.Env = append(os.Environ(), cfg.Env...)
+		run, err := runProgram(ctx, argv, cfg, payload)
+		if err != nil {
+			return Score{}, fmt.Errorf("command %s could not start: %v", name, err)
 		}
-		cmd.Stdin = bytes.NewReader(payload)
-		stdout := &cappedBuffer{max: cfg.MaxOutput}
-		stderr := &cappedBuffer{max: stderrKeep, truncate: true}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		killGroupOnCancel(cmd)
-		// If a grandchild keeps stdout open after the program exits,
-		// stop waiting for it after a moment.
-		cmd.WaitDelay = 500 * time.Millisecond
-		runErr := cmd.Run()
-		reapGroup(cmd)
+		stdout, stderr, runErr := run.stdout, run.stderr, run.err
 		switch {
 		case ctx.Err() == context.DeadlineExceeded:
-			return Score{}, fmt.Errorf("command %s timed out after %v (process group killed)", name, cfg.Timeout)
+			return Score{}, fmt.Errorf("command %s timed out after %v (killed with everything it started)", name, cfg.Timeout)
 		case ctx.Err() != nil:
 			return Score{}, fmt.Errorf("command %s cancelled: %v", name, ctx.Err())
 		case stdout.overflow:
@@ -104,6 +96,97 @@ func Command(cfg CommandConfig) (Func, error) {
 		}
 		return s, nil
 	}, nil
+}
+
+// runMarkerKey is set in each run's environment, with a value unique to
+// the run: where no pid namespace can be had, it is how the processes the
+// run left behind are found (see killTree).
+const runMarkerKey = "GRPO_RUBRIC_RUN"
+
+var runCounter atomic.Uint64
+
+type programRun struct {
+	stdout, stderr *cappedBuffer
+	err            error // the program's exit
+}
+
+// runProgram runs the program with payload on stdin until it exits, then
+// kills everything it started and keeps what it printed.
+//
+// The pipes are ours, handed to the program as plain files, so Wait returns
+// when the program exits, not when the last holder of its stdout does: a
+// background child that inherited stdout no longer turns a printed reward
+// into "WaitDelay expired".
+func runProgram(ctx context.Context, argv []string, cfg CommandConfig, payload []byte) (programRun, error) {
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return programRun{}, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return programRun{}, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return programRun{}, err
+	}
+	marker := fmt.Sprintf("%d-%d", os.Getpid(), runCounter.Add(1))
+	cmd, err := startIsolated(func() *exec.Cmd {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = cfg.Dir
+		cmd.Env = append(append(os.Environ(), cfg.Env...), runMarkerKey+"="+marker)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+		return cmd
+	})
+	// The program holds its ends now; ours would keep the pipes open.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return programRun{}, err
+	}
+	go func() {
+		inW.Write(payload) // a program that does not read stdin gets what fits
+		inW.Close()
+	}()
+	run := programRun{stdout: &cappedBuffer{max: cfg.MaxOutput}, stderr: &cappedBuffer{max: stderrKeep, truncate: true}}
+	outDone, errDone := drain(outR, run.stdout), drain(errR, run.stderr)
+	run.err = cmd.Wait()
+	killTree(cmd, marker)
+	// Everything the program started is dead, so the pipes reach EOF; if
+	// something escaped anyway, stop waiting for it after a moment.
+	deadline := time.Now().Add(200 * time.Millisecond)
+	outR.SetReadDeadline(deadline)
+	errR.SetReadDeadline(deadline)
+	inW.SetWriteDeadline(deadline)
+	<-outDone
+	<-errDone
+	return run, nil
+}
+
+// drain copies f into dst until EOF, dst's cap or f's deadline. It closes
+// f at once when dst is full, so the program gets EPIPE instead of
+// blocking on a pipe nobody reads.
+func drain(f *os.File, dst *cappedBuffer) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.Copy(dst, f)
+		f.Close()
+	}()
+	return done
 }
 
 // cappedBuffer keeps at most max bytes. Past the cap it either fails the

@@ -4,8 +4,11 @@ package rubric
 
 import "os/exec"
 
-// Without process groups, exec.CommandContext's default kill of the direct
-// child is all that can be done.
-func killGroupOnCancel(cmd *exec.Cmd) {}
+// Without sessions or process groups, exec.CommandContext's default kill
+// of the direct child is all that can be done.
+func startIsolated(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+	cmd := newCmd()
+	return cmd, cmd.Start()
+}
 
-func reapGroup(cmd *exec.Cmd) {}
+func killTree(*exec.Cmd, string) {}

@@ -26,8 +26,18 @@ func TestMain(m *testing.M) {
 			Ratio(r.LastAssistant(), r.Answer), len(r.AssistantTurns()), r.Info["x"])
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Every process the tests start inherits the marker, so the process
+	// table tells which of them outlived the tests.
+	os.Setenv(testMarkerKey, fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
+	code := m.Run()
+	if left := leftoverProcesses(os.Getenv(testMarkerKey), 3*time.Second); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: processes started by the command-rubric tests are still running: %s\n", strings.Join(left, "; "))
+		code = 1
+	}
+	os.Exit(code)
 }
+
+const testMarkerKey = "GRPO_RUBRIC_TEST_MARKER"
 
 // script writes an executable /bin/sh script and returns its path.
 func script(t *testing.T, body string) string {

@@ -7,21 +7,41 @@ import (
 	"syscall"
 )
 
-// killGroupOnCancel starts the program in its own process group and makes a
-// cancelled context kill that whole group, not only the direct child: a
-// shell script's `sleep` or a Python multiprocessing worker would otherwise
-// outlive the timeout and hold the output pipe open.
-func killGroupOnCancel(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+// startIsolated starts the program in its own session, so that it and the
+// helpers it forks form one process group that a single kill ends (a shell
+// script's `sleep`, a Python multiprocessing worker), and on Linux in its
+// own pid namespace where the system allows one, which also catches a
+// helper that left the group with setsid. newCmd builds a fresh Cmd: one
+// whose Start failed cannot be started again.
+func startIsolated(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+	for {
+		cmd := newCmd()
+		attr := &syscall.SysProcAttr{Setsid: true}
+		ns := namespaceFor(attr)
+		cmd.SysProcAttr = attr
+		cmd.Cancel = func() error {
+			// With Setsid the program's pid is its group's id.
+			return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		err := cmd.Start()
+		if err != nil && ns != nil && namespaceRefused(err) {
+			ns.refuse() // and try the next way, down to none
+			continue
+		}
+		return cmd, err
 	}
 }
 
-// reapGroup kills what is left of the program's process group after it
-// exited, so stray background helpers do not accumulate over a long run.
-func reapGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+// killTree kills what is left of the program's session after it exited, so
+// stray helpers neither hold its output pipe nor pile up over a long run.
+// In a pid namespace the kernel has already killed them all when the
+// program (the namespace's init) exited.
+func killTree(cmd *exec.Cmd, marker string) {
+	if cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if !inNamespace(cmd) {
+		killMarked(marker)
 	}
 }

@@ -9,13 +9,26 @@
 // generates text and knows nothing of tokens; package env pairs a rubric with
 // a dataset and a harness.
 //
+// # Parity with verifiers
+//
+// The parsers and rewards that Prime Intellect's Lab environments use
+// follow verifiers at commit 8d4b33247 (2026-04-28): XMLTag is
+// XMLParser.parse_answer's first tag of a message, XMLFormatReward its
+// format reward, BoxedAnswer extract_boxed_answer(strict=True),
+// MaybeThinkAnswer what MathRubric reads, and MathVerify MathRubric's
+// math-verify 0.8.0 check (LaTeX normalisation, units, currency, percent,
+// fractions, roots, π, tuples, intervals, sets, equations, and symbolic
+// equality by exact rationals and seeded random evaluation). Golden files
+// under testdata, and env's, hold values computed by that Python code
+// itself; their scripts are in testdata/reference.
+//
 // # Writing a reward function in Go
 //
 // A reward function is a Func. Most need neither the context nor an error:
 //
 //	correct := rubric.Reward(func(r rubric.Rollout) float64 {
-//		got, ok := rubric.BoxedAnswer(rubric.StripThink(r.LastAssistant()))
-//		if ok && rubric.MathEquivalent(got, r.Answer) {
+//		got, ok := rubric.MaybeThinkAnswer(r)
+//		if ok && rubric.MathVerify(r.Answer, got) {
 //			return 1
 //		}
 //		return 0
@@ -53,9 +66,12 @@
 // with CommandConfig{Argv: []string{"python3", "reward.py"}}. HTTP posts the
 // same object to a server and reads the same reply from the response body,
 // which avoids a Python start-up per rollout (rubric/examples/reward_server.py
-// is a standard-library server). Crashes, non-zero exits, timeouts (which
-// kill the whole process group), oversized or malformed output all score 0
-// and are counted, with the program's last stderr line in the error.
+// is a standard-library server). The program runs in its own session and,
+// where the system allows, its own pid namespace: when it exits or times
+// out, everything it started is killed, and a reply it printed is kept
+// even if a background child still holds stdout. Crashes, non-zero exits,
+// timeouts, oversized or malformed output all score 0 and are counted,
+// with the program's last stderr line in the error.
 //
 // Judge asks an LLM behind an OpenAI-compatible /v1/chat/completions
 // endpoint whether the response matches the answer.

@@ -5,13 +5,25 @@ import (
 	"unicode"
 )
 
-// XMLTag returns the text inside the last <tag>...</tag> pair of text, with
-// surrounding whitespace removed, and whether there was one. It matches
-// verifiers' XMLParser.parse_answer, which searches the regular expression
-// <tag>\s*(.*?)\s*</tag> (DOTALL) and keeps the last match: pairs are found
-// left to right, each from the first unused <tag> to the first </tag>
-// after it, so "<a>x<a>y</a>" yields "x<a>y".
+// XMLTag returns the text inside the first <tag>...</tag> pair of text, with
+// surrounding white space removed, and whether there was one. It is what
+// verifiers' XMLParser.parse_answer (verifiers 8d4b33247) takes from one
+// assistant message: the first match of <tag>\s*(.*?)\s*</tag> (DOTALL),
+// i.e. from the first <tag> to the first </tag> after it, so "<a>x<a>y</a>"
+// yields "x<a>y". Think blocks get no special treatment there, so neither
+// do they here: a tag inside <think>...</think> is found like any other.
 func XMLTag(text, tag string) (string, bool) {
+	all := XMLTags(text, tag)
+	if len(all) == 0 {
+		return "", false
+	}
+	return all[0], true
+}
+
+// XMLTagLast is XMLTag's last pair instead of its first: what verifiers'
+// XMLParser.parse_answer returns when handed a bare string (parse with
+// last=True) rather than messages.
+func XMLTagLast(text, tag string) (string, bool) {
 	all := XMLTags(text, tag)
 	if len(all) == 0 {
 		return "", false
@@ -19,8 +31,8 @@ func XMLTag(text, tag string) (string, bool) {
 	return all[len(all)-1], true
 }
 
-// XMLTags returns the stripped contents of every <tag>...</tag> pair, in the
-// order XMLTag scans them.
+// XMLTags returns the stripped contents of every <tag>...</tag> pair, left
+// to right, each from the first unused <tag> to the first </tag> after it.
 func XMLTags(text, tag string) []string {
 	open, close := "<"+tag+">", "</"+tag+">"
 	var out []string
@@ -49,31 +61,19 @@ func HashAnswer(text string) (string, bool) {
 	return PyStrip(parts[1]), true
 }
 
-// BoxedAnswer returns the contents of the last \boxed{...} or \fbox{...} in
-// text, braces balanced, and whether one was found complete. The last one
-// counts because models restate and correct themselves; an unclosed box
-// (a truncated completion) is no answer.
+// BoxedAnswer returns the contents of the last \boxed{...} in text, braces
+// balanced, and whether it was complete: verifiers' extract_boxed_answer
+// with strict=True (verifiers 8d4b33247), which MathRubric uses. Only the
+// last "\boxed{" counts, so when it is unclosed (a truncated completion)
+// there is no answer even if an earlier box closed; \fbox is not read.
 func BoxedAnswer(text string) (string, bool) {
-	start := -1
-	for _, cmd := range []string{`\boxed{`, `\fbox{`} {
-		if i := strings.LastIndex(text, cmd); i >= 0 && i+len(cmd) > start {
-			start = i + len(cmd)
-		}
-	}
-	if start < 0 {
+	i := strings.LastIndex(text, `\boxed{`)
+	if i < 0 {
 		return "", false
 	}
-	depth := 1
-	for i := start; i < len(text); i++ {
-		switch text[i] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				return text[start:i], true
-			}
-		}
+	start := i + len(`\boxed{`)
+	if end := matchingBrace(text, start-1, len(text)); end >= 0 {
+		return text[start:end], true
 	}
 	return "", false
 }

@@ -7,15 +7,16 @@ import (
 )
 
 // Expected values were produced by verifiers' code under CPython 3.11:
-// XMLParser.parse(text, last=True) (regex <tag>\s*(.*?)\s*</tag>, DOTALL),
-// ThinkParser.parse and extract_hash_answer.
+// XMLParser.parse(text) (regex <tag>\s*(.*?)\s*</tag>, DOTALL, first match,
+// as parse_answer applies it to each message), ThinkParser.parse and
+// extract_hash_answer.
 func TestXMLTagMatchesVerifiers(t *testing.T) {
 	cases := []struct {
 		text, tag, want string
 		ok              bool
 	}{
 		{"<a>x</a>", "a", "x", true},
-		{"<a> x </a> <a>\n y\n</a>", "a", "y", true},
+		{"<a> x </a> <a>\n y\n</a>", "a", "x", true},
 		{"<a>x<a>y</a>", "a", "x<a>y", true},
 		{"<a>x</a><a>y", "a", "x", true},
 		{"no tags", "a", "", false},
@@ -29,6 +30,9 @@ func TestXMLTagMatchesVerifiers(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("XMLTag(%q, %q) = %q, %v; want %q, %v", c.text, c.tag, got, ok, c.want, c.ok)
 		}
+	}
+	if got, ok := XMLTagLast("<a> x </a> <a>\n y\n</a>", "a"); got != "y" || !ok {
+		t.Errorf("XMLTagLast = %q, %v; want the last pair, y", got, ok)
 	}
 }
 
@@ -69,9 +73,11 @@ func TestBoxedAnswer(t *testing.T) {
 	}{
 		{`so \boxed{42}.`, "42", true},
 		{`\boxed{1} wait, \boxed{\frac{1}{2}}`, `\frac{1}{2}`, true},
-		{`\boxed{a} then \fbox{b}`, "b", true},
+		{`\boxed{a} then \fbox{b}`, "a", true}, // verifiers reads \boxed only
 		{`\fbox{a} then \boxed{{x}^{2}}`, "{x}^{2}", true},
+		{`\fbox{a}`, "", false},
 		{`\boxed{unclosed {`, "", false},
+		{`\boxed{1} then \boxed{2`, "", false}, // the last \boxed{ is unclosed
 		{`no box`, "", false},
 		{`\boxed{}`, "", true},
 	}

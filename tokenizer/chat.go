@@ -5,19 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/nikolalohinski/gonja/v2"
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/tokens"
 
 	"github.com/grpo-dev/grpo/chat"
 )
@@ -32,6 +35,8 @@ type ChatOptions struct {
 	Tools []json.RawMessage
 	// Vars are further template variables.
 	Vars map[string]any
+	// Limits bound the render (zero fields: DefaultChatLimits).
+	Limits ChatLimits
 }
 
 // ChatTemplate returns the Jinja chat template from tokenizer_config.json
@@ -42,21 +47,52 @@ func (t *Tokenizer) ChatTemplate() string { return t.cfg.chatTemplate }
 // transformers' apply_chat_template(tokenize=False) does. Encode the result
 // with Encode (the template already holds any BOS).
 func (t *Tokenizer) ApplyChatTemplate(messages []chat.Message, opts ChatOptions) (string, error) {
+	if t.cfg.chatTemplate == "" && len(t.cfg.templates) > 0 {
+		names := make([]string, 0, len(t.cfg.templates))
+		for n := range t.cfg.templates {
+			names = append(names, strconv.Quote(n))
+		}
+		sort.Strings(names)
+		file := t.cfg.templateSource
+		if file == "" {
+			file = "tokenizer_config.json"
+		}
+		return "", fmt.Errorf("%s: the chat_template list has no \"default\" entry (it has %s), and transformers renders only that one; name one of them \"default\"", file, strings.Join(names, ", "))
+	}
 	if t.cfg.chatTemplate == "" {
 		return "", errors.New("tokenizer_config.json has no chat_template; this model has no chat format (use plain text, or a model's -Instruct/chat variant)")
 	}
-	return RenderChatTemplate(t.cfg.chatTemplate, messages, opts, map[string]any{
+	source := "the chat template"
+	if t.cfg.templateSource != "" {
+		source += " in " + t.cfg.templateSource
+	}
+	return renderChatTemplate(source, t.cfg.chatTemplate, messages, opts, map[string]any{
 		"bos_token": t.cfg.bosToken,
 		"eos_token": t.cfg.eosToken,
 	})
 }
 
 // RenderChatTemplate renders a Jinja chat template with the given special
-// token variables (bos_token, eos_token…).
+// token variables (bos_token, eos_token…), under opts.Limits.
 func RenderChatTemplate(template string, messages []chat.Message, opts ChatOptions, tokens map[string]any) (string, error) {
-	tpl, err := compileTemplate(template)
+	return renderChatTemplate("the chat template", template, messages, opts, tokens)
+}
+
+// renderChatTemplate renders under a budget; source names the template in
+// errors.
+func renderChatTemplate(source, template string, messages []chat.Message, opts ChatOptions, tokens map[string]any) (out string, err error) {
+	// gonja panics on some inputs (strings.Repeat with a huge count, type
+	// assertions on odd values); a panic is recoverable, unlike the stack
+	// overflow the budget exists to prevent.
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", fmt.Errorf("%s failed inside the Jinja engine (gonja): %v; fix or replace its chat_template", source, p)
+		}
+	}()
+	limits := opts.Limits.withDefaults()
+	tpl, err := compileTemplate(template, limits.MaxDepth)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s %v", source, err)
 	}
 	orders := &keyOrders{m: map[uintptr][]string{}}
 	vars := map[string]any{}
@@ -87,11 +123,30 @@ func RenderChatTemplate(template string, messages []chat.Message, opts ChatOptio
 		vars[k] = v
 	}
 	defer orders.release()
-	out, err := tpl.ExecuteToString(exec.NewContext(vars))
-	if err != nil {
-		return "", fmt.Errorf("chat template: %v", firstLine(err))
+	budget := newBudget(source, limits)
+	vars[budgetKey] = budget
+	w := &boundedWriter{b: budget}
+	err = tpl.Execute(w, exec.NewContext(vars))
+	if budget.err != nil {
+		// The bound is the cause, whatever gonja made of it.
+		return "", budget.err
 	}
-	return out, nil
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", source, renderError(err))
+	}
+	return w.out.String(), nil
+}
+
+// tokenDump is how gonja prints a filter call in its error chain:
+// &{<Token[Name] Val='tojson' Pos=14 Line=1 Col=15> tojson [] map[]}.
+var tokenDump = regexp.MustCompile(`&\{<Token\[[^\]]*\] Val='([^']*)' Pos=\d+ Line=(\d+) Col=(\d+)>[^}]*\}`)
+
+// renderError is gonja's error chain on one line, without its token dumps
+// and the "unable to execute template" prefix every error has.
+func renderError(err error) string {
+	s := firstLine(err)
+	s = strings.TrimPrefix(s, "unable to execute template: ")
+	return tokenDump.ReplaceAllString(s, "'$1' (line $2, column $3)")
 }
 
 func firstLine(err error) string {
@@ -140,37 +195,90 @@ var chatEnvironment = func() *exec.Environment {
 	if err := filters.Replace("tojson", filterToJSON); err != nil {
 		panic(err)
 	}
+	if err := filters.Register(sizeFilter, filterSize); err != nil {
+		panic(err)
+	}
+	for typ, name := range guardedOps {
+		val := map[tokens.Type]string{tokens.Addition: "+", tokens.Multiply: "*", tokens.Tilde: "~"}[typ]
+		if err := filters.Register(name, opFilter(typ, val)); err != nil {
+			panic(err)
+		}
+	}
 	ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	ctx.Set("raise_exception", func(msg string) (string, error) {
 		return "", fmt.Errorf("the template raised an exception: %s", msg)
 	})
+	ctx.Set("range", rangeFunction)
 	return &exec.Environment{
 		Context:           ctx,
 		Filters:           filters,
 		Tests:             builtins.Tests,
-		ControlStructures: builtins.ControlStructures,
+		ControlStructures: guardedStructures(),
 		Methods:           builtins.Methods,
 	}
 }()
 
-func compileTemplate(src string) (*exec.Template, error) {
-	if tpl, ok := templateCache.Load(src); ok {
+// compileTemplate parses and instruments a template (see chat_limits.go).
+// Errors read after "the chat template …".
+func compileTemplate(src string, maxDepth int) (*exec.Template, error) {
+	key := templateKey{src, maxDepth}
+	if tpl, ok := templateCache.Load(key); ok {
 		return tpl.(*exec.Template), nil
+	}
+	if len(src) > maxTemplateBytes {
+		return nil, fmt.Errorf("is %d bytes, more than %s: no chat format needs that; the file is damaged or holds something else", len(src), mib(maxTemplateBytes))
 	}
 	// transformers renders with trim_blocks and lstrip_blocks on.
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = true
-	loader, err := loaders.NewShiftedLoader("chat_template", strings.NewReader(src), gonja.DefaultLoader)
+	if err := checkNesting(src, cfg, maxDepth); err != nil {
+		return nil, err
+	}
+	// No sub-loader: the template is the only one there is.
+	loader, err := loaders.NewShiftedLoader("chat_template", strings.NewReader(src), noLoader{})
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %v", firstLine(err))
+		return nil, fmt.Errorf("could not be read: %v", firstLine(err))
 	}
 	tpl, err := exec.NewTemplate("chat_template", cfg, loader, chatEnvironment)
 	if err != nil {
-		return nil, fmt.Errorf("chat template uses something the Jinja engine (gonja) does not support: %v", firstLine(err))
+		// gonja's error quotes the whole source before the parser's
+		// message ("failed to parse template '…': %w"); keep the message.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return nil, fmt.Errorf("uses something the Jinja engine (gonja) does not support: %v", firstLine(err))
 	}
-	templateCache.Store(src, tpl)
+	if err := instrument(tpl.Root(), chatEnvironment, maxDepth); err != nil {
+		return nil, err
+	}
+	// A process renders one or a few templates; a bound keeps anything
+	// that compiles many (a fuzzer, a server trying templates) from
+	// holding them all.
+	if templateCount.Add(1) > maxCachedTemplates {
+		templateCache.Clear()
+		templateCount.Store(1)
+	}
+	templateCache.Store(key, tpl)
 	return tpl, nil
+}
+
+const maxCachedTemplates = 64
+
+var templateCount atomic.Int64
+
+type templateKey struct {
+	src      string
+	maxDepth int
+}
+
+// noLoader resolves nothing: chat templates stand alone.
+type noLoader struct{}
+
+func (noLoader) Read(id string) (io.Reader, error) { return nil, fmt.Errorf("no template %q", id) }
+func (noLoader) Resolve(id string) (string, error) { return "", fmt.Errorf("no template %q", id) }
+func (noLoader) Inherit(string) (loaders.Loader, error) {
+	return nil, errors.New("chat templates cannot load other templates")
 }
 
 // keyOrders remembers the key order of JSON objects handed to a template
@@ -320,6 +428,33 @@ func writePyJSON(b *strings.Builder, v any, indent, depth int) error {
 		b.WriteString(pyFloat(x))
 	case *exec.Value:
 		return writePyJSON(b, x.Interface(), indent, depth)
+	case exec.ValuesList:
+		// A list literal in the template.
+		list := make([]any, len(x))
+		for i, e := range x {
+			list[i] = e
+		}
+		return writePyJSON(b, list, indent, depth)
+	case *exec.Dict:
+		// A dict literal in the template: its pairs, in their order.
+		if len(x.Pairs) == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		b.WriteByte('{')
+		for i, p := range x.Pairs {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			newline(depth + 1)
+			writePyString(b, p.Key.String())
+			b.WriteString(": ")
+			if err := writePyJSON(b, p.Value, indent, depth+1); err != nil {
+				return err
+			}
+		}
+		newline(depth)
+		b.WriteByte('}')
 	case []any:
 		if len(x) == 0 {
 			b.WriteString("[]")

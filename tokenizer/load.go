@@ -46,7 +46,14 @@ func LoadFiles(tokenizerPath, configPath string) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
-	return fromJSON(filepath.Base(tokenizerPath), tokData, filepath.Base(configPath), cfgData)
+	t, err := fromJSON(filepath.Base(tokenizerPath), tokData, filepath.Base(configPath), cfgData)
+	if err != nil {
+		return nil, err
+	}
+	// Template errors name the file the template came from: a model
+	// directory may hold any downloaded template.
+	t.cfg.templateSource = configPath
+	return t, nil
 }
 
 // FromJSON builds a tokenizer from the contents of tokenizer.json and
@@ -153,15 +160,23 @@ func (t *Tokenizer) parseChatTemplate(name string, v json.RawMessage) error {
 		return nil
 	}
 	var named []struct {
-		Name     string `json:"name"`
-		Template string `json:"template"`
+		Name     string  `json:"name"`
+		Template *string `json:"template"`
 	}
 	if err := json.Unmarshal(v, &named); err != nil {
 		return fmt.Errorf("%s: \"chat_template\" must be a string or a list of {\"name\", \"template\"}", name)
 	}
 	t.cfg.templates = map[string]string{}
-	for _, n := range named {
-		t.cfg.templates[n.Name] = n.Template
+	for i, n := range named {
+		// transformers fails on such an entry too (KeyError); read as
+		// "no template" it would hide the fault behind another message.
+		if n.Name == "" {
+			return fmt.Errorf("%s: chat_template[%d] has no \"name\"; each entry of the list is {\"name\": \"default\", \"template\": \"<jinja>\"}", name, i)
+		}
+		if n.Template == nil {
+			return fmt.Errorf("%s: chat_template[%d] (%q) has no \"template\"; each entry of the list is {\"name\": %q, \"template\": \"<jinja>\"}", name, i, n.Name, n.Name)
+		}
+		t.cfg.templates[n.Name] = *n.Template
 	}
 	t.cfg.chatTemplate = t.cfg.templates["default"]
 	return nil

@@ -88,6 +88,10 @@ func jsonError(name string, data []byte, err error) error {
 		return fmt.Errorf("%s: malformed JSON at line %d, column %d: %v", name, line, col, err)
 	}
 	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		if te.Field == "" {
+			// encoding/json would name the Go type it decodes into.
+			return fmt.Errorf("%s: must be one JSON object ({...}), got a JSON %s", name, te.Value)
+		}
 		return fmt.Errorf("%s: key %q has a %s where a %s is expected", name, te.Field, te.Value, te.Type)
 	}
 	return fmt.Errorf("%s: malformed JSON: %v", name, err)

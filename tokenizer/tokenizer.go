@@ -32,7 +32,10 @@ type tokConfig struct {
 	eosToken     string
 	bosToken     string
 	chatTemplate string
-	templates    map[string]string // named templates, when the file has a list
+	// templateSource is the tokenizer_config.json path the template came
+	// from ("" when built from bytes).
+	templateSource string
+	templates      map[string]string // named templates, when the file has a list
 }
 
 // Encode returns the ids of text, with added and special tokens written in

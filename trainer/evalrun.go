@@ -201,6 +201,7 @@ type EvalRow struct {
 	FinishReason     string             `json:"finish_reason"`
 	Turns            int                `json:"turns"`
 	Truncated        bool               `json:"truncated"`
+	TruncatedBy      string             `json:"truncated_by,omitempty"` // rollout.TruncatedMaxTokens or TruncatedContext
 	CompletionTokens int                `json:"completion_tokens"`
 	Info             map[string]any     `json:"info,omitempty"`
 }
@@ -231,7 +232,7 @@ func (r EvalResult) Rows() []EvalRow {
 		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: i / k, Rollout: i % k,
 			Prompt: t.Prompt, Completion: completion, Answer: t.Answer, Reward: t.Reward,
 			Metrics: metrics, Errors: errs, FinishReason: t.FinishReason, Turns: t.Turns,
-			Truncated: t.Truncated, CompletionTokens: len(t.Tokens), Info: t.Info}
+			Truncated: t.Truncated, TruncatedBy: t.TruncatedBy, CompletionTokens: len(t.Tokens), Info: t.Info}
 	}
 	return rows
 }

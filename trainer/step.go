@@ -124,6 +124,7 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
 	}
 	var sum, sq, total, completion, truncated, errs float64
+	truncatedBy := map[string]float64{rollout.TruncatedMaxTokens: 0, rollout.TruncatedContext: 0}
 	perEnv := make([]float64, len(r.envs))
 	perEnvN := make([]float64, len(r.envs))
 	metricSums := map[string]float64{}
@@ -137,6 +138,7 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		completion += float64(len(t.Tokens))
 		if t.Truncated {
 			truncated++
+			truncatedBy[t.TruncatedBy]++
 		}
 		errs += float64(len(t.Errors))
 		for k, v := range t.Metrics {
@@ -157,6 +159,12 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 	m["tokens/total"] = total
 	m["completion_len/mean"] = completion / n
 	m["truncated_frac"] = truncated / n
+	// Why episodes were truncated: a last turn at max_tokens, or a
+	// conversation that outgrew its KV slot (the context), which ends an
+	// episode early and so must not pass unseen.
+	for why, k := range truncatedBy {
+		m["truncated/"+why] = k / n
+	}
 	m["errors"] = errs
 	return m
 }

@@ -36,6 +36,16 @@ type = "exact"
 			t.Errorf("show lacks %q:\n%s", want, out.String())
 		}
 	}
+	// wordle says that its reward is verifiers' scaled into [0, 1].
+	out.Reset()
+	if err := envShow(&out, "wordle", map[string]any{"num_train_examples": 1, "num_eval_examples": 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"verifiers 8d4b33247", "reward scale: verifiers' weighted sum × 1/2.2", "[GAME] You are Playing Wordle."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show wordle lacks %q:\n%s", want, out.String())
+		}
+	}
 	if err := runEnv(&out, []string{"show", "nope-env"}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("show unknown: %v", err)
 	}

@@ -237,3 +237,26 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("truncated file: err = %v", err)
 	}
 }
+
+// TestParseRejectsTrailingBytes: bytes after the last tensor's data were
+// accepted silently; Hugging Face's safetensors refuses such a file
+// (MetadataIncompleteBuffer), and so does Parse, with the counts.
+func TestParseRejectsTrailingBytes(t *testing.T) {
+	one := `{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"after a tensor", rawFile(one, 7), "3 bytes after the last tensor's data (the tensors end at byte 4 of a 7-byte data section)"},
+		{"no tensors", rawFile(`{}`, 5), "5 bytes after the last tensor's data"},
+	} {
+		_, err := Parse("model.safetensors", c.data)
+		if err == nil || !strings.HasPrefix(err.Error(), "model.safetensors: ") || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "download or write it again") {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := Parse("model.safetensors", rawFile(one, 4)); err != nil {
+		t.Errorf("exact file: %v", err)
+	}
+}

@@ -74,6 +74,16 @@ func parseHeader(path string, header []byte, dataLen uint64) ([]entry, map[strin
 	if err := checkOverlap(entries); err != nil {
 		return fail("%v", err)
 	}
+	// Hugging Face's safetensors refuses a file whose tensors do not reach
+	// the end of the data (MetadataIncompleteBuffer); the extra bytes are
+	// an interrupted rewrite, an append, or the wrong header, never data.
+	var last uint64
+	for _, e := range entries {
+		last = max(last, e.end)
+	}
+	if last < dataLen {
+		return fail("%d bytes after the last tensor's data (the tensors end at byte %d of a %d-byte data section); the file is damaged or was appended to: download or write it again", dataLen-last, last, dataLen)
+	}
 	return entries, metadata, nil
 }
 
