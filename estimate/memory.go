@@ -170,7 +170,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	var worst phaseBytes
 	for _, s := range train {
-		p := samplingBytes(mc, cfg, targets, s, dev)
+		p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev)
 		longest = max(longest, p.maxLen)
 		if p.total() > worst.total() {
 			worst = p
@@ -185,7 +185,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p := samplingBytes(mc, cfg, targets, s, dev); p.total() > worstEval.total() {
+			if p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev); p.total() > worstEval.total() {
 				worstEval = p
 			}
 		}
@@ -344,7 +344,7 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape, dev string) phaseBytes {
+func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
 	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
 	h, q, kv, inter, v := dims(mc)
@@ -355,7 +355,7 @@ func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
 	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
-		int64(mc.NumLayers)*int64(targets)*n*int64(cfg.LoRA.Rank)*f32Bytes
+		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
 	// The logits stay on the backend (Backend.Sample returns only tokens and

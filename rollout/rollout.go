@@ -146,6 +146,9 @@ type driver struct {
 	opts  Options
 	chat  tokenizer.ChatOptions
 	tools *toolBox // nil for an environment without tools
+	// fatal is the first Respond error wrapping env.ErrFatal: the
+	// environment is down, so Play stops rather than fail every episode.
+	fatal error
 }
 
 // episode is one trajectory being played.
@@ -250,6 +253,9 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 			}
 		}
 		active = next
+		if d.fatal != nil {
+			return fmt.Errorf("rollouts: %w", d.fatal)
+		}
 	}
 	return nil
 }
@@ -350,6 +356,9 @@ func (d *driver) continueEpisode(p *episode) bool {
 	switch {
 	case p.err != nil:
 		t.fail(fmt.Sprintf("turn %d: respond: %v", t.Turns, p.err))
+		if errors.Is(p.err, env.ErrFatal) && d.fatal == nil {
+			d.fatal = p.err
+		}
 		return false
 	case p.done || turn.CacheFull || p.maxTurns > 0 && t.Turns >= p.maxTurns:
 		return false

@@ -25,7 +25,8 @@ import (
 const DefaultEvalBatch = 64
 
 // EvaluateInBatches is Evaluate over the eval split in passes of at most
-// batch rollouts (whole examples; at least one example a pass), which bounds
+// batch rollouts (whole examples while an example's rollouts fit in one;
+// else each example's rollouts split into passes of batch), which bounds
 // the KV cache. onDone, if set, is called (from any goroutine, one call at a
 // time) with the number of finished rollouts so far. The first pass uses
 // o.Seed, so a split that fits one pass gives exactly Evaluate's result;
@@ -62,7 +63,27 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 		}
 	}
 	var rewardSum, pass1Sum, passKSum float64
-	for start := 0; start < len(exs); start += per {
+	add := func(r EvalResult) {
+		res.Examples += r.Examples
+		res.Rollouts += r.Rollouts
+		res.Errors += r.Errors
+		res.Trajectories = append(res.Trajectories, r.Trajectories...)
+		rewardSum += r.Reward * float64(r.Rollouts)
+		pass1Sum += r.PassAt1 * float64(r.Examples)
+		passKSum += r.PassAtK * float64(r.Examples)
+	}
+	if k > batch {
+		// One example's rollouts alone exceed a pass: split them too.
+		for i := range exs {
+			r, err := evaluateSplitExample(ctx, m, tok, e, name, o, exs, i, k, batch, func() { tick(1, false) })
+			if err != nil {
+				return res, err
+			}
+			tick((i+1)*k, true)
+			add(r)
+		}
+	}
+	for start := 0; start < len(exs) && k <= batch; start += per {
 		end := min(start+per, len(exs))
 		po := o
 		po.NumExamples, po.RolloutsPerExample = -1, k
@@ -75,17 +96,50 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 			return res, err
 		}
 		tick(end*k, true) // episodes cut off by a length limit never said done
-		res.Examples += r.Examples
-		res.Rollouts += r.Rollouts
-		res.Errors += r.Errors
-		res.Trajectories = append(res.Trajectories, r.Trajectories...)
-		rewardSum += r.Reward * float64(r.Rollouts)
-		pass1Sum += r.PassAt1 * float64(r.Examples)
-		passKSum += r.PassAtK * float64(r.Examples)
+		add(r)
 	}
 	res.Reward = rewardSum / float64(res.Rollouts)
 	res.PassAt1 = pass1Sum / float64(res.Examples)
 	res.PassAtK = passKSum / float64(res.Examples)
+	return res, nil
+}
+
+// evaluateSplitExample evaluates example i's k rollouts in passes of at
+// most batch (the pass at rollout c seeded by DeriveSeed(seed, i, c)), so
+// the KV cache and the episodes in flight stay at batch whatever k is, and
+// combines them into one example's result: pass@1 and pass@k over all k.
+func evaluateSplitExample(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, exs []env.Example, i, k, batch int, done func()) (EvalResult, error) {
+	res := EvalResult{Env: name, Examples: 1}
+	threshold := o.PassThreshold
+	if threshold == 0 {
+		threshold = 1
+	}
+	var sum float64
+	solved := 0
+	for c := 0; c < k; c += batch {
+		po := o
+		po.NumExamples, po.RolloutsPerExample = -1, min(batch, k-c)
+		po.Seed = sampler.DeriveSeed(o.Seed, uint64(i), uint64(c))
+		w := &windowEnv{Environment: e, exs: exs[i : i+1], done: done}
+		r, err := Evaluate(ctx, m, tok, w, name, po)
+		if err != nil {
+			return res, err
+		}
+		for _, t := range r.Trajectories {
+			sum += t.Reward
+			if t.Reward >= threshold-1e-9 {
+				solved++
+			}
+		}
+		res.Rollouts += r.Rollouts
+		res.Errors += r.Errors
+		res.Trajectories = append(res.Trajectories, r.Trajectories...)
+	}
+	res.Reward = sum / float64(res.Rollouts)
+	res.PassAt1 = float64(solved) / float64(k)
+	if solved > 0 {
+		res.PassAtK = 1
+	}
 	return res, nil
 }
 
@@ -280,8 +334,12 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		if s.NumExamples >= 0 {
 			n = min(n, s.NumExamples)
 		}
+		if err := checkEvalFits(s, l.m, envs[i], n, o.Batch); err != nil {
+			return out, err
+		}
 		if o.OnStart != nil {
-			o.OnStart(s, n*max(1, s.RolloutsPerExample))
+			_, total := evalPasses(n, s.RolloutsPerExample, o.Batch)
+			o.OnStart(s, total)
 		}
 		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,

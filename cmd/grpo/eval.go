@@ -123,8 +123,11 @@ save_results, ...) are accepted and ignored with a warning.
 
 Defaults are Prime's: 5 examples, 3 rollouts each; max_tokens 512,
 temperature 1. Rollouts run in passes of --batch (each pass holds a KV
-cache slot per rollout); a split that fits one pass is sampled exactly as
-the trainer's periodic eval samples it.
+cache slot per rollout; an example with more rollouts than --batch is split
+into several passes); a split that fits one pass is sampled exactly as
+the trainer's periodic eval samples it. An eval whose estimated memory (one
+pass plus every result, held until the results file is written) exceeds the
+free memory is refused before it starts.
 
 Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1
