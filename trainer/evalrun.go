@@ -72,10 +72,21 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 		pass1Sum += r.PassAt1 * float64(r.Examples)
 		passKSum += r.PassAtK * float64(r.Examples)
 	}
+	// keep hands a pass's trajectories on as rows when o.Rows streams them
+	// (its first example is example exOff, its first rollout roOff),
+	// else leaves them in r for add.
+	keep := func(r *EvalResult, exOff, roOff int) error {
+		if o.Rows == nil {
+			return nil
+		}
+		rows := r.rowsFrom(exOff, roOff)
+		r.Trajectories = nil
+		return o.Rows(rows)
+	}
 	if k > batch {
 		// One example's rollouts alone exceed a pass: split them too.
 		for i := range exs {
-			r, err := evaluateSplitExample(ctx, m, tok, e, name, o, exs, i, k, batch, func() { tick(1, false) })
+			r, err := evaluateSplitExample(ctx, m, tok, e, name, o, exs, i, k, batch, func() { tick(1, false) }, keep)
 			if err != nil {
 				return res, err
 			}
@@ -96,6 +107,9 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 			return res, err
 		}
 		tick(end*k, true) // episodes cut off by a length limit never said done
+		if err := keep(&r, start, 0); err != nil {
+			return res, err
+		}
 		add(r)
 	}
 	res.Reward = rewardSum / float64(res.Rollouts)
@@ -108,7 +122,7 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 // most batch (the pass at rollout c seeded by DeriveSeed(seed, i, c)), so
 // the KV cache and the episodes in flight stay at batch whatever k is, and
 // combines them into one example's result: pass@1 and pass@k over all k.
-func evaluateSplitExample(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, exs []env.Example, i, k, batch int, done func()) (EvalResult, error) {
+func evaluateSplitExample(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, exs []env.Example, i, k, batch int, done func(), keep func(r *EvalResult, exOff, roOff int) error) (EvalResult, error) {
 	res := EvalResult{Env: name, Examples: 1}
 	threshold := o.PassThreshold
 	if threshold == 0 {
@@ -133,6 +147,9 @@ func evaluateSplitExample(ctx context.Context, m *model.Model, tok *tokenizer.To
 		}
 		res.Rollouts += r.Rollouts
 		res.Errors += r.Errors
+		if err := keep(&r, i, c); err != nil {
+			return res, err
+		}
 		res.Trajectories = append(res.Trajectories, r.Trajectories...)
 	}
 	res.Reward = sum / float64(res.Rollouts)
@@ -236,7 +253,11 @@ type EvalRow struct {
 
 // Rows turns r's trajectories into results rows, in order: example i's
 // rollout j is row i*k+j.
-func (r EvalResult) Rows() []EvalRow {
+func (r EvalResult) Rows() []EvalRow { return r.rowsFrom(0, 0) }
+
+// rowsFrom is Rows for one pass of a larger eval whose first example is
+// example exOff and whose first rollout is rollout roOff of its example.
+func (r EvalResult) rowsFrom(exOff, roOff int) []EvalRow {
 	k := 1
 	if r.Examples > 0 {
 		k = max(1, r.Rollouts/r.Examples)
@@ -260,7 +281,7 @@ func (r EvalResult) Rows() []EvalRow {
 		if completion == nil {
 			completion = []chat.Message{}
 		}
-		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: i / k, Rollout: i % k,
+		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: exOff + i/k, Rollout: roOff + i%k,
 			Prompt: t.Prompt, Completion: completion, Answer: t.Answer, Reward: t.Reward,
 			Metrics: metrics, Errors: errs, FinishReason: t.FinishReason, Turns: t.Turns,
 			Truncated: t.Truncated, TruncatedBy: t.TruncatedBy, CompletionTokens: len(t.Tokens), Info: t.Info}
@@ -295,6 +316,13 @@ type EvalRunOptions struct {
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k (0: 1, fully correct).
 	PassThreshold float64
+	// Rows, when set, receives every results row pass by pass (see
+	// EvalOptions.Rows), so the results never sit in memory all at once;
+	// the returned results then hold no trajectories. ResultsDir is the
+	// directory they are written to, whose free disk space the evals are
+	// checked against before they start.
+	Rows       func([]EvalRow) error
+	ResultsDir string
 }
 
 // RunEvals runs the evaluations in order, loading each distinct model (and
@@ -334,7 +362,7 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		if s.NumExamples >= 0 {
 			n = min(n, s.NumExamples)
 		}
-		if err := checkEvalFits(s, l.m, envs[i], n, o.Batch); err != nil {
+		if err := checkEvalFits(s, l.m, envs[i], n, o.Batch, resultsDir(o)); err != nil {
 			return out, err
 		}
 		if o.OnStart != nil {
@@ -343,13 +371,25 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		}
 		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
-			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold}, o.Batch, o.OnDone)
+			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold,
+			Rows: o.Rows}, o.Batch, o.OnDone)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// resultsDir is where o streams the results, "" when they are held.
+func resultsDir(o EvalRunOptions) string {
+	switch {
+	case o.Rows == nil:
+		return ""
+	case o.ResultsDir == "":
+		return "."
+	}
+	return o.ResultsDir
 }
 
 func loadEvalModel(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
