@@ -448,7 +448,7 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 	for i := range o.repeat + 1 {
 		t0 := time.Now()
 		for _, mb := range mbs {
-			tr, err := m.ForwardTrain(&mb.b, mb.targets)
+			tr, err := m.ForwardTrain(&mb.b, nil, mb.targets)
 			if err != nil {
 				return 0, err
 			}
