@@ -89,8 +89,9 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
+	fused := a.alloc(kernels.F32, n*c.fusedWidth())
 	for l := range m.W.Layers {
-		s := m.trainingActs(a, l, x, n)
+		s := m.trainingActs(a, l, x, fused, n)
 		m.layerForward(a, l, cache, tr.idx, n, s)
 		tr.layers = append(tr.layers, s)
 		x = s.xOut
@@ -178,8 +179,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	dGate, dUp := f(n*inter), f(n*inter)
 	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, n*inter)
 	dh2 := f(n * h)
-	m.projectBackward(a, l, ProjGate, dh2, dGate, s.h2, w.Gate, n, s.xa[ProjGate], false)
-	m.projectBackward(a, l, ProjUp, dh2, dUp, s.h2, w.Up, n, s.xa[ProjUp], true)
+	m.projectGroupBackward(a, l, groupGateUp, dh2, []kernels.Buffer{dGate, dUp}, s.h2, []kernels.Buffer{w.Gate, w.Up}, n, s.xaT[groupGateUp], false)
 	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
@@ -202,9 +202,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	if needInput {
 		dh1 = f(n * h)
 	}
-	m.projectBackward(a, l, ProjQ, dh1, dq, s.h1, w.Q, n, s.xa[ProjQ], false)
-	m.projectBackward(a, l, ProjK, dh1, dk, s.h1, w.K, n, s.xa[ProjK], true)
-	m.projectBackward(a, l, ProjV, dh1, dv, s.h1, w.V, n, s.xa[ProjV], true)
+	m.projectGroupBackward(a, l, groupQKV, dh1, []kernels.Buffer{dq, dk, dv}, s.h1, []kernels.Buffer{w.Q, w.K, w.V}, n, s.xaT[groupQKV], false)
 	if needInput {
 		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}
