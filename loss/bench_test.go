@@ -1,6 +1,7 @@
 package loss
 
 import (
+	"syscall"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -13,7 +14,10 @@ import (
 // (95 rows each, 31 of them prompt rows with no loss weight, the shape the
 // trainer profile in issue 14 saw) on the qwen3-30m shape with LoRA r16 on
 // every projection: forward, loss and backward into the adapter. Compare
-// builds with benchstat or best-of-N, interleaved on one machine.
+// builds with benchstat or best-of-N, interleaved on one machine. Besides
+// wall time it reports the process's CPU time per op (every thread,
+// OpenBLAS's included), which other load on a shared machine disturbs
+// less than the wall time.
 func BenchmarkPolicyMicroBatch(b *testing.B) {
 	mc, _ := model.Shape("qwen3-30m")
 	base := model.NewRandom(mc, cpu.New(), 1)
@@ -37,11 +41,23 @@ func BenchmarkPolicyMicroBatch(b *testing.B) {
 		samples = append(samples, smp)
 	}
 	cfg := DefaultConfig()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
 		if _, err := PolicyGradient(policy, samples, cfg, 64, 4*95); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(4*95*b.N)/b.Elapsed().Seconds(), "tok/s")
+	b.ReportMetric((cpuTime()-cpu0)*1e3/float64(b.N), "cpu-ms/op")
+}
+
+// cpuTime is the user + system CPU seconds the process has used.
+func cpuTime() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
