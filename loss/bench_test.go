@@ -1,6 +1,7 @@
 package loss
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 
@@ -19,8 +20,20 @@ import (
 // OpenBLAS's included), which other load on a shared machine disturbs
 // less than the wall time.
 func BenchmarkPolicyMicroBatch(b *testing.B) {
-	mc, _ := model.Shape("qwen3-30m")
+	// vocab=151936 is the same shape with Qwen3's vocabulary, where the LM
+	// head is the largest GEMM of the step.
+	for _, vocab := range []int{8192, 151936} {
+		b.Run(fmt.Sprintf("vocab=%d", vocab), func(b *testing.B) {
+			mc, _ := model.Shape("qwen3-30m")
+			mc.VocabSize = vocab
+			benchMicroBatch(b, mc)
+		})
+	}
+}
+
+func benchMicroBatch(b *testing.B, mc *model.Config) {
 	base := model.NewRandom(mc, cpu.New(), 1)
+	defer base.Free()
 	ad, err := lora.New(base, lora.DefaultConfig(), 1)
 	if err != nil {
 		b.Fatal(err)
