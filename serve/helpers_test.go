@@ -52,11 +52,30 @@ type fixture struct {
 }
 
 // newFixture serves the tiny model with cfg (ModelName "tiny" unless
-// set) on an httptest server; both stop at the test's end.
-func newFixture(t testing.TB, cfg Config) *fixture {
+// set) on an httptest server, after the setup functions; both stop at
+// the test's end.
+func newFixture(t testing.TB, cfg Config, setup ...func(*Server)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	writeTestModel(t, dir)
+	f := newFixtureStopped(t, dir, cfg)
+	for _, s := range setup {
+		s(f.srv) // before Run, so the scheduler's goroutine sees it
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return f
+}
+
+// newFixtureStopped is newFixture over the model in dir without starting
+// the scheduler: requests queue and nothing runs.
+func newFixtureStopped(t testing.TB, dir string, cfg Config) *fixture {
+	t.Helper()
 	m, err := model.Load(dir, cpu.New())
 	if err != nil {
 		t.Fatal(err)
@@ -75,15 +94,10 @@ func newFixture(t testing.TB, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
-		cancel()
-		<-done
 	})
 	return &fixture{srv: srv, url: hs.URL}
 }

@@ -21,17 +21,17 @@ const maxBody = 16 << 20
 // samplingFields are the request keys shared by chat and completions,
 // OpenAI's and vLLM's extras. Pointers tell "unset" from zero.
 type samplingFields struct {
-	Model            string     `json:"model"`
-	N                *int       `json:"n"`
-	Temperature      *float64   `json:"temperature"`
-	TopP             *float64   `json:"top_p"`
-	TopK             *int       `json:"top_k"`
-	MinP             *float64   `json:"min_p"`
-	MaxTokens        *int       `json:"max_tokens"`
-	Stop             stopList   `json:"stop"`
-	Seed             *seedValue `json:"seed"`
-	Stream           bool       `json:"stream"`
-	StreamOptions    *struct {
+	Model         string     `json:"model"`
+	N             *int       `json:"n"`
+	Temperature   *float64   `json:"temperature"`
+	TopP          *float64   `json:"top_p"`
+	TopK          *int       `json:"top_k"`
+	MinP          *float64   `json:"min_p"`
+	MaxTokens     *int       `json:"max_tokens"`
+	Stop          stopList   `json:"stop"`
+	Seed          *seedValue `json:"seed"`
+	Stream        bool       `json:"stream"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	FrequencyPenalty  *float64        `json:"frequency_penalty"`

@@ -290,11 +290,14 @@ func Test64ConcurrentStreams(t *testing.T) {
 // served. The scheduler is held after the first step until the server
 // has seen the disconnect, so the test does not race it.
 func TestDisconnectFreesTheSlot(t *testing.T) {
-	f := newFixture(t, Config{Slots: 1})
 	var once sync.Once
-	f.srv.sched.afterStepHook = func(running []*job) {
-		once.Do(func() { <-running[0].ctx.Done() })
-	}
+	f := newFixture(t, Config{Slots: 1}, func(s *Server) {
+		s.sched.afterStepHook = func(running []*job) {
+			if len(running) > 0 { // the first step after the stream began
+				once.Do(func() { <-running[0].ctx.Done() })
+			}
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	data, _ := json.Marshal(map[string]any{"messages": user("long"), "max_tokens": 200, "ignore_eos": true, "stream": true})
 	req, _ := http.NewRequestWithContext(ctx, "POST", f.url+"/v1/chat/completions", strings.NewReader(string(data)))
