@@ -4,9 +4,12 @@
 #   libopenblas0-pthread  the CPU backend's optional sgemm (dlopen'd at run time)
 #   python3-torch         independent reference for golden files and benchmarks
 #   python3               runs the Python-environment bridge's tests (env/pybridge)
+#   nodejs, npm           run the official openai npm client against grpo serve (serve's TestOpenAINodeClient)
 set -euo pipefail
 need=()
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 dpkg -s libopenblas0-pthread >/dev/null 2>&1 || need+=(libopenblas0-pthread)
 if [ "${GRPO_SKIP_TORCH:-}" = "" ]; then
   dpkg -s python3-torch >/dev/null 2>&1 || need+=(python3-torch python3-numpy)
