@@ -48,8 +48,10 @@ func (g endpointGen) Generate(ctx context.Context, conv []chat.Message, p sample
 	}
 	seed := p.Seed
 	if !g.o.TokenIDs {
-		// A hosted API's seed is a JSON number, exact only up to 2^53.
-		seed &= 1<<53 - 1
+		// A hosted API's seed is an int64: keep it in range. (With
+		// TokenIDs the server is vLLM or grpo serve, which take the whole
+		// uint64, so a rollout seeds the server as Local seeds itself.)
+		seed &= 1<<63 - 1
 	}
 	req.Seed = &seed
 	if g.o.EnableThinking != nil {

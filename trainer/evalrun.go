@@ -10,11 +10,13 @@ import (
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -31,6 +33,12 @@ const DefaultEvalBatch = 64
 // o.Seed, so a split that fits one pass gives exactly Evaluate's result;
 // the pass starting at example s uses sampler.DeriveSeed(o.Seed, s).
 func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
+	return EvaluateInBatchesWith(ctx, rollout.LocalEngine{Model: m, Tok: tok}, e, name, o, batch, onDone)
+}
+
+// EvaluateInBatchesWith is EvaluateInBatches with the episodes played by
+// eng.
+func EvaluateInBatchesWith(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
 	res := EvalResult{Env: name}
 	k := max(1, o.RolloutsPerExample)
 	if batch <= 0 {
@@ -70,7 +78,7 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 			po.Seed = sampler.DeriveSeed(o.Seed, uint64(start))
 		}
 		w := &windowEnv{Environment: e, exs: exs[start:end], done: func() { tick(1, false) }}
-		r, err := Evaluate(ctx, m, tok, w, name, po)
+		r, err := EvaluateWith(ctx, eng, w, name, po)
 		if err != nil {
 			return res, err
 		}
@@ -210,6 +218,11 @@ type EvalRunOptions struct {
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k (0: 1, fully correct).
 	PassThreshold float64
+	// Endpoints, when set, is the endpoints.toml registry: a spec whose
+	// model is one of its endpoint ids is evaluated on that endpoint
+	// (generation through its client, the rubric here) instead of a model
+	// loaded in process.
+	Endpoints *endpoints.Registry
 }
 
 // RunEvals runs the evaluations in order, loading each distinct model (and
@@ -224,22 +237,17 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		}
 		envs[i] = e
 	}
-	type loaded struct {
-		m   *model.Model
-		tok *tokenizer.Tokenizer
-	}
-	cache := map[string]loaded{}
+	cache := map[string]rollout.Engine{}
 	var out []EvalResult
 	for i, s := range specs {
 		key := s.Model + "\x00" + s.Adapter + "\x00" + s.Device
-		l, ok := cache[key]
+		eng, ok := cache[key]
 		if !ok {
-			m, tok, err := loadEvalModel(ctx, s, o)
-			if err != nil {
+			var err error
+			if eng, err = evalEngine(ctx, s, o); err != nil {
 				return out, err
 			}
-			l = loaded{m, tok}
-			cache[key] = l
+			cache[key] = eng
 		}
 		exs, err := envs[i].Examples("eval")
 		if err != nil {
@@ -252,7 +260,7 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		if o.OnStart != nil {
 			o.OnStart(s, n*max(1, s.RolloutsPerExample))
 		}
-		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
+		res, err := EvaluateInBatchesWith(ctx, eng, envs[i], s.Name, EvalOptions{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
 			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold}, o.Batch, o.OnDone)
 		if err != nil {
@@ -261,6 +269,31 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// evalEngine plays a spec's episodes: on the endpoint its model names, or
+// with the model (and adapter) loaded here.
+func evalEngine(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (rollout.Engine, error) {
+	if o.Endpoints != nil {
+		if _, ok := o.Endpoints.Lookup(s.Model); ok {
+			if s.Adapter != "" {
+				return nil, fmt.Errorf("eval %s: --adapter applies to a model loaded here, and %s is an endpoint of %s; load the adapter on the server and name it in endpoints.toml", s.Name, s.Model, o.Endpoints.Path)
+			}
+			c, err := o.Endpoints.Client(s.Model, endpoints.Options{})
+			if err != nil {
+				return nil, err
+			}
+			if c.Type() != endpoints.TypeChat {
+				return nil, fmt.Errorf("eval %s: endpoint %s has type %s; grpo eval plays episodes as chat, so it needs type = %q", s.Name, s.Model, c.Type(), endpoints.TypeChat)
+			}
+			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: s.EnableThinking})}, nil
+		}
+	}
+	m, tok, err := loadEvalModel(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
+	return rollout.LocalEngine{Model: m, Tok: tok}, nil
 }
 
 func loadEvalModel(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {
