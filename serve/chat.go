@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/grpo-dev/grpo/endpoints"
@@ -127,10 +128,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if req.ReturnTokenIDs {
 		resp.PromptTokenIDs = plan.prompt
 	}
+	parse := s.parsesTools(&req)
 	for i := range outs {
 		o := &outs[i]
-		text := s.visible(o, 0)
-		c := endpoints.ChatChoice{Index: i, Message: endpoints.ChatMessage{Role: "assistant", Content: &text}, FinishReason: o.Finish}
+		msg, finish := s.assistantMessage(o, parse, fmt.Sprint(id, "-", i))
+		c := endpoints.ChatChoice{Index: i, Message: msg, FinishReason: finish}
 		if plan.top >= 0 {
 			c.Logprobs = &endpoints.ChatLogprobs{Content: s.chatLogprobs(o, 0, len(o.Tokens))}
 		}
@@ -180,8 +182,16 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
+}
+
+// chunkToolCall is a whole tool call in a stream's delta; index orders
+// the calls of a choice.
+type chunkToolCall struct {
+	Index int `json:"index"`
+	endpoints.ToolCallWire
 }
 
 // streamChat sends the choices as they grow: a first chunk per choice
@@ -192,6 +202,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job, plan
 	st := newSSE(w)
 	req := &plan.req
 	n, hold := len(plan.params), holdBack(req.Stop)
+	// With a tool-call parser the text is held until the turn ends, then
+	// sent as content or as whole tool calls.
+	parse := s.parsesTools(req)
+	if parse {
+		hold = 1 << 30
+	}
 	chunk := func(cs ...chatChunkChoice) chatChunk {
 		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: s.created, Model: name, Choices: cs}
 	}
@@ -233,6 +249,19 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job, plan
 				continue
 			}
 			c := chatChunkChoice{Index: i, FinishReason: finishOf(o)}
+			if parse && o.Finish != "" {
+				msg, finish := s.assistantMessage(o, true, fmt.Sprint(id, "-", i))
+				c.FinishReason = &finish
+				for k, tc := range msg.ToolCalls {
+					c.Delta.ToolCalls = append(c.Delta.ToolCalls, chunkToolCall{Index: k, ToolCallWire: tc})
+				}
+				if msg.ToolCalls != nil {
+					delta = ""
+					if msg.Content != nil {
+						delta = *msg.Content
+					}
+				}
+			}
 			if delta != "" {
 				c.Delta.Content = &delta
 			}

@@ -22,6 +22,10 @@
 // request names its adapter by the model field: the base model's name, or
 // an adapter's name from --adapter NAME=DIR or load_lora_adapter.
 //
+// Tools are rendered by the chat template; a finished turn is read by the
+// tool-call parser the template implies (package tokenizer's Hermes or
+// Llama 3 JSON), and well-formed calls come back as tool_calls.
+//
 // Sampling is package sampler's: each choice has its own random stream
 // seeded by the request's seed (choice 0 with the seed itself, choice i
 // with sampler.DeriveSeed(seed, i)), so with a seed a choice's tokens do

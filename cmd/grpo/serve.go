@@ -68,8 +68,11 @@ vLLM's extras are accepted too: return_token_ids (prompt_token_ids and each
 choice's token_ids, the stop token included), chat_template_kwargs (e.g.
 {"enable_thinking": false}), ignore_eos, stop_token_ids. A request picks an
 adapter by its model field: the base model's name (--served-model-name,
-default MODEL) or an adapter's NAME. Tool calls come back as the message
-content (no tool-call parser yet).
+default MODEL) or an adapter's NAME. With tools, a finished turn is read by
+the tool-call parser the chat template implies (Hermes <tool_call> for Qwen,
+Llama 3's JSON), as vLLM's --tool-call-parser does: well-formed calls come
+back as tool_calls with finish_reason "tool_calls" (streamed as one delta at
+the end of the turn); otherwise the text is the content.
 
 Requests are batched continuously over --slots KV-cache slots: a request
 starts as soon as a slot is free. The model applies one adapter per forward
