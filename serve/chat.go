@@ -101,7 +101,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	j, e := s.submit(r.Context(), ad, plan.prompt, plan.params, -1)
+	j, e := s.submit(r.Context(), ad, plan.prompt, plan.params, -1, req.Stream)
 	if e != nil {
 		writeError(w, e)
 		return

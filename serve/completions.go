@@ -94,7 +94,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.Echo && plan.top >= 0 {
 		promptTop = plan.top
 	}
-	j, e := s.submit(r.Context(), ad, plan.prompt, plan.params, promptTop)
+	j, e := s.submit(r.Context(), ad, plan.prompt, plan.params, promptTop, req.Stream)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -14,7 +14,7 @@ import (
 // submit checks the prompt against the cache and queues a job for it;
 // the request's context is the job's, so a client that goes away frees
 // its slots.
-func (s *Server) submit(ctx context.Context, ad *adapterRef, prompt []int32, params []sampler.Params, promptTop int) (*job, *apiError) {
+func (s *Server) submit(ctx context.Context, ad *adapterRef, prompt []int32, params []sampler.Params, promptTop int, stream bool) (*job, *apiError) {
 	fail := func(e *apiError) (*job, *apiError) {
 		ad.release()
 		return nil, e
@@ -37,6 +37,7 @@ func (s *Server) submit(ctx context.Context, ad *adapterRef, prompt []int32, par
 		}
 	}
 	j := newJob(ctx, ad, prompt, params, promptTop)
+	j.stream = stream
 	if err := s.engine.submit(j); err != nil {
 		status := http.StatusBadRequest
 		switch {

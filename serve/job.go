@@ -20,6 +20,9 @@ type job struct {
 	promptTop int
 
 	notify chan struct{} // capacity 1: "something changed"
+	// stream is true when the handler sends tokens as they come; a whole
+	// response is woken only when the job ends, not at every step.
+	stream bool
 
 	mu       sync.Mutex
 	outs     []output

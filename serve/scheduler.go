@@ -201,7 +201,9 @@ func (sc *Scheduler) afterStep() {
 			sc.end(r, nil)
 			continue
 		}
-		r.j.signal()
+		if r.j.stream {
+			r.j.signal()
+		}
 		keep = append(keep, r)
 	}
 	sc.active = keep
