@@ -78,3 +78,11 @@ func (e *Buffer) Message(field int, m *Buffer) {
 	e.b = binary.AppendUvarint(e.b, uint64(len(m.b)))
 	e.b = append(e.b, m.b...)
 }
+
+// Element appends one element of a repeated string field; unlike String
+// it writes an empty string too, since each element counts.
+func (e *Buffer) Element(field int, s string) {
+	e.tag(field, wireBytes)
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
