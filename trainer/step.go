@@ -99,7 +99,7 @@ func (r *run) trainStep(ctx context.Context) error {
 			row[k] = v
 		}
 	}
-	if err := r.dir.AppendJSONL("metrics.jsonl", row); err != nil {
+	if err := r.sinks.Step(row); err != nil {
 		return err
 	}
 	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"])

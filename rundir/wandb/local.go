@@ -35,7 +35,19 @@ func dirName(offline bool, start time.Time, id string) string {
 }
 
 func createLocal(root string, offline bool, start time.Time, id string) (*localRun, error) {
+	// A run resumed within the second its last process started would get
+	// that one's name; the name's time moves on to the next free second
+	// instead, since the format has no room for a counter.
 	dir := filepath.Join(root, dirName(offline, start, id))
+	for {
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			break
+		} else if !os.IsExist(err) {
+			return nil, err
+		}
+		start = start.Add(time.Second)
+		dir = filepath.Join(root, dirName(offline, start, id))
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "files"), 0o755); err != nil {
 		return nil, err
 	}
