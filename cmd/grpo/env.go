@@ -24,6 +24,9 @@ func init() {
 		usage:   "list | show ID [--args JSON] | install DIR [--force]",
 		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
 alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
+Builtins read the Lab's hub datasets by default, through the HF cache; env show
+says which, and the arg that selects data needing no network
+(dataset_name = "synthetic" for reverse-text, alphabet-sort and math).
 
   grpo env list                      builtins and installed environments
   grpo env show gsm8k                description, args with types and defaults,
@@ -125,6 +128,9 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		return err
 	}
 	fmt.Fprintf(w, "%s\n  %s\n", s.ID, s.Description)
+	if s.Data != "" {
+		fmt.Fprintf(w, "  data: %s\n", s.Data)
+	}
 	if len(s.Aliases) > 0 {
 		fmt.Fprintf(w, "  aliases: %s\n", strings.Join(s.Aliases, ", "))
 	}
