@@ -21,7 +21,7 @@ func init() {
 	register(&command{
 		name:    "env",
 		summary: "list, show and install environments (builtin and environment.toml directories)",
-		usage:   "list | show ID [--args JSON] | install DIR [--force]",
+		usage:   "list | show ID [--args JSON] | score ID --input FILE.jsonl | install DIR [--force]",
 		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
 alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
 Builtins read the Lab's hub datasets by default, through the HF cache; env show
@@ -34,6 +34,7 @@ says which, and the arg that selects data needing no network
   grpo env show wordle --args '{"num_guesses": 4}'
   grpo env install ./my-env          check and copy a directory to
                                      $GRPO_HOME/environments/<id> (~/.grpo by default)
+` + envScoreHelp + `
 
 A custom environment is a directory with environment.toml and its data:
 
@@ -61,8 +62,9 @@ A custom environment is a directory with environment.toml and its data:
 
 Environments in ./environments/ of the workspace are found too.`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show)`)
+			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show, score)`)
 			fs.BoolVar(&envFlags.force, "force", false, "replace an installed environment of the same id (install)")
+			addEnvScoreFlags(fs)
 		},
 		run: func(args []string) error { return runEnv(stdout, args) },
 	})
@@ -70,7 +72,7 @@ Environments in ./environments/ of the workspace are found too.`,
 
 func runEnv(w io.Writer, args []string) error {
 	if len(args) == 0 {
-		return usagef("env needs a subcommand: list, show ID or install DIR")
+		return usagef("env needs a subcommand: list, show ID, score ID or install DIR")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "list":
@@ -78,15 +80,18 @@ func runEnv(w io.Writer, args []string) error {
 			return usagef("env list takes no arguments")
 		}
 		return envList(w)
-	case "show":
+	case "show", "score":
 		if len(rest) != 1 {
-			return usagef("env show takes one environment id")
+			return usagef("env %s takes one environment id", sub)
 		}
 		var a map[string]any
 		if envFlags.args != "" {
 			if err := json.Unmarshal([]byte(envFlags.args), &a); err != nil {
 				return usagef("--args %q is not a JSON object: %v", envFlags.args, err)
 			}
+		}
+		if sub == "score" {
+			return envScore(w, rest[0], a)
 		}
 		return envShow(w, rest[0], a)
 	case "install":
@@ -100,7 +105,7 @@ func runEnv(w io.Writer, args []string) error {
 		fmt.Fprintf(w, "installed %s\n", dest)
 		return nil
 	default:
-		return usagef("unknown env subcommand %q; use list, show or install", sub)
+		return usagef("unknown env subcommand %q; use list, show, score or install", sub)
 	}
 }
 
