@@ -43,11 +43,15 @@ type Config struct {
 	// step's rollouts are split into micro-batches of at most this many
 	// tokens and their gradients accumulated (the update is the same as
 	// one big batch's).
-	MicroBatchTokens int         `toml:"micro_batch_tokens"`
-	LoRA             lora.Config `toml:"lora"`
-	Loss             loss.Config `toml:"loss"`
-	Optimizer        Optimizer   `toml:"optimizer"`
-	Checkpoint       Checkpoint  `toml:"checkpoint"`
+	MicroBatchTokens int `toml:"micro_batch_tokens"`
+	// MaxErrorSteps stops the run after this many consecutive steps in
+	// which every rollout failed (a broken rubric or environment trains on
+	// nothing); 0 never stops.
+	MaxErrorSteps int         `toml:"max_error_steps"`
+	LoRA          lora.Config `toml:"lora"`
+	Loss          loss.Config `toml:"loss"`
+	Optimizer     Optimizer   `toml:"optimizer"`
+	Checkpoint    Checkpoint  `toml:"checkpoint"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -60,6 +64,8 @@ type Config struct {
 	// src locates keys in the file the config was parsed from (nil for a
 	// config built in Go), so later checks can point at a line.
 	src *tomlschema.Source
+	// text is the file with its overrides written in (Text).
+	text []byte
 }
 
 // Sampling is the [sampling] section: how rollouts are generated.
@@ -68,8 +74,8 @@ type Config struct {
 // one type and one validator; the rest are the chat template's and Lab's.
 type Sampling struct {
 	// Params' MaxTokens caps each completion (each assistant turn in
-	// multi-turn environments) and is required here; Stop strings end a
-	// completion early (the stop string is kept).
+	// multi-turn environments; DefaultMaxTokens when left out); Stop
+	// strings end a completion early (the stop string is kept).
 	sampler.Params
 	// EnableThinking is passed to the chat template (Qwen3's
 	// enable_thinking); nil leaves the template's default.
@@ -224,9 +230,17 @@ type LabCheckpoints struct {
 	KeepCloud *int `toml:"keep_cloud"`
 }
 
+// DefaultMaxTokens is [sampling] max_tokens when a config leaves it out.
+// Lab (prime-rl's orchestrator, verifiers) leaves max_tokens unset by
+// default: no per-turn cap, only the sequence length. grpo sizes every KV
+// cache slot and the dr_grpo loss by it, so it needs a number; 1024 tokens
+// per assistant turn holds the Lab examples' answers (their configs set
+// 128 to 1024) on one local GPU.
+const DefaultMaxTokens = 1024
+
 // DefaultConfig is the config a file starts from: every key it leaves out
-// keeps the value here. Model and [sampling] max_tokens have no default
-// and [[env]] needs at least one block. Lab's defaults (prime-cli's
+// keeps the value here. Model has no default and [[env]] needs at least
+// one block; [sampling] may be left out whole. Lab's defaults (prime-cli's
 // RLConfig: max_steps 100, batch_size 128, rollouts_per_example 8) are
 // kept so a Lab config behaves the same here.
 func DefaultConfig() Config {
@@ -234,16 +248,25 @@ func DefaultConfig() Config {
 		MaxSteps:           100,
 		BatchSize:          128,
 		RolloutsPerExample: 8,
-		Sampling:           Sampling{Params: sampler.DefaultParams()},
+		Sampling:           Sampling{Params: defaultSampling()},
 		Eval: Eval{
 			NumExamples:        -1,
 			RolloutsPerExample: 1,
 		},
 		Device:           "cpu",
 		MicroBatchTokens: 8192,
+		MaxErrorSteps:    3,
 		LoRA:             lora.DefaultConfig(),
 		Loss:             loss.DefaultConfig(),
 		Optimizer:        DefaultOptimizer(),
 		Checkpoint:       Checkpoint{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
 	}
+}
+
+// defaultSampling is sampler.DefaultParams with DefaultMaxTokens: the
+// sampler takes 0 as "no cap", which a run cannot size.
+func defaultSampling() sampler.Params {
+	p := sampler.DefaultParams()
+	p.MaxTokens = DefaultMaxTokens
+	return p
 }

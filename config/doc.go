@@ -1,4 +1,4 @@
-// Package config owns the run and eval config schema: Prime Intellect
+// Package config owns the run, eval and GEPA config schema: Prime Intellect
 // Lab's TOML (configs/rl/*.toml and configs/eval/*.toml), unchanged, plus
 // grpo's own sections; parsing, validation with one-line errors that point
 // at the key's line and say the fix, did-you-mean for unknown keys, and

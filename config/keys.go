@@ -23,10 +23,11 @@ var keyInfos = map[string]keyInfo{
 	"rollouts_per_example": {doc: "GRPO group size: completions sampled per example, whose rewards are compared with each other. At least 2."},
 	"seed":                 {doc: "Seeds dataset shuffling, the env mixture and (unless `[sampling] seed` is set) sampling."},
 	"device":               {doc: "`\"cpu\"` or `\"cuda\"`."},
+	"max_error_steps":      {doc: "Stop the run after this many consecutive steps in which every rollout failed (the step lines show the first error); 0 never stops."},
 	"micro_batch_tokens":   {doc: "Tokens per forward/backward pass. A step's rollouts are split into micro-batches of at most this many tokens and their gradients accumulated; the update equals that of one big batch. Lower it if the GPU runs out of memory."},
 
-	"sampling":                  {doc: "How rollouts are generated."},
-	"sampling.max_tokens":       {doc: "Longest completion, in tokens (per assistant turn in multi-turn envs).", def: "required"},
+	"sampling":                  {doc: "How rollouts are generated. Optional: a config without `[sampling]` samples with these defaults."},
+	"sampling.max_tokens":       {doc: "Longest completion, in tokens: a cap on each assistant turn, so a multi-turn episode gets it every turn and its KV slot is sized for max_turns × (max_tokens + a 256-token env reply), up to the model's context. An episode that outgrows that ends truncated, counted in the `truncated/context` metric (a last turn cut by the cap: `truncated/max_tokens`). Lab leaves it unset (no cap but the sequence length); grpo sizes memory by it, hence a default."},
 	"sampling.temperature":      {doc: "Softmax temperature; 0 is greedy (no exploration, so no GRPO signal)."},
 	"sampling.top_p":            {doc: "Nucleus sampling mass in (0, 1]; 1 disables it."},
 	"sampling.top_k":            {doc: "Keep the k most likely tokens; 0 or -1 disables it."},
@@ -102,7 +103,7 @@ var keyInfos = map[string]keyInfo{
 	"checkpoint":           {doc: "Checkpoints for resuming (grpo's table)."},
 	"checkpoint.interval":  {doc: "Save every `interval` steps, and always after the last step; 0 saves only at the end. Lab's `[checkpoints] interval` sets it too."},
 	"checkpoint.keep_last": {doc: "Keep the newest `keep_last` checkpoints; 0 keeps all."},
-	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory."},
+	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory and inside it (no absolute path, no `..`)."},
 
 	"learning_rate":          {doc: "Lab alias of `[optimizer] lr`; an error if both are given and differ.", def: "unset"},
 	"lora_alpha":             {doc: "Lab alias of `[lora] alpha`; an error if both are given and differ.", def: "unset"},

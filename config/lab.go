@@ -12,37 +12,43 @@ import (
 // aliases (learning_rate, lora_alpha, [checkpoints] interval, n_samples,
 // eval_base_model), per-env defaults that depend on the env (weight 1,
 // name = id, "id@version"), and the warnings for hosted-only keys.
-func (c *Config) resolveLab(raw map[string]any) error {
+// A conflict is added to l and the file's value kept.
+func (c *Config) resolveLab(l *problems) {
 	s := c.src
 	if c.LearningRate != nil {
 		if s.Has("optimizer.lr") && c.Optimizer.LR != *c.LearningRate {
-			return s.At(fmt.Sprintf("key \"learning_rate\": learning_rate = %v conflicts with [optimizer] lr = %v; keep one of them", *c.LearningRate, c.Optimizer.LR), "learning_rate")
+			l.at(fmt.Sprintf("key \"learning_rate\": learning_rate = %v conflicts with [optimizer] lr = %v; keep one of them", *c.LearningRate, c.Optimizer.LR), "learning_rate")
+		} else {
+			c.Optimizer.LR = *c.LearningRate
 		}
-		c.Optimizer.LR = *c.LearningRate
 	}
 	if c.LoRAAlpha != nil {
 		if s.Has("lora.alpha") && c.LoRA.Alpha != *c.LoRAAlpha {
-			return s.At(fmt.Sprintf("key \"lora_alpha\": lora_alpha = %v conflicts with [lora] alpha = %v; keep one of them", *c.LoRAAlpha, c.LoRA.Alpha), "lora_alpha")
+			l.at(fmt.Sprintf("key \"lora_alpha\": lora_alpha = %v conflicts with [lora] alpha = %v; keep one of them", *c.LoRAAlpha, c.LoRA.Alpha), "lora_alpha")
+		} else {
+			c.LoRA.Alpha = *c.LoRAAlpha
 		}
-		c.LoRA.Alpha = *c.LoRAAlpha
 	}
 	if iv := c.Checkpoints.Interval; iv != nil {
 		if s.Has("checkpoint.interval") && c.Checkpoint.Interval != *iv {
-			return s.At(fmt.Sprintf("key \"checkpoints.interval\": [checkpoints] interval = %d conflicts with [checkpoint] interval = %d; keep one of them", *iv, c.Checkpoint.Interval), "checkpoints.interval")
+			l.at(fmt.Sprintf("key \"checkpoints.interval\": [checkpoints] interval = %d conflicts with [checkpoint] interval = %d; keep one of them", *iv, c.Checkpoint.Interval), "checkpoints.interval")
+		} else {
+			c.Checkpoint.Interval = *iv
 		}
-		c.Checkpoint.Interval = *iv
 	}
 	if n := c.Eval.NSamples; n != nil {
 		if s.Has("eval.num_examples") && c.Eval.NumExamples != *n {
-			return s.At(fmt.Sprintf("key \"eval.n_samples\": n_samples = %d conflicts with num_examples = %d in [eval]; keep one of them", *n, c.Eval.NumExamples), "eval.n_samples")
+			l.at(fmt.Sprintf("key \"eval.n_samples\": n_samples = %d conflicts with num_examples = %d in [eval]; keep one of them", *n, c.Eval.NumExamples), "eval.n_samples")
+		} else {
+			c.Eval.NumExamples = *n
 		}
-		c.Eval.NumExamples = *n
 	}
 	if b := c.Eval.EvalBaseModel; b != nil {
 		if s.Has("eval.skip_first_step") && c.Eval.SkipFirstStep == *b {
-			return s.At(fmt.Sprintf("key \"eval.eval_base_model\": eval_base_model = %v conflicts with skip_first_step = %v (it means the opposite); keep skip_first_step", *b, c.Eval.SkipFirstStep), "eval.eval_base_model")
+			l.at(fmt.Sprintf("key \"eval.eval_base_model\": eval_base_model = %v conflicts with skip_first_step = %v (it means the opposite); keep skip_first_step", *b, c.Eval.SkipFirstStep), "eval.eval_base_model")
+		} else {
+			c.Eval.SkipFirstStep = !*b
 		}
-		c.Eval.SkipFirstStep = !*b
 	}
 	for i := range c.Env {
 		e := &c.Env[i]
@@ -62,7 +68,6 @@ func (c *Config) resolveLab(raw map[string]any) error {
 		}
 	}
 	c.Warnings = c.ignoredKeys()
-	return nil
 }
 
 // splitVersion moves a Hub version out of "owner/name@version", as Lab's
@@ -100,7 +105,11 @@ func (c *Config) ignoredKeys() []string {
 		if tomlschema.KindName(schema.Type(strings.Split(generic, "."))) == "a table" {
 			shown = "[" + shown + "]"
 		}
-		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: %s because %s", c.src.Name, pos.Line, shown, info.ignored)})
+		where := fmt.Sprintf("%s:%d", c.src.Name, pos.Line)
+		if flag, ok := c.src.Flags[path]; ok {
+			where, pos.Line, pos.Column = flag, 0, 0
+		}
+		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s: accepted and ignored locally: %s because %s", where, shown, info.ignored)})
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if hits[i].line != hits[j].line {

@@ -68,7 +68,7 @@ func TestConfigDocDefaults(t *testing.T) {
 	ref := Reference()
 	for _, row := range []string{
 		"| `batch_size` | integer | `128` |",
-		"| `max_tokens` | integer | required |",
+		"| `max_tokens` | integer | `1024` |",
 		"| `temperature` | number | `1` |",
 		"| `lr` | number | `0.0001` |",
 		"| `betas` | array of 2 numbers | `[0.9, 0.999]` |",

@@ -200,5 +200,21 @@ func (c *customConfig) check(f *configFile) error {
 	if len(c.Rubric) == 0 {
 		return fmt.Errorf("%s: no [[rubric]] terms; add at least one, e.g.\n[[rubric]]\ntype = \"exact\"\nweight = 1.0", f.path)
 	}
+	if allZeroWeights(c.Rubric) {
+		// Each zero weight is allowed (a logged-only term); all of them
+		// make every reward 0, which trains on nothing.
+		return fmt.Errorf("%s: every [[rubric]] term has weight = 0, so every reward would be 0 and training would learn nothing; give at least one term a positive weight, e.g. weight = 1.0", f.at("weight", 0))
+	}
 	return nil
+}
+
+// allZeroWeights is true when every rubric term's weight is given as 0
+// (an unset weight is 1).
+func allZeroWeights(terms []termConfig) bool {
+	for _, t := range terms {
+		if t.Weight == nil || *t.Weight != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -60,7 +60,7 @@ func ParseScoreRow(line []byte) (ScoreRow, error) {
 	if row.Completion, err = messagesField(raw.Completion, "assistant"); err != nil {
 		return ScoreRow{}, fmt.Errorf("completion: %v", err)
 	}
-	if row.Answer, err = answerText(raw.Answer); err != nil {
+	if row.Answer, err = scoreAnswerText(raw.Answer); err != nil {
 		return ScoreRow{}, fmt.Errorf("answer: %v", err)
 	}
 	return row, nil
@@ -96,7 +96,7 @@ func messagesField(raw json.RawMessage, role string) ([]chat.Message, error) {
 	return msgs, nil
 }
 
-func answerText(raw json.RawMessage) (string, error) {
+func scoreAnswerText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}

@@ -159,7 +159,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	var worst phaseBytes
 	for _, s := range train {
-		p := samplingBytes(mc, cfg, targets, s, dev)
+		p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev)
 		longest = max(longest, p.maxLen)
 		if p.total() > worst.total() {
 			worst = p
@@ -174,7 +174,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p := samplingBytes(mc, cfg, targets, s, dev); p.total() > worstEval.total() {
+			if p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev); p.total() > worstEval.total() {
 				worstEval = p
 			}
 		}
@@ -305,6 +305,21 @@ func (p phaseBytes) emit(e *Estimate, phase string) {
 	}
 }
 
+// slotTokens says what one KV slot holds: the prompt and, per model turn,
+// max_tokens, with a reply budget between turns — or the model's context
+// when that is smaller (rollout.CacheLen).
+func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
+	turns := max(1, s.MaxTurns)
+	what := fmt.Sprintf("prompt %d + max_tokens %d", s.PromptTokens, s.MaxTokens)
+	if turns > 1 {
+		what = fmt.Sprintf("prompt %d + %d turns × max_tokens %d + %d replies × %d", s.PromptTokens, turns, s.MaxTokens, turns-1, rollout.ReplyBudget)
+	}
+	if maxLen == mc.MaxPositions && s.PromptTokens+s.MaxTokens*turns+rollout.ReplyBudget*(turns-1) > maxLen {
+		what += fmt.Sprintf(", capped at the model's context %d", mc.MaxPositions)
+	}
+	return what
+}
+
 // kvBytes is a KV cache of rows = slots × maxLen positions: K and V per
 // layer, each rows × kv_heads × head_dim f32 (model.NewKVCache).
 func kvBytes(mc *model.Config, rows int64) int64 {
@@ -318,7 +333,7 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape, dev string) phaseBytes {
+func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
 	maxLen := rollout.CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
 	h, q, kv, inter, v := dims(mc)
@@ -326,10 +341,10 @@ func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape
 	var p phaseBytes
 	p.maxLen = maxLen
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
-		Detail: fmt.Sprintf("%d slots × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
-			slots, maxLen, mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
+		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
+			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
 	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
-		int64(mc.NumLayers)*int64(targets)*n*int64(cfg.LoRA.Rank)*f32Bytes
+		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
 	// The logits stay on the backend (Backend.Sample returns only tokens and

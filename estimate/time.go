@@ -10,6 +10,7 @@ import (
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rollout"
 )
 
 // StepTime is the time of one training step, extrapolated from a short
@@ -153,8 +154,9 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config,
 }
 
 // extrapolate scales the measured rates to a step: per environment, every
-// rollout's prompt (of mean length when known) is prefilled, then max_tokens decode steps of all its
-// rollouts at once per turn; every token is trained once; one update.
+// rollout's prompt (of mean length when known) is prefilled, then per turn
+// max_tokens decode steps of all its rollouts at once, with an env reply
+// prefilled between turns; every token is trained once; one update.
 func (st *StepTime) extrapolate(train []EnvShape) {
 	var gen, tr time.Duration
 	for _, s := range train {
@@ -164,9 +166,12 @@ func (st *StepTime) extrapolate(train []EnvShape) {
 		if s.MeanPromptTokens > 0 {
 			prompt = s.MeanPromptTokens
 		}
-		gen += time.Duration(slots*prompt) * st.PrefillPerToken
+		// Between turns each rollout prefills the env's reply (taken at its
+		// budget), and every token of the conversation is trained.
+		replies := rollout.ReplyBudget * (turns - 1)
+		gen += time.Duration(slots*(prompt+replies)) * st.PrefillPerToken
 		gen += time.Duration(s.MaxTokens*turns) * st.decodeStep(slots)
-		tr += time.Duration(slots*(prompt+s.MaxTokens*turns)) * st.TrainPerToken
+		tr += time.Duration(slots*(prompt+s.MaxTokens*turns+replies)) * st.TrainPerToken
 	}
 	st.Generate, st.Train = gen, tr+st.Update
 	st.Step = st.Generate + st.Train

@@ -2,16 +2,20 @@ package rollout
 
 import "github.com/grpo-dev/grpo/model"
 
-// replyBudget is the room a KV cache slot keeps for each environment reply
-// in multi-turn episodes.
-const replyBudget = 256
+// ReplyBudget is the room a KV cache slot keeps for each environment reply
+// in multi-turn episodes: the reply's messages as the chat template writes
+// them, with the next assistant header. The builtins' replies (wordle's
+// feedback, alphabet-sort's follow-up lists) fit in it; a longer one ends
+// its episode as truncated by the context (TruncatedContext), counted.
+const ReplyBudget = 256
 
 // CacheLen is the KV cache length of one rollout, as Local sizes it: the
-// prompt, max_tokens per model turn and a reply budget between turns,
-// capped by max_position_embeddings.
+// prompt, then for each of turns model turns max_tokens (a per-turn cap)
+// and, between turns, a ReplyBudget for the environment's reply — capped
+// by the model's context, max_position_embeddings.
 func CacheLen(mc *model.Config, promptTokens, maxTokens, turns int) int {
 	turns = max(turns, 1)
-	n := promptTokens + maxTokens*turns + replyBudget*(turns-1)
+	n := promptTokens + maxTokens*turns + ReplyBudget*(turns-1)
 	if mc.MaxPositions > 0 {
 		n = min(n, mc.MaxPositions)
 	}

@@ -11,9 +11,9 @@ import (
 
 // Local plays perExample episodes of each example, as Play does, on a
 // sampler over m whose KV cache is sized for them: one slot per episode,
-// each CacheLen of the longest rendered prompt and e's turn limit
-// (env.TurnLimiter; one turn without it). The prompts rendered for the
-// sizing are the ones the episodes start with.
+// each CacheLen of the longest rendered prompt and the turns an episode
+// can take (sizingTurns). The prompts rendered for the sizing are the ones
+// the episodes start with.
 func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
 	prompts := renderPrompts(tok, exs, tokenizer.ChatOptions{EnableThinking: opts.EnableThinking})
 	longest := 0
@@ -22,10 +22,7 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 			longest = max(longest, len(pr.ids))
 		}
 	}
-	turns := 1
-	if tl, ok := e.(env.TurnLimiter); ok {
-		turns = max(1, tl.MaxTurns())
-	}
+	turns := sizingTurns(e, opts.MaxTurns)
 	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLen(m.Config, longest, p.MaxTokens, turns)})
 	if err != nil {
 		return nil, err
@@ -35,4 +32,19 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		return nil, err
 	}
 	return play(ctx, s, tok, e, exs, prompts, perExample, p, seed, opts)
+}
+
+// sizingTurns is how many model turns a slot is sized for: e's turn limit
+// (env.TurnLimiter), lowered to the MaxTurns cap when one is set; the cap
+// alone for an environment without a limit; else one turn. An episode
+// longer than that ends truncated by the context, and is counted.
+func sizingTurns(e env.Environment, maxTurns int) int {
+	turns := maxTurns
+	if tl, ok := e.(env.TurnLimiter); ok && tl.MaxTurns() > 0 {
+		turns = tl.MaxTurns()
+		if maxTurns > 0 {
+			turns = min(turns, maxTurns)
+		}
+	}
+	return max(1, turns)
 }

@@ -117,6 +117,9 @@ type driver struct {
 	tok  *tokenizer.Tokenizer
 	opts Options
 	chat tokenizer.ChatOptions
+	// fatal is the first Respond error wrapping env.ErrFatal: the
+	// environment is down, so Play stops rather than fail every episode.
+	fatal error
 }
 
 // episode is one trajectory being played.
@@ -173,6 +176,9 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 			}
 		}
 		active = next
+		if d.fatal != nil {
+			return fmt.Errorf("rollouts: %w", d.fatal)
+		}
 	}
 	return nil
 }
@@ -183,7 +189,13 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 	t, turn := p.t, &p.seq.Turn
 	t.Turns++
 	t.FinishReason = turn.FinishReason
-	t.Truncated = turn.FinishReason == sampler.FinishLength
+	t.Truncated, t.TruncatedBy = false, ""
+	switch {
+	case turn.CacheFull:
+		t.Truncated, t.TruncatedBy = true, TruncatedContext
+	case turn.FinishReason == sampler.FinishLength:
+		t.Truncated, t.TruncatedBy = true, TruncatedMaxTokens
+	}
 	t.Tokens = append(t.Tokens, turn.Tokens...)
 	t.Logprobs = append(t.Logprobs, turn.Logprobs...)
 	for range turn.Tokens {
@@ -203,6 +215,9 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 	switch {
 	case err != nil:
 		t.fail(fmt.Sprintf("turn %d: respond: %v", t.Turns, err))
+		if errors.Is(err, env.ErrFatal) && d.fatal == nil {
+			d.fatal = err
+		}
 		return false
 	case done || turn.CacheFull || d.opts.MaxTurns > 0 && t.Turns >= d.opts.MaxTurns:
 		return false
@@ -218,14 +233,15 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 	ids := d.tok.Encode(text)
 	if len(ids) >= p.seq.Room() {
 		// The reply, plus at least one token of answer, does not fit.
-		t.Truncated = true
+		t.Truncated, t.TruncatedBy = true, TruncatedContext
 		return false
 	}
 	if err := p.seq.Append(ids...); err != nil {
 		t.fail(fmt.Sprintf("turn %d: %v", t.Turns, err))
 		return false
 	}
-	t.Truncated = false
+	// The episode goes on, so a turn cut by max_tokens does not truncate it.
+	t.Truncated, t.TruncatedBy = false, ""
 	t.Tokens = append(t.Tokens, ids...)
 	for range ids {
 		t.ModelMask = append(t.ModelMask, false)

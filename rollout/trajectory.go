@@ -29,8 +29,13 @@ type Trajectory struct {
 	Turns int
 	// Truncated is true when a length limit ended the episode: the last
 	// turn hit max_tokens or the cache length, or the environment's reply
-	// did not fit.
+	// did not fit. A turn cut by max_tokens that the episode goes on from
+	// (max_tokens is per turn) does not truncate it.
 	Truncated bool
+	// TruncatedBy says which limit: TruncatedMaxTokens or TruncatedContext
+	// ("" when not truncated), so a run can count episodes that outgrew
+	// their slot apart from turns that merely ran long.
+	TruncatedBy string
 	// FinishReason is the last turn's: "stop" or "length".
 	FinishReason string
 	// Reward is the rubric's reward in [0, 1]; 0 for an episode that failed.
@@ -47,3 +52,14 @@ type Trajectory struct {
 func (t *Trajectory) fail(msg string) {
 	t.Errors = append(t.Errors, msg)
 }
+
+// Reasons for Trajectory.TruncatedBy.
+const (
+	// TruncatedMaxTokens: the last turn hit max_tokens and the episode
+	// ended there.
+	TruncatedMaxTokens = "max_tokens"
+	// TruncatedContext: the conversation outgrew its KV cache slot (sized
+	// by CacheLen, at most the model's context): a turn ran into the end
+	// of the slot, or the environment's reply did not fit in it.
+	TruncatedContext = "context"
+)

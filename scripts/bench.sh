@@ -11,7 +11,7 @@ threads=${2:-$(nproc)}
 # Interleave the two engines and keep each one's best of three rounds, so
 # background load on a shared machine hurts both alike.
 for round in 1 2 3; do
-  GOMAXPROCS=$threads ./bin/grpo bench --shape "$shape" --json --decode 16 --repeat 3 >"/tmp/grpo-bench.$round.json"
+  GOMAXPROCS=$threads ./bin/grpo bench --shape "$shape" --json --decode 16 --repeat 3 --prefill-logits all --dtype f32 >"/tmp/grpo-bench.$round.json"
   /usr/bin/python3 scripts/bench_torch.py --preset "$shape" --threads "$threads" --decode 16 --repeats 3 >"/tmp/torch-bench.$round.json"
 done
 /usr/bin/python3 - "$shape" "$threads" <<'PY'

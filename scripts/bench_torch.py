@@ -11,6 +11,12 @@ Prints one JSON line.
     /usr/bin/python3 scripts/bench_torch.py --preset qwen3-30m --threads 2
     /usr/bin/python3 scripts/bench_torch.py --hidden 256 --layers 4 --heads 4 --kv-heads 2 \\
         --head-dim 64 --intermediate 768 --vocab 4096
+
+With --swiglu N it measures only the SwiGLU op, silu(gate)·up over N
+elements, forward and autograd backward, in ns per element (beside
+kernels/cpu's BenchmarkSwiGLU and BenchmarkSwiGLUBackward, same N):
+
+    /usr/bin/python3 scripts/bench_torch.py --swiglu 1048576 --threads 1
 """
 
 import argparse
@@ -105,6 +111,30 @@ def lora_train_step(model, shape, args):
     return t
 
 
+def swiglu_ns_per_element(n, repeats, calls=10):
+    """ns per element of SwiGLU as the reference model computes it,
+    F.silu(gate) * up, and of its autograd backward (d/dgate and d/dup for
+    a given dy), over n elements with gates spread over [-8, 8] as in
+    kernels/cpu's benchmark: the mean over `calls` calls, as a Go benchmark
+    reports it, best of `repeats` such blocks."""
+    gate = (8 * torch.sin(torch.arange(n, dtype=torch.float32) * 0.7)).requires_grad_()
+    up = torch.sin(torch.arange(n, dtype=torch.float32)).requires_grad_()
+    dy = torch.sin(torch.arange(n, dtype=torch.float32) * 1.3)
+    silu = torch.nn.functional.silu
+    with torch.no_grad():
+        silu(gate) * up  # warm-up
+        fwd = best_time(lambda: [silu(gate) * up for _ in range(calls)], repeats) / calls
+    out = silu(gate) * up
+
+    def backward():
+        gate.grad = up.grad = None
+        out.backward(dy, retain_graph=True)
+
+    backward()  # warm-up
+    bwd = best_time(lambda: [backward() for _ in range(calls)], repeats) / calls
+    return fwd / n * 1e9, bwd / n * 1e9
+
+
 def main():
     ap = argparse.ArgumentParser(description="PyTorch eager forward baseline (one JSON line)")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="model shape; explicit shape flags override it")
@@ -117,7 +147,14 @@ def main():
     ap.add_argument("--train-seqs", type=int, default=4, help="sequences in the LoRA train-step measurement (0 skips it)")
     ap.add_argument("--train-len", type=int, default=256, help="tokens per sequence in the train step")
     ap.add_argument("--lora-rank", type=int, default=16, help="LoRA rank on every projection for the train step")
+    ap.add_argument("--swiglu", type=int, metavar="N", help="measure only SwiGLU forward/backward over N elements")
     args = ap.parse_args()
+    if args.swiglu:
+        torch.set_num_threads(args.threads)
+        fwd, bwd = swiglu_ns_per_element(args.swiglu, max(args.repeats, 5))
+        print(json.dumps({"engine": "torch-eager", "torch": torch.__version__, "threads": args.threads, "n": args.swiglu,
+                          "swiglu_ns_per_element": round(fwd, 3), "swiglu_backward_ns_per_element": round(bwd, 3)}))
+        return
 
     shape = dict(PRESETS[args.preset]) if args.preset else {}
     for key in ["hidden", "layers", "heads", "kv_heads", "head_dim", "intermediate", "vocab"]:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks for grpo's tests and benchmarks.
-# Tests themselves need only Go; these are for references and speed:
+# Tests need Go, and python3 for the Python bridge; the rest are for references and speed:
 #   libopenblas0-pthread  the CPU backend's optional sgemm (dlopen'd at run time)
 #   python3-torch         independent reference for golden files and benchmarks
+#   python3               runs the Python-environment bridge's tests (env/pybridge)
 set -euo pipefail
 need=()
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 dpkg -s libopenblas0-pthread >/dev/null 2>&1 || need+=(libopenblas0-pthread)
 if [ "${GRPO_SKIP_TORCH:-}" = "" ]; then
   dpkg -s python3-torch >/dev/null 2>&1 || need+=(python3-torch python3-numpy)

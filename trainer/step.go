@@ -102,16 +102,17 @@ func (r *run) trainStep(ctx context.Context) error {
 	if err := r.dir.AppendJSONL("metrics.jsonl", row); err != nil {
 		return err
 	}
-	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"])
+	errs := countErrors(trajs)
+	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g%s", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"], errs.suffix())
 	for _, w := range r.health.observe(rewards, advStats.FracZeroStd) {
 		r.dir.Logf("warning: %s", w)
 		r.bar.note("warning: %s", w)
 	}
-	r.bar.stepDone(step, m)
+	r.bar.stepDoneLine(step, m, stepLine(step, m)+errs.suffix())
 	if r.opts.onStep != nil {
 		r.opts.onStep(StepResult{Step: step, Metrics: m})
 	}
-	return nil
+	return r.checkErrorSteps(step, errs)
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
@@ -123,6 +124,7 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
 	}
 	var sum, sq, total, completion, truncated, errs float64
+	truncatedBy := map[string]float64{rollout.TruncatedMaxTokens: 0, rollout.TruncatedContext: 0}
 	perEnv := make([]float64, len(r.envs))
 	perEnvN := make([]float64, len(r.envs))
 	metricSums := map[string]float64{}
@@ -136,6 +138,7 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		completion += float64(len(t.Tokens))
 		if t.Truncated {
 			truncated++
+			truncatedBy[t.TruncatedBy]++
 		}
 		errs += float64(len(t.Errors))
 		for k, v := range t.Metrics {
@@ -156,6 +159,12 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 	m["tokens/total"] = total
 	m["completion_len/mean"] = completion / n
 	m["truncated_frac"] = truncated / n
+	// Why episodes were truncated: a last turn at max_tokens, or a
+	// conversation that outgrew its KV slot (the context), which ends an
+	// episode early and so must not pass unseen.
+	for why, k := range truncatedBy {
+		m["truncated/"+why] = k / n
+	}
 	m["errors"] = errs
 	return m
 }

@@ -29,14 +29,21 @@ func init() {
 		summary: "measure forward, decode and matmul throughput on this machine",
 		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B]",
 		help: `Measures, on the chosen backend:
-  prefill   tokens/s of one forward pass over --prefill tokens of --batch sequences,
-            with logits at every position (as scoring and training need)
+  prefill   tokens/s of the prompt forward of --batch sequences of --prefill tokens,
+            with logits at each sequence's last position only (as generation
+            needs; --prefill-logits all: at every position, as scoring and
+            training need), in chunks of at most --prefill-chunk tokens
   decode    tokens/s of --decode single-token steps for --batch sequences at once
-            (KV cache, each sequence at its own position)
+            (KV cache, each sequence at its own position), each step's token
+            drawn on the device (Backend.Sample at --temperature) and fed back, as the
+            sampler does: 8 bytes per sequence leave the device, not logits
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
             rank --lora-rank on all seven projections
   matmul    GFLOP/s of 512x512x512 and 512x2048x512 products
+Random weights (--shape) are bf16 on cuda and emu, as loaded checkpoints are
+(--dtype f32 measures the f32 path); the train step runs in micro-batches
+whose logits stay within the backends' 2^31-element limit.
 Each figure is the best of --repeat runs after one warm-up. BENCHMARKS.md puts
 them next to PyTorch on the same machine (scripts/bench.sh runs both).
 
@@ -56,6 +63,10 @@ Examples:
 			fs.IntVar(&o.loraRank, "lora-rank", 16, "LoRA rank for the train-step figure")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 			fs.BoolVar(&o.noMatmul, "no-matmul", false, "skip the matmul figures")
+			fs.StringVar(&o.dtype, "dtype", "auto", "weights of a --shape model: bf16, f32, or auto (bf16 on cuda and emu, f32 on cpu)")
+			fs.IntVar(&o.prefillChunk, "prefill-chunk", 16384, "most tokens per prefill forward")
+			fs.StringVar(&o.prefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
+			fs.Float64Var(&o.temperature, "temperature", 1, "sampling temperature of the decode figure (0: greedy)")
 			deviceFlag(fs, &o.device)
 		},
 		run: func(args []string) error {
@@ -69,6 +80,10 @@ Examples:
 
 type benchOpts struct {
 	model, shape, device   string
+	dtype                  string
+	prefillChunk           int
+	temperature            float64
+	prefillLogits          string
 	prefill, decode, batch int
 	repeat                 int
 	trainSeqs, trainLen    int
@@ -77,8 +92,17 @@ type benchOpts struct {
 }
 
 func runBench(o benchOpts) error {
-	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 {
-		return usagef("--prefill, --batch and --repeat must be >= 1 and --decode >= 0")
+	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 || o.prefillChunk < 1 {
+		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
+	}
+	if o.prefillLogits == "" {
+		o.prefillLogits = "last"
+	}
+	if o.prefillLogits != "last" && o.prefillLogits != "all" {
+		return usagef("--prefill-logits %q: want last or all", o.prefillLogits)
+	}
+	if o.dtype != "auto" && o.dtype != "bf16" && o.dtype != "f32" {
+		return usagef("--dtype %q: want bf16, f32 or auto", o.dtype)
 	}
 	be, err := openBackend(o.device)
 	if err != nil {
@@ -101,8 +125,15 @@ func runBench(o benchOpts) error {
 			return usagef("--shape %q is unknown; known shapes: %v", o.shape, model.ShapeNames())
 		}
 		m = model.NewRandom(cfg, be, 1)
+		if o.dtype == "bf16" || (o.dtype == "auto" && be.Name() != "cpu") {
+			if err := weightsToBF16(m); err != nil {
+				m.Free()
+				return err
+			}
+		}
 	}
 	defer m.Free()
+	wdt := weightDType(m)
 	var results []benchResult
 	add := func(name string, v float64, unit string) {
 		results = append(results, benchResult{name, v, unit})
@@ -111,8 +142,9 @@ func runBench(o benchOpts) error {
 		}
 	}
 	if !o.json {
-		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, be.Name(), runtime.GOMAXPROCS(0))
+		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params, %s weights) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, wdt, be.Name(), runtime.GOMAXPROCS(0))
 	}
+	cpuReport(os.Stderr, be.Name(), !o.json) // BLAS core and threads, elementwise kernels
 	prefill, decode, err := benchModel(m, o)
 	if err != nil {
 		return err
@@ -129,9 +161,8 @@ func runBench(o benchOpts) error {
 		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
 	}
 	if be.Describe().GPU {
-		// Random-shape models hold f32 weights; a bf16 checkpoint half that.
 		weightBytes := 4 * float64(m.Config.ParamCount())
-		if m.Config.TorchDType == "bfloat16" && o.model != "" {
+		if wdt == kernels.BF16 {
 			weightBytes /= 2
 		}
 		for _, r := range rooflineFigures(m.Config, weightBytes, o, prefill, decode, train) {
@@ -145,7 +176,7 @@ func runBench(o benchOpts) error {
 	}
 	if o.json {
 		return json.NewEncoder(stdout).Encode(map[string]any{
-			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(),
+			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(), "weights": wdt.String(),
 			"threads": runtime.GOMAXPROCS(0), "results": results})
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
@@ -162,13 +193,24 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 	maxLen := o.prefill + o.decode
 	cache := m.NewKVCache(o.batch, maxLen)
 	defer cache.Free()
-	var b model.Batch
-	for s := range o.batch {
-		ids := make([]int32, o.prefill)
-		for i := range ids {
-			ids[i] = int32(rng.IntN(m.Config.VocabSize))
+	prompts := make([][]int32, o.batch)
+	for s := range prompts {
+		prompts[s] = make([]int32, o.prefill)
+		for i := range prompts[s] {
+			prompts[s][i] = int32(rng.IntN(m.Config.VocabSize))
 		}
-		b.Add(s, 0, ids...)
+	}
+	chunkTokens := o.prefillChunk
+	if o.prefillLogits == "all" {
+		// Every position's logits: a chunk's logits must stay within the
+		// backends' int32 index space (16384 × 151936 would not).
+		chunkTokens = min(chunkTokens, maxLogits/m.Config.VocabSize)
+	}
+	chunks := prefillChunks(prompts, chunkTokens)
+	if o.prefillLogits == "all" {
+		for i := range chunks {
+			chunks[i].logitRows = nil // every row
+		}
 	}
 	best := func(f func() error) (time.Duration, error) {
 		var bestD time.Duration
@@ -183,12 +225,20 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 		}
 		return bestD, nil
 	}
+	be := m.Backend
+	sampler, ok := be.(kernels.SampleOps)
+	if !ok && o.decode > 0 {
+		return 0, 0, fmt.Errorf("bench: the %s backend cannot sample on the device (kernels.SampleOps)", be.Name())
+	}
 	d, err := best(func() error {
-		logits, err := m.Forward(cache, &b, nil)
-		if err == nil {
-			m.Backend.Free(logits)
+		for _, c := range chunks {
+			logits, err := m.Forward(cache, &c.batch, c.logitRows)
+			if err != nil {
+				return err
+			}
+			be.Free(logits)
 		}
-		return err
+		return be.Sync()
 	})
 	if err != nil {
 		return 0, 0, err
@@ -197,26 +247,130 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 	if o.decode == 0 {
 		return prefill, 0, nil
 	}
+	// Decode: each step's tokens are the previous step's draws, kept on
+	// the host as the sampler keeps them (8 bytes per sequence down).
+	tok := be.Alloc(kernels.I32, o.batch)
+	lp := be.Alloc(kernels.F32, o.batch)
+	defer be.Free(tok)
+	defer be.Free(lp)
+	params := make([]kernels.SampleParams, o.batch)
+	for i := range params {
+		params[i] = kernels.SampleParams{Temperature: o.temperature, TopP: 1}
+	}
+	u := make([]float64, o.batch)
+	next := make([]int32, o.batch)
 	d, err = best(func() error {
+		for s := range next {
+			next[s] = prompts[s][o.prefill-1]
+		}
 		for step := range o.decode {
 			var db model.Batch
 			for s := range o.batch {
-				db.Add(s, o.prefill+step, int32(rng.IntN(m.Config.VocabSize)))
+				db.Add(s, o.prefill+step, next[s])
 			}
 			logits, err := m.Forward(cache, &db, nil)
 			if err != nil {
 				return err
 			}
-			host := make([]float32, logits.Len())
-			m.Backend.Download(host, logits) // the sampler reads logits on the host
-			m.Backend.Free(logits)
+			for i := range u {
+				u[i] = rng.Float64()
+			}
+			sampler.Sample(tok, lp, logits, o.batch, m.Config.VocabSize, u, params)
+			be.DownloadI32(next, tok)
+			be.Free(logits)
+			for s, t := range next {
+				if t < 0 {
+					return fmt.Errorf("bench: decode step %d: sequence %d drew no token (NaN or +Inf logits)", step, s)
+				}
+			}
 		}
-		return m.Backend.Sync()
+		return be.Sync()
 	})
 	if err != nil {
 		return 0, 0, err
 	}
 	return prefill, float64(o.batch*o.decode) / d.Seconds(), nil
+}
+
+// prefillChunk is one prefill forward: whole or partial prompts, and the
+// rows of the batch that are a prompt's last token (the only logits
+// generation needs).
+type prefillChunk struct {
+	batch     model.Batch
+	logitRows []int32
+}
+
+// prefillChunks cuts the prompts into forwards of at most maxTokens
+// tokens, as a serving engine's chunked prefill does: the activations and
+// every op's index space stay bounded whatever --batch × --prefill is. A
+// prompt may span chunks (it continues at its position in the KV cache).
+func prefillChunks(prompts [][]int32, maxTokens int) []prefillChunk {
+	var out []prefillChunk
+	var cur prefillChunk
+	for s, p := range prompts {
+		for start := 0; start < len(p); {
+			n := min(len(p)-start, maxTokens-cur.batch.Len())
+			cur.batch.Add(s, start, p[start:start+n]...)
+			start += n
+			if start == len(p) {
+				cur.logitRows = append(cur.logitRows, int32(cur.batch.Len()-1))
+			}
+			if cur.batch.Len() == maxTokens {
+				out = append(out, cur)
+				cur = prefillChunk{}
+			}
+		}
+	}
+	if cur.batch.Len() > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// weightsToBF16 rounds a random-init model's weights to bf16 buffers (on
+// the device, by Upload's f32_to_bf16), as model.Load keeps a bf16
+// checkpoint's: MatMul then runs cublasGemmEx on tensor cores, the path
+// users' models take, instead of f32 Sgemm.
+func weightsToBF16(m *model.Model) error {
+	be := m.Backend
+	conv := func(p *kernels.Buffer) {
+		if *p == nil || (*p).DType() == kernels.BF16 {
+			return
+		}
+		host := make([]float32, (*p).Len())
+		be.Download(host, *p)
+		nb := be.Alloc(kernels.BF16, len(host))
+		be.Upload(nb, host)
+		be.Free(*p)
+		*p = nb
+	}
+	tied := m.W.LMHead == m.W.Embed
+	conv(&m.W.Embed)
+	conv(&m.W.Norm)
+	if tied {
+		m.W.LMHead = m.W.Embed
+	} else {
+		conv(&m.W.LMHead)
+	}
+	for i := range m.W.Layers {
+		l := &m.W.Layers[i]
+		for _, p := range []*kernels.Buffer{&l.InputNorm, &l.PostAttnNorm, &l.Q, &l.K, &l.V, &l.O,
+			&l.QBias, &l.KBias, &l.VBias, &l.OBias, &l.QNorm, &l.KNorm, &l.Gate, &l.Up, &l.Down} {
+			conv(p)
+		}
+	}
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("bench: bf16 weights: %w", err)
+	}
+	return nil
+}
+
+// weightDType is the dtype of the projection weights (what MatMul reads).
+func weightDType(m *model.Model) kernels.DType {
+	if len(m.W.Layers) > 0 && m.W.Layers[0].Q != nil {
+		return m.W.Layers[0].Q.DType()
+	}
+	return m.W.Embed.DType()
 }
 
 // benchMatMul returns the best GFLOP/s of C = A·Bᵀ (the layout of a linear
@@ -261,18 +415,31 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 	defer ad.Free()
 	m := base.WithAdapter(ad)
 	rng := rand.New(rand.NewPCG(9, 9))
-	var b model.Batch
-	var targets []int32
-	for s := range o.trainSeqs {
-		for i := range o.trainLen {
-			b.Add(s, i, int32(rng.IntN(m.Config.VocabSize)))
-			targets = append(targets, int32(rng.IntN(m.Config.VocabSize)))
+	// Micro-batches of whole sequences whose logits (tokens × vocab) stay
+	// within the backends' int32 index space, as PolicyGradient's do.
+	perMB := min(o.trainSeqs, maxLogits/(o.trainLen*m.Config.VocabSize))
+	if perMB < 1 {
+		return 0, fmt.Errorf("bench: one train sequence of %d tokens has %d logits, more than %d; lower --train-len", o.trainLen, o.trainLen*m.Config.VocabSize, maxLogits)
+	}
+	type micro struct {
+		b       model.Batch
+		targets []int32
+	}
+	var mbs []micro
+	for s := 0; s < o.trainSeqs; s += perMB {
+		var mb micro
+		for q := range min(perMB, o.trainSeqs-s) {
+			for i := range o.trainLen {
+				mb.b.Add(q, i, int32(rng.IntN(m.Config.VocabSize)))
+				mb.targets = append(mb.targets, int32(rng.IntN(m.Config.VocabSize)))
+			}
 		}
+		mbs = append(mbs, mb)
 	}
 	be := m.Backend
-	dlogp := be.Alloc(kernels.F32, b.Len())
+	dlogp := be.Alloc(kernels.F32, mbs[0].b.Len())
 	defer be.Free(dlogp)
-	ones := make([]float32, b.Len())
+	ones := make([]float32, mbs[0].b.Len())
 	for i := range ones {
 		ones[i] = 1
 	}
@@ -280,18 +447,31 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 	var best time.Duration
 	for i := range o.repeat + 1 {
 		t0 := time.Now()
-		tr, err := m.ForwardTrain(&b, targets)
-		if err != nil {
-			return 0, err
+		for _, mb := range mbs {
+			tr, err := m.ForwardTrain(&mb.b, mb.targets)
+			if err != nil {
+				return 0, err
+			}
+			g := dlogp
+			if mb.b.Len() < dlogp.Len() {
+				g = dlogp.Slice(0, mb.b.Len())
+			}
+			err = tr.Backward(g)
+			tr.Free()
+			if err != nil {
+				return 0, err
+			}
 		}
-		err = tr.Backward(dlogp)
-		tr.Free()
-		if err != nil {
+		if err := be.Sync(); err != nil {
 			return 0, err
 		}
 		if d := time.Since(t0); i > 0 && (best == 0 || d < best) {
 			best = d
 		}
 	}
-	return float64(b.Len()) / best.Seconds(), nil
+	return float64(o.trainSeqs*o.trainLen) / best.Seconds(), nil
 }
+
+// maxLogits is the most elements one logits buffer may have: the cuda
+// backend's ops index with int32.
+const maxLogits = 1<<31 - 1

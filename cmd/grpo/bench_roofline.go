@@ -60,8 +60,13 @@ func rooflineFigures(c *model.Config, weightBytes float64, o benchOpts, prefill,
 			benchResult{name + " of fp32 peak", 100 * f / h200FP32FLOPs, "%"})
 	}
 	if prefill > 0 {
-		// Causal prefill: token t attends to t+1 positions, (n+1)/2 on average.
-		mfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, linearFLOPs(c)+attentionFLOPs(c, float64(o.prefill+1)/2))
+		// Causal prefill: token t attends to t+1 positions, (n+1)/2 on
+		// average; the LM head runs for each sequence's last token only.
+		lmHead := 2 * float64(c.VocabSize) * float64(c.HiddenSize) * (1 - 1/float64(o.prefill))
+		if o.prefillLogits == "all" {
+			lmHead = 0
+		}
+		mfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, linearFLOPs(c)-lmHead+attentionFLOPs(c, float64(o.prefill+1)/2))
 	}
 	if decode > 0 {
 		ctx := float64(o.prefill) + float64(o.decode+1)/2

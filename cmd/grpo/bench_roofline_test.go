@@ -47,11 +47,13 @@ func TestRooflineFigures(t *testing.T) {
 	for _, r := range rooflineFigures(c, 1000, o, 1e9, 1e6, 0) {
 		figs[r.Name] = r.Value
 	}
-	// prefill: mean context 2, attention 4·1·2·2·2 = 32; (368+32)·1e9 FLOP/s = 0.4 TFLOP/s.
-	if got := figs["prefill 2x3 TFLOP/s"]; math.Abs(got-0.4) > 1e-12 {
-		t.Errorf("prefill TFLOP/s = %v, want 0.4", got)
+	// prefill: mean context 2, attention 4·1·2·2·2 = 32; the LM head (2·10·4 =
+	// 80) for 1 token of 3: (368 − 80·2/3 + 32)·1e9 FLOP/s = 0.34667 TFLOP/s.
+	want := (368 - 80*2.0/3 + 32) * 1e9 / 1e12
+	if got := figs["prefill 2x3 TFLOP/s"]; math.Abs(got-want) > 1e-12 {
+		t.Errorf("prefill TFLOP/s = %v, want %v", got, want)
 	}
-	if got, want := figs["prefill 2x3 MFU of bf16 peak"], 100*0.4e12/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+	if got, want := figs["prefill 2x3 MFU of bf16 peak"], 100*want*1e12/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
 		t.Errorf("prefill MFU = %v, want %v", got, want)
 	}
 	// decode: context 3 + 1.5 = 4.5; per step 1000 B of weights + 2 sequences ·

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -21,7 +23,7 @@ func init() {
 	register(&command{
 		name:    "env",
 		summary: "list, show and install environments (builtin and environment.toml directories)",
-		usage:   "list | show ID [--args JSON] | score ID --input FILE.jsonl | install DIR [--force]",
+		usage:   "list | show ID [--args JSON] | score ID --input FILE.jsonl | install DIR|owner/name [--force]",
 		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
 alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
 Builtins read the Lab's hub datasets by default, through the HF cache; env show
@@ -60,7 +62,18 @@ A custom environment is a directory with environment.toml and its data:
   # command: argv = ["python3", "reward.py"], timeout = "30s" (run in the env dir)
   # http: url, timeout, headers    judge: base_url, model, api_key_env, template
 
-Environments in ./environments/ of the workspace are found too.`,
+Environments in ./environments/ of the workspace are found too.
+
+Verifiers (Python) environments, from the Environments Hub or your own, run
+in your python ($GRPO_PYTHON, else python3, with verifiers installed) through
+grpo's bridge; a config names them as the Lab does:
+
+  grpo env install owner/name        pip-installs the hub's package into that python
+                                     (nothing when it is installed already)
+  grpo env install ./environments/my_env   pip install -e (a directory with pyproject.toml)
+  [[env]]
+  id = "owner/name"                  # or "./environments/my_env/my_env.py"
+  args = { max_turns = 4 }           # passed to load_environment as they are`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show, score)`)
 			fs.BoolVar(&envFlags.force, "force", false, "replace an installed environment of the same id (install)")
@@ -96,7 +109,15 @@ func runEnv(w io.Writer, args []string) error {
 		return envShow(w, rest[0], a)
 	case "install":
 		if len(rest) != 1 {
-			return usagef("env install takes one directory")
+			return usagef("env install takes one directory, .py file or owner/name")
+		}
+		if env.IsPythonInstallTarget(rest[0]) {
+			msg, err := env.InstallPython(context.Background(), rest[0], os.Stderr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(w, msg)
+			return nil
 		}
 		dest, err := env.Install(rest[0], envFlags.force)
 		if err != nil {
@@ -146,13 +167,17 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		fmt.Fprintf(w, "  reward scale: verifiers' weighted sum × 1/%g, to keep the reward in [0, 1]; the sub-metrics are verifiers' own, unscaled\n", 1/s.RewardScale)
 	}
 	fmt.Fprintln(w, "\nArgs:")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tHELP")
-	for _, a := range s.Args {
-		def, _ := json.Marshal(a.Default)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, a.Type, truncate(string(def), 40), a.Help)
+	if s.RawArgs {
+		fmt.Fprintln(w, "  any: given as they are to the environment's load_environment")
+	} else {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NAME\tTYPE\tDEFAULT\tHELP")
+		for _, a := range s.Args {
+			def, _ := json.Marshal(a.Default)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, a.Type, truncate(string(def), 40), a.Help)
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	fmt.Fprintln(w, "\nSplits:")
 	var sample *env.Example
 	for _, split := range []string{"train", "eval"} {

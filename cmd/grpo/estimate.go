@@ -74,14 +74,7 @@ func loadTrainConfig(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	cfg, err := config.Parse(text, path)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return config.ParseWith(text, path, config.ParseOptions{Envs: config.RegistryEnvCheck})
 }
 
 func writeEstimate(w io.Writer, e *estimate.Estimate) {

@@ -30,3 +30,22 @@ func TestScanSourcePositions(t *testing.T) {
 		t.Errorf("displayKey = %q", got)
 	}
 }
+
+// TestScanValues: each value's byte range, whole for arrays and inline
+// tables whatever they hold, and where each header's line ends.
+func TestScanValues(t *testing.T) {
+	doc := "a = 1\nb = [\"]\", 'x', # c ]\n  2]\n[t]  # h\nc = { d = \"}\", e = [1] }\n"
+	s := Scan("f", []byte(doc))
+	for path, want := range map[string]string{"a": "1", "b": "[\"]\", 'x', # c ]\n  2]", "t.c": "{ d = \"}\", e = [1] }", "t.c.d": `"}"`, "t.c.e": "[1]"} {
+		v, ok := s.Values[path]
+		if got := doc[v.Start:v.End]; !ok || got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+	if !s.Values["t.c"].Inline || s.Values["b"].Inline {
+		t.Error("inline tables not told apart")
+	}
+	if end := s.HeaderEnd["t"]; doc[end-3:end+1] != "# h\n" {
+		t.Errorf("header [t] ends at %d: %q", end, doc[:end])
+	}
+}

@@ -118,15 +118,20 @@ func (be *Backend) attendBlock(buf []float32, tk attnTask, qs, ks, vs, os, ls []
 		t := tk.t0 + r/group
 		n := int(ps[t]) + 1
 		row := sc[r*P : (r+1)*P]
-		mx := float32(math.Inf(-1))
-		for _, s := range row[:n] {
-			mx = max(mx, s)
-		}
-		sum := 0.0
-		for j, s := range row[:n] {
-			e := expNonPos(float64(s - mx))
-			row[j] = float32(e)
-			sum += e
+		var mx float32
+		var sum float64
+		if be.vec != nil {
+			mx, sum = be.vec.softmaxRow(row[:n])
+		} else {
+			mx = float32(math.Inf(-1))
+			for _, s := range row[:n] {
+				mx = max(mx, s)
+			}
+			for j, s := range row[:n] {
+				e := expNonPos(float64(s - mx))
+				row[j] = float32(e)
+				sum += e
+			}
 		}
 		inv := float32(1 / sum)
 		for j := range row[:n] {

@@ -76,3 +76,89 @@ func BenchmarkAttentionPrefill512(b *testing.B) {
 		})
 	}
 }
+
+// swiGLUBenchN is the number of elements in the SwiGLU benchmarks: 4 MiB
+// per operand (past L2, as a train micro-batch's 1024 tokens × 1536 are),
+// the same n as scripts/bench_torch.py --swiglu.
+const swiGLUBenchN = 1 << 20
+
+// BenchmarkSwiGLU and BenchmarkSwiGLUBackward report ns per element on one
+// goroutine for each kernel path (kernels=go is the plain-Go fallback),
+// the figure scripts/bench_torch.py --swiglu gives for PyTorch on one
+// thread. Gates are uniform in [−8, 8] so the exp sees both signs.
+func BenchmarkSwiGLU(b *testing.B) {
+	for _, k := range cpu.AvailableKernels() {
+		b.Run("kernels="+string(k), func(b *testing.B) {
+			be := cpu.New(cpu.WithKernels(k), cpu.WithWorkers(1))
+			g, u, out := gates(be, swiGLUBenchN), filled(be, swiGLUBenchN), be.Alloc(kernels.F32, swiGLUBenchN)
+			for b.Loop() {
+				be.SwiGLU(out, g, u, swiGLUBenchN)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/swiGLUBenchN, "ns/elem")
+		})
+	}
+}
+
+func BenchmarkSwiGLUBackward(b *testing.B) {
+	for _, k := range cpu.AvailableKernels() {
+		b.Run("kernels="+string(k), func(b *testing.B) {
+			be := cpu.New(cpu.WithKernels(k), cpu.WithWorkers(1))
+			g, u, dy := gates(be, swiGLUBenchN), filled(be, swiGLUBenchN), filled(be, swiGLUBenchN)
+			dg, du := be.Alloc(kernels.F32, swiGLUBenchN), be.Alloc(kernels.F32, swiGLUBenchN)
+			for b.Loop() {
+				be.SwiGLUBackward(dg, du, dy, g, u, swiGLUBenchN)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/swiGLUBenchN, "ns/elem")
+		})
+	}
+}
+
+// gates is n values spread over [−8, 8].
+func gates(be kernels.Backend, n int) kernels.Buffer {
+	buf := be.Alloc(kernels.F32, n)
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(8 * math.Sin(float64(i)*0.7))
+	}
+	be.Upload(buf, v)
+	return buf
+}
+
+// BenchmarkElementwise reports ns per element (per logit for the
+// log-softmax ops) of the other ops the C kernels cover, on one goroutine,
+// for each kernel path: shapes of a qwen3-30m train micro-batch of 256
+// tokens (hidden 512, vocab 8192) and an AdamW over 1M LoRA parameters.
+func BenchmarkElementwise(b *testing.B) {
+	const rows, dim, vocab, nParams = 256, 512, 8192, 1 << 20
+	for _, k := range cpu.AvailableKernels() {
+		be := cpu.New(cpu.WithKernels(k), cpu.WithWorkers(1))
+		x, w, dy, out := filled(be, rows*dim), filled(be, dim), filled(be, rows*dim), be.Alloc(kernels.F32, rows*dim)
+		rstd := be.Alloc(kernels.F32, rows)
+		logits, lp, ent := gates(be, rows*vocab), be.Alloc(kernels.F32, rows), be.Alloc(kernels.F32, rows)
+		dlogits, target := be.Alloc(kernels.F32, rows*vocab), be.Alloc(kernels.I32, rows)
+		p, g, m, v := filled(be, nParams), filled(be, nParams), be.Alloc(kernels.F32, nParams), be.Alloc(kernels.F32, nParams)
+		ap := kernels.AdamWParams{LR: 1e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3}
+		cases := []struct {
+			name string
+			n    int
+			run  func()
+		}{
+			{"RMSNorm", rows * dim, func() { be.RMSNorm(out, rstd, x, w, rows, dim, 1e-6) }},
+			{"RMSNormBackward", rows * dim, func() { be.RMSNormBackward(out, dy, x, w, rstd, rows, dim, false) }},
+			{"Add", rows * dim, func() { be.Add(out, x, dy, rows*dim) }},
+			{"LogSoftmaxGather", rows * vocab, func() { be.LogSoftmaxGather(lp, ent, logits, target, rows, vocab) }},
+			{"LogSoftmaxGatherBackward", rows * vocab, func() { be.LogSoftmaxGatherBackward(dlogits, lp, logits, target, rows, vocab) }},
+			{"AdamW", nParams, func() { be.AdamW(p, g, m, v, nParams, ap) }},
+		}
+		be.RMSNorm(out, rstd, x, w, rows, dim, 1e-6) // rstd for the backward
+		be.Fill(lp, 1, rows)                         // dlogp for the backward
+		for _, c := range cases {
+			b.Run(c.name+"/kernels="+string(k), func(b *testing.B) {
+				for b.Loop() {
+					c.run()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(c.n), "ns/elem")
+			})
+		}
+	}
+}

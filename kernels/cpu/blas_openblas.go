@@ -14,8 +14,13 @@ typedef void (*grpo_sgemm_fn)(int order, int transA, int transB, int m, int n, i
 	float alpha, const float *a, int lda, const float *b, int ldb,
 	float beta, float *c, int ldc);
 typedef void (*grpo_set_threads_fn)(int n);
+typedef int (*grpo_get_threads_fn)(void);
+typedef char *(*grpo_get_string_fn)(void);
 
 static grpo_sgemm_fn grpo_sgemm_ptr;
+// OpenBLAS's own reports (NULL in a BLAS without them).
+static grpo_get_string_fn grpo_corename_ptr, grpo_config_ptr;
+static grpo_get_threads_fn grpo_get_threads_ptr;
 
 // grpo_blas_open tries each library name in turn; it returns the index of
 // the one that provided cblas_sgemm, or -1.
@@ -28,10 +33,32 @@ static int grpo_blas_open(const char **names, int count) {
 		// Single-threaded: the Go side splits work across goroutines.
 		grpo_set_threads_fn st = (grpo_set_threads_fn)dlsym(h, "openblas_set_num_threads");
 		if (st != NULL) st(1);
+		grpo_corename_ptr = (grpo_get_string_fn)dlsym(h, "openblas_get_corename");
+		grpo_config_ptr = (grpo_get_string_fn)dlsym(h, "openblas_get_config");
+		grpo_get_threads_ptr = (grpo_get_threads_fn)dlsym(h, "openblas_get_num_threads");
 		grpo_sgemm_ptr = f;
 		return i;
 	}
 	return -1;
+}
+
+static const char *grpo_blas_corename(void) { return grpo_corename_ptr ? grpo_corename_ptr() : NULL; }
+static const char *grpo_blas_config(void) { return grpo_config_ptr ? grpo_config_ptr() : NULL; }
+static int grpo_blas_threads(void) { return grpo_get_threads_ptr ? grpo_get_threads_ptr() : 0; }
+
+// grpo_cpu_level is the widest vector ISA this CPU has, in the levels of
+// blas_info.go: 4 AVX-512 (F, BW, DQ, VL), 3 AVX2 with FMA, 2 AVX, 1 SSE.
+static int grpo_cpu_level(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) return 4;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 3;
+	if (__builtin_cpu_supports("avx")) return 2;
+	return 1;
+#else
+	return 0;
+#endif
 }
 
 static void grpo_sgemm(int tA, int tB, int m, int n, int k, float alpha,
@@ -89,4 +116,20 @@ func cbool(b bool) C.int {
 		return 1
 	}
 	return 0
+}
+
+// openBLASQuery returns what the loaded library reports about itself (its
+// core and config empty, threads 0, where it lacks the call) and the CPU's
+// vector level (0 off x86-64).
+func openBLASQuery() (lib, core, config string, threads, cpuLevel int, err error) {
+	if _, err := loadOpenBLAS(); err != nil {
+		return "", "", "", 0, int(C.grpo_cpu_level()), err
+	}
+	str := func(p *C.char) string {
+		if p == nil {
+			return ""
+		}
+		return C.GoString(p)
+	}
+	return openBLAS.name, str(C.grpo_blas_corename()), str(C.grpo_blas_config()), int(C.grpo_blas_threads()), int(C.grpo_cpu_level()), nil
 }

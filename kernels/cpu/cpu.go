@@ -25,13 +25,17 @@ type Backend struct {
 	gemm     sgemm
 	blasName string
 	workers  int
+	// vec holds the C elementwise kernels; nil means the plain-Go ones.
+	vec *vecTable
 }
 
 var _ kernels.Backend = (*Backend)(nil)
 
 type config struct {
 	blas    BLAS
+	kernels Kernels
 	workers int
+	fault   int // > 0: a deliberately broken copy of the C kernels (tests)
 }
 
 // Option configures New.
@@ -46,15 +50,15 @@ func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 
 // New returns a CPU backend.
 func New(opts ...Option) *Backend {
-	cfg := config{blas: BLASAuto, workers: runtime.GOMAXPROCS(0)}
+	cfg := config{blas: BLASAuto, kernels: KernelsAuto, workers: runtime.GOMAXPROCS(0)}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	g, name := selectBLAS(cfg.blas)
-	return &Backend{gemm: g, blasName: name, workers: max(1, cfg.workers)}
+	return &Backend{gemm: g, blasName: name, workers: max(1, cfg.workers), vec: selectKernels(cfg.kernels, cfg.fault)}
 }
 
-// Name is "cpu" whichever BLAS is active.
+// Name is "cpu" whichever BLAS and kernels are active.
 func (*Backend) Name() string { return "cpu" }
 
 // Describe: the CPU computes in f32 only, so BF16 buffers are widened to

@@ -10,6 +10,10 @@ func (be *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
 	positive("AddBias", rows, cols)
 	xs := f32("AddBias", "x", x, rows*cols)
 	bs := floats("AddBias", "bias", bias, cols)
+	if be.vec != nil {
+		be.parallel(rows, cols, func(lo, hi int) { be.vec.addBias(xs[lo*cols:hi*cols], bs, hi-lo) })
+		return
+	}
 	be.parallel(rows, cols, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := xs[r*cols : (r+1)*cols]
@@ -26,6 +30,10 @@ func (be *Backend) Add(out, a, b kernels.Buffer, n int) {
 	os := f32("Add", "out", out, n)
 	as := floats("Add", "a", a, n)
 	bs := floats("Add", "b", b, n)
+	if be.vec != nil {
+		be.parallel(n, 1, func(lo, hi int) { be.vec.add(os[lo:hi], as[lo:hi], bs[lo:hi]) })
+		return
+	}
 	be.parallel(n, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			os[i] = as[i] + bs[i]
@@ -33,13 +41,18 @@ func (be *Backend) Add(out, a, b kernels.Buffer, n int) {
 	})
 }
 
-// SwiGLU computes g/(1+e^−g) in float64: for g ≪ 0, e^−g overflows to +Inf
-// and the quotient is the correct −0 rather than NaN.
+// SwiGLU computes g/(1+e^−g) (in float64 on the Go path, in float32 with
+// the vector exp on the C one): for g ≪ 0, e^−g overflows to +Inf and the
+// quotient is the correct −0 rather than NaN.
 func (be *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 	positive("SwiGLU", n)
 	os := f32("SwiGLU", "out", out, n)
 	gs := floats("SwiGLU", "gate", gate, n)
 	us := floats("SwiGLU", "up", up, n)
+	if be.vec != nil {
+		be.parallel(n, 4, func(lo, hi int) { be.vec.swiGLU(os[lo:hi], gs[lo:hi], us[lo:hi]) })
+		return
+	}
 	be.parallel(n, 20, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			g := float64(gs[i])

@@ -8,7 +8,8 @@ import (
 
 // LogSoftmaxGather makes two passes per row (max, then Σe^(x−max) and
 // Σe^(x−max)·x together) and accumulates in float64, so a 150k vocab loses
-// nothing to summation error. Entropy is lse − E_p[x].
+// nothing to summation error. Entropy is lse − E_p[x]. The C kernels take
+// the exps in float32 (vec_kernels.h), the sums still in float64.
 func (be *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer, rows, vocab int) {
 	const op = "LogSoftmaxGather"
 	positive(op, rows, vocab)
@@ -23,6 +24,15 @@ func (be *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer
 	be.parallel(rows, 20*vocab, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := xs[r*vocab : (r+1)*vocab]
+			if be.vec != nil {
+				mx, z, zx := be.vec.lseStats(row)
+				logZ := math.Log(z)
+				lp[r] = float32(float64(row[ts[r]]-mx) - logZ)
+				if ent != nil {
+					ent[r] = float32(logZ - zx/z)
+				}
+				continue
+			}
 			mx := row[0]
 			for _, v := range row {
 				mx = max(mx, v)

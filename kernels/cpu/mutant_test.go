@@ -173,3 +173,40 @@ func TestSuiteCatchesBrokenOps(t *testing.T) {
 		t.Logf("%s that %s: %d failing cases, first: %s", m.op, m.why, strings.Count(err.Error(), "\n")+1, first)
 	}
 }
+
+// The C kernels can break where plain loops cannot: in one lane of a
+// vector, or in the tail after the last full vector. vec_kernels.h builds
+// two broken copies of the widest kernels (cpu.WithFault) and every op
+// that runs the vector exp must fail the suite with either.
+func TestSuiteCatchesBrokenVectorKernels(t *testing.T) {
+	if cpu.New().KernelsName() == "go" {
+		t.Skip("no C kernels (CGO_ENABLED=0 or GRPO_CPU_KERNELS=go)")
+	}
+	ops := []struct {
+		op    string
+		check func(kernels.Backend, ...string) error
+	}{
+		{"SwiGLU", kerneltest.Check},
+		{"LogSoftmaxGather", kerneltest.Check},
+		{"Attention", kerneltest.Check},
+		{"SwiGLUBackward", kerneltest.CheckTrain},
+		{"LogSoftmaxGatherBackward", kerneltest.CheckTrain},
+		{"AttentionBackward", kerneltest.CheckTrain},
+		{"Sample", func(b kernels.Backend, _ ...string) error { return kerneltest.CheckSample(b) }},
+	}
+	for _, f := range []struct {
+		fault int
+		why   string
+	}{{1, "lane 3 of the vector exp skips 2^k"}, {2, "the exp tail drops its last element"}} {
+		why := f.why
+		b := cpu.New(cpu.WithFault(f.fault))
+		for _, o := range ops {
+			err := o.check(b, o.op)
+			if err == nil {
+				t.Errorf("%s on %s kernels where %s passes the suite", o.op, b.KernelsName(), why)
+				continue
+			}
+			t.Logf("%s where %s: %d failing cases, first: %s", o.op, why, strings.Count(err.Error(), "\n")+1, firstLine(err.Error()))
+		}
+	}
+}

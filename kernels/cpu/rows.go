@@ -30,6 +30,16 @@ func (be *Backend) RMSNorm(out, rstd, x, w kernels.Buffer, rows, dim int, eps fl
 	if rstd != nil {
 		rs = f32("RMSNorm", "rstd", rstd, rows)
 	}
+	if be.vec != nil {
+		be.parallel(rows, dim, func(lo, hi int) {
+			var r []float32
+			if rs != nil {
+				r = rs[lo:hi]
+			}
+			be.vec.rmsNorm(os[lo*dim:hi*dim], r, xs[lo*dim:hi*dim], ws, hi-lo, eps)
+		})
+		return
+	}
 	be.parallel(rows, 3*dim, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, or := xs[r*dim:(r+1)*dim], os[r*dim:(r+1)*dim]

@@ -13,7 +13,9 @@ import (
 // This is the host sampler that sampler/pick.go held before sampling
 // became a Backend op, unchanged, so generation on the CPU backend gives
 // the same tokens and log-probs, bit for bit, as before the move
-// (testdata/sample_golden.json).
+// (testdata/sample_golden.json). With C kernels the exps are a float64
+// vector exp within 2 ulp of math.Exp, summed in lanes (vec_kernels.h),
+// which still reproduces every golden draw.
 func (be *Backend) Sample(token, logprob, logits kernels.Buffer, rows, vocab int, u []float64, p []kernels.SampleParams) {
 	const op = "Sample"
 	positive(op, vocab)
@@ -27,6 +29,7 @@ func (be *Backend) Sample(token, logprob, logits kernels.Buffer, rows, vocab int
 	be.parallel(rows, 30*vocab, func(lo, hi int) {
 		pk := pickers.Get().(*picker)
 		defer pickers.Put(pk)
+		pk.vec = be.vec
 		for r := lo; r < hi; r++ {
 			t, l := pk.pick(xs[r*vocab:(r+1)*vocab], &p[r], u[r])
 			tok[r], lp[r] = t, float32(l)
@@ -55,6 +58,8 @@ func (a cand) before(b cand) bool {
 type picker struct {
 	cands []cand
 	kept  []cand
+	vec   *vecTable // the backend's C kernels, or nil
+	ws    []float64 // their per-token weights
 }
 
 // argmax is the greedy choice, ties to the lowest id.
@@ -70,12 +75,24 @@ func argmax(row []float32) int32 {
 
 // logprobMax is the log-softmax of row at tok in float64, given the row's
 // maximum: the model's raw distribution (temperature 1, no truncation).
-func logprobMax(row []float32, tok int32, mx float64) float64 {
+func (pk *picker) logprobMax(row []float32, tok int32, mx float64) float64 {
 	var z float64
-	for _, x := range row {
-		z += math.Exp(float64(x) - mx)
+	if pk.vec != nil {
+		z = pk.vec.sampleExps(pk.weights(len(row)), row, mx, 1)
+	} else {
+		for _, x := range row {
+			z += math.Exp(float64(x) - mx)
+		}
 	}
 	return float64(row[tok]) - mx - math.Log(z)
+}
+
+// weights is the scratch for n per-token weights.
+func (pk *picker) weights(n int) []float64 {
+	if cap(pk.ws) < n {
+		pk.ws = make([]float64, n)
+	}
+	return pk.ws[:n]
 }
 
 // pick chooses a token from row under p (temperature, min-p, top-k, top-p,
@@ -96,7 +113,7 @@ func (pk *picker) pick(row []float32, p *kernels.SampleParams, u float64) (int32
 	}
 	if p.Temperature == 0 {
 		tok := argmax(row)
-		return tok, logprobMax(row, tok, mx)
+		return tok, pk.logprobMax(row, tok, mx)
 	}
 	invT := 1 / p.Temperature
 	// min-p in log space: p_i ≥ min_p·p_max ⇔ (x_i − max)/T ≥ log(min_p).
@@ -106,17 +123,27 @@ func (pk *picker) pick(row []float32, p *kernels.SampleParams, u float64) (int32
 	}
 	cs := pk.cands[:0]
 	var z1 float64 // Σ exp(x − max): the raw softmax's normaliser
-	for i, x := range row {
-		d := float64(x) - mx
-		e := math.Exp(d)
-		z1 += e
-		s := d * invT
-		if s >= floor && !math.IsInf(s, -1) {
-			w := e
-			if invT != 1 {
-				w = math.Exp(s)
+	if pk.vec != nil {
+		ws := pk.weights(len(row))
+		z1 = pk.vec.sampleExps(ws, row, mx, invT)
+		for i, x := range row {
+			if s := (float64(x) - mx) * invT; s >= floor && !math.IsInf(s, -1) {
+				cs = append(cs, cand{int32(i), ws[i]})
 			}
-			cs = append(cs, cand{int32(i), w})
+		}
+	} else {
+		for i, x := range row {
+			d := float64(x) - mx
+			e := math.Exp(d)
+			z1 += e
+			s := d * invT
+			if s >= floor && !math.IsInf(s, -1) {
+				w := e
+				if invT != 1 {
+					w = math.Exp(s)
+				}
+				cs = append(cs, cand{int32(i), w})
+			}
 		}
 	}
 	pk.cands = cs

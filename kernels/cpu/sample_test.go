@@ -14,6 +14,7 @@ import (
 func TestSampleConformance(t *testing.T) {
 	kerneltest.RunSample(t, cpu.New())
 	t.Run("one-worker", func(t *testing.T) { kerneltest.RunSample(t, cpu.New(cpu.WithWorkers(1))) })
+	eachKernels(t, func(t *testing.T, b *cpu.Backend) { kerneltest.RunSample(t, b) })
 }
 
 // sampleMutant is the CPU backend with Sample broken by edit, which may

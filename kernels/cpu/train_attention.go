@@ -119,8 +119,12 @@ func (be *Backend) attendBlockBackward(buf []float32, tk attnTask, a *attnGrad) 
 		n := int(a.pos[t]) + 1
 		l := float64(a.lse[t*a.nHead+tk.g*a.group+r%a.group])
 		row := pr[r*P : (r+1)*P]
-		for j := range row[:n] {
-			row[j] = float32(expNonPos(min(float64(row[j])-l, 0)))
+		if be.vec != nil {
+			be.vec.expBelow(row[:n], l)
+		} else {
+			for j := range row[:n] {
+				row[j] = float32(expNonPos(min(float64(row[j])-l, 0)))
+			}
 		}
 		clear(row[n:])
 	}

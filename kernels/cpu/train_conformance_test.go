@@ -10,8 +10,6 @@ import (
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
-func TestTrainConformance(t *testing.T) { kerneltest.RunTrain(t, cpu.New()) }
-
 // The training suite must be able to fail, in its reference cases and in
 // its finite-difference cases. Each mutant below is the CPU backend with
 // one training op broken the way real kernels break.

@@ -43,6 +43,12 @@ func (be *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int
 	positive(op, n)
 	dg, du := f32(op, "dgate", dgate, n), f32(op, "dup", dup, n)
 	ys, gs, us := floats(op, "dy", dy, n), floats(op, "gate", gate, n), floats(op, "up", up, n)
+	if be.vec != nil {
+		be.parallel(n, 6, func(lo, hi int) {
+			be.vec.swiGLUBackward(dg[lo:hi], du[lo:hi], ys[lo:hi], gs[lo:hi], us[lo:hi])
+		})
+		return
+	}
 	be.parallel(n, 30, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			g, u, d := float64(gs[i]), float64(us[i]), float64(ys[i])
@@ -61,6 +67,12 @@ func (be *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim 
 	dxs := f32(op, "dx", dx, rows*dim)
 	dys, xs := floats(op, "dy", dy, rows*dim), floats(op, "x", x, rows*dim)
 	ws, rs := floats(op, "w", w, dim), floats(op, "rstd", rstd, rows)
+	if be.vec != nil {
+		be.parallel(rows, dim, func(lo, hi int) {
+			be.vec.rmsNormBackward(dxs[lo*dim:hi*dim], dys[lo*dim:hi*dim], xs[lo*dim:hi*dim], ws, rs[lo:hi], hi-lo, accumulate)
+		})
+		return
+	}
 	be.parallel(rows, 4*dim, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, dyr, dxr := xs[r*dim:(r+1)*dim], dys[r*dim:(r+1)*dim], dxs[r*dim:(r+1)*dim]
@@ -81,7 +93,8 @@ func (be *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim 
 	})
 }
 
-// LogSoftmaxGatherBackward recomputes each row's softmax in float64.
+// LogSoftmaxGatherBackward recomputes each row's softmax (exps in float64
+// on the Go path, in float32 on the C one; sums in float64).
 func (be *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernels.Buffer, rows, vocab int) {
 	const op = "LogSoftmaxGatherBackward"
 	positive(op, rows, vocab)
@@ -96,6 +109,12 @@ func (be *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kerne
 			g := float64(gs[r])
 			if g == 0 {
 				clear(drow)
+				continue
+			}
+			if be.vec != nil {
+				mx, z, _ := be.vec.lseStats(row)
+				be.vec.expScale(drow, row, mx, -g/z)
+				drow[ts[r]] += float32(g)
 				continue
 			}
 			mx := row[0]

@@ -113,6 +113,12 @@ func (be *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.Adam
 	c1 := 1 - math.Pow(b1, float64(p.Step))
 	c2 := 1 - math.Pow(b2, float64(p.Step))
 	lr, wd, eps := float64(p.LR), float64(p.WeightDecay), float64(p.Eps)
+	if be.vec != nil {
+		be.parallel(n, 5, func(lo, hi int) {
+			be.vec.adamW(ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], b1, b2, c1, c2, lr, wd, eps)
+		})
+		return
+	}
 	be.parallel(n, 20, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			g := float64(gs[i])

@@ -5,7 +5,7 @@
 // nvcc -ptx -arch=compute_90 adamw.cu
 #include "common.cuh"
 
-GRPO_KERNEL void adamw_f32(float* param, const float* grad, float* m, float* v, int n, float beta1, float beta2,
+GRPO_KERNEL void __launch_bounds__(256) adamw_f32(float* param, const float* grad, float* m, float* v, int n, float beta1, float beta2,
 			   float eps, float decay, float stepSize, float bc2Sqrt) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
 	     i += (long long)gridDim.x * blockDim.x) {

@@ -32,16 +32,16 @@ __device__ __forceinline__ double block_std(const float* x, int n, double* mean,
 	return n < 2 ? 0.0 : sqrt(ss / (n - 1));
 }
 
-GRPO_KERNEL void batch_std_f64(double* out, const float* rewards, int n) {
-	__shared__ double scratch[32];
+GRPO_KERNEL void __launch_bounds__(1024) batch_std_f64(double* out, const float* rewards, int n) {
+	GRPO_SHARED(double, scratch, [32]);
 	double mean;
 	double sd = block_std(rewards, n, &mean, scratch);
 	if (threadIdx.x == 0) out[0] = sd;
 }
 
-GRPO_KERNEL void group_advantages_f32(float* adv, const float* rewards, const double* batchStd, int nGroups,
+GRPO_KERNEL void __launch_bounds__(1024) group_advantages_f32(float* adv, const float* rewards, const double* batchStd, int nGroups,
 				      int groupSize, int scale) {
-	__shared__ double scratch[32];
+	GRPO_SHARED(double, scratch, [32]);
 	long long off = (long long)blockIdx.x * groupSize;
 	const float* r = rewards + off;
 	double mean;

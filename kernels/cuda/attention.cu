@@ -23,11 +23,11 @@
 #define ATTN_VISIBLE(p) ((p) + 1)
 #endif
 
-GRPO_KERNEL void attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
+GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
 			       const int* slot, const int* pos, int nTok, int nHead, int nKV, int headDim, int maxLen,
 			       float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
-	__shared__ float scratch[32];
+	GRPO_SHARED(float, scratch, [32]);
 	float* qs = smem;            // headDim
 	float* ps = smem + headDim;  // blockDim: probabilities of the tile
 	int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;

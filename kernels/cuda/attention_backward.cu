@@ -36,12 +36,12 @@
 #define ATTN_DS(p, dp, D) ((p) * ((dp) - (D)))
 #endif
 
-GRPO_KERNEL void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* out,
+GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* out,
 					const float* lse, const float* q, const float* kCache, const float* vCache,
 					const int* slot, const int* pos, int nTok, int nHead, int nKV, int headDim,
 					int maxLen, float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
-	__shared__ float scratch[32];
+	GRPO_SHARED(float, scratch, [32]);
 	int t = blockIdx.x, g = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
 	int group = nHead / nKV, span = group * headDim;
 	float* qs = smem;             // span: q of the group's heads

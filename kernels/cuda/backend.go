@@ -15,6 +15,9 @@ type Backend struct {
 	err   error // first error since the last Sync
 	pool  pool
 	stage stager
+	// optIn is the dynamic shared memory each kernel has been opted into
+	// beyond the default (Device.SetMaxDynamicShared).
+	optIn map[string]int
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -112,8 +115,28 @@ func usable(xs ...*buffer) bool {
 	return true
 }
 
-// launch runs a kernel and queues its error.
+// launch runs a kernel and queues its error. A block larger than the
+// kernel's entry in kernelMaxBlock (its __launch_bounds__) is refused here,
+// naming the kernel; a kernel whose shared memory exceeds the 48 KiB a
+// block gets by default is opted into what this launch needs first.
 func (b *Backend) launch(name string, grid, block Dim3, shared int, args ...any) {
+	max, ok := kernelMaxBlock[name]
+	threads := int(block.X) * int(block.Y) * int(block.Z)
+	if !ok || threads > max {
+		b.fail(fmt.Errorf("%s: launching %s with a block of %d threads: its __launch_bounds__ (kernelMaxBlock in launch.go) is %d", b.Name(), name, threads, max))
+		return
+	}
+	f, _ := Figures(name)
+	if f.StaticShared+shared > DefaultSharedPerBlock && b.optIn[name] < shared {
+		if err := b.dev.SetMaxDynamicShared(name, shared); err != nil {
+			b.fail(err)
+			return
+		}
+		if b.optIn == nil {
+			b.optIn = map[string]int{}
+		}
+		b.optIn[name] = shared
+	}
 	b.fail(b.dev.Launch(name, grid, block, shared, args...))
 }
 

@@ -13,6 +13,11 @@
 #define GRPO_DYNAMIC_SHARED(T, name)                            \
 	extern __shared__ __align__(16) unsigned char grpo_smem_[]; \
 	T* name = reinterpret_cast<T*>(grpo_smem_)
+// Static shared memory: GRPO_SHARED(float, scratch, [32]) is
+// `__shared__ float scratch[32]`. The emulator's shim fills it with a NaN
+// pattern at the start of every block (a bare __shared__ does not compile
+// there).
+#define GRPO_SHARED(T, name, dims) __shared__ T name dims
 #endif
 
 #define GRPO_FULL_MASK 0xffffffffu

@@ -9,7 +9,8 @@ package cuda
 
 // cuBLAS is opened at run time rather than linked, so one binary built
 // against this machine's toolkit runs where only another major version's
-// libcublas is installed (the lent GPU machines have CUDA 13). The entry
+// libcublas is installed (the lent GPU machines have CUDA 13, in pip
+// wheels): libfind.go lists where to look, loadCublas tries each. The entry
 // points below have had the same C ABI since CUDA 11 (cublasGemmEx's last
 // two parameters became cublasComputeType_t there; enums are ints).
 typedef int (*grpo_cublasCreate_t)(void**);
@@ -27,18 +28,23 @@ static grpo_cublasSetStream_t grpo_cublasSetStream;
 static grpo_cublasSgemm_t grpo_cublasSgemm;
 static grpo_cublasGemmEx_t grpo_cublasGemmEx;
 
-static const char* grpo_blas_open(void) {
-	static const char* names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so", 0};
-	if (grpo_blas_lib) return 0;
-	for (int i = 0; names[i] && !grpo_blas_lib; i++) grpo_blas_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-	if (!grpo_blas_lib) return "libcublas.so.{13,12,11} not found on the library path";
+// grpo_dlopen opens path (global: a cublasLt preloaded this way satisfies
+// the cuBLAS opened next) and returns 0, or dlerror()'s text.
+static const char* grpo_dlopen(const char* path, int global, void** handle) {
+	*handle = dlopen(path, RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
+	return *handle ? 0 : dlerror();
+}
+static const char* grpo_blas_bind(void* lib) {
+	grpo_blas_lib = lib;
 	grpo_cublasCreate = (grpo_cublasCreate_t)dlsym(grpo_blas_lib, "cublasCreate_v2");
 	grpo_cublasDestroy = (grpo_cublasDestroy_t)dlsym(grpo_blas_lib, "cublasDestroy_v2");
 	grpo_cublasSetStream = (grpo_cublasSetStream_t)dlsym(grpo_blas_lib, "cublasSetStream_v2");
 	grpo_cublasSgemm = (grpo_cublasSgemm_t)dlsym(grpo_blas_lib, "cublasSgemm_v2");
 	grpo_cublasGemmEx = (grpo_cublasGemmEx_t)dlsym(grpo_blas_lib, "cublasGemmEx");
-	if (!grpo_cublasCreate || !grpo_cublasDestroy || !grpo_cublasSetStream || !grpo_cublasSgemm || !grpo_cublasGemmEx)
-		return "libcublas lacks cublasCreate_v2/cublasSetStream_v2/cublasSgemm_v2/cublasGemmEx";
+	if (!grpo_cublasCreate || !grpo_cublasDestroy || !grpo_cublasSetStream || !grpo_cublasSgemm || !grpo_cublasGemmEx) {
+		grpo_blas_lib = 0;
+		return "lacks cublasCreate_v2/cublasSetStream_v2/cublasSgemm_v2/cublasGemmEx";
+	}
 	return 0;
 }
 static int grpo_blas_create(void** h) { return grpo_cublasCreate(h); }
@@ -71,15 +77,62 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
 // cublas is a cuBLAS handle bound to the device's stream.
 type cublas struct{ h unsafe.Pointer }
 
+// cublasPath is the library openCublas loaded (for the GPU check's log).
+var cublasPath string
+
+// CublasPath returns the cuBLAS library the backend loaded, "" before the
+// first device was opened.
+func CublasPath() string { return cublasPath }
+
+// loadCublas finds cuBLAS (libCandidates: GRPO_CUBLAS, LD_LIBRARY_PATH, the
+// loader cache, the toolkit and pip-wheel directories, the bare sonames)
+// and binds its entry points; once per process.
+func loadCublas() error {
+	if cublasPath != "" {
+		return nil
+	}
+	search := osLibSearch()
+	path, err := openFirst("cuBLAS ("+strings.Join(cublasNames, ", ")+"; set GRPO_CUBLAS to its file or directory)",
+		search.libCandidates("GRPO_CUBLAS", cublasNames), func(p string) error {
+			// cublasLt first, from the same place, where it exists.
+			if lt := cublasLtFor(p); lt != p && (!strings.Contains(p, "/") || search.stat(lt)) {
+				var h unsafe.Pointer
+				cs := C.CString(lt)
+				msg := C.grpo_dlopen(cs, 1, &h)
+				C.free(unsafe.Pointer(cs))
+				if msg != nil && strings.Contains(p, "/") {
+					return errors.New("its cublasLt " + lt + ": " + C.GoString(msg))
+				}
+			}
+			var h unsafe.Pointer
+			cs := C.CString(p)
+			defer C.free(unsafe.Pointer(cs))
+			if msg := C.grpo_dlopen(cs, 0, &h); msg != nil {
+				return errors.New(C.GoString(msg))
+			}
+			if msg := C.grpo_blas_bind(h); msg != nil {
+				C.dlclose(h)
+				return errors.New(C.GoString(msg))
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	cublasPath = path
+	return nil
+}
+
 func openCublas(stream unsafe.Pointer) (*cublas, error) {
-	if msg := C.grpo_blas_open(); msg != nil {
-		return nil, errors.New("cuda: " + C.GoString(msg))
+	if err := loadCublas(); err != nil {
+		return nil, err
 	}
 	var h unsafe.Pointer
 	if st := C.grpo_blas_create(&h); st != 0 {

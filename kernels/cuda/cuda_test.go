@@ -24,6 +24,7 @@ func TestConformanceOnGPU(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	t.Logf("cuBLAS: %s", CublasPath())
 	t.Run("forward", func(t *testing.T) { kerneltest.Run(t, b) })
 	t.Run("train", func(t *testing.T) { kerneltest.RunTrain(t, b) })
 	t.Run("sample", func(t *testing.T) { kerneltest.RunSample(t, b) })

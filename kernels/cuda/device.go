@@ -46,8 +46,17 @@ type Device interface {
 	CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) error
 	CopyDtoD(dst, src DevicePtr, bytes int) error
 	// Launch runs kernel name. args are DevicePtr, int32 or float32 values,
-	// in the kernel's parameter order.
+	// in the kernel's parameter order. A launch the GPU would refuse —
+	// more threads than the kernel's __launch_bounds__, more registers
+	// than a block has, static plus dynamic shared memory over
+	// DefaultSharedPerBlock without SetMaxDynamicShared — is an error
+	// naming the kernel and the limit (KernelFigures.CheckLaunch).
 	Launch(name string, grid, block Dim3, sharedBytes int, args ...any) error
+	// SetMaxDynamicShared opts kernel name into launches with up to bytes
+	// of dynamic shared memory (cuFuncSetAttribute with
+	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), which the GPU
+	// requires when static plus dynamic shared memory exceeds 48 KiB.
+	SetMaxDynamicShared(name string, bytes int) error
 	// Sgemm is cublasSgemm: column-major C = alpha·op(A)·op(B) + beta·C
 	// with f32 inputs and f32 accumulation.
 	Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error

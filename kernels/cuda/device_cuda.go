@@ -20,6 +20,10 @@ static CUresult grpo_primary_ctx_release(CUdevice dev) { return cuDevicePrimaryC
 // Page-locked host memory for the staging buffers (gorgonia.org/cu wraps
 // cuMemFreeHost but not cuMemHostAlloc). Flags 0: one context uses it.
 static CUresult grpo_host_alloc(void** p, size_t bytes) { return cuMemHostAlloc(p, bytes, 0); }
+// cuFuncSetAttribute is not wrapped by gorgonia.org/cu.
+static CUresult grpo_set_max_dynamic_shared(CUfunction f, int bytes) {
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
 static const char* grpo_err(CUresult r) {
 	const char* s = 0;
 	cuGetErrorString(r, &s);
@@ -52,9 +56,14 @@ type driverDevice struct {
 	dev    C.CUdevice
 	stream cu.Stream
 	fns    map[string]cu.Function
-	mods   []cu.Module
-	blas   *cublas
-	arch   string
+	// figs are the driver's own figures for each loaded kernel (its JIT's
+	// registers, which may differ from ptxas 11.8's), optIn the dynamic
+	// shared memory each kernel was opted into.
+	figs  map[string]KernelFigures
+	optIn map[string]int
+	mods  []cu.Module
+	blas  *cublas
+	arch  string
 	// events by handle (cu.Event's handle is unexported, so Event is an
 	// index); only the owner goroutine touches the map.
 	events    map[Event]cu.Event
@@ -73,7 +82,7 @@ func cuErr(what string, r C.CUresult) error {
 // context current on it, creates the stream, loads the PTX for the GPU's
 // architecture and opens cuBLAS.
 func openDriver(ordinal int) (*driverDevice, error) {
-	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}, events: map[Event]cu.Event{}}
+	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}, figs: map[string]KernelFigures{}, optIn: map[string]int{}, events: map[Event]cu.Event{}}
 	started := make(chan error, 1)
 	go d.own(ordinal, started)
 	if err := <-started; err != nil {
@@ -151,9 +160,54 @@ func (d *driverDevice) loadPTX() error {
 				return fmt.Errorf("cuda: kernel %s in %s: %w", m[1], f, err)
 			}
 			d.fns[m[1]] = fn
+			if err := d.checkLoaded(m[1], fn); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// checkLoaded reads what the driver's JIT made of a kernel and checks it
+// against the largest block the backend launches it with (kernelMaxBlock),
+// so a kernel the GPU cannot run at that size fails here, named, instead of
+// as CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES in the middle of a run.
+func (d *driverDevice) checkLoaded(name string, fn cu.Function) error {
+	maxThreads, err := fn.Attribute(cu.FnMaxThreadsPerBlock)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: %w", name, err)
+	}
+	regs, err := fn.Attribute(cu.NumRegs)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: CU_FUNC_ATTRIBUTE_NUM_REGS: %w", name, err)
+	}
+	static, err := fn.Attribute(cu.SharedSizeBytes)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: %w", name, err)
+	}
+	f := KernelFigures{Registers: regs, StaticShared: static, MaxThreads: maxThreads}
+	d.figs[name] = f
+	if want, ok := kernelMaxBlock[name]; ok && maxThreads < want {
+		return fmt.Errorf("cuda: kernel %s: the driver allows blocks of at most %d threads (%d registers per thread after JIT), the backend launches up to %d",
+			name, maxThreads, regs, want)
+	}
+	return nil
+}
+
+func (d *driverDevice) SetMaxDynamicShared(name string, bytes int) error {
+	fn, ok := d.fns[name]
+	if !ok {
+		return fmt.Errorf("cuda: SetMaxDynamicShared: no kernel %s in the embedded PTX", name)
+	}
+	return d.do(func() error {
+		// cu.Function is a struct holding only its CUfunction.
+		cf := *(*C.CUfunction)(unsafe.Pointer(&fn))
+		if err := cuErr(fmt.Sprintf("cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %d)", name, bytes), C.grpo_set_max_dynamic_shared(cf, C.int(bytes))); err != nil {
+			return err
+		}
+		d.optIn[name] = bytes
+		return nil
+	})
 }
 
 // do runs f on the owner thread and returns its error.
@@ -298,6 +352,10 @@ func (d *driverDevice) Launch(name string, grid, block Dim3, sharedBytes int, ar
 	fn, ok := d.fns[name]
 	if !ok {
 		return fmt.Errorf("cuda: no kernel %s in the embedded PTX (run make ptx)", name)
+	}
+	// The JIT's figures, not ptxas 11.8's: what this GPU will check.
+	if err := d.figs[name].CheckLaunch(name, int(block.X)*int(block.Y)*int(block.Z), sharedBytes, d.optIn[name]); err != nil {
+		return fmt.Errorf("cuda: launching %w", err)
 	}
 	// cu's Launch copies 8 bytes from each parameter pointer; give each
 	// argument an 8-byte slot holding its little-endian bytes.

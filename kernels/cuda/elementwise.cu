@@ -3,8 +3,16 @@
 // nvcc -ptx -arch=compute_90 elementwise.cu
 #include "common.cuh"
 
-GRPO_KERNEL void add_f32(float* out, const float* a, const float* b, int n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+// GRPO_PLANT_OOB (kernels/emu/k_planted_oob.cc only) makes add_f32 read
+// and write one element past the end of its operands: the bug AddressSanitizer must name.
+#ifdef GRPO_PLANT_OOB
+#define GRPO_ADD_END(n) ((n) + 1)
+#else
+#define GRPO_ADD_END(n) (n)
+#endif
+GRPO_KERNEL void __launch_bounds__(256) add_f32(float* out, const float* a, const float* b, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < GRPO_ADD_END(n);
+	     i += (long long)gridDim.x * blockDim.x)
 		out[i] = a[i] + b[i];
 }
 
@@ -15,14 +23,14 @@ __device__ __forceinline__ void add_bias(float* x, const B* bias, int rows, int 
 	     i += (long long)gridDim.x * blockDim.x)
 		x[i] += ld(bias, i % cols);
 }
-GRPO_KERNEL void add_bias_f32(float* x, const float* bias, int rows, int cols) { add_bias(x, bias, rows, cols); }
-GRPO_KERNEL void add_bias_bf16(float* x, const __nv_bfloat16* bias, int rows, int cols) {
+GRPO_KERNEL void __launch_bounds__(256) add_bias_f32(float* x, const float* bias, int rows, int cols) { add_bias(x, bias, rows, cols); }
+GRPO_KERNEL void __launch_bounds__(256) add_bias_bf16(float* x, const __nv_bfloat16* bias, int rows, int cols) {
 	add_bias(x, bias, rows, cols);
 }
 
 // silu(g) = g / (1 + e^-g): for g → -∞ the denominator overflows to +Inf
 // and the result is -0, never NaN (e^g / (1 + e^g) would give Inf/Inf).
-GRPO_KERNEL void swiglu_f32(float* out, const float* gate, const float* up, int n) {
+GRPO_KERNEL void __launch_bounds__(256) swiglu_f32(float* out, const float* gate, const float* up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		float g = gate[i];
 		out[i] = g / (1.0f + expf(-g)) * up[i];

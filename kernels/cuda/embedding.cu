@@ -13,15 +13,15 @@ __device__ __forceinline__ void gather_rows(float* out, const T* table, const in
 	long long src = (long long)idx[i] * cols;
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long)i * cols + c] = ld(table, src + c);
 }
-GRPO_KERNEL void gather_rows_f32(float* out, const float* table, const int* idx, int n, int cols) {
+GRPO_KERNEL void __launch_bounds__(256) gather_rows_f32(float* out, const float* table, const int* idx, int n, int cols) {
 	gather_rows(out, table, idx, cols);
 }
-GRPO_KERNEL void gather_rows_bf16(float* out, const __nv_bfloat16* table, const int* idx, int n, int cols) {
+GRPO_KERNEL void __launch_bounds__(256) gather_rows_bf16(float* out, const __nv_bfloat16* table, const int* idx, int n, int cols) {
 	gather_rows(out, table, idx, cols);
 }
 
 // grid (nTok), block (any): cache[slot[t], pos[t], :] = x[t, :].
-GRPO_KERNEL void kv_write_f32(float* cache, const float* x, const int* slot, const int* pos, int nTok, int width,
+GRPO_KERNEL void __launch_bounds__(256) kv_write_f32(float* cache, const float* x, const int* slot, const int* pos, int nTok, int width,
 			      int maxLen) {
 	int t = blockIdx.x;
 	float* dst = cache + ((long long)slot[t] * maxLen + pos[t]) * width;

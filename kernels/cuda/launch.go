@@ -19,10 +19,11 @@ const (
 	logSoftmaxMaxBlock = 1024
 	// attentionBackwardBlock threads per (token, KV head) block of
 	// attention_backward_f32: one key of a tile per thread. Its dynamic
-	// shared memory must stay within the 48 KiB a launch gets without
-	// opting in (cuFuncSetAttribute), which bounds group·headDim.
+	// shared memory grows with group·headDim; above 48 KiB (a GQA group of
+	// 16 with headDim 128 and more) Backend.launch opts the kernel in, up
+	// to sm_90's 227 KiB less a margin for its static shared memory.
 	attentionBackwardBlock     = 128
-	attentionBackwardMaxShared = 48 << 10
+	attentionBackwardMaxShared = MaxSharedPerBlockOptIn - 1<<10
 	// sumSquaresBlock threads per block and at most sumSquaresMaxBlocks
 	// float64 partials for the two-pass SumSquares; the partial count
 	// depends only on n, so the summation order does too.
@@ -36,6 +37,28 @@ const (
 	// thread, and a decode step of 128 sequences is 128 blocks.
 	sampleMaxBlock = 1024
 )
+
+// kernelMaxBlock is the largest block each kernel is launched with, and
+// so its __launch_bounds__ in the .cu (TestLaunchBoundsMatchPTX checks the
+// committed PTX's .maxntid against this table, and Backend.launch every
+// launch against it). A bound tells ptxas and the driver's JIT how many
+// registers a thread may take: without one, the JIT for a newer GPU may
+// give a 1024-thread kernel more than 64 and the launch fails with
+// CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
+var kernelMaxBlock = map[string]int{
+	"add_f32": elementwiseBlock, "add_bias_f32": elementwiseBlock, "add_bias_bf16": elementwiseBlock,
+	"swiglu_f32": elementwiseBlock, "f32_to_bf16": elementwiseBlock, "bf16_to_f32": elementwiseBlock,
+	"rope_f32": elementwiseBlock, "fill_f32": elementwiseBlock, "scale_f32": elementwiseBlock,
+	"swiglu_backward_f32": elementwiseBlock, "policy_loss_f32": elementwiseBlock, "adamw_f32": elementwiseBlock,
+	"gather_rows_f32": 256, "gather_rows_bf16": 256, "kv_write_f32": 256, // warpRound(…, 256)
+	"rmsnorm_f32": rowBlock, "rmsnorm_wbf16": rowBlock,
+	"rmsnorm_backward_f32": rowBlock, "rmsnorm_backward_wbf16": rowBlock,
+	"sum_squares_partial_f32": sumSquaresBlock, "sum_squares_finish_f32": sumSquaresMaxBlocks,
+	"attention_f32": attentionBlock, "attention_backward_f32": attentionBackwardBlock,
+	"log_softmax_gather_f32": logSoftmaxMaxBlock, "log_softmax_gather_backward_f32": logSoftmaxMaxBlock,
+	"sample_f32":    sampleMaxBlock,
+	"batch_std_f64": advantagesBlock, "group_advantages_f32": advantagesBlock,
+}
 
 // elementwise launches a grid-stride kernel over n elements.
 func (b *Backend) elementwise(name string, n int, args ...any) {

@@ -11,9 +11,9 @@
 // nvcc -ptx -arch=compute_90 logsoftmax.cu
 #include "common.cuh"
 
-GRPO_KERNEL void log_softmax_gather_f32(float* logp, float* entropy, const float* logits, const int* target, int rows,
+GRPO_KERNEL void __launch_bounds__(1024) log_softmax_gather_f32(float* logp, float* entropy, const float* logits, const int* target, int rows,
 					int vocab) {
-	__shared__ float scratch[32];
+	GRPO_SHARED(float, scratch, [32]);
 	long long r = blockIdx.x;
 	const float* x = logits + r * vocab;
 	float m = -INFINITY;

@@ -12,9 +12,9 @@
 // nvcc -ptx -arch=compute_90 logsoftmax_backward.cu
 #include "common.cuh"
 
-GRPO_KERNEL void log_softmax_gather_backward_f32(float* dlogits, const float* dlogp, const float* logits,
+GRPO_KERNEL void __launch_bounds__(1024) log_softmax_gather_backward_f32(float* dlogits, const float* dlogp, const float* logits,
 						 const int* target, int rows, int vocab) {
-	__shared__ float scratch[32];
+	GRPO_SHARED(float, scratch, [32]);
 	long long r = blockIdx.x;
 	const float* x = logits + r * vocab;
 	float* dx = dlogits + r * vocab;

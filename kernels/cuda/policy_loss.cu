@@ -9,7 +9,7 @@
 // nvcc -ptx -arch=compute_90 policy_loss.cu
 #include "common.cuh"
 
-GRPO_KERNEL void policy_loss_f32(float* loss, float* dlogp, float* kl, float* clip, const float* logp,
+GRPO_KERNEL void __launch_bounds__(256) policy_loss_f32(float* loss, float* dlogp, float* kl, float* clip, const float* logp,
 				 const float* oldLogp, const float* refLogp, const float* adv, const float* weight, int n,
 				 float epsLow, float epsHigh, float beta) {
 	double lo = 1.0 - (double)epsLow, hi = 1.0 + (double)epsHigh;

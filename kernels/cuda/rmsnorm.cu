@@ -6,7 +6,7 @@
 
 template <class W>
 __device__ __forceinline__ void rmsnorm(float* out, float* rstd, const float* x, const W* w, int dim, float eps) {
-	__shared__ float scratch[32];
+	GRPO_SHARED(float, scratch, [32]);
 	long long r = blockIdx.x;
 	const float* xr = x + r * dim;
 	float ss = 0.0f;
@@ -17,10 +17,10 @@ __device__ __forceinline__ void rmsnorm(float* out, float* rstd, const float* x,
 	for (int i = threadIdx.x; i < dim; i += blockDim.x) out[r * dim + i] = xr[i] * rs * ld(w, i);
 }
 
-GRPO_KERNEL void rmsnorm_f32(float* out, float* rstd, const float* x, const float* w, int rows, int dim, float eps) {
+GRPO_KERNEL void __launch_bounds__(256) rmsnorm_f32(float* out, float* rstd, const float* x, const float* w, int rows, int dim, float eps) {
 	rmsnorm(out, rstd, x, w, dim, eps);
 }
-GRPO_KERNEL void rmsnorm_wbf16(float* out, float* rstd, const float* x, const __nv_bfloat16* w, int rows, int dim,
+GRPO_KERNEL void __launch_bounds__(256) rmsnorm_wbf16(float* out, float* rstd, const float* x, const __nv_bfloat16* w, int rows, int dim,
 			       float eps) {
 	rmsnorm(out, rstd, x, w, dim, eps);
 }

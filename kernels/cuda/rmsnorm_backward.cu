@@ -18,7 +18,7 @@
 template <class W>
 __device__ __forceinline__ void rmsnorm_backward(float* dx, const float* dy, const float* x, const W* w,
 						 const float* rstd, int dim, int accumulate) {
-	__shared__ double scratch[32];
+	GRPO_SHARED(double, scratch, [32]);
 	long long row = (long long)blockIdx.x * dim;
 	const float* xr = x + row;
 	const float* dyr = dy + row;
@@ -34,11 +34,11 @@ __device__ __forceinline__ void rmsnorm_backward(float* dx, const float* dy, con
 	}
 }
 
-GRPO_KERNEL void rmsnorm_backward_f32(float* dx, const float* dy, const float* x, const float* w, const float* rstd,
+GRPO_KERNEL void __launch_bounds__(256) rmsnorm_backward_f32(float* dx, const float* dy, const float* x, const float* w, const float* rstd,
 				      int rows, int dim, int accumulate) {
 	rmsnorm_backward(dx, dy, x, w, rstd, dim, accumulate);
 }
-GRPO_KERNEL void rmsnorm_backward_wbf16(float* dx, const float* dy, const float* x, const __nv_bfloat16* w,
+GRPO_KERNEL void __launch_bounds__(256) rmsnorm_backward_wbf16(float* dx, const float* dy, const float* x, const __nv_bfloat16* w,
 					const float* rstd, int rows, int dim, int accumulate) {
 	rmsnorm_backward(dx, dy, x, w, rstd, dim, accumulate);
 }

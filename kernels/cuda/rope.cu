@@ -6,7 +6,7 @@
 // nvcc -ptx -arch=compute_90 rope.cu
 #include "common.cuh"
 
-GRPO_KERNEL void rope_f32(float* x, const int* pos, const float* invFreq, int nTok, int nHead, int headDim,
+GRPO_KERNEL void __launch_bounds__(256) rope_f32(float* x, const int* pos, const float* invFreq, int nTok, int nHead, int headDim,
 			  int inverse) {
 	int half = headDim / 2;
 	long long pairs = (long long)nTok * nHead * half;

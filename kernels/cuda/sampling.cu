@@ -129,12 +129,12 @@ __device__ int first_crossing(const SampleRow& R, int mode, unsigned tie, double
 		result = th_;                                                  \
 	} while (0)
 
-GRPO_KERNEL void sample_f32(int* token, float* logprob, const float* logits, const double* params, int rows,
+GRPO_KERNEL void __launch_bounds__(1024) sample_f32(int* token, float* logprob, const float* logits, const double* params, int rows,
 			    int vocab) {
-	__shared__ double scratch[32];
-	__shared__ double wsum[32];
-	__shared__ float fscratch[32];
-	__shared__ int found;
+	GRPO_SHARED(double, scratch, [32]);
+	GRPO_SHARED(double, wsum, [32]);
+	GRPO_SHARED(float, fscratch, [32]);
+	GRPO_SHARED(int, found, );
 	long long r = blockIdx.x;
 	const float* x = logits + r * vocab;
 	const double* pr = params + 5 * r;

@@ -7,8 +7,8 @@
 // nvcc -ptx -arch=compute_90 sumsquares.cu
 #include "common.cuh"
 
-GRPO_KERNEL void sum_squares_partial_f32(double* partial, const float* x, int n) {
-	__shared__ double scratch[32];
+GRPO_KERNEL void __launch_bounds__(256) sum_squares_partial_f32(double* partial, const float* x, int n) {
+	GRPO_SHARED(double, scratch, [32]);
 	double s = 0.0;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
 	     i += (long long)gridDim.x * blockDim.x) {
@@ -19,8 +19,8 @@ GRPO_KERNEL void sum_squares_partial_f32(double* partial, const float* x, int n)
 	if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-GRPO_KERNEL void sum_squares_finish_f32(float* out, const double* partial, int nPartial) {
-	__shared__ double scratch[32];
+GRPO_KERNEL void __launch_bounds__(1024) sum_squares_finish_f32(float* out, const double* partial, int nPartial) {
+	GRPO_SHARED(double, scratch, [32]);
 	double s = 0.0;
 	for (int i = threadIdx.x; i < nPartial; i += blockDim.x) s += partial[i];
 	s = block_sum_f64(s, scratch);

@@ -6,7 +6,7 @@
 // Tree reduction in shared memory: out[blockIdx] = Σ in[block's elements].
 // blockDim.x must be a power of two ≤ 1024.
 GRPO_KERNEL void demo_block_sum(float* out, const float* in, int n) {
-	__shared__ float s[1024];
+	GRPO_SHARED(float, s, [1024]);
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	s[threadIdx.x] = i < n ? in[i] : 0.0f;
 	__syncthreads();
@@ -33,7 +33,7 @@ GRPO_KERNEL void demo_block_sum_missing_sync(float* out, const float* in, int n)
 
 // Sum of a block's elements through warp shuffles and a 32-float scratch.
 GRPO_KERNEL void demo_warp_block_sum(float* out, const float* in, int n) {
-	__shared__ float scratch[32];
+	GRPO_SHARED(float, scratch, [32]);
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	float v = block_sum(i < n ? in[i] : 0.0f, scratch);
 	if (threadIdx.x == 0) out[blockIdx.x] = v;
@@ -43,7 +43,7 @@ GRPO_KERNEL void demo_warp_block_sum(float* out, const float* in, int n) {
 // lane, 3), shfl_up(lane, 2), shfl(lane, 7) with width 16, ballot of odd
 // lanes, and a __syncwarp-ordered read of the neighbour's shared slot.
 GRPO_KERNEL void demo_shuffles(int* out) {
-	__shared__ int slot[64];
+	GRPO_SHARED(int, slot, [64]);
 	int t = threadIdx.x, lane = t & 31;
 	int* o = out + t * 6;
 	o[0] = __shfl_xor_sync(GRPO_FULL_MASK, lane, 1);
@@ -68,4 +68,27 @@ GRPO_KERNEL void demo_atomic_count(int* out) {
 GRPO_KERNEL void demo_divergent_barrier(int* out) {
 	if (threadIdx.x < blockDim.x / 2) __syncthreads();
 	out[threadIdx.x] = 1;
+}
+
+// Each block reads its static shared slot before writing it, then writes
+// its own index there: out[block] is what a block found. Under emu every
+// block must find the fill pattern (0xFFFFFFFF), never an earlier block's
+// index or zero.
+GRPO_KERNEL void demo_static_shared_first_read(int* out) {
+	GRPO_SHARED(int, slot, );
+	if (threadIdx.x == 0) {
+		out[blockIdx.x] = slot;
+		slot = (int)blockIdx.x;
+	}
+}
+
+// expf, logf and rsqrtf of in[i], as the kernels call them:
+// out[3i], out[3i+1], out[3i+2].
+GRPO_KERNEL void demo_math(float* out, const float* in, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) {
+		out[3 * i] = expf(in[i]);
+		out[3 * i + 1] = logf(in[i]);
+		out[3 * i + 2] = rsqrtf(in[i]);
+	}
 }

@@ -24,7 +24,10 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -34,6 +37,13 @@ import (
 
 func init() {
 	C.emu_register_all()
+	if v := os.Getenv("GRPO_EMU_MATH_ULPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1000 {
+			panic(fmt.Sprintf("emu: GRPO_EMU_MATH_ULPS=%q: want an integer 0..1000", v))
+		}
+		SetMathULPs(n)
+	}
 	kernels.Register("emu", func() (kernels.Backend, error) { return New(), nil })
 }
 
@@ -51,7 +61,11 @@ type Device struct {
 	// rename maps a kernel name to another registered kernel; tests use it
 	// to swap in planted variants.
 	rename map[string]string
-	stream stream
+	// optIn is SetMaxDynamicShared's record; figures overrides the
+	// committed ptxas figures of a kernel (tests).
+	optIn   map[string]int
+	figures map[string]cuda.KernelFigures
+	stream  stream
 }
 
 var _ cuda.Device = (*Device)(nil)
@@ -59,7 +73,54 @@ var _ cuda.Device = (*Device)(nil)
 // NewDevice returns an empty emulated device.
 func NewDevice() *Device {
 	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
+		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{},
 		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
+}
+
+// SetFigures makes launches of kernel name check against f instead of the
+// committed ptxas figures (for tests of the launch limits).
+func (d *Device) SetFigures(name string, f cuda.KernelFigures) { d.figures[name] = f }
+
+// SetMaxDynamicShared records the opt-in the GPU needs before a launch with
+// more than 48 KiB of shared memory; bytes beyond sm_90's opt-in maximum
+// fail as cuFuncSetAttribute does.
+func (d *Device) SetMaxDynamicShared(name string, bytes int) error {
+	f, _ := d.figuresOf(name)
+	if bytes < 0 || f.StaticShared+bytes > cuda.MaxSharedPerBlockOptIn {
+		return fmt.Errorf("emu: SetMaxDynamicShared(%s, %d): above the %d bytes of shared memory a block may have on sm_90 (CUDA_ERROR_INVALID_VALUE)", name, bytes, cuda.MaxSharedPerBlockOptIn)
+	}
+	d.optIn[name] = bytes
+	return nil
+}
+
+// figuresOf returns the figures a launch of name is checked against: a
+// test's override, else ptxas's for the kernel (a planted variant, "planted/x",
+// has x's), else only the hardware limits.
+func (d *Device) figuresOf(name string) (cuda.KernelFigures, bool) {
+	if f, ok := d.figures[name]; ok {
+		return f, true
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return cuda.Figures(name)
+}
+
+// mathULPs is the current perturbation of expf/logf/rsqrtf (SetMathULPs).
+var mathULPs int
+
+// SetMathULPs makes expf, logf and rsqrtf in every kernel return results n
+// ulp away from libm's, up or down by a hash of the argument (0: libm), and
+// returns the previous setting. The GPU's versions are within 2 ulp of the
+// true value where glibc's are within 1, so the conformance and full-model
+// suites must pass at n = 2 (TestPerturbedMath). GRPO_EMU_MATH_ULPS=n in the
+// environment sets it for a whole process. Call it only while no kernel
+// runs.
+func SetMathULPs(n int) int {
+	old := mathULPs
+	mathULPs = n
+	C.emu_set_math_ulps(C.int(n))
+	return old
 }
 
 // Substitute makes launches of kernel name run kernel with instead (for
@@ -135,6 +196,16 @@ func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, arg
 	d.flush() // the kernel runs after every copy queued before it
 	if with, ok := d.rename[name]; ok {
 		name = with
+	}
+	// The GPU's per-kernel limits: __launch_bounds__, registers × threads,
+	// shared memory without the opt-in (the runtime checks the rest).
+	if f, ok := d.figuresOf(name); ok {
+		threads := int(block.X) * int(block.Y) * int(block.Z)
+		if err := f.CheckLaunch(name, threads, sharedBytes, d.optIn[name]); err != nil {
+			return fmt.Errorf("emu: launching %w", err)
+		}
+	} else if sharedBytes > cuda.DefaultSharedPerBlock && d.optIn[name] < sharedBytes {
+		return fmt.Errorf("emu: launching %s: %d bytes of dynamic shared memory exceed the %d bytes a block gets without opting in (SetMaxDynamicShared)", name, sharedBytes, cuda.DefaultSharedPerBlock)
 	}
 	n := len(args)
 	// One C block for argument values, pointers and sizes: cgo forbids

@@ -12,4 +12,6 @@ extern "C" void emu_register_demo(const char* prefix) {
 	EMU_REG(demo_atomic_count);
 	EMU_REG(demo_divergent_barrier);
 	EMU_REG(demo_warp_block_sum);
+	EMU_REG(demo_static_shared_first_read);
+	EMU_REG(demo_math);
 }

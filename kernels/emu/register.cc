@@ -23,6 +23,7 @@ void emu_register_attention_backward(const char* prefix);
 void emu_register_sampling(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
+void emu_register_planted_oob(const char* prefix);
 void emu_register_demo(const char* prefix);
 }
 
@@ -47,6 +48,7 @@ extern "C" void emu_register_all(void) {
 		emu_register_sampling("");
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");
+		emu_register_planted_oob("planted-oob/");
 		emu_register_demo("demo/");
 	});
 }

@@ -24,6 +24,14 @@
 #include <ucontext.h>
 #endif
 
+// Under AddressSanitizer (the CI job that builds emu with
+// -fsanitize=address) every stack switch is announced, so ASan knows which
+// stack a fiber runs on and reports its accesses against the right bounds.
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace emu {
 
 thread_local ThreadState* cur_thread;
@@ -102,6 +110,13 @@ struct Launch;
 struct Worker {
 	std::vector<Fiber> fibers;
 	Context sched;
+	// The OS thread's own stack, where the scheduler runs (for ASan's
+	// fiber annotations; learnt at the first switch into a fiber).
+	const void* schedStack = nullptr;
+	size_t schedStackSize = 0;
+	// blockSerial numbers the blocks this thread has run, so a static
+	// shared variable knows whether this block has filled it yet.
+	unsigned long long blockSerial = 0;
 	BlockState block;
 	std::vector<unsigned char> dynShared;
 	Launch* launch = nullptr;
@@ -144,11 +159,28 @@ struct Launch {
 	}
 };
 
-void switchTo(Context* save, Context* to) {
+// switchTo saves the running context in save and resumes to, whose stack
+// is [stack, stack+size) (nullptr: the OS thread's own stack). last says
+// the saving context never runs again (a fiber that returned), which ASan
+// needs to forget its stack.
+void switchTo(Context* save, Context* to, const void* stack, size_t size, bool last = false) {
+#if EMU_ASAN
+	void* fake = nullptr;
+	if (!stack) {
+		stack = tw->schedStack;
+		size = tw->schedStackSize;
+	}
+	__sanitizer_start_switch_fiber(last ? nullptr : &fake, stack, size);
+#else
+	(void)stack, (void)size, (void)last;
+#endif
 #if defined(__x86_64__)
 	emu_ctx_switch(&save->sp, to->sp);
 #else
 	swapcontext(&save->uc, &to->uc);
+#endif
+#if EMU_ASAN
+	__sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
 }
 
@@ -156,10 +188,15 @@ void switchTo(Context* save, Context* to) {
 // good. The scheduler never resumes a kDone fiber.
 void fiberMain() {
 	Worker* w = tw;
+#if EMU_ASAN
+	// First entry: finish the switch the scheduler started, learning its
+	// stack's bounds.
+	__sanitizer_finish_switch_fiber(nullptr, &w->schedStack, &w->schedStackSize);
+#endif
 	Fiber* f = w->running;
 	w->launch->k.tramp(w->launch->k.fn, w->launch->args.data());
 	f->state = kDone;
-	switchTo(&f->ctx, &w->sched);
+	switchTo(&f->ctx, &w->sched, nullptr, 0, true);
 	__builtin_unreachable();
 }
 
@@ -260,6 +297,7 @@ void runBlock(Worker* w, Launch* L, uint64_t b) {
 	w->block.gdim = g;
 	size_t n = (size_t)d.x * d.y * d.z;
 	if (L->shared) memset(w->dynShared.data(), 0xff, L->shared);
+	w->blockSerial++;
 	for (size_t i = 0; i < n; i++) {
 		Fiber& f = w->fibers[i];
 		f.linear = (int)i;
@@ -276,7 +314,7 @@ void runBlock(Worker* w, Launch* L, uint64_t b) {
 			if (f.state != kRunnable) continue;
 			w->running = &f;
 			cur_thread = &f.ts;
-			switchTo(&w->sched, &f.ctx);
+			switchTo(&w->sched, &f.ctx, f.stack, kStackBytes);
 			if (L->failed) return;
 		}
 		w->forward = !fwd;
@@ -316,13 +354,31 @@ void park(State s) {
 	Worker* w = tw;
 	Fiber* f = w->running;
 	f->state = s;
-	switchTo(&f->ctx, &w->sched);
+	switchTo(&f->ctx, &w->sched, nullptr, 0);
 	// Resumed: the scheduler set cur_thread back to this fiber.
 }
 
 }  // namespace
 
 void* dynamic_shared() { return tw->dynShared.data(); }
+
+void fill_static_shared(void* p, size_t bytes, unsigned long long* block) {
+	if (*block == tw->blockSerial) return;
+	memset(p, 0xff, bytes);
+	*block = tw->blockSerial;
+}
+
+int math_ulps = 0;
+
+float perturb(float r, float x) {
+	if (math_ulps == 0 || r == 0 || !isfinite(r)) return r;
+	uint32_t b;
+	memcpy(&b, &x, 4);
+	b *= 0x9E3779B9u;  // Fibonacci hash: the sign bit depends on every bit of x
+	float toward = (b >> 31) ? INFINITY : -INFINITY;
+	for (int i = 0; i < math_ulps; i++) r = nextafterf(r, toward);
+	return r;
+}
 
 void syncthreads() { park(kAtBlockBarrier); }
 
@@ -356,7 +412,7 @@ void trap(const char* why) {
 	w->launch->fail(std::string("kernel trapped: ") + why);
 	Fiber* f = w->running;
 	f->state = kDone;
-	switchTo(&f->ctx, &w->sched);
+	switchTo(&f->ctx, &w->sched, nullptr, 0, true);
 	__builtin_unreachable();
 }
 
@@ -375,6 +431,8 @@ static void putErr(char* err, size_t errLen, const std::string& s) {
 	memcpy(err, s.data(), n);
 	err[n] = 0;
 }
+
+extern "C" void emu_set_math_ulps(int n) { emu::math_ulps = n; }
 
 extern "C" int emu_kernel_count(void) {
 	std::lock_guard<std::mutex> l(regMu);

@@ -38,6 +38,11 @@ void emu_gemm(int transA, int transB, int m, int n, int k, float alpha, const fl
 void emu_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
 		   const uint16_t* B, int ldb, float beta, float* C, int ldc);
 
+// emu_set_math_ulps makes expf, logf and rsqrtf in kernels return results
+// n ulp away from libm's (up or down by a hash of the argument); 0 restores
+// libm. Set it only while no kernel runs.
+void emu_set_math_ulps(int n);
+
 // emu_kernel_count reports how many kernels are registered (for tests).
 int emu_kernel_count(void);
 

@@ -26,11 +26,20 @@
 // unit can include the same .cu again (with a bug planted by a macro)
 // without clashing symbols; each TU registers its kernels by address.
 #define GRPO_KERNEL static
-// Static __shared__ variables are per OS thread: a worker thread runs one
-// block at a time, and all fibers of that block run on it, so thread-local
-// storage is exactly per-block storage (uninitialised between blocks, as on
-// a GPU).
-#define __shared__ thread_local
+// Static shared memory is declared GRPO_SHARED(T, name, dims) (common.cuh
+// makes it `__shared__ T name dims` under nvcc). Under emu the variable is
+// thread_local: a worker thread runs one block at a time, and all fibers of
+// that block run on it, so thread-local storage is exactly per-block
+// storage. The first thread of a block to reach the declaration fills it
+// with 0xFF bytes (NaN as float, -1 as int), as dynamic shared memory is, so
+// a read before the block wrote it shows up instead of seeing the previous
+// block's values. A bare __shared__ would skip the fill, so it does not
+// compile here.
+#define GRPO_SHARED(T, name, dims)                 \
+	thread_local T name dims;                  \
+	thread_local unsigned long long name##_emu_block_; \
+	::emu::fill_static_shared(&name, sizeof(name), &name##_emu_block_)
+#define __shared__ static_shared_memory_must_be_declared_with_GRPO_SHARED
 // Dynamic shared memory (extern __shared__ on a GPU): a per-block buffer of
 // the launch's sharedBytes, filled with 0xFF bytes (NaN as float) before
 // each block so a read before a write shows up.
@@ -61,6 +70,9 @@ extern thread_local ThreadState* cur_thread;
 extern thread_local BlockState* cur_block;
 
 void* dynamic_shared();
+// fill_static_shared fills a static shared variable of bytes at p once per
+// block: block holds the serial of the block that last filled it.
+void fill_static_shared(void* p, size_t bytes, unsigned long long* block);
 // Barriers switch fibers, so the compiler must not move memory accesses
 // across them: they are opaque calls defined in runtime.cc.
 __attribute__((noinline)) void syncthreads();
@@ -186,7 +198,21 @@ inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
 
 // ---- device math: the CUDA names over libm -------------------------------
 
-inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// expf, logf and rsqrtf go through emu::perturb: with emu_set_math_ulps(n)
+// (emu.SetMathULPs, or GRPO_EMU_MATH_ULPS=n in the environment) every
+// finite non-zero result moves n ulp up or down, the direction chosen by a
+// hash of the argument. The GPU's expf/logf are within 2 ulp of the true
+// value and its rsqrtf within 2 (CUDA C Programming Guide, appendix
+// "Mathematical Functions"), glibc's within 1: the conformance suites must
+// hold either way. n = 0 (the default) is libm.
+namespace emu {
+float perturb(float r, float x);
+}
+inline float grpo_emu_expf(float x) { return ::emu::perturb(::expf(x), x); }
+inline float grpo_emu_logf(float x) { return ::emu::perturb(::logf(x), x); }
+inline float rsqrtf(float x) { return ::emu::perturb(1.0f / sqrtf(x), x); }
+#define expf grpo_emu_expf
+#define logf grpo_emu_logf
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
 inline float __fdividef(float a, float b) { return a / b; }

@@ -8,19 +8,20 @@ import (
 )
 
 // TestAttentionBackwardSharedLimit checks that a GQA group too wide for
-// attention_backward_f32's 48 KiB of shared memory is refused in Go with
-// a message naming the shape, rather than failing at launch on a GPU
-// (where the emulator's 227 KiB limit would not catch it).
+// attention_backward_f32's shared memory even after opting in (sm_90's
+// 227 KiB) is refused in Go with a message naming the shape, rather than
+// failing at launch on a GPU. (Groups needing more than 48 KiB run:
+// TestAttentionBackwardOptsIn.)
 func TestAttentionBackwardSharedLimit(t *testing.T) {
 	b := New()
 	defer b.Close()
-	const nTok, nHead, nKV, headDim, maxLen = 1, 16, 1, 256, 1
+	const nTok, nHead, nKV, headDim, maxLen = 1, 64, 1, 256, 1
 	f := func(n int) kernels.Buffer { return b.Alloc(kernels.F32, n) }
 	q, kv := nTok*nHead*headDim, maxLen*nKV*headDim
 	slot, pos := b.Alloc(kernels.I32, nTok), b.Alloc(kernels.I32, nTok)
 	defer func() {
 		msg, _ := recover().(string)
-		if !strings.Contains(msg, "nHead/nKV 16 × headDim 256") || !strings.Contains(msg, "shared memory") {
+		if !strings.Contains(msg, "nHead/nKV 64 × headDim 256") || !strings.Contains(msg, "shared memory") {
 			t.Fatalf("want a panic naming the group and headDim, got %q", msg)
 		}
 	}()

@@ -40,16 +40,21 @@ for p in "${pids[@]}"; do
 done
 
 {
-	echo "# ptxas -arch=sm_90 -v, per kernel: registers, stack frame, spill stores/loads, static shared memory"
+	echo "# ptxas -arch=sm_90 -v, per kernel: registers, stack frame, spill stores/loads, static shared memory, __launch_bounds__ (.maxntid)"
 	echo "# $(nvcc --version | grep release)"
 	for ptx in "$out"/*.sm90.ptx; do
+		# The first input is the PTX itself, for each entry's .maxntid.
 		ptxas -arch=sm_90 -v -o /dev/null "$ptx" 2>&1 |
 			awk -v f="$(basename "$ptx")" '
+				FNR == NR { if ($1 == ".visible" && $2 == ".entry") { e = $3; sub(/\(.*/, "", e) }
+					if ($1 == ".maxntid") { v = $2; sub(/,/, "", v); ntid[e] = v }
+					next }
 				/Compiling entry function/ { k = $7; gsub(/['"'"'`]/, "", k) }
 				/bytes stack frame/ { split($0, a, ","); fr = a[1]; st = a[2]; ld = a[3]; gsub(/^ +/, "", fr); gsub(/^ +/, "", st); gsub(/^ +/, "", ld) }
 				/Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
 					sm = "0 bytes smem"; if (match($0, /[0-9]+ bytes smem/)) sm = substr($0, RSTART, RLENGTH);
-					printf "%-32s %-29s %3s registers, %s, %s, %s, %s\n", k, f, r, fr, st, ld, sm }'
+					nt = (k in ntid) ? ntid[k] : "none"
+					printf "%-32s %-29s %3s registers, %s, %s, %s, %s, maxntid %s\n", k, f, r, fr, st, ld, sm, nt }' "$ptx" -
 	done
 } >"$out/ptxas-sm90.txt"
 
