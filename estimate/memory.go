@@ -74,6 +74,17 @@ type EnvShape struct {
 	MaxTurns int
 	// MaxTokens caps each model turn ([sampling] or [eval.sampling]).
 	MaxTokens int
+	// ReplyTokens is the room kept for the environment's reply between
+	// turns (rollout.ReplyTokens); 0 means rollout.ReplyBudget.
+	ReplyTokens int
+}
+
+// replyTokens is s's reply room between turns.
+func (s EnvShape) replyTokens() int {
+	if s.ReplyTokens > 0 {
+		return s.ReplyTokens
+	}
+	return rollout.ReplyBudget
 }
 
 // AssumedPromptTokens is the prompt length used when no tokenizer is at
@@ -312,9 +323,9 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 	turns := max(1, s.MaxTurns)
 	what := fmt.Sprintf("prompt %d + max_tokens %d", s.PromptTokens, s.MaxTokens)
 	if turns > 1 {
-		what = fmt.Sprintf("prompt %d + %d turns × max_tokens %d + %d replies × %d", s.PromptTokens, turns, s.MaxTokens, turns-1, rollout.ReplyBudget)
+		what = fmt.Sprintf("prompt %d + %d turns × max_tokens %d + %d replies × %d", s.PromptTokens, turns, s.MaxTokens, turns-1, s.replyTokens())
 	}
-	if maxLen == mc.MaxPositions && s.PromptTokens+s.MaxTokens*turns+rollout.ReplyBudget*(turns-1) > maxLen {
+	if maxLen == mc.MaxPositions && s.PromptTokens+s.MaxTokens*turns+s.replyTokens()*(turns-1) > maxLen {
 		what += fmt.Sprintf(", capped at the model's context %d", mc.MaxPositions)
 	}
 	return what
@@ -335,7 +346,7 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // and the logits of each sequence (a host copy too on the CPU).
 func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
-	maxLen := rollout.CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
+	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
 	h, q, kv, inter, v := dims(mc)
 	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
 	var p phaseBytes

@@ -188,10 +188,38 @@ func (w *windowEnv) MaxTurns() int {
 	return 1
 }
 
+// ReplyTokens forwards env.ReplySizer (0: the default budget).
+func (w *windowEnv) ReplyTokens() int {
+	if rs, ok := w.Environment.(env.ReplySizer); ok {
+		return rs.ReplyTokens()
+	}
+	return 0
+}
+
+// Tools forwards env.ToolEnvironment, so a tool environment keeps its
+// tools when evaluated in windows.
+func (w *windowEnv) Tools() []env.Tool { return env.ToolsOf(w.Environment) }
+
 type countedEpisode struct {
 	env.Episode
 	done func()
 	once sync.Once
+}
+
+// Tools forwards env.ToolEpisode (nil: the environment's tools).
+func (c *countedEpisode) Tools() []env.Tool {
+	if te, ok := c.Episode.(env.ToolEpisode); ok {
+		return te.Tools()
+	}
+	return nil
+}
+
+// Close forwards io.Closer, so an episode's resources are released.
+func (c *countedEpisode) Close() error {
+	if cl, ok := c.Episode.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
 }
 
 func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]chat.Message, bool, error) {
@@ -237,6 +265,9 @@ func (r EvalResult) rowsFrom(exOff, roOff int) []EvalRow {
 	rows := make([]EvalRow, len(r.Trajectories))
 	for i, t := range r.Trajectories {
 		metrics := map[string]float64{}
+		for name, v := range t.ToolMetrics {
+			metrics[name] = v
+		}
 		for name, v := range t.Metrics {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) { // JSON has no NaN
 				metrics[name] = v

@@ -144,6 +144,11 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		for k, v := range t.Metrics {
 			metricSums["reward/"+k] += v
 		}
+		// Tool counters are the episode's, not the rubric's: tool_calls,
+		// tool_errors, tool_calls/<name>, as means per rollout.
+		for k, v := range t.ToolMetrics {
+			metricSums[k] += v
+		}
 	}
 	n := float64(len(trajs))
 	m["reward"] = sum / n

@@ -25,7 +25,7 @@ func init() {
 		summary: "list, show and install environments (builtin and environment.toml directories)",
 		usage:   "list | show ID [--args JSON] | score ID --input FILE.jsonl | install DIR|owner/name [--force]",
 		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
-alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
+alphabet-sort, gsm8k, wordle, math, wiki-search (primeintellect/ID names the same builtin).
 Builtins read the Lab's hub datasets by default, through the HF cache; env show
 says which, and the arg that selects data needing no network
 (dataset_name = "synthetic" for reverse-text, alphabet-sort and math).
@@ -61,6 +61,15 @@ A custom environment is a directory with environment.toml and its data:
   weight = 0.1
   # command: argv = ["python3", "reward.py"], timeout = "30s" (run in the env dir)
   # http: url, timeout, headers    judge: base_url, model, api_key_env, template
+
+  max_turns = 6                    # (top level) with tools: model turns per episode, default 10
+  [[tool]]                         # a function the model may call (OpenAI function schema)
+  name = "atlas"
+  description = "Look a country up."
+  parameters = { type = "object", properties = { country = { type = "string" } }, required = ["country"] }
+  url = "http://127.0.0.1:8000/atlas"   # POST the arguments as JSON; the reply body is the result
+  timeout = "10s"                  # headers = { Authorization = "Bearer ${TOKEN}" }
+  # command = ["python3", "tool.py"] instead of url: arguments on stdin, result on stdout, in the sandbox
 
 Environments in ./environments/ of the workspace are found too.
 
@@ -178,6 +187,7 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		}
 		tw.Flush()
 	}
+	showTools(w, e)
 	fmt.Fprintln(w, "\nSplits:")
 	var sample *env.Example
 	for _, split := range []string{"train", "eval"} {
