@@ -23,8 +23,7 @@ var gepaLayout = map[string][]string{
 }
 
 // checkGEPAConfigs: each GEPA config is TOML in that layout, with the
-// budget set, an environment grpo knows (wiki-search: the registry's
-// unknown-environment line, until it lands) and models that are
+// budget set, an environment grpo knows and models that are
 // endpoint ids of ../endpoints.toml or provider/model names.
 func checkGEPAConfigs(t *testing.T) {
 	t.Helper()
@@ -62,11 +61,7 @@ func checkGEPAConfigs(t *testing.T) {
 			t.Errorf("%s: %v %+v", p, err, g)
 		}
 		err := config.RegistryEnvCheck(g.Env.EnvID, g.Env.EnvArgs)
-		if strings.HasSuffix(g.Env.EnvID, "/wiki-search") {
-			if err == nil || !strings.Contains(err.Error(), "unknown environment") {
-				t.Errorf("%s: env_id %s: %v, want unknown environment", p, g.Env.EnvID, err)
-			}
-		} else if _, ok := env.Lookup(g.Env.EnvID); !ok || err != nil {
+		if _, ok := env.Lookup(g.Env.EnvID); !ok || err != nil {
 			t.Errorf("%s: env_id %q: %v", p, g.Env.EnvID, err)
 		}
 		eps, err := config.LoadEndpoints(filepath.Join(filepath.Dir(p), g.EndpointsPath))

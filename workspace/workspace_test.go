@@ -14,7 +14,7 @@ import (
 )
 
 // notYet are the Lab's environments that grpo does not have yet.
-var notYet = map[string]bool{"math-python": true, "wiki-search": true}
+var notYet = map[string]bool{"math-python": true}
 
 // TestWorkspace writes a workspace and checks that every config in it
 // parses and names valid environments, the example environment loads, and
@@ -73,8 +73,8 @@ func TestWorkspace(t *testing.T) {
 			continue
 		}
 		err = cfg.ValidateEnvs(config.RegistryEnvCheck)
-		// math-python and wiki-search are not builtins yet: the registry
-		// names them unknown. When they land, this test changes.
+		// math-python is not a builtin yet: the registry
+		// names it unknown. When it lands, this test changes.
 		if notYet[strings.TrimSuffix(filepath.Base(p), ".toml")] {
 			if err == nil || !strings.Contains(err.Error(), "unknown environment") || strings.Contains(err.Error(), "\n") {
 				t.Errorf("%s: %v, want the registry's one-line unknown environment", p, err)
