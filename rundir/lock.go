@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // LockName is the file in a run directory that its writer holds locked
@@ -28,21 +29,38 @@ func (e *BusyError) Error() string {
 		e.Dir, holder, filepath.Join(e.Dir, LockName))
 }
 
-// holderPID reads the PID a lock file records; 0 if it holds none.
+// holderPID reads the PID a lock file records; 0 if it holds none. The
+// holder writes its PID just after it takes the lock, so a second writer
+// that arrives in between would read an empty file: it waits up to
+// pidWait for the PID to appear.
 func holderPID(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
+	deadline := time.Now().Add(pidWait)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			return 0
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }
 
-// recordPID writes this process's PID into the held lock file f.
+// pidWait bounds how long a refused writer waits for the holder's PID.
+const pidWait = 2 * time.Second
+
+// recordPID writes this process's PID into the held lock file f: over the
+// old content first, then cut to length, so a reader never sees the file
+// empty once a PID has been recorded (only, briefly, a longer old one's
+// digits, which the new PID overwrites from the start).
 func recordPID(f *os.File) error {
-	if err := f.Truncate(0); err != nil {
+	b := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	if _, err := f.WriteAt(b, 0); err != nil {
 		return err
 	}
-	_, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return err
+	return f.Truncate(int64(len(b)))
 }
