@@ -24,7 +24,7 @@ func newLauncher(cfg Config) (launcher, error) {
 		return launcher{}, err
 	}
 	l := launcher{cfg: cfg}
-	if l.unsafe, err = unsafe(cfg.Logf); err != nil {
+	if l.unsafe, err = unsafeOptIn(cfg.Logf); err != nil {
 		return l, err
 	}
 	if l.prlimit, err = prlimitPath(); err != nil {
@@ -65,9 +65,12 @@ func (l launcher) innerEnv(home string) []string {
 // user namespace, so RLIMIT_NPROC counts this sandbox's processes only.
 func (l launcher) rlimitArgs(argv []string) []string {
 	c := l.cfg
+	// The hard CPU limit is a second past the soft one: at the soft limit the
+	// kernel sends SIGXCPU, which says why the code died; at a hard limit
+	// equal to it, SIGKILL would come first and say nothing.
 	cpu := int64(c.CPUTime.Seconds())
 	a := []string{l.prlimit,
-		"--cpu=" + strconv.FormatInt(cpu, 10),
+		"--cpu=" + strconv.FormatInt(cpu, 10) + ":" + strconv.FormatInt(cpu+1, 10),
 		"--as=" + strconv.FormatInt(c.AddressSpace, 10),
 		"--fsize=" + strconv.FormatInt(c.FileSize, 10),
 		"--nofile=" + strconv.Itoa(c.OpenFiles),

@@ -40,7 +40,6 @@ func RunCommand(ctx context.Context, cfg Config, argv []string, stdin []byte) (C
 	if err != nil {
 		return CommandResult{}, err
 	}
-	defer cleanup()
 
 	var (
 		mu      sync.Mutex
@@ -61,26 +60,22 @@ func RunCommand(ctx context.Context, cfg Config, argv []string, stdin []byte) (C
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second
-	if err := startLocked(cmd); err != nil {
-		return CommandResult{}, fmt.Errorf("sandbox: start: %v", err)
+	sp, err := l.start(cmd, cleanup)
+	if err != nil {
+		return CommandResult{}, err
 	}
-	exited := make(chan struct{})
-	go func() {
-		timer := time.NewTimer(c.Timeout)
-		defer timer.Stop()
-		select {
-		case <-exited:
-			return
-		case <-timer.C:
-			stop("timeout")
-		case <-ctx.Done():
-			stop("ctx")
-		case <-stopped:
-		}
-		killGroup(cmd.Process)
-	}()
-	cmd.Wait()
-	close(exited)
+	timer := time.NewTimer(c.Timeout)
+	defer timer.Stop()
+	select {
+	case <-sp.done:
+	case <-timer.C:
+		stop("timeout")
+	case <-ctx.Done():
+		stop("ctx")
+	case <-stopped:
+	}
+	sp.kill()
+	<-sp.done
 
 	out, outCut := stdout.bytes()
 	errb, errCut := stderr.bytes()

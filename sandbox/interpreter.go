@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ type Result struct {
 	TimedOut       bool   // the cell ran past Config.Timeout and its interpreter was killed
 	Truncated      bool   // Stdout or Stderr was cut to MaxOutput
 	Restarted      bool   // a fresh interpreter ran this cell: the episode's earlier one died, with its variables
+	RestartReason  string // when Restarted, how the earlier one ended
 	Count          int    // the cell's number within its interpreter (1 for the first)
 }
 
@@ -39,7 +39,7 @@ type Result struct {
 func (r Result) Text() string {
 	var parts []string
 	if r.Restarted {
-		parts = append(parts, "[note: the Python interpreter was restarted; variables from earlier calls are gone]")
+		parts = append(parts, "[note: the Python interpreter was restarted ("+r.RestartReason+"); variables from earlier calls are gone]")
 	}
 	if s := strings.TrimRight(r.Stdout, " \t\r\n"); s != "" {
 		parts = append(parts, s)
@@ -63,14 +63,26 @@ func (r Result) Text() string {
 
 // repl is one running REPL server in one sandbox.
 type repl struct {
-	cfg     Config
-	cmd     *exec.Cmd
-	req     *os.File // cells go here (the server's fd 0)
-	resFile *os.File // replies come from here (the server's fd 1)
-	res     *bufio.Reader
-	stderr  *capBuffer // bwrap's and python's own complaints
-	done    chan struct{}
-	once    sync.Once
+	*sandboxProc
+	cfg      Config
+	req      *os.File // cells go here (the server's fd 0)
+	resFile  *os.File // replies come from here (the server's fd 1)
+	res      *bufio.Reader
+	stderr   *capBuffer // bwrap's and python's own complaints
+	closeReq sync.Once
+	why      string // set when a call stopped the interpreter: how it ended
+}
+
+// ended says how a dead interpreter ended, for the next call's Result.
+func (r *repl) ended() string {
+	if r.why != "" {
+		return r.why
+	}
+	select {
+	case <-r.done:
+	case <-time.After(time.Second):
+	}
+	return "the previous one " + exitText(r.cmd.ProcessState, r.cfg.CPUTime)
 }
 
 // startREPL starts a sandboxed REPL server and waits until it is ready.
@@ -93,26 +105,20 @@ func startREPL(l launcher) (*repl, error) {
 		reqW.Close()
 		return nil, err
 	}
-	r := &repl{cfg: c, cmd: cmd, req: reqW, resFile: resR, res: bufio.NewReaderSize(resR, 64<<10),
-		stderr: &capBuffer{max: 4 << 10}, done: make(chan struct{})}
+	r := &repl{cfg: c, req: reqW, resFile: resR, res: bufio.NewReaderSize(resR, 64<<10), stderr: &capBuffer{max: 4 << 10}}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = reqR, resW, r.stderr
 	// The sandbox's death closes every copy of its pipes at once (the pid
 	// namespace goes with it); WaitDelay only guards against a bug there.
 	cmd.WaitDelay = time.Second
-	err = startLocked(cmd)
+	sp, err := l.start(cmd, cleanup)
 	reqR.Close()
 	resW.Close()
 	if err != nil {
-		cleanup()
 		reqW.Close()
 		resR.Close()
-		return nil, fmt.Errorf("sandbox: start: %v", err)
+		return nil, err
 	}
-	go func() {
-		cmd.Wait()
-		cleanup()
-		close(r.done)
-	}()
+	r.sandboxProc = sp
 	resR.SetReadDeadline(time.Now().Add(c.StartTimeout))
 	f, err := readFrame(r.res, r.maxFrame())
 	if err == nil && f[tagReady] == nil {
@@ -127,6 +133,9 @@ func startREPL(l launcher) (*repl, error) {
 		why, _ := r.stderr.bytes()
 		return nil, fmt.Errorf("sandbox: interpreter did not start: %v; %s %s", err, exitText(cmd.ProcessState, c.CPUTime), strings.TrimSpace(string(why)))
 	}
+	if testHookStarted != nil {
+		testHookStarted(cmd.Process.Pid)
+	}
 	return r, nil
 }
 
@@ -134,10 +143,8 @@ func startREPL(l launcher) (*repl, error) {
 func (r *repl) maxFrame() int { return 4*r.cfg.MaxOutput + 1024 }
 
 func (r *repl) kill() {
-	r.once.Do(func() {
-		killGroup(r.cmd.Process)
-		r.req.Close()
-	})
+	r.sandboxProc.kill()
+	r.closeReq.Do(func() { r.req.Close() })
 }
 
 func (r *repl) dead() bool {
@@ -190,8 +197,10 @@ func (r *repl) stopped(ctx context.Context, err error) (Result, error) {
 	const lost = "; the next call starts a fresh interpreter, so variables from earlier calls are gone"
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		r.why = fmt.Sprintf("the previous cell ran past the %v timeout", r.cfg.Timeout)
 		return Result{TimedOut: true, Error: fmt.Sprintf("TimeoutError: the cell ran longer than %v and was stopped%s", r.cfg.Timeout, lost)}, errStopped
 	case errors.Is(err, errFrame):
+		r.why = "the previous cell wrote to the control channel"
 		return Result{Error: "RuntimeError: the cell wrote garbage to the interpreter's control channel and the interpreter was stopped" + lost}, errStopped
 	}
 	// EOF or a broken pipe: the process died. Its status says how.
@@ -199,7 +208,9 @@ func (r *repl) stopped(ctx context.Context, err error) (Result, error) {
 	case <-r.done:
 	case <-time.After(time.Second):
 	}
-	return Result{Error: "RuntimeError: the interpreter " + exitText(r.cmd.ProcessState, r.cfg.CPUTime) + lost}, errStopped
+	how := exitText(r.cmd.ProcessState, r.cfg.CPUTime)
+	r.why = "the previous one " + how
+	return Result{Error: "RuntimeError: the interpreter " + how + lost}, errStopped
 }
 
 // text makes sandbox bytes safe to hand on: valid UTF-8, and when the bytes

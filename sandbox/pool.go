@@ -146,6 +146,7 @@ type Interpreter struct {
 
 	mu     sync.Mutex // guards r and closed, held only briefly
 	r      *repl      // nil after its process died, until the next Run
+	lost   string     // how the last interpreter ended, while r is nil
 	closed bool
 }
 
@@ -160,19 +161,21 @@ var errReleased = errors.New("sandbox: interpreter already released")
 func (it *Interpreter) Run(ctx context.Context, code string) (Result, error) {
 	it.run.Lock()
 	defer it.run.Unlock()
-	r, restarted, err := it.current(ctx)
+	r, lost, err := it.current(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	res, err := r.run(ctx, code)
-	res.Restarted = restarted
+	res.Restarted, res.RestartReason = lost != "", lost
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.closed {
 		return Result{}, errReleased
 	}
 	if err != nil {
-		it.r = nil
+		if it.r == r {
+			it.r, it.lost = nil, r.why
+		}
 		if !errors.Is(err, errStopped) {
 			return Result{}, err
 		}
@@ -181,36 +184,37 @@ func (it *Interpreter) Run(ctx context.Context, code string) (Result, error) {
 }
 
 // current returns the live interpreter, taking a fresh one from the pool
-// when the last one died.
-func (it *Interpreter) current(ctx context.Context) (r *repl, restarted bool, err error) {
+// when the last one died; lost then says how that one ended.
+func (it *Interpreter) current(ctx context.Context) (r *repl, lost string, err error) {
 	it.mu.Lock()
 	if it.closed {
 		it.mu.Unlock()
-		return nil, false, errReleased
+		return nil, "", errReleased
 	}
 	if it.r != nil && !it.r.dead() {
 		defer it.mu.Unlock()
-		return it.r, false, nil
+		return it.r, "", nil
 	}
-	if it.r != nil {
+	if it.r != nil { // died between calls (CPU limit, a thread's os._exit)
 		it.r.kill()
-		it.r = nil
+		it.lost, it.r = it.r.ended(), nil
 	}
+	lost = it.lost
 	it.mu.Unlock()
 	// Waiting for a warm interpreter must not hold mu: Release has to be
 	// able to end the episode meanwhile.
 	r, err = it.pool.take(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.closed {
 		r.kill()
-		return nil, false, errReleased
+		return nil, "", errReleased
 	}
-	it.r = r
-	return r, true, nil
+	it.r, it.lost = r, ""
+	return r, lost, nil
 }
 
 func (it *Interpreter) close() {

@@ -22,9 +22,9 @@ const (
 	unsafeMode = "unsafe-no-isolation"
 )
 
-// unsafe reports whether the user opted out of isolation, and warns once per
+// unsafeOptIn reports whether the user opted out of isolation, and warns once per
 // process when they did: the opt-out must never be silent.
-func unsafe(logf func(string, ...any)) (bool, error) {
+func unsafeOptIn(logf func(string, ...any)) (bool, error) {
 	switch v := os.Getenv(modeEnv); v {
 	case "", "bwrap":
 		return false, nil
