@@ -44,6 +44,10 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	w := &world{secret: fmt.Sprintf("s3cret-%d-%d", os.Getpid(), time.Now().UnixNano()), hostDir: t.TempDir()}
+	// Open to everyone, so that only the sandbox stands between a cell and
+	// this directory (the mutant that binds it must be able to write there).
+	os.Chmod(filepath.Dir(w.hostDir), 0o755)
+	os.Chmod(w.hostDir, 0o777)
 	t.Setenv("GRPO_SANDBOX_TEST_SECRET", w.secret)
 	wd, _ := os.Getwd()
 	for _, p := range []string{os.Getenv("HOME"), wd, "/root", "/home", "/work", "/var", "/run", w.hostDir} {
@@ -244,6 +248,13 @@ print("left behind")
 		}},
 	{name: "a fork that returns to the server", cell: func(*world) string { return "import os\nos.fork()\nx = 1\n" },
 		check: func(_ *world, r Result, _ time.Duration) error { return want(r.Error == "", "got %q", r.Error) }},
+	{name: "limits", cell: func(*world) string {
+		return "import resource as r\nprint([r.getrlimit(getattr(r, 'RLIMIT_' + n)) for n in ('CPU', 'AS', 'FSIZE', 'NOFILE', 'NPROC', 'CORE')])\n"
+	}, check: func(_ *world, r Result, _ time.Duration) error {
+		// Soft and hard: the CPU hard limit is a second past the soft one.
+		const limits = "[(2, 3), (268435456, 268435456), (8388608, 8388608), (256, 256), (16, 16), (0, 0)]\n"
+		return want(r.Stdout == limits, "want rlimits %q, got %q %q", limits, r.Stdout, r.Error)
+	}},
 	{name: "sys.exit", cell: func(*world) string { return "import sys\nsys.exit(3)\n" },
 		check: func(_ *world, r Result, _ time.Duration) error {
 			return want(strings.Contains(r.Error, "SystemExit: 3"), "got %q", r.Error)
