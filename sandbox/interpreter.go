@@ -192,6 +192,7 @@ func (r *repl) run(ctx context.Context, code string) (Result, error) {
 func (r *repl) stopped(ctx context.Context, err error) (Result, error) {
 	r.kill()
 	if ctx.Err() != nil {
+		r.why = "the previous call was cancelled"
 		return Result{}, ctx.Err()
 	}
 	const lost = "; the next call starts a fresh interpreter, so variables from earlier calls are gone"

@@ -174,7 +174,7 @@ func (it *Interpreter) Run(ctx context.Context, code string) (Result, error) {
 	}
 	if err != nil {
 		if it.r == r {
-			it.r, it.lost = nil, r.why
+			it.r, it.lost = nil, r.ended()
 		}
 		if !errors.Is(err, errStopped) {
 			return Result{}, err
