@@ -43,11 +43,15 @@ type Config struct {
 	// step's rollouts are split into micro-batches of at most this many
 	// tokens and their gradients accumulated (the update is the same as
 	// one big batch's).
-	MicroBatchTokens int         `toml:"micro_batch_tokens"`
-	LoRA             lora.Config `toml:"lora"`
-	Loss             loss.Config `toml:"loss"`
-	Optimizer        Optimizer   `toml:"optimizer"`
-	Checkpoint       Checkpoint  `toml:"checkpoint"`
+	MicroBatchTokens int `toml:"micro_batch_tokens"`
+	// MaxErrorSteps stops the run after this many consecutive steps in
+	// which every rollout failed (a broken rubric or environment trains on
+	// nothing); 0 never stops.
+	MaxErrorSteps int         `toml:"max_error_steps"`
+	LoRA          lora.Config `toml:"lora"`
+	Loss          loss.Config `toml:"loss"`
+	Optimizer     Optimizer   `toml:"optimizer"`
+	Checkpoint    Checkpoint  `toml:"checkpoint"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -251,6 +255,7 @@ func DefaultConfig() Config {
 		},
 		Device:           "cpu",
 		MicroBatchTokens: 8192,
+		MaxErrorSteps:    3,
 		LoRA:             lora.DefaultConfig(),
 		Loss:             loss.DefaultConfig(),
 		Optimizer:        DefaultOptimizer(),

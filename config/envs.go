@@ -23,6 +23,9 @@ func RegistryEnvCheck(id string, args map[string]any) error {
 		}
 		return fmt.Errorf("unknown environment; known: %s (or install one with `grpo env install DIR`)", strings.Join(ids, ", "))
 	}
+	if spec.RawArgs {
+		return nil // the environment checks its own args when it loads
+	}
 	var names []string
 	for _, a := range spec.Args {
 		names = append(names, a.Name)

@@ -18,6 +18,9 @@ type Spec struct {
 	Aliases []string
 	// Description is one line for `grpo env list`.
 	Description string
+	// Data says where the examples come from by default and which arg
+	// selects other data; `grpo env show` prints it.
+	Data string
 	// RewardScale, when not 0, says that the environment's reward is the
 	// reference implementation's (verifiers') weighted sum times this
 	// factor, which keeps it in [0, 1]; the sub-metrics are unscaled.
@@ -30,6 +33,10 @@ type Spec struct {
 	// Dir is the directory of an installed environment.toml environment,
 	// "" for one registered from Go.
 	Dir string
+	// RawArgs passes a config's args to New as they are, unchecked: the
+	// environment validates them itself (a Python environment's
+	// load_environment does). Args is then empty.
+	RawArgs bool
 }
 
 // primePrefix is the owner of Prime Intellect's hub environments; a config
@@ -116,11 +123,14 @@ func find(id string) (Spec, error) {
 	if !errors.Is(err, errNotInstalled) {
 		return Spec{}, err
 	}
+	if s, ok := findPythonEnv(id); ok {
+		return s, nil
+	}
 	var ids []string
 	for _, s := range List() {
 		ids = append(ids, s.ID)
 	}
-	return Spec{}, fmt.Errorf("env %q not found; known environments: %s; install a custom one with `grpo env install DIR`",
+	return Spec{}, fmt.Errorf("env %q not found; known environments: %s; install a custom one with `grpo env install DIR`, or a verifiers one with `grpo env install owner/name`",
 		id, strings.Join(ids, ", "))
 }
 
@@ -154,12 +164,17 @@ func New(id string, args map[string]any) (Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := validateArgs(s.ID, s.Args, args)
-	if err != nil {
-		return nil, err
+	a := Args(args)
+	if !s.RawArgs {
+		if a, err = validateArgs(s.ID, s.Args, args); err != nil {
+			return nil, err
+		}
 	}
 	e, err := s.New(a)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "env "+s.ID+": ") {
+			return nil, err // it names the environment already
+		}
 		return nil, fmt.Errorf("env %s: %w", s.ID, err)
 	}
 	return e, nil

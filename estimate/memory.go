@@ -74,6 +74,17 @@ type EnvShape struct {
 	MaxTurns int
 	// MaxTokens caps each model turn ([sampling] or [eval.sampling]).
 	MaxTokens int
+	// ReplyTokens is the room kept for the environment's reply between
+	// turns (rollout.ReplyTokens); 0 means rollout.ReplyBudget.
+	ReplyTokens int
+}
+
+// replyTokens is s's reply room between turns.
+func (s EnvShape) replyTokens() int {
+	if s.ReplyTokens > 0 {
+		return s.ReplyTokens
+	}
+	return rollout.ReplyBudget
 }
 
 // AssumedPromptTokens is the prompt length used when no tokenizer is at
@@ -159,7 +170,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	var worst phaseBytes
 	for _, s := range train {
-		p := samplingBytes(mc, cfg, targets, s, dev)
+		p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev)
 		longest = max(longest, p.maxLen)
 		if p.total() > worst.total() {
 			worst = p
@@ -174,7 +185,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p := samplingBytes(mc, cfg, targets, s, dev); p.total() > worstEval.total() {
+			if p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev); p.total() > worstEval.total() {
 				worstEval = p
 			}
 		}
@@ -312,9 +323,9 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 	turns := max(1, s.MaxTurns)
 	what := fmt.Sprintf("prompt %d + max_tokens %d", s.PromptTokens, s.MaxTokens)
 	if turns > 1 {
-		what = fmt.Sprintf("prompt %d + %d turns × max_tokens %d + %d replies × %d", s.PromptTokens, turns, s.MaxTokens, turns-1, rollout.ReplyBudget)
+		what = fmt.Sprintf("prompt %d + %d turns × max_tokens %d + %d replies × %d", s.PromptTokens, turns, s.MaxTokens, turns-1, s.replyTokens())
 	}
-	if maxLen == mc.MaxPositions && s.PromptTokens+s.MaxTokens*turns+rollout.ReplyBudget*(turns-1) > maxLen {
+	if maxLen == mc.MaxPositions && s.PromptTokens+s.MaxTokens*turns+s.replyTokens()*(turns-1) > maxLen {
 		what += fmt.Sprintf(", capped at the model's context %d", mc.MaxPositions)
 	}
 	return what
@@ -333,9 +344,9 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape, dev string) phaseBytes {
+func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
-	maxLen := rollout.CacheLen(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns)
+	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
 	h, q, kv, inter, v := dims(mc)
 	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
 	var p phaseBytes
@@ -344,7 +355,7 @@ func samplingBytes(mc *model.Config, cfg *config.Config, targets int, s EnvShape
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
 	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
-		int64(mc.NumLayers)*int64(targets)*n*int64(cfg.LoRA.Rank)*f32Bytes
+		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
 	// The logits stay on the backend (Backend.Sample returns only tokens and

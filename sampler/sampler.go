@@ -28,6 +28,11 @@ type Config struct {
 	PrefillTokens int
 }
 
+// cacheLenSource says where a sequence's cache length comes from, for
+// messages that must name a setting a user can change: max_len is the
+// sampler's own field, which nobody sets by hand.
+const cacheLenSource = "rollouts size it as prompt + [sampling] max_tokens per turn, capped at the model's max_position_embeddings"
+
 // Sampler generates for many sequences at once over one model and one KV
 // cache. It is used by one goroutine at a time.
 type Sampler struct {
@@ -96,7 +101,7 @@ func (s *Sampler) Start(prompt []int32, p Params) (*Seq, error) {
 	case len(prompt) == 0:
 		return nil, fmt.Errorf("empty prompt: a sequence needs at least one token to condition on")
 	case len(prompt) >= s.cfg.MaxLen:
-		return nil, fmt.Errorf("prompt of %d tokens leaves no room in the cache length %d; raise max_len or shorten the prompt", len(prompt), s.cfg.MaxLen)
+		return nil, fmt.Errorf("prompt of %d tokens leaves no room in the cache length %d (%s); shorten the prompt (the system prompt or the example's text)", len(prompt), s.cfg.MaxLen, cacheLenSource)
 	case len(s.free) == 0:
 		return nil, fmt.Errorf("all %d cache slots hold sequences; Release finished ones or raise slots", s.cfg.Slots)
 	}

@@ -71,7 +71,7 @@ func (q *Seq) Append(tokens ...int32) error {
 		return fmt.Errorf("append to a released sequence")
 	}
 	if len(tokens) > q.Room() {
-		return fmt.Errorf("appending %d tokens to a sequence of %d exceeds the cache length %d (raise max_len or shorten the environment's replies)", len(tokens), len(q.tokens), q.s.cfg.MaxLen)
+		return fmt.Errorf("appending %d tokens to a sequence of %d exceeds the cache length %d (%s); shorten the environment's replies", len(tokens), len(q.tokens), q.s.cfg.MaxLen, cacheLenSource)
 	}
 	v := q.s.m.Config.VocabSize
 	for i, t := range tokens {

@@ -25,6 +25,11 @@ type EvalOptions struct {
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k; default 1 (fully correct).
 	PassThreshold float64
+	// Rows, when set, receives each pass's results rows as soon as
+	// EvaluateInBatches finishes the pass, and the result then keeps no
+	// trajectories: memory holds one pass, however many rollouts the eval
+	// has. Evaluate itself ignores it.
+	Rows func([]EvalRow) error
 }
 
 // EvalResult is one environment's evaluation.

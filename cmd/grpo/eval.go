@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,8 +124,11 @@ save_results, ...) are accepted and ignored with a warning.
 
 Defaults are Prime's: 5 examples, 3 rollouts each; max_tokens 512,
 temperature 1. Rollouts run in passes of --batch (each pass holds a KV
-cache slot per rollout); a split that fits one pass is sampled exactly as
-the trainer's periodic eval samples it.
+cache slot per rollout; an example with more rollouts than --batch is split
+into several passes); a split that fits one pass is sampled exactly as
+the trainer's periodic eval samples it. An eval whose estimated memory (one
+pass plus every result, held until the results file is written) exceeds the
+free memory is refused before it starts.
 
 Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1
@@ -231,15 +235,17 @@ func runEval(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
-	results, runErr := trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
-		Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
-		OnStart: bar.start, OnDone: bar.done,
+	results, runErr, err := streamEvalResults(out, func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error) {
+		return trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
+			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
+			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out),
+		})
 	})
 	bar.finish()
+	if err != nil {
+		return err
+	}
 	if len(results) > 0 {
-		if err := writeEvalResults(out, results); err != nil {
-			return err
-		}
 		if err := printEvalTable(stdout, results, specs); err != nil {
 			return err
 		}
@@ -254,24 +260,41 @@ func runEval(args []string) error {
 	return nil
 }
 
-// writeEvalResults writes every rollout of results to path as JSONL,
-// through a temporary file so a failed write leaves no half file.
-func writeEvalResults(path string, results []trainer.EvalResult) error {
-	var b strings.Builder
-	for _, r := range results {
-		if err := trainer.WriteEvalRows(&b, r.Rows()); err != nil {
-			return err
-		}
-	}
+// streamEvalResults runs the evals with a sink that writes each pass's
+// rows to path as JSONL as soon as the pass ends, so the results never sit
+// in memory all at once. The file goes through a temporary one: it appears
+// only complete, and not at all when the evals fail before the first row
+// (an interrupted or failed eval keeps the rows of the passes it finished).
+// err is a problem writing the file; runErr the evals' own.
+func streamEvalResults(path string, run func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error)) (results []trainer.EvalResult, runErr, err error) {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("--output %s: %w", path, err)
+			return nil, nil, fmt.Errorf("--output %s: %w", path, err)
 		}
 	}
-	if err := atomicfile.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("--output %s: %w", path, err)
+	errNoRows := errors.New("no results")
+	written := 0
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		results, runErr = run(func(rows []trainer.EvalRow) error {
+			written += len(rows)
+			if err := trainer.WriteEvalRows(bw, rows); err != nil {
+				return err
+			}
+			return bw.Flush()
+		})
+		if written == 0 {
+			return errNoRows
+		}
+		return bw.Flush()
+	})
+	if errors.Is(err, errNoRows) {
+		err = nil
 	}
-	return nil
+	if err != nil {
+		return results, runErr, fmt.Errorf("--output %s: %w", path, err)
+	}
+	return results, runErr, nil
 }
 
 func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []config.EvalSpec) error {

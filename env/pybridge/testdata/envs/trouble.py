@@ -1,0 +1,28 @@
+"""A verifiers environment that misbehaves on request, for grpo's bridge
+tests: its env_response crashes the process, hangs, or raises."""
+
+import os
+import time
+
+import verifiers as vf
+
+
+class TroubleEnv(vf.MultiTurnEnv):
+    async def env_response(self, messages, state, **kwargs):
+        what = messages[-1]["content"]
+        if what == "crash":
+            print("about to crash", flush=True)  # goes to stderr, not the protocol stream
+            os.write(2, b"ZeroDivisionError: the env fell over\n")
+            os._exit(7)
+        if what == "hang":
+            time.sleep(3600)  # blocks the event loop, as a sync call would
+        if what == "raise":
+            raise KeyError("no such board")
+        if what == "vf-error":
+            raise vf.Error("the tool failed")
+        return [{"role": "user", "content": "again"}]
+
+
+def load_environment():
+    rows = [{"question": "Say something.", "answer": ""}]
+    return TroubleEnv(dataset=rows, rubric=vf.Rubric(funcs=[lambda **k: 0.5]), max_turns=5)
