@@ -125,7 +125,7 @@ func (r *run) evaluate(ctx context.Context) error {
 	row["reward"] = reward
 	r.bar.note("eval step %d: reward %.3f", r.step, reward)
 	r.dir.Logf("eval step %d reward %.4f", r.step, reward)
-	return r.dir.AppendJSONL("eval.jsonl", row)
+	return r.sinks.Eval(row)
 }
 
 type evalEnv struct {
