@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -23,7 +25,9 @@ const (
 	TypeCompletions = "openai_completions"
 )
 
-var knownTypes = []string{TypeChat, TypeCompletions, "openai_chat_completions_token", "openai_responses", "renderer", "anthropic_messages", "nemorl_chat_completions"}
+// knownTypes are the client types verifiers accepts (8d4b33247's four and
+// its later ones), so a Lab file loads whatever it names.
+var knownTypes = []string{TypeChat, TypeCompletions, "openai_chat_completions_token", "anthropic_messages", "openai_responses", "renderer", "nemorl_chat_completions"}
 
 // Endpoint is one [[endpoint]] table.
 type Endpoint struct {
@@ -45,177 +49,168 @@ type Registry struct {
 	Path string
 	byID map[string][]Endpoint
 	ids  []string
-	// Warnings lists keys the file sets that grpo does not know (the Lab
-	// may add some); they are ignored.
-	Warnings []string
 }
 
 // keys of an [[endpoint]] table, with the Lab's alternative spellings.
 var endpointKeys = []string{"endpoint_id", "model", "url", "api_base_url", "key", "api_key_var", "type", "api_client_type", "headers", "extra_headers"}
 
-// Load reads path: an endpoints.toml file, or a directory holding one.
+// Load reads path: an endpoints.toml file, or a directory holding one (as
+// endpoints_path = "configs" and "../endpoints.toml" are both written).
 func Load(path string) (*Registry, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "endpoints.toml")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("endpoints: %w", err)
+		return nil, fmt.Errorf("reading endpoints: %w", err)
 	}
 	return Parse(data, path)
 }
 
 // Parse reads an endpoints.toml given as data; source names it in errors.
+// Every problem is reported, each as source:line:col with its fix. Keys
+// verifiers does not read are errors here (it ignores them), since a typo
+// would otherwise lose a setting silently.
 func Parse(data []byte, source string) (*Registry, error) {
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %v", source, err)
+		return nil, fmt.Errorf("%s: %v; the file holds [[endpoint]] tables with endpoint_id, model, url and key", source, err)
 	}
+	src := tomlschema.Scan(source, data)
 	r := &Registry{Path: source, byID: map[string][]Endpoint{}}
-	var problems []string
+	var errs []error
+	keys := make([]string, 0, len(raw))
 	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
 		if k != "endpoint" {
-			problems = append(problems, fmt.Sprintf("top-level key %q is unknown; the file holds [[endpoint]] tables", k))
+			errs = append(errs, src.At(fmt.Sprintf("top-level key %s is unknown; the file holds [[endpoint]] tables", k), k))
 		}
 	}
 	var tables []any
 	if v, ok := raw["endpoint"]; ok {
 		if tables, ok = v.([]any); !ok {
-			problems = append(problems, "endpoint must be an array of tables: write [[endpoint]], not [endpoint]")
+			errs = append(errs, src.At("endpoint must be an array of tables: write [[endpoint]], not [endpoint]", "endpoint"))
 		}
 	}
 	for i, t := range tables {
 		tab, ok := t.(map[string]any)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("[[endpoint]] %d is not a table", i+1))
+			errs = append(errs, src.At(fmt.Sprintf("[[endpoint]] %d is not a table", i+1), "endpoint"))
 			continue
 		}
-		ep, errs, warns := parseEndpoint(tab)
-		for _, e := range errs {
-			problems = append(problems, fmt.Sprintf("[[endpoint]] %d%s: %s", i+1, idNote(tab), e))
-		}
-		for _, w := range warns {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: [[endpoint]] %d%s: %s", source, i+1, idNote(tab), w))
-		}
-		if len(errs) == 0 {
+		ep, problems := parseEndpoint(src, i, tab)
+		errs = append(errs, problems...)
+		if len(problems) == 0 {
 			if _, seen := r.byID[ep.ID]; !seen {
 				r.ids = append(r.ids, ep.ID)
 			}
 			r.byID[ep.ID] = append(r.byID[ep.ID], ep)
 		}
 	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("%s:\n  %s", source, strings.Join(problems, "\n  "))
+	if len(tables) == 0 && len(errs) == 0 {
+		errs = append(errs, src.At(`no [[endpoint]] table; add one per model: [[endpoint]] endpoint_id = "…" model = "…" url = "…" key = "ENV_VAR"`))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return r, nil
 }
 
-func idNote(tab map[string]any) string {
-	if id, ok := tab["endpoint_id"].(string); ok && id != "" {
-		return fmt.Sprintf(" (endpoint_id %q)", id)
+// parseEndpoint checks table i as verifiers does: endpoint_id, model, url
+// and key are strings (url/api_base_url, key/api_key_var and
+// type/api_client_type are two spellings that must agree), type is one of
+// the Lab's client types, headers (or extra_headers) a table of strings.
+// Each problem points at its key's line.
+func parseEndpoint(src *tomlschema.Source, i int, tab map[string]any) (Endpoint, []error) {
+	at := func(key, msg string) error {
+		p := "endpoint." + strconv.Itoa(i)
+		return src.At(fmt.Sprintf("[[endpoint]] %d: %s", i+1, msg), p+"."+key, p)
 	}
-	return ""
-}
-
-// parseEndpoint checks one table as verifiers does: endpoint_id, model,
-// url and key are strings (url/api_base_url and key/api_key_var are two
-// spellings that must agree), type is one of the Lab's client types, and
-// headers (or extra_headers) is a table of strings.
-func parseEndpoint(tab map[string]any) (ep Endpoint, errs, warns []string) {
-	str := func(key string) (string, bool) {
-		v, ok := tab[key]
-		if !ok {
-			return "", false
-		}
-		s, isStr := v.(string)
-		if !isStr {
-			errs = append(errs, fmt.Sprintf("%s = %v: want a string", key, v))
-		}
-		return s, isStr
-	}
-	either := func(a, b string) (string, bool) {
-		va, oka := str(a)
-		vb, okb := str(b)
-		if oka && okb && va != vb {
-			errs = append(errs, fmt.Sprintf("%s = %q and %s = %q disagree; keep one", a, va, b, vb))
-		}
-		if oka {
-			return va, true
-		}
-		return vb, okb
-	}
-	var ok bool
-	if ep.ID, ok = str("endpoint_id"); !ok || ep.ID == "" {
-		errs = append(errs, `endpoint_id is missing: give each [[endpoint]] an endpoint_id = "name"`)
-	}
-	if ep.Model, ok = str("model"); !ok || ep.Model == "" {
-		errs = append(errs, `model is missing: the model name the server serves, e.g. model = "gpt-4.1-mini"`)
-	}
-	if ep.URL, ok = either("url", "api_base_url"); !ok || ep.URL == "" {
-		errs = append(errs, `url is missing: the API root, e.g. url = "https://api.openai.com/v1"`)
-	} else if !strings.HasPrefix(ep.URL, "http://") && !strings.HasPrefix(ep.URL, "https://") {
-		errs = append(errs, fmt.Sprintf("url = %q: want an http:// or https:// address", ep.URL))
-	}
-	if ep.KeyVar, ok = either("key", "api_key_var"); !ok {
-		errs = append(errs, `key is missing: the NAME of the environment variable holding the API key, e.g. key = "OPENAI_API_KEY" ("" for none)`)
-	}
-	if _, ok := tab["client_type"]; ok {
-		errs = append(errs, "client_type is no longer a key of the registry; write type")
-	}
-	ep.Type, _ = either("type", "api_client_type")
-	if ep.Type == "" {
-		ep.Type = TypeChat
-	}
-	known := false
-	for _, t := range knownTypes {
-		known = known || t == ep.Type
-	}
-	if !known {
-		errs = append(errs, fmt.Sprintf("type = %q is unknown; the Lab's types are %s", ep.Type, strings.Join(knownTypes, ", ")))
-	}
-	h, hasH := tab["headers"]
-	eh, hasEH := tab["extra_headers"]
-	if hasH && hasEH {
-		errs = append(errs, "headers and extra_headers are both set; keep one")
-	}
-	if !hasH {
-		h = eh
-	}
-	if h != nil {
-		m, isMap := h.(map[string]any)
-		if !isMap {
-			errs = append(errs, "headers must be a table of strings, e.g. headers = { X-Team = \"t1\" }")
-		}
-		ep.Headers = map[string]string{}
-		for k, v := range m {
+	var errs []error
+	str := func(keys ...string) string {
+		var val, from string
+		for _, k := range keys {
+			v, ok := tab[k]
+			if !ok {
+				continue
+			}
 			s, isStr := v.(string)
 			if !isStr {
-				errs = append(errs, fmt.Sprintf("headers.%s = %v: want a string", k, v))
+				errs = append(errs, at(k, fmt.Sprintf("%s must be a string", k)))
+				continue
 			}
-			ep.Headers[k] = s
+			if from != "" && s != val {
+				errs = append(errs, at(k, fmt.Sprintf("%s = %q conflicts with %s = %q; keep one", k, s, from, val)))
+				continue
+			}
+			val, from = s, k
+		}
+		return val
+	}
+	ep := Endpoint{ID: str("endpoint_id"), Model: str("model"), URL: str("url", "api_base_url"), KeyVar: str("key", "api_key_var"), Type: str("type", "api_client_type")}
+	for _, req := range [][]string{{"endpoint_id"}, {"model"}, {"url", "api_base_url"}, {"key", "api_key_var"}} {
+		if !slices.ContainsFunc(req, func(k string) bool { _, ok := tab[k]; return ok }) {
+			errs = append(errs, at(req[0], fmt.Sprintf("%s is missing; every endpoint needs endpoint_id, model, url and key (the name of the environment variable with the API key, \"\" for none)", req[0])))
 		}
 	}
+	if _, ok := tab["endpoint_id"]; ok && ep.ID == "" {
+		errs = append(errs, at("endpoint_id", "endpoint_id is empty; name the endpoint"))
+	}
+	if ep.URL != "" && !strings.HasPrefix(ep.URL, "http://") && !strings.HasPrefix(ep.URL, "https://") {
+		errs = append(errs, at("url", fmt.Sprintf("url = %q: want an http:// or https:// address", ep.URL)))
+	}
+	if ep.Type == "" {
+		ep.Type = TypeChat
+	} else if !slices.Contains(knownTypes, ep.Type) {
+		errs = append(errs, at("type", fmt.Sprintf("type %q is unknown; use one of %v", ep.Type, knownTypes)))
+	}
+	_, h1 := tab["headers"]
+	_, h2 := tab["extra_headers"]
+	if h1 && h2 {
+		errs = append(errs, at("extra_headers", "use only one of headers and extra_headers"))
+	}
+	for _, k := range []string{"headers", "extra_headers"} {
+		v, ok := tab[k]
+		if !ok {
+			continue
+		}
+		t, isTable := v.(map[string]any)
+		if !isTable {
+			errs = append(errs, at(k, k+" must be a table of header = value strings"))
+			continue
+		}
+		ep.Headers = map[string]string{}
+		for hk, hv := range t {
+			s, ok := hv.(string)
+			if !ok {
+				errs = append(errs, at(k+"."+hk, fmt.Sprintf("header %q must be a string", hk)))
+			}
+			ep.Headers[hk] = s
+		}
+	}
+	var unknown []string
 	for k := range tab {
-		if !contains(endpointKeys, k) && k != "client_type" {
-			w := fmt.Sprintf("key %q is unknown and ignored", k)
-			if c := tomlschema.Closest(k, endpointKeys); c != "" {
-				w += fmt.Sprintf("; did you mean %q?", c)
-			}
-			warns = append(warns, w)
+		if !slices.Contains(endpointKeys, k) {
+			unknown = append(unknown, k)
 		}
 	}
-	sort.Strings(warns)
-	sort.Strings(errs)
-	return ep, errs, warns
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		msg := fmt.Sprintf("unknown key %s", k)
+		switch near := tomlschema.Closest(k, endpointKeys); {
+		case k == "client_type":
+			msg += "; verifiers no longer reads it: write type"
+		case near != "":
+			msg += fmt.Sprintf("; did you mean %s?", near)
+		default:
+			msg += fmt.Sprintf("; an endpoint takes %v", endpointKeys)
 		}
+		errs = append(errs, at(k, msg))
 	}
-	return false
+	return ep, errs
 }
 
 // Lookup returns the replicas of endpoint id.

@@ -52,50 +52,59 @@ func TestParseLabFile(t *testing.T) {
 	if g, _ := r.Lookup("gpt-4.1-mini"); g[0].KeyVar != "OPENAI_API_KEY" {
 		t.Errorf("key var %q", g[0].KeyVar)
 	}
-	if len(r.Warnings) != 0 {
-		t.Errorf("warnings %v", r.Warnings)
-	}
 }
 
-// TestParseReportsEveryProblem: one error lists each bad table's problems.
+// TestParseReportsEveryProblem: one error lists every problem, each at
+// its line with the fix.
 func TestParseReportsEveryProblem(t *testing.T) {
-	bad := `
-[[endpoint]]
+	bad := `[[endpoint]]
+endpoint_id = "a"
 model = "m"
-url = "ftp://x"
-key = "K"
+url = "http://u"
+kye = "K"
 
 [[endpoint]]
 endpoint_id = "b"
-model = "m"
-url = "http://a/v1"
-api_base_url = "http://b/v1"
+model = 3
+url = "http://u"
+api_base_url = "http://v"
 key = "K"
 type = "grpc"
 
 [[endpoint]]
 endpoint_id = "c"
-url = "http://a/v1"
+model = "m"
+url = "ftp://x"
 key = "K"
 headers = { X = 1 }
-modle = "typo"
 `
-	_, err := Parse([]byte(bad), "e.toml")
-	if err == nil {
-		t.Fatal("no error")
+	_, err := Parse([]byte(bad), "endpoints.toml")
+	want := []string{
+		"endpoints.toml:1:3: [[endpoint]] 1: key is missing",
+		"endpoints.toml:5:1: [[endpoint]] 1: unknown key kye; did you mean key?",
+		"endpoints.toml:9:1: [[endpoint]] 2: model must be a string",
+		`endpoints.toml:11:1: [[endpoint]] 2: api_base_url = "http://v" conflicts with url = "http://u"`,
+		`endpoints.toml:13:1: [[endpoint]] 2: type "grpc" is unknown`,
+		`endpoints.toml:18:1: [[endpoint]] 3: url = "ftp://x": want an http:// or https:// address`,
+		`endpoints.toml:20:13: [[endpoint]] 3: header "X" must be a string`,
 	}
-	for _, want := range []string{"endpoint_id is missing", `url = "ftp://x"`, "disagree", `type = "grpc" is unknown`, `(endpoint_id "c"): model is missing`, "headers.X = 1"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
+	if err == nil {
+		t.Fatal("bad endpoints accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d problems:\n%v", len(lines), err)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("problem %d = %q, want %q", i+1, lines[i], w)
 		}
 	}
-	good := strings.Replace(labFile, `key = "OPENAI_API_KEY"`, "key = \"OPENAI_API_KEY\"\nmodle = \"x\"", 1)
-	r, err := Parse([]byte(good), "e.toml")
-	if err != nil {
-		t.Fatal(err)
+	if _, err := Parse([]byte("x = 1\n"), "e.toml"); err == nil || !strings.Contains(err.Error(), "e.toml:1:1: top-level key x is unknown") {
+		t.Errorf("a stray key: %v", err)
 	}
-	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], `did you mean "model"`) {
-		t.Errorf("warnings %v", r.Warnings)
+	if _, err := Parse([]byte("# nothing\n"), "e.toml"); err == nil || !strings.Contains(err.Error(), "no [[endpoint]]") {
+		t.Errorf("no endpoints: %v", err)
 	}
 }
 
