@@ -43,7 +43,7 @@ func TestEvalOnAnEndpoint(t *testing.T) {
 	var code int
 	var stdout, stderr string
 	withOSStderr(t, func() {
-		code, stdout, stderr = runCLI("eval", "reverse-text", "-m", "served", "--endpoints", reg, "-n", "2", "-r", "2", "--max-tokens", "4", "--output", out)
+		code, stdout, stderr = runCLI("eval", "reverse-text", "-m", "served", "--endpoints", reg, "--args", `{"dataset_name": "synthetic"}`, "-n", "2", "-r", "2", "--max-tokens", "4", "--output", out)
 	})
 	if code != 0 || !strings.Contains(stdout, "reverse-text") {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
@@ -56,7 +56,7 @@ func TestEvalOnAnEndpoint(t *testing.T) {
 		t.Errorf("the server finished %d requests, want 4 (one per rollout)", st.Finished)
 	}
 	withOSStderr(t, func() {
-		code, _, stderr = runCLI("eval", "reverse-text", "-m", "served", "--adapter", "x", "--endpoints", reg, "-n", "1", "-r", "1")
+		code, _, stderr = runCLI("eval", "reverse-text", "-m", "served", "--adapter", "x", "--endpoints", reg, "--args", `{"dataset_name": "synthetic"}`, "-n", "1", "-r", "1")
 	})
 	if code == 0 || !strings.Contains(stderr, "load the adapter on the server") {
 		t.Errorf("--adapter with an endpoint: exit %d %s", code, stderr)
