@@ -167,6 +167,13 @@ type Wandb struct {
 	Project string `toml:"project"`
 	Name    string `toml:"name"`
 	Entity  string `toml:"entity"`
+	// Group and Tags are prime-rl's [wandb] keys of the same names
+	// (W&B's run group and tags).
+	Group string   `toml:"group"`
+	Tags  []string `toml:"tags"`
+	// Offline writes the W&B run to the run directory only (for
+	// `wandb sync` later), as WANDB_MODE=offline does.
+	Offline bool `toml:"offline"`
 	// Enabled defaults to true when Project is set (Lab logs to W&B
 	// whenever [wandb] names a project).
 	Enabled *bool `toml:"enabled"`

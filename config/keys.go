@@ -72,7 +72,10 @@ var keyInfos = map[string]keyInfo{
 	"wandb":         {doc: "Weights & Biases logging."},
 	"wandb.project": {doc: "W&B project."},
 	"wandb.name":    {doc: "W&B run name; empty uses the run's name."},
-	"wandb.entity":  {doc: "W&B team or user."},
+	"wandb.entity":  {doc: "W&B team or user; empty uses the API key's default entity."},
+	"wandb.group":   {doc: "W&B run group (prime-rl's key)."},
+	"wandb.tags":    {doc: "W&B run tags (prime-rl's key)."},
+	"wandb.offline": {doc: "Keep the W&B run in the run directory's `wandb/` only, for `wandb sync` later (as `WANDB_MODE=offline`). Without an API key or a reachable host the run is kept there too, and a line says so."},
 	"wandb.enabled": {doc: "Turns W&B logging on or off (grpo's key; Lab logs whenever a project is set).", def: "true if project is set"},
 
 	"lora":                {doc: "The LoRA adapter that is trained (package lora; PEFT conventions)."},

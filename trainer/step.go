@@ -99,7 +99,7 @@ func (r *run) trainStep(ctx context.Context) error {
 			row[k] = v
 		}
 	}
-	if err := r.dir.AppendJSONL("metrics.jsonl", row); err != nil {
+	if err := r.sinks.Step(row); err != nil {
 		return err
 	}
 	errs := countErrors(trajs)

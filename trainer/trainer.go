@@ -118,6 +118,7 @@ type run struct {
 	cfg     *config.Config
 	opts    options
 	dir     *rundir.Dir
+	sinks   *rundir.Sinks // metrics.jsonl, eval.jsonl, tfevents, W&B
 	ckDir   string
 	modelID string
 	be      kernels.Backend
@@ -149,6 +150,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer r.dir.Close()
+	defer r.sinks.End(rundir.Failed) // a no-op after the loop's own End
 	res := &Result{RunDir: r.dir.Path}
 	if r.step == 0 && t.cfg.Eval.Interval > 0 && !t.cfg.Eval.SkipFirstStep {
 		if err := r.evaluate(ctx); err != nil {
@@ -169,9 +171,13 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if err := r.saveFinalAdapter(res.Adapter); err != nil {
 		return res, err
 	}
+	// The plot first, since W&B gets it at End; the "finished" line last,
+	// since `grpo runs` reads the run's state from log.txt's last line.
+	plotErr := rundir.PlotRewards(r.dir.Path, 10)
+	endErr := r.sinks.End(rundir.Finished)
 	r.bar.finish()
 	r.dir.Logf("finished %d steps; adapter in %s", r.step, res.Adapter)
-	return res, rundir.PlotRewards(r.dir.Path, 10)
+	return res, errors.Join(plotErr, endErr)
 }
 
 // stepAndAfter runs one training step, then the eval and checkpoint due
@@ -200,9 +206,11 @@ func (r *run) stop(err error) error {
 			return fmt.Errorf("interrupted, and the checkpoint failed: %w", cerr)
 		}
 		rundir.PlotRewards(r.dir.Path, 10)
+		r.sinks.End(rundir.Interrupted)
 		r.dir.Logf("interrupted after step %d; resume with grpo train --resume %s", r.step, r.dir.Path)
 		return fmt.Errorf("%w after step %d; resume with 'grpo train --resume %s'", ErrInterrupted, r.step, r.dir.Path)
 	}
+	r.sinks.End(rundir.Failed)
 	r.dir.Logf("error: %v", err)
 	return err
 }
@@ -303,6 +311,9 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	}
 	r.dir.Logf("model %s (%s, %.1fM parameters) on %s; LoRA rank %d on %v, %d trainable parameters",
 		cfg.Model, r.base.Config.ModelType, float64(r.base.Config.ParamCount())/1e6, r.be.Name(), cfg.LoRA.Rank, cfg.LoRA.TargetModules, r.adapter.NumParams())
+	if err := r.openSinks(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -18,7 +18,7 @@ func TestEvalRefusesWhatCannotFit(t *testing.T) {
 	t.Setenv(estimate.FakeMemAvailableEnv, "8G")
 	t.Setenv(estimate.FakeDiskFreeEnv, "3G")
 	model := tinyModelDir(t)
-	code, _, stderr := runCLI("eval", "reverse-text", "-m", model, "-n", "1", "-r", "100000000")
+	code, _, stderr := runCLI("eval", "reverse-text", "-m", model, "-n", "1", "-r", "100000000", "--args", `{"dataset_name": "synthetic"}`)
 	line := strings.TrimSpace(stderr)
 	if code != 1 || strings.Contains(line, "\n") {
 		t.Fatalf("exit %d, stderr %q; want exit 1 and one line", code, stderr)
@@ -35,7 +35,7 @@ func TestEvalRefusesWhatCannotFit(t *testing.T) {
 func TestEvalRefusesWhatCannotFitInMemory(t *testing.T) {
 	t.Setenv(estimate.FakeMemAvailableEnv, "1K")
 	model := tinyModelDir(t)
-	code, _, stderr := runCLI("eval", "reverse-text", "-m", model, "-n", "1", "-r", "8")
+	code, _, stderr := runCLI("eval", "reverse-text", "-m", model, "-n", "1", "-r", "8", "--args", `{"dataset_name": "synthetic"}`)
 	line := strings.TrimSpace(stderr)
 	if code != 1 || strings.Contains(line, "\n") {
 		t.Fatalf("exit %d, stderr %q; want exit 1 and one line", code, stderr)
