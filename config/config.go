@@ -43,11 +43,15 @@ type Config struct {
 	// step's rollouts are split into micro-batches of at most this many
 	// tokens and their gradients accumulated (the update is the same as
 	// one big batch's).
-	MicroBatchTokens int         `toml:"micro_batch_tokens"`
-	LoRA             lora.Config `toml:"lora"`
-	Loss             loss.Config `toml:"loss"`
-	Optimizer        Optimizer   `toml:"optimizer"`
-	Checkpoint       Checkpoint  `toml:"checkpoint"`
+	MicroBatchTokens int `toml:"micro_batch_tokens"`
+	// MaxErrorSteps stops the run after this many consecutive steps in
+	// which every rollout failed (a broken rubric or environment trains on
+	// nothing); 0 never stops.
+	MaxErrorSteps int         `toml:"max_error_steps"`
+	LoRA          lora.Config `toml:"lora"`
+	Loss          loss.Config `toml:"loss"`
+	Optimizer     Optimizer   `toml:"optimizer"`
+	Checkpoint    Checkpoint  `toml:"checkpoint"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -163,6 +167,13 @@ type Wandb struct {
 	Project string `toml:"project"`
 	Name    string `toml:"name"`
 	Entity  string `toml:"entity"`
+	// Group and Tags are prime-rl's [wandb] keys of the same names
+	// (W&B's run group and tags).
+	Group string   `toml:"group"`
+	Tags  []string `toml:"tags"`
+	// Offline writes the W&B run to the run directory only (for
+	// `wandb sync` later), as WANDB_MODE=offline does.
+	Offline bool `toml:"offline"`
 	// Enabled defaults to true when Project is set (Lab logs to W&B
 	// whenever [wandb] names a project).
 	Enabled *bool `toml:"enabled"`
@@ -251,6 +262,7 @@ func DefaultConfig() Config {
 		},
 		Device:           "cpu",
 		MicroBatchTokens: 8192,
+		MaxErrorSteps:    3,
 		LoRA:             lora.DefaultConfig(),
 		Loss:             loss.DefaultConfig(),
 		Optimizer:        DefaultOptimizer(),

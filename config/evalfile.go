@@ -178,6 +178,9 @@ func LoadEval(path string) (*EvalFile, error) {
 func ParseEval(data []byte, name string) (*EvalFile, error) {
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
+		if e, ok := nonASCIIKeyError(name, data, err); ok {
+			return nil, e
+		}
 		return nil, evalDecodeError(name, nil, err)
 	}
 	src := tomlschema.Scan(name, data)
@@ -352,7 +355,9 @@ func evalDecodeError(name string, src *tomlschema.Source, err error) error {
 	if errors.As(err, &de) {
 		line, col := de.Position()
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
-		if k := de.Key(); len(k) > 0 {
+		if typed, ok := evalTypeMsg(de.Key(), msg); ok {
+			msg = typed
+		} else if k := de.Key(); len(k) > 0 {
 			msg = fmt.Sprintf("key %q: %s", tomlschema.DisplayKey(strings.Join(k, ".")), msg)
 		} else {
 			msg += "; fix the TOML syntax"

@@ -23,6 +23,7 @@ var keyInfos = map[string]keyInfo{
 	"rollouts_per_example": {doc: "GRPO group size: completions sampled per example, whose rewards are compared with each other. At least 2."},
 	"seed":                 {doc: "Seeds dataset shuffling, the env mixture and (unless `[sampling] seed` is set) sampling."},
 	"device":               {doc: "`\"cpu\"` or `\"cuda\"`."},
+	"max_error_steps":      {doc: "Stop the run after this many consecutive steps in which every rollout failed (the step lines show the first error); 0 never stops."},
 	"micro_batch_tokens":   {doc: "Tokens per forward/backward pass. A step's rollouts are split into micro-batches of at most this many tokens and their gradients accumulated; the update equals that of one big batch. Lower it if the GPU runs out of memory."},
 
 	"sampling":                  {doc: "How rollouts are generated. Optional: a config without `[sampling]` samples with these defaults."},
@@ -71,7 +72,10 @@ var keyInfos = map[string]keyInfo{
 	"wandb":         {doc: "Weights & Biases logging."},
 	"wandb.project": {doc: "W&B project."},
 	"wandb.name":    {doc: "W&B run name; empty uses the run's name."},
-	"wandb.entity":  {doc: "W&B team or user."},
+	"wandb.entity":  {doc: "W&B team or user; empty uses the API key's default entity."},
+	"wandb.group":   {doc: "W&B run group (prime-rl's key)."},
+	"wandb.tags":    {doc: "W&B run tags (prime-rl's key)."},
+	"wandb.offline": {doc: "Keep the W&B run in the run directory's `wandb/` only, for `wandb sync` later (as `WANDB_MODE=offline`). Without an API key or a reachable host the run is kept there too, and a line says so."},
 	"wandb.enabled": {doc: "Turns W&B logging on or off (grpo's key; Lab logs whenever a project is set).", def: "true if project is set"},
 
 	"lora":                {doc: "The LoRA adapter that is trained (package lora; PEFT conventions)."},
@@ -102,7 +106,7 @@ var keyInfos = map[string]keyInfo{
 	"checkpoint":           {doc: "Checkpoints for resuming (grpo's table)."},
 	"checkpoint.interval":  {doc: "Save every `interval` steps, and always after the last step; 0 saves only at the end. Lab's `[checkpoints] interval` sets it too."},
 	"checkpoint.keep_last": {doc: "Keep the newest `keep_last` checkpoints; 0 keeps all."},
-	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory."},
+	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory and inside it (no absolute path, no `..`)."},
 
 	"learning_rate":          {doc: "Lab alias of `[optimizer] lr`; an error if both are given and differ.", def: "unset"},
 	"lora_alpha":             {doc: "Lab alias of `[lora] alpha`; an error if both are given and differ.", def: "unset"},

@@ -59,6 +59,9 @@ func ParseWith(data []byte, name string, o ParseOptions) (*Config, error) {
 	// tell apart what the typed decode cannot (loss = "rl" vs [loss]).
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
+		if e, ok := nonASCIIKeyError(name, data, err); ok {
+			return nil, e
+		}
 		return nil, decodeError(name, err, nil)
 	}
 	l := &problems{src: tomlschema.Scan(name, data)}

@@ -43,6 +43,9 @@ func (c *Config) check(l *problems) {
 	if c.MicroBatchTokens < 1 {
 		bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)
 	}
+	if c.MaxErrorSteps < 0 {
+		bad("max_error_steps", "max_error_steps = %d: must be ≥ 0 (0 never stops), e.g. max_error_steps = 3", c.MaxErrorSteps)
+	}
 	c.checkSampling(l)
 	c.checkEnvs(l)
 	c.checkEval(l)
@@ -58,6 +61,8 @@ func (c *Config) check(l *problems) {
 	}
 	if strings.TrimSpace(ck.Dir) == "" {
 		bad("checkpoint.dir", `[checkpoint] dir is empty; set dir = "checkpoints" (relative to the run directory)`)
+	} else if p := checkpointDirProblem(ck.Dir); p != "" {
+		bad("checkpoint.dir", "[checkpoint] dir = %q: %s", ck.Dir, p)
 	}
 	if err := c.LoRA.Validate(); err != nil {
 		c.sectionError(l, "lora", err)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/rubric"
@@ -19,15 +20,21 @@ import (
 // same prompts, turn structure, "// new name!" marking, argument names and
 // defaults, and its reward (difflib ratio of the lower-cased sorted lists,
 // raised to similarity_power per turn or on the average, a turn with
-// several answer blocks scoring only if each improved on the last). Prime
-// draws names from the hub dataset kalomaze/alphabetic-arxiv-authors-it1;
-// here they are drawn from builtin first and last name lists with seed,
-// and num_train_examples / num_eval_examples set the split sizes.
+// several answer blocks scoring only if each improved on the last), and
+// its data: the "names" lists of the hub dataset
+// kalomaze/alphabetic-arxiv-authors-it1 (dataset_name, dataset_split),
+// one example per row with enough names, a row's turn layout drawn from
+// seed. grpo's generator is not Python's random, so the layouts (not the
+// names, nor the scoring) differ from Lab's; verifiers evaluates on its
+// training examples, grpo holds out the last num_eval_examples.
+// dataset_name = "synthetic" draws names from builtin first and last name
+// lists instead, which needs no network.
 
 func init() {
 	mustRegister(Spec{
 		ID:          "alphabet-sort",
 		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = weighted_reward: difflib ratio^power, as verifiers 8d4b33247",
+		Data:        "hub dataset " + alphabetSortDataset + ` (dataset_name, dataset_split), as Lab; dataset_name = "synthetic" for names from builtin lists`,
 		Args: []ArgSpec{
 			{Name: "max_turns", Type: ArgInt, Default: 3, Help: "most turns per episode"},
 			{Name: "min_turns", Type: ArgInt, Default: 1, Help: "fewest turns per episode"},
@@ -35,9 +42,11 @@ func init() {
 			{Name: "max_names_per_turn", Type: ArgInt, Default: 5, Help: "most new names per turn"},
 			{Name: "similarity_power", Type: ArgInt, Default: 4, Help: "exponent applied to the similarity"},
 			{Name: "power_per_turn", Type: ArgBool, Default: true, Help: "raise each turn's similarity to the power before averaging (else the average)"},
+			{Name: "dataset_name", Type: ArgString, Default: alphabetSortDataset, Help: `hub dataset with a "names" list column, as Lab's; "synthetic" = names drawn from builtin lists (no network)`},
+			{Name: "dataset_split", Type: ArgString, Default: "train", Help: "split of dataset_name"},
 			{Name: "seed", Type: ArgInt, Default: 1337420, Help: "seed of the dataset"},
-			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples"},
-			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples"},
+			{Name: "num_train_examples", Type: ArgInt, Default: -1, Help: "training examples (-1 = every example but the eval ones; synthetic: 1000)"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples: the last ones built from the split (synthetic: a separate stream)"},
 		},
 		New: newAlphabetSort,
 	})
@@ -48,7 +57,13 @@ type alphabetSort struct {
 	rb   *rubric.Rubric
 }
 
+const alphabetSortDataset = "kalomaze/alphabetic-arxiv-authors-it1"
+
 func newAlphabetSort(a Args) (Environment, error) {
+	synthetic := a.String("dataset_name") == syntheticData
+	if err := checkDatasetName(a); err != nil {
+		return nil, err
+	}
 	switch {
 	case a.Int("min_turns") < 1:
 		return nil, errors.New("min_turns must be at least 1")
@@ -58,7 +73,7 @@ func newAlphabetSort(a Args) (Environment, error) {
 		return nil, errors.New("min_names_per_turn must be at least 1")
 	case a.Int("min_names_per_turn") > a.Int("max_names_per_turn"):
 		return nil, fmt.Errorf("min_names_per_turn (%d) must be at most max_names_per_turn (%d)", a.Int("min_names_per_turn"), a.Int("max_names_per_turn"))
-	case a.Int("max_turns")*a.Int("max_names_per_turn") > len(firstNames)*len(lastNames)/4:
+	case synthetic && a.Int("max_turns")*a.Int("max_names_per_turn") > len(firstNames)*len(lastNames)/4:
 		return nil, fmt.Errorf("max_turns × max_names_per_turn = %d names is more than the builtin name lists can give distinct", a.Int("max_turns")*a.Int("max_names_per_turn"))
 	}
 	e := &alphabetSort{args: a}
@@ -80,52 +95,101 @@ type sortInfo struct {
 }
 
 func (e *alphabetSort) Examples(split string) ([]Example, error) {
-	n, stream := e.args.Int("num_train_examples"), uint64(0)
-	switch split {
-	case "train":
-	case "eval":
-		n, stream = e.args.Int("num_eval_examples"), 1
-	default:
+	if split != "train" && split != "eval" {
 		return nil, splitError(e.ID(), split)
+	}
+	if name := e.args.String("dataset_name"); name != syntheticData {
+		return e.hubExamples(name, split)
+	}
+	n, stream := e.args.Int("num_train_examples"), uint64(0)
+	if n < 0 {
+		n = syntheticDefaultCount
+	}
+	if split == "eval" {
+		n, stream = e.args.Int("num_eval_examples"), 1
 	}
 	r := newRNG(e.args.Int("seed"), stream)
 	out := make([]Example, 0, max(n, 0))
 	for i := 0; i < n; i++ {
-		prompt, info := e.generate(r)
-		answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
-		out = append(out, Example{
-			ID:     split + "-" + strconv.Itoa(i),
-			Prompt: []chat.Message{{Role: "user", Content: prompt}},
-			Answer: string(answer),
-			Info: map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
-				"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst},
-		})
+		prompt, info, _ := e.generate(r, syntheticNames)
+		out = append(out, sortExample(split, i, prompt, info))
 	}
 	return out, nil
 }
 
-// splitName cuts "VladimirDrinfeld" at its second capital, as Prime's
-// extract_first_name / extract_last_name do.
-func splitName(combined string) (first, last string) {
-	for i := 1; i < len(combined); i++ {
-		if c := combined[i]; c >= 'A' && c <= 'Z' {
-			return combined[:i], combined[i:]
+// hubExamples builds one example per row of the hub split, as Prime's
+// build_dataset does: a row's names with spaces removed and repeats
+// dropped, the first ones a turn layout needs; a row with too few names
+// is skipped. The last num_eval_examples examples are the eval split.
+func (e *alphabetSort) hubExamples(name, split string) ([]Example, error) {
+	rows, err := loadLabRows(context.Background(), e.ID(), name, "", e.args.String("dataset_split"), `dataset_name = "synthetic"`)
+	if err != nil {
+		return nil, err
+	}
+	r := newRNG(e.args.Int("seed"), 0)
+	type built struct {
+		prompt string
+		info   sortInfo
+	}
+	var all []built
+	for _, row := range rows {
+		names, err := rowNames(row)
+		if err != nil {
+			return nil, err
+		}
+		prompt, info, ok := e.generate(r, func(_ *rng, need int) ([]string, bool) {
+			if len(names) < need {
+				return nil, false
+			}
+			return names[:need], true
+		})
+		if ok {
+			all = append(all, built{prompt, info})
 		}
 	}
-	return combined, ""
+	cut := max(0, len(all)-max(e.args.Int("num_eval_examples"), 0))
+	part := all[cut:]
+	if split == "train" {
+		part = all[:cut]
+		if n := e.args.Int("num_train_examples"); n >= 0 && n < len(part) {
+			part = part[:n]
+		}
+	}
+	out := make([]Example, len(part))
+	for i, b := range part {
+		out[i] = sortExample(split, i, b.prompt, b.info)
+	}
+	return out, nil
 }
 
-// generate builds one example the way Prime's build_dataset does.
-func (e *alphabetSort) generate(r *rng) (string, sortInfo) {
-	a := e.args
-	minN, maxN := a.Int("min_names_per_turn"), a.Int("max_names_per_turn")
-	numTurns := r.between(a.Int("min_turns"), a.Int("max_turns"))
-	perTurn := make([]int, numTurns)
-	need := 0
-	for i := range perTurn {
-		perTurn[i] = r.between(minN, maxN)
-		need += perTurn[i]
+// rowNames reads a row's "names" list, joining each name's words
+// ("Vladimir Drinfeld" → "VladimirDrinfeld") and dropping repeats.
+func rowNames(r Row) ([]string, error) {
+	v, ok := r.Fields["names"]
+	if !ok {
+		return nil, fmt.Errorf("%s: no field \"names\" (the row has %s); alphabet-sort reads a list of names per row, as %s has", r.Where, fieldNames(r.Fields), alphabetSortDataset)
 	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: field \"names\" is a %s, not a list of names", r.Where, jsonKind(v))
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: field \"names\" holds a %s, not a name", r.Where, jsonKind(x))
+		}
+		if c := strings.ReplaceAll(s, " ", ""); !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// syntheticNames draws need distinct names from the builtin lists.
+func syntheticNames(r *rng, need int) ([]string, bool) {
 	seen := map[string]bool{}
 	var names []string
 	for len(names) < need {
@@ -135,15 +199,57 @@ func (e *alphabetSort) generate(r *rng) (string, sortInfo) {
 			names = append(names, n)
 		}
 	}
+	return names, true
+}
+
+func sortExample(split string, i int, prompt string, info sortInfo) Example {
+	answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
+	return Example{
+		ID:     split + "-" + strconv.Itoa(i),
+		Prompt: []chat.Message{{Role: "user", Content: prompt}},
+		Answer: string(answer),
+		Info: map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
+			"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst},
+	}
+}
+
+// splitName cuts "VladimirDrinfeld" at its second capital, as Prime's
+// extract_first_name / extract_last_name do; Python's isupper is
+// Unicode-aware, so "JoséÁlvarez" cuts at "Á".
+func splitName(combined string) (first, last string) {
+	for i, c := range combined {
+		if i > 0 && unicode.IsUpper(c) {
+			return combined[:i], combined[i:]
+		}
+	}
+	return combined, ""
+}
+
+// generate builds one example the way Prime's build_dataset does, with
+// names(r, need) giving the names; ok is false when it has too few.
+func (e *alphabetSort) generate(r *rng, names func(r *rng, need int) ([]string, bool)) (prompt string, info sortInfo, ok bool) {
+	a := e.args
+	minN, maxN := a.Int("min_names_per_turn"), a.Int("max_names_per_turn")
+	numTurns := r.between(a.Int("min_turns"), a.Int("max_turns"))
+	perTurn := make([]int, numTurns)
+	need := 0
+	for i := range perTurn {
+		perTurn[i] = r.between(minN, maxN)
+		need += perTurn[i]
+	}
+	picked, ok := names(r, need)
+	if !ok {
+		return "", sortInfo{}, false
+	}
 	sortByFirst := r.intn(2) == 0
 	sortType := "LAST"
 	if sortByFirst {
 		sortType = "FIRST"
 	}
-	info := sortInfo{NumTurns: numTurns, SortByFirst: sortByFirst}
+	info = sortInfo{NumTurns: numTurns, SortByFirst: sortByFirst}
 	idx := 0
 	for _, c := range perTurn {
-		info.TurnNames = append(info.TurnNames, names[idx:idx+c])
+		info.TurnNames = append(info.TurnNames, picked[idx:idx+c])
 		idx += c
 	}
 	var cumulative []string
@@ -182,17 +288,17 @@ func (e *alphabetSort) generate(r *rng) (string, sortInfo) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	prompt := fmt.Sprintf("Sort these names in alphabetical order by %s name: %s\n\nUse exactly this format:\n<alphabetical_sorted>\n%s\n</alphabetical_sorted>",
+	prompt = fmt.Sprintf("Sort these names in alphabetical order by %s name: %s\n\nUse exactly this format:\n<alphabetical_sorted>\n%s\n</alphabetical_sorted>",
 		sortType, strings.Join(shuffled(info.TurnNames[0]), ", "), templateLines(r.between(minN, maxN), -1))
 	for t := 1; t < numTurns; t++ {
-		names := strings.Join(shuffled(info.TurnNames[t]), ", ")
+		turnNames := strings.Join(shuffled(info.TurnNames[t]), ", ")
 		cum := 0
 		for i := 0; i <= t; i++ {
 			cum += len(info.TurnNames[i])
 		}
 		count := r.between(minN, cum)
 		threshold := r.between(0, count-1)
-		base := fmt.Sprintf("Now sort ALL of these names alphabetically by %s name: %s\n\nThese are in addition to the prior list. Mark any NEW names (that weren't in the prior list) with `// new name!` at the end.", sortType, names)
+		base := fmt.Sprintf("Now sort ALL of these names alphabetically by %s name: %s\n\nThese are in addition to the prior list. Mark any NEW names (that weren't in the prior list) with `// new name!` at the end.", sortType, turnNames)
 		if t == 1 {
 			base += "\n\nUse exactly this format:\n<combined_alphabetical_sorted>\n" + templateLines(count, threshold) + "\n</combined_alphabetical_sorted>"
 		} else {
@@ -200,7 +306,7 @@ func (e *alphabetSort) generate(r *rng) (string, sortInfo) {
 		}
 		info.FollowUps = append(info.FollowUps, base)
 	}
-	return prompt, info
+	return prompt, info, true
 }
 
 func contains(xs []string, s string) bool {

@@ -12,12 +12,12 @@ import (
 )
 
 func TestAlphabetSortEpisodeByHand(t *testing.T) {
-	e := newEnv(t, "alphabet-sort", map[string]any{"min_turns": 3, "max_turns": 3, "num_train_examples": 4})
+	e := newEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 4})
 	exs, err := e.Examples("train")
 	if err != nil || len(exs) != 4 {
 		t.Fatalf("%d examples, %v", len(exs), err)
 	}
-	again, _ := newEnv(t, "alphabet-sort", map[string]any{"min_turns": 3, "max_turns": 3, "num_train_examples": 4}).Examples("train")
+	again, _ := newEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 4}).Examples("train")
 	if !reflect.DeepEqual(exs, again) {
 		t.Fatal("same seed, different examples")
 	}
@@ -90,7 +90,7 @@ func TestAlphabetSortEpisodeByHand(t *testing.T) {
 		t.Errorf("swapped turn scored %v, want %v (s=%v)", r.Reward, want, s)
 	}
 	// power_per_turn = false: the average is raised to the power.
-	flat := newEnv(t, "alphabet-sort", map[string]any{"min_turns": 3, "max_turns": 3, "power_per_turn": false})
+	flat := newEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "power_per_turn": false})
 	if r := scoreTurns(flat, ex, turns[0], bad, turns[2]); !near(r.Reward, math.Pow((2+s)/3, 4)) {
 		t.Errorf("power on average scored %v", r.Reward)
 	}

@@ -23,6 +23,7 @@ func init() {
 	mustRegister(Spec{
 		ID:          "gsm8k",
 		Description: `grade-school math word problems; reward = correct_answer: the last \boxed{} checked with math-verify, as verifiers 8d4b33247's MathRubric`,
+		Data:        `hub dataset openai/gsm8k, config "main" (train; eval = test), as Lab; dataset_path = DIR for local train/test files`,
 		Args: []ArgSpec{
 			{Name: "system_prompt", Type: ArgString, Default: boxedSystemPrompt, Help: "system message"},
 			{Name: "num_train_examples", Type: ArgInt, Default: -1, Help: "first N training examples (-1: all)"},
@@ -76,7 +77,8 @@ func (e *gsm8k) Examples(split string) ([]Example, error) {
 			rows, err = LoadRows(file)
 		}
 	} else {
-		rows, err = LoadHubRows(context.Background(), e.args.String("dataset_name"), e.args.String("dataset_config"), hubSplit)
+		rows, err = loadLabRows(context.Background(), e.ID(), e.args.String("dataset_name"), e.args.String("dataset_config"), hubSplit,
+			`dataset_path = "DIR" (a directory with train.jsonl and test.jsonl, or .parquet)`)
 	}
 	if err != nil {
 		return nil, err

@@ -10,30 +10,53 @@ import (
 
 // math is a boxed-answer math environment scored as verifiers 8d4b33247's
 // MathRubric scores (labMathRubric: correct_answer, math-verify on the
-// last \boxed{}, which Prime's gsm8k and math_python use; Prime has no env
-// called math). By default its problems are generated from seed (integer
-// arithmetic, fractions, decimals, percentages and linear equations, each
-// with an exact answer), so it needs no network; dataset_name loads a hub
-// dataset instead (e.g. HuggingFaceH4/MATH-500 with fields problem and
-// answer).
+// last \boxed{}). Prime has no env called math; its math environment is
+// math_python, whose data this one reads by default with the same args:
+// dataset_name = "math" is verifiers' load_example_dataset("math"), the
+// hub's chiayewken/competition_math with the answer taken from the
+// solution's last \boxed{} (extract_boxed_answer), and "math500" is
+// HuggingFaceH4/MATH-500 (split "test"); any other name is a hub dataset
+// read through question_field and answer_field. dataset_name =
+// "synthetic" generates problems from seed instead (integer arithmetic,
+// fractions, decimals, percentages and linear equations, each with an
+// exact answer), which needs no network.
+
+// labExampleSet is one of verifiers' load_example_dataset names.
+type labExampleSet struct {
+	repo, question, answer string
+	// boxedSolution: the answer is the last \boxed{} of the answer field,
+	// or all of it when there is none (extract_boxed_answer, not strict).
+	boxedSolution bool
+}
+
+var labMathSets = map[string]labExampleSet{
+	"math":    {repo: "chiayewken/competition_math", question: "problem", answer: "solution", boxedSolution: true},
+	"math500": {repo: "HuggingFaceH4/MATH-500", question: "problem", answer: "answer"},
+}
 
 func init() {
 	mustRegister(Spec{
 		ID:          "math",
 		Description: `math problems; reward = correct_answer: the last \boxed{} checked with math-verify (fractions, roots, π, intervals, symbolic equality), as verifiers 8d4b33247's MathRubric`,
+		Data:        `verifiers' "math" example set (hub chiayewken/competition_math), as Lab's math_python; dataset_name = "math500", a hub id, or "synthetic" for generated problems`,
 		Args: []ArgSpec{
 			{Name: "system_prompt", Type: ArgString, Default: boxedSystemPrompt, Help: "system message"},
-			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples (-1 = all hub rows)"},
-			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples (-1 = all hub rows)"},
-			{Name: "seed", Type: ArgInt, Default: 0, Help: "seed of the synthetic problems"},
-			{Name: "dataset_name", Type: ArgString, Default: "", Help: `hub dataset; "" = synthetic problems`},
-			{Name: "dataset_config", Type: ArgString, Default: "", Help: "config of the hub dataset"},
-			{Name: "train_split", Type: ArgString, Default: "train", Help: "hub split for training"},
+			{Name: "dataset_name", Type: ArgString, Default: "math", Help: `"math" or "math500" (verifiers' example sets), a hub dataset, or "synthetic" = problems generated from seed (no network)`},
+			{Name: "dataset_split", Type: ArgString, Default: "train", Help: "hub split for training"},
 			{Name: "eval_split", Type: ArgString, Default: "test", Help: "hub split for eval"},
-			{Name: "question_field", Type: ArgString, Default: "problem", Help: "hub field with the problem"},
-			{Name: "answer_field", Type: ArgString, Default: "answer", Help: "hub field with the final answer"},
+			{Name: "num_train_examples", Type: ArgInt, Default: -1, Help: "first N training examples (-1 = all; synthetic: 1000)"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "first N eval examples (-1 = all)"},
+			{Name: "seed", Type: ArgInt, Default: 0, Help: "seed of the synthetic problems"},
+			{Name: "dataset_config", Type: ArgString, Default: "", Help: "config of a hub dataset"},
+			{Name: "question_field", Type: ArgString, Default: "problem", Help: "field with the problem (a hub dataset other than math/math500)"},
+			{Name: "answer_field", Type: ArgString, Default: "answer", Help: "field with the final answer (a hub dataset other than math/math500)"},
 		},
-		New: func(a Args) (Environment, error) { return &mathEnv{args: a}, nil },
+		New: func(a Args) (Environment, error) {
+			if err := checkDatasetName(a); err != nil {
+				return nil, err
+			}
+			return &mathEnv{args: a}, nil
+		},
 	})
 }
 
@@ -44,7 +67,7 @@ func (e *mathEnv) NewEpisode(Example) Episode { return singleTurnEpisode{} }
 func (e *mathEnv) Rubric() *rubric.Rubric     { return labMathRubric }
 
 func (e *mathEnv) Examples(split string) ([]Example, error) {
-	n, stream, hubSplit := e.args.Int("num_train_examples"), uint64(0), e.args.String("train_split")
+	n, stream, hubSplit := e.args.Int("num_train_examples"), uint64(0), e.args.String("dataset_split")
 	switch split {
 	case "train":
 	case "eval":
@@ -53,15 +76,11 @@ func (e *mathEnv) Examples(split string) ([]Example, error) {
 		return nil, splitError(e.ID(), split)
 	}
 	system := e.args.String("system_prompt")
-	if name := e.args.String("dataset_name"); name != "" {
-		rows, err := LoadHubRows(context.Background(), name, e.args.String("dataset_config"), hubSplit)
-		if err != nil {
-			return nil, err
-		}
-		if n >= 0 && n < len(rows) {
-			rows = rows[:n]
-		}
-		return qaExamples(rows, QAFields{Question: e.args.String("question_field"), Answer: e.args.String("answer_field")}, system, nil)
+	if name := e.args.String("dataset_name"); name != syntheticData {
+		return e.hubExamples(name, hubSplit, n, system)
+	}
+	if n < 0 {
+		n = syntheticDefaultCount
 	}
 	r := newRNG(e.args.Int("seed"), stream)
 	out := make([]Example, 0, max(n, 0))
@@ -70,6 +89,30 @@ func (e *mathEnv) Examples(split string) ([]Example, error) {
 		out = append(out, Example{ID: split + "-" + strconv.Itoa(i), Prompt: chatPrompt(system, q), Answer: a})
 	}
 	return out, nil
+}
+
+func (e *mathEnv) hubExamples(name, hubSplit string, n int, system string) ([]Example, error) {
+	set, known := labMathSets[name]
+	if !known {
+		set = labExampleSet{repo: name, question: e.args.String("question_field"), answer: e.args.String("answer_field")}
+	}
+	rows, err := loadLabRows(context.Background(), e.ID(), set.repo, e.args.String("dataset_config"), hubSplit, `dataset_name = "synthetic"`)
+	if err != nil {
+		return nil, err
+	}
+	if n >= 0 && n < len(rows) {
+		rows = rows[:n]
+	}
+	var post func(string) string
+	if set.boxedSolution {
+		post = func(s string) string {
+			if a, ok := rubric.BoxedAnswer(s); ok {
+				return a
+			}
+			return s
+		}
+	}
+	return qaExamples(rows, QAFields{Question: set.question, Answer: set.answer}, system, post)
 }
 
 func gcd(a, b int) int {

@@ -12,7 +12,7 @@ import (
 // The synthetic answers are checked against math/big's exact rational
 // arithmetic, computed from the numbers in the question text.
 func TestMathSyntheticAnswers(t *testing.T) {
-	e := newEnv(t, "math", map[string]any{"num_train_examples": 300})
+	e := newEnv(t, "math", map[string]any{"dataset_name": "synthetic", "num_train_examples": 300})
 	exs, err := e.Examples("train")
 	if err != nil || len(exs) != 300 {
 		t.Fatalf("%d, %v", len(exs), err)

@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -11,28 +12,46 @@ import (
 // reverse-text follows Prime Intellect's reverse_text environment at
 // verifiers 8d4b33247: the same system prompt, XMLParser(["reversed_text"])
 // (the first tag of the latest assistant turn that has one; a tag inside
-// <think> counts like any other) and the difflib ratio reward
-// (lcs_reward_func) against the reversed prompt. Prime's data is the hub dataset
-// PrimeIntellect/Reverse-Text-RL; here the default is a synthetic set of
-// English-like sentences generated from seed, so the builtin needs no
-// network. Setting dataset_name loads a hub dataset instead (its "prompt"
-// column, as Prime's), with the last num_eval_examples rows as eval.
+// <think> counts like any other), the difflib ratio reward
+// (lcs_reward_func) against the reversed prompt, and the same data: the
+// "prompt" column of the hub dataset PrimeIntellect/Reverse-Text-RL
+// (dataset_name, dataset_split), through the HF cache. verifiers evaluates
+// on its training rows; grpo holds out the last num_eval_examples rows.
+// dataset_name = "synthetic" selects English-like sentences generated from
+// seed instead, which need no network (tests and offline runs use it).
 
-const reverseTextSystemPrompt = "Reverse the text character-by-character. Put your answer in <reversed_text> tags."
+// syntheticData is the dataset_name that selects a builtin's generated
+// data; every other value names a hub dataset.
+const syntheticData = "synthetic"
+
+// syntheticDefaultCount is how many examples a synthetic split has when
+// num_train_examples is -1 ("all rows", which a generator does not have).
+const syntheticDefaultCount = 1000
+
+const (
+	reverseTextSystemPrompt = "Reverse the text character-by-character. Put your answer in <reversed_text> tags."
+	reverseTextDataset      = "PrimeIntellect/Reverse-Text-RL"
+)
 
 func init() {
 	mustRegister(Spec{
 		ID:          "reverse-text",
 		Description: "reverse a sentence character by character inside <reversed_text> tags; reward = lcs_reward_func: difflib ratio of the first tag, as verifiers 8d4b33247",
+		Data:        "hub dataset " + reverseTextDataset + ` (dataset_name, dataset_split), as Lab; dataset_name = "synthetic" for generated sentences`,
 		Args: []ArgSpec{
-			{Name: "dataset_name", Type: ArgString, Default: "", Help: `hub dataset with a "prompt" column (e.g. PrimeIntellect/Reverse-Text-RL); "" = synthetic`},
+			{Name: "dataset_name", Type: ArgString, Default: reverseTextDataset, Help: `hub dataset with a "prompt" column, as Lab's; "synthetic" = sentences generated from seed (no network)`},
 			{Name: "dataset_split", Type: ArgString, Default: "train", Help: "split of dataset_name"},
 			{Name: "system_prompt", Type: ArgString, Default: reverseTextSystemPrompt, Help: "system message"},
-			{Name: "num_train_examples", Type: ArgInt, Default: 1000, Help: "training examples (synthetic; -1 = all hub rows)"},
-			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples"},
+			{Name: "num_train_examples", Type: ArgInt, Default: -1, Help: "training examples (-1 = every row but the eval ones; synthetic: 1000)"},
+			{Name: "num_eval_examples", Type: ArgInt, Default: 100, Help: "eval examples: the last rows of the split (synthetic: a separate stream)"},
 			{Name: "seed", Type: ArgInt, Default: 0, Help: "seed of the synthetic dataset"},
 		},
-		New: func(a Args) (Environment, error) { return &reverseText{args: a}, nil },
+		New: func(a Args) (Environment, error) {
+			if err := checkDatasetName(a); err != nil {
+				return nil, err
+			}
+			return &reverseText{args: a}, nil
+		},
 	})
 }
 
@@ -54,8 +73,8 @@ func (e *reverseText) Examples(split string) ([]Example, error) {
 	nTrain, nEval := e.args.Int("num_train_examples"), e.args.Int("num_eval_examples")
 	system := e.args.String("system_prompt")
 	var texts []string
-	if name := e.args.String("dataset_name"); name != "" {
-		rows, err := LoadHubRows(context.Background(), name, "", e.args.String("dataset_split"))
+	if name := e.args.String("dataset_name"); name != syntheticData {
+		rows, err := loadLabRows(context.Background(), e.ID(), name, "", e.args.String("dataset_split"), `dataset_name = "synthetic"`)
 		if err != nil {
 			return nil, err
 		}
@@ -77,6 +96,9 @@ func (e *reverseText) Examples(split string) ([]Example, error) {
 		}
 	} else {
 		n, stream := nTrain, uint64(0)
+		if n < 0 {
+			n = syntheticDefaultCount
+		}
 		if split == "eval" {
 			n, stream = nEval, 1
 		}
@@ -90,6 +112,16 @@ func (e *reverseText) Examples(split string) ([]Example, error) {
 		out[i] = Example{ID: split + "-" + strconv.Itoa(i), Prompt: chatPrompt(system, t), Answer: reverseRunes(t)}
 	}
 	return out, nil
+}
+
+// checkDatasetName refuses an empty dataset_name, which once meant
+// synthetic data: the choice is now spelled out, so nothing is substituted
+// silently.
+func checkDatasetName(a Args) error {
+	if strings.TrimSpace(a.String("dataset_name")) == "" {
+		return fmt.Errorf(`dataset_name is empty; name a hub dataset, or "synthetic" for generated data`)
+	}
+	return nil
 }
 
 // reverseRunes reverses by code point, as Python's s[::-1] does.

@@ -31,16 +31,16 @@ func scoreTurns(e Environment, ex Example, turns ...string) rubric.Result {
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestReverseText(t *testing.T) {
-	e := newEnv(t, "primeintellect/reverse-text", map[string]any{"num_train_examples": 5, "num_eval_examples": 3})
+	e := newEnv(t, "primeintellect/reverse-text", map[string]any{"dataset_name": "synthetic", "num_train_examples": 5, "num_eval_examples": 3})
 	train, err := e.Examples("train")
 	if err != nil || len(train) != 5 {
 		t.Fatalf("train: %d examples, %v", len(train), err)
 	}
-	again, _ := newEnv(t, "reverse_text", map[string]any{"num_train_examples": 5}).Examples("train")
+	again, _ := newEnv(t, "reverse_text", map[string]any{"dataset_name": "synthetic", "num_train_examples": 5}).Examples("train")
 	if !reflect.DeepEqual(train, again) {
 		t.Error("same seed gave different examples")
 	}
-	other, _ := newEnv(t, "reverse-text", map[string]any{"num_train_examples": 5, "seed": 1}).Examples("train")
+	other, _ := newEnv(t, "reverse-text", map[string]any{"dataset_name": "synthetic", "num_train_examples": 5, "seed": 1}).Examples("train")
 	if reflect.DeepEqual(train, other) {
 		t.Error("seed 1 gave the same examples as seed 0")
 	}

@@ -3,6 +3,9 @@ package env
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -46,6 +49,8 @@ func init() {
 			{Name: "num_train_examples", Type: ArgInt, Default: 2000, Help: "training games"},
 			{Name: "num_eval_examples", Type: ArgInt, Default: 20, Help: "eval games"},
 			{Name: "system_prompt", Type: ArgString, Default: wordleSystemPrompt, Help: "system message"},
+			{Name: "path_to_system_prompt", Type: ArgString, Default: "", Help: "file whose text is the system message (~ expanded), replacing system_prompt; \"\" = none"},
+			{Name: "max_turns", Type: ArgInt, Default: -1, Help: "most assistant turns per game, as MultiTurnEnv's (-1 = until the game ends)"},
 			{Name: "seed", Type: ArgInt, Default: 0, Help: "seed for drawing secret words"},
 			{Name: "num_guesses", Type: ArgInt, Default: 6, Help: "guesses per game"},
 			{Name: "words", Type: ArgList, Default: []any{}, Help: "secret words to draw from (five letters each); [] = builtin list"},
@@ -77,6 +82,15 @@ func newWordle(a Args) (Environment, error) {
 			}
 			words = append(words, strings.ToLower(s))
 		}
+	}
+	if p := a.String("path_to_system_prompt"); p != "" {
+		// verifiers' SystemMessage.from_path: the file's text, unchanged.
+		text, err := os.ReadFile(expandHome(p))
+		if err != nil {
+			return nil, fmt.Errorf("path_to_system_prompt: %v", err)
+		}
+		a = maps.Clone(a)
+		a["system_prompt"] = string(text)
 	}
 	format, err := rubric.XMLFormatReward("guess")
 	if err != nil {
@@ -144,13 +158,32 @@ func (e *wordle) Examples(split string) ([]Example, error) {
 	return out, nil
 }
 
-type wordleEpisode struct{ game *wordleGame }
+type wordleEpisode struct {
+	game            *wordleGame
+	turns, maxTurns int
+}
 
 func (e *wordle) NewEpisode(ex Example) Episode {
-	return &wordleEpisode{&wordleGame{secret: ex.Answer, maxGuesses: e.args.Int("num_guesses")}}
+	return &wordleEpisode{game: &wordleGame{secret: ex.Answer, maxGuesses: e.args.Int("num_guesses")}, maxTurns: e.args.Int("max_turns")}
 }
 
 func (ep *wordleEpisode) Respond(_ context.Context, assistant string) ([]chat.Message, bool, error) {
+	// MultiTurnEnv checks max_turns before the environment answers, so the
+	// last turn's guess gets no reply.
+	if ep.turns++; ep.maxTurns > 0 && ep.turns >= ep.maxTurns {
+		return nil, true, nil
+	}
 	msg, done := ep.game.play(assistant)
 	return []chat.Message{{Role: "user", Content: msg}}, done, nil
+}
+
+// expandHome turns a leading "~/" into the home directory, as Python's
+// Path.expanduser does for path_to_system_prompt.
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
 }

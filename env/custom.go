@@ -27,6 +27,7 @@ type customEnv struct {
 	rb      *rubric.Rubric
 	nTrain  int
 	nEval   int
+	tools   []Tool
 	once    [2]sync.Once
 	cache   [2][]Example
 	loadErr [2]error
@@ -83,8 +84,17 @@ func newCustomEnv(dir string, cfg *customConfig, a Args) (*customEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", f.path, err)
 	}
+	var tools []Tool
+	for i, tc := range cfg.Tool {
+		t, err := buildTool(dir, tc)
+		if err != nil {
+			f.src = readFileOrEmpty(f.path)
+			return nil, fmt.Errorf("%s: [[tool]] %s: %w", f.atTable("tool", "name", i), tc.Name, err)
+		}
+		tools = append(tools, t)
+	}
 	return &customEnv{
-		dir: dir, cfg: cfg, system: a.String("system_prompt"), tmpl: tmpl, rb: rb,
+		dir: dir, cfg: cfg, system: a.String("system_prompt"), tmpl: tmpl, rb: rb, tools: tools,
 		nTrain: a.Int("num_train_examples"), nEval: a.Int("num_eval_examples"),
 	}, nil
 }
@@ -92,6 +102,17 @@ func newCustomEnv(dir string, cfg *customConfig, a Args) (*customEnv, error) {
 func (e *customEnv) ID() string                    { return e.cfg.ID }
 func (e *customEnv) Rubric() *rubric.Rubric        { return e.rb }
 func (e *customEnv) NewEpisode(ex Example) Episode { return singleTurnEpisode{} }
+
+// Tools, MaxTurns and ReplyTokens are the [[tool]] tables' (none, 0 and
+// the default room for an environment without tools).
+func (e *customEnv) Tools() []Tool { return e.tools }
+func (e *customEnv) MaxTurns() int { return e.cfg.MaxTurns }
+func (e *customEnv) ReplyTokens() int {
+	if len(e.tools) > 0 {
+		return toolReplyTokens
+	}
+	return 0
+}
 func (e *customEnv) Examples(split string) ([]Example, error) {
 	var i, n int
 	switch split {
@@ -219,8 +240,11 @@ func buildTerm(dir, parserKind string, parse answerParser, tc termConfig) (rubri
 	case "http":
 		fn, err = rubric.HTTP(rubric.HTTPConfig{URL: tc.URL, Timeout: timeout, Headers: tc.Headers})
 	case "judge":
-		fn, err = rubric.Judge(rubric.JudgeConfig{BaseURL: tc.BaseURL, Model: tc.Model, APIKeyEnv: tc.APIKeyEnv,
-			Template: tc.Template, Timeout: timeout, MaxTokens: tc.MaxTokens})
+		jc := rubric.JudgeConfig{BaseURL: tc.BaseURL, Model: tc.Model, APIKeyEnv: tc.APIKeyEnv,
+			Template: tc.Template, Timeout: timeout, MaxTokens: tc.MaxTokens}
+		if jc.Chat, err = judgeEndpoint(dir, tc); err == nil {
+			fn, err = rubric.Judge(jc)
+		}
 	case "":
 		err = errors.New(`type is missing; use "exact", "numeric", "math", "ratio", "format", "command", "http" or "judge"`)
 	default:

@@ -26,6 +26,11 @@ type customConfig struct {
 	Parser         string        `toml:"parser"`
 	Dataset        datasetConfig `toml:"dataset"`
 	Rubric         []termConfig  `toml:"rubric"`
+	// MaxTurns and Tool make the environment multi-turn: the model may call
+	// the tools, and an episode ends at a turn without a call or after
+	// max_turns turns (custom_tools.go).
+	MaxTurns int          `toml:"max_turns"`
+	Tool     []toolConfig `toml:"tool"`
 }
 
 // datasetConfig says where the rows come from: local files (paths relative
@@ -57,6 +62,11 @@ type termConfig struct {
 	APIKeyEnv string            `toml:"api_key_env"`
 	Template  string            `toml:"template"`
 	MaxTokens int               `toml:"max_tokens"`
+	// Endpoint names a judge by its endpoint_id in endpoints.toml (found
+	// at EndpointsPath, relative to the environment's directory, or else
+	// configs/endpoints.toml of the working directory).
+	Endpoint      string `toml:"endpoint"`
+	EndpointsPath string `toml:"endpoints_path"`
 }
 
 // readCustomConfig parses dir/environment.toml strictly and fills in
@@ -122,12 +132,17 @@ type configFile struct {
 // at returns "path:line" for the first `key =` line, searching from the
 // start of the n-th (0-based) [[rubric]] table when n >= 0.
 func (f *configFile) at(key string, n int) string {
+	return f.atTable("rubric", key, n)
+}
+
+// atTable is at for the n-th [[table]].
+func (f *configFile) atTable(table, key string, n int) string {
 	lines := strings.Split(f.src, "\n")
 	start := 0
 	if n >= 0 {
 		seen := -1
 		for i, l := range lines {
-			if strings.HasPrefix(strings.TrimSpace(l), "[[rubric]]") {
+			if strings.HasPrefix(strings.TrimSpace(l), "[["+table+"]]") {
 				seen++
 				if seen == n {
 					start = i
@@ -200,5 +215,21 @@ func (c *customConfig) check(f *configFile) error {
 	if len(c.Rubric) == 0 {
 		return fmt.Errorf("%s: no [[rubric]] terms; add at least one, e.g.\n[[rubric]]\ntype = \"exact\"\nweight = 1.0", f.path)
 	}
-	return nil
+	if allZeroWeights(c.Rubric) {
+		// Each zero weight is allowed (a logged-only term); all of them
+		// make every reward 0, which trains on nothing.
+		return fmt.Errorf("%s: every [[rubric]] term has weight = 0, so every reward would be 0 and training would learn nothing; give at least one term a positive weight, e.g. weight = 1.0", f.at("weight", 0))
+	}
+	return c.checkTools(f)
+}
+
+// allZeroWeights is true when every rubric term's weight is given as 0
+// (an unset weight is 1).
+func allZeroWeights(terms []termConfig) bool {
+	for _, t := range terms {
+		if t.Weight == nil || *t.Weight != 0 {
+			return false
+		}
+	}
+	return true
 }

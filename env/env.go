@@ -52,3 +52,12 @@ type Episode interface {
 type TurnLimiter interface {
 	MaxTurns() int
 }
+
+// ReplySizer is implemented by multi-turn environments whose replies can
+// be longer than rollout's default reply budget (tool results: a page
+// section, a program's output): ReplyTokens is the room a KV cache slot
+// keeps for the reply after each model turn, all of that turn's messages
+// as the chat template writes them with the next assistant header.
+type ReplySizer interface {
+	ReplyTokens() int
+}

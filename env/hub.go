@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -32,6 +33,18 @@ func hubSplitPatterns(config, split string) []string {
 	}
 }
 
+// hubJSONLPatterns are where a dataset uploaded as JSON lines keeps a
+// split, named as Hugging Face's split inference reads them; they are used
+// only when the split has no parquet file, so a repo with both is not read
+// twice.
+func hubJSONLPatterns(split string) []string {
+	var out []string
+	for _, ext := range []string{".jsonl", ".jsonl.gz"} {
+		out = append(out, split+ext, "data/"+split+ext, "data/"+split+"-*"+ext, split+"-*"+ext)
+	}
+	return out
+}
+
 // LoadHubRows returns the rows of one split of a Hugging Face dataset:
 // its parquet files are fetched into the HF cache (or found there) through
 // package hub, the same code that downloads models, and read in name order.
@@ -39,19 +52,23 @@ func hubSplitPatterns(config, split string) []string {
 func LoadHubRows(ctx context.Context, repo, config, split string) ([]Row, error) {
 	opts := HubOptions
 	opts.RepoType = hub.Dataset
-	opts.AllowPatterns = hubSplitPatterns(config, split)
+	parquets, jsonls := hubSplitPatterns(config, split), hubJSONLPatterns(split)
+	opts.AllowPatterns = append(append([]string(nil), parquets...), jsonls...)
 	dir, err := hub.Resolve(ctx, repo, opts)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s split %q: %w", repo, split, err)
 	}
-	files := matchingFiles(dir, opts.AllowPatterns)
+	files := matchingFiles(dir, parquets)
 	if len(files) == 0 {
-		return nil, fmt.Errorf("dataset %s: no parquet file for split %q under %s (looked for %s); check the split and config names",
+		files = matchingFiles(dir, jsonls)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("dataset %s: no parquet or JSONL file for split %q under %s (looked for %s); check the split and config names",
 			repo, split, dir, strings.Join(opts.AllowPatterns, ", "))
 	}
 	var rows []Row
 	for _, f := range files {
-		r, err := LoadParquet(f)
+		r, err := LoadRows(f)
 		if err != nil {
 			return nil, err
 		}
@@ -87,3 +104,38 @@ func matchingFiles(dir string, patterns []string) []string {
 func pathMatch(pattern, name string) (bool, error) {
 	return filepath.Match(filepath.FromSlash(pattern), filepath.FromSlash(name))
 }
+
+// loadLabRows is LoadHubRows for a builtin's default (Lab) dataset. When
+// the dataset is neither cached nor downloadable (offline, or the hub out
+// of reach) the error is one line that names the dataset and the env arg
+// that selects data which needs no hub (fallback, e.g.
+// `dataset_name = "synthetic"`), so nothing is ever substituted silently.
+func loadLabRows(ctx context.Context, envID, repo, config, split, fallback string) ([]Row, error) {
+	rows, err := LoadHubRows(ctx, repo, config, split)
+	if err == nil || !(errors.Is(err, hub.ErrNotCached) || errors.Is(err, hub.ErrTransfer)) {
+		return rows, err
+	}
+	detail := err.Error()
+	var he *hub.Error
+	if errors.As(err, &he) {
+		detail = he.Detail
+	}
+	return nil, &DatasetUnavailableError{Env: envID, Dataset: repo, Split: split, Fallback: fallback, Detail: detail, Err: err}
+}
+
+// DatasetUnavailableError says that a builtin's hub dataset could not be
+// had, and which arg selects data that needs no hub.
+type DatasetUnavailableError struct {
+	Env, Dataset, Split string
+	// Fallback is the arg setting that avoids the hub, as a config writes it.
+	Fallback string
+	Detail   string
+	Err      error
+}
+
+func (e *DatasetUnavailableError) Error() string {
+	return fmt.Sprintf("env %s: dataset %s (split %q) is not in the Hugging Face cache and cannot be downloaded: %s; or, to run without it, set args %s",
+		e.Env, e.Dataset, e.Split, e.Detail, e.Fallback)
+}
+
+func (e *DatasetUnavailableError) Unwrap() error { return e.Err }

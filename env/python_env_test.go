@@ -66,7 +66,7 @@ func TestPythonEnvByPath(t *testing.T) {
 
 // play runs one episode with scripted assistant turns and returns its
 // rollout as package rollout would build it.
-func play(t *testing.T, e Environment, ex Example, turns ...string) rubric.Rollout {
+func playPython(t *testing.T, e Environment, ex Example, turns ...string) rubric.Rollout {
 	t.Helper()
 	ep := e.NewEpisode(ex)
 	var completion []chat.Message
@@ -94,9 +94,9 @@ func TestPythonEnvEpisodesAndScores(t *testing.T) {
 	e := newPython(t, guessEnv, map[string]any{"max_turns": 3})
 	exs, _ := e.Examples("train")
 	ro := []rubric.Rollout{
-		play(t, e, exs[0], "2", "7"),
-		play(t, e, exs[0], "2", "7"), // the same text: either State fits
-		play(t, e, exs[0], "9", "8", "1"),
+		playPython(t, e, exs[0], "2", "7"),
+		playPython(t, e, exs[0], "2", "7"), // the same text: either State fits
+		playPython(t, e, exs[0], "9", "8", "1"),
 	}
 	want := []struct{ reward, guesses float64 }{{1, 2}, {1, 2}, {0, 2}}
 	for i, res := range e.Rubric().ScoreAll(context.Background(), ro, 3) {

@@ -18,6 +18,9 @@ type Spec struct {
 	Aliases []string
 	// Description is one line for `grpo env list`.
 	Description string
+	// Data says where the examples come from by default and which arg
+	// selects other data; `grpo env show` prints it.
+	Data string
 	// RewardScale, when not 0, says that the environment's reward is the
 	// reference implementation's (verifiers') weighted sum times this
 	// factor, which keeps it in [0, 1]; the sub-metrics are unscaled.

@@ -9,7 +9,7 @@ import (
 // episode exceeds — alphabet-sort's max_turns, and for wordle the longest
 // game, every valid guess preceded by an invalid move.
 func TestTurnLimits(t *testing.T) {
-	sort := newEnv(t, "alphabet-sort", map[string]any{"min_turns": 2, "max_turns": 4})
+	sort := newEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 2, "max_turns": 4})
 	if got := sort.(TurnLimiter).MaxTurns(); got != 4 {
 		t.Errorf("alphabet-sort max_turns 4: MaxTurns = %d", got)
 	}

@@ -177,6 +177,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 		if tl, ok := e.(env.TurnLimiter); ok {
 			s.MaxTurns = max(1, tl.MaxTurns())
 		}
+		s.ReplyTokens = rollout.ReplyTokens(e)
 		exs, err := e.Examples(split)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("env %s: %s split unreadable (%v)", s.Name, split, err))
@@ -190,7 +191,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 		}
 		sum, n := 0, 0
 		for _, ex := range exs[:min(len(exs), promptSample)] {
-			if ids, err := rollout.RenderPrompt(tok, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
+			if ids, err := rollout.RenderEnvPrompt(tok, e, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
 				s.PromptTokens = max(s.PromptTokens, len(ids))
 				sum, n = sum+len(ids), n+1
 			}

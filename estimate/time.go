@@ -10,7 +10,6 @@ import (
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/optim"
-	"github.com/grpo-dev/grpo/rollout"
 )
 
 // StepTime is the time of one training step, extrapolated from a short
@@ -168,7 +167,7 @@ func (st *StepTime) extrapolate(train []EnvShape) {
 		}
 		// Between turns each rollout prefills the env's reply (taken at its
 		// budget), and every token of the conversation is trained.
-		replies := rollout.ReplyBudget * (turns - 1)
+		replies := s.replyTokens() * (turns - 1)
 		gen += time.Duration(slots*(prompt+replies)) * st.PrefillPerToken
 		gen += time.Duration(s.MaxTokens*turns) * st.decodeStep(slots)
 		tr += time.Duration(slots*(prompt+s.MaxTokens*turns+replies)) * st.TrainPerToken

@@ -18,7 +18,7 @@ import (
 func TestEstimateCountsTurns(t *testing.T) {
 	kv := func(turns int) (int64, string) {
 		cfg := estimateConfig(16, 4, 100)
-		cfg.Env = []config.Env{{ID: "alphabet-sort", Name: "alphabet-sort", Weight: 1, Args: map[string]any{"min_turns": 1, "max_turns": turns}}}
+		cfg.Env = []config.Env{{ID: "alphabet-sort", Name: "alphabet-sort", Weight: 1, Args: map[string]any{"dataset_name": "synthetic", "min_turns": 1, "max_turns": turns}}}
 		e, err := Run(context.Background(), cfg, RunOptions{Shape: "qwen3-30m"})
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,10 @@
 // Package examples embeds the example files the grpo binary writes out, so
 // that each exists once, as a real file in the repository: Workspace is
-// the tree `grpo init` writes (workspace/). The Lab configs in configs/
-// and demo.toml are files to point grpo at, read from disk, not embedded.
+// the tree `grpo init` writes (workspace/: the files of `prime lab setup`
+// at verifiers 8d4b33247, sized for a local GPU). The Lab configs in
+// configs/ and demo.toml are files to point grpo at, read from disk, not
+// embedded; configs/ stays a set of its own because config tests pin its
+// values (hosted-only keys and aliases that the setup files do not use).
 package examples
 
 import (

@@ -28,7 +28,7 @@ func modelTurns(tr Trajectory) []int {
 
 func alphabetSort3(t *testing.T) (env.Environment, []env.Example) {
 	t.Helper()
-	e, err := env.New("alphabet-sort", map[string]any{"min_turns": 3, "max_turns": 3, "num_train_examples": 2})
+	e, err := env.New("alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 2})
 	if err != nil {
 		t.Fatal(err)
 	}

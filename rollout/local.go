@@ -15,7 +15,11 @@ import (
 // can take (sizingTurns). The prompts rendered for the sizing are the ones
 // the episodes start with.
 func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
-	prompts := renderPrompts(tok, exs, tokenizer.ChatOptions{EnableThinking: opts.EnableThinking})
+	st, err := newSetup(tok, e, opts)
+	if err != nil {
+		return nil, err
+	}
+	prompts := renderPrompts(tok, exs, st.chat)
 	longest := 0
 	for _, pr := range prompts {
 		if pr.err == nil {
@@ -23,7 +27,7 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		}
 	}
 	turns := sizingTurns(e, opts.MaxTurns)
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLen(m.Config, longest, p.MaxTokens, turns)})
+	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +35,7 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
 		return nil, err
 	}
-	return play(ctx, s, tok, e, exs, prompts, perExample, p, seed, opts)
+	return play(ctx, s, tok, e, exs, prompts, perExample, p, seed, opts, st)
 }
 
 // sizingTurns is how many model turns a slot is sized for: e's turn limit

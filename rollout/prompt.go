@@ -32,6 +32,17 @@ func renderPrompt(tok *tokenizer.Tokenizer, msgs []chat.Message, opts tokenizer.
 	return tok.Encode(text), nil
 }
 
+// RenderEnvPrompt returns the tokens an episode of e starts with: the
+// prompt through tok's chat template with the generation prompt and, for
+// a tool environment, its tools' schemas (which Local and Play render).
+func RenderEnvPrompt(tok *tokenizer.Tokenizer, e env.Environment, prompt []chat.Message, enableThinking *bool) ([]int32, error) {
+	opts := tokenizer.ChatOptions{EnableThinking: enableThinking}
+	for _, t := range env.ToolsOf(e) {
+		opts.Tools = append(opts.Tools, t.Schema())
+	}
+	return renderPrompt(tok, prompt, opts)
+}
+
 // RenderPrompt returns the tokens an episode starts with: the prompt
 // messages through tok's chat template with the generation prompt.
 func RenderPrompt(tok *tokenizer.Tokenizer, prompt []chat.Message, enableThinking *bool) ([]int32, error) {

@@ -40,7 +40,10 @@ func replyText(render renderFunc, conv, reply []chat.Message, stopText string, o
 	}
 	msgs := make([]chat.Message, 0, len(conv)+len(reply))
 	msgs = append(append(msgs, conv...), reply...)
-	msgs[len(conv)-1].Content = turnMarker
+	// The marker stands for the whole sampled turn: its tool calls and
+	// thinking are in the marker's place already, so the template must not
+	// write them again after it.
+	msgs[len(conv)-1] = chat.Message{Role: "assistant", Content: turnMarker}
 	opts.AddGenerationPrompt = true
 	text, err := render(msgs, opts)
 	if err != nil {

@@ -21,13 +21,14 @@ func respondSafely(ctx context.Context, ep env.Episode, text string) (reply []ch
 	return ep.Respond(ctx, text)
 }
 
-// panicLine picks the first frame outside the runtime and this file from a
+// panicLine picks the first frame outside the runtime and the files that
+// recover (this one, tools.go) from a
 // stack trace, to say where a panic came from in one line.
 func panicLine(stack []byte) string {
 	lines := strings.Split(string(stack), "\n")
 	for i := 0; i+1 < len(lines); i++ {
 		f := strings.TrimSpace(lines[i+1])
-		if strings.HasPrefix(lines[i], "panic(") || strings.Contains(f, "/runtime/") || strings.Contains(f, "rollout/respond.go") || !strings.Contains(f, ".go:") {
+		if strings.HasPrefix(lines[i], "panic(") || strings.Contains(f, "/runtime/") || strings.Contains(f, "rollout/respond.go") || strings.Contains(f, "rollout/tools.go") || !strings.Contains(f, ".go:") {
 			continue
 		}
 		if j := strings.LastIndex(f, " +0x"); j > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/grpo-dev/grpo/chat"
@@ -22,6 +24,9 @@ type Options struct {
 	EnableThinking *bool
 	// ScoreWorkers bounds concurrent rubric calls; 0 means 8.
 	ScoreWorkers int
+	// ToolWorkers bounds the episodes whose tool calls run at once (tool
+	// environments only); 0 means 8.
+	ToolWorkers int
 	// Timing, when not nil, accumulates the time spent playing and scoring.
 	Timing *Timing
 }
@@ -55,8 +60,31 @@ func Play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
 		return nil, err
 	}
-	prompts := renderPrompts(tok, examples, tokenizer.ChatOptions{EnableThinking: opts.EnableThinking})
-	return play(ctx, s, tok, e, examples, prompts, perExample, params, seed, opts)
+	st, err := newSetup(tok, e, opts)
+	if err != nil {
+		return nil, err
+	}
+	prompts := renderPrompts(tok, examples, st.chat)
+	return play(ctx, s, tok, e, examples, prompts, perExample, params, seed, opts, st)
+}
+
+// setup is what every episode of a Play call shares besides the sampler:
+// the template variables (thinking, the tools' schemas) and the tools.
+type setup struct {
+	chat  tokenizer.ChatOptions
+	tools *toolBox
+}
+
+func newSetup(tok *tokenizer.Tokenizer, e env.Environment, opts Options) (setup, error) {
+	box, err := newToolBox(tok, e)
+	if err != nil {
+		return setup{}, err
+	}
+	st := setup{chat: tokenizer.ChatOptions{EnableThinking: opts.EnableThinking}, tools: box}
+	if box != nil {
+		st.chat.Tools = box.schemas
+	}
+	return st, nil
 }
 
 func checkArgs(s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, perExample int, opts Options) error {
@@ -74,14 +102,14 @@ func checkArgs(s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, 
 }
 
 // play is Play after checkArgs, with each example's prompt rendered.
-func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
+func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options, st setup) ([]Trajectory, error) {
 	if err := params.Validate(); err != nil {
 		return nil, fmt.Errorf("rollouts: [sampling] %v", err)
 	}
 	if len(params.StopTokens) == 0 {
 		params.StopTokens = sampler.StopTokenIDs(tok)
 	}
-	d := &driver{s: s, tok: tok, opts: opts, chat: tokenizer.ChatOptions{EnableThinking: opts.EnableThinking}}
+	d := &driver{s: s, tok: tok, opts: opts, chat: st.chat, tools: st.tools}
 	trajs := make([]Trajectory, len(examples)*perExample)
 	var queue []*episode
 	for i, ex := range examples {
@@ -113,10 +141,11 @@ func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 
 // driver holds what every episode of one Play call shares.
 type driver struct {
-	s    *sampler.Sampler
-	tok  *tokenizer.Tokenizer
-	opts Options
-	chat tokenizer.ChatOptions
+	s     *sampler.Sampler
+	tok   *tokenizer.Tokenizer
+	opts  Options
+	chat  tokenizer.ChatOptions
+	tools *toolBox // nil for an environment without tools
 	// fatal is the first Respond error wrapping env.ErrFatal: the
 	// environment is down, so Play stops rather than fail every episode.
 	fatal error
@@ -124,11 +153,56 @@ type driver struct {
 
 // episode is one trajectory being played.
 type episode struct {
-	t      *Trajectory
-	params sampler.Params
-	ep     env.Episode
-	seq    *sampler.Seq
-	conv   []chat.Message // prompt and completion so far
+	t        *Trajectory
+	params   sampler.Params
+	ep       env.Episode
+	seq      *sampler.Seq
+	conv     []chat.Message // prompt and completion so far
+	tools    map[string]env.Tool
+	maxTurns int
+	// the latest turn and its reply, between the phases of afterTurns
+	text, stopText string
+	msg            chat.Message
+	reply          []chat.Message
+	done           bool
+	err            error
+}
+
+// begin starts p's episode; false when it fails to (recorded).
+func (d *driver) begin(e env.Environment, p *episode) bool {
+	p.ep = e.NewEpisode(p.t.Example)
+	p.conv = append([]chat.Message(nil), p.t.Prompt...)
+	p.maxTurns = d.opts.MaxTurns
+	if d.tools == nil {
+		return true
+	}
+	// A tool episode ends at the environment's max_turns, as verifiers'
+	// ToolEnv does: the model may keep calling tools otherwise.
+	if tl, ok := e.(env.TurnLimiter); ok && tl.MaxTurns() > 0 && (p.maxTurns == 0 || tl.MaxTurns() < p.maxTurns) {
+		p.maxTurns = tl.MaxTurns()
+	}
+	p.t.toolCallsBy = map[string]int{}
+	tools, err := d.tools.episodeTools(p.ep)
+	if err != nil {
+		p.t.fail("start: " + err.Error())
+		return false
+	}
+	p.tools = tools
+	return true
+}
+
+// end releases p's cache slot and closes its episode when it holds
+// resources (io.Closer), however the episode ended.
+func (d *driver) end(p *episode) {
+	d.s.Release(p.seq)
+	if c, ok := p.ep.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			p.t.Errors = append(p.t.Errors, "closing the episode: "+err.Error())
+		}
+	}
+	if d.tools != nil && p.t.toolCallsBy != nil {
+		p.t.ToolMetrics = d.tools.toolMetrics(p.t)
+	}
 }
 
 // play runs the episodes, keeping the sampler's free slots filled from
@@ -137,7 +211,7 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 	var active []*episode
 	defer func() {
 		for _, p := range active {
-			d.s.Release(p.seq)
+			d.end(p)
 		}
 	}()
 	for len(queue) > 0 || len(active) > 0 {
@@ -150,8 +224,10 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 				continue
 			}
 			p.seq = seq
-			p.ep = e.NewEpisode(p.t.Example)
-			p.conv = append([]chat.Message(nil), p.t.Prompt...)
+			if !d.begin(e, p) {
+				d.end(p)
+				continue
+			}
 			active = append(active, p)
 		}
 		if len(active) == 0 {
@@ -167,12 +243,13 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		if err := d.s.Run(ctx, seqs); err != nil {
 			return fmt.Errorf("rollouts: %w", err)
 		}
+		goOn := d.afterTurns(ctx, active)
 		next := active[:0]
-		for _, p := range active {
-			if d.afterTurn(ctx, p) {
+		for i, p := range active {
+			if goOn[i] {
 				next = append(next, p)
 			} else {
-				d.s.Release(p.seq)
+				d.end(p)
 			}
 		}
 		active = next
@@ -183,9 +260,44 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 	return nil
 }
 
-// afterTurn records the turn the sampler just played, asks the episode
-// for its reply and appends it; it reports whether the episode goes on.
-func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
+// afterTurns plays what follows the turn the sampler just played, for
+// every active episode: recordTurn, the episode's reply (respond), then
+// continueEpisode, which reports whether the episode goes on. A tool environment's
+// replies (tool calls: searches, HTTP requests, sandboxed code) run
+// concurrently across episodes, at most ToolWorkers at a time; other
+// environments reply one episode after another, as their Respond may not
+// expect concurrent calls.
+func (d *driver) afterTurns(ctx context.Context, active []*episode) []bool {
+	for _, p := range active {
+		d.recordTurn(p)
+	}
+	workers := 1
+	if d.tools != nil {
+		workers = d.opts.ToolWorkers
+		if workers <= 0 {
+			workers = 8
+		}
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, p := range active {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d.respond(ctx, p)
+		}()
+	}
+	wg.Wait()
+	goOn := make([]bool, len(active))
+	for i, p := range active {
+		goOn[i] = d.continueEpisode(p)
+	}
+	return goOn
+}
+
+// recordTurn appends the turn the sampler just played to the trajectory.
+func (d *driver) recordTurn(p *episode) {
 	t, turn := p.t, &p.seq.Turn
 	t.Turns++
 	t.FinishReason = turn.FinishReason
@@ -201,31 +313,60 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 	for range turn.Tokens {
 		t.ModelMask = append(t.ModelMask, true)
 	}
-	content, stopText := turn.Tokens, ""
+	content := turn.Tokens
+	p.stopText = ""
 	if turn.StopToken {
 		last := content[len(content)-1]
 		content = content[:len(content)-1]
-		stopText, _ = d.tok.Token(last)
+		p.stopText, _ = d.tok.Token(last)
 	}
-	msg := chat.Message{Role: "assistant", Content: d.tok.Decode(content)}
-	t.Messages = append(t.Messages, msg)
-	p.conv = append(p.conv, msg)
+	p.text = d.tok.Decode(content)
+}
 
-	reply, done, err := respondSafely(ctx, p.ep, msg.Content)
+// respond gets the reply to the latest turn: for a turn with tool calls,
+// their results (the episode's Respond is not asked); otherwise the
+// episode's Respond. It touches only p, so episodes respond concurrently.
+func (d *driver) respond(ctx context.Context, p *episode) {
+	p.reply, p.done, p.err = nil, false, nil
+	msg := chat.Message{Role: "assistant", Content: p.text}
+	if d.tools != nil && p.tools != nil {
+		tt := d.tools.run(ctx, p.tools, p.text)
+		msg = tt.assistant
+		t := p.t
+		t.ToolCalls += tt.total
+		t.ToolErrors += tt.errors
+		for n, k := range tt.calls {
+			t.toolCallsBy[n] += k
+		}
+		if len(tt.results) > 0 {
+			p.msg, p.reply = msg, tt.results
+			return
+		}
+	}
+	p.msg = msg
+	p.reply, p.done, p.err = respondSafely(ctx, p.ep, p.text)
+}
+
+// continueEpisode records the reply and appends it as tokens after the
+// turn; it reports whether the episode goes on.
+func (d *driver) continueEpisode(p *episode) bool {
+	t, turn := p.t, &p.seq.Turn
+	t.Messages = append(t.Messages, p.msg)
+	p.conv = append(p.conv, p.msg)
 	switch {
-	case err != nil:
-		t.fail(fmt.Sprintf("turn %d: respond: %v", t.Turns, err))
-		if errors.Is(err, env.ErrFatal) && d.fatal == nil {
-			d.fatal = err
+	case p.err != nil:
+		t.fail(fmt.Sprintf("turn %d: respond: %v", t.Turns, p.err))
+		if errors.Is(p.err, env.ErrFatal) && d.fatal == nil {
+			d.fatal = p.err
 		}
 		return false
-	case done || turn.CacheFull || d.opts.MaxTurns > 0 && t.Turns >= d.opts.MaxTurns:
+	case p.done || turn.CacheFull || p.maxTurns > 0 && t.Turns >= p.maxTurns:
 		return false
-	case len(reply) == 0:
+	case len(p.reply) == 0:
 		t.fail(fmt.Sprintf("turn %d: respond returned no reply and did not end the episode", t.Turns))
 		return false
 	}
-	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, reply, stopText, d.chat)
+	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, d.chat)
 	if err != nil {
 		t.fail(fmt.Sprintf("turn %d: rendering the reply: %v", t.Turns, err))
 		return false
@@ -247,7 +388,7 @@ func (d *driver) afterTurn(ctx context.Context, p *episode) bool {
 		t.ModelMask = append(t.ModelMask, false)
 		t.Logprobs = append(t.Logprobs, 0)
 	}
-	t.Messages = append(t.Messages, reply...)
-	p.conv = append(p.conv, reply...)
+	t.Messages = append(t.Messages, p.reply...)
+	p.conv = append(p.conv, p.reply...)
 	return true
 }

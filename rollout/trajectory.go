@@ -43,6 +43,14 @@ type Trajectory struct {
 	// Metrics are the rubric's metrics, plus "errors/episode" = 1 for an
 	// episode that failed.
 	Metrics map[string]float64
+	// ToolCalls counts the episode's tool calls, readable or not, and
+	// ToolErrors those answered with an error (see package env's Tool).
+	ToolCalls, ToolErrors int
+	// ToolMetrics, for a tool environment, holds tool_calls, tool_errors
+	// and tool_calls/<name> per declared tool (nil otherwise): what the
+	// trainer's step metrics and eval rows report beside the rubric's.
+	ToolMetrics map[string]float64
+	toolCallsBy map[string]int
 	// Errors holds one line per problem: the episode's (then the episode
 	// ended and scored 0) and the rubric's failed terms.
 	Errors []string

@@ -3,4 +3,6 @@
 // run holds (not what is in them: that is the trainer's resume state),
 // and reading runs back for `grpo runs list|status|logs`, reward plots and
 // run summaries. It writes what the trainer gives it and never trains.
+// The trainer's metrics reach metrics.jsonl, the TensorBoard events file
+// (rundir/tfevents) and W&B (rundir/wandb) through one Sinks value.
 package rundir

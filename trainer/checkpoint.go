@@ -28,9 +28,10 @@ type checkpointState struct {
 const checkpointFormat = "grpo-checkpoint-v1"
 
 // saveCheckpoint writes checkpoints/step-N (adapter/, optimizer.safetensors,
-// state.json) as one atomic directory, then deletes checkpoints beyond
-// keepLast.
-func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim.AdamW, baseModel string, keepLast int) error {
+// state.json, and config.toml: the config it was trained with, which a
+// resume compares with the run's config.toml to catch edits) as one atomic
+// directory, then deletes checkpoints beyond keepLast.
+func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim.AdamW, baseModel string, configText []byte, keepLast int) error {
 	final := rundir.CheckpointPath(dir, st.Step)
 	err := atomicfile.WriteDir(final, nil, func(tmp string) error {
 		if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {
@@ -38,6 +39,11 @@ func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim
 		}
 		if err := opt.SaveState(filepath.Join(tmp, "optimizer.safetensors")); err != nil {
 			return fmt.Errorf("optimizer: %w", err)
+		}
+		if configText != nil {
+			if err := atomicfile.WriteFile(filepath.Join(tmp, "config.toml"), configText, 0o644); err != nil {
+				return err
+			}
 		}
 		st.Format = checkpointFormat
 		js, _ := json.MarshalIndent(st, "", "  ")

@@ -25,6 +25,11 @@ type EvalOptions struct {
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k; default 1 (fully correct).
 	PassThreshold float64
+	// Rows, when set, receives each pass's results rows as soon as
+	// EvaluateInBatches finishes the pass, and the result then keeps no
+	// trajectories: memory holds one pass, however many rollouts the eval
+	// has. Evaluate itself ignores it.
+	Rows func([]EvalRow) error
 }
 
 // EvalResult is one environment's evaluation.
@@ -45,6 +50,12 @@ type EvalResult struct {
 // Evaluate plays the eval split of e with m (attach an adapter with
 // model.WithAdapter) and scores it.
 func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions) (EvalResult, error) {
+	return EvaluateWith(ctx, rollout.LocalEngine{Model: m, Tok: tok}, e, name, o)
+}
+
+// EvaluateWith is Evaluate with the episodes played by eng: in process, or
+// on an inference server (rollout.RemoteEngine).
+func EvaluateWith(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions) (EvalResult, error) {
 	res := EvalResult{Env: name}
 	if o.RolloutsPerExample < 1 {
 		o.RolloutsPerExample = 1
@@ -63,7 +74,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 		return res, fmt.Errorf("env %s: the eval split is empty", name)
 	}
 	k := o.RolloutsPerExample
-	trajs, err := rollout.Local(ctx, m, tok, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking})
+	trajs, err := eng.Play(ctx, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking})
 	if err != nil {
 		return res, fmt.Errorf("env %s: %w", name, err)
 	}
@@ -114,7 +125,7 @@ func (r *run) evaluate(ctx context.Context) error {
 	row["reward"] = reward
 	r.bar.note("eval step %d: reward %.3f", r.step, reward)
 	r.dir.Logf("eval step %d reward %.4f", r.step, reward)
-	return r.dir.AppendJSONL("eval.jsonl", row)
+	return r.sinks.Eval(row)
 }
 
 type evalEnv struct {

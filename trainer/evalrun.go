@@ -10,11 +10,13 @@ import (
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -25,12 +27,19 @@ import (
 const DefaultEvalBatch = 64
 
 // EvaluateInBatches is Evaluate over the eval split in passes of at most
-// batch rollouts (whole examples; at least one example a pass), which bounds
+// batch rollouts (whole examples while an example's rollouts fit in one;
+// else each example's rollouts split into passes of batch), which bounds
 // the KV cache. onDone, if set, is called (from any goroutine, one call at a
 // time) with the number of finished rollouts so far. The first pass uses
 // o.Seed, so a split that fits one pass gives exactly Evaluate's result;
 // the pass starting at example s uses sampler.DeriveSeed(o.Seed, s).
 func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
+	return EvaluateInBatchesWith(ctx, rollout.LocalEngine{Model: m, Tok: tok}, e, name, o, batch, onDone)
+}
+
+// EvaluateInBatchesWith is EvaluateInBatches with the episodes played by
+// eng.
+func EvaluateInBatchesWith(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
 	res := EvalResult{Env: name}
 	k := max(1, o.RolloutsPerExample)
 	if batch <= 0 {
@@ -62,19 +71,7 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 		}
 	}
 	var rewardSum, pass1Sum, passKSum float64
-	for start := 0; start < len(exs); start += per {
-		end := min(start+per, len(exs))
-		po := o
-		po.NumExamples, po.RolloutsPerExample = -1, k
-		if start > 0 {
-			po.Seed = sampler.DeriveSeed(o.Seed, uint64(start))
-		}
-		w := &windowEnv{Environment: e, exs: exs[start:end], done: func() { tick(1, false) }}
-		r, err := Evaluate(ctx, m, tok, w, name, po)
-		if err != nil {
-			return res, err
-		}
-		tick(end*k, true) // episodes cut off by a length limit never said done
+	add := func(r EvalResult) {
 		res.Examples += r.Examples
 		res.Rollouts += r.Rollouts
 		res.Errors += r.Errors
@@ -83,9 +80,91 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 		pass1Sum += r.PassAt1 * float64(r.Examples)
 		passKSum += r.PassAtK * float64(r.Examples)
 	}
+	// keep hands a pass's trajectories on as rows when o.Rows streams them
+	// (its first example is example exOff, its first rollout roOff),
+	// else leaves them in r for add.
+	keep := func(r *EvalResult, exOff, roOff int) error {
+		if o.Rows == nil {
+			return nil
+		}
+		rows := r.rowsFrom(exOff, roOff)
+		r.Trajectories = nil
+		return o.Rows(rows)
+	}
+	if k > batch {
+		// One example's rollouts alone exceed a pass: split them too.
+		for i := range exs {
+			r, err := evaluateSplitExample(ctx, eng, e, name, o, exs, i, k, batch, func() { tick(1, false) }, keep)
+			if err != nil {
+				return res, err
+			}
+			tick((i+1)*k, true)
+			add(r)
+		}
+	}
+	for start := 0; start < len(exs) && k <= batch; start += per {
+		end := min(start+per, len(exs))
+		po := o
+		po.NumExamples, po.RolloutsPerExample = -1, k
+		if start > 0 {
+			po.Seed = sampler.DeriveSeed(o.Seed, uint64(start))
+		}
+		w := &windowEnv{Environment: e, exs: exs[start:end], done: func() { tick(1, false) }}
+		r, err := EvaluateWith(ctx, eng, w, name, po)
+		if err != nil {
+			return res, err
+		}
+		tick(end*k, true) // episodes cut off by a length limit never said done
+		if err := keep(&r, start, 0); err != nil {
+			return res, err
+		}
+		add(r)
+	}
 	res.Reward = rewardSum / float64(res.Rollouts)
 	res.PassAt1 = pass1Sum / float64(res.Examples)
 	res.PassAtK = passKSum / float64(res.Examples)
+	return res, nil
+}
+
+// evaluateSplitExample evaluates example i's k rollouts in passes of at
+// most batch (the pass at rollout c seeded by DeriveSeed(seed, i, c)), so
+// the KV cache and the episodes in flight stay at batch whatever k is, and
+// combines them into one example's result: pass@1 and pass@k over all k.
+func evaluateSplitExample(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions, exs []env.Example, i, k, batch int, done func(), keep func(r *EvalResult, exOff, roOff int) error) (EvalResult, error) {
+	res := EvalResult{Env: name, Examples: 1}
+	threshold := o.PassThreshold
+	if threshold == 0 {
+		threshold = 1
+	}
+	var sum float64
+	solved := 0
+	for c := 0; c < k; c += batch {
+		po := o
+		po.NumExamples, po.RolloutsPerExample = -1, min(batch, k-c)
+		po.Seed = sampler.DeriveSeed(o.Seed, uint64(i), uint64(c))
+		w := &windowEnv{Environment: e, exs: exs[i : i+1], done: done}
+		r, err := EvaluateWith(ctx, eng, w, name, po)
+		if err != nil {
+			return res, err
+		}
+		for _, t := range r.Trajectories {
+			sum += t.Reward
+			if t.Reward >= threshold-1e-9 {
+				solved++
+			}
+		}
+		res.Rollouts += r.Rollouts
+		res.Errors += r.Errors
+		if err := keep(&r, i, c); err != nil {
+			return res, err
+		}
+		res.Trajectories = append(res.Trajectories, r.Trajectories...)
+	}
+	res.Reward = sum / float64(res.Rollouts)
+	res.PassAt1 = float64(solved) / float64(k)
+	if solved > 0 {
+		res.PassAtK = 1
+	}
 	return res, nil
 }
 
@@ -117,10 +196,38 @@ func (w *windowEnv) MaxTurns() int {
 	return 1
 }
 
+// ReplyTokens forwards env.ReplySizer (0: the default budget).
+func (w *windowEnv) ReplyTokens() int {
+	if rs, ok := w.Environment.(env.ReplySizer); ok {
+		return rs.ReplyTokens()
+	}
+	return 0
+}
+
+// Tools forwards env.ToolEnvironment, so a tool environment keeps its
+// tools when evaluated in windows.
+func (w *windowEnv) Tools() []env.Tool { return env.ToolsOf(w.Environment) }
+
 type countedEpisode struct {
 	env.Episode
 	done func()
 	once sync.Once
+}
+
+// Tools forwards env.ToolEpisode (nil: the environment's tools).
+func (c *countedEpisode) Tools() []env.Tool {
+	if te, ok := c.Episode.(env.ToolEpisode); ok {
+		return te.Tools()
+	}
+	return nil
+}
+
+// Close forwards io.Closer, so an episode's resources are released.
+func (c *countedEpisode) Close() error {
+	if cl, ok := c.Episode.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
 }
 
 func (c *countedEpisode) Respond(ctx context.Context, assistant string) ([]chat.Message, bool, error) {
@@ -154,7 +261,11 @@ type EvalRow struct {
 
 // Rows turns r's trajectories into results rows, in order: example i's
 // rollout j is row i*k+j.
-func (r EvalResult) Rows() []EvalRow {
+func (r EvalResult) Rows() []EvalRow { return r.rowsFrom(0, 0) }
+
+// rowsFrom is Rows for one pass of a larger eval whose first example is
+// example exOff and whose first rollout is rollout roOff of its example.
+func (r EvalResult) rowsFrom(exOff, roOff int) []EvalRow {
 	k := 1
 	if r.Examples > 0 {
 		k = max(1, r.Rollouts/r.Examples)
@@ -162,6 +273,9 @@ func (r EvalResult) Rows() []EvalRow {
 	rows := make([]EvalRow, len(r.Trajectories))
 	for i, t := range r.Trajectories {
 		metrics := map[string]float64{}
+		for name, v := range t.ToolMetrics {
+			metrics[name] = v
+		}
 		for name, v := range t.Metrics {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) { // JSON has no NaN
 				metrics[name] = v
@@ -175,7 +289,7 @@ func (r EvalResult) Rows() []EvalRow {
 		if completion == nil {
 			completion = []chat.Message{}
 		}
-		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: i / k, Rollout: i % k,
+		rows[i] = EvalRow{Env: r.Env, ExampleID: t.ID, ExampleIndex: exOff + i/k, Rollout: roOff + i%k,
 			Prompt: t.Prompt, Completion: completion, Answer: t.Answer, Reward: t.Reward,
 			Metrics: metrics, Errors: errs, FinishReason: t.FinishReason, Turns: t.Turns,
 			Truncated: t.Truncated, TruncatedBy: t.TruncatedBy, CompletionTokens: len(t.Tokens), Info: t.Info}
@@ -210,6 +324,18 @@ type EvalRunOptions struct {
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k (0: 1, fully correct).
 	PassThreshold float64
+	// Endpoints, when set, is the endpoints.toml registry: a spec whose
+	// model is one of its endpoint ids is evaluated on that endpoint
+	// (generation through its client, the rubric here) instead of a model
+	// loaded in process.
+	Endpoints *endpoints.Registry
+	// Rows, when set, receives every results row pass by pass (see
+	// EvalOptions.Rows), so the results never sit in memory all at once;
+	// the returned results then hold no trajectories. ResultsDir is the
+	// directory they are written to, whose free disk space the evals are
+	// checked against before they start.
+	Rows       func([]EvalRow) error
+	ResultsDir string
 }
 
 // RunEvals runs the evaluations in order, loading each distinct model (and
@@ -224,22 +350,17 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		}
 		envs[i] = e
 	}
-	type loaded struct {
-		m   *model.Model
-		tok *tokenizer.Tokenizer
-	}
-	cache := map[string]loaded{}
+	cache := map[string]rollout.Engine{}
 	var out []EvalResult
 	for i, s := range specs {
 		key := s.Model + "\x00" + s.Adapter + "\x00" + s.Device
-		l, ok := cache[key]
+		eng, ok := cache[key]
 		if !ok {
-			m, tok, err := loadEvalModel(ctx, s, o)
-			if err != nil {
+			var err error
+			if eng, err = evalEngine(ctx, s, o); err != nil {
 				return out, err
 			}
-			l = loaded{m, tok}
-			cache[key] = l
+			cache[key] = eng
 		}
 		exs, err := envs[i].Examples("eval")
 		if err != nil {
@@ -249,18 +370,63 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		if s.NumExamples >= 0 {
 			n = min(n, s.NumExamples)
 		}
-		if o.OnStart != nil {
-			o.OnStart(s, n*max(1, s.RolloutsPerExample))
+		// Only a model loaded here holds a KV cache to fit; an endpoint's
+		// results are checked by nothing but the disk they are written to.
+		if le, local := eng.(rollout.LocalEngine); local {
+			if err := checkEvalFits(s, le.Model, envs[i], n, o.Batch, resultsDir(o)); err != nil {
+				return out, err
+			}
 		}
-		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
+		if o.OnStart != nil {
+			_, total := evalPasses(n, s.RolloutsPerExample, o.Batch)
+			o.OnStart(s, total)
+		}
+		res, err := EvaluateInBatchesWith(ctx, eng, envs[i], s.Name, EvalOptions{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
-			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold}, o.Batch, o.OnDone)
+			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold,
+			Rows: o.Rows}, o.Batch, o.OnDone)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// evalEngine plays a spec's episodes: on the endpoint its model names, or
+// with the model (and adapter) loaded here.
+func evalEngine(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (rollout.Engine, error) {
+	if o.Endpoints != nil {
+		if _, ok := o.Endpoints.Lookup(s.Model); ok {
+			if s.Adapter != "" {
+				return nil, fmt.Errorf("eval %s: --adapter applies to a model loaded here, and %s is an endpoint of %s; load the adapter on the server and name it in endpoints.toml", s.Name, s.Model, o.Endpoints.Path)
+			}
+			c, err := o.Endpoints.Client(s.Model, endpoints.Options{})
+			if err != nil {
+				return nil, err
+			}
+			if c.Type() != endpoints.TypeChat {
+				return nil, fmt.Errorf("eval %s: endpoint %s has type %s; grpo eval plays episodes as chat, so it needs type = %q", s.Name, s.Model, c.Type(), endpoints.TypeChat)
+			}
+			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: s.EnableThinking})}, nil
+		}
+	}
+	m, tok, err := loadEvalModel(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
+	return rollout.LocalEngine{Model: m, Tok: tok}, nil
+}
+
+// resultsDir is where o streams the results, "" when they are held.
+func resultsDir(o EvalRunOptions) string {
+	switch {
+	case o.Rows == nil:
+		return ""
+	case o.ResultsDir == "":
+		return "."
+	}
+	return o.ResultsDir
 }
 
 func loadEvalModel(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (*model.Model, *tokenizer.Tokenizer, error) {

@@ -155,8 +155,8 @@ func TestRunEvals(t *testing.T) {
 		t.Error("unknown env accepted")
 	}
 	specs := []config.EvalSpec{
-		{Name: "a", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 2}, Model: mdir, Device: "cpu", NumExamples: -1, RolloutsPerExample: 2, Sampling: p},
-		{Name: "b", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 3}, Model: mdir, Device: "cpu", NumExamples: 1, RolloutsPerExample: 1, Sampling: p},
+		{Name: "a", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 2, "dataset_name": "synthetic"}, Model: mdir, Device: "cpu", NumExamples: -1, RolloutsPerExample: 2, Sampling: p},
+		{Name: "b", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 3, "dataset_name": "synthetic"}, Model: mdir, Device: "cpu", NumExamples: 1, RolloutsPerExample: 1, Sampling: p},
 	}
 	var started []int
 	res, err := RunEvals(context.Background(), specs, EvalRunOptions{OnStart: func(s config.EvalSpec, total int) { started = append(started, total) }})

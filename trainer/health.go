@@ -12,6 +12,9 @@ type healthState struct {
 	AllZero, AllOne, NoSignal int  // consecutive steps
 	WarnedZero, WarnedOne     bool // each warning is given once
 	WarnedNoSignal            bool
+	// ErrorSteps counts consecutive steps in which every rollout failed
+	// (max_error_steps stops the run).
+	ErrorSteps int
 }
 
 // observe updates the counters with one step's rewards and returns the

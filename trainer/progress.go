@@ -58,8 +58,14 @@ func stepLine(step int, m map[string]float64) string {
 }
 
 func (p *progress) stepDone(step int, m map[string]float64) {
+	p.stepDoneLine(step, m, stepLine(step, m))
+}
+
+// stepDoneLine reports a step with its line as given (stepLine plus what
+// the step needs to say, such as its errors).
+func (p *progress) stepDoneLine(step int, m map[string]float64, line string) {
 	p.step = step
-	p.emit(ProgressEvent{Kind: ProgressStep, Line: stepLine(step, m), Metrics: m})
+	p.emit(ProgressEvent{Kind: ProgressStep, Line: line, Metrics: m})
 }
 
 // note prints a line (a warning, an eval result) between steps.

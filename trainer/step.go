@@ -99,19 +99,20 @@ func (r *run) trainStep(ctx context.Context) error {
 			row[k] = v
 		}
 	}
-	if err := r.dir.AppendJSONL("metrics.jsonl", row); err != nil {
+	if err := r.sinks.Step(row); err != nil {
 		return err
 	}
-	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"])
+	errs := countErrors(trajs)
+	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g%s", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"], errs.suffix())
 	for _, w := range r.health.observe(rewards, advStats.FracZeroStd) {
 		r.dir.Logf("warning: %s", w)
 		r.bar.note("warning: %s", w)
 	}
-	r.bar.stepDone(step, m)
+	r.bar.stepDoneLine(step, m, stepLine(step, m)+errs.suffix())
 	if r.opts.onStep != nil {
 		r.opts.onStep(StepResult{Step: step, Metrics: m})
 	}
-	return nil
+	return r.checkErrorSteps(step, errs)
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
@@ -142,6 +143,11 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		errs += float64(len(t.Errors))
 		for k, v := range t.Metrics {
 			metricSums["reward/"+k] += v
+		}
+		// Tool counters are the episode's, not the rubric's: tool_calls,
+		// tool_errors, tool_calls/<name>, as means per rollout.
+		for k, v := range t.ToolMetrics {
+			metricSums[k] += v
 		}
 	}
 	n := float64(len(trajs))

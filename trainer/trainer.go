@@ -118,6 +118,7 @@ type run struct {
 	cfg     *config.Config
 	opts    options
 	dir     *rundir.Dir
+	sinks   *rundir.Sinks // metrics.jsonl, eval.jsonl, tfevents, W&B
 	ckDir   string
 	modelID string
 	be      kernels.Backend
@@ -132,6 +133,8 @@ type run struct {
 	step    int
 	seed    uint64
 	bar     *progress
+	// notes are warnings found during setup, shown once the display starts.
+	notes []string
 }
 
 type trainEnv struct {
@@ -147,6 +150,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer r.dir.Close()
+	defer r.sinks.End(rundir.Failed) // a no-op after the loop's own End
 	res := &Result{RunDir: r.dir.Path}
 	if r.step == 0 && t.cfg.Eval.Interval > 0 && !t.cfg.Eval.SkipFirstStep {
 		if err := r.evaluate(ctx); err != nil {
@@ -154,20 +158,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	for r.step < t.cfg.MaxSteps {
-		if err := r.trainStep(ctx); err != nil {
+		if err := r.guard(r.step+1, func() error { return r.stepAndAfter(ctx) }); err != nil {
 			res.Steps = r.step
 			return res, r.stop(err)
-		}
-		if iv := t.cfg.Eval.Interval; iv > 0 && r.step%iv == 0 {
-			if err := r.evaluate(ctx); err != nil {
-				res.Steps = r.step
-				return res, r.stop(err)
-			}
-		}
-		if iv := t.cfg.Checkpoint.Interval; iv > 0 && r.step%iv == 0 && r.step < t.cfg.MaxSteps {
-			if err := r.checkpoint(); err != nil {
-				return res, err
-			}
 		}
 	}
 	res.Steps = r.step
@@ -178,9 +171,30 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if err := r.saveFinalAdapter(res.Adapter); err != nil {
 		return res, err
 	}
+	// The plot first, since W&B gets it at End; the "finished" line last,
+	// since `grpo runs` reads the run's state from log.txt's last line.
+	plotErr := rundir.PlotRewards(r.dir.Path, 10)
+	endErr := r.sinks.End(rundir.Finished)
 	r.bar.finish()
 	r.dir.Logf("finished %d steps; adapter in %s", r.step, res.Adapter)
-	return res, rundir.PlotRewards(r.dir.Path, 10)
+	return res, errors.Join(plotErr, endErr)
+}
+
+// stepAndAfter runs one training step, then the eval and checkpoint due
+// after it.
+func (r *run) stepAndAfter(ctx context.Context) error {
+	if err := r.trainStep(ctx); err != nil {
+		return err
+	}
+	if iv := r.cfg.Eval.Interval; iv > 0 && r.step%iv == 0 {
+		if err := r.evaluate(ctx); err != nil {
+			return err
+		}
+	}
+	if iv := r.cfg.Checkpoint.Interval; iv > 0 && r.step%iv == 0 && r.step < r.cfg.MaxSteps {
+		return r.checkpoint()
+	}
+	return nil
 }
 
 // stop handles an error that ended the loop: a cancelled context writes a
@@ -192,9 +206,11 @@ func (r *run) stop(err error) error {
 			return fmt.Errorf("interrupted, and the checkpoint failed: %w", cerr)
 		}
 		rundir.PlotRewards(r.dir.Path, 10)
+		r.sinks.End(rundir.Interrupted)
 		r.dir.Logf("interrupted after step %d; resume with grpo train --resume %s", r.step, r.dir.Path)
 		return fmt.Errorf("%w after step %d; resume with 'grpo train --resume %s'", ErrInterrupted, r.step, r.dir.Path)
 	}
+	r.sinks.End(rundir.Failed)
 	r.dir.Logf("error: %v", err)
 	return err
 }
@@ -204,7 +220,7 @@ func (r *run) checkpoint() error {
 		return nil
 	}
 	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health}
-	if err := saveCheckpoint(r.ckDir, st, r.adapter, r.opt, r.modelID, r.cfg.Checkpoint.KeepLast); err != nil {
+	if err := saveCheckpoint(r.ckDir, st, r.adapter, r.opt, r.modelID, r.opts.configText, r.cfg.Checkpoint.KeepLast); err != nil {
 		return err
 	}
 	r.dir.Logf("checkpoint step %d", r.step)
@@ -217,7 +233,7 @@ func (r *run) saveFinalAdapter(path string) error {
 
 // setup resolves and loads everything, creating or reopening the run
 // directory.
-func (t *Trainer) setup(ctx context.Context) (*run, error) {
+func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	cfg := t.cfg
 	// Environments given in Go join the mixture as [[env]] blocks of
 	// weight 1 unless a block already names them.
@@ -236,7 +252,6 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
-	var err error
 	if t.opts.resume {
 		r.dir, err = rundir.Open(t.opts.output)
 	} else {
@@ -249,6 +264,12 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The directory is locked from here on; a setup that fails lets go.
+	defer func() {
+		if err != nil {
+			r.dir.Close()
+		}
+	}()
 	r.ckDir = filepath.Join(r.dir.Path, cfg.Checkpoint.Dir)
 	if err := os.MkdirAll(r.ckDir, 0o755); err != nil {
 		return nil, err
@@ -280,12 +301,19 @@ func (t *Trainer) setup(ctx context.Context) (*run, error) {
 	if err := r.setupEnvs(); err != nil {
 		return nil, err
 	}
+	r.checkContext()
 	if err := r.setupState(); err != nil {
 		return nil, err
 	}
 	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)
+	for _, n := range r.notes {
+		r.bar.note("%s", n)
+	}
 	r.dir.Logf("model %s (%s, %.1fM parameters) on %s; LoRA rank %d on %v, %d trainable parameters",
 		cfg.Model, r.base.Config.ModelType, float64(r.base.Config.ParamCount())/1e6, r.be.Name(), cfg.LoRA.Rank, cfg.LoRA.TargetModules, r.adapter.NumParams())
+	if err := r.openSinks(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -325,46 +353,16 @@ func (r *run) setupEnvs() error {
 }
 
 // setupState creates the adapter and optimizer, or restores them from the
-// latest checkpoint when resuming.
+// run's checkpoint when resuming (resume.go).
 func (r *run) setupState() error {
 	var err error
 	if r.opts.resume {
-		steps, err := rundir.Checkpoints(r.ckDir)
-		if err != nil {
-			return err
-		}
-		if len(steps) == 0 {
-			return fmt.Errorf("%s has no checkpoint to resume from; start it again without --resume", r.dir.Path)
-		}
-		last := rundir.CheckpointPath(r.ckDir, steps[len(steps)-1])
-		var st checkpointState
-		if r.adapter, st, err = loadCheckpoint(last, r.base); err != nil {
-			return err
-		}
-		if st.Seed != r.seed || len(st.Cursors) != len(r.envs) {
-			return fmt.Errorf("checkpoint %s was written with another seed or environment list than %s/config.toml", last, r.dir.Path)
-		}
-		r.step, r.health = st.Step, st.Health
-		copy(r.sched.Cursors, st.Cursors)
-		if err := r.newOptimizer(); err != nil {
-			return err
-		}
-		if err := r.opt.LoadState(filepath.Join(last, "optimizer.safetensors")); err != nil {
-			return err
-		}
-		for _, name := range []string{"metrics.jsonl", "eval.jsonl"} {
-			if err := r.dir.TruncateAfter(name, r.step); err != nil {
-				return err
-			}
-		}
-		r.dir.Logf("resumed from %s", last)
+		err = r.resumeState()
 	} else {
-		if r.adapter, err = lora.New(r.base, r.cfg.LoRA, r.seed); err != nil {
-			return err
-		}
-		if err := r.newOptimizer(); err != nil {
-			return err
-		}
+		err = r.freshState()
+	}
+	if err != nil {
+		return err
 	}
 	r.policy = r.base.WithAdapter(r.adapter)
 	return nil

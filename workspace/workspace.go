@@ -22,26 +22,31 @@ type File struct {
 // configs first, AGENTS.md last. It names every embedded file (a test
 // holds it to the embedded tree).
 var order = []string{
-	"configs/rl/reverse-text.toml",
-	"configs/rl/gsm8k.toml",
+	"configs/endpoints.toml",
 	"configs/rl/alphabet-sort.toml",
+	"configs/rl/gsm8k.toml",
+	"configs/rl/math-python.toml",
+	"configs/rl/reverse-text.toml",
+	"configs/rl/wiki-search.toml",
 	"configs/rl/wordle.toml",
 	"configs/eval/minimal.toml",
 	"configs/eval/multi-env.toml",
 	"configs/gepa/base.toml",
-	"environments/README.md",
+	"configs/gepa/wordle.toml",
+	"environments/AGENTS.md",
 	"environments/capitals/environment.toml",
 	"environments/capitals/data/train.jsonl",
 	"environments/capitals/data/eval.jsonl",
 	"AGENTS.md",
 }
 
-// Files lists the files grpo init writes: training configs (configs/rl),
-// eval configs (configs/eval), a GEPA config in Prime's format
-// (configs/gepa), an example custom environment (environments/) and
-// AGENTS.md. Configs use the layout of Prime Intellect Lab's workspace
-// (prime lab setup) so they run unchanged on either side; their sizes are
-// for one local GPU.
+// Files lists the files grpo init writes: those `prime lab setup` writes
+// at verifiers 8d4b33247 (configs/endpoints.toml, configs/rl/*.toml for
+// alphabet-sort, gsm8k, math-python, reverse-text, wiki-search and wordle,
+// configs/eval/{minimal,multi-env}.toml, configs/gepa/{base,wordle}.toml,
+// environments/AGENTS.md, AGENTS.md), in the Lab's layout and keys so they
+// run unchanged on either side, with models sized for one local GPU; and
+// an example custom environment (environments/capitals).
 func Files() []File {
 	files := make([]File, len(order))
 	for i, p := range order {

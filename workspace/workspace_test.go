@@ -9,10 +9,13 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/examples"
-	"github.com/pelletier/go-toml/v2"
 )
+
+// notYet are the Lab's environments that grpo does not have yet.
+var notYet = map[string]bool{"math-python": true}
 
 // TestWorkspace writes a workspace and checks that every config in it
 // parses and names valid environments, the example environment loads, and
@@ -48,9 +51,12 @@ func TestWorkspace(t *testing.T) {
 		}
 		return nil
 	})
-	for _, want := range []string{"AGENTS.md", "configs/eval/minimal.toml", "configs/eval/multi-env.toml", "configs/gepa/base.toml",
-		"configs/rl/alphabet-sort.toml", "configs/rl/gsm8k.toml", "configs/rl/reverse-text.toml", "configs/rl/wordle.toml",
-		"environments/README.md", "environments/capitals/environment.toml"} {
+	// What prime lab setup writes (verifiers 8d4b33247), and the example.
+	for _, want := range []string{"AGENTS.md", "configs/endpoints.toml", "configs/eval/minimal.toml", "configs/eval/multi-env.toml",
+		"configs/gepa/base.toml", "configs/gepa/wordle.toml",
+		"configs/rl/alphabet-sort.toml", "configs/rl/gsm8k.toml", "configs/rl/math-python.toml", "configs/rl/reverse-text.toml",
+		"configs/rl/wiki-search.toml", "configs/rl/wordle.toml",
+		"environments/AGENTS.md", "environments/capitals/environment.toml"} {
 		if i := sort.SearchStrings(rel, want); i == len(rel) || rel[i] != want {
 			t.Errorf("workspace lacks %s", want)
 		}
@@ -58,7 +64,7 @@ func TestWorkspace(t *testing.T) {
 	t.Chdir(dir) // environments/ of the workspace are found from here
 
 	rl, _ := filepath.Glob(filepath.Join("configs", "rl", "*.toml"))
-	if len(rl) != 4 {
+	if len(rl) != 6 {
 		t.Errorf("%d rl configs", len(rl))
 	}
 	for _, p := range rl {
@@ -67,7 +73,14 @@ func TestWorkspace(t *testing.T) {
 			t.Errorf("%v", err)
 			continue
 		}
-		if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
+		err = cfg.ValidateEnvs(config.RegistryEnvCheck)
+		// math-python is not a builtin yet: the registry
+		// names it unknown. When it lands, this test changes.
+		if notYet[strings.TrimSuffix(filepath.Base(p), ".toml")] {
+			if err == nil || !strings.Contains(err.Error(), "unknown environment") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: %v, want the registry's one-line unknown environment", p, err)
+			}
+		} else if err != nil {
 			t.Errorf("%v", err)
 		}
 		if len(cfg.Warnings) > 0 {
@@ -97,19 +110,15 @@ func TestWorkspace(t *testing.T) {
 			t.Errorf("%s: warnings %q", p, f.Warnings)
 		}
 	}
-	// GEPA: Prime's layout, valid TOML naming a known environment.
-	var gepa struct {
-		EnvID string `toml:"env_id"`
-		GEPA  struct {
-			MaxCalls int `toml:"max_calls"`
-		} `toml:"gepa"`
+	checkGEPAConfigs(t)
+	eps, err := endpoints.Load(filepath.Join("configs", "endpoints.toml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join("configs", "gepa", "base.toml"))
-	if err := toml.Unmarshal(data, &gepa); err != nil || gepa.GEPA.MaxCalls == 0 {
-		t.Errorf("gepa/base.toml: %v %+v", err, gepa)
-	}
-	if _, ok := env.Lookup(gepa.EnvID); !ok {
-		t.Errorf("gepa env_id %q unknown", gepa.EnvID)
+	for _, id := range []string{"qwen3-30b-i", "gpt-5-mini", "local"} {
+		if reps, _ := eps.Lookup(id); len(reps) != 1 {
+			t.Errorf("endpoints.toml lacks %s", id)
+		}
 	}
 	// The example environment: found by id, and both splits load with the
 	// data's rows.

@@ -23,9 +23,12 @@ func init() {
 	register(&command{
 		name:    "env",
 		summary: "list, show and install environments (builtin and environment.toml directories)",
-		usage:   "list | show ID [--args JSON] | install DIR|owner/name [--force]",
+		usage:   "list | show ID [--args JSON] | score ID --input FILE.jsonl | install DIR|owner/name [--force]",
 		help: `Environments pair a dataset with a harness and a rubric. Builtins: reverse-text,
-alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
+alphabet-sort, gsm8k, wordle, math, wiki-search (primeintellect/ID names the same builtin).
+Builtins read the Lab's hub datasets by default, through the HF cache; env show
+says which, and the arg that selects data needing no network
+(dataset_name = "synthetic" for reverse-text, alphabet-sort and math).
 
   grpo env list                      builtins and installed environments
   grpo env show gsm8k                description, args with types and defaults,
@@ -33,6 +36,7 @@ alphabet-sort, gsm8k, wordle, math (primeintellect/ID names the same builtin).
   grpo env show wordle --args '{"num_guesses": 4}'
   grpo env install ./my-env          check and copy a directory to
                                      $GRPO_HOME/environments/<id> (~/.grpo by default)
+` + envScoreHelp + `
 
 A custom environment is a directory with environment.toml and its data:
 
@@ -57,6 +61,16 @@ A custom environment is a directory with environment.toml and its data:
   weight = 0.1
   # command: argv = ["python3", "reward.py"], timeout = "30s" (run in the env dir)
   # http: url, timeout, headers    judge: base_url, model, api_key_env, template
+  #   or judge: endpoint = "ID" (an endpoint_id of configs/endpoints.toml; endpoints_path for another file)
+
+  max_turns = 6                    # (top level) with tools: model turns per episode, default 10
+  [[tool]]                         # a function the model may call (OpenAI function schema)
+  name = "atlas"
+  description = "Look a country up."
+  parameters = { type = "object", properties = { country = { type = "string" } }, required = ["country"] }
+  url = "http://127.0.0.1:8000/atlas"   # POST the arguments as JSON; the reply body is the result
+  timeout = "10s"                  # headers = { Authorization = "Bearer ${TOKEN}" }
+  # command = ["python3", "tool.py"] instead of url: arguments on stdin, result on stdout, in the sandbox
 
 Environments in ./environments/ of the workspace are found too.
 
@@ -71,8 +85,9 @@ grpo's bridge; a config names them as the Lab does:
   id = "owner/name"                  # or "./environments/my_env/my_env.py"
   args = { max_turns = 4 }           # passed to load_environment as they are`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show)`)
+			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show, score)`)
 			fs.BoolVar(&envFlags.force, "force", false, "replace an installed environment of the same id (install)")
+			addEnvScoreFlags(fs)
 		},
 		run: func(args []string) error { return runEnv(stdout, args) },
 	})
@@ -80,7 +95,7 @@ grpo's bridge; a config names them as the Lab does:
 
 func runEnv(w io.Writer, args []string) error {
 	if len(args) == 0 {
-		return usagef("env needs a subcommand: list, show ID or install DIR")
+		return usagef("env needs a subcommand: list, show ID, score ID or install DIR")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "list":
@@ -88,15 +103,18 @@ func runEnv(w io.Writer, args []string) error {
 			return usagef("env list takes no arguments")
 		}
 		return envList(w)
-	case "show":
+	case "show", "score":
 		if len(rest) != 1 {
-			return usagef("env show takes one environment id")
+			return usagef("env %s takes one environment id", sub)
 		}
 		var a map[string]any
 		if envFlags.args != "" {
 			if err := json.Unmarshal([]byte(envFlags.args), &a); err != nil {
 				return usagef("--args %q is not a JSON object: %v", envFlags.args, err)
 			}
+		}
+		if sub == "score" {
+			return envScore(w, rest[0], a)
 		}
 		return envShow(w, rest[0], a)
 	case "install":
@@ -118,7 +136,7 @@ func runEnv(w io.Writer, args []string) error {
 		fmt.Fprintf(w, "installed %s\n", dest)
 		return nil
 	default:
-		return usagef("unknown env subcommand %q; use list, show or install", sub)
+		return usagef("unknown env subcommand %q; use list, show, score or install", sub)
 	}
 }
 
@@ -146,6 +164,9 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		return err
 	}
 	fmt.Fprintf(w, "%s\n  %s\n", s.ID, s.Description)
+	if s.Data != "" {
+		fmt.Fprintf(w, "  data: %s\n", s.Data)
+	}
 	if len(s.Aliases) > 0 {
 		fmt.Fprintf(w, "  aliases: %s\n", strings.Join(s.Aliases, ", "))
 	}
@@ -167,6 +188,7 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 		}
 		tw.Flush()
 	}
+	showTools(w, e)
 	fmt.Fprintln(w, "\nSplits:")
 	var sample *env.Example
 	for _, split := range []string{"train", "eval"} {

@@ -11,7 +11,8 @@ import (
 )
 
 // writeConfig writes a run config for model (a hub id or a directory) on
-// the builtin reverse-text environment, which needs no network.
+// the builtin reverse-text environment on its synthetic data, which needs
+// no network.
 func writeConfig(t *testing.T, model string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.toml")
@@ -23,6 +24,7 @@ rollouts_per_example = 8
 max_tokens = 512
 [[env]]
 id = "reverse-text"
+args = { dataset_name = "synthetic" }
 `
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)

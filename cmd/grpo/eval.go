@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/sampler"
@@ -87,6 +89,7 @@ func (o *optFloat) ptr() *float64 {
 // on every call, so in-process tests start from the defaults.
 type evalOptions struct {
 	model, adapter, device, args, output string
+	endpointsPath                        string
 	n, r, maxTokens, batch, seed         optInt
 	temperature                          optFloat
 	passThreshold                        float64
@@ -121,16 +124,27 @@ override). A block's keys win over the command line, which wins over the
 file's top level. Keys for Prime's API clients (endpoint_id, max_concurrent,
 save_results, ...) are accepted and ignored with a warning.
 
+A MODEL that is an endpoint_id of configs/endpoints.toml (--endpoints for
+another file; the Lab's [[endpoint]] format) is evaluated on that endpoint:
+each turn goes to its chat completions API (replicas load-balanced, retries
+on 429/5xx, the key read from the variable its key names) and the rubric
+runs here. That evaluates a hosted model, or one served by grpo serve or
+vLLM.
+
 Defaults are Prime's: 5 examples, 3 rollouts each; max_tokens 512,
 temperature 1. Rollouts run in passes of --batch (each pass holds a KV
-cache slot per rollout); a split that fits one pass is sampled exactly as
-the trainer's periodic eval samples it.
+cache slot per rollout; an example with more rollouts than --batch is split
+into several passes); a split that fits one pass is sampled exactly as
+the trainer's periodic eval samples it. An eval whose estimated memory (one
+pass plus every result, held until the results file is written) exceeds the
+free memory is refused before it starts.
 
 Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1
   grpo eval gsm8k -m Qwen/Qwen3-0.6B --adapter runs/gsm8k-1/adapter -n 100 --max-tokens 1024
   grpo eval wordle -m ./my-model --args '{"num_eval_examples": 50}' -r 4 --output wordle.jsonl
-  grpo eval configs/eval/multi-env.toml -m Qwen/Qwen3-0.6B`,
+  grpo eval configs/eval/multi-env.toml -m Qwen/Qwen3-0.6B
+  grpo eval wiki-search -m gpt-4.1-mini -n 50        # an endpoint_id of configs/endpoints.toml`,
 		flags: func(fs *flag.FlagSet) {
 			f := &evalFlags
 			*f = evalOptions{}
@@ -151,6 +165,7 @@ Examples:
 			fs.Float64Var(&f.passThreshold, "pass-threshold", 1, "reward at which a rollout counts as solved for pass@k")
 			fs.BoolVar(&f.noThinking, "no-thinking", false, "pass enable_thinking=false to the chat template (Qwen3)")
 			fs.StringVar(&f.device, "device", "", `compute backend: "cpu" (the default) or "cuda" in a binary built with -tags cuda`)
+			fs.StringVar(&f.endpointsPath, "endpoints", "", "endpoints.toml whose endpoint ids -m may name (default "+endpoints.DefaultPath+" when it exists)")
 		},
 		run: runEval,
 	})
@@ -228,18 +243,24 @@ func runEval(args []string) error {
 		}
 		out = fmt.Sprintf("eval-%s-%s.jsonl", strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(name), time.Now().Format("20060102-150405"))
 	}
+	reg, err := loadEndpoints(f.endpointsPath)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
-	results, runErr := trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
-		Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
-		OnStart: bar.start, OnDone: bar.done,
+	results, runErr, err := streamEvalResults(out, func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error) {
+		return trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
+			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
+			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg,
+		})
 	})
 	bar.finish()
+	if err != nil {
+		return err
+	}
 	if len(results) > 0 {
-		if err := writeEvalResults(out, results); err != nil {
-			return err
-		}
 		if err := printEvalTable(stdout, results, specs); err != nil {
 			return err
 		}
@@ -254,24 +275,57 @@ func runEval(args []string) error {
 	return nil
 }
 
-// writeEvalResults writes every rollout of results to path as JSONL,
-// through a temporary file so a failed write leaves no half file.
-func writeEvalResults(path string, results []trainer.EvalResult) error {
-	var b strings.Builder
-	for _, r := range results {
-		if err := trainer.WriteEvalRows(&b, r.Rows()); err != nil {
-			return err
+// loadEndpoints reads the endpoints registry: path when given (it must
+// exist), else endpoints.DefaultPath when there is one (nil otherwise).
+func loadEndpoints(path string) (*endpoints.Registry, error) {
+	if path == "" {
+		if _, err := os.Stat(endpoints.DefaultPath); err != nil {
+			return nil, nil
 		}
+		path = endpoints.DefaultPath
 	}
+	reg, err := endpoints.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--endpoints: %w", err)
+	}
+	return reg, nil
+}
+
+// streamEvalResults runs the evals with a sink that writes each pass's
+// rows to path as JSONL as soon as the pass ends, so the results never sit
+// in memory all at once. The file goes through a temporary one: it appears
+// only complete, and not at all when the evals fail before the first row
+// (an interrupted or failed eval keeps the rows of the passes it finished).
+// err is a problem writing the file; runErr the evals' own.
+func streamEvalResults(path string, run func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error)) (results []trainer.EvalResult, runErr, err error) {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("--output %s: %w", path, err)
+			return nil, nil, fmt.Errorf("--output %s: %w", path, err)
 		}
 	}
-	if err := atomicfile.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("--output %s: %w", path, err)
+	errNoRows := errors.New("no results")
+	written := 0
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		results, runErr = run(func(rows []trainer.EvalRow) error {
+			written += len(rows)
+			if err := trainer.WriteEvalRows(bw, rows); err != nil {
+				return err
+			}
+			return bw.Flush()
+		})
+		if written == 0 {
+			return errNoRows
+		}
+		return bw.Flush()
+	})
+	if errors.Is(err, errNoRows) {
+		err = nil
 	}
-	return nil
+	if err != nil {
+		return results, runErr, fmt.Errorf("--output %s: %w", path, err)
+	}
+	return results, runErr, nil
 }
 
 func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []config.EvalSpec) error {

@@ -98,7 +98,7 @@ func TestEvalCommand(t *testing.T) {
 	var stdout, stderr string
 	progress := withOSStderr(t, func() {
 		code, stdout, stderr = runCLI("eval", "reverse-text", "-m", model, "-n", "3", "-r", "2", "--max-tokens", "5",
-			"--args", `{"num_eval_examples": 4}`, "--output", out, "--batch", "4", "--pass-threshold", "0.01")
+			"--args", `{"num_eval_examples": 4, "dataset_name": "synthetic"}`, "--output", out, "--batch", "4", "--pass-threshold", "0.01")
 	})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -153,11 +153,12 @@ max_concurrent = 8
 
 [[eval]]
 id = "reverse-text"
-args = { num_eval_examples = 3 }
+args = { num_eval_examples = 3, dataset_name = "synthetic" }
 num_examples = 2
 
 [[eval]]
 env_id = "alphabet-sort"
+args = { dataset_name = "synthetic" }
 name = "sort"
 rollouts_per_example = 2
 num_examples = 1

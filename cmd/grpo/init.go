@@ -13,16 +13,21 @@ var initFlags struct{ force bool }
 func init() {
 	register(&command{
 		name:    "init",
-		summary: "write a workspace: configs/rl, configs/eval, configs/gepa, environments/, AGENTS.md",
+		summary: "write a workspace as prime lab setup does: configs/{rl,eval,gepa}, endpoints.toml, environments/, AGENTS.md",
 		usage:   "[DIR] [--force]",
-		help: `Writes the layout of a Prime Intellect Lab workspace (prime lab setup), with
-configs that grpo runs as written, into DIR (default: the current directory):
+		help: `Writes what Prime Intellect Lab's workspace setup (prime lab setup, verifiers
+8d4b33247) writes, in its layout and keys, with models sized for one local GPU,
+into DIR (default: the current directory):
 
-  configs/rl/{alphabet-sort,gsm8k,reverse-text,wordle}.toml   grpo train
+  configs/endpoints.toml       hosted models by endpoint_id (eval, GEPA)
+  configs/rl/{alphabet-sort,gsm8k,math-python,reverse-text,wiki-search,wordle}.toml
+                               grpo train (math-python and wiki-search name
+                               environments grpo does not have yet)
   configs/eval/{minimal,multi-env}.toml                       grpo eval
-  configs/gepa/base.toml       GEPA prompt optimisation in Prime's format
-                               (grpo does not run GEPA; Prime's tools do)
-  environments/README.md       how to write an environment
+  configs/gepa/{base,wordle}.toml
+                               GEPA prompt optimisation in the Lab's format
+                               (grpo does not run GEPA yet; Prime's tools do)
+  environments/AGENTS.md       how to write and test an environment
   environments/capitals/       a complete custom environment (grpo env show capitals)
   AGENTS.md                    guidance for coding agents: commands, layout, runs
 

@@ -18,23 +18,26 @@ func TestInitCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"configs/rl/gsm8k.toml", "configs/eval/multi-env.toml", "configs/gepa/base.toml", "environments/capitals/environment.toml", "AGENTS.md"} {
+	for _, want := range []string{"configs/endpoints.toml", "configs/rl/gsm8k.toml", "configs/rl/wiki-search.toml", "configs/eval/multi-env.toml",
+		"configs/gepa/base.toml", "configs/gepa/wordle.toml", "environments/AGENTS.md", "environments/capitals/environment.toml", "AGENTS.md"} {
 		if !strings.Contains(out, "wrote "+filepath.Join(dir, filepath.FromSlash(want))) {
 			t.Errorf("init output lacks %s:\n%s", want, out)
 		}
 	}
 	model := tinyModelDir(t) // before the chdir: it reads ../../testdata
+	cacheGSM8K(t)            // minimal.toml evaluates gsm8k, as Lab's does
 	t.Chdir(dir)
 	var show bytes.Buffer // env prints to os.Stdout, not runMain's writer
 	if err := runEnv(&show, []string{"show", "capitals"}); err != nil || !strings.Contains(show.String(), "train 16 examples") || !strings.Contains(show.String(), "What is the capital of") {
 		t.Errorf("env show capitals: %v\n%s", err, show.String())
 	}
 	// The eval config and the example environment run as written (with
-	// the tiny model in place of the config's).
+	// the tiny model in place of the config's, and gsm8k's test split from
+	// the HF cache, offline).
 	withOSStderr(t, func() {
 		code, out, stderr = runCLI("eval", "configs/eval/minimal.toml", "-m", model, "-n", "1", "-r", "1", "--max-tokens", "3", "--output", "min.jsonl")
 	})
-	if code != 0 || !strings.Contains(out, "reverse-text") {
+	if code != 0 || !strings.Contains(out, "gsm8k") {
 		t.Errorf("eval minimal.toml: exit %d %s\n%s", code, stderr, out)
 	}
 	withOSStderr(t, func() {
@@ -57,4 +60,27 @@ func TestInitCommand(t *testing.T) {
 	if code, _, stderr = runCLI("init", "a", "b"); code != 2 {
 		t.Errorf("two dirs: exit %d %s", code, stderr)
 	}
+}
+
+// cacheGSM8K puts a slice of openai/gsm8k's test split into a fresh HF
+// cache, laid out as huggingface_hub leaves it, and turns offline mode on:
+// the builtin reads the Lab's dataset from the cache without a network.
+func cacheGSM8K(t *testing.T) {
+	t.Helper()
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	cache := t.TempDir()
+	root := filepath.Join(cache, "datasets--openai--gsm8k")
+	pq, err := os.ReadFile("../../testdata/gsm8k/sample.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(root, "snapshots", sha, "main")
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(snap, "test-00000-of-00001.parquet"), pq, 0o644)
+	os.MkdirAll(filepath.Join(root, "refs"), 0o755)
+	os.WriteFile(filepath.Join(root, "refs", "main"), []byte(sha), 0o644)
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
 }

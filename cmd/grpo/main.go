@@ -98,6 +98,10 @@ func runMain(args []string, out, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "grpo %s: %v\n", c.name, err)
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
 		return 1
 	}
 	return 0

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
 
@@ -75,6 +73,9 @@ Examples:
 			case resume != "" && len(overrides) > 0:
 				return usagef("%s: overrides go with a config file; a resumed run keeps the config it started with (its config.toml)", overrides[0].Flag)
 			case resume != "":
+				if err := rundir.CheckRun(resume); err != nil {
+					return err
+				}
 				path = filepath.Join(resume, "config.toml")
 				opts = append(opts, trainer.WithResume(resume))
 			case len(args) == 1:
@@ -114,28 +115,11 @@ Examples:
 			res, err := trainer.New(cfg, opts...).Run(ctx)
 			if err != nil {
 				if errors.Is(err, trainer.ErrInterrupted) {
-					fmt.Fprintln(os.Stderr, err)
-					return nil
+					return interruptedExit(ctx, err) // 130/143, so `grpo train … && grpo merge …` stops
 				}
 				return err
 			}
 			return printRunSummary(res)
 		},
 	})
-}
-
-// interruptContext is cancelled by the first SIGINT/SIGTERM; a second one
-// exits the process at once.
-func interruptContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ch
-		fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the current step's checkpoint (Ctrl-C again to quit now)")
-		cancel()
-		<-ch
-		os.Exit(130)
-	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
 }

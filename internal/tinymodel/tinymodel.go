@@ -5,9 +5,14 @@
 package tinymodel
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/grpo-dev/grpo/model/safetensors"
 )
 
 // Token ids of the byte tokenizer: bytes are 0–255.
@@ -141,4 +146,107 @@ func WriteReverseEnv(dir string, n int) error {
 	}
 	toml := "id = \"test-reverse\"\nprompt_template = \"reverse {question}\"\nparser = \"none\"\n\n[dataset]\ntrain = \"train.jsonl\"\neval = \"eval.jsonl\"\n\n[[rubric]]\ntype = \"ratio\"\nweight = 1.0\n"
 	return os.WriteFile(filepath.Join(dir, "environment.toml"), []byte(toml), 0o644)
+}
+
+// WriteQwen3 makes dir a complete model directory with Qwen3's real
+// tokenizer (testdata/tokenizer/qwen3, gunzipped from qwen3Dir) and a tiny
+// random Qwen3 over its whole vocabulary (hidden 16, one layer, context
+// maxPositions), so tests run Qwen3's chat template — tools, <tool_call>,
+// <think> — end to end. The weights are a fixed-seed stream: the same
+// files every time.
+func WriteQwen3(dir, qwen3Dir string, maxPositions int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if err := gunzipFile(filepath.Join(qwen3Dir, name+".gz"), filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	var tok struct {
+		Model struct {
+			Vocab map[string]int `json:"vocab"`
+		} `json:"model"`
+		Added []struct {
+			ID int `json:"id"`
+		} `json:"added_tokens"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &tok); err != nil {
+		return err
+	}
+	vocab := len(tok.Model.Vocab)
+	for _, a := range tok.Added {
+		vocab = max(vocab, a.ID+1)
+	}
+	const hidden, inter, heads, kv, hd = 16, 32, 2, 1, 8
+	cfg := map[string]any{
+		"architectures": []string{"Qwen3ForCausalLM"}, "attention_bias": false, "bos_token_id": nil, "eos_token_id": 151645,
+		"head_dim": hd, "hidden_act": "silu", "hidden_size": hidden, "intermediate_size": inter,
+		"max_position_embeddings": maxPositions, "model_type": "qwen3", "num_attention_heads": heads,
+		"num_hidden_layers": 1, "num_key_value_heads": kv, "rms_norm_eps": 1e-6, "rope_theta": 1000000,
+		"tie_word_embeddings": true, "torch_dtype": "float32", "vocab_size": vocab,
+	}
+	cj, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cj, 0o644); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(15, 3))
+	var tensors []safetensors.Tensor
+	add := func(name string, ones bool, shape ...int) error {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			if ones {
+				v[i] = 1
+			} else {
+				v[i] = float32(rng.NormFloat64() * 0.1)
+			}
+		}
+		t, err := safetensors.NewF32(name, shape, v)
+		tensors = append(tensors, t)
+		return err
+	}
+	p := "model.layers.0."
+	for _, w := range []struct {
+		name  string
+		ones  bool
+		shape []int
+	}{
+		{"model.embed_tokens.weight", false, []int{vocab, hidden}}, {"model.norm.weight", true, []int{hidden}},
+		{p + "input_layernorm.weight", true, []int{hidden}}, {p + "post_attention_layernorm.weight", true, []int{hidden}},
+		{p + "self_attn.q_proj.weight", false, []int{heads * hd, hidden}}, {p + "self_attn.k_proj.weight", false, []int{kv * hd, hidden}},
+		{p + "self_attn.v_proj.weight", false, []int{kv * hd, hidden}}, {p + "self_attn.o_proj.weight", false, []int{hidden, heads * hd}},
+		{p + "self_attn.q_norm.weight", true, []int{hd}}, {p + "self_attn.k_norm.weight", true, []int{hd}},
+		{p + "mlp.gate_proj.weight", false, []int{inter, hidden}}, {p + "mlp.up_proj.weight", false, []int{inter, hidden}},
+		{p + "mlp.down_proj.weight", false, []int{hidden, inter}},
+	} {
+		if err := add(w.name, w.ones, w.shape...); err != nil {
+			return err
+		}
+	}
+	return safetensors.Write(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"})
+}
+
+func gunzipFile(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/internal/tinymodel"
+)
+
+// childArgsEnv makes the test binary run grpo with these arguments
+// (separated by \x1f) instead of the tests, so a test can run the CLI as a
+// real process: to signal it, or to run two at once.
+const childArgsEnv = "GRPO_TEST_CLI_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childArgsEnv); args != "" {
+		os.Exit(runMain(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// grpoChild is the CLI with args as a child process; its stderr is
+// collected in the returned buffer.
+func grpoChild(args ...string) (*exec.Cmd, *bytes.Buffer) {
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), childArgsEnv+"="+strings.Join(args, "\x1f"))
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	return c, &stderr
+}
+
+// tinyTrainConfig writes a tiny model, a reverse-words environment and a
+// run config of maxSteps steps with a checkpoint every ckInterval, and
+// returns the config's path.
+func tinyTrainConfig(t *testing.T, maxSteps, ckInterval int, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	if err := tinymodel.Write(model, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
+		t.Fatal(err)
+	}
+	envDir := filepath.Join(dir, "env")
+	if err := tinymodel.WriteReverseEnv(envDir, 8); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "run.toml")
+	text := fmt.Sprintf(`model = %q
+max_steps = %d
+batch_size = 4
+rollouts_per_example = 2
+seed = 3
+%s
+[sampling]
+max_tokens = 4
+[[env]]
+id = %q
+[lora]
+rank = 2
+alpha = 4
+[checkpoint]
+interval = %d
+`, model, maxSteps, extra, envDir, ckInterval)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}

@@ -1,0 +1,160 @@
+package env
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"time"
+)
+
+// toolConfig is one [[tool]] table of environment.toml: a function the
+// model may call, declared as an OpenAI function (name, description,
+// parameters as a JSON Schema table) and backed by an HTTP endpoint or a
+// command.
+type toolConfig struct {
+	Name        string            `toml:"name"`
+	Description string            `toml:"description"`
+	Parameters  map[string]any    `toml:"parameters"`
+	URL         string            `toml:"url"`
+	Headers     map[string]string `toml:"headers"`
+	Command     []string          `toml:"command"`
+	Timeout     string            `toml:"timeout"`
+}
+
+// defaultCustomMaxTurns is max_turns for a custom environment with tools
+// that sets none: verifiers' ToolEnv default.
+const defaultCustomMaxTurns = 10
+
+// defaultToolTimeout bounds one tool call when the table sets no timeout.
+const defaultToolTimeout = 30 * time.Second
+
+// maxToolResult caps a tool's reply: a result the model reads must fit in
+// its context anyway, and an endless body must not fill memory.
+const maxToolResult = 1 << 20
+
+var toolNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+
+// checkTools validates the [[tool]] tables and max_turns.
+func (c *customConfig) checkTools(f *configFile) error {
+	if c.MaxTurns < 0 {
+		return fmt.Errorf("%s: max_turns = %d: want a count of model turns ≥ 1", f.at("max_turns", -1), c.MaxTurns)
+	}
+	if len(c.Tool) == 0 {
+		if c.MaxTurns > 0 {
+			return fmt.Errorf("%s: max_turns without [[tool]] tables: an environment without tools answers in one turn; declare its tools or drop max_turns", f.at("max_turns", -1))
+		}
+		return nil
+	}
+	if c.MaxTurns == 0 {
+		c.MaxTurns = defaultCustomMaxTurns
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tool {
+		at := f.atTable("tool", "name", i)
+		switch {
+		case !toolNameRe.MatchString(t.Name):
+			return fmt.Errorf("%s: [[tool]] %d: name %q must be a function name (letters, digits, '_', '-'; 64 at most)", at, i+1, t.Name)
+		case seen[t.Name]:
+			return fmt.Errorf("%s: [[tool]] name %q is declared twice", at, t.Name)
+		case (t.URL == "") == (len(t.Command) == 0):
+			return fmt.Errorf("%s: [[tool]] %s needs exactly one of url = \"http://...\" (POST the arguments, the reply is the result) or command = [\"prog\", ...]", at, t.Name)
+		}
+		seen[t.Name] = true
+		if t.URL != "" {
+			if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%s: [[tool]] %s: url %q is not an http(s) URL", at, t.Name, t.URL)
+			}
+		}
+		if t.Timeout != "" {
+			if d, err := time.ParseDuration(t.Timeout); err != nil || d <= 0 {
+				return fmt.Errorf("%s: [[tool]] %s: timeout %q is not a positive duration; write e.g. \"10s\"", at, t.Name, t.Timeout)
+			}
+		}
+		if _, err := t.spec(); err != nil {
+			return fmt.Errorf("%s: [[tool]] %s: %v", at, t.Name, err)
+		}
+	}
+	return nil
+}
+
+// spec is the tool's schema, read back through ParseToolSchema so a
+// config's tool is checked as a Go one would be.
+func (t toolConfig) spec() (ToolSpec, error) {
+	params := t.Parameters
+	if params == nil {
+		params = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	raw, err := json.Marshal(functionSchema{"function", ToolSpec{Name: t.Name, Description: t.Description, Parameters: mustJSON(params)}})
+	if err != nil {
+		return ToolSpec{}, err
+	}
+	return ParseToolSchema(raw)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (t toolConfig) timeout() time.Duration {
+	if d, err := time.ParseDuration(t.Timeout); err == nil && d > 0 {
+		return d
+	}
+	return defaultToolTimeout
+}
+
+// buildTool makes the Tool a [[tool]] table declares.
+func buildTool(dir string, t toolConfig) (Tool, error) {
+	spec, err := t.spec()
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Command) > 0 {
+		return newCommandTool(dir, spec, t.Command, t.timeout())
+	}
+	headers := make(map[string]string, len(t.Headers))
+	for k, v := range t.Headers {
+		headers[k] = os.ExpandEnv(v) // "Bearer ${MY_TOKEN}": secrets stay out of the file
+	}
+	return &httpTool{spec: spec, url: t.URL, headers: headers, timeout: t.timeout(), client: http.DefaultClient}, nil
+}
+
+// httpTool is a tool served over HTTP: each call POSTs the arguments
+// object as JSON to the URL, and a 2xx reply's body is the result the
+// model reads. Any other status, a timeout or a body over 1 MiB is the
+// call's error (the model sees it, the run goes on).
+type httpTool struct {
+	spec    ToolSpec
+	url     string
+	headers map[string]string
+	timeout time.Duration
+	client  *http.Client
+}
+
+func (h *httpTool) Name() string            { return h.spec.Name }
+func (h *httpTool) Schema() json.RawMessage { return mustJSON(functionSchema{"function", h.spec}) }
+func (h *httpTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	body, err := postJSON(ctx, h.client, h.url, h.headers, args, h.timeout, maxToolResult)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", h.spec.Name, err)
+	}
+	return string(body), nil
+}
+
+// ErrNoSandbox is why a command-backed tool cannot be built: model-written
+// arguments reach the command, so it runs only inside the sandbox.
+var ErrNoSandbox = errors.New("command tools need the sandbox (not built in this binary yet)")
+
+// newCommandTool is where command-backed tools plug into the sandbox: the
+// command runs in the environment's directory, reads the call's arguments
+// (a JSON object) on stdin and writes its result on stdout; a failing
+// exit is the call's error. Until the sandbox package is in this binary
+// it refuses.
+func newCommandTool(dir string, spec ToolSpec, argv []string, timeout time.Duration) (Tool, error) {
+	return nil, ErrNoSandbox
+}

@@ -1,0 +1,78 @@
+package trainer
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/internal/tinymodel"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/tokenizer"
+)
+
+// TestEvalStreamsRowsByPass: with EvalOptions.Rows set, each pass's rows
+// arrive as the pass ends — both when an example's rollouts are split
+// (k 20 > batch 8) and when several examples share a pass (k 2, batch 4) —
+// the result holds no trajectories, and the rows, concatenated, are exactly
+// the rows of the same eval held in memory (same seeds, same order).
+func TestEvalStreamsRowsByPass(t *testing.T) {
+	dir := t.TempDir()
+	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "testdata", "models", "qwen3-tiny")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tinymodel.WriteReverseEnv(filepath.Join(dir, "env"), 5); err != nil {
+		t.Fatal(err)
+	}
+	be, err := kernels.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(filepath.Join(dir, "model"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := env.New(filepath.Join(dir, "env"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sampler.DefaultParams()
+	p.MaxTokens = 3
+	for _, c := range []struct{ n, k, batch, passes int }{{2, 20, 8, 6}, {5, 2, 4, 3}} {
+		o := EvalOptions{NumExamples: c.n, RolloutsPerExample: c.k, Sampling: p, Seed: 7, PassThreshold: 0.01}
+		held, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, c.batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var streamed []EvalRow
+		passes := 0
+		o.Rows = func(rows []EvalRow) error {
+			passes++
+			streamed = append(streamed, rows...)
+			return nil
+		}
+		res, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, c.batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Trajectories) != 0 {
+			t.Errorf("n %d k %d: the streamed result still holds %d trajectories", c.n, c.k, len(res.Trajectories))
+		}
+		if passes != c.passes {
+			t.Errorf("n %d k %d batch %d: rows came in %d passes, want %d", c.n, c.k, c.batch, passes, c.passes)
+		}
+		if !reflect.DeepEqual(streamed, held.Rows()) {
+			t.Errorf("n %d k %d: streamed rows differ from the rows held in memory", c.n, c.k)
+		}
+		if res.Reward != held.Reward || res.PassAt1 != held.PassAt1 || res.PassAtK != held.PassAtK || res.Rollouts != held.Rollouts {
+			t.Errorf("n %d k %d: streamed summary %+v, held %+v", c.n, c.k, res, held)
+		}
+	}
+}

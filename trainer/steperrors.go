@@ -1,0 +1,65 @@
+package trainer
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grpo-dev/grpo/rollout"
+)
+
+// stepErrors summarises the failed rollouts of a step: how many of them
+// recorded an error, and the first error, which is usually the cause of
+// the rest (a rubric that fails on one rollout fails on all).
+type stepErrors struct {
+	failed, total int
+	first         string
+}
+
+func countErrors(trajs []rollout.Trajectory) stepErrors {
+	s := stepErrors{total: len(trajs)}
+	for _, t := range trajs {
+		if len(t.Errors) == 0 {
+			continue
+		}
+		s.failed++
+		if s.first == "" {
+			s.first = t.Errors[0]
+		}
+	}
+	return s
+}
+
+// all is true for a step in which every rollout failed.
+func (s stepErrors) all() bool { return s.total > 0 && s.failed == s.total }
+
+// suffix is what the step line adds when rollouts failed, so a broken
+// rubric shows on the screen and not only as "errors" in metrics.jsonl.
+func (s stepErrors) suffix() string {
+	if s.failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  errors %d/%d rollouts (first: %s)", s.failed, s.total, oneLine(s.first, 200))
+}
+
+// oneLine keeps an error message to one line of at most n runes.
+func oneLine(msg string, n int) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	if r := []rune(msg); len(r) > n {
+		msg = string(r[:n]) + "…"
+	}
+	return msg
+}
+
+// checkErrorSteps counts consecutive all-error steps (in the health state,
+// so a resumed run counts on) and stops the run once there are
+// max_error_steps of them: every reward was 0 by failure, so the steps
+// train on nothing.
+func (r *run) checkErrorSteps(step int, s stepErrors) error {
+	r.health.ErrorSteps = bump(r.health.ErrorSteps, s.all())
+	limit := r.cfg.MaxErrorSteps
+	if limit <= 0 || r.health.ErrorSteps < limit {
+		return nil
+	}
+	return fmt.Errorf("step %d: every rollout of the last %d steps failed (first: %s); fix the environment or its rubric ('grpo env score ENV --input FILE' runs the rubric alone), or raise max_error_steps (0 never stops)",
+		step, r.health.ErrorSteps, oneLine(s.first, 300))
+}
