@@ -98,3 +98,37 @@ func TestLabMathPythonConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalMathPython: grpo eval math-python runs end to end on the tiny
+// model with Qwen3's tokenizer, on offline data (a random policy rarely
+// calls python; package trainer's scripted episode shows one scoring 1).
+func TestEvalMathPython(t *testing.T) {
+	sandboxtest.Require(t)
+	model := qwen3ModelDir(t)
+	out := filepath.Join(t.TempDir(), "mp.jsonl")
+	var code int
+	var stdout, stderr string
+	withOSStderr(t, func() {
+		code, stdout, stderr = runCLI("eval", "math-python", "-m", model, "--args", `{"dataset_name": "synthetic", "pip_install_packages": ""}`,
+			"-n", "2", "-r", "2", "--max-tokens", "6", "--output", out)
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := readRows(t, out)
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 2 × 2", len(rows))
+	}
+	for i, r := range rows {
+		if r.Env != "math-python" || r.Reward == nil || r.Answer == "" || len(r.Prompt) != 2 || r.Turns < 1 ||
+			!strings.HasPrefix(r.Prompt[0].Content, "Use Python for all calculations.") {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		if _, ok := r.Metrics["tool_calls"]; !ok {
+			t.Errorf("row %d has no tool_calls metric: %v", i, r.Metrics)
+		}
+	}
+	if !strings.Contains(stdout, "math-python") {
+		t.Errorf("table:\n%s", stdout)
+	}
+}
