@@ -167,9 +167,10 @@ func (e *mathPython) pythonTool(interp func(context.Context) (*sandbox.Interpret
 // none) and released by Close, so variables persist across the episode's
 // calls and never cross into another episode.
 type mathPythonEpisode struct {
-	env *mathPython
-	mu  sync.Mutex
-	it  *sandbox.Interpreter
+	env    *mathPython
+	mu     sync.Mutex
+	it     *sandbox.Interpreter
+	closed bool // a call after Close must not take a fresh interpreter no one releases
 }
 
 func (ep *mathPythonEpisode) Respond(context.Context, string) ([]chat.Message, bool, error) {
@@ -181,6 +182,9 @@ func (ep *mathPythonEpisode) Tools() []Tool { return []Tool{ep.env.pythonTool(ep
 func (ep *mathPythonEpisode) interpreter(ctx context.Context) (*sandbox.Interpreter, error) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
+	if ep.closed {
+		return nil, errors.New("python: the episode has ended")
+	}
 	if ep.it != nil {
 		return ep.it, nil
 	}
@@ -197,6 +201,7 @@ func (ep *mathPythonEpisode) interpreter(ctx context.Context) (*sandbox.Interpre
 func (ep *mathPythonEpisode) Close() error {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
+	ep.closed = true
 	if ep.it != nil {
 		ep.env.pool.Release(ep.it)
 		ep.it = nil

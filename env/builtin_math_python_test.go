@@ -58,6 +58,10 @@ func TestMathPythonEpisodeInterpreter(t *testing.T) {
 		t.Errorf("error: %q", out)
 	}
 	ep.(io.Closer).Close()
+	args, _ := json.Marshal(map[string]string{"code": "x"})
+	if _, err := ep.(ToolEpisode).Tools()[0].Call(context.Background(), args); err == nil || !strings.Contains(err.Error(), "episode has ended") {
+		t.Errorf("a call after Close: %v", err)
+	}
 	next := e.NewEpisode(exs[1])
 	defer next.(io.Closer).Close()
 	if out := call(next, "x"); !strings.Contains(out, "NameError") {
