@@ -240,8 +240,11 @@ func buildTerm(dir, parserKind string, parse answerParser, tc termConfig) (rubri
 	case "http":
 		fn, err = rubric.HTTP(rubric.HTTPConfig{URL: tc.URL, Timeout: timeout, Headers: tc.Headers})
 	case "judge":
-		fn, err = rubric.Judge(rubric.JudgeConfig{BaseURL: tc.BaseURL, Model: tc.Model, APIKeyEnv: tc.APIKeyEnv,
-			Template: tc.Template, Timeout: timeout, MaxTokens: tc.MaxTokens})
+		jc := rubric.JudgeConfig{BaseURL: tc.BaseURL, Model: tc.Model, APIKeyEnv: tc.APIKeyEnv,
+			Template: tc.Template, Timeout: timeout, MaxTokens: tc.MaxTokens}
+		if jc.Chat, err = judgeEndpoint(dir, tc); err == nil {
+			fn, err = rubric.Judge(jc)
+		}
 	case "":
 		err = errors.New(`type is missing; use "exact", "numeric", "math", "ratio", "format", "command", "http" or "judge"`)
 	default:

@@ -62,6 +62,11 @@ type termConfig struct {
 	APIKeyEnv string            `toml:"api_key_env"`
 	Template  string            `toml:"template"`
 	MaxTokens int               `toml:"max_tokens"`
+	// Endpoint names a judge by its endpoint_id in endpoints.toml (found
+	// at EndpointsPath, relative to the environment's directory, or else
+	// configs/endpoints.toml of the working directory).
+	Endpoint      string `toml:"endpoint"`
+	EndpointsPath string `toml:"endpoints_path"`
 }
 
 // readCustomConfig parses dir/environment.toml strictly and fills in

@@ -74,8 +74,8 @@ func TestEstimateQwen3Hand(t *testing.T) {
 		}
 	}
 	// The 37.6 GB KV cache of 256 slots outweighs the 8192-token training
-	// micro-batch (logits 8192 × 151936 × 4 B = 5 GB, the trace, and one
-	// layer's backward scratch at a time).
+	// micro-batch (logits of its 12·512 + 512 = 6656 scored rows × 151936 ×
+	// 4 B = 4 GB, the trace, and one layer's backward scratch at a time).
 	if e.PeakPhase != PhaseSampling || e.Peak != e.PhaseBytes(PhaseResident)+e.PhaseBytes(PhaseSampling) ||
 		e.PhaseBytes(PhaseTraining) >= e.PhaseBytes(PhaseSampling) {
 		t.Errorf("peak %d in %s, want resident + sampling", e.Peak, e.PeakPhase)
@@ -165,7 +165,9 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const slots, prompt, maxTok, micro = 4, 20, 8, 64
+			// prompt + maxTok - 1 = 32 rows: two rollouts fill the micro-batch, as
+			// the training estimate assumes (equal-length sequences).
+			const slots, prompt, maxTok, micro = 4, 25, 8, 64
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
 			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
@@ -202,7 +204,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			}
 
 			trained := be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, []loss.Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
+				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {
@@ -217,13 +219,64 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			trained = be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, []loss.Sample{warmupSample(micro, mc.VocabSize)}, cfg.Loss, maxTok, micro)
+				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {
 				t.Errorf("training with beta: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
 			}
 		})
+	}
+}
+
+// packedSamples fills a micro-batch of micro rows the way the estimate
+// assumes (lossRows): rollouts of a prompt-token prompt and a maxTok-token
+// completion, every completion token trained, then one with a shorter
+// prompt taking up the remainder, if any.
+func packedSamples(micro, prompt, maxTok, vocab int) []loss.Sample {
+	var out []loss.Sample
+	add := func(p, c int) {
+		s := loss.Sample{Advantage: 1}
+		for i := range p + c {
+			if tok := int32(i*31+7) % int32(vocab); i < p {
+				s.Prompt = append(s.Prompt, tok)
+			} else {
+				s.Completion, s.OldLogp = append(s.Completion, tok), append(s.OldLogp, -5)
+			}
+		}
+		out = append(out, s)
+	}
+	seq := prompt + maxTok - 1
+	for range micro / seq {
+		add(prompt, maxTok)
+	}
+	if rem := micro % seq; rem > 0 {
+		c := min(maxTok, rem)
+		add(rem-c+1, c)
+	}
+	return out
+}
+
+// TestLossRows works lossRows out by hand: sequences of 32 rows with 8
+// trained fill 64 rows twice (16 trained); 75 rows leave a remainder of 11
+// rows, of which 8 are trained (24); a sequence longer than the
+// micro-batch trains its own rows only; the largest count over
+// environments wins.
+func TestLossRows(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		seqs []trainSeq
+		want int64
+	}{
+		{64, []trainSeq{{32, 8}}, 16},
+		{75, []trainSeq{{32, 8}}, 24},
+		{70, []trainSeq{{32, 8}}, 22},
+		{100, []trainSeq{{100, 600}}, 100},
+		{64, []trainSeq{{32, 8}, {16, 12}}, 48},
+	} {
+		if got := lossRows(c.n, c.seqs); got != c.want {
+			t.Errorf("lossRows(%d, %v) = %d, want %d", c.n, c.seqs, got, c.want)
+		}
 	}
 }
 

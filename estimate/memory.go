@@ -169,15 +169,17 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		}
 	}
 	var worst phaseBytes
+	var seqs []trainSeq
 	for _, s := range train {
 		p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev)
 		longest = max(longest, p.maxLen)
+		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
 		if p.total() > worst.total() {
 			worst = p
 		}
 	}
 	worst.emit(e, PhaseSampling)
-	e.trainingItems(cfg, mc, targets, longest)
+	e.trainingItems(cfg, mc, targets, longest, seqs)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
 		for _, s := range eval {
@@ -341,7 +343,8 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // activations of the largest Forward call it makes, a prefill chunk of up
 // to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
 // set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; k, v:
-// kv; gate, up: intermediate), three int32 index vectors, the LoRA x·Aᵀ
+// kv; gate, up: intermediate; the fused q/k/v and gate/up GEMMs' output,
+// fusedWidth), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
 func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
@@ -354,7 +357,7 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) 
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
-	acts := n*(3*h+2*q+2*kv+2*inter)*f32Bytes + 3*n*4 +
+	acts := n*(3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
 		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
@@ -365,34 +368,59 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) 
 	return p
 }
 
+// trainSeq is one environment's rollout as the policy update sees it: the
+// rows it puts through the forward (its KV cache length less the last
+// token) and how many of them carry loss weight at most (max_tokens per
+// model turn; environment replies are masked).
+type trainSeq struct{ rows, trained int }
+
+// lossRows is how many of a micro-batch's n rows carry loss weight, and so
+// reach the LM head: the micro-batch filled with full sequences of the
+// shape that trains most rows per row, and a last, shorter one (cut
+// prompt, full completion) taking up the remainder.
+func lossRows(n int64, seqs []trainSeq) int64 {
+	r := int64(1)
+	for _, s := range seqs {
+		rows, tr := int64(s.rows), int64(min(s.trained, s.rows))
+		r = max(r, min(n, n/rows*tr+min(tr, n%rows)))
+	}
+	return r
+}
+
 // trainingItems sizes one micro-batch of PolicyGradient (the most tokens
 // one forward/backward holds). n = max(micro_batch_tokens, the longest
-// sequence), as a sample is never split. Per token, f32 unless noted:
+// sequence), as a sample is never split; r of its rows carry loss weight
+// (lossRows) and are the only ones scored. f32 unless noted:
 //
-//	trace (model/train.go ForwardTrain):   embed x h; 3 int32 index + cache
-//	  row + target (5 × 4 B); final rstd, logp, entropy (3); final norm h;
-//	  logits vocab; and per layer (model/layer.go trainingActs)
-//	  5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q (q, attn)
-//	  + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
-//	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted proj,
-//	  and its own KV cache: 2kv per layer
+//	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
+//	  index + cache row (4 × 4 B); the fused GEMMs' output that every
+//	  layer splits (fusedWidth); and per layer (model/layer.go
+//	  trainingActs) 5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q
+//	  (q, attn) + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
+//	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted
+//	  proj, and its own KV cache: 2kv per layer;
+//	  per scored row: target and row index (2 × 4 B), the gathered final
+//	  norm input and its output (2h), final rstd, logp, entropy (3) and
+//	  the logits (vocab)
 //	then either the KL reference (beta > 0): a second trace without LoRA
-//	  plus the copy of its logp (1) that outlives it; the trace is freed
-//	  before anything below is allocated,
-//	or the loss buffers (loss/microbatch.go): old, adv, w, loss, dlogp,
-//	  clip (6), ref and kl (2 with beta > 0), and the backward scratch
-//	  (model/train.go Backward): dx (h) for the whole pass, plus the larger of the head's
-//	  dlogits + dhF (vocab + h, freed before the layers) and one layer's
+//	  plus the copy of its logp (1 per scored row) that outlives it; the
+//	  trace is freed before anything below is allocated,
+//	or the loss buffers (loss/microbatch.go), per scored row: old, adv, w,
+//	  loss, dlogp, clip (6), ref and kl (2 with beta > 0), and the backward
+//	  scratch (model/train.go Backward): dx (h per token) for the whole
+//	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
+//	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
-//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h (dh1),
-//	  freed before the next layer
+//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
+//	  (dh1), freed before the next layer
 //
 // so the phase holds trace + max(reference, loss + backward).
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int) {
+func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq) {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
+	r := lossRows(n, seqs)
 	h, q, kv, inter, v := dims(mc)
 	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)
 	lr := int64(targets) * int64(cfg.LoRA.Rank)
@@ -400,11 +428,12 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	if mc.Arch().QKNorm {
 		perLayer += q + kv + heads + kvHeads
 	}
-	head := h + 5 + 3 + h + v // x, ints, rstdF/logp/entropy, hF, logits
-	trace := n * (head + L*(perLayer+lr)) * f32Bytes
+	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
+	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
 	cache := kvBytes(mc, n)
 	e.add(PhaseTraining, "activations (trace)", trace,
-		fmt.Sprintf("micro-batch of %d tokens × %d B/token", n, trace/n))
+		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
 	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
 	// with beta > 0) are allocated after the KL reference trace is freed,
@@ -416,18 +445,26 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
 	// and one layer (with dh1).
-	backward := n*loss*f32Bytes + n*(h+max(v+h, 3*inter+h+2*q+4*kv+lr+h))*f32Bytes
+	backward := (r*loss + n*h + max(r*(v+h), n*(3*inter+h+2*q+4*kv+lr+h))) * f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
-		ref = n*(head+L*perLayer+1)*f32Bytes + cache // + the logp copy
+		ref = (n*(tokenHead+L*perLayer)+r*(rowHead+1))*f32Bytes + cache // + the logp copy
 	}
 	if ref > backward {
 		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
 	} else {
-		e.add(PhaseTraining, "loss + backward scratch", backward, fmt.Sprintf("%d B/token", backward/n))
+		e.add(PhaseTraining, "loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
 	}
 	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
 		n, cfg.MicroBatchTokens, longest)
+	e.note("training LM head: %d of the micro-batch's %d rows carry loss weight (every completion token at max_tokens, prompts at the longest; shorter prompts put more rows through the head)",
+		r, n)
+}
+
+// fusedWidth is the width of the one buffer the fused q/k/v and gate/up
+// GEMMs write before their output is split (model/layer.go).
+func fusedWidth(mc *model.Config) int64 {
+	return int64(max(mc.NumHeads*mc.HeadDim+2*mc.NumKVHeads*mc.HeadDim, 2*mc.IntermediateSize))
 }
 
 func dims(mc *model.Config) (h, q, kv, inter, v int64) {

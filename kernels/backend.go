@@ -118,6 +118,14 @@ type Ops interface {
 	// for i < n. It is the embedding lookup and the logits-row selection.
 	GatherRows(out, table, idx Buffer, n, cols int)
 
+	// CopyColumns copies a rows × width block: columns [srcOff,
+	// srcOff+width) of src (rows × srcCols) into columns [dstOff,
+	// dstOff+width) of dst (rows × dstCols); dst's other columns keep their
+	// values. It splits the output of a fused projection (q/k/v, gate/up:
+	// one GEMM over weights concatenated at load) into the parts the next
+	// ops read, and joins the parts' gradients for the backward GEMM.
+	CopyColumns(dst, src Buffer, rows, width, dstCols, dstOff, srcCols, srcOff int)
+
 	// RMSNorm computes out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w for each of
 	// rows rows of width dim. If rstd is not nil it receives the per-row
 	// 1/sqrt(mean(x²)+eps), which the backward pass reuses. out may alias x.

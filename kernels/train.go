@@ -36,6 +36,13 @@ type TrainOps interface {
 	// caller zeroes them). Probabilities are recomputed from q, k and lse.
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, slot, pos Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32)
 
+	// ScatterRows copies row i of src (n × cols) into row idx[i] of out,
+	// for i < n; rows of out that no index names keep their values. The
+	// indices must be distinct. It is GatherRows' backward: the training
+	// head scores only the rows that carry loss weight, and their gradient
+	// goes back to those rows of the residual stream.
+	ScatterRows(out, src, idx Buffer, n, cols int)
+
 	// LogSoftmaxGatherBackward computes, for each row, dlogits[r] =
 	// dlogp[r]·(onehot(target[r]) − softmax(logits[r])): the gradient of
 	// Σ_r dlogp[r]·logp[r] with logp from LogSoftmaxGather.

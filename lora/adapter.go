@@ -22,6 +22,10 @@ type Adapter struct {
 	be     kernels.Backend
 	mods   [][model.NumProj]*module
 	params []Param
+	// grouped are the A matrices stored together per layer (groupA);
+	// views are the parameter buffers that are views into them.
+	grouped [][]groupedA
+	views   map[kernels.Buffer]bool
 }
 
 // module is one adapted projection.
@@ -75,6 +79,7 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 			a.add(layer, p, cfg.Rank, cfg.Alpha, av, make([]float32, out*cfg.Rank))
 		}
 	}
+	a.groupA()
 	return a, nil
 }
 
@@ -149,10 +154,19 @@ func (a *Adapter) ZeroGrad() {
 // Free releases the adapter's buffers; the adapter must not be used after.
 func (a *Adapter) Free() {
 	for _, p := range a.params {
-		a.be.Free(p.Value)
-		a.be.Free(p.Grad)
+		for _, b := range []kernels.Buffer{p.Value, p.Grad} {
+			if !a.views[b] {
+				a.be.Free(b)
+			}
+		}
 	}
-	a.params = nil
+	for _, gs := range a.grouped {
+		for _, g := range gs {
+			a.be.Free(g.a)
+			a.be.Free(g.da)
+		}
+	}
+	a.params, a.grouped, a.views = nil, nil, nil
 	a.mods = make([][model.NumProj]*module, len(a.mods))
 }
 

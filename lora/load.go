@@ -123,6 +123,7 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 			a.Config.TargetModules = append(a.Config.TargetModules, p.String())
 		}
 	}
+	a.groupA()
 	return a, nil
 }
 

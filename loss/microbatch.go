@@ -14,38 +14,45 @@ type lossSums struct {
 }
 
 // policyMicroBatch runs one micro-batch's forward, loss and backward and
-// adds its trained tokens' metrics into sums. The per-token KL and clip
-// decisions come from PolicyLoss itself (the float64 values the loss
-// used), so the host only sums them.
+// adds its trained tokens' metrics into sums. Only rows with loss weight
+// are scored (the prompt's and masked tokens' rows would add exact zeros
+// to the gradient through the largest GEMM of the step), so the loss runs
+// over those rows alone; a micro-batch without any is skipped. The per-token
+// KL and clip decisions come from PolicyLoss itself (the float64 values the
+// loss used), so the host only sums them.
 func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32, cfg Config, sums *lossSums) error {
 	be := policy.Backend
 	var b model.Batch
-	var targets []int32
+	var rows, targets []int32
 	var old, adv, w []float32
 	for i := range samples {
 		s := &samples[i]
+		start := int32(b.Len())
 		seq := append(append([]int32{}, s.Prompt...), s.Completion...)
 		b.Add(i, 0, seq[:len(seq)-1]...)
-		targets = append(targets, seq[1:]...)
-		// Rows before the last prompt token predict prompt tokens: weight 0.
-		for range len(s.Prompt) - 1 {
-			old, adv, w = append(old, 0), append(adv, 0), append(w, 0)
-		}
-		old = append(old, s.OldLogp...)
-		w = append(w, weights[i]...)
-		for range s.Completion {
-			adv = append(adv, s.Advantage)
+		// Row len(Prompt)-1+j predicts completion token j; the rows before
+		// it predict prompt tokens and carry no loss.
+		for j, wj := range weights[i] {
+			if wj == 0 {
+				continue
+			}
+			rows = append(rows, start+int32(len(s.Prompt)-1+j))
+			targets = append(targets, s.Completion[j])
+			old, adv, w = append(old, s.OldLogp[j]), append(adv, s.Advantage), append(w, wj)
 		}
 	}
-	n := b.Len()
-	tr, err := policy.ForwardTrain(&b, targets)
+	if len(rows) == 0 {
+		return nil
+	}
+	n := len(rows)
+	tr, err := policy.ForwardTrain(&b, rows, targets)
 	if err != nil {
 		return err
 	}
 	defer tr.Free()
 	var refBuf, klBuf kernels.Buffer
 	if cfg.Beta != 0 {
-		if refBuf, err = referenceLogp(policy, &b, targets); err != nil {
+		if refBuf, err = referenceLogp(policy, &b, rows, targets); err != nil {
 			return err
 		}
 		defer be.Free(refBuf)
@@ -85,10 +92,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 	}
 	for t := range n {
 		if math.IsNaN(float64(logp[t])) || math.IsInf(float64(logp[t]), 0) {
-			return fmt.Errorf("non-finite log-probability %v at token %d of the batch: the model's logits overflowed or hold NaN", logp[t], t)
-		}
-		if w[t] == 0 {
-			continue
+			return fmt.Errorf("non-finite log-probability %v at token %d of the batch: the model's logits overflowed or hold NaN", logp[t], rows[t])
 		}
 		sums.loss += float64(loss[t])
 		sums.entropy += float64(ent[t])
@@ -106,17 +110,17 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 }
 
 // referenceLogp runs the KL reference, the policy with its adapter off,
-// over the micro-batch and returns its log-probs in a buffer of their own,
-// copied on the device, so that its trace can be freed before the loss and
-// the backward allocate.
-func referenceLogp(policy *model.Model, b *model.Batch, targets []int32) (kernels.Buffer, error) {
-	rt, err := policy.WithAdapter(nil).ForwardTrain(b, targets)
+// over the micro-batch, scoring the same rows, and returns their log-probs
+// in a buffer of their own, copied on the device, so that its trace can be
+// freed before the loss and the backward allocate.
+func referenceLogp(policy *model.Model, b *model.Batch, rows, targets []int32) (kernels.Buffer, error) {
+	rt, err := policy.WithAdapter(nil).ForwardTrain(b, rows, targets)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Free()
 	be := policy.Backend
-	ref := be.Alloc(kernels.F32, rt.Len())
+	ref := be.Alloc(kernels.F32, rt.Rows())
 	be.Copy(ref, rt.Logp)
 	return ref, nil
 }

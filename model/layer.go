@@ -20,8 +20,17 @@ type layerActs struct {
 	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
 	o               kernels.Buffer // o_proj / down_proj output
 	gate, up, act   kernels.Buffer // MLP pre-activations and SwiGLU output
-	xa              [NumProj]kernels.Buffer
+	// fused receives a group's one GEMM before it is split into q/k/v or
+	// gate/up: n × max(q + 2kv, 2·inter), one buffer shared by every layer
+	// (training keeps it in the trace rather than allocating it per GEMM,
+	// so the peak does not depend on where in the pass a scratch lives).
+	fused kernels.Buffer
+	xa    [NumProj]kernels.Buffer   // x·Aᵀ (n × rank) of o_proj and down_proj, for the backward
+	xaT   [numGroups]kernels.Buffer // A·xᵀ (Σ ranks × n) of the q/k/v and gate/up groups
 }
+
+// fusedWidth is the widest group's fused output.
+func (c *Config) fusedWidth() int { return max(c.groupWidth(groupQKV), c.groupWidth(groupGateUp)) }
 
 // inferenceActs allocates the one reusable set of activations, with x as
 // the residual stream.
@@ -33,27 +42,34 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
 		k: a.alloc(kernels.F32, n*kv), v: a.alloc(kernels.F32, n*kv),
 		gate: a.alloc(kernels.F32, n*c.IntermediateSize), up: a.alloc(kernels.F32, n*c.IntermediateSize),
+		fused: a.alloc(kernels.F32, n*c.fusedWidth()),
 	}
 	s.h2, s.qPre, s.kPre, s.act = s.h1, s.q, s.k, s.gate
 	return s
 }
 
-// trainingActs allocates a layer's own activations for the backward pass.
-func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, n int) *layerActs {
+// trainingActs allocates a layer's own activations for the backward pass;
+// fused is the trace's one scratch for the groups' GEMMs.
+func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int) *layerActs {
 	c := m.Config
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
 		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
 		attn: f(n * q), lse: f(n * c.NumHeads), o: f(n * h),
-		gate: f(n * inter), up: f(n * inter), act: f(n * inter)}
+		gate: f(n * inter), up: f(n * inter), act: f(n * inter), fused: fused}
 	s.qPre, s.kPre = s.q, s.k
 	if c.Arch().QKNorm {
 		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
 	}
-	for p := range NumProj {
+	for _, p := range []Proj{ProjO, ProjDown} {
 		if lr := m.lora(l, p); lr != nil {
 			s.xa[p] = f(n * lr.Rank)
+		}
+	}
+	for g := range numGroups {
+		if gl := m.groupLoRA(l, g); gl != nil {
+			s.xaT[g] = f(gl.ranks * n)
 		}
 	}
 	return s
@@ -67,9 +83,8 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	kv := c.NumKVHeads * hd
 
 	be.RMSNorm(s.h1, s.rstd1, s.xIn, w.InputNorm, n, h, eps)
-	m.project(a, l, ProjQ, s.qPre, s.h1, w.Q, w.QBias, n, s.xa[ProjQ])
-	m.project(a, l, ProjK, s.kPre, s.h1, w.K, w.KBias, n, s.xa[ProjK])
-	m.project(a, l, ProjV, s.v, s.h1, w.V, w.VBias, n, s.xa[ProjV])
+	m.projectGroup(a, l, groupQKV, []kernels.Buffer{s.qPre, s.kPre, s.v}, []kernels.Buffer{w.QBias, w.KBias, w.VBias},
+		s.h1, w.QKV, s.fused, n, s.xaT[groupQKV])
 	if w.QNorm != nil {
 		be.RMSNorm(s.q, s.rstdQ, s.qPre, w.QNorm, n*c.NumHeads, hd, eps)
 		be.RMSNorm(s.k, s.rstdK, s.kPre, w.KNorm, n*c.NumKVHeads, hd, eps)
@@ -83,8 +98,8 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	be.Add(s.xMid, s.xIn, s.o, n*h)
 
 	be.RMSNorm(s.h2, s.rstd2, s.xMid, w.PostAttnNorm, n, h, eps)
-	m.project(a, l, ProjGate, s.gate, s.h2, w.Gate, nil, n, s.xa[ProjGate])
-	m.project(a, l, ProjUp, s.up, s.h2, w.Up, nil, n, s.xa[ProjUp])
+	m.projectGroup(a, l, groupGateUp, []kernels.Buffer{s.gate, s.up}, []kernels.Buffer{nil, nil},
+		s.h2, w.GateUp, s.fused, n, s.xaT[groupGateUp])
 	be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
 	m.project(a, l, ProjDown, s.o, s.act, w.Down, nil, n, s.xa[ProjDown])
 	be.Add(s.xOut, s.xMid, s.o, n*h)

@@ -23,7 +23,18 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 	}
 	defer set.Close()
 	m := newModel(cfg, be)
-	for _, sp := range cfg.specs(&m.W) {
+	specs := cfg.specs(&m.W)
+	// A fused group is BF16 when all its checkpoint tensors are (the usual
+	// case), else F32, which holds any of them exactly.
+	groupDT := func(g *fusedSpec) kernels.DType {
+		for _, i := range g.members {
+			if t, ok := set.Tensor(specs[i].name); !ok || t.DType != safetensors.BF16 {
+				return kernels.F32
+			}
+		}
+		return kernels.BF16
+	}
+	for _, sp := range specs {
 		t, ok := set.Tensor(sp.name)
 		if !ok {
 			m.Free()
@@ -33,12 +44,16 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 			m.Free()
 			return nil, fmt.Errorf("%s: tensor %q has shape %v but config.json implies %v", dir, sp.name, t.Shape, sp.shape)
 		}
-		buf, err := upload(be, t)
-		if err != nil {
+		dt := kernels.F32
+		if t.DType == safetensors.BF16 {
+			dt = kernels.BF16
+		}
+		buf := sp.place(be, dt, groupDT)
+		*sp.dst = buf
+		if err := upload(be, buf, t); err != nil {
 			m.Free()
 			return nil, fmt.Errorf("%s: tensor %q: %v", dir, sp.name, err)
 		}
-		*sp.dst = buf
 	}
 	if cfg.TieWordEmbeddings {
 		m.W.LMHead = m.W.Embed
@@ -46,19 +61,19 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 	return m, nil
 }
 
-func upload(be kernels.Backend, t safetensors.Tensor) (kernels.Buffer, error) {
+// upload writes t into buf: BF16 bits as they are (into a BF16 or F32
+// buffer), anything else converted to f32.
+func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor) error {
 	if bits, ok := t.BF16Bits(); ok {
-		buf := be.Alloc(kernels.BF16, len(bits))
 		be.UploadBF16(buf, bits)
-		return buf, nil
+		return nil
 	}
 	vals, err := t.Float32s()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	buf := be.Alloc(kernels.F32, len(vals))
 	be.Upload(buf, vals)
-	return buf, nil
+	return nil
 }
 
 // NewRandom builds a model of the given shape with random weights
@@ -77,7 +92,7 @@ func NewRandom(cfg *Config, be kernels.Backend, seed uint64) *Model {
 				vals[i] = float32(rng.NormFloat64() * 0.02)
 			}
 		}
-		buf := be.Alloc(kernels.F32, len(vals))
+		buf := sp.place(be, kernels.F32, func(*fusedSpec) kernels.DType { return kernels.F32 })
 		be.Upload(buf, vals)
 		*sp.dst = buf
 	}
@@ -96,7 +111,8 @@ func (m *Model) Free() {
 		bufs = append(bufs, m.W.LMHead)
 	}
 	for _, l := range m.W.Layers {
-		bufs = append(bufs, l.InputNorm, l.PostAttnNorm, l.Q, l.K, l.V, l.O, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.Gate, l.Up, l.Down)
+		// Q, K, V, Gate and Up are views of QKV and GateUp.
+		bufs = append(bufs, l.InputNorm, l.PostAttnNorm, l.QKV, l.O, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.GateUp, l.Down)
 	}
 	for _, b := range bufs {
 		if b != nil {
@@ -104,4 +120,36 @@ func (m *Model) Free() {
 		}
 	}
 	m.W = Weights{}
+}
+
+// MapWeights replaces every frozen weight buffer b by f(b) (f frees b if it
+// allocates a new one), for callers that change how weights are stored
+// (bench rounds random weights to bf16). f sees the fused QKV and GateUp
+// buffers, never their views, and the views are sliced again from the
+// results; a tied head stays the embedding.
+func (m *Model) MapWeights(f func(kernels.Buffer) kernels.Buffer) {
+	apply := func(p *kernels.Buffer) {
+		if *p != nil {
+			*p = f(*p)
+		}
+	}
+	tied := m.W.LMHead == m.W.Embed
+	apply(&m.W.Embed)
+	apply(&m.W.Norm)
+	if tied {
+		m.W.LMHead = m.W.Embed
+	} else {
+		apply(&m.W.LMHead)
+	}
+	for i := range m.W.Layers {
+		l := &m.W.Layers[i]
+		for _, p := range []*kernels.Buffer{&l.InputNorm, &l.PostAttnNorm, &l.QKV, &l.O,
+			&l.QBias, &l.KBias, &l.VBias, &l.OBias, &l.QNorm, &l.KNorm, &l.GateUp, &l.Down} {
+			apply(p)
+		}
+		nq, nk := l.Q.Len(), l.K.Len()
+		l.Q, l.K, l.V = l.QKV.Slice(0, nq), l.QKV.Slice(nq, nk), l.QKV.Slice(nq+nk, l.V.Len())
+		ng := l.Gate.Len()
+		l.Gate, l.Up = l.GateUp.Slice(0, ng), l.GateUp.Slice(ng, l.Up.Len())
+	}
 }

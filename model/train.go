@@ -7,35 +7,52 @@ import (
 )
 
 // Trace is what a training forward keeps for Backward: every layer's
-// activations, the final norm's input and statistics, the logits, and the
-// log-probabilities and entropies of the targets. Free releases it all.
+// activations, and for the scored rows the final norm's input and
+// statistics, the logits, and the log-probabilities and entropies of the
+// targets. Free releases it all.
 type Trace struct {
 	m         *Model
 	a         *arena
-	n         int
+	n, r      int // tokens in the batch; scored rows
 	idx       batchIndex
 	cache     *KVCache
 	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row
 	layers    []*layerActs
-	xFinal    kernels.Buffer
+	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
+	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
 	rstdF     kernels.Buffer
 	logits    kernels.Buffer
 	targets   kernels.Buffer
-	// Logp[t] = log p(targets[t] | tokens ≤ t); Entropy[t] is the entropy
-	// of the distribution at t. Both n long, on the backend.
+	// Logp[i] = log p(targets[i] | tokens ≤ rows[i]) and Entropy[i] is the
+	// entropy of the distribution at scored row i. Both Rows() long, on the
+	// backend.
 	Logp, Entropy kernels.Buffer
 }
 
-// ForwardTrain runs a training forward over a packed batch: every token's
-// logits are computed and scored against targets[t] (the token that follows
-// token t; rows whose target does not matter may hold any valid id and get
-// a zero gradient). Each sequence has its own slot and positions from 0,
+// ForwardTrain runs a training forward over a packed batch and scores the
+// tokens listed in rows (distinct indices into the batch, in any order; nil
+// means every token): row i's logits are scored against targets[i], the
+// token that follows token rows[i]. Only scored rows get the LM head and
+// log-softmax, forward and backward — with a 150k vocabulary the largest
+// GEMM of a step — so a caller passes the rows that carry loss and leaves
+// out the prompt's. Each sequence has its own slot and positions from 0,
 // and the trace owns a KV cache sized for the batch.
-func (m *Model) ForwardTrain(b *Batch, targets []int32) (*Trace, error) {
-	if len(targets) != b.Len() {
-		return nil, fmt.Errorf("%d targets for a batch of %d tokens", len(targets), b.Len())
-	}
+func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	c := m.Config
+	r := b.Len()
+	if rows != nil {
+		r = len(rows)
+		seen := make(map[int32]bool, r)
+		for _, t := range rows {
+			if t < 0 || int(t) >= b.Len() || seen[t] {
+				return nil, fmt.Errorf("scored row %d is outside the batch of %d tokens or listed twice", t, b.Len())
+			}
+			seen[t] = true
+		}
+	}
+	if len(targets) != r {
+		return nil, fmt.Errorf("%d targets for %d scored rows", len(targets), r)
+	}
 	for i, t := range targets {
 		if t < 0 || int(t) >= c.VocabSize {
 			return nil, fmt.Errorf("target %d at index %d is outside the vocabulary [0, %d)", t, i, c.VocabSize)
@@ -45,8 +62,8 @@ func (m *Model) ForwardTrain(b *Batch, targets []int32) (*Trace, error) {
 	for i := range b.Slots {
 		slots, maxLen = max(slots, int(b.Slots[i])+1), max(maxLen, int(b.Positions[i])+1)
 	}
-	if slots == 0 {
-		return nil, fmt.Errorf("empty batch")
+	if slots == 0 || r == 0 {
+		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
 	cache := m.NewKVCache(slots, maxLen)
 	if err := b.validate(c, cache); err != nil {
@@ -54,33 +71,43 @@ func (m *Model) ForwardTrain(b *Batch, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), cache: cache}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a)
-	rows := make([]int32, n)
-	for i := range rows {
-		rows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
+	crows := make([]int32, n)
+	for i := range crows {
+		crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
 	}
 	tr.cacheRows = a.alloc(kernels.I32, n)
-	be.UploadI32(tr.cacheRows, rows)
-	tr.targets = a.alloc(kernels.I32, n)
+	be.UploadI32(tr.cacheRows, crows)
+	tr.targets = a.alloc(kernels.I32, r)
 	be.UploadI32(tr.targets, targets)
+	if rows != nil {
+		tr.rows = a.alloc(kernels.I32, r)
+		be.UploadI32(tr.rows, rows)
+	}
 
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
+	fused := a.alloc(kernels.F32, n*c.fusedWidth())
 	for l := range m.W.Layers {
-		s := m.trainingActs(a, l, x, n)
+		s := m.trainingActs(a, l, x, fused, n)
 		m.layerForward(a, l, cache, tr.idx, n, s)
 		tr.layers = append(tr.layers, s)
 		x = s.xOut
 	}
-	tr.xFinal, tr.rstdF = x, a.alloc(kernels.F32, n)
-	hF := a.alloc(kernels.F32, n*h)
-	be.RMSNorm(hF, tr.rstdF, x, m.W.Norm, n, h, float32(c.RMSNormEps))
-	tr.logits = a.alloc(kernels.F32, n*v)
-	be.MatMul(tr.logits, hF, m.W.LMHead, n, v, h, false, true, 1, 0)
-	tr.Logp, tr.Entropy = a.alloc(kernels.F32, n), a.alloc(kernels.F32, n)
-	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, n, v)
+	tr.xFinal = x
+	if tr.rows != nil {
+		tr.xFinal = a.alloc(kernels.F32, r*h)
+		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
+	}
+	tr.rstdF = a.alloc(kernels.F32, r)
+	hF := a.alloc(kernels.F32, r*h)
+	be.RMSNorm(hF, tr.rstdF, tr.xFinal, m.W.Norm, r, h, float32(c.RMSNormEps))
+	tr.logits = a.alloc(kernels.F32, r*v)
+	be.MatMul(tr.logits, hF, m.W.LMHead, r, v, h, false, true, 1, 0)
+	tr.Logp, tr.Entropy = a.alloc(kernels.F32, r), a.alloc(kernels.F32, r)
+	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
 	if err := be.Sync(); err != nil {
 		tr.Free()
 		return nil, fmt.Errorf("training forward on %s: %w", be.Name(), err)
@@ -91,29 +118,39 @@ func (m *Model) ForwardTrain(b *Batch, targets []int32) (*Trace, error) {
 // Len is the number of tokens in the traced batch.
 func (tr *Trace) Len() int { return tr.n }
 
+// Rows is the number of scored rows: the length of Logp, Entropy and
+// Backward's dlogp.
+func (tr *Trace) Rows() int { return tr.r }
+
 // Free releases the trace's buffers and cache.
 func (tr *Trace) Free() {
 	tr.a.free()
 	tr.cache.Free()
 }
 
-// Backward propagates dlogp (n values: the loss gradient with respect to
-// each token's Logp) back through the model and adds the gradients of every
-// LoRA parameter into its DA and DB. Frozen weights get no gradient.
+// Backward propagates dlogp (Rows() values: the loss gradient with respect
+// to each scored row's Logp) back through the model and adds the gradients
+// of every LoRA parameter into its DA and DB. Frozen weights get no
+// gradient; unscored rows get none from the head, only through attention.
 func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	n, h, v := tr.n, c.HiddenSize, c.VocabSize
-	// Scratch is freed as soon as it is dead: the head's (n × vocab) before
+	n, r, h, v := tr.n, tr.r, c.HiddenSize, c.VocabSize
+	// Scratch is freed as soon as it is dead: the head's (r × vocab) before
 	// the layers run, each layer's before the next, so the peak is the
 	// larger of the head's and one layer's, not their sum.
 	head := &arena{be: be}
-	dlogits := head.alloc(kernels.F32, n*v)
-	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, n, v)
-	dhF := head.alloc(kernels.F32, n*h)
-	be.MatMul(dhF, dlogits, m.W.LMHead, n, h, v, false, false, 1, 0)
-	dx := be.Alloc(kernels.F32, n*h)
+	dlogits := head.alloc(kernels.F32, r*v)
+	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, r, v)
+	dhF := head.alloc(kernels.F32, r*h)
+	be.MatMul(dhF, dlogits, m.W.LMHead, r, h, v, false, false, 1, 0)
+	dx := be.Alloc(kernels.F32, n*h) // zero: unscored rows start with no gradient
 	defer be.Free(dx)
-	be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+	if tr.rows == nil {
+		be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+	} else {
+		be.RMSNormBackward(dhF, dhF, tr.xFinal, m.W.Norm, tr.rstdF, r, h, false)
+		be.ScatterRows(dx, dhF, tr.rows, r, h)
+	}
 	head.free()
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
@@ -142,8 +179,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	dGate, dUp := f(n*inter), f(n*inter)
 	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, n*inter)
 	dh2 := f(n * h)
-	m.projectBackward(a, l, ProjGate, dh2, dGate, s.h2, w.Gate, n, s.xa[ProjGate], false)
-	m.projectBackward(a, l, ProjUp, dh2, dUp, s.h2, w.Up, n, s.xa[ProjUp], true)
+	m.projectGroupBackward(a, l, groupGateUp, dh2, []kernels.Buffer{dGate, dUp}, s.h2, []kernels.Buffer{w.Gate, w.Up}, n, s.xaT[groupGateUp], false)
 	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
@@ -166,9 +202,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	if needInput {
 		dh1 = f(n * h)
 	}
-	m.projectBackward(a, l, ProjQ, dh1, dq, s.h1, w.Q, n, s.xa[ProjQ], false)
-	m.projectBackward(a, l, ProjK, dh1, dk, s.h1, w.K, n, s.xa[ProjK], true)
-	m.projectBackward(a, l, ProjV, dh1, dv, s.h1, w.V, n, s.xa[ProjV], true)
+	m.projectGroupBackward(a, l, groupQKV, dh1, []kernels.Buffer{dq, dk, dv}, s.h1, []kernels.Buffer{w.Q, w.K, w.V}, n, s.xaT[groupQKV], false)
 	if needInput {
 		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}

@@ -53,7 +53,7 @@ func packedTrainBatch(rng *rand.Rand, vocab int) (*Batch, []int32) {
 
 // weightedLogp returns Σ c[t]·logp[t] for the model's current parameters.
 func weightedLogp(t *testing.T, m *Model, b *Batch, targets []int32, c []float32) float64 {
-	tr, err := m.ForwardTrain(b, targets)
+	tr, err := m.ForwardTrain(b, nil, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestLoRAGradientsFiniteDifference(t *testing.T) {
 			for i := range c {
 				c[i] = float32(rng.NormFloat64())
 			}
-			tr, err := m.ForwardTrain(b, targets)
+			tr, err := m.ForwardTrain(b, nil, targets)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestZeroUpstreamGivesZeroGradient(t *testing.T) {
 	ad := newTestAdapter(m, 2, 3)
 	m = m.WithAdapter(ad)
 	b, targets := packedTrainBatch(rand.New(rand.NewPCG(1, 1)), m.Config.VocabSize)
-	tr, err := m.ForwardTrain(b, targets)
+	tr, err := m.ForwardTrain(b, nil, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestTrainingForwardMatchesInference(t *testing.T) {
 	}
 	var b Batch
 	b.Add(0, 0, ids[:len(ids)-1]...)
-	tr, err := m.ForwardTrain(&b, ids[1:])
+	tr, err := m.ForwardTrain(&b, nil, ids[1:])
 	if err != nil {
 		t.Fatal(err)
 	}

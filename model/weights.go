@@ -16,6 +16,13 @@ type Layer struct {
 	OBias                   kernels.Buffer
 	QNorm, KNorm            kernels.Buffer
 	Gate, Up, Down          kernels.Buffer
+	// QKV is [q_proj; k_proj; v_proj] ((q + 2·kv) × hidden) and GateUp
+	// [gate_proj; up_proj] (2·inter × hidden), each one buffer of which Q,
+	// K, V and Gate, Up are views: projections that read one input run as
+	// one GEMM, and code that wants one projection (merge, tests) keeps
+	// its own name for it. Loading writes straight into them, so there is
+	// one copy of each weight.
+	QKV, GateUp kernels.Buffer
 }
 
 // Weights are a model's frozen base parameters on a Backend.
@@ -26,11 +33,23 @@ type Weights struct {
 	Layers []Layer
 }
 
-// tensorSpec names one weight tensor, its expected shape and where it goes.
+// tensorSpec names one weight tensor, its expected shape and where it goes:
+// its own buffer in *dst, or, for a member of a fused group, a view of
+// *fused at element off (set in *dst too).
 type tensorSpec struct {
 	name  string
 	shape []int
 	dst   *kernels.Buffer
+	fused *fusedSpec
+	off   int
+}
+
+// fusedSpec is a buffer holding several projections' weights end to end.
+type fusedSpec struct {
+	dst  *kernels.Buffer
+	size int // elements
+	// members are the specs' indices, to find the group's dtype.
+	members []int
 }
 
 // specs lists every tensor the config requires, with HF names and shapes.
@@ -38,41 +57,61 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 	h, inter, v := c.HiddenSize, c.IntermediateSize, c.VocabSize
 	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	w.Layers = make([]Layer, c.NumLayers)
-	s := []tensorSpec{{"model.embed_tokens.weight", []int{v, h}, &w.Embed}}
+	s := []tensorSpec{{name: "model.embed_tokens.weight", shape: []int{v, h}, dst: &w.Embed}}
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		p := fmt.Sprintf("model.layers.%d.", i)
+		qkv, gateUp := &fusedSpec{dst: &l.QKV}, &fusedSpec{dst: &l.GateUp}
+		member := func(g *fusedSpec, name string, shape []int, dst *kernels.Buffer) tensorSpec {
+			sp := tensorSpec{name: name, shape: shape, dst: dst, fused: g, off: g.size}
+			g.size += numel(shape)
+			g.members = append(g.members, len(s))
+			return sp
+		}
+		s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm})
+		s = append(s, member(qkv, p+"self_attn.q_proj.weight", []int{q, h}, &l.Q))
+		s = append(s, member(qkv, p+"self_attn.k_proj.weight", []int{kv, h}, &l.K))
+		s = append(s, member(qkv, p+"self_attn.v_proj.weight", []int{kv, h}, &l.V))
 		s = append(s,
-			tensorSpec{p + "input_layernorm.weight", []int{h}, &l.InputNorm},
-			tensorSpec{p + "self_attn.q_proj.weight", []int{q, h}, &l.Q},
-			tensorSpec{p + "self_attn.k_proj.weight", []int{kv, h}, &l.K},
-			tensorSpec{p + "self_attn.v_proj.weight", []int{kv, h}, &l.V},
-			tensorSpec{p + "self_attn.o_proj.weight", []int{h, q}, &l.O},
-			tensorSpec{p + "post_attention_layernorm.weight", []int{h}, &l.PostAttnNorm},
-			tensorSpec{p + "mlp.gate_proj.weight", []int{inter, h}, &l.Gate},
-			tensorSpec{p + "mlp.up_proj.weight", []int{inter, h}, &l.Up},
-			tensorSpec{p + "mlp.down_proj.weight", []int{h, inter}, &l.Down},
-		)
+			tensorSpec{name: p + "self_attn.o_proj.weight", shape: []int{h, q}, dst: &l.O},
+			tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm})
+		s = append(s, member(gateUp, p+"mlp.gate_proj.weight", []int{inter, h}, &l.Gate))
+		s = append(s, member(gateUp, p+"mlp.up_proj.weight", []int{inter, h}, &l.Up))
+		s = append(s, tensorSpec{name: p + "mlp.down_proj.weight", shape: []int{h, inter}, dst: &l.Down})
 		if c.Arch().QKVBias || c.AttentionBias {
 			s = append(s,
-				tensorSpec{p + "self_attn.q_proj.bias", []int{q}, &l.QBias},
-				tensorSpec{p + "self_attn.k_proj.bias", []int{kv}, &l.KBias},
-				tensorSpec{p + "self_attn.v_proj.bias", []int{kv}, &l.VBias})
+				tensorSpec{name: p + "self_attn.q_proj.bias", shape: []int{q}, dst: &l.QBias},
+				tensorSpec{name: p + "self_attn.k_proj.bias", shape: []int{kv}, dst: &l.KBias},
+				tensorSpec{name: p + "self_attn.v_proj.bias", shape: []int{kv}, dst: &l.VBias})
 		}
 		if c.AttentionBias {
-			s = append(s, tensorSpec{p + "self_attn.o_proj.bias", []int{h}, &l.OBias})
+			s = append(s, tensorSpec{name: p + "self_attn.o_proj.bias", shape: []int{h}, dst: &l.OBias})
 		}
 		if c.Arch().QKNorm {
 			s = append(s,
-				tensorSpec{p + "self_attn.q_norm.weight", []int{c.HeadDim}, &l.QNorm},
-				tensorSpec{p + "self_attn.k_norm.weight", []int{c.HeadDim}, &l.KNorm})
+				tensorSpec{name: p + "self_attn.q_norm.weight", shape: []int{c.HeadDim}, dst: &l.QNorm},
+				tensorSpec{name: p + "self_attn.k_norm.weight", shape: []int{c.HeadDim}, dst: &l.KNorm})
 		}
 	}
-	s = append(s, tensorSpec{"model.norm.weight", []int{h}, &w.Norm})
+	s = append(s, tensorSpec{name: "model.norm.weight", shape: []int{h}, dst: &w.Norm})
 	if !c.TieWordEmbeddings {
-		s = append(s, tensorSpec{"lm_head.weight", []int{v, h}, &w.LMHead})
+		s = append(s, tensorSpec{name: "lm_head.weight", shape: []int{v, h}, dst: &w.LMHead})
 	}
 	return s
+}
+
+// place returns the buffer a spec's tensor goes into: a new one of dt, or
+// its view of the fused group's buffer, allocated on first use with
+// groupDT (the group's weights share one dtype).
+func (sp tensorSpec) place(be kernels.Backend, dt kernels.DType, groupDT func(*fusedSpec) kernels.DType) kernels.Buffer {
+	n := numel(sp.shape)
+	if sp.fused == nil {
+		return be.Alloc(dt, n)
+	}
+	if *sp.fused.dst == nil {
+		*sp.fused.dst = be.Alloc(groupDT(sp.fused), sp.fused.size)
+	}
+	return (*sp.fused.dst).Slice(sp.off, n)
 }
 
 func numel(shape []int) int {

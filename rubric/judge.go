@@ -35,6 +35,11 @@ type JudgeConfig struct {
 	MaxTokens int
 	// Client, if set, sends the requests (default http.DefaultClient).
 	Client *http.Client
+	// Chat, if set, asks the judge instead of BaseURL, APIKeyEnv and
+	// Client: an endpoints.toml endpoint's client (with its replicas,
+	// retries and key handling) behind a function, so rubric stays free of
+	// HTTP clients. It gets the prompt and MaxTokens and returns the reply.
+	Chat func(ctx context.Context, prompt []chat.Message, maxTokens int) (string, error)
 }
 
 // DefaultJudgeTemplate asks for a yes/no verdict.
@@ -55,11 +60,13 @@ Reply "yes" if the response is correct and "no" if it is not.`
 // is right. The reply scores 1 for "yes", 0 for "no", or the number it holds
 // when that is in [0, 1]; anything else is an error (scored 0 and counted).
 func Judge(cfg JudgeConfig) (Func, error) {
-	if err := checkURL(cfg.BaseURL); err != nil {
-		return nil, fmt.Errorf("rubric: judge base_url: %v", err)
-	}
-	if cfg.Model == "" {
-		return nil, errors.New("rubric: judge has no model; give the model name the endpoint serves")
+	if cfg.Chat == nil {
+		if err := checkURL(cfg.BaseURL); err != nil {
+			return nil, fmt.Errorf("rubric: judge base_url: %v", err)
+		}
+		if cfg.Model == "" {
+			return nil, errors.New("rubric: judge has no model; give the model name the endpoint serves")
+		}
 	}
 	if cfg.Template == "" {
 		cfg.Template = DefaultJudgeTemplate
@@ -79,6 +86,9 @@ func Judge(cfg JudgeConfig) (Func, error) {
 	if cfg.Client == nil {
 		cfg.Client = http.DefaultClient
 	}
+	if cfg.Chat != nil {
+		return judgeWith(cfg), nil
+	}
 	headers := map[string]string{}
 	if cfg.APIKeyEnv != "" {
 		key := os.Getenv(cfg.APIKeyEnv)
@@ -89,12 +99,7 @@ func Judge(cfg JudgeConfig) (Func, error) {
 	}
 	endpoint := strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"
 	return func(ctx context.Context, r Rollout) (Score, error) {
-		// One pass, so a response containing "{answer}" is not expanded.
-		prompt := strings.NewReplacer(
-			"{question}", r.Question(),
-			"{answer}", r.Answer,
-			"{response}", StripThink(r.LastAssistant()),
-		).Replace(cfg.Template)
+		prompt := judgePrompt(cfg.Template, r)
 		payload, err := json.Marshal(chatRequest{
 			Model:       cfg.Model,
 			Messages:    []chat.Message{{Role: "user", Content: prompt}},
@@ -118,6 +123,33 @@ func Judge(cfg JudgeConfig) (Func, error) {
 		}
 		return Score{Value: v}, nil
 	}, nil
+}
+
+// judgePrompt fills the template in one pass, so a response containing
+// "{answer}" is not expanded.
+func judgePrompt(template string, r Rollout) string {
+	return strings.NewReplacer(
+		"{question}", r.Question(),
+		"{answer}", r.Answer,
+		"{response}", StripThink(r.LastAssistant()),
+	).Replace(template)
+}
+
+// judgeWith asks through cfg.Chat.
+func judgeWith(cfg JudgeConfig) Func {
+	return func(ctx context.Context, r Rollout) (Score, error) {
+		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+		reply, err := cfg.Chat(ctx, []chat.Message{{Role: "user", Content: judgePrompt(cfg.Template, r)}}, cfg.MaxTokens)
+		if err != nil {
+			return Score{}, fmt.Errorf("judge: %v", err)
+		}
+		v, err := judgeVerdict(reply)
+		if err != nil {
+			return Score{}, fmt.Errorf("judge: %v", err)
+		}
+		return Score{Value: v}, nil
+	}
 }
 
 type chatRequest struct {

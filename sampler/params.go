@@ -34,6 +34,9 @@ type Params struct {
 	// Seed seeds this sequence's own random stream, so its tokens do not
 	// depend on which other sequences share the batch.
 	Seed uint64 `toml:"-"`
+	// TopLogprobs, when above 0, keeps that many most likely alternatives
+	// of each sampled token in Turn.TopLogprobs (an API's top_logprobs).
+	TopLogprobs int `toml:"-"`
 }
 
 // DefaultParams samples from the model's distribution unchanged
@@ -51,6 +54,9 @@ func (p *Params) Validate() error {
 	}
 	if p.MaxTokens < 0 {
 		return &kernels.ParamError{Key: "max_tokens", Value: p.MaxTokens, Want: "must be a count ≥ 1, or 0 for no per-turn cap"}
+	}
+	if p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs {
+		return &kernels.ParamError{Key: "top_logprobs", Value: p.TopLogprobs, Want: fmt.Sprintf("must be in [0, %d]", MaxTopLogprobs)}
 	}
 	for i, s := range p.Stop {
 		if s == "" {

@@ -42,6 +42,11 @@ func (s *Sampler) sampleRows(logits kernels.Buffer, vocab int, ready []*Seq) err
 		}
 	}
 	for i, q := range ready {
+		if q.params.TopLogprobs > 0 {
+			if err := s.topLogprobs(q, logits, i, vocab); err != nil {
+				return err
+			}
+		}
 		q.accept(s.toks[i], float64(s.lps[i]), s.dec)
 	}
 	return nil

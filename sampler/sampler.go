@@ -46,6 +46,8 @@ type Sampler struct {
 	params []kernels.SampleParams
 	toks   []int32
 	lps    []float32
+	row    []float32 // one logits row, for top log-probs
+	batchState
 }
 
 // New allocates a sampler and its KV cache. dec may be nil when no
@@ -77,6 +79,18 @@ func (s *Sampler) Model() *model.Model { return s.m }
 
 // FreeSlots is how many more sequences Start can take.
 func (s *Sampler) FreeSlots() int { return len(s.free) }
+
+// SetAdapter makes later steps run the base model with ad applied (nil
+// for the bare base model). Every slot must be free: a sequence's cached
+// keys and values were computed under the adapter it started with, so a
+// change under it would mix two models in one sequence.
+func (s *Sampler) SetAdapter(ad model.Adapter) error {
+	if held := s.cfg.Slots - len(s.free); held > 0 {
+		return fmt.Errorf("sampler: cannot change the adapter while %d sequences hold cache slots", held)
+	}
+	s.m = s.m.WithAdapter(ad)
+	return nil
+}
 
 // Close frees the KV cache; the sampler cannot be used afterwards.
 func (s *Sampler) Close() {
@@ -140,16 +154,15 @@ func (s *Sampler) Release(q *Seq) {
 // is in its Turn. Run returns early with ctx's error when it is cancelled
 // (checked between Forward calls) and with the backend's error if a
 // Forward fails; the sequences are then in an unspecified state and should
-// be released.
+// be released. Run is Begin on each sequence, then Step until every turn
+// is Done.
 func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 	seen := make(map[*Seq]bool, len(seqs))
 	for i, q := range seqs {
-		switch {
-		case q == nil || q.s != s:
-			return fmt.Errorf("sequence %d does not belong to this sampler", i)
-		case q.slot < 0:
-			return fmt.Errorf("sequence %d was released", i)
-		case seen[q]:
+		if err := s.owns(q); err != nil {
+			return fmt.Errorf("sequence %d %v", i, err)
+		}
+		if seen[q] {
 			return fmt.Errorf("sequence %d is listed twice", i)
 		}
 		seen[q] = true
@@ -161,37 +174,8 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 			live = append(live, q)
 		}
 	}
-	vocab := s.m.Config.VocabSize
-	var b model.Batch
-	var rows []int32
-	var ready []*Seq
 	for len(live) > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b.Tokens, b.Slots, b.Positions = b.Tokens[:0], b.Slots[:0], b.Positions[:0]
-		rows, ready = rows[:0], ready[:0]
-		for _, q := range live {
-			room := s.cfg.PrefillTokens - b.Len()
-			if room <= 0 {
-				break
-			}
-			pending := len(q.tokens) - q.cached
-			n := min(pending, room)
-			b.Add(q.slot, q.cached, q.tokens[q.cached:q.cached+n]...)
-			q.cached += n
-			if n == pending {
-				rows = append(rows, int32(b.Len()-1))
-				ready = append(ready, q)
-			}
-		}
-		logits, err := s.m.Forward(s.cache, &b, rows)
-		if err != nil {
-			return fmt.Errorf("sampler: %w", err)
-		}
-		err = s.sampleRows(logits, vocab, ready)
-		s.m.Backend.Free(logits)
-		if err != nil {
+		if err := s.step(ctx, live); err != nil {
 			return err
 		}
 		next := live[:0]

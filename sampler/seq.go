@@ -19,6 +19,10 @@ type Turn struct {
 	// Logprobs[i] is log p(Tokens[i]) under the model's raw distribution
 	// (temperature 1, no truncation), as model.TokenLogprobs computes it.
 	Logprobs []float32
+	// TopLogprobs[i], kept only when Params.TopLogprobs > 0, are the most
+	// likely tokens at Tokens[i]'s position under the same raw
+	// distribution, most likely first.
+	TopLogprobs [][]TokenLogprob
 	// FinishReason is FinishStop or FinishLength.
 	FinishReason string
 	// StopToken is true when the turn's last token is one of StopTokens.
@@ -39,7 +43,8 @@ type Seq struct {
 	params Params
 	rng    *rand.Rand
 	tokens []int32
-	cached int // tokens[:cached] have their keys and values in the cache
+	cached int    // tokens[:cached] have their keys and values in the cache
+	mark   uint64 // the last Step that listed it
 	// Turn is the result of the latest Run that included this sequence.
 	Turn Turn
 	// turn state

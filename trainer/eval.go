@@ -50,6 +50,12 @@ type EvalResult struct {
 // Evaluate plays the eval split of e with m (attach an adapter with
 // model.WithAdapter) and scores it.
 func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions) (EvalResult, error) {
+	return EvaluateWith(ctx, rollout.LocalEngine{Model: m, Tok: tok}, e, name, o)
+}
+
+// EvaluateWith is Evaluate with the episodes played by eng: in process, or
+// on an inference server (rollout.RemoteEngine).
+func EvaluateWith(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions) (EvalResult, error) {
 	res := EvalResult{Env: name}
 	if o.RolloutsPerExample < 1 {
 		o.RolloutsPerExample = 1
@@ -68,7 +74,7 @@ func Evaluate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e e
 		return res, fmt.Errorf("env %s: the eval split is empty", name)
 	}
 	k := o.RolloutsPerExample
-	trajs, err := rollout.Local(ctx, m, tok, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking})
+	trajs, err := eng.Play(ctx, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking})
 	if err != nil {
 		return res, fmt.Errorf("env %s: %w", name, err)
 	}

@@ -10,11 +10,13 @@ import (
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -32,6 +34,12 @@ const DefaultEvalBatch = 64
 // o.Seed, so a split that fits one pass gives exactly Evaluate's result;
 // the pass starting at example s uses sampler.DeriveSeed(o.Seed, s).
 func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
+	return EvaluateInBatchesWith(ctx, rollout.LocalEngine{Model: m, Tok: tok}, e, name, o, batch, onDone)
+}
+
+// EvaluateInBatchesWith is EvaluateInBatches with the episodes played by
+// eng.
+func EvaluateInBatchesWith(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
 	res := EvalResult{Env: name}
 	k := max(1, o.RolloutsPerExample)
 	if batch <= 0 {
@@ -86,7 +94,7 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 	if k > batch {
 		// One example's rollouts alone exceed a pass: split them too.
 		for i := range exs {
-			r, err := evaluateSplitExample(ctx, m, tok, e, name, o, exs, i, k, batch, func() { tick(1, false) }, keep)
+			r, err := evaluateSplitExample(ctx, eng, e, name, o, exs, i, k, batch, func() { tick(1, false) }, keep)
 			if err != nil {
 				return res, err
 			}
@@ -102,7 +110,7 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 			po.Seed = sampler.DeriveSeed(o.Seed, uint64(start))
 		}
 		w := &windowEnv{Environment: e, exs: exs[start:end], done: func() { tick(1, false) }}
-		r, err := Evaluate(ctx, m, tok, w, name, po)
+		r, err := EvaluateWith(ctx, eng, w, name, po)
 		if err != nil {
 			return res, err
 		}
@@ -122,7 +130,7 @@ func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Token
 // most batch (the pass at rollout c seeded by DeriveSeed(seed, i, c)), so
 // the KV cache and the episodes in flight stay at batch whatever k is, and
 // combines them into one example's result: pass@1 and pass@k over all k.
-func evaluateSplitExample(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, exs []env.Example, i, k, batch int, done func(), keep func(r *EvalResult, exOff, roOff int) error) (EvalResult, error) {
+func evaluateSplitExample(ctx context.Context, eng rollout.Engine, e env.Environment, name string, o EvalOptions, exs []env.Example, i, k, batch int, done func(), keep func(r *EvalResult, exOff, roOff int) error) (EvalResult, error) {
 	res := EvalResult{Env: name, Examples: 1}
 	threshold := o.PassThreshold
 	if threshold == 0 {
@@ -135,7 +143,7 @@ func evaluateSplitExample(ctx context.Context, m *model.Model, tok *tokenizer.To
 		po.NumExamples, po.RolloutsPerExample = -1, min(batch, k-c)
 		po.Seed = sampler.DeriveSeed(o.Seed, uint64(i), uint64(c))
 		w := &windowEnv{Environment: e, exs: exs[i : i+1], done: done}
-		r, err := Evaluate(ctx, m, tok, w, name, po)
+		r, err := EvaluateWith(ctx, eng, w, name, po)
 		if err != nil {
 			return res, err
 		}
@@ -316,6 +324,11 @@ type EvalRunOptions struct {
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k (0: 1, fully correct).
 	PassThreshold float64
+	// Endpoints, when set, is the endpoints.toml registry: a spec whose
+	// model is one of its endpoint ids is evaluated on that endpoint
+	// (generation through its client, the rubric here) instead of a model
+	// loaded in process.
+	Endpoints *endpoints.Registry
 	// Rows, when set, receives every results row pass by pass (see
 	// EvalOptions.Rows), so the results never sit in memory all at once;
 	// the returned results then hold no trajectories. ResultsDir is the
@@ -337,22 +350,17 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		}
 		envs[i] = e
 	}
-	type loaded struct {
-		m   *model.Model
-		tok *tokenizer.Tokenizer
-	}
-	cache := map[string]loaded{}
+	cache := map[string]rollout.Engine{}
 	var out []EvalResult
 	for i, s := range specs {
 		key := s.Model + "\x00" + s.Adapter + "\x00" + s.Device
-		l, ok := cache[key]
+		eng, ok := cache[key]
 		if !ok {
-			m, tok, err := loadEvalModel(ctx, s, o)
-			if err != nil {
+			var err error
+			if eng, err = evalEngine(ctx, s, o); err != nil {
 				return out, err
 			}
-			l = loaded{m, tok}
-			cache[key] = l
+			cache[key] = eng
 		}
 		exs, err := envs[i].Examples("eval")
 		if err != nil {
@@ -362,14 +370,18 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		if s.NumExamples >= 0 {
 			n = min(n, s.NumExamples)
 		}
-		if err := checkEvalFits(s, l.m, envs[i], n, o.Batch, resultsDir(o)); err != nil {
-			return out, err
+		// Only a model loaded here holds a KV cache to fit; an endpoint's
+		// results are checked by nothing but the disk they are written to.
+		if le, local := eng.(rollout.LocalEngine); local {
+			if err := checkEvalFits(s, le.Model, envs[i], n, o.Batch, resultsDir(o)); err != nil {
+				return out, err
+			}
 		}
 		if o.OnStart != nil {
 			_, total := evalPasses(n, s.RolloutsPerExample, o.Batch)
 			o.OnStart(s, total)
 		}
-		res, err := EvaluateInBatches(ctx, l.m, l.tok, envs[i], s.Name, EvalOptions{
+		res, err := EvaluateInBatchesWith(ctx, eng, envs[i], s.Name, EvalOptions{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
 			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold,
 			Rows: o.Rows}, o.Batch, o.OnDone)
@@ -379,6 +391,31 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// evalEngine plays a spec's episodes: on the endpoint its model names, or
+// with the model (and adapter) loaded here.
+func evalEngine(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (rollout.Engine, error) {
+	if o.Endpoints != nil {
+		if _, ok := o.Endpoints.Lookup(s.Model); ok {
+			if s.Adapter != "" {
+				return nil, fmt.Errorf("eval %s: --adapter applies to a model loaded here, and %s is an endpoint of %s; load the adapter on the server and name it in endpoints.toml", s.Name, s.Model, o.Endpoints.Path)
+			}
+			c, err := o.Endpoints.Client(s.Model, endpoints.Options{})
+			if err != nil {
+				return nil, err
+			}
+			if c.Type() != endpoints.TypeChat {
+				return nil, fmt.Errorf("eval %s: endpoint %s has type %s; grpo eval plays episodes as chat, so it needs type = %q", s.Name, s.Model, c.Type(), endpoints.TypeChat)
+			}
+			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: s.EnableThinking})}, nil
+		}
+	}
+	m, tok, err := loadEvalModel(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
+	return rollout.LocalEngine{Model: m, Tok: tok}, nil
 }
 
 // resultsDir is where o streams the results, "" when they are held.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -64,13 +65,13 @@ func checkGEPAConfigs(t *testing.T) {
 		if _, ok := env.Lookup(g.Env.EnvID); !ok || err != nil {
 			t.Errorf("%s: env_id %q: %v", p, g.Env.EnvID, err)
 		}
-		eps, err := config.LoadEndpoints(filepath.Join(filepath.Dir(p), g.EndpointsPath))
+		eps, err := endpoints.Load(filepath.Join(filepath.Dir(p), g.EndpointsPath))
 		if err != nil {
 			t.Errorf("%s: endpoints_path %q: %v", p, g.EndpointsPath, err)
 			continue
 		}
 		for _, m := range []string{g.Model, g.ReflectionModel} {
-			if eps.Lookup(m) == nil && !strings.Contains(m, "/") {
+			if _, ok := eps.Lookup(m); !ok && !strings.Contains(m, "/") {
 				t.Errorf("%s: model %q is neither an endpoint id of %s nor provider/model", p, m, g.EndpointsPath)
 			}
 		}

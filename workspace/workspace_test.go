@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/examples"
 )
@@ -101,12 +102,12 @@ func TestWorkspace(t *testing.T) {
 		}
 	}
 	checkGEPAConfigs(t)
-	eps, err := config.LoadEndpoints(filepath.Join("configs", "endpoints.toml"))
+	eps, err := endpoints.Load(filepath.Join("configs", "endpoints.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"qwen3-30b-i", "gpt-5-mini", "local"} {
-		if len(eps.Lookup(id)) != 1 {
+		if reps, _ := eps.Lookup(id); len(reps) != 1 {
 			t.Errorf("endpoints.toml lacks %s", id)
 		}
 	}

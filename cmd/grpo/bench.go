@@ -333,32 +333,17 @@ func prefillChunks(prompts [][]int32, maxTokens int) []prefillChunk {
 // users' models take, instead of f32 Sgemm.
 func weightsToBF16(m *model.Model) error {
 	be := m.Backend
-	conv := func(p *kernels.Buffer) {
-		if *p == nil || (*p).DType() == kernels.BF16 {
-			return
+	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
+		if b.DType() == kernels.BF16 {
+			return b
 		}
-		host := make([]float32, (*p).Len())
-		be.Download(host, *p)
+		host := make([]float32, b.Len())
+		be.Download(host, b)
 		nb := be.Alloc(kernels.BF16, len(host))
 		be.Upload(nb, host)
-		be.Free(*p)
-		*p = nb
-	}
-	tied := m.W.LMHead == m.W.Embed
-	conv(&m.W.Embed)
-	conv(&m.W.Norm)
-	if tied {
-		m.W.LMHead = m.W.Embed
-	} else {
-		conv(&m.W.LMHead)
-	}
-	for i := range m.W.Layers {
-		l := &m.W.Layers[i]
-		for _, p := range []*kernels.Buffer{&l.InputNorm, &l.PostAttnNorm, &l.Q, &l.K, &l.V, &l.O,
-			&l.QBias, &l.KBias, &l.VBias, &l.OBias, &l.QNorm, &l.KNorm, &l.Gate, &l.Up, &l.Down} {
-			conv(p)
-		}
-	}
+		be.Free(b)
+		return nb
+	})
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("bench: bf16 weights: %w", err)
 	}
@@ -448,7 +433,7 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 	for i := range o.repeat + 1 {
 		t0 := time.Now()
 		for _, mb := range mbs {
-			tr, err := m.ForwardTrain(&mb.b, mb.targets)
+			tr, err := m.ForwardTrain(&mb.b, nil, mb.targets)
 			if err != nil {
 				return 0, err
 			}

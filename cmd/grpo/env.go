@@ -61,6 +61,7 @@ A custom environment is a directory with environment.toml and its data:
   weight = 0.1
   # command: argv = ["python3", "reward.py"], timeout = "30s" (run in the env dir)
   # http: url, timeout, headers    judge: base_url, model, api_key_env, template
+  #   or judge: endpoint = "ID" (an endpoint_id of configs/endpoints.toml; endpoints_path for another file)
 
   max_turns = 6                    # (top level) with tools: model turns per episode, default 10
   [[tool]]                         # a function the model may call (OpenAI function schema)

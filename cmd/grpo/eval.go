@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/sampler"
@@ -88,6 +89,7 @@ func (o *optFloat) ptr() *float64 {
 // on every call, so in-process tests start from the defaults.
 type evalOptions struct {
 	model, adapter, device, args, output string
+	endpointsPath                        string
 	n, r, maxTokens, batch, seed         optInt
 	temperature                          optFloat
 	passThreshold                        float64
@@ -122,6 +124,13 @@ override). A block's keys win over the command line, which wins over the
 file's top level. Keys for Prime's API clients (endpoint_id, max_concurrent,
 save_results, ...) are accepted and ignored with a warning.
 
+A MODEL that is an endpoint_id of configs/endpoints.toml (--endpoints for
+another file; the Lab's [[endpoint]] format) is evaluated on that endpoint:
+each turn goes to its chat completions API (replicas load-balanced, retries
+on 429/5xx, the key read from the variable its key names) and the rubric
+runs here. That evaluates a hosted model, or one served by grpo serve or
+vLLM.
+
 Defaults are Prime's: 5 examples, 3 rollouts each; max_tokens 512,
 temperature 1. Rollouts run in passes of --batch (each pass holds a KV
 cache slot per rollout; an example with more rollouts than --batch is split
@@ -134,7 +143,8 @@ Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1
   grpo eval gsm8k -m Qwen/Qwen3-0.6B --adapter runs/gsm8k-1/adapter -n 100 --max-tokens 1024
   grpo eval wordle -m ./my-model --args '{"num_eval_examples": 50}' -r 4 --output wordle.jsonl
-  grpo eval configs/eval/multi-env.toml -m Qwen/Qwen3-0.6B`,
+  grpo eval configs/eval/multi-env.toml -m Qwen/Qwen3-0.6B
+  grpo eval wiki-search -m gpt-4.1-mini -n 50        # an endpoint_id of configs/endpoints.toml`,
 		flags: func(fs *flag.FlagSet) {
 			f := &evalFlags
 			*f = evalOptions{}
@@ -155,6 +165,7 @@ Examples:
 			fs.Float64Var(&f.passThreshold, "pass-threshold", 1, "reward at which a rollout counts as solved for pass@k")
 			fs.BoolVar(&f.noThinking, "no-thinking", false, "pass enable_thinking=false to the chat template (Qwen3)")
 			fs.StringVar(&f.device, "device", "", `compute backend: "cpu" (the default) or "cuda" in a binary built with -tags cuda`)
+			fs.StringVar(&f.endpointsPath, "endpoints", "", "endpoints.toml whose endpoint ids -m may name (default "+endpoints.DefaultPath+" when it exists)")
 		},
 		run: runEval,
 	})
@@ -232,13 +243,17 @@ func runEval(args []string) error {
 		}
 		out = fmt.Sprintf("eval-%s-%s.jsonl", strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(name), time.Now().Format("20060102-150405"))
 	}
+	reg, err := loadEndpoints(f.endpointsPath)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
 	results, runErr, err := streamEvalResults(out, func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error) {
 		return trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
 			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
-			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out),
+			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg,
 		})
 	})
 	bar.finish()
@@ -258,6 +273,22 @@ func runEval(args []string) error {
 		return runErr
 	}
 	return nil
+}
+
+// loadEndpoints reads the endpoints registry: path when given (it must
+// exist), else endpoints.DefaultPath when there is one (nil otherwise).
+func loadEndpoints(path string) (*endpoints.Registry, error) {
+	if path == "" {
+		if _, err := os.Stat(endpoints.DefaultPath); err != nil {
+			return nil, nil
+		}
+		path = endpoints.DefaultPath
+	}
+	reg, err := endpoints.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--endpoints: %w", err)
+	}
+	return reg, nil
 }
 
 // streamEvalResults runs the evals with a sink that writes each pass's

@@ -206,3 +206,19 @@ func (b *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer,
 	b.launch("log_softmax_gather_f32", D1(rows), D1(warpRound(vocab, logSoftmaxMaxBlock)), 0,
 		lp.ptr, e.ptr, lg.ptr, t.ptr, int32(rows), int32(vocab))
 }
+
+func (b *Backend) CopyColumns(dst, src kernels.Buffer, rows, width, dstCols, dstOff, srcCols, srcOff int) {
+	const op = "CopyColumns"
+	positive(op, rows, width)
+	i32(op, rows*dstCols, rows*srcCols)
+	if dstOff < 0 || srcOff < 0 || dstOff+width > dstCols || srcOff+width > srcCols {
+		panic(fmt.Sprintf("cuda: %s: columns [%d, %d) of %d and [%d, %d) of %d", op, dstOff, dstOff+width, dstCols, srcOff, srcOff+width, srcCols))
+	}
+	d := b.buf(op, "dst", dst, rows*dstCols, kernels.F32)
+	s := b.buf(op, "src", src, rows*srcCols, kernels.F32)
+	if !usable(d, s) {
+		return
+	}
+	b.launch("copy_columns_f32", D1(rows), D1(warpRound(width, 256)), 0, d.ptr, s.ptr,
+		int32(width), int32(dstCols), int32(dstOff), int32(srcCols), int32(srcOff))
+}

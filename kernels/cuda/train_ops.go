@@ -256,3 +256,16 @@ func (b *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.AdamW
 	b.elementwise("adamw_f32", n, pp.ptr, g.ptr, mm.ptr, vv.ptr, int32(n), p.Beta1, p.Beta2, p.Eps,
 		float32(1-lr*float64(p.WeightDecay)), float32(lr/c1), float32(math.Sqrt(c2)))
 }
+
+func (b *Backend) ScatterRows(out, src, idx kernels.Buffer, n, cols int) {
+	const op = "ScatterRows"
+	positive(op, n, cols)
+	i32(op, n*cols, out.Len())
+	o := b.buf(op, "out", out, cols, kernels.F32)
+	s := b.buf(op, "src", src, n*cols, kernels.F32)
+	ix := b.buf(op, "idx", idx, n, kernels.I32)
+	if !usable(o, s, ix) {
+		return
+	}
+	b.launch("scatter_rows_f32", D1(n), D1(warpRound(cols, 256)), 0, o.ptr, s.ptr, ix.ptr, int32(n), int32(cols))
+}

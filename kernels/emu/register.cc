@@ -8,6 +8,8 @@ extern "C" {
 void emu_register_elementwise(const char* prefix);
 void emu_register_convert(const char* prefix);
 void emu_register_embedding(const char* prefix);
+void emu_register_scatter(const char* prefix);
+void emu_register_columns(const char* prefix);
 void emu_register_rmsnorm(const char* prefix);
 void emu_register_rope(const char* prefix);
 void emu_register_attention(const char* prefix);
@@ -33,6 +35,8 @@ extern "C" void emu_register_all(void) {
 		emu_register_elementwise("");
 		emu_register_convert("");
 		emu_register_embedding("");
+		emu_register_scatter("");
+		emu_register_columns("");
 		emu_register_rmsnorm("");
 		emu_register_rope("");
 		emu_register_attention("");

@@ -210,3 +210,13 @@ func RefLogSoftmaxGather(logits []float64, target []int32, rows, vocab int) (log
 	}
 	return logp, entropy
 }
+
+// RefCopyColumns returns dst with columns [dstOff, dstOff+width) of each
+// of its rows replaced by columns [srcOff, srcOff+width) of src's.
+func RefCopyColumns(dst, src []float64, rows, width, dstCols, dstOff, srcCols, srcOff int) []float64 {
+	out := append([]float64(nil), dst...)
+	for r := 0; r < rows; r++ {
+		copy(out[r*dstCols+dstOff:r*dstCols+dstOff+width], src[r*srcCols+srcOff:])
+	}
+	return out
+}

@@ -52,6 +52,7 @@ func Cases() []Case {
 		describeCases(),
 		matMulCases(),
 		gatherRowsCases(),
+		copyColumnsCases(),
 		rmsNormCases(),
 		ropeCases(),
 		addBiasCases(),

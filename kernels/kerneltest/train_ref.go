@@ -257,3 +257,13 @@ func RefAdamW(param, grad, m, v []float64, p kernels.AdamWParams) {
 		param[i] -= lr * (m[i] / c1) / (math.Sqrt(v[i]/c2) + eps)
 	}
 }
+
+// RefScatterRows returns out with row idx[i] replaced by row i of src, for
+// i < n (distinct indices).
+func RefScatterRows(out, src []float64, idx []int32, n, cols int) []float64 {
+	res := append([]float64(nil), out...)
+	for i := 0; i < n; i++ {
+		copy(res[int(idx[i])*cols:(int(idx[i])+1)*cols], src[i*cols:(i+1)*cols])
+	}
+	return res
+}

@@ -47,6 +47,7 @@ func TrainCases() []Case {
 		rmsNormBackwardCases(),
 		swiGLUBackwardCases(),
 		ropeBackwardCases(),
+		scatterRowsCases(),
 		attentionBackwardCases(),
 		logSoftmaxGatherBackwardCases(),
 		policyLossCases(),

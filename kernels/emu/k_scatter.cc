@@ -1,0 +1,7 @@
+#include "shim.h"
+#include "runtime.h"
+#include "../cuda/scatter.cu"
+
+extern "C" void emu_register_scatter(const char* prefix) {
+	EMU_REG(scatter_rows_f32);
+}

@@ -1,0 +1,276 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// maxBody bounds a request body (a long conversation with tools).
+const maxBody = 16 << 20
+
+// samplingFields are the request keys shared by chat and completions,
+// OpenAI's and vLLM's extras. Pointers tell "unset" from zero.
+type samplingFields struct {
+	Model         string     `json:"model"`
+	N             *int       `json:"n"`
+	Temperature   *float64   `json:"temperature"`
+	TopP          *float64   `json:"top_p"`
+	TopK          *int       `json:"top_k"`
+	MinP          *float64   `json:"min_p"`
+	MaxTokens     *int       `json:"max_tokens"`
+	Stop          stopList   `json:"stop"`
+	Seed          *seedValue `json:"seed"`
+	Stream        bool       `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	FrequencyPenalty  *float64        `json:"frequency_penalty"`
+	PresencePenalty   *float64        `json:"presence_penalty"`
+	RepetitionPenalty *float64        `json:"repetition_penalty"`
+	LogitBias         json.RawMessage `json:"logit_bias"`
+	BestOf            *int            `json:"best_of"`
+	// vLLM extras
+	ReturnTokenIDs bool    `json:"return_token_ids"`
+	IgnoreEOS      bool    `json:"ignore_eos"`
+	StopTokenIDs   []int32 `json:"stop_token_ids"`
+}
+
+// chatRequest is a POST /v1/chat/completions body.
+type chatRequest struct {
+	samplingFields
+	Messages            []wireMessage     `json:"messages"`
+	Tools               []json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	Logprobs            bool              `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	ResponseFormat      *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+	// vLLM extras
+	ChatTemplateKwargs  map[string]any `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool          `json:"add_generation_prompt"`
+}
+
+// completionRequest is a POST /v1/completions body.
+type completionRequest struct {
+	samplingFields
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"`
+	Echo     bool            `json:"echo"`
+	Suffix   *string         `json:"suffix"`
+}
+
+// wireMessage is a chat message as clients send it: content is a string,
+// a list of text parts, or null (an assistant turn of tool calls).
+type wireMessage struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	Name             string          `json:"name"`
+	ToolCallID       string          `json:"tool_call_id"`
+	ToolCalls        []chat.ToolCall `json:"tool_calls"`
+	ReasoningContent *string         `json:"reasoning_content"`
+}
+
+// stopList is "stop": a string or a list of strings.
+type stopList []string
+
+func (s *stopList) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*s = stopList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("want a string or a list of strings")
+	}
+	*s = many
+	return nil
+}
+
+// seedValue is an integer seed: any int64 or uint64 (a negative seed is
+// its two's complement), so a uint64 per-rollout seed passes exactly.
+type seedValue uint64
+
+func (s *seedValue) UnmarshalJSON(b []byte) error {
+	t := strings.TrimSpace(string(b))
+	if u, err := strconv.ParseUint(t, 10, 64); err == nil {
+		*s = seedValue(u)
+		return nil
+	}
+	if i, err := strconv.ParseInt(t, 10, 64); err == nil {
+		*s = seedValue(uint64(i))
+		return nil
+	}
+	return errors.New("want an integer")
+}
+
+// decode reads a JSON body into v, turning decoder errors into 400s that
+// name the field.
+func decode(body io.Reader, v any) *apiError {
+	data, err := io.ReadAll(io.LimitReader(body, maxBody+1))
+	if err != nil {
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(data) > maxBody {
+		return badRequest("", "the request body exceeds %d MiB", maxBody>>20)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var ue interface{ Unwrap() error }
+		switch {
+		case errors.As(err, &te):
+			return badRequest(te.Field, "%s: want %s, got a JSON %s", te.Field, te.Type, te.Value)
+		case errors.As(err, &ue):
+			return badRequest("", "the request body is not valid: %v", err)
+		}
+		return badRequest("", "the request body is not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return badRequest("", "the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// text returns a message's content as text.
+func (m *wireMessage) text(i int) (string, *apiError) {
+	c := bytes.TrimSpace(m.Content)
+	if len(c) == 0 || string(c) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(c, &parts); err != nil {
+		return "", badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: want a string or a list of content parts", i)
+	}
+	var b strings.Builder
+	for k, p := range parts {
+		if p.Type != "text" {
+			return "", badRequest(fmt.Sprintf("messages[%d].content[%d].type", i, k), "messages[%d].content[%d]: type %q is not supported; grpo serve takes text parts only", i, k, p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// messages converts the request's messages for the chat template.
+func (r *chatRequest) messages() ([]chat.Message, *apiError) {
+	if len(r.Messages) == 0 {
+		return nil, badRequest("messages", "messages is empty: give at least one message")
+	}
+	out := make([]chat.Message, len(r.Messages))
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role = %q: want system, developer, user, assistant or tool", i, m.Role)
+		}
+		text, err := m.text(i)
+		if err != nil {
+			return nil, err
+		}
+		role := m.Role
+		if role == "developer" { // OpenAI's newer name for system
+			role = "system"
+		}
+		out[i] = chat.Message{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls, ReasoningContent: m.ReasoningContent}
+	}
+	return out, nil
+}
+
+// params builds the per-choice sampling parameters: the request's
+// settings over sampler.DefaultParams, checked by Params.Validate (whose
+// messages name the key), with stop tokens and seeds.
+func (f *samplingFields) params(maxTokens *int, topLogprobs int, stopTokens []int32) ([]sampler.Params, *apiError) {
+	p := sampler.DefaultParams()
+	n := 1
+	if f.N != nil {
+		n = *f.N
+	}
+	switch {
+	case n < 1:
+		return nil, badRequest("n", "n = %d: want at least 1", n)
+	case f.BestOf != nil && *f.BestOf != n:
+		return nil, badRequest("best_of", "best_of is not supported (it must equal n)")
+	}
+	for _, pen := range []struct {
+		key string
+		v   *float64
+		off float64
+	}{{"frequency_penalty", f.FrequencyPenalty, 0}, {"presence_penalty", f.PresencePenalty, 0}, {"repetition_penalty", f.RepetitionPenalty, 1}} {
+		if pen.v != nil && *pen.v != pen.off {
+			return nil, badRequest(pen.key, "%s is not supported by grpo serve; leave it at %v", pen.key, pen.off)
+		}
+	}
+	if b := bytes.TrimSpace(f.LogitBias); len(b) > 0 && string(b) != "null" && string(b) != "{}" {
+		return nil, badRequest("logit_bias", "logit_bias is not supported by grpo serve")
+	}
+	if f.Temperature != nil {
+		p.Temperature = *f.Temperature
+	}
+	if f.TopP != nil {
+		p.TopP = *f.TopP
+	}
+	if f.TopK != nil {
+		p.TopK = *f.TopK
+	}
+	if f.MinP != nil {
+		p.MinP = *f.MinP
+	}
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return nil, badRequest("max_tokens", "max_tokens = %d: want at least 1", *maxTokens)
+		}
+		p.MaxTokens = *maxTokens
+	}
+	p.Stop = f.Stop
+	p.TopLogprobs = topLogprobs
+	if err := p.Validate(); err != nil {
+		param := ""
+		var pe *kernels.ParamError
+		if errors.As(err, &pe) {
+			param = pe.Key
+		}
+		return nil, badRequest(param, "%v", err)
+	}
+	seed := rand.Uint64() // no seed: a fresh stream per request
+	if f.Seed != nil {
+		seed = uint64(*f.Seed)
+	}
+	if !f.IgnoreEOS {
+		p.StopTokens = append(p.StopTokens, stopTokens...)
+	}
+	p.StopTokens = append(p.StopTokens, f.StopTokenIDs...)
+	out := make([]sampler.Params, n)
+	for i := range out {
+		out[i] = p
+		out[i].Seed = seed
+		if i > 0 {
+			out[i].Seed = sampler.DeriveSeed(seed, uint64(i))
+		}
+	}
+	return out, nil
+}
