@@ -55,14 +55,19 @@ func init() {
 			if err := checkDatasetName(a); err != nil {
 				return nil, err
 			}
-			return &mathEnv{args: a}, nil
+			return &mathEnv{id: "math", args: a}, nil
 		},
 	})
 }
 
-type mathEnv struct{ args Args }
+// mathEnv is also math-python's data (id "math-python"), which reads
+// the same dataset args.
+type mathEnv struct {
+	id   string
+	args Args
+}
 
-func (e *mathEnv) ID() string                 { return "math" }
+func (e *mathEnv) ID() string                 { return e.id }
 func (e *mathEnv) NewEpisode(Example) Episode { return singleTurnEpisode{} }
 func (e *mathEnv) Rubric() *rubric.Rubric     { return labMathRubric }
 

@@ -3,13 +3,16 @@ package env
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
+
+	"github.com/grpo-dev/grpo/sandbox"
 )
 
 // toolConfig is one [[tool]] table of environment.toml: a function the
@@ -146,15 +149,49 @@ func (h *httpTool) Call(ctx context.Context, args json.RawMessage) (string, erro
 	return string(body), nil
 }
 
-// ErrNoSandbox is why a command-backed tool cannot be built: model-written
-// arguments reach the command, so it runs only inside the sandbox.
-var ErrNoSandbox = errors.New("command tools need the sandbox (not built in this binary yet)")
-
-// newCommandTool is where command-backed tools plug into the sandbox: the
-// command runs in the environment's directory, reads the call's arguments
-// (a JSON object) on stdin and writes its result on stdout; a failing
-// exit is the call's error. Until the sandbox package is in this binary
-// it refuses.
+// newCommandTool runs a [[tool]]'s command in a fresh sandbox per call
+// (sandbox.RunCommand: no network, cleared environment, rlimits, /tmp as
+// its work dir), since the arguments are model-written. The environment's
+// directory is bound read-only at its own path, and arguments naming its
+// files (or folders) are made absolute, so command = ["python3", "tool.py"] finds the
+// script. The call's arguments (a JSON object) are its stdin, its stdout
+// is the result; a nonzero exit, a timeout or too much output is the
+// call's error, with what the command wrote to stderr.
 func newCommandTool(dir string, spec ToolSpec, argv []string, timeout time.Duration) (Tool, error) {
-	return nil, ErrNoSandbox
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("[[tool]] %s: %v", spec.Name, err)
+	}
+	cfg := sandbox.Config{ReadOnly: []string{abs}, Timeout: timeout, MaxOutput: maxToolResult}
+	// Refuse when the environment loads, with sandbox's line on how to
+	// enable it, rather than fail every call of a run.
+	if err := sandbox.Check(cfg); err != nil {
+		return nil, fmt.Errorf("[[tool]] %s runs a command on model-written arguments: %w", spec.Name, err)
+	}
+	args := append([]string(nil), argv...)
+	for i, a := range args {
+		if p := filepath.Join(abs, a); !filepath.IsAbs(a) && fileExists(p) {
+			args[i] = p
+		}
+	}
+	return &FuncTool{Spec: spec, Func: func(ctx context.Context, in json.RawMessage) (string, error) {
+		res, err := sandbox.RunCommand(ctx, cfg, args, in)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", spec.Name, err)
+		}
+		why := res.Error
+		if why == "" && res.ExitCode != 0 {
+			why = fmt.Sprintf("exit status %d", res.ExitCode)
+		}
+		if why != "" {
+			if s := strings.TrimSpace(res.Stderr); s != "" {
+				why += ": " + s
+			}
+			return "", fmt.Errorf("%s: %s", spec.Name, why)
+		}
+		return res.Stdout, nil
+	}}, nil
 }

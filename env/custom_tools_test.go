@@ -3,7 +3,6 @@ package env
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -79,8 +78,7 @@ timeout = "100ms"
 	}
 }
 
-// Malformed [[tool]] tables are refused with the line to fix; a command
-// tool, until the sandbox is in this binary, with one clear line.
+// Malformed [[tool]] tables are refused with the line to fix.
 func TestCustomToolConfigErrors(t *testing.T) {
 	for tools, want := range map[string]string{
 		"": "max_turns without [[tool]] tables",
@@ -100,13 +98,5 @@ func TestCustomToolConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "environment.toml:") {
 			t.Errorf("%q: %v, want an error with its line containing %q", tools, err, want)
 		}
-	}
-	spec, err := LoadDir(toolEnvDir(t, "", "\n[[tool]]\nname = \"python\"\ncommand = [\"python3\", \"tool.py\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = spec.New(Args{"num_train_examples": -1, "num_eval_examples": -1, "system_prompt": ""})
-	if !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), "command tools need the sandbox (not built in this binary yet)") {
-		t.Errorf("command tool: %v", err)
 	}
 }

@@ -116,9 +116,6 @@ func (l launcher) bwrapArgs(argv []string) []string {
 	for _, f := range etcFiles() {
 		a = append(a, "--ro-bind", f, f)
 	}
-	for _, p := range c.ReadOnly {
-		a = append(a, "--ro-bind", p, p)
-	}
 	a = append(a,
 		"--proc", "/proc",
 		"--dev", "/dev",
@@ -126,7 +123,13 @@ func (l launcher) bwrapArgs(argv []string) []string {
 		// the rest of /dev (an unbounded tmpfs) read-only.
 		"--size", strconv.FormatInt(c.TmpSize, 10), "--tmpfs", "/dev/shm",
 		"--remount-ro", "/dev",
-		"--size", strconv.FormatInt(c.TmpSize, 10), "--tmpfs", "/tmp",
+		"--size", strconv.FormatInt(c.TmpSize, 10), "--tmpfs", "/tmp")
+	// After the /tmp tmpfs, which would otherwise hide a ReadOnly path
+	// under /tmp (an environment in a temporary directory).
+	for _, p := range c.ReadOnly {
+		a = append(a, "--ro-bind", p, p)
+	}
+	a = append(a,
 		// bwrap's root is a tmpfs too: read-only, so the only writable places
 		// are the two bounded tmpfs mounts.
 		"--remount-ro", "/",

@@ -14,9 +14,6 @@ import (
 	"github.com/grpo-dev/grpo/examples"
 )
 
-// notYet are the Lab's environments that grpo does not have yet.
-var notYet = map[string]bool{"math-python": true}
-
 // TestWorkspace writes a workspace and checks that every config in it
 // parses and names valid environments, the example environment loads, and
 // a second init refuses to overwrite.
@@ -74,13 +71,7 @@ func TestWorkspace(t *testing.T) {
 			continue
 		}
 		err = cfg.ValidateEnvs(config.RegistryEnvCheck)
-		// math-python is not a builtin yet: the registry
-		// names it unknown. When it lands, this test changes.
-		if notYet[strings.TrimSuffix(filepath.Base(p), ".toml")] {
-			if err == nil || !strings.Contains(err.Error(), "unknown environment") || strings.Contains(err.Error(), "\n") {
-				t.Errorf("%s: %v, want the registry's one-line unknown environment", p, err)
-			}
-		} else if err != nil {
+		if err != nil {
 			t.Errorf("%v", err)
 		}
 		if len(cfg.Warnings) > 0 {

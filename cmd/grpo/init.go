@@ -21,8 +21,7 @@ into DIR (default: the current directory):
 
   configs/endpoints.toml       hosted models by endpoint_id (eval, GEPA)
   configs/rl/{alphabet-sort,gsm8k,math-python,reverse-text,wiki-search,wordle}.toml
-                               grpo train (math-python and wiki-search name
-                               environments grpo does not have yet)
+                               grpo train
   configs/eval/{minimal,multi-env}.toml                       grpo eval
   configs/gepa/{base,wordle}.toml
                                GEPA prompt optimisation in the Lab's format
