@@ -9,6 +9,13 @@
 #include "vec.h"
 #include <emmintrin.h>
 
+// grpo_sqrt1 is the correctly rounded √x of the SSE2 instruction, as
+// __builtin_sqrt gives for x ≥ 0; calling the builtin would keep a libm
+// fallback for errno on negative x (cgo cannot pass -fno-math-errno), and
+// the binary would then need libm.so.6 besides libc (the cuda build's
+// link check allows only libc and libcuda).
+static inline double grpo_sqrt1(double x) { return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(x))); }
+
 #define SFX sse2
 #define W 4
 #define GRPO_HALF __m128d

@@ -4,7 +4,6 @@ package cpu
 
 /*
 #cgo CFLAGS: -O3 -Wno-psabi
-#cgo LDFLAGS: -lm
 #include "vec.h"
 
 // cgo cannot call through a C function pointer; these do.

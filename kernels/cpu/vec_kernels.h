@@ -354,7 +354,7 @@ static void GRPO_FN(rmsnorm)(float *out, float *rstd, const float *x, const floa
 	for (long r = 0; r < rows; r++) {
 		const float *xr = x + r * dim;
 		float *o = out + r * dim;
-		double inv = 1 / __builtin_sqrt(GRPO_FN(sumsq)(xr, dim) / dim + eps);
+		double inv = 1 / grpo_sqrt1(GRPO_FN(sumsq)(xr, dim) / dim + eps);
 		for (long i = 0; i < dim; i++) o[i] = (float)((double)xr[i] * inv * w[i]);
 		if (rstd) rstd[r] = (float)inv;
 	}
