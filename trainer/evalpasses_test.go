@@ -50,29 +50,7 @@ func (e *liveEpisode) Respond(ctx context.Context, s string) ([]chat.Message, bo
 // than --batch (8), no pass holds more than 8 rollouts, and every example
 // still gets its 20, in order, with pass@k over all of them.
 func TestEvalSplitsAnExamplesRollouts(t *testing.T) {
-	dir := t.TempDir()
-	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tinymodel.WriteReverseEnv(filepath.Join(dir, "env"), 4); err != nil {
-		t.Fatal(err)
-	}
-	be, err := kernels.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(filepath.Join(dir, "model"), be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := env.New(filepath.Join(dir, "env"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok, inner := tinyReverseEval(t, 4)
 	e := &liveEnv{Environment: inner}
 	p := sampler.DefaultParams()
 	p.MaxTokens = 3
@@ -100,4 +78,34 @@ func TestEvalSplitsAnExamplesRollouts(t *testing.T) {
 	if d := res.PassAt1 - want1; d > 1e-12 || d < -1e-12 {
 		t.Errorf("pass@1 %v, want %v from the rows", res.PassAt1, want1)
 	}
+}
+
+// tinyReverseEval loads the tiny Qwen3 model on the CPU backend with a
+// reverse-text custom environment of n examples, for the eval tests.
+func tinyReverseEval(t *testing.T, n int) (*model.Model, *tokenizer.Tokenizer, env.Environment) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "testdata", "models", "qwen3-tiny")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tinymodel.WriteReverseEnv(filepath.Join(dir, "env"), n); err != nil {
+		t.Fatal(err)
+	}
+	be, err := kernels.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(filepath.Join(dir, "model"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := env.New(filepath.Join(dir, "env"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, tok, e
 }

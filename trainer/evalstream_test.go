@@ -2,16 +2,10 @@ package trainer
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/internal/tinymodel"
-	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/sampler"
-	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // TestEvalStreamsRowsByPass: with EvalOptions.Rows set, each pass's rows
@@ -20,29 +14,7 @@ import (
 // the result holds no trajectories, and the rows, concatenated, are exactly
 // the rows of the same eval held in memory (same seeds, same order).
 func TestEvalStreamsRowsByPass(t *testing.T) {
-	dir := t.TempDir()
-	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tinymodel.WriteReverseEnv(filepath.Join(dir, "env"), 5); err != nil {
-		t.Fatal(err)
-	}
-	be, err := kernels.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(filepath.Join(dir, "model"), be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := env.New(filepath.Join(dir, "env"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok, e := tinyReverseEval(t, 5)
 	p := sampler.DefaultParams()
 	p.MaxTokens = 3
 	for _, c := range []struct{ n, k, batch, passes int }{{2, 20, 8, 6}, {5, 2, 4, 3}} {
