@@ -106,20 +106,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = s.cfg.ModelName
-	}
+	name := s.responseModel(req.Model)
 	id := s.newID("chatcmpl")
 	if req.Stream {
 		s.streamChat(w, r, j, plan, id, name)
 		return
 	}
-	outs, err := wait(r.Context(), j)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, genError(err))
-		}
+	outs, ok := awaitOutputs(w, r, j)
+	if !ok {
 		return
 	}
 	resp := endpoints.ChatResponse{ID: id, Object: "chat.completion", Created: s.created, Model: name}

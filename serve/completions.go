@@ -99,20 +99,14 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = s.cfg.ModelName
-	}
+	name := s.responseModel(req.Model)
 	id := s.newID("cmpl")
 	if req.Stream {
 		s.streamCompletion(w, r, j, plan, id, name)
 		return
 	}
-	outs, err := wait(r.Context(), j)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, genError(err))
-		}
+	outs, ok := awaitOutputs(w, r, j)
+	if !ok {
 		return
 	}
 	resp := endpoints.CompletionResponse{ID: id, Object: "text_completion", Created: s.created, Model: name}

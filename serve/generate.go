@@ -65,6 +65,28 @@ func wait(ctx context.Context, j *job) ([]output, error) {
 	}
 }
 
+// awaitOutputs waits for an unstreamed job's outputs; when it fails it has
+// written the error already, unless the client went away (nobody to tell).
+func awaitOutputs(w http.ResponseWriter, r *http.Request, j *job) ([]output, bool) {
+	outs, err := wait(r.Context(), j)
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeError(w, genError(err))
+		}
+		return nil, false
+	}
+	return outs, true
+}
+
+// responseModel is the model name a response reports: the request's, or
+// the served model's when the request named none.
+func (s *Server) responseModel(requested string) string {
+	if requested == "" {
+		return s.cfg.ModelName
+	}
+	return requested
+}
+
 // genError is the API error for a job that failed.
 func genError(err error) *apiError {
 	if errors.Is(err, errClosed) {
