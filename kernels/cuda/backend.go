@@ -11,10 +11,14 @@ import (
 // Backend implements kernels.Backend over a Device. Like a CUDA stream, it
 // is meant to be driven by one goroutine at a time.
 type Backend struct {
-	dev   Device
-	err   error // first error since the last Sync
-	pool  pool
-	stage stager
+	dev   *Counter // the device, counted
+	err   error    // first error since the last Sync
+	// pending is set when work was issued that no wait has covered yet:
+	// a Sync right after a download (which waited for everything) does not
+	// wait again.
+	pending bool
+	pool    pool
+	stage   stager
 	// optIn is the dynamic shared memory each kernel has been opted into
 	// beyond the default (Device.SetMaxDynamicShared).
 	optIn map[string]int
@@ -22,12 +26,27 @@ type Backend struct {
 
 var _ kernels.Backend = (*Backend)(nil)
 
-// New returns a backend that runs every op on dev.
+// New returns a backend that runs every op on dev, through a Counter
+// (Counts).
 func New(dev Device) *Backend {
-	b := &Backend{dev: dev}
-	b.pool.dev = dev
-	b.stage.dev = dev
+	c := NewCounter(dev)
+	b := &Backend{dev: c}
+	b.pool.dev = c
+	b.stage.dev = c
 	return b
+}
+
+// Counts is what the backend has asked of its device so far.
+func (b *Backend) Counts() Counts { return b.dev.Counts() }
+
+// TagWeights marks the memory of bufs as weights, so the GEMMs that read
+// them add to Counts.WeightBytes. Freeing a buffer clears its tag.
+func (b *Backend) TagWeights(bufs ...kernels.Buffer) {
+	for _, x := range bufs {
+		if bx := b.buf("TagWeights", "buffer", x, 0, kernels.F32, kernels.BF16, kernels.I32); bx.ptr != 0 {
+			b.dev.tagWeights(bx.ptr, bx.bytes())
+		}
+	}
 }
 
 // Name is the device's name ("cuda" or "emu").
@@ -39,8 +58,8 @@ func (b *Backend) Describe() kernels.Description {
 	return kernels.Description{Name: b.Name(), GPU: b.dev.GPU(), BF16Storage: kernels.BF16, BF16GEMM: true}
 }
 
-// Device returns the device the backend runs on.
-func (b *Backend) Device() Device { return b.dev }
+// Device returns the device the backend runs on (the one New was given).
+func (b *Backend) Device() Device { return b.dev.Inner() }
 
 // fail queues err for the next Sync; the first one wins.
 func (b *Backend) fail(err error) {
@@ -52,7 +71,10 @@ func (b *Backend) fail(err error) {
 // Sync waits for the device and returns the first error since the last
 // Sync.
 func (b *Backend) Sync() error {
-	b.fail(b.dev.Sync())
+	if b.pending {
+		b.fail(b.dev.Sync())
+		b.pending = false
+	}
 	err := b.err
 	b.err = nil
 	return err
@@ -67,12 +89,19 @@ func (b *Backend) Close() error {
 // upload copies host memory to the device through the staging buffers;
 // src may be reused as soon as it returns.
 func (b *Backend) upload(dst DevicePtr, src unsafe.Pointer, bytes int) {
+	b.pending = true
 	b.fail(b.stage.upload(dst, src, bytes))
 }
 
 // download copies device memory to the host after all work issued so far.
+// Once it returns without error every issued op has completed: the last
+// wait was for an event recorded after all of them.
 func (b *Backend) download(dst unsafe.Pointer, src DevicePtr, bytes int) {
-	b.fail(b.stage.download(dst, src, bytes))
+	err := b.stage.download(dst, src, bytes)
+	b.fail(err)
+	if err == nil {
+		b.pending = false
+	}
 }
 
 // buf checks that x is a live buffer of this backend with at least n
@@ -137,6 +166,7 @@ func (b *Backend) launch(name string, grid, block Dim3, shared int, args ...any)
 		}
 		b.optIn[name] = shared
 	}
+	b.pending = true
 	b.fail(b.dev.Launch(name, grid, block, shared, args...))
 }
 
@@ -148,11 +178,16 @@ func (b *Backend) Alloc(dt kernels.DType, n int) kernels.Buffer {
 	if n == 0 {
 		return x
 	}
-	p, err := b.dev.Alloc(n * dt.Size())
+	p, fresh, err := b.pool.get(n * dt.Size())
 	if err != nil {
 		b.fail(fmt.Errorf("%s: allocating %d × %v: %w", b.Name(), n, dt, err))
 		x.bad = true
 		return x
+	}
+	if !fresh {
+		// Recycled memory: zero it in stream order, after its last user.
+		b.pending = true
+		b.fail(b.dev.Memset(p, n*dt.Size()))
 	}
 	x.ptr = p
 	return x
@@ -164,7 +199,10 @@ func (b *Backend) Free(x kernels.Buffer) {
 		panic("cuda: Free of a view (Slice); free its parent")
 	}
 	if bx.ptr != 0 {
-		b.fail(b.dev.Free(bx.ptr))
+		// Back to the pool: later work reuses it in stream order, with no
+		// cuMemFree and so no wait for the stream.
+		b.dev.untag(bx.ptr)
+		b.fail(b.pool.put(bx.ptr, bx.bytes()))
 		bx.ptr, bx.bad = 0, true
 	}
 }
@@ -187,7 +225,7 @@ func (b *Backend) Upload(dst kernels.Buffer, src []float32) {
 	if !ok {
 		return
 	}
-	defer b.pool.put(tmp, 4*len(src))
+	defer b.putScratch(tmp, 4*len(src))
 	b.upload(tmp, unsafe.Pointer(&src[0]), 4*len(src))
 	b.elementwise("f32_to_bf16", len(src), d.ptr, tmp, int32(len(src)))
 }
@@ -208,7 +246,7 @@ func (b *Backend) UploadBF16(dst kernels.Buffer, src []uint16) {
 	if !ok {
 		return
 	}
-	defer b.pool.put(tmp, 2*len(src))
+	defer b.putScratch(tmp, 2*len(src))
 	b.upload(tmp, unsafe.Pointer(&src[0]), 2*len(src))
 	b.elementwise("bf16_to_f32", len(src), d.ptr, tmp, int32(len(src)))
 }
@@ -240,7 +278,7 @@ func (b *Backend) Download(dst []float32, src kernels.Buffer) {
 	if !ok {
 		return
 	}
-	defer b.pool.put(tmp, 4*len(dst))
+	defer b.putScratch(tmp, 4*len(dst))
 	b.elementwise("bf16_to_f32", len(dst), tmp, s.ptr, int32(len(dst)))
 	b.download(unsafe.Pointer(&dst[0]), tmp, 4*len(dst))
 }
@@ -265,15 +303,19 @@ func (b *Backend) Copy(dst, src kernels.Buffer) {
 	if s.n == 0 || !usable(s, d) {
 		return
 	}
+	b.pending = true
 	b.fail(b.dev.CopyDtoD(d.ptr, s.ptr, s.bytes()))
 }
 
-// scratch takes bytes of temporary device memory from the pool.
+// scratch takes at least bytes of temporary device memory (not zeroed)
+// from the pool; putScratch gives it back.
 func (b *Backend) scratch(bytes int) (DevicePtr, bool) {
-	p, err := b.pool.get(bytes)
+	p, _, err := b.pool.get(sizeClass(bytes))
 	if err != nil {
 		b.fail(fmt.Errorf("%s: scratch of %d bytes: %w", b.Name(), bytes, err))
 		return 0, false
 	}
 	return p, true
 }
+
+func (b *Backend) putScratch(p DevicePtr, bytes int) { b.fail(b.pool.put(p, sizeClass(bytes))) }

@@ -45,6 +45,11 @@ type Device interface {
 	// holds the data only once an event recorded after it has completed.
 	CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) error
 	CopyDtoD(dst, src DevicePtr, bytes int) error
+	// Memset queues zeroing bytes of device memory at p on the stream
+	// (cuMemsetD8Async), so memory the backend recycles in stream order
+	// (pool.go) is zeroed as Alloc's contract says without a new
+	// allocation.
+	Memset(p DevicePtr, bytes int) error
 	// Launch runs kernel name. args are DevicePtr, int32 or float32 values,
 	// in the kernel's parameter order. A launch the GPU would refuse —
 	// more threads than the kernel's __launch_bounds__, more registers
@@ -73,11 +78,34 @@ type Device interface {
 	// WaitEvent blocks the host until the work issued before e's latest
 	// Record is done (cuEventSynchronize); an event never recorded is done.
 	WaitEvent(e Event) error
+	// EventDone reports, without waiting, whether the work issued before
+	// e's latest Record is done (cuEventQuery); the staging buffers use it
+	// to pick a free buffer instead of waiting for a busy one.
+	EventDone(e Event) (bool, error)
 	DestroyEvent(e Event) error
+	// BeginCapture starts recording the stream's work into a graph
+	// instead of running it (cuStreamBeginCapture, thread-local mode):
+	// until EndCapture, Launch, Sgemm, GemmBF16, CopyDtoD and Memset are
+	// recorded, and calls that would make the host wait or touch host
+	// memory (Alloc, Free, HostAlloc, HostFree, the async copies, Sync,
+	// WaitEvent) are errors, as in a CUDA capture.
+	BeginCapture() error
+	// EndCapture ends the capture and returns the recorded work as an
+	// executable graph (cuStreamEndCapture + cuGraphInstantiateWithFlags).
+	EndCapture() (Graph, error)
+	// LaunchGraph queues one replay of g on the stream (cuGraphLaunch): the
+	// same kernels with the same arguments, reading whatever the buffers
+	// they point at hold by then.
+	LaunchGraph(g Graph) error
+	DestroyGraph(g Graph) error
 	// Sync waits for all issued work and returns its error.
 	Sync() error
 	Close() error
 }
+
+// Graph is a device's handle for an instantiated CUDA graph; 0 is never
+// one.
+type Graph uint64
 
 // Event is a device's handle for a CUDA event; only the device that made it
 // gives it meaning, and 0 is never one.

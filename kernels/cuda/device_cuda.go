@@ -24,6 +24,24 @@ static CUresult grpo_host_alloc(void** p, size_t bytes) { return cuMemHostAlloc(
 static CUresult grpo_set_max_dynamic_shared(CUfunction f, int bytes) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
+// Stream capture into CUDA graphs (not wrapped by gorgonia.org/cu).
+// Thread-local mode: the owner thread is the only one that issues work.
+// cuGraphInstantiateWithFlags has one signature in CUDA 11.4+ and 12.x
+// (cuGraphInstantiate's changed between them).
+static CUresult grpo_begin_capture(CUstream s) { return cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); }
+static CUresult grpo_end_capture(CUstream s, CUgraphExec* exec) {
+	CUgraph g = 0;
+	CUresult r = cuStreamEndCapture(s, &g);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuGraphInstantiateWithFlags(exec, g, 0);
+	CUresult r2 = cuGraphDestroy(g);
+	return r != CUDA_SUCCESS ? r : r2;
+}
+static CUresult grpo_graph_launch(CUgraphExec e, CUstream s) { return cuGraphLaunch(e, s); }
+static CUresult grpo_graph_exec_destroy(CUgraphExec e) { return cuGraphExecDestroy(e); }
+// cuEventQuery: CUDA_SUCCESS when done, CUDA_ERROR_NOT_READY while not.
+static CUresult grpo_event_query(CUevent e) { return cuEventQuery(e); }
+static int grpo_not_ready(CUresult r) { return r == CUDA_ERROR_NOT_READY; }
 static const char* grpo_err(CUresult r) {
 	const char* s = 0;
 	cuGetErrorString(r, &s);
@@ -69,6 +87,9 @@ type driverDevice struct {
 	events    map[Event]cu.Event
 	lastEvent Event
 	syncEvent Event
+	// graphs are the instantiated graphs by handle.
+	graphs    map[Graph]C.CUgraphExec
+	lastGraph Graph
 }
 
 func cuErr(what string, r C.CUresult) error {
@@ -82,7 +103,7 @@ func cuErr(what string, r C.CUresult) error {
 // context current on it, creates the stream, loads the PTX for the GPU's
 // architecture and opens cuBLAS.
 func openDriver(ordinal int) (*driverDevice, error) {
-	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}, figs: map[string]KernelFigures{}, optIn: map[string]int{}, events: map[Event]cu.Event{}}
+	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}, figs: map[string]KernelFigures{}, optIn: map[string]int{}, events: map[Event]cu.Event{}, graphs: map[Graph]C.CUgraphExec{}}
 	started := make(chan error, 1)
 	go d.own(ordinal, started)
 	if err := <-started; err != nil {
@@ -342,6 +363,75 @@ func (d *driverDevice) destroyEvent(e Event) error {
 	return wrap("cuEventDestroy", cu.DestroyEvent(&ev))
 }
 
+// cstream is the stream's CUstream for the cgo calls above.
+func (d *driverDevice) cstream() C.CUstream { return C.CUstream(unsafe.Pointer(d.stream.C())) }
+
+func (d *driverDevice) Memset(p DevicePtr, bytes int) error {
+	return d.do(func() error {
+		return wrap(fmt.Sprintf("cuMemsetD8Async(%d bytes)", bytes), cu.MemsetD8Async(cu.DevicePtr(p), 0, int64(bytes), d.stream))
+	})
+}
+
+func (d *driverDevice) EventDone(e Event) (bool, error) {
+	var done bool
+	err := d.do(func() error {
+		ev, err := d.event(e)
+		if err != nil {
+			return err
+		}
+		// cu.Event is a struct holding only its CUevent.
+		r := C.grpo_event_query(*(*C.CUevent)(unsafe.Pointer(&ev)))
+		if C.grpo_not_ready(r) != 0 {
+			return nil
+		}
+		done = true
+		return cuErr("cuEventQuery", r)
+	})
+	return done, err
+}
+
+func (d *driverDevice) BeginCapture() error {
+	return d.do(func() error { return cuErr("cuStreamBeginCapture", C.grpo_begin_capture(d.cstream())) })
+}
+
+func (d *driverDevice) EndCapture() (Graph, error) {
+	var g Graph
+	err := d.do(func() error {
+		var exec C.CUgraphExec
+		if err := cuErr("cuStreamEndCapture + cuGraphInstantiateWithFlags", C.grpo_end_capture(d.cstream(), &exec)); err != nil {
+			return err
+		}
+		d.lastGraph++
+		d.graphs[d.lastGraph] = exec
+		g = d.lastGraph
+		return nil
+	})
+	return g, err
+}
+
+func (d *driverDevice) LaunchGraph(g Graph) error {
+	return d.do(func() error {
+		exec, ok := d.graphs[g]
+		if !ok {
+			return fmt.Errorf("cuda: graph %d is not one of this device's", g)
+		}
+		return cuErr("cuGraphLaunch", C.grpo_graph_launch(exec, d.cstream()))
+	})
+}
+
+func (d *driverDevice) DestroyGraph(g Graph) error {
+	return d.do(func() error { return d.destroyGraph(g) })
+}
+
+func (d *driverDevice) destroyGraph(g Graph) error {
+	exec, ok := d.graphs[g]
+	if !ok {
+		return fmt.Errorf("cuda: graph %d is not one of this device's", g)
+	}
+	delete(d.graphs, g)
+	return cuErr("cuGraphExecDestroy", C.grpo_graph_exec_destroy(exec))
+}
+
 func (d *driverDevice) CopyDtoD(dst, src DevicePtr, bytes int) error {
 	return d.do(func() error {
 		return wrap("cuMemcpyDtoDAsync", cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(bytes), d.stream))
@@ -420,6 +510,9 @@ func (d *driverDevice) Close() error {
 		}
 		for e := range d.events {
 			errs = append(errs, d.destroyEvent(e))
+		}
+		for g := range d.graphs {
+			errs = append(errs, d.destroyGraph(g))
 		}
 		for _, m := range d.mods {
 			errs = append(errs, wrap("cuModuleUnload", m.Unload()))

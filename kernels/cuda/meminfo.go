@@ -1,10 +1,6 @@
 package cuda
 
-import (
-	"fmt"
-
-	"github.com/grpo-dev/grpo/kernels"
-)
+import "github.com/grpo-dev/grpo/kernels"
 
 // memInfoDevice is a Device that can report its memory: the driver
 // (cuMemGetInfo) and the emulator (the host's MemAvailable).
@@ -15,11 +11,9 @@ type memInfoDevice interface {
 var _ kernels.MemoryReporter = (*Backend)(nil)
 
 // MemInfo returns the free and total bytes of the backend's device. The
-// pool's cached scratch counts as used: it stays allocated until Close.
+// pool's cached blocks count as free: the next allocations reuse them, or
+// free them when the device runs short.
 func (b *Backend) MemInfo() (free, total int64, err error) {
-	d, ok := b.dev.(memInfoDevice)
-	if !ok {
-		return 0, 0, fmt.Errorf("%s: the device cannot report its free memory", b.Name())
-	}
-	return d.MemInfo()
+	free, total, err = b.dev.MemInfo()
+	return free + b.pool.cachedBytes, total, err
 }

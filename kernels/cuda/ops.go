@@ -41,7 +41,8 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 		lda = m
 	}
 	if ba.dt == kernels.F32 {
-		b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+		b.pending = true
+	b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
 		return
 	}
 	// BF16 weights: cublasGemmEx pairs A and B of one type (there is no
@@ -53,8 +54,9 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	if !ok {
 		return
 	}
-	defer b.pool.put(tmp, 2*m*k)
+	defer b.putScratch(tmp, 2*m*k)
 	b.elementwise("f32_to_bf16", m*k, tmp, aa.ptr, int32(m*k))
+	b.pending = true
 	b.fail(b.dev.GemmBF16(transB, transA, n, m, k, alpha, ba.ptr, ldb, tmp, lda, beta, ca.ptr, n))
 }
 

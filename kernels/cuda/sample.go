@@ -42,7 +42,7 @@ func (b *Backend) Sample(token, logprob, logits kernels.Buffer, rows, vocab int,
 	if !ok {
 		return
 	}
-	defer b.pool.put(params, bytes)
+	defer b.putScratch(params, bytes)
 	b.upload(params, unsafe.Pointer(&host[0]), bytes)
 	b.launch("sample_f32", D1(rows), D1(warpRound(vocab, sampleMaxBlock)), 0, t.ptr, lp.ptr, lg.ptr, params, int32(rows), int32(vocab))
 }

@@ -7,59 +7,119 @@ import (
 )
 
 // stageChunk is the largest piece one staging buffer carries: a big upload
-// (a weight tensor) goes through the two buffers in turns, so the host
-// copies one chunk while the DMA engine moves the other, and pinned memory
-// stays at most 2 × stageChunk however large the tensor.
+// (a weight tensor) goes through the buffers in turns, so the host copies
+// one chunk while the DMA engine moves another, and pinned memory stays at
+// most maxStageBufs × stageChunk however large the tensor.
 const stageChunk = 16 << 20
 
-// stager moves host data to and from the device through two page-locked
+// maxStageBufs bounds the staging buffers; with all of them busy the host
+// waits for the one used longest ago.
+const maxStageBufs = 4
+
+// stager moves host data to and from the device through page-locked
 // buffers, each with an event that marks when the stream is done with it.
 // Async copies need pinned memory to overlap anything (from pageable memory
 // the driver copies synchronously through its own bounce buffer), and the
 // event lets the host reuse a buffer without waiting for the whole stream.
+// A buffer is taken only once its event says it is free (EventDone, no
+// wait), else another is used, so the small uploads of a step whose last
+// download already waited for the device make the host wait for nothing.
 type stager struct {
 	dev  Device
-	bufs [2]stageBuf
-	next int // the buffer the next chunk goes through
+	bufs []*stageBuf
+	uses uint64 // takes so far, to find the buffer used longest ago
 }
 
 type stageBuf struct {
-	host  unsafe.Pointer // page-locked; nil until first used
+	host  unsafe.Pointer // page-locked
 	size  int
-	done  Event // recorded after the last copy that used host
-	inUse bool  // done was recorded and not yet waited for
+	done  Event  // recorded after the last copy that used host
+	inUse bool   // done was recorded and not yet seen complete
+	held  bool   // a download has yet to copy the contents out
+	used  uint64 // stager.uses when last taken
 }
 
-// take returns buffer i holding at least bytes, once the stream has
-// finished with its previous contents; it grows the buffer as needed.
-func (s *stager) take(i, bytes int) (*stageBuf, error) {
-	sb := &s.bufs[i]
-	if err := s.settle(sb); err != nil {
-		return nil, err
+// free reports, without waiting, whether the stream is done with sb.
+func (s *stager) free(sb *stageBuf) (bool, error) {
+	if sb.held {
+		return false, nil
 	}
-	if sb.size >= bytes {
+	if sb.inUse {
+		done, err := s.dev.EventDone(sb.done)
+		if err != nil || !done {
+			return false, err
+		}
+		sb.inUse = false
+	}
+	return true, nil
+}
+
+// take returns a buffer of at least bytes (≤ stageChunk) that the stream
+// is done with: a free one if there is one, else a new one while there are
+// fewer than maxStageBufs, else the one used longest ago once the stream
+// is done with it.
+func (s *stager) take(bytes int) (*stageBuf, error) {
+	s.uses++
+	var best, oldest *stageBuf
+	for _, sb := range s.bufs {
+		ok, err := s.free(sb)
+		if err != nil {
+			return nil, err
+		}
+		if ok && sb.size >= bytes && (best == nil || sb.size < best.size) {
+			best = sb
+		}
+		if !sb.held && (oldest == nil || sb.used < oldest.used) {
+			oldest = sb
+		}
+	}
+	if best != nil {
+		best.used = s.uses
+		return best, nil
+	}
+	if len(s.bufs) < maxStageBufs || oldest == nil {
+		sb := &stageBuf{}
+		if err := s.grow(sb, bytes); err != nil {
+			return nil, err
+		}
+		s.bufs = append(s.bufs, sb)
+		sb.used = s.uses
 		return sb, nil
 	}
+	if err := s.settle(oldest); err != nil {
+		return nil, err
+	}
+	if oldest.size < bytes {
+		if err := s.grow(oldest, bytes); err != nil {
+			return nil, err
+		}
+	}
+	oldest.used = s.uses
+	return oldest, nil
+}
+
+// grow gives sb page-locked memory for bytes, rounded up to a power of two
+// up to a chunk (so a run of growing transfers reallocates a few times, not
+// every time), and its event. The stream must be done with sb.
+func (s *stager) grow(sb *stageBuf, bytes int) error {
 	if sb.host != nil {
 		if err := s.dev.HostFree(sb.host); err != nil {
-			return nil, err
+			return err
 		}
 		sb.host, sb.size = nil, 0
 	}
-	// Grow to the next power of two up to a chunk, so a run of growing
-	// transfers reallocates a few times, not every time.
 	size := min(sizeClass(bytes), stageChunk)
 	p, err := s.dev.HostAlloc(size)
 	if err != nil {
-		return nil, fmt.Errorf("page-locked staging of %d bytes: %w", size, err)
+		return fmt.Errorf("page-locked staging of %d bytes: %w", size, err)
 	}
 	if sb.done == 0 {
 		if sb.done, err = s.dev.NewEvent(); err != nil {
-			return nil, errors.Join(err, s.dev.HostFree(p))
+			return errors.Join(err, s.dev.HostFree(p))
 		}
 	}
 	sb.host, sb.size = p, size
-	return sb, nil
+	return nil
 }
 
 // settle waits until the stream has finished with sb's last copy.
@@ -87,11 +147,10 @@ func (s *stager) issued(sb *stageBuf) error {
 func (s *stager) upload(dst DevicePtr, src unsafe.Pointer, bytes int) error {
 	for off := 0; off < bytes; off += stageChunk {
 		n := min(stageChunk, bytes-off)
-		sb, err := s.take(s.next, n)
+		sb, err := s.take(n)
 		if err != nil {
 			return err
 		}
-		s.next ^= 1
 		copy(unsafe.Slice((*byte)(sb.host), n), unsafe.Slice((*byte)(unsafe.Add(src, off)), n))
 		if err := s.dev.CopyHtoDAsync(dst+DevicePtr(off), sb.host, n); err != nil {
 			return err
@@ -112,7 +171,13 @@ func (s *stager) download(dst unsafe.Pointer, src DevicePtr, bytes int) error {
 		off, n int
 	}
 	var pending *piece
+	defer func() {
+		for _, sb := range s.bufs {
+			sb.held = false // also after an error: the pieces are abandoned
+		}
+	}()
 	finish := func(p *piece) error {
+		p.sb.held = false
 		if err := s.settle(p.sb); err != nil {
 			return err
 		}
@@ -121,11 +186,11 @@ func (s *stager) download(dst unsafe.Pointer, src DevicePtr, bytes int) error {
 	}
 	for off := 0; off < bytes; off += stageChunk {
 		n := min(stageChunk, bytes-off)
-		sb, err := s.take(s.next, n)
+		sb, err := s.take(n)
 		if err != nil {
 			return err
 		}
-		s.next ^= 1
+		sb.held = true
 		if err := s.dev.CopyDtoHAsync(sb.host, src+DevicePtr(off), n); err != nil {
 			return err
 		}
@@ -145,11 +210,10 @@ func (s *stager) download(dst unsafe.Pointer, src DevicePtr, bytes int) error {
 	return nil
 }
 
-// release waits for both buffers and frees them and their events.
+// release waits for the buffers and frees them and their events.
 func (s *stager) release() error {
 	var errs []error
-	for i := range s.bufs {
-		sb := &s.bufs[i]
+	for _, sb := range s.bufs {
 		errs = append(errs, s.settle(sb))
 		if sb.host != nil {
 			errs = append(errs, s.dev.HostFree(sb.host))
@@ -157,7 +221,7 @@ func (s *stager) release() error {
 		if sb.done != 0 {
 			errs = append(errs, s.dev.DestroyEvent(sb.done))
 		}
-		*sb = stageBuf{}
 	}
+	s.bufs = nil
 	return errors.Join(errs...)
 }

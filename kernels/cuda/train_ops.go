@@ -67,7 +67,7 @@ func (b *Backend) SumSquares(out, x kernels.Buffer, n int) {
 	if !ok {
 		return
 	}
-	defer b.pool.put(partial, 8*blocks)
+	defer b.putScratch(partial, 8*blocks)
 	b.launch("sum_squares_partial_f32", D1(blocks), D1(sumSquaresBlock), 0, partial, xx.ptr, int32(n))
 	b.launch("sum_squares_finish_f32", D1(1), D1(warpRound(blocks, sumSquaresMaxBlocks)), 0, o.ptr, partial, int32(blocks))
 }
@@ -228,7 +228,7 @@ func (b *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSiz
 		if !ok {
 			return
 		}
-		defer b.pool.put(p, 8)
+		defer b.putScratch(p, 8)
 		b.launch("batch_std_f64", D1(1), D1(warpRound(n, advantagesBlock)), 0, p, r.ptr, int32(n))
 		std = p
 	}

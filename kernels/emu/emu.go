@@ -66,6 +66,11 @@ type Device struct {
 	optIn   map[string]int
 	figures map[string]cuda.KernelFigures
 	stream  stream
+	// capturing is the open stream capture (graph.go), graphs the
+	// captured ones by handle.
+	capturing *capture
+	graphs    map[cuda.Graph][]func() error
+	lastGraph cuda.Graph
 }
 
 var _ cuda.Device = (*Device)(nil)
@@ -73,7 +78,7 @@ var _ cuda.Device = (*Device)(nil)
 // NewDevice returns an empty emulated device.
 func NewDevice() *Device {
 	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
-		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{},
+		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{}, graphs: map[cuda.Graph][]func() error{},
 		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
 }
 
@@ -133,6 +138,9 @@ func (d *Device) Name() string { return "emu" }
 func (d *Device) GPU() bool { return false }
 
 func (d *Device) Alloc(bytes int) (cuda.DevicePtr, error) {
+	if err := d.refuse("Alloc"); err != nil {
+		return 0, err
+	}
 	if bytes <= 0 {
 		return 0, fmt.Errorf("emu: Alloc(%d)", bytes)
 	}
@@ -148,6 +156,9 @@ func (d *Device) Alloc(bytes int) (cuda.DevicePtr, error) {
 }
 
 func (d *Device) Free(p cuda.DevicePtr) error {
+	if err := d.refuse("Free"); err != nil {
+		return err
+	}
 	// Queued copies into p run first, as cuMemFree after a stream sync.
 	d.flush()
 	d.mu.Lock()
@@ -181,9 +192,31 @@ func (d *Device) CopyDtoD(dst, src cuda.DevicePtr, bytes int) error {
 	if err := errors.Join(d.check("CopyDtoD", dst, bytes), d.check("CopyDtoD", src, bytes)); err != nil {
 		return err
 	}
-	d.flush()
-	C.memmove(ptrOf(dst), ptrOf(src), C.size_t(bytes))
-	return nil
+	run := func() error {
+		d.flush()
+		C.memmove(ptrOf(dst), ptrOf(src), C.size_t(bytes))
+		return nil
+	}
+	if d.record(run) {
+		return nil
+	}
+	return run()
+}
+
+// Memset zeroes device memory in stream order.
+func (d *Device) Memset(p cuda.DevicePtr, bytes int) error {
+	if err := d.check("Memset", p, bytes); err != nil {
+		return err
+	}
+	run := func() error {
+		d.flush()
+		C.memset(ptrOf(p), 0, C.size_t(bytes))
+		return nil
+	}
+	if d.record(run) {
+		return nil
+	}
+	return run()
 }
 
 const errLen = 512
@@ -193,6 +226,15 @@ const errLen = 512
 // up to GOMAXPROCS goroutines, each calling into the runtime on its own OS
 // thread.
 func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, args ...any) error {
+	args = append([]any(nil), args...)
+	run := func() error { return d.launch(name, grid, block, sharedBytes, args...) }
+	if d.record(run) {
+		return nil
+	}
+	return run()
+}
+
+func (d *Device) launch(name string, grid, block cuda.Dim3, sharedBytes int, args ...any) error {
 	d.flush() // the kernel runs after every copy queued before it
 	if with, ok := d.rename[name]; ok {
 		name = with
@@ -253,6 +295,9 @@ func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, arg
 // Sync runs the queued copies; everything else completed when it was
 // issued.
 func (d *Device) Sync() error {
+	if err := d.refuse("Sync"); err != nil {
+		return err
+	}
 	d.flush()
 	return nil
 }

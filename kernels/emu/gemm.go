@@ -22,10 +22,16 @@ func (d *Device) Sgemm(transA, transB bool, m, n, k int, alpha float32, a cuda.D
 	if err := d.checkGemm("Sgemm", 4, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
 		return err
 	}
-	d.flush()
-	C.emu_gemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.float)(ptrOf(a)), C.int(lda),
-		(*C.float)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.float)(ptrOf(c)), C.int(ldc))
-	return nil
+	run := func() error {
+		d.flush()
+		C.emu_gemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.float)(ptrOf(a)), C.int(lda),
+			(*C.float)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.float)(ptrOf(c)), C.int(ldc))
+		return nil
+	}
+	if d.record(run) {
+		return nil
+	}
+	return run()
 }
 
 // GemmBF16 is cublasGemmEx's contract for bf16 A and B with f32 C and
@@ -38,10 +44,16 @@ func (d *Device) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a cud
 	if err := d.checkGemm("GemmBF16", 2, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
 		return err
 	}
-	d.flush()
-	C.emu_gemm_bf16(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.uint16_t)(ptrOf(a)), C.int(lda),
-		(*C.uint16_t)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.float)(ptrOf(c)), C.int(ldc))
-	return nil
+	run := func() error {
+		d.flush()
+		C.emu_gemm_bf16(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.uint16_t)(ptrOf(a)), C.int(lda),
+			(*C.uint16_t)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.float)(ptrOf(c)), C.int(ldc))
+		return nil
+	}
+	if d.record(run) {
+		return nil
+	}
+	return run()
 }
 
 // checkGemm verifies that each column-major operand (A and B of abBytes

@@ -55,6 +55,9 @@ func (d *Device) runUntil(n uint64) {
 // filled with 0xFF bytes (NaN as float32) so that reading it before a copy
 // has landed gives NaN rather than plausible zeros.
 func (d *Device) HostAlloc(bytes int) (unsafe.Pointer, error) {
+	if err := d.refuse("HostAlloc"); err != nil {
+		return nil, err
+	}
 	if bytes <= 0 {
 		return nil, fmt.Errorf("emu: HostAlloc(%d)", bytes)
 	}
@@ -70,6 +73,9 @@ func (d *Device) HostAlloc(bytes int) (unsafe.Pointer, error) {
 // HostFree refuses memory a queued copy still uses: on a GPU that copy
 // would read or write freed memory.
 func (d *Device) HostFree(p unsafe.Pointer) error {
+	if err := d.refuse("HostFree"); err != nil {
+		return err
+	}
 	s := &d.stream
 	n, ok := s.host[uintptr(p)]
 	if !ok {
@@ -109,6 +115,9 @@ func (d *Device) enqueue(host unsafe.Pointer, bytes int, run func()) {
 }
 
 func (d *Device) CopyHtoDAsync(dst cuda.DevicePtr, src unsafe.Pointer, bytes int) error {
+	if err := d.refuse("CopyHtoDAsync"); err != nil {
+		return err
+	}
 	if err := errors.Join(d.check("CopyHtoDAsync", dst, bytes), d.checkHost("CopyHtoDAsync", src, bytes)); err != nil {
 		return err
 	}
@@ -117,6 +126,9 @@ func (d *Device) CopyHtoDAsync(dst cuda.DevicePtr, src unsafe.Pointer, bytes int
 }
 
 func (d *Device) CopyDtoHAsync(dst unsafe.Pointer, src cuda.DevicePtr, bytes int) error {
+	if err := d.refuse("CopyDtoHAsync"); err != nil {
+		return err
+	}
 	if err := errors.Join(d.check("CopyDtoHAsync", src, bytes), d.checkHost("CopyDtoHAsync", dst, bytes)); err != nil {
 		return err
 	}
@@ -142,12 +154,26 @@ func (d *Device) Record(e cuda.Event) error {
 // WaitEvent runs the queued copies up to e's latest Record, and no
 // further: copies issued after it stay pending.
 func (d *Device) WaitEvent(e cuda.Event) error {
+	if err := d.refuse("WaitEvent"); err != nil {
+		return err
+	}
 	n, ok := d.stream.events[e]
 	if !ok {
 		return fmt.Errorf("emu: WaitEvent on event %d, not one of this device's", e)
 	}
 	d.runUntil(n)
 	return nil
+}
+
+// EventDone reports whether the copies up to e's latest Record have run;
+// it runs nothing (a GPU's copies progress on their own, the emulator's
+// only when something needs them).
+func (d *Device) EventDone(e cuda.Event) (bool, error) {
+	n, ok := d.stream.events[e]
+	if !ok {
+		return false, fmt.Errorf("emu: EventDone of event %d, not one of this device's", e)
+	}
+	return d.stream.done >= n, nil
 }
 
 func (d *Device) DestroyEvent(e cuda.Event) error {

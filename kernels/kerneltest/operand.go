@@ -27,6 +27,17 @@ type operand struct {
 	view   kernels.Buffer
 	f      []float32 // parent's contents after upload (bf16-rounded for BF16)
 	i      []int32
+	// guardOff is the guard on each side when it is not guard (0): an
+	// operand whose view must be aligned (env.words).
+	guardOff int
+}
+
+// g is the operand's guard on each side.
+func (o *operand) g() int {
+	if o.guardOff != 0 {
+		return o.guardOff
+	}
+	return guard
 }
 
 // env allocates the operands of one case and frees them afterwards.
@@ -98,7 +109,7 @@ func (e *env) ints(name string, vals []int32) *operand {
 func (o *operand) values() []float64 {
 	v := make([]float64, o.n)
 	for j := range v {
-		v[j] = float64(o.f[guard+j])
+		v[j] = float64(o.f[o.g()+j])
 	}
 	return v
 }
@@ -113,14 +124,15 @@ func (o *operand) result(b kernels.Backend) []float32 {
 // intact checks that the guards, and for inputs the whole view, still hold
 // what was uploaded.
 func (o *operand) intact(b kernels.Backend) error {
-	total := o.n + 2*guard
-	inGuard := func(j int) bool { return j < guard || j >= guard+o.n }
+	gd := o.g()
+	total := o.n + 2*gd
+	inGuard := func(j int) bool { return j < gd || j >= gd+o.n }
 	if o.dt == kernels.I32 {
 		got := make([]int32, total)
 		b.DownloadI32(got, o.parent)
 		for j, v := range got {
 			if (inGuard(j) || o.input) && v != o.i[j] {
-				return fmt.Errorf("%s: element %d changed from %d to %d (%s)", o.name, j-guard, o.i[j], v, o.where(j))
+				return fmt.Errorf("%s: element %d changed from %d to %d (%s)", o.name, j-gd, o.i[j], v, o.where(j))
 			}
 		}
 		return nil
@@ -129,14 +141,14 @@ func (o *operand) intact(b kernels.Backend) error {
 	b.Download(got, o.parent)
 	for j, v := range got {
 		if (inGuard(j) || o.input) && !sameFloat(v, o.f[j]) {
-			return fmt.Errorf("%s: element %d changed from %v to %v (%s)", o.name, j-guard, o.f[j], v, o.where(j))
+			return fmt.Errorf("%s: element %d changed from %v to %v (%s)", o.name, j-gd, o.f[j], v, o.where(j))
 		}
 	}
 	return nil
 }
 
 func (o *operand) where(j int) string {
-	if j < guard || j >= guard+o.n {
+	if j < o.g() || j >= o.g()+o.n {
 		return "guard outside the op's range was written"
 	}
 	return "input operand was written"

@@ -61,6 +61,8 @@ func Cases() []Case {
 		kvWriteCases(),
 		attentionCases(),
 		logSoftmaxGatherCases(),
+		addI32Cases(),
+		sampleStreamCases(),
 	} {
 		cs = append(cs, group...)
 	}
