@@ -65,8 +65,9 @@ func TestEstimateQwen3Hand(t *testing.T) {
 		{PhaseResident, "base weights", base * 4}, // cpu holds f32
 		{PhaseResident, "LoRA params", lora * 8},
 		{PhaseResident, "AdamW", lora * 8},
-		// 256 slots × (128 + 512) tokens × 28 layers × 8 kv heads × 128 × K,V × 4 B.
-		{PhaseSampling, "KV cache", 256 * 640 * 28 * 8 * 128 * 2 * 4},
+		// 256 slots × (128 + 512) tokens × 28 layers × 8 kv heads × 128 × K,V × 4 B,
+		// and an int32 block-table entry per slot.
+		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*4},
 	}
 	for _, c := range checks {
 		if got := item(t, e, c.phase, c.name); got != c.want {

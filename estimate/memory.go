@@ -435,7 +435,8 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
-	cache := kvBytes(mc, n) + kvTableBytes(int64(len(seqs)))
+	perSeq := int64(max(1, longest-1))
+	cache := kvBytes(mc, n) + kvTableBytes((n+perSeq-1)/perSeq) // one table entry per sequence
 	e.add(PhaseTraining, "activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
