@@ -11,14 +11,16 @@ import (
 // Backend implements kernels.Backend over a Device. Like a CUDA stream, it
 // is meant to be driven by one goroutine at a time.
 type Backend struct {
-	dev   *Counter // the device, counted
-	err   error    // first error since the last Sync
+	dev *Counter // the device, counted
+	err error    // first error since the last Sync
 	// pending is set when work was issued that no wait has covered yet:
 	// a Sync right after a download (which waited for everything) does not
 	// wait again.
 	pending bool
 	pool    pool
 	stage   stager
+	// capturing is the open graph capture (graph.go), nil when none.
+	capturing *capture
 	// optIn is the dynamic shared memory each kernel has been opted into
 	// beyond the default (Device.SetMaxDynamicShared).
 	optIn map[string]int
@@ -178,6 +180,11 @@ func (b *Backend) Alloc(dt kernels.DType, n int) kernels.Buffer {
 	if n == 0 {
 		return x
 	}
+	if b.capturing != nil {
+		b.fail(fmt.Errorf("%s: Alloc(%v, %d) while capturing a graph: allocate every buffer the graph uses before BeginCapture", b.Name(), dt, n))
+		x.bad = true
+		return x
+	}
 	p, fresh, err := b.pool.get(n * dt.Size())
 	if err != nil {
 		b.fail(fmt.Errorf("%s: allocating %d × %v: %w", b.Name(), n, dt, err))
@@ -197,6 +204,10 @@ func (b *Backend) Free(x kernels.Buffer) {
 	bx := b.buf("Free", "buffer", x, 0, kernels.F32, kernels.BF16, kernels.I32)
 	if !bx.root {
 		panic("cuda: Free of a view (Slice); free its parent")
+	}
+	if bx.ptr != 0 && b.capturing != nil {
+		b.fail(fmt.Errorf("%s: Free while capturing a graph: the graph may still use the buffer", b.Name()))
+		return
 	}
 	if bx.ptr != 0 {
 		// Back to the pool: later work reuses it in stream order, with no
@@ -310,6 +321,9 @@ func (b *Backend) Copy(dst, src kernels.Buffer) {
 // scratch takes at least bytes of temporary device memory (not zeroed)
 // from the pool; putScratch gives it back.
 func (b *Backend) scratch(bytes int) (DevicePtr, bool) {
+	if b.capturing != nil {
+		return b.captureScratch(sizeClass(bytes))
+	}
 	p, _, err := b.pool.get(sizeClass(bytes))
 	if err != nil {
 		b.fail(fmt.Errorf("%s: scratch of %d bytes: %w", b.Name(), bytes, err))
@@ -318,4 +332,10 @@ func (b *Backend) scratch(bytes int) (DevicePtr, bool) {
 	return p, true
 }
 
-func (b *Backend) putScratch(p DevicePtr, bytes int) { b.fail(b.pool.put(p, sizeClass(bytes))) }
+func (b *Backend) putScratch(p DevicePtr, bytes int) {
+	if c := b.capturing; c != nil {
+		c.free[sizeClass(bytes)] = append(c.free[sizeClass(bytes)], p)
+		return
+	}
+	b.fail(b.pool.put(p, sizeClass(bytes)))
+}

@@ -8,11 +8,30 @@ import (
 
 var _ kernels.Graphs = (*Backend)(nil)
 
-// graph is a captured device graph.
+// graph is a captured device graph and the scratch its kernels use.
 type graph struct {
 	kernels.GraphHandle
-	owner *Backend
-	g     Graph
+	owner   *Backend
+	g       Graph
+	scratch []scratchBlock
+}
+
+type scratchBlock struct {
+	ptr   DevicePtr
+	bytes int
+}
+
+// capture is the backend's state while a capture is open. The scratch an
+// op takes while capturing (a bf16 copy of a GEMM's activations) is
+// recorded into the graph at its address, so it must stay the graph's:
+// handed back to the pool, a later Alloc could make it a live buffer that
+// every replay would overwrite. So scratch put back while capturing goes
+// to the capture's own free list (reused by the capture's later ops, in
+// stream order as usual) and, at EndCapture, to the graph, which returns
+// it to the pool when freed.
+type capture struct {
+	free  map[int][]DevicePtr
+	owned []scratchBlock
 }
 
 // BeginCapture starts a stream capture on the device. Errors queued before
@@ -22,13 +41,45 @@ func (b *Backend) BeginCapture() error {
 		b.err = nil
 		return err
 	}
-	return b.dev.BeginCapture()
+	if b.capturing != nil {
+		return fmt.Errorf("%s: BeginCapture while a capture is open", b.Name())
+	}
+	if err := b.dev.BeginCapture(); err != nil {
+		return err
+	}
+	b.capturing = &capture{free: map[int][]DevicePtr{}}
+	return nil
+}
+
+// captureScratch takes scratch of class bytes while capturing.
+func (b *Backend) captureScratch(class int) (DevicePtr, bool) {
+	c := b.capturing
+	if l := c.free[class]; len(l) > 0 {
+		c.free[class] = l[:len(l)-1]
+		return l[len(l)-1], true
+	}
+	if len(b.pool.free[class]) == 0 {
+		b.fail(fmt.Errorf("%s: an op needs %d bytes of scratch while capturing a graph and the pool has none (run the captured work once before capturing it)", b.Name(), class))
+		return 0, false
+	}
+	p, _, err := b.pool.get(class)
+	if err != nil {
+		b.fail(err)
+		return 0, false
+	}
+	c.owned = append(c.owned, scratchBlock{p, class})
+	return p, true
 }
 
 // EndCapture ends the capture. An op that failed while capturing (an
 // allocation, an upload) spoils the capture: its error is returned and
 // the graph discarded.
 func (b *Backend) EndCapture() (kernels.Graph, error) {
+	c := b.capturing
+	if c == nil {
+		return nil, fmt.Errorf("%s: EndCapture without BeginCapture", b.Name())
+	}
+	b.capturing = nil
 	g, err := b.dev.EndCapture()
 	if qerr := b.err; qerr != nil {
 		b.err = nil
@@ -38,9 +89,12 @@ func (b *Backend) EndCapture() (kernels.Graph, error) {
 		}
 	}
 	if err != nil {
+		for _, s := range c.owned {
+			b.fail(b.pool.put(s.ptr, s.bytes))
+		}
 		return nil, fmt.Errorf("%s: capturing a graph: %w", b.Name(), err)
 	}
-	return &graph{owner: b, g: g}, nil
+	return &graph{owner: b, g: g, scratch: c.owned}, nil
 }
 
 func (b *Backend) own(op string, g kernels.Graph) *graph {
@@ -60,5 +114,8 @@ func (b *Backend) Replay(g kernels.Graph) {
 func (b *Backend) FreeGraph(g kernels.Graph) {
 	gg := b.own("FreeGraph", g)
 	b.fail(b.dev.DestroyGraph(gg.g))
-	gg.g = 0
+	for _, s := range gg.scratch {
+		b.fail(b.pool.put(s.ptr, s.bytes))
+	}
+	gg.g, gg.scratch = 0, nil
 }

@@ -57,8 +57,8 @@ var kernelMaxBlock = map[string]int{
 	"sum_squares_partial_f32": sumSquaresBlock, "sum_squares_finish_f32": sumSquaresMaxBlocks,
 	"attention_f32": attentionBlock, "attention_backward_f32": attentionBackwardBlock,
 	"log_softmax_gather_f32": logSoftmaxMaxBlock, "log_softmax_gather_backward_f32": logSoftmaxMaxBlock,
-	"sample_f32":    sampleMaxBlock,
-	"add_i32":       decodeBlock, "pcg_draw_f64": decodeBlock,
+	"sample_f32": sampleMaxBlock,
+	"add_i32":    decodeBlock, "pcg_draw_f64": decodeBlock,
 	"batch_std_f64": advantagesBlock, "group_advantages_f32": advantagesBlock,
 }
 

@@ -42,7 +42,7 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	}
 	if ba.dt == kernels.F32 {
 		b.pending = true
-	b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+		b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
 		return
 	}
 	// BF16 weights: cublasGemmEx pairs A and B of one type (there is no

@@ -1,0 +1,280 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Decoder runs static decode steps: one token for each of a fixed set of
+// sequences per step, with every buffer the step touches allocated once
+// per batch-size bucket (a workspace, grow-only) and the step's inputs
+// kept on the device — each step's sampled ids are the next step's
+// embedding lookup, positions advance by AddI32, the draws come from
+// per-sequence random streams (SampleStream) — so after warm-up a step
+// allocates nothing, frees nothing and uploads nothing but a block table
+// when a sequence enters a new block. On a backend with kernels.Graphs the
+// step is captured once per bucket and replayed; there a step is one graph
+// launch plus the download of the tokens and log-probs.
+//
+// A bucket is the next power of two ≥ the row count (with graphs; else the
+// row count itself): rows beyond the sequences are padding that write only
+// the padding slot's position 0, at temperature 0, and never advance.
+type Decoder struct {
+	m       *Model
+	buckets map[int]*decodeBucket
+	cur     *decodeBucket
+	rows    []DecodeRow // the loaded sequences, positions advanced on the host as on the device
+	pad     int32
+	batch   Batch // the step's slots and positions, for the cache's block mapping
+}
+
+// DecodeRow is one sequence of a decode step: its cache slot, the position
+// its next token goes to, that token, its sampling parameters and its
+// random stream (math/rand/v2 PCG state, see kernels.SampleStream).
+type DecodeRow struct {
+	Slot, Pos, Token int32
+	Params           kernels.SampleParams
+	PCGHi, PCGLo     uint64
+}
+
+// decodeBucket is the workspace of one bucket size.
+type decodeBucket struct {
+	rows                         int
+	a                            *arena
+	tok, slot, pos, delta        kernels.Buffer // I32 rows
+	params, state                kernels.Buffer // I32 rows × SampleParamWords, rows × PCGWords
+	lp                           kernels.Buffer // F32 rows
+	x, logits                    kernels.Buffer
+	acts                         *layerActs
+	graph                        kernels.Graph
+	graphCache                   *KVCache // the cache the graph was captured over
+	eager                        int      // steps run op by op since the last Load
+	hostTok                      []int32
+	hostParams, hostState, hostI []int32
+}
+
+// NewDecoder returns a decoder over m (its adapter included; make a new
+// one after changing it).
+func (m *Model) NewDecoder() *Decoder {
+	return &Decoder{m: m, buckets: map[int]*decodeBucket{}, pad: -1}
+}
+
+// Free releases the workspaces and graphs.
+func (d *Decoder) Free() {
+	g, _ := d.m.Backend.(kernels.Graphs)
+	for _, b := range d.buckets {
+		if b.graph != nil && g != nil {
+			g.FreeGraph(b.graph)
+		}
+		b.a.free()
+	}
+	d.buckets, d.cur = map[int]*decodeBucket{}, nil
+}
+
+// bucketFor is the workspace size for n rows.
+func (d *Decoder) bucketFor(n int) int {
+	if _, ok := d.m.Backend.(kernels.Graphs); !ok {
+		return n
+	}
+	b := 1
+	for b < n {
+		b <<= 1
+	}
+	return b
+}
+
+// Load makes rows the sequences of the next steps, uploading their
+// tokens, slots, positions, parameters and random streams. padSlot is a
+// slot no sequence uses: padding rows (up to the bucket size) write its
+// position 0.
+func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
+	c := d.m.Config
+	if len(rows) == 0 {
+		return fmt.Errorf("decode step of no sequences")
+	}
+	for i, r := range rows {
+		switch {
+		case r.Token < 0 || int(r.Token) >= c.VocabSize:
+			return fmt.Errorf("decode row %d: token %d outside the vocabulary [0, %d)", i, r.Token, c.VocabSize)
+		case r.Slot < 0 || int(r.Slot) >= cache.Slots || int(r.Slot) == padSlot:
+			return fmt.Errorf("decode row %d: slot %d outside the cache's %d slots or the padding slot", i, r.Slot, cache.Slots)
+		case r.Pos < 0 || int(r.Pos) >= cache.MaxLen:
+			return fmt.Errorf("decode row %d: position %d beyond the cache length %d", i, r.Pos, cache.MaxLen)
+		}
+		if err := r.Params.Validate(); err != nil {
+			return fmt.Errorf("decode row %d: %w", i, err)
+		}
+	}
+	n := d.bucketFor(len(rows))
+	if n > len(rows) && (padSlot < 0 || padSlot >= cache.Slots) {
+		return fmt.Errorf("decode step of %d rows padded to %d needs a padding slot; %d is outside the cache's %d slots", len(rows), n, padSlot, cache.Slots)
+	}
+	b := d.buckets[n]
+	if b == nil {
+		b = d.newBucket(n)
+		d.buckets[n] = b
+	}
+	d.cur, d.rows, d.pad = b, append(d.rows[:0], rows...), int32(padSlot)
+	b.eager = 0
+	slot, pos, delta := make([]int32, n), make([]int32, n), make([]int32, n)
+	p := make([]kernels.SampleParams, n)
+	for i := range n {
+		if i < len(rows) {
+			r := rows[i]
+			b.hostTok[i], slot[i], pos[i], delta[i], p[i] = r.Token, r.Slot, r.Pos, 1, r.Params
+			kernels.PackPCG(b.hostState[i*kernels.PCGWords:], r.PCGHi, r.PCGLo)
+			continue
+		}
+		// Padding: greedy, at the padding slot's position 0, never moving.
+		b.hostTok[i], slot[i], pos[i], delta[i], p[i] = rows[0].Token, int32(padSlot), 0, 0, kernels.SampleParams{TopP: 1}
+		kernels.PackPCG(b.hostState[i*kernels.PCGWords:], 0, 0)
+	}
+	kernels.PackSampleParams(b.hostParams, p, c.VocabSize)
+	be := d.m.Backend
+	be.UploadI32(b.tok, b.hostTok)
+	be.UploadI32(b.slot, slot)
+	be.UploadI32(b.pos, pos)
+	be.UploadI32(b.delta, delta)
+	be.UploadI32(b.params, b.hostParams)
+	be.UploadI32(b.state, b.hostState)
+	return nil
+}
+
+// newBucket allocates the workspace of n rows: the step's index arrays,
+// its activations (as Forward's, for n tokens), the LoRA shrink outputs
+// (sized for the largest rank of any layer) and the logits.
+func (d *Decoder) newBucket(n int) *decodeBucket {
+	m, be, c := d.m, d.m.Backend, d.m.Config
+	a := &arena{be: be}
+	i32 := func(k int) kernels.Buffer { return a.alloc(kernels.I32, k) }
+	b := &decodeBucket{rows: n, a: a, tok: i32(n), slot: i32(n), pos: i32(n), delta: i32(n),
+		params: i32(n * kernels.SampleParamWords), state: i32(n * kernels.PCGWords),
+		lp: a.alloc(kernels.F32, n), x: a.alloc(kernels.F32, n*c.HiddenSize),
+		logits:  a.alloc(kernels.F32, n*c.VocabSize),
+		hostTok: make([]int32, n), hostParams: make([]int32, n*kernels.SampleParamWords), hostState: make([]int32, n*kernels.PCGWords)}
+	b.acts = m.inferenceActs(a, b.x, n)
+	for l := range m.W.Layers {
+		for _, p := range []Proj{ProjO, ProjDown} {
+			if lr := m.lora(l, p); lr != nil && (b.acts.xa[p] == nil || b.acts.xa[p].Len() < n*lr.Rank) {
+				b.acts.xa[p] = a.alloc(kernels.F32, n*maxRank(m, p))
+			}
+		}
+		for g := range numGroups {
+			if gl := m.groupLoRA(l, g); gl != nil && (b.acts.xaT[g] == nil || b.acts.xaT[g].Len() < gl.ranks*n) {
+				b.acts.xaT[g] = a.alloc(kernels.F32, n*maxGroupRanks(m, g))
+			}
+		}
+	}
+	return b
+}
+
+func maxRank(m *Model, p Proj) int {
+	r := 0
+	for l := range m.W.Layers {
+		if lr := m.lora(l, p); lr != nil {
+			r = max(r, lr.Rank)
+		}
+	}
+	return r
+}
+
+func maxGroupRanks(m *Model, g group) int {
+	r := 0
+	for l := range m.W.Layers {
+		if gl := m.groupLoRA(l, g); gl != nil {
+			r = max(r, gl.ranks)
+		}
+	}
+	return r
+}
+
+// Step runs one decode step over the loaded rows and writes each row's
+// sampled token and its log-prob into tok and lp (len(rows) each). The
+// cache blocks of the new positions are mapped first (on the host; the
+// table is uploaded only if that took a block). The first step of a bucket
+// after Load runs op by op; the next is captured, and later ones replay
+// the graph. A token of −1 flags a row whose logits hold NaN or +Inf or
+// no finite value (as Sample); Step returns it for the caller to report.
+func (d *Decoder) Step(cache *KVCache, tok []int32, lp []float32) error {
+	b := d.cur
+	if b == nil {
+		return fmt.Errorf("decode step before Load")
+	}
+	if len(tok) != len(d.rows) || len(lp) != len(d.rows) {
+		return fmt.Errorf("decode step of %d rows into %d tokens and %d log-probs", len(d.rows), len(tok), len(lp))
+	}
+	m, be := d.m, d.m.Backend
+	bt := &d.batch
+	bt.Slots, bt.Positions = bt.Slots[:0], bt.Positions[:0]
+	for _, r := range d.rows {
+		if int(r.Pos) >= cache.MaxLen {
+			return fmt.Errorf("decode step: slot %d is full (position %d, cache length %d)", r.Slot, r.Pos, cache.MaxLen)
+		}
+		bt.Slots, bt.Positions = append(bt.Slots, r.Slot), append(bt.Positions, r.Pos)
+	}
+	if len(d.rows) < b.rows {
+		bt.Slots, bt.Positions = append(bt.Slots, d.pad), append(bt.Positions, 0)
+	}
+	if err := cache.mapBatch(bt); err != nil {
+		return err
+	}
+	pages := cache.Pages()
+	g, graphs := be.(kernels.Graphs)
+	switch {
+	case graphs && b.graph != nil && b.graphCache == cache:
+		g.Replay(b.graph)
+	case graphs && b.eager > 0:
+		if b.graph != nil {
+			g.FreeGraph(b.graph)
+			b.graph = nil
+		}
+		if err := g.BeginCapture(); err != nil {
+			return fmt.Errorf("decode step: %w", err)
+		}
+		m.decodeOps(b, cache, pages)
+		gr, err := g.EndCapture()
+		if err != nil {
+			return fmt.Errorf("decode step: %w", err)
+		}
+		b.graph, b.graphCache = gr, cache
+		g.Replay(gr)
+	default:
+		m.decodeOps(b, cache, pages)
+		b.eager++
+	}
+	n := len(d.rows)
+	be.DownloadI32(b.hostTok, b.tok)
+	copy(tok, b.hostTok[:n])
+	be.Download(lp, b.lp.Slice(0, n))
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("decode step on %s: %w", be.Name(), err)
+	}
+	for i := range d.rows {
+		d.rows[i].Pos++
+	}
+	for i := n; i < b.rows; i++ {
+		if b.hostTok[i] < 0 {
+			return fmt.Errorf("decode step: a padding row's logits hold NaN or overflow: the weights or the adapter are broken")
+		}
+	}
+	return nil
+}
+
+// decodeOps queues one step: embedding of the current tokens, the layers,
+// the final norm and LM head over every row, SampleStream into the token
+// buffer (the next step's input) and the positions' advance.
+func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages kernels.KVPages) {
+	be, c := m.Backend, m.Config
+	n, h := b.rows, c.HiddenSize
+	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages}
+	be.GatherRows(b.x, m.W.Embed, b.tok, n, h)
+	for l := range m.W.Layers {
+		m.layerForward(nil, l, cache, idx, n, b.acts)
+	}
+	normed := b.acts.h1
+	be.RMSNorm(normed, nil, b.x, m.W.Norm, n, h, float32(c.RMSNormEps))
+	be.MatMul(b.logits, normed, m.W.LMHead, n, c.VocabSize, h, false, true, 1, 0)
+	be.SampleStream(b.tok, b.lp, b.logits, b.params, b.state, n, c.VocabSize)
+	be.AddI32(b.pos, b.pos, b.delta, n)
+}
