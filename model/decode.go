@@ -17,11 +17,13 @@ import (
 // step is captured once per bucket and replayed; there a step is one graph
 // launch plus the download of the tokens and log-probs.
 //
-// A bucket is the next power of two ≥ the row count (with graphs; else the
-// row count itself): rows beyond the sequences are padding that write only
-// the padding slot's position 0, at temperature 0, and never advance.
+// A bucket is the next power of two ≥ the row count, capped at the
+// decoder's maxRows (with graphs; else the row count itself): rows beyond
+// the sequences are padding that write only the padding slot's position 0,
+// at temperature 0, and never advance.
 type Decoder struct {
 	m       *Model
+	maxRows int
 	buckets map[int]*decodeBucket
 	cur     *decodeBucket
 	rows    []DecodeRow // the loaded sequences, positions advanced on the host as on the device
@@ -40,24 +42,37 @@ type DecodeRow struct {
 
 // decodeBucket is the workspace of one bucket size.
 type decodeBucket struct {
-	rows                         int
-	a                            *arena
-	tok, slot, pos, delta        kernels.Buffer // I32 rows
-	params, state                kernels.Buffer // I32 rows × SampleParamWords, rows × PCGWords
-	lp                           kernels.Buffer // F32 rows
-	x, logits                    kernels.Buffer
-	acts                         *layerActs
-	graph                        kernels.Graph
-	graphCache                   *KVCache // the cache the graph was captured over
-	eager                        int      // steps run op by op since the last Load
-	hostTok                      []int32
-	hostParams, hostState, hostI []int32
+	rows                  int
+	a                     *arena
+	tok, slot, pos, delta kernels.Buffer // I32 rows
+	params, state         kernels.Buffer // I32 rows × SampleParamWords, rows × PCGWords
+	lp                    kernels.Buffer // F32 rows
+	x, logits             kernels.Buffer
+	acts                  *layerActs
+	graph                 kernels.Graph
+	graphCache            *KVCache // the cache the graph was captured over
+	eager                 int      // steps run op by op since the last Load
+	hostTok               []int32
+	hostParams, hostState []int32
 }
 
 // NewDecoder returns a decoder over m (its adapter included; make a new
-// one after changing it).
-func (m *Model) NewDecoder() *Decoder {
-	return &Decoder{m: m, buckets: map[int]*decodeBucket{}, pad: -1}
+// one after changing it) for steps of up to maxRows sequences.
+func (m *Model) NewDecoder(maxRows int) *Decoder {
+	return &Decoder{m: m, maxRows: maxRows, buckets: map[int]*decodeBucket{}, pad: -1}
+}
+
+// Bucket is the rows a step of n sequences runs: more than n means it
+// needs a padding slot (Load).
+func (d *Decoder) Bucket(n int) int { return d.bucketFor(n) }
+
+// Logits is the last step's logits, Bucket(rows) × vocab on the device
+// (the caller names a flagged row's bad value from it).
+func (d *Decoder) Logits() kernels.Buffer {
+	if d.cur == nil {
+		return nil
+	}
+	return d.cur.logits
 }
 
 // Free releases the workspaces and graphs.
@@ -81,7 +96,7 @@ func (d *Decoder) bucketFor(n int) int {
 	for b < n {
 		b <<= 1
 	}
-	return b
+	return max(n, min(b, d.maxRows))
 }
 
 // Load makes rows the sequences of the next steps, uploading their
@@ -90,8 +105,8 @@ func (d *Decoder) bucketFor(n int) int {
 // position 0.
 func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 	c := d.m.Config
-	if len(rows) == 0 {
-		return fmt.Errorf("decode step of no sequences")
+	if len(rows) == 0 || len(rows) > d.maxRows {
+		return fmt.Errorf("decode step of %d sequences: want 1..%d", len(rows), d.maxRows)
 	}
 	for i, r := range rows {
 		switch {

@@ -79,7 +79,7 @@ func TestStaticDecodeStep(t *testing.T) {
 		}
 		rows[s] = model.DecodeRow{Slot: int32(s), Pos: prompt, Token: int32(rng.IntN(vocab)), Params: p[s], PCGHi: hi, PCGLo: lo}
 	}
-	d := m.NewDecoder()
+	d := m.NewDecoder(batch)
 	defer d.Free()
 	if err := d.Load(caches[0], rows, batch); err != nil {
 		t.Fatal(err)

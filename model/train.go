@@ -36,7 +36,9 @@ type Trace struct {
 // log-softmax, forward and backward — with a 150k vocabulary the largest
 // GEMM of a step — so a caller passes the rows that carry loss and leaves
 // out the prompt's. Each sequence has its own slot and positions from 0,
-// and the trace owns a KV cache sized for the batch.
+// and the trace owns a KV cache sized for the batch. The returned error
+// covers the inputs; the work is queued, and an error of the device's
+// comes back from the backend's next Sync (after the caller's downloads).
 func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	c := m.Config
 	r := b.Len()
@@ -108,10 +110,10 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	be.MatMul(tr.logits, hF, m.W.LMHead, r, v, h, false, true, 1, 0)
 	tr.Logp, tr.Entropy = a.alloc(kernels.F32, r), a.alloc(kernels.F32, r)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
-	if err := be.Sync(); err != nil {
-		tr.Free()
-		return nil, fmt.Errorf("training forward on %s: %w", be.Name(), err)
-	}
+	// No Sync: the forward stays queued, so a micro-batch's forward and
+	// backward make the host wait for nothing (on a GPU the host runs
+	// ahead); a device error surfaces at the caller's next Sync, where it
+	// reads the loss back.
 	return tr, nil
 }
 
@@ -132,6 +134,8 @@ func (tr *Trace) Free() {
 // to each scored row's Logp) back through the model and adds the gradients
 // of every LoRA parameter into its DA and DB. Frozen weights get no
 // gradient; unscored rows get none from the head, only through attention.
+// The work is queued: a device error comes back from the backend's next
+// Sync.
 func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	n, r, h, v := tr.n, tr.r, c.HiddenSize, c.VocabSize
@@ -157,9 +161,8 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		tr.layerBackward(layer, l, dx, l > 0)
 		layer.free()
 	}
-	if err := be.Sync(); err != nil {
-		return fmt.Errorf("backward on %s: %w", be.Name(), err)
-	}
+	// No Sync, as in ForwardTrain: the caller's next Sync reports a
+	// device error of the queued backward.
 	return nil
 }
 

@@ -48,6 +48,7 @@ type Sampler struct {
 	lps    []float32
 	row    []float32 // one logits row, for top log-probs
 	batchState
+	static staticState // the static decode path (static.go)
 }
 
 // New allocates a sampler and its KV cache. dec may be nil when no
@@ -89,11 +90,13 @@ func (s *Sampler) SetAdapter(ad model.Adapter) error {
 		return fmt.Errorf("sampler: cannot change the adapter while %d sequences hold cache slots", held)
 	}
 	s.m = s.m.WithAdapter(ad)
+	s.freeStatic() // its graphs read the old adapter's buffers
 	return nil
 }
 
 // Close frees the KV cache; the sampler cannot be used afterwards.
 func (s *Sampler) Close() {
+	s.freeStatic()
 	if s.cache != nil {
 		s.cache.Free()
 		s.cache = nil
@@ -130,7 +133,8 @@ func (s *Sampler) Start(prompt []int32, p Params) (*Seq, error) {
 	q := &Seq{s: s, slot: slot, params: p, tokens: append([]int32(nil), prompt...)}
 	q.params.Stop = append([]string(nil), p.Stop...)
 	q.params.StopTokens = append([]int32(nil), p.StopTokens...)
-	q.rng = rand.New(rand.NewPCG(p.Seed, 0x5851f42d4c957f2d))
+	q.pcg = rand.NewPCG(p.Seed, 0x5851f42d4c957f2d)
+	q.rng = rand.New(q.pcg)
 	for _, st := range p.Stop {
 		q.stopMax = max(q.stopMax, len(st))
 	}

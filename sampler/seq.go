@@ -42,6 +42,7 @@ type Seq struct {
 	slot   int // -1 once released
 	params Params
 	rng    *rand.Rand
+	pcg    *rand.PCG // rng's source, whose state the static decode path loads
 	tokens []int32
 	cached int    // tokens[:cached] have their keys and values in the cache
 	mark   uint64 // the last Step that listed it

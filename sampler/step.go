@@ -71,6 +71,10 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.staticOK(live) {
+		return s.staticStep(live)
+	}
+	s.static.loaded = nil // the device's copy of the set goes stale
 	b := &s.batch
 	b.Tokens, b.Slots, b.Positions = b.Tokens[:0], b.Slots[:0], b.Positions[:0]
 	rows, ready := s.rows[:0], s.ready[:0]

@@ -12,9 +12,13 @@ import (
 // most maxStageBufs × stageChunk however large the tensor.
 const stageChunk = 16 << 20
 
-// maxStageBufs bounds the staging buffers; with all of them busy the host
-// waits for the one used longest ago.
-const maxStageBufs = 4
+// maxStageBufs and maxStageBytes bound the staging buffers (a train
+// micro-batch queues seven small uploads before its first kernel); with
+// no room for another the host waits for the one used longest ago.
+const (
+	maxStageBufs  = 16
+	maxStageBytes = 4 * stageChunk
+)
 
 // stager moves host data to and from the device through page-locked
 // buffers, each with an event that marks when the stream is done with it.
@@ -77,7 +81,11 @@ func (s *stager) take(bytes int) (*stageBuf, error) {
 		best.used = s.uses
 		return best, nil
 	}
-	if len(s.bufs) < maxStageBufs || oldest == nil {
+	held := 0
+	for _, sb := range s.bufs {
+		held += sb.size
+	}
+	if len(s.bufs) < maxStageBufs && held+min(sizeClass(bytes), stageChunk) <= maxStageBytes || oldest == nil {
 		sb := &stageBuf{}
 		if err := s.grow(sb, bytes); err != nil {
 			return nil, err

@@ -1,0 +1,130 @@
+package sampler
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// The static decode path: on a backend that captures graphs, a step in
+// which every live sequence only has its last sampled token pending runs
+// through model.Decoder — one graph launch per step once warm, the
+// tokens, positions and random streams kept on the device, and only the
+// tokens and log-probs coming back. The set of sequences is loaded into
+// the decoder when it differs from the previous static step's (a sequence
+// finished, joined or was appended to); the host mirrors each stream's
+// draws so a reload continues them exactly.
+
+// staticState is the sampler's decoder and the sequences it holds.
+type staticState struct {
+	decoder *model.Decoder
+	loaded  []*Seq // the sequences of the last static step, in order; nil after any other step
+	rows    []model.DecodeRow
+	toks    []int32
+	lps     []float32
+}
+
+// staticOK reports whether live can take a static step.
+func (s *Sampler) staticOK(live []*Seq) bool {
+	if _, ok := s.m.Backend.(kernels.Graphs); !ok || len(live) > s.cfg.Slots {
+		return false
+	}
+	for _, q := range live {
+		if len(q.tokens)-q.cached != 1 || q.params.TopLogprobs > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// staticStep is step for a set that staticOK accepted.
+func (s *Sampler) staticStep(live []*Seq) error {
+	st := &s.static
+	if st.decoder == nil {
+		st.decoder = s.m.NewDecoder(s.cfg.Slots)
+	}
+	if !sameSeqs(st.loaded, live) {
+		if err := s.loadStatic(live); err != nil {
+			st.loaded = nil
+			return err
+		}
+	}
+	n := len(live)
+	st.toks, st.lps = grow(st.toks, n), grow(st.lps, n)
+	if err := st.decoder.Step(s.cache, st.toks, st.lps); err != nil {
+		st.loaded = nil
+		return fmt.Errorf("sampler: %w", err)
+	}
+	for i, t := range st.toks {
+		if t < 0 {
+			st.loaded = nil
+			return badRow(s.m.Backend, st.decoder.Logits(), i, s.m.Config.VocabSize)
+		}
+	}
+	for i, q := range live {
+		q.cached++
+		if q.params.Temperature > 0 {
+			q.rng.Float64() // the device drew this token's u from the same stream
+		}
+		q.accept(st.toks[i], float64(st.lps[i]), s.dec)
+	}
+	return nil
+}
+
+// loadStatic loads live into the decoder, with a free slot for the
+// padding rows when the step's bucket is larger than the set.
+func (s *Sampler) loadStatic(live []*Seq) error {
+	st := &s.static
+	st.rows = st.rows[:0]
+	for _, q := range live {
+		hi, lo, err := pcgState(q)
+		if err != nil {
+			return err
+		}
+		st.rows = append(st.rows, model.DecodeRow{Slot: int32(q.slot), Pos: int32(q.cached), Token: q.tokens[q.cached],
+			Params: q.params.SampleParams, PCGHi: hi, PCGLo: lo})
+	}
+	pad := -1
+	if st.decoder.Bucket(len(live)) > len(live) {
+		// The bucket is capped at Slots, so a larger one leaves a slot free.
+		pad = s.free[len(s.free)-1]
+	}
+	if err := st.decoder.Load(s.cache, st.rows, pad); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	st.loaded = append(st.loaded[:0], live...)
+	return nil
+}
+
+func sameSeqs(a, b []*Seq) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// pcgState reads q's stream state (math/rand/v2 exposes a PCG's fields
+// only through its binary form: "pcg:", hi and lo big-endian).
+func pcgState(q *Seq) (hi, lo uint64, err error) {
+	b, err := q.pcg.MarshalBinary()
+	if err != nil || len(b) != 20 {
+		return 0, 0, fmt.Errorf("sampler: reading a random stream's state: %d bytes, %v", len(b), err)
+	}
+	return binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:]), nil
+}
+
+// freeStatic releases the decoder's workspaces.
+func (s *Sampler) freeStatic() {
+	if s.static.decoder != nil {
+		s.static.decoder.Free()
+		s.static.decoder = nil
+	}
+	s.static.loaded = nil
+}

@@ -1,0 +1,81 @@
+package sampler
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/emu"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// hideGraphs is a backend without kernels.Graphs: the sampler then decodes
+// through Forward and Sample, the path the static one must reproduce.
+type hideGraphs struct{ kernels.Backend }
+
+// TestStaticDecodeMatchesForwardOnEmu generates two turns (the second
+// after appended tokens) for six sequences of different lengths,
+// parameters and stop conditions on the emulated CUDA backend, once through
+// the static decode path (graphs, padding rows, reloads as sequences
+// finish) and once through Forward + Sample on the same device: every
+// token and log-prob is the same, bit for bit.
+func TestStaticDecodeMatchesForwardOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates 2 × 6 sequences twice under the emulator")
+	}
+	be := emu.New()
+	defer be.Close()
+	cfg := &model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 48, NumLayers: 2, NumHeads: 4,
+		NumKVHeads: 2, HeadDim: 16, VocabSize: 97, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu"}
+	params := make([]Params, 6)
+	for i := range params {
+		params[i] = sampling(uint64(40 + i))
+		params[i].MaxTokens = 6 + 3*i
+	}
+	params[1].Temperature = 0 // greedy rows draw nothing from their stream
+	params[3].TopK, params[3].TopP, params[3].MinP = 0, 1, 0
+	run := func(b kernels.Backend) ([]Turn, int64) {
+		m := model.NewRandom(cfg, b, 7)
+		defer m.Free()
+		s := newSampler(t, m, nil, Config{Slots: 8, MaxLen: 96})
+		before := be.Counts()
+		var seqs []*Seq
+		for i, p := range prompts(len(params)) {
+			q, err := s.Start(p, params[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, q)
+		}
+		var turns []Turn
+		for turn := range 2 {
+			if turn == 1 {
+				for i, q := range seqs {
+					if err := q.Append(int32(i), int32(2*i+1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := s.Run(context.Background(), seqs); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range seqs {
+				turns = append(turns, q.Turn)
+			}
+		}
+		return turns, be.Counts().Sub(before).GraphLaunches
+	}
+	got, graphs := run(be)
+	want, eagerGraphs := run(hideGraphs{be})
+	t.Logf("%d graph launches; first turn of sequence 0: %v", graphs, got[0].Tokens)
+	if graphs == 0 || eagerGraphs != 0 {
+		t.Fatalf("graph launches: %d on the static path (want some), %d on the Forward path (want 0)", graphs, eagerGraphs)
+	}
+	for i := range want {
+		if !slices.Equal(got[i].Tokens, want[i].Tokens) || !slices.Equal(got[i].Logprobs, want[i].Logprobs) || got[i].FinishReason != want[i].FinishReason {
+			t.Fatalf("turn %d of sequence %d: static %v %v (%s), Forward path %v %v (%s)", i/6, i%6,
+				got[i].Tokens, got[i].Logprobs, got[i].FinishReason, want[i].Tokens, want[i].Logprobs, want[i].FinishReason)
+		}
+	}
+}
