@@ -34,9 +34,11 @@ func init() {
             needs; --prefill-logits all: at every position, as scoring and
             training need), in chunks of at most --prefill-chunk tokens
   decode    tokens/s of --decode single-token steps for --batch sequences at once
-            (KV cache, each sequence at its own position), each step's token
-            drawn on the device (Backend.Sample at --temperature) and fed back, as the
-            sampler does: 8 bytes per sequence leave the device, not logits
+            (KV cache, each sequence at its own position) through the static
+            decode step the sampler takes (model.Decoder): each step's token
+            drawn on the device (SampleStream at --temperature) and fed back
+            there, one graph launch per step on cuda; 8 bytes per sequence
+            leave the device, not logits
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
             rank --lora-rank on all seven projections
@@ -44,7 +46,12 @@ func init() {
 Random weights (--shape) are bf16 on cuda and emu, as loaded checkpoints are
 (--dtype f32 measures the f32 path); the train step runs in micro-batches
 whose logits stay within the backends' 2^31-element limit.
-Each figure is the best of --repeat runs after one warm-up. BENCHMARKS.md puts
+Each figure is the best of --repeat runs after one warm-up. On cuda (and
+emu) --json adds "counts": what the backend asked of its device for one
+decode step, one whole prefill and one train micro-batch, after warm-up
+(kernel and graph launches, allocations, frees, host syncs, host-device
+copies and bytes, bytes of weights read by GEMMs; the decode step's KV
+bytes from the sequences' lengths). BENCHMARKS.md puts
 them next to PyTorch on the same machine (scripts/bench.sh runs both).
 
 Examples:
@@ -159,7 +166,9 @@ func runBench(o benchOpts) error {
 		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params, %s weights) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, wdt, be.Name(), runtime.GOMAXPROCS(0))
 	}
 	cpuReport(os.Stderr, be.Name(), !o.json) // BLAS core and threads, elementwise kernels
-	prefill, decode, err := benchModel(m, o)
+	var counts benchCounts
+	tagWeights(m, nil)
+	prefill, decode, err := benchModel(m, o, &counts)
 	if err != nil {
 		return err
 	}
@@ -169,7 +178,7 @@ func runBench(o benchOpts) error {
 	}
 	var train float64
 	if o.trainSeqs > 0 {
-		if train, err = benchTrain(m, o); err != nil {
+		if train, err = benchTrain(m, o, &counts); err != nil {
 			return err
 		}
 		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
@@ -189,9 +198,13 @@ func runBench(o benchOpts) error {
 		}
 	}
 	if o.json {
-		return json.NewEncoder(stdout).Encode(map[string]any{
+		out := map[string]any{
 			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(), "weights": wdt.String(),
-			"threads": runtime.GOMAXPROCS(0), "results": results})
+			"threads": runtime.GOMAXPROCS(0), "results": results}
+		if counted(be) != nil {
+			out["counts"] = counts
+		}
+		return json.NewEncoder(stdout).Encode(out)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\t")
@@ -201,10 +214,11 @@ func runBench(o benchOpts) error {
 	return w.Flush()
 }
 
-// benchModel returns prefill and decode throughput in tokens/s.
-func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error) {
+// benchModel returns prefill and decode throughput in tokens/s, and
+// fills counts on a backend that counts.
+func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, decode float64, err error) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	maxLen := o.prefill + o.decode
+	maxLen := o.prefill + o.decode + 1 // + the counted step
 	cache := m.NewKVCache(o.batch, maxLen)
 	defer cache.Free()
 	prompts := make([][]int32, o.batch)
@@ -240,11 +254,7 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 		return bestD, nil
 	}
 	be := m.Backend
-	sampler, ok := be.(kernels.SampleOps)
-	if !ok && o.decode > 0 {
-		return 0, 0, fmt.Errorf("bench: the %s backend cannot sample on the device (kernels.SampleOps)", be.Name())
-	}
-	d, err := best(func() error {
+	prefillAll := func() error {
 		for _, c := range chunks {
 			logits, err := m.Forward(cache, &c.batch, c.logitRows)
 			if err != nil {
@@ -253,55 +263,62 @@ func benchModel(m *model.Model, o benchOpts) (prefill, decode float64, err error
 			be.Free(logits)
 		}
 		return be.Sync()
-	})
+	}
+	d, err := best(prefillAll)
 	if err != nil {
+		return 0, 0, err
+	}
+	if counts.Prefill, err = measure(be, prefillAll); err != nil {
 		return 0, 0, err
 	}
 	prefill = float64(o.batch*o.prefill) / d.Seconds()
 	if o.decode == 0 {
 		return prefill, 0, nil
 	}
-	// Decode: each step's tokens are the previous step's draws, kept on
-	// the host as the sampler keeps them (8 bytes per sequence down).
-	tok := be.Alloc(kernels.I32, o.batch)
-	lp := be.Alloc(kernels.F32, o.batch)
-	defer be.Free(tok)
-	defer be.Free(lp)
-	params := make([]kernels.SampleParams, o.batch)
-	for i := range params {
-		params[i] = kernels.SampleParams{Temperature: o.temperature, TopP: 1}
-	}
-	u := make([]float64, o.batch)
-	next := make([]int32, o.batch)
-	d, err = best(func() error {
-		for s := range next {
-			next[s] = prompts[s][o.prefill-1]
+	// Decode: the static decode step the sampler takes (model.Decoder):
+	// each step's tokens are the previous step's draws, made on the device
+	// from per-sequence streams and fed back there; 8 bytes per sequence
+	// come back to the host. With graphs (cuda, emu) a step is one graph
+	// launch once the first two steps have warmed it up and captured it.
+	dec := m.NewDecoder(o.batch)
+	defer dec.Free()
+	rows := make([]model.DecodeRow, o.batch)
+	tok, lp := make([]int32, o.batch), make([]float32, o.batch)
+	step := func(i int) error {
+		if err := dec.Step(cache, tok, lp); err != nil {
+			return fmt.Errorf("bench: decode step %d: %w", i, err)
 		}
-		for step := range o.decode {
-			var db model.Batch
-			for s := range o.batch {
-				db.Add(s, o.prefill+step, next[s])
+		for s, t := range tok {
+			if t < 0 {
+				return fmt.Errorf("bench: decode step %d: sequence %d drew no token (NaN or +Inf logits)", i, s)
 			}
-			logits, err := m.Forward(cache, &db, nil)
-			if err != nil {
+		}
+		return nil
+	}
+	d, err = best(func() error {
+		for s := range rows {
+			rows[s] = model.DecodeRow{Slot: int32(s), Pos: int32(o.prefill), Token: prompts[s][o.prefill-1],
+				Params: kernels.SampleParams{Temperature: o.temperature, TopP: 1}, PCGHi: rng.Uint64(), PCGLo: rng.Uint64()}
+		}
+		if err := dec.Load(cache, rows, -1); err != nil {
+			return err
+		}
+		for i := range o.decode {
+			if err := step(i); err != nil {
 				return err
-			}
-			for i := range u {
-				u[i] = rng.Float64()
-			}
-			sampler.Sample(tok, lp, logits, o.batch, m.Config.VocabSize, u, params)
-			be.DownloadI32(next, tok)
-			be.Free(logits)
-			for s, t := range next {
-				if t < 0 {
-					return fmt.Errorf("bench: decode step %d: sequence %d drew no token (NaN or +Inf logits)", step, s)
-				}
 			}
 		}
 		return be.Sync()
 	})
 	if err != nil {
 		return 0, 0, err
+	}
+	// One more step, counted: at position prefill+decode, after warm-up.
+	if counts.DecodeStep, err = measure(be, func() error { return step(o.decode) }); err != nil {
+		return 0, 0, err
+	}
+	if counts.DecodeStep != nil {
+		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode)
 	}
 	return prefill, float64(o.batch*o.decode) / d.Seconds(), nil
 }
@@ -404,7 +421,7 @@ func benchMatMul(be kernels.Backend, m, n, k, repeat int) float64 {
 // benchTrain returns the tokens/s of one LoRA train step: the training
 // forward, log-probs of every next token, and the backward pass into the
 // adapter's gradients (what PolicyGradient does per micro-batch).
-func benchTrain(base *model.Model, o benchOpts) (float64, error) {
+func benchTrain(base *model.Model, o benchOpts, counts *benchCounts) (float64, error) {
 	cfg := lora.DefaultConfig()
 	cfg.Rank, cfg.Alpha = o.loraRank, float64(2*o.loraRank)
 	ad, err := lora.New(base, cfg, 1)
@@ -413,6 +430,7 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 	}
 	defer ad.Free()
 	m := base.WithAdapter(ad)
+	tagWeights(m, ad)
 	rng := rand.New(rand.NewPCG(9, 9))
 	// Micro-batches of whole sequences whose logits (tokens × vocab) stay
 	// within the backends' int32 index space, as PolicyGradient's do.
@@ -443,21 +461,24 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 		ones[i] = 1
 	}
 	be.Upload(dlogp, ones)
+	runMicro := func(mb *micro) error {
+		tr, err := m.ForwardTrain(&mb.b, nil, mb.targets)
+		if err != nil {
+			return err
+		}
+		g := dlogp
+		if mb.b.Len() < dlogp.Len() {
+			g = dlogp.Slice(0, mb.b.Len())
+		}
+		err = tr.Backward(g)
+		tr.Free()
+		return err
+	}
 	var best time.Duration
 	for i := range o.repeat + 1 {
 		t0 := time.Now()
-		for _, mb := range mbs {
-			tr, err := m.ForwardTrain(&mb.b, nil, mb.targets)
-			if err != nil {
-				return 0, err
-			}
-			g := dlogp
-			if mb.b.Len() < dlogp.Len() {
-				g = dlogp.Slice(0, mb.b.Len())
-			}
-			err = tr.Backward(g)
-			tr.Free()
-			if err != nil {
+		for i := range mbs {
+			if err := runMicro(&mbs[i]); err != nil {
 				return 0, err
 			}
 		}
@@ -467,6 +488,11 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 		if d := time.Since(t0); i > 0 && (best == 0 || d < best) {
 			best = d
 		}
+	}
+	// One more micro-batch, counted (forward + backward, without the
+	// Sync that reads the loss back).
+	if counts.TrainMicroBatch, err = measure(be, func() error { return runMicro(&mbs[0]) }); err != nil {
+		return 0, err
 	}
 	return float64(o.trainSeqs*o.trainLen) / best.Seconds(), nil
 }

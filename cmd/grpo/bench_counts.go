@@ -1,0 +1,76 @@
+package main
+
+import (
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// benchCounts are what the CUDA backend (on a GPU or under emu) asked of
+// its device for one unit of each figure, read from its counting device
+// (cuda.Counter) after the timed runs: one decode step, one whole prefill
+// (--batch prompts of --prefill tokens), one train micro-batch. The decode
+// step's KV bytes are computed from the sequences' lengths (every layer
+// reads K and V for each position up to the new token's), which no
+// counter can see: the positions live on the device.
+type benchCounts struct {
+	DecodeStep      *cuda.Counts `json:"decode_step,omitempty"`
+	DecodeKVBytes   int64        `json:"decode_step_kv_bytes,omitempty"`
+	Prefill         *cuda.Counts `json:"prefill,omitempty"`
+	TrainMicroBatch *cuda.Counts `json:"train_micro_batch,omitempty"`
+}
+
+// counted returns the backend's counter, or nil when it has none (cpu).
+func counted(be kernels.Backend) *cuda.Backend {
+	b, _ := be.(*cuda.Backend)
+	return b
+}
+
+// measure returns what f asked of the device, or nil without a counter.
+// The Sync after f, which reports its errors, is not counted: a train
+// micro-batch leaves the wait to the optimiser step that reads the loss.
+func measure(be kernels.Backend, f func() error) (*cuda.Counts, error) {
+	cb := counted(be)
+	if cb == nil {
+		return nil, nil
+	}
+	before := cb.Counts()
+	if err := f(); err != nil {
+		return nil, err
+	}
+	c := cb.Counts().Sub(before) // before the Sync that checks f's work
+	if err := be.Sync(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// tagWeights marks the model's weights (and the adapter's, when there is
+// one) so GEMMs reading them count their bytes.
+func tagWeights(m *model.Model, ad *lora.Adapter) {
+	cb := counted(m.Backend)
+	if cb == nil {
+		return
+	}
+	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
+		cb.TagWeights(b)
+		return b
+	})
+	if ad == nil {
+		return
+	}
+	for l := range m.Config.NumLayers {
+		for p := range model.NumProj {
+			if lr := ad.LoRA(l, p); lr != nil {
+				cb.TagWeights(lr.A, lr.B)
+			}
+		}
+	}
+}
+
+// decodeKVBytes is the K and V a decode step reads: per sequence at
+// position pos, pos+1 rows of nKV·headDim f32 per layer, for K and V.
+func decodeKVBytes(c *model.Config, batch, pos int) int64 {
+	return int64(batch) * int64(pos+1) * int64(c.NumLayers) * 2 * int64(c.NumKVHeads*c.HeadDim) * 4
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels/cuda"
+	_ "github.com/grpo-dev/grpo/kernels/emu" // registers the "emu" backend
+	"github.com/grpo-dev/grpo/model"
+)
+
+// TestBenchJSONCountsOnEmu: `grpo bench --json` on the CUDA backend
+// reports, per decode step, per prefill and per train micro-batch, what
+// the backend asked of its device; the decode step after warm-up is one
+// graph launch with no allocation, free, upload or host-issued kernel and
+// the two downloads of 8 bytes a sequence; the train micro-batch after the
+// first allocates, frees and waits for nothing; GEMMs read the weights.
+func TestBenchJSONCountsOnEmu(t *testing.T) {
+	const shape = "test-qwen3-counts"
+	model.Shapes[shape] = model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 16, VocabSize: 128, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}
+	defer delete(model.Shapes, shape)
+	var out bytes.Buffer
+	old := stdout
+	stdout = &out
+	const batch = 8
+	err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", prefill: 4, decode: 3, batch: batch, repeat: 1,
+		prefillChunk: 64, temperature: 1, json: true, noMatmul: true, trainSeqs: 2, trainLen: 8, loraRank: 4})
+	stdout = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Counts benchCounts }
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v in %s", err, out.String())
+	}
+	c := res.Counts
+	if c.DecodeStep == nil || c.Prefill == nil || c.TrainMicroBatch == nil {
+		t.Fatalf("counts missing: %s", out.String())
+	}
+	d := *c.DecodeStep
+	want := cuda.Counts{GraphLaunches: 1, GraphKernels: d.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * batch, WeightBytes: d.WeightBytes}
+	if d != want {
+		t.Errorf("decode step: %v\nwant 1 graph launch, 2 syncs, 2 downloads of %d bytes and nothing else", d, 4*batch)
+	}
+	// Weights read once per step at least: the embedding-tied LM head and
+	// every layer's projections, bf16.
+	cfg := model.Shapes[shape]
+	if min := int64(2 * cfg.VocabSize * cfg.HiddenSize); d.WeightBytes < min {
+		t.Errorf("decode step reads %d weight bytes, less than the LM head's %d", d.WeightBytes, min)
+	}
+	if want := decodeKVBytes(&cfg, batch, 7); c.DecodeKVBytes != want {
+		t.Errorf("decode step KV bytes %d, want %d", c.DecodeKVBytes, want)
+	}
+	if tr := *c.TrainMicroBatch; tr.Allocs != 0 || tr.Frees != 0 || tr.Syncs != 0 || tr.Launches == 0 {
+		t.Errorf("train micro-batch after the first: %v; want launches but no alloc, free or sync", tr)
+	}
+	if p := *c.Prefill; p.Launches == 0 || p.GEMMs == 0 {
+		t.Errorf("prefill: %v; want launches and GEMMs", p)
+	}
+}
