@@ -127,6 +127,20 @@ func ArgBytes(a any) ([]byte, error) {
 	return nil, fmt.Errorf("kernel argument of type %T: want DevicePtr, int32 or float32", a)
 }
 
+// ArgWord is ArgBytes as one little-endian word (the low 4 bytes for
+// int32/float32), without allocating: the driver's 8-byte parameter slots.
+func ArgWord(a any) (uint64, error) {
+	switch v := a.(type) {
+	case DevicePtr:
+		return uint64(v), nil
+	case int32:
+		return uint64(uint32(v)), nil
+	case float32:
+		return uint64(*(*uint32)(unsafe.Pointer(&v))), nil
+	}
+	return 0, fmt.Errorf("kernel argument of type %T: want DevicePtr, int32 or float32", a)
+}
+
 func le(v uint64, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {

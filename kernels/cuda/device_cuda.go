@@ -54,7 +54,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"runtime"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -63,14 +62,16 @@ import (
 // driverDevice is a Device on a real GPU through the CUDA driver API
 // (gorgonia.org/cu, plus the few calls above). A CUDA context is current on
 // one OS thread, so one goroutine locked to its thread owns it and runs
-// every call; the methods hand it closures and wait for their errors.
+// every call (owner.go): the calls that return nothing but an error —
+// launches, GEMMs, device copies, memsets, event records, graph launches —
+// are queued in batches, the others hand over the batch with themselves
+// and wait.
 // Every driver call's error is checked where it is made (cu.Ctx's batching
 // methods, which overwrite earlier errors, are not used). Kernels, GEMMs
 // and copies all go to one non-blocking stream that the owner created;
 // the host waits only in WaitEvent, Sync, Free and Close.
 type driverDevice struct {
-	work   chan func()
-	quit   chan struct{}
+	owner  *ownerThread
 	dev    C.CUdevice
 	stream cu.Stream
 	fns    map[string]cu.Function
@@ -103,31 +104,13 @@ func cuErr(what string, r C.CUresult) error {
 // context current on it, creates the stream, loads the PTX for the GPU's
 // architecture and opens cuBLAS.
 func openDriver(ordinal int) (*driverDevice, error) {
-	d := &driverDevice{work: make(chan func()), quit: make(chan struct{}), fns: map[string]cu.Function{}, figs: map[string]KernelFigures{}, optIn: map[string]int{}, events: map[Event]cu.Event{}, graphs: map[Graph]C.CUgraphExec{}}
-	started := make(chan error, 1)
-	go d.own(ordinal, started)
-	if err := <-started; err != nil {
+	d := &driverDevice{fns: map[string]cu.Function{}, figs: map[string]KernelFigures{}, optIn: map[string]int{}, events: map[Event]cu.Event{}, graphs: map[Graph]C.CUgraphExec{}}
+	o, err := startOwner(func() error { return d.setup(ordinal) })
+	if err != nil {
 		return nil, err
 	}
+	d.owner = o
 	return d, nil
-}
-
-func (d *driverDevice) own(ordinal int, started chan<- error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := d.setup(ordinal); err != nil {
-		started <- err
-		return
-	}
-	started <- nil
-	for {
-		select {
-		case f := <-d.work:
-			f()
-		case <-d.quit:
-			return
-		}
-	}
 }
 
 func (d *driverDevice) setup(ordinal int) error {
@@ -231,12 +214,10 @@ func (d *driverDevice) SetMaxDynamicShared(name string, bytes int) error {
 	})
 }
 
-// do runs f on the owner thread and returns its error.
-func (d *driverDevice) do(f func() error) error {
-	errc := make(chan error, 1)
-	d.work <- func() { errc <- f() }
-	return <-errc
-}
+// do runs the queued work and then f on the owner thread and returns
+// their errors; queue adds f to the batch (ownerThread).
+func (d *driverDevice) do(f func() error) error    { return d.owner.do(f) }
+func (d *driverDevice) queue(f func() error) error { return d.owner.queue(f) }
 
 func (d *driverDevice) Name() string { return "cuda" }
 
@@ -329,7 +310,7 @@ func (d *driverDevice) NewEvent() (Event, error) {
 }
 
 func (d *driverDevice) Record(e Event) error {
-	return d.do(func() error {
+	return d.queue(func() error {
 		ev, err := d.event(e)
 		if err != nil {
 			return err
@@ -367,7 +348,7 @@ func (d *driverDevice) destroyEvent(e Event) error {
 func (d *driverDevice) cstream() C.CUstream { return C.CUstream(unsafe.Pointer(d.stream.C())) }
 
 func (d *driverDevice) Memset(p DevicePtr, bytes int) error {
-	return d.do(func() error {
+	return d.queue(func() error {
 		return wrap(fmt.Sprintf("cuMemsetD8Async(%d bytes)", bytes), cu.MemsetD8Async(cu.DevicePtr(p), 0, int64(bytes), d.stream))
 	})
 }
@@ -410,7 +391,7 @@ func (d *driverDevice) EndCapture() (Graph, error) {
 }
 
 func (d *driverDevice) LaunchGraph(g Graph) error {
-	return d.do(func() error {
+	return d.queue(func() error {
 		exec, ok := d.graphs[g]
 		if !ok {
 			return fmt.Errorf("cuda: graph %d is not one of this device's", g)
@@ -433,7 +414,7 @@ func (d *driverDevice) destroyGraph(g Graph) error {
 }
 
 func (d *driverDevice) CopyDtoD(dst, src DevicePtr, bytes int) error {
-	return d.do(func() error {
+	return d.queue(func() error {
 		return wrap("cuMemcpyDtoDAsync", cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(bytes), d.stream))
 	})
 }
@@ -452,16 +433,14 @@ func (d *driverDevice) Launch(name string, grid, block Dim3, sharedBytes int, ar
 	slots := make([]uint64, len(args))
 	params := make([]unsafe.Pointer, len(args))
 	for i, a := range args {
-		b, err := ArgBytes(a)
+		w, err := ArgWord(a)
 		if err != nil {
 			return fmt.Errorf("cuda: launching %s: argument %d: %w", name, i, err)
 		}
-		for j, c := range b {
-			slots[i] |= uint64(c) << (8 * j)
-		}
+		slots[i] = w
 		params[i] = unsafe.Pointer(&slots[i])
 	}
-	return d.do(func() error {
+	return d.queue(func() error {
 		err := fn.Launch(int(grid.X), int(grid.Y), int(grid.Z), int(block.X), int(block.Y), int(block.Z), sharedBytes, d.stream, params)
 		if err != nil {
 			return fmt.Errorf("cuda: launching %s grid %v block %v shared %d: %w", name, grid, block, sharedBytes, err)
@@ -471,11 +450,11 @@ func (d *driverDevice) Launch(name string, grid, block Dim3, sharedBytes int, ar
 }
 
 func (d *driverDevice) Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
-	return d.do(func() error { return d.blas.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
+	return d.queue(func() error { return d.blas.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
 }
 
 func (d *driverDevice) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
-	return d.do(func() error { return d.blas.gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
+	return d.queue(func() error { return d.blas.gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
 }
 
 // MemInfo is cuMemGetInfo in the backend's context: free and total bytes
@@ -521,6 +500,5 @@ func (d *driverDevice) Close() error {
 		errs = append(errs, cuErr("releasing the primary context", C.grpo_primary_ctx_release(d.dev)))
 		return errors.Join(errs...)
 	})
-	close(d.quit)
-	return err
+	return errors.Join(err, d.owner.stop())
 }
