@@ -102,7 +102,7 @@ func (d *Decoder) bucketFor(n int) int {
 // Load makes rows the sequences of the next steps, uploading their
 // tokens, slots, positions, parameters and random streams. padSlot is a
 // slot no sequence uses: padding rows (up to the bucket size) write its
-// position 0.
+// position 0. With padSlot < 0 the step runs exactly len(rows) rows.
 func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 	c := d.m.Config
 	if len(rows) == 0 || len(rows) > d.maxRows {
@@ -122,8 +122,10 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 		}
 	}
 	n := d.bucketFor(len(rows))
-	if n > len(rows) && (padSlot < 0 || padSlot >= cache.Slots) {
-		return fmt.Errorf("decode step of %d rows padded to %d needs a padding slot; %d is outside the cache's %d slots", len(rows), n, padSlot, cache.Slots)
+	if padSlot < 0 {
+		n = len(rows) // no padding slot: a bucket of the exact size
+	} else if padSlot >= cache.Slots {
+		return fmt.Errorf("decode step: padding slot %d is outside the cache's %d slots", padSlot, cache.Slots)
 	}
 	b := d.buckets[n]
 	if b == nil {

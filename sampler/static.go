@@ -21,9 +21,13 @@ import (
 type staticState struct {
 	decoder *model.Decoder
 	loaded  []*Seq // the sequences of the last static step, in order; nil after any other step
-	rows    []model.DecodeRow
-	toks    []int32
-	lps     []float32
+	// pad is the free slot the padding rows write (−1: none); on a paged
+	// cache it maps one block that no sequence's reservation counts.
+	pad    int
+	hasPad bool
+	rows   []model.DecodeRow
+	toks   []int32
+	lps    []float32
 }
 
 // staticOK reports whether live can take a static step.
@@ -32,7 +36,7 @@ func (s *Sampler) staticOK(live []*Seq) bool {
 		return false
 	}
 	for _, q := range live {
-		if len(q.tokens)-q.cached != 1 || q.params.TopLogprobs > 0 {
+		if q.awaitsFork || len(q.tokens)-q.cached != 1 || q.params.TopLogprobs > 0 {
 			return false
 		}
 	}
@@ -86,10 +90,14 @@ func (s *Sampler) loadStatic(live []*Seq) error {
 		st.rows = append(st.rows, model.DecodeRow{Slot: int32(q.slot), Pos: int32(q.cached), Token: q.tokens[q.cached],
 			Params: q.params.SampleParams, PCGHi: hi, PCGLo: lo})
 	}
+	s.dropPad()
 	pad := -1
-	if st.decoder.Bucket(len(live)) > len(live) {
-		// The bucket is capped at Slots, so a larger one leaves a slot free.
+	// The bucket is capped at Slots, so a larger one leaves a slot free;
+	// its block must be one no sequence has reserved, else the step runs
+	// unpadded (a graph of its exact size).
+	if st.decoder.Bucket(len(live)) > len(live) && s.cfg.Blocks-s.reserved >= 1 {
 		pad = s.free[len(s.free)-1]
+		st.pad, st.hasPad = pad, true
 	}
 	if err := st.decoder.Load(s.cache, st.rows, pad); err != nil {
 		return fmt.Errorf("sampler: %w", err)
@@ -120,8 +128,22 @@ func pcgState(q *Seq) (hi, lo uint64, err error) {
 	return binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:]), nil
 }
 
+// dropPad returns the padding slot's block, so the slot can be started
+// (Fork needs a slot that maps nothing) and the block be reserved; the
+// next static step loads afresh.
+func (s *Sampler) dropPad() {
+	st := &s.static
+	if st.hasPad {
+		s.cache.Release(st.pad)
+		st.hasPad, st.loaded = false, nil
+	}
+}
+
 // freeStatic releases the decoder's workspaces.
 func (s *Sampler) freeStatic() {
+	if s.cache != nil {
+		s.dropPad()
+	}
 	if s.static.decoder != nil {
 		s.static.decoder.Free()
 		s.static.decoder = nil

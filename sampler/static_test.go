@@ -15,7 +15,8 @@ import (
 type hideGraphs struct{ kernels.Backend }
 
 // TestStaticDecodeMatchesForwardOnEmu generates two turns (the second
-// after appended tokens) for six sequences of different lengths,
+// after appended tokens) for six sequences — four of them a group sharing
+// its prompt's cache blocks — of different lengths,
 // parameters and stop conditions on the emulated CUDA backend, once through
 // the static decode path (graphs, padding rows, reloads as sequences
 // finish) and once through Forward + Sample on the same device: every
@@ -41,13 +42,20 @@ func TestStaticDecodeMatchesForwardOnEmu(t *testing.T) {
 		s := newSampler(t, m, nil, Config{Slots: 8, MaxLen: 96})
 		before := be.Counts()
 		var seqs []*Seq
-		for i, p := range prompts(len(params)) {
+		ps := prompts(len(params))
+		for i, p := range ps[:2] {
 			q, err := s.Start(p, params[i])
 			if err != nil {
 				t.Fatal(err)
 			}
 			seqs = append(seqs, q)
 		}
+		// A group sharing its prompt's blocks (forked, copy on write).
+		g, err := s.StartGroup(append(ps[2], 5, 6, 7), params[2:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, g...)
 		var turns []Turn
 		for turn := range 2 {
 			if turn == 1 {
