@@ -92,10 +92,10 @@ func (s *Sampler) loadStatic(live []*Seq) error {
 	}
 	s.dropPad()
 	pad := -1
-	// The bucket is capped at Slots, so a larger one leaves a slot free;
-	// its block must be one no sequence has reserved, else the step runs
-	// unpadded (a graph of its exact size).
-	if st.decoder.Bucket(len(live)) > len(live) && s.cfg.Blocks-s.reserved >= 1 {
+	// Padding needs a free slot (sequences outside this step may hold
+	// the others) and a block no sequence has reserved; without them the
+	// step runs unpadded (a graph of its exact size).
+	if st.decoder.Bucket(len(live)) > len(live) && len(s.free) > 0 && s.cfg.Blocks-s.reserved >= 1 {
 		pad = s.free[len(s.free)-1]
 		st.pad, st.hasPad = pad, true
 	}
