@@ -66,8 +66,8 @@ func TestEstimateQwen3Hand(t *testing.T) {
 		{PhaseResident, "LoRA params", lora * 8},
 		{PhaseResident, "AdamW", lora * 8},
 		// 256 slots × (128 + 512) tokens × 28 layers × 8 kv heads × 128 × K,V × 4 B,
-		// and an int32 block-table entry per slot.
-		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*4},
+		// and an int32 block-table entry per slot and block of 16 tokens.
+		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*40*4},
 	}
 	for _, c := range checks {
 		if got := item(t, e, c.phase, c.name); got != c.want {
@@ -194,6 +194,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
 				for i := range prompts {
 					prompts[i] = make([]int32, prompt)
+					prompts[i][0] = int32(i / 2) // an example's 2 rollouts share its prompt
 					params[i] = sampler.DefaultParams()
 					params[i].MaxTokens = maxTok
 				}
@@ -295,9 +296,10 @@ func TestEstimateEvalAndMixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 500 × 4 eval slots of (256 assumed + 100) tokens beat 48 training
-	// slots; the block table is an int32 per slot.
-	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*356*8*4*64*2*4+2000*4); got != want || e.PeakPhase != PhaseEval {
+	// 500 × 4 eval slots of (256 assumed + 100) tokens, in 23 blocks of 16
+	// (368 rows) each, beat 48 training slots; the block table is an int32
+	// per slot and block.
+	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*368*8*4*64*2*4+2000*23*4); got != want || e.PeakPhase != PhaseEval {
 		t.Errorf("eval KV %d, want %d; peak phase %s", got, want, e.PeakPhase)
 	}
 	if !strings.Contains(strings.Join(e.Assumptions, "\n"), "assumed 256 tokens") {

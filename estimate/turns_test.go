@@ -36,11 +36,16 @@ func TestEstimateCountsTurns(t *testing.T) {
 	one, _ := kv(1)
 	three, detail := kv(3)
 	// No tokenizer with a named shape: the prompt is taken at 256 tokens.
-	table := kvTableBytes(16)
-	if want := perToken*(AssumedPromptTokens+100) + table; one != want {
+	// Each slot's tokens take whole blocks of 16, with an int32 table entry
+	// per block.
+	pool := func(tokens int) int64 {
+		blocks := int64((tokens + 15) / 16)
+		return perToken*16*blocks + kvTableBytes(16*blocks)
+	}
+	if want := pool(AssumedPromptTokens + 100); one != want {
 		t.Errorf("1 turn: KV cache %d bytes, want %d", one, want)
 	}
-	if want := perToken*(AssumedPromptTokens+3*100+2*rollout.ReplyBudget) + table; three != want {
+	if want := pool(AssumedPromptTokens + 3*100 + 2*rollout.ReplyBudget); three != want {
 		t.Errorf("3 turns: KV cache %d bytes, want %d", three, want)
 	}
 	if !strings.Contains(detail, "3 turns × max_tokens 100 + 2 replies") {
