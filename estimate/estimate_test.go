@@ -357,11 +357,20 @@ func TestStepTimeExtrapolate(t *testing.T) {
 	st := &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
 		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
 	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100}})
-	// 16 slots: prefill 16·50 µs = 0.8 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
-	gen := 800*time.Microsecond + 100*25*time.Millisecond
+	// 16 slots: prefill 4 prompts · 50 µs + 12 followers' last token · 1 µs
+	// = 0.212 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
+	gen := 212*time.Microsecond + 100*25*time.Millisecond
 	train := 16*150*100*time.Microsecond + 5*time.Millisecond
 	if st.Generate != gen || st.Train != train || st.Total != 10*(gen+train) {
 		t.Errorf("generate %v train %v total %v; want %v %v %v", st.Generate, st.Train, st.Total, gen, train, 10*(gen+train))
+	}
+	// A KV plan holding 6 of the 16 at once: passes of 6, 6 and 4 (10 ms +
+	// 1 ms·5, twice, and 10 ms + 1 ms·3), each × 100 decode steps.
+	st = &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
+		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
+	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100, Concurrent: 6}})
+	if want := 212*time.Microsecond + 100*(2*15+13)*time.Millisecond; st.Generate != want {
+		t.Errorf("generate at a cap of 6: %v, want %v", st.Generate, want)
 	}
 }
 

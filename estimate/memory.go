@@ -80,6 +80,9 @@ type EnvShape struct {
 	// ReplyTokens is the room kept for the environment's reply between
 	// turns (rollout.ReplyTokens); 0 means rollout.ReplyBudget.
 	ReplyTokens int
+	// Concurrent is the rollouts the sampler's KV pool holds at once (the
+	// KVPlan's cap), for the step time; 0 means all of them.
+	Concurrent int
 }
 
 // replyTokens is s's reply room between turns.

@@ -60,7 +60,9 @@ func TestStepTimeExtrapolateTurns(t *testing.T) {
 		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Steps: 1}
 	st.extrapolate([]EnvShape{{Examples: 1, Rollouts: 2, PromptTokens: 50, MaxTurns: 3, MaxTokens: 100}})
 	r := rollout.ReplyBudget
-	gen := time.Duration(2*(50+2*r))*time.Microsecond + 300*10*time.Millisecond
+	// One prompt of 50 prefilled once, the second rollout's last prompt
+	// token, and both rollouts' two replies.
+	gen := time.Duration(50+1+2*2*r)*time.Microsecond + 300*10*time.Millisecond
 	train := time.Duration(2*(50+300+2*r)) * 100 * time.Microsecond
 	if st.Generate != gen || st.Train != train {
 		t.Errorf("generate %v train %v; want %v %v", st.Generate, st.Train, gen, train)
