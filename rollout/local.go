@@ -29,8 +29,14 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		}
 	}
 	turns := sizingTurns(e, opts.MaxTurns)
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e)),
-		Blocks: opts.KVBlocks, NoPrefixSharing: opts.NoPrefixSharing})
+	maxLen := CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))
+	blocks := opts.KVBlocks
+	if blocks > 0 {
+		// A plan made for shorter prompts still runs one episode at a time.
+		blocks = max(blocks, sampler.GroupBlocks(longest, 1, maxLen, sampler.DefaultBlockSize, false))
+	}
+	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
+		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,11 @@ import (
 type groupRun struct {
 	tokens [][]int32
 	lps    [][]float32
+	// full is each sequence's whole token list at the end and gen the
+	// indices in it of the sampled tokens (lps[i][j] is the log-prob of
+	// full[i][gen[i][j]]).
+	full   [][]int32
+	gen    [][]int
 	stats  Stats
 	copies int
 }
@@ -42,11 +47,15 @@ func playGroups(t *testing.T, m *model.Model, cfg Config, prompts [][]int32, g i
 	}
 	var r groupRun
 	r.tokens, r.lps = make([][]int32, len(seqs)), make([][]float32, len(seqs))
+	r.gen = make([][]int, len(seqs))
 	for turn := range 2 {
 		if err := s.Run(context.Background(), seqs); err != nil {
 			t.Fatal(err)
 		}
 		for i, q := range seqs {
+			for k := range q.Turn.Tokens {
+				r.gen[i] = append(r.gen[i], q.Len()-len(q.Turn.Tokens)+k)
+			}
 			r.tokens[i] = append(r.tokens[i], q.Turn.Tokens...)
 			r.lps[i] = append(r.lps[i], q.Turn.Logprobs...)
 			if turn == 0 {
@@ -57,6 +66,9 @@ func playGroups(t *testing.T, m *model.Model, cfg Config, prompts [][]int32, g i
 		}
 	}
 	r.stats, r.copies = s.Stats(), s.Cache().Copies
+	for _, q := range seqs {
+		r.full = append(r.full, append([]int32(nil), q.Tokens()...))
+	}
 	for _, q := range seqs {
 		s.Release(q)
 	}
@@ -113,9 +125,16 @@ func TestSharedPromptMatchesOwnPrefill(t *testing.T) {
 	}
 }
 
-// TestSharedPromptEmuMatchesCPU runs the shared path on the emulated GPU:
-// the same tokens as on the CPU, log-probs within the attention
-// conformance bound scaled to a 2-layer model (1e-4).
+// TestSharedPromptEmuMatchesCPU runs the shared path on the emulated GPU,
+// whose sampler cache is bf16 (Description.KVCache): keys and values are
+// rounded to bf16 (relative error ≤ 2⁻⁹) before attention, so a token can
+// differ from the CPU's where two candidates are nearly tied, and the
+// comparison is teacher-forced: the log-prob the emu reports for each
+// token it sampled is held to the CPU's f32 forward over the emu's own
+// sequence (model.TokenLogprobs) within 2e-3 — the bf16 cache's effect on
+// this 2-layer model's log-probs is 2.6e-4 at most here, an f32 cache's
+// ~1e-6 (TestSharedPromptMatchesOwnPrefill), and a copy-on-write
+// skipped shifts 37 of them past the bound, by up to 1.2e-2.
 func TestSharedPromptEmuMatchesCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("emu: -short")
@@ -123,11 +142,27 @@ func TestSharedPromptEmuMatchesCPU(t *testing.T) {
 	cpuModel := tinyModel(t)
 	be := emu.New()
 	t.Cleanup(func() { be.Close() })
+	if be.Describe().KVCache != kernels.BF16 {
+		t.Fatalf("emu's KV cache is %v, want bf16", be.Describe().KVCache)
+	}
 	emuModel := model.NewRandom(cpuModel.Config, kernels.Backend(be), 7)
 	cfg := Config{Slots: 8, MaxLen: 48, BlockSize: 4}
-	want := playGroups(t, cpuModel, cfg, sharePrompts(), 4)
 	got := playGroups(t, emuModel, cfg, sharePrompts(), 4)
-	compareRuns(t, got, want, 1e-4)
+	var worst float64
+	for i, full := range got.full {
+		want, err := cpuModel.TokenLogprobs(full, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, at := range got.gen[i] {
+			d := math.Abs(float64(got.lps[i][j] - want[at-1]))
+			worst = max(worst, d)
+			if d > 2e-3 {
+				t.Errorf("sequence %d token %d (%d): emu log-prob %v, cpu %v (|Δ| %.2g > 2e-3)", i, j, full[at], got.lps[i][j], want[at-1], d)
+			}
+		}
+	}
+	t.Logf("emu (bf16 cache) vs cpu (f32) log-probs, teacher-forced: max |Δ| = %.2g", worst)
 }
 
 func compareRuns(t *testing.T, got, want groupRun, tol float64) {

@@ -133,6 +133,8 @@ type run struct {
 	step    int
 	seed    uint64
 	bar     *progress
+	// kvBlocks bounds the sampler's KV pool (planKVPool); 0: unbounded.
+	kvBlocks int
 	// notes are warnings found during setup, shown once the display starts.
 	notes []string
 }
@@ -305,6 +307,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.setupState(); err != nil {
 		return nil, err
 	}
+	r.planKVPool()
 	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)
 	for _, n := range r.notes {
 		r.bar.note("%s", n)

@@ -7,18 +7,26 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// KVWrite copies each row of x to the cache row its page table names.
+// KVWrite copies each row of x to the cache row its page table names,
+// rounding to bf16 when the cache is a BF16 buffer (the twin of the GPU's
+// kv_write_bf16; this backend's own caches are F32, Describe().KVCache).
 func (be *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
 	positive("KVWrite", nTok, width)
 	xs := floats("KVWrite", "x", x, nTok*width)
 	ss := ints("KVWrite", "seq", seq, nTok)
 	ps := ints("KVWrite", "pos", pos, nTok)
-	cs := f32("KVWrite", "cache", cache, cache.Len())
+	cs := floats("KVWrite", "cache", cache, cache.Len())
 	pt := pagesOf("KVWrite", pages, len(cs), width)
 	pt.check("KVWrite", ss, ps)
+	bf16 := cache.DType() == kernels.BF16
 	for t := range nTok {
-		dst := pt.row(int(ss[t]), int(ps[t])) * width
-		copy(cs[dst:dst+width], xs[t*width:(t+1)*width])
+		dst := cs[pt.row(int(ss[t]), int(ps[t]))*width:][:width]
+		copy(dst, xs[t*width:(t+1)*width])
+		if bf16 {
+			for j, v := range dst {
+				dst[j] = roundBF16(v)
+			}
+		}
 	}
 }
 
