@@ -43,4 +43,14 @@
 // hands it to the op, so a token depends on neither the batch nor the
 // backend. Rows whose logits hold NaN or +Inf come back flagged and end
 // Run with an error naming the value, the sequence and the token id.
+//
+// On a backend that captures graphs (cuda, emu), a step in which every
+// sequence has only its last sampled token pending is a static decode step
+// (model.Decoder, static.go): the set is loaded into a device workspace
+// once, each step is one graph launch that embeds the previous step's
+// tokens, samples with SampleStream — the same draws from the same PCG
+// streams, made on the device — and advances the positions there, and only
+// the tokens and log-probs come back. The host mirrors each stream's draws,
+// so when the set changes (a sequence finishes, joins or is appended to)
+// it reloads the decoder and the tokens are those of the Forward path.
 package sampler
