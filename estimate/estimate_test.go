@@ -205,8 +205,11 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				t.Errorf("sampling: allocated %d, estimate %d", gen, want)
 			}
 
+			// The step's samples (slots of them: two micro-batches of two
+			// rollouts), as the estimate's per-token metrics count the step.
+			stepSamples := append(packedSamples(micro, prompt, maxTok, mc.VocabSize), packedSamples(micro, prompt, maxTok, mc.VocabSize)...)
 			trained := be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+				_, err := loss.PolicyGradient(policy, stepSamples, cfg.Loss, maxTok, micro)
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {
@@ -221,7 +224,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			trained = be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+				_, err := loss.PolicyGradient(policy, stepSamples, cfg.Loss, maxTok, micro)
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {

@@ -180,7 +180,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	var worst phaseBytes
 	var worstPlan KVPlan
 	var seqs []trainSeq
+	stepTrained := int64(0) // trained tokens of a whole step: the policy update's metrics
 	for _, s := range train {
+		stepTrained += int64(s.Examples) * int64(s.Rollouts) * int64(s.MaxTokens) * int64(max(1, s.MaxTurns))
 		p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseSampling, o.Available)
 		longest = max(longest, p.maxLen)
 		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
@@ -190,7 +192,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	worst.emit(e, PhaseSampling)
 	e.KV = append(e.KV, worstPlan)
-	e.trainingItems(cfg, mc, targets, longest, seqs)
+	e.trainingItems(cfg, mc, targets, longest, seqs, stepTrained)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
 		var evalPlan KVPlan
@@ -473,7 +475,7 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  plus the copy of its logp (1 per scored row) that outlives it; the
 //	  trace is freed before anything below is allocated,
 //	or the loss buffers (loss/microbatch.go), per scored row: old, adv, w,
-//	  loss, dlogp, clip (6), ref and kl (2 with beta > 0), and the backward
+//	  dlogp (4), ref (1 with beta > 0), and the backward
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
 //	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
 //	  scored row, freed before the layers) and one layer's, per token,
@@ -481,11 +483,14 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
 //	  (dh1), freed before the next layer
 //
-// so the phase holds trace + max(reference, loss + backward).
+// so the phase holds trace + max(reference, loss + backward), plus, for
+// the whole step, the per-token metrics every micro-batch writes and the
+// host reads once at the end (loss/microbatch.go stepStats): logp,
+// entropy, loss, clip (4) and kl (1 with beta > 0) per trained token.
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq) {
+func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq, stepTrained int64) {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	h, q, kv, inter, v := dims(mc)
@@ -503,12 +508,19 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	e.add(PhaseTraining, "activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
-	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
-	// with beta > 0) are allocated after the KL reference trace is freed,
-	// with the backward scratch; the larger of the two sets the peak.
-	loss := int64(6)
+	// The step's metrics live through every micro-batch.
+	metrics := int64(4)
 	if cfg.Loss.Beta > 0 {
-		loss += 2
+		metrics++
+	}
+	e.add(PhaseTraining, "per-token metrics of the step", metrics*stepTrained*f32Bytes,
+		fmt.Sprintf("%d trained tokens; read back once per step", stepTrained))
+	// The loss buffers (old, adv, w, dlogp, and ref with beta > 0) are
+	// allocated after the KL reference trace is freed, with the backward
+	// scratch; the larger of the two sets the peak.
+	loss := int64(4)
+	if cfg.Loss.Beta > 0 {
+		loss++
 	}
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)

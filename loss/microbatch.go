@@ -13,14 +13,87 @@ type lossSums struct {
 	clipLow, clipHigh int
 }
 
+// stepStats holds, on the device, the per-token metrics of every trained
+// token of an optimiser step — log-prob, entropy, loss, clip decision and
+// KL — each micro-batch writing its rows at off, so they are read back
+// once, after the last micro-batch (read), not after each: a micro-batch
+// then waits for nothing. rows[i] names token i's batch row, for the
+// error a non-finite log-prob gives.
+type stepStats struct {
+	be                        kernels.Backend
+	logp, ent, loss, clip, kl kernels.Buffer
+	off                       int
+	rows                      []int32
+}
+
+func newStepStats(be kernels.Backend, n int, kl bool) *stepStats {
+	f := func() kernels.Buffer { return be.Alloc(kernels.F32, n) }
+	st := &stepStats{be: be, logp: f(), ent: f(), loss: f(), clip: f()}
+	if kl {
+		st.kl = f()
+	}
+	return st
+}
+
+func (st *stepStats) free() {
+	for _, b := range []kernels.Buffer{st.logp, st.ent, st.loss, st.clip, st.kl} {
+		if b != nil {
+			st.be.Free(b)
+		}
+	}
+}
+
+// slice is rows [off, off+n) of b, or nil for a nil b.
+func (st *stepStats) slice(b kernels.Buffer, n int) kernels.Buffer {
+	if b == nil {
+		return nil
+	}
+	return b.Slice(st.off, n)
+}
+
+// read downloads the step's metrics and sums them into sums.
+func (st *stepStats) read(sums *lossSums) error {
+	n := st.off
+	logp, ent, loss, clip := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	st.be.Download(logp, st.logp.Slice(0, n))
+	st.be.Download(ent, st.ent.Slice(0, n))
+	st.be.Download(loss, st.loss.Slice(0, n))
+	st.be.Download(clip, st.clip.Slice(0, n))
+	var kl []float32
+	if st.kl != nil {
+		kl = make([]float32, n)
+		st.be.Download(kl, st.kl.Slice(0, n))
+	}
+	if err := st.be.Sync(); err != nil {
+		return err
+	}
+	for t := range n {
+		if math.IsNaN(float64(logp[t])) || math.IsInf(float64(logp[t]), 0) {
+			return fmt.Errorf("non-finite log-probability %v at token %d of the batch: the model's logits overflowed or hold NaN", logp[t], st.rows[t])
+		}
+		sums.loss += float64(loss[t])
+		sums.entropy += float64(ent[t])
+		if kl != nil {
+			sums.kl += float64(kl[t])
+		}
+		switch {
+		case clip[t] < 0:
+			sums.clipLow++
+		case clip[t] > 0:
+			sums.clipHigh++
+		}
+	}
+	return nil
+}
+
 // policyMicroBatch runs one micro-batch's forward, loss and backward and
-// adds its trained tokens' metrics into sums. Only rows with loss weight
+// writes its trained tokens' metrics into st. Only rows with loss weight
 // are scored (the prompt's and masked tokens' rows would add exact zeros
 // to the gradient through the largest GEMM of the step), so the loss runs
 // over those rows alone; a micro-batch without any is skipped. The per-token
 // KL and clip decisions come from PolicyLoss itself (the float64 values the
-// loss used), so the host only sums them.
-func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32, cfg Config, sums *lossSums) error {
+// loss used), so the host only sums them, once per step (stepStats.read).
+func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32, cfg Config, st *stepStats) error {
 	be := policy.Backend
 	var b model.Batch
 	var rows, targets []int32
@@ -50,14 +123,12 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		return err
 	}
 	defer tr.Free()
-	var refBuf, klBuf kernels.Buffer
+	var refBuf kernels.Buffer
 	if cfg.Beta != 0 {
 		if refBuf, err = referenceLogp(policy, &b, rows, targets); err != nil {
 			return err
 		}
 		defer be.Free(refBuf)
-		klBuf = be.Alloc(kernels.F32, n)
-		defer be.Free(klBuf)
 	}
 	upload := func(v []float32) kernels.Buffer {
 		buf := be.Alloc(kernels.F32, len(v))
@@ -65,47 +136,21 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		return buf
 	}
 	oldBuf, advBuf, wBuf := upload(old), upload(adv), upload(w)
-	lossBuf, dlogp, clipBuf := be.Alloc(kernels.F32, n), be.Alloc(kernels.F32, n), be.Alloc(kernels.F32, n)
+	dlogp := be.Alloc(kernels.F32, n)
 	defer func() {
-		for _, x := range []kernels.Buffer{oldBuf, advBuf, wBuf, lossBuf, dlogp, clipBuf} {
+		for _, x := range []kernels.Buffer{oldBuf, advBuf, wBuf, dlogp} {
 			be.Free(x)
 		}
 	}()
-	be.PolicyLoss(lossBuf, dlogp, klBuf, clipBuf, tr.Logp, oldBuf, refBuf, advBuf, wBuf, n, kernels.PolicyLossParams{
+	be.PolicyLoss(st.slice(st.loss, n), dlogp, st.slice(st.kl, n), st.slice(st.clip, n), tr.Logp, oldBuf, refBuf, advBuf, wBuf, n, kernels.PolicyLossParams{
 		EpsLow: float32(cfg.Epsilon), EpsHigh: float32(cfg.epsHigh()), Beta: float32(cfg.Beta)})
 	if err := tr.Backward(dlogp); err != nil {
 		return err
 	}
-
-	logp, ent, loss, clip := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
-	be.Download(logp, tr.Logp)
-	be.Download(ent, tr.Entropy)
-	be.Download(loss, lossBuf)
-	be.Download(clip, clipBuf)
-	var kl []float32
-	if klBuf != nil {
-		kl = make([]float32, n)
-		be.Download(kl, klBuf)
-	}
-	if err := be.Sync(); err != nil {
-		return err
-	}
-	for t := range n {
-		if math.IsNaN(float64(logp[t])) || math.IsInf(float64(logp[t]), 0) {
-			return fmt.Errorf("non-finite log-probability %v at token %d of the batch: the model's logits overflowed or hold NaN", logp[t], rows[t])
-		}
-		sums.loss += float64(loss[t])
-		sums.entropy += float64(ent[t])
-		if kl != nil {
-			sums.kl += float64(kl[t])
-		}
-		switch {
-		case clip[t] < 0:
-			sums.clipLow++
-		case clip[t] > 0:
-			sums.clipHigh++
-		}
-	}
+	be.Copy(st.slice(st.logp, n), tr.Logp)
+	be.Copy(st.slice(st.ent, n), tr.Entropy)
+	st.rows = append(st.rows, rows...)
+	st.off += n
 	return nil
 }
 

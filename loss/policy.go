@@ -39,6 +39,19 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	if total == 0 {
 		return st, nil
 	}
+	trained := 0
+	for _, ws := range weights {
+		for _, w := range ws {
+			if w != 0 {
+				trained++
+			}
+		}
+	}
+	if trained == 0 {
+		return st, nil // nothing carries loss: no forward to run
+	}
+	stats := newStepStats(policy.Backend, trained, cfg.Beta != 0)
+	defer stats.free()
 	var sums lossSums
 	for lo := 0; lo < len(samples); {
 		hi, n := lo, 0
@@ -46,10 +59,14 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 			n += samples[hi].SeqLen()
 			hi++
 		}
-		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums); err != nil {
+		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, stats); err != nil {
 			return st, err
 		}
 		lo = hi
+	}
+	// The step's metrics come back once, after its last micro-batch.
+	if err := stats.read(&sums); err != nil {
+		return st, err
 	}
 	st.Loss = sums.loss
 	t := float64(total)

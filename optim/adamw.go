@@ -69,15 +69,24 @@ func (o *AdamW) Update(maxSteps int) (StepStats, error) {
 	return StepStats{GradNorm: norm, LR: lr}, be.Sync()
 }
 
+// gradNorm reduces each parameter's squared gradient on the device into
+// its own element of one buffer and reads them back together: one wait
+// per optimiser step, not one per parameter. The host sums them in
+// float64, in parameter order.
 func (o *AdamW) gradNorm() (float64, error) {
-	out := o.be.Alloc(kernels.F32, 1)
+	if len(o.params) == 0 {
+		return 0, o.be.Sync()
+	}
+	out := o.be.Alloc(kernels.F32, len(o.params))
 	defer o.be.Free(out)
+	for i, p := range o.params {
+		o.be.SumSquares(out.Slice(i, 1), p.Grad, p.Grad.Len())
+	}
+	sq := make([]float32, len(o.params))
+	o.be.Download(sq, out)
 	var total float64
-	one := make([]float32, 1)
-	for _, p := range o.params {
-		o.be.SumSquares(out, p.Grad, p.Grad.Len())
-		o.be.Download(one, out)
-		total += float64(one[0])
+	for _, v := range sq {
+		total += float64(v)
 	}
 	return math.Sqrt(total), o.be.Sync()
 }
