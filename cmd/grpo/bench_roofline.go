@@ -77,7 +77,11 @@ func rooflineFigures(c *model.Config, weightBytes float64, o benchOpts, prefill,
 			benchResult{fmt.Sprintf("decode batch %d of HBM peak", o.batch), 100 * stepsPerSec * bytes / h200HBMBytes, "%"})
 	}
 	if train > 0 {
-		mfu(fmt.Sprintf("lora train %dx%d", o.trainSeqs, o.trainLen), train, 2*linearFLOPs(c)+3*attentionFLOPs(c, float64(o.trainLen+1)/2))
+		name := fmt.Sprintf("lora train %dx%d", o.trainSeqs, o.trainLen)
+		mfu(name, train, 2*linearFLOPs(c)+3*attentionFLOPs(c, float64(o.trainLen+1)/2))
+		// Full fine-tuning's 6N (weight gradients too), for comparison with
+		// figures quoted that way; LoRA does not do that work.
+		out = append(out, benchResult{name + " MFU of bf16 peak at 6N", 100 * train * 3 * linearFLOPs(c) / h200BF16FLOPs, "%"})
 	}
 	return out
 }

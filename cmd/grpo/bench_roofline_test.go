@@ -64,4 +64,16 @@ func TestRooflineFigures(t *testing.T) {
 	if _, ok := figs["lora train 1x3 TFLOP/s"]; ok {
 		t.Error("a skipped train figure (rate 0) was reported")
 	}
+	// train at 1e9 tok/s: 4N = 2·368 plus attention backward (mean context
+	// 2: 3·32); the 6N figure is 3·368 per token over the bf16 peak.
+	figs = map[string]float64{}
+	for _, r := range rooflineFigures(c, 1000, o, 0, 0, 1e9) {
+		figs[r.Name] = r.Value
+	}
+	if got, want := figs["lora train 1x3 TFLOP/s"], (2*368+3*32)*1e9/1e12; math.Abs(got-want) > 1e-12 {
+		t.Errorf("train TFLOP/s = %v, want %v", got, want)
+	}
+	if got, want := figs["lora train 1x3 MFU of bf16 peak at 6N"], 100*3*368*1e9/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+		t.Errorf("train MFU at 6N = %v, want %v", got, want)
+	}
 }
