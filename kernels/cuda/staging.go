@@ -65,16 +65,26 @@ func (s *stager) free(sb *stageBuf) (bool, error) {
 func (s *stager) take(bytes int) (*stageBuf, error) {
 	s.uses++
 	var best, oldest *stageBuf
-	for _, sb := range s.bufs {
-		ok, err := s.free(sb)
-		if err != nil {
-			return nil, err
+	// Buffers known free first; only then ask the device about busy ones
+	// (each query is a call on the context thread).
+	for pass := range 2 {
+		for _, sb := range s.bufs {
+			if pass == 0 && (sb.inUse || sb.held) {
+				continue
+			}
+			ok, err := s.free(sb)
+			if err != nil {
+				return nil, err
+			}
+			if ok && sb.size >= bytes && (best == nil || sb.size < best.size) {
+				best = sb
+			}
+			if pass == 1 && !sb.held && (oldest == nil || sb.used < oldest.used) {
+				oldest = sb
+			}
 		}
-		if ok && sb.size >= bytes && (best == nil || sb.size < best.size) {
-			best = sb
-		}
-		if !sb.held && (oldest == nil || sb.used < oldest.used) {
-			oldest = sb
+		if best != nil {
+			break
 		}
 	}
 	if best != nil {
