@@ -61,6 +61,9 @@ func RunConfig(ctx context.Context, g *config.GEPA, o ConfigOptions) (*Result, e
 	if err != nil {
 		return nil, fmt.Errorf("env_id = %q: %w", g.EnvID, err)
 	}
+	if spec, ok := env.Lookup(g.EnvID); ok && !spec.RawArgs && !hasArg(spec, "system_prompt") {
+		note(o, fmt.Sprintf("env %s has no system_prompt argument: GEPA optimises its examples' system message all the same, but grpo train and grpo eval cannot be given the result for this environment", spec.ID))
+	}
 	reg := o.Endpoints
 	if p := g.EndpointsFile(o.ConfigPath); p != "" {
 		if reg, err = endpoints.Load(p); err != nil {
@@ -164,6 +167,15 @@ func copyConfig(src, dir string) error {
 		return fmt.Errorf("run directory: %w", err)
 	}
 	return nil
+}
+
+func hasArg(spec env.Spec, name string) bool {
+	for _, a := range spec.Args {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func note(o ConfigOptions, msg string) {

@@ -16,7 +16,7 @@ import (
 
 // The output files of a run directory.
 const (
-	PromptFile   = "system_prompt.txt"     // the best candidate by mean validation score
+	PromptFile   = "system_prompt.txt"     // the best candidate by mean validation score, exactly (no newline added)
 	ResultsFile  = "results.jsonl"         // one Record per iteration
 	FrontierFile = "pareto_frontier.jsonl" // one row per validation instance
 	MetadataFile = "metadata.json"         // the run's settings, budget, pool and best
@@ -98,7 +98,7 @@ func (w *outputs) writeSnapshot(st *state, o Options, stop string, grown bool) e
 		return nil
 	}
 	best := st.Pool[bestCandidate(st.Pool)]
-	if err := atomicfile.WriteFile(filepath.Join(w.dir, PromptFile), []byte(best.Text+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(w.dir, PromptFile), []byte(best.Text), 0o644); err != nil {
 		return fmt.Errorf("%s: %w", PromptFile, err)
 	}
 	var b bytes.Buffer

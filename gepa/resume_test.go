@@ -54,7 +54,7 @@ func TestFindsKnownBest(t *testing.T) {
 		t.Fatalf("best %q (%.3f) after %d calls; want Level 3 (1.0) within 120", res.Best.Text, res.Best.Mean(), res.Calls)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, PromptFile))
-	if err != nil || string(got) != "Level 3\n" {
+	if err != nil || string(got) != "Level 3" {
 		t.Fatalf("%s: %q, %v", PromptFile, got, err)
 	}
 	for _, f := range []string{ResultsFile, FrontierFile, MetadataFile, PlotFile, StateFile} {

@@ -154,7 +154,7 @@ func TestGEPARunFindsKnownBest(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s\n%s", code, stderr, errText, stdout)
 	}
-	if got, _ := os.ReadFile(filepath.Join(out, gepa.PromptFile)); string(got) != "Level 3\n" {
+	if got, _ := os.ReadFile(filepath.Join(out, gepa.PromptFile)); string(got) != "Level 3" {
 		t.Fatalf("system_prompt.txt %q, want the known best \"Level 3\"\n%s", got, stdout)
 	}
 	for _, f := range []string{gepa.ResultsFile, gepa.FrontierFile, gepa.MetadataFile, gepa.PlotFile, "config.toml", "log.txt"} {
