@@ -94,6 +94,9 @@ func RunConfig(ctx context.Context, g *config.GEPA, o ConfigOptions) (*Result, e
 	}
 	t := EngineTeacher{Engine: teacherEng, Sampling: tp, EnableThinking: o.EnableThinking}
 
+	if _, err := os.Stat(filepath.Join(o.Dir, "metrics.jsonl")); err == nil {
+		return nil, fmt.Errorf("%s holds a grpo train run; give GEPA a directory of its own (--output)", o.Dir)
+	}
 	dir, err := rundir.Acquire(o.Dir)
 	if err != nil {
 		return nil, err

@@ -143,7 +143,7 @@ func runGEPA(args []string) error {
 	if res.StopReason == gepa.StopBudget {
 		how = "the budget is spent (a larger --max-calls goes on)"
 	}
-	fmt.Fprintf(stdout, "%d iterations, %d calls, %d candidates; %s\n", res.Iterations, res.Calls, len(res.Pool), how)
+	fmt.Fprintf(stdout, "iterations %d, calls %d, candidates %d; %s\n", res.Iterations, res.Calls, len(res.Pool), how)
 	fmt.Fprintf(stdout, "seed prompt: validation %.4f\nbest prompt: #%d, validation %.4f\n", res.Pool[0].Mean(), res.Best.ID, res.Best.Mean())
 	fmt.Fprintf(stdout, "%s\n", filepath.Join(out, gepa.PromptFile))
 	return nil

@@ -27,17 +27,7 @@ import (
 // model's context is raised to 4096 positions (RoPE has no table to
 // outgrow) so a reflection prompt fits.
 func TestGEPARunOnServe(t *testing.T) {
-	dir := tinyModelDir(t)
-	cfgPath := filepath.Join(dir, "config.json")
-	raw, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mc map[string]any
-	json.Unmarshal(raw, &mc)
-	mc["max_position_embeddings"] = 4096
-	raw, _ = json.Marshal(mc)
-	os.WriteFile(cfgPath, raw, 0o644)
+	dir := longTinyModelDir(t)
 	m, err := model.Load(dir, cpu.New())
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +103,68 @@ sampling_args = { max_tokens = 4, temperature = 1.0 }
 	if st.Finished != last.Calls+reflections || st.Failed != 0 {
 		t.Errorf("the server finished %d requests (%d failed), want %d student rollouts + %d reflections", st.Finished, st.Failed, last.Calls, reflections)
 	}
-	if !strings.Contains(stdout, "2 iterations, ") {
+	if !strings.Contains(stdout, "iterations 2, ") {
 		t.Errorf("stdout: %s", stdout)
+	}
+}
+
+// longTinyModelDir is the tiny model with its context raised to 4096
+// positions, room for a reflection prompt.
+func longTinyModelDir(t *testing.T) string {
+	dir := tinyModelDir(t)
+	cfgPath := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc map[string]any
+	json.Unmarshal(raw, &mc)
+	mc["max_position_embeddings"] = 4096
+	raw, _ = json.Marshal(mc)
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestGEPARunLocalModel: student and teacher both the tiny model loaded in
+// process (no endpoints): the run plays every rollout and reflection
+// through the sampler, writes its files, and refuses a train run's
+// directory.
+func TestGEPARunLocalModel(t *testing.T) {
+	dir := longTinyModelDir(t)
+	work := t.TempDir()
+	envDir := filepath.Join(work, "env")
+	if err := tinymodel.WriteReverseEnv(envDir, 4); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(work, "gepa.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`model = %q
+reflection_model = %q
+env_id = %q
+
+[gepa]
+max_calls = 8
+num_train = 4
+num_val = 2
+minibatch_size = 2
+
+[sampling]
+max_tokens = 4
+`, dir, dir, envDir)), 0o644)
+	out := filepath.Join(work, "run")
+	code, stdout, stderr := runCLIQuiet(t, "gepa", "run", cfg, "--output", out, "--teacher-max-tokens", "8", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	data, _ := os.ReadFile(filepath.Join(out, gepa.ResultsFile))
+	if n := bytes.Count(data, []byte("\n")); n != 2 || !strings.Contains(stdout, "iterations 1, ") {
+		t.Errorf("results.jsonl has %d rows, want 2 (seed + 1 iteration):\n%s\n%s", n, data, stdout)
+	}
+	train := filepath.Join(work, "trainrun")
+	os.MkdirAll(train, 0o755)
+	os.WriteFile(filepath.Join(train, "metrics.jsonl"), []byte("{}\n"), 0o644)
+	if code, _, stderr := runCLIQuiet(t, "gepa", "run", cfg, "--output", train); code == 0 || !strings.Contains(stderr, "holds a grpo train run") {
+		t.Errorf("a train run's directory: exit %d, %s", code, stderr)
 	}
 }
