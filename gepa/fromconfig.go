@@ -118,7 +118,17 @@ func RunConfig(ctx context.Context, g *config.GEPA, o ConfigOptions) (*Result, e
 				o.Logf(format, a...)
 			}
 		}}
-	return Run(ctx, s, t, opts)
+	// The last line of log.txt is the run's status for grpo runs list.
+	res, err := Run(ctx, s, t, opts)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		dir.Logf("interrupted: %v; run again to resume from the last saved iteration", context.Cause(ctx))
+	case err != nil:
+		dir.Logf("error: %v", err)
+	default:
+		dir.Logf("finished (%s): best prompt #%d, validation %.4f, after %d iterations and %d calls", res.StopReason, res.Best.ID, res.Best.Mean(), res.Iterations, res.Calls)
+	}
+	return res, err
 }
 
 // envArgs are env_args with extra_env_kwargs added: grpo's environments

@@ -127,10 +127,11 @@ func longTinyModelDir(t *testing.T) string {
 	return dir
 }
 
-// TestGEPARunLocalModel: student and teacher both the tiny model loaded in
-// process (no endpoints): the run plays every rollout and reflection
-// through the sampler, writes its files, and refuses a train run's
-// directory.
+// TestGEPARunLocalModel: student (with a PEFT adapter) and teacher (the
+// same base model, shared) both the tiny model loaded in process, no
+// endpoints: the run plays every rollout and reflection through the
+// sampler and writes its files; a missing adapter and a train run's
+// directory are refused.
 func TestGEPARunLocalModel(t *testing.T) {
 	dir := longTinyModelDir(t)
 	work := t.TempDir()
@@ -138,8 +139,10 @@ func TestGEPARunLocalModel(t *testing.T) {
 	if err := tinymodel.WriteReverseEnv(envDir, 4); err != nil {
 		t.Fatal(err)
 	}
+	adapter, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "lora", "ours")) // an adapter of qwen3-tiny
 	cfg := filepath.Join(work, "gepa.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`model = %q
+adapter = %q
 reflection_model = %q
 env_id = %q
 
@@ -151,7 +154,7 @@ minibatch_size = 2
 
 [sampling]
 max_tokens = 4
-`, dir, dir, envDir)), 0o644)
+`, dir, adapter, dir, envDir)), 0o644)
 	out := filepath.Join(work, "run")
 	code, stdout, stderr := runCLIQuiet(t, "gepa", "run", cfg, "--output", out, "--teacher-max-tokens", "8", "--quiet")
 	if code != 0 {
@@ -160,6 +163,16 @@ max_tokens = 4
 	data, _ := os.ReadFile(filepath.Join(out, gepa.ResultsFile))
 	if n := bytes.Count(data, []byte("\n")); n != 2 || !strings.Contains(stdout, "iterations 1, ") {
 		t.Errorf("results.jsonl has %d rows, want 2 (seed + 1 iteration):\n%s\n%s", n, data, stdout)
+	}
+	meta, _ := os.ReadFile(filepath.Join(out, gepa.MetadataFile))
+	if !strings.Contains(string(meta), `"adapter": "`+adapter) {
+		t.Errorf("metadata.json does not record the adapter:\n%s", meta)
+	}
+	bad := filepath.Join(work, "bad.toml")
+	text, _ := os.ReadFile(cfg)
+	os.WriteFile(bad, []byte(strings.Replace(string(text), adapter, filepath.Join(work, "no-adapter"), 1)), 0o644)
+	if code, _, stderr := runCLIQuiet(t, "gepa", "run", bad, "--output", filepath.Join(work, "run2")); code == 0 || !strings.Contains(stderr, "adapter = ") {
+		t.Errorf("a missing adapter: exit %d, %s", code, stderr)
 	}
 	train := filepath.Join(work, "trainrun")
 	os.MkdirAll(train, 0o755)

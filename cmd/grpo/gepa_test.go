@@ -176,6 +176,11 @@ func TestGEPARunFindsKnownBest(t *testing.T) {
 	if !strings.Contains(stdout, "best prompt: #3, validation 1.0000") || !strings.Contains(errText, "gepa iteration 0: seed prompt validated") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, errText)
 	}
+	// grpo runs list reports it finished (its result is the prompt, not an
+	// adapter).
+	if code, list, _ := runCLI("runs", "list", "--dir", filepath.Dir(out)); code != 0 || !strings.Contains(list, "finished") {
+		t.Errorf("runs list: exit %d\n%s", code, list)
+	}
 	// Run again: it resumes the finished run, and the spent budget ends it
 	// at once.
 	before := lab.studentCalls
