@@ -125,6 +125,7 @@ func TestParseInstruction(t *testing.T) {
 		{"```markdown\nNever closed", "Never closed"},
 		{"Just the instruction, no fences.  ", "Just the instruction, no fences."},
 		{"Prefix ``` only one fence", "Prefix ``` only one fence"},
+		{"Closing only.\n```", "Closing only."},
 		{"```Use two steps. Then answer.\n```", "Use two steps. Then answer."},
 	} {
 		if got := ParseInstruction(c.reply); got != c.want {

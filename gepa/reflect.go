@@ -36,7 +36,8 @@ func mergePrompt(a, b string, onlyA, onlyB int) string {
 // reads it: the text between the first ``` and the last ```, less a first
 // line with no blank in it (the fence's language tag: ```text); a reply
 // that opens with a fence it never closes is the text after that fence
-// line; any other reply is the instruction as a whole. Trimmed either way.
+// line, and one that ends with a fence it never opened the text before it;
+// any other reply is the instruction as a whole. Trimmed either way.
 func ParseInstruction(reply string) string {
 	start := strings.Index(reply, "```")
 	end := strings.LastIndex(reply, "```")
@@ -44,6 +45,9 @@ func ParseInstruction(reply string) string {
 		s := strings.TrimSpace(reply)
 		if rest, ok := strings.CutPrefix(s, "```"); ok {
 			return strings.TrimSpace(dropFenceTag(rest))
+		}
+		if rest, ok := strings.CutSuffix(s, "```"); ok {
+			return strings.TrimSpace(rest)
 		}
 		return s
 	}
