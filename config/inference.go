@@ -49,7 +49,9 @@ func (i Inference) RequestTimeout() time.Duration {
 // checkInference adds [inference]'s problems to l.
 func (c *Config) checkInference(l *problems) {
 	in := c.Inference
-	bad := func(key, msg string, args ...any) { l.at(fmt.Sprintf("[inference] "+msg, args...), "inference."+key, "inference") }
+	bad := func(key, msg string, args ...any) {
+		l.at(fmt.Sprintf("[inference] "+msg, args...), "inference."+key, "inference")
+	}
 	switch {
 	case in.URL != "" && in.EndpointID != "":
 		bad("endpoint_id", "url = %q and endpoint_id = %q are both set; keep one (url names the server, endpoint_id an endpoint of %s)", in.URL, in.EndpointID, in.EndpointsPath)
