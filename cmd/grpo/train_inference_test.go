@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -183,5 +185,52 @@ func compareRow(t *testing.T, what string, l, r map[string]any) {
 		case lv != rv:
 			t.Errorf("%s: %s = %v in process, %v on the server", what, k, lv, rv)
 		}
+	}
+}
+
+// TestTrainInferenceErrors: a server that is not up, and one that cannot
+// load adapters at run time (vLLM without
+// VLLM_ALLOW_RUNTIME_LORA_UPDATING answers 404), each end the run with
+// one line naming the server and the fix, in seconds.
+func TestTrainInferenceErrors(t *testing.T) {
+	cfg := tinyTrainConfig(t, 2, 0, "")
+	base, _ := os.ReadFile(cfg)
+	withURL := func(url string) string {
+		p := filepath.Join(t.TempDir(), "run.toml")
+		text := string(base) + fmt.Sprintf("\n[inference]\nurl = %q\nmodel = \"tiny\"\ntimeout = 5\n", url)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	down := closed.URL + "/v1"
+	closed.Close()
+	start := time.Now()
+	code, _, stderr := runCLI("train", withURL(down), "--output", filepath.Join(t.TempDir(), "run"))
+	line := strings.TrimSpace(stderr)
+	if code != 1 || strings.Count(line, "\n") > 0 || !strings.Contains(line, `[inference] url = "`+down+`"`) ||
+		!strings.Contains(line, down+"/models") || !strings.Contains(line, "start the server first (grpo serve") {
+		t.Errorf("server down: exit %d: %s", code, stderr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("server down: the run took %v to fail", d)
+	}
+
+	noLoRA := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object": "list", "data": [{"id": "tiny", "object": "model"}]}`)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"detail": "Not Found"}`)
+	}))
+	defer noLoRA.Close()
+	code, _, stderr = runCLI("train", withURL(noLoRA.URL+"/v1"), "--output", filepath.Join(t.TempDir(), "run"))
+	line = strings.TrimSpace(stderr)
+	if code != 1 || strings.Count(line, "\n") > 0 || !strings.Contains(line, "loading adapter step-0 on the inference server") ||
+		!strings.Contains(line, noLoRA.URL+"/v1/load_lora_adapter") || !strings.Contains(line, "HTTP 404") ||
+		!strings.Contains(line, "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True") {
+		t.Errorf("no runtime LoRA loading: exit %d: %s", code, stderr)
 	}
 }
