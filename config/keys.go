@@ -37,7 +37,7 @@ var keyInfos = map[string]keyInfo{
 	"sampling.seed":             {doc: "Sampling seed; unset derives it from the top-level `seed`."},
 	"sampling.reasoning_effort": {doc: "Lab: GPT-OSS reasoning effort.", ignored: "it only applies to GPT-OSS chat templates, which grpo does not support"},
 	"sampling.temp_scheduler":   {doc: "Lab: temperature schedule over the run.", ignored: "grpo samples at the fixed [sampling] temperature"},
-	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo samples in-process, with no inference server"},
+	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo sends no extra request fields, in-process or with [inference]"},
 
 	"env":               {doc: "One `[[env]]` block per environment (double brackets: an array of tables). At least one."},
 	"env.*.id":          {doc: "Environment id: a builtin (`reverse-text`, `alphabet-sort`, `gsm8k`, `wordle`) or its Lab id (`primeintellect/gsm8k`); `id@version` pins a Hub version.", def: "required"},

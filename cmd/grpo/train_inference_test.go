@@ -188,11 +188,14 @@ func compareRow(t *testing.T, what string, l, r map[string]any) {
 	}
 }
 
-// TestTrainInferenceErrors: a server that is not up, and one that cannot
+// TestTrainInferenceErrors: --help documents [inference]; a server that is not up, and one that cannot
 // load adapters at run time (vLLM without
 // VLLM_ALLOW_RUNTIME_LORA_UPDATING answers 404), each end the run with
 // one line naming the server and the fix, in seconds.
 func TestTrainInferenceErrors(t *testing.T) {
+	if code, out, _ := runCLI("train", "--help"); code != 0 || !strings.Contains(out, "[inference]") || !strings.Contains(out, "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True") {
+		t.Errorf("train --help (exit %d) does not document [inference]", code)
+	}
 	cfg := tinyTrainConfig(t, 2, 0, "")
 	base, _ := os.ReadFile(cfg)
 	withURL := func(url string) string {
