@@ -94,7 +94,9 @@ func TestServerEngineRequestsAndFailures(t *testing.T) {
 	if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), "returned no token ids") {
 		t.Errorf("reply without token ids: %v", err)
 	}
-	unknown := fakeServer(t, func(map[string]any) (int, string) { return 404, `{"error": {"message": "The model step-3 does not exist."}}` })
+	unknown := fakeServer(t, func(map[string]any) (int, string) {
+		return 404, `{"error": {"message": "The model step-3 does not exist."}}`
+	})
 	eng, _ = NewServerEngine(context.Background(), unknown, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: tok, Config: mc})
 	if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Errorf("unknown model: %v", err)
