@@ -2,7 +2,6 @@ package sampler
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -117,8 +116,7 @@ func (s *Sampler) StartGroup(prompt []int32, params []Params) ([]*Seq, error) {
 		s.reserved += q.own
 		q.params.Stop = append([]string(nil), p.Stop...)
 		q.params.StopTokens = append([]int32(nil), p.StopTokens...)
-		q.pcg = rand.NewPCG(p.Seed, 0x5851f42d4c957f2d)
-		q.rng = rand.New(q.pcg)
+		q.rng, q.pcg = seqStream(p.Seed)
 		for _, st := range p.Stop {
 			q.stopMax = max(q.stopMax, len(st))
 		}

@@ -14,8 +14,8 @@ import (
 // through Forward and Sample, the path the static one must reproduce.
 type hideGraphs struct{ kernels.Backend }
 
-// TestStaticDecodeMatchesForwardOnEmu generates two turns (the second
-// after appended tokens) for six sequences — four of them a group sharing
+// TestStaticDecodeMatchesForwardOnEmu generates three turns (the second
+// after appended tokens, the third after a Reseed) for six sequences — four of them a group sharing
 // its prompt's cache blocks — of different lengths,
 // parameters and stop conditions on the emulated CUDA backend, once through
 // the static decode path (graphs, padding rows, reloads as sequences
@@ -57,12 +57,19 @@ func TestStaticDecodeMatchesForwardOnEmu(t *testing.T) {
 		}
 		seqs = append(seqs, g...)
 		var turns []Turn
-		for turn := range 2 {
-			if turn == 1 {
+		for turn := range 3 {
+			switch turn {
+			case 1:
 				for i, q := range seqs {
 					if err := q.Append(int32(i), int32(2*i+1)); err != nil {
 						t.Fatal(err)
 					}
+				}
+			case 2:
+				// Only the last token pending, the same set as the last
+				// static step: the new streams must reach the device.
+				for i, q := range seqs {
+					q.Reseed(uint64(900 + i))
 				}
 			}
 			if err := s.Run(context.Background(), seqs); err != nil {
@@ -82,8 +89,46 @@ func TestStaticDecodeMatchesForwardOnEmu(t *testing.T) {
 	}
 	for i := range want {
 		if !slices.Equal(got[i].Tokens, want[i].Tokens) || !slices.Equal(got[i].Logprobs, want[i].Logprobs) || got[i].FinishReason != want[i].FinishReason {
-			t.Fatalf("turn %d of sequence %d: static %v %v (%s), Forward path %v %v (%s)", i/6, i%6,
+			t.Fatalf("turn %d of sequence %d: static %v %v (%s), Forward path %v %v (%s)", i/len(params), i%len(params),
 				got[i].Tokens, got[i].Logprobs, got[i].FinishReason, want[i].Tokens, want[i].Logprobs, want[i].FinishReason)
+		}
+	}
+}
+
+// TestStaticDecodeReseedOnEmu: a sequence reseeded between turns, with
+// nothing appended, continues in the same static set as its last step;
+// the device must take the new stream (the Forward path's tokens).
+func TestStaticDecodeReseedOnEmu(t *testing.T) {
+	be := emu.New()
+	defer be.Close()
+	cfg := &model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 48, NumLayers: 2, NumHeads: 4,
+		NumKVHeads: 2, HeadDim: 16, VocabSize: 97, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu"}
+	p := DefaultParams()
+	p.MaxTokens, p.Seed = 5, 3
+	run := func(b kernels.Backend) [][]int32 {
+		m := model.NewRandom(cfg, b, 7)
+		defer m.Free()
+		s := newSampler(t, m, nil, Config{Slots: 2, MaxLen: 64})
+		q, err := s.Start(prompts(1)[0], p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [][]int32
+		for turn := range 3 {
+			if turn > 0 {
+				q.Reseed(uint64(50 + turn))
+			}
+			if err := s.Run(context.Background(), []*Seq{q}); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, q.Turn.Tokens)
+		}
+		return out
+	}
+	got, want := run(be), run(hideGraphs{be})
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("turn %d: static %v, Forward path %v", i, got[i], want[i])
 		}
 	}
 }

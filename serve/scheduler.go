@@ -259,9 +259,10 @@ func (sc *Scheduler) runControls() {
 	}
 }
 
-// admit moves jobs from the head of the queue into free slots, in order,
+// admit moves jobs from the head of the queue into the sampler, in order,
 // while they want the running batch's adapter (any adapter when nothing
-// runs) and their choices fit.
+// runs) and their choices fit its free slots and cache blocks (CanStart;
+// a request's choices share its prompt's blocks).
 func (sc *Scheduler) admit() {
 	for {
 		sc.mu.Lock()

@@ -12,8 +12,12 @@ import (
 // blocks (rollout.Options.KVBlocks). It runs after the model, adapter and
 // optimizer are loaded, so the free memory already excludes them: the
 // estimate's resident items are added back before it is asked. Unknown
-// free memory leaves the pool unbounded, as before.
+// free memory leaves the pool unbounded, as before; rollouts on an
+// inference server ([inference]) have no local pool to plan.
 func (r *run) planKVPool() {
+	if r.cfg.Inference.On() {
+		return
+	}
 	free, ok := r.freeMemory()
 	if !ok {
 		return
