@@ -22,13 +22,14 @@ import (
 // the sequences are padding that write only the padding slot's position 0,
 // at temperature 0, and never advance.
 type Decoder struct {
-	m       *Model
-	maxRows int
-	buckets map[int]*decodeBucket
-	cur     *decodeBucket
-	rows    []DecodeRow // the loaded sequences, positions advanced on the host as on the device
-	pad     int32
-	batch   Batch // the step's slots and positions, for the cache's block mapping
+	m        *Model
+	maxRows  int
+	graphErr error // a failed capture: steps run op by op
+	buckets  map[int]*decodeBucket
+	cur      *decodeBucket
+	rows     []DecodeRow // the loaded sequences, positions advanced on the host as on the device
+	pad      int32
+	batch    Batch // the step's slots and positions, for the cache's block mapping
 }
 
 // DecodeRow is one sequence of a decode step: its cache slot, the position
@@ -241,18 +242,18 @@ func (d *Decoder) Step(cache *KVCache, tok []int32, lp []float32) error {
 	switch {
 	case graphs && b.graph != nil && b.graphCache == cache:
 		g.Replay(b.graph)
-	case graphs && b.eager > 0:
+	case graphs && b.eager > 0 && d.graphErr == nil:
 		if b.graph != nil {
 			g.FreeGraph(b.graph)
 			b.graph = nil
 		}
-		if err := g.BeginCapture(); err != nil {
-			return fmt.Errorf("decode step: %w", err)
-		}
-		m.decodeOps(b, cache, pages)
-		gr, err := g.EndCapture()
+		gr, err := d.capture(g, b, cache, pages)
 		if err != nil {
-			return fmt.Errorf("decode step: %w", err)
+			// A device that cannot capture this step still runs it: op by
+			// op from now on, the reason kept for GraphErr.
+			d.graphErr = err
+			m.decodeOps(b, cache, pages)
+			break
 		}
 		b.graph, b.graphCache = gr, cache
 		g.Replay(gr)
@@ -277,6 +278,23 @@ func (d *Decoder) Step(cache *KVCache, tok []int32, lp []float32) error {
 	}
 	return nil
 }
+
+// capture records one step into a graph.
+func (d *Decoder) capture(g kernels.Graphs, b *decodeBucket, cache *KVCache, pages kernels.KVPages) (kernels.Graph, error) {
+	if err := g.BeginCapture(); err != nil {
+		return nil, fmt.Errorf("decode step: %w", err)
+	}
+	d.m.decodeOps(b, cache, pages)
+	gr, err := g.EndCapture()
+	if err != nil {
+		return nil, fmt.Errorf("decode step: %w", err)
+	}
+	return gr, nil
+}
+
+// GraphErr is why the decoder runs its steps op by op on a backend with
+// graphs (a capture failed), or nil.
+func (d *Decoder) GraphErr() error { return d.graphErr }
 
 // decodeOps queues one step: embedding of the current tokens, the layers,
 // the final norm and LM head over every row, SampleStream into the token

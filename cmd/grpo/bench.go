@@ -320,6 +320,12 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 	if counts.DecodeStep != nil {
 		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode)
 	}
+	if err := dec.GraphErr(); err != nil {
+		counts.DecodeGraphErr = err.Error()
+		if !o.json {
+			fmt.Fprintf(os.Stderr, "  decode ran op by op: %v\n", err)
+		}
+	}
 	return prefill, float64(o.batch*o.decode) / d.Seconds(), nil
 }
 

@@ -15,8 +15,10 @@ import (
 // reads K and V for each position up to the new token's), which no
 // counter can see: the positions live on the device.
 type benchCounts struct {
-	DecodeStep      *cuda.Counts `json:"decode_step,omitempty"`
-	DecodeKVBytes   int64        `json:"decode_step_kv_bytes,omitempty"`
+	DecodeStep    *cuda.Counts `json:"decode_step,omitempty"`
+	DecodeKVBytes int64        `json:"decode_step_kv_bytes,omitempty"`
+	// DecodeGraphErr is why decode ran op by op on a device with graphs.
+	DecodeGraphErr  string       `json:"decode_graph_error,omitempty"`
 	Prefill         *cuda.Counts `json:"prefill,omitempty"`
 	TrainMicroBatch *cuda.Counts `json:"train_micro_batch,omitempty"`
 }
