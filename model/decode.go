@@ -134,7 +134,6 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 		d.buckets[n] = b
 	}
 	d.cur, d.rows, d.pad = b, append(d.rows[:0], rows...), int32(padSlot)
-	b.eager = 0
 	slot, pos, delta := make([]int32, n), make([]int32, n), make([]int32, n)
 	p := make([]kernels.SampleParams, n)
 	for i := range n {

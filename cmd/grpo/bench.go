@@ -218,7 +218,7 @@ func runBench(o benchOpts) error {
 // fills counts on a backend that counts.
 func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, decode float64, err error) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	maxLen := o.prefill + o.decode + 1 // + the counted step
+	maxLen := o.prefill + o.decode
 	cache := m.NewKVCache(o.batch, maxLen)
 	defer cache.Free()
 	prompts := make([][]int32, o.batch)
@@ -254,21 +254,20 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 		return bestD, nil
 	}
 	be := m.Backend
-	prefillAll := func() error {
-		for _, c := range chunks {
-			logits, err := m.Forward(cache, &c.batch, c.logitRows)
-			if err != nil {
-				return err
+	d, err := best(func() (err error) {
+		counts.Prefill, err = measure(be, func() error {
+			for _, c := range chunks {
+				logits, err := m.Forward(cache, &c.batch, c.logitRows)
+				if err != nil {
+					return err
+				}
+				be.Free(logits)
 			}
-			be.Free(logits)
-		}
-		return be.Sync()
-	}
-	d, err := best(prefillAll)
+			return be.Sync()
+		})
+		return err
+	})
 	if err != nil {
-		return 0, 0, err
-	}
-	if counts.Prefill, err = measure(be, prefillAll); err != nil {
 		return 0, 0, err
 	}
 	prefill = float64(o.batch*o.prefill) / d.Seconds()
@@ -304,21 +303,19 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 			return err
 		}
 		for i := range o.decode {
-			if err := step(i); err != nil {
+			c, err := measure(be, func() error { return step(i) })
+			if err != nil {
 				return err
 			}
+			counts.DecodeStep = c // the last step's
 		}
 		return be.Sync()
 	})
 	if err != nil {
 		return 0, 0, err
 	}
-	// One more step, counted: at position prefill+decode, after warm-up.
-	if counts.DecodeStep, err = measure(be, func() error { return step(o.decode) }); err != nil {
-		return 0, 0, err
-	}
 	if counts.DecodeStep != nil {
-		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode)
+		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1)
 	}
 	if err := dec.GraphErr(); err != nil {
 		counts.DecodeGraphErr = err.Error()
@@ -484,9 +481,11 @@ func benchTrain(base *model.Model, o benchOpts, counts *benchCounts) (float64, e
 	for i := range o.repeat + 1 {
 		t0 := time.Now()
 		for i := range mbs {
-			if err := runMicro(&mbs[i]); err != nil {
+			c, err := measure(be, func() error { return runMicro(&mbs[i]) })
+			if err != nil {
 				return 0, err
 			}
+			counts.TrainMicroBatch = c // the last micro-batch's
 		}
 		if err := be.Sync(); err != nil {
 			return 0, err
@@ -494,11 +493,6 @@ func benchTrain(base *model.Model, o benchOpts, counts *benchCounts) (float64, e
 		if d := time.Since(t0); i > 0 && (best == 0 || d < best) {
 			best = d
 		}
-	}
-	// One more micro-batch, counted (forward + backward, without the
-	// Sync that reads the loss back).
-	if counts.TrainMicroBatch, err = measure(be, func() error { return runMicro(&mbs[0]) }); err != nil {
-		return 0, err
 	}
 	return float64(o.trainSeqs*o.trainLen) / best.Seconds(), nil
 }

@@ -51,7 +51,7 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 	if min := int64(2 * cfg.VocabSize * cfg.HiddenSize); d.WeightBytes < min {
 		t.Errorf("decode step reads %d weight bytes, less than the LM head's %d", d.WeightBytes, min)
 	}
-	if want := decodeKVBytes(&cfg, batch, 7); c.DecodeKVBytes != want {
+	if want := decodeKVBytes(&cfg, batch, 6); c.DecodeKVBytes != want {
 		t.Errorf("decode step KV bytes %d, want %d", c.DecodeKVBytes, want)
 	}
 	if tr := *c.TrainMicroBatch; tr.Allocs != 0 || tr.Frees != 0 || tr.Syncs != 0 || tr.Launches == 0 {
