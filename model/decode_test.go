@@ -15,7 +15,9 @@ import (
 )
 
 // TestStaticDecodeStep runs the qwen3 tiny model with a rank-16 LoRA on
-// all seven projections at batch 128 under emu through Decoder, beside
+// all seven projections at batch 128 under emu through Decoder (the LoRA
+// weights changed in place before the last step, as by an optimiser
+// step, which the graph must see), beside
 // the sampler's path (Forward, then Sample with the host's draws from the
 // same PCG streams) on a second cache of the same backend. Every step
 // gives the same tokens and log-probs, bit for bit (the emulator's GEMM
@@ -38,16 +40,21 @@ func TestStaticDecodeStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for l := range base.Config.NumLayers {
-		for p := range model.NumProj {
-			lr := ad.LoRA(l, p)
-			v := make([]float32, lr.B.Len())
-			for i := range v {
-				v[i] = float32(rng.NormFloat64() * 0.05)
+	// setB writes new values into every LoRA B in place, as an optimiser
+	// step does (PEFT's B starts at zero: this makes the LoRA path count).
+	setB := func() {
+		for l := range base.Config.NumLayers {
+			for p := range model.NumProj {
+				lr := ad.LoRA(l, p)
+				v := make([]float32, lr.B.Len())
+				for i := range v {
+					v[i] = float32(rng.NormFloat64() * 0.05)
+				}
+				be.Upload(lr.B, v)
 			}
-			be.Upload(lr.B, v) // PEFT's B starts at zero: make the LoRA path count
 		}
 	}
+	setB()
 	m := base.WithAdapter(ad)
 	const batch, prompt, steps = 128, 2, 4
 	vocab := m.Config.VocabSize
@@ -95,6 +102,14 @@ func TestStaticDecodeStep(t *testing.T) {
 	dtok, dlp := be.Alloc(kernels.I32, batch), be.Alloc(kernels.F32, batch)
 	u := make([]float64, batch)
 	for step := range steps {
+		if step == steps-1 {
+			// An optimiser step between decode steps: the captured graph
+			// reads the adapter through the same buffers, so it survives.
+			setB()
+			if err := be.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var b model.Batch
 		for s := range batch {
 			b.Add(s, prompt+step, next[s])
