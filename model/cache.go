@@ -9,6 +9,9 @@ type KVCache struct {
 	Slots, MaxLen int
 	K, V          []kernels.Buffer // one per layer
 	backend       kernels.Backend
+	// shared: every layer's K (and V) is one buffer (a training trace under
+	// RecomputeLayer, recompute.go), freed once.
+	shared bool
 }
 
 // NewKVCache allocates a cache for slots sequences of up to maxLen tokens.
@@ -25,15 +28,24 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 // Bytes is the cache's memory footprint in f32.
 func (c *KVCache) Bytes() int64 {
 	var n int64
-	for i := range c.K {
+	for i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * 4
 	}
 	return n
 }
 
+// owned is how many of K and V's buffers are distinct: the first one when
+// the layers share it.
+func (c *KVCache) owned() int {
+	if c.shared {
+		return min(1, len(c.K))
+	}
+	return len(c.K)
+}
+
 // Free releases the cache's buffers.
 func (c *KVCache) Free() {
-	for i := range c.K {
+	for i := range c.owned() {
 		c.backend.Free(c.K[i])
 		c.backend.Free(c.V[i])
 	}

@@ -13,7 +13,10 @@ type Model struct {
 	Backend kernels.Backend
 	W       Weights
 	Adapter Adapter
-	invFreq kernels.Buffer
+	// Recompute is the activation-memory policy of ForwardTrain and
+	// Backward (recompute.go); the zero value keeps every activation.
+	Recompute Recompute
+	invFreq   kernels.Buffer
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {

@@ -1,0 +1,161 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Recompute is the activation-memory policy of a training forward and
+// backward: which of a layer's activations the trace keeps for the backward
+// and which the backward recomputes from what was kept. Every policy runs
+// the same ops on the same inputs as the forward did, so the recomputed
+// values — and hence every gradient — are those of RecomputeNone exactly.
+// The policies are ordered by the memory they keep, most first.
+type Recompute uint8
+
+const (
+	// RecomputeNone keeps every activation the backward reads.
+	RecomputeNone Recompute = iota
+	// RecomputeSwiGLU keeps the MLP's gate and up projections but not
+	// their SwiGLU (intermediate-wide), recomputed in the backward by one
+	// elementwise op.
+	RecomputeSwiGLU
+	// RecomputeSelective also recomputes attention (its output, q-wide,
+	// and log-sum-exp) in the backward from the kept q and KV cache: one
+	// attention forward per layer more, no projection.
+	RecomputeSelective
+	// RecomputeLayer keeps only each layer's input (per-layer activation
+	// checkpointing) and reruns the whole layer's forward in the backward.
+	// The KV cache is recomputed too, so one layer's cache serves every
+	// layer.
+	RecomputeLayer
+	numRecompute
+)
+
+var recomputeNames = [numRecompute]string{"none", "swiglu", "selective", "layer"}
+
+// String is the policy's config name ("layer").
+func (p Recompute) String() string {
+	if p < numRecompute {
+		return recomputeNames[p]
+	}
+	return fmt.Sprintf("Recompute(%d)", uint8(p))
+}
+
+// RecomputePolicies lists every policy, least recompute first.
+func RecomputePolicies() []Recompute {
+	out := make([]Recompute, numRecompute)
+	for i := range out {
+		out[i] = Recompute(i)
+	}
+	return out
+}
+
+// RecomputeNames are the policies' config names, least recompute first.
+func RecomputeNames() []string { return append([]string(nil), recomputeNames[:]...) }
+
+// ParseRecompute maps a config name ("selective") to its policy.
+func ParseRecompute(name string) (Recompute, error) {
+	for i, n := range recomputeNames {
+		if n == name {
+			return Recompute(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown recompute policy %q; valid: %s", name, strings.Join(recomputeNames[:], ", "))
+}
+
+// newTrainCache is the trace's KV cache. Under RecomputeLayer every layer
+// shares one layer's buffers: a layer's keys and values are read only by
+// its own attention, forward and backward, and the backward rewrites them
+// when it reruns the layer, so holding all layers' would only cost memory.
+// Rows a batch does not write are never read (each sequence fills its slot
+// from position 0, and attention reads positions up to its own), so what
+// another layer left there does not matter.
+func (m *Model) newTrainCache(slots, maxLen int, p Recompute) *KVCache {
+	if p != RecomputeLayer {
+		return m.NewKVCache(slots, maxLen)
+	}
+	c := &KVCache{Slots: slots, MaxLen: maxLen, backend: m.Backend, shared: true}
+	n := slots * maxLen * m.Config.NumKVHeads * m.Config.HeadDim
+	k, v := m.Backend.Alloc(kernels.F32, n), m.Backend.Alloc(kernels.F32, n)
+	for range m.Config.NumLayers {
+		c.K, c.V = append(c.K, k), append(c.V, v)
+	}
+	return c
+}
+
+// forwardActs allocates layer l's activations for a training forward under
+// p: what the backward reads from the trace in keep, what it recomputes in
+// tmp (freed once the layer's forward is done). Under RecomputeNone it is
+// trainingActs, everything in keep.
+func (m *Model) forwardActs(keep, tmp *arena, l int, xIn, fused kernels.Buffer, n int, p Recompute) *layerActs {
+	switch p {
+	case RecomputeNone:
+		return m.trainingActs(keep, l, xIn, fused, n, RecomputeNone)
+	case RecomputeLayer:
+		// The layer's output is the next layer's kept input; the rest is
+		// rebuilt by the backward's rerun.
+		s := m.trainingActs(tmp, l, xIn, fused, n, RecomputeNone)
+		s.xOut = keep.alloc(kernels.F32, n*m.Config.HiddenSize)
+		return s
+	}
+	s := m.trainingActs(keep, l, xIn, fused, n, p)
+	m.allocDropped(tmp, s, n, p)
+	return s
+}
+
+// allocDropped allocates in a the activations that trainingActs left out
+// under p.
+func (m *Model) allocDropped(a *arena, s *layerActs, n int, p Recompute) {
+	c := m.Config
+	if p >= RecomputeSwiGLU {
+		s.act = a.alloc(kernels.F32, n*c.IntermediateSize)
+	}
+	if p >= RecomputeSelective {
+		s.attn, s.lse = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim), a.alloc(kernels.F32, n*c.NumHeads)
+	}
+}
+
+// kept is what the trace holds of a layer's forward activations under p:
+// the buffers freed with the layer's forward are dropped, so that a
+// backward that forgot to recompute one fails on a nil buffer instead of
+// reading freed memory.
+func (s *layerActs) kept(p Recompute) *layerActs {
+	switch p {
+	case RecomputeNone:
+		return s
+	case RecomputeLayer:
+		return &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused}
+	}
+	k := *s
+	k.act = nil
+	if p >= RecomputeSelective {
+		k.attn, k.lse = nil, nil
+	}
+	return &k
+}
+
+// backwardActs returns layer l's activations for its backward: the kept
+// ones, with what p dropped recomputed into buffers of a (the layer's
+// backward scratch) by the very ops the forward ran.
+func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	kept, n := tr.layers[l], tr.n
+	switch tr.recompute {
+	case RecomputeNone:
+		return kept
+	case RecomputeLayer:
+		s := m.trainingActs(a, l, kept.xIn, kept.fused, n, RecomputeNone)
+		m.layerForward(a, l, tr.cache, tr.idx, n, s)
+		return s
+	}
+	s := *kept
+	m.allocDropped(a, &s, n, tr.recompute)
+	if tr.recompute >= RecomputeSelective {
+		m.attention(l, tr.cache, tr.idx, n, &s)
+	}
+	be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
+	return &s
+}
