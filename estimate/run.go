@@ -68,17 +68,17 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 	if eval == nil {
 		eval = []EnvShape{} // probed: none to count (nil would derive it from the config)
 	}
+	av, err := AvailableMemory(device)
+	if err != nil {
+		return nil, err
+	}
 	e, err := Memory(cfg, mc, Options{Device: device, Train: train, Eval: eval,
-		Assumptions: append(notes, envNotes...)})
+		Assumptions: append(notes, envNotes...), Available: &av})
 	if err != nil {
 		return nil, err
 	}
 	if o.Shape != "" {
 		e.Model = o.Shape
-	}
-	av, err := AvailableMemory(device)
-	if err != nil {
-		return nil, err
 	}
 	e.Available = &av
 	if !o.Measure {
@@ -99,6 +99,9 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 		m = model.NewRandom(mc, be, uint64(cfg.Seed))
 	}
 	defer m.Free()
+	// The warm-up trains under the chosen policy, so its time includes
+	// what the backward recomputes.
+	m.Recompute = e.Recompute
 	if device == "cpu" && mc.ParamCount() > 200e6 {
 		logf(o.Log, "measuring a %s-parameter model on the CPU takes minutes; --no-measure skips it", count(mc.ParamCount()))
 	} else {

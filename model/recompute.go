@@ -44,6 +44,9 @@ func (p Recompute) String() string {
 	return fmt.Sprintf("Recompute(%d)", uint8(p))
 }
 
+// MarshalText writes the config name, so JSON shows "layer".
+func (p Recompute) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
 // RecomputePolicies lists every policy, least recompute first.
 func RecomputePolicies() []Recompute {
 	out := make([]Recompute, numRecompute)

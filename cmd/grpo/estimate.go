@@ -92,6 +92,7 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 	}
 	fmt.Fprintf(tw, "\tpeak (%s)\t%s\t\n", e.PeakPhase, estimate.FormatBytes(e.Peak))
 	tw.Flush()
+	writeRecompute(w, e)
 	if e.Time != nil {
 		fmt.Fprintf(w, "\ntime: %s\n", e.Time.Summary())
 	}
@@ -104,6 +105,40 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 		fmt.Fprintf(w, "  - %s\n", a)
 	}
 	fmt.Fprintf(w, "\n%s\n", e.Verdict())
+}
+
+// writeRecompute is the recompute table: each policy's training memory,
+// the run's peak under it, whether that fits, and what it recomputes per
+// micro-batch; the chosen one marked.
+func writeRecompute(w io.Writer, e *estimate.Estimate) {
+	fmt.Fprintf(w, "\nrecompute = %s (%s)\n", e.Recompute, e.RecomputeWhy)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tpolicy\ttraining\tpeak\tfits\textra FLOPs per micro-batch")
+	for _, c := range e.Recomputes {
+		mark, fits := "", "?"
+		if c.Policy == e.Recompute {
+			mark = "→"
+		}
+		if e.Available != nil && e.Available.Known {
+			fits = map[bool]string{true: "yes", false: "no"}[c.Peak <= e.Available.Bytes]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (+%.3g%% of %s)\n", mark, c.Policy, estimate.FormatBytes(c.TrainingBytes),
+			estimate.FormatBytes(c.Peak), fits, flops(c.ExtraFLOPs), 100*c.ExtraFLOPs/e.TrainFLOPs, flops(e.TrainFLOPs))
+	}
+	tw.Flush()
+}
+
+// flops writes a FLOP count as 3.2 TFLOP.
+func flops(f float64) string {
+	for _, u := range []struct {
+		scale float64
+		name  string
+	}{{1e15, "PFLOP"}, {1e12, "TFLOP"}, {1e9, "GFLOP"}, {1e6, "MFLOP"}} {
+		if f >= u.scale {
+			return fmt.Sprintf("%.3g %s", f/u.scale, u.name)
+		}
+	}
+	return fmt.Sprintf("%.3g FLOP", f)
 }
 
 // commas writes 596049920 as 596,049,920.
@@ -133,6 +168,12 @@ type estimateJSON struct {
 	Verdict         string             `json:"verdict"`
 	Time            *timeJSON          `json:"time,omitempty"`
 	Assumptions     []string           `json:"assumptions"`
+	// Recompute is the chosen policy; Recomputes every policy's cost, with
+	// TrainFLOPs the micro-batch's arithmetic without recompute.
+	Recompute       string                   `json:"recompute"`
+	RecomputeReason string                   `json:"recompute_reason"`
+	Recomputes      []estimate.RecomputeCost `json:"recompute_policies"`
+	TrainFLOPs      float64                  `json:"train_flops_per_micro_batch"`
 }
 
 type timeJSON struct {
@@ -147,7 +188,8 @@ type timeJSON struct {
 
 func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
 	out := estimateJSON{Model: e.Model, Device: e.Device, BaseParams: e.BaseParams, TrainableParams: e.TrainableParams,
-		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions}
+		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions,
+		Recompute: e.Recompute.String(), RecomputeReason: e.RecomputeWhy, Recomputes: e.Recomputes, TrainFLOPs: e.TrainFLOPs}
 	if e.Available != nil {
 		out.AvailableSource = e.Available.Source
 		if e.Available.Known {

@@ -119,3 +119,65 @@ func TestTrainRefusesWhenTooBig(t *testing.T) {
 		t.Errorf("the refused run created %s", out)
 	}
 }
+
+// TestEstimateQwen3_8BOnH200 is issue 18's bar: Qwen3-8B (bf16 on cuda)
+// training 4096-token rollouts (a 256-token prompt + max_tokens 3840) in
+// micro-batches of 16384 tokens fits the 139 GiB an H200 reports, with the
+// recompute policy that recompute = "auto" chose; keeping every activation
+// (or recomputing only SwiGLU and attention) would not fit.
+func TestEstimateQwen3_8BOnH200(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.toml")
+	text := `model = "Qwen/Qwen3-8B"
+device = "cuda"
+batch_size = 16
+rollouts_per_example = 8
+micro_batch_tokens = 16384
+[sampling]
+max_tokens = 3840
+[[env]]
+id = "reverse-text"
+args = { dataset_name = "synthetic" }
+`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const h200 = 139 << 30
+	t.Setenv(estimate.FakeMemAvailableEnv, "139G")
+	code, out, errOut := runCaptured(t, "estimate", path, "--shape", "qwen3-8b", "--no-measure", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		PeakBytes  int64  `json:"peak_bytes"`
+		Fits       *bool  `json:"fits"`
+		Recompute  string `json:"recompute"`
+		Recomputes []struct {
+			Policy     string  `json:"policy"`
+			Peak       int64   `json:"peak_bytes"`
+			ExtraFLOPs float64 `json:"extra_flops"`
+		} `json:"recompute_policies"`
+		TrainFLOPs float64 `json:"train_flops_per_micro_batch"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got.Fits == nil || !*got.Fits || got.PeakBytes > h200 || got.Recompute != "layer" {
+		t.Errorf("peak %d B, fits %v, recompute %q; want ≤ 139 GiB with recompute = layer", got.PeakBytes, got.Fits, got.Recompute)
+	}
+	peaks := map[string]int64{}
+	for _, r := range got.Recomputes {
+		peaks[r.Policy] = r.Peak
+		if (r.Policy == "none") != (r.ExtraFLOPs == 0) || r.ExtraFLOPs > got.TrainFLOPs {
+			t.Errorf("%s: %g extra FLOPs of %g", r.Policy, r.ExtraFLOPs, got.TrainFLOPs)
+		}
+	}
+	if peaks["none"] <= h200 || peaks["selective"] <= h200 || peaks["layer"] != got.PeakBytes {
+		t.Errorf("peaks by policy %v: want none and selective over 139 GiB, layer the estimate's", peaks)
+	}
+	t.Logf("peak by policy: %v (139 GiB = %d)", peaks, int64(h200))
+
+	code, out, errOut = runCaptured(t, "estimate", path, "--shape", "qwen3-8b", "--no-measure")
+	if code != 0 || !strings.Contains(out, "recompute = layer (auto: ") || !strings.Contains(out, "fits: uses") {
+		t.Errorf("exit %d, table:\n%s%s", code, out, errOut)
+	}
+}
