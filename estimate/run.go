@@ -177,34 +177,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 		return e
 	}
 	measure := func(s *EnvShape, e env.Environment, split string) {
-		if tl, ok := e.(env.TurnLimiter); ok {
-			s.MaxTurns = max(1, tl.MaxTurns())
-		}
-		s.ReplyTokens = rollout.ReplyTokens(e)
-		exs, err := e.Examples(split)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("env %s: %s split unreadable (%v)", s.Name, split, err))
-			return
-		}
-		if split == "eval" && (s.Examples < 0 || s.Examples > len(exs)) {
-			s.Examples = len(exs)
-		}
-		if tok == nil {
-			return
-		}
-		sum, n := 0, 0
-		for _, ex := range exs[:min(len(exs), promptSample)] {
-			if ids, err := rollout.RenderEnvPrompt(tok, e, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
-				s.PromptTokens = max(s.PromptTokens, len(ids))
-				sum, n = sum+len(ids), n+1
-			}
-		}
-		if n > 0 {
-			s.MeanPromptTokens = (sum + n - 1) / n
-		}
-		if len(exs) > promptSample {
-			notes = append(notes, fmt.Sprintf("env %s: longest prompt among the first %d of %d %s examples: %d tokens", s.Name, promptSample, len(exs), split, s.PromptTokens))
-		}
+		notes = append(notes, ProbeEnv(s, e, tok, split, cfg.Sampling.EnableThinking)...)
 	}
 	train = TrainShapes(cfg)
 	for i, ec := range cfg.Env {
@@ -251,4 +224,39 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 		add(name, ec.ID, ec.Args, n, k)
 	}
 	return train, eval, notes
+}
+
+// ProbeEnv measures what s needs to know of environment e's split: its
+// turn limit and reply room, the split's size (for eval), and with tok
+// the longest and mean rendered prompt among its first examples (unknown
+// without). The notes say what could not be read.
+func ProbeEnv(s *EnvShape, e env.Environment, tok *tokenizer.Tokenizer, split string, enableThinking *bool) (notes []string) {
+	if tl, ok := e.(env.TurnLimiter); ok {
+		s.MaxTurns = max(1, tl.MaxTurns())
+	}
+	s.ReplyTokens = rollout.ReplyTokens(e)
+	exs, err := e.Examples(split)
+	if err != nil {
+		return []string{fmt.Sprintf("env %s: %s split unreadable (%v)", s.Name, split, err)}
+	}
+	if split == "eval" && (s.Examples < 0 || s.Examples > len(exs)) {
+		s.Examples = len(exs)
+	}
+	if tok == nil {
+		return nil
+	}
+	sum, n := 0, 0
+	for _, ex := range exs[:min(len(exs), promptSample)] {
+		if ids, err := rollout.RenderEnvPrompt(tok, e, ex.Prompt, enableThinking); err == nil {
+			s.PromptTokens = max(s.PromptTokens, len(ids))
+			sum, n = sum+len(ids), n+1
+		}
+	}
+	if n > 0 {
+		s.MeanPromptTokens = (sum + n - 1) / n
+	}
+	if len(exs) > promptSample {
+		notes = append(notes, fmt.Sprintf("env %s: longest prompt among the first %d of %d %s examples: %d tokens", s.Name, promptSample, len(exs), split, s.PromptTokens))
+	}
+	return notes
 }
