@@ -46,7 +46,8 @@ type Config struct {
 	MicroBatchTokens int `toml:"micro_batch_tokens"`
 	// Recompute is the activation-memory policy of the policy update:
 	// RecomputeAuto (the estimate picks the least recompute that fits the
-	// free memory) or a model.Recompute name.
+	// free memory) or a model.ParseRecomputeSetting setting ("layer",
+	// "layer:12").
 	Recompute string `toml:"recompute"`
 	// MaxErrorSteps stops the run after this many consecutive steps in
 	// which every rollout failed (a broken rubric or environment trains on

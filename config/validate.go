@@ -117,19 +117,20 @@ func paramKey(err error) string {
 // memory estimate.
 const RecomputeAuto = "auto"
 
-// CheckRecompute checks a recompute setting: "auto" or a policy name.
-func CheckRecompute(name string) error {
-	if name == RecomputeAuto {
+// CheckRecompute checks a recompute setting: "auto", a policy name, or
+// "layer:K" (model.ParseRecomputeSetting).
+func CheckRecompute(setting string) error {
+	if setting == RecomputeAuto {
 		return nil
 	}
-	if _, err := model.ParseRecompute(name); err == nil {
+	if _, _, err := model.ParseRecomputeSetting(setting); err == nil {
 		return nil
 	}
 	names := append([]string{RecomputeAuto}, model.RecomputeNames()...)
 	for i, n := range names {
 		names[i] = strconv.Quote(n)
 	}
-	return fmt.Errorf("recompute = %q: want one of %s, e.g. recompute = \"layer\" for the least activation memory", name, strings.Join(names, ", "))
+	return fmt.Errorf(`recompute = %q: want one of %s, or "layer:K" to checkpoint the last K layers only; e.g. recompute = "layer" for the least activation memory`, setting, strings.Join(names, ", "))
 }
 
 func checkDevice(name string) error {

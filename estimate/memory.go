@@ -41,10 +41,13 @@ type Estimate struct {
 	Available *Available
 	// Recompute is the policy the training items are sized for: the
 	// config's, or with recompute = "auto" the one chooseRecompute picked;
-	// RecomputeWhy says why, and Recomputes lists every policy's cost.
-	Recompute    model.Recompute
-	RecomputeWhy string
-	Recomputes   []RecomputeCost
+	// RecomputeWhy says why, and Recomputes lists the cost of each policy
+	// and of the chosen setting.
+	Recompute        model.Recompute
+	CheckpointLayers int    // under a partial RecomputeLayer (model.Model's)
+	RecomputeSetting string // the config value: "layer:12"
+	RecomputeWhy     string
+	Recomputes       []RecomputeCost
 	// TrainFLOPs is one training micro-batch's forward and backward
 	// without recompute (perTokenLayerFLOPs, and the LM head's 4·h·vocab
 	// per scored row).
@@ -404,19 +407,20 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 }
 
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
-// one forward/backward holds) under recompute policy p. n =
+// one forward/backward holds) under recompute plan pl. n =
 // max(micro_batch_tokens, the longest sequence), as a sample is never
 // split; r of its rows carry loss weight (lossRows) and are the only ones
 // scored. f32 unless noted:
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  index + cache row (4 × 4 B); the fused GEMMs' output that every
-//	  layer splits (fusedWidth); and per layer what p keeps (keptPerLayer:
-//	  without recompute, model/layer.go trainingActs: 5h (xMid, xOut, h1,
-//	  h2, o) + 2 (rstd1, rstd2) + 2q (q, attn) + 2kv (k, v) + heads (lse)
-//	  + 3·inter (gate, up, act) + [Qwen3 q/k norm: q + kv + heads +
-//	  kv_heads] + rank per adapted proj), and its own KV cache: 2kv per
-//	  layer (one layer's under RecomputeLayer);
+//	  layer splits (fusedWidth); and per layer what pl keeps
+//	  (plan.keptPerToken: without recompute, model/layer.go trainingActs:
+//	  5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q (q, attn) + 2kv
+//	  (k, v) + heads (lse) + 3·inter (gate, up, act) + [Qwen3 q/k norm: q
+//	  + kv + heads + kv_heads] + rank per adapted proj; a checkpointed
+//	  layer its output, h), and its own KV cache: 2kv per layer (one for
+//	  all the checkpointed layers);
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
@@ -431,8 +435,8 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
 //	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
-//	  (dh1), and what p recomputes for it (recomputedPerLayer), freed
-//	  before the next layer
+//	  (dh1), and what pl recomputes for it (plan.recomputedPerToken),
+//	  freed before the next layer
 //
 // so the phase holds trace + max(reference, loss + backward). (What a
 // layer's forward recomputes lives only through that layer's forward,
@@ -440,27 +444,23 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64, p model.Recompute) phaseBytes {
+func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64, pl plan) phaseBytes {
 	h, q, kv, inter, v := dims(mc)
-	L := int64(mc.NumLayers)
 	lr := int64(targets) * int64(cfg.LoRA.Rank)
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
-	cacheLayers := L
-	if p == model.RecomputeLayer {
-		cacheLayers = 1
-	}
-	trace := (n*(tokenHead+L*keptPerLayer(mc, lr, p)) + r*rowHead) * f32Bytes
-	cache := 2 * cacheLayers * n * kv * f32Bytes
+	setting := pl.setting(mc.NumLayers)
+	trace := (n*(tokenHead+pl.keptPerToken(mc, lr)) + r*rowHead) * f32Bytes
+	cache := 2 * int64(pl.cacheLayers(mc.NumLayers)) * n * kv * f32Bytes
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
 	}
 	add("activations (trace)", trace,
-		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head; recompute = %s", n, r, p))
-	cacheDetail := fmt.Sprintf("%d tokens", n)
-	if p == model.RecomputeLayer {
-		cacheDetail += ", one layer's (recompute = layer reruns each layer's keys and values)"
+		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head; recompute = %s", n, r, setting))
+	cacheDetail := fmt.Sprintf("%d tokens × %d layers", n, pl.cacheLayers(mc.NumLayers))
+	if pl.policy == model.RecomputeLayer {
+		cacheDetail += fmt.Sprintf(" (recompute = %s: the checkpointed layers share one, their keys and values rerun)", setting)
 	}
 	add("training KV cache", cache, cacheDetail)
 	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
@@ -473,7 +473,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
 	// and one layer (with dh1 and what p recomputes).
-	layer := 3*inter + h + 2*q + 4*kv + lr + h + recomputedPerLayer(mc, lr, p)
+	layer := 3*inter + h + 2*q + 4*kv + lr + h + pl.recomputedPerToken(mc, lr)
 	backward := (r*loss + n*h + max(r*(v+h), n*layer)) * f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
@@ -481,8 +481,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64
 		// with the adapter off), keeping no LoRA shrinks: at most its
 		// layers with the last one's recomputable part (freed with that
 		// layer's forward), or all of it with the logp copy.
-		layers := n*(tokenHead+L*keptPerLayer(mc, 0, p)) + 2*r // with targets and rows, uploaded first
-		ref = max(layers+r*(rowHead-2+1), layers+n*recomputedPerLayer(mc, 0, p))*f32Bytes + cache
+		layers := n*(tokenHead+pl.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
+		ref = max(layers+r*(rowHead-2+1), layers+n*pl.recomputedPerToken(mc, 0))*f32Bytes + cache
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")

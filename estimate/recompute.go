@@ -8,17 +8,92 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// RecomputeCost is what one recompute policy (model.Recompute) costs a
-// run: the training phase's memory and the run's peak under it, and the
-// arithmetic it adds to each micro-batch.
+// RecomputeCost is what one recompute setting (a model.Recompute policy,
+// and for RecomputeLayer how many layers it checkpoints) costs a run: the
+// training phase's memory and the run's peak under it, and the arithmetic
+// it adds to each micro-batch.
 type RecomputeCost struct {
-	Policy        model.Recompute `json:"policy"`
-	TrainingBytes int64           `json:"training_bytes"`
-	Peak          int64           `json:"peak_bytes"`
+	// Setting is the config value: "selective", "layer", "layer:12".
+	Setting string          `json:"setting"`
+	Policy  model.Recompute `json:"policy"`
+	// Layers is how many layers RecomputeLayer checkpoints (all of them
+	// for "layer"); 0 for the other policies.
+	Layers        int   `json:"checkpointed_layers"`
+	TrainingBytes int64 `json:"training_bytes"`
+	Peak          int64 `json:"peak_bytes"`
 	// ExtraFLOPs is what the backward recomputes per micro-batch, on top
 	// of the micro-batch's forward and backward (Estimate.TrainFLOPs).
 	ExtraFLOPs float64 `json:"extra_flops"`
 	items      []MemItem
+}
+
+// plan is a recompute setting as the estimate sizes it: under
+// RecomputeLayer the last layers of the model are checkpointed and the
+// rest keep every activation; any other policy applies to every layer.
+type plan struct {
+	policy model.Recompute
+	layers int // checkpointed under RecomputeLayer, 1..L; 0 otherwise
+}
+
+// plans are every setting of a model of L layers: the three finer
+// policies, then layer:1 … layer:L−1 and layer.
+func plans(L int) []plan {
+	out := []plan{{model.RecomputeNone, 0}, {model.RecomputeSwiGLU, 0}, {model.RecomputeSelective, 0}}
+	for k := 1; k <= L; k++ {
+		out = append(out, plan{model.RecomputeLayer, k})
+	}
+	return out
+}
+
+// parsePlan reads a config setting (model.ParseRecomputeSetting) for a
+// model of L layers.
+func parsePlan(setting string, L int) (plan, error) {
+	p, k, err := model.ParseRecomputeSetting(setting)
+	if err != nil {
+		return plan{}, config.CheckRecompute(setting)
+	}
+	if p == model.RecomputeLayer && (k == 0 || k > L) {
+		k = L
+	}
+	return plan{p, k}, nil
+}
+
+func (pl plan) setting(L int) string {
+	if pl.policy == model.RecomputeLayer && pl.layers >= L {
+		return pl.policy.String()
+	}
+	return model.RecomputeSetting(pl.policy, pl.layers)
+}
+
+// keptPerToken is what the trace keeps per token over all L layers: the
+// output alone of a checkpointed layer, keptPerLayer of the others.
+func (pl plan) keptPerToken(mc *model.Config, lr int64) int64 {
+	L := int64(mc.NumLayers)
+	if pl.policy != model.RecomputeLayer {
+		return L * keptPerLayer(mc, lr, pl.policy)
+	}
+	k := int64(pl.layers)
+	return k*int64(mc.HiddenSize) + (L-k)*keptPerLayer(mc, lr, model.RecomputeNone)
+}
+
+// recomputedPerToken is what the largest of the layers' backward
+// recomputes, per token.
+func (pl plan) recomputedPerToken(mc *model.Config, lr int64) int64 {
+	return recomputedPerLayer(mc, lr, pl.policy)
+}
+
+// cacheLayers is how many layers' KV caches the trace holds: one for all
+// the checkpointed layers (model/recompute.go newTrainCache).
+func (pl plan) cacheLayers(L int) int {
+	return L - pl.layers + min(pl.layers, 1)
+}
+
+// extraFLOPs is what the plan recomputes per token over the model.
+func (pl plan) extraFLOPs(f layerFLOPs, L int) float64 {
+	if pl.policy == model.RecomputeLayer {
+		return float64(pl.layers) * f.extra(model.RecomputeLayer)
+	}
+	return float64(L) * f.extra(pl.policy)
 }
 
 // autoHeadroom is the share of the free memory recompute = "auto" leaves
@@ -104,32 +179,42 @@ func (f layerFLOPs) extra(p model.Recompute) float64 {
 	return 0
 }
 
-// recomputeItems sizes the training phase under every policy, picks the
-// policy (cfg.Recompute, or for "auto" chooseRecompute with avail), and
-// inserts the chosen policy's training items at index at of e.Items.
+// recomputeItems sizes the training phase under every recompute setting,
+// picks one (cfg.Recompute, or for "auto" chooseRecompute with avail),
+// inserts its training items at index at of e.Items, and lists in
+// e.Recomputes the four policies and the chosen setting.
 func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []model.Proj, longest int, seqs []trainSeq, at int, avail *Available) error {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	seqLen := int(max(1, min(n, int64(longest-1))))
-	loraParams := loraParamsPerLayer(mc, cfg.LoRA.Rank, projs)
-	f := perTokenLayerFLOPs(mc, loraParams, seqLen)
-	L, h, v := float64(mc.NumLayers), float64(mc.HiddenSize), float64(mc.VocabSize)
-	e.TrainFLOPs = float64(n)*L*(f.forward+f.backward) + 4*h*v*float64(r)
+	f := perTokenLayerFLOPs(mc, loraParamsPerLayer(mc, cfg.LoRA.Rank, projs), seqLen)
+	L, h, v := mc.NumLayers, float64(mc.HiddenSize), float64(mc.VocabSize)
+	e.TrainFLOPs = float64(n)*float64(L)*(f.forward+f.backward) + 4*h*v*float64(r)
 	others := e.Items
-	e.Recomputes = nil
-	for _, p := range model.RecomputePolicies() {
-		tb := trainingBytes(cfg, mc, len(projs), n, r, p)
+	var costs []RecomputeCost
+	for _, pl := range plans(L) {
+		tb := trainingBytes(cfg, mc, len(projs), n, r, pl)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
-		e.Recomputes = append(e.Recomputes, RecomputeCost{Policy: p, TrainingBytes: tb.total(), Peak: e.Peak,
-			ExtraFLOPs: float64(n) * L * f.extra(p), items: tb.items})
+		costs = append(costs, RecomputeCost{Setting: pl.setting(L), Policy: pl.policy, Layers: pl.layers,
+			TrainingBytes: tb.total(), Peak: e.Peak, ExtraFLOPs: float64(n) * pl.extraFLOPs(f, L), items: tb.items})
 	}
-	chosen, why, err := chooseRecompute(cfg.Recompute, e.Recomputes, avail)
+	chosen, why, err := chooseRecompute(cfg.Recompute, L, costs, avail)
 	if err != nil {
 		return err
 	}
-	e.Recompute, e.RecomputeWhy = chosen, why
-	e.Items = slices.Concat(others[:at], e.Recomputes[chosen].items, others[at:])
+	c := costs[chosen]
+	e.Recompute, e.CheckpointLayers, e.RecomputeSetting, e.RecomputeWhy = c.Policy, 0, c.Setting, why
+	if c.Policy == model.RecomputeLayer && c.Layers < L {
+		e.CheckpointLayers = c.Layers
+	}
+	e.Recomputes = nil
+	for i, rc := range costs {
+		if i < 3 || i == chosen || i == len(costs)-1 {
+			e.Recomputes = append(e.Recomputes, rc)
+		}
+	}
+	e.Items = slices.Concat(others[:at], c.items, others[at:])
 	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
 		n, cfg.MicroBatchTokens, longest)
 	e.note("training LM head: %d of the micro-batch's %d rows carry loss weight (every completion token at max_tokens, prompts at the longest; shorter prompts put more rows through the head)",
@@ -137,34 +222,44 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	return nil
 }
 
-// chooseRecompute is the policy of setting (a config recompute value):
-// the named one, or for "auto" the least recompute whose peak fits the
-// free memory less autoHeadroom; RecomputeLayer, the least memory, when
-// none does; no recompute when the free memory is unknown.
-func chooseRecompute(setting string, costs []RecomputeCost, avail *Available) (model.Recompute, string, error) {
+// chooseRecompute picks among costs (plans' order, for a model of L
+// layers) the one setting (a config recompute value) names; for "auto" the
+// one with the least extra FLOPs whose peak fits the free memory less
+// autoHeadroom (the least memory among equals), "layer" — the least
+// memory — when none does, and no recompute when the free memory is
+// unknown.
+func chooseRecompute(setting string, L int, costs []RecomputeCost, avail *Available) (int, string, error) {
 	if setting != config.RecomputeAuto {
-		p, err := model.ParseRecompute(setting)
+		pl, err := parsePlan(setting, L)
 		if err != nil {
-			return 0, "", config.CheckRecompute(setting)
+			return 0, "", err
 		}
-		return p, "set in the config", nil
+		for i, c := range costs {
+			if c.Setting == pl.setting(L) {
+				return i, "set in the config", nil
+			}
+		}
+		return 0, "", fmt.Errorf("recompute = %q: not among the settings sized", setting)
 	}
 	if avail == nil || !avail.Known {
-		return model.RecomputeNone, `recompute = "auto" with the free memory unknown keeps every activation; set recompute = "layer" to need the least`, nil
+		return 0, `recompute = "auto" with the free memory unknown keeps every activation; set recompute = "layer" to need the least`, nil
 	}
 	budget := int64(float64(avail.Bytes) * (1 - autoHeadroom))
-	for _, c := range costs {
-		if c.Peak <= budget {
-			if c.Policy == model.RecomputeNone {
-				return c.Policy, fmt.Sprintf("auto: every activation kept, the peak %s fits %s (%.0f%% of the %s free)",
-					FormatBytes(c.Peak), FormatBytes(budget), 100*(1-autoHeadroom), FormatBytes(avail.Bytes)), nil
-			}
-			less := costs[c.Policy-1]
-			return c.Policy, fmt.Sprintf("auto: the least recompute whose peak %s fits %s (%.0f%% of the %s free); recompute = %s would need %s",
-				FormatBytes(c.Peak), FormatBytes(budget), 100*(1-autoHeadroom), FormatBytes(avail.Bytes), less.Policy, FormatBytes(less.Peak)), nil
+	room := fmt.Sprintf("%s (%.0f%% of the %s free)", FormatBytes(budget), 100*(1-autoHeadroom), FormatBytes(avail.Bytes))
+	best := -1
+	for i, c := range costs {
+		if c.Peak <= budget && (best < 0 || c.ExtraFLOPs < costs[best].ExtraFLOPs ||
+			c.ExtraFLOPs == costs[best].ExtraFLOPs && c.Peak < costs[best].Peak) {
+			best = i
 		}
 	}
-	last := costs[len(costs)-1]
-	return last.Policy, fmt.Sprintf("auto: no policy fits %s (%.0f%% of the %s free); %s needs the least, %s",
-		FormatBytes(budget), 100*(1-autoHeadroom), FormatBytes(avail.Bytes), last.Policy, FormatBytes(last.Peak)), nil
+	switch {
+	case best < 0:
+		last := len(costs) - 1
+		return last, fmt.Sprintf("auto: no setting fits %s; %s needs the least, %s", room, costs[last].Setting, FormatBytes(costs[last].Peak)), nil
+	case best == 0:
+		return 0, fmt.Sprintf("auto: every activation kept, the peak %s fits %s", FormatBytes(costs[0].Peak), room), nil
+	}
+	return best, fmt.Sprintf("auto: the least recompute whose peak %s fits %s; without recompute the peak is %s",
+		FormatBytes(costs[best].Peak), room, FormatBytes(costs[0].Peak)), nil
 }

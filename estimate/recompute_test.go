@@ -1,7 +1,9 @@
 package estimate
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,35 +14,45 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// TestChooseRecompute: "auto" takes the least recompute whose peak fits
-// 95% of the free memory, the least-memory policy when none fits, and no
-// recompute when the free memory is unknown; a named policy is taken as
-// it is, whatever the memory.
+// TestChooseRecompute: "auto" takes the setting with the least extra
+// FLOPs whose peak fits 95% of the free memory — which need not be the
+// one with the most memory (selective, cheap in FLOPs, over layer:1) —
+// "layer" when none fits, and no recompute when the free memory is
+// unknown; a named setting is taken as it is, whatever the memory.
 func TestChooseRecompute(t *testing.T) {
-	costs := []RecomputeCost{{Policy: model.RecomputeNone, Peak: 1000}, {Policy: model.RecomputeSwiGLU, Peak: 900},
-		{Policy: model.RecomputeSelective, Peak: 800}, {Policy: model.RecomputeLayer, Peak: 300}}
+	const L = 3
+	costs := []RecomputeCost{
+		{Setting: "none", Peak: 1000},
+		{Setting: "swiglu", Peak: 900, ExtraFLOPs: 1},
+		{Setting: "selective", Peak: 700, ExtraFLOPs: 10},
+		{Setting: "layer:1", Peak: 800, ExtraFLOPs: 30},
+		{Setting: "layer:2", Peak: 500, ExtraFLOPs: 60},
+		{Setting: "layer", Peak: 300, ExtraFLOPs: 90},
+	}
 	for _, c := range []struct {
 		setting string
 		avail   *Available
-		want    model.Recompute
+		want    string
 		why     string
 	}{
-		{"auto", &Available{Bytes: 2000, Known: true}, model.RecomputeNone, "every activation kept"},
-		{"auto", &Available{Bytes: 1000, Known: true}, model.RecomputeSwiGLU, "recompute = none would need 1000 B"}, // 950 < 1000
-		{"auto", &Available{Bytes: 900, Known: true}, model.RecomputeSelective, "swiglu would need 900 B"},
-		{"auto", &Available{Bytes: 500, Known: true}, model.RecomputeLayer, "selective would need 800 B"},
-		{"auto", &Available{Bytes: 100, Known: true}, model.RecomputeLayer, "no policy fits"},
-		{"auto", &Available{Source: "unknown"}, model.RecomputeNone, "free memory unknown"},
-		{"auto", nil, model.RecomputeNone, "free memory unknown"},
-		{"selective", &Available{Bytes: 100, Known: true}, model.RecomputeSelective, "set in the config"},
-		{"none", nil, model.RecomputeNone, "set in the config"},
+		{"auto", &Available{Bytes: 2000, Known: true}, "none", "every activation kept"},
+		{"auto", &Available{Bytes: 1000, Known: true}, "swiglu", "without recompute the peak is 1000 B"}, // 950 < 1000
+		{"auto", &Available{Bytes: 900, Known: true}, "selective", "peak 700 B fits 855 B"},
+		{"auto", &Available{Bytes: 700, Known: true}, "layer:2", "peak 500 B fits 665 B"},
+		{"auto", &Available{Bytes: 400, Known: true}, "layer", "peak 300 B"},
+		{"auto", &Available{Bytes: 100, Known: true}, "layer", "no setting fits"},
+		{"auto", &Available{Source: "unknown"}, "none", "free memory unknown"},
+		{"auto", nil, "none", "free memory unknown"},
+		{"layer:1", &Available{Bytes: 100, Known: true}, "layer:1", "set in the config"},
+		{"layer:7", nil, "layer", "set in the config"}, // more layers than the model's: every one
+		{"none", nil, "none", "set in the config"},
 	} {
-		got, why, err := chooseRecompute(c.setting, costs, c.avail)
-		if err != nil || got != c.want || !strings.Contains(why, c.why) {
-			t.Errorf("%s with %+v: %s (%q, %v), want %s (%q)", c.setting, c.avail, got, why, err, c.want, c.why)
+		got, why, err := chooseRecompute(c.setting, L, costs, c.avail)
+		if err != nil || costs[got].Setting != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s with %+v: %s (%q, %v), want %s (%q)", c.setting, c.avail, costs[got].Setting, why, err, c.want, c.why)
 		}
 	}
-	if _, _, err := chooseRecompute("full", costs, nil); err == nil || !strings.Contains(err.Error(), `recompute = "full"`) {
+	if _, _, err := chooseRecompute("full", L, costs, nil); err == nil || !strings.Contains(err.Error(), `recompute = "full"`) {
 		t.Errorf("recompute = full: %v", err)
 	}
 }
@@ -64,13 +76,31 @@ func TestMemoryRecomputeAuto(t *testing.T) {
 				a.Policy, b.Policy, a.TrainingBytes, b.TrainingBytes, a.ExtraFLOPs, b.ExtraFLOPs)
 		}
 	}
-	layer := e.Recomputes[model.RecomputeLayer]
-	e, err = Memory(cfg, mc, Options{Device: "cuda", Available: &Available{Bytes: layer.Peak * 2, Known: true}})
+	layer := e.Recomputes[len(e.Recomputes)-1]
+	if layer.Setting != "layer" || layer.Layers != mc.NumLayers {
+		t.Fatalf("last listed setting %+v, want layer over all %d layers", layer, mc.NumLayers)
+	}
+	// With room for twice layer's peak, auto checkpoints as few layers as
+	// fit: the training items are that setting's, one layer fewer does not
+	// fit.
+	avail := &Available{Bytes: layer.Peak * 2, Known: true}
+	budget := int64(float64(avail.Bytes) * (1 - autoHeadroom))
+	e, err = Memory(cfg, mc, Options{Device: "cuda", Available: avail})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Peak != layer.Peak || e.PhaseBytes(PhaseTraining) != layer.TrainingBytes {
-		t.Errorf("chosen %s: peak %d, training %d; want layer's %d, %d", e.Recompute, e.Peak, e.PhaseBytes(PhaseTraining), layer.Peak, layer.TrainingBytes)
+	k := e.CheckpointLayers
+	if e.Recompute != model.RecomputeLayer || k < 2 || k >= mc.NumLayers || e.Peak > budget || e.RecomputeSetting != fmt.Sprintf("layer:%d", k) {
+		t.Fatalf("chosen %s (%d layers), peak %d of %d", e.RecomputeSetting, k, e.Peak, budget)
+	}
+	chosen := e.Recomputes[3]
+	if chosen.Setting != e.RecomputeSetting || chosen.Peak != e.Peak || chosen.TrainingBytes != e.PhaseBytes(PhaseTraining) {
+		t.Errorf("listed %+v; estimate peak %d, training %d", chosen, e.Peak, e.PhaseBytes(PhaseTraining))
+	}
+	fewer := *cfg
+	fewer.Recompute = fmt.Sprintf("layer:%d", k-1)
+	if e, err = Memory(&fewer, mc, Options{Device: "cuda", Available: avail}); err != nil || e.Peak <= budget {
+		t.Errorf("layer:%d: peak %d (%v), want over the budget %d", k-1, e.Peak, err, budget)
 	}
 }
 
@@ -118,8 +148,9 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 	f := perTokenLayerFLOPs(mc, loraParamsPerLayer(mc, cfg.LoRA.Rank, projs), seqLen)
 	gemmForward := f.forward - f.attention - f.swiglu // per token and layer
 	var none float64
-	for _, p := range model.RecomputePolicies() {
-		policy.Recompute = p
+	for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "layer"} {
+		p, k, _ := model.ParseRecomputeSetting(setting)
+		policy.Recompute, policy.CheckpointLayers = p, k
 		be.flops = 0
 		if _, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro); err != nil {
 			t.Fatal(err)
@@ -128,21 +159,32 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 			none = be.flops
 			continue
 		}
+		layers := float64(mc.NumLayers) // the layers p recomputes in
+		if k > 0 {
+			layers = float64(k)
+		}
 		wantGEMM := 0.0
 		if p == model.RecomputeLayer {
-			wantGEMM = float64(micro) * float64(mc.NumLayers) * gemmForward
+			wantGEMM = float64(micro) * layers * gemmForward
 		}
 		if got := be.flops - none; got != wantGEMM {
-			t.Errorf("recompute %s: %g more GEMM FLOPs, want %g", p, got, wantGEMM)
+			t.Errorf("recompute %s: %g more GEMM FLOPs, want %g", setting, got, wantGEMM)
 		}
 		// Beside the GEMMs: SwiGLU, and attention from selective on.
 		nonGEMM := f.swiglu
 		if p >= model.RecomputeSelective {
 			nonGEMM += f.attention
 		}
-		nonGEMM *= float64(micro) * float64(mc.NumLayers)
-		if est := e.Recomputes[p].ExtraFLOPs; est != wantGEMM+nonGEMM {
-			t.Errorf("recompute %s: estimate %g extra FLOPs, want GEMMs %g + attention/SwiGLU %g", p, est, wantGEMM, nonGEMM)
+		nonGEMM *= float64(micro) * layers
+		c := cfg
+		c.Recompute = setting
+		est, err := Memory(c, mc, Options{Device: "cpu", Train: train})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(est.Recomputes, func(c RecomputeCost) bool { return c.Setting == setting })
+		if i < 0 || est.Recomputes[i].ExtraFLOPs != wantGEMM+nonGEMM {
+			t.Errorf("recompute %s: estimate %+v, want GEMMs %g + attention/SwiGLU %g extra FLOPs", setting, est.Recomputes, wantGEMM, nonGEMM)
 		}
 	}
 	attn := float64(micro) * float64(mc.NumLayers) * (f.attention*3.5 + 3*f.swiglu)

@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 	defer m.Free()
 	// The warm-up trains under the chosen policy, so its time includes
 	// what the backward recomputes.
-	m.Recompute = e.Recompute
+	m.Recompute, m.CheckpointLayers = e.Recompute, e.CheckpointLayers
 	if device == "cpu" && mc.ParamCount() > 200e6 {
 		logf(o.Log, "measuring a %s-parameter model on the CPU takes minutes; --no-measure skips it", count(mc.ParamCount()))
 	} else {

@@ -9,9 +9,10 @@ type KVCache struct {
 	Slots, MaxLen int
 	K, V          []kernels.Buffer // one per layer
 	backend       kernels.Backend
-	// shared: every layer's K (and V) is one buffer (a training trace under
-	// RecomputeLayer, recompute.go), freed once.
-	shared bool
+	// shared is how many trailing layers use one K (and V) buffer (the
+	// checkpointed layers of a training trace, recompute.go), freed once;
+	// 0 or 1: every layer owns its own.
+	shared int
 }
 
 // NewKVCache allocates a cache for slots sequences of up to maxLen tokens.
@@ -28,24 +29,27 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 // Bytes is the cache's memory footprint in f32.
 func (c *KVCache) Bytes() int64 {
 	var n int64
-	for i := range c.owned() {
+	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * 4
 	}
 	return n
 }
 
-// owned is how many of K and V's buffers are distinct: the first one when
-// the layers share it.
-func (c *KVCache) owned() int {
-	if c.shared {
-		return min(1, len(c.K))
+// owned lists the layers whose K and V buffers are distinct: every layer
+// up to the first of those that share one.
+func (c *KVCache) owned() []int {
+	var out []int
+	for i := range c.K {
+		if i <= len(c.K)-c.shared {
+			out = append(out, i)
+		}
 	}
-	return len(c.K)
+	return out
 }
 
 // Free releases the cache's buffers.
 func (c *KVCache) Free() {
-	for i := range c.owned() {
+	for _, i := range c.owned() {
 		c.backend.Free(c.K[i])
 		c.backend.Free(c.V[i])
 	}

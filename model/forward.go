@@ -15,8 +15,11 @@ type Model struct {
 	Adapter Adapter
 	// Recompute is the activation-memory policy of ForwardTrain and
 	// Backward (recompute.go); the zero value keeps every activation.
-	Recompute Recompute
-	invFreq   kernels.Buffer
+	// Under RecomputeLayer, CheckpointLayers > 0 checkpoints only that many
+	// layers (the last ones), the others keeping every activation.
+	Recompute        Recompute
+	CheckpointLayers int
+	invFreq          kernels.Buffer
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -69,22 +70,77 @@ func ParseRecompute(name string) (Recompute, error) {
 	return 0, fmt.Errorf("unknown recompute policy %q; valid: %s", name, strings.Join(recomputeNames[:], ", "))
 }
 
-// newTrainCache is the trace's KV cache. Under RecomputeLayer every layer
-// shares one layer's buffers: a layer's keys and values are read only by
+// ParseRecomputeSetting reads a config's recompute setting: a policy name,
+// or "layer:K" — RecomputeLayer on the last K layers only (K ≥ 1; a K of
+// the model's depth or more checkpoints every layer) — with layers the K
+// (0 for a plain name).
+func ParseRecomputeSetting(setting string) (p Recompute, layers int, err error) {
+	name, k, partial := strings.Cut(setting, ":")
+	if !partial {
+		p, err := ParseRecompute(setting)
+		return p, 0, err
+	}
+	n, err := strconv.Atoi(k)
+	if name != RecomputeLayer.String() || err != nil || n < 1 {
+		return 0, 0, fmt.Errorf("recompute setting %q: only layer takes a count, layer:K with K ≥ 1 layers checkpointed", setting)
+	}
+	return RecomputeLayer, n, nil
+}
+
+// RecomputeSetting writes a policy and its checkpointed layers as
+// ParseRecomputeSetting reads them.
+func RecomputeSetting(p Recompute, layers int) string {
+	if p == RecomputeLayer && layers > 0 {
+		return fmt.Sprintf("%s:%d", p, layers)
+	}
+	return p.String()
+}
+
+// layerRecompute is each layer's policy: m.Recompute, except that a
+// partial RecomputeLayer (CheckpointLayers > 0) checkpoints only the last
+// CheckpointLayers layers and keeps every activation of the others. The
+// last, since the backward reaches them first: the layer whose rerun
+// sets the peak then has an input gradient to compute (the first layer's
+// is never needed), as does a full checkpoint's, and the forward's
+// rerunnable scratch is alive only while the trace holds all but the last
+// layers — the bounds estimate charges.
+func (m *Model) layerRecompute() []Recompute {
+	L := m.Config.NumLayers
+	out := make([]Recompute, L)
+	for l := range out {
+		out[l] = m.Recompute
+		if m.Recompute == RecomputeLayer && m.CheckpointLayers > 0 && l < L-m.CheckpointLayers {
+			out[l] = RecomputeNone
+		}
+	}
+	return out
+}
+
+// newTrainCache is the trace's KV cache. The layers under RecomputeLayer
+// share one layer's buffers: a layer's keys and values are read only by
 // its own attention, forward and backward, and the backward rewrites them
-// when it reruns the layer, so holding all layers' would only cost memory.
-// Rows a batch does not write are never read (each sequence fills its slot
-// from position 0, and attention reads positions up to its own), so what
-// another layer left there does not matter.
-func (m *Model) newTrainCache(slots, maxLen int, p Recompute) *KVCache {
-	if p != RecomputeLayer {
+// when it reruns the layer, so holding each of theirs would only cost
+// memory. Rows a batch does not write are never read (each sequence fills
+// its slot from position 0, and attention reads positions up to its own),
+// so what another layer left there does not matter.
+func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
+	shared := 0
+	for _, p := range m.layerRecompute() {
+		if p == RecomputeLayer {
+			shared++
+		}
+	}
+	if shared <= 1 {
 		return m.NewKVCache(slots, maxLen)
 	}
-	c := &KVCache{Slots: slots, MaxLen: maxLen, backend: m.Backend, shared: true}
-	n := slots * maxLen * m.Config.NumKVHeads * m.Config.HeadDim
-	k, v := m.Backend.Alloc(kernels.F32, n), m.Backend.Alloc(kernels.F32, n)
-	for range m.Config.NumLayers {
-		c.K, c.V = append(c.K, k), append(c.V, v)
+	c := &KVCache{Slots: slots, MaxLen: maxLen, backend: m.Backend, shared: shared}
+	n, first := slots*maxLen*m.Config.NumKVHeads*m.Config.HeadDim, m.Config.NumLayers-shared
+	for l := range m.Config.NumLayers {
+		if l <= first {
+			c.K, c.V = append(c.K, m.Backend.Alloc(kernels.F32, n)), append(c.V, m.Backend.Alloc(kernels.F32, n))
+		} else {
+			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
+		}
 	}
 	return c
 }
@@ -145,8 +201,8 @@ func (s *layerActs) kept(p Recompute) *layerActs {
 // backward scratch) by the very ops the forward ran.
 func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	kept, n := tr.layers[l], tr.n
-	switch tr.recompute {
+	kept, n, p := tr.layers[l], tr.n, tr.recompute[l]
+	switch p {
 	case RecomputeNone:
 		return kept
 	case RecomputeLayer:
@@ -155,8 +211,8 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 		return s
 	}
 	s := *kept
-	m.allocDropped(a, &s, n, tr.recompute)
-	if tr.recompute >= RecomputeSelective {
+	m.allocDropped(a, &s, n, p)
+	if p >= RecomputeSelective {
 		m.attention(l, tr.cache, tr.idx, n, &s)
 	}
 	be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)

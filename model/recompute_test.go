@@ -10,18 +10,33 @@ import (
 	"github.com/grpo-dev/grpo/kernels/cpu"
 )
 
+// recomputeSettings are the policies the tests run: every one, and
+// per-layer checkpointing of the last layer only (the other keeping every
+// activation).
+var recomputeSettings = []string{"none", "swiglu", "selective", "layer", "layer:1"}
+
 // TestRecomputeGradientsBitIdentical: on the CPU backend every recompute
 // policy gives the log-probs and LoRA gradients of RecomputeNone bit for
 // bit — the backward reruns the forward's ops on the same inputs in the
 // same order — on every tiny checkpoint (f32 and bf16, GQA, q/k norms,
-// biases, tied heads), over packed sequences of different lengths with a
-// subset of rows scored.
+// biases, tied heads) and a four-layer random Qwen3 (three checkpointed
+// layers sharing one KV cache beside one that keeps its own), over packed
+// sequences of different lengths with a subset of rows scored.
 func TestRecomputeGradientsBitIdentical(t *testing.T) {
-	for _, name := range goldenModels {
+	for _, name := range append(goldenModels, "random-qwen3-4-layers") {
 		t.Run(name, func(t *testing.T) {
-			base, err := Load(filepath.Join("..", "testdata", "models", name), cpu.New())
-			if err != nil {
-				t.Fatal(err)
+			var base *Model
+			settings := recomputeSettings
+			if name == "random-qwen3-4-layers" {
+				c := tinyConfig("qwen3")
+				c.NumLayers = 4
+				base = NewRandom(c, cpu.New(), 3)
+				settings = append(settings, "layer:3")
+			} else {
+				var err error
+				if base, err = Load(filepath.Join("..", "testdata", "models", name), cpu.New()); err != nil {
+					t.Fatal(err)
+				}
 			}
 			defer base.Free()
 			ad := newTestAdapter(base, 3, 17)
@@ -40,20 +55,23 @@ func TestRecomputeGradientsBitIdentical(t *testing.T) {
 				dlogp = append(dlogp, float32(rng.NormFloat64()))
 			}
 			var want traced
-			for _, p := range RecomputePolicies() {
+			for _, setting := range settings {
 				m := base.WithAdapter(ad)
-				m.Recompute = p
+				var err error
+				if m.Recompute, m.CheckpointLayers, err = ParseRecomputeSetting(setting); err != nil {
+					t.Fatal(err)
+				}
 				got := trainGrads(t, m, ad, &b, rows, targets, dlogp)
-				if p == RecomputeNone {
+				if setting == "none" {
 					want = got
 					continue
 				}
 				if i := firstBitDiff(got.logp, want.logp); i >= 0 {
-					t.Errorf("recompute %s: log-prob %d is %g, %g without recompute", p, i, got.logp[i], want.logp[i])
+					t.Errorf("recompute %s: log-prob %d is %g, %g without recompute", setting, i, got.logp[i], want.logp[i])
 				}
 				for k := range want.grads {
 					if i := firstBitDiff(got.grads[k], want.grads[k]); i >= 0 {
-						t.Errorf("recompute %s: gradient tensor %d element %d is %g, %g without recompute", p, k, i, got.grads[k][i], want.grads[k][i])
+						t.Errorf("recompute %s: gradient tensor %d element %d is %g, %g without recompute", setting, k, i, got.grads[k][i], want.grads[k][i])
 						break
 					}
 				}
@@ -76,17 +94,29 @@ func firstBitDiff(a, b []float32) int {
 	return -1
 }
 
-// TestRecomputeLayerSharesOneLayersCache: under RecomputeLayer the trace's
-// KV cache is one layer's, whatever the depth, and freeing it frees each
-// buffer once.
+// TestRecomputeLayerSharesOneLayersCache: the checkpointed layers of a
+// trace share one layer's KV cache — all of them under RecomputeLayer, the
+// last three of four under layer:3 — and freeing it frees each buffer
+// once.
 func TestRecomputeLayerSharesOneLayersCache(t *testing.T) {
-	m := NewRandom(tinyConfig("qwen3"), cpu.New(), 1)
-	full, shared := m.newTrainCache(2, 8, RecomputeNone), m.newTrainCache(2, 8, RecomputeLayer)
-	if got, want := shared.Bytes()*int64(m.Config.NumLayers), full.Bytes(); got != want {
-		t.Errorf("shared cache × %d layers = %d B, want the full cache's %d B", m.Config.NumLayers, got, want)
+	c := tinyConfig("qwen3")
+	c.NumLayers = 4
+	be := cpu.New()
+	m := NewRandom(c, be, 1)
+	full := m.newTrainCache(2, 8)
+	layer := full.Bytes() / 4
+	for _, tc := range []struct {
+		checkpoint, layers int
+	}{{0, 1}, {3, 2}, {1, 4}, {9, 1}} {
+		cm := *m
+		cm.Recompute, cm.CheckpointLayers = RecomputeLayer, tc.checkpoint
+		shared := cm.newTrainCache(2, 8)
+		if got := shared.Bytes(); got != int64(tc.layers)*layer {
+			t.Errorf("layer:%d: cache of %d B, want %d layers' (%d B)", tc.checkpoint, got, tc.layers, int64(tc.layers)*layer)
+		}
+		shared.Free()
 	}
 	full.Free()
-	shared.Free()
 }
 
 func TestParseRecompute(t *testing.T) {
@@ -99,5 +129,16 @@ func TestParseRecompute(t *testing.T) {
 	_, err := ParseRecompute("full")
 	if err == nil || !strings.Contains(err.Error(), `"full"`) || !strings.Contains(err.Error(), "none, swiglu, selective, layer") {
 		t.Errorf("ParseRecompute(\"full\"): %v; want the name and the valid policies", err)
+	}
+	for _, s := range []string{"none", "layer", "layer:1", "layer:12"} {
+		p, k, err := ParseRecomputeSetting(s)
+		if err != nil || RecomputeSetting(p, k) != s {
+			t.Errorf("ParseRecomputeSetting(%q) = %v, %d, %v", s, p, k, err)
+		}
+	}
+	for _, s := range []string{"layer:0", "layer:-2", "layer:x", "selective:3", "layer:", "full"} {
+		if _, _, err := ParseRecomputeSetting(s); err == nil {
+			t.Errorf("ParseRecomputeSetting(%q): no error", s)
+		}
 	}
 }

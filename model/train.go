@@ -17,8 +17,8 @@ type Trace struct {
 	idx       batchIndex
 	cache     *KVCache
 	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row
-	layers    []*layerActs   // what each layer keeps, by recompute
-	recompute Recompute
+	layers    []*layerActs   // what each layer keeps, by its recompute policy
+	recompute []Recompute    // each layer's policy (m.layerRecompute)
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
 	rstdF     kernels.Buffer
@@ -66,13 +66,13 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
-	cache := m.newTrainCache(slots, maxLen, m.Recompute)
+	cache := m.newTrainCache(slots, maxLen)
 	if err := b.validate(c, cache); err != nil {
 		cache.Free()
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.Recompute}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a)
 	crows := make([]int32, n)
@@ -94,10 +94,10 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	for l := range m.W.Layers {
 		// What the backward recomputes lives only through the layer's forward.
 		tmp := &arena{be: be}
-		s := m.forwardActs(a, tmp, l, x, fused, n, tr.recompute)
+		s := m.forwardActs(a, tmp, l, x, fused, n, tr.recompute[l])
 		m.layerForward(a, l, cache, tr.idx, n, s)
 		tmp.free()
-		tr.layers = append(tr.layers, s.kept(tr.recompute))
+		tr.layers = append(tr.layers, s.kept(tr.recompute[l]))
 		x = s.xOut
 	}
 	tr.xFinal = x

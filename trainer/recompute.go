@@ -39,14 +39,14 @@ func (r *run) chooseRecompute() error {
 		if err != nil {
 			return fmt.Errorf("recompute = %q: %w", r.cfg.Recompute, err)
 		}
-		r.base.Recompute, why = e.Recompute, e.RecomputeWhy
+		r.base.Recompute, r.base.CheckpointLayers, why = e.Recompute, e.CheckpointLayers, e.RecomputeWhy
 	} else {
-		p, err := model.ParseRecompute(r.cfg.Recompute)
+		p, k, err := model.ParseRecomputeSetting(r.cfg.Recompute)
 		if err != nil {
 			return config.CheckRecompute(r.cfg.Recompute)
 		}
-		r.base.Recompute = p
+		r.base.Recompute, r.base.CheckpointLayers = p, k
 	}
-	r.dir.Logf("recompute = %s (%s)", r.base.Recompute, why)
+	r.dir.Logf("recompute = %s (%s)", model.RecomputeSetting(r.base.Recompute, r.base.CheckpointLayers), why)
 	return nil
 }

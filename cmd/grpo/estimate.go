@@ -107,22 +107,22 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 	fmt.Fprintf(w, "\n%s\n", e.Verdict())
 }
 
-// writeRecompute is the recompute table: each policy's training memory,
-// the run's peak under it, whether that fits, and what it recomputes per
-// micro-batch; the chosen one marked.
+// writeRecompute is the recompute table: each policy's (and the chosen
+// setting's) training memory, the run's peak under it, whether that fits,
+// and what it recomputes per micro-batch; the chosen one marked.
 func writeRecompute(w io.Writer, e *estimate.Estimate) {
-	fmt.Fprintf(w, "\nrecompute = %s (%s)\n", e.Recompute, e.RecomputeWhy)
+	fmt.Fprintf(w, "\nrecompute = %s (%s)\n", e.RecomputeSetting, e.RecomputeWhy)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tpolicy\ttraining\tpeak\tfits\textra FLOPs per micro-batch")
+	fmt.Fprintln(tw, "\tsetting\ttraining\tpeak\tfits\textra FLOPs per micro-batch")
 	for _, c := range e.Recomputes {
 		mark, fits := "", "?"
-		if c.Policy == e.Recompute {
+		if c.Setting == e.RecomputeSetting {
 			mark = "→"
 		}
 		if e.Available != nil && e.Available.Known {
 			fits = map[bool]string{true: "yes", false: "no"}[c.Peak <= e.Available.Bytes]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (+%.3g%% of %s)\n", mark, c.Policy, estimate.FormatBytes(c.TrainingBytes),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (+%.3g%% of %s)\n", mark, c.Setting, estimate.FormatBytes(c.TrainingBytes),
 			estimate.FormatBytes(c.Peak), fits, flops(c.ExtraFLOPs), 100*c.ExtraFLOPs/e.TrainFLOPs, flops(e.TrainFLOPs))
 	}
 	tw.Flush()
@@ -189,7 +189,7 @@ type timeJSON struct {
 func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
 	out := estimateJSON{Model: e.Model, Device: e.Device, BaseParams: e.BaseParams, TrainableParams: e.TrainableParams,
 		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions,
-		Recompute: e.Recompute.String(), RecomputeReason: e.RecomputeWhy, Recomputes: e.Recomputes, TrainFLOPs: e.TrainFLOPs}
+		Recompute: e.RecomputeSetting, RecomputeReason: e.RecomputeWhy, Recomputes: e.Recomputes, TrainFLOPs: e.TrainFLOPs}
 	if e.Available != nil {
 		out.AvailableSource = e.Available.Source
 		if e.Available.Known {

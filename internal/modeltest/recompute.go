@@ -9,16 +9,16 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// recomputeCases are the policies each tiny model is run under on the
-// backend: per-layer checkpointing (the shared one-layer KV cache, the
-// whole layer rerun) on all five, the finer policies on the Qwen3 pair (q/k
-// norms; f32 and bf16) and the Llama f32 model.
-var recomputeCases = map[string][]model.Recompute{
-	"qwen3-tiny":              {model.RecomputeSelective, model.RecomputeLayer},
-	"qwen3-tiny-bf16":         {model.RecomputeSelective, model.RecomputeLayer},
-	"qwen2-tiny":              {model.RecomputeLayer},
-	"llama-tiny":              {model.RecomputeSwiGLU, model.RecomputeLayer},
-	"llama-tiny-bf16-sharded": {model.RecomputeLayer},
+// recomputeCases are the recompute settings each tiny model is run under
+// on the backend: per-layer checkpointing (the whole layer rerun) on all
+// five, of the last layer only on the Qwen2 one, and the finer policies
+// on the Qwen3 pair (q/k norms; f32 and bf16) and the Llama f32 model.
+var recomputeCases = map[string][]string{
+	"qwen3-tiny":              {"selective", "layer"},
+	"qwen3-tiny-bf16":         {"selective", "layer"},
+	"qwen2-tiny":              {"layer:1", "layer"},
+	"llama-tiny":              {"swiglu", "layer"},
+	"llama-tiny-bf16-sharded": {"layer"},
 }
 
 // checkRecompute reruns checkGrads' policy-gradient step (m with adapter
@@ -42,7 +42,10 @@ func checkRecompute(t TB, name string, m *model.Model, ad adapter, samples []los
 	bd := boundsFor(m)
 	for _, p := range policies {
 		pm := m.WithAdapter(nil)
-		pm.Recompute = p
+		var err error
+		if pm.Recompute, pm.CheckpointLayers, err = model.ParseRecomputeSetting(p); err != nil {
+			t.Fatal(err)
+		}
 		got, grads := gradient(t, pm, ad, samples, cfg, 16, 16)
 		compareStats(t, bd, got, cpuSt)
 		w := compareGrads(t, bd, grads, cpuGrads)
