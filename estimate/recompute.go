@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/model"
@@ -262,4 +263,25 @@ func chooseRecompute(setting string, L int, costs []RecomputeCost, avail *Availa
 	}
 	return best, fmt.Sprintf("auto: the least recompute whose peak %s fits %s; without recompute the peak is %s",
 		FormatBytes(costs[best].Peak), room, FormatBytes(costs[0].Peak)), nil
+}
+
+// chosenRecompute is the cost of the setting the estimate is sized for.
+func (e *Estimate) chosenRecompute() (RecomputeCost, bool) {
+	for _, c := range e.Recomputes {
+		if c.Setting == e.RecomputeSetting {
+			return c, true
+		}
+	}
+	return RecomputeCost{}, false
+}
+
+// TrainTime is the measured step's training time (Time.Train, taken under
+// the chosen setting) scaled to setting c by the micro-batch FLOPs of each:
+// the time model of what recompute costs. 0 when the time was not measured.
+func (e *Estimate) TrainTime(c RecomputeCost) time.Duration {
+	chosen, ok := e.chosenRecompute()
+	if e.Time == nil || !ok || e.TrainFLOPs <= 0 {
+		return 0
+	}
+	return time.Duration(float64(e.Time.Train) * (e.TrainFLOPs + c.ExtraFLOPs) / (e.TrainFLOPs + chosen.ExtraFLOPs))
 }

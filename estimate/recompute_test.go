@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -190,5 +191,22 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 	attn := float64(micro) * float64(mc.NumLayers) * (f.attention*3.5 + 3*f.swiglu)
 	if gemm := e.TrainFLOPs - attn; none > gemm || none < gemm*(1-1/float64(2*mc.NumLayers)) {
 		t.Errorf("no recompute: %g GEMM FLOPs counted, model's %g", none, gemm)
+	}
+}
+
+// TestTrainTimeScalesByFLOPs: the time model scales the measured training
+// time (taken under the chosen setting) by each setting's micro-batch
+// FLOPs.
+func TestTrainTimeScalesByFLOPs(t *testing.T) {
+	e := &Estimate{TrainFLOPs: 100, RecomputeSetting: "layer", Time: &StepTime{Train: 1500 * time.Millisecond},
+		Recomputes: []RecomputeCost{{Setting: "none"}, {Setting: "selective", ExtraFLOPs: 20}, {Setting: "layer", ExtraFLOPs: 50}}}
+	for i, want := range []time.Duration{1000, 1200, 1500} {
+		if got := e.TrainTime(e.Recomputes[i]); got != want*time.Millisecond {
+			t.Errorf("%s: %v, want %v", e.Recomputes[i].Setting, got, want*time.Millisecond)
+		}
+	}
+	e.Time = nil
+	if got := e.TrainTime(e.Recomputes[0]); got != 0 {
+		t.Errorf("unmeasured: %v", got)
 	}
 }

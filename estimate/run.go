@@ -110,6 +110,10 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 	if e.Time, err = MeasureStepTime(ctx, m, cfg, train); err != nil {
 		return nil, err
 	}
+	if c, ok := e.chosenRecompute(); ok && c.ExtraFLOPs > 0 {
+		e.Time.Assumptions = append(e.Time.Assumptions, fmt.Sprintf("training measured under recompute = %s, which adds %.3g%% to a micro-batch's FLOPs; other settings' train time scaled by their FLOPs",
+			c.Setting, 100*c.ExtraFLOPs/e.TrainFLOPs))
+	}
 	return e, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/estimate"
@@ -113,7 +114,11 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 func writeRecompute(w io.Writer, e *estimate.Estimate) {
 	fmt.Fprintf(w, "\nrecompute = %s (%s)\n", e.RecomputeSetting, e.RecomputeWhy)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tsetting\ttraining\tpeak\tfits\textra FLOPs per micro-batch")
+	header := "\tsetting\ttraining\tpeak\tfits\textra FLOPs per micro-batch"
+	if e.Time != nil {
+		header += "\ttrain time per step"
+	}
+	fmt.Fprintln(tw, header)
 	for _, c := range e.Recomputes {
 		mark, fits := "", "?"
 		if c.Setting == e.RecomputeSetting {
@@ -122,8 +127,12 @@ func writeRecompute(w io.Writer, e *estimate.Estimate) {
 		if e.Available != nil && e.Available.Known {
 			fits = map[bool]string{true: "yes", false: "no"}[c.Peak <= e.Available.Bytes]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (+%.3g%% of %s)\n", mark, c.Setting, estimate.FormatBytes(c.TrainingBytes),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (+%.3g%% of %s)", mark, c.Setting, estimate.FormatBytes(c.TrainingBytes),
 			estimate.FormatBytes(c.Peak), fits, flops(c.ExtraFLOPs), 100*c.ExtraFLOPs/e.TrainFLOPs, flops(e.TrainFLOPs))
+		if e.Time != nil {
+			fmt.Fprintf(tw, "\t%s", e.TrainTime(c).Round(time.Millisecond))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }
