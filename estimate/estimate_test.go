@@ -414,6 +414,17 @@ func TestVerdict(t *testing.T) {
 	if v := e.Verdict(); !strings.HasPrefix(v, "does not fit") || !strings.Contains(v, "batch_size") {
 		t.Errorf("does-not-fit verdict: %s", v)
 	}
+	// Training at the peak under a setting that keeps more than "layer":
+	// the advice names it and its peak.
+	e.PeakPhase, e.RecomputeSetting = PhaseTraining, "none"
+	e.Recomputes = []RecomputeCost{{Setting: "none", Peak: 3 << 30}, {Setting: "layer", Peak: 1 << 29}}
+	if v := e.Verdict(); !strings.Contains(v, `lower micro_batch_tokens`) || !strings.Contains(v, `set recompute = "layer" (512.0 MiB at peak)`) {
+		t.Errorf("training verdict: %s", v)
+	}
+	e.RecomputeSetting = "layer"
+	if v := e.Verdict(); strings.Contains(v, "recompute") {
+		t.Errorf("training verdict under layer: %s", v)
+	}
 	e.Available = &Available{Source: "no way to know"}
 	if fits, ok := e.Fits(); ok || fits {
 		t.Error("unknown memory reported as known")

@@ -97,7 +97,9 @@ func TestEstimateCommandTable(t *testing.T) {
 }
 
 // grpo train refuses a run that cannot fit before creating anything, in
-// one line that names the estimate, the free memory and --force.
+// one line that names the estimate, the free memory and --force. (With
+// nothing fitting, recompute = "auto" takes "layer", the least training
+// memory, so the sampler's KV cache sets the peak.)
 func TestTrainRefusesWhenTooBig(t *testing.T) {
 	t.Setenv(estimate.FakeMemAvailableEnv, "1K")
 	cfg := writeConfig(t, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny"))
@@ -107,7 +109,7 @@ func TestTrainRefusesWhenTooBig(t *testing.T) {
 		t.Fatalf("exit %d, want 1: %s", code, errOut)
 	}
 	line := strings.TrimSpace(errOut)
-	for _, want := range []string{"at peak", "1.0 KiB is free", estimate.FakeMemAvailableEnv, "--force", "lower micro_batch_tokens"} {
+	for _, want := range []string{"at peak", "1.0 KiB is free", estimate.FakeMemAvailableEnv, "--force", "lower batch_size"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("refusal lacks %q: %s", want, line)
 		}
