@@ -30,7 +30,8 @@ const (
 	// RecomputeLayer keeps only each layer's input (per-layer activation
 	// checkpointing) and reruns the whole layer's forward in the backward.
 	// The KV cache is recomputed too, so one layer's cache serves every
-	// layer.
+	// checkpointed layer. Model.CheckpointLayers limits it to the last
+	// layers.
 	RecomputeLayer
 	numRecompute
 )
@@ -97,13 +98,12 @@ func RecomputeSetting(p Recompute, layers int) string {
 }
 
 // layerRecompute is each layer's policy: m.Recompute, except that a
-// partial RecomputeLayer (CheckpointLayers > 0) checkpoints only the last
-// CheckpointLayers layers and keeps every activation of the others. The
-// last, since the backward reaches them first: the layer whose rerun
-// sets the peak then has an input gradient to compute (the first layer's
-// is never needed), as does a full checkpoint's, and the forward's
-// rerunnable scratch is alive only while the trace holds all but the last
-// layers — the bounds estimate charges.
+// partial RecomputeLayer (CheckpointLayers = K > 0) checkpoints only the
+// last K layers, the others keeping every activation. The last ones, so
+// that the bounds the estimate charges hold: the backward reruns them
+// first, each with an input gradient to compute (only the first layer has
+// none), and a rerunnable layer's forward scratch lives while the trace
+// holds all the kept layers, not only some.
 func (m *Model) layerRecompute() []Recompute {
 	L := m.Config.NumLayers
 	out := make([]Recompute, L)
