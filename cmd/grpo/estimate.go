@@ -25,7 +25,10 @@ func init() {
 		help: `Prints the parameters, the memory the run will hold (base weights, LoRA
 parameters and AdamW moments, the sampler's KV cache for batch_size rollouts of
 prompt + max_tokens, and one training micro-batch's activations), the peak and
-whether it fits in the free memory, and a time per step from a short measured
+whether it fits in the free memory, the recompute settings (each one's training
+memory, peak and extra FLOPs per micro-batch; the config's recompute, or with
+"auto" the least extra arithmetic that fits, sizes the training items), and a
+time per step from a short measured
 warm-up on the real model (random weights of the same shape when the weights
 are not downloaded). The exit code is 0 whether or not the run fits;
 'grpo train' refuses to start a run that does not fit unless --force.
