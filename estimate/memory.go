@@ -424,9 +424,10 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
-//	then either the KL reference (beta > 0): a second trace without LoRA
+//	then either the KL reference (beta > 0): a second trace without LoRA,
+//	  every layer checkpointed (it has no backward; one layer's KV cache),
 //	  plus the copy of its logp (1 per scored row) that outlives it — or,
-//	  when larger, its layers while the last one's recomputable part is
+//	  when larger, its layers while the last one's forward scratch is
 //	  alive; the trace is freed before anything below is allocated,
 //	or the loss buffers (loss/microbatch.go), per scored row: old, adv, w,
 //	  loss, dlogp, clip (6), ref and kl (2 with beta > 0), and the backward
@@ -477,12 +478,14 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64
 	backward := (r*loss + n*h + max(r*(v+h), n*layer)) * f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
-		// The reference trace runs under p too (it is the policy's model
-		// with the adapter off), keeping no LoRA shrinks: at most its
-		// layers with the last one's recomputable part (freed with that
-		// layer's forward), or all of it with the logp copy.
-		layers := n*(tokenHead+pl.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
-		ref = max(layers+r*(rowHead-2+1), layers+n*pl.recomputedPerToken(mc, 0))*f32Bytes + cache
+		// The reference trace (loss/microbatch.go referenceLogp) has no
+		// backward, so it checkpoints every layer whatever pl is, and has
+		// no LoRA shrinks: at most its layers with the last one's forward
+		// scratch, or all of it with the logp copy; one layer's KV cache.
+		all := plan{model.RecomputeLayer, mc.NumLayers}
+		layers := n*(tokenHead+all.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
+		ref = max(layers+r*(rowHead-2+1), layers+n*all.recomputedPerToken(mc, 0))*f32Bytes +
+			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
