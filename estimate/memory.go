@@ -416,10 +416,11 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  index + cache row (4 × 4 B); the fused GEMMs' output that every
 //	  layer splits (fusedWidth); and per layer what pl keeps
 //	  (plan.keptPerToken: without recompute, model/layer.go trainingActs:
-//	  5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q (q, attn) + 2kv
-//	  (k, v) + heads (lse) + 3·inter (gate, up, act) + [Qwen3 q/k norm: q
-//	  + kv + heads + kv_heads] + rank per adapted proj; a checkpointed
-//	  layer its output, h), and its own KV cache: 2kv per layer (one for
+//	  4h (xMid, xOut, h1, h2; o is a view of the fused output) + 2
+//	  (rstd1, rstd2) + 2q (q, attn) + 2kv (k, v) + heads (lse) + 3·inter
+//	  (gate, up, act) + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank
+//	  per adapted proj; a checkpointed layer its output, h), and its own
+//	  KV cache: 2kv per layer (one for
 //	  all the checkpointed layers);
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and

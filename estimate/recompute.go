@@ -109,11 +109,15 @@ const swigluFLOPs = 5
 
 // fullPerLayer is every activation a training trace keeps per token and
 // layer without recompute (model/layer.go trainingActs), f32 elements, lr
-// the LoRA shrinks' Σ ranks.
+// the LoRA shrinks' Σ ranks. The o_proj/down_proj output is a view of the
+// trace's fused GEMM output, unless that is narrower than hidden.
 func fullPerLayer(mc *model.Config, lr int64) int64 {
 	h, q, kv, inter, _ := dims(mc)
 	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
-	n := 5*h + 2 + 2*q + 2*kv + heads + 3*inter + lr
+	n := 4*h + 2 + 2*q + 2*kv + heads + 3*inter + lr
+	if fusedWidth(mc) < h {
+		n += h
+	}
 	if mc.Arch().QKNorm {
 		n += q + kv + heads + kvHeads
 	}

@@ -58,7 +58,15 @@ func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, 
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
 		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
-		o: f(n * h), gate: f(n * inter), up: f(n * inter), fused: fused}
+		gate: f(n * inter), up: f(n * inter), fused: fused}
+	// o lives from a projection to the residual add that follows it, while
+	// the groups' fused output is dead (split before, rewritten after), and
+	// the backward never reads it: it is a view of fused.
+	if c.fusedWidth() >= h {
+		s.o = fused.Slice(0, n*h)
+	} else {
+		s.o = f(n * h)
+	}
 	if drop < RecomputeSelective {
 		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
 	}
