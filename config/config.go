@@ -47,7 +47,7 @@ type Config struct {
 	// Recompute is the activation-memory policy of the policy update:
 	// RecomputeAuto (the estimate picks the least recompute that fits the
 	// free memory) or a model.ParseRecomputeSetting setting ("layer",
-	// "layer:12").
+	// "layer:12", "selective+layer:9").
 	Recompute string `toml:"recompute"`
 	// MaxErrorSteps stops the run after this many consecutive steps in
 	// which every rollout failed (a broken rubric or environment trains on

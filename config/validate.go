@@ -130,7 +130,7 @@ func CheckRecompute(setting string) error {
 	for i, n := range names {
 		names[i] = strconv.Quote(n)
 	}
-	return fmt.Errorf(`recompute = %q: want one of %s, or "layer:K" to checkpoint the last K layers only; e.g. recompute = "layer" for the least activation memory`, setting, strings.Join(names, ", "))
+	return fmt.Errorf(`recompute = %q: want one of %s, or "layer:K" to checkpoint the last K layers only ("selective+layer:K": the others under selective); e.g. recompute = "layer" for the least activation memory`, setting, strings.Join(names, ", "))
 }
 
 func checkDevice(name string) error {

@@ -208,7 +208,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			// base model's trace alive beside the policy's before the loss and
 			// backward allocate).
 			for _, beta := range []float64{0, 0.1} {
-				for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "layer"} {
+				for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
 					cfg.Loss.Beta, cfg.Recompute = beta, setting
 					e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
 					if err != nil {

@@ -44,7 +44,7 @@ type Estimate struct {
 	// RecomputeWhy says why, and Recomputes lists the cost of each policy
 	// and of the chosen setting.
 	Recompute        model.Recompute
-	CheckpointLayers int    // under a partial RecomputeLayer (model.Model's)
+	CheckpointLayers int    // the last layers checkpointed, as model.Model's
 	RecomputeSetting string // the config value: "layer:12"
 	RecomputeWhy     string
 	Recomputes       []RecomputeCost
@@ -461,7 +461,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64
 	add("activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head; recompute = %s", n, r, setting))
 	cacheDetail := fmt.Sprintf("%d tokens × %d layers", n, pl.cacheLayers(mc.NumLayers))
-	if pl.policy == model.RecomputeLayer {
+	if pl.layers > 0 {
 		cacheDetail += fmt.Sprintf(" (recompute = %s: the checkpointed layers share one, their keys and values rerun)", setting)
 	}
 	add("training KV cache", cache, cacheDetail)
@@ -483,7 +483,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r int64
 		// backward, so it checkpoints every layer whatever pl is, and has
 		// no LoRA shrinks: at most its layers with the last one's forward
 		// scratch, or all of it with the logp copy; one layer's KV cache.
-		all := plan{model.RecomputeLayer, mc.NumLayers}
+		all := plan{model.RecomputeNone, mc.NumLayers}
 		layers := n*(tokenHead+all.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
 		ref = max(layers+r*(rowHead-2+1), layers+n*all.recomputedPerToken(mc, 0))*f32Bytes +
 			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes

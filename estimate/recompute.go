@@ -9,41 +9,44 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// RecomputeCost is what one recompute setting (a model.Recompute policy,
-// and for RecomputeLayer how many layers it checkpoints) costs a run: the
-// training phase's memory and the run's peak under it, and the arithmetic
-// it adds to each micro-batch.
+// RecomputeCost is what one recompute setting (model.ParseRecomputeSetting:
+// a policy for every layer, or the last layers checkpointed and a policy
+// for the others) costs a run: the training phase's memory and the run's
+// peak under it, and the arithmetic it adds to each micro-batch.
 type RecomputeCost struct {
-	// Setting is the config value: "selective", "layer", "layer:12".
-	Setting string          `json:"setting"`
-	Policy  model.Recompute `json:"policy"`
-	// Layers is how many layers RecomputeLayer checkpoints (all of them
-	// for "layer"); 0 for the other policies.
-	Layers        int   `json:"checkpointed_layers"`
-	TrainingBytes int64 `json:"training_bytes"`
-	Peak          int64 `json:"peak_bytes"`
+	// Setting is the config value: "selective", "layer", "layer:12",
+	// "selective+layer:9".
+	Setting string `json:"setting"`
+	// Policy is that of the layers not checkpointed (RecomputeLayer when
+	// every layer is), Layers how many are (the last ones).
+	Policy        model.Recompute `json:"policy"`
+	Layers        int             `json:"checkpointed_layers"`
+	TrainingBytes int64           `json:"training_bytes"`
+	Peak          int64           `json:"peak_bytes"`
 	// ExtraFLOPs is what the backward recomputes per micro-batch, on top
 	// of the micro-batch's forward and backward (Estimate.TrainFLOPs).
 	ExtraFLOPs float64 `json:"extra_flops"`
 	items      []MemItem
 }
 
-// plan is a recompute setting as the estimate sizes it: under
-// RecomputeLayer the last layers of the model are checkpointed and the
-// rest keep every activation; any other policy applies to every layer.
+// plan is a recompute setting as the estimate sizes it: the last layers
+// of the model checkpointed (RecomputeLayer), the others under rest.
 type plan struct {
-	policy model.Recompute
-	layers int // checkpointed under RecomputeLayer, 1..L; 0 otherwise
+	rest   model.Recompute // none, swiglu or selective
+	layers int             // checkpointed, 0..L
 }
 
-// plans are every setting of a model of L layers: the three finer
-// policies, then layer:1 … layer:L−1 and layer.
+// plans are every setting of a model of L layers: each finer policy on
+// every layer and with the last 1 … L−1 layers checkpointed, then every
+// layer checkpointed.
 func plans(L int) []plan {
-	out := []plan{{model.RecomputeNone, 0}, {model.RecomputeSwiGLU, 0}, {model.RecomputeSelective, 0}}
-	for k := 1; k <= L; k++ {
-		out = append(out, plan{model.RecomputeLayer, k})
+	var out []plan
+	for _, rest := range []model.Recompute{model.RecomputeNone, model.RecomputeSwiGLU, model.RecomputeSelective} {
+		for k := range L {
+			out = append(out, plan{rest, k})
+		}
 	}
-	return out
+	return append(out, plan{model.RecomputeNone, L})
 }
 
 // parsePlan reads a config setting (model.ParseRecomputeSetting) for a
@@ -53,34 +56,37 @@ func parsePlan(setting string, L int) (plan, error) {
 	if err != nil {
 		return plan{}, config.CheckRecompute(setting)
 	}
-	if p == model.RecomputeLayer && (k == 0 || k > L) {
-		k = L
+	if p == model.RecomputeLayer || k >= L {
+		return plan{model.RecomputeNone, L}, nil
 	}
 	return plan{p, k}, nil
 }
 
-func (pl plan) setting(L int) string {
-	if pl.policy == model.RecomputeLayer && pl.layers >= L {
-		return pl.policy.String()
+// policy and checkpointed are the plan as model.Model's Recompute and
+// CheckpointLayers.
+func (pl plan) model(L int) (policy model.Recompute, checkpointed int) {
+	if pl.layers >= L {
+		return model.RecomputeLayer, 0
 	}
-	return model.RecomputeSetting(pl.policy, pl.layers)
+	return pl.rest, pl.layers
 }
+
+func (pl plan) setting(L int) string { return model.RecomputeSetting(pl.model(L)) }
 
 // keptPerToken is what the trace keeps per token over all L layers: the
 // output alone of a checkpointed layer, keptPerLayer of the others.
 func (pl plan) keptPerToken(mc *model.Config, lr int64) int64 {
-	L := int64(mc.NumLayers)
-	if pl.policy != model.RecomputeLayer {
-		return L * keptPerLayer(mc, lr, pl.policy)
-	}
-	k := int64(pl.layers)
-	return k*int64(mc.HiddenSize) + (L-k)*keptPerLayer(mc, lr, model.RecomputeNone)
+	L, k := int64(mc.NumLayers), int64(pl.layers)
+	return k*int64(mc.HiddenSize) + (L-k)*keptPerLayer(mc, lr, pl.rest)
 }
 
 // recomputedPerToken is what the largest of the layers' backward
-// recomputes, per token.
+// recomputes, per token: a checkpointed layer's, when there is one.
 func (pl plan) recomputedPerToken(mc *model.Config, lr int64) int64 {
-	return recomputedPerLayer(mc, lr, pl.policy)
+	if pl.layers > 0 {
+		return recomputedPerLayer(mc, lr, model.RecomputeLayer)
+	}
+	return recomputedPerLayer(mc, lr, pl.rest)
 }
 
 // cacheLayers is how many layers' KV caches the trace holds: one for all
@@ -91,10 +97,7 @@ func (pl plan) cacheLayers(L int) int {
 
 // extraFLOPs is what the plan recomputes per token over the model.
 func (pl plan) extraFLOPs(f layerFLOPs, L int) float64 {
-	if pl.policy == model.RecomputeLayer {
-		return float64(pl.layers) * f.extra(model.RecomputeLayer)
-	}
-	return float64(L) * f.extra(pl.policy)
+	return float64(pl.layers)*f.extra(model.RecomputeLayer) + float64(L-pl.layers)*f.extra(pl.rest)
 }
 
 // autoHeadroom is the share of the free memory recompute = "auto" leaves
@@ -197,11 +200,13 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	e.TrainFLOPs = float64(n)*float64(L)*(f.forward+f.backward) + 4*h*v*float64(r)
 	others := e.Items
 	var costs []RecomputeCost
-	for _, pl := range plans(L) {
+	all := plans(L)
+	for _, pl := range all {
 		tb := trainingBytes(cfg, mc, len(projs), n, r, pl)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
-		costs = append(costs, RecomputeCost{Setting: pl.setting(L), Policy: pl.policy, Layers: pl.layers,
+		p, _ := pl.model(L)
+		costs = append(costs, RecomputeCost{Setting: pl.setting(L), Policy: p, Layers: pl.layers,
 			TrainingBytes: tb.total(), Peak: e.Peak, ExtraFLOPs: float64(n) * pl.extraFLOPs(f, L), items: tb.items})
 	}
 	chosen, why, err := chooseRecompute(cfg.Recompute, L, costs, avail)
@@ -209,16 +214,20 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 		return err
 	}
 	c := costs[chosen]
-	e.Recompute, e.CheckpointLayers, e.RecomputeSetting, e.RecomputeWhy = c.Policy, 0, c.Setting, why
-	if c.Policy == model.RecomputeLayer && c.Layers < L {
-		e.CheckpointLayers = c.Layers
-	}
+	e.Recompute, e.CheckpointLayers = all[chosen].model(L)
+	e.RecomputeSetting, e.RecomputeWhy = c.Setting, why
+	// The table: each finer policy on every layer, the chosen setting when
+	// it is none of those, every layer checkpointed.
 	e.Recomputes = nil
 	for i, rc := range costs {
-		if i < 3 || i == chosen || i == len(costs)-1 {
+		if all[i].layers == 0 {
 			e.Recomputes = append(e.Recomputes, rc)
 		}
 	}
+	if all[chosen].layers > 0 && chosen != len(costs)-1 {
+		e.Recomputes = append(e.Recomputes, c)
+	}
+	e.Recomputes = append(e.Recomputes, costs[len(costs)-1])
 	e.Items = slices.Concat(others[:at], c.items, others[at:])
 	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
 		n, cfg.MicroBatchTokens, longest)

@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,17 +90,17 @@ func TestMemoryRecomputeAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := e.CheckpointLayers
-	if e.Recompute != model.RecomputeLayer || k < 2 || k >= mc.NumLayers || e.Peak > budget || e.RecomputeSetting != fmt.Sprintf("layer:%d", k) {
+	if k < 1 || k >= mc.NumLayers || e.Peak > budget || e.RecomputeSetting != model.RecomputeSetting(e.Recompute, k) {
 		t.Fatalf("chosen %s (%d layers), peak %d of %d", e.RecomputeSetting, k, e.Peak, budget)
 	}
-	chosen := e.Recomputes[3]
+	chosen := e.Recomputes[len(e.Recomputes)-2]
 	if chosen.Setting != e.RecomputeSetting || chosen.Peak != e.Peak || chosen.TrainingBytes != e.PhaseBytes(PhaseTraining) {
 		t.Errorf("listed %+v; estimate peak %d, training %d", chosen, e.Peak, e.PhaseBytes(PhaseTraining))
 	}
 	fewer := *cfg
-	fewer.Recompute = fmt.Sprintf("layer:%d", k-1)
+	fewer.Recompute = model.RecomputeSetting(e.Recompute, k-1)
 	if e, err = Memory(&fewer, mc, Options{Device: "cuda", Available: avail}); err != nil || e.Peak <= budget {
-		t.Errorf("layer:%d: peak %d (%v), want over the budget %d", k-1, e.Peak, err, budget)
+		t.Errorf("%s: peak %d (%v), want over the budget %d", fewer.Recompute, e.Peak, err, budget)
 	}
 }
 
@@ -149,37 +148,40 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 	f := perTokenLayerFLOPs(mc, loraParamsPerLayer(mc, cfg.LoRA.Rank, projs), seqLen)
 	gemmForward := f.forward - f.attention - f.swiglu // per token and layer
 	var none float64
-	for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "layer"} {
+	L := mc.NumLayers
+	for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "selective+layer:1", "layer"} {
 		p, k, _ := model.ParseRecomputeSetting(setting)
 		policy.Recompute, policy.CheckpointLayers = p, k
 		be.flops = 0
 		if _, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro); err != nil {
 			t.Fatal(err)
 		}
-		if p == model.RecomputeNone {
+		if setting == "none" {
 			none = be.flops
 			continue
 		}
-		layers := float64(mc.NumLayers) // the layers p recomputes in
-		if k > 0 {
-			layers = float64(k)
-		}
-		wantGEMM := 0.0
+		// k layers rerun whole; the others recompute per rest.
+		rest := p
 		if p == model.RecomputeLayer {
-			wantGEMM = float64(micro) * layers * gemmForward
+			rest, k = model.RecomputeNone, L
 		}
+		wantGEMM := float64(micro) * float64(k) * gemmForward
 		if got := be.flops - none; got != wantGEMM {
 			t.Errorf("recompute %s: %g more GEMM FLOPs, want %g", setting, got, wantGEMM)
 		}
-		// Beside the GEMMs: SwiGLU, and attention from selective on.
-		nonGEMM := f.swiglu
-		if p >= model.RecomputeSelective {
-			nonGEMM += f.attention
+		// Beside the GEMMs: SwiGLU and attention of the rerun layers, and of
+		// the others what rest recomputes.
+		nonGEMM := float64(k) * (f.attention + f.swiglu)
+		if rest >= model.RecomputeSwiGLU {
+			nonGEMM += float64(L-k) * f.swiglu
 		}
-		nonGEMM *= float64(micro) * layers
-		c := cfg
+		if rest >= model.RecomputeSelective {
+			nonGEMM += float64(L-k) * f.attention
+		}
+		nonGEMM *= float64(micro)
+		c := *cfg
 		c.Recompute = setting
-		est, err := Memory(c, mc, Options{Device: "cpu", Train: train})
+		est, err := Memory(&c, mc, Options{Device: "cpu", Train: train})
 		if err != nil {
 			t.Fatal(err)
 		}

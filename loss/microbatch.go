@@ -118,7 +118,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 // nothing.
 func referenceLogp(policy *model.Model, b *model.Batch, rows, targets []int32) (kernels.Buffer, error) {
 	base := policy.WithAdapter(nil)
-	base.Recompute, base.CheckpointLayers = model.RecomputeLayer, 0
+	base.Recompute, base.CheckpointLayers = model.RecomputeLayer, 0 // every layer
 	rt, err := base.ForwardTrain(b, rows, targets)
 	if err != nil {
 		return nil, err

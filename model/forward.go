@@ -15,8 +15,8 @@ type Model struct {
 	Adapter Adapter
 	// Recompute is the activation-memory policy of ForwardTrain and
 	// Backward (recompute.go); the zero value keeps every activation.
-	// Under RecomputeLayer, CheckpointLayers > 0 checkpoints only that many
-	// layers (the last ones), the others keeping every activation.
+	// CheckpointLayers > 0 puts that many layers (the last ones) under
+	// RecomputeLayer and leaves Recompute to the others.
 	Recompute        Recompute
 	CheckpointLayers int
 	invFreq          kernels.Buffer

@@ -30,8 +30,8 @@ const (
 	// RecomputeLayer keeps only each layer's input (per-layer activation
 	// checkpointing) and reruns the whole layer's forward in the backward.
 	// The KV cache is recomputed too, so one layer's cache serves every
-	// checkpointed layer. Model.CheckpointLayers limits it to the last
-	// layers.
+	// checkpointed layer. Model.CheckpointLayers applies it to the last
+	// layers only.
 	RecomputeLayer
 	numRecompute
 )
@@ -71,46 +71,55 @@ func ParseRecompute(name string) (Recompute, error) {
 	return 0, fmt.Errorf("unknown recompute policy %q; valid: %s", name, strings.Join(recomputeNames[:], ", "))
 }
 
-// ParseRecomputeSetting reads a config's recompute setting: a policy name,
-// or "layer:K" — RecomputeLayer on the last K layers only (K ≥ 1; a K of
-// the model's depth or more checkpoints every layer) — with layers the K
-// (0 for a plain name).
+// ParseRecomputeSetting reads a config's recompute setting: a policy name
+// (layers 0), or "layer:K" — the last K layers (K ≥ 1) checkpointed, the
+// others keeping every activation — or "P+layer:K", the others under
+// policy P (swiglu or selective). A K of the model's depth or more
+// checkpoints every layer.
 func ParseRecomputeSetting(setting string) (p Recompute, layers int, err error) {
-	name, k, partial := strings.Cut(setting, ":")
-	if !partial {
+	rest, partial := "none", setting
+	if r, l, ok := strings.Cut(setting, "+"); ok {
+		rest, partial = r, l
+	}
+	name, k, ok := strings.Cut(partial, ":")
+	if !ok {
 		p, err := ParseRecompute(setting)
 		return p, 0, err
 	}
-	n, err := strconv.Atoi(k)
-	if name != RecomputeLayer.String() || err != nil || n < 1 {
-		return 0, 0, fmt.Errorf("recompute setting %q: only layer takes a count, layer:K with K ≥ 1 layers checkpointed", setting)
+	p, err = ParseRecompute(rest)
+	n, nerr := strconv.Atoi(k)
+	if err != nil || p == RecomputeLayer || name != RecomputeLayer.String() || nerr != nil || n < 1 {
+		return 0, 0, fmt.Errorf("recompute setting %q: want layer:K or P+layer:K (K ≥ 1 layers checkpointed, the others under P: swiglu or selective)", setting)
 	}
-	return RecomputeLayer, n, nil
+	return p, n, nil
 }
 
 // RecomputeSetting writes a policy and its checkpointed layers as
 // ParseRecomputeSetting reads them.
 func RecomputeSetting(p Recompute, layers int) string {
-	if p == RecomputeLayer && layers > 0 {
-		return fmt.Sprintf("%s:%d", p, layers)
+	switch {
+	case layers <= 0 || p == RecomputeLayer:
+		return p.String()
+	case p == RecomputeNone:
+		return fmt.Sprintf("%s:%d", RecomputeLayer, layers)
 	}
-	return p.String()
+	return fmt.Sprintf("%s+%s:%d", p, RecomputeLayer, layers)
 }
 
-// layerRecompute is each layer's policy: m.Recompute, except that a
-// partial RecomputeLayer (CheckpointLayers = K > 0) checkpoints only the
-// last K layers, the others keeping every activation. The last ones, so
-// that the bounds the estimate charges hold: the backward reruns them
-// first, each with an input gradient to compute (only the first layer has
-// none), and a rerunnable layer's forward scratch lives while the trace
-// holds all the kept layers, not only some.
+// layerRecompute is each layer's policy: m.Recompute, except that with
+// CheckpointLayers = K > 0 the last K layers are checkpointed
+// (RecomputeLayer). The last ones, so that the bounds the estimate charges
+// hold: the backward reruns them first, each with an input gradient to
+// compute (only the first layer has none), and a rerunnable layer's
+// forward scratch lives while the trace holds all the kept layers, not
+// only some.
 func (m *Model) layerRecompute() []Recompute {
 	L := m.Config.NumLayers
 	out := make([]Recompute, L)
 	for l := range out {
 		out[l] = m.Recompute
-		if m.Recompute == RecomputeLayer && m.CheckpointLayers > 0 && l < L-m.CheckpointLayers {
-			out[l] = RecomputeNone
+		if m.CheckpointLayers > 0 && l >= L-m.CheckpointLayers {
+			out[l] = RecomputeLayer
 		}
 	}
 	return out

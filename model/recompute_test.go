@@ -11,9 +11,9 @@ import (
 )
 
 // recomputeSettings are the policies the tests run: every one, and
-// per-layer checkpointing of the last layer only (the other keeping every
-// activation).
-var recomputeSettings = []string{"none", "swiglu", "selective", "layer", "layer:1"}
+// per-layer checkpointing of the last layer only, the other keeping every
+// activation or under selective.
+var recomputeSettings = []string{"none", "swiglu", "selective", "layer", "layer:1", "selective+layer:1"}
 
 // TestRecomputeGradientsBitIdentical: on the CPU backend every recompute
 // policy gives the log-probs and LoRA gradients of RecomputeNone bit for
@@ -31,7 +31,7 @@ func TestRecomputeGradientsBitIdentical(t *testing.T) {
 				c := tinyConfig("qwen3")
 				c.NumLayers = 4
 				base = NewRandom(c, cpu.New(), 3)
-				settings = append(settings, "layer:3")
+				settings = append(settings, "layer:3", "swiglu+layer:2")
 			} else {
 				var err error
 				if base, err = Load(filepath.Join("..", "testdata", "models", name), cpu.New()); err != nil {
@@ -106,13 +106,17 @@ func TestRecomputeLayerSharesOneLayersCache(t *testing.T) {
 	full := m.newTrainCache(2, 8)
 	layer := full.Bytes() / 4
 	for _, tc := range []struct {
-		checkpoint, layers int
-	}{{0, 1}, {3, 2}, {1, 4}, {9, 1}} {
+		setting string
+		layers  int
+	}{{"layer", 1}, {"layer:3", 2}, {"layer:1", 4}, {"layer:9", 1}, {"selective+layer:2", 3}, {"selective", 4}} {
 		cm := *m
-		cm.Recompute, cm.CheckpointLayers = RecomputeLayer, tc.checkpoint
+		var err error
+		if cm.Recompute, cm.CheckpointLayers, err = ParseRecomputeSetting(tc.setting); err != nil {
+			t.Fatal(err)
+		}
 		shared := cm.newTrainCache(2, 8)
 		if got := shared.Bytes(); got != int64(tc.layers)*layer {
-			t.Errorf("layer:%d: cache of %d B, want %d layers' (%d B)", tc.checkpoint, got, tc.layers, int64(tc.layers)*layer)
+			t.Errorf("%s: cache of %d B, want %d layers' (%d B)", tc.setting, got, tc.layers, int64(tc.layers)*layer)
 		}
 		shared.Free()
 	}
@@ -130,13 +134,17 @@ func TestParseRecompute(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"full"`) || !strings.Contains(err.Error(), "none, swiglu, selective, layer") {
 		t.Errorf("ParseRecompute(\"full\"): %v; want the name and the valid policies", err)
 	}
-	for _, s := range []string{"none", "layer", "layer:1", "layer:12"} {
+	for _, s := range []string{"none", "layer", "layer:1", "layer:12", "selective+layer:3", "swiglu+layer:1"} {
 		p, k, err := ParseRecomputeSetting(s)
 		if err != nil || RecomputeSetting(p, k) != s {
 			t.Errorf("ParseRecomputeSetting(%q) = %v, %d, %v", s, p, k, err)
 		}
 	}
-	for _, s := range []string{"layer:0", "layer:-2", "layer:x", "selective:3", "layer:", "full"} {
+	if p, k, err := ParseRecomputeSetting("none+layer:2"); err != nil || p != RecomputeNone || k != 2 {
+		t.Errorf("none+layer:2: %v, %d, %v", p, k, err)
+	}
+	for _, s := range []string{"layer:0", "layer:-2", "layer:x", "selective:3", "layer:", "full",
+		"selective+layer", "layer+layer:2", "foo+layer:2", "selective+lay:2", "+layer:2", "selective+layer:0"} {
 		if _, _, err := ParseRecomputeSetting(s); err == nil {
 			t.Errorf("ParseRecomputeSetting(%q): no error", s)
 		}

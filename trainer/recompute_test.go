@@ -9,7 +9,7 @@ import (
 )
 
 // TestRecomputeTrainsTheSame: runs with recompute = "none", "selective",
-// "layer:1" and "layer" log the same metrics step for step and end with byte-identical
+// "layer:1", "selective+layer:1" and "layer" log the same metrics step for step and end with byte-identical
 // adapters (the CPU backward's recompute reruns the same ops); the run log
 // names the policy, and "auto" (the default) resolves to one with its
 // reason.
@@ -23,7 +23,7 @@ func TestRecomputeTrainsTheSame(t *testing.T) {
 	}
 	var want []map[string]any
 	var wantAdapter []byte
-	for _, policy := range []string{"none", "selective", "layer:1", "layer", "auto"} {
+	for _, policy := range []string{"none", "selective", "layer:1", "selective+layer:1", "layer", "auto"} {
 		cfg := filepath.Join(dir, policy+".toml")
 		if err := os.WriteFile(cfg, []byte("recompute = \""+policy+"\"\n"+string(text)), 0o644); err != nil {
 			t.Fatal(err)

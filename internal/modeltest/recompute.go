@@ -11,12 +11,13 @@ import (
 
 // recomputeCases are the recompute settings each tiny model is run under
 // on the backend: per-layer checkpointing (the whole layer rerun) on all
-// five, of the last layer only on the Qwen2 one, and the finer policies
+// five, of the last layer only on the Qwen2 one (the other layer keeping
+// everything, or under selective), and the finer policies
 // on the Qwen3 pair (q/k norms; f32 and bf16) and the Llama f32 model.
 var recomputeCases = map[string][]string{
 	"qwen3-tiny":              {"selective", "layer"},
 	"qwen3-tiny-bf16":         {"selective", "layer"},
-	"qwen2-tiny":              {"layer:1", "layer"},
+	"qwen2-tiny":              {"layer:1", "selective+layer:1", "layer"},
 	"llama-tiny":              {"swiglu", "layer"},
 	"llama-tiny-bf16-sharded": {"layer"},
 }
