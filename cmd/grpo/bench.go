@@ -71,7 +71,7 @@ after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
 			fs.IntVar(&o.trainSeqs, "train-seqs", 4, "sequences in the train-step figure (0 skips it)")
 			fs.IntVar(&o.trainLen, "train-len", 256, "tokens per sequence in the train-step figure")
 			fs.IntVar(&o.loraRank, "lora-rank", 16, "LoRA rank for the train-step figure")
-			fs.StringVar(&o.recompute, "recompute", "none", "recompute setting of the train-step figure: none, swiglu, selective, layer or layer:K")
+			fs.StringVar(&o.recompute, "recompute", "none", "recompute setting of the train-step figure: none, swiglu, selective, layer, layer:K or selective+layer:K")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 			fs.BoolVar(&o.noMatmul, "no-matmul", false, "skip the matmul figures")
 			fs.StringVar(&o.dtype, "dtype", "auto", "weights of a --shape model: bf16, f32, or auto (bf16 on cuda and emu, f32 on cpu)")
