@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
@@ -12,7 +13,7 @@ import (
 
 // TestStaticTrainMicroBatch runs three train micro-batches of one shape
 // (forward, log-probs, backward into a rank-16 LoRA on all projections)
-// of the qwen3 tiny model under emu. After the first, a micro-batch's
+// of the qwen3 tiny model under emu, under several recompute policies. After the first, a micro-batch's
 // forward + backward + trace free makes no allocation, no free and no
 // host sync: its buffers come back from the pool, freed in stream order,
 // and nothing waits for the device until the caller reads the loss.
@@ -27,11 +28,23 @@ func TestStaticTrainMicroBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := base.WithAdapter(ad)
-	rng := rand.New(rand.NewPCG(5, 6))
 	const seqs, seqLen = 4, 16
 	dlogp := be.Alloc(kernels.F32, seqs*(seqLen-4))
 	be.Fill(dlogp, 0.5, dlogp.Len())
+	for _, setting := range []string{"none", "selective", "swiglu+layer:1", "layer"} {
+		m := base.WithAdapter(ad)
+		var err error
+		if m.Recompute, m.CheckpointLayers, err = model.ParseRecomputeSetting(setting); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(setting, func(t *testing.T) { staticMicroBatches(t, be, m, dlogp, seqs, seqLen) })
+	}
+}
+
+// staticMicroBatches runs three micro-batches of one shape and checks the
+// counts of the second and third.
+func staticMicroBatches(t *testing.T, be *cuda.Backend, m *model.Model, dlogp kernels.Buffer, seqs, seqLen int) {
+	rng := rand.New(rand.NewPCG(5, 6))
 	for mb := range 3 {
 		var b model.Batch
 		var rows, targets []int32
