@@ -141,6 +141,11 @@ type arena struct {
 }
 
 func (a *arena) alloc(dt kernels.DType, n int) kernels.Buffer {
+	if a == nil {
+		// The static decode step (decode.go) runs the layers without an
+		// arena: all it uses lives in its workspace.
+		panic(fmt.Sprintf("model: an op of the static decode step allocated %d × %v of scratch; give it a buffer in the decode workspace (model/decode.go newBucket)", n, dt))
+	}
 	b := a.be.Alloc(dt, n)
 	a.bufs = append(a.bufs, b)
 	return b
