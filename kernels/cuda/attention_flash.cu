@@ -22,6 +22,13 @@
 // nvcc -ptx -arch=compute_80 attention_flash.cu
 #include "flash.cuh"
 
+// Whether key position j is visible to a query at position p.
+#ifdef GRPO_PLANT_OFF_BY_ONE
+#define FLASH_VISIBLE(j, p) ((j) < (p))  // test-only bug: drops the diagonal (kernels/emu planted_test.go)
+#else
+#define FLASH_VISIBLE(j, p) ((j) <= (p))
+#endif
+
 // Offsets of the shared regions, in bytes.
 template <int HD, class T>
 struct FlashFwdSmem {
@@ -96,7 +103,7 @@ __device__ __forceinline__ void attention_flash(float* out, float* lse, const fl
 			float tileMax = -INFINITY;
 			for (int c = 0; c < FLASH_KEYS / 2; c++) {
 				int key = j0 + half * (FLASH_KEYS / 2) + c;
-				float x = mine && key <= myPos ? sr[c] * scale : -INFINITY;
+				float x = mine && FLASH_VISIBLE(key, myPos) ? sr[c] * scale : -INFINITY;
 				sr[c] = x;
 				tileMax = fmaxf(tileMax, x);
 			}

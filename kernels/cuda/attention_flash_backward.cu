@@ -28,6 +28,13 @@
 // nvcc -ptx -arch=compute_80 attention_flash_backward.cu
 #include "flash.cuh"
 
+// dS = P·(dP − D): D is the softmax's own term of the Jacobian.
+#ifdef GRPO_PLANT_NO_DELTA
+#define FLASH_DS(p, dp, D) ((p) * (dp))  // test-only bug: drops D (kernels/emu planted_test.go)
+#else
+#define FLASH_DS(p, dp, D) ((p) * ((dp) - (D)))
+#endif
+
 // Shared regions of both passes, in bytes: two bf16 tiles of rows (q, dO),
 // two of keys (k, v), two f32 score-shaped tiles (S, dP), two bf16 ones
 // (P, dS) and per-row meta. The f32 stage for the epilogue (FLASH_ROWS ×
@@ -146,7 +153,7 @@ __device__ __forceinline__ void attention_flash_dkdv(float* dk, float* dv, const
 				bool vis = rowSeq[r] == s && j0 + c <= rowPos[r] && j0 + c <= last;
 				float p = vis ? expf(st[at] * scale - rowLse[r]) : 0.0f;
 				to_tile(pt + at, p);
-				to_tile(dst + at, vis ? p * (dpt[at] - rowD[r]) : 0.0f);
+				to_tile(dst + at, vis ? FLASH_DS(p, dpt[at], rowD[r]) : 0.0f);
 			}
 			__syncwarp();
 			dV.template accumulate<FLASH_ROWS / 16>(pt + 16 * warp * FLASH_ROWS, FLASH_ROWS, dos);
@@ -230,7 +237,7 @@ __device__ __forceinline__ void attention_flash_dq(float* dq, const float* dout,
 				int r = 16 * warp + e / FLASH_KEYS, c = e % FLASH_KEYS, at = r * FLASH_KEYS + c;
 				bool vis = rowSeq[r] == s && !rowDone[r] && j0 + c <= rowPos[r];
 				float p = vis ? expf(ss[at] * scale - rowLse[r]) : 0.0f;
-				to_tile(dss + at, vis ? p * (dps[at] - rowD[r]) : 0.0f);
+				to_tile(dss + at, vis ? FLASH_DS(p, dps[at], rowD[r]) : 0.0f);
 			}
 			__syncwarp();
 			dQ.template accumulate<FLASH_KEYS / 16>(dss + 16 * warp * FLASH_KEYS, FLASH_KEYS, ks);

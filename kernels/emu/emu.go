@@ -167,6 +167,17 @@ func (d *Device) Atomics(name string) uint64 {
 	return d.atomics[name]
 }
 
+// AtomicsTotal is Atomics summed over every kernel.
+func (d *Device) AtomicsTotal() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n uint64
+	for _, c := range d.atomics {
+		n += c
+	}
+	return n
+}
+
 // Substitute makes launches of kernel name run kernel with instead (for
 // tests: "attention_f32" → "planted/attention_f32").
 func (d *Device) Substitute(name, with string) { d.rename[name] = with }
@@ -252,13 +263,14 @@ func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, arg
 		name = with
 	}
 	// The GPU's per-kernel limits: __launch_bounds__, registers × threads,
-	// shared memory without the opt-in (the runtime checks the rest).
+	// shared memory without the opt-in (the runtime checks the rest). The
+	// opt-in is the launched name's: a substitute stands in for it.
 	if f, ok := d.figuresOf(name); ok {
 		threads := int(block.X) * int(block.Y) * int(block.Z)
-		if err := f.CheckLaunch(name, threads, sharedBytes, d.optIn[name]); err != nil {
+		if err := f.CheckLaunch(name, threads, sharedBytes, d.optIn[launched]); err != nil {
 			return fmt.Errorf("emu: launching %w", err)
 		}
-	} else if sharedBytes > cuda.DefaultSharedPerBlock && d.optIn[name] < sharedBytes {
+	} else if sharedBytes > cuda.DefaultSharedPerBlock && d.optIn[launched] < sharedBytes {
 		return fmt.Errorf("emu: launching %s: %d bytes of dynamic shared memory exceed the %d bytes a block gets without opting in (SetMaxDynamicShared)", name, sharedBytes, cuda.DefaultSharedPerBlock)
 	}
 	n := len(args)
