@@ -24,6 +24,15 @@ using namespace nvcuda;
 #define FLASH_ROWS (16 * FLASH_WARPS)
 #define FLASH_KEYS 64
 
+// FLASH_NO_UNROLL keeps nvcc from unrolling the f32 tile products: nvcc
+// 11.8's unrolled FMA chains there come out in a different order from run
+// to run, so the committed PTX could not be reproduced (TestPTXIsCurrent).
+#ifdef GRPO_EMU
+#define FLASH_NO_UNROLL
+#else
+#define FLASH_NO_UNROLL _Pragma("unroll 1")
+#endif
+
 // flash_smem_bytes rounds a shared-memory region up to 128 bytes, so every
 // region a wmma load reads starts 32-byte aligned.
 __host__ __device__ __forceinline__ int flash_align(int bytes) { return (bytes + 127) / 128 * 128; }
@@ -97,6 +106,7 @@ __device__ __forceinline__ void rows_by_keys(float* out, const float* a, const f
 	for (int e = threadIdx.x % 32; e < 16 * 64; e += 32) {
 		int r = e / 64, c = e % 64;
 		float s = 0.0f;
+		FLASH_NO_UNROLL
 		for (int d = 0; d < HD; d++) s += a[r * HD + d] * b[c * HD + d];
 		out[e] = s;
 	}
@@ -150,6 +160,7 @@ struct Acc<float, HD> {
 		for (int i = 0; i < HD / 2; i++) {
 			int e = lane + 32 * i, r = e / HD, c = e % HD;
 			float s = x[i];
+			FLASH_NO_UNROLL
 			for (int k = 0; k < 16 * K16; k++) s += a[r * lda + k] * b[(long long)k * HD + c];
 			x[i] = s;
 		}
