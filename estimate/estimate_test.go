@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,30 +205,101 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				t.Errorf("sampling: allocated %d, estimate %d", gen, want)
 			}
 
-			trained := be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
-				return err
-			})
-			if want := e.PhaseBytes(PhaseTraining); trained != want {
-				t.Errorf("training: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
-			}
-
-			// With the KL penalty the base model's trace is alive beside the
-			// policy's before the loss and backward allocate.
-			cfg.Loss.Beta = 0.1
-			e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
-			if err != nil {
-				t.Fatal(err)
-			}
-			trained = be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
-				return err
-			})
-			if want := e.PhaseBytes(PhaseTraining); trained != want {
-				t.Errorf("training with beta: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
+			// Under every recompute policy, and with the KL penalty on (the
+			// base model's trace alive beside the policy's before the loss and
+			// backward allocate).
+			for _, beta := range []float64{0, 0.1} {
+				for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
+					cfg.Loss.Beta, cfg.Recompute = beta, setting
+					e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
+					if err != nil {
+						t.Fatal(err)
+					}
+					policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
+					trained := be.phase(t, func() error {
+						_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+						return err
+					})
+					if want := e.PhaseBytes(PhaseTraining); e.RecomputeSetting != setting || trained != want {
+						t.Errorf("training, beta %g, recompute %s (estimate's %s): allocated %d, estimate %d (diff %d)", beta, setting, e.RecomputeSetting, trained, want, want-trained)
+					}
+				}
 			}
 		})
 	}
+}
+
+// TestRecomputeLowersTrainingPeak: on the CPU backend the most bytes live
+// during one training micro-batch fall from policy to policy exactly as the
+// estimate says (margin: 0 bytes; the estimate itemises every buffer the
+// forward, loss and backward allocate), and the LoRA gradients stay the
+// same bit for bit. The micro-batch is of long sequences (256 tokens, few
+// scored rows), where the layers' activations rather than the LM head's
+// logits set the peak.
+func TestRecomputeLowersTrainingPeak(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt, maxTok, micro = 241, 16, 512
+	cfg := estimateConfig(2, 2, maxTok)
+	cfg.MicroBatchTokens = micro
+	train := []EnvShape{{Name: "e", Examples: 1, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	be := &countingBackend{Backend: cpu.New()}
+	m := model.NewRandom(mc, be, 1)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B starts at zero; make it non-zero so every LoRA gradient is.
+	for _, p := range ad.Params() {
+		v := make([]float32, p.Value.Len())
+		for i := range v {
+			v[i] = float32(i%7-3) * 0.01
+		}
+		be.Upload(p.Value, v)
+	}
+	policy := m.WithAdapter(ad)
+	var peaks []int64
+	var want [][]float32
+	for _, p := range model.RecomputePolicies() {
+		cfg.Recompute = p.String()
+		e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy.Recompute = p
+		ad.ZeroGrad()
+		got := be.phase(t, func() error {
+			_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+			return err
+		})
+		if est := e.PhaseBytes(PhaseTraining); got != est || e.Recomputes[p].TrainingBytes != est {
+			t.Errorf("recompute %s: %d bytes at peak, estimate %d (table %d)", p, got, est, e.Recomputes[p].TrainingBytes)
+		}
+		if p > 0 && got >= peaks[p-1] {
+			t.Errorf("recompute %s: peak %d, not below %s's %d", p, got, p-1, peaks[p-1])
+		}
+		peaks = append(peaks, got)
+		var grads [][]float32
+		for _, pr := range ad.Params() {
+			g := make([]float32, pr.Grad.Len())
+			be.Download(g, pr.Grad)
+			grads = append(grads, g)
+		}
+		if p == model.RecomputeNone {
+			want = grads
+			continue
+		}
+		for i := range grads {
+			for j := range grads[i] {
+				if math.Float32bits(grads[i][j]) != math.Float32bits(want[i][j]) {
+					t.Fatalf("recompute %s: gradient %s[%d] = %g, %g without recompute", p, ad.Params()[i].Name, j, grads[i][j], want[i][j])
+				}
+			}
+		}
+	}
+	t.Logf("training peak by policy (none, swiglu, selective, layer): %v bytes", peaks)
 }
 
 // packedSamples fills a micro-batch of micro rows the way the estimate
@@ -343,6 +415,17 @@ func TestVerdict(t *testing.T) {
 	e.Available.Bytes = 1 << 30
 	if v := e.Verdict(); !strings.HasPrefix(v, "does not fit") || !strings.Contains(v, "batch_size") {
 		t.Errorf("does-not-fit verdict: %s", v)
+	}
+	// Training at the peak under a setting that keeps more than "layer":
+	// the advice names it and its peak.
+	e.PeakPhase, e.RecomputeSetting = PhaseTraining, "none"
+	e.Recomputes = []RecomputeCost{{Setting: "none", Peak: 3 << 30}, {Setting: "layer", Peak: 1 << 29}}
+	if v := e.Verdict(); !strings.Contains(v, `lower micro_batch_tokens`) || !strings.Contains(v, `set recompute = "layer" (512.0 MiB at peak)`) {
+		t.Errorf("training verdict: %s", v)
+	}
+	e.RecomputeSetting = "layer"
+	if v := e.Verdict(); strings.Contains(v, "recompute") {
+		t.Errorf("training verdict under layer: %s", v)
 	}
 	e.Available = &Available{Source: "no way to know"}
 	if fits, ok := e.Fits(); ok || fits {
