@@ -512,14 +512,15 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r, seqs int64, pl plan) phaseBytes {
+func trainingBytes(cfg *config.Config, mc *model.Config, targets, longest int, n, r int64, pl plan) phaseBytes {
 	h, q, kv, inter, v := dims(mc)
 	lr := int64(targets) * int64(cfg.LoRA.Rank)
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*(tokenHead+pl.keptPerToken(mc, lr)) + r*rowHead) * f32Bytes
-	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes(seqs) // a table entry per sequence
+	perSeq := int64(max(1, longest-1))
+	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes((n+perSeq-1)/perSeq) // one table entry per sequence
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -552,7 +553,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r, seqs
 		all := plan{model.RecomputeNone, mc.NumLayers}
 		layers := n*(tokenHead+all.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
 		ref = max(layers+r*(rowHead-2+1), layers+n*all.recomputedPerToken(mc, 0))*f32Bytes +
-			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes(seqs)
+			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes((n+perSeq-1)/perSeq)
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")

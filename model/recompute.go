@@ -139,7 +139,7 @@ func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
 			shared++
 		}
 	}
-	return m.newContiguousCache(slots, maxLen, shared)
+	return m.contiguousCache(slots, maxLen, shared)
 }
 
 // forwardActs allocates layer l's activations for a training forward under
