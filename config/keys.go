@@ -25,6 +25,7 @@ var keyInfos = map[string]keyInfo{
 	"device":               {doc: "`\"cpu\"` or `\"cuda\"`."},
 	"max_error_steps":      {doc: "Stop the run after this many consecutive steps in which every rollout failed (the step lines show the first error); 0 never stops."},
 	"micro_batch_tokens":   {doc: "Tokens per forward/backward pass. A step's rollouts are split into micro-batches of at most this many tokens and their gradients accumulated; the update equals that of one big batch. Lower it if the GPU runs out of memory."},
+	"recompute":            {doc: "Activation memory of the forward/backward: `\"none\"` keeps every activation; `\"swiglu\"` recomputes the MLP's SwiGLU in the backward; `\"selective\"` also recomputes attention; `\"layer\"` keeps only each layer's input and reruns the layer in the backward (about one more forward pass per micro-batch, for the least memory); `\"layer:K\"` does so for the last K layers only, the others keeping every activation (`\"selective+layer:K\"`, `\"swiglu+layer:K\"`: the others under that policy). Gradients are the same under every policy. `\"auto\"` picks the policy with the least extra arithmetic whose estimated peak fits 95% of the device's free memory (`grpo estimate` shows each policy's memory and extra FLOPs)."},
 
 	"sampling":                  {doc: "How rollouts are generated. Optional: a config without `[sampling]` samples with these defaults."},
 	"sampling.max_tokens":       {doc: "Longest completion, in tokens: a cap on each assistant turn, so a multi-turn episode gets it every turn and its KV slot is sized for max_turns × (max_tokens + a 256-token env reply), up to the model's context. An episode that outgrows that ends truncated, counted in the `truncated/context` metric (a last turn cut by the cap: `truncated/max_tokens`). Lab leaves it unset (no cap but the sequence length); grpo sizes memory by it, hence a default."},
@@ -37,7 +38,7 @@ var keyInfos = map[string]keyInfo{
 	"sampling.seed":             {doc: "Sampling seed; unset derives it from the top-level `seed`."},
 	"sampling.reasoning_effort": {doc: "Lab: GPT-OSS reasoning effort.", ignored: "it only applies to GPT-OSS chat templates, which grpo does not support"},
 	"sampling.temp_scheduler":   {doc: "Lab: temperature schedule over the run.", ignored: "grpo samples at the fixed [sampling] temperature"},
-	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo samples in-process, with no inference server"},
+	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo sends no extra request fields, in-process or with [inference]"},
 
 	"env":               {doc: "One `[[env]]` block per environment (double brackets: an array of tables). At least one."},
 	"env.*.id":          {doc: "Environment id: a builtin (`reverse-text`, `alphabet-sort`, `gsm8k`, `wordle`) or its Lab id (`primeintellect/gsm8k`); `id@version` pins a Hub version.", def: "required"},
@@ -107,6 +108,15 @@ var keyInfos = map[string]keyInfo{
 	"checkpoint.interval":  {doc: "Save every `interval` steps, and always after the last step; 0 saves only at the end. Lab's `[checkpoints] interval` sets it too."},
 	"checkpoint.keep_last": {doc: "Keep the newest `keep_last` checkpoints; 0 keeps all."},
 	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory and inside it (no absolute path, no `..`)."},
+
+	"inference":                {doc: "Generate the rollouts on an OpenAI-compatible server (vLLM, `grpo serve`) instead of in this process: set `url` or `endpoint_id`. After each optimiser step the trainer writes the adapter to `inference/step-N` in the run directory and has the server load it as `step-N` (the server must read that path); see docs/inference.md. Left out, rollouts are generated here."},
+	"inference.url":            {doc: "The server's API root, e.g. `\"http://127.0.0.1:8000/v1\"`.", def: "unset"},
+	"inference.model":          {doc: "The base model's name on the server at `url` (vLLM's `--served-model-name`).", def: "`model`"},
+	"inference.key":            {doc: "Name of the environment variable holding the server's API key (vLLM's `--api-key`); empty sends none."},
+	"inference.endpoint_id":    {doc: "Instead of `url`: an endpoint of `endpoints_path`; its replicas share the requests, and each loads every step's adapter.", def: "unset"},
+	"inference.endpoints_path": {doc: "The endpoints.toml `endpoint_id` is looked up in, relative to the working directory."},
+	"inference.timeout":        {doc: "Seconds one request may take (a turn's generation, an adapter load) before it is retried or fails."},
+	"inference.max_concurrent": {doc: "Requests in flight at once (one per episode turn)."},
 
 	"learning_rate":          {doc: "Lab alias of `[optimizer] lr`; an error if both are given and differ.", def: "unset"},
 	"lora_alpha":             {doc: "Lab alias of `[lora] alpha`; an error if both are given and differ.", def: "unset"},

@@ -26,13 +26,21 @@ type KVCache struct {
 	backend                         kernels.Backend
 	width                           int // NumKVHeads × HeadDim: one row
 	fixed                           bool
+	// shared is how many trailing layers use one K (and V) buffer (the
+	// checkpointed layers of a training trace, recompute.go), freed once;
+	// 0 or 1: every layer owns its own.
+	shared int
 	blocks
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
 // maxLen tokens: slot s is block s.
-func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots)
+func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCache(slots, maxLen, 0) }
+
+// contiguousCache is NewKVCache whose last shared layers use one K (and
+// V) buffer (newTrainCache).
+func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
+	c := m.newCache(slots, maxLen, maxLen, slots, shared)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -55,17 +63,25 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
 	}
-	return m.newCache(slots, maxLen, blockSize, numBlocks), nil
+	return m.newCache(slots, maxLen, blockSize, numBlocks, 0), nil
 }
 
-func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int) *KVCache {
+// newCache allocates the blocks of every layer; with shared > 1 the last
+// shared layers alias one buffer (KVCache.shared).
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks, shared int) *KVCache {
 	width := m.Config.NumKVHeads * m.Config.HeadDim
 	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
 		NumBlocks: numBlocks, backend: m.Backend, width: width}
-	n := numBlocks * blockSize * width
-	for range m.Config.NumLayers {
-		c.K = append(c.K, m.Backend.Alloc(kernels.F32, n))
-		c.V = append(c.V, m.Backend.Alloc(kernels.F32, n))
+	if shared > 1 {
+		c.shared = shared
+	}
+	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
+	for l := range m.Config.NumLayers {
+		if l <= first {
+			c.K, c.V = append(c.K, m.Backend.Alloc(kernels.F32, n)), append(c.V, m.Backend.Alloc(kernels.F32, n))
+		} else {
+			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
+		}
 	}
 	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
@@ -86,15 +102,27 @@ func (c *KVCache) Pages() kernels.KVPages {
 // Bytes is the cache's memory footprint in f32.
 func (c *KVCache) Bytes() int64 {
 	var n int64
-	for i := range c.K {
+	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * 4
 	}
 	return n
 }
 
+// owned lists the layers whose K and V buffers are distinct: every layer
+// up to the first of those that share one.
+func (c *KVCache) owned() []int {
+	var out []int
+	for i := range c.K {
+		if i <= len(c.K)-c.shared {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Free releases the cache's buffers.
 func (c *KVCache) Free() {
-	for i := range c.K {
+	for _, i := range c.owned() {
 		c.backend.Free(c.K[i])
 		c.backend.Free(c.V[i])
 	}

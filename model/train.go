@@ -17,7 +17,8 @@ type Trace struct {
 	idx       batchIndex
 	cache     *KVCache
 	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row (the identity table)
-	layers    []*layerActs
+	layers    []*layerActs   // what each layer keeps, by its recompute policy
+	recompute []Recompute    // each layer's policy (m.layerRecompute)
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
 	rstdF     kernels.Buffer
@@ -75,7 +76,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		b, rows = &sb.b, sb.rows(rows)
 		cache, crows = m.traceCache(sb, slots), sb.cacheRows()
 	} else {
-		cache = m.NewKVCache(slots, maxLen)
+		cache = m.newTrainCache(slots, maxLen)
 		crows = make([]int32, b.Len())
 		for i := range crows {
 			crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
@@ -86,7 +87,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
 	tr.cacheRows = a.alloc(kernels.I32, n)
@@ -102,9 +103,12 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	fused := a.alloc(kernels.F32, n*c.fusedWidth())
 	for l := range m.W.Layers {
-		s := m.trainingActs(a, l, x, fused, n)
+		// What the backward recomputes lives only through the layer's forward.
+		tmp := &arena{be: be}
+		s := m.forwardActs(a, tmp, l, x, fused, n, tr.recompute[l])
 		m.layerForward(a, l, cache, tr.idx, n, s)
-		tr.layers = append(tr.layers, s)
+		tmp.free()
+		tr.layers = append(tr.layers, s.kept(tr.recompute[l]))
 		x = s.xOut
 	}
 	tr.xFinal = x
@@ -165,7 +169,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	head.free()
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
-		tr.layerBackward(layer, l, dx, l > 0)
+		tr.layerBackward(layer, l, tr.backwardActs(layer, l), dx, l > 0)
 		layer.free()
 	}
 	if err := be.Sync(); err != nil {
@@ -176,10 +180,11 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 
 // layerBackward turns dx, the gradient of layer l's output, into the
 // gradient of its input (when needInput; the first layer's input is the
-// frozen embedding), accumulating LoRA gradients on the way.
-func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
+// frozen embedding), accumulating LoRA gradients on the way; s holds the
+// layer's activations (backwardActs: kept or recomputed).
+func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	s, w := tr.layers[l], &m.W.Layers[l]
+	w := &m.W.Layers[l]
 	n, h, hd, inter := tr.n, c.HiddenSize, c.HeadDim, c.IntermediateSize
 	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }

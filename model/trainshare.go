@@ -135,7 +135,7 @@ func (sb *sharedBatch) rows(rows []int32) []int32 {
 // rows (the shared prefix, its own tokens), which the kernels read as
 // such.
 func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
-	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept))
+	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), m.checkpointedLayers())
 	copy(c.table, sb.table)
 	for i := range c.refs {
 		c.refs[i] = 1

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/estimate"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	_ "github.com/grpo-dev/grpo/kernels/cpu" // registers the "cpu" backend
@@ -18,6 +19,7 @@ import (
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -125,6 +127,7 @@ type run struct {
 	tok     *tokenizer.Tokenizer
 	base    *model.Model
 	policy  *model.Model
+	engine  rollout.PolicyEngine // where rollouts are generated (engine.go)
 	adapter *lora.Adapter
 	opt     *optim.AdamW
 	envs    []trainEnv
@@ -135,6 +138,9 @@ type run struct {
 	bar     *progress
 	// notes are warnings found during setup, shown once the display starts.
 	notes []string
+	// freeMemory is the device's before the weights loaded, for
+	// recompute = "auto" (recompute.go).
+	freeMemory *estimate.Available
 }
 
 type trainEnv struct {
@@ -151,6 +157,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	defer r.dir.Close()
 	defer r.sinks.End(rundir.Failed) // a no-op after the loop's own End
+	defer r.closeEngine()
 	res := &Result{RunDir: r.dir.Path}
 	if r.step == 0 && t.cfg.Eval.Interval > 0 && !t.cfg.Eval.SkipFirstStep {
 		if err := r.evaluate(ctx); err != nil {
@@ -292,6 +299,9 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if r.tok, err = tokenizer.Load(dir); err != nil {
 		return nil, err
 	}
+	if err := r.readFreeMemory(); err != nil {
+		return nil, err
+	}
 	if r.base, err = model.Load(dir, r.be); err != nil {
 		return nil, err
 	}
@@ -301,8 +311,14 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.setupEnvs(); err != nil {
 		return nil, err
 	}
+	if err := r.chooseRecompute(); err != nil {
+		return nil, err
+	}
 	r.checkContext()
 	if err := r.setupState(); err != nil {
+		return nil, err
+	}
+	if err := r.openEngine(ctx); err != nil {
 		return nil, err
 	}
 	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)

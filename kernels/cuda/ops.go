@@ -173,21 +173,28 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	if headDim <= 0 || headDim > attentionMaxHeadDim {
 		panic(fmt.Sprintf("cuda: Attention: headDim %d outside 1..%d (attention.cu holds at most %d dims per thread)", headDim, attentionMaxHeadDim, attentionMaxHeadDim/attentionBlock))
 	}
+	if headDim > flashMaxHeadDim && kCache.DType() != kernels.F32 {
+		panic(fmt.Sprintf("cuda: Attention: headDim %d above %d needs f32 caches (the scalar attention.cu), got %v", headDim, flashMaxHeadDim, kCache.DType()))
+	}
 	if nHead > 65535 {
 		panic(fmt.Sprintf("cuda: Attention: nHead %d exceeds the grid's y limit 65535", nHead))
 	}
 	o := b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
 	l := b.optBuf(op, "lse", lse, nTok*nHead)
 	qq := b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
-	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32)
-	vc := b.buf(op, "vCache", vCache, nKV*headDim, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
+	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
 	tb := b.pages(op, pages, kc, nKV*headDim)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
 	if nTok == 0 || !usable(o, l, qq, kc, vc, tb, s, p) {
 		return
 	}
-	// q, then the tile's probabilities and its keys' cache rows.
+	if headDim <= flashMaxHeadDim {
+		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
+		return
+	}
+	// headDim 129..256: the scalar kernel. q, then the tile's probabilities and its keys' cache rows.
 	shared := 4 * (headDim + 2*attentionBlock)
 	b.launch("attention_f32", D2(nTok, nHead), D1(attentionBlock), shared,
 		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,

@@ -148,16 +148,22 @@ func attentionCases() []Case {
 		{"shared-partial-decode", 2, 1, 16, 2, 12, []tok{{0, 9}, {1, 6}}, 1, true, paging{block: 4, share: 2}},
 	}
 	var cs []Case
-	for i, s := range shapes {
-		s, seed := s, uint64(1000+i)
-		cs = append(cs, Case{Op: "Attention",
-			Name:  fmt.Sprintf("%s,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.paging, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
-			check: func(b kernels.Backend) error { return checkAttention(b, seed, s) }})
+	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+		for i, s := range shapes {
+			s, seed := s, uint64(1000+i)
+			cs = append(cs, Case{Op: "Attention",
+				Name:  fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
+				check: func(b kernels.Backend) error { return checkAttention(b, seed, s, dt) }})
+		}
 	}
 	return cs
 }
 
-func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
+// checkAttention runs one case with caches of dtype kv: the reference
+// reads the caches as stored (bf16-rounded for BF16), and a BF16 case is
+// held to tolAttentionBF16, which allows the tensor-core path's rounding
+// of q and the probabilities.
+func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DType) error {
 	e := newEnv(b, seed)
 	defer e.free()
 	n := len(s.toks)
@@ -177,7 +183,7 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
 		return v
 	}
 	q := e.in("q", e.uniform(n*s.nHead*s.headDim, s.qScale))
-	k, v := e.in("kCache", kv()), e.in("vCache", kv())
+	k, v := e.floats("kCache", kvDT, kv(), true), e.floats("vCache", kvDT, kv(), true)
 	seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
 	pages := e.pagesOperand(pg)
 	out := e.out("out", nans(n*s.nHead*s.headDim))
@@ -193,11 +199,15 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
 	if err := e.checkAll(); err != nil {
 		return err
 	}
-	if err := Compare("out", out.result(b), wantOut, tolMatMul); err != nil {
+	tol := tolMatMul
+	if kvDT == kernels.BF16 {
+		tol = tolAttentionBF16
+	}
+	if err := Compare("out", out.result(b), wantOut, tol); err != nil {
 		return err
 	}
 	if s.lse {
-		return Compare("lse", lse.result(b), wantLse, tolMatMul)
+		return Compare("lse", lse.result(b), wantLse, tol)
 	}
 	return nil
 }
