@@ -202,7 +202,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, len(projs), longest, n, r, pl)
+		tb := trainingBytes(cfg, mc, len(projs), longest, seqs, n, r, pl)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)
