@@ -195,7 +195,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
 				for i := range prompts {
 					prompts[i] = make([]int32, prompt)
-					prompts[i][0] = int32(i / 2) // an example's 2 rollouts share its prompt
+					prompts[i][0] = int32(i) // distinct prompts: each rollout its own example, as train says
 					params[i] = sampler.DefaultParams()
 					params[i].MaxTokens = maxTok
 				}

@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
 
 // prefixShare says that positions 0..n−1 of sequence child hold the same
 // tokens as those of sequence parent (Batch.Share).
@@ -135,7 +139,7 @@ func (sb *sharedBatch) rows(rows []int32) []int32 {
 // rows (the shared prefix, its own tokens), which the kernels read as
 // such.
 func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
-	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), m.checkpointedLayers())
+	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), kernels.F32, m.checkpointedLayers())
 	copy(c.table, sb.table)
 	for i := range c.refs {
 		c.refs[i] = 1
