@@ -173,7 +173,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
 			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-			train := []EnvShape{{Name: "e", Examples: slots / 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {
 				t.Fatal(err)
@@ -195,7 +195,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
 				for i := range prompts {
 					prompts[i] = make([]int32, prompt)
-					prompts[i][0] = int32(i / 2) // an example's 2 rollouts share its prompt
+					prompts[i][0] = int32(i) // distinct prompts: each rollout its own example, as train says
 					params[i] = sampler.DefaultParams()
 					params[i].MaxTokens = maxTok
 				}
@@ -248,7 +248,7 @@ func TestRecomputeLowersTrainingPeak(t *testing.T) {
 	const prompt, maxTok, micro = 241, 16, 512
 	cfg := estimateConfig(2, 2, maxTok)
 	cfg.MicroBatchTokens = micro
-	train := []EnvShape{{Name: "e", Examples: 1, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	train := []EnvShape{{Name: "e", Examples: 2, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 	be := &countingBackend{Backend: cpu.New()}
 	m := model.NewRandom(mc, be, 1)
 	ad, err := lora.New(m, cfg.LoRA, 1)
@@ -314,8 +314,9 @@ func packedSamples(micro, prompt, maxTok, vocab int) []loss.Sample {
 	var out []loss.Sample
 	add := func(p, c int) {
 		s := loss.Sample{Advantage: 1}
+		k := len(out) // each its own prompt: no two share one (model.Batch.Share)
 		for i := range p + c {
-			if tok := int32(i*31+7) % int32(vocab); i < p {
+			if tok := int32(i*31+7+k*13) % int32(vocab); i < p {
 				s.Prompt = append(s.Prompt, tok)
 			} else {
 				s.Completion, s.OldLogp = append(s.Completion, tok), append(s.OldLogp, -5)
@@ -345,11 +346,11 @@ func TestLossRows(t *testing.T) {
 		seqs []trainSeq
 		want int64
 	}{
-		{64, []trainSeq{{32, 8}}, 16},
-		{75, []trainSeq{{32, 8}}, 24},
-		{70, []trainSeq{{32, 8}}, 22},
-		{100, []trainSeq{{100, 600}}, 100},
-		{64, []trainSeq{{32, 8}, {16, 12}}, 48},
+		{64, []trainSeq{{32, 8, 1}}, 16},
+		{75, []trainSeq{{32, 8, 1}}, 24},
+		{70, []trainSeq{{32, 8, 1}}, 22},
+		{100, []trainSeq{{100, 600, 1}}, 100},
+		{64, []trainSeq{{32, 8, 1}, {16, 12, 1}}, 48},
 	} {
 		if got := lossRows(c.n, c.seqs); got != c.want {
 			t.Errorf("lossRows(%d, %v) = %d, want %d", c.n, c.seqs, got, c.want)
@@ -477,4 +478,60 @@ func TestMeasureStepTime(t *testing.T) {
 	if !strings.Contains(st.Summary(), "/step") || !strings.Contains(st.Summary(), "100 steps") {
 		t.Errorf("summary %q", st.Summary())
 	}
+}
+
+// TestEstimateBoundsSharedPrompts: when a group's rollouts share their
+// prompt (the training forward runs it once, model.Batch.Share), a
+// micro-batch holds more rollouts and scores more rows per token; the
+// estimate, which prices whole groups, still bounds the measured peak on
+// the CPU backend, where pricing lone sequences would fall short.
+func TestEstimateBoundsSharedPrompts(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two groups of 4 fill the micro-batch: (100+16−1) + 3·16 = 163 tokens each.
+	const prompt, maxTok, micro, group = 100, 16, 326, 4
+	cfg := estimateConfig(2, 2, maxTok)
+	cfg.MicroBatchTokens = micro
+	be := &countingBackend{Backend: cpu.New()}
+	m := model.NewRandom(mc, be, 1)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := m.WithAdapter(ad)
+	var samples []loss.Sample
+	for g := range 2 {
+		p := make([]int32, prompt)
+		for i := range p {
+			p[i] = int32((i*31 + g*17 + 3) % mc.VocabSize)
+		}
+		for r := range group {
+			s := loss.Sample{Prompt: p, Advantage: float32(r) - 1.5}
+			for j := range maxTok {
+				s.Completion, s.OldLogp = append(s.Completion, int32((j*7+r*5+g)%mc.VocabSize)), append(s.OldLogp, -5)
+			}
+			samples = append(samples, s)
+		}
+	}
+	got := be.phase(t, func() error {
+		_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
+		return err
+	})
+	est := func(rollouts int) int64 {
+		e, err := Memory(cfg, mc, Options{Device: "cpu",
+			Train: []EnvShape{{Name: "e", Examples: 2, Rollouts: rollouts, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.PhaseBytes(PhaseTraining)
+	}
+	if e := est(group); e < got {
+		t.Errorf("shared prompts: %d bytes at peak, estimate only %d", got, e)
+	}
+	if e := est(1); e >= got {
+		t.Errorf("pricing lone sequences gives %d bytes, not below the peak %d: the test no longer needs group pricing", e, got)
+	}
+	t.Logf("peak %d bytes; estimate %d pricing groups, %d pricing lone sequences", got, est(group), est(1))
 }

@@ -200,7 +200,16 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		stepTrained += int64(s.Examples) * int64(s.Rollouts) * int64(s.MaxTokens) * int64(max(1, s.MaxTurns))
 		p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseSampling, o.Available)
 		longest = max(longest, p.maxLen)
-		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
+		seq := trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)}
+		seqs = append(seqs, seq)
+		if s.Rollouts > 1 {
+			// A group's prompt runs once in the training forward
+			// (model.Batch.Share): its other rollouts add only their
+			// completions' rows, so a micro-batch of groups scores more
+			// rows per token than one of lone sequences.
+			comp := max(1, p.maxLen-s.PromptTokens)
+			seqs = append(seqs, trainSeq{rows: seq.rows + (s.Rollouts-1)*comp, trained: s.Rollouts * seq.trained, members: s.Rollouts})
+		}
 		if p.total() > worst.total() {
 			worst, worstPlan = p, plan
 		}
@@ -459,7 +468,10 @@ func (e *Estimate) planSampling(mc *model.Config, rank, targets int, s EnvShape,
 // rows it puts through the forward (its KV cache length less the last
 // token) and how many of them carry loss weight at most (max_tokens per
 // model turn; environment replies are masked).
-type trainSeq struct{ rows, trained int }
+// trainSeq is the shape a micro-batch is packed with: rows forward rows of
+// which trained carry loss; members > 1 for a GRPO group whose prompt runs
+// once (model.Batch.Share).
+type trainSeq struct{ rows, trained, members int }
 
 // lossRows is how many of a micro-batch's n rows carry loss weight, and so
 // reach the LM head: the micro-batch filled with full sequences of the
@@ -472,6 +484,22 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 		r = max(r, min(n, n/rows*tr+min(tr, n%rows)))
 	}
 	return r
+}
+
+// traceTableEntries bounds a trace's block table: one entry per sequence
+// of a contiguous cache (sequences of the longest length), or, when groups
+// share prompts, one per sequence and position (model.traceCache: blocks
+// of one row), for as many sequences as the groups put in n rows.
+func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
+	perSeq := int64(max(1, longest-1))
+	entries := (n + perSeq - 1) / perSeq
+	for _, s := range seqs {
+		if s.members > 1 {
+			groups := (n + int64(s.rows) - 1) / int64(s.rows)
+			entries = max(entries, groups*int64(s.members)*perSeq)
+		}
+	}
+	return entries
 }
 
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
@@ -517,14 +545,15 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r, seqs, stepTrained int64, pl plan) phaseBytes {
+func trainingBytes(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan) phaseBytes {
 	h, q, kv, inter, v := dims(mc)
 	lr := int64(targets) * int64(cfg.LoRA.Rank)
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*(tokenHead+pl.keptPerToken(mc, lr)) + r*rowHead) * f32Bytes
-	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes(seqs) // a table entry per sequence
+	table := kvTableBytes(traceTableEntries(n, longest, seqs))
+	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -564,7 +593,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets int, n, r, seqs
 		all := plan{model.RecomputeNone, mc.NumLayers}
 		layers := n*(tokenHead+all.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
 		ref = max(layers+r*(rowHead-2+1), layers+n*all.recomputedPerToken(mc, 0))*f32Bytes +
-			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes(seqs)
+			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")

@@ -195,8 +195,6 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	seqLen := int(max(1, min(n, int64(longest-1))))
-	perSeq := int64(max(1, longest-1))
-	tableSeqs := (n + perSeq - 1) / perSeq // the micro-batch's sequences: its cache's block-table entries
 	f := perTokenLayerFLOPs(mc, loraParamsPerLayer(mc, cfg.LoRA.Rank, projs), seqLen)
 	L, h, v := mc.NumLayers, float64(mc.HiddenSize), float64(mc.VocabSize)
 	e.TrainFLOPs = float64(n)*float64(L)*(f.forward+f.backward) + 4*h*v*float64(r)
@@ -204,7 +202,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, len(projs), n, r, tableSeqs, stepTrained, pl)
+		tb := trainingBytes(cfg, mc, len(projs), longest, seqs, n, r, stepTrained, pl)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)

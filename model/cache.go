@@ -37,11 +37,11 @@ type KVCache struct {
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
 // maxLen tokens: slot s is block s.
-func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.newContiguousCache(slots, maxLen, 0) }
+func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCache(slots, maxLen, 0) }
 
-// newContiguousCache is NewKVCache whose last shared layers use one K (and
-// V) buffer (shared ≤ 1: none do).
-func (m *Model) newContiguousCache(slots, maxLen, shared int) *KVCache {
+// contiguousCache is NewKVCache whose last shared layers use one K (and
+// V) buffer (newTrainCache).
+func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
 	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
@@ -68,6 +68,8 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0), nil
 }
 
+// newCache allocates the blocks of every layer in dt; with shared > 1 the
+// last shared layers alias one buffer (KVCache.shared).
 func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType, shared int) *KVCache {
 	width := m.Config.NumKVHeads * m.Config.HeadDim
 	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
@@ -75,7 +77,7 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 	if shared > 1 {
 		c.shared = shared
 	}
-	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(1, shared)
+	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
 	for l := range m.Config.NumLayers {
 		if l <= first {
 			c.K, c.V = append(c.K, m.Backend.Alloc(dt, n)), append(c.V, m.Backend.Alloc(dt, n))

@@ -68,7 +68,22 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
-	cache := m.newTrainCache(slots, maxLen)
+	sb, err := b.share(rows, slots, maxLen)
+	if err != nil {
+		return nil, err
+	}
+	var cache *KVCache
+	var crows []int32
+	if sb != nil {
+		b, rows = &sb.b, sb.rows(rows)
+		cache, crows = m.traceCache(sb, slots), sb.cacheRows()
+	} else {
+		cache = m.newTrainCache(slots, maxLen)
+		crows = make([]int32, b.Len())
+		for i := range crows {
+			crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
+		}
+	}
 	if err := b.validate(c, cache); err != nil {
 		cache.Free()
 		return nil, err
@@ -77,10 +92,6 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
-	crows := make([]int32, n)
-	for i := range crows {
-		crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
-	}
 	tr.cacheRows = a.alloc(kernels.I32, n)
 	be.UploadI32(tr.cacheRows, crows)
 	tr.targets = a.alloc(kernels.I32, r)
