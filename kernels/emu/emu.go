@@ -89,7 +89,7 @@ func NewDevice() *Device {
 	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
 		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{}, graphs: map[cuda.Graph][]func() error{},
 		atomics: map[string]uint64{},
-		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
+		stream:  stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
 }
 
 // SetFigures makes launches of kernel name check against f instead of the
