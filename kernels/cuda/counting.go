@@ -39,6 +39,9 @@ type Counts struct {
 	// HBM at least once; KV bytes depend on the sequences' lengths, which
 	// only the caller knows (grpo bench adds them from the shapes).
 	WeightBytes int64 `json:"weight_bytes"`
+	// Atomics are the atomic operations kernels made, where the device
+	// can count them (emu: AtomicsTotal); a GPU cannot, and reports 0.
+	Atomics int64 `json:"atomics,omitempty"`
 }
 
 // Sub is c − old, field by field: the work between two snapshots.
@@ -50,14 +53,14 @@ func (c Counts) Sub(old Counts) Counts {
 		HostAllocs: c.HostAllocs - old.HostAllocs, Syncs: c.Syncs - old.Syncs,
 		HtoD: c.HtoD - old.HtoD, HtoDBytes: c.HtoDBytes - old.HtoDBytes,
 		DtoH: c.DtoH - old.DtoH, DtoHBytes: c.DtoHBytes - old.DtoHBytes,
-		WeightBytes: c.WeightBytes - old.WeightBytes,
+		WeightBytes: c.WeightBytes - old.WeightBytes, Atomics: c.Atomics - old.Atomics,
 	}
 }
 
 // String is a one-line summary for test failures and logs.
 func (c Counts) String() string {
-	return fmt.Sprintf("%d launches, %d GEMMs, %d graph launches (%d kernels), %d allocs, %d frees, %d memsets, %d syncs, %d HtoD (%d B), %d DtoH (%d B), %d weight bytes",
-		c.Launches, c.GEMMs, c.GraphLaunches, c.GraphKernels, c.Allocs, c.Frees, c.Memsets, c.Syncs, c.HtoD, c.HtoDBytes, c.DtoH, c.DtoHBytes, c.WeightBytes)
+	return fmt.Sprintf("%d launches, %d GEMMs, %d graph launches (%d kernels), %d allocs, %d frees, %d memsets, %d syncs, %d HtoD (%d B), %d DtoH (%d B), %d weight bytes, %d atomics",
+		c.Launches, c.GEMMs, c.GraphLaunches, c.GraphKernels, c.Allocs, c.Frees, c.Memsets, c.Syncs, c.HtoD, c.HtoDBytes, c.DtoH, c.DtoHBytes, c.WeightBytes, c.Atomics)
 }
 
 // Counter is a Device that counts what is asked of the device it wraps
@@ -83,8 +86,18 @@ type graphCounts struct{ kernels, weightBytes int64 }
 // NewCounter wraps d.
 func NewCounter(d Device) *Counter { return &Counter{Device: d, graphs: map[Graph]graphCounts{}} }
 
+// atomicsCounter is a device that counts its kernels' atomic operations
+// (the emulator).
+type atomicsCounter interface{ AtomicsTotal() uint64 }
+
 // Counts returns the totals so far.
-func (c *Counter) Counts() Counts { return c.c }
+func (c *Counter) Counts() Counts {
+	out := c.c
+	if a, ok := c.Device.(atomicsCounter); ok {
+		out.Atomics = int64(a.AtomicsTotal())
+	}
+	return out
+}
 
 // Inner is the wrapped device.
 func (c *Counter) Inner() Device { return c.Device }
