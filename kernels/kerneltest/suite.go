@@ -61,6 +61,7 @@ func Cases() []Case {
 		kvWriteCases(),
 		attentionCases(),
 		logSoftmaxGatherCases(),
+		moeCases(),
 	} {
 		cs = append(cs, group...)
 	}
