@@ -27,6 +27,10 @@ type Trace struct {
 	// entropy of the distribution at scored row i. Both Rows() long, on the
 	// backend.
 	Logp, Entropy kernels.Buffer
+	// RoutingMismatch is, when the batch replays a recorded routing
+	// (Batch.Experts), the fraction of its tokens whose top-k recomputed
+	// by this forward differs from the replayed one in some sparse layer.
+	RoutingMismatch float64
 }
 
 // ForwardTrain runs a training forward over a packed batch and scores the
@@ -90,8 +94,12 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	fused := a.alloc(kernels.F32, n*c.fusedWidth())
+	routing := m.newRouting(a, b)
 	for l := range m.W.Layers {
 		s := m.trainingActs(a, l, x, fused, n)
+		if c.IsSparse(l) {
+			s.moe = m.newMoEActs(a, l, n, routing[l], b.Experts != nil, true)
+		}
 		m.layerForward(a, l, cache, tr.idx, n, s)
 		tr.layers = append(tr.layers, s)
 		x = s.xOut
@@ -111,6 +119,9 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if err := be.Sync(); err != nil {
 		tr.Free()
 		return nil, fmt.Errorf("training forward on %s: %w", be.Name(), err)
+	}
+	if b.Experts != nil {
+		tr.RoutingMismatch = tr.routingMismatch()
 	}
 	return tr, nil
 }
@@ -169,10 +180,24 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	s, w := tr.layers[l], &m.W.Layers[l]
-	n, h, hd, inter := tr.n, c.HiddenSize, c.HeadDim, c.IntermediateSize
-	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	n, h := tr.n, c.HiddenSize
+	if s.moe != nil {
+		dh2 := a.alloc(kernels.F32, n*h)
+		m.moeBackward(a, l, s.moe, dh2, dx, n)
+		be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+	} else {
+		tr.mlpBackward(a, l, dx)
+	}
+	tr.attentionBackward(a, l, dx, needInput)
+}
 
+// mlpBackward is the dense MLP's part of layerBackward: it adds the
+// gradient through the MLP branch into dx.
+func (tr *Trace) mlpBackward(a *arena, l int, dx kernels.Buffer) {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	s, w := tr.layers[l], &m.W.Layers[l]
+	n, h, inter := tr.n, c.HiddenSize, c.IntermediateSize
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid).
 	dAct := f(n * inter)
 	m.projectBackward(a, l, ProjDown, dAct, dx, s.act, w.Down, n, s.xa[ProjDown], false)
@@ -181,6 +206,16 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	dh2 := f(n * h)
 	m.projectGroupBackward(a, l, groupGateUp, dh2, []kernels.Buffer{dGate, dUp}, s.h2, []kernels.Buffer{w.Gate, w.Up}, n, s.xaT[groupGateUp], false)
 	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+}
+
+// attentionBackward is the attention part of layerBackward: dx, the
+// gradient of xMid, becomes the gradient of the layer's input.
+func (tr *Trace) attentionBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	s, w := tr.layers[l], &m.W.Layers[l]
+	n, h, hd := tr.n, c.HiddenSize, c.HeadDim
+	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
 	dAttn := f(n * q)
