@@ -21,6 +21,7 @@ Semantics (the specification the Go code follows):
                loss = sum over trained tokens of weight * (pg + beta*kl).
 
 Run from the repository root:  /usr/bin/python3 testdata/reference/grpo_loss.py
+                          and:  /usr/bin/python3 testdata/reference/grpo_loss.py --moe
 """
 
 import json
@@ -37,6 +38,10 @@ PROJ = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o
         "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
 RANK, SCALE = 4, 2.0
 MODELS = ["qwen3-tiny", "llama-tiny"]
+# With --moe: the Qwen3-MoE models, adapters on attention and on every
+# expert's gate/up/down (PEFT's ...mlp.experts.{e}.gate_proj), into
+# grpo_loss_moe.{json,f32}.
+MOE_MODELS = ["qwen3-moe-tiny", "qwen3-moe-tiny-dense"]
 CASES = [
     {"name": "dapo", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.0, "mask_truncated": False},
     {"name": "grpo-cliphigh", "loss_type": "grpo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated": False},
@@ -53,7 +58,17 @@ def proj_dims(cfg, p):
             "self_attn.o_proj": (q, h)}.get(p)
 
 
+def modules(cfg, l):
+    """The adapted modules of layer l: the seven projections, or in a
+    sparse layer attention plus each expert's three."""
+    if not cfg.sparse(l):
+        return PROJ
+    return PROJ[:4] + [f"mlp.experts.{e}.{p}" for e in range(cfg.num_experts) for p in ("gate_proj", "up_proj", "down_proj")]
+
+
 def main():
+    moe = "--moe" in sys.argv[1:]
+    models, out_name = (MOE_MODELS, "grpo_loss_moe") if moe else (MODELS, "grpo_loss")
     out_dir = os.path.join(ROOT, "testdata", "golden")
     chunks, offset = [], 0
 
@@ -66,13 +81,12 @@ def main():
         return entry
 
     manifest = {"rank": RANK, "scale": SCALE, "max_tokens": MAX_TOKENS, "models": []}
-    for mi, name in enumerate(MODELS):
+    for mi, name in enumerate(models):
         cfg, weights = load_model(os.path.join(ROOT, "testdata", "models", name))
         rng = np.random.Generator(np.random.PCG64(4242 + mi))
-        inter = weights["model.layers.0.mlp.gate_proj.weight"].shape[0]
         lora, lora_entries = {}, []
         for l in range(cfg.layers):
-            for p in PROJ:
+            for p in modules(cfg, l):
                 key = f"model.layers.{l}.{p}"
                 out_f, in_f = weights[key + ".weight"].shape
                 a = rng.normal(0, 0.1, size=(RANK, in_f)).astype(np.float32)
@@ -152,12 +166,12 @@ def main():
                               entropy_mean=ent_sum / total, kl_mean=kl_sum / total, grads=grads))
         manifest["models"].append({"model": name, "lora": lora_entries, "samples": samples, "cases": cases})
 
-    manifest["data"] = "grpo_loss.f32"
-    with open(os.path.join(out_dir, "grpo_loss.f32"), "wb") as f:
+    manifest["data"] = out_name + ".f32"
+    with open(os.path.join(out_dir, out_name + ".f32"), "wb") as f:
         f.write(b"".join(chunks))
-    with open(os.path.join(out_dir, "grpo_loss.json"), "w") as f:
+    with open(os.path.join(out_dir, out_name + ".json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    print(f"wrote grpo_loss.json/.f32 ({offset * 4} bytes)")
+    print(f"wrote {out_name}.json/.f32 ({offset * 4} bytes)")
 
 
 if __name__ == "__main__":
