@@ -44,6 +44,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 	if len(rows) == 0 {
 		return nil
 	}
+	b.Experts = replayedRouting(samples)
 	n := len(rows)
 	tr, err := policy.ForwardTrain(&b, rows, targets)
 	if err != nil {
@@ -123,4 +124,17 @@ func referenceLogp(policy *model.Model, b *model.Batch, rows, targets []int32) (
 	ref := be.Alloc(kernels.F32, rt.Rows())
 	be.Copy(ref, rt.Logp)
 	return ref, nil
+}
+
+// replayedRouting joins the samples' recorded routings in batch order, or
+// is nil unless every sample has one.
+func replayedRouting(samples []Sample) []int32 {
+	var all []int32
+	for i := range samples {
+		if samples[i].Experts == nil {
+			return nil
+		}
+		all = append(all, samples[i].Experts...)
+	}
+	return all
 }
