@@ -21,7 +21,10 @@ type Adapter struct {
 	cfg    *model.Config
 	be     kernels.Backend
 	mods   [][model.NumProj]*module
-	params []Param
+	// experts are the per-expert adapters of sparse layers (experts.go);
+	// nil for a dense model.
+	experts [][model.NumProj]*expertModule
+	params  []Param
 	// grouped are the A matrices stored together per layer (groupA);
 	// views are the parameter buffers that are views into them.
 	grouped [][]groupedA
@@ -43,6 +46,9 @@ type Param struct {
 	Name  string
 	Layer int
 	Proj  model.Proj
+	// Expert is the expert index of an expert's adapter in a
+	// mixture-of-experts layer, −1 for a dense projection.
+	Expert int
 	// Value and Grad are F32 buffers of Shape[0]·Shape[1] elements,
 	// row-major Shape[0] × Shape[1] (rank × in for A, out × rank for B).
 	Value, Grad kernels.Buffer
@@ -66,17 +72,29 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 	}
 	projs, _ := cfg.projs()
 	a := newAdapter(m, cfg)
+	initA := func(name string, in int) []float32 {
+		rng := rand.New(rand.NewPCG(seed, streamOf(name)))
+		bound := 1 / math.Sqrt(float64(in))
+		av := make([]float32, cfg.Rank*in)
+		for i := range av {
+			av[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+		return av
+	}
 	for layer := range m.Config.NumLayers {
 		for _, p := range projs {
-			in, out := m.Config.Dims(p)
-			name := peftKey(layer, p, "A")
-			rng := rand.New(rand.NewPCG(seed, streamOf(name)))
-			bound := 1 / math.Sqrt(float64(in))
-			av := make([]float32, cfg.Rank*in)
-			for i := range av {
-				av[i] = float32((2*rng.Float64() - 1) * bound)
+			if isExpertProj(m.Config, layer, p) {
+				in, out := m.Config.ExpertDims(p)
+				var av, bv [][]float32
+				for e := range m.Config.NumExperts {
+					av = append(av, initA(expertKey(layer, e, p, "A"), in))
+					bv = append(bv, make([]float32, out*cfg.Rank))
+				}
+				a.addExperts(layer, p, cfg.Rank, cfg.Alpha, av, bv)
+				continue
 			}
-			a.add(layer, p, cfg.Rank, cfg.Alpha, av, make([]float32, out*cfg.Rank))
+			in, out := m.Config.Dims(p)
+			a.add(layer, p, cfg.Rank, cfg.Alpha, initA(peftKey(layer, p, "A"), in), make([]float32, out*cfg.Rank))
 		}
 	}
 	a.groupA()
@@ -105,8 +123,8 @@ func (a *Adapter) add(layer int, p model.Proj, rank int, alpha float64, av, bv [
 		Rank: rank, Scale: scaleOf(alpha, rank, a.Config.UseRSLoRA)}
 	a.mods[layer][p] = &module{rank: rank, alpha: alpha, l: l}
 	a.params = append(a.params,
-		Param{Name: peftKey(layer, p, "A"), Layer: layer, Proj: p, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
-		Param{Name: peftKey(layer, p, "B"), Layer: layer, Proj: p, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
+		Param{Name: peftKey(layer, p, "A"), Layer: layer, Proj: p, Expert: -1, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
+		Param{Name: peftKey(layer, p, "B"), Layer: layer, Proj: p, Expert: -1, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
 }
 
 // LoRA implements model.Adapter: the pair on projection p of layer, or nil.
@@ -131,8 +149,8 @@ func (a *Adapter) Module(layer int, p model.Proj) (rank int, alpha float64, ok b
 }
 
 // Params lists every trainable tensor in a stable order (layer, then
-// projection in q, k, v, o, gate, up, down order, then A before B), the
-// order optimizer state and checkpoints use.
+// projection in q, k, v, o, gate, up, down order, then expert, then A
+// before B), the order optimizer state and checkpoints use.
 func (a *Adapter) Params() []Param { return append([]Param(nil), a.params...) }
 
 // NumParams is the number of trainable scalars.
@@ -166,6 +184,7 @@ func (a *Adapter) Free() {
 			a.be.Free(g.da)
 		}
 	}
+	a.freeExperts()
 	a.params, a.grouped, a.views = nil, nil, nil
 	a.mods = make([][model.NumProj]*module, len(a.mods))
 }
