@@ -28,10 +28,10 @@ type Arch struct {
 }
 
 var archs = map[string]Arch{
-	"qwen3": {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B"},
+	"qwen3":     {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B"},
 	"qwen3_moe": {ModelType: "qwen3_moe", Name: "Qwen3-MoE", QKNorm: true, MoE: true, Example: "Qwen/Qwen3-30B-A3B-Instruct-2507"},
-	"qwen2": {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
-	"llama": {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
+	"qwen2":     {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
+	"llama":     {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
 }
 
 // Archs lists the supported architectures, sorted by model_type.

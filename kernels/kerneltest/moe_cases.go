@@ -208,8 +208,8 @@ func moeGroupCases() []Case {
 
 type gmmShape struct {
 	tokens, experts, topK, n, k int
-	transB, bf16               bool
-	alpha, beta                float32
+	transB, bf16                bool
+	alpha, beta                 float32
 }
 
 var gmmShapes = []gmmShape{

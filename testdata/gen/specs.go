@@ -4,10 +4,10 @@ package main
 type arch int
 
 const (
-	qwen3 arch = iota // q/k RMSNorm per head, no biases, explicit head_dim
-	qwen2             // q/k/v biases (always; Qwen2 configs have no attention_bias key)
-	llama             // Llama 3: llama3 rope scaling, no biases
-	qwen3MoE          // Qwen3 attention; mixture-of-experts MLPs (router mlp.gate, mlp.experts.{e})
+	qwen3    arch = iota // q/k RMSNorm per head, no biases, explicit head_dim
+	qwen2                // q/k/v biases (always; Qwen2 configs have no attention_bias key)
+	llama                // Llama 3: llama3 rope scaling, no biases
+	qwen3MoE             // Qwen3 attention; mixture-of-experts MLPs (router mlp.gate, mlp.experts.{e})
 )
 
 // spec is one tiny model. Shapes are small enough that every model is well
