@@ -101,7 +101,7 @@ func TestEstimateQwen3Hand(t *testing.T) {
 }
 
 func TestTrainableMatchesAdapter(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny", "qwen3-moe-tiny", "qwen3-moe-tiny-dense"} {
 		mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +159,7 @@ func (c *countingBackend) phase(t *testing.T, f func() error) int64 {
 // and PolicyGradient run (the sampler's host copy of the logits aside), so
 // the per-token formulas track model/layer.go, model/train.go and loss.go.
 func TestEstimateMatchesAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense"} {
 		t.Run(name, func(t *testing.T) {
 			mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 			if err != nil {

@@ -43,7 +43,7 @@ func EvalMemory(mc *model.Config, device string, p EvalPass) *Estimate {
 	}
 	shape := EnvShape{Name: p.Name, Examples: 1, Rollouts: p.Slots, PromptTokens: p.PromptTokens,
 		MaxTurns: max(1, p.MaxTurns), MaxTokens: p.MaxTokens}
-	samplingBytes(mc, p.LoRARank, p.LoRATargets, shape, device).emit(e, PhaseEval)
+	samplingBytes(mc, uniformShape(mc, p.LoRARank, p.LoRATargets), shape, device).emit(e, PhaseEval)
 	perResult := int64(p.PromptTokens)*12 + int64(p.MaxTokens*max(1, p.MaxTurns))*resultBytesPerToken + resultOverhead
 	// Saturate far below MaxInt64: an absurd rollout count must neither
 	// wrap around nor overflow the sums of finish.

@@ -139,8 +139,8 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	if err != nil {
 		return nil, err
 	}
-	targets := len(projs)
-	e.TrainableParams = int64(mc.NumLayers) * loraParamsPerLayer(mc, cfg.LoRA.Rank, projs)
+	ad := shapeOf(mc, cfg.LoRA.Rank, projs)
+	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs)
 
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
 		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
@@ -171,7 +171,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	var worst phaseBytes
 	var seqs []trainSeq
 	for _, s := range train {
-		p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev)
+		p := samplingBytes(mc, ad, s, dev)
 		longest = max(longest, p.maxLen)
 		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
 		if p.total() > worst.total() {
@@ -179,7 +179,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		}
 	}
 	worst.emit(e, PhaseSampling)
-	e.trainingItems(cfg, mc, targets, longest, seqs)
+	e.trainingItems(cfg, mc, ad, longest, seqs)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
 		for _, s := range eval {
@@ -187,7 +187,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev); p.total() > worstEval.total() {
+			if p := samplingBytes(mc, ad, s, dev); p.total() > worstEval.total() {
 				worstEval = p
 			}
 		}
@@ -346,8 +346,10 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // kv; gate, up: intermediate; the fused q/k/v and gate/up GEMMs' output,
 // fusedWidth), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
-// and the logits of each sequence (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
+// and the logits of each sequence (a host copy too on the CPU); a
+// mixture-of-experts model adds its experts' activations
+// (moeInferenceBytes).
+func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
 	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
 	h, q, kv, inter, v := dims(mc)
@@ -357,10 +359,16 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) 
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
-	acts := n*(3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
-		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
+	acts := n*(3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*n*4
+	for _, t := range ad.perLayer {
+		acts += t * n * int64(ad.rank) * f32Bytes
+	}
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
+	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
+		p.items = append(p.items, MemItem{Name: "expert activations and grouping (MoE)", Bytes: moe,
+			Detail: fmt.Sprintf("%d tokens × %d experts each = %d permuted rows: router logits, top-k, grouping indices, gathered inputs, expert outputs, gate/up", n, mc.NumExpertsPerTok, n*int64(mc.NumExpertsPerTok))})
+	}
 	// The logits stay on the backend (Backend.Sample returns only tokens and
 	// log-probs).
 	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+v)*f32Bytes + slots*4,
@@ -418,22 +426,49 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq) {
+func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq) {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	h, q, kv, inter, v := dims(mc)
-	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)
-	lr := int64(targets) * int64(cfg.LoRA.Rank)
-	perLayer := 5*h + 2 + 2*q + 2*kv + heads + 3*inter
+	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
+	rank := int64(ad.rank)
+	perLayer := 5*h + 2 + 2*q + 2*kv + heads
 	if mc.Arch().QKNorm {
 		perLayer += q + kv + heads + kvHeads
 	}
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
-	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
+	// layersBytes is every layer's trace set, with the adapter's x·Aᵀ
+	// or (withLoRA false, the KL reference) without; a sparse layer's
+	// MLP is its experts' set, and the layers share one gate/up output.
+	none := adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+	layersBytes := func(a adapterShape) int64 {
+		b := moeSharedTraceBytes(mc, n)
+		for l := range mc.NumLayers {
+			b += n * (perLayer + a.perLayer[l]*int64(a.rank)) * f32Bytes
+			if mc.IsSparse(l) {
+				b += moeTraceBytes(mc, n, l, a)
+			} else {
+				b += n * 3 * inter * f32Bytes
+			}
+		}
+		return b
+	}
+	trace := (n*tokenHead+r*rowHead)*f32Bytes + layersBytes(ad)
 	cache := kvBytes(mc, n)
 	e.add(PhaseTraining, "activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
+	if s := mc.SparseLayers(); s > 0 {
+		k := int64(mc.NumExpertsPerTok)
+		var moe int64
+		for l := range mc.NumLayers {
+			if mc.IsSparse(l) {
+				moe += moeTraceBytes(mc, n, l, ad)
+			}
+		}
+		e.note("of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output",
+			FormatBytes(moe), s, n*k, n, k, FormatBytes(moeSharedTraceBytes(mc, n)))
+	}
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
 	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
 	// with beta > 0) are allocated after the KL reference trace is freed,
@@ -445,10 +480,23 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
 	// and one layer (with dh1).
-	backward := (r*loss + n*h + max(r*(v+h), n*(3*inter+h+2*q+4*kv+lr+h))) * f32Bytes
+	var layer int64 // the largest one layer's scratch
+	for l := range mc.NumLayers {
+		b := n * (2*q + 4*kv + ad.perLayer[l]*rank) * f32Bytes
+		if l > 0 {
+			b += n * h * f32Bytes // dh1: the first layer's input is the frozen embedding
+		}
+		if mc.IsSparse(l) {
+			b += moeBackwardBytes(mc, n, l, ad)
+		} else {
+			b += n * (3*inter + h) * f32Bytes
+		}
+		layer = max(layer, b)
+	}
+	backward := (r*loss+n*h)*f32Bytes + max(r*(v+h)*f32Bytes, layer)
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
-		ref = (n*(tokenHead+L*perLayer)+r*(rowHead+1))*f32Bytes + cache // + the logp copy
+		ref = (n*tokenHead+r*(rowHead+1))*f32Bytes + layersBytes(none) + cache // + the logp copy
 	}
 	if ref > backward {
 		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
@@ -488,17 +536,6 @@ func loraTargets(c lora.Config) ([]model.Proj, error) {
 	return out, nil
 }
 
-// loraParamsPerLayer is Σ rank × (in + out) over the adapted projections:
-// A is rank × in, B is out × rank.
-func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 {
-	var n int64
-	for _, p := range targets {
-		in, out := mc.Dims(p)
-		n += int64(rank) * int64(in+out)
-	}
-	return n
-}
-
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a
 // MatMul with bf16 weights takes as A (cublasGemmEx multiplies bf16 by
 // bf16): at most tokens rows of k columns, 2 B each, for every k a GEMM
@@ -507,6 +544,11 @@ func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 
 // power-of-two size class, kept for the run.
 func bf16Scratch(mc *model.Config, tokens int) int64 {
 	widths := map[int]bool{mc.HiddenSize: true, mc.VocabSize: true}
+	if mc.SparseLayers() > 0 {
+		// The router's backward multiplies dlogits (tokens × experts) by
+		// the bf16 router; the experts' grouped GEMMs read f32 activations.
+		widths[mc.NumExperts] = true
+	}
 	for p := range model.NumProj {
 		in, out := mc.Dims(p)
 		widths[in], widths[out] = true, true

@@ -49,7 +49,7 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	}
 	s.h2, s.qPre, s.kPre, s.act = s.h1, s.q, s.k, s.gate
 	if c.SparseLayers() > 0 {
-		s.moe = m.newMoEActs(a, -1, n, nil, false, false)
+		s.moe = m.newMoEActs(a, -1, n, nil, nil, false)
 	}
 	return s
 }

@@ -25,27 +25,54 @@ type moeActs struct {
 	recomputed      kernels.Buffer // n × k (I32): top-k recomputed under replay, for the metric
 	offsets         kernels.Buffer // nExperts + 1 (I32)
 	tokens, rows    kernels.Buffer // n·k (I32) each
-	xp              kernels.Buffer // rows × hidden: the MLP input gathered per row
-	gate, up, act   kernels.Buffer // rows × moe_intermediate
+	gate, up        kernels.Buffer // rows × moe_intermediate
 	yp              kernels.Buffer // rows × hidden: each row's expert output
-	fused           kernels.Buffer // rows × 2·moe_intermediate: the gate/up GEMM's output
-	xa              [NumProj]kernels.Buffer
+	// moeScratch holds what the forward needs only while it runs: a
+	// training trace shares one set among its sparse layers, and the
+	// backward recomputes xp and act (a gather and a SwiGLU) rather than
+	// keep 2·k·hidden + k·moe_intermediate floats per token per layer.
+	moeScratch
+	xa [NumProj]kernels.Buffer
+}
+
+// moeScratch is a sparse layer's forward scratch.
+type moeScratch struct {
+	xp    kernels.Buffer // rows × hidden: the MLP input gathered per row
+	act   kernels.Buffer // rows × moe_intermediate: SwiGLU's output
+	fused kernels.Buffer // rows × 2·moe_intermediate: the gate/up GEMM's output
+}
+
+// newMoEScratch allocates the scratch of n tokens' permuted rows; act
+// aliases gate when nil (inference, which keeps no gate).
+func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
+	c := m.Config
+	rows := n * c.NumExpertsPerTok
+	s := &moeScratch{xp: a.alloc(kernels.F32, rows*c.HiddenSize), fused: a.alloc(kernels.F32, rows*2*c.MoEIntermediateSize)}
+	if withAct {
+		s.act = a.alloc(kernels.F32, rows*c.MoEIntermediateSize)
+	}
+	return s
 }
 
 // newMoEActs allocates one set for n tokens of layer l (l < 0: a set for
 // every sparse layer, for inference); experts, when not nil, is the
-// layer's experts buffer, holding a recorded routing when replay is set.
-func (m *Model) newMoEActs(a *arena, l, n int, experts kernels.Buffer, replay, training bool) *moeActs {
+// layer's experts buffer, holding a recorded routing when replay is set;
+// scratch, when not nil, is the forward scratch a training trace's sparse
+// layers share.
+func (m *Model) newMoEActs(a *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
 	c := m.Config
 	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	rows := n * k
 	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
 	s := &moeActs{logits: f(n * ne), weights: f(n * k), experts: experts,
 		offsets: a.alloc(kernels.I32, ne+1), tokens: a.alloc(kernels.I32, rows), rows: a.alloc(kernels.I32, rows),
-		xp: f(rows * h), gate: f(rows * mi), up: f(rows * mi), yp: f(rows * h), fused: f(rows * 2 * mi)}
-	s.act = s.gate
-	if training {
-		s.act = f(rows * mi)
+		gate: f(rows * mi), up: f(rows * mi), yp: f(rows * h)}
+	if scratch == nil {
+		scratch = m.newMoEScratch(a, n, false)
+	}
+	s.moeScratch = *scratch
+	if s.act == nil {
+		s.act = s.gate
 	}
 	s.useRouting(a, experts, replay)
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
@@ -118,20 +145,24 @@ func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 }
 
 // moeBackward turns dout (n × hidden), the gradient of the sparse MLP's
-// output, into dh, the gradient of its input (overwritten), adding the
+// output, into dh, the gradient of its input h (overwritten), adding the
 // expert adapters' gradients. The routing weights carry gradient back to
 // dh through the (frozen) router: dh += dlogits·Router.
-func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout kernels.Buffer, n int) {
+func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
 	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
+	// The forward's scratch, recomputed: the gathered input and SwiGLU.
+	xp, act := f(rows*hd), f(rows*mi)
+	be.GatherRows(xp, h, s.tokens, rows, hd)
+	be.SwiGLU(act, s.gate, s.up, rows*mi)
 	dyp, dw := f(rows*hd), f(rows)
 	be.MoECombineBackward(dyp, dw, dout, s.yp, s.weights, s.rows, n, k, hd)
 	dAct := f(rows * mi)
 	be.GroupedMatMul(dAct, dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
-		m.expertProjectBackward(a, lr, ProjDown, dAct, dyp, s.act, s.xa[ProjDown], s.offsets, rows)
+		m.expertProjectBackward(a, lr, ProjDown, dAct, dyp, act, s.xa[ProjDown], s.offsets, rows)
 	}
 	dGate, dUp := f(rows*mi), f(rows*mi)
 	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, rows*mi)
@@ -146,7 +177,7 @@ func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout kernels.Buffer
 			if p == ProjUp {
 				dy = dUp
 			}
-			m.expertProjectBackward(a, lr, p, dxp, dy, s.xp, s.xa[p], s.offsets, rows)
+			m.expertProjectBackward(a, lr, p, dxp, dy, xp, s.xa[p], s.offsets, rows)
 		}
 	}
 	be.MoECombine(dh, dxp, nil, s.rows, n, k, hd)

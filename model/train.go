@@ -95,10 +95,14 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	fused := a.alloc(kernels.F32, n*c.fusedWidth())
 	routing := m.newRouting(a, b)
+	var moeScratch *moeScratch
+	if c.SparseLayers() > 0 {
+		moeScratch = m.newMoEScratch(a, n, true)
+	}
 	for l := range m.W.Layers {
 		s := m.trainingActs(a, l, x, fused, n)
 		if c.IsSparse(l) {
-			s.moe = m.newMoEActs(a, l, n, routing[l], b.Experts != nil, true)
+			s.moe = m.newMoEActs(a, l, n, routing[l], moeScratch, b.Experts != nil)
 		}
 		m.layerForward(a, l, cache, tr.idx, n, s)
 		tr.layers = append(tr.layers, s)
@@ -183,7 +187,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	n, h := tr.n, c.HiddenSize
 	if s.moe != nil {
 		dh2 := a.alloc(kernels.F32, n*h)
-		m.moeBackward(a, l, s.moe, dh2, dx, n)
+		m.moeBackward(a, l, s.moe, dh2, dx, s.h2, n)
 		be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 	} else {
 		tr.mlpBackward(a, l, dx)

@@ -175,7 +175,7 @@ func runBench(o benchOpts) error {
 		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
 	}
 	if be.Describe().GPU {
-		weightBytes := 4 * float64(m.Config.ParamCount())
+		weightBytes := 4 * readParams(m.Config, o.batch)
 		if wdt == kernels.BF16 {
 			weightBytes /= 2
 		}
