@@ -11,6 +11,10 @@ import (
 type lossSums struct {
 	loss, entropy, kl float64
 	clipLow, clipHigh int
+	// replayed tokens and, weighted by them, the fraction whose routing
+	// recomputation flips.
+	replayed int
+	flipped  float64
 }
 
 // policyMicroBatch runs one micro-batch's forward, loss and backward and
@@ -44,13 +48,19 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 	if len(rows) == 0 {
 		return nil
 	}
-	b.Experts = replayedRouting(samples)
+	if cfg.RoutingReplay {
+		b.Experts = replayedRouting(samples)
+	}
 	n := len(rows)
 	tr, err := policy.ForwardTrain(&b, rows, targets)
 	if err != nil {
 		return err
 	}
 	defer tr.Free()
+	if b.Experts != nil {
+		sums.replayed += b.Len()
+		sums.flipped += tr.RoutingMismatch * float64(b.Len())
+	}
 	var refBuf, klBuf kernels.Buffer
 	if cfg.Beta != 0 {
 		if refBuf, err = referenceLogp(policy, &b, rows, targets); err != nil {

@@ -14,6 +14,12 @@ type Stats struct {
 	Tokens                        int // trained (unmasked) completion tokens
 	Entropy, KL                   float64
 	ClipLow, ClipHigh, ClipRegion float64 // fractions of trained tokens
+	// RoutingReplayed counts the tokens whose forward replayed a recorded
+	// expert routing (Config.RoutingReplay, mixture-of-experts models),
+	// and RoutingMismatch is the fraction of them whose recomputed top-k
+	// differs from the recorded one in some layer.
+	RoutingReplayed int
+	RoutingMismatch float64
 }
 
 // PolicyGradient computes the GRPO policy loss of samples under policy (a
@@ -56,5 +62,8 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	st.Entropy, st.KL = sums.entropy/t, sums.kl/t
 	st.ClipLow, st.ClipHigh = float64(sums.clipLow)/t, float64(sums.clipHigh)/t
 	st.ClipRegion = float64(sums.clipLow+sums.clipHigh) / t
+	if sums.replayed > 0 {
+		st.RoutingReplayed, st.RoutingMismatch = sums.replayed, sums.flipped/float64(sums.replayed)
+	}
 	return st, nil
 }

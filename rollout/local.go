@@ -27,7 +27,8 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		}
 	}
 	turns := sizingTurns(e, opts.MaxTurns)
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))})
+	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e)),
+		RecordExperts: opts.RecordExperts})
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,10 @@ type Options struct {
 	ToolWorkers int
 	// Timing, when not nil, accumulates the time spent playing and scoring.
 	Timing *Timing
+	// RecordExperts keeps, for a mixture-of-experts model played
+	// locally, the experts each token was routed to (Trajectory.Experts),
+	// for the trainer's routing replay.
+	RecordExperts bool
 }
 
 // Timing accumulates where Play spent its time: playing the episodes
@@ -194,6 +198,9 @@ func (d *driver) begin(e env.Environment, p *episode) bool {
 // end releases p's cache slot and closes its episode when it holds
 // resources (io.Closer), however the episode ended.
 func (d *driver) end(p *episode) {
+	if x := p.seq.Experts(); x != nil {
+		p.t.Experts = append([]int32(nil), x...)
+	}
 	d.s.Release(p.seq)
 	if c, ok := p.ep.(io.Closer); ok {
 		if err := c.Close(); err != nil {

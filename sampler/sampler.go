@@ -26,6 +26,9 @@ type Config struct {
 	// prefill is split into chunks; 0 means 2048. It must be at least Slots
 	// so that one decode step of every sequence fits in one call.
 	PrefillTokens int
+	// RecordExperts keeps, for a mixture-of-experts model, the experts
+	// each token was routed to (Seq.Experts), for routing replay.
+	RecordExperts bool
 }
 
 // cacheLenSource says where a sequence's cache length comes from, for

@@ -45,6 +45,9 @@ type Seq struct {
 	tokens []int32
 	cached int    // tokens[:cached] have their keys and values in the cache
 	mark   uint64 // the last Step that listed it
+	// experts is the routing of tokens[:cached] when the sampler records
+	// it (routing.go).
+	experts []int32
 	// Turn is the result of the latest Run that included this sequence.
 	Turn Turn
 	// turn state

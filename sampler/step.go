@@ -74,6 +74,7 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 	b := &s.batch
 	b.Tokens, b.Slots, b.Positions = b.Tokens[:0], b.Slots[:0], b.Positions[:0]
 	rows, ready := s.rows[:0], s.ready[:0]
+	s.spans = s.spans[:0]
 	for _, q := range live {
 		room := s.cfg.PrefillTokens - b.Len()
 		if room <= 0 {
@@ -82,6 +83,7 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		pending := len(q.tokens) - q.cached
 		n := min(pending, room)
 		b.Add(q.slot, q.cached, q.tokens[q.cached:q.cached+n]...)
+		s.spans = append(s.spans, span{q, n})
 		q.cached += n
 		if n == pending {
 			rows = append(rows, int32(b.Len()-1))
@@ -89,6 +91,7 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		}
 	}
 	s.rows, s.ready = rows, ready
+	s.prepareRecord()
 	if len(ready) == 0 {
 		// Only part of a long prompt went in: Forward still has to write
 		// its keys and values, but there is nothing to sample. Forward
@@ -98,12 +101,14 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 			return fmt.Errorf("sampler: %w", err)
 		}
 		s.m.Backend.Free(logits)
+		s.distributeRecord()
 		return nil
 	}
 	logits, err := s.m.Forward(s.cache, b, rows)
 	if err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
+	s.distributeRecord()
 	err = s.sampleRows(logits, s.m.Config.VocabSize, ready)
 	s.m.Backend.Free(logits)
 	return err
@@ -116,5 +121,7 @@ type batchState struct {
 	rows    []int32
 	ready   []*Seq
 	liveBuf []*Seq
-	mark    uint64 // Step's generation, to catch a sequence listed twice
+	mark    uint64  // Step's generation, to catch a sequence listed twice
+	spans   []span  // each sequence's tokens in the batch, for the routing record
+	record  []int32 // the batch's routing record (routing.go)
 }
