@@ -81,7 +81,7 @@ var keyInfos = map[string]keyInfo{
 	"lora":                {doc: "The LoRA adapter that is trained (package lora; PEFT conventions)."},
 	"lora.rank":           {doc: "Rank r of B·A."},
 	"lora.alpha":          {doc: "Scale numerator: the update is scaled by alpha/r (alpha/√r with use_rslora)."},
-	"lora.target_modules": {doc: "Projections adapted in every layer."},
+	"lora.target_modules": {doc: "Projections adapted in every layer. In a mixture-of-experts model (Qwen3-MoE) `gate_proj`, `up_proj` and `down_proj` adapt every expert, and `gate` adapts the routers, which are frozen otherwise (their training adds the model's `router_aux_loss_coef` × load-balancing loss)."},
 	"lora.use_rslora":     {doc: "Rank-stabilised scaling alpha/√r."},
 	"lora.dropout":        {doc: "Adapter-input dropout; only 0 is supported for training."},
 

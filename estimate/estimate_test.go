@@ -171,6 +171,11 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
 			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
+			if mc.SparseLayers() > 0 {
+				// The routers too: their adapter and the load-balancing
+				// loss's gradient (router_aux_loss_coef 0.001).
+				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, model.RouterModule)
+			}
 			train := []EnvShape{{Name: "e", Examples: slots / 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {

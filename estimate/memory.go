@@ -135,12 +135,12 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: stored.Size(),
 		Assumptions: append([]string(nil), o.Assumptions...)}
-	projs, err := loraTargets(cfg.LoRA)
+	projs, routers, err := loraTargets(cfg.LoRA)
 	if err != nil {
 		return nil, err
 	}
-	ad := shapeOf(mc, cfg.LoRA.Rank, projs)
-	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs)
+	ad := shapeOf(mc, cfg.LoRA.Rank, projs, routers)
+	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
 
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
 		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
@@ -493,6 +493,11 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, ad adapte
 		}
 		layer = max(layer, b)
 	}
+	if ad.routers && mc.RouterAuxLossCoef > 0 {
+		// The load-balancing loss's gradient per router probability,
+		// alive while the layers run (model/moe_router.go).
+		layer += int64(mc.NumExperts) * f32Bytes
+	}
 	backward := (r*loss+n*h)*f32Bytes + max(r*(v+h)*f32Bytes, layer)
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
@@ -520,20 +525,26 @@ func dims(mc *model.Config) (h, q, kv, inter, v int64) {
 		int64(mc.IntermediateSize), int64(mc.VocabSize)
 }
 
-// loraTargets validates the [lora] table and returns its projections.
-func loraTargets(c lora.Config) ([]model.Proj, error) {
+// loraTargets validates the [lora] table and returns its projections and
+// whether it adapts the mixture-of-experts routers ("gate").
+func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []model.Proj
+	routers := false
 	for _, name := range c.TargetModules {
+		if name == model.RouterModule {
+			routers = true
+			continue
+		}
 		p, err := model.ParseProj(name)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	return out, routers, nil
 }
 
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a

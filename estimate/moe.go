@@ -17,11 +17,23 @@ type adapterShape struct {
 	// expertProjs is the number of distinct expert projections adapted
 	// (the inference set keeps one x·Aᵀ per projection for all layers).
 	expertProjs int64
+	// routers: the sparse layers' routers are adapted (rank columns of
+	// h·Aᵀ per token).
+	routers bool
+}
+
+// routerRank is the router adapter's x·Aᵀ columns per token (0 for none).
+func (s adapterShape) routerRank() int64 {
+	if s.routers {
+		return int64(s.rank)
+	}
+	return 0
 }
 
 // shapeOf sizes an adapter of rank on projs for mc.
-func shapeOf(mc *model.Config, rank int, projs []model.Proj) adapterShape {
-	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapterShape {
+	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
+		routers: routers && mc.SparseLayers() > 0}
 	for l := range mc.NumLayers {
 		for _, p := range projs {
 			if mc.IsSparse(l) && p >= model.ProjGate {
@@ -53,10 +65,14 @@ func uniformShape(mc *model.Config, rank, targets int) adapterShape {
 
 // loraParams is Σ rank × (in + out) over every adapted matrix pair: each
 // dense projection once per layer, each expert projection once per expert
-// of a sparse layer.
-func loraParams(mc *model.Config, rank int, projs []model.Proj) int64 {
+// of a sparse layer, and with routers each sparse layer's router (hidden
+// → experts).
+func loraParams(mc *model.Config, rank int, projs []model.Proj, routers bool) int64 {
 	var n int64
 	for l := range mc.NumLayers {
+		if routers && mc.IsSparse(l) {
+			n += int64(rank) * int64(mc.HiddenSize+mc.NumExperts)
+		}
 		for _, p := range projs {
 			in, out := mc.Dims(p)
 			copies := int64(1)
@@ -90,7 +106,7 @@ func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
 	rows := n * k
-	return (n*(ne+k) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
+	return (n*(ne+k+ad.routerRank()) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
 		int64(mc.SparseLayers())*rows) * f32Bytes
 }
 
@@ -103,7 +119,7 @@ func moeTraceBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
 	rows := n * k
-	return (n*(ne+k) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
+	return (n*(ne+k+ad.routerRank()) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
 }
 
 // moeSharedTraceBytes is the forward scratch the sparse layers of a trace
@@ -122,9 +138,10 @@ func moeSharedTraceBytes(mc *model.Config, n int64) int64 {
 // dlogits (experts per token); per permuted row the recomputed gathered
 // input and SwiGLU output (h + moe_inter), dyp and dxp (2h), dw (1), dAct,
 // dGate, dUp (3·moe_inter), the joined gate/up gradient (2·moe_inter) and
-// dy·B per adapted expert projection (rank).
+// dy·B per adapted expert projection (rank); and the router adapter's
+// dLogits·B (rank per token).
 func moeBackwardBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
-	return (n*(h+ne) + n*k*(3*h+1+6*mi+ad.experts[l]*int64(ad.rank))) * f32Bytes
+	return (n*(h+ne+ad.routerRank()) + n*k*(3*h+1+6*mi+ad.experts[l]*int64(ad.rank))) * f32Bytes
 }

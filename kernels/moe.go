@@ -24,8 +24,11 @@ type MoEOps interface {
 
 	// MoERouteBackward is MoERoute's backward for fixed experts: given
 	// dweights (n × topK) it writes dlogits (n × nExperts, overwritten),
-	// the gradient through the softmax (and the renormalisation).
-	MoERouteBackward(dlogits, dweights, logits, experts Buffer, n, nExperts, topK int, normTopK bool)
+	// the gradient through the softmax (and the renormalisation). dprobs,
+	// when not nil, is a gradient with respect to every token's whole
+	// probability vector (nExperts values, the same for every token: the
+	// load-balancing loss's), added before the softmax's backward.
+	MoERouteBackward(dlogits, dweights, dprobs, logits, experts Buffer, n, nExperts, topK int, normTopK bool)
 
 	// MoEGroup computes the grouped order of the assignments in experts
 	// (n × topK, each in [0, nExperts)): offsets (nExperts+1) with

@@ -24,6 +24,9 @@ type Adapter struct {
 	// experts are the per-expert adapters of sparse layers (experts.go);
 	// nil for a dense model.
 	experts [][model.NumProj]*expertModule
+	// routers are the mixture-of-experts layers' router adapters
+	// (router.go); nil when none.
+	routers []*module
 	params  []Param
 	// grouped are the A matrices stored together per layer (groupA);
 	// views are the parameter buffers that are views into them.
@@ -49,6 +52,8 @@ type Param struct {
 	// Expert is the expert index of an expert's adapter in a
 	// mixture-of-experts layer, −1 for a dense projection.
 	Expert int
+	// Router marks a router's adapter (Proj is then meaningless).
+	Router bool
 	// Value and Grad are F32 buffers of Shape[0]·Shape[1] elements,
 	// row-major Shape[0] × Shape[1] (rank × in for A, out × rank for B).
 	Value, Grad kernels.Buffer
@@ -71,6 +76,9 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 		return nil, err
 	}
 	projs, _ := cfg.projs()
+	if cfg.routers() && m.Config.SparseLayers() == 0 {
+		return nil, fmt.Errorf("lora.target_modules lists %q, the routers of a mixture-of-experts model, but this %s model has none; remove it", model.RouterModule, m.Config.ModelType)
+	}
 	a := newAdapter(m, cfg)
 	initA := func(name string, in int) []float32 {
 		rng := rand.New(rand.NewPCG(seed, streamOf(name)))
@@ -82,6 +90,10 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 		return av
 	}
 	for layer := range m.Config.NumLayers {
+		if cfg.routers() && m.Config.IsSparse(layer) {
+			in, out := routerDims(m.Config)
+			a.addRouter(layer, cfg.Rank, cfg.Alpha, initA(routerKey(layer, "A"), in), make([]float32, out*cfg.Rank))
+		}
 		for _, p := range projs {
 			if isExpertProj(m.Config, layer, p) {
 				in, out := m.Config.ExpertDims(p)
@@ -148,9 +160,9 @@ func (a *Adapter) Module(layer int, p model.Proj) (rank int, alpha float64, ok b
 	return 0, 0, false
 }
 
-// Params lists every trainable tensor in a stable order (layer, then
-// projection in q, k, v, o, gate, up, down order, then expert, then A
-// before B), the order optimizer state and checkpoints use.
+// Params lists every trainable tensor in a stable order (layer, then its
+// router, then projection in q, k, v, o, gate, up, down order, then
+// expert, then A before B), the order optimizer state and checkpoints use.
 func (a *Adapter) Params() []Param { return append([]Param(nil), a.params...) }
 
 // NumParams is the number of trainable scalars.
@@ -185,7 +197,7 @@ func (a *Adapter) Free() {
 		}
 	}
 	a.freeExperts()
-	a.params, a.grouped, a.views = nil, nil, nil
+	a.params, a.grouped, a.views, a.routers = nil, nil, nil, nil
 	a.mods = make([][model.NumProj]*module, len(a.mods))
 }
 

@@ -11,7 +11,8 @@ import (
 // tensorKey is a parsed adapter tensor name.
 type tensorKey struct {
 	layer  int
-	expert int // an expert's adapter in a mixture-of-experts layer; −1 for none
+	expert int  // an expert's adapter in a mixture-of-experts layer; −1 for none
+	router bool // a mixture-of-experts layer's router (mlp.gate); proj is unused
 	proj   model.Proj
 	which  string // "A" or "B"
 }
@@ -30,6 +31,13 @@ func parseKey(name string) (tensorKey, bool) {
 	num, rest, ok := strings.Cut(rest, ".")
 	layer, err := strconv.Atoi(num)
 	if !ok || err != nil || layer < 0 || strconv.Itoa(layer) != num {
+		return tensorKey{}, false
+	}
+	if tail, ok := strings.CutPrefix(rest, "mlp."+model.RouterModule+".lora_"); ok && len(tail) > 1 {
+		which := tail[:1]
+		if (which == "A" || which == "B") && (tail[1:] == ".weight" || tail[1:] == ".default.weight") {
+			return tensorKey{layer: layer, expert: -1, router: true, which: which}, true
+		}
 		return tensorKey{}, false
 	}
 	expert := -1

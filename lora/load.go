@@ -58,6 +58,7 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 	c := m.Config
 	found := make([][model.NumProj]pair, c.NumLayers)
 	foundE := map[[3]int]*pair{} // by (layer, proj, expert)
+	foundR := make([]pair, c.NumLayers)
 	for _, name := range f.Names() {
 		k, ok := parseKey(name)
 		if !ok {
@@ -68,6 +69,9 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 		}
 		sparse := isExpertProj(c, k.layer, k.proj)
 		switch {
+		case k.router && !c.IsSparse(k.layer):
+			return nil, fmt.Errorf("%s: tensor %q adapts a router, but layer %d of this model (%s) has none; was the adapter trained on a different model?", wPath, name, k.layer, c.ModelType)
+		case k.router:
 		case k.expert >= 0 && !sparse:
 			return nil, fmt.Errorf("%s: tensor %q adapts an expert, but layer %d of this model (%s) has no experts; was the adapter trained on a different model?", wPath, name, k.layer, c.ModelType)
 		case k.expert < 0 && sparse:
@@ -77,6 +81,9 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 		}
 		t, _ := f.Tensor(name)
 		pr := &found[k.layer][k.proj]
+		if k.router {
+			pr = &foundR[k.layer]
+		}
 		if k.expert >= 0 {
 			key := [3]int{k.layer, int(k.proj), k.expert}
 			if foundE[key] == nil {
@@ -116,6 +123,11 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 			anyWanted = anyWanted || w[p]
 		}
 		want = append(want, w)
+		r := foundR[layer].a != nil || foundR[layer].b != nil
+		if pc.targets != nil {
+			r = c.IsSparse(layer) && pc.targets.match(routerModuleName(layer))
+		}
+		anyWanted = anyWanted || r
 	}
 	if !anyWanted {
 		if pc.targets == nil {
@@ -126,6 +138,14 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 
 	a := newAdapter(m, Config{Rank: pc.rank, Alpha: pc.alpha, UseRSLoRA: pc.rsLoRA, Dropout: pc.dropout})
 	var adapted [model.NumProj]bool
+	routers, err := pc.addRouters(a, wPath, c, foundR)
+	if err != nil {
+		a.Free()
+		return nil, err
+	}
+	if routers {
+		a.Config.TargetModules = append(a.Config.TargetModules, model.RouterModule)
+	}
 	for layer := range c.NumLayers {
 		for p := range model.NumProj {
 			if isExpertProj(c, layer, p) {
@@ -184,7 +204,35 @@ func first(ts ...*safetensors.Tensor) *safetensors.Tensor {
 // the model's dimensions, and converts it to float32.
 func (pc *peftConfig) values(wPath string, c *model.Config, layer int, p model.Proj, ta, tb *safetensors.Tensor) (av, bv []float32, rank int, alpha float64, err error) {
 	in, out := c.Dims(p)
-	return pc.moduleValues(wPath, moduleName(layer, p), peftKey(layer, p, "A"), peftKey(layer, p, "B"), p, in, out, ta, tb)
+	return pc.moduleValues(wPath, moduleName(layer, p), peftKey(layer, p, "A"), peftKey(layer, p, "B"), p.String(), in, out, ta, tb)
+}
+
+// addRouters adds the router adapters target_modules selects (or, when
+// it is null, the file holds) and reports whether there were any.
+func (pc *peftConfig) addRouters(a *Adapter, wPath string, c *model.Config, foundR []pair) (bool, error) {
+	any := false
+	for layer := range c.NumLayers {
+		got := foundR[layer]
+		mod := routerModuleName(layer)
+		want := got.a != nil || got.b != nil
+		if pc.targets != nil {
+			want = c.IsSparse(layer) && pc.targets.match(mod) && !pc.exclude.match(mod)
+			if t := first(got.a, got.b); !want && t != nil {
+				return false, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, t.Name, mod, pc.targets.text)
+			}
+		}
+		if !want {
+			continue
+		}
+		in, out := routerDims(c)
+		av, bv, rank, alpha, err := pc.moduleValues(wPath, mod, routerKey(layer, "A"), routerKey(layer, "B"), "the router (mlp.gate)", in, out, got.a, got.b)
+		if err != nil {
+			return false, err
+		}
+		a.addRouter(layer, rank, alpha, av, bv)
+		any = true
+	}
+	return any, nil
 }
 
 // wantExperts reports whether the adapter adapts projection p of layer's
@@ -218,7 +266,7 @@ func (pc *peftConfig) addExperts(a *Adapter, wPath string, c *model.Config, laye
 		if got == nil {
 			got = &pair{}
 		}
-		av, bv, rank, alpha, err := pc.moduleValues(wPath, expertModuleName(layer, e, p), expertKey(layer, e, p, "A"), expertKey(layer, e, p, "B"), p, in, out, got.a, got.b)
+		av, bv, rank, alpha, err := pc.moduleValues(wPath, expertModuleName(layer, e, p), expertKey(layer, e, p, "A"), expertKey(layer, e, p, "B"), "an expert's "+p.String(), in, out, got.a, got.b)
 		if err != nil {
 			return err
 		}
@@ -233,7 +281,7 @@ func (pc *peftConfig) addExperts(a *Adapter, wPath string, c *model.Config, laye
 }
 
 // moduleValues is values for the module mod with PEFT keys keyA and keyB.
-func (pc *peftConfig) moduleValues(wPath, mod, keyA, keyB string, p model.Proj, in, out int, ta, tb *safetensors.Tensor) (av, bv []float32, rank int, alpha float64, err error) {
+func (pc *peftConfig) moduleValues(wPath, mod, keyA, keyB string, what string, in, out int, ta, tb *safetensors.Tensor) (av, bv []float32, rank int, alpha float64, err error) {
 	if ta == nil || tb == nil {
 		missing := keyA
 		if ta != nil {
@@ -255,7 +303,7 @@ func (pc *peftConfig) moduleValues(wPath, mod, keyA, keyB string, p model.Proj, 
 		dims string
 	}{{ta, []int{rank, in}, "[rank, in_features]"}, {tb, []int{out, rank}, "[out_features, rank]"}} {
 		if len(t.t.Shape) != 2 || t.t.Shape[0] != t.want[0] || t.t.Shape[1] != t.want[1] {
-			return nil, nil, 0, 0, fmt.Errorf("%s: tensor %q has shape %v, want %v %s (%s; %s of this model is %d → %d)", wPath, t.t.Name, t.t.Shape, t.want, t.dims, rankFrom, p, in, out)
+			return nil, nil, 0, 0, fmt.Errorf("%s: tensor %q has shape %v, want %v %s (%s; %s of this model is %d → %d)", wPath, t.t.Name, t.t.Shape, t.want, t.dims, rankFrom, what, in, out)
 		}
 	}
 	if av, err = floats(wPath, ta); err == nil {

@@ -39,6 +39,23 @@ func Merge(m *model.Model, a *Adapter) error {
 			be.Upload(w, vals)
 		}
 	}
+	for layer, mod := range a.routers {
+		if mod == nil {
+			continue
+		}
+		w := m.W.Layers[layer].MoE.Router
+		vals := make([]float32, w.Len())
+		be.Download(vals, w)
+		wf := make([]float64, len(vals))
+		for i, v := range vals {
+			wf[i] = float64(v)
+		}
+		a.addRouterDelta(wf, layer)
+		for i, v := range wf {
+			vals[i] = float32(v)
+		}
+		be.Upload(w, vals)
+	}
 	for layer := range a.experts {
 		for p, mod := range a.experts[layer] {
 			if mod == nil {

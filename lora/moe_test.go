@@ -64,13 +64,18 @@ func moeAdapter(t *testing.T, m *model.Model, targets []string) *Adapter {
 	return newOursAdapter(t, m)
 }
 
-// TestMoESaveLoadMerge: an adapter on every expert round-trips through
-// PEFT files byte for byte in its values, moves the logits, and merging
-// it (in memory, and into a written model directory that model.Load
-// reads back) gives the adapted model's logits.
+// TestMoESaveLoadMerge: an adapter on every expert and on the routers
+// (target "gate") round-trips through PEFT files byte for byte in its
+// values, moves the logits, and merging it (in memory, and into a written
+// model directory that model.Load reads back) gives the adapted model's
+// logits.
 func TestMoESaveLoadMerge(t *testing.T) {
 	m := loadModel(t, "qwen3-moe-tiny-dense")
-	a := moeAdapter(t, m, AllModules)
+	targets := append([]string{model.RouterModule}, AllModules...)
+	a := moeAdapter(t, m, targets)
+	if a.RouterLoRA(0) == nil || a.RouterLoRA(1) != nil || a.RouterLoRA(2) == nil {
+		t.Fatal("routers adapted in the wrong layers: want the sparse layers 0 and 2")
+	}
 	defer a.Free()
 	base := logits(t, m, moeTokens)
 	want := logits(t, m.WithAdapter(a), moeTokens)
@@ -85,15 +90,17 @@ func TestMoESaveLoadMerge(t *testing.T) {
 		TargetModules []string `json:"target_modules"`
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, ConfigFileName))
-	if err := json.Unmarshal(raw, &cfg); err != nil || strings.Join(cfg.TargetModules, ",") != strings.Join(AllModules, ",") {
-		t.Errorf("target_modules %v (%v), want %v: PEFT matches gate_proj on every expert", cfg.TargetModules, err, AllModules)
+	if err := json.Unmarshal(raw, &cfg); err != nil || strings.Join(cfg.TargetModules, ",") != strings.Join(targets, ",") {
+		t.Errorf("target_modules %v (%v), want %v: PEFT matches gate_proj on every expert and gate on the routers", cfg.TargetModules, err, targets)
 	}
 	f, err := safetensors.Open(filepath.Join(dir, WeightsFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.Tensor("base_model.model.model.layers.0.mlp.experts.2.up_proj.lora_B.weight"); !ok {
-		t.Error("saved file lacks an expert's PEFT key")
+	for _, key := range []string{"base_model.model.model.layers.0.mlp.experts.2.up_proj.lora_B.weight", "base_model.model.model.layers.2.mlp.gate.lora_A.weight"} {
+		if _, ok := f.Tensor(key); !ok {
+			t.Errorf("saved file lacks %s", key)
+		}
 	}
 	f.Close()
 	b, err := Load(dir, m)
@@ -220,5 +227,8 @@ func TestMoELoadErrors(t *testing.T) {
 	}
 	if _, err := Load(dir, loadModel(t, "qwen3-tiny")); err == nil || !strings.Contains(err.Error(), "has no experts") {
 		t.Errorf("MoE adapter on a dense model: %v", err)
+	}
+	if _, err := New(loadModel(t, "qwen3-tiny"), Config{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "gate"}}, 1); err == nil || !strings.Contains(err.Error(), "has none") {
+		t.Errorf("target gate on a dense model: %v", err)
 	}
 }

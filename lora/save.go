@@ -137,6 +137,22 @@ func (a *Adapter) configJSON(baseModel string) ([]byte, error) {
 		}
 	}
 	sparse := false
+	routers := 0
+	for layer := range a.routers {
+		if m := a.routers[layer]; m != nil {
+			routers++
+			if m.rank != c.Rank {
+				out.RankPattern[routerModuleName(layer)] = m.rank
+			}
+			if m.alpha != c.Alpha {
+				out.AlphaPattern[routerModuleName(layer)] = m.alpha
+			}
+		}
+	}
+	if routers > 0 {
+		out.TargetModules = append(out.TargetModules, model.RouterModule)
+		sparse = routers != a.cfg.SparseLayers()
+	}
 	for p := range model.NumProj {
 		if count[p] > 0 {
 			out.TargetModules = append(out.TargetModules, p.String())
@@ -146,6 +162,9 @@ func (a *Adapter) configJSON(baseModel string) ([]byte, error) {
 	if sparse {
 		out.TargetModules = nil
 		for layer := range a.mods {
+			if a.RouterLoRA(layer) != nil {
+				out.TargetModules = append(out.TargetModules, routerModuleName(layer))
+			}
 			for p := range model.NumProj {
 				_, _, names := a.moduleNames(layer, p)
 				out.TargetModules = append(out.TargetModules, names...)

@@ -85,9 +85,13 @@ func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
 type adaptedWeight struct {
 	layer, expert int
 	proj          model.Proj
+	router        bool
 }
 
 func (w adaptedWeight) name() string {
+	if w.router {
+		return routerModuleName(w.layer) + ".weight"
+	}
 	if w.expert >= 0 {
 		return expertModuleName(w.layer, w.expert, w.proj) + ".weight"
 	}
@@ -98,15 +102,18 @@ func (w adaptedWeight) name() string {
 func (a *Adapter) adaptedWeights() []adaptedWeight {
 	var out []adaptedWeight
 	for layer := range a.mods {
+		if a.RouterLoRA(layer) != nil {
+			out = append(out, adaptedWeight{layer: layer, expert: -1, router: true})
+		}
 		for p, m := range a.mods[layer] {
 			if m != nil {
-				out = append(out, adaptedWeight{layer, -1, model.Proj(p)})
+				out = append(out, adaptedWeight{layer, -1, model.Proj(p), false})
 			}
 		}
 		if layer < len(a.experts) {
 			for p, m := range a.experts[layer] {
 				for e := 0; m != nil && e < a.cfg.NumExperts; e++ {
-					out = append(out, adaptedWeight{layer, e, model.Proj(p)})
+					out = append(out, adaptedWeight{layer, e, model.Proj(p), false})
 				}
 			}
 		}
@@ -134,7 +141,10 @@ func (a *Adapter) adaptedWeight(name string) (adaptedWeight, bool) {
 
 func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetensors.Tensor, error) {
 	in, out := a.cfg.Dims(aw.proj)
-	if aw.expert >= 0 {
+	switch {
+	case aw.router:
+		in, out = routerDims(a.cfg)
+	case aw.expert >= 0:
 		in, out = a.cfg.ExpertDims(aw.proj)
 	}
 	if len(t.Shape) != 2 || t.Shape[0] != out || t.Shape[1] != in {
@@ -148,9 +158,12 @@ func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetenso
 	for i, v := range vals {
 		w[i] = float64(v)
 	}
-	if aw.expert >= 0 {
+	switch {
+	case aw.router:
+		a.addRouterDelta(w, aw.layer)
+	case aw.expert >= 0:
 		a.addExpertDelta(w, aw.layer, aw.expert, aw.proj)
-	} else {
+	default:
 		a.addDelta(w, aw.layer, aw.proj)
 	}
 	switch t.DType {

@@ -67,6 +67,12 @@ func (g goldenExperts) ExpertLoRA(layer int, p model.Proj) *model.ExpertLoRA {
 	return g.experts[[2]int{layer, int(p)}]
 }
 
+// RouterLoRA implements model.RouterAdapter: the router's adapter is the
+// module "model.layers.L.mlp.gate".
+func (g goldenExperts) RouterLoRA(layer int) *model.LoRA {
+	return g.goldenAdapter[fmt.Sprintf("model.layers.%d.mlp.gate", layer)]
+}
+
 func checkLossGolden(t *testing.T, file string) {
 	// Written by testdata/reference/grpo_loss.py: PyTorch autograd in
 	// float64 over the same tiny models, adapters and rollouts.
@@ -144,6 +150,7 @@ func checkLossGolden(t *testing.T, file string) {
 				zero[i].Advantage = 0
 			}
 			zeroGrads()
+			base.Config.RouterAuxLossCoef = 0 // the load-balancing loss has a gradient of its own
 			if _, err := PolicyGradient(policy, zero, DefaultConfig(), g.MaxTokens, 1<<20); err != nil {
 				t.Fatal(err)
 			}
@@ -162,13 +169,23 @@ func checkLossGolden(t *testing.T, file string) {
 				zeroGrads()
 				eh := gc.EpsilonHigh
 				cfg := Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
-				// A small micro-batch budget exercises gradient accumulation.
-				st, err := PolicyGradient(policy, samples, cfg, g.MaxTokens, 16)
+				// A small micro-batch budget exercises gradient
+				// accumulation; the load-balancing loss is the whole
+				// batch's in the reference, so its cases run one.
+				micro := 16
+				base.Config.RouterAuxLossCoef = gc.AuxCoef
+				if gc.AuxCoef > 0 {
+					micro = 1 << 20
+				}
+				st, err := PolicyGradient(policy, samples, cfg, g.MaxTokens, micro)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if rel := math.Abs(st.Loss-gc.Loss) / math.Abs(gc.Loss); rel > 1e-5 {
 					t.Errorf("loss %.9g, want %.9g (rel err %.2g)", st.Loss, gc.Loss, rel)
+				}
+				if math.Abs(st.AuxLoss-gc.AuxLoss) > 1e-6*math.Max(1, gc.AuxLoss) {
+					t.Errorf("load-balancing loss %.9g, want %.9g", st.AuxLoss, gc.AuxLoss)
 				}
 				if st.Tokens != gc.TrainedTokens {
 					t.Errorf("trained tokens %d, want %d", st.Tokens, gc.TrainedTokens)

@@ -15,6 +15,12 @@ type lossSums struct {
 	// recomputation flips.
 	replayed int
 	flipped  float64
+	// The load-balancing loss: its coefficient (0: off), the tokens of
+	// the whole batch that weigh each micro-batch's share, and the
+	// weighted sum of the micro-batches' values.
+	auxCoef   float64
+	auxTokens int
+	aux       float64
 }
 
 // policyMicroBatch runs one micro-batch's forward, loss and backward and
@@ -61,6 +67,11 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		sums.replayed += b.Len()
 		sums.flipped += tr.RoutingMismatch * float64(b.Len())
 	}
+	share := 0.0
+	if sums.auxCoef > 0 {
+		share = float64(b.Len()) / float64(sums.auxTokens)
+		tr.AuxCoef = float32(sums.auxCoef * share)
+	}
 	var refBuf, klBuf kernels.Buffer
 	if cfg.Beta != 0 {
 		if refBuf, err = referenceLogp(policy, &b, rows, targets); err != nil {
@@ -87,6 +98,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 	if err := tr.Backward(dlogp); err != nil {
 		return err
 	}
+	sums.aux += share * tr.AuxLoss
 
 	logp, ent, loss, clip := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
 	be.Download(logp, tr.Logp)

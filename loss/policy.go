@@ -20,6 +20,12 @@ type Stats struct {
 	// differs from the recorded one in some layer.
 	RoutingReplayed int
 	RoutingMismatch float64
+	// AuxLoss is, when the policy's routers are adapted and the model's
+	// router_aux_loss_coef is positive, the load-balancing loss (HF's
+	// load_balancing_loss_func over each micro-batch, averaged over the
+	// micro-batches weighted by their tokens); Loss includes
+	// router_aux_loss_coef × AuxLoss.
+	AuxLoss float64
 }
 
 // PolicyGradient computes the GRPO policy loss of samples under policy (a
@@ -29,7 +35,8 @@ type Stats struct {
 // computed over the whole batch first, so the accumulated gradient equals
 // that of one big batch. maxTokens is [sampling] max_tokens (dr_grpo's
 // normaliser). With cfg.Beta > 0 the KL reference is policy with its
-// adapter switched off.
+// adapter switched off. A policy whose routers are adapted also takes the
+// gradient of router_aux_loss_coef × the load-balancing loss.
 func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens, microTokens int) (Stats, error) {
 	var st Stats
 	for i, s := range samples {
@@ -46,6 +53,12 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 		return st, nil
 	}
 	var sums lossSums
+	if coef := policy.Config.RouterAuxLossCoef; coef > 0 && policy.TrainsRouter() {
+		sums.auxCoef = coef
+		for i := range samples {
+			sums.auxTokens += samples[i].SeqLen()
+		}
+	}
 	for lo := 0; lo < len(samples); {
 		hi, n := lo, 0
 		for hi < len(samples) && (hi == lo || n+samples[hi].SeqLen() <= microTokens) {
@@ -57,7 +70,8 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 		}
 		lo = hi
 	}
-	st.Loss = sums.loss
+	st.Loss = sums.loss + sums.auxCoef*sums.aux
+	st.AuxLoss = sums.aux
 	t := float64(total)
 	st.Entropy, st.KL = sums.entropy/t, sums.kl/t
 	st.ClipLow, st.ClipHigh = float64(sums.clipLow)/t, float64(sums.clipHigh)/t

@@ -32,7 +32,8 @@ type moeActs struct {
 	// backward recomputes xp and act (a gather and a SwiGLU) rather than
 	// keep 2·k·hidden + k·moe_intermediate floats per token per layer.
 	moeScratch
-	xa [NumProj]kernels.Buffer
+	xa       [NumProj]kernels.Buffer
+	routerXA kernels.Buffer // n × rank: h·Aᵀ of the router's adapter
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -80,6 +81,9 @@ func (m *Model) newMoEActs(a *arena, l, n int, experts kernels.Buffer, scratch *
 			s.xa[p] = f(rows * r)
 		}
 	}
+	if r := m.routerRank(l); r > 0 {
+		s.routerXA = f(n * r)
+	}
 	return s
 }
 
@@ -117,7 +121,7 @@ func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
-	be.MatMul(s.logits, h, w.Router, n, ne, hd, false, true, 1, 0)
+	m.routerForward(l, s, h, n)
 	if replay {
 		be.MoERoute(s.weights, s.recomputed, s.logits, n, ne, k, norm, false)
 	}
@@ -147,8 +151,10 @@ func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 // moeBackward turns dout (n × hidden), the gradient of the sparse MLP's
 // output, into dh, the gradient of its input h (overwritten), adding the
 // expert adapters' gradients. The routing weights carry gradient back to
-// dh through the (frozen) router: dh += dlogits·Router.
-func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h kernels.Buffer, n int) {
+// dh through the router: dh += dlogits·Router (+ its adapter's part, whose
+// gradients it adds too). dprobs, when not nil, is the load-balancing
+// loss's gradient with respect to every token's router probabilities.
+func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h, dprobs kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
@@ -182,6 +188,6 @@ func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h kernels.Buf
 	}
 	be.MoECombine(dh, dxp, nil, s.rows, n, k, hd)
 	dLogits := f(n * ne)
-	be.MoERouteBackward(dLogits, dw, s.logits, s.experts, n, ne, k, norm)
-	be.MatMul(dh, dLogits, w.Router, n, hd, ne, false, false, 1, 1)
+	be.MoERouteBackward(dLogits, dw, dprobs, s.logits, s.experts, n, ne, k, norm)
+	m.routerBackward(a, l, s, dh, dLogits, h, n)
 }

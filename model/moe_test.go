@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -10,17 +12,20 @@ import (
 )
 
 // moeTestAdapter is testAdapter on attention plus a stacked adapter on
-// every expert's gate/up/down of each sparse layer.
+// every expert's gate/up/down and one on the router of each sparse layer.
 type moeTestAdapter struct {
 	*testAdapter
 	experts [][NumProj]*ExpertLoRA
+	routers []*LoRA
 }
 
 func (a *moeTestAdapter) ExpertLoRA(layer int, p Proj) *ExpertLoRA { return a.experts[layer][p] }
+func (a *moeTestAdapter) RouterLoRA(layer int) *LoRA               { return a.routers[layer] }
 
 func newMoETestAdapter(m *Model, rank int, seed uint64) *moeTestAdapter {
 	c, be := m.Config, m.Backend
-	ad := &moeTestAdapter{testAdapter: newTestAdapter(m, rank, seed), experts: make([][NumProj]*ExpertLoRA, c.NumLayers)}
+	ad := &moeTestAdapter{testAdapter: newTestAdapter(m, rank, seed), experts: make([][NumProj]*ExpertLoRA, c.NumLayers),
+		routers: make([]*LoRA, c.NumLayers)}
 	rng := rand.New(rand.NewPCG(seed, 2))
 	rnd := func(n int) kernels.Buffer {
 		v := make([]float32, n)
@@ -35,6 +40,8 @@ func newMoETestAdapter(m *Model, rank int, seed uint64) *moeTestAdapter {
 		if !c.IsSparse(l) {
 			continue
 		}
+		ad.routers[l] = &LoRA{A: rnd(rank * c.HiddenSize), B: rnd(c.NumExperts * rank), Rank: rank, Scale: 1.5,
+			DA: be.Alloc(kernels.F32, rank*c.HiddenSize), DB: be.Alloc(kernels.F32, c.NumExperts*rank)}
 		for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
 			ad.l[l][p] = nil // a sparse layer has no dense MLP
 			in, out := c.ExpertDims(p)
@@ -74,12 +81,15 @@ func record(t *testing.T, m *Model, b *Batch) []int32 {
 }
 
 // TestMoELoRAGradientsFiniteDifference checks Backward's gradients of every
-// attention and expert adapter of the Qwen3-MoE tiny model with a dense
-// layer against central differences, as TestLoRAGradientsFiniteDifference
-// does for the dense architectures. The routing is replayed from a
-// recording, so a perturbation cannot flip a top-k choice and make L
-// discontinuous; the routing weights still move with the parameters.
+// attention, expert and router adapter of the Qwen3-MoE tiny model with a
+// dense layer against central differences of L = Σ c·logp + 0.3 × the
+// load-balancing loss, as TestLoRAGradientsFiniteDifference does for the
+// dense architectures. The routing is replayed from a recording, so a
+// perturbation cannot flip a top-k choice and make L discontinuous; the
+// routing weights and router probabilities still move with the
+// parameters.
 func TestMoELoRAGradientsFiniteDifference(t *testing.T) {
+	const auxCoef = 0.3
 	m := loadTiny(t, "qwen3-moe-tiny-dense")
 	be := m.Backend
 	ad := newMoETestAdapter(m, 3, 5)
@@ -98,25 +108,83 @@ func TestMoELoRAGradientsFiniteDifference(t *testing.T) {
 	if tr.RoutingMismatch != 0 {
 		t.Fatalf("replaying the model's own routing: mismatch %g, want 0", tr.RoutingMismatch)
 	}
+	tr.AuxCoef = auxCoef
 	dlogp := be.Alloc(kernels.F32, len(c))
 	be.Upload(dlogp, c)
 	if err := tr.Backward(dlogp); err != nil {
 		t.Fatal(err)
 	}
+	if !(tr.AuxLoss > 0) {
+		t.Fatalf("load-balancing loss %v", tr.AuxLoss)
+	}
 	tr.Free()
+	loss := func() float64 { return weightedLogpAux(t, m, b, targets, c, auxCoef) }
 	for l := range ad.l {
+		var pairs [][2]kernels.Buffer
 		for p := range NumProj {
 			if lr := ad.l[l][p]; lr != nil {
-				for _, pair := range [][2]kernels.Buffer{{lr.A, lr.DA}, {lr.B, lr.DB}} {
-					checkDirectional(t, m, b, targets, c, pair[0], pair[1], rng, l, p)
-				}
+				pairs = append(pairs, [2]kernels.Buffer{lr.A, lr.DA}, [2]kernels.Buffer{lr.B, lr.DB})
 			}
 			if lr := ad.experts[l][p]; lr != nil {
-				for _, pair := range [][2]kernels.Buffer{{lr.A, lr.DA}, {lr.B, lr.DB}} {
-					checkDirectional(t, m, b, targets, c, pair[0], pair[1], rng, l, p)
-				}
+				pairs = append(pairs, [2]kernels.Buffer{lr.A, lr.DA}, [2]kernels.Buffer{lr.B, lr.DB})
 			}
 		}
+		if lr := ad.routers[l]; lr != nil {
+			pairs = append(pairs, [2]kernels.Buffer{lr.A, lr.DA}, [2]kernels.Buffer{lr.B, lr.DB})
+		}
+		for i, pair := range pairs {
+			checkDirectionalOf(t, loss, m.Backend, pair[0], pair[1], rng, fmt.Sprintf("layer %d tensor %d", l, i))
+		}
+	}
+}
+
+// weightedLogpAux is Σ c[t]·logp[t] + coef × the load-balancing loss.
+func weightedLogpAux(t *testing.T, m *Model, b *Batch, targets []int32, c []float32, coef float64) float64 {
+	tr, err := m.ForwardTrain(b, nil, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Free()
+	lp := make([]float32, tr.Len())
+	m.Backend.Download(lp, tr.Logp)
+	s := 0.0
+	for i := range lp {
+		s += float64(c[i]) * float64(lp[i])
+	}
+	aux, _, err := tr.loadBalance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s + coef*aux
+}
+
+// checkDirectionalOf is checkDirectional for any loss of the parameters.
+func checkDirectionalOf(t *testing.T, loss func() float64, be kernels.Backend, param, grad kernels.Buffer, rng *rand.Rand, what string) {
+	t.Helper()
+	w := make([]float32, param.Len())
+	g := make([]float32, grad.Len())
+	be.Download(w, param)
+	be.Download(g, grad)
+	dir := make([]float32, len(w))
+	analytic := 0.0
+	for i := range dir {
+		dir[i] = float32(rng.NormFloat64())
+		analytic += float64(dir[i]) * float64(g[i])
+	}
+	shifted := make([]float32, len(w))
+	eval := func(step float64) float64 {
+		for i := range w {
+			shifted[i] = w[i] + float32(step)*dir[i]
+		}
+		be.Upload(param, shifted)
+		return loss()
+	}
+	central := func(h float64) float64 { return (eval(h) - eval(-h)) / (2 * h) }
+	const h = 2e-3
+	numeric := (4*central(h/2) - central(h)) / 3 // Richardson, as checkDirectional
+	be.Upload(param, w)
+	if d := math.Abs(numeric - analytic); d > 1e-2*math.Abs(numeric)+1e-3 {
+		t.Errorf("%s: directional derivative %.6g (backward) vs %.6g (finite difference), |Δ| %.2g", what, analytic, numeric, d)
 	}
 }
 

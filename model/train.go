@@ -23,10 +23,19 @@ type Trace struct {
 	rstdF     kernels.Buffer
 	logits    kernels.Buffer
 	targets   kernels.Buffer
+	dprobs    kernels.Buffer // the load-balancing loss's router gradient, during Backward
 	// Logp[i] = log p(targets[i] | tokens ≤ rows[i]) and Entropy[i] is the
 	// entropy of the distribution at scored row i. Both Rows() long, on the
 	// backend.
 	Logp, Entropy kernels.Buffer
+	// AuxCoef, when not 0, adds AuxCoef × the load-balancing loss of the
+	// traced batch (HF's router_aux_loss_coef × load_balancing_loss_func
+	// over its tokens and sparse layers) to what Backward differentiates;
+	// set it before Backward, for a model whose routers are adapted
+	// (Model.TrainsRouter). Backward then sets AuxLoss to the loss's value
+	// (without the coefficient).
+	AuxCoef float32
+	AuxLoss float64
 	// RoutingMismatch is, when the batch replays a recorded routing
 	// (Batch.Experts), the fraction of its tokens whose top-k recomputed
 	// by this forward differs from the replayed one in some sparse layer.
@@ -167,6 +176,21 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		be.ScatterRows(dx, dhF, tr.rows, r, h)
 	}
 	head.free()
+	var dprobs kernels.Buffer
+	if tr.AuxCoef != 0 && c.SparseLayers() > 0 {
+		aux, grad, err := tr.loadBalance()
+		if err != nil {
+			return err
+		}
+		tr.AuxLoss = aux
+		for i := range grad {
+			grad[i] *= tr.AuxCoef
+		}
+		dprobs = be.Alloc(kernels.F32, len(grad))
+		defer be.Free(dprobs)
+		be.Upload(dprobs, grad)
+	}
+	tr.dprobs = dprobs
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
 		tr.layerBackward(layer, l, dx, l > 0)
@@ -187,7 +211,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	n, h := tr.n, c.HiddenSize
 	if s.moe != nil {
 		dh2 := a.alloc(kernels.F32, n*h)
-		m.moeBackward(a, l, s.moe, dh2, dx, s.h2, n)
+		m.moeBackward(a, l, s.moe, dh2, dx, s.h2, tr.dprobs, n)
 		be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 	} else {
 		tr.mlpBackward(a, l, dx)

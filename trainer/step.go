@@ -131,6 +131,9 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		"frac_reward_zero_std": adv.FracZeroStd, "advantage/mean": adv.Mean, "advantage/std": adv.Std,
 		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
 	}
+	if ls.AuxLoss != 0 {
+		m["aux_loss"] = ls.AuxLoss // the routers' load-balancing loss, without its coefficient
+	}
 	if ls.RoutingReplayed > 0 {
 		// Mixture of experts with routing replay: the share of the tokens
 		// whose recomputed top-k differs from the sampled routing.

@@ -36,6 +36,11 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 	}
 	ab := map[string][2][]float32{}
 	for l := range c.NumLayers {
+		if c.IsSparse(l) {
+			// The router's adapter: with it the load-balancing loss
+			// (router_aux_loss_coef) joins the gradient.
+			ab[routerModule(l)] = [2][]float32{uniform(rank*c.HiddenSize, 1/float64(c.HiddenSize)), uniform(c.NumExperts*rank, 0.05)}
+		}
 		for p := range model.NumProj {
 			in, out := c.Dims(p)
 			name, experts := moduleName(l, p), 1

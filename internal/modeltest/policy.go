@@ -33,6 +33,12 @@ func (a adapter) ExpertLoRA(layer int, p model.Proj) *model.ExpertLoRA {
 	return &model.ExpertLoRA{A: l.A, B: l.B, DA: l.DA, DB: l.DB, Rank: l.Rank, Scale: l.Scale}
 }
 
+// RouterLoRA implements model.RouterAdapter: a sparse layer's router
+// adapter is stored under "model.layers.L.mlp.gate".
+func (a adapter) RouterLoRA(layer int) *model.LoRA { return a[routerModule(layer)] }
+
+func routerModule(layer int) string { return fmt.Sprintf("model.layers.%d.mlp.gate", layer) }
+
 func expertModule(layer int, p model.Proj) string {
 	return fmt.Sprintf("model.layers.%d.mlp.experts.%s", layer, p)
 }

@@ -90,7 +90,7 @@ func taken(chosen []int32, i int) bool {
 	return false
 }
 
-func (be *Backend) MoERouteBackward(dlogits, dweights, logits, experts kernels.Buffer, n, nExperts, topK int, normTopK bool) {
+func (be *Backend) MoERouteBackward(dlogits, dweights, dprobs, logits, experts kernels.Buffer, n, nExperts, topK int, normTopK bool) {
 	const op = "MoERouteBackward"
 	positive(op, n, nExperts, topK)
 	dl := f32(op, "dlogits", dlogits, n*nExperts)
@@ -98,12 +98,19 @@ func (be *Backend) MoERouteBackward(dlogits, dweights, logits, experts kernels.B
 	ls := floats(op, "logits", logits, n*nExperts)
 	es := ints(op, "experts", experts, n*topK)
 	index(op, "experts", es, nExperts)
+	var dps []float32
+	if dprobs != nil {
+		dps = floats(op, "dprobs", dprobs, nExperts)
+	}
 	be.parallel(n, nExperts*topK, func(lo, hi int) {
 		p := make([]float32, nExperts)
 		dp := make([]float64, nExperts)
 		for t := lo; t < hi; t++ {
 			routeSoftmax(p, ls[t*nExperts:(t+1)*nExperts])
 			routeGradP(dp, p, es[t*topK:(t+1)*topK], dw[t*topK:(t+1)*topK], normTopK)
+			for i, g := range dps {
+				dp[i] += float64(g)
+			}
 			// softmax backward: dl_i = p_i·(dp_i − Σ_j p_j·dp_j).
 			var dot float64
 			for i := range p {

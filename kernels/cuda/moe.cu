@@ -64,9 +64,10 @@ GRPO_KERNEL void __launch_bounds__(256) moe_route_f32(float* weights, int* exper
 }
 
 // grid-stride over tokens, block (256): dlogits = softmax backward of
-// dp, where dp is nonzero only at the token's (distinct) experts.
-GRPO_KERNEL void __launch_bounds__(256) moe_route_backward_f32(float* dlogits, const float* dweights, const float* logits, const int* experts,
-							       int n, int nExperts, int topK, int normTopK) {
+// dp: the routing weights' gradient at the token's (distinct) experts,
+// plus dprobs (every expert, the same for every token) when not null.
+GRPO_KERNEL void __launch_bounds__(256) moe_route_backward_f32(float* dlogits, const float* dweights, const float* dprobs, const float* logits,
+							       const int* experts, int n, int nExperts, int topK, int normTopK) {
 	for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
 		const float* l = logits + t * nExperts;
 		float m, s;
@@ -85,11 +86,13 @@ GRPO_KERNEL void __launch_bounds__(256) moe_route_backward_f32(float* dlogits, c
 			dp[j] = normTopK ? (double)dw[j] / ps - dws / (ps * ps) : (double)dw[j];
 			dot += p[j] * dp[j];
 		}
+		if (dprobs)
+			for (int i = 0; i < nExperts; i++) dot += (double)(expf(l[i] - m) / s) * (double)dprobs[i];
 		float* dl = dlogits + t * nExperts;
 		for (int i = 0; i < nExperts; i++) {
-			double pi = (double)(expf(l[i] - m) / s), dpi = 0.0;
+			double pi = (double)(expf(l[i] - m) / s), dpi = dprobs ? (double)dprobs[i] : 0.0;
 			for (int j = 0; j < topK; j++)
-				if (e[j] == i) dpi = dp[j];
+				if (e[j] == i) dpi += dp[j];
 			dl[i] = (float)(pi * (dpi - dot));
 		}
 	}

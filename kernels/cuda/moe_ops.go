@@ -35,17 +35,18 @@ func (b *Backend) MoERoute(weights, experts, logits kernels.Buffer, n, nExperts,
 	b.elementwise("moe_route_f32", n, w.ptr, e.ptr, l.ptr, int32(n), int32(nExperts), int32(topK), flag(normTopK), flag(replay))
 }
 
-func (b *Backend) MoERouteBackward(dlogits, dweights, logits, experts kernels.Buffer, n, nExperts, topK int, normTopK bool) {
+func (b *Backend) MoERouteBackward(dlogits, dweights, dprobs, logits, experts kernels.Buffer, n, nExperts, topK int, normTopK bool) {
 	const op = "MoERouteBackward"
 	moeShape(op, n, nExperts, topK)
 	dl := b.buf(op, "dlogits", dlogits, n*nExperts, kernels.F32)
 	dw := b.buf(op, "dweights", dweights, n*topK, kernels.F32)
+	dp := b.optBuf(op, "dprobs", dprobs, nExperts)
 	l := b.buf(op, "logits", logits, n*nExperts, kernels.F32)
 	e := b.buf(op, "experts", experts, n*topK, kernels.I32)
-	if !usable(dl, dw, l, e) {
+	if !usable(dl, dw, dp, l, e) {
 		return
 	}
-	b.elementwise("moe_route_backward_f32", n, dl.ptr, dw.ptr, l.ptr, e.ptr, int32(n), int32(nExperts), int32(topK), flag(normTopK))
+	b.elementwise("moe_route_backward_f32", n, dl.ptr, dw.ptr, dp.ptr, l.ptr, e.ptr, int32(n), int32(nExperts), int32(topK), flag(normTopK))
 }
 
 func (b *Backend) MoEGroup(offsets, tokens, rows, experts kernels.Buffer, n, nExperts, topK int) {

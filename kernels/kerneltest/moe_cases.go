@@ -113,39 +113,52 @@ func moeRouteBackwardCases() []Case {
 	var cs []Case
 	for i, s := range routeShapes {
 		for _, norm := range []bool{false, true} {
-			s, norm, seed := s, norm, uint64(5200+10*i)
-			name := fmt.Sprintf("n=%d,experts=%d,k=%d,norm=%v", s.n, s.experts, s.topK, norm)
-			run := func(b kernels.Backend, fd bool) error {
-				e := newEnv(b, seed)
-				defer e.free()
-				logits := e.in("logits", e.routeLogits(s))
-				exps := e.routeExperts(s)
-				ex := e.ints("experts", exps)
-				dw := e.in("dweights", e.uniform(s.n*s.topK, 1))
-				dl := e.out("dlogits", nans(s.n*s.experts))
-				b.MoERouteBackward(dl.view, dw.view, logits.view, ex.view, s.n, s.experts, s.topK, norm)
-				if err := e.checkAll(); err != nil {
-					return err
-				}
-				got := dl.result(b)
-				if !fd {
-					want := RefMoERouteBackward(dw.values(), logits.values(), exps, s.n, s.experts, s.topK, norm)
-					return Compare("dlogits", got, want, tolReduction)
-				}
-				w := e.out("weights", nans(s.n*s.topK))
-				r := dw.result(b)
-				return checkFD(e, 1e-2, []fdInput{{op: logits, x: logits.result(b), grad: got}}, func() (float64, float64, error) {
-					b.MoERoute(w.view, ex.view, logits.view, s.n, s.experts, s.topK, norm, true)
-					if err := b.Sync(); err != nil {
-						return 0, 0, err
+			for _, withP := range []bool{false, true} {
+				s, norm, withP, seed := s, norm, withP, uint64(5200+10*i)
+				name := fmt.Sprintf("n=%d,experts=%d,k=%d,norm=%v,dprobs=%v", s.n, s.experts, s.topK, norm, withP)
+				run := func(b kernels.Backend, fd bool) error {
+					e := newEnv(b, seed)
+					defer e.free()
+					logits := e.in("logits", e.routeLogits(s))
+					exps := e.routeExperts(s)
+					ex := e.ints("experts", exps)
+					dw := e.in("dweights", e.uniform(s.n*s.topK, 1))
+					var dp kernels.Buffer
+					var dpv []float64
+					if withP {
+						o := e.in("dprobs", e.uniform(s.experts, 1))
+						dp, dpv = o.view, o.values()
 					}
-					l, labs := dotLoss(r, w.result(b))
-					return l, labs, nil
-				})
+					dl := e.out("dlogits", nans(s.n*s.experts))
+					b.MoERouteBackward(dl.view, dw.view, dp, logits.view, ex.view, s.n, s.experts, s.topK, norm)
+					if err := e.checkAll(); err != nil {
+						return err
+					}
+					got := dl.result(b)
+					if !fd {
+						want := RefMoERouteBackward(dw.values(), dpv, logits.values(), exps, s.n, s.experts, s.topK, norm)
+						return Compare("dlogits", got, want, tolReduction)
+					}
+					// Finite differences of L = Σ r·weights (MoERoute's
+					// replay): the routing weights' path. dprobs goes
+					// through the same softmax Jacobian and is held to the
+					// reference's full Jacobian product only.
+					w := e.out("weights", nans(s.n*s.topK))
+					r := dw.result(b)
+					return checkFD(e, 1e-2, []fdInput{{op: logits, x: logits.result(b), grad: got}}, func() (float64, float64, error) {
+						b.MoERoute(w.view, ex.view, logits.view, s.n, s.experts, s.topK, norm, true)
+						if err := b.Sync(); err != nil {
+							return 0, 0, err
+						}
+						l, labs := dotLoss(r, w.result(b))
+						return l, labs, nil
+					})
+				}
+				cs = append(cs, Case{Op: "MoERouteBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
+				if !withP {
+					cs = append(cs, Case{Op: "MoERouteBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
+				}
 			}
-			cs = append(cs,
-				Case{Op: "MoERouteBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }},
-				Case{Op: "MoERouteBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
 		}
 	}
 	return cs

@@ -63,8 +63,9 @@ func refSoftmax(row []float64) []float64 {
 
 // RefMoERouteBackward returns dlogits for fixed experts: the chain rule
 // through w_j = p[e_j] (/ Σ_k p[e_k]) and the softmax, each written out
-// as a full Jacobian product rather than the closed forms a backend uses.
-func RefMoERouteBackward(dweights, logits []float64, experts []int32, n, nExperts, topK int, normTopK bool) []float64 {
+// as a full Jacobian product rather than the closed forms a backend uses;
+// dprobs (nil for none) adds to every token's dL/dp.
+func RefMoERouteBackward(dweights, dprobs, logits []float64, experts []int32, n, nExperts, topK int, normTopK bool) []float64 {
 	dl := make([]float64, n*nExperts)
 	for t := range n {
 		p := refSoftmax(logits[t*nExperts : (t+1)*nExperts])
@@ -76,6 +77,7 @@ func RefMoERouteBackward(dweights, logits []float64, experts []int32, n, nExpert
 		}
 		// dL/dp_i = Σ_j dw_j · ∂w_j/∂p_i.
 		dp := make([]float64, nExperts)
+		copy(dp, dprobs)
 		for j, ej := range e {
 			for i := range nExperts {
 				var d float64 // ∂w_j/∂p_i

@@ -181,6 +181,9 @@ class Model:
         # Smallest gap between the k-th and (k+1)-th router logit of
         # any token seen by forward (sparse models), for the margin check.
         self.min_margin = math.inf
+        # When a list, forward appends each sparse layer's router logits
+        # (for the load-balancing loss).
+        self.router_logits = None
 
     def linear(self, x, name):
         y = x @ self.w[name + ".weight"].T
@@ -197,7 +200,9 @@ class Model:
 
     def moe(self, h, p):
         c = self.cfg
-        logits = h @ self.w[p + "gate.weight"].T                  # [T, experts]
+        logits = self.linear(h, p + "gate")                       # [T, experts]; a LoRA on the router too
+        if self.router_logits is not None:
+            self.router_logits.append(logits)
         probs = torch.softmax(logits, -1)
         top_p, top_i = torch.topk(probs, c.top_k, dim=-1)
         if c.top_k < c.num_experts:
