@@ -161,7 +161,7 @@ func configJSONError(data []byte, err error) error {
 		}
 		// Field is the Go path ("Config.hidden_size"); the JSON key is
 		// what a user sees in the file.
-		key := strings.TrimPrefix(te.Field, "Config.")
+		key := strings.TrimPrefix(strings.TrimPrefix(te.Field, "Config."), "MoEConfig.")
 		return fmt.Errorf("invalid JSON: %q must be %s, got a JSON %s", key, want, te.Value)
 	}
 	return fmt.Errorf("invalid JSON: %v", err)
