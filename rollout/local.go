@@ -36,7 +36,7 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
 		return nil, err
 	}
-	return play(ctx, s, tok, e, exs, prompts, perExample, p, seed, opts, st)
+	return play(ctx, samplerRunner{s}, tok, e, exs, prompts, perExample, p, seed, opts, st)
 }
 
 // sizingTurns is how many model turns a slot is sized for: e's turn limit

@@ -52,7 +52,9 @@ type Timing struct {
 //
 // params is the sampling for every episode; its Seed is replaced by one
 // derived from seed, the example's index and the rollout's index, so a
-// run is reproducible. Empty StopTokens means sampler.StopTokenIDs(tok).
+// run is reproducible, and each later turn t of an episode draws from a
+// stream seeded with sampler.DeriveSeed(that seed, t), as a server that
+// plays each turn as a request of its own is seeded (ServerEngine). Empty StopTokens means sampler.StopTokenIDs(tok).
 // MaxTokens caps each turn.
 //
 // Trajectories come back in order: example i's rollout j at
@@ -69,7 +71,7 @@ func Play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 		return nil, err
 	}
 	prompts := renderPrompts(tok, examples, st.chat)
-	return play(ctx, s, tok, e, examples, prompts, perExample, params, seed, opts, st)
+	return play(ctx, samplerRunner{s}, tok, e, examples, prompts, perExample, params, seed, opts, st)
 }
 
 // setup is what every episode of a Play call shares besides the sampler:
@@ -105,15 +107,16 @@ func checkArgs(s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, 
 	return nil
 }
 
-// play is Play after checkArgs, with each example's prompt rendered.
-func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options, st setup) ([]Trajectory, error) {
+// play is Play after checkArgs, with each example's prompt rendered; run
+// generates the turns.
+func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options, st setup) ([]Trajectory, error) {
 	if err := params.Validate(); err != nil {
 		return nil, fmt.Errorf("rollouts: [sampling] %v", err)
 	}
 	if len(params.StopTokens) == 0 {
 		params.StopTokens = sampler.StopTokenIDs(tok)
 	}
-	d := &driver{s: s, tok: tok, opts: opts, chat: st.chat, tools: st.tools}
+	d := &driver{run: run, tok: tok, opts: opts, chat: st.chat, tools: st.tools}
 	trajs := make([]Trajectory, len(examples)*perExample)
 	var queue []*episode
 	for i, ex := range examples {
@@ -145,7 +148,7 @@ func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 
 // driver holds what every episode of one Play call shares.
 type driver struct {
-	s     *sampler.Sampler
+	run   turnRunner
 	tok   *tokenizer.Tokenizer
 	opts  Options
 	chat  tokenizer.ChatOptions
@@ -160,7 +163,7 @@ type episode struct {
 	t        *Trajectory
 	params   sampler.Params
 	ep       env.Episode
-	seq      *sampler.Seq
+	seq      turnSeq
 	conv     []chat.Message // prompt and completion so far
 	tools    map[string]env.Tool
 	maxTurns int
@@ -198,10 +201,12 @@ func (d *driver) begin(e env.Environment, p *episode) bool {
 // end releases p's cache slot and closes its episode when it holds
 // resources (io.Closer), however the episode ended.
 func (d *driver) end(p *episode) {
-	if x := p.seq.Experts(); x != nil {
-		p.t.Experts = append([]int32(nil), x...)
+	if p.seq != nil {
+		if x := p.seq.Experts(); x != nil {
+			p.t.Experts = append([]int32(nil), x...)
+		}
+		d.run.Release(p.seq)
 	}
-	d.s.Release(p.seq)
 	if c, ok := p.ep.(io.Closer); ok {
 		if err := c.Close(); err != nil {
 			p.t.Errors = append(p.t.Errors, "closing the episode: "+err.Error())
@@ -222,10 +227,10 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}()
 	for len(queue) > 0 || len(active) > 0 {
-		for len(queue) > 0 && d.s.FreeSlots() > 0 {
+		for len(queue) > 0 && d.run.FreeSlots() > 0 {
 			p := queue[0]
 			queue = queue[1:]
-			seq, err := d.s.Start(p.t.PromptTokens, p.params)
+			seq, err := d.run.Start(p.t.PromptTokens, p.params)
 			if err != nil {
 				p.t.fail(fmt.Sprintf("start: %v", err))
 				continue
@@ -243,13 +248,14 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 			}
 			break
 		}
-		seqs := make([]*sampler.Seq, len(active))
+		seqs := make([]turnSeq, len(active))
 		for i, p := range active {
 			seqs[i] = p.seq
 		}
-		if err := d.s.Run(ctx, seqs); err != nil {
+		if err := d.run.Run(ctx, seqs); err != nil {
 			return fmt.Errorf("rollouts: %w", err)
 		}
+		active = d.dropFailed(active)
 		goOn := d.afterTurns(ctx, active)
 		next := active[:0]
 		for i, p := range active {
@@ -265,6 +271,21 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}
 	return nil
+}
+
+// dropFailed ends the episodes whose turn the runner could not generate
+// (recording why) and returns the others.
+func (d *driver) dropFailed(active []*episode) []*episode {
+	next := active[:0]
+	for _, p := range active {
+		if err := p.seq.Failed(); err != nil {
+			p.t.fail(fmt.Sprintf("turn %d: generate: %v", p.t.Turns+1, err))
+			d.end(p)
+			continue
+		}
+		next = append(next, p)
+	}
+	return next
 }
 
 // afterTurns plays what follows the turn the sampler just played, for
@@ -305,7 +326,7 @@ func (d *driver) afterTurns(ctx context.Context, active []*episode) []bool {
 
 // recordTurn appends the turn the sampler just played to the trajectory.
 func (d *driver) recordTurn(p *episode) {
-	t, turn := p.t, &p.seq.Turn
+	t, turn := p.t, p.seq.Last()
 	t.Turns++
 	t.FinishReason = turn.FinishReason
 	t.Truncated, t.TruncatedBy = false, ""
@@ -357,7 +378,7 @@ func (d *driver) respond(ctx context.Context, p *episode) {
 // continueEpisode records the reply and appends it as tokens after the
 // turn; it reports whether the episode goes on.
 func (d *driver) continueEpisode(p *episode) bool {
-	t, turn := p.t, &p.seq.Turn
+	t, turn := p.t, p.seq.Last()
 	t.Messages = append(t.Messages, p.msg)
 	p.conv = append(p.conv, p.msg)
 	switch {
@@ -388,6 +409,10 @@ func (d *driver) continueEpisode(p *episode) bool {
 		t.fail(fmt.Sprintf("turn %d: %v", t.Turns, err))
 		return false
 	}
+	// The next turn draws from a stream of its own (sampler.Seq.Reseed),
+	// so that a server, which plays each turn as a request, samples it
+	// alike.
+	p.seq.Reseed(sampler.DeriveSeed(p.params.Seed, uint64(t.Turns)))
 	// The episode goes on, so a turn cut by max_tokens does not truncate it.
 	t.Truncated, t.TruncatedBy = false, ""
 	t.Tokens = append(t.Tokens, ids...)

@@ -3,7 +3,6 @@ package sampler
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -133,7 +132,7 @@ func (s *Sampler) Start(prompt []int32, p Params) (*Seq, error) {
 	q := &Seq{s: s, slot: slot, params: p, tokens: append([]int32(nil), prompt...)}
 	q.params.Stop = append([]string(nil), p.Stop...)
 	q.params.StopTokens = append([]int32(nil), p.StopTokens...)
-	q.rng = rand.New(rand.NewPCG(p.Seed, 0x5851f42d4c957f2d))
+	q.rng = seqStream(p.Seed)
 	for _, st := range p.Stop {
 		q.stopMax = max(q.stopMax, len(st))
 	}
