@@ -15,27 +15,10 @@ var Shapes = map[string]Config{
 	"qwen3-1.7b": {ModelType: "qwen3", HiddenSize: 2048, IntermediateSize: 6144, NumLayers: 28,
 		NumHeads: 16, NumKVHeads: 8, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,
 		RopeTheta: 1e6, MaxPositions: 40960, TieWordEmbeddings: true, HiddenAct: "silu"},
-	// Qwen/Qwen3-30B-A3B-Instruct-2507: 48 sparse layers of 128 experts,
-	// 8 per token (30.5B parameters, 3.35B active per token).
-	"qwen3-30b-a3b": {ModelType: "qwen3_moe", HiddenSize: 2048, IntermediateSize: 6144, NumLayers: 48,
-		NumHeads: 32, NumKVHeads: 4, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,
-		RopeTheta: 1e7, MaxPositions: 262144, HiddenAct: "silu",
-		MoEConfig: MoEConfig{NumExperts: 128, NumExpertsPerTok: 8, MoEIntermediateSize: 768, NormTopKProb: true,
-			DecoderSparseStep: 1, RouterAuxLossCoef: 0.001}},
-	// Qwen/Qwen3-235B-A22B: 94 sparse layers of 128 experts, 8 per token
-	// (235B parameters, 22.2B active).
-	"qwen3-235b-a22b": {ModelType: "qwen3_moe", HiddenSize: 4096, IntermediateSize: 12288, NumLayers: 94,
-		NumHeads: 64, NumKVHeads: 4, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,
-		RopeTheta: 1e6, MaxPositions: 40960, HiddenAct: "silu",
-		MoEConfig: MoEConfig{NumExperts: 128, NumExpertsPerTok: 8, MoEIntermediateSize: 1536, NormTopKProb: true,
-			DecoderSparseStep: 1, RouterAuxLossCoef: 0.001}},
-	// A Qwen3-MoE small enough for CPU runs of grpo bench (smoke tests):
-	// 16 experts, 4 per token.
-	"qwen3-moe-9m": {ModelType: "qwen3_moe", HiddenSize: 256, IntermediateSize: 768, NumLayers: 4,
-		NumHeads: 4, NumKVHeads: 2, HeadDim: 64, VocabSize: 8192, RMSNormEps: 1e-6,
-		RopeTheta: 1e6, MaxPositions: 4096, TieWordEmbeddings: true, HiddenAct: "silu",
-		MoEConfig: MoEConfig{NumExperts: 16, NumExpertsPerTok: 4, MoEIntermediateSize: 128, NormTopKProb: true,
-			DecoderSparseStep: 1}},
+	// Qwen/Qwen3-8B's config.json: the one-H200 training target.
+	"qwen3-8b": {ModelType: "qwen3", HiddenSize: 4096, IntermediateSize: 12288, NumLayers: 36,
+		NumHeads: 32, NumKVHeads: 8, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,
+		RopeTheta: 1e6, MaxPositions: 40960, HiddenAct: "silu", TorchDType: "bfloat16"},
 	"qwen2.5-0.5b": {ModelType: "qwen2", HiddenSize: 896, IntermediateSize: 4864, NumLayers: 24,
 		NumHeads: 14, NumKVHeads: 2, HeadDim: 64, VocabSize: 151936, RMSNormEps: 1e-6,
 		RopeTheta: 1e6, MaxPositions: 32768, TieWordEmbeddings: true, HiddenAct: "silu"},
@@ -65,6 +48,5 @@ func Shape(name string) (*Config, bool) {
 		rs := *c.RopeScaling
 		c.RopeScaling = &rs
 	}
-	c.MLPOnlyLayers = append([]int(nil), c.MLPOnlyLayers...)
 	return &c, true
 }
