@@ -39,6 +39,19 @@ type Estimate struct {
 	Time *StepTime
 	// Available is the free memory of the device; nil when not read.
 	Available *Available
+	// Recompute is the policy the training items are sized for: the
+	// config's, or with recompute = "auto" the one chooseRecompute picked;
+	// RecomputeWhy says why, and Recomputes lists the cost of each policy
+	// and of the chosen setting.
+	Recompute        model.Recompute
+	CheckpointLayers int    // the last layers checkpointed, as model.Model's
+	RecomputeSetting string // the config value: "layer:12"
+	RecomputeWhy     string
+	Recomputes       []RecomputeCost
+	// TrainFLOPs is one training micro-batch's forward and backward
+	// without recompute (perTokenLayerFLOPs, and the LM head's 4·h·vocab
+	// per scored row).
+	TrainFLOPs float64
 }
 
 // MemItem is one line of the memory estimate.
@@ -105,6 +118,9 @@ type Options struct {
 	// Assumptions are the caller's notes (how prompt lengths were found),
 	// carried into the estimate.
 	Assumptions []string
+	// Available is the device's free memory, which recompute = "auto"
+	// chooses by; nil or unknown leaves it no recompute.
+	Available *Available
 }
 
 const f32Bytes = 4
@@ -179,7 +195,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		}
 	}
 	worst.emit(e, PhaseSampling)
-	e.trainingItems(cfg, mc, ad, longest, seqs)
+	trainingAt := len(e.Items)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
 		for _, s := range eval {
@@ -192,6 +208,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 			}
 		}
 		worstEval.emit(e, PhaseEval)
+	}
+	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, trainingAt, o.Available); err != nil {
+		return nil, err
 	}
 	e.note("KV caches and activations are f32 on every backend; completions are taken at max_tokens (the worst case)")
 	if dev == "cpu" {
@@ -339,6 +358,10 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 	return 2 * int64(mc.NumLayers) * rows * int64(mc.NumKVHeads*mc.HeadDim) * f32Bytes
 }
 
+// kvTableBytes is a cache's block table: entries int32s (slots × blocks
+// per slot; one per slot for a contiguous cache).
+func kvTableBytes(entries int64) int64 { return entries * 4 }
+
 // samplingBytes sizes one environment's sampler: its KV cache, and the
 // activations of the largest Forward call it makes, a prefill chunk of up
 // to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
@@ -356,7 +379,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, dev string) ph
 	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
 	var p phaseBytes
 	p.maxLen = maxLen
-	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
+	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)) + kvTableBytes(slots),
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
 	acts := n*(3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*n*4
@@ -395,24 +418,30 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 	return r
 }
 
-// trainingItems sizes one micro-batch of PolicyGradient (the most tokens
-// one forward/backward holds). n = max(micro_batch_tokens, the longest
-// sequence), as a sample is never split; r of its rows carry loss weight
-// (lossRows) and are the only ones scored. f32 unless noted:
+// trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
+// one forward/backward holds) under recompute plan pl. n =
+// max(micro_batch_tokens, the longest sequence), as a sample is never
+// split; r of its rows carry loss weight (lossRows) and are the only ones
+// scored. f32 unless noted:
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  index + cache row (4 × 4 B); the fused GEMMs' output that every
-//	  layer splits (fusedWidth); and per layer (model/layer.go
-//	  trainingActs) 5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q
-//	  (q, attn) + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
-//	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted
-//	  proj, and its own KV cache: 2kv per layer;
+//	  layer splits (fusedWidth); and per layer what pl keeps
+//	  (plan.keptBytes: without recompute, model/layer.go trainingActs:
+//	  4h (xMid, xOut, h1, h2; o is a view of the fused output) + 2
+//	  (rstd1, rstd2) + 2q (q, attn) + 2kv (k, v) + heads (lse) + 3·inter
+//	  (gate, up, act) + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank
+//	  per adapted proj; a checkpointed layer its output, h), and its own
+//	  KV cache: 2kv per layer (one for
+//	  all the checkpointed layers);
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
-//	then either the KL reference (beta > 0): a second trace without LoRA
-//	  plus the copy of its logp (1 per scored row) that outlives it; the
-//	  trace is freed before anything below is allocated,
+//	then either the KL reference (beta > 0): a second trace without LoRA,
+//	  every layer checkpointed (it has no backward; one layer's KV cache),
+//	  plus the copy of its logp (1 per scored row) that outlives it — or,
+//	  when larger, its layers while the last one's forward scratch is
+//	  alive; the trace is freed before anything below is allocated,
 //	or the loss buffers (loss/microbatch.go), per scored row: old, adv, w,
 //	  loss, dlogp, clip (6), ref and kl (2 with beta > 0), and the backward
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
@@ -420,56 +449,41 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
 //	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
-//	  (dh1), freed before the next layer
+//	  (dh1), and what pl recomputes for it (plan.recomputedBytes),
+//	  freed before the next layer
+//	a sparse (mixture-of-experts) layer keeps, in place of gate, up and
+//	  act, its experts' set (moeTraceBytes; when checkpointed its routing
+//	  alone, and the router's logits and offsets with a router adapter:
+//	  moeCheckpointBytes), and its backward's MLP part is moeBackwardBytes;
+//	  the sparse layers share one forward scratch (moeSharedTraceBytes);
+//	  the load-balancing loss's gradient (experts) lives through the layers'
+//	  backward with a router adapter and router_aux_loss_coef > 0
 //
-// so the phase holds trace + max(reference, loss + backward).
+// so the phase holds trace + max(reference, loss + backward). (What a
+// layer's forward recomputes lives only through that layer's forward,
+// less than one layer's backward holds.)
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq) {
-	n := int64(max(cfg.MicroBatchTokens, longest-1))
-	r := lossRows(n, seqs)
-	h, q, kv, inter, v := dims(mc)
-	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
-	rank := int64(ad.rank)
-	perLayer := 5*h + 2 + 2*q + 2*kv + heads
-	if mc.Arch().QKNorm {
-		perLayer += q + kv + heads + kvHeads
-	}
+func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, n, r int64, pl plan) phaseBytes {
+	h, _, kv, _, v := dims(mc)
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
-	// layersBytes is every layer's trace set, with the adapter's x·Aᵀ
-	// or (withLoRA false, the KL reference) without; a sparse layer's
-	// MLP is its experts' set, and the layers share one gate/up output.
-	none := adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
-	layersBytes := func(a adapterShape) int64 {
-		b := moeSharedTraceBytes(mc, n)
-		for l := range mc.NumLayers {
-			b += n * (perLayer + a.perLayer[l]*int64(a.rank)) * f32Bytes
-			if mc.IsSparse(l) {
-				b += moeTraceBytes(mc, n, l, a)
-			} else {
-				b += n * 3 * inter * f32Bytes
-			}
-		}
-		return b
+	setting := pl.setting(mc.NumLayers)
+	trace := (n*tokenHead+r*rowHead)*f32Bytes + pl.keptBytes(mc, ad, n)
+	perSeq := int64(max(1, longest-1))
+	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes((n+perSeq-1)/perSeq) // one table entry per sequence
+	var out phaseBytes
+	add := func(name string, bytes int64, detail string) {
+		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
 	}
-	trace := (n*tokenHead+r*rowHead)*f32Bytes + layersBytes(ad)
-	cache := kvBytes(mc, n)
-	e.add(PhaseTraining, "activations (trace)", trace,
-		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
-	if s := mc.SparseLayers(); s > 0 {
-		k := int64(mc.NumExpertsPerTok)
-		var moe int64
-		for l := range mc.NumLayers {
-			if mc.IsSparse(l) {
-				moe += moeTraceBytes(mc, n, l, ad)
-			}
-		}
-		e.note("of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output",
-			FormatBytes(moe), s, n*k, n, k, FormatBytes(moeSharedTraceBytes(mc, n)))
+	add("activations (trace)", trace,
+		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head; recompute = %s", n, r, setting))
+	cacheDetail := fmt.Sprintf("%d tokens × %d layers", n, pl.cacheLayers(mc.NumLayers))
+	if pl.layers > 0 {
+		cacheDetail += fmt.Sprintf(" (recompute = %s: the checkpointed layers share one, their keys and values rerun)", setting)
 	}
-	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
+	add("training KV cache", cache, cacheDetail)
 	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
 	// with beta > 0) are allocated after the KL reference trace is freed,
 	// with the backward scratch; the larger of the two sets the peak.
@@ -479,19 +493,10 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, ad adapte
 	}
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
-	// and one layer (with dh1).
+	// and one layer (with dh1 and what pl recomputes).
 	var layer int64 // the largest one layer's scratch
 	for l := range mc.NumLayers {
-		b := n * (2*q + 4*kv + ad.perLayer[l]*rank) * f32Bytes
-		if l > 0 {
-			b += n * h * f32Bytes // dh1: the first layer's input is the frozen embedding
-		}
-		if mc.IsSparse(l) {
-			b += moeBackwardBytes(mc, n, l, ad)
-		} else {
-			b += n * (3*inter + h) * f32Bytes
-		}
-		layer = max(layer, b)
+		layer = max(layer, backwardBytes(mc, ad, n, l)+pl.recomputedBytes(mc, ad, n, l))
 	}
 	if ad.routers && mc.RouterAuxLossCoef > 0 {
 		// The load-balancing loss's gradient per router probability,
@@ -501,17 +506,23 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, ad adapte
 	backward := (r*loss+n*h)*f32Bytes + max(r*(v+h)*f32Bytes, layer)
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
-		ref = (n*tokenHead+r*(rowHead+1))*f32Bytes + layersBytes(none) + cache // + the logp copy
+		// The reference trace (loss/microbatch.go referenceLogp) has no
+		// backward, so it checkpoints every layer whatever pl is, and has
+		// no adapter: at most its layers with one layer's forward scratch
+		// (the layers before it kept), or all of it with the logp copy;
+		// one layer's KV cache.
+		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
+		head := (n*tokenHead + 2*r) * f32Bytes // with targets and rows, uploaded first
+		layers := head + all.keptBytes(mc, none, n)
+		ref = max(layers+r*(rowHead-2+1)*f32Bytes, head+all.forwardPeakBytes(mc, none, n)) +
+			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes((n+perSeq-1)/perSeq)
 	}
 	if ref > backward {
-		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
+		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
 	} else {
-		e.add(PhaseTraining, "loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
+		add("loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
 	}
-	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
-		n, cfg.MicroBatchTokens, longest)
-	e.note("training LM head: %d of the micro-batch's %d rows carry loss weight (every completion token at max_tokens, prompts at the longest; shorter prompts put more rows through the head)",
-		r, n)
+	return out
 }
 
 // fusedWidth is the width of the one buffer the fused q/k/v and gate/up

@@ -122,6 +122,29 @@ func moeTraceBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
 	return (n*(ne+k+ad.routerRank()) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
 }
 
+// moeCheckpointBytes is what the trace keeps of a checkpointed sparse
+// layer (model/recompute.go kept): its routing (k int32 per token, which
+// the backward's rerun replays) and, with a router adapter, the router's
+// logits (experts per token) and the grouping's offsets (experts + 1),
+// which the load-balancing loss reads before the rerun.
+func moeCheckpointBytes(mc *model.Config, n int64, ad adapterShape) int64 {
+	k, ne, _ := moeDims(mc)
+	b := n * k
+	if ad.routers {
+		b += n*ne + ne + 1
+	}
+	return b * f32Bytes
+}
+
+// noAdapter is the shape of no adapter (the KL reference's forward).
+func noAdapter(mc *model.Config) adapterShape {
+	return adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+}
+
+// denseRanks is the Σ rank of layer l's adapted dense projections: the
+// columns of x·Aᵀ the layer keeps per token.
+func (s adapterShape) denseRanks(l int) int64 { return s.perLayer[l] * int64(s.rank) }
+
 // moeSharedTraceBytes is the forward scratch the sparse layers of a trace
 // share (newMoEScratch): per permuted row the gathered input (h), SwiGLU's
 // output (moe_inter) and the gate/up GEMM's output (2·moe_inter).

@@ -135,9 +135,14 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 // referenceLogp runs the KL reference, the policy with its adapter off,
 // over the micro-batch, scoring the same rows, and returns their log-probs
 // in a buffer of their own, copied on the device, so that its trace can be
-// freed before the loss and the backward allocate.
+// freed before the loss and the backward allocate. Nothing runs its
+// backward, so its trace checkpoints every layer (model.RecomputeLayer):
+// it keeps each layer's output and one layer's KV cache, and recomputes
+// nothing.
 func referenceLogp(policy *model.Model, b *model.Batch, rows, targets []int32) (kernels.Buffer, error) {
-	rt, err := policy.WithAdapter(nil).ForwardTrain(b, rows, targets)
+	base := policy.WithAdapter(nil)
+	base.Recompute, base.CheckpointLayers = model.RecomputeLayer, 0 // every layer
+	rt, err := base.ForwardTrain(b, rows, targets)
 	if err != nil {
 		return nil, err
 	}

@@ -1,43 +1,135 @@
 package model
 
-import "github.com/grpo-dev/grpo/kernels"
+import (
+	"fmt"
 
-// KVCache holds keys and values for Slots sequences of up to MaxLen tokens:
-// per layer, K and V are Slots × MaxLen × NumKVHeads × HeadDim. A slot is
-// any sequence's home; the sampler reuses slots as sequences finish.
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// KVCache holds keys and values in a pool of blocks: per layer, K and V are
+// NumBlocks × BlockSize × NumKVHeads × HeadDim. Each of Slots sequences
+// maps its positions onto blocks through its row of the block table
+// (kernels.KVPages), so a sequence takes blocks as it grows, returns them
+// when released, and shares them with sequences forked from it (a GRPO
+// group's prompt); a shared block is copied when one of them first writes
+// into it. A slot is any sequence's row of the table; the sampler reuses
+// slots as sequences finish.
+//
+// A contiguous cache (NewKVCache: training, scoring) is the identity table,
+// one block of MaxLen rows per slot, mapped for the cache's life.
 type KVCache struct {
 	Slots, MaxLen int
-	K, V          []kernels.Buffer // one per layer
-	backend       kernels.Backend
+	// BlockSize is the positions per block; MaxBlocks the blocks one slot
+	// can map (MaxLen rounded up); NumBlocks the blocks in the pool.
+	BlockSize, MaxBlocks, NumBlocks int
+	K, V                            []kernels.Buffer // one per layer
+	backend                         kernels.Backend
+	width                           int // NumKVHeads × HeadDim: one row
+	fixed                           bool
+	// shared is how many trailing layers use one K (and V) buffer (the
+	// checkpointed layers of a training trace, recompute.go), freed once;
+	// 0 or 1: every layer owns its own.
+	shared int
+	blocks
 }
 
-// NewKVCache allocates a cache for slots sequences of up to maxLen tokens.
-func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
-	c := &KVCache{Slots: slots, MaxLen: maxLen, backend: m.Backend}
-	n := slots * maxLen * m.Config.NumKVHeads * m.Config.HeadDim
-	for range m.Config.NumLayers {
-		c.K = append(c.K, m.Backend.Alloc(kernels.F32, n))
-		c.V = append(c.V, m.Backend.Alloc(kernels.F32, n))
+// NewKVCache allocates a contiguous cache for slots sequences of up to
+// maxLen tokens: slot s is block s.
+func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCache(slots, maxLen, 0) }
+
+// contiguousCache is NewKVCache whose last shared layers use one K (and
+// V) buffer (newTrainCache).
+func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
+	c := m.newCache(slots, maxLen, maxLen, slots, shared)
+	c.fixed = true
+	copy(c.table, kernels.IdentityTable(slots))
+	for b := range c.refs {
+		c.refs[b] = 1
 	}
+	c.free = c.free[:0]
 	return c
+}
+
+// NewPagedKVCache allocates a pool of numBlocks blocks of blockSize
+// positions, shared by slots sequences of up to maxLen tokens each. Blocks
+// are mapped as Forward writes positions, shared by Fork and returned by
+// Release.
+func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCache, error) {
+	switch {
+	case slots < 1 || maxLen < 1:
+		return nil, fmt.Errorf("paged KV cache: %d slots of %d tokens: want at least one of each", slots, maxLen)
+	case blockSize < 1:
+		return nil, fmt.Errorf("paged KV cache: block size %d: want at least 1 token", blockSize)
+	case numBlocks < 1:
+		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
+	}
+	return m.newCache(slots, maxLen, blockSize, numBlocks, 0), nil
+}
+
+// newCache allocates the blocks of every layer; with shared > 1 the last
+// shared layers alias one buffer (KVCache.shared).
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks, shared int) *KVCache {
+	width := m.Config.NumKVHeads * m.Config.HeadDim
+	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
+		NumBlocks: numBlocks, backend: m.Backend, width: width}
+	if shared > 1 {
+		c.shared = shared
+	}
+	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
+	for l := range m.Config.NumLayers {
+		if l <= first {
+			c.K, c.V = append(c.K, m.Backend.Alloc(kernels.F32, n)), append(c.V, m.Backend.Alloc(kernels.F32, n))
+		} else {
+			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
+		}
+	}
+	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
+	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
+	c.dirty = true
+	return c
+}
+
+// Pages is the block table as the kernels read it, uploaded first if it
+// changed since the last call.
+func (c *KVCache) Pages() kernels.KVPages {
+	if c.dirty {
+		c.backend.UploadI32(c.tableBuf, c.table)
+		c.dirty = false
+	}
+	return kernels.KVPages{Table: c.tableBuf, BlockSize: c.BlockSize, MaxBlocks: c.MaxBlocks}
 }
 
 // Bytes is the cache's memory footprint in f32.
 func (c *KVCache) Bytes() int64 {
 	var n int64
-	for i := range c.K {
+	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * 4
 	}
 	return n
 }
 
+// owned lists the layers whose K and V buffers are distinct: every layer
+// up to the first of those that share one.
+func (c *KVCache) owned() []int {
+	var out []int
+	for i := range c.K {
+		if i <= len(c.K)-c.shared {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Free releases the cache's buffers.
 func (c *KVCache) Free() {
-	for i := range c.K {
+	for _, i := range c.owned() {
 		c.backend.Free(c.K[i])
 		c.backend.Free(c.V[i])
 	}
-	c.K, c.V = nil, nil
+	if c.tableBuf != nil {
+		c.backend.Free(c.tableBuf)
+	}
+	c.K, c.V, c.tableBuf = nil, nil, nil
 }
 
 // arena tracks the scratch buffers of one call so they are freed together.

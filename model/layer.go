@@ -49,22 +49,39 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	}
 	s.h2, s.qPre, s.kPre, s.act = s.h1, s.q, s.k, s.gate
 	if c.SparseLayers() > 0 {
-		s.moe = m.newMoEActs(a, -1, n, nil, nil, false)
+		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
 	}
 	return s
 }
 
 // trainingActs allocates a layer's own activations for the backward pass;
-// fused is the trace's one scratch for the groups' GEMMs.
-func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int) *layerActs {
+// fused is the trace's one scratch for the groups' GEMMs. The ones that
+// drop recomputes in the backward (SwiGLU's output; attention's output and
+// log-sum-exp) are left nil for the caller (recompute.go).
+func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, drop Recompute) *layerActs {
 	c := m.Config
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
 		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
-		attn: f(n * q), lse: f(n * c.NumHeads), o: f(n * h), fused: fused}
+		fused: fused}
 	if !c.IsSparse(l) {
-		s.gate, s.up, s.act = f(n*inter), f(n*inter), f(n*inter)
+		s.gate, s.up = f(n*inter), f(n*inter)
+	}
+	// o lives from a projection to the residual add that follows it, while
+	// the groups' fused output is dead (split before, rewritten after), and
+	// the backward never reads it: it is a view of fused. (A sparse layer's
+	// experts write it from their own scratch, moeScratch.)
+	if c.fusedWidth() >= h {
+		s.o = fused.Slice(0, n*h)
+	} else {
+		s.o = f(n * h)
+	}
+	if drop < RecomputeSelective {
+		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
+	}
+	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
+		s.act = f(n * inter)
 	}
 	s.qPre, s.kPre = s.q, s.k
 	if c.Arch().QKNorm {
@@ -99,9 +116,9 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	}
 	be.RoPE(s.q, idx.pos, m.invFreq, n, c.NumHeads, hd, false)
 	be.RoPE(s.k, idx.pos, m.invFreq, n, c.NumKVHeads, hd, false)
-	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, n, kv, cache.MaxLen)
-	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, n, kv, cache.MaxLen)
-	be.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, n, c.NumHeads, c.NumKVHeads, hd, cache.MaxLen, m.attnScale())
+	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, idx.pages, n, kv)
+	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, idx.pages, n, kv)
+	m.attention(l, cache, idx, n, s)
 	m.project(a, l, ProjO, s.o, s.attn, w.O, w.OBias, n, s.xa[ProjO])
 	be.Add(s.xMid, s.xIn, s.o, n*h)
 
@@ -115,6 +132,14 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 		m.project(a, l, ProjDown, s.o, s.act, w.Down, nil, n, s.xa[ProjDown])
 	}
 	be.Add(s.xOut, s.xMid, s.o, n*h)
+}
+
+// attention writes layer l's attention output and log-sum-exp from its
+// queries and cache: the one call the forward and the backward's recompute
+// (recompute.go) share, so both compute the same values.
+func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
+	c := m.Config
+	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
 }
 
 func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Config.HeadDim))) }

@@ -22,7 +22,7 @@ type moeActs struct {
 	logits, weights kernels.Buffer // router logits n × nExperts; routing weights n × k
 	experts         kernels.Buffer // n × k (I32): routed, or replayed
 	replay          bool           // experts holds a recorded routing
-	recomputed      kernels.Buffer // n × k (I32): top-k recomputed under replay, for the metric
+	recomputed      kernels.Buffer // n × k (I32): top-k recomputed under replay, for the metric (nil: not recomputed)
 	offsets         kernels.Buffer // nExperts + 1 (I32)
 	tokens, rows    kernels.Buffer // n·k (I32) each
 	gate, up        kernels.Buffer // rows × moe_intermediate
@@ -59,14 +59,23 @@ func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
 // every sparse layer, for inference); experts, when not nil, is the
 // layer's experts buffer, holding a recorded routing when replay is set;
 // scratch, when not nil, is the forward scratch a training trace's sparse
-// layers share.
-func (m *Model) newMoEActs(a *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
+// layers share. keep receives what the trace of a checkpointed layer
+// (RecomputeLayer) holds beside its experts: under replay the recomputed
+// top-k, which the mismatch metric reads after the forward, and when the
+// model trains a router its logits and the grouping's offsets, which the
+// load-balancing loss reads before the backward reruns the layer; a gets
+// the rest (keep is a when the trace keeps everything).
+func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
 	c := m.Config
 	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	rows := n * k
 	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
-	s := &moeActs{logits: f(n * ne), weights: f(n * k), experts: experts,
-		offsets: a.alloc(kernels.I32, ne+1), tokens: a.alloc(kernels.I32, rows), rows: a.alloc(kernels.I32, rows),
+	router := a
+	if m.TrainsRouter() {
+		router = keep
+	}
+	s := &moeActs{logits: router.alloc(kernels.F32, n*ne), weights: f(n * k), experts: experts,
+		offsets: router.alloc(kernels.I32, ne+1), tokens: a.alloc(kernels.I32, rows), rows: a.alloc(kernels.I32, rows),
 		gate: f(rows * mi), up: f(rows * mi), yp: f(rows * h)}
 	if scratch == nil {
 		scratch = m.newMoEScratch(a, n, false)
@@ -75,7 +84,7 @@ func (m *Model) newMoEActs(a *arena, l, n int, experts kernels.Buffer, scratch *
 	if s.act == nil {
 		s.act = s.gate
 	}
-	s.useRouting(a, experts, replay)
+	s.useRouting(keep, experts, replay)
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
 		if r := m.expertRank(l, p); r > 0 {
 			s.xa[p] = f(rows * r)
@@ -115,14 +124,16 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 
 // moeForward writes the sparse MLP of layer l applied to h (n × hidden)
 // into out. Under replay, s.experts holds the recorded experts and only
-// the weights are recomputed (and the fresh top-k goes to s.recomputed).
+// the weights are recomputed (and the fresh top-k goes to s.recomputed,
+// when there is one: a checkpointed layer's rerun replays its forward's
+// experts without).
 func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
 	m.routerForward(l, s, h, n)
-	if replay {
+	if replay && s.recomputed != nil {
 		be.MoERoute(s.weights, s.recomputed, s.logits, n, ne, k, norm, false)
 	}
 	be.MoERoute(s.weights, s.experts, s.logits, n, ne, k, norm, replay)

@@ -108,6 +108,11 @@ func (tr *Trace) loadBalance() (aux float64, grad []float32, err error) {
 		if s.moe == nil {
 			continue
 		}
+		if s.moe.logits == nil {
+			// A checkpointed layer keeps them only when the model
+			// trains a router (newMoEActs).
+			return 0, nil, fmt.Errorf("load-balancing loss: the trace kept no router logits (the model adapts no router; Trace.AuxCoef is for one that does)")
+		}
 		layers++
 		be.DownloadI32(off, s.moe.offsets)
 		be.Download(logits, s.moe.logits)

@@ -16,8 +16,10 @@ type Trace struct {
 	n, r      int // tokens in the batch; scored rows
 	idx       batchIndex
 	cache     *KVCache
-	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row
-	layers    []*layerActs
+	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row (the identity table)
+	layers    []*layerActs   // what each layer keeps, by its recompute policy
+	recompute []Recompute    // each layer's policy (m.layerRecompute)
+	moe       *moeScratch    // the sparse layers' shared forward scratch (a checkpointed one's rerun too)
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
 	rstdF     kernels.Buffer
@@ -78,15 +80,15 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
-	cache := m.NewKVCache(slots, maxLen)
+	cache := m.newTrainCache(slots, maxLen)
 	if err := b.validate(c, cache); err != nil {
 		cache.Free()
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
-	tr.idx = b.upload(be, a)
+	tr.idx = b.upload(be, a, cache)
 	crows := make([]int32, n)
 	for i := range crows {
 		crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
@@ -104,17 +106,19 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	fused := a.alloc(kernels.F32, n*c.fusedWidth())
 	routing := m.newRouting(a, b)
-	var moeScratch *moeScratch
 	if c.SparseLayers() > 0 {
-		moeScratch = m.newMoEScratch(a, n, true)
+		tr.moe = m.newMoEScratch(a, n, true)
 	}
 	for l := range m.W.Layers {
-		s := m.trainingActs(a, l, x, fused, n)
+		// What the backward recomputes lives only through the layer's forward.
+		tmp := &arena{be: be}
+		s := m.forwardActs(a, tmp, l, x, fused, n, tr.recompute[l])
 		if c.IsSparse(l) {
-			s.moe = m.newMoEActs(a, l, n, routing[l], moeScratch, b.Experts != nil)
+			s.moe = m.trainingMoEActs(a, tmp, l, n, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
 		}
 		m.layerForward(a, l, cache, tr.idx, n, s)
-		tr.layers = append(tr.layers, s)
+		tmp.free()
+		tr.layers = append(tr.layers, m.kept(s, tr.recompute[l]))
 		x = s.xOut
 	}
 	tr.xFinal = x
@@ -193,7 +197,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	tr.dprobs = dprobs
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
-		tr.layerBackward(layer, l, dx, l > 0)
+		tr.layerBackward(layer, l, tr.backwardActs(layer, l), dx, l > 0)
 		layer.free()
 	}
 	if err := be.Sync(); err != nil {
@@ -204,26 +208,27 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 
 // layerBackward turns dx, the gradient of layer l's output, into the
 // gradient of its input (when needInput; the first layer's input is the
-// frozen embedding), accumulating LoRA gradients on the way.
-func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
+// frozen embedding), accumulating LoRA gradients on the way; s holds the
+// layer's activations (backwardActs: kept or recomputed).
+func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	s, w := tr.layers[l], &m.W.Layers[l]
+	w := &m.W.Layers[l]
 	n, h := tr.n, c.HiddenSize
 	if s.moe != nil {
 		dh2 := a.alloc(kernels.F32, n*h)
 		m.moeBackward(a, l, s.moe, dh2, dx, s.h2, tr.dprobs, n)
 		be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 	} else {
-		tr.mlpBackward(a, l, dx)
+		tr.mlpBackward(a, l, s, dx)
 	}
-	tr.attentionBackward(a, l, dx, needInput)
+	tr.attentionBackward(a, l, s, dx, needInput)
 }
 
 // mlpBackward is the dense MLP's part of layerBackward: it adds the
 // gradient through the MLP branch into dx.
-func (tr *Trace) mlpBackward(a *arena, l int, dx kernels.Buffer) {
+func (tr *Trace) mlpBackward(a *arena, l int, s *layerActs, dx kernels.Buffer) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	s, w := tr.layers[l], &m.W.Layers[l]
+	w := &m.W.Layers[l]
 	n, h, inter := tr.n, c.HiddenSize, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid).
@@ -238,9 +243,9 @@ func (tr *Trace) mlpBackward(a *arena, l int, dx kernels.Buffer) {
 
 // attentionBackward is the attention part of layerBackward: dx, the
 // gradient of xMid, becomes the gradient of the layer's input.
-func (tr *Trace) attentionBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
+func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	s, w := tr.layers[l], &m.W.Layers[l]
+	w := &m.W.Layers[l]
 	n, h, hd := tr.n, c.HiddenSize, c.HeadDim
 	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
@@ -248,10 +253,10 @@ func (tr *Trace) attentionBackward(a *arena, l int, dx kernels.Buffer, needInput
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
 	dAttn := f(n * q)
 	m.projectBackward(a, l, ProjO, dAttn, dx, s.attn, w.O, n, s.xa[ProjO], false)
-	cacheLen := tr.cache.Slots * tr.cache.MaxLen * kv
+	cacheLen := tr.cache.K[l].Len()
 	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
 	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
-		tr.idx.slots, tr.idx.pos, n, c.NumHeads, c.NumKVHeads, hd, tr.cache.MaxLen, m.attnScale())
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
 	dk, dv := f(n*kv), f(n*kv)
 	be.GatherRows(dk, dkC, tr.cacheRows, n, kv)
 	be.GatherRows(dv, dvC, tr.cacheRows, n, kv)

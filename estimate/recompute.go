@@ -1,0 +1,440 @@
+package estimate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// RecomputeCost is what one recompute setting (model.ParseRecomputeSetting:
+// a policy for every layer, or the last layers checkpointed and a policy
+// for the others) costs a run: the training phase's memory and the run's
+// peak under it, and the arithmetic it adds to each micro-batch.
+type RecomputeCost struct {
+	// Setting is the config value: "selective", "layer", "layer:12",
+	// "selective+layer:9".
+	Setting string `json:"setting"`
+	// Policy is that of the layers not checkpointed (RecomputeLayer when
+	// every layer is), Layers how many are (the last ones).
+	Policy        model.Recompute `json:"policy"`
+	Layers        int             `json:"checkpointed_layers"`
+	TrainingBytes int64           `json:"training_bytes"`
+	Peak          int64           `json:"peak_bytes"`
+	// ExtraFLOPs is what the backward recomputes per micro-batch, on top
+	// of the micro-batch's forward and backward (Estimate.TrainFLOPs).
+	ExtraFLOPs float64 `json:"extra_flops"`
+	items      []MemItem
+}
+
+// plan is a recompute setting as the estimate sizes it: the last layers
+// of the model checkpointed (RecomputeLayer), the others under rest.
+type plan struct {
+	rest   model.Recompute // none, swiglu or selective
+	layers int             // checkpointed, 0..L
+}
+
+// plans are every setting of a model of L layers: each finer policy on
+// every layer and with the last 1 … L−1 layers checkpointed, then every
+// layer checkpointed.
+func plans(L int) []plan {
+	var out []plan
+	for _, rest := range []model.Recompute{model.RecomputeNone, model.RecomputeSwiGLU, model.RecomputeSelective} {
+		for k := range L {
+			out = append(out, plan{rest, k})
+		}
+	}
+	return append(out, plan{model.RecomputeNone, L})
+}
+
+// parsePlan reads a config setting (model.ParseRecomputeSetting) for a
+// model of L layers.
+func parsePlan(setting string, L int) (plan, error) {
+	p, k, err := model.ParseRecomputeSetting(setting)
+	if err != nil {
+		return plan{}, config.CheckRecompute(setting)
+	}
+	if p == model.RecomputeLayer || k >= L {
+		return plan{model.RecomputeNone, L}, nil
+	}
+	return plan{p, k}, nil
+}
+
+// policy and checkpointed are the plan as model.Model's Recompute and
+// CheckpointLayers.
+func (pl plan) model(L int) (policy model.Recompute, checkpointed int) {
+	if pl.layers >= L {
+		return model.RecomputeLayer, 0
+	}
+	return pl.rest, pl.layers
+}
+
+func (pl plan) setting(L int) string { return model.RecomputeSetting(pl.model(L)) }
+
+// policy is layer l's policy under the plan, of a model of L layers
+// (model.Model's layerRecompute: the last pl.layers checkpointed).
+func (pl plan) policy(l, L int) model.Recompute {
+	if l >= L-pl.layers {
+		return model.RecomputeLayer
+	}
+	return pl.rest
+}
+
+// keptBytes is what the trace of n tokens keeps of its layers under the
+// plan: each layer's kept set, and the sparse layers' shared forward
+// scratch.
+func (pl plan) keptBytes(mc *model.Config, ad adapterShape, n int64) int64 {
+	b := moeSharedTraceBytes(mc, n)
+	for l := range mc.NumLayers {
+		b += layerKeptBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+	}
+	return b
+}
+
+// recomputedBytes is what layer l's backward recomputes under the plan.
+func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
+	return layerRecomputedBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+}
+
+// forwardPeakBytes is the most the layers of a forward of n tokens hold at
+// once: what is allocated before the first (the shared MoE scratch and
+// every sparse layer's routing), the sets the layers so far keep, and one
+// layer's forward scratch (what it recomputes, or a checkpointed layer's
+// whole set but what the trace keeps of it).
+func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int64 {
+	k, _, _ := moeDims(mc)
+	routing := n * k * f32Bytes
+	upfront := moeSharedTraceBytes(mc, n) + int64(mc.SparseLayers())*routing
+	var kept, peak int64
+	for l := range mc.NumLayers {
+		p := pl.policy(l, mc.NumLayers)
+		lk := layerKeptBytes(mc, ad, n, l, p)
+		scratch := layerRecomputedBytes(mc, ad, n, l, p)
+		if p == model.RecomputeLayer {
+			// Its own output is kept; the set it computes from is not.
+			scratch = layerFullBytes(mc, ad, n, l) - (lk - n*int64(mc.HiddenSize)*f32Bytes)
+		}
+		if mc.IsSparse(l) {
+			lk -= routing
+		}
+		kept += lk
+		peak = max(peak, kept+scratch)
+	}
+	return upfront + peak
+}
+
+// layerFullBytes is every activation layer l of a trace of n tokens keeps
+// without recompute (model/layer.go trainingActs): fullPerLayer per token,
+// a sparse layer's experts' set (moeTraceBytes, with its routing) in place
+// of the dense MLP's gate, up and act.
+func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
+	per := fullPerLayer(mc, ad.denseRanks(l))
+	if !mc.IsSparse(l) {
+		return n * per * f32Bytes
+	}
+	return n*(per-3*int64(mc.IntermediateSize))*f32Bytes + moeTraceBytes(mc, n, l, ad)
+}
+
+// layerRecomputedBytes is what the backward of layer l recomputes under p
+// (model/recompute.go): SwiGLU's output (a dense layer's: a sparse one's
+// experts recompute theirs under every policy, moeBackwardBytes); also
+// attention's output and log-sum-exp; or the layer's whole set, its
+// routing aside (the rerun replays the kept one).
+func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
+	_, q, _, inter, _ := dims(mc)
+	var mlp int64
+	if !mc.IsSparse(l) {
+		mlp = inter
+	}
+	switch p {
+	case model.RecomputeSwiGLU:
+		return n * mlp * f32Bytes
+	case model.RecomputeSelective:
+		return n * (mlp + q + int64(mc.NumHeads)) * f32Bytes
+	case model.RecomputeLayer:
+		b := layerFullBytes(mc, ad, n, l)
+		if mc.IsSparse(l) {
+			k, _, _ := moeDims(mc)
+			b -= n * k * f32Bytes
+		}
+		return b
+	}
+	return 0
+}
+
+// layerKeptBytes is what the trace keeps of layer l under p: under
+// RecomputeLayer the layer's output (the next layer's input) and, for a
+// sparse layer, moeCheckpointBytes.
+func layerKeptBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
+	if p == model.RecomputeLayer {
+		b := n * int64(mc.HiddenSize) * f32Bytes
+		if mc.IsSparse(l) {
+			b += moeCheckpointBytes(mc, n, ad)
+		}
+		return b
+	}
+	return layerFullBytes(mc, ad, n, l) - layerRecomputedBytes(mc, ad, n, l, p)
+}
+
+// backwardBytes is layer l's backward scratch without what it recomputes
+// (model/train.go layerBackward), per token: 2q (dAttn, dq) + 2kv (dK,
+// dV cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
+// (dh1, but in the first layer: its input is the frozen embedding), and
+// the MLP's: 3·inter (dAct, dGate, dUp) + h (dh2), or a sparse layer's
+// moeBackwardBytes.
+func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
+	h, q, kv, inter, _ := dims(mc)
+	per := 2*q + 4*kv + ad.denseRanks(l)
+	if l > 0 {
+		per += h
+	}
+	if !mc.IsSparse(l) {
+		return n * (per + 3*inter + h) * f32Bytes
+	}
+	return n*per*f32Bytes + moeBackwardBytes(mc, n, l, ad)
+}
+
+// cacheLayers is how many layers' KV caches the trace holds: one for all
+// the checkpointed layers (model/recompute.go newTrainCache).
+func (pl plan) cacheLayers(L int) int {
+	return L - pl.layers + min(pl.layers, 1)
+}
+
+// extraFLOPs is what the plan recomputes per token over the model, fs
+// each layer's FLOPs.
+func (pl plan) extraFLOPs(fs []layerFLOPs) float64 {
+	var f float64
+	for l, lf := range fs {
+		f += lf.extra(pl.policy(l, len(fs)))
+	}
+	return f
+}
+
+// autoHeadroom is the share of the free memory recompute = "auto" leaves
+// unplanned: allocator rounding and fragmentation, the CUDA context and
+// cuBLAS workspaces are not itemised, and a policy chosen to the last byte
+// would fail its first micro-batch instead of running a little slower.
+const autoHeadroom = 0.05
+
+// swigluFLOPs counts SwiGLU's silu(g)·u per element: exp, add, divide and
+// two multiplies.
+const swigluFLOPs = 5
+
+// fullPerLayer is every activation a training trace keeps per token and
+// layer without recompute (model/layer.go trainingActs), f32 elements, lr
+// the LoRA shrinks' Σ ranks. The o_proj/down_proj output is a view of the
+// trace's fused GEMM output, unless that is narrower than hidden.
+func fullPerLayer(mc *model.Config, lr int64) int64 {
+	h, q, kv, inter, _ := dims(mc)
+	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
+	n := 4*h + 2 + 2*q + 2*kv + heads + 3*inter + lr
+	if fusedWidth(mc) < h {
+		n += h
+	}
+	if mc.Arch().QKNorm {
+		n += q + kv + heads + kvHeads
+	}
+	return n
+}
+
+// layerFLOPs are one layer's forward and backward FLOPs per token of a
+// LoRA micro-batch of sequences of seqLen tokens, and the parts the
+// policies recompute: base GEMMs 2·params forward and again backward (the
+// input gradient only: frozen weights get none); the LoRA terms 2·Σ
+// rank·(in + out) forward, twice that backward (dy·B, dx, dB, dA);
+// causal attention 4·q·(seqLen+1)/2 forward (Q·Kᵀ and P·V over the mean
+// context), 2.5× that backward (scores rebuilt from the log-sum-exp, then
+// dP, dV, dQ, dK); SwiGLU swigluFLOPs per intermediate element.
+// Norms, RoPE and residual adds are left out (a few per element).
+//
+// A sparse layer's MLP is its router (hidden × experts) and k experts per
+// token, their adapters counted per expert a token runs; its experts'
+// SwiGLU is recomputed by every backward (model/moe.go moeBackward), so
+// the swiglu policy adds nothing there (swiglu 0).
+type layerFLOPs struct{ forward, backward, attention, swiglu float64 }
+
+// perTokenLayerFLOPs is a dense layer's FLOPs, loraParams its adapters'
+// Σ rank·(in + out).
+func perTokenLayerFLOPs(mc *model.Config, loraParams int64, seqLen int) layerFLOPs {
+	h, q, kv, inter, _ := dims(mc)
+	proj := 2 * float64(h*(q+2*kv)+q*h+3*h*inter)
+	lr := 2 * float64(loraParams)
+	attn := 2 * float64(q) * float64(seqLen+1)
+	sw := swigluFLOPs * float64(inter)
+	return layerFLOPs{forward: proj + lr + attn + sw, backward: proj + 2*lr + 2.5*attn + 2*sw, attention: attn, swiglu: sw}
+}
+
+// modelLayerFLOPs is every layer's FLOPs per token under an adapter of
+// rank on projs (and the routers).
+func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers bool, seqLen int) []layerFLOPs {
+	h, q, kv, _, _ := dims(mc)
+	k, ne, mi := moeDims(mc)
+	out := make([]layerFLOPs, mc.NumLayers)
+	for l := range out {
+		var dense, experts int64 // adapters' Σ rank·(in + out): dense projections, one expert's
+		for _, p := range projs {
+			in, o := mc.Dims(p)
+			if mc.IsSparse(l) && p >= model.ProjGate {
+				in, o = mc.ExpertDims(p)
+				experts += int64(rank) * int64(in+o)
+				continue
+			}
+			dense += int64(rank) * int64(in+o)
+		}
+		if !mc.IsSparse(l) {
+			out[l] = perTokenLayerFLOPs(mc, dense, seqLen)
+			continue
+		}
+		if routers {
+			dense += int64(rank) * (h + ne)
+		}
+		proj := 2 * float64(h*(q+2*kv)+q*h+h*ne+k*3*h*mi)
+		lr := 2 * float64(dense+k*experts)
+		attn := 2 * float64(q) * float64(seqLen+1)
+		sw := swigluFLOPs * float64(k*mi)
+		out[l] = layerFLOPs{forward: proj + lr + attn + sw, backward: proj + 2*lr + 2.5*attn + 3*sw, attention: attn}
+	}
+	return out
+}
+
+// extra is what p adds per token and layer: the SwiGLU, attention too, or
+// the whole forward.
+func (f layerFLOPs) extra(p model.Recompute) float64 {
+	switch p {
+	case model.RecomputeSwiGLU:
+		return f.swiglu
+	case model.RecomputeSelective:
+		return f.swiglu + f.attention
+	case model.RecomputeLayer:
+		return f.forward
+	}
+	return 0
+}
+
+// recomputeItems sizes the training phase under every recompute setting,
+// picks one (cfg.Recompute, or for "auto" chooseRecompute with avail),
+// inserts its training items at index at of e.Items, and lists in
+// e.Recomputes the four policies and the chosen setting.
+func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []model.Proj, ad adapterShape, longest int, seqs []trainSeq, at int, avail *Available) error {
+	n := int64(max(cfg.MicroBatchTokens, longest-1))
+	r := lossRows(n, seqs)
+	seqLen := int(max(1, min(n, int64(longest-1))))
+	fs := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, ad.routers, seqLen)
+	L, h, v := mc.NumLayers, float64(mc.HiddenSize), float64(mc.VocabSize)
+	e.TrainFLOPs = 4 * h * v * float64(r)
+	for _, f := range fs {
+		e.TrainFLOPs += float64(n) * (f.forward + f.backward)
+	}
+	others := e.Items
+	var costs []RecomputeCost
+	all := plans(L)
+	for _, pl := range all {
+		tb := trainingBytes(cfg, mc, ad, longest, n, r, pl)
+		e.Items = append(slices.Clone(others), tb.items...)
+		e.finish()
+		p, _ := pl.model(L)
+		costs = append(costs, RecomputeCost{Setting: pl.setting(L), Policy: p, Layers: pl.layers,
+			TrainingBytes: tb.total(), Peak: e.Peak, ExtraFLOPs: float64(n) * pl.extraFLOPs(fs), items: tb.items})
+	}
+	chosen, why, err := chooseRecompute(cfg.Recompute, L, costs, avail)
+	if err != nil {
+		return err
+	}
+	c := costs[chosen]
+	e.Recompute, e.CheckpointLayers = all[chosen].model(L)
+	e.RecomputeSetting, e.RecomputeWhy = c.Setting, why
+	// The table: each finer policy on every layer, the chosen setting when
+	// it is none of those, every layer checkpointed.
+	e.Recomputes = nil
+	for i, rc := range costs {
+		if all[i].layers == 0 {
+			e.Recomputes = append(e.Recomputes, rc)
+		}
+	}
+	if all[chosen].layers > 0 && chosen != len(costs)-1 {
+		e.Recomputes = append(e.Recomputes, c)
+	}
+	e.Recomputes = append(e.Recomputes, costs[len(costs)-1])
+	e.Items = slices.Concat(others[:at], c.items, others[at:])
+	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
+		n, cfg.MicroBatchTokens, longest)
+	e.note("training LM head: %d of the micro-batch's %d rows carry loss weight (every completion token at max_tokens, prompts at the longest; shorter prompts put more rows through the head)",
+		r, n)
+	if s := mc.SparseLayers(); s > 0 {
+		k := int64(mc.NumExpertsPerTok)
+		var moe int64
+		for l := range L {
+			if mc.IsSparse(l) {
+				moe += moeTraceBytes(mc, n, l, ad)
+			}
+		}
+		e.note("without recompute, of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output; a checkpointed sparse layer keeps %s of its (its routing, which the rerun replays, and with a router adapter the router's logits)",
+			FormatBytes(moe), s, n*k, n, k, FormatBytes(moeSharedTraceBytes(mc, n)), FormatBytes(moeCheckpointBytes(mc, n, ad)))
+	}
+	return nil
+}
+
+// chooseRecompute picks among costs (plans' order, for a model of L
+// layers) the one setting (a config recompute value) names; for "auto" the
+// one with the least extra FLOPs whose peak fits the free memory less
+// autoHeadroom (the least memory among equals), "layer" — the least
+// memory — when none does, and no recompute when the free memory is
+// unknown.
+func chooseRecompute(setting string, L int, costs []RecomputeCost, avail *Available) (int, string, error) {
+	if setting != config.RecomputeAuto {
+		pl, err := parsePlan(setting, L)
+		if err != nil {
+			return 0, "", err
+		}
+		for i, c := range costs {
+			if c.Setting == pl.setting(L) {
+				return i, "set in the config", nil
+			}
+		}
+		return 0, "", fmt.Errorf("recompute = %q: not among the settings sized", setting)
+	}
+	if avail == nil || !avail.Known {
+		return 0, `recompute = "auto" with the free memory unknown keeps every activation; set recompute = "layer" to need the least`, nil
+	}
+	budget := int64(float64(avail.Bytes) * (1 - autoHeadroom))
+	room := fmt.Sprintf("%s (%.0f%% of the %s free)", FormatBytes(budget), 100*(1-autoHeadroom), FormatBytes(avail.Bytes))
+	best := -1
+	for i, c := range costs {
+		if c.Peak <= budget && (best < 0 || c.ExtraFLOPs < costs[best].ExtraFLOPs ||
+			c.ExtraFLOPs == costs[best].ExtraFLOPs && c.Peak < costs[best].Peak) {
+			best = i
+		}
+	}
+	switch {
+	case best < 0:
+		last := len(costs) - 1
+		return last, fmt.Sprintf("auto: no setting fits %s; %s needs the least, %s", room, costs[last].Setting, FormatBytes(costs[last].Peak)), nil
+	case best == 0:
+		return 0, fmt.Sprintf("auto: every activation kept, the peak %s fits %s", FormatBytes(costs[0].Peak), room), nil
+	}
+	return best, fmt.Sprintf("auto: the least recompute whose peak %s fits %s; without recompute the peak is %s",
+		FormatBytes(costs[best].Peak), room, FormatBytes(costs[0].Peak)), nil
+}
+
+// chosenRecompute is the cost of the setting the estimate is sized for.
+func (e *Estimate) chosenRecompute() (RecomputeCost, bool) {
+	for _, c := range e.Recomputes {
+		if c.Setting == e.RecomputeSetting {
+			return c, true
+		}
+	}
+	return RecomputeCost{}, false
+}
+
+// TrainTime is the measured step's training time (Time.Train, taken under
+// the chosen setting) scaled to setting c by the micro-batch FLOPs of each:
+// the time model of what recompute costs. 0 when the time was not measured.
+func (e *Estimate) TrainTime(c RecomputeCost) time.Duration {
+	chosen, ok := e.chosenRecompute()
+	if e.Time == nil || !ok || e.TrainFLOPs <= 0 {
+		return 0
+	}
+	return time.Duration(float64(e.Time.Train) * (e.TrainFLOPs + c.ExtraFLOPs) / (e.TrainFLOPs + chosen.ExtraFLOPs))
+}
