@@ -67,8 +67,8 @@ func TestEstimateQwen3Hand(t *testing.T) {
 		{PhaseResident, "LoRA params", lora * 8},
 		{PhaseResident, "AdamW", lora * 8},
 		// 256 slots × (128 + 512) tokens × 28 layers × 8 kv heads × 128 × K,V × 4 B,
-		// and an int32 block-table entry per slot.
-		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*4},
+		// and an int32 block-table entry per slot and block of 16 tokens.
+		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*40*4},
 	}
 	for _, c := range checks {
 		if got := item(t, e, c.phase, c.name); got != c.want {
@@ -181,11 +181,12 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, model.RouterModule)
 			}
 			if attentionOnly {
-				// No expert or router adapter: a checkpointed sparse layer
-				// keeps its routing alone.
+				// No expert or router adapter, and no routing replay: a
+				// checkpointed sparse layer keeps its routing alone.
 				cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj"}
+				cfg.Loss.RoutingReplay = false
 			}
-			train := []EnvShape{{Name: "e", Examples: slots / 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {
 				t.Fatal(err)
@@ -207,6 +208,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
 				for i := range prompts {
 					prompts[i] = make([]int32, prompt)
+					prompts[i][0] = int32(i) // distinct prompts: each rollout its own example, as train says
 					params[i] = sampler.DefaultParams()
 					params[i].MaxTokens = maxTok
 				}
@@ -228,8 +230,14 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 						t.Fatal(err)
 					}
 					policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
+					samples := packedSamples(micro, prompt, maxTok, mc.VocabSize)
+					if cfg.Loss.RoutingReplay {
+						// The rollouts' recorded routing, replayed: each
+						// sparse layer's trace keeps its recomputed top-k.
+						withRouting(mc, samples)
+					}
 					trained := be.phase(t, func() error {
-						_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+						_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
 						return err
 					})
 					if want := e.PhaseBytes(PhaseTraining); e.RecomputeSetting != setting || trained != want {
@@ -264,7 +272,7 @@ func recomputeLowersTrainingPeak(t *testing.T, name string) {
 	const prompt, maxTok, micro = 241, 16, 512
 	cfg := estimateConfig(2, 2, maxTok)
 	cfg.MicroBatchTokens = micro
-	train := []EnvShape{{Name: "e", Examples: 1, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	train := []EnvShape{{Name: "e", Examples: 2, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 	be := &countingBackend{Backend: cpu.New()}
 	m := model.NewRandom(mc, be, 1)
 	ad, err := lora.New(m, cfg.LoRA, 1)
@@ -290,8 +298,9 @@ func recomputeLowersTrainingPeak(t *testing.T, name string) {
 		}
 		policy.Recompute = p
 		ad.ZeroGrad()
+		samples := withRouting(mc, packedSamples(micro, prompt, maxTok, mc.VocabSize))
 		got := be.phase(t, func() error {
-			_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+			_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
 			return err
 		})
 		if est := e.PhaseBytes(PhaseTraining); got != est || e.Recomputes[p].TrainingBytes != est {
@@ -322,6 +331,28 @@ func recomputeLowersTrainingPeak(t *testing.T, name string) {
 	t.Logf("training peak by policy (none, swiglu, selective, layer): %v bytes", peaks)
 }
 
+// withRouting gives each sample a recorded routing for a mixture-of-experts
+// model (loss.Sample.Experts; nothing for a dense one): k distinct experts
+// per token and sparse layer, varying with both.
+func withRouting(mc *model.Config, samples []loss.Sample) []loss.Sample {
+	if mc.SparseLayers() == 0 {
+		return samples
+	}
+	k, sl, ne := mc.NumExpertsPerTok, mc.SparseLayers(), mc.NumExperts
+	for i := range samples {
+		s := &samples[i]
+		s.Experts = make([]int32, mc.RoutingLen(s.SeqLen()))
+		for t := range s.SeqLen() {
+			for l := range sl {
+				for j := range k {
+					s.Experts[(t*sl+l)*k+j] = int32((t + 3*l + i + j) % ne)
+				}
+			}
+		}
+	}
+	return samples
+}
+
 // packedSamples fills a micro-batch of micro rows the way the estimate
 // assumes (lossRows): rollouts of a prompt-token prompt and a maxTok-token
 // completion, every completion token trained, then one with a shorter
@@ -330,8 +361,9 @@ func packedSamples(micro, prompt, maxTok, vocab int) []loss.Sample {
 	var out []loss.Sample
 	add := func(p, c int) {
 		s := loss.Sample{Advantage: 1}
+		k := len(out) // each its own prompt: no two share one (model.Batch.Share)
 		for i := range p + c {
-			if tok := int32(i*31+7) % int32(vocab); i < p {
+			if tok := int32(i*31+7+k*13) % int32(vocab); i < p {
 				s.Prompt = append(s.Prompt, tok)
 			} else {
 				s.Completion, s.OldLogp = append(s.Completion, tok), append(s.OldLogp, -5)
@@ -361,11 +393,11 @@ func TestLossRows(t *testing.T) {
 		seqs []trainSeq
 		want int64
 	}{
-		{64, []trainSeq{{32, 8}}, 16},
-		{75, []trainSeq{{32, 8}}, 24},
-		{70, []trainSeq{{32, 8}}, 22},
-		{100, []trainSeq{{100, 600}}, 100},
-		{64, []trainSeq{{32, 8}, {16, 12}}, 48},
+		{64, []trainSeq{{32, 8, 1}}, 16},
+		{75, []trainSeq{{32, 8, 1}}, 24},
+		{70, []trainSeq{{32, 8, 1}}, 22},
+		{100, []trainSeq{{100, 600, 1}}, 100},
+		{64, []trainSeq{{32, 8, 1}, {16, 12, 1}}, 48},
 	} {
 		if got := lossRows(c.n, c.seqs); got != c.want {
 			t.Errorf("lossRows(%d, %v) = %d, want %d", c.n, c.seqs, got, c.want)
@@ -387,9 +419,10 @@ func TestEstimateEvalAndMixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 500 × 4 eval slots of (256 assumed + 100) tokens beat 48 training
-	// slots; the block table is an int32 per slot.
-	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*356*8*4*64*2*4+2000*4); got != want || e.PeakPhase != PhaseEval {
+	// 500 × 4 eval slots of (256 assumed + 100) tokens, in 23 blocks of 16
+	// (368 rows) each, beat 48 training slots; the block table is an int32
+	// per slot and block.
+	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*368*8*4*64*2*4+2000*23*4); got != want || e.PeakPhase != PhaseEval {
 		t.Errorf("eval KV %d, want %d; peak phase %s", got, want, e.PeakPhase)
 	}
 	if !strings.Contains(strings.Join(e.Assumptions, "\n"), "assumed 256 tokens") {
@@ -458,11 +491,20 @@ func TestStepTimeExtrapolate(t *testing.T) {
 	st := &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
 		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
 	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100}})
-	// 16 slots: prefill 16·50 µs = 0.8 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
-	gen := 800*time.Microsecond + 100*25*time.Millisecond
+	// 16 slots: prefill 4 prompts · 50 µs + 12 followers' last token · 1 µs
+	// = 0.212 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
+	gen := 212*time.Microsecond + 100*25*time.Millisecond
 	train := 16*150*100*time.Microsecond + 5*time.Millisecond
 	if st.Generate != gen || st.Train != train || st.Total != 10*(gen+train) {
 		t.Errorf("generate %v train %v total %v; want %v %v %v", st.Generate, st.Train, st.Total, gen, train, 10*(gen+train))
+	}
+	// A KV plan holding 6 of the 16 at once: passes of 6, 6 and 4 (10 ms +
+	// 1 ms·5, twice, and 10 ms + 1 ms·3), each × 100 decode steps.
+	st = &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
+		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
+	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100, Concurrent: 6}})
+	if want := 212*time.Microsecond + 100*(2*15+13)*time.Millisecond; st.Generate != want {
+		t.Errorf("generate at a cap of 6: %v, want %v", st.Generate, want)
 	}
 }
 
@@ -483,4 +525,60 @@ func TestMeasureStepTime(t *testing.T) {
 	if !strings.Contains(st.Summary(), "/step") || !strings.Contains(st.Summary(), "100 steps") {
 		t.Errorf("summary %q", st.Summary())
 	}
+}
+
+// TestEstimateBoundsSharedPrompts: when a group's rollouts share their
+// prompt (the training forward runs it once, model.Batch.Share), a
+// micro-batch holds more rollouts and scores more rows per token; the
+// estimate, which prices whole groups, still bounds the measured peak on
+// the CPU backend, where pricing lone sequences would fall short.
+func TestEstimateBoundsSharedPrompts(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two groups of 4 fill the micro-batch: (100+16−1) + 3·16 = 163 tokens each.
+	const prompt, maxTok, micro, group = 100, 16, 326, 4
+	cfg := estimateConfig(2, 2, maxTok)
+	cfg.MicroBatchTokens = micro
+	be := &countingBackend{Backend: cpu.New()}
+	m := model.NewRandom(mc, be, 1)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := m.WithAdapter(ad)
+	var samples []loss.Sample
+	for g := range 2 {
+		p := make([]int32, prompt)
+		for i := range p {
+			p[i] = int32((i*31 + g*17 + 3) % mc.VocabSize)
+		}
+		for r := range group {
+			s := loss.Sample{Prompt: p, Advantage: float32(r) - 1.5}
+			for j := range maxTok {
+				s.Completion, s.OldLogp = append(s.Completion, int32((j*7+r*5+g)%mc.VocabSize)), append(s.OldLogp, -5)
+			}
+			samples = append(samples, s)
+		}
+	}
+	got := be.phase(t, func() error {
+		_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
+		return err
+	})
+	est := func(rollouts int) int64 {
+		e, err := Memory(cfg, mc, Options{Device: "cpu",
+			Train: []EnvShape{{Name: "e", Examples: 2, Rollouts: rollouts, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.PhaseBytes(PhaseTraining)
+	}
+	if e := est(group); e < got {
+		t.Errorf("shared prompts: %d bytes at peak, estimate only %d", got, e)
+	}
+	if e := est(1); e >= got {
+		t.Errorf("pricing lone sequences gives %d bytes, not below the peak %d: the test no longer needs group pricing", e, got)
+	}
+	t.Logf("peak %d bytes; estimate %d pricing groups, %d pricing lone sequences", got, est(group), est(1))
 }

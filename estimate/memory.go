@@ -39,6 +39,9 @@ type Estimate struct {
 	Time *StepTime
 	// Available is the free memory of the device; nil when not read.
 	Available *Available
+	// KV is the sampler's KV-cache plan of the phases that sample
+	// (sampling, and eval when counted), for their largest environment.
+	KV []KVPlan
 	// Recompute is the policy the training items are sized for: the
 	// config's, or with recompute = "auto" the one chooseRecompute picked;
 	// RecomputeWhy says why, and Recomputes lists the cost of each policy
@@ -90,6 +93,9 @@ type EnvShape struct {
 	// ReplyTokens is the room kept for the environment's reply between
 	// turns (rollout.ReplyTokens); 0 means rollout.ReplyBudget.
 	ReplyTokens int
+	// Concurrent is the rollouts the sampler's KV pool holds at once (the
+	// KVPlan's cap), for the step time; 0 means all of them.
+	Concurrent int
 }
 
 // replyTokens is s's reply room between turns.
@@ -118,8 +124,10 @@ type Options struct {
 	// Assumptions are the caller's notes (how prompt lengths were found),
 	// carried into the estimate.
 	Assumptions []string
-	// Available is the device's free memory, which recompute = "auto"
-	// chooses by; nil or unknown leaves it no recompute.
+	// Available, when known, bounds the sampler's KV pool (KVPlan: a step
+	// whose rollouts do not all fit at once runs them in passes) and is
+	// what recompute = "auto" chooses by; nil or unknown leaves the pool
+	// unbounded and no recompute.
 	Available *Available
 }
 
@@ -156,6 +164,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		return nil, err
 	}
 	ad := shapeOf(mc, cfg.LoRA.Rank, projs, routers)
+	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
 	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
 
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
@@ -185,34 +194,52 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		}
 	}
 	var worst phaseBytes
+	var worstPlan KVPlan
 	var seqs []trainSeq
 	for _, s := range train {
-		p := samplingBytes(mc, ad, s, dev)
+		p, plan := e.planSampling(mc, ad, s, dev, PhaseSampling, o.Available)
 		longest = max(longest, p.maxLen)
-		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
+		seq := trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)}
+		seqs = append(seqs, seq)
+		if s.Rollouts > 1 {
+			// A group's prompt runs once in the training forward
+			// (model.Batch.Share): its other rollouts add only their
+			// completions' rows, so a micro-batch of groups scores more
+			// rows per token than one of lone sequences.
+			comp := max(1, p.maxLen-s.PromptTokens)
+			seqs = append(seqs, trainSeq{rows: seq.rows + (s.Rollouts-1)*comp, trained: s.Rollouts * seq.trained, members: s.Rollouts})
+		}
 		if p.total() > worst.total() {
-			worst = p
+			worst, worstPlan = p, plan
 		}
 	}
 	worst.emit(e, PhaseSampling)
+	e.KV = append(e.KV, worstPlan)
 	trainingAt := len(e.Items)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
+		var evalPlan KVPlan
 		for _, s := range eval {
 			if s.PromptTokens == 0 {
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p := samplingBytes(mc, ad, s, dev); p.total() > worstEval.total() {
-				worstEval = p
+			if p, plan := e.planSampling(mc, ad, s, dev, PhaseEval, o.Available); p.total() > worstEval.total() {
+				worstEval, evalPlan = p, plan
 			}
 		}
 		worstEval.emit(e, PhaseEval)
+		e.KV = append(e.KV, evalPlan)
+	}
+	e.note("activations and the training KV cache are f32; the sampler's paged KV cache is %v on %s; completions are taken at max_tokens (the worst case)", kvDType(dev), dev)
+	for _, p := range e.KV {
+		if p.Bounded {
+			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
+		}
 	}
 	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, trainingAt, o.Available); err != nil {
 		return nil, err
 	}
-	e.note("KV caches and activations are f32 on every backend; completions are taken at max_tokens (the worst case)")
 	if dev == "cpu" {
 		e.note("cpu: Go's garbage collector reclaims freed buffers lazily, so the process can briefly hold more than the peak (GOGC)")
 	}
@@ -362,48 +389,98 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // per slot; one per slot for a contiguous cache).
 func kvTableBytes(entries int64) int64 { return entries * 4 }
 
-// samplingBytes sizes one environment's sampler: its KV cache, and the
-// activations of the largest Forward call it makes, a prefill chunk of up
-// to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
-// set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; k, v:
-// kv; gate, up: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// fusedWidth), three int32 index vectors, the LoRA x·Aᵀ
-// scratch that the arena keeps for every adapted projection of every layer,
-// and the logits of each sequence (a host copy too on the CPU); a
-// mixture-of-experts model adds its experts' activations
+// samplingBytes sizes one environment's sampler under plan: its paged KV
+// cache (KVPlan.Bytes), and the activations of the largest Forward call
+// it makes: with prompts shared, the first prefills one prompt per group
+// held at once and the next decodes every held rollout (with the
+// followers' last prompt token), while a bounded pool also mixes new
+// groups' prefill into running decode steps; at most max(2048, slots)
+// tokens (sampler.Config.PrefillTokens). The activations are the
+// inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
+// attn: q; k, v: kv; gate, up: intermediate; the fused q/k/v and gate/up
+// GEMMs' output, fusedWidth), three int32 index vectors, the LoRA x·Aᵀ
+// scratch that the arena keeps for every adapted projection of every
+// layer, and the logits of each held rollout (a host copy too on the CPU);
+// a mixture-of-experts model adds its experts' activations
 // (moeInferenceBytes).
-func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, dev string) phaseBytes {
-	slots := int64(max(1, s.Examples*s.Rollouts))
-	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
+func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) phaseBytes {
+	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
 	h, q, kv, inter, v := dims(mc)
-	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
-	var p phaseBytes
-	p.maxLen = maxLen
-	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)) + kvTableBytes(slots),
-		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
-			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
-	acts := n*(3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*n*4
+	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
+	prompt := int64(max(s.PromptTokens, 1))
+	chunk := max(2048, slots)
+	// Unbounded, the peak is the larger of the prompts' prefill (a logits
+	// row per group) and the first full decode step (a row per rollout);
+	// bounded, a step may hold both at once.
+	perToken := (3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*4
 	for _, t := range ad.perLayer {
-		acts += t * n * int64(ad.rank) * f32Bytes
+		perToken += t * int64(ad.rank) * f32Bytes
 	}
-	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
-		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
+	perRow := (h+v)*f32Bytes + 4
+	peak := func(n, rows int64) int64 { return n*perToken + moeInferenceBytes(mc, n, ad) + rows*perRow }
+	n, rows := min(chunk, groups*prompt), groups
+	if peak(n, rows) < peak(held, held) {
+		n, rows = held, held
+	}
+	if plan.Bounded {
+		n, rows = min(chunk, groups*prompt+held), held
+	}
+	var p phaseBytes
+	p.maxLen = plan.MaxLen
+	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
+		Detail: fmt.Sprintf("%d blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
+			plan.Blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
+		Detail: fmt.Sprintf("forward of %d tokens", n)})
 	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
 		p.items = append(p.items, MemItem{Name: "expert activations and grouping (MoE)", Bytes: moe,
 			Detail: fmt.Sprintf("%d tokens × %d experts each = %d permuted rows: router logits, top-k, grouping indices, gathered inputs, expert outputs, gate/up", n, mc.NumExpertsPerTok, n*int64(mc.NumExpertsPerTok))})
 	}
 	// The logits stay on the backend (Backend.Sample returns only tokens and
 	// log-probs).
-	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+v)*f32Bytes + slots*4,
-		Detail: fmt.Sprintf("%d rows × %d vocab", slots, v)})
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: rows * perRow,
+		Detail: fmt.Sprintf("%d rows × %d vocab", rows, v)})
 	return p
+}
+
+// kvHeadroom is the share of the free memory a bounded KV pool leaves
+// unused: allocator fragmentation, the driver's and the runtime's own.
+const kvHeadroom = 0.05
+
+// planSampling sizes one environment's sampling phase: every rollout at
+// once, or, when the free memory is known and smaller than that needs
+// beside the resident items, the pool that fits (which may hold none).
+func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
+	plan := newKVPlan(mc, s, dev)
+	plan.Phase = phase
+	p := samplingBytes(mc, ad, s, plan)
+	if av == nil || !av.Known {
+		return p, plan
+	}
+	room := int64(float64(av.Bytes)*(1-kvHeadroom)) - e.PhaseBytes(PhaseResident) - (p.total() - plan.Bytes())
+	if room >= plan.Bytes() {
+		return p, plan
+	}
+	table := plan.Bytes() - int64(plan.Blocks)*plan.BlockBytes
+	plan.bound(int(max(0, room-table) / plan.BlockBytes))
+	if plan.Cap == 0 {
+		// Not one rollout fits: keep the full pool, so the peak shows by
+		// how much the run is short.
+		plan.bound(plan.BlocksAll)
+		plan.Cap, plan.Passes = 0, 0
+		return samplingBytes(mc, ad, s, plan), plan
+	}
+	return samplingBytes(mc, ad, s, plan), plan
 }
 
 // trainSeq is one environment's rollout as the policy update sees it: the
 // rows it puts through the forward (its KV cache length less the last
 // token) and how many of them carry loss weight at most (max_tokens per
 // model turn; environment replies are masked).
-type trainSeq struct{ rows, trained int }
+// trainSeq is the shape a micro-batch is packed with: rows forward rows of
+// which trained carry loss; members > 1 for a GRPO group whose prompt runs
+// once (model.Batch.Share).
+type trainSeq struct{ rows, trained, members int }
 
 // lossRows is how many of a micro-batch's n rows carry loss weight, and so
 // reach the LM head: the micro-batch filled with full sequences of the
@@ -416,6 +493,22 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 		r = max(r, min(n, n/rows*tr+min(tr, n%rows)))
 	}
 	return r
+}
+
+// traceTableEntries bounds a trace's block table: one entry per sequence
+// of a contiguous cache (sequences of the longest length), or, when groups
+// share prompts, one per sequence and position (model.traceCache: blocks
+// of one row), for as many sequences as the groups put in n rows.
+func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
+	perSeq := int64(max(1, longest-1))
+	entries := (n + perSeq - 1) / perSeq
+	for _, s := range seqs {
+		if s.members > 1 {
+			groups := (n + int64(s.rows) - 1) / int64(s.rows)
+			entries = max(entries, groups*int64(s.members)*perSeq)
+		}
+	}
+	return entries
 }
 
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
@@ -456,6 +549,9 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  alone, and the router's logits and offsets with a router adapter:
 //	  moeCheckpointBytes), and its backward's MLP part is moeBackwardBytes;
 //	  the sparse layers share one forward scratch (moeSharedTraceBytes);
+//	  under routing replay (loss.routing_replay) every sparse layer also
+//	  keeps the top-k it recomputes, k int32 per token, the KL reference's
+//	  trace too (adapterShape.replay);
 //	  the load-balancing loss's gradient (experts) lives through the layers'
 //	  backward with a router adapter and router_aux_loss_coef > 0
 //
@@ -465,14 +561,14 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, n, r int64, pl plan) phaseBytes {
+func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r int64, pl plan) phaseBytes {
 	h, _, kv, _, v := dims(mc)
 	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
 	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*tokenHead+r*rowHead)*f32Bytes + pl.keptBytes(mc, ad, n)
-	perSeq := int64(max(1, longest-1))
-	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes((n+perSeq-1)/perSeq) // one table entry per sequence
+	table := kvTableBytes(traceTableEntries(n, longest, seqs))
+	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -512,10 +608,12 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		// (the layers before it kept), or all of it with the logp copy;
 		// one layer's KV cache.
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
+		// It replays the micro-batch's routing too.
+		none.replay = ad.replay
 		head := (n*tokenHead + 2*r) * f32Bytes // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
 		ref = max(layers+r*(rowHead-2+1)*f32Bytes, head+all.forwardPeakBytes(mc, none, n)) +
-			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + kvTableBytes((n+perSeq-1)/perSeq)
+			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")

@@ -20,6 +20,22 @@ type adapterShape struct {
 	// routers: the sparse layers' routers are adapted (rank columns of
 	// h·Aᵀ per token).
 	routers bool
+	// replay: the training forward replays the recorded routing
+	// (loss.routing_replay on a mixture-of-experts model), and each
+	// sparse layer of its trace keeps the top-k it recomputes beside the
+	// replayed one, for the mismatch metric (model/moe.go useRouting): k
+	// int32 per token. Not an adapter's, but every trace sizing that
+	// takes the shape needs it, the KL reference's too (it replays).
+	replay bool
+}
+
+// replayRows is the recomputed top-k's int32 per token of a sparse layer
+// of a replaying trace (0 without replay).
+func (s adapterShape) replayRows(mc *model.Config) int64 {
+	if s.replay {
+		return int64(mc.NumExpertsPerTok)
+	}
+	return 0
 }
 
 // routerRank is the router adapter's x·Aᵀ columns per token (0 for none).
@@ -111,25 +127,27 @@ func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 }
 
 // moeTraceBytes is what one sparse layer of a training trace keeps
-// (newMoEActs): per token router logits and weights (experts + k); per
-// permuted row tokens, rows and its experts (the routing's buffer: 3
-// int32), the expert output (h), gate and up (2·moe_inter) and x·Aᵀ per
-// adapted expert projection (rank); offsets (experts + 1).
+// (newMoEActs): per token router logits and weights (experts + k) and,
+// under routing replay, the recomputed top-k (k int32); per permuted row
+// tokens, rows and its experts (the routing's buffer: 3 int32), the expert
+// output (h), gate and up (2·moe_inter) and x·Aᵀ per adapted expert
+// projection (rank); offsets (experts + 1).
 func moeTraceBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
 	rows := n * k
-	return (n*(ne+k+ad.routerRank()) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
+	return (n*(ne+k+ad.routerRank()+ad.replayRows(mc)) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
 }
 
 // moeCheckpointBytes is what the trace keeps of a checkpointed sparse
 // layer (model/recompute.go kept): its routing (k int32 per token, which
-// the backward's rerun replays) and, with a router adapter, the router's
-// logits (experts per token) and the grouping's offsets (experts + 1),
-// which the load-balancing loss reads before the rerun.
+// the backward's rerun replays), under routing replay the recomputed top-k
+// (k more), and, with a router adapter, the router's logits (experts per
+// token) and the grouping's offsets (experts + 1), which the
+// load-balancing loss reads before the rerun.
 func moeCheckpointBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 	k, ne, _ := moeDims(mc)
-	b := n * k
+	b := n * (k + ad.replayRows(mc))
 	if ad.routers {
 		b += n*ne + ne + 1
 	}

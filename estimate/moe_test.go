@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -17,10 +18,11 @@ const h200 = 139 << 30
 // with rank-16 adapters on attention and on every expert, micro-batches
 // of 4096 tokens. The parameter counts are HF's (30.5B, 3.35B active;
 // the experts hold 28.99B); the items name the experts' activations and
-// grouping. Training fits the H200 beside the weights. Sampling is the KV
-// cache of 256 × 2304 tokens: at f32 per element (this tree's cache, 108
-// GiB) it does not fit, at bf16 (the paged bf16 cache, 54 GiB) the whole
-// plan does, which the test then requires.
+// grouping. Training fits the H200 beside the weights. Sampling is the
+// sampler's paged bf16 KV cache (Description.KVCache on cuda) for every
+// rollout's worst case at once, 256 × 144 blocks of 16 tokens (54 GiB; it
+// would be 108 GiB at f32): the whole plan fits in 139 GiB, and with the
+// H200's 139 GiB free the KV plan needs no cut (one pass).
 func TestEstimateQwen3MoE30B(t *testing.T) {
 	cfg := estimateConfig(256, 8, 2048)
 	cfg.Model = "Qwen/Qwen3-30B-A3B-Instruct-2507"
@@ -54,19 +56,29 @@ func TestEstimateQwen3MoE30B(t *testing.T) {
 		t.Errorf("weights + training %s exceed the H200's 139 GiB", FormatBytes(resident+training))
 	}
 	kv := item(t, e, PhaseSampling, "KV cache")
-	perElem := kv / (256 * 2304 * 48 * 4 * 128 * 2)
-	switch perElem {
-	case 2:
-		if e.Peak > h200 {
-			t.Errorf("peak %s in %s exceeds the H200's 139 GiB", FormatBytes(e.Peak), e.PeakPhase)
-		}
-	case 4:
-		if e.PeakPhase != PhaseSampling || e.Peak <= h200 {
-			t.Errorf("peak %s in %s: the f32 KV cache of 256 × 2304 tokens should be the phase over 139 GiB", FormatBytes(e.Peak), e.PeakPhase)
-		}
-	default:
-		t.Errorf("KV cache %d B is %d B per element", kv, perElem)
+	// 256 rollouts × 144 blocks × 16 tokens × 48 layers × 4 kv heads × 128 × 2 (K,V) × 2 B, and the
+	// block table (an int32 per rollout and block).
+	if want := int64(256*144*16*48*4*128*2*2 + 256*144*4); kv != want {
+		t.Errorf("KV cache %d B, want %d (bf16 blocks and their table)", kv, want)
 	}
-	t.Logf("resident %s, training %s, sampling %s (KV %s at %d B per element); peak %s",
-		FormatBytes(resident), FormatBytes(training), FormatBytes(e.PhaseBytes(PhaseSampling)), FormatBytes(kv), perElem, FormatBytes(e.Peak))
+	if e.Peak > h200 {
+		t.Errorf("peak %s in %s exceeds the H200's 139 GiB", FormatBytes(e.Peak), e.PeakPhase)
+	}
+	t.Logf("resident %s, training %s, sampling %s (KV %s); peak %s in %s",
+		FormatBytes(resident), FormatBytes(training), FormatBytes(e.PhaseBytes(PhaseSampling)), FormatBytes(kv), FormatBytes(e.Peak), e.PeakPhase)
+
+	// With the H200's memory free the KV plan holds every rollout at once.
+	e, err = Memory(cfg, mc, Options{Device: "cuda", WeightDType: "bfloat16", Available: &Available{Known: true, Bytes: h200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.KV) != 1 {
+		t.Fatalf("%d KV plans, want the sampling phase's", len(e.KV))
+	}
+	if p := e.KV[0]; p.DType != kernels.BF16 || p.Bounded || p.Cap != 256 || p.Passes != 1 || p.Blocks != 256*144 {
+		t.Errorf("KV plan %+v: want bf16, every one of the 256 rollouts at once in 256 × 144 blocks, one pass", p)
+	}
+	if e.Peak > h200 {
+		t.Errorf("peak %s in %s with 139 GiB free exceeds it", FormatBytes(e.Peak), e.PeakPhase)
+	}
 }

@@ -156,8 +156,10 @@ func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p m
 	case model.RecomputeLayer:
 		b := layerFullBytes(mc, ad, n, l)
 		if mc.IsSparse(l) {
+			// The rerun replays the kept routing and recomputes no
+			// top-k of its own.
 			k, _, _ := moeDims(mc)
-			b -= n * k * f32Bytes
+			b -= n * (k + ad.replayRows(mc)) * f32Bytes
 		}
 		return b
 	}
@@ -331,7 +333,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, ad, longest, n, r, pl)
+		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, pl)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)

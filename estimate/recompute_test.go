@@ -131,7 +131,7 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 	const prompt, maxTok, micro = 25, 8, 64
 	cfg := estimateConfig(4, 2, maxTok)
 	cfg.MicroBatchTokens = micro
-	train := []EnvShape{{Name: "e", Examples: 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	train := []EnvShape{{Name: "e", Examples: 4, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 	e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 	if err != nil {
 		t.Fatal(err)

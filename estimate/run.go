@@ -107,6 +107,13 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 	} else {
 		logf(o.Log, "measuring a warm-up step on %s", device)
 	}
+	for i := range train {
+		for _, p := range e.KV {
+			if p.Phase == PhaseSampling && p.Env == train[i].Name && p.Bounded {
+				train[i].Concurrent = p.Cap
+			}
+		}
+	}
 	if e.Time, err = MeasureStepTime(ctx, m, cfg, train); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package loss
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -23,6 +24,26 @@ type lossSums struct {
 	aux       float64
 }
 
+// sharePrompts reports whether micro-batches run a shared prompt once.
+// Not with the load-balancing loss: it averages over the trace's tokens
+// (model.Trace.AuxCoef), so a prompt run once would weigh 1/G of what it
+// does unshared, and the loss would no longer be the unshared batch's.
+func (s *lossSums) sharePrompts() bool { return s.auxCoef == 0 }
+
+// promptOwner is the first sample before i in the micro-batch with i's
+// prompt (a GRPO group's rollouts are consecutive), or −1: the forward runs
+// a shared prompt once (model.Batch.Share).
+func promptOwner(samples []Sample, i int) int {
+	j := i
+	for j > 0 && slices.Equal(samples[j-1].Prompt, samples[i].Prompt) {
+		j--
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
 // policyMicroBatch runs one micro-batch's forward, loss and backward and
 // adds its trained tokens' metrics into sums. Only rows with loss weight
 // are scored (the prompt's and masked tokens' rows would add exact zeros
@@ -40,6 +61,9 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		start := int32(b.Len())
 		seq := append(append([]int32{}, s.Prompt...), s.Completion...)
 		b.Add(i, 0, seq[:len(seq)-1]...)
+		if j := promptOwner(samples, i); j >= 0 && sums.sharePrompts() {
+			b.Share(i, j, len(s.Prompt))
+		}
 		// Row len(Prompt)-1+j predicts completion token j; the rows before
 		// it predict prompt tokens and carry no loss.
 		for j, wj := range weights[i] {

@@ -2,6 +2,7 @@ package loss
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/grpo-dev/grpo/model"
 )
@@ -61,8 +62,8 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	}
 	for lo := 0; lo < len(samples); {
 		hi, n := lo, 0
-		for hi < len(samples) && (hi == lo || n+samples[hi].SeqLen() <= microTokens) {
-			n += samples[hi].SeqLen()
+		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi, sums.sharePrompts()) <= microTokens) {
+			n += forwardLen(samples, lo, hi, sums.sharePrompts())
 			hi++
 		}
 		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums); err != nil {
@@ -80,4 +81,15 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 		st.RoutingReplayed, st.RoutingMismatch = sums.replayed, sums.flipped/float64(sums.replayed)
 	}
 	return st, nil
+}
+
+// forwardLen is the tokens sample i adds to a micro-batch that starts at
+// sample lo: a rollout whose prompt an earlier one in it shares runs only
+// its last prompt token and its completion (model.Batch.Share) when share
+// is set.
+func forwardLen(samples []Sample, lo, i int, share bool) int {
+	if share && i > lo && slices.Equal(samples[i-1].Prompt, samples[i].Prompt) {
+		return len(samples[i].Completion)
+	}
+	return samples[i].SeqLen()
 }

@@ -20,6 +20,7 @@ type Batch struct {
 	// layers of a mixture-of-experts model, and RecordExperts, when not
 	// nil, receives the routing Forward chose (layout: moe_routing.go).
 	Experts, RecordExperts []int32
+	shares                 []prefixShare // Share's declarations, for ForwardTrain
 }
 
 // Len is the number of tokens in the batch.

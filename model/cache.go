@@ -16,7 +16,9 @@ import (
 // slots as sequences finish.
 //
 // A contiguous cache (NewKVCache: training, scoring) is the identity table,
-// one block of MaxLen rows per slot, mapped for the cache's life.
+// one block of MaxLen rows per slot, mapped for the cache's life, in f32.
+// A paged cache (NewPagedKVCache: the sampler's) is in the backend's KV
+// dtype (kernels.Description.KVCache: bf16 on a GPU, f32 on the CPU).
 type KVCache struct {
 	Slots, MaxLen int
 	// BlockSize is the positions per block; MaxBlocks the blocks one slot
@@ -40,7 +42,7 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCach
 // contiguousCache is NewKVCache whose last shared layers use one K (and
 // V) buffer (newTrainCache).
 func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, shared)
+	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -63,12 +65,12 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
 	}
-	return m.newCache(slots, maxLen, blockSize, numBlocks, 0), nil
+	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0), nil
 }
 
-// newCache allocates the blocks of every layer; with shared > 1 the last
-// shared layers alias one buffer (KVCache.shared).
-func (m *Model) newCache(slots, maxLen, blockSize, numBlocks, shared int) *KVCache {
+// newCache allocates the blocks of every layer in dt; with shared > 1 the
+// last shared layers alias one buffer (KVCache.shared).
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType, shared int) *KVCache {
 	width := m.Config.NumKVHeads * m.Config.HeadDim
 	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
 		NumBlocks: numBlocks, backend: m.Backend, width: width}
@@ -78,7 +80,7 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks, shared int) *KVCac
 	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
 	for l := range m.Config.NumLayers {
 		if l <= first {
-			c.K, c.V = append(c.K, m.Backend.Alloc(kernels.F32, n)), append(c.V, m.Backend.Alloc(kernels.F32, n))
+			c.K, c.V = append(c.K, m.Backend.Alloc(dt, n)), append(c.V, m.Backend.Alloc(dt, n))
 		} else {
 			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
 		}
@@ -99,13 +101,15 @@ func (c *KVCache) Pages() kernels.KVPages {
 	return kernels.KVPages{Table: c.tableBuf, BlockSize: c.BlockSize, MaxBlocks: c.MaxBlocks}
 }
 
-// Bytes is the cache's memory footprint in f32.
+// Bytes is the cache's memory footprint: keys and values as the backend
+// stores them (Description.Storage), and the block table.
 func (c *KVCache) Bytes() int64 {
 	var n int64
+	d := c.backend.Describe()
 	for _, i := range c.owned() {
-		n += int64(c.K[i].Len()+c.V[i].Len()) * 4
+		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
 	}
-	return n
+	return n + int64(len(c.table))*4
 }
 
 // owned lists the layers whose K and V buffers are distinct: every layer

@@ -97,9 +97,12 @@ func (r layerRouting) record(be kernels.Backend, c *Config, dst []int32, n int) 
 	}
 }
 
-// routingMismatch is the fraction of tokens for which, in some sparse
-// layer, the top-k recomputed under replay is not the replayed set.
-func (tr *Trace) routingMismatch() float64 {
+// routingMismatch is the fraction of orig's tokens for which, in some
+// sparse layer, the top-k recomputed under replay is not the replayed set.
+// With shared prefixes (sb not nil) the trace ran the reduced batch: a
+// dropped token counts when the row it shares (the parent's) does, or when
+// its own record differs from that row's, which was replayed in its place.
+func (tr *Trace) routingMismatch(orig *Batch, sb *sharedBatch) float64 {
 	c, be := tr.m.Config, tr.m.Backend
 	k := c.NumExpertsPerTok
 	differs := make([]bool, tr.n)
@@ -118,6 +121,30 @@ func (tr *Trace) routingMismatch() float64 {
 	}
 	if !any {
 		return 0
+	}
+	if sb != nil {
+		per, sl := c.RoutingLen(1), c.SparseLayers()
+		d := 0
+		for i, ri := range sb.remap {
+			row := ri
+			if row < 0 {
+				row = sb.table[int(orig.Slots[i])*sb.maxLen+int(orig.Positions[i])]
+			}
+			mismatched := differs[row]
+			if ri < 0 && !mismatched {
+				own, used := orig.Experts[i*per:(i+1)*per], orig.Experts[int(sb.kept[row])*per:int(sb.kept[row]+1)*per]
+				for s := range sl {
+					if !sameSet(own[s*k:(s+1)*k], used[s*k:(s+1)*k]) {
+						mismatched = true
+						break
+					}
+				}
+			}
+			if mismatched {
+				d++
+			}
+		}
+		return float64(d) / float64(len(sb.remap))
 	}
 	d := 0
 	for _, x := range differs {

@@ -140,13 +140,19 @@ func (m *Model) layerRecompute() []Recompute {
 // its slot from position 0, and attention reads positions up to its own),
 // so what another layer left there does not matter.
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	shared := 0
+	return m.contiguousCache(slots, maxLen, m.checkpointedLayers())
+}
+
+// checkpointedLayers is how many layers run under RecomputeLayer: the
+// layers of a trace's cache that share one K (and V) buffer.
+func (m *Model) checkpointedLayers() int {
+	n := 0
 	for _, p := range m.layerRecompute() {
 		if p == RecomputeLayer {
-			shared++
+			n++
 		}
 	}
-	return m.contiguousCache(slots, maxLen, shared)
+	return n
 }
 
 // forwardActs allocates layer l's activations for a training forward under

@@ -41,6 +41,9 @@ type Trace struct {
 	// RoutingMismatch is, when the batch replays a recorded routing
 	// (Batch.Experts), the fraction of its tokens whose top-k recomputed
 	// by this forward differs from the replayed one in some sparse layer.
+	// With shared prefixes (Batch.Share) it is over the batch's tokens as
+	// given: a child's shared token, which replays the parent's row, also
+	// counts when its own record differs from the parent's.
 	RoutingMismatch float64
 }
 
@@ -80,7 +83,26 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
-	cache := m.newTrainCache(slots, maxLen)
+	if err := b.validateRouting(c); err != nil {
+		return nil, err
+	}
+	sb, err := b.share(rows, slots, maxLen)
+	if err != nil {
+		return nil, err
+	}
+	orig := b
+	var cache *KVCache
+	var crows []int32
+	if sb != nil {
+		b, rows = &sb.b, sb.rows(rows)
+		cache, crows = m.traceCache(sb, slots), sb.cacheRows()
+	} else {
+		cache = m.newTrainCache(slots, maxLen)
+		crows = make([]int32, b.Len())
+		for i := range crows {
+			crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
+		}
+	}
 	if err := b.validate(c, cache); err != nil {
 		cache.Free()
 		return nil, err
@@ -89,10 +111,6 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
-	crows := make([]int32, n)
-	for i := range crows {
-		crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
-	}
 	tr.cacheRows = a.alloc(kernels.I32, n)
 	be.UploadI32(tr.cacheRows, crows)
 	tr.targets = a.alloc(kernels.I32, r)
@@ -138,7 +156,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		return nil, fmt.Errorf("training forward on %s: %w", be.Name(), err)
 	}
 	if b.Experts != nil {
-		tr.RoutingMismatch = tr.routingMismatch()
+		tr.RoutingMismatch = tr.routingMismatch(orig, sb)
 	}
 	return tr, nil
 }

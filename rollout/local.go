@@ -12,8 +12,10 @@ import (
 // Local plays perExample episodes of each example, as Play does, on a
 // sampler over m whose KV cache is sized for them: one slot per episode,
 // each CacheLen of the longest rendered prompt and the turns an episode
-// can take (sizingTurns). The prompts rendered for the sizing are the ones
-// the episodes start with.
+// can take (sizingTurns), and a pool of blocks for all of them at once or
+// opts.KVBlocks (then episodes queue until blocks free up). An example's
+// episodes share its prompt's blocks: it is prefilled once. The prompts
+// rendered for the sizing are the ones the episodes start with.
 func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
 	st, err := newSetup(tok, e, opts)
 	if err != nil {
@@ -27,8 +29,14 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		}
 	}
 	turns := sizingTurns(e, opts.MaxTurns)
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e)),
-		RecordExperts: opts.RecordExperts})
+	maxLen := CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))
+	blocks := opts.KVBlocks
+	if blocks > 0 {
+		// A plan made for shorter prompts still runs one episode at a time.
+		blocks = max(blocks, sampler.GroupBlocks(longest, 1, maxLen, sampler.DefaultBlockSize, false))
+	}
+	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
+		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing, RecordExperts: opts.RecordExperts})
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,15 @@ type Options struct {
 	// locally, the experts each token was routed to (Trajectory.Experts),
 	// for the trainer's routing replay.
 	RecordExperts bool
+	// KVBlocks bounds Local's KV cache to that many blocks of
+	// sampler.DefaultBlockSize tokens (estimate.KVPlan sizes it from free
+	// memory); episodes beyond what it holds wait for others to finish.
+	// 0 sizes the cache for every episode at once.
+	KVBlocks int
+	// NoPrefixSharing makes Local prefill each episode's prompt on its own
+	// instead of once per example (sampler.Config.NoPrefixSharing), for
+	// comparisons.
+	NoPrefixSharing bool
 }
 
 // Timing accumulates where Play spent its time: playing the episodes
@@ -43,8 +52,10 @@ type Timing struct {
 
 // Play plays perExample episodes of each example with s and scores them
 // with e's rubric. Each prompt is rendered once with tok's chat template
-// (add_generation_prompt). All episodes share the sampler's batch: when
-// the cache has fewer slots than episodes, new episodes start as others
+// (add_generation_prompt) and, for an example's perExample episodes
+// together, prefilled once (sampler.StartGroup). All episodes share the
+// sampler's batch: when the cache holds fewer episodes than there are
+// (slots, or blocks for their worst case), new episodes start as others
 // finish. After each model turn the episode's Respond is called; its reply
 // is appended as tokens (see replyText) and generation continues in the
 // same cache slot, until the episode is done, MaxTurns is reached, the
@@ -130,7 +141,7 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 			}
 			p := params
 			p.Seed = sampler.DeriveSeed(seed, uint64(i), uint64(j))
-			queue = append(queue, &episode{t: t, params: p})
+			queue = append(queue, &episode{t: t, params: p, example: i})
 		}
 	}
 	t0 := time.Now()
@@ -162,6 +173,7 @@ type driver struct {
 type episode struct {
 	t        *Trajectory
 	params   sampler.Params
+	example  int // index of its example: episodes of one example share a prompt
 	ep       env.Episode
 	seq      turnSeq
 	conv     []chat.Message // prompt and completion so far
@@ -217,8 +229,9 @@ func (d *driver) end(p *episode) {
 	}
 }
 
-// play runs the episodes, keeping the sampler's free slots filled from
-// the queue; each Run plays one turn of every active episode.
+// play runs the episodes, admitting them from the queue while the
+// sampler's cache holds them (admit); each Run plays one turn of every
+// active episode.
 func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) error {
 	var active []*episode
 	defer func() {
@@ -227,24 +240,10 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}()
 	for len(queue) > 0 || len(active) > 0 {
-		for len(queue) > 0 && d.run.FreeSlots() > 0 {
-			p := queue[0]
-			queue = queue[1:]
-			seq, err := d.run.Start(p.t.PromptTokens, p.params)
-			if err != nil {
-				p.t.fail(fmt.Sprintf("start: %v", err))
-				continue
-			}
-			p.seq = seq
-			if !d.begin(e, p) {
-				d.end(p)
-				continue
-			}
-			active = append(active, p)
-		}
+		queue, active = d.admit(e, queue, active)
 		if len(active) == 0 {
 			if len(queue) > 0 {
-				return fmt.Errorf("rollouts: the sampler has no free cache slot; release the sequences holding them")
+				return fmt.Errorf("rollouts: the sampler's cache cannot hold one more episode; release the sequences holding its slots and blocks")
 			}
 			break
 		}
@@ -271,6 +270,47 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}
 	return nil
+}
+
+// admit starts episodes from the head of the queue while the sampler can
+// hold them, an example's episodes together as one group (StartGroup: its
+// prompt prefilled once). A group waits until all of it fits, unless
+// nothing runs: then as much of it as fits starts.
+func (d *driver) admit(e env.Environment, queue, active []*episode) ([]*episode, []*episode) {
+	for len(queue) > 0 {
+		n := 1
+		for n < len(queue) && queue[n].example == queue[0].example {
+			n++
+		}
+		prompt := queue[0].t.PromptTokens
+		k := n
+		for k > 0 && !d.run.CanStart(len(prompt), k) {
+			k--
+		}
+		if k == 0 || k < n && len(active) > 0 {
+			break
+		}
+		group := queue[:k]
+		queue = queue[k:]
+		params := make([]sampler.Params, k)
+		for i, p := range group {
+			params[i] = p.params
+		}
+		seqs, err := d.run.StartGroup(prompt, params)
+		for i, p := range group {
+			if err != nil {
+				p.t.fail(fmt.Sprintf("start: %v", err))
+				continue
+			}
+			p.seq = seqs[i]
+			if !d.begin(e, p) {
+				d.end(p)
+				continue
+			}
+			active = append(active, p)
+		}
+	}
+	return queue, active
 }
 
 // dropFailed ends the episodes whose turn the runner could not generate

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -60,9 +59,23 @@ func (q *serverSeq) Append(tokens ...int32) error {
 	return nil
 }
 
-// FreeSlots is unbounded: every episode starts at once, and the client's
-// concurrency limit bounds the requests in flight.
-func (r *serverRunner) FreeSlots() int { return math.MaxInt32 }
+// CanStart is always true: every episode starts at once, and the
+// client's concurrency limit bounds the requests in flight.
+func (r *serverRunner) CanStart(promptLen, n int) bool { return true }
+
+// StartGroup starts each sequence as Start does; the server shares the
+// prompt as it sees fit (grpo serve's own sampler, vLLM's prefix cache).
+func (r *serverRunner) StartGroup(prompt []int32, params []sampler.Params) ([]turnSeq, error) {
+	out := make([]turnSeq, 0, len(params))
+	for _, p := range params {
+		q, err := r.Start(prompt, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
 
 func (r *serverRunner) Start(prompt []int32, p sampler.Params) (turnSeq, error) {
 	if err := p.Validate(); err != nil {

@@ -2,7 +2,8 @@ package sampler
 
 import "math/rand/v2"
 
-// seqStream is a sequence's random stream for seed: Start's and Reseed's.
+// seqStream is a sequence's random stream for seed: StartGroup's (and so
+// Start's) and Reseed's.
 func seqStream(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d))
 }

@@ -6,6 +6,11 @@ package sampler
 // keeps the record of its cached tokens, so a trainer can replay the
 // behaviour policy's routing (loss.Sample.Experts). The record is k int32
 // per token per sparse layer: 384 for Qwen3-30B-A3B, on the host.
+//
+// A StartGroup child that forks its group's cached prompt computes none of
+// the forked positions: its record of them is a copy of the source's
+// (group.go), taken at the fork, before it records any token of its own,
+// so every sequence's record covers all its cached tokens.
 
 // span is one sequence's share of a Forward call's batch.
 type span struct {

@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -67,5 +68,68 @@ func TestRecordExperts(t *testing.T) {
 			}
 		}
 		s.Close()
+	}
+}
+
+// TestRecordExpertsGroup: the children of a StartGroup group, which fork
+// the parent's cached prompt instead of computing it, still record the
+// routing of every token they hold (the parent's record of the forked
+// positions, then their own), and each child's record and tokens equal
+// those of the same rollout started alone.
+func TestRecordExpertsGroup(t *testing.T) {
+	m, err := model.Load(filepath.Join("..", "testdata", "models", "qwen3-moe-tiny-dense"), cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	// Nine tokens read four at a time: the parent prefills over three
+	// steps while its children wait, and the forked prompt spans two
+	// blocks of four and part of a third.
+	prompt := []int32{5, 17, 300, 2, 99, 41, 7, 260, 11}
+	cfg := Config{Slots: 3, MaxLen: 24, PrefillTokens: 4, BlockSize: 4, RecordExperts: true}
+	params := make([]Params, 3)
+	for i := range params {
+		params[i] = DefaultParams()
+		params[i].MaxTokens, params[i].Seed = 6, uint64(i+1)
+	}
+	s, err := New(m, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	group, err := s.StartGroup(prompt, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(context.Background(), group); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Forked != len(params)-1 {
+		t.Fatalf("%d sequences forked the prompt, want %d", st.Forked, len(params)-1)
+	}
+	for i, p := range params {
+		alone, err := New(m, nil, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := alone.Start(prompt, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := alone.Run(context.Background(), []*Seq{q}); err != nil {
+			t.Fatal(err)
+		}
+		g := group[i]
+		if !slices.Equal(g.Tokens(), q.Tokens()) {
+			t.Fatalf("seq %d: group tokens %v, alone %v", i, g.Tokens(), q.Tokens())
+		}
+		want := m.Config.RoutingLen(g.Len() - 1)
+		if len(g.Experts()) != want {
+			t.Fatalf("seq %d: %d routing entries for %d tokens read, want %d", i, len(g.Experts()), g.Len()-1, want)
+		}
+		if !slices.Equal(g.Experts(), q.Experts()) {
+			t.Errorf("seq %d: the group's routing record differs from the rollout started alone", i)
+		}
+		alone.Close()
 	}
 }

@@ -23,7 +23,7 @@ func (r *run) samplingParams() sampler.Params {
 
 // rollouts plays perExample episodes of each example of one environment.
 func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
-	return r.engine.Play(ctx, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing,
+	return r.engine.Play(ctx, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing, KVBlocks: r.kvBlocks,
 		RecordExperts: r.cfg.Loss.RoutingReplay && r.policy.Config.SparseLayers() > 0})
 }
 

@@ -136,6 +136,8 @@ type run struct {
 	step    int
 	seed    uint64
 	bar     *progress
+	// kvBlocks bounds the sampler's KV pool (planKVPool); 0: unbounded.
+	kvBlocks int
 	// notes are warnings found during setup, shown once the display starts.
 	notes []string
 	// freeMemory is the device's before the weights loaded, for
@@ -321,6 +323,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.openEngine(ctx); err != nil {
 		return nil, err
 	}
+	r.planKVPool()
 	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)
 	for _, n := range r.notes {
 		r.bar.note("%s", n)

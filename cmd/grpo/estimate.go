@@ -23,12 +23,14 @@ func init() {
 		summary: "estimate a config's memory and time per step before training",
 		usage:   "CONFIG.toml [--no-measure] [--json] [--shape NAME] [--device cpu|cuda]",
 		help: `Prints the parameters, the memory the run will hold (base weights, LoRA
-parameters and AdamW moments, the sampler's KV cache for batch_size rollouts of
-prompt + max_tokens, and one training micro-batch's activations), the peak and
-whether it fits in the free memory, the recompute settings (each one's training
-memory, peak and extra FLOPs per micro-batch; the config's recompute, or with
-"auto" the least extra arithmetic that fits, sizes the training items), and a
-time per step from a short measured
+parameters and AdamW moments, the sampler's paged KV cache for batch_size
+rollouts of prompt + max_tokens — cut to the free memory when all of them do
+not fit at once, with the rollouts it holds at once and the passes a step then
+takes — and one training micro-batch's activations), the peak and whether it
+fits in the free memory, the recompute settings (each one's training memory,
+peak and extra FLOPs per micro-batch; the config's recompute, or with "auto"
+the least extra arithmetic that fits, sizes the training items), and a time
+per step from a short measured
 warm-up on the real model (random weights of the same shape when the weights
 are not downloaded). The exit code is 0 whether or not the run fits;
 'grpo train' refuses to start a run that does not fit unless --force.
@@ -96,6 +98,12 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 	}
 	fmt.Fprintf(tw, "\tpeak (%s)\t%s\t\n", e.PeakPhase, estimate.FormatBytes(e.Peak))
 	tw.Flush()
+	if len(e.KV) > 0 {
+		fmt.Fprintln(w, "\nKV cache plan:")
+		for _, p := range e.KV {
+			fmt.Fprintf(w, "  - %s\n", p.Summary())
+		}
+	}
 	writeRecompute(w, e)
 	if e.Time != nil {
 		fmt.Fprintf(w, "\ntime: %s\n", e.Time.Summary())
@@ -179,6 +187,7 @@ type estimateJSON struct {
 	Fits            *bool              `json:"fits"`
 	Verdict         string             `json:"verdict"`
 	Time            *timeJSON          `json:"time,omitempty"`
+	KVPlans         []kvPlanJSON       `json:"kv_plans"`
 	Assumptions     []string           `json:"assumptions"`
 	// Recompute is the chosen policy; Recomputes every policy's cost, with
 	// TrainFLOPs the micro-batch's arithmetic without recompute.
@@ -186,6 +195,25 @@ type estimateJSON struct {
 	RecomputeReason string                   `json:"recompute_reason"`
 	Recomputes      []estimate.RecomputeCost `json:"recompute_policies"`
 	TrainFLOPs      float64                  `json:"train_flops_per_micro_batch"`
+}
+
+// kvPlanJSON is an estimate.KVPlan: the sampler's KV pool for a phase and
+// the concurrency cap it gives.
+type kvPlanJSON struct {
+	Phase        string `json:"phase"`
+	Env          string `json:"env"`
+	Rollouts     int    `json:"rollouts"`
+	Group        int    `json:"group"`
+	MaxLen       int    `json:"max_len"`
+	PromptTokens int    `json:"prompt_tokens"`
+	BlockSize    int    `json:"block_size"`
+	DType        string `json:"dtype"`
+	Blocks       int    `json:"blocks"`
+	BlocksAll    int    `json:"blocks_all"`
+	Bytes        int64  `json:"bytes"`
+	Cap          int    `json:"cap"`
+	Passes       int    `json:"passes"`
+	Bounded      bool   `json:"bounded"`
 }
 
 type timeJSON struct {
@@ -210,6 +238,11 @@ func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
 	}
 	if fits, ok := e.Fits(); ok {
 		out.Fits = &fits
+	}
+	for _, p := range e.KV {
+		out.KVPlans = append(out.KVPlans, kvPlanJSON{Phase: p.Phase, Env: p.Env, Rollouts: p.Rollouts, Group: p.Group, MaxLen: p.MaxLen,
+			PromptTokens: p.PromptTokens, BlockSize: p.BlockSize, DType: p.DType.String(), Blocks: p.Blocks, BlocksAll: p.BlocksAll,
+			Bytes: p.Bytes(), Cap: p.Cap, Passes: p.Passes, Bounded: p.Bounded})
 	}
 	if t := e.Time; t != nil {
 		out.Time = &timeJSON{StepSeconds: t.Step.Seconds(), GenerateSeconds: t.Generate.Seconds(), TrainSeconds: t.Train.Seconds(),

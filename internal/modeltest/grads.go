@@ -85,11 +85,16 @@ func gradFixture(t TB, m, ref *model.Model) (ad, cpuAd adapter, samples []loss.S
 		adv                float32
 		envTurn            bool // completion tokens 3..5 are an env reply
 		truncated          bool
-	}{{5, 7, 1.2, false, false}, {3, 10, -0.7, true, false}, {8, 4, 0.4, false, true}, {2, 6, -0.9, false, false}}
+		sharesPrompt       bool // the previous sample's prompt: a GRPO group, run once (model.Batch.Share)
+	}{{5, 7, 1.2, false, false, false}, {3, 10, -0.7, true, false, false}, {8, 4, 0.4, false, true, false},
+		{2, 6, -0.9, false, false, false}, {2, 5, 1.5, false, false, true}}
 	for _, sh := range shapes {
 		ids := make([]int32, sh.prompt+sh.completion)
 		for i := range ids {
 			ids[i] = int32(rng.IntN(c.VocabSize))
+		}
+		if sh.sharesPrompt {
+			copy(ids, samples[len(samples)-1].Prompt)
 		}
 		base, err := ref.TokenLogprobs(ids, sh.prompt)
 		if err != nil {

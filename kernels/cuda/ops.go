@@ -152,7 +152,7 @@ func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
 	const op = "KVWrite"
 	i32(op, nTok, width, nTok*width)
-	c := b.buf(op, "cache", cache, width, kernels.F32)
+	c := b.buf(op, "cache", cache, width, kernels.F32, kernels.BF16)
 	tb := b.pages(op, pages, c, width)
 	xx := b.buf(op, "x", x, nTok*width, kernels.F32)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
@@ -160,7 +160,11 @@ func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPag
 	if nTok == 0 || width == 0 || !usable(c, tb, xx, s, p) {
 		return
 	}
-	b.launch("kv_write_f32", D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, tb.ptr,
+	name := "kv_write_f32"
+	if c.dt == kernels.BF16 {
+		name = "kv_write_bf16" // rounds to nearest even
+	}
+	b.launch(name, D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, tb.ptr,
 		int32(nTok), int32(width), int32(pages.BlockSize), int32(pages.MaxBlocks))
 }
 
@@ -172,9 +176,6 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	}
 	if headDim <= 0 || headDim > attentionMaxHeadDim {
 		panic(fmt.Sprintf("cuda: Attention: headDim %d outside 1..%d (attention.cu holds at most %d dims per thread)", headDim, attentionMaxHeadDim, attentionMaxHeadDim/attentionBlock))
-	}
-	if headDim > flashMaxHeadDim && kCache.DType() != kernels.F32 {
-		panic(fmt.Sprintf("cuda: Attention: headDim %d above %d needs f32 caches (the scalar attention.cu), got %v", headDim, flashMaxHeadDim, kCache.DType()))
 	}
 	if nHead > 65535 {
 		panic(fmt.Sprintf("cuda: Attention: nHead %d exceeds the grid's y limit 65535", nHead))
@@ -194,9 +195,15 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
 		return
 	}
-	// headDim 129..256: the scalar kernel. q, then the tile's probabilities and its keys' cache rows.
+	// headDim 129..256: the scalar kernel (attention_bf16 widens a bf16
+	// cache as it reads). q, then the tile's probabilities and its keys'
+	// cache rows.
 	shared := 4 * (headDim + 2*attentionBlock)
-	b.launch("attention_f32", D2(nTok, nHead), D1(attentionBlock), shared,
+	name := "attention_f32"
+	if kc.dt == kernels.BF16 {
+		name = "attention_bf16"
+	}
+	b.launch(name, D2(nTok, nHead), D1(attentionBlock), shared,
 		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
 		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale)
 }

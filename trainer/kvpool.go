@@ -1,0 +1,62 @@
+package trainer
+
+import (
+	"github.com/grpo-dev/grpo/estimate"
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// planKVPool sizes the sampler's KV pool for the run's rollouts from the
+// device's free memory, as grpo estimate plans it (estimate.KVPlan, with
+// the training envs' prompts rendered by the model's tokenizer): 0 (every
+// rollout's worst case at once) unless that does not fit, and then the
+// blocks that do, the rest of a step's rollouts waiting for blocks
+// (rollout.Options.KVBlocks). The free memory is the one read before the
+// weights loaded (recompute = "auto" reads it), or else what is free now
+// with the estimate's resident items (the weights, adapter and optimizer,
+// loaded by now) added back. Unknown free memory leaves the pool
+// unbounded, as before; rollouts on an inference server ([inference])
+// have no local pool to plan.
+func (r *run) planKVPool() {
+	if r.cfg.Inference.On() {
+		return
+	}
+	shapes := estimate.TrainShapes(r.cfg)
+	for i, te := range r.envs {
+		estimate.ProbeEnv(&shapes[i], te.env, r.tok, "train", r.cfg.Sampling.EnableThinking)
+	}
+	opts := estimate.Options{Device: r.be.Name(), Train: shapes}
+	av := r.freeMemory
+	if av == nil || !av.Known {
+		free, ok := r.freeNow()
+		if !ok {
+			return
+		}
+		e, err := estimate.Memory(r.cfg, r.base.Config, opts)
+		if err != nil {
+			return
+		}
+		av = &estimate.Available{Bytes: free + e.PhaseBytes(estimate.PhaseResident), Known: true}
+	}
+	opts.Available = av
+	e, err := estimate.Memory(r.cfg, r.base.Config, opts)
+	if err != nil {
+		return
+	}
+	for _, p := range e.KV {
+		if p.Phase == estimate.PhaseSampling && p.Bounded && p.Cap > 0 {
+			r.kvBlocks = p.Blocks
+			r.notes = append(r.notes, "KV cache: "+p.Summary())
+		}
+	}
+}
+
+// freeNow is the device's free memory now: the backend's own report on a
+// GPU, the host's MemAvailable otherwise.
+func (r *run) freeNow() (int64, bool) {
+	if mr, ok := r.be.(kernels.MemoryReporter); ok && r.be.Describe().GPU {
+		free, _, err := mr.MemInfo()
+		return free, err == nil
+	}
+	av, err := estimate.AvailableMemory(r.be.Name())
+	return av.Bytes, err == nil && av.Known
+}
