@@ -86,9 +86,12 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if err := b.validateRouting(c); err != nil {
 		return nil, err
 	}
-	sb, err := b.share(rows, slots, maxLen)
-	if err != nil {
-		return nil, err
+	var sb *sharedBatch
+	if !m.NoPrefixSharing {
+		var err error
+		if sb, err = b.share(rows, slots, maxLen); err != nil {
+			return nil, err
+		}
 	}
 	orig := b
 	var cache *KVCache
