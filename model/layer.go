@@ -27,6 +27,9 @@ type layerActs struct {
 	fused kernels.Buffer
 	xa    [NumProj]kernels.Buffer   // x·Aᵀ (n × rank) of o_proj and down_proj, for the backward
 	xaT   [numGroups]kernels.Buffer // A·xᵀ (Σ ranks × n) of the q/k/v and gate/up groups
+	// moe is the mixture-of-experts MLP's activations in a sparse layer
+	// (the dense gate, up and act are nil then).
+	moe *moeActs
 }
 
 // fusedWidth is the widest group's fused output.
@@ -45,6 +48,9 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 		fused: a.alloc(kernels.F32, n*c.fusedWidth()),
 	}
 	s.h2, s.qPre, s.kPre, s.act = s.h1, s.q, s.k, s.gate
+	if c.SparseLayers() > 0 {
+		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
+	}
 	return s
 }
 
@@ -58,10 +64,14 @@ func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, 
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
 		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
-		gate: f(n * inter), up: f(n * inter), fused: fused}
+		fused: fused}
+	if !c.IsSparse(l) {
+		s.gate, s.up = f(n*inter), f(n*inter)
+	}
 	// o lives from a projection to the residual add that follows it, while
 	// the groups' fused output is dead (split before, rewritten after), and
-	// the backward never reads it: it is a view of fused.
+	// the backward never reads it: it is a view of fused. (A sparse layer's
+	// experts write it from their own scratch, moeScratch.)
 	if c.fusedWidth() >= h {
 		s.o = fused.Slice(0, n*h)
 	} else {
@@ -70,7 +80,7 @@ func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, 
 	if drop < RecomputeSelective {
 		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
 	}
-	if drop < RecomputeSwiGLU {
+	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
 		s.act = f(n * inter)
 	}
 	s.qPre, s.kPre = s.q, s.k
@@ -113,10 +123,14 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	be.Add(s.xMid, s.xIn, s.o, n*h)
 
 	be.RMSNorm(s.h2, s.rstd2, s.xMid, w.PostAttnNorm, n, h, eps)
-	m.projectGroup(a, l, groupGateUp, []kernels.Buffer{s.gate, s.up}, []kernels.Buffer{nil, nil},
-		s.h2, w.GateUp, s.fused, n, s.xaT[groupGateUp])
-	be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
-	m.project(a, l, ProjDown, s.o, s.act, w.Down, nil, n, s.xa[ProjDown])
+	if w.MoE != nil {
+		m.moeForward(l, s.moe, s.h2, s.o, n)
+	} else {
+		m.projectGroup(a, l, groupGateUp, []kernels.Buffer{s.gate, s.up}, []kernels.Buffer{nil, nil},
+			s.h2, w.GateUp, s.fused, n, s.xaT[groupGateUp])
+		be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
+		m.project(a, l, ProjDown, s.o, s.act, w.Down, nil, n, s.xa[ProjDown])
+	}
 	be.Add(s.xOut, s.xMid, s.o, n*h)
 }
 

@@ -74,3 +74,38 @@ func staticMicroBatches(t *testing.T, be *cuda.Backend, m *model.Model, dlogp ke
 		}
 	}
 }
+
+// TestStaticTrainMicroBatchMoE is TestStaticTrainMicroBatch on the
+// Qwen3-MoE tiny model (every layer sparse): the sparse MLP's forward and
+// backward are device work on fixed shapes too, so after the first
+// micro-batch nothing is allocated, freed or waited for. Scoped to
+// micro-batches without routing replay (Batch.Experts) and without the
+// load-balancing loss (Trace.AuxCoef): those compute host metrics
+// (Trace.RoutingMismatch, Trace.AuxLoss, the aux gradient) from values
+// read back per micro-batch, so they sync by design.
+func TestStaticTrainMicroBatchMoE(t *testing.T) {
+	be := emu.New()
+	defer be.Close()
+	base, err := model.Load("../testdata/models/qwen3-moe-tiny", be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Config.SparseLayers() == 0 {
+		t.Fatal("qwen3-moe-tiny has no sparse layer")
+	}
+	ad, err := lora.New(base, lora.DefaultConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seqs, seqLen = 4, 16
+	dlogp := be.Alloc(kernels.F32, seqs*(seqLen-4))
+	be.Fill(dlogp, 0.5, dlogp.Len())
+	for _, setting := range []string{"none", "layer"} {
+		m := base.WithAdapter(ad)
+		var err error
+		if m.Recompute, m.CheckpointLayers, err = model.ParseRecomputeSetting(setting); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(setting, func(t *testing.T) { staticMicroBatches(t, be, m, dlogp, seqs, seqLen) })
+	}
+}

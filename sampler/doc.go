@@ -53,4 +53,8 @@
 // the tokens and log-probs come back. The host mirrors each stream's draws,
 // so when the set changes (a sequence finishes, joins or is appended to)
 // it reloads the decoder and the tokens are those of the Forward path.
+// A mixture-of-experts model decodes statically too (its sparse layers'
+// buffers are in the workspace), except while the sampler records expert
+// routing (Config.RecordExperts): the record is read back per Forward
+// call, so those steps take the Forward path.
 package sampler

@@ -30,9 +30,15 @@ type staticState struct {
 	lps    []float32
 }
 
-// staticOK reports whether live can take a static step.
+// staticOK reports whether live can take a static step. Not while the
+// sampler records expert routing (Config.RecordExperts on a
+// mixture-of-experts model): the record is read back per Forward call
+// into each sequence (routing.go), which the decoder's graph does not do,
+// so those steps take the Forward path. A sparse model that does not
+// record decodes statically: its MoE forward (model.moeForward) is device
+// work on fixed shapes, its buffers in the bucket's inferenceActs.
 func (s *Sampler) staticOK(live []*Seq) bool {
-	if _, ok := s.m.Backend.(kernels.Graphs); !ok || len(live) > s.cfg.Slots {
+	if _, ok := s.m.Backend.(kernels.Graphs); !ok || len(live) > s.cfg.Slots || s.recordingRouting() {
 		return false
 	}
 	for _, q := range live {

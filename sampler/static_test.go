@@ -2,11 +2,13 @@ package sampler
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/emu"
+	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -129,6 +131,82 @@ func TestStaticDecodeReseedOnEmu(t *testing.T) {
 	for i := range want {
 		if !slices.Equal(got[i], want[i]) {
 			t.Fatalf("turn %d: static %v, Forward path %v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestStaticDecodeMoEOnEmu: Qwen3-MoE (the tiny test model, every layer
+// sparse) decodes through the static path when it records no routing,
+// and through Forward when it does (Config.RecordExperts: the record is
+// read back per Forward call); either way every token and log-prob equals
+// the Forward path's, and the recorded routing equals it too; with and
+// without an adapter on the experts and routers (testdata/lora/theirs-moe).
+func TestStaticDecodeMoEOnEmu(t *testing.T) {
+	be := emu.New()
+	defer be.Close()
+	type result struct {
+		turns   []Turn
+		experts [][]int32
+		graphs  int64
+	}
+	run := func(b kernels.Backend, record, adapted bool) result {
+		m, err := model.Load(filepath.Join("..", "testdata", "models", "qwen3-moe-tiny"), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Free()
+		if m.Config.SparseLayers() == 0 {
+			t.Fatal("qwen3-moe-tiny has no sparse layer")
+		}
+		if adapted {
+			// PEFT's layout: q_proj, the experts' gate_proj and
+			// down_proj (rank 2), the routers.
+			ad, err := lora.Load(filepath.Join("..", "testdata", "lora", "theirs-moe"), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ad.Free()
+			m = m.WithAdapter(ad)
+		}
+		s := newSampler(t, m, nil, Config{Slots: 4, MaxLen: 48, RecordExperts: record})
+		before := be.Counts()
+		var seqs []*Seq
+		for i, p := range prompts(3) {
+			ps := sampling(uint64(70 + i))
+			ps.MaxTokens = 5 + 2*i
+			q, err := s.Start(p, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, q)
+		}
+		if err := s.Run(context.Background(), seqs); err != nil {
+			t.Fatal(err)
+		}
+		var r result
+		for _, q := range seqs {
+			r.turns = append(r.turns, q.Turn)
+			r.experts = append(r.experts, slices.Clone(q.Experts()))
+		}
+		r.graphs = be.Counts().Sub(before).GraphLaunches
+		return r
+	}
+	for _, adapted := range []bool{false, true} {
+		want := run(hideGraphs{be}, true, adapted)
+		for _, record := range []bool{false, true} {
+			got := run(be, record, adapted)
+			if record != (got.graphs == 0) {
+				t.Errorf("adapted %v, record %v: %d graph launches (want %s)", adapted, record, got.graphs, map[bool]string{false: "some", true: "none: the Forward path"}[record])
+			}
+			for i := range want.turns {
+				if !slices.Equal(got.turns[i].Tokens, want.turns[i].Tokens) || !slices.Equal(got.turns[i].Logprobs, want.turns[i].Logprobs) {
+					t.Fatalf("adapted %v, record %v, sequence %d: %v %v, Forward path %v %v", adapted, record, i,
+						got.turns[i].Tokens, got.turns[i].Logprobs, want.turns[i].Tokens, want.turns[i].Logprobs)
+				}
+				if record && !slices.Equal(got.experts[i], want.experts[i]) {
+					t.Fatalf("adapted %v, sequence %d: recorded routing differs from the Forward path's", adapted, i)
+				}
+			}
 		}
 	}
 }

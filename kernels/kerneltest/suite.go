@@ -63,6 +63,7 @@ func Cases() []Case {
 		logSoftmaxGatherCases(),
 		addI32Cases(),
 		sampleStreamCases(),
+		moeCases(),
 	} {
 		cs = append(cs, group...)
 	}
