@@ -57,7 +57,12 @@ var kernelMaxBlock = map[string]int{
 	"sum_squares_partial_f32": sumSquaresBlock, "sum_squares_finish_f32": sumSquaresMaxBlocks,
 	"attention_f32": attentionBlock, "attention_backward_f32": attentionBackwardBlock,
 	"log_softmax_gather_f32": logSoftmaxMaxBlock, "log_softmax_gather_backward_f32": logSoftmaxMaxBlock,
-	"sample_f32":    sampleMaxBlock,
+	"sample_f32":      sampleMaxBlock,
+	"add_rmsnorm_f32": rowBlock, "add_rmsnorm_wbf16": rowBlock,
+	"swiglu_rows_f32": elementwiseBlock, "swiglu_rows_backward_f32": elementwiseBlock,
+	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
+	"lora_expand_backward_dxa_f32": loraBlock, "lora_expand_backward_db_f32": loraBlock,
+	"lora_shrink_backward_dx_f32": loraBlock, "lora_shrink_backward_da_f32": loraBlock,
 	"batch_std_f64": advantagesBlock, "group_advantages_f32": advantagesBlock,
 }
 

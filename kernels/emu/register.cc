@@ -23,6 +23,8 @@ void emu_register_policy_loss(const char* prefix);
 void emu_register_advantages(const char* prefix);
 void emu_register_attention_backward(const char* prefix);
 void emu_register_sampling(const char* prefix);
+void emu_register_fused(const char* prefix);
+void emu_register_lora(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
 void emu_register_planted_oob(const char* prefix);
@@ -50,6 +52,8 @@ extern "C" void emu_register_all(void) {
 		emu_register_advantages("");
 		emu_register_attention_backward("");
 		emu_register_sampling("");
+		emu_register_fused("");
+		emu_register_lora("");
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");
 		emu_register_planted_oob("planted-oob/");

@@ -51,6 +51,7 @@ func Cases() []Case {
 		bufferCases(),
 		describeCases(),
 		matMulCases(),
+		matMulBF16ACases(),
 		gatherRowsCases(),
 		copyColumnsCases(),
 		rmsNormCases(),
@@ -61,6 +62,10 @@ func Cases() []Case {
 		kvWriteCases(),
 		attentionCases(),
 		logSoftmaxGatherCases(),
+		addRMSNormCases(),
+		swiGLURowsCases(),
+		loRAShrinkCases(),
+		loRAExpandCases(),
 	} {
 		cs = append(cs, group...)
 	}

@@ -53,6 +53,9 @@ func TrainCases() []Case {
 		policyLossCases(),
 		groupAdvantagesCases(),
 		adamWCases(),
+		swiGLURowsBackwardCases(),
+		loRAExpandBackwardCases(),
+		loRAShrinkBackwardCases(),
 	} {
 		cs = append(cs, group...)
 	}

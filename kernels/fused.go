@@ -1,0 +1,33 @@
+package kernels
+
+// FusedOps do in one pass what the model would otherwise do in several:
+// each saves launches (and a round trip of the activations through
+// memory) on a GPU, where a decode step is bound by launches and bytes,
+// not flops. Each is specified by its plain-loop reference in
+// kernels/kerneltest, as every op is.
+type FusedOps interface {
+	// AddRMSNorm is the residual add and the next RMSNorm in one pass. For
+	// each of rows rows of width dim, with s = x + r (rounded to f32), it
+	// writes sum = s and out = s / sqrt(mean(s²) + eps) · w, and rstd (if
+	// not nil) as RMSNorm does. With r nil there is no add: s = x and sum
+	// must be nil. sum may alias x or r; out aliases none of them. If
+	// outBF16 (a BF16 buffer) is not nil it also receives out rounded to
+	// bf16 (nearest-even): the A operand of the next MatMul with BF16
+	// weights, which that MatMul then takes as it is.
+	AddRMSNorm(sum, out, outBF16, rstd, x, r, w Buffer, rows, dim int, eps float32)
+
+	// SwiGLURows computes out = silu(gate) · up (rows × width) where gate
+	// and up are the two halves of each row of gateUp (rows × 2·width):
+	// the fused gate/up GEMM's output, read in place rather than split
+	// first. outBF16 is as in AddRMSNorm.
+	SwiGLURows(out, outBF16, gateUp Buffer, rows, width int)
+}
+
+// FusedTrainOps are the backwards of FusedOps that training needs.
+type FusedTrainOps interface {
+	// SwiGLURowsBackward is SwiGLURows' backward: row r of dGateUp (rows ×
+	// 2·width, overwritten) receives dgate in its first half and dup in
+	// its second, from dy (rows × width) and the forward's gateUp, with
+	// the formulas of SwiGLUBackward.
+	SwiGLURowsBackward(dGateUp, dy, gateUp Buffer, rows, width int)
+}

@@ -1,0 +1,130 @@
+package kerneltest
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// swiGLURowsBackwardCases cover width 1, odd widths and the overflow-prone
+// gates; dGateUp starts as NaN, so both halves must be written.
+func swiGLURowsBackwardCases() []Case {
+	shapes := [][2]int{{1, 1}, {3, 13}, {7, 500}}
+	var cs []Case
+	for i, s := range shapes {
+		rows, width, seed := s[0], s[1], uint64(5400+i)
+		cs = append(cs, trainCase("SwiGLURowsBackward", fmt.Sprintf("rows=%d,width=%d", rows, width), func(b kernels.Backend, tb kernels.TrainOps) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			gu := e.uniform(rows*2*width, 8)
+			if width >= 9 {
+				copy(gu, []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000})
+			}
+			gateUp := e.in("gateUp", gu)
+			dy := e.in("dy", e.uniform(rows*width, 2))
+			d := e.out("dGateUp", nans(rows*2*width))
+			want := RefSwiGLURowsBackward(dy.values(), gateUp.values(), rows, width)
+			tb.SwiGLURowsBackward(d.view, dy.view, gateUp.view, rows, width)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			return Compare("dGateUp", d.result(b), want, tolElementwise)
+		}))
+	}
+	return cs
+}
+
+// loRAExpandBackwardCases run every layout of loRAExpandCases; DB starts
+// with values (it accumulates), dxa as NaN (it is overwritten), and the
+// last of several parts wants no B gradient.
+func loRAExpandBackwardCases() []Case {
+	var cs []Case
+	for li, l := range loraLayouts {
+		for ri, rows := range []int{1, 5, 70} {
+			l, rows, seed := l, rows, uint64(5500+10*li+ri)
+			cs = append(cs, trainCase("LoRAExpandBackward", fmt.Sprintf("%s,rows=%d", l.name, rows), func(b kernels.Backend, tb kernels.TrainOps) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				parts, ys, bs, dbs := l.operands(e, rows, true, true)
+				xa := e.in("xa", e.uniform(rows*l.ranks(), 1))
+				dxa := e.out("dxa", nans(rows*l.ranks()))
+				var ysv [][]float64
+				for _, y := range ys {
+					ysv = append(ysv, y.values())
+				}
+				wantDxa, wantDB := RefLoRAExpandBackward(xa.values(), l.refParts(bs), ysv, rows)
+				tb.LoRAExpandBackward(dxa.view, xa.view, parts, rows)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				if err := Compare("dxa", dxa.result(b), wantDxa, tolMatMul); err != nil {
+					return err
+				}
+				for i, db := range dbs {
+					if db == nil {
+						continue
+					}
+					want := db.values()
+					for j := range want {
+						want[j] += wantDB[i][j]
+					}
+					if err := Compare(db.name, db.result(b), want, tolMatMul); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+		}
+	}
+	return cs
+}
+
+// loRAShrinkBackwardCases: dx and da accumulate into values already there,
+// and each may be skipped (nil).
+func loRAShrinkBackwardCases() []Case {
+	type shape struct {
+		rows, in, ranks int
+		dx, da          bool
+	}
+	shapes := []shape{{1, 1, 1, true, true}, {3, 17, 5, true, false}, {9, 64, 48, false, true}, {130, 96, 24, true, true}}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(5600+i)
+		cs = append(cs, trainCase("LoRAShrinkBackward", fmt.Sprintf("rows=%d,in=%d,ranks=%d,dx=%v,da=%v", s.rows, s.in, s.ranks, s.dx, s.da), func(b kernels.Backend, tb kernels.TrainOps) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			x := e.in("x", e.uniform(s.rows*s.in, 1))
+			a := e.in("A", e.uniform(s.ranks*s.in, 1))
+			dxa := e.in("dxa", e.uniform(s.rows*s.ranks, 1))
+			var dx, da *operand
+			if s.dx {
+				dx = e.out("dx", e.uniform(s.rows*s.in, 1))
+			}
+			if s.da {
+				da = e.out("dA", e.uniform(s.ranks*s.in, 1))
+			}
+			wantDx, wantDa := RefLoRAShrinkBackward(dxa.values(), x.values(), a.values(), s.rows, s.in, s.ranks)
+			tb.LoRAShrinkBackward(view(dx), view(da), dxa.view, x.view, a.view, s.rows, s.in, s.ranks)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			for _, c := range []struct {
+				o    *operand
+				grad []float64
+			}{{dx, wantDx}, {da, wantDa}} {
+				if c.o == nil {
+					continue
+				}
+				want := c.o.values()
+				for j := range want {
+					want[j] += c.grad[j]
+				}
+				if err := Compare(c.o.name, c.o.result(b), want, tolMatMul); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	return cs
+}
