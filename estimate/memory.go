@@ -343,8 +343,8 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // activations of the largest Forward call it makes, a prefill chunk of up
 // to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
 // set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; k, v:
-// kv; gate, up: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// fusedWidth), three int32 index vectors, the LoRA x·Aᵀ
+// kv; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
+// fusedWidth, which SwiGLURows reads in place), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
 func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
@@ -357,7 +357,7 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) 
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
-	acts := n*(3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
+	acts := n*(3*h+2*q+2*kv+inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
 		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
@@ -393,10 +393,10 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 // (lossRows) and are the only ones scored. f32 unless noted:
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
-//	  index + cache row (4 × 4 B); the fused GEMMs' output that every
-//	  layer splits (fusedWidth); and per layer (model/layer.go
+//	  index + cache row (4 × 4 B); the fused q/k/v GEMM's output that
+//	  every layer splits (qkvWidth); and per layer (model/layer.go
 //	  trainingActs) 5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q
-//	  (q, attn) + 2kv (k, v) + heads (lse) + 3·inter (gate, up, act)
+//	  (q, attn) + 2kv (k, v) + heads (lse) + 3·inter (gateUp, act)
 //	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted
 //	  proj, and its own KV cache: 2kv per layer;
 //	  per scored row: target and row index (2 × 4 B), the gathered final
@@ -410,8 +410,8 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
 //	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
 //	  scored row, freed before the layers) and one layer's, per token,
-//	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
-//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
+//	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
+//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dxa) + h
 //	  (dh1), freed before the next layer
 //
 // so the phase holds trace + max(reference, loss + backward).
@@ -428,8 +428,8 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	if mc.Arch().QKNorm {
 		perLayer += q + kv + heads + kvHeads
 	}
-	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
-	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	tokenHead := h + 4 + qkvWidth(mc) // x, token/slot/position/cache-row indices, fused q/k/v GEMM output
+	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
 	cache := kvBytes(mc, n)
 	e.add(PhaseTraining, "activations (trace)", trace,
@@ -462,9 +462,15 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 }
 
 // fusedWidth is the width of the one buffer the fused q/k/v and gate/up
-// GEMMs write before their output is split (model/layer.go).
+// GEMMs write in inference (model/layer.go inferenceActs).
 func fusedWidth(mc *model.Config) int64 {
 	return int64(max(mc.NumHeads*mc.HeadDim+2*mc.NumKVHeads*mc.HeadDim, 2*mc.IntermediateSize))
+}
+
+// qkvWidth is the fused q/k/v GEMM's output width: the trace's one shared
+// buffer in training, where gate/up writes each layer's own gateUp.
+func qkvWidth(mc *model.Config) int64 {
+	return int64(mc.NumHeads*mc.HeadDim + 2*mc.NumKVHeads*mc.HeadDim)
 }
 
 func dims(mc *model.Config) (h, q, kv, inter, v int64) {

@@ -51,8 +51,13 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	be.GatherRows(x, m.W.Embed, idx.tokens, n, h)
 	acts := m.inferenceActs(a, x, n)
 	for l := range m.W.Layers {
-		m.layerForward(a, l, cache, idx, n, acts)
+		prev := acts
+		if l == 0 {
+			prev = nil
+		}
+		m.layerForward(a, l, cache, idx, n, acts, prev)
 	}
+	m.finishLayers(acts, n)
 
 	rows := a.alloc(kernels.I32, len(logitRows))
 	be.UploadI32(rows, logitRows)

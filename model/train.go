@@ -89,13 +89,15 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
-	fused := a.alloc(kernels.F32, n*c.fusedWidth())
+	shared := m.sharedTrainingActs(a, n)
+	var prev *layerActs
 	for l := range m.W.Layers {
-		s := m.trainingActs(a, l, x, fused, n)
-		m.layerForward(a, l, cache, tr.idx, n, s)
+		s := m.trainingActs(a, l, x, shared, n)
+		m.layerForward(a, l, cache, tr.idx, n, s, prev)
 		tr.layers = append(tr.layers, s)
-		x = s.xOut
+		x, prev = s.xOut, s
 	}
+	m.finishLayers(prev, n)
 	tr.xFinal = x
 	if tr.rows != nil {
 		tr.xFinal = a.alloc(kernels.F32, r*h)
@@ -173,13 +175,18 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 
-	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid).
+	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
+	// gate and up are the halves of the fused gateUp, and so are their
+	// gradients: the base part of dh2 is one GEMM with the fused weight.
 	dAct := f(n * inter)
 	m.projectBackward(a, l, ProjDown, dAct, dx, s.act, w.Down, n, s.xa[ProjDown], false)
-	dGate, dUp := f(n*inter), f(n*inter)
-	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, n*inter)
+	dGateUp := f(n * 2 * inter)
+	be.SwiGLURowsBackward(dGateUp, dAct, s.gateUp, n, inter)
 	dh2 := f(n * h)
-	m.projectGroupBackward(a, l, groupGateUp, dh2, []kernels.Buffer{dGate, dUp}, s.h2, []kernels.Buffer{w.Gate, w.Up}, n, s.xaT[groupGateUp], false)
+	be.MatMul(dh2, dGateUp, w.GateUp, n, h, 2*inter, false, false, 1, 0)
+	m.loraGroupBackward(a, l, groupGateUp, dh2, s.h2, n, s.xaG[groupGateUp], func(i int) (kernels.Buffer, int, int) {
+		return dGateUp, 2 * inter, i * inter
+	})
 	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
@@ -198,11 +205,22 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 		be.RMSNormBackward(dq, dq, s.qPre, w.QNorm, s.rstdQ, n*c.NumHeads, hd, false)
 		be.RMSNormBackward(dk, dk, s.kPre, w.KNorm, s.rstdK, n*c.NumKVHeads, hd, false)
 	}
+	// q/k/v's gradients are separate buffers: the base part of dh1 is one
+	// GEMM per projection on the views of the fused weight (joining the
+	// gradients would cost a copy each); the LoRA part reads them in place.
+	dys := []kernels.Buffer{dq, dk, dv}
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)
+		for i, wp := range []kernels.Buffer{w.Q, w.K, w.V} {
+			_, out := c.Dims(groupProjs[groupQKV][i])
+			be.MatMul(dh1, dys[i], wp, n, h, out, false, false, 1, float32(min(i, 1)))
+		}
 	}
-	m.projectGroupBackward(a, l, groupQKV, dh1, []kernels.Buffer{dq, dk, dv}, s.h1, []kernels.Buffer{w.Q, w.K, w.V}, n, s.xaT[groupQKV], false)
+	m.loraGroupBackward(a, l, groupQKV, dh1, s.h1, n, s.xaG[groupQKV], func(i int) (kernels.Buffer, int, int) {
+		_, out := c.Dims(groupProjs[groupQKV][i])
+		return dys[i], out, 0
+	})
 	if needInput {
 		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}
@@ -225,15 +243,7 @@ func (m *Model) projectBackward(a *arena, layer int, p Proj, dx, dy, x, w kernel
 	if lr == nil {
 		return
 	}
-	dyB := a.alloc(kernels.F32, n*lr.Rank)
-	be.MatMul(dyB, dy, lr.B, n, lr.Rank, outDim, false, false, 1, 0)
-	if dx != nil {
-		be.MatMul(dx, dyB, lr.A, n, inDim, lr.Rank, false, false, lr.Scale, 1)
-	}
-	if lr.DB != nil {
-		be.MatMul(lr.DB, dy, xa, outDim, lr.Rank, n, true, false, lr.Scale, 1)
-	}
-	if lr.DA != nil {
-		be.MatMul(lr.DA, dyB, x, lr.Rank, inDim, n, true, false, lr.Scale, 1)
-	}
+	dxa := a.alloc(kernels.F32, n*lr.Rank)
+	be.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, outDim, 0)}, n)
+	be.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
 }
