@@ -339,6 +339,10 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 	return 2 * int64(mc.NumLayers) * rows * int64(mc.NumKVHeads*mc.HeadDim) * f32Bytes
 }
 
+// kvTableBytes is a cache's block table: entries int32s (slots × blocks
+// per slot; one per slot for a contiguous cache).
+func kvTableBytes(entries int64) int64 { return entries * 4 }
+
 // samplingBytes sizes one environment's sampler: its KV cache, and the
 // activations of the largest Forward call it makes, a prefill chunk of up
 // to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
@@ -354,7 +358,7 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) 
 	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
 	var p phaseBytes
 	p.maxLen = maxLen
-	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)),
+	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)) + kvTableBytes(slots),
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
 	acts := n*(3*h+2*q+2*kv+inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
@@ -431,7 +435,8 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	tokenHead := h + 4 + qkvWidth(mc) // x, token/slot/position/cache-row indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
-	cache := kvBytes(mc, n)
+	perSeq := int64(max(1, longest-1))
+	cache := kvBytes(mc, n) + kvTableBytes((n+perSeq-1)/perSeq) // one table entry per sequence
 	e.add(PhaseTraining, "activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
 	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))

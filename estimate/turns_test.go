@@ -36,10 +36,11 @@ func TestEstimateCountsTurns(t *testing.T) {
 	one, _ := kv(1)
 	three, detail := kv(3)
 	// No tokenizer with a named shape: the prompt is taken at 256 tokens.
-	if want := perToken * (AssumedPromptTokens + 100); one != want {
+	table := kvTableBytes(16)
+	if want := perToken*(AssumedPromptTokens+100) + table; one != want {
 		t.Errorf("1 turn: KV cache %d bytes, want %d", one, want)
 	}
-	if want := perToken * (AssumedPromptTokens + 3*100 + 2*rollout.ReplyBudget); three != want {
+	if want := perToken*(AssumedPromptTokens+3*100+2*rollout.ReplyBudget) + table; three != want {
 		t.Errorf("3 turns: KV cache %d bytes, want %d", three, want)
 	}
 	if !strings.Contains(detail, "3 turns × max_tokens 100 + 2 replies") {

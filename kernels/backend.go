@@ -10,7 +10,8 @@
 //   - Shapes are passed explicitly; an op reads exactly the elements the shape
 //     names and never writes outside its output range, so views (Slice) of a
 //     larger buffer are safe operands.
-//   - Index operands (token ids, cache slots, positions) are I32 buffers.
+//   - Index operands (token ids, sequences, positions, block tables) are
+//     I32 buffers.
 //   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
 //     Sample's token ids (I32) and the bf16 casts the fused ops write for
@@ -157,22 +158,26 @@ type Ops interface {
 	// out may alias gate or up.
 	SwiGLU(out, gate, up Buffer, n int)
 
-	// KVWrite stores row t of x (nTok × width) at cache[slot[t], pos[t], :],
-	// where cache is slots × maxLen × width.
-	KVWrite(cache, x, slot, pos Buffer, nTok, width, maxLen int)
+	// KVWrite stores row t of x (nTok × width) at position pos[t] of
+	// sequence seq[t] in the paged cache (NumBlocks × BlockSize × width):
+	// block pages.Table[seq[t]·MaxBlocks + pos[t]/BlockSize], row
+	// pos[t] % BlockSize. Two tokens must not name the same cache row.
+	KVWrite(cache, x, seq, pos Buffer, pages KVPages, nTok, width int)
 
-	// Attention is causal grouped-query attention over a KV cache. Token t
-	// (query row q[t], nHead × headDim) belongs to cache slot slot[t] at
-	// position pos[t] and attends to cache positions 0..pos[t] inclusive of
-	// that slot, so prefill (many tokens per slot), decode (one token per
-	// slot) and packed training batches are the same call. Query head h reads
-	// KV head h / (nHead/nKV). kCache and vCache are slots × maxLen × nKV ×
-	// headDim. out is nTok × nHead × headDim. If lse is not nil it receives
-	// the log-sum-exp of the scaled scores per (token, head), nTok × nHead,
-	// which the backward pass uses to recompute probabilities. Cache
-	// entries past a slot's largest queried position may hold garbage
-	// (even NaN) and must not be read.
-	Attention(out, lse, q, kCache, vCache, slot, pos Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32)
+	// Attention is causal grouped-query attention over a paged KV cache
+	// (see KVPages). Token t (query row q[t], nHead × headDim) belongs to
+	// sequence seq[t] at position pos[t] and attends to positions
+	// 0..pos[t] inclusive of that sequence, wherever its block table puts
+	// them, so prefill (many tokens per sequence), decode (one token per
+	// sequence), packed training batches and sequences sharing prompt
+	// blocks are the same call. Query head h reads KV head h / (nHead/nKV).
+	// kCache and vCache are NumBlocks × BlockSize × nKV × headDim. out is
+	// nTok × nHead × headDim. If lse is not nil it receives the
+	// log-sum-exp of the scaled scores per (token, head), nTok × nHead,
+	// which the backward pass uses to recompute probabilities. Cache rows
+	// past a sequence's largest queried position, and blocks no queried
+	// position maps to, may hold garbage (even NaN) and must not be read.
+	Attention(out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
 
 	// LogSoftmaxGather computes, for each of rows rows of logits (rows ×
 	// vocab), logp[r] = log_softmax(logits[r])[target[r]]. If entropy is not

@@ -35,9 +35,11 @@ type TrainOps interface {
 	// AttentionBackward is the backward of Attention for the same operands:
 	// given dout, the forward's out and lse, it writes dq (nTok × nHead ×
 	// headDim, overwritten) and adds the key and value gradients into dk and
-	// dv, laid out like the caches (slots × maxLen × nKV × headDim; the
-	// caller zeroes them). Probabilities are recomputed from q, k and lse.
-	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, slot, pos Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32)
+	// dv, laid out like the caches (NumBlocks × BlockSize × nKV × headDim,
+	// through the same pages; the caller zeroes them). Probabilities are
+	// recomputed from q, k and lse. A block shared by several sequences
+	// gets the sum of their gradients.
+	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
 
 	// ScatterRows copies row i of src (n × cols) into row idx[i] of out,
 	// for i < n; rows of out that no index names keep their values. The

@@ -7,8 +7,9 @@ import (
 )
 
 // Batch is a packed set of new tokens from one or more sequences. Token i
-// is Tokens[i], belongs to the sequence held in KV-cache slot Slots[i], and
-// sits at position Positions[i] of that sequence. Within a Forward call a
+// is Tokens[i], belongs to the sequence held in KV-cache slot Slots[i] (its
+// row of the block table), and sits at position Positions[i] of that
+// sequence. Within a Forward call a
 // token attends to every cache entry of its slot at positions ≤ its own, so
 // those entries must be written earlier or by the same batch.
 type Batch struct {
@@ -29,6 +30,8 @@ func (b *Batch) Add(slot int, start int, tokens ...int32) {
 	}
 }
 
+// validate checks the batch against the model and the cache and maps the
+// cache blocks it writes (KVCache.mapBatch).
 func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 	n := len(b.Tokens)
 	if n == 0 {
@@ -48,16 +51,21 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 			return fmt.Errorf("position %d at index %d is beyond the cache length %d", p, i, cache.MaxLen)
 		}
 	}
-	return nil
+	return cache.mapBatch(b)
 }
 
-// batchIndex holds a batch's index arrays on the backend.
-type batchIndex struct{ tokens, slots, pos kernels.Buffer }
+// batchIndex holds a batch's index arrays on the backend, and the cache's
+// block table they index.
+type batchIndex struct {
+	tokens, slots, pos kernels.Buffer
+	pages              kernels.KVPages
+}
 
-// upload copies the batch's index arrays to the backend.
-func (b *Batch) upload(be kernels.Backend, a *arena) batchIndex {
+// upload copies the batch's index arrays to the backend, with the cache's
+// block table (mapped for the batch first).
+func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex {
 	n := len(b.Tokens)
-	idx := batchIndex{a.alloc(kernels.I32, n), a.alloc(kernels.I32, n), a.alloc(kernels.I32, n)}
+	idx := batchIndex{tokens: a.alloc(kernels.I32, n), slots: a.alloc(kernels.I32, n), pos: a.alloc(kernels.I32, n), pages: cache.Pages()}
 	be.UploadI32(idx.tokens, b.Tokens)
 	be.UploadI32(idx.slots, b.Slots)
 	be.UploadI32(idx.pos, b.Positions)

@@ -1,25 +1,86 @@
 package model
 
-import "github.com/grpo-dev/grpo/kernels"
+import (
+	"fmt"
 
-// KVCache holds keys and values for Slots sequences of up to MaxLen tokens:
-// per layer, K and V are Slots × MaxLen × NumKVHeads × HeadDim. A slot is
-// any sequence's home; the sampler reuses slots as sequences finish.
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// KVCache holds keys and values in a pool of blocks: per layer, K and V are
+// NumBlocks × BlockSize × NumKVHeads × HeadDim. Each of Slots sequences
+// maps its positions onto blocks through its row of the block table
+// (kernels.KVPages), so a sequence takes blocks as it grows, returns them
+// when released, and shares them with sequences forked from it (a GRPO
+// group's prompt); a shared block is copied when one of them first writes
+// into it. A slot is any sequence's row of the table; the sampler reuses
+// slots as sequences finish.
+//
+// A contiguous cache (NewKVCache: training, scoring) is the identity table,
+// one block of MaxLen rows per slot, mapped for the cache's life.
 type KVCache struct {
 	Slots, MaxLen int
-	K, V          []kernels.Buffer // one per layer
-	backend       kernels.Backend
+	// BlockSize is the positions per block; MaxBlocks the blocks one slot
+	// can map (MaxLen rounded up); NumBlocks the blocks in the pool.
+	BlockSize, MaxBlocks, NumBlocks int
+	K, V                            []kernels.Buffer // one per layer
+	backend                         kernels.Backend
+	width                           int // NumKVHeads × HeadDim: one row
+	fixed                           bool
+	blocks
 }
 
-// NewKVCache allocates a cache for slots sequences of up to maxLen tokens.
+// NewKVCache allocates a contiguous cache for slots sequences of up to
+// maxLen tokens: slot s is block s.
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
-	c := &KVCache{Slots: slots, MaxLen: maxLen, backend: m.Backend}
-	n := slots * maxLen * m.Config.NumKVHeads * m.Config.HeadDim
+	c := m.newCache(slots, maxLen, maxLen, slots)
+	c.fixed = true
+	copy(c.table, kernels.IdentityTable(slots))
+	for b := range c.refs {
+		c.refs[b] = 1
+	}
+	c.free = c.free[:0]
+	return c
+}
+
+// NewPagedKVCache allocates a pool of numBlocks blocks of blockSize
+// positions, shared by slots sequences of up to maxLen tokens each. Blocks
+// are mapped as Forward writes positions, shared by Fork and returned by
+// Release.
+func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCache, error) {
+	switch {
+	case slots < 1 || maxLen < 1:
+		return nil, fmt.Errorf("paged KV cache: %d slots of %d tokens: want at least one of each", slots, maxLen)
+	case blockSize < 1:
+		return nil, fmt.Errorf("paged KV cache: block size %d: want at least 1 token", blockSize)
+	case numBlocks < 1:
+		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
+	}
+	return m.newCache(slots, maxLen, blockSize, numBlocks), nil
+}
+
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int) *KVCache {
+	width := m.Config.NumKVHeads * m.Config.HeadDim
+	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
+		NumBlocks: numBlocks, backend: m.Backend, width: width}
+	n := numBlocks * blockSize * width
 	for range m.Config.NumLayers {
 		c.K = append(c.K, m.Backend.Alloc(kernels.F32, n))
 		c.V = append(c.V, m.Backend.Alloc(kernels.F32, n))
 	}
+	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
+	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
+	c.dirty = true
 	return c
+}
+
+// Pages is the block table as the kernels read it, uploaded first if it
+// changed since the last call.
+func (c *KVCache) Pages() kernels.KVPages {
+	if c.dirty {
+		c.backend.UploadI32(c.tableBuf, c.table)
+		c.dirty = false
+	}
+	return kernels.KVPages{Table: c.tableBuf, BlockSize: c.BlockSize, MaxBlocks: c.MaxBlocks}
 }
 
 // Bytes is the cache's memory footprint in f32.
@@ -37,7 +98,10 @@ func (c *KVCache) Free() {
 		c.backend.Free(c.K[i])
 		c.backend.Free(c.V[i])
 	}
-	c.K, c.V = nil, nil
+	if c.tableBuf != nil {
+		c.backend.Free(c.tableBuf)
+	}
+	c.K, c.V, c.tableBuf = nil, nil, nil
 }
 
 // arena tracks the scratch buffers of one call so they are freed together.

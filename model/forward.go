@@ -45,7 +45,7 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	a := &arena{be: be}
 	defer a.free()
 	n, h := b.Len(), c.HiddenSize
-	idx := b.upload(be, a)
+	idx := b.upload(be, a, cache)
 
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, idx.tokens, n, h)

@@ -145,9 +145,9 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	}
 	be.RoPE(s.q, idx.pos, m.invFreq, n, c.NumHeads, hd, false)
 	be.RoPE(s.k, idx.pos, m.invFreq, n, c.NumKVHeads, hd, false)
-	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, n, kv, cache.MaxLen)
-	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, n, kv, cache.MaxLen)
-	be.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, n, c.NumHeads, c.NumKVHeads, hd, cache.MaxLen, m.attnScale())
+	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, idx.pages, n, kv)
+	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, idx.pages, n, kv)
+	be.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
 	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
 
 	be.AddRMSNorm(s.xMid, s.h2, s.h2b, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)

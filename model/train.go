@@ -16,7 +16,7 @@ type Trace struct {
 	n, r      int // tokens in the batch; scored rows
 	idx       batchIndex
 	cache     *KVCache
-	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row
+	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row (the identity table)
 	layers    []*layerActs
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
@@ -73,7 +73,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	be := m.Backend
 	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
-	tr.idx = b.upload(be, a)
+	tr.idx = b.upload(be, a, cache)
 	crows := make([]int32, n)
 	for i := range crows {
 		crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
@@ -192,10 +192,10 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
 	dAttn := f(n * q)
 	m.projectBackward(a, l, ProjO, dAttn, dx, s.attn, w.O, n, s.xa[ProjO], false)
-	cacheLen := tr.cache.Slots * tr.cache.MaxLen * kv
+	cacheLen := tr.cache.K[l].Len()
 	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
 	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
-		tr.idx.slots, tr.idx.pos, n, c.NumHeads, c.NumKVHeads, hd, tr.cache.MaxLen, m.attnScale())
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
 	dk, dv := f(n*kv), f(n*kv)
 	be.GatherRows(dk, dkC, tr.cacheRows, n, kv)
 	be.GatherRows(dv, dvC, tr.cacheRows, n, kv)

@@ -7,16 +7,17 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-func (be *Backend) KVWrite(cache, x, slot, pos kernels.Buffer, nTok, width, maxLen int) {
-	positive("KVWrite", nTok, width, maxLen)
+// KVWrite copies each row of x to the cache row its page table names.
+func (be *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
+	positive("KVWrite", nTok, width)
 	xs := floats("KVWrite", "x", x, nTok*width)
-	ss := ints("KVWrite", "slot", slot, nTok)
+	ss := ints("KVWrite", "seq", seq, nTok)
 	ps := ints("KVWrite", "pos", pos, nTok)
 	cs := f32("KVWrite", "cache", cache, cache.Len())
-	index("KVWrite", "slot", ss, len(cs)/(maxLen*width))
-	index("KVWrite", "pos", ps, maxLen)
+	pt := pagesOf("KVWrite", pages, len(cs), width)
+	pt.check("KVWrite", ss, ps)
 	for t := range nTok {
-		dst := (int(ss[t])*maxLen + int(ps[t])) * width
+		dst := pt.row(int(ss[t]), int(ps[t])) * width
 		copy(cs[dst:dst+width], xs[t*width:(t+1)*width])
 	}
 }
@@ -26,23 +27,47 @@ func (be *Backend) KVWrite(cache, x, slot, pos kernels.Buffer, nTok, width, maxL
 // less work on masked (future) positions and balance better across workers.
 const attnBlock = 64
 
-// attnScratch holds the per-worker Q, O and score matrices between calls,
-// so decoding (one small Attention call per layer per token) does not
-// allocate.
+// attnScratch holds the per-worker Q, O and score matrices and the page
+// segments between calls, so decoding (one small Attention call per layer
+// per token) does not allocate.
 var attnScratch sync.Pool
 
-// attnTask is a run of consecutive tokens of one slot and one KV head.
+// attnBuf is one worker's scratch.
+type attnBuf struct {
+	f    []float32
+	segs []segment
+}
+
+// attnTask is a run of consecutive tokens of one sequence and one KV head.
 type attnTask struct{ t0, t1, g int }
 
-// Attention works per (block of consecutive same-slot tokens, KV head): the
-// block's queries for all query heads of that KV head are packed into one
-// matrix Q, the scores S = scale·Q·Kᵀ over cache positions 0..P (P the
-// block's largest position) come from one sgemm, each row is softmaxed over
-// its own causal range 0..pos[t] with everything after set to 0, and
-// O = S·V is a second sgemm. Nothing past P is read.
-func (be *Backend) Attention(out, lse, q, kCache, vCache, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+// attnTasks splits the tokens into runs of at most attnBlock consecutive
+// tokens of one sequence, one task per run and KV head.
+func attnTasks(seq []int32, nKV int) []attnTask {
+	var tasks []attnTask
+	for t0 := 0; t0 < len(seq); {
+		t1 := t0 + 1
+		for t1 < len(seq) && t1-t0 < attnBlock && seq[t1] == seq[t0] {
+			t1++
+		}
+		for g := range nKV {
+			tasks = append(tasks, attnTask{t0, t1, g})
+		}
+		t0 = t1
+	}
+	return tasks
+}
+
+// Attention works per (block of consecutive same-sequence tokens, KV
+// head): the block's queries for all query heads of that KV head are
+// packed into one matrix Q, the scores S = scale·Q·Kᵀ over positions 0..P
+// (P the block's largest position) come from one sgemm per run of
+// adjacent cache rows (segments), each row is softmaxed over its own
+// causal range 0..pos[t] with everything after set to 0, and O = S·V sums
+// one sgemm per run. Nothing past P is read.
+func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "Attention"
-	positive(op, nTok, nHead, nKV, headDim, maxLen)
+	positive(op, nTok, nHead, nKV, headDim)
 	if nHead%nKV != 0 {
 		panic("cpu.Attention: nHead must be a multiple of nKV")
 	}
@@ -55,42 +80,31 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, slot, pos kernels.Buff
 	if len(ks) != len(vs) {
 		panic("cpu.Attention: kCache and vCache differ in length")
 	}
-	ss := ints(op, "slot", slot, nTok)
+	ss := ints(op, "seq", seq, nTok)
 	ps := ints(op, "pos", pos, nTok)
-	index(op, "slot", ss, len(ks)/(maxLen*rowW))
-	index(op, "pos", ps, maxLen)
+	pt := pagesOf(op, pages, len(ks), rowW)
+	pt.check(op, ss, ps)
 	var ls []float32
 	if lse != nil {
 		ls = f32(op, "lse", lse, nTok*nHead)
 	}
 
-	var tasks []attnTask
-	for t0 := 0; t0 < nTok; {
-		t1 := t0 + 1
-		for t1 < nTok && t1-t0 < attnBlock && ss[t1] == ss[t0] {
-			t1++
-		}
-		for g := range nKV {
-			tasks = append(tasks, attnTask{t0, t1, g})
-		}
-		t0 = t1
-	}
-
-	be.parallel(len(tasks), attnBlock*group*headDim*maxLen, func(lo, hi int) {
-		buf, _ := attnScratch.Get().(*[]float32)
+	tasks := attnTasks(ss, nKV)
+	be.parallel(len(tasks), attnBlock*group*headDim*pt.blockSize*pt.maxBlocks, func(lo, hi int) {
+		buf, _ := attnScratch.Get().(*attnBuf)
 		if buf == nil {
-			buf = new([]float32)
+			buf = new(attnBuf)
 		}
 		for _, tk := range tasks[lo:hi] {
-			*buf = be.attendBlock(*buf, tk, qs, ks, vs, os, ls, ss, ps, nHead, group, headDim, maxLen, rowW, scale)
+			be.attendBlock(buf, &pt, tk, qs, ks, vs, os, ls, ss, ps, nHead, group, headDim, rowW, scale)
 		}
 		attnScratch.Put(buf)
 	})
 }
 
-// attendBlock computes one task; buf is reusable scratch, returned grown.
-func (be *Backend) attendBlock(buf []float32, tk attnTask, qs, ks, vs, os, ls []float32, ss, ps []int32,
-	nHead, group, headDim, maxLen, rowW int, scale float32) []float32 {
+// attendBlock computes one task in buf's scratch, growing it as needed.
+func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, qs, ks, vs, os, ls []float32, ss, ps []int32,
+	nHead, group, headDim, rowW int, scale float32) {
 	T := tk.t1 - tk.t0
 	R := T * group // packed rows: token-major, then head within the group
 	P := 0
@@ -98,11 +112,11 @@ func (be *Backend) attendBlock(buf []float32, tk attnTask, qs, ks, vs, os, ls []
 		P = max(P, int(ps[t])+1)
 	}
 	need := R*headDim*2 + R*P
-	if cap(buf) < need {
-		buf = make([]float32, need)
+	if cap(buf.f) < need {
+		buf.f = make([]float32, need)
 	}
-	buf = buf[:need]
-	qp, op, sc := buf[:R*headDim], buf[R*headDim:2*R*headDim], buf[2*R*headDim:]
+	f := buf.f[:need]
+	qp, op, sc := f[:R*headDim], f[R*headDim:2*R*headDim], f[2*R*headDim:]
 
 	// The group's heads of one token are adjacent in q and out.
 	span := group * headDim
@@ -110,10 +124,11 @@ func (be *Backend) attendBlock(buf []float32, tk attnTask, qs, ks, vs, os, ls []
 		src := ((tk.t0+i)*nHead + tk.g*group) * headDim
 		copy(qp[i*span:(i+1)*span], qs[src:src+span])
 	}
-	base := int(ss[tk.t0])*maxLen*rowW + tk.g*headDim
-	kg, vg := ks[base:], vs[base:]
-
-	be.gemm(false, true, R, P, headDim, scale, qp, headDim, kg, rowW, 0, sc, P)
+	buf.segs = pt.segments(buf.segs, int(ss[tk.t0]), P)
+	for _, sg := range buf.segs {
+		off := sg.row*rowW + tk.g*headDim
+		be.gemm(false, true, R, sg.n, headDim, scale, qp, headDim, ks[off:], rowW, 0, sc[sg.pos:], P)
+	}
 	for r := range R {
 		t := tk.t0 + r/group
 		n := int(ps[t]) + 1
@@ -142,10 +157,16 @@ func (be *Backend) attendBlock(buf []float32, tk attnTask, qs, ks, vs, os, ls []
 			ls[t*nHead+tk.g*group+r%group] = mx + float32(math.Log(sum))
 		}
 	}
-	be.gemm(false, false, R, headDim, P, 1, sc, P, vg, rowW, 0, op, headDim)
+	for i, sg := range buf.segs {
+		off := sg.row*rowW + tk.g*headDim
+		beta := float32(1)
+		if i == 0 {
+			beta = 0
+		}
+		be.gemm(false, false, R, headDim, sg.n, 1, sc[sg.pos:], P, vs[off:], rowW, beta, op, headDim)
+	}
 	for i := range T {
 		dst := ((tk.t0+i)*nHead + tk.g*group) * headDim
 		copy(os[dst:dst+span], op[i*span:(i+1)*span])
 	}
-	return buf
 }

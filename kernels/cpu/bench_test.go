@@ -67,9 +67,10 @@ func BenchmarkAttentionPrefill512(b *testing.B) {
 				ps[i] = int32(i)
 			}
 			be.UploadI32(pos, ps)
+			pages := kernels.KVPages{Table: be.Alloc(kernels.I32, 1), BlockSize: nTok, MaxBlocks: 1}
 			scale := float32(1 / math.Sqrt(hd))
 			for b.Loop() {
-				be.Attention(out, nil, q, k, v, slot, pos, nTok, nHead, nKV, hd, nTok, scale)
+				be.Attention(out, nil, q, k, v, slot, pos, pages, nTok, nHead, nKV, hd, scale)
 			}
 			flops := 4.0 * nHead * hd * float64(nTok*(nTok+1)/2)
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

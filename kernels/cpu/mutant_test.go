@@ -18,13 +18,30 @@ import (
 // the causal mask).
 type attendsOneFurther struct{ *cpu.Backend }
 
-func (m attendsOneFurther) Attention(out, lse, q, k, v, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+func (m attendsOneFurther) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	shifted := m.Alloc(kernels.I32, nTok)
 	defer m.Free(shifted)
 	for t, p := range cpu.Int32s(pos)[:nTok] {
-		cpu.Int32s(shifted)[t] = min(p+1, int32(maxLen-1))
+		cpu.Int32s(shifted)[t] = min(p+1, int32(pages.MaxLen()-1))
 	}
-	m.Backend.Attention(out, lse, q, k, v, slot, shifted, nTok, nHead, nKV, headDim, maxLen, scale)
+	m.Backend.Attention(out, lse, q, k, v, seq, shifted, pages, nTok, nHead, nKV, headDim, scale)
+}
+
+// ignoresBlockTable reads each sequence's positions from consecutive cache
+// rows starting at its first block, as a contiguous cache would.
+type ignoresBlockTable struct{ *cpu.Backend }
+
+func (m ignoresBlockTable) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+	table := cpu.Int32s(pages.Table)
+	flat := m.Alloc(kernels.I32, len(table))
+	defer m.Free(flat)
+	for s := range pages.Seqs() {
+		for j := range pages.MaxBlocks {
+			cpu.Int32s(flat)[s*pages.MaxBlocks+j] = table[s*pages.MaxBlocks] + int32(j)
+		}
+	}
+	pages.Table = flat
+	m.Backend.Attention(out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
 }
 
 // dropsEps normalises by sqrt(mean(x²)) without eps.
@@ -109,7 +126,7 @@ func (m clobbersInput) Add(out, a, b kernels.Buffer, n int) {
 // h / (nHead/nKV), which only matters when nHead > nKV > 1.
 type sharesKVHeadsWrongly struct{ *cpu.Backend }
 
-func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	group := nHead / nKV
 	// Permute q's heads so that the correct mapping applied to the permuted
 	// q is the wrong mapping applied to the original, then permute back.
@@ -122,7 +139,7 @@ func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, slot, pos kernels.Buf
 			copy(cpu.Float32s(pq)[(t*nHead+perm(h))*headDim:][:headDim], qs[(t*nHead+h)*headDim:][:headDim])
 		}
 	}
-	m.Backend.Attention(out, lse, pq, k, v, slot, pos, nTok, nHead, nKV, headDim, maxLen, scale)
+	m.Backend.Attention(out, lse, pq, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
 	os := cpu.Float32s(out)
 	tmp := append([]float32(nil), os[:nTok*nHead*headDim]...)
 	for t := range nTok {
@@ -149,6 +166,7 @@ func TestSuiteCatchesBrokenOps(t *testing.T) {
 	}{
 		{"Attention", "attends to pos+1", attendsOneFurther{base}},
 		{"Attention", "maps query head h to KV head h%nKV", sharesKVHeadsWrongly{base}},
+		{"Attention", "ignores the block table past a sequence's first block", ignoresBlockTable{base}},
 		{"RMSNorm", "drops eps", dropsEps{base}},
 		{"MatMul", "reads C when beta = 0", readsCWhenBetaZero{base}},
 		{"LogSoftmaxGather", "no max subtraction", noMaxSubtraction{base}},

@@ -1,16 +1,19 @@
-// attention.cu: causal grouped-query attention over the slot × maxLen KV
-// cache, with the online (flash) softmax so the scores of a row are never
-// stored whole.
+// attention.cu: causal grouped-query attention over the paged KV cache
+// (kernels.KVPages), with the online (flash) softmax so the scores of a
+// row are never stored whole.
 //
 // Launch: grid (nTok, nHead), block (128), dynamic shared memory
-// (headDim + blockDim) floats. One block per (token, head): the block walks
-// the token's visible keys in tiles of blockDim; thread j scores key j of
-// the tile (a serial dot product with q held in shared memory), the block
+// (headDim + 2·blockDim) floats. One block per (token, head): the block
+// walks the token's visible keys in tiles of blockDim; thread j finds the
+// cache row of key j of the tile through the block table (kept in shared
+// memory for the V pass) and scores it (a serial dot product with q held
+// in shared memory), the block
 // finds the tile's max and probability sum, rescales the running sum and
 // accumulator, and each thread accumulates the probability-weighted V for
 // its output dims (dims d ≡ threadIdx.x mod blockDim; headDim ≤
 // ATTN_MAX_DIM_PER_THREAD·blockDim). The same call serves prefill, decode
-// and packed batches because each token carries its own slot and position.
+// and packed batches because each token carries its own sequence and
+// position.
 // nvcc -ptx -arch=compute_90 attention.cu
 #include "common.cuh"
 
@@ -24,18 +27,20 @@
 #endif
 
 GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
-			       const int* slot, const int* pos, int nTok, int nHead, int nKV, int headDim, int maxLen,
-			       float scale) {
+			       const int* seq, const int* pos, const int* table, int nTok, int nHead, int nKV, int headDim,
+			       int blockSize, int maxBlocks, float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	GRPO_SHARED(float, scratch, [32]);
-	float* qs = smem;            // headDim
-	float* ps = smem + headDim;  // blockDim: probabilities of the tile
+	float* qs = smem;                     // headDim
+	float* ps = smem + headDim;           // blockDim: probabilities of the tile
+	int* rows = (int*)(ps + blockDim.x);  // blockDim: the cache row of each key of the tile
 	int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
 	int g = h / (nHead / nKV);
+	int s = seq[t];
 	int n = ATTN_VISIBLE(pos[t]);
 	long long rowStride = (long long)nKV * headDim;
-	const float* kBase = kCache + (long long)slot[t] * maxLen * rowStride + (long long)g * headDim;
-	const float* vBase = vCache + (long long)slot[t] * maxLen * rowStride + (long long)g * headDim;
+	const float* kBase = kCache + (long long)g * headDim;
+	const float* vBase = vCache + (long long)g * headDim;
 	const float* qRow = q + ((long long)t * nHead + h) * headDim;
 	for (int d = tid; d < headDim; d += bd) qs[d] = qRow[d];
 	__syncthreads();
@@ -44,17 +49,19 @@ GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, co
 	float acc[ATTN_MAX_DIM_PER_THREAD] = {};
 	for (int j0 = 0; j0 < n; j0 += bd) {
 		int j = j0 + tid;
-		float s = -INFINITY;
+		float sc = -INFINITY;
 		if (j < n) {
-			const float* kRow = kBase + j * rowStride;
+			long long r = kv_row(table, s, j, blockSize, maxBlocks);
+			rows[tid] = (int)r;
+			const float* kRow = kBase + r * rowStride;
 			float dot = 0.0f;
 			for (int d = 0; d < headDim; d++) dot += qs[d] * kRow[d];
-			s = dot * scale;
+			sc = dot * scale;
 		}
-		float mNew = fmaxf(m, block_max(s, scratch));
-		float p = j < n ? expf(s - mNew) : 0.0f;
+		float mNew = fmaxf(m, block_max(sc, scratch));
+		float p = j < n ? expf(sc - mNew) : 0.0f;
 		ps[tid] = p;
-		float tileSum = block_sum(p, scratch);  // its barriers also publish ps
+		float tileSum = block_sum(p, scratch);  // its barriers also publish ps and rows
 		float corr = expf(m - mNew);            // 0 on the first tile (m = -Inf)
 		l = l * corr + tileSum;
 		int tile = min(bd, n - j0);
@@ -62,11 +69,11 @@ GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, co
 			int d = tid + k * bd;
 			if (d >= headDim) break;
 			float a = acc[k] * corr;
-			for (int jj = 0; jj < tile; jj++) a += ps[jj] * vBase[(j0 + jj) * rowStride + d];
+			for (int jj = 0; jj < tile; jj++) a += ps[jj] * vBase[rows[jj] * rowStride + d];
 			acc[k] = a;
 		}
 		m = mNew;
-		__syncthreads();  // ps is rewritten by the next tile
+		__syncthreads();  // ps and rows are rewritten by the next tile
 	}
 	float* oRow = out + ((long long)t * nHead + h) * headDim;
 	for (int k = 0; k < ATTN_MAX_DIM_PER_THREAD; k++) {

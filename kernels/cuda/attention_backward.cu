@@ -1,5 +1,5 @@
 // attention_backward.cu: AttentionBackward, the backward of attention.cu's
-// causal grouped-query attention over the slot × maxLen KV cache,
+// causal grouped-query attention over the paged KV cache (kernels.KVPages),
 // flash-style: the probabilities are recomputed from q, k and the
 // forward's lse, never stored. For a query row (token t, head h) with
 // visible keys j ≤ pos[t]:
@@ -10,18 +10,21 @@
 //	dk_j += scale·ds_j·q,  dv_j += p_j·dout   (added into the cache layout)
 //
 // Launch: grid (nTok, nKV), block (128), dynamic shared memory
-// (3·group·headDim + group + 2·group·blockDim) floats, group = nHead/nKV.
+// (3·group·headDim + group + 2·group·blockDim + blockDim) floats, group =
+// nHead/nKV.
 // One block per (token, KV head) handles the group's query heads together,
 // so the K/V rows of a tile are read once for all of them and the group's
 // dk/dv contributions are summed in registers before they reach memory.
-// The block walks the visible keys in tiles of blockDim: thread j scores
-// key j of the tile for every head (serial dot products against q and
-// dout in shared memory) and stores p and ds; then each thread, for the
+// The block walks the visible keys in tiles of blockDim: thread j finds
+// the cache row of key j of the tile through the block table, scores it
+// for every head (serial dot products against q and dout in shared
+// memory) and stores the row, p and ds; then each thread, for the
 // dims d ≡ threadIdx.x (mod blockDim) it owns, accumulates dq in shared
 // memory and adds dk, dv for every key of the tile.
 //
-// Races: every token of a slot reads, and so adds into, the dk/dv rows of
-// the positions it sees, and those tokens run in different blocks. The
+// Races: every token of a sequence reads, and so adds into, the dk/dv rows
+// of the positions it sees (and sequences sharing prompt blocks add into
+// the same rows), and those tokens run in different blocks. The
 // adds are float32 atomicAdd, so the sum is correct but its order — and
 // hence the last bits of dk and dv — varies from run to run
 // (nondeterministic, see CUDA.md). dq is owned by one block, and within
@@ -38,8 +41,8 @@
 
 GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* out,
 					const float* lse, const float* q, const float* kCache, const float* vCache,
-					const int* slot, const int* pos, int nTok, int nHead, int nKV, int headDim,
-					int maxLen, float scale) {
+					const int* seq, const int* pos, const int* table, int nTok, int nHead, int nKV,
+					int headDim, int blockSize, int maxBlocks, float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	GRPO_SHARED(float, scratch, [32]);
 	int t = blockIdx.x, g = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
@@ -50,6 +53,7 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 	float* Ds = dqs + span;       // group: D per head
 	float* ps = Ds + group;       // group × bd: p of the tile
 	float* dss = ps + group * bd; // group × bd: ds of the tile
+	int* rows = (int*)(dss + group * bd);  // bd: the cache row of each key of the tile
 
 	long long head0 = (long long)t * nHead + (long long)g * group;  // first query row of the group
 	const float* qRow = q + head0 * headDim;
@@ -68,16 +72,18 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 	}
 	__syncthreads();
 
-	int n = pos[t] + 1;
+	int n = pos[t] + 1, sq = seq[t];
 	long long rowStride = (long long)nKV * headDim;
-	long long base = (long long)slot[t] * maxLen * rowStride + (long long)g * headDim;
+	long long base = (long long)g * headDim;
 	const float* kBase = kCache + base;
 	const float* vBase = vCache + base;
 	for (int j0 = 0; j0 < n; j0 += bd) {
 		int j = j0 + tid;
 		if (j < n) {
-			const float* kRow = kBase + j * rowStride;
-			const float* vRow = vBase + j * rowStride;
+			long long r = kv_row(table, sq, j, blockSize, maxBlocks);
+			rows[tid] = (int)r;
+			const float* kRow = kBase + r * rowStride;
+			const float* vRow = vBase + r * rowStride;
 			for (int h = 0; h < group; h++) {
 				const float* qh = qs + h * headDim;
 				const float* doh = dos + h * headDim;
@@ -91,12 +97,12 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 				dss[h * bd + tid] = ATTN_DS(p, dp, Ds[h]);
 			}
 		}
-		__syncthreads();  // ps, dss of the tile are complete
+		__syncthreads();  // rows, ps, dss of the tile are complete
 		int tile = min(bd, n - j0);
 		for (int d = tid; d < headDim; d += bd) {
 			for (int h = 0; h < group; h++) {
 				float a = 0.0f;
-				for (int jj = 0; jj < tile; jj++) a += dss[h * bd + jj] * kBase[(j0 + jj) * rowStride + d];
+				for (int jj = 0; jj < tile; jj++) a += dss[h * bd + jj] * kBase[rows[jj] * rowStride + d];
 				dqs[h * headDim + d] += scale * a;
 			}
 			for (int jj = 0; jj < tile; jj++) {
@@ -105,12 +111,12 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 					gk += dss[h * bd + jj] * qs[h * headDim + d];
 					gv += ps[h * bd + jj] * dos[h * headDim + d];
 				}
-				long long at = (j0 + jj) * rowStride + d;
+				long long at = rows[jj] * rowStride + d;
 				atomicAdd(dk + base + at, scale * gk);
 				atomicAdd(dv + base + at, gv);
 			}
 		}
-		__syncthreads();  // ps, dss are rewritten by the next tile
+		__syncthreads();  // rows, ps, dss are rewritten by the next tile
 	}
 	float* dqRow = dq + head0 * headDim;
 	for (int h = 0; h < group; h++)

@@ -77,3 +77,9 @@ __device__ __forceinline__ double block_sum_f64(double v, double* scratch) {
 // type, instantiated once per dtype under an extern "C" name.
 __device__ __forceinline__ float ld(const float* p, long long i) { return p[i]; }
 __device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }
+
+// The paged KV cache (kernels.KVPages): position p of sequence s lives in
+// cache row table[s·maxBlocks + p/blockSize]·blockSize + p % blockSize.
+__device__ __forceinline__ long long kv_row(const int* table, int s, int p, int blockSize, int maxBlocks) {
+	return (long long)table[(long long)s * maxBlocks + p / blockSize] * blockSize + p % blockSize;
+}

@@ -1,5 +1,5 @@
 // embedding.cu: GatherRows (embedding lookup, logits-row selection) and
-// KVWrite (scatter rows into the slot × maxLen KV cache). One block per
+// KVWrite (scatter rows into the paged KV cache). One block per
 // row moved, threads striding over the columns, so reads and writes are
 // coalesced.
 // nvcc -ptx -arch=compute_90 embedding.cu
@@ -20,10 +20,11 @@ GRPO_KERNEL void __launch_bounds__(256) gather_rows_bf16(float* out, const __nv_
 	gather_rows(out, table, idx, cols);
 }
 
-// grid (nTok), block (any): cache[slot[t], pos[t], :] = x[t, :].
-GRPO_KERNEL void __launch_bounds__(256) kv_write_f32(float* cache, const float* x, const int* slot, const int* pos, int nTok, int width,
-			      int maxLen) {
+// grid (nTok), block (any): the cache row of position pos[t] of sequence
+// seq[t] = x[t, :].
+GRPO_KERNEL void __launch_bounds__(256) kv_write_f32(float* cache, const float* x, const int* seq, const int* pos, const int* table,
+						     int nTok, int width, int blockSize, int maxBlocks) {
 	int t = blockIdx.x;
-	float* dst = cache + ((long long)slot[t] * maxLen + pos[t]) * width;
+	float* dst = cache + kv_row(table, seq[t], pos[t], blockSize, maxBlocks) * width;
 	for (int c = threadIdx.x; c < width; c += blockDim.x) dst[c] = x[(long long)t * width + c];
 }

@@ -157,22 +157,24 @@ func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 	b.elementwise("swiglu_f32", n, o.ptr, g.ptr, u.ptr, int32(n))
 }
 
-func (b *Backend) KVWrite(cache, x, slot, pos kernels.Buffer, nTok, width, maxLen int) {
+func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
 	const op = "KVWrite"
-	i32(op, nTok, width, maxLen, nTok*width)
-	c := b.buf(op, "cache", cache, maxLen*width, kernels.F32)
+	i32(op, nTok, width, nTok*width)
+	c := b.buf(op, "cache", cache, width, kernels.F32)
+	tb := b.pages(op, pages, c, width)
 	xx := b.buf(op, "x", x, nTok*width, kernels.F32)
-	s := b.buf(op, "slot", slot, nTok, kernels.I32)
+	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
-	if nTok == 0 || width == 0 || !usable(c, xx, s, p) {
+	if nTok == 0 || width == 0 || !usable(c, tb, xx, s, p) {
 		return
 	}
-	b.launch("kv_write_f32", D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, int32(nTok), int32(width), int32(maxLen))
+	b.launch("kv_write_f32", D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(width), int32(pages.BlockSize), int32(pages.MaxBlocks))
 }
 
-func (b *Backend) Attention(out, lse, q, kCache, vCache, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "Attention"
-	i32(op, nTok, nHead, nKV, headDim, maxLen, nTok*nHead*headDim, maxLen*nKV*headDim)
+	i32(op, nTok, nHead, nKV, headDim, nTok*nHead*headDim, nKV*headDim)
 	if nKV <= 0 || nHead%nKV != 0 {
 		panic(fmt.Sprintf("cuda: Attention: nHead %d is not a multiple of nKV %d", nHead, nKV))
 	}
@@ -185,17 +187,19 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, slot, pos kernels.Buffe
 	o := b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
 	l := b.optBuf(op, "lse", lse, nTok*nHead)
 	qq := b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
-	kc := b.buf(op, "kCache", kCache, maxLen*nKV*headDim, kernels.F32)
-	vc := b.buf(op, "vCache", vCache, maxLen*nKV*headDim, kernels.F32)
-	s := b.buf(op, "slot", slot, nTok, kernels.I32)
+	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32)
+	vc := b.buf(op, "vCache", vCache, nKV*headDim, kernels.F32)
+	tb := b.pages(op, pages, kc, nKV*headDim)
+	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
-	if nTok == 0 || !usable(o, l, qq, kc, vc, s, p) {
+	if nTok == 0 || !usable(o, l, qq, kc, vc, tb, s, p) {
 		return
 	}
-	shared := 4 * (headDim + attentionBlock)
+	// q, then the tile's probabilities and its keys' cache rows.
+	shared := 4 * (headDim + 2*attentionBlock)
 	b.launch("attention_f32", D2(nTok, nHead), D1(attentionBlock), shared,
-		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr,
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(maxLen), scale)
+		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale)
 }
 
 func (b *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer, rows, vocab int) {

@@ -109,10 +109,10 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int)
 	b.elementwise("swiglu_backward_f32", n, dg.ptr, du.ptr, g.ptr, ga.ptr, u.ptr, int32(n))
 }
 
-func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, slot, pos kernels.Buffer, nTok, nHead, nKV, headDim, maxLen int, scale float32) {
+func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "AttentionBackward"
-	positive(op, nTok, nHead, nKV, headDim, maxLen)
-	i32(op, nTok*nHead*headDim, maxLen*nKV*headDim)
+	positive(op, nTok, nHead, nKV, headDim)
+	i32(op, nTok*nHead*headDim, nKV*headDim)
 	if nHead%nKV != 0 {
 		panic(fmt.Sprintf("cuda: AttentionBackward: nHead %d is not a multiple of nKV %d", nHead, nKV))
 	}
@@ -120,17 +120,19 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		panic(fmt.Sprintf("cuda: AttentionBackward: nKV %d exceeds the grid's y limit 65535", nKV))
 	}
 	group := nHead / nKV
-	shared := 4 * (3*group*headDim + group + 2*group*attentionBackwardBlock)
+	// q, dout, dq of the group; D per head; p and ds of the tile; its keys' cache rows.
+	shared := 4 * (3*group*headDim + group + 2*group*attentionBackwardBlock + attentionBackwardBlock)
 	if shared > attentionBackwardMaxShared {
 		panic(fmt.Sprintf("cuda: AttentionBackward: nHead/nKV %d × headDim %d needs %d bytes of shared memory, more than %d (attention_backward.cu)",
 			group, headDim, shared, attentionBackwardMaxShared))
 	}
 	nq := nTok * nHead * headDim
-	kc := b.buf(op, "kCache", kCache, maxLen*nKV*headDim, kernels.F32)
-	vc := b.buf(op, "vCache", vCache, maxLen*nKV*headDim, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32)
+	vc := b.buf(op, "vCache", vCache, nKV*headDim, kernels.F32)
 	if kc.n != vc.n {
 		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))
 	}
+	tb := b.pages(op, pages, kc, nKV*headDim)
 	ops := []*buffer{
 		b.buf(op, "dq", dq, nq, kernels.F32),
 		b.buf(op, "dk", dk, kc.n, kernels.F32),
@@ -140,17 +142,18 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		b.buf(op, "lse", lse, nTok*nHead, kernels.F32),
 		b.buf(op, "q", q, nq, kernels.F32),
 		kc, vc,
-		b.buf(op, "slot", slot, nTok, kernels.I32),
+		b.buf(op, "seq", seq, nTok, kernels.I32),
 		b.buf(op, "pos", pos, nTok, kernels.I32),
+		tb,
 	}
 	if !usable(ops...) {
 		return
 	}
-	args := make([]any, 0, len(ops)+6)
+	args := make([]any, 0, len(ops)+7)
 	for _, x := range ops {
 		args = append(args, x.ptr)
 	}
-	args = append(args, int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(maxLen), scale)
+	args = append(args, int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale)
 	b.launch("attention_backward_f32", D2(nTok, nKV), D1(attentionBackwardBlock), shared, args...)
 }
 

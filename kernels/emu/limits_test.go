@@ -104,7 +104,7 @@ func TestStaticSharedFilledPerBlock(t *testing.T) {
 }
 
 // TestAttentionBackwardOptsIn: a GQA group of 16 with headDim 256 needs
-// 65,600 bytes of shared memory in attention_backward_f32; the backend
+// 66,112 bytes of shared memory in attention_backward_f32; the backend
 // opts the kernel in (the emulator refuses it otherwise) and the result
 // matches the CPU backend.
 func TestAttentionBackwardOptsIn(t *testing.T) {
@@ -124,10 +124,11 @@ func TestAttentionBackwardOptsIn(t *testing.T) {
 		ints := func(v []int32) kernels.Buffer { x := b.Alloc(kernels.I32, len(v)); b.UploadI32(x, v); return x }
 		qb, kb, vb, db := up(q), up(kc), up(vc), up(dout)
 		slot, pos := ints([]int32{0, 0, 0}), ints([]int32{0, 1, 2})
+		pages := kernels.KVPages{Table: ints([]int32{0}), BlockSize: maxLen, MaxBlocks: 1}
 		out, lse := b.Alloc(kernels.F32, len(q)), b.Alloc(kernels.F32, nTok*nHead)
-		b.Attention(out, lse, qb, kb, vb, slot, pos, nTok, nHead, nKV, headDim, maxLen, scale)
+		b.Attention(out, lse, qb, kb, vb, slot, pos, pages, nTok, nHead, nKV, headDim, scale)
 		gq, gk, gv := b.Alloc(kernels.F32, len(q)), b.Alloc(kernels.F32, len(kc)), b.Alloc(kernels.F32, len(kc))
-		b.(kernels.TrainOps).AttentionBackward(gq, gk, gv, db, out, lse, qb, kb, vb, slot, pos, nTok, nHead, nKV, headDim, maxLen, scale)
+		b.(kernels.TrainOps).AttentionBackward(gq, gk, gv, db, out, lse, qb, kb, vb, slot, pos, pages, nTok, nHead, nKV, headDim, scale)
 		dq, dk, dv = make([]float32, len(q)), make([]float32, len(kc)), make([]float32, len(kc))
 		b.Download(dq, gq)
 		b.Download(dk, gk)

@@ -19,13 +19,14 @@ func TestAttentionBackwardSharedLimit(t *testing.T) {
 	f := func(n int) kernels.Buffer { return b.Alloc(kernels.F32, n) }
 	q, kv := nTok*nHead*headDim, maxLen*nKV*headDim
 	slot, pos := b.Alloc(kernels.I32, nTok), b.Alloc(kernels.I32, nTok)
+	pages := kernels.KVPages{Table: b.Alloc(kernels.I32, 1), BlockSize: maxLen, MaxBlocks: 1}
 	defer func() {
 		msg, _ := recover().(string)
 		if !strings.Contains(msg, "nHead/nKV 64 × headDim 256") || !strings.Contains(msg, "shared memory") {
 			t.Fatalf("want a panic naming the group and headDim, got %q", msg)
 		}
 	}()
-	b.AttentionBackward(f(q), f(kv), f(kv), f(q), f(q), f(nTok*nHead), f(q), f(kv), f(kv), slot, pos, nTok, nHead, nKV, headDim, maxLen, 1)
+	b.AttentionBackward(f(q), f(kv), f(kv), f(q), f(q), f(nTok*nHead), f(q), f(kv), f(kv), slot, pos, pages, nTok, nHead, nKV, headDim, 1)
 }
 
 // TestPolicyLossNeedsRefWithBeta checks the one operand rule PolicyLoss

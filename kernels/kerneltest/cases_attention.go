@@ -7,16 +7,54 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// tok is one query token: its cache slot and position.
-type tok struct{ slot, pos int32 }
+// tok is one query token: its sequence (row of the block table) and
+// position.
+type tok struct{ seq, pos int32 }
 
-// run returns tokens of one slot at positions from..to inclusive.
-func run(slot, from, to int32) []tok {
+// run returns tokens of one sequence at positions from..to inclusive.
+func run(seq, from, to int32) []tok {
 	var ts []tok
 	for p := from; p <= to; p++ {
-		ts = append(ts, tok{slot, p})
+		ts = append(ts, tok{seq, p})
 	}
 	return ts
+}
+
+// paging is how a case lays its sequences onto cache blocks: block 0 is
+// the contiguous identity layout (one block of maxLen rows per
+// sequence); otherwise blocks of that many rows in shuffled order, the
+// last one partly used when maxLen or a sequence's length is not a
+// multiple, with sequence 1's first share blocks being sequence 0's.
+type paging struct{ block, share int }
+
+func (pg paging) String() string {
+	switch {
+	case pg.block == 0:
+		return "contiguous"
+	case pg.share > 0:
+		return fmt.Sprintf("paged%d-share%d", pg.block, pg.share)
+	}
+	return fmt.Sprintf("paged%d", pg.block)
+}
+
+// layout builds the case's block table; valid[s] is the number of
+// positions of sequence s that tokens write or read.
+func (pg paging) layout(e *env, seqs, maxLen int, valid []int32) Pages {
+	if pg.block == 0 {
+		return IdentityPages(seqs, maxLen)
+	}
+	return shuffledPages(e.rng, seqs, maxLen, pg.block, pg.share, valid)
+}
+
+// seqsAndPositions splits the tokens and counts, per sequence, the
+// positions they write or read.
+func seqsAndPositions(toks []tok, seqs int) (seqv, posv, valid []int32) {
+	seqv, posv, valid = make([]int32, len(toks)), make([]int32, len(toks)), make([]int32, seqs)
+	for t, tk := range toks {
+		seqv[t], posv[t] = tk.seq, tk.pos
+		valid[tk.seq] = max(valid[tk.seq], tk.pos+1)
+	}
+	return seqv, posv, valid
 }
 
 func cat(runs ...[]tok) []tok {
@@ -31,29 +69,31 @@ func kvWriteCases() []Case {
 	type shape struct {
 		slots, maxLen, width int
 		toks                 []tok
+		paging
 	}
 	shapes := []shape{
-		{1, 1, 1, []tok{{0, 0}}},
-		{3, 9, 16, cat(run(2, 0, 3), []tok{{0, 8}, {1, 5}})},
-		{2, 40, 128, cat(run(1, 10, 30), run(0, 0, 0))},
+		{1, 1, 1, []tok{{0, 0}}, paging{}},
+		{3, 9, 16, cat(run(2, 0, 3), []tok{{0, 8}, {1, 5}}), paging{}},
+		{2, 40, 128, cat(run(1, 10, 30), run(0, 0, 0)), paging{}},
+		{3, 9, 16, cat(run(2, 0, 3), []tok{{0, 8}, {1, 5}}), paging{block: 4}},
+		{2, 40, 128, cat(run(1, 10, 30), run(0, 0, 6)), paging{block: 16}},
 	}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(900+i)
-		cs = append(cs, Case{Op: "KVWrite", Name: fmt.Sprintf("slots=%d,maxLen=%d,width=%d,nTok=%d", s.slots, s.maxLen, s.width, len(s.toks)),
+		cs = append(cs, Case{Op: "KVWrite", Name: fmt.Sprintf("%v,slots=%d,maxLen=%d,width=%d,nTok=%d", s.paging, s.slots, s.maxLen, s.width, len(s.toks)),
 			check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
 				n := len(s.toks)
-				slotv, posv := make([]int32, n), make([]int32, n)
-				for t, tk := range s.toks {
-					slotv[t], posv[t] = tk.slot, tk.pos
-				}
-				cache := e.out("cache", e.uniform(s.slots*s.maxLen*s.width, 1)) // rows not written must survive
+				seqv, posv, valid := seqsAndPositions(s.toks, s.slots)
+				pg := s.layout(e, s.slots, s.maxLen, valid)
+				cache := e.out("cache", e.uniform(pg.Rows()*s.width, 1)) // rows not written must survive
 				x := e.in("x", e.uniform(n*s.width, 1))
-				slot, pos := e.ints("slot", slotv), e.ints("pos", posv)
-				want := RefKVWrite(cache.values(), x.values(), slotv, posv, n, s.width, s.maxLen)
-				b.KVWrite(cache.view, x.view, slot.view, pos.view, n, s.width, s.maxLen)
+				seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
+				pages := e.pagesOperand(pg)
+				want := RefKVWrite(cache.values(), x.values(), seqv, posv, pg, n, s.width)
+				b.KVWrite(cache.view, x.view, seq.view, pos.view, pages, n, s.width)
 				if err := e.checkAll(); err != nil {
 					return err
 				}
@@ -70,6 +110,7 @@ type attnShape struct {
 	toks                []tok
 	qScale              float64 // magnitude of q; large values test max-subtraction
 	lse                 bool
+	paging
 }
 
 // attentionCases cover prefill, decode (one token per slot at different
@@ -77,8 +118,10 @@ type attnShape struct {
 // (including one continuing after a cached prefix, and tokens in shuffled
 // order), GQA ratios 1, 2 and 4, headDim 16, 64 and 128, a 300-token
 // prefill, scores large enough that exp without max-subtraction overflows,
-// and the optional lse output. Cache positions beyond the last one any
-// token of a slot may read hold NaN, so reading past pos[t] poisons the
+// the optional lse output, and paged layouts: shuffled blocks of 4, 5 and
+// 16 rows with partly used last blocks, and two sequences sharing prompt
+// blocks. Cache rows no token may read hold NaN and unused table entries
+// −1, so reading past pos[t] or through the wrong block poisons the
 // output.
 func attentionCases() []Case {
 	shuffled := cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0))
@@ -87,22 +130,28 @@ func attentionCases() []Case {
 		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
 	}
 	shapes := []attnShape{
-		{"single", 1, 1, 16, 1, 1, []tok{{0, 0}}, 1, true},
-		{"prefill", 4, 4, 16, 1, 16, run(0, 0, 12), 1, false},
-		{"prefill-gqa2", 4, 2, 64, 2, 20, run(1, 0, 9), 1, true},
-		{"decode-gqa4", 8, 2, 64, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true},
-		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false},
-		{"packed-gqa2", 4, 2, 64, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0)), 1, true},
-		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true},
-		{"large-scores", 2, 1, 16, 1, 8, run(0, 0, 7), 200, true},
-		{"headdim128", 2, 1, 128, 2, 33, cat(run(0, 0, 32), run(1, 0, 4)), 1, true},
-		{"prefill300", 4, 2, 64, 1, 300, run(0, 0, 299), 1, true},
+		{"single", 1, 1, 16, 1, 1, []tok{{0, 0}}, 1, true, paging{}},
+		{"prefill", 4, 4, 16, 1, 16, run(0, 0, 12), 1, false, paging{}},
+		{"prefill-gqa2", 4, 2, 64, 2, 20, run(1, 0, 9), 1, true, paging{}},
+		{"decode-gqa4", 8, 2, 64, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{}},
+		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false, paging{}},
+		{"packed-gqa2", 4, 2, 64, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0)), 1, true, paging{}},
+		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true, paging{}},
+		{"large-scores", 2, 1, 16, 1, 8, run(0, 0, 7), 200, true, paging{}},
+		{"headdim128", 2, 1, 128, 2, 33, cat(run(0, 0, 32), run(1, 0, 4)), 1, true, paging{}},
+		{"prefill300", 4, 2, 64, 1, 300, run(0, 0, 299), 1, true, paging{}},
+		{"decode-gqa4", 8, 2, 64, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{block: 16}},
+		{"packed-gqa2", 4, 2, 64, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0)), 1, true, paging{block: 4}},
+		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true, paging{block: 5}},
+		{"prefill300", 4, 2, 64, 1, 300, run(0, 0, 299), 1, true, paging{block: 16}},
+		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, true, paging{block: 4, share: 2}},
+		{"shared-partial-decode", 2, 1, 16, 2, 12, []tok{{0, 9}, {1, 6}}, 1, true, paging{block: 4, share: 2}},
 	}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(1000+i)
 		cs = append(cs, Case{Op: "Attention",
-			Name:  fmt.Sprintf("%s,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
+			Name:  fmt.Sprintf("%s,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.paging, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
 			check: func(b kernels.Backend) error { return checkAttention(b, seed, s) }})
 	}
 	return cs
@@ -112,19 +161,16 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
 	e := newEnv(b, seed)
 	defer e.free()
 	n := len(s.toks)
-	slotv, posv := make([]int32, n), make([]int32, n)
-	valid := make([]int32, s.slots) // per slot, number of readable positions
-	for t, tk := range s.toks {
-		slotv[t], posv[t] = tk.slot, tk.pos
-		valid[tk.slot] = max(valid[tk.slot], tk.pos+1)
-	}
+	seqv, posv, valid := seqsAndPositions(s.toks, s.slots)
+	pg := s.layout(e, s.slots, s.maxLen, valid)
 	row := s.nKV * s.headDim
+	readable := pg.readableRows(valid)
 	kv := func() []float32 {
-		v := e.uniform(s.slots*s.maxLen*row, 1)
-		for sl := 0; sl < s.slots; sl++ {
-			for p := int(valid[sl]); p < s.maxLen; p++ {
-				for j := 0; j < row; j++ {
-					v[(sl*s.maxLen+p)*row+j] = float32(math.NaN())
+		v := e.uniform(pg.Rows()*row, 1)
+		for r, ok := range readable {
+			if !ok {
+				for j := range row {
+					v[r*row+j] = float32(math.NaN())
 				}
 			}
 		}
@@ -132,7 +178,8 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
 	}
 	q := e.in("q", e.uniform(n*s.nHead*s.headDim, s.qScale))
 	k, v := e.in("kCache", kv()), e.in("vCache", kv())
-	slot, pos := e.ints("slot", slotv), e.ints("pos", posv)
+	seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
+	pages := e.pagesOperand(pg)
 	out := e.out("out", nans(n*s.nHead*s.headDim))
 	var lse *operand
 	var lseBuf kernels.Buffer
@@ -141,8 +188,8 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
 		lseBuf = lse.view
 	}
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
-	wantOut, wantLse := RefAttention(q.values(), k.values(), v.values(), slotv, posv, n, s.nHead, s.nKV, s.headDim, s.maxLen, float64(scale))
-	b.Attention(out.view, lseBuf, q.view, k.view, v.view, slot.view, pos.view, n, s.nHead, s.nKV, s.headDim, s.maxLen, scale)
+	wantOut, wantLse := RefAttention(q.values(), k.values(), v.values(), seqv, posv, pg, n, s.nHead, s.nKV, s.headDim, float64(scale))
+	b.Attention(out.view, lseBuf, q.view, k.view, v.view, seq.view, pos.view, pages, n, s.nHead, s.nKV, s.headDim, scale)
 	if err := e.checkAll(); err != nil {
 		return err
 	}

@@ -129,22 +129,22 @@ func RefSwiGLU(gate, up []float64) []float64 {
 	return out
 }
 
-// RefKVWrite returns cache (slots × maxLen × width) with row t of x stored
-// at (slot[t], pos[t]).
-func RefKVWrite(cache, x []float64, slot, pos []int32, nTok, width, maxLen int) []float64 {
+// RefKVWrite returns cache (pg.Rows() × width) with row t of x stored at
+// the row that holds position pos[t] of sequence seq[t].
+func RefKVWrite(cache, x []float64, seq, pos []int32, pg Pages, nTok, width int) []float64 {
 	out := append([]float64(nil), cache...)
 	for t := 0; t < nTok; t++ {
-		dst := (int(slot[t])*maxLen + int(pos[t])) * width
+		dst := pg.Row(int(seq[t]), int(pos[t])) * width
 		copy(out[dst:dst+width], x[t*width:(t+1)*width])
 	}
 	return out
 }
 
 // RefAttention returns causal grouped-query attention: for token t and query
-// head h, with KV head g = h/(nHead/nKV) and s_j = scale·q[t,h]·k[slot[t],j,g]
-// for j = 0..pos[t], out[t,h] = Σ_j softmax(s)_j · v[slot[t],j,g] and
-// lse[t,h] = log Σ_j e^{s_j}.
-func RefAttention(q, k, v []float64, slot, pos []int32, nTok, nHead, nKV, headDim, maxLen int, scale float64) (out, lse []float64) {
+// head h, with KV head g = h/(nHead/nKV) and s_j = scale·q[t,h]·k[row_j,g]
+// for j = 0..pos[t], row_j the cache row of position j of sequence seq[t],
+// out[t,h] = Σ_j softmax(s)_j · v[row_j,g] and lse[t,h] = log Σ_j e^{s_j}.
+func RefAttention(q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nKV, headDim int, scale float64) (out, lse []float64) {
 	out = make([]float64, nTok*nHead*headDim)
 	lse = make([]float64, nTok*nHead)
 	group := nHead / nKV
@@ -153,7 +153,7 @@ func RefAttention(q, k, v []float64, slot, pos []int32, nTok, nHead, nKV, headDi
 			g := h / group
 			qv := q[(t*nHead+h)*headDim:][:headDim]
 			kvAt := func(cache []float64, j int) []float64 {
-				return cache[((int(slot[t])*maxLen+j)*nKV+g)*headDim:][:headDim]
+				return cache[(pg.Row(int(seq[t]), j)*nKV+g)*headDim:][:headDim]
 			}
 			n := int(pos[t]) + 1
 			s := make([]float64, n)

@@ -53,14 +53,19 @@ func TestRefAttentionByHand(t *testing.T) {
 	k := []float64{0, math.Log(3)}
 	v := []float64{10, 20}
 	q := []float64{5, 1} // token 0 at pos 0, token 1 at pos 1
-	out, lse := RefAttention(q, k, v, []int32{0, 0}, []int32{0, 1}, 2, 1, 1, 1, 2, 1)
+	out, lse := RefAttention(q, k, v, []int32{0, 0}, []int32{0, 1}, IdentityPages(1, 2), 2, 1, 1, 1, 1)
 	// Token 0 sees only position 0: out = 10, lse = 5·0 = 0.
 	// Token 1: s = (0, ln 3): out = 10/4 + 20·3/4 = 17.5, lse = ln 4.
 	near(t, "out", out, []float64{10, 17.5})
 	near(t, "lse", lse, []float64{0, math.Log(4)})
 	// GQA: two query heads share KV head 0 (nHead 2, nKV 1).
-	out, _ = RefAttention([]float64{1, 1}, k[:1], v[:1], []int32{0}, []int32{0}, 1, 2, 1, 1, 1, 1)
+	out, _ = RefAttention([]float64{1, 1}, k[:1], v[:1], []int32{0}, []int32{0}, IdentityPages(1, 1), 1, 2, 1, 1, 1)
 	near(t, "gqa", out, []float64{10, 10})
+	// Paged: blocks of one row, sequence 0's positions 0 and 1 in blocks 1
+	// and 0 (reversed), so token 1 reads k = (0, ln 3) from rows 1, 0.
+	pg := Pages{Table: []int32{1, 0}, BlockSize: 1, MaxBlocks: 2, NumBlocks: 2}
+	out, _ = RefAttention(q, []float64{math.Log(3), 0}, []float64{20, 10}, []int32{0, 0}, []int32{0, 1}, pg, 2, 1, 1, 1, 1)
+	near(t, "paged", out, []float64{10, 17.5})
 }
 
 func TestRefLogSoftmaxGatherByHand(t *testing.T) {

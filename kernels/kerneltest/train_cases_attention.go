@@ -14,6 +14,7 @@ type attnBwdShape struct {
 	toks                []tok
 	qScale              float64 // magnitude of q; 8 makes the softmax peaked
 	accumulate          bool    // dk, dv start non-zero: the op must add
+	paging
 }
 
 // attentionBackwardCases cover the shapes of the forward cases: a single
@@ -21,8 +22,10 @@ type attnBwdShape struct {
 // cached prefix, so its prefix positions get key and value gradients from
 // later queries), shuffled token order, decode (one query per slot), GQA
 // ratios 1, 2 and 4, peaked softmax, and accumulation into non-zero dk and
-// dv. As in the forward cases, cache positions no token may read hold NaN,
-// and their dk, dv must keep their initial value. out and lse are the
+// dv, and paged layouts (shuffled blocks with partly used last blocks, and
+// shared prompt blocks, whose gradient is the sum over the sequences that
+// read them). As in the forward cases, cache rows no token may read hold
+// NaN, and their dk, dv must keep their initial value. out and lse are the
 // float64 forward rounded to float32, so these cases test the backward
 // alone; the "fd" cases use the backend's own forward.
 func attentionBackwardCases() []Case {
@@ -32,31 +35,35 @@ func attentionBackwardCases() []Case {
 		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
 	}
 	shapes := []attnBwdShape{
-		{"single", 1, 1, 16, 1, 1, []tok{{0, 0}}, 1, false},
-		{"prefill-gqa1", 2, 2, 16, 1, 16, run(0, 0, 12), 1, false},
-		{"packed-gqa2", 4, 2, 64, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0)), 1, false},
-		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true},
-		{"decode-gqa2", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true},
-		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false},
-		{"peaked-gqa2", 4, 2, 16, 1, 24, run(0, 0, 23), 8, false},
-		{"headdim128", 2, 1, 128, 2, 33, cat(run(0, 0, 32), run(1, 0, 4)), 1, true},
+		{"single", 1, 1, 16, 1, 1, []tok{{0, 0}}, 1, false, paging{}},
+		{"prefill-gqa1", 2, 2, 16, 1, 16, run(0, 0, 12), 1, false, paging{}},
+		{"packed-gqa2", 4, 2, 64, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 0)), 1, false, paging{}},
+		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true, paging{}},
+		{"decode-gqa2", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{}},
+		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false, paging{}},
+		{"peaked-gqa2", 4, 2, 16, 1, 24, run(0, 0, 23), 8, false, paging{}},
+		{"headdim128", 2, 1, 128, 2, 33, cat(run(0, 0, 32), run(1, 0, 4)), 1, true, paging{}},
+		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true, paging{block: 5}},
+		{"decode-gqa2", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{block: 16}},
+		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, false, paging{block: 4, share: 2}},
 	}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(2600+i)
 		cs = append(cs, trainCase("AttentionBackward",
-			fmt.Sprintf("%s,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
+			fmt.Sprintf("%s,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.paging, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
 			func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackward(b, tb, seed, s) }))
 	}
 	fd := []attnBwdShape{
-		{"packed-gqa2", 4, 2, 16, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 2)), 1, false},
-		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false},
-		{"decode-gqa2", 4, 2, 16, 3, 20, []tok{{0, 17}, {1, 0}, {2, 6}}, 1, false},
+		{"packed-gqa2", 4, 2, 16, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 2)), 1, false, paging{}},
+		{"decode-gqa1", 2, 2, 16, 4, 10, []tok{{3, 9}, {0, 4}, {2, 1}, {1, 0}}, 1, false, paging{}},
+		{"decode-gqa2", 4, 2, 16, 3, 20, []tok{{0, 17}, {1, 0}, {2, 6}}, 1, false, paging{}},
+		{"packed-gqa2", 4, 2, 16, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 2)), 1, false, paging{block: 4}},
 	}
 	for i, s := range fd {
 		s, seed := s, uint64(2650+i)
 		cs = append(cs, trainCase("AttentionBackward",
-			fmt.Sprintf("fd,%s,nHead=%d,nKV=%d,headDim=%d,nTok=%d", s.name, s.nHead, s.nKV, s.headDim, len(s.toks)),
+			fmt.Sprintf("fd,%s,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d", s.name, s.paging, s.nHead, s.nKV, s.headDim, len(s.toks)),
 			func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackwardFD(b, tb, seed, s) }))
 	}
 	return cs
@@ -64,31 +71,28 @@ func attentionBackwardCases() []Case {
 
 // attnOperands are the inputs shared by the analytic and fd cases.
 type attnOperands struct {
-	slotv, posv []int32
-	kv, vv      []float32 // cache contents, NaN where unreadable
-	readable    func(i int) bool
-	q, k, v     *operand
-	slot, pos   *operand
-	nTok, qLen  int
-	cacheLen    int
-	scale       float32
-	scale64     float64
+	seqv, posv []int32
+	pg         Pages
+	kv, vv     []float32 // cache contents, NaN where unreadable
+	readable   func(i int) bool
+	q, k, v    *operand
+	seq, pos   *operand
+	pages      kernels.KVPages
+	nTok, qLen int
+	cacheLen   int
+	scale      float32
+	scale64    float64
 }
 
 func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
 	a := &attnOperands{nTok: len(s.toks)}
-	a.slotv, a.posv = make([]int32, a.nTok), make([]int32, a.nTok)
-	valid := make([]int, s.slots) // per slot, number of readable positions
-	for t, tk := range s.toks {
-		a.slotv[t], a.posv[t] = tk.slot, tk.pos
-		valid[tk.slot] = max(valid[tk.slot], int(tk.pos)+1)
-	}
+	var valid []int32
+	a.seqv, a.posv, valid = seqsAndPositions(s.toks, s.slots)
+	a.pg = s.layout(e, s.slots, s.maxLen, valid)
 	row := s.nKV * s.headDim
-	a.cacheLen = s.slots * s.maxLen * row
-	a.readable = func(i int) bool {
-		cell := i / row
-		return cell%s.maxLen < valid[cell/s.maxLen]
-	}
+	a.cacheLen = a.pg.Rows() * row
+	rows := a.pg.readableRows(valid)
+	a.readable = func(i int) bool { return rows[i/row] }
 	kv := func() []float32 {
 		v := e.uniform(a.cacheLen, 1)
 		for i := range v {
@@ -102,7 +106,8 @@ func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
 	a.q = e.in("q", e.uniform(a.qLen, s.qScale))
 	a.kv, a.vv = kv(), kv()
 	a.k, a.v = e.in("kCache", a.kv), e.in("vCache", a.vv)
-	a.slot, a.pos = e.ints("slot", a.slotv), e.ints("pos", a.posv)
+	a.seq, a.pos = e.ints("seq", a.seqv), e.ints("pos", a.posv)
+	a.pages = e.pagesOperand(a.pg)
 	a.scale = float32(1 / math.Sqrt(float64(s.headDim)))
 	a.scale64 = float64(a.scale)
 	return a
@@ -112,7 +117,7 @@ func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64,
 	e := newEnv(b, seed)
 	defer e.free()
 	a := newAttnOperands(e, s)
-	outv, lsev := RefAttention(a.q.values(), a.k.values(), a.v.values(), a.slotv, a.posv, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale64)
+	outv, lsev := RefAttention(a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64)
 	out, lse := e.in("out", f32s(outv)), e.in("lse", f32s(lsev))
 	dout := e.in("dout", e.uniform(a.qLen, 1))
 	zeros := make([]float32, a.cacheLen)
@@ -121,10 +126,10 @@ func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64,
 		dkInit, dvInit = e.uniform(a.cacheLen, 1), e.uniform(a.cacheLen, 1)
 	}
 	dq, dk, dv := e.out("dq", nans(a.qLen)), e.out("dk", dkInit), e.out("dv", dvInit)
-	wantQ, wantK, wantV := RefAttentionBackward(dout.values(), a.q.values(), a.k.values(), a.v.values(), a.slotv, a.posv, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale64)
+	wantQ, wantK, wantV := RefAttentionBackward(dout.values(), a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64)
 	wantK, wantV = RefAdd(wantK, dk.values()), RefAdd(wantV, dv.values())
-	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.slot.view, a.pos.view,
-		a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale)
+	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages,
+		a.nTok, s.nHead, s.nKV, s.headDim, a.scale)
 	if err := e.checkAll(); err != nil {
 		return err
 	}
@@ -149,11 +154,11 @@ func checkAttentionBackwardFD(b kernels.Backend, tb kernels.TrainOps, seed uint6
 	dout := e.in("dout", r)
 	dq, dk, dv := e.out("dq", nans(a.qLen)), e.out("dk", make([]float32, a.cacheLen)), e.out("dv", make([]float32, a.cacheLen))
 	attend := func(lseBuf kernels.Buffer) {
-		b.Attention(out.view, lseBuf, a.q.view, a.k.view, a.v.view, a.slot.view, a.pos.view, a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale)
+		b.Attention(out.view, lseBuf, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages, a.nTok, s.nHead, s.nKV, s.headDim, a.scale)
 	}
 	attend(lse.view)
-	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.slot.view, a.pos.view,
-		a.nTok, s.nHead, s.nKV, s.headDim, s.maxLen, a.scale)
+	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages,
+		a.nTok, s.nHead, s.nKV, s.headDim, a.scale)
 	if err := e.checkAll(); err != nil {
 		return err
 	}

@@ -58,15 +58,16 @@ func RefSwiGLUBackward(dy, gate, up []float64) (dgate, dup []float64) {
 }
 
 // RefAttentionBackward returns the gradients of Σ dout ⊙ Attention(q, k, v)
-// with respect to q (nTok × nHead × headDim) and the caches (slots × maxLen
-// × nKV × headDim; zero where no token reads). It recomputes the softmax
+// with respect to q (nTok × nHead × headDim) and the caches (pg.Rows() ×
+// nKV × headDim; zero where no token reads; a row shared by several
+// sequences gets the sum). It recomputes the softmax
 // from q and k in float64 rather than taking the forward's out and lse, so
 // it is independent of any backend's forward. With P the softmax of the
 // scores s_j = scale·q·k_j over j ≤ pos[t]:
 //
 //	dP_j = dout·v_j,  D = Σ_j P_j·dP_j,  dS_j = P_j·(dP_j − D)
 //	dq  = scale·Σ_j dS_j·k_j,  dk_j += scale·dS_j·q,  dv_j += P_j·dout.
-func RefAttentionBackward(dout, q, k, v []float64, slot, pos []int32, nTok, nHead, nKV, headDim, maxLen int, scale float64) (dq, dk, dv []float64) {
+func RefAttentionBackward(dout, q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nKV, headDim int, scale float64) (dq, dk, dv []float64) {
 	dq = make([]float64, len(q))
 	dk = make([]float64, len(k))
 	dv = make([]float64, len(v))
@@ -74,7 +75,7 @@ func RefAttentionBackward(dout, q, k, v []float64, slot, pos []int32, nTok, nHea
 	for t := 0; t < nTok; t++ {
 		for h := 0; h < nHead; h++ {
 			g := h / group
-			at := func(j int) int { return ((int(slot[t])*maxLen+j)*nKV + g) * headDim }
+			at := func(j int) int { return (pg.Row(int(seq[t]), j)*nKV + g) * headDim }
 			qv := q[(t*nHead+h)*headDim:][:headDim]
 			do := dout[(t*nHead+h)*headDim:][:headDim]
 			n := int(pos[t]) + 1

@@ -40,7 +40,7 @@ func TestRefAttentionBackwardByHand(t *testing.T) {
 	// dk = dS·q, dv = P. Token 0 (pos 0, q = 5) has P = (1): dS = 0, dv0 += 1.
 	k := []float64{0, math.Log(3)}
 	v := []float64{10, 20}
-	dq, dk, dv := RefAttentionBackward([]float64{1, 1}, []float64{5, 1}, k, v, []int32{0, 0}, []int32{0, 1}, 2, 1, 1, 1, 2, 1)
+	dq, dk, dv := RefAttentionBackward([]float64{1, 1}, []float64{5, 1}, k, v, []int32{0, 0}, []int32{0, 1}, IdentityPages(1, 2), 2, 1, 1, 1, 1)
 	near(t, "dq", dq, []float64{0, 1.875 * math.Log(3)})
 	near(t, "dk", dk, []float64{-1.875, 1.875})
 	near(t, "dv", dv, []float64{1.25, 0.75})
@@ -177,9 +177,9 @@ func TestRefBackwardsMatchFiniteDifferences(t *testing.T) {
 		k, v := randVec(rng, 2*maxLen*nKV*hd, 1.5), randVec(rng, 2*maxLen*nKV*hd, 1)
 		r := randVec(rng, n*nHead*hd, 1)
 		sc := 0.7
-		dq, dk, dv := RefAttentionBackward(r, q, k, v, slot, pos, n, nHead, nKV, hd, maxLen, sc)
+		dq, dk, dv := RefAttentionBackward(r, q, k, v, slot, pos, IdentityPages(2, maxLen), n, nHead, nKV, hd, sc)
 		out := func(q, k, v []float64) float64 {
-			o, _ := RefAttention(q, k, v, slot, pos, n, nHead, nKV, hd, maxLen, sc)
+			o, _ := RefAttention(q, k, v, slot, pos, IdentityPages(2, maxLen), n, nHead, nKV, hd, sc)
 			return dotRef(r, o)
 		}
 		fdRef(t, "dq", q, dq, func(q []float64) float64 { return out(q, k, v) })

@@ -1,0 +1,97 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// pageTable is a KVPages operand read on the host.
+type pageTable struct {
+	table                 []int32 // seqs × maxBlocks
+	blockSize, maxBlocks  int
+	seqs, numBlocks, rows int // rows = numBlocks·blockSize cache rows
+}
+
+// pagesOf checks p against a cache of cacheLen elements in rows of width.
+func pagesOf(op string, p kernels.KVPages, cacheLen, width int) pageTable {
+	p.Check(op)
+	rowsPerBlock := p.BlockSize * width
+	if cacheLen%rowsPerBlock != 0 || cacheLen == 0 {
+		panic(fmt.Sprintf("cpu.%s: cache of %d elements is not a whole number of blocks of %d rows × %d", op, cacheLen, p.BlockSize, width))
+	}
+	pt := pageTable{table: ints(op, "pages.Table", p.Table, p.Table.Len()), blockSize: p.BlockSize, maxBlocks: p.MaxBlocks,
+		seqs: p.Seqs(), numBlocks: cacheLen / rowsPerBlock}
+	pt.rows = pt.numBlocks * p.BlockSize
+	return pt
+}
+
+// row is the cache row that holds position pos of sequence s.
+func (pt pageTable) row(s, pos int) int {
+	return int(pt.table[s*pt.maxBlocks+pos/pt.blockSize])*pt.blockSize + pos%pt.blockSize
+}
+
+// check validates every token's sequence and position, and every table
+// entry the tokens read: blocks 0..pos[t]/blockSize of sequence seq[t].
+func (pt pageTable) check(op string, seq, pos []int32) {
+	index(op, "seq", seq, pt.seqs)
+	index(op, "pos", pos, pt.blockSize*pt.maxBlocks)
+	last := make(map[int32]int32, 8) // per sequence, its largest position
+	for t, s := range seq {
+		if p, ok := last[s]; !ok || pos[t] > p {
+			last[s] = pos[t]
+		}
+	}
+	for s, p := range last {
+		row := pt.table[int(s)*pt.maxBlocks:][:int(p)/pt.blockSize+1]
+		for j, b := range row {
+			if b < 0 || int(b) >= pt.numBlocks {
+				panic(fmt.Sprintf("cpu.%s: pages.Table[%d·%d+%d] = %d (sequence %d reads position %d), outside the cache's %d blocks",
+					op, s, pt.maxBlocks, j, b, s, p, pt.numBlocks))
+			}
+		}
+	}
+}
+
+// sharesBlocks reports whether two of the tokens' sequences map one of
+// the blocks they read to the same cache block.
+func (pt pageTable) sharesBlocks(seq, pos []int32) bool {
+	last := make(map[int32]int32, 8)
+	for t, s := range seq {
+		if p, ok := last[s]; !ok || pos[t] > p {
+			last[s] = pos[t]
+		}
+	}
+	owner := make(map[int32]int32)
+	for s, p := range last {
+		for _, b := range pt.table[int(s)*pt.maxBlocks:][:int(p)/pt.blockSize+1] {
+			if o, ok := owner[b]; ok && o != s {
+				return true
+			}
+			owner[b] = s
+		}
+	}
+	return false
+}
+
+// segment is a run of positions held in consecutive cache rows:
+// positions pos..pos+n−1 of a sequence are rows row..row+n−1.
+type segment struct{ pos, row, n int }
+
+// segments appends to dst the runs covering positions 0..n−1 of sequence
+// s. Physically adjacent blocks (a contiguous cache, or blocks allocated
+// in order) merge into one run, so each run is one sgemm operand.
+func (pt pageTable) segments(dst []segment, s, n int) []segment {
+	dst = dst[:0]
+	for p := 0; p < n; {
+		r := pt.row(s, p)
+		k := min(pt.blockSize-p%pt.blockSize, n-p)
+		if l := len(dst) - 1; l >= 0 && dst[l].row+dst[l].n == r {
+			dst[l].n += k
+		} else {
+			dst = append(dst, segment{p, r, k})
+		}
+		p += k
+	}
+	return dst
+}
