@@ -346,22 +346,22 @@ func kvTableBytes(entries int64) int64 { return entries * 4 }
 // samplingBytes sizes one environment's sampler: its KV cache, and the
 // activations of the largest Forward call it makes, a prefill chunk of up
 // to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
-// set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; k, v:
-// kv; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// fusedWidth, which SwiGLURows reads in place), three int32 index vectors, the LoRA x·Aᵀ
+// set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; act:
+// intermediate; the fused q/k/v and gate/up GEMMs' output, fusedWidth,
+// which AttentionInputs and SwiGLURows read in place), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every layer,
 // and the logits of each sequence (a host copy too on the CPU).
 func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
 	slots := int64(max(1, s.Examples*s.Rollouts))
 	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
-	h, q, kv, inter, v := dims(mc)
+	h, q, _, inter, v := dims(mc)
 	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
 	var p phaseBytes
 	p.maxLen = maxLen
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)) + kvTableBytes(slots),
 		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
 			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
-	acts := n*(3*h+2*q+2*kv+inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
+	acts := n*(3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
 		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
@@ -398,9 +398,9 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  index + cache row (4 × 4 B); the fused q/k/v GEMM's output that
-//	  every layer splits (qkvWidth); and per layer (model/layer.go
+//	  every layer reads (qkvWidth); and per layer (model/layer.go
 //	  trainingActs) 5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q
-//	  (q, attn) + 2kv (k, v) + heads (lse) + 3·inter (gateUp, act)
+//	  (q, attn) + heads (lse) + 3·inter (gateUp, act)
 //	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted
 //	  proj, and its own KV cache: 2kv per layer;
 //	  per scored row: target and row index (2 × 4 B), the gathered final
@@ -428,7 +428,7 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	h, q, kv, inter, v := dims(mc)
 	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)
 	lr := int64(targets) * int64(cfg.LoRA.Rank)
-	perLayer := 5*h + 2 + 2*q + 2*kv + heads + 3*inter
+	perLayer := 5*h + 2 + 2*q + heads + 3*inter
 	if mc.Arch().QKNorm {
 		perLayer += q + kv + heads + kvHeads
 	}

@@ -21,6 +21,23 @@ type FusedOps interface {
 	// the fused gate/up GEMM's output, read in place rather than split
 	// first. outBF16 is as in AddRMSNorm.
 	SwiGLURows(out, outBF16, gateUp Buffer, rows, width int)
+
+	// AttentionInputs turns the fused q/k/v projection into attention's
+	// operands in one pass. Row t of qkv (nTok × (nHead + 2·nKV)·headDim)
+	// is q | k | v, nHead, nKV and nKV heads of headDim. Per token and
+	// head, in this order: the head's part of qBias, kBias or vBias
+	// (nil: none) is added (as AddBias); q and k heads are normalised with
+	// qNorm, kNorm (headDim each; nil: no q/k norm) as RMSNorm with eps;
+	// q and k heads are rotated by RoPE at pos[t] with invFreq. The q
+	// heads go to q (nTok × nHead × headDim); the k and v heads, rows of
+	// nKV·headDim, to kCache and vCache at position pos[t] of sequence
+	// seq[t], as KVWrite stores them. When not nil, qPre (nTok × nHead ×
+	// headDim) and kPre (nTok × nKV × headDim) receive the q and k heads
+	// before the norm, and rstdQ (nTok × nHead) and rstdK (nTok × nKV) the
+	// norms' 1/rms: what RMSNormBackward needs. qkv is not written. The
+	// biases, and the norm weights, share one dtype.
+	AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos Buffer,
+		pages KVPages, nTok, nHead, nKV, headDim int, eps float32)
 }
 
 // FusedTrainOps are the backwards of FusedOps that training needs.

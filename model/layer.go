@@ -14,18 +14,18 @@ type layerActs struct {
 	xIn, xMid, xOut kernels.Buffer // residual stream: n × hidden
 	h1, h2          kernels.Buffer // normed inputs of attention and MLP
 	rstd1, rstd2    kernels.Buffer // per-row 1/rms of the two norms (training)
-	qPre, kPre      kernels.Buffer // projections before the Qwen3 q/k norm
+	qPre, kPre      kernels.Buffer // q and k before the Qwen3 q/k norm (training; nil otherwise)
 	rstdQ, rstdK    kernels.Buffer // per-head 1/rms of the q/k norm (training)
-	q, k, v         kernels.Buffer // after norm and RoPE
+	q               kernels.Buffer // after norm and RoPE; k and v go straight to the cache
 	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
 	o               kernels.Buffer // o_proj / down_proj output
 	// gateUp is the gate/up GEMM's output, n × 2·inter (gate | up per
 	// row), which SwiGLURows reads in place; act is its output.
 	gateUp, act kernels.Buffer
-	// fused receives the q/k/v GEMM before it is split into q, k and v: n
-	// × (q + 2kv), one buffer shared by every layer (training keeps it in
-	// the trace rather than allocating it per GEMM, so the peak does not
-	// depend on where in the pass a scratch lives).
+	// fused receives the q/k/v GEMM, n × (q + 2kv), which AttentionInputs
+	// reads in place: one buffer shared by every layer (training keeps it
+	// in the trace rather than allocating it per GEMM, so the peak does
+	// not depend on where in the pass a scratch lives).
 	fused kernels.Buffer
 	// h1b, h2b and actb are the bf16 casts of h1, h2 and act that the
 	// fused ops write for GEMMs with bf16 weights on backends that round
@@ -64,15 +64,14 @@ func (m *Model) allocCasts(a *arena, s *layerActs, n int, shareNorms bool) {
 // the residual stream.
 func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	c := m.Config
-	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	q := c.NumHeads * c.HeadDim
 	s := &layerActs{xIn: x, xMid: x, xOut: x,
 		h1: a.alloc(kernels.F32, n*c.HiddenSize), o: a.alloc(kernels.F32, n*c.HiddenSize),
 		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
-		k: a.alloc(kernels.F32, n*kv), v: a.alloc(kernels.F32, n*kv),
 		act:   a.alloc(kernels.F32, n*c.IntermediateSize),
 		fused: a.alloc(kernels.F32, n*c.fusedWidth()),
 	}
-	s.h2, s.qPre, s.kPre, s.gateUp = s.h1, s.q, s.k, s.fused
+	s.h2, s.gateUp = s.h1, s.fused
 	m.allocCasts(a, s, n, true)
 	return s
 }
@@ -93,11 +92,10 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
+		rstd1: f(n), rstd2: f(n), q: f(n * q),
 		attn: f(n * q), lse: f(n * c.NumHeads), o: f(n * h),
 		gateUp: f(n * 2 * inter), act: f(n * inter),
 		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
-	s.qPre, s.kPre = s.q, s.k
 	if c.Arch().QKNorm {
 		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
 	}
@@ -123,30 +121,16 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s, prev *layerActs) {
 	be, c, w := m.Backend, m.Config, &m.W.Layers[l]
 	h, hd, eps := c.HiddenSize, c.HeadDim, float32(c.RMSNormEps)
-	kv, inter := c.NumKVHeads*hd, c.IntermediateSize
+	inter := c.IntermediateSize
 
 	if prev == nil {
 		be.AddRMSNorm(nil, s.h1, s.h1b, s.rstd1, s.xIn, nil, w.InputNorm, n, h, eps)
 	} else {
 		be.AddRMSNorm(s.xIn, s.h1, s.h1b, s.rstd1, prev.xMid, prev.o, w.InputNorm, n, h, eps)
 	}
-	width := c.groupWidth(groupQKV)
 	m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
-	for i, part := range []struct{ out, bias kernels.Buffer }{{s.qPre, w.QBias}, {s.kPre, w.KBias}, {s.v, w.VBias}} {
-		_, cols := c.Dims(groupProjs[groupQKV][i])
-		be.CopyColumns(part.out, s.fused, n, cols, cols, 0, width, c.groupOffset(groupQKV, i))
-		if part.bias != nil {
-			be.AddBias(part.out, part.bias, n, cols)
-		}
-	}
-	if w.QNorm != nil {
-		be.RMSNorm(s.q, s.rstdQ, s.qPre, w.QNorm, n*c.NumHeads, hd, eps)
-		be.RMSNorm(s.k, s.rstdK, s.kPre, w.KNorm, n*c.NumKVHeads, hd, eps)
-	}
-	be.RoPE(s.q, idx.pos, m.invFreq, n, c.NumHeads, hd, false)
-	be.RoPE(s.k, idx.pos, m.invFreq, n, c.NumKVHeads, hd, false)
-	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, idx.pages, n, kv)
-	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, idx.pages, n, kv)
+	be.AttentionInputs(s.q, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
+		m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, eps)
 	be.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
 	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
 

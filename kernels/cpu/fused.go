@@ -125,3 +125,104 @@ func (be *Backend) SwiGLURowsBackward(dGateUp, dy, gateUp kernels.Buffer, rows, 
 		}
 	})
 }
+
+// AttentionInputs runs each token's heads through bias, norm and RoPE in a
+// scratch row, with the unfused ops' arithmetic: the norm as RMSNorm's
+// (C kernel or Go), the rotation in float64 as RoPE's.
+func (be *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim int, eps float32) {
+	const op = "AttentionInputs"
+	positive(op, nTok, nHead, nKV, headDim)
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cpu.%s: headDim %d is odd", op, headDim))
+	}
+	if (qNorm == nil) != (kNorm == nil) {
+		panic(fmt.Sprintf("cpu.%s: qNorm and kNorm must both be set or both nil", op))
+	}
+	qd, kd, half := nHead*headDim, nKV*headDim, headDim/2
+	width := qd + 2*kd
+	opt := func(name string, b kernels.Buffer, n int) []float32 {
+		if b == nil {
+			return nil
+		}
+		return floats(op, name, b, n)
+	}
+	optOut := func(name string, b kernels.Buffer, n int) []float32 {
+		if b == nil {
+			return nil
+		}
+		return f32(op, name, b, n)
+	}
+	src := floats(op, "qkv", qkv, nTok*width)
+	qs := f32(op, "q", q, nTok*qd)
+	qPres, kPres, rqs, rks := optOut("qPre", qPre, nTok*qd), optOut("kPre", kPre, nTok*kd), optOut("rstdQ", rstdQ, nTok*nHead), optOut("rstdK", rstdK, nTok*nKV)
+	biases := [3][]float32{opt("qBias", qBias, qd), opt("kBias", kBias, kd), opt("vBias", vBias, kd)}
+	norms := [2][]float32{opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)}
+	fs := floats(op, "invFreq", invFreq, half)
+	ss, ps := ints(op, "seq", seq, nTok), ints(op, "pos", pos, nTok)
+	kc, vc := f32(op, "kCache", kCache, kCache.Len()), f32(op, "vCache", vCache, vCache.Len())
+	pt := pagesOf(op, pages, len(kc), kd)
+	if vCache.Len() != len(kc) {
+		panic(fmt.Sprintf("cpu.%s: kCache has %d elements, vCache %d", op, len(kc), vCache.Len()))
+	}
+	pt.check(op, ss, ps)
+	be.parallel(nTok, 20*width, func(lo, hi int) {
+		sin, cos := make([]float64, half), make([]float64, half)
+		row := make([]float32, headDim)
+		var rstd [1]float32
+		for t := lo; t < hi; t++ {
+			for i := range half {
+				sin[i], cos[i] = math.Sincos(float64(float32(ps[t]) * fs[i]))
+			}
+			cacheRow := pt.row(int(ss[t]), int(ps[t])) * kd
+			for h := range nHead + 2*nKV {
+				// part 0: q, 1: k, 2: v; j is the head within its part.
+				part, j := 0, h
+				switch {
+				case h >= nHead+nKV:
+					part, j = 2, h-nHead-nKV
+				case h >= nHead:
+					part, j = 1, h-nHead
+				}
+				copy(row, src[t*width+h*headDim:t*width+(h+1)*headDim])
+				if b := biases[part]; b != nil {
+					for i := range row {
+						row[i] += b[j*headDim+i]
+					}
+				}
+				var dst, pre, rs []float32
+				switch part {
+				case 0:
+					dst, pre, rs = qs[(t*nHead+j)*headDim:], qPres, rqs
+				case 1:
+					dst, pre, rs = kc[cacheRow+j*headDim:], kPres, rks
+				default:
+					copy(vc[cacheRow+j*headDim:cacheRow+(j+1)*headDim], row)
+					continue
+				}
+				heads := nHead
+				if part == 1 {
+					heads = nKV
+				}
+				if pre != nil {
+					copy(pre[(t*heads+j)*headDim:(t*heads+j+1)*headDim], row)
+				}
+				if w := norms[part]; w != nil {
+					if be.vec != nil {
+						be.vec.rmsNorm(row, rstd[:], row, w, 1, eps)
+					} else {
+						rmsNormRows(row, rstd[:], row, w, 0, 1, eps)
+					}
+					if rs != nil {
+						rs[t*heads+j] = rstd[0]
+					}
+				}
+				for i := range half {
+					x1, x2 := float64(row[i]), float64(row[i+half])
+					dst[i] = float32(x1*cos[i] - x2*sin[i])
+					dst[i+half] = float32(x2*cos[i] + x1*sin[i])
+				}
+			}
+		}
+	})
+}

@@ -74,3 +74,88 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_u
 		d_gate_up[ui] = d * (g * sig);
 	}
 }
+
+// AttentionInputs. grid (nTok, nHead + 2·nKV): block (t, h) takes head h
+// of token t's fused q/k/v row — a q head for h < nHead, then the k and
+// the v heads — one thread per rotated pair (i, i + headDim/2). Each step
+// is the unfused kernel's arithmetic: the bias added as add_bias, the
+// norm as rmsnorm.cu's (a block_sum of squares, then x·rs·w), the rotation
+// as rope_f32's. Which part a block takes is uniform over the block, so
+// the block_sum is reached by every thread or by none.
+template <class W>
+__device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k, float* k_cache,
+						 float* v_cache, const float* qkv, const W* q_bias, const W* k_bias, const W* v_bias,
+						 const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq, const int* pos,
+						 const int* table, int n_head, int n_kv, int head_dim, int block_size, int max_blocks, float eps) {
+	GRPO_SHARED(float, scratch, [32]);
+	int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
+	long long width = (long long)(n_head + 2 * n_kv) * head_dim;
+	const float* src = qkv + t * width + (long long)h * head_dim;
+	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
+	const W* bias;
+	const W* norm;
+	float *dst, *pre, *rstd;
+	if (h < n_head) {
+		long long th = (long long)t * n_head + h;
+		bias = q_bias ? q_bias + (long long)h * head_dim : nullptr;
+		norm = q_norm;
+		dst = q + th * head_dim;
+		pre = q_pre ? q_pre + th * head_dim : nullptr;
+		rstd = rstd_q ? rstd_q + th : nullptr;
+	} else if (h < n_head + n_kv) {
+		int j = h - n_head;
+		long long tj = (long long)t * n_kv + j;
+		bias = k_bias ? k_bias + (long long)j * head_dim : nullptr;
+		norm = k_norm;
+		dst = k_cache + (cache_row + j) * head_dim;
+		pre = k_pre ? k_pre + tj * head_dim : nullptr;
+		rstd = rstd_k ? rstd_k + tj : nullptr;
+	} else {
+		int j = h - n_head - n_kv;
+		const W* vb = v_bias ? v_bias + (long long)j * head_dim : nullptr;
+		float* vd = v_cache + (cache_row + j) * head_dim;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) vd[i] = vb ? src[i] + ld(vb, i) : src[i];
+		return;
+	}
+	float rs = 1.0f;
+	if (norm) {
+		float ss = 0.0f;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+			float v = bias ? src[i] + ld(bias, i) : src[i];
+			ss += v * v;
+		}
+		ss = block_sum(ss, scratch);
+		rs = rsqrtf(ss / head_dim + eps);
+		if (rstd && threadIdx.x == 0) *rstd = rs;
+	}
+	for (int i = threadIdx.x; i < half; i += blockDim.x) {
+		float x1 = bias ? src[i] + ld(bias, i) : src[i];
+		float x2 = bias ? src[i + half] + ld(bias, i + half) : src[i + half];
+		if (pre) {
+			pre[i] = x1;
+			pre[i + half] = x2;
+		}
+		if (norm) {
+			x1 = x1 * rs * ld(norm, i);
+			x2 = x2 * rs * ld(norm, i + half);
+		}
+		float ang = (float)pos[t] * inv_freq[i];
+		float s, c;
+		sincosf(ang, &s, &c);
+		dst[i] = x1 * c - x2 * s;
+		dst[i + half] = x2 * c + x1 * s;
+	}
+}
+
+#define ATTENTION_INPUTS_PARAMS(W)                                                                                           \
+	float *q, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, float *k_cache, float *v_cache, const float *qkv,  \
+		const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm, const float *inv_freq,       \
+		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
+		int max_blocks, float eps
+#define ATTENTION_INPUTS_ARGS                                                                                             \
+	q, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
+		table, n_head, n_kv, head_dim, block_size, max_blocks, eps
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float)) { attention_inputs(ATTENTION_INPUTS_ARGS); }
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}

@@ -66,3 +66,52 @@ func (b *Backend) SwiGLURowsBackward(dGateUp, dy, gateUp kernels.Buffer, rows, w
 	}
 	b.elementwise("swiglu_rows_backward_f32", rows*width, d.ptr, y.ptr, gu.ptr, int32(rows), int32(width))
 }
+
+func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim int, eps float32) {
+	const op = "AttentionInputs"
+	positive(op, nTok, nHead, nKV, headDim)
+	qd, kd := nHead*headDim, nKV*headDim
+	i32(op, nTok*(qd+2*kd))
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cuda: %s: headDim %d is odd", op, headDim))
+	}
+	if nHead+2*nKV > 65535 {
+		panic(fmt.Sprintf("cuda: %s: %d heads exceed the grid's y limit 65535", op, nHead+2*nKV))
+	}
+	if (qNorm == nil) != (kNorm == nil) {
+		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
+	}
+	// The weights (biases and norms) share one dtype: the kernel is
+	// instantiated once per dtype.
+	wdt := kernels.F32
+	for _, w := range []kernels.Buffer{qBias, kBias, vBias, qNorm, kNorm} {
+		if w != nil {
+			wdt = w.DType()
+			break
+		}
+	}
+	opt := func(name string, x kernels.Buffer, n int) *buffer { return b.optBufOf(op, name, x, n, wdt) }
+	qq := b.buf(op, "q", q, nTok*qd, kernels.F32)
+	qp, kp := b.optBuf(op, "qPre", qPre, nTok*qd), b.optBuf(op, "kPre", kPre, nTok*kd)
+	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
+	kc := b.buf(op, "kCache", kCache, kd, kernels.F32)
+	vc := b.buf(op, "vCache", vCache, kc.n, kernels.F32)
+	tb := b.pages(op, pages, kc, kd)
+	src := b.buf(op, "qkv", qkv, nTok*(qd+2*kd), kernels.F32)
+	qb, kb, vb := opt("qBias", qBias, qd), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
+	qn, kn := opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)
+	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	s := b.buf(op, "seq", seq, nTok, kernels.I32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	if !usable(qq, qp, kp, rq, rk, kc, vc, tb, src, qb, kb, vb, qn, kn, f, s, p) {
+		return
+	}
+	name := "attention_inputs_f32"
+	if wdt == kernels.BF16 {
+		name = "attention_inputs_wbf16"
+	}
+	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
+		qq.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps)
+}

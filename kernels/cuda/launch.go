@@ -36,6 +36,9 @@ const (
 	// each of its ~100 passes over a 151k-token row is then 149 loads per
 	// thread, and a decode step of 128 sequences is 128 blocks.
 	sampleMaxBlock = 1024
+	// attentionInputsBlock caps the threads of an AttentionInputs block
+	// (one per rotated pair of a head: 64 for headDim 128).
+	attentionInputsBlock = 128
 )
 
 // kernelMaxBlock is the largest block each kernel is launched with, and
@@ -60,6 +63,7 @@ var kernelMaxBlock = map[string]int{
 	"sample_f32":      sampleMaxBlock,
 	"add_rmsnorm_f32": rowBlock, "add_rmsnorm_wbf16": rowBlock,
 	"swiglu_rows_f32": elementwiseBlock, "swiglu_rows_backward_f32": elementwiseBlock,
+	"attention_inputs_f32": attentionInputsBlock, "attention_inputs_wbf16": attentionInputsBlock,
 	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_dxa_f32": loraBlock, "lora_expand_backward_db_f32": loraBlock,
 	"lora_shrink_backward_dx_f32": loraBlock, "lora_shrink_backward_da_f32": loraBlock,

@@ -108,20 +108,20 @@ func TestDecodeStepLaunches(t *testing.T) {
 	// reading those casts (only o_proj's input, the attention output, is
 	// still cast by MatMul), one LoRA shrink and one expand per group and
 	// per single projection (no sgemm at all), SwiGLU on the fused
-	// gate/up output with its cast, and the q/k/v split, q/k norm, RoPE,
-	// KV writes and attention: 26. Before the fused ops (commit c266c66)
+	// gate/up output with its cast, AttentionInputs (q/k norm, RoPE and
+	// the KV writes, reading the q/k/v GEMM's output in place) and
+	// attention: 18. Before the fused ops (commit c266c66)
 	// this step made 77 launches: 36 per layer (4 norms, 4 casts, 4 base
 	// GEMMs, 5 split copies, 11 LoRA sgemms, 2 adds, SwiGLU, 2 RoPE, 2 KV
 	// writes, attention) and 5 once.
-	perLayer := map[string]int{"add_rmsnorm_wbf16": 2, "gemm_bf16": 4, "f32_to_bf16": 1, "copy_columns_f32": 3,
-		"rmsnorm_wbf16": 2, "rope_f32": 2, "kv_write_f32": 2, "attention_f32": 1,
+	perLayer := map[string]int{"add_rmsnorm_wbf16": 2, "gemm_bf16": 4, "f32_to_bf16": 1, "attention_inputs_wbf16": 1, "attention_f32": 1,
 		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1}
 	// Once per step: the embedding, the last layer's residual add, the
 	// logit rows, the final norm, the LM head and its input's cast.
 	once := map[string]int{"gather_rows_bf16": 1, "add_f32": 1, "gather_rows_f32": 1, "rmsnorm_wbf16": 1, "gemm_bf16": 1, "f32_to_bf16": 1}
 	checkLaunches(t, d, m.Config.NumLayers, perLayer, perLayer, once)
-	if got := d.total(); got != 58 || m.Config.NumLayers != 2 {
-		t.Errorf("%d launches over %d layers, want 58 over 2 (77 before the fused ops)", got, m.Config.NumLayers)
+	if got := d.total(); got != 42 || m.Config.NumLayers != 2 {
+		t.Errorf("%d launches over %d layers, want 42 over 2 (77 before the fused ops)", got, m.Config.NumLayers)
 	}
 }
 
@@ -175,15 +175,16 @@ func TestTrainMicroBatchLaunches(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("train micro-batch, %d layers: %d launches:%v", m.Config.NumLayers, d.total(), d)
-	// The forward as in a decode step; the backward per layer: SwiGLU's on
+	// The forward as in a decode step; the backward per layer: RoPE's and
+	// the q/k norms' on q and k, SwiGLU's on
 	// the fused gate/up, whose base input gradient is one GEMM with the
 	// fused weight, q/k/v's three (none in layer 0, whose input is the
 	// frozen embedding), o_proj's and down_proj's, each casting its f32
 	// gradient; per LoRA unit (group or single projection) dxa and dB in
 	// LoRAExpandBackward, dx and dA in LoRAShrinkBackward, no sgemm. Before
 	// the fused ops (commit c266c66): 166 launches.
-	forward := map[string]int{"add_rmsnorm_wbf16": 2, "copy_columns_f32": 3,
-		"rmsnorm_wbf16": 2, "rope_f32": 4, "kv_write_f32": 2, "attention_f32": 1, "attention_backward_f32": 1,
+	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16": 1,
+		"rope_f32": 2, "attention_f32": 1, "attention_backward_f32": 1,
 		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1, "swiglu_rows_backward_f32": 1,
 		"gather_rows_f32": 2, "rmsnorm_backward_wbf16": 4,
 		"lora_expand_backward_dxa_f32": 4, "lora_expand_backward_db_f32": 4, "lora_shrink_backward_da_f32": 4}

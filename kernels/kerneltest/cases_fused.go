@@ -311,3 +311,91 @@ func loRAExpandCases() []Case {
 	}
 	return cs
 }
+
+// attentionInputsCases cover the three architectures' shapes — Qwen3
+// (q/k norm, no bias), Qwen2 (bias, no norm), Llama (neither) — bf16
+// and f32 weights, GQA ratios 2 and 4, headDim 16 to 128, contiguous and
+// paged caches (shuffled blocks, partial last blocks), prefill and
+// decode tokens in one call, and the optional training outputs (qPre,
+// kPre, rstdQ, rstdK). Cache rows no token writes hold values that must
+// survive.
+func attentionInputsCases() []Case {
+	type shape struct {
+		nHead, nKV, headDim int
+		norm, bias          bool
+		w                   kernels.DType
+		train               bool
+		paging
+	}
+	shapes := []shape{
+		{4, 2, 32, true, false, kernels.F32, true, paging{block: 16}},
+		{4, 2, 32, true, false, kernels.BF16, false, paging{}},
+		{2, 1, 16, false, true, kernels.BF16, true, paging{}},
+		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}},
+		{4, 1, 64, true, true, kernels.BF16, true, paging{block: 5}},
+	}
+	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
+	const seqs, maxLen = 3, 12
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(4900+i)
+		name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,bias=%v,w=%v,train=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.bias, s.w, s.train)
+		cs = append(cs, Case{Op: "AttentionInputs", Name: name, check: func(b kernels.Backend) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			n, hd := len(toks), s.headDim
+			qd, kd := s.nHead*hd, s.nKV*hd
+			seqv, posv, valid := seqsAndPositions(toks, seqs)
+			pg := s.layout(e, seqs, maxLen, valid)
+			qkv := e.in("qkv", e.uniform(n*(qd+2*kd), 2))
+			kCache := e.out("kCache", e.uniform(pg.Rows()*kd, 1))
+			vCache := e.out("vCache", e.uniform(pg.Rows()*kd, 1))
+			q := e.out("q", nans(n*qd))
+			var qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
+			if s.bias {
+				qb, kb, vb = e.floats("qBias", s.w, e.uniform(qd, 1), true), e.floats("kBias", s.w, e.uniform(kd, 1), true), e.floats("vBias", s.w, e.uniform(kd, 1), true)
+			}
+			if s.norm {
+				qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
+			}
+			if s.train {
+				qPre, kPre = e.out("qPre", nans(n*qd)), e.out("kPre", nans(n*kd))
+				if s.norm {
+					rq, rk = e.out("rstdQ", nans(n*s.nHead)), e.out("rstdK", nans(n*s.nKV))
+				}
+			}
+			posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
+			_, fv := ropeInputs(e, 1, hd, 1e6)
+			inv := e.in("invFreq", fv)
+			pages := e.pagesOperand(pg)
+			vals := func(o *operand) []float64 {
+				if o == nil {
+					return nil
+				}
+				return o.values()
+			}
+			wq, wk, wv, wqPre, wkPre, wrq, wrk := RefAttentionInputs(qkv.values(), kCache.values(), vCache.values(), vals(qb), vals(kb), vals(vb),
+				vals(qn), vals(kn), fv, seqv, posv, pg, n, s.nHead, s.nKV, hd, 1e-6)
+			b.AttentionInputs(q.view, view(qPre), view(kPre), view(rq), view(rk), kCache.view, vCache.view, qkv.view,
+				view(qb), view(kb), view(vb), view(qn), view(kn), inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd, 1e-6)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			for _, c := range []struct {
+				o    *operand
+				want []float64
+				tol  Tol
+			}{{q, wq, tolReduction}, {kCache, wk, tolReduction}, {vCache, wv, tolRounded},
+				{qPre, wqPre, tolRounded}, {kPre, wkPre, tolRounded}, {rq, wrq, tolReduction}, {rk, wrk, tolReduction}} {
+				if c.o == nil {
+					continue
+				}
+				if err := Compare(c.o.name, c.o.result(b), c.want, c.tol); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	}
+	return cs
+}

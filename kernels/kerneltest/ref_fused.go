@@ -144,3 +144,33 @@ func RefLoRAShrinkBackward(dxa, x, a []float64, rows, in, ranks int) (dx, da []f
 	}
 	return dx, da
 }
+
+// RefAttentionInputs returns AttentionInputs' q (nTok × nHead × headDim),
+// the caches after the k and v writes, qPre, kPre, rstdQ and rstdK, by
+// splitting qkv and applying RefAddBias, RefRMSNorm, RefRoPE and
+// RefKVWrite in turn (bias, qNorm, kNorm nil: skipped).
+func RefAttentionInputs(qkv, kCache, vCache, qBias, kBias, vBias, qNorm, kNorm []float64, invFreq []float32, seq, pos []int32, pg Pages,
+	nTok, nHead, nKV, headDim int, eps float64) (q, kc, vc, qPre, kPre, rstdQ, rstdK []float64) {
+	width := (nHead + 2*nKV) * headDim
+	part := func(off, cols int, bias []float64) []float64 {
+		x := make([]float64, nTok*cols)
+		for t := 0; t < nTok; t++ {
+			copy(x[t*cols:(t+1)*cols], qkv[t*width+off:t*width+off+cols])
+		}
+		if bias != nil {
+			x = RefAddBias(x, bias, nTok, cols)
+		}
+		return x
+	}
+	qd, kd := nHead*headDim, nKV*headDim
+	qPre, kPre = part(0, qd, qBias), part(qd, kd, kBias)
+	v := part(qd+kd, kd, vBias)
+	q, k := qPre, kPre
+	if qNorm != nil {
+		q, rstdQ = RefRMSNorm(qPre, qNorm, nTok*nHead, headDim, eps)
+		k, rstdK = RefRMSNorm(kPre, kNorm, nTok*nKV, headDim, eps)
+	}
+	q = RefRoPE(q, pos, invFreq, nTok, nHead, headDim, false)
+	k = RefRoPE(k, pos, invFreq, nTok, nKV, headDim, false)
+	return q, RefKVWrite(kCache, k, seq, pos, pg, nTok, kd), RefKVWrite(vCache, v, seq, pos, pg, nTok, kd), qPre, kPre, rstdQ, rstdK
+}

@@ -66,6 +66,7 @@ func Cases() []Case {
 		swiGLURowsCases(),
 		loRAShrinkCases(),
 		loRAExpandCases(),
+		attentionInputsCases(),
 	} {
 		cs = append(cs, group...)
 	}
