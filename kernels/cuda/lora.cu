@@ -13,7 +13,7 @@
 #define LORA_MAX_RANK_PER_LANE 8
 
 // Up to three parts per launch (q/k/v), passed by value: the part of a
-// block is blockIdx.z (expand, dxa) or blockIdx.y (db).
+// block is blockIdx.z (expand) or derived from blockIdx.x (backward).
 struct lora_part {
 	const float* b;  // out × rank
 	float* db;       // out × rank, or null
@@ -63,14 +63,15 @@ GRPO_KERNEL void __launch_bounds__(256) lora_expand_f32(const float* xa, int row
 	p.y[r * p.y_cols + p.y_off + j] += p.scale * s;
 }
 
-// dxa[r, xa_off + k] = scale·Σ_j dy[r, y_off + j]·b[j, k] (p.y holds dy).
-// grid (rows, ⌈max rank/8⌉, parts): a warp per k, lanes over j.
-GRPO_KERNEL void __launch_bounds__(256) lora_expand_backward_dxa_f32(float* dxa, int rows, int ranks, LORA_PART_PARAMS(0),
-								      LORA_PART_PARAMS(1), LORA_PART_PARAMS(2)) {
-	LORA_PICK(blockIdx.z);
-	int lane = threadIdx.x & 31, k = blockIdx.y * LORA_WARPS + (threadIdx.x >> 5);
+// LoRAExpandBackward in one launch: grid (rows·dxa_y·parts + db_x·parts),
+// the first rows·dxa_y·parts blocks computing dxa, the rest dB (db_x = 0
+// when no part wants dB). Neither reads what the other writes.
+//
+// dxa[r, xa_off + k] = scale·Σ_j dy[r, y_off + j]·b[j, k] (p.y holds dy):
+// block (r, y) of a part, a warp per k = 8y + w, lanes over j.
+__device__ __forceinline__ void lora_dxa(const lora_part& p, float* dxa, long long r, int y, int ranks) {
+	int lane = threadIdx.x & 31, k = y * LORA_WARPS + (threadIdx.x >> 5);
 	if (k >= p.rank) return;
-	long long r = blockIdx.x;
 	const float* dy = p.y + r * p.y_cols + p.y_off;
 	float s = 0.0f;
 	for (int j = lane; j < p.out; j += 32) s += dy[j] * p.b[(long long)j * p.rank + k];
@@ -78,13 +79,11 @@ GRPO_KERNEL void __launch_bounds__(256) lora_expand_backward_dxa_f32(float* dxa,
 	if (lane == 0) dxa[r * ranks + p.xa_off + k] = p.scale * s;
 }
 
-// db[j, k] += scale·Σ_r dy[r, y_off + j]·xa[r, xa_off + k]. grid (⌈max
-// out/8⌉, parts): a warp per j, each lane holding ranks k = lane + 32m,
+// db[j, k] += scale·Σ_r dy[r, y_off + j]·xa[r, xa_off + k]: block x of a
+// part, a warp per j = 8x + w, each lane holding ranks k = lane + 32m,
 // summed over every row in order.
-GRPO_KERNEL void __launch_bounds__(256) lora_expand_backward_db_f32(const float* xa, int rows, int ranks, LORA_PART_PARAMS(0),
-								     LORA_PART_PARAMS(1), LORA_PART_PARAMS(2)) {
-	LORA_PICK(blockIdx.y);
-	int lane = threadIdx.x & 31, j = blockIdx.x * LORA_WARPS + (threadIdx.x >> 5);
+__device__ __forceinline__ void lora_db(const lora_part& p, const float* xa, int x, int rows, int ranks) {
+	int lane = threadIdx.x & 31, j = x * LORA_WARPS + (threadIdx.x >> 5);
 	if (!p.db || j >= p.out) return;
 	float acc[LORA_MAX_RANK_PER_LANE];
 	for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) acc[m] = 0.0f;
@@ -102,22 +101,42 @@ GRPO_KERNEL void __launch_bounds__(256) lora_expand_backward_db_f32(const float*
 	}
 }
 
-// dx[r, i] += Σ_k dxa[r, k]·a[k, i]. grid (rows, ⌈in/256⌉), a thread per i.
-GRPO_KERNEL void __launch_bounds__(256) lora_shrink_backward_dx_f32(float* dx, const float* dxa, const float* a, int rows, int in,
-								     int ranks) {
-	int i = blockIdx.y * blockDim.x + threadIdx.x;
-	if (i >= in) return;
-	long long r = blockIdx.x;
-	float s = 0.0f;
-	for (int k = 0; k < ranks; k++) s += dxa[r * ranks + k] * a[(long long)k * in + i];
-	dx[r * in + i] += s;
+GRPO_KERNEL void __launch_bounds__(256) lora_expand_backward_f32(float* dxa, const float* xa, int rows, int ranks, int parts, int dxa_y,
+								  int db_x, LORA_PART_PARAMS(0), LORA_PART_PARAMS(1), LORA_PART_PARAMS(2)) {
+	long long b = blockIdx.x, n_dxa = (long long)rows * dxa_y * parts;
+	if (b < n_dxa) {
+		int z = (int)(b / ((long long)rows * dxa_y));
+		long long rem = b % ((long long)rows * dxa_y);
+		LORA_PICK(z);
+		lora_dxa(p, dxa, rem / dxa_y, (int)(rem % dxa_y), ranks);
+		return;
+	}
+	b -= n_dxa;
+	LORA_PICK((int)(b / db_x));
+	lora_db(p, xa, (int)(b % db_x), rows, ranks);
 }
 
-// da[k, i] += Σ_r dxa[r, k]·x[r, i]. grid (⌈in/256⌉, ⌈ranks/8⌉): a thread
-// per i holding 8 ranks, summed over every row in order.
-GRPO_KERNEL void __launch_bounds__(256) lora_shrink_backward_da_f32(float* da, const float* dxa, const float* x, int rows, int in,
-								     int ranks) {
-	int i = blockIdx.x * blockDim.x + threadIdx.x, k0 = blockIdx.y * LORA_WARPS;
+// LoRAShrinkBackward in one launch: grid (dx_blocks + da_blocks), either
+// count 0 when its output is not wanted; neither reads what the other
+// writes.
+//
+// dx[r, i] += Σ_k dxa[r, k]·a[k, i]: dx_y blocks per row, a thread per i.
+// da[k, i] += Σ_r dxa[r, k]·x[r, i]: block (x, y) a thread per i holding
+// 8 ranks k = 8y + m, summed over every row in order.
+GRPO_KERNEL void __launch_bounds__(256) lora_shrink_backward_f32(float* dx, float* da, const float* dxa, const float* x, const float* a,
+								  int rows, int in, int ranks, int dx_blocks) {
+	int in_blocks = (in + blockDim.x - 1) / blockDim.x;
+	if ((long long)blockIdx.x < dx_blocks) {
+		long long r = blockIdx.x / in_blocks;
+		int i = (blockIdx.x % in_blocks) * blockDim.x + threadIdx.x;
+		if (i >= in) return;
+		float s = 0.0f;
+		for (int k = 0; k < ranks; k++) s += dxa[r * ranks + k] * a[(long long)k * in + i];
+		dx[r * in + i] += s;
+		return;
+	}
+	int b = blockIdx.x - dx_blocks;
+	int i = (b % in_blocks) * blockDim.x + threadIdx.x, k0 = (b / in_blocks) * LORA_WARPS;
 	if (i >= in) return;
 	float acc[LORA_WARPS];
 	for (int m = 0; m < LORA_WARPS; m++) acc[m] = 0.0f;

@@ -110,6 +110,8 @@ func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows i
 	})
 }
 
+// LoRAExpandBackward is one launch per loraParts parts: dxa's blocks, then
+// dB's (none when no part of the launch wants dB).
 func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
 	const op = "LoRAExpandBackward"
 	positive(op, rows)
@@ -122,39 +124,44 @@ func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoR
 	}
 	eachLaunch(ps, func(g []loraPart) {
 		args, maxOut, maxRank := partArgs(g)
-		grid := Dim3{uint32(rows), uint32(ceilDiv(maxRank, loraWarps)), uint32(len(g))}
-		b.launch("lora_expand_backward_dxa_f32", grid, D1(loraBlock), 0, append([]any{d.ptr, int32(rows), int32(ranks)}, args...)...)
+		dxaY, dbX := ceilDiv(maxRank, loraWarps), 0
 		for _, p := range g {
 			if p.DB != nil {
-				b.launch("lora_expand_backward_db_f32", D2(ceilDiv(maxOut, loraWarps), len(g)), D1(loraBlock), 0,
-					append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
-				break
+				dbX = ceilDiv(maxOut, loraWarps)
 			}
 		}
+		blocks := rows*dxaY*len(g) + dbX*len(g)
+		i32(op, blocks)
+		b.launch("lora_expand_backward_f32", D1(blocks), D1(loraBlock), 0,
+			append([]any{d.ptr, x.ptr, int32(rows), int32(ranks), int32(len(g)), int32(dxaY), int32(dbX)}, args...)...)
 	})
 }
 
+// LoRAShrinkBackward is one launch: dx's blocks (rows × ⌈in/256⌉), then
+// dA's (⌈in/256⌉ × ⌈ranks/8⌉), each part empty when its output is nil.
 func (b *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in, ranks int) {
 	const op = "LoRAShrinkBackward"
 	positive(op, rows, in, ranks)
 	i32(op, rows*in, ranks*in, rows*ranks)
 	g := b.buf(op, "dxa", dxa, rows*ranks, kernels.F32)
+	d, aa := b.optBuf(op, "dx", dx, rows*in), b.buf(op, "a", a, ranks*in, kernels.F32)
+	dA, xx := b.optBuf(op, "da", da, ranks*in), b.buf(op, "x", x, rows*in, kernels.F32)
+	if !usable(g, d, aa, dA, xx) {
+		return
+	}
+	dxBlocks, daBlocks := 0, 0
 	if dx != nil {
-		d := b.buf(op, "dx", dx, rows*in, kernels.F32)
-		aa := b.buf(op, "a", a, ranks*in, kernels.F32)
-		if usable(g, d, aa) {
-			b.launch("lora_shrink_backward_dx_f32", D2(rows, ceilDiv(in, loraBlock)), D1(loraBlock), 0,
-				d.ptr, g.ptr, aa.ptr, int32(rows), int32(in), int32(ranks))
-		}
+		dxBlocks = rows * ceilDiv(in, loraBlock)
 	}
 	if da != nil {
-		d := b.buf(op, "da", da, ranks*in, kernels.F32)
-		xx := b.buf(op, "x", x, rows*in, kernels.F32)
-		if usable(g, d, xx) {
-			b.launch("lora_shrink_backward_da_f32", D2(ceilDiv(in, loraBlock), ceilDiv(ranks, loraWarps)), D1(loraBlock), 0,
-				d.ptr, g.ptr, xx.ptr, int32(rows), int32(in), int32(ranks))
-		}
+		daBlocks = ceilDiv(in, loraBlock) * ceilDiv(ranks, loraWarps)
 	}
+	i32(op, dxBlocks+daBlocks)
+	if dxBlocks+daBlocks == 0 {
+		return
+	}
+	b.launch("lora_shrink_backward_f32", D1(dxBlocks+daBlocks), D1(loraBlock), 0,
+		d.ptr, dA.ptr, g.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks), int32(dxBlocks))
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
