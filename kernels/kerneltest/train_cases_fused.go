@@ -2,6 +2,7 @@ package kerneltest
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -36,7 +37,8 @@ func swiGLURowsBackwardCases() []Case {
 
 // loRAExpandBackwardCases run every layout of loRAExpandCases; DB starts
 // with values (it accumulates), dxa as NaN (it is overwritten), and the
-// last of several parts wants no B gradient.
+// last of several parts wants no B gradient. LoRA gradients must be
+// bit-identical from run to run (no atomics, fixed summation order).
 func loRAExpandBackwardCases() []Case {
 	var cs []Case
 	for li, l := range loraLayouts {
@@ -72,7 +74,7 @@ func loRAExpandBackwardCases() []Case {
 						return err
 					}
 				}
-				return nil
+				return e.deterministic(append([]*operand{dxa}, dbs...), func() { tb.LoRAExpandBackward(dxa.view, xa.view, parts, rows) })
 			}))
 		}
 	}
@@ -80,7 +82,7 @@ func loRAExpandBackwardCases() []Case {
 }
 
 // loRAShrinkBackwardCases: dx and da accumulate into values already there,
-// and each may be skipped (nil).
+// each may be skipped (nil), and a second run gives the same bits.
 func loRAShrinkBackwardCases() []Case {
 	type shape struct {
 		rows, in, ranks int
@@ -123,8 +125,35 @@ func loRAShrinkBackwardCases() []Case {
 					return err
 				}
 			}
-			return nil
+			return e.deterministic([]*operand{dx, da}, func() { tb.LoRAShrinkBackward(view(dx), view(da), dxa.view, x.view, a.view, s.rows, s.in, s.ranks) })
 		}))
 	}
 	return cs
+}
+
+// deterministic restores outs (nil entries skipped) to their contents
+// before the op, runs it again and requires bit-identical results.
+func (e *env) deterministic(outs []*operand, run func()) error {
+	first := make([][]float32, len(outs))
+	for i, o := range outs {
+		if o != nil {
+			first[i] = o.result(e.b)
+			e.b.Upload(o.parent, o.f)
+		}
+	}
+	run()
+	if err := e.b.Sync(); err != nil {
+		return fmt.Errorf("second run: Sync: %w", err)
+	}
+	for i, o := range outs {
+		if o == nil {
+			continue
+		}
+		for j, v := range o.result(e.b) {
+			if math.Float32bits(v) != math.Float32bits(first[i][j]) {
+				return fmt.Errorf("%s[%d]: %v on the first run, %v on the second: not deterministic", o.name, j, first[i][j], v)
+			}
+		}
+	}
+	return nil
 }
