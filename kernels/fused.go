@@ -10,7 +10,8 @@ type FusedOps interface {
 	// each of rows rows of width dim, with s = x + r (rounded to f32), it
 	// writes sum = s and out = s / sqrt(mean(s²) + eps) · w, and rstd (if
 	// not nil) as RMSNorm does. With r nil there is no add: s = x and sum
-	// must be nil. sum may alias x or r; out aliases none of them. If
+	// must be nil. sum may alias x or r; out aliases none of them, except x
+	// when there is no add (the head's norm of gathered rows, in place). If
 	// outBF16 (a BF16 buffer) is not nil it also receives out rounded to
 	// bf16 (nearest-even): the A operand of the next MatMul with BF16
 	// weights, which that MatMul then takes as it is.

@@ -97,17 +97,26 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		tr.layers = append(tr.layers, s)
 		x, prev = s.xOut, s
 	}
-	m.finishLayers(prev, n)
-	tr.xFinal = x
-	if tr.rows != nil {
-		tr.xFinal = a.alloc(kernels.F32, r*h)
-		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
-	}
 	tr.rstdF = a.alloc(kernels.F32, r)
 	hF := a.alloc(kernels.F32, r*h)
-	be.RMSNorm(hF, tr.rstdF, tr.xFinal, m.W.Norm, r, h, float32(c.RMSNormEps))
+	var hFb kernels.Buffer
+	if m.castsBF16() {
+		hFb = a.alloc(kernels.BF16, r*h)
+	}
+	eps := float32(c.RMSNormEps)
+	tr.xFinal = x
+	if tr.rows == nil {
+		// Every token scored: the last layer's residual add is fused into
+		// the final norm.
+		be.AddRMSNorm(x, hF, hFb, tr.rstdF, prev.xMid, prev.o, m.W.Norm, n, h, eps)
+	} else {
+		m.finishLayers(prev, n)
+		tr.xFinal = a.alloc(kernels.F32, r*h)
+		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
+		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, tr.xFinal, nil, m.W.Norm, r, h, eps)
+	}
 	tr.logits = a.alloc(kernels.F32, r*v)
-	be.MatMul(tr.logits, hF, m.W.LMHead, r, v, h, false, true, 1, 0)
+	be.MatMul(tr.logits, gemmInput(hF, hFb), m.W.LMHead, r, v, h, false, true, 1, 0)
 	tr.Logp, tr.Entropy = a.alloc(kernels.F32, r), a.alloc(kernels.F32, r)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
 	if err := be.Sync(); err != nil {

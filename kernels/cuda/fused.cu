@@ -5,8 +5,8 @@
 #include "common.cuh"
 
 // The residual add and the norm: each thread adds, writes and squares the
-// same columns, then normalises them, so sum may alias x or r. With r
-// null there is no add (sum is null too). out_bf16, when not null, gets
+// same columns, then normalises them, so sum may alias x or r, and out
+// may alias x when r is null (no add; sum is null too). out_bf16, when not null, gets
 // the very value written to out, rounded to nearest even.
 template <class W>
 __device__ __forceinline__ void add_rmsnorm(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,

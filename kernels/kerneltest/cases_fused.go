@@ -18,13 +18,14 @@ func checkCast(b kernels.Backend, cast *operand, f32Out []float32) error {
 }
 
 // addRMSNormCases cover no residual (r nil), sum aliasing x or r (the
-// model updates the residual stream in place), BF16 weights, the optional
-// rstd and bf16 cast, and a zero row and a row at the eps scale.
+// model updates the residual stream in place), out aliasing x without a
+// residual (the head's norm in place), BF16 weights, the optional rstd and
+// bf16 cast, and a zero row and a row at the eps scale.
 func addRMSNormCases() []Case {
 	type shape struct {
 		rows, dim  int
 		residual   bool
-		alias      string // "none", "sum=x", "sum=r"
+		alias      string // "none", "sum=x", "sum=r", "out=x" (no residual)
 		w          kernels.DType
 		rstd, cast bool
 	}
@@ -35,6 +36,7 @@ func addRMSNormCases() []Case {
 		{4, 1000, true, "sum=r", kernels.F32, true, false},
 		{2, 1024, false, "none", kernels.BF16, false, true},
 		{9, 130, true, "sum=x", kernels.BF16, true, true},
+		{6, 300, false, "out=x", kernels.BF16, true, true},
 	}
 	var cs []Case
 	for i, s := range shapes {
@@ -60,6 +62,7 @@ func addRMSNormCases() []Case {
 			case "sum=r":
 				x, r = e.in("x", xv), e.out("r", rv)
 				sum = r
+			case "out=x":
 			default:
 				x = e.in("x", xv)
 				if s.residual {
@@ -67,7 +70,13 @@ func addRMSNormCases() []Case {
 				}
 			}
 			w := e.floats("w", s.w, e.uniform(s.dim, 2), true)
-			out := e.out("out", nans(n))
+			var out *operand
+			if s.alias == "out=x" {
+				x = e.out("x", xv)
+				out = x
+			} else {
+				out = e.out("out", nans(n))
+			}
 			var rstd, cast *operand
 			if s.rstd {
 				rstd = e.out("rstd", nans(s.rows))
