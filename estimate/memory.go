@@ -397,7 +397,7 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 // (lossRows) and are the only ones scored. f32 unless noted:
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
-//	  index + cache row (4 × 4 B); the fused q/k/v GEMM's output that
+//	  indices (3 × 4 B); the fused q/k/v GEMM's output that
 //	  every layer reads (qkvWidth); and per layer (model/layer.go
 //	  trainingActs) 5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q
 //	  (q, attn) + heads (lse) + 3·inter (gateUp, act)
@@ -415,7 +415,7 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
 //	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
-//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dxa) + h
+//	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
 //	  (dh1), freed before the next layer
 //
 // so the phase holds trace + max(reference, loss + backward).
@@ -432,7 +432,7 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	if mc.Arch().QKNorm {
 		perLayer += q + kv + heads + kvHeads
 	}
-	tokenHead := h + 4 + qkvWidth(mc) // x, token/slot/position/cache-row indices, fused q/k/v GEMM output
+	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
 	perSeq := int64(max(1, longest-1))
@@ -450,7 +450,7 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
 	// and one layer (with dh1).
-	backward := (r*loss + n*h + max(r*(v+h), n*(3*inter+h+2*q+4*kv+lr+h))) * f32Bytes
+	backward := (r*loss + n*h + max(r*(v+h), n*(3*inter+h+3*q+4*kv+lr+h))) * f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		ref = (n*(tokenHead+L*perLayer)+r*(rowHead+1))*f32Bytes + cache // + the logp copy

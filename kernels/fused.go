@@ -48,4 +48,18 @@ type FusedTrainOps interface {
 	// its second, from dy (rows × width) and the forward's gateUp, with
 	// the formulas of SwiGLUBackward.
 	SwiGLURowsBackward(dGateUp, dy, gateUp Buffer, rows, width int)
+
+	// AttentionInputsBackward is AttentionInputs' backward: it writes
+	// dqkv (nTok × (nHead + 2·nKV)·headDim, laid out like qkv,
+	// overwritten), the gradient of the fused q/k/v projection, from dq
+	// (nTok × nHead × headDim) and the caches' gradients dkCache and
+	// dvCache (laid out like the caches, as AttentionBackward writes
+	// them). Per token: the k and v heads' gradients are read at the
+	// token's cache row (position pos[t] of sequence seq[t] through
+	// pages); q and k heads are rotated back (RoPE with inverse) and,
+	// with qNorm and kNorm not nil, taken through the norms' backward
+	// (RMSNormBackward, with the forward's qPre, kPre, rstdQ and rstdK);
+	// v heads pass as they are. The frozen biases add nothing.
+	AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos Buffer, pages KVPages,
+		nTok, nHead, nKV, headDim int)
 }

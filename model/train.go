@@ -11,18 +11,17 @@ import (
 // statistics, the logits, and the log-probabilities and entropies of the
 // targets. Free releases it all.
 type Trace struct {
-	m         *Model
-	a         *arena
-	n, r      int // tokens in the batch; scored rows
-	idx       batchIndex
-	cache     *KVCache
-	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row (the identity table)
-	layers    []*layerActs
-	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
-	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
-	rstdF     kernels.Buffer
-	logits    kernels.Buffer
-	targets   kernels.Buffer
+	m       *Model
+	a       *arena
+	n, r    int // tokens in the batch; scored rows
+	idx     batchIndex
+	cache   *KVCache
+	layers  []*layerActs
+	rows    kernels.Buffer // batch index of each scored row; nil: every token, in order
+	xFinal  kernels.Buffer // the final norm's input, scored rows only (r × hidden)
+	rstdF   kernels.Buffer
+	logits  kernels.Buffer
+	targets kernels.Buffer
 	// Logp[i] = log p(targets[i] | tokens ≤ rows[i]) and Entropy[i] is the
 	// entropy of the distribution at scored row i. Both Rows() long, on the
 	// backend.
@@ -74,12 +73,6 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
-	crows := make([]int32, n)
-	for i := range crows {
-		crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
-	}
-	tr.cacheRows = a.alloc(kernels.I32, n)
-	be.UploadI32(tr.cacheRows, crows)
 	tr.targets = a.alloc(kernels.I32, r)
 	be.UploadI32(tr.targets, targets)
 	if rows != nil {
@@ -181,7 +174,7 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	s, w := tr.layers[l], &m.W.Layers[l]
 	n, h, hd, inter := tr.n, c.HiddenSize, c.HeadDim, c.IntermediateSize
-	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
+	q := c.NumHeads * hd
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 
 	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
@@ -205,30 +198,20 @@ func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput boo
 	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
 	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
 		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
-	dk, dv := f(n*kv), f(n*kv)
-	be.GatherRows(dk, dkC, tr.cacheRows, n, kv)
-	be.GatherRows(dv, dvC, tr.cacheRows, n, kv)
-	be.RoPE(dq, tr.idx.pos, m.invFreq, n, c.NumHeads, hd, true)
-	be.RoPE(dk, tr.idx.pos, m.invFreq, n, c.NumKVHeads, hd, true)
-	if w.QNorm != nil {
-		be.RMSNormBackward(dq, dq, s.qPre, w.QNorm, s.rstdQ, n*c.NumHeads, hd, false)
-		be.RMSNormBackward(dk, dk, s.kPre, w.KNorm, s.rstdK, n*c.NumKVHeads, hd, false)
-	}
-	// q/k/v's gradients are separate buffers: the base part of dh1 is one
-	// GEMM per projection on the views of the fused weight (joining the
-	// gradients would cost a copy each); the LoRA part reads them in place.
-	dys := []kernels.Buffer{dq, dk, dv}
+	// q, k and v's gradients join in the fused layout (AttentionInputs'
+	// backward), so the base part of dh1 is one GEMM with the fused
+	// weight and the LoRA part reads them in place.
+	width := c.groupWidth(groupQKV)
+	dQKV := f(n * width)
+	be.AttentionInputsBackward(dQKV, dq, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd)
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)
-		for i, wp := range []kernels.Buffer{w.Q, w.K, w.V} {
-			_, out := c.Dims(groupProjs[groupQKV][i])
-			be.MatMul(dh1, dys[i], wp, n, h, out, false, false, 1, float32(min(i, 1)))
-		}
+		be.MatMul(dh1, dQKV, w.QKV, n, h, width, false, false, 1, 0)
 	}
 	m.loraGroupBackward(a, l, groupQKV, dh1, s.h1, n, s.xaG[groupQKV], func(i int) (kernels.Buffer, int, int) {
-		_, out := c.Dims(groupProjs[groupQKV][i])
-		return dys[i], out, 0
+		return dQKV, width, c.groupOffset(groupQKV, i)
 	})
 	if needInput {
 		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)

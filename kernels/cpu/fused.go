@@ -226,3 +226,75 @@ func (be *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, 
 		}
 	})
 }
+
+// AttentionInputsBackward gathers, rotates back and un-norms each token's
+// heads in a scratch row, with the unfused ops' arithmetic (RoPE's float64
+// rotation, RMSNormBackward's C kernel or float64 Go path).
+func (be *Backend) AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim int) {
+	const op = "AttentionInputsBackward"
+	positive(op, nTok, nHead, nKV, headDim)
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cpu.%s: headDim %d is odd", op, headDim))
+	}
+	if (qNorm == nil) != (kNorm == nil) {
+		panic(fmt.Sprintf("cpu.%s: qNorm and kNorm must both be set or both nil", op))
+	}
+	qd, kd, half := nHead*headDim, nKV*headDim, headDim/2
+	width := qd + 2*kd
+	out := f32(op, "dqkv", dqkv, nTok*width)
+	dqs := floats(op, "dq", dq, nTok*qd)
+	dkc, dvc := floats(op, "dkCache", dkCache, dkCache.Len()), floats(op, "dvCache", dvCache, dvCache.Len())
+	if len(dvc) != len(dkc) {
+		panic(fmt.Sprintf("cpu.%s: dkCache has %d elements, dvCache %d", op, len(dkc), len(dvc)))
+	}
+	var pres, rstds, norms [2][]float32
+	if qNorm != nil {
+		pres = [2][]float32{floats(op, "qPre", qPre, nTok*qd), floats(op, "kPre", kPre, nTok*kd)}
+		rstds = [2][]float32{floats(op, "rstdQ", rstdQ, nTok*nHead), floats(op, "rstdK", rstdK, nTok*nKV)}
+		norms = [2][]float32{floats(op, "qNorm", qNorm, headDim), floats(op, "kNorm", kNorm, headDim)}
+	}
+	fs := floats(op, "invFreq", invFreq, half)
+	ss, ps := ints(op, "seq", seq, nTok), ints(op, "pos", pos, nTok)
+	pt := pagesOf(op, pages, len(dkc), kd)
+	pt.check(op, ss, ps)
+	be.parallel(nTok, 20*width, func(lo, hi int) {
+		sin, cos := make([]float64, half), make([]float64, half)
+		row := make([]float32, headDim)
+		for t := lo; t < hi; t++ {
+			for i := range half {
+				sin[i], cos[i] = math.Sincos(-float64(float32(ps[t]) * fs[i]))
+			}
+			cacheRow := pt.row(int(ss[t]), int(ps[t])) * kd
+			dst := out[t*width : (t+1)*width]
+			copy(dst[qd+kd:], dvc[cacheRow:cacheRow+kd])
+			for h := range nHead + nKV {
+				var src []float32
+				part, j, heads := 0, h, nHead
+				if h < nHead {
+					src = dqs[t*qd+h*headDim:]
+				} else {
+					part, j, heads, src = 1, h-nHead, nKV, dkc[cacheRow+(h-nHead)*headDim:]
+				}
+				for i := range half {
+					x1, x2 := float64(src[i]), float64(src[i+half])
+					row[i] = float32(x1*cos[i] - x2*sin[i])
+					row[i+half] = float32(x2*cos[i] + x1*sin[i])
+				}
+				d := dst[h*headDim : (h+1)*headDim]
+				w := norms[part]
+				if w == nil {
+					copy(d, row)
+					continue
+				}
+				th := t*heads + j
+				x, r := pres[part][th*headDim:(th+1)*headDim], rstds[part][th:th+1]
+				if be.vec != nil {
+					be.vec.rmsNormBackward(d, row, x, w, r, 1, false)
+				} else {
+					rmsNormBackwardRows(d, row, x, w, r, 0, 1, false)
+				}
+			}
+		}
+	})
+}

@@ -159,3 +159,84 @@ GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PA
 GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16)) {
 	attention_inputs(ATTENTION_INPUTS_ARGS);
 }
+
+// AttentionInputsBackward. grid (nTok, nHead + 2·nKV), as attention_inputs:
+// block (t, h) writes head h of dqkv's row t. q and k heads: the gradient
+// (dq, or dk_cache at the token's cache row) rotated back as rope_f32 with
+// inverse, then, with a norm, rmsnorm_backward.cu's float64 formula (the
+// dot product over the head in a block_sum_f64, the rotation recomputed in
+// the second pass); v heads: dv_cache's row as it is.
+template <class W>
+__device__ __forceinline__ void attention_inputs_backward(float* dqkv, const float* dq, const float* dk_cache, const float* dv_cache,
+							  const float* q_pre, const float* k_pre, const float* rstd_q, const float* rstd_k,
+							  const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq,
+							  const int* pos, const int* table, int n_head, int n_kv, int head_dim,
+							  int block_size, int max_blocks) {
+	GRPO_SHARED(double, scratch, [32]);
+	int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
+	long long width = (long long)(n_head + 2 * n_kv) * head_dim;
+	float* dst = dqkv + t * width + (long long)h * head_dim;
+	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
+	const float *src, *x = nullptr;
+	const W* norm;
+	double r = 0.0;
+	if (h < n_head) {
+		long long th = (long long)t * n_head + h;
+		src = dq + th * head_dim;
+		norm = q_norm;
+		if (norm) x = q_pre + th * head_dim, r = rstd_q[th];
+	} else if (h < n_head + n_kv) {
+		int j = h - n_head;
+		long long tj = (long long)t * n_kv + j;
+		src = dk_cache + (cache_row + j) * head_dim;
+		norm = k_norm;
+		if (norm) x = k_pre + tj * head_dim, r = rstd_k[tj];
+	} else {
+		const float* dv = dv_cache + (cache_row + h - n_head - n_kv) * head_dim;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) dst[i] = dv[i];
+		return;
+	}
+	double c = 0.0;
+	if (norm) {
+		double dot = 0.0;
+		for (int i = threadIdx.x; i < half; i += blockDim.x) {
+			float ang = (float)pos[t] * inv_freq[i];
+			float s, co;
+			sincosf(ang, &s, &co);
+			s = -s;
+			float g1 = src[i] * co - src[i + half] * s, g2 = src[i + half] * co + src[i] * s;
+			dot += (double)ld(norm, i) * g1 * x[i] + (double)ld(norm, i + half) * g2 * x[i + half];
+		}
+		dot = block_sum_f64(dot, scratch);
+		c = r * r * r * (dot / head_dim);
+	}
+	for (int i = threadIdx.x; i < half; i += blockDim.x) {
+		float ang = (float)pos[t] * inv_freq[i];
+		float s, co;
+		sincosf(ang, &s, &co);
+		s = -s;
+		float g1 = src[i] * co - src[i + half] * s, g2 = src[i + half] * co + src[i] * s;
+		if (norm) {
+			dst[i] = (float)(r * ld(norm, i) * g1 - x[i] * c);
+			dst[i + half] = (float)(r * ld(norm, i + half) * g2 - x[i + half] * c);
+		} else {
+			dst[i] = g1;
+			dst[i + half] = g2;
+		}
+	}
+}
+
+#define ATTENTION_INPUTS_BACKWARD_PARAMS(W)                                                                                 \
+	float *dqkv, const float *dq, const float *dk_cache, const float *dv_cache, const float *q_pre, const float *k_pre, \
+		const float *rstd_q, const float *rstd_k, const W *q_norm, const W *k_norm, const float *inv_freq,              \
+		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
+		int max_blocks
+#define ATTENTION_INPUTS_BACKWARD_ARGS                                                                                     \
+	dqkv, dq, dk_cache, dv_cache, q_pre, k_pre, rstd_q, rstd_k, q_norm, k_norm, inv_freq, seq, pos, table, n_head, n_kv, \
+		head_dim, block_size, max_blocks
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_backward_f32(ATTENTION_INPUTS_BACKWARD_PARAMS(float)) {
+	attention_inputs_backward(ATTENTION_INPUTS_BACKWARD_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_backward_wbf16(ATTENTION_INPUTS_BACKWARD_PARAMS(__nv_bfloat16)) {
+	attention_inputs_backward(ATTENTION_INPUTS_BACKWARD_ARGS);
+}

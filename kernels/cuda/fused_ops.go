@@ -115,3 +115,47 @@ func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, q
 		qq.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
 		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps)
 }
+
+func (b *Backend) AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim int) {
+	const op = "AttentionInputsBackward"
+	positive(op, nTok, nHead, nKV, headDim)
+	qd, kd := nHead*headDim, nKV*headDim
+	i32(op, nTok*(qd+2*kd))
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cuda: %s: headDim %d is odd", op, headDim))
+	}
+	if nHead+2*nKV > 65535 {
+		panic(fmt.Sprintf("cuda: %s: %d heads exceed the grid's y limit 65535", op, nHead+2*nKV))
+	}
+	if (qNorm == nil) != (kNorm == nil) {
+		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
+	}
+	d := b.buf(op, "dqkv", dqkv, nTok*(qd+2*kd), kernels.F32)
+	g := b.buf(op, "dq", dq, nTok*qd, kernels.F32)
+	kc := b.buf(op, "dkCache", dkCache, kd, kernels.F32)
+	vc := b.buf(op, "dvCache", dvCache, kc.n, kernels.F32)
+	tb := b.pages(op, pages, kc, kd)
+	empty := &buffer{owner: b}
+	qp, kp, rq, rk, qn, kn := empty, empty, empty, empty, empty, empty
+	wdt := kernels.F32
+	if qNorm != nil {
+		wdt = qNorm.DType()
+		qp, kp = b.buf(op, "qPre", qPre, nTok*qd, kernels.F32), b.buf(op, "kPre", kPre, nTok*kd, kernels.F32)
+		rq, rk = b.buf(op, "rstdQ", rstdQ, nTok*nHead, kernels.F32), b.buf(op, "rstdK", rstdK, nTok*nKV, kernels.F32)
+		qn, kn = b.buf(op, "qNorm", qNorm, headDim, wdt), b.buf(op, "kNorm", kNorm, headDim, wdt)
+	}
+	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	s := b.buf(op, "seq", seq, nTok, kernels.I32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	if !usable(d, g, kc, vc, tb, qp, kp, rq, rk, qn, kn, f, s, p) {
+		return
+	}
+	name := "attention_inputs_backward_f32"
+	if wdt == kernels.BF16 {
+		name = "attention_inputs_backward_wbf16"
+	}
+	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
+		d.ptr, g.ptr, kc.ptr, vc.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks))
+}

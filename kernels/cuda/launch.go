@@ -64,6 +64,7 @@ var kernelMaxBlock = map[string]int{
 	"add_rmsnorm_f32": rowBlock, "add_rmsnorm_wbf16": rowBlock,
 	"swiglu_rows_f32": elementwiseBlock, "swiglu_rows_backward_f32": elementwiseBlock,
 	"attention_inputs_f32": attentionInputsBlock, "attention_inputs_wbf16": attentionInputsBlock,
+	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
 	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,
 	"batch_std_f64": advantagesBlock, "group_advantages_f32": advantagesBlock,

@@ -176,32 +176,32 @@ func TestTrainMicroBatchLaunches(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("train micro-batch, %d layers: %d launches:%v", m.Config.NumLayers, d.total(), d)
-	// The forward as in a decode step; the backward per layer: RoPE's and
-	// the q/k norms' on q and k, SwiGLU's on
-	// the fused gate/up, whose base input gradient is one GEMM with the
-	// fused weight, q/k/v's three (none in layer 0, whose input is the
-	// frozen embedding), o_proj's and down_proj's, each casting its f32
-	// gradient; per LoRA unit (group or single projection) one
-	// LoRAExpandBackward (dxa and dB) and one LoRAShrinkBackward (dx and
-	// dA), no sgemm: 98 launches. Before the fused ops (commit c266c66):
-	// 166, 65 of them LoRA sgemms.
-	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16": 1,
-		"rope_f32": 2, "attention_f32": 1, "attention_backward_f32": 1,
+	// The forward as in a decode step; the backward per layer:
+	// AttentionInputsBackward (the k/v rows of the cache gradients, RoPE's
+	// and the q/k norms' backward, into the fused q/k/v layout), whose
+	// base input gradient is then one GEMM with the fused weight (none in
+	// layer 0, whose input is the frozen embedding), SwiGLU's on the fused
+	// gate/up, whose base input gradient is one GEMM too, o_proj's and
+	// down_proj's, each GEMM casting its f32 gradient; per LoRA unit
+	// (group or single projection) one LoRAExpandBackward (dxa and dB) and
+	// one LoRAShrinkBackward (dx and dA), no sgemm: 84 launches. Before
+	// the fused ops (commit c266c66): 166, 65 of them LoRA sgemms.
+	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16": 1, "attention_inputs_backward_wbf16": 1,
+		"attention_f32": 1, "attention_backward_f32": 1,
 		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1, "swiglu_rows_backward_f32": 1,
-		"gather_rows_f32": 2, "rmsnorm_backward_wbf16": 4,
-		"lora_expand_backward_f32": 4, "lora_shrink_backward_f32": 4}
+		"rmsnorm_backward_wbf16": 2, "lora_expand_backward_f32": 4, "lora_shrink_backward_f32": 4}
 	first, rest := map[string]int{}, map[string]int{}
 	for k, v := range forward {
 		first[k], rest[k] = v, v
 	}
 	// GEMMs (forward 4) and their casts (forward: o_proj's input).
 	first["gemm_bf16"], first["f32_to_bf16"] = 4+3, 1+3
-	rest["gemm_bf16"], rest["f32_to_bf16"] = 4+6, 1+6
-	first["rmsnorm_backward_wbf16"] = 3 // no input norm backward in layer 0
+	rest["gemm_bf16"], rest["f32_to_bf16"] = 4+4, 1+4
+	first["rmsnorm_backward_wbf16"] = 1 // no input norm backward in layer 0
 	once := map[string]int{"gather_rows_bf16": 1, "add_rmsnorm_wbf16": 1, "gemm_bf16": 2, "f32_to_bf16": 1,
 		"log_softmax_gather_f32": 1, "log_softmax_gather_backward_f32": 1, "rmsnorm_backward_wbf16": 1, "fill_f32": 1}
 	checkLaunches(t, d, m.Config.NumLayers, first, rest, once)
-	if got := d.total(); got != 98 || m.Config.NumLayers != 2 {
-		t.Errorf("%d launches over %d layers, want 98 over 2 (166 before the fused ops)", got, m.Config.NumLayers)
+	if got := d.total(); got != 84 || m.Config.NumLayers != 2 {
+		t.Errorf("%d launches over %d layers, want 84 over 2 (166 before the fused ops)", got, m.Config.NumLayers)
 	}
 }

@@ -174,3 +174,35 @@ func RefAttentionInputs(qkv, kCache, vCache, qBias, kBias, vBias, qNorm, kNorm [
 	k = RefRoPE(k, pos, invFreq, nTok, nKV, headDim, false)
 	return q, RefKVWrite(kCache, k, seq, pos, pg, nTok, kd), RefKVWrite(vCache, v, seq, pos, pg, nTok, kd), qPre, kPre, rstdQ, rstdK
 }
+
+// RefAttentionInputsBackward returns dqkv (nTok × (nHead + 2·nKV)·headDim):
+// the k and v rows of the cache gradients gathered at each token's cache
+// row, q and k through RefRoPE's inverse and, with qNorm not nil,
+// RefRMSNormBackward, then joined per token as q | k | v.
+func RefAttentionInputsBackward(dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm []float64, invFreq []float32, seq, pos []int32,
+	pg Pages, nTok, nHead, nKV, headDim int) []float64 {
+	qd, kd := nHead*headDim, nKV*headDim
+	gather := func(c []float64) []float64 {
+		x := make([]float64, nTok*kd)
+		for t := 0; t < nTok; t++ {
+			r := pg.Row(int(seq[t]), int(pos[t]))
+			copy(x[t*kd:(t+1)*kd], c[r*kd:(r+1)*kd])
+		}
+		return x
+	}
+	dk, dv := gather(dkCache), gather(dvCache)
+	dq = RefRoPE(dq, pos, invFreq, nTok, nHead, headDim, true)
+	dk = RefRoPE(dk, pos, invFreq, nTok, nKV, headDim, true)
+	if qNorm != nil {
+		dq = RefRMSNormBackward(dq, qPre, qNorm, rstdQ, nTok*nHead, headDim)
+		dk = RefRMSNormBackward(dk, kPre, kNorm, rstdK, nTok*nKV, headDim)
+	}
+	width := qd + 2*kd
+	out := make([]float64, nTok*width)
+	for t := 0; t < nTok; t++ {
+		copy(out[t*width:], dq[t*qd:(t+1)*qd])
+		copy(out[t*width+qd:], dk[t*kd:(t+1)*kd])
+		copy(out[t*width+qd+kd:], dv[t*kd:(t+1)*kd])
+	}
+	return out
+}

@@ -157,3 +157,67 @@ func (e *env) deterministic(outs []*operand, run func()) error {
 	}
 	return nil
 }
+
+// attentionInputsBackwardCases: the shapes of attentionInputsCases (with
+// and without q/k norm, f32 and bf16 norm weights, contiguous and paged
+// caches); the cache gradients hold values in every row, so reading a
+// row other than the token's own is caught, and dqkv starts as NaN.
+func attentionInputsBackwardCases() []Case {
+	type shape struct {
+		nHead, nKV, headDim int
+		norm                bool
+		w                   kernels.DType
+		paging
+	}
+	shapes := []shape{
+		{4, 2, 32, true, kernels.F32, paging{block: 16}},
+		{2, 1, 16, false, kernels.F32, paging{}},
+		{4, 1, 64, true, kernels.BF16, paging{block: 5}},
+		{8, 2, 128, false, kernels.F32, paging{block: 4}},
+	}
+	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
+	const seqs, maxLen = 3, 12
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(5700+i)
+		name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,w=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.w)
+		cs = append(cs, trainCase("AttentionInputsBackward", name, func(b kernels.Backend, tb kernels.TrainOps) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			n, hd := len(toks), s.headDim
+			qd, kd := s.nHead*hd, s.nKV*hd
+			seqv, posv, valid := seqsAndPositions(toks, seqs)
+			pg := s.layout(e, seqs, maxLen, valid)
+			dq := e.in("dq", e.uniform(n*qd, 1))
+			dkC, dvC := e.in("dkCache", e.uniform(pg.Rows()*kd, 1)), e.in("dvCache", e.uniform(pg.Rows()*kd, 1))
+			var qPre, kPre, rq, rk, qn, kn *operand
+			if s.norm {
+				qPre, kPre = e.in("qPre", e.uniform(n*qd, 2)), e.in("kPre", e.uniform(n*kd, 2))
+				_, rqv := RefRMSNorm(qPre.values(), make([]float64, hd), n*s.nHead, hd, 1e-6)
+				_, rkv := RefRMSNorm(kPre.values(), make([]float64, hd), n*s.nKV, hd, 1e-6)
+				rq, rk = e.in("rstdQ", f32s(rqv)), e.in("rstdK", f32s(rkv))
+				qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
+			}
+			posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
+			_, fv := ropeInputs(e, 1, hd, 1e6)
+			inv := e.in("invFreq", fv)
+			pages := e.pagesOperand(pg)
+			d := e.out("dqkv", nans(n*(qd+2*kd)))
+			vals := func(o *operand) []float64 {
+				if o == nil {
+					return nil
+				}
+				return o.values()
+			}
+			want := RefAttentionInputsBackward(dq.values(), dkC.values(), dvC.values(), vals(qPre), vals(kPre), vals(rq), vals(rk), vals(qn), vals(kn),
+				fv, seqv, posv, pg, n, s.nHead, s.nKV, hd)
+			tb.AttentionInputsBackward(d.view, dq.view, dkC.view, dvC.view, view(qPre), view(kPre), view(rq), view(rk), view(qn), view(kn),
+				inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			return Compare("dqkv", d.result(b), want, tolReduction)
+		}))
+	}
+	return cs
+}

@@ -56,6 +56,7 @@ func TrainCases() []Case {
 		swiGLURowsBackwardCases(),
 		loRAExpandBackwardCases(),
 		loRAShrinkBackwardCases(),
+		attentionInputsBackwardCases(),
 	} {
 		cs = append(cs, group...)
 	}
