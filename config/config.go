@@ -52,6 +52,7 @@ type Config struct {
 	Loss          loss.Config `toml:"loss"`
 	Optimizer     Optimizer   `toml:"optimizer"`
 	Checkpoint    Checkpoint  `toml:"checkpoint"`
+	Inference     Inference   `toml:"inference"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -267,6 +268,7 @@ func DefaultConfig() Config {
 		Loss:             loss.DefaultConfig(),
 		Optimizer:        DefaultOptimizer(),
 		Checkpoint:       Checkpoint{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
+		Inference:        DefaultInference(),
 	}
 }
 

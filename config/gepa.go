@@ -11,27 +11,52 @@ import (
 	"github.com/pelletier/go-toml/v2"
 )
 
-// GEPA is a GEPA prompt-optimisation config (configs/gepa/*.toml) as
-// verifiers' vf-gepa and Lab read it, in either of its layouts: the
-// environment at the top level (env_id, env_args, extra_env_kwargs, as
-// verifiers' configs/gepa/base.toml and grpo init write it) or in an [env]
-// table with the same keys (configs/gepa/wordle.toml). The optimiser that
-// runs it is package gepa's; this is its schema and validation.
+// GEPA is a GEPA prompt-optimisation config (configs/gepa/*.toml) in any
+// of the layouts Lab users write (docs/gepa.md has the mapping):
+//
+//   - verifiers' vf-gepa: the environment at the top level (env_id,
+//     env_args, extra_env_kwargs; configs/gepa/base.toml and grpo init),
+//     or in an [env] table with the same keys or Lab's id/args, or in a
+//     single [[env]] block; reflection_model, endpoints_path, [gepa]
+//     (max_calls, num_train, num_val, minibatch_size, perfect_score,
+//     state_columns, and max_concurrent and seed, which may also sit in
+//     [execution]), sampling as [execution] sampling_args or [sampling];
+//   - the seed's: environment (= env_id), teacher_model
+//     (= reflection_model), n_eval_samples (= num_val), and generations
+//     and population_size, whose product times n_eval_samples is the
+//     budget max_calls (the rollouts a generational search of that size
+//     scores).
+//
+// After ParseGEPA every setting is in the canonical fields (GEPAEnv,
+// ReflectionModel, GEPA, Execution) whichever layout the file used. The
+// optimiser that runs it is package gepa's; this is its schema and
+// validation.
 type GEPA struct {
-	// Model is the model whose prompt is optimised (an endpoint id of
-	// endpoints.toml, or a model name).
+	// Model is the model whose prompt is optimised: an endpoint id of
+	// endpoints.toml, or a model (directory or hub id) loaded here.
 	Model string `toml:"model"`
+	// Adapter is a PEFT adapter applied to a Model loaded here.
+	Adapter string `toml:"adapter"`
 	// ReflectionModel is the teacher that reads rollouts and proposes
-	// new prompts.
+	// new prompts (an endpoint id, or a model loaded here).
 	ReflectionModel string `toml:"reflection_model"`
 	// EndpointsPath is the endpoints.toml resolving the model names,
 	// relative to the config file.
 	EndpointsPath string `toml:"endpoints_path"`
 
 	GEPAEnv                 // the top-level layout
-	Env       *GEPAEnv      `toml:"env"` // the [env] layout
+	Env       *GEPAEnvTable `toml:"env"` // the [env] layout
 	GEPA      GEPASettings  `toml:"gepa"`
 	Execution GEPAExecution `toml:"execution"`
+	// Sampling is [sampling]: the same keys as [execution] sampling_args.
+	Sampling map[string]any `toml:"sampling"`
+
+	// The seed layout's keys (see the type's comment).
+	Environment    string `toml:"environment"`
+	TeacherModel   string `toml:"teacher_model"`
+	Generations    int    `toml:"generations"`
+	PopulationSize int    `toml:"population_size"`
+	NEvalSamples   int    `toml:"n_eval_samples"`
 
 	src *tomlschema.Source
 }
@@ -43,6 +68,20 @@ type GEPAEnv struct {
 	// ExtraEnvKwargs are set on it after it is built.
 	EnvArgs        map[string]any `toml:"env_args"`
 	ExtraEnvKwargs map[string]any `toml:"extra_env_kwargs"`
+}
+
+// GEPAEnvTable is [env] (or one [[env]] block): GEPAEnv's keys, or Lab's
+// id and args.
+type GEPAEnvTable struct {
+	GEPAEnv
+	ID   string         `toml:"id"`
+	Args map[string]any `toml:"args"`
+}
+
+// gepaArrayFile decodes the [[env]] layout: its Env shadows GEPA's.
+type gepaArrayFile struct {
+	GEPA
+	Env []GEPAEnvTable `toml:"env"`
 }
 
 // GEPASettings is [gepa]: the optimisation budget.
@@ -60,6 +99,14 @@ type GEPASettings struct {
 	PerfectScore *float64 `toml:"perfect_score"`
 	// StateColumns are rollout state fields shown to the reflection model.
 	StateColumns []string `toml:"state_columns"`
+	// MaxConcurrent and Seed are [execution]'s, written here.
+	MaxConcurrent *int   `toml:"max_concurrent"`
+	Seed          *int64 `toml:"seed"`
+	// UseMerge turns on merge iterations: after an accepted mutation the
+	// teacher combines two non-dominated candidates, at most
+	// MaxMergeInvocations times.
+	UseMerge            bool `toml:"use_merge"`
+	MaxMergeInvocations int  `toml:"max_merge_invocations"`
 }
 
 // GEPAExecution is [execution]: how the rollouts run.
@@ -73,10 +120,10 @@ type GEPAExecution struct {
 
 // DefaultGEPA is what a GEPA file starts from: the budget of verifiers'
 // configs/gepa/base.toml (500 calls, 100 train, 50 val, minibatches of 3,
-// 32 concurrent rollouts, seed 0).
+// 32 concurrent rollouts, seed 0), merges off (5 when turned on).
 func DefaultGEPA() GEPA {
 	return GEPA{
-		GEPA:      GEPASettings{MaxCalls: 500, NumTrain: 100, NumVal: 50, MinibatchSize: 3},
+		GEPA:      GEPASettings{MaxCalls: 500, NumTrain: 100, NumVal: 50, MinibatchSize: 3, MaxMergeInvocations: 5},
 		Execution: GEPAExecution{MaxConcurrent: 32},
 	}
 }
@@ -101,12 +148,22 @@ func ParseGEPA(data []byte, name string) (*GEPA, error) {
 		return nil, decodeError(name, err, nil)
 	}
 	l := &problems{src: tomlschema.Scan(name, data)}
-	if _, ok := raw["env"].([]any); ok {
-		l.at("key \"env\": `[[env]]` blocks are not a GEPA layout grpo reads: GEPA optimises one environment; write [env] with env_id = \"...\", or env_id at the top level", "env")
-		return nil, l.err()
-	}
 	g := DefaultGEPA()
-	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&g)
+	var target any = &g
+	blocks, isArray := raw["env"].([]any)
+	arr := gepaArrayFile{GEPA: g}
+	if isArray {
+		if len(blocks) != 1 {
+			l.at(fmt.Sprintf("key \"env\": %d [[env]] blocks; GEPA optimises one environment's prompt: keep one block (or write [env])", len(blocks)), "env")
+			return nil, l.err()
+		}
+		target = &arr
+	}
+	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(target)
+	if isArray {
+		g = arr.GEPA
+		g.Env = &arr.Env[0]
+	}
 	pm := &posMap{name: name}
 	var missing *toml.StrictMissingError
 	var de *toml.DecodeError
@@ -131,6 +188,7 @@ func ParseGEPA(data []byte, name string) (*GEPA, error) {
 		return nil, err
 	}
 	g.src = l.src
+	g.resolveLayouts(l, isArray)
 	g.check(l)
 	if err := l.err(); err != nil {
 		return nil, err
@@ -155,15 +213,8 @@ func gepaUnknownKey(key []string) string {
 	return msg + "; valid keys: " + strings.Join(valid, ", ")
 }
 
-// check resolves the layout and checks every value.
+// check checks every value.
 func (g *GEPA) check(l *problems) {
-	if g.Env != nil {
-		if g.EnvID != "" || g.EnvArgs != nil || g.ExtraEnvKwargs != nil {
-			l.at("[env] and a top-level env_id/env_args/extra_env_kwargs are two layouts of one setting; keep one", "env_id", "env_args", "extra_env_kwargs")
-		} else {
-			g.GEPAEnv = *g.Env
-		}
-	}
 	if strings.TrimSpace(g.EnvID) == "" {
 		l.at(`key "env_id" is missing: name the environment to optimise, env_id = "primeintellect/wordle" (at the top level or in [env])`, "env")
 	}
@@ -191,16 +242,20 @@ func (g *GEPA) check(l *problems) {
 	if g.Execution.MaxConcurrent < 1 {
 		l.at(fmt.Sprintf("[execution] max_concurrent = %d: must be at least 1", g.Execution.MaxConcurrent), "execution.max_concurrent")
 	}
-	sa := g.Execution.SamplingArgs
-	if v, ok := sa["max_tokens"]; ok {
-		if n, isInt := v.(int64); !isInt || n < 1 {
-			l.at(fmt.Sprintf("[execution] sampling_args max_tokens = %v: want a positive integer", v), "execution.sampling_args.max_tokens", "execution.sampling_args")
+	if _, bad := g.samplingParams(); len(bad) > 0 {
+		where := "[execution] sampling_args"
+		paths := []string{"execution.sampling_args"}
+		if g.Sampling != nil {
+			where, paths = "[sampling]", []string{"sampling"}
+		}
+		for _, b := range bad {
+			key, _, _ := strings.Cut(b, " ")
+			key = strings.TrimSuffix(key, ":")
+			l.at(where+" "+b, append([]string{paths[0] + "." + key}, paths...)...)
 		}
 	}
-	if v, ok := sa["temperature"]; ok {
-		if x, isNum := number(v); !isNum || x < 0 {
-			l.at(fmt.Sprintf("[execution] sampling_args temperature = %v: want a number ≥ 0", v), "execution.sampling_args.temperature", "execution.sampling_args")
-		}
+	if s.UseMerge && s.MaxMergeInvocations < 1 {
+		l.at(fmt.Sprintf("[gepa] max_merge_invocations = %d: must be at least 1 when use_merge = true", s.MaxMergeInvocations), "gepa.max_merge_invocations")
 	}
 }
 

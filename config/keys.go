@@ -37,7 +37,7 @@ var keyInfos = map[string]keyInfo{
 	"sampling.seed":             {doc: "Sampling seed; unset derives it from the top-level `seed`."},
 	"sampling.reasoning_effort": {doc: "Lab: GPT-OSS reasoning effort.", ignored: "it only applies to GPT-OSS chat templates, which grpo does not support"},
 	"sampling.temp_scheduler":   {doc: "Lab: temperature schedule over the run.", ignored: "grpo samples at the fixed [sampling] temperature"},
-	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo samples in-process, with no inference server"},
+	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo sends no extra request fields, in-process or with [inference]"},
 
 	"env":               {doc: "One `[[env]]` block per environment (double brackets: an array of tables). At least one."},
 	"env.*.id":          {doc: "Environment id: a builtin (`reverse-text`, `alphabet-sort`, `gsm8k`, `wordle`) or its Lab id (`primeintellect/gsm8k`); `id@version` pins a Hub version.", def: "required"},
@@ -107,6 +107,15 @@ var keyInfos = map[string]keyInfo{
 	"checkpoint.interval":  {doc: "Save every `interval` steps, and always after the last step; 0 saves only at the end. Lab's `[checkpoints] interval` sets it too."},
 	"checkpoint.keep_last": {doc: "Keep the newest `keep_last` checkpoints; 0 keeps all."},
 	"checkpoint.dir":       {doc: "Checkpoint directory, relative to the run directory and inside it (no absolute path, no `..`)."},
+
+	"inference":                {doc: "Generate the rollouts on an OpenAI-compatible server (vLLM, `grpo serve`) instead of in this process: set `url` or `endpoint_id`. After each optimiser step the trainer writes the adapter to `inference/step-N` in the run directory and has the server load it as `step-N` (the server must read that path); see docs/inference.md. Left out, rollouts are generated here."},
+	"inference.url":            {doc: "The server's API root, e.g. `\"http://127.0.0.1:8000/v1\"`.", def: "unset"},
+	"inference.model":          {doc: "The base model's name on the server at `url` (vLLM's `--served-model-name`).", def: "`model`"},
+	"inference.key":            {doc: "Name of the environment variable holding the server's API key (vLLM's `--api-key`); empty sends none."},
+	"inference.endpoint_id":    {doc: "Instead of `url`: an endpoint of `endpoints_path`; its replicas share the requests, and each loads every step's adapter.", def: "unset"},
+	"inference.endpoints_path": {doc: "The endpoints.toml `endpoint_id` is looked up in, relative to the working directory."},
+	"inference.timeout":        {doc: "Seconds one request may take (a turn's generation, an adapter load) before it is retried or fails."},
+	"inference.max_concurrent": {doc: "Requests in flight at once (one per episode turn)."},
 
 	"learning_rate":          {doc: "Lab alias of `[optimizer] lr`; an error if both are given and differ.", def: "unset"},
 	"lora_alpha":             {doc: "Lab alias of `[lora] alpha`; an error if both are given and differ.", def: "unset"},

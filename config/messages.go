@@ -16,7 +16,7 @@ var schema = tomlschema.New(DefaultConfig())
 
 // foreignTables are tables of prime-rl's and verifiers' own config layouts,
 // which users may paste by mistake.
-var foreignTables = map[string]bool{"trainer": true, "orchestrator": true, "inference": true, "deployment": true, "ckpt": true}
+var foreignTables = map[string]bool{"trainer": true, "orchestrator": true, "deployment": true, "ckpt": true}
 
 // unknownKeyMsg explains an unknown key: a near miss in the same table, the
 // same key in another table, or the list of valid keys.

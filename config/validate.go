@@ -47,6 +47,7 @@ func (c *Config) check(l *problems) {
 		bad("max_error_steps", "max_error_steps = %d: must be ≥ 0 (0 never stops), e.g. max_error_steps = 3", c.MaxErrorSteps)
 	}
 	c.checkSampling(l)
+	c.checkInference(l)
 	c.checkEnvs(l)
 	c.checkEval(l)
 	if c.Wandb.On() && c.Wandb.Project == "" {

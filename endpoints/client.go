@@ -192,27 +192,51 @@ func (c *Client) done(r *replica) {
 // 2xx reply into out, retrying as Options say, on another replica when
 // there is one.
 func (c *Client) do(ctx context.Context, path string, body func(model string) any, out any) error {
+	if err := c.acquire(ctx); err != nil {
+		return err
+	}
+	defer c.release()
+	var last *replica
+	return c.withRetries(ctx, func() (time.Duration, error) {
+		r := c.pick(last)
+		last = r
+		defer c.done(r)
+		payload, err := json.Marshal(body(r.ep.Model))
+		if err != nil {
+			return 0, fmt.Errorf("endpoint %s: encoding the request: %v", c.id, err)
+		}
+		status, retryAfter, data, err := c.attempt(ctx, r, http.MethodPost, path, payload)
+		if err != nil {
+			return retryAfter, err
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return 0, c.errorf(r, path, status, "the reply is not the JSON expected (%v): %s", err, preview(data))
+		}
+		return 0, nil
+	})
+}
+
+// acquire takes one of the MaxConcurrent request slots; release gives it
+// back.
+func (c *Client) acquire(ctx context.Context) error {
 	select {
 	case c.sem <- struct{}{}:
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("endpoint %s: waiting for a free request slot: %w", c.id, ctx.Err())
 	}
-	defer func() { <-c.sem }()
-	var last *replica
+}
+
+func (c *Client) release() { <-c.sem }
+
+// withRetries calls try until it succeeds, fails for good (an error that
+// is not a retryable *Error, or ctx done), or MaxRetries retries are
+// spent, waiting between tries with exponential backoff or at least the
+// Retry-After try reports, up to MaxBackoff.
+func (c *Client) withRetries(ctx context.Context, try func() (retryAfter time.Duration, err error)) error {
 	for attempt := 0; ; attempt++ {
-		r := c.pick(last)
-		last = r
-		payload, err := json.Marshal(body(r.ep.Model))
-		if err != nil {
-			c.done(r)
-			return fmt.Errorf("endpoint %s: encoding the request: %v", c.id, err)
-		}
-		status, retryAfter, data, err := c.attempt(ctx, r, path, payload)
-		c.done(r)
+		retryAfter, err := try()
 		if err == nil {
-			if err := json.Unmarshal(data, out); err != nil {
-				return c.errorf(r, path, status, "the reply is not the JSON expected (%v): %s", err, preview(data))
-			}
 			return nil
 		}
 		var e *Error
@@ -236,17 +260,23 @@ func (c *Client) do(ctx context.Context, path string, body func(model string) an
 	}
 }
 
-// attempt sends one request; a non-nil error is an *Error, retryable
+// attempt sends one request (payload nil: none, as for a GET); a non-nil error is an *Error, retryable
 // for 429, 5xx and transport failures other than ctx's.
-func (c *Client) attempt(ctx context.Context, r *replica, path string, payload []byte) (int, time.Duration, []byte, error) {
+func (c *Client) attempt(ctx context.Context, r *replica, method, path string, payload []byte) (int, time.Duration, []byte, error) {
 	actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	url := strings.TrimRight(r.ep.URL, "/") + path
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(payload))
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(actx, method, url, body)
 	if err != nil {
 		return 0, 0, nil, c.errorf(r, path, 0, "%v", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range r.ep.Headers {
 		req.Header.Set(k, v)
 	}

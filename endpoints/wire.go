@@ -19,12 +19,12 @@ type ChatRequest struct {
 	TopP        *float64          `json:"top_p,omitempty"`
 	N           int               `json:"n,omitempty"`
 	Stop        []string          `json:"stop,omitempty"`
-	// Seed is a uint64 so a trainer's per-rollout seed passes through
-	// exactly; grpo serve seeds the sequence's random stream with it.
-	Seed        *uint64 `json:"seed,omitempty"`
-	Logprobs    bool    `json:"logprobs,omitempty"`
-	TopLogprobs int     `json:"top_logprobs,omitempty"`
-	Stream      bool    `json:"stream,omitempty"`
+	// Seed passes a trainer's per-rollout uint64 seed (see Seed); grpo
+	// serve seeds the sequence's random stream with it.
+	Seed        *Seed `json:"seed,omitempty"`
+	Logprobs    bool  `json:"logprobs,omitempty"`
+	TopLogprobs int   `json:"top_logprobs,omitempty"`
+	Stream      bool  `json:"stream,omitempty"`
 
 	TopK               *int           `json:"top_k,omitempty"`
 	MinP               *float64       `json:"min_p,omitempty"`
@@ -120,7 +120,7 @@ type CompletionRequest struct {
 	TopP        *float64 `json:"top_p,omitempty"`
 	N           int      `json:"n,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
-	Seed        *uint64  `json:"seed,omitempty"`
+	Seed        *Seed    `json:"seed,omitempty"`
 	// Logprobs is the legacy API's count of alternatives per token (0
 	// returns just the sampled token's log-prob).
 	Logprobs *int `json:"logprobs,omitempty"`
@@ -130,6 +130,9 @@ type CompletionRequest struct {
 	TopK           *int     `json:"top_k,omitempty"`
 	MinP           *float64 `json:"min_p,omitempty"`
 	ReturnTokenIDs bool     `json:"return_token_ids,omitempty"`
+	// StopTokenIDs end a completion on these ids besides the server's own
+	// end-of-sequence ids (vLLM's and grpo serve's extra).
+	StopTokenIDs []int32 `json:"stop_token_ids,omitempty"`
 }
 
 // CompletionResponse is a text completion.

@@ -66,8 +66,8 @@ func TestEstimateQwen3Hand(t *testing.T) {
 		{PhaseResident, "LoRA params", lora * 8},
 		{PhaseResident, "AdamW", lora * 8},
 		// 256 slots × (128 + 512) tokens × 28 layers × 8 kv heads × 128 × K,V × 4 B,
-		// and an int32 block-table entry per slot.
-		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*4},
+		// and an int32 block-table entry per slot and block of 16 tokens.
+		{PhaseSampling, "KV cache", 256*640*28*8*128*2*4 + 256*40*4},
 	}
 	for _, c := range checks {
 		if got := item(t, e, c.phase, c.name); got != c.want {
@@ -194,6 +194,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
 				for i := range prompts {
 					prompts[i] = make([]int32, prompt)
+					prompts[i][0] = int32(i / 2) // an example's 2 rollouts share its prompt
 					params[i] = sampler.DefaultParams()
 					params[i].MaxTokens = maxTok
 				}
@@ -295,9 +296,10 @@ func TestEstimateEvalAndMixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 500 × 4 eval slots of (256 assumed + 100) tokens beat 48 training
-	// slots; the block table is an int32 per slot.
-	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*356*8*4*64*2*4+2000*4); got != want || e.PeakPhase != PhaseEval {
+	// 500 × 4 eval slots of (256 assumed + 100) tokens, in 23 blocks of 16
+	// (368 rows) each, beat 48 training slots; the block table is an int32
+	// per slot and block.
+	if got, want := item(t, e, PhaseEval, "KV cache"), int64(2000*368*8*4*64*2*4+2000*23*4); got != want || e.PeakPhase != PhaseEval {
 		t.Errorf("eval KV %d, want %d; peak phase %s", got, want, e.PeakPhase)
 	}
 	if !strings.Contains(strings.Join(e.Assumptions, "\n"), "assumed 256 tokens") {
@@ -355,11 +357,20 @@ func TestStepTimeExtrapolate(t *testing.T) {
 	st := &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
 		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
 	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100}})
-	// 16 slots: prefill 16·50 µs = 0.8 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
-	gen := 800*time.Microsecond + 100*25*time.Millisecond
+	// 16 slots: prefill 4 prompts · 50 µs + 12 followers' last token · 1 µs
+	// = 0.212 ms; decode 10 ms + 1 ms·15 = 25 ms × 100.
+	gen := 212*time.Microsecond + 100*25*time.Millisecond
 	train := 16*150*100*time.Microsecond + 5*time.Millisecond
 	if st.Generate != gen || st.Train != train || st.Total != 10*(gen+train) {
 		t.Errorf("generate %v train %v total %v; want %v %v %v", st.Generate, st.Train, st.Total, gen, train, 10*(gen+train))
+	}
+	// A KV plan holding 6 of the 16 at once: passes of 6, 6 and 4 (10 ms +
+	// 1 ms·5, twice, and 10 ms + 1 ms·3), each × 100 decode steps.
+	st = &StepTime{PrefillPerToken: time.Microsecond, Decode1: 10 * time.Millisecond, DecodeN: 17 * time.Millisecond,
+		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Update: 5 * time.Millisecond, Steps: 10}
+	st.extrapolate([]EnvShape{{Examples: 4, Rollouts: 4, PromptTokens: 50, MaxTurns: 1, MaxTokens: 100, Concurrent: 6}})
+	if want := 212*time.Microsecond + 100*(2*15+13)*time.Millisecond; st.Generate != want {
+		t.Errorf("generate at a cap of 6: %v, want %v", st.Generate, want)
 	}
 }
 

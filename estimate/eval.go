@@ -41,9 +41,14 @@ func EvalMemory(mc *model.Config, device string, p EvalPass) *Estimate {
 		p.PromptTokens = AssumedPromptTokens
 		e.note("eval %s: prompt length unknown; assumed %d tokens", p.Name, AssumedPromptTokens)
 	}
-	shape := EnvShape{Name: p.Name, Examples: 1, Rollouts: p.Slots, PromptTokens: p.PromptTokens,
+	// Each slot is taken as its own example (no prompt shared), the
+	// largest prefill an eval pass can make.
+	shape := EnvShape{Name: p.Name, Examples: p.Slots, Rollouts: 1, PromptTokens: p.PromptTokens,
 		MaxTurns: max(1, p.MaxTurns), MaxTokens: p.MaxTokens}
-	samplingBytes(mc, p.LoRARank, p.LoRATargets, shape, device).emit(e, PhaseEval)
+	plan := newKVPlan(mc, shape, device)
+	plan.Phase = PhaseEval
+	samplingBytes(mc, p.LoRARank, p.LoRATargets, shape, plan).emit(e, PhaseEval)
+	e.KV = append(e.KV, plan)
 	perResult := int64(p.PromptTokens)*12 + int64(p.MaxTokens*max(1, p.MaxTurns))*resultBytesPerToken + resultOverhead
 	// Saturate far below MaxInt64: an absurd rollout count must neither
 	// wrap around nor overflow the sums of finish.

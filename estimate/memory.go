@@ -39,6 +39,9 @@ type Estimate struct {
 	Time *StepTime
 	// Available is the free memory of the device; nil when not read.
 	Available *Available
+	// KV is the sampler's KV-cache plan of the phases that sample
+	// (sampling, and eval when counted), for their largest environment.
+	KV []KVPlan
 }
 
 // MemItem is one line of the memory estimate.
@@ -77,6 +80,9 @@ type EnvShape struct {
 	// ReplyTokens is the room kept for the environment's reply between
 	// turns (rollout.ReplyTokens); 0 means rollout.ReplyBudget.
 	ReplyTokens int
+	// Concurrent is the rollouts the sampler's KV pool holds at once (the
+	// KVPlan's cap), for the step time; 0 means all of them.
+	Concurrent int
 }
 
 // replyTokens is s's reply room between turns.
@@ -105,6 +111,9 @@ type Options struct {
 	// Assumptions are the caller's notes (how prompt lengths were found),
 	// carried into the estimate.
 	Assumptions []string
+	// Available, when known, bounds the sampler's KV pool (KVPlan): a step
+	// whose rollouts do not all fit at once runs them in passes.
+	Available *Available
 }
 
 const f32Bytes = 4
@@ -169,31 +178,40 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		}
 	}
 	var worst phaseBytes
+	var worstPlan KVPlan
 	var seqs []trainSeq
 	for _, s := range train {
-		p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev)
+		p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseSampling, o.Available)
 		longest = max(longest, p.maxLen)
 		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
 		if p.total() > worst.total() {
-			worst = p
+			worst, worstPlan = p, plan
 		}
 	}
 	worst.emit(e, PhaseSampling)
+	e.KV = append(e.KV, worstPlan)
 	e.trainingItems(cfg, mc, targets, longest, seqs)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
+		var evalPlan KVPlan
 		for _, s := range eval {
 			if s.PromptTokens == 0 {
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p := samplingBytes(mc, cfg.LoRA.Rank, targets, s, dev); p.total() > worstEval.total() {
-				worstEval = p
+			if p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseEval, o.Available); p.total() > worstEval.total() {
+				worstEval, evalPlan = p, plan
 			}
 		}
 		worstEval.emit(e, PhaseEval)
+		e.KV = append(e.KV, evalPlan)
 	}
-	e.note("KV caches and activations are f32 on every backend; completions are taken at max_tokens (the worst case)")
+	e.note("activations and the training KV cache are f32; the sampler's paged KV cache is %v on %s; completions are taken at max_tokens (the worst case)", kvDType(dev), dev)
+	for _, p := range e.KV {
+		if p.Bounded {
+			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
+		}
+	}
 	if dev == "cpu" {
 		e.note("cpu: Go's garbage collector reclaims freed buffers lazily, so the process can briefly hold more than the peak (GOGC)")
 	}
@@ -343,33 +361,79 @@ func kvBytes(mc *model.Config, rows int64) int64 {
 // per slot; one per slot for a contiguous cache).
 func kvTableBytes(entries int64) int64 { return entries * 4 }
 
-// samplingBytes sizes one environment's sampler: its KV cache, and the
-// activations of the largest Forward call it makes, a prefill chunk of up
-// to max(2048, slots) tokens (sampler.Config.PrefillTokens): the inference
-// set of model/layer.go inferenceActs (x, h1, o: hidden; q, attn: q; act:
-// intermediate; the fused q/k/v and gate/up GEMMs' output, fusedWidth,
-// which AttentionInputs and SwiGLURows read in place), three int32 index vectors, the LoRA x·Aᵀ
-// scratch that the arena keeps for every adapted projection of every layer,
-// and the logits of each sequence (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, dev string) phaseBytes {
-	slots := int64(max(1, s.Examples*s.Rollouts))
-	maxLen := rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens())
+// samplingBytes sizes one environment's sampler under plan: its paged KV
+// cache (KVPlan.Bytes), and the activations of the largest Forward call
+// it makes: with prompts shared, the first prefills one prompt per group
+// held at once and the next decodes every held rollout (with the
+// followers' last prompt token), while a bounded pool also mixes new
+// groups' prefill into running decode steps; at most max(2048, slots)
+// tokens (sampler.Config.PrefillTokens). The activations are the
+// inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
+// attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
+// fusedWidth, which AttentionInputs and SwiGLURows read in place), three
+// int32 index vectors, the LoRA x·Aᵀ
+// scratch that the arena keeps for every adapted projection of every
+// layer, and the logits of each held rollout (a host copy too on the CPU).
+func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, plan KVPlan) phaseBytes {
+	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
 	h, q, _, inter, v := dims(mc)
-	n := min(max(2048, slots), slots*int64(max(s.PromptTokens, 1)))
+	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
+	prompt := int64(max(s.PromptTokens, 1))
+	chunk := max(2048, slots)
+	// Unbounded, the peak is the larger of the prompts' prefill (a logits
+	// row per group) and the first full decode step (a row per rollout);
+	// bounded, a step may hold both at once.
+	perToken := (3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*4 + int64(mc.NumLayers)*int64(targets)*int64(rank)*f32Bytes
+	perRow := (h+v)*f32Bytes + 4
+	n, rows := min(chunk, groups*prompt), groups
+	if n*perToken+rows*perRow < held*perToken+held*perRow {
+		n, rows = held, held
+	}
+	if plan.Bounded {
+		n, rows = min(chunk, groups*prompt+held), held
+	}
 	var p phaseBytes
-	p.maxLen = maxLen
-	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: kvBytes(mc, slots*int64(maxLen)) + kvTableBytes(slots),
-		Detail: fmt.Sprintf("%d slots × %d tokens (%s) × %d layers × %d kv heads × %d head_dim × 2 (K,V) × 4 B",
-			slots, maxLen, slotTokens(mc, s, maxLen), mc.NumLayers, mc.NumKVHeads, mc.HeadDim)})
-	acts := n*(3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*n*4 +
-		int64(mc.NumLayers)*int64(targets)*n*int64(rank)*f32Bytes
-	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
-		Detail: fmt.Sprintf("prefill chunk of %d tokens", n)})
+	p.maxLen = plan.MaxLen
+	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
+		Detail: fmt.Sprintf("%d blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
+			plan.Blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
+		Detail: fmt.Sprintf("forward of %d tokens", n)})
 	// The logits stay on the backend (Backend.Sample returns only tokens and
 	// log-probs).
-	p.items = append(p.items, MemItem{Name: "logits", Bytes: slots*(h+v)*f32Bytes + slots*4,
-		Detail: fmt.Sprintf("%d rows × %d vocab", slots, v)})
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: rows * perRow,
+		Detail: fmt.Sprintf("%d rows × %d vocab", rows, v)})
 	return p
+}
+
+// kvHeadroom is the share of the free memory a bounded KV pool leaves
+// unused: allocator fragmentation, the driver's and the runtime's own.
+const kvHeadroom = 0.05
+
+// planSampling sizes one environment's sampling phase: every rollout at
+// once, or, when the free memory is known and smaller than that needs
+// beside the resident items, the pool that fits (which may hold none).
+func (e *Estimate) planSampling(mc *model.Config, rank, targets int, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
+	plan := newKVPlan(mc, s, dev)
+	plan.Phase = phase
+	p := samplingBytes(mc, rank, targets, s, plan)
+	if av == nil || !av.Known {
+		return p, plan
+	}
+	room := int64(float64(av.Bytes)*(1-kvHeadroom)) - e.PhaseBytes(PhaseResident) - (p.total() - plan.Bytes())
+	if room >= plan.Bytes() {
+		return p, plan
+	}
+	table := plan.Bytes() - int64(plan.Blocks)*plan.BlockBytes
+	plan.bound(int(max(0, room-table) / plan.BlockBytes))
+	if plan.Cap == 0 {
+		// Not one rollout fits: keep the full pool, so the peak shows by
+		// how much the run is short.
+		plan.bound(plan.BlocksAll)
+		plan.Cap, plan.Passes = 0, 0
+		return samplingBytes(mc, rank, targets, s, plan), plan
+	}
+	return samplingBytes(mc, rank, targets, s, plan), plan
 }
 
 // trainSeq is one environment's rollout as the policy update sees it: the

@@ -68,17 +68,17 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 	if eval == nil {
 		eval = []EnvShape{} // probed: none to count (nil would derive it from the config)
 	}
+	av, err := AvailableMemory(device)
+	if err != nil {
+		return nil, err
+	}
 	e, err := Memory(cfg, mc, Options{Device: device, Train: train, Eval: eval,
-		Assumptions: append(notes, envNotes...)})
+		Assumptions: append(notes, envNotes...), Available: &av})
 	if err != nil {
 		return nil, err
 	}
 	if o.Shape != "" {
 		e.Model = o.Shape
-	}
-	av, err := AvailableMemory(device)
-	if err != nil {
-		return nil, err
 	}
 	e.Available = &av
 	if !o.Measure {
@@ -103,6 +103,13 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 		logf(o.Log, "measuring a %s-parameter model on the CPU takes minutes; --no-measure skips it", count(mc.ParamCount()))
 	} else {
 		logf(o.Log, "measuring a warm-up step on %s", device)
+	}
+	for i := range train {
+		for _, p := range e.KV {
+			if p.Phase == PhaseSampling && p.Env == train[i].Name && p.Bounded {
+				train[i].Concurrent = p.Cap
+			}
+		}
 	}
 	if e.Time, err = MeasureStepTime(ctx, m, cfg, train); err != nil {
 		return nil, err

@@ -152,33 +152,49 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config,
 	return st, nil
 }
 
-// extrapolate scales the measured rates to a step: per environment, every
-// rollout's prompt (of mean length when known) is prefilled, then per turn
-// max_tokens decode steps of all its rollouts at once, with an env reply
+// extrapolate scales the measured rates to a step: per environment, each
+// example's prompt (of mean length when known) is prefilled once and its
+// other rollouts prefill only the prompt's last token (prefix sharing);
+// per turn max_tokens decode steps of the rollouts held at once, in as
+// many passes as the KV plan's cap (Concurrent) takes, with an env reply
 // prefilled between turns; every token is trained once; one update.
 func (st *StepTime) extrapolate(train []EnvShape) {
 	var gen, tr time.Duration
+	passes := 1
 	for _, s := range train {
 		slots := max(1, s.Examples*s.Rollouts)
+		examples := max(1, min(s.Examples, slots))
 		turns := max(1, s.MaxTurns)
 		prompt := s.PromptTokens
 		if s.MeanPromptTokens > 0 {
 			prompt = s.MeanPromptTokens
 		}
+		held := slots
+		if s.Concurrent > 0 {
+			held = min(s.Concurrent, slots)
+		}
+		passes = max(passes, (slots+held-1)/held)
 		// Between turns each rollout prefills the env's reply (taken at its
 		// budget), and every token of the conversation is trained.
 		replies := s.replyTokens() * (turns - 1)
-		gen += time.Duration(slots*(prompt+replies)) * st.PrefillPerToken
-		gen += time.Duration(s.MaxTokens*turns) * st.decodeStep(slots)
+		gen += time.Duration(examples*prompt+(slots-examples)+slots*replies) * st.PrefillPerToken
+		decode := time.Duration(slots/held) * st.decodeStep(held)
+		if r := slots % held; r > 0 {
+			decode += st.decodeStep(r)
+		}
+		gen += time.Duration(s.MaxTokens*turns) * decode
 		tr += time.Duration(slots*(prompt+s.MaxTokens*turns+replies)) * st.TrainPerToken
 	}
 	st.Generate, st.Train = gen, tr+st.Update
 	st.Step = st.Generate + st.Train
 	st.Total = st.Step * time.Duration(st.Steps)
 	st.Assumptions = append(st.Assumptions,
-		fmt.Sprintf("decode step: %s at 1 sequence, %s at %d, interpolated linearly to the step's slots", st.Decode1, st.DecodeN, st.DecodeBatch),
-		fmt.Sprintf("prefill %s/token; training %s/token measured on a %d-token micro-batch", st.PrefillPerToken, st.TrainPerToken, st.TrainTokens),
+		fmt.Sprintf("decode step: %s at 1 sequence, %s at %d, interpolated linearly to the sequences held at once", st.Decode1, st.DecodeN, st.DecodeBatch),
+		fmt.Sprintf("prefill %s/token, each example's prompt once (its rollouts share the prompt's KV blocks); training %s/token measured on a %d-token micro-batch", st.PrefillPerToken, st.TrainPerToken, st.TrainTokens),
 		"every completion runs to max_tokens; attention's growth with context length, choosing tokens from the logits, rewards and eval are not timed")
+	if passes > 1 {
+		st.Assumptions = append(st.Assumptions, fmt.Sprintf("the KV plan holds fewer rollouts than a step has: generation takes up to %d passes", passes))
+	}
 }
 
 // meanPrompt is the mean prompt length of the first environment (the

@@ -36,11 +36,16 @@ func TestEstimateCountsTurns(t *testing.T) {
 	one, _ := kv(1)
 	three, detail := kv(3)
 	// No tokenizer with a named shape: the prompt is taken at 256 tokens.
-	table := kvTableBytes(16)
-	if want := perToken*(AssumedPromptTokens+100) + table; one != want {
+	// Each slot's tokens take whole blocks of 16, with an int32 table entry
+	// per block.
+	pool := func(tokens int) int64 {
+		blocks := int64((tokens + 15) / 16)
+		return perToken*16*blocks + kvTableBytes(16*blocks)
+	}
+	if want := pool(AssumedPromptTokens + 100); one != want {
 		t.Errorf("1 turn: KV cache %d bytes, want %d", one, want)
 	}
-	if want := perToken*(AssumedPromptTokens+3*100+2*rollout.ReplyBudget) + table; three != want {
+	if want := pool(AssumedPromptTokens + 3*100 + 2*rollout.ReplyBudget); three != want {
 		t.Errorf("3 turns: KV cache %d bytes, want %d", three, want)
 	}
 	if !strings.Contains(detail, "3 turns × max_tokens 100 + 2 replies") {
@@ -55,7 +60,9 @@ func TestStepTimeExtrapolateTurns(t *testing.T) {
 		DecodeBatch: 8, TrainPerToken: 100 * time.Microsecond, Steps: 1}
 	st.extrapolate([]EnvShape{{Examples: 1, Rollouts: 2, PromptTokens: 50, MaxTurns: 3, MaxTokens: 100}})
 	r := rollout.ReplyBudget
-	gen := time.Duration(2*(50+2*r))*time.Microsecond + 300*10*time.Millisecond
+	// One prompt of 50 prefilled once, the second rollout's last prompt
+	// token, and both rollouts' two replies.
+	gen := time.Duration(50+1+2*2*r)*time.Microsecond + 300*10*time.Millisecond
 	train := time.Duration(2*(50+300+2*r)) * 100 * time.Microsecond
 	if st.Generate != gen || st.Train != train {
 		t.Errorf("generate %v train %v; want %v %v", st.Generate, st.Train, gen, train)

@@ -14,8 +14,8 @@
 //     I32 buffers.
 //   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
-//     Sample's token ids (I32) and the bf16 casts the fused ops write for
-//     the next GEMM (FusedOps).
+//     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs)
+//     and the bf16 casts the fused ops write for the next GEMM (FusedOps).
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -162,6 +162,8 @@ type Ops interface {
 	// sequence seq[t] in the paged cache (NumBlocks × BlockSize × width):
 	// block pages.Table[seq[t]·MaxBlocks + pos[t]/BlockSize], row
 	// pos[t] % BlockSize. Two tokens must not name the same cache row.
+	// The cache is F32, or BF16 (Description.KVCache on a GPU), which
+	// receives x rounded to nearest even.
 	KVWrite(cache, x, seq, pos Buffer, pages KVPages, nTok, width int)
 
 	// Attention is causal grouped-query attention over a paged KV cache
@@ -171,7 +173,9 @@ type Ops interface {
 	// them, so prefill (many tokens per sequence), decode (one token per
 	// sequence), packed training batches and sequences sharing prompt
 	// blocks are the same call. Query head h reads KV head h / (nHead/nKV).
-	// kCache and vCache are NumBlocks × BlockSize × nKV × headDim. out is
+	// kCache and vCache are NumBlocks × BlockSize × nKV × headDim, both F32
+	// or both BF16 (widened to f32 as they are read; all arithmetic is
+	// f32). out is
 	// nTok × nHead × headDim. If lse is not nil it receives the
 	// log-sum-exp of the scaled scores per (token, head), nTok × nHead,
 	// which the backward pass uses to recompute probabilities. Cache rows

@@ -20,6 +20,12 @@ type Description struct {
 	// multiplies bf16 by bf16 with f32 accumulation (cublasGemmEx), in
 	// scratch copies of A the backend keeps; otherwise A stays f32.
 	BF16GEMM bool
+	// KVCache is the dtype of the sampler's paged KV cache (its compute
+	// dtype): BF16 on a GPU, where KVWrite rounds keys and values to
+	// bf16 and Attention widens them to f32 as it reads; F32 on the CPU.
+	// Training's contiguous cache is F32 on every backend, so the
+	// gradients through k and v are those of an f32 attention.
+	KVCache DType
 }
 
 // Storage is the dtype a buffer allocated as dt is stored in.

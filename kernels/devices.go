@@ -11,8 +11,8 @@ import "slices"
 // for tests and benchmarks, not a device to train on. kerneltest checks
 // that each backend's Describe agrees with its entry here.
 var devices = []Description{
-	{Name: "cpu", BF16Storage: F32},
-	{Name: "cuda", GPU: true, BF16Storage: BF16, BF16GEMM: true},
+	{Name: "cpu", BF16Storage: F32, KVCache: F32},
+	{Name: "cuda", GPU: true, BF16Storage: BF16, BF16GEMM: true, KVCache: BF16},
 }
 
 // Devices lists the device names a run may ask for, in a fixed order.

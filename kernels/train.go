@@ -38,7 +38,9 @@ type TrainOps interface {
 	// dv, laid out like the caches (NumBlocks × BlockSize × nKV × headDim,
 	// through the same pages; the caller zeroes them). Probabilities are
 	// recomputed from q, k and lse. A block shared by several sequences
-	// gets the sum of their gradients.
+	// gets the sum of their gradients. The caches are F32: training's
+	// contiguous cache is f32 on every backend (Description.KVCache is
+	// the sampler's).
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
 
 	// ScatterRows copies row i of src (n × cols) into row idx[i] of out,

@@ -16,7 +16,9 @@ import (
 // slots as sequences finish.
 //
 // A contiguous cache (NewKVCache: training, scoring) is the identity table,
-// one block of MaxLen rows per slot, mapped for the cache's life.
+// one block of MaxLen rows per slot, mapped for the cache's life, in f32.
+// A paged cache (NewPagedKVCache: the sampler's) is in the backend's KV
+// dtype (kernels.Description.KVCache: bf16 on a GPU, f32 on the CPU).
 type KVCache struct {
 	Slots, MaxLen int
 	// BlockSize is the positions per block; MaxBlocks the blocks one slot
@@ -32,7 +34,7 @@ type KVCache struct {
 // NewKVCache allocates a contiguous cache for slots sequences of up to
 // maxLen tokens: slot s is block s.
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots)
+	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -55,17 +57,17 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
 	}
-	return m.newCache(slots, maxLen, blockSize, numBlocks), nil
+	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache), nil
 }
 
-func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int) *KVCache {
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType) *KVCache {
 	width := m.Config.NumKVHeads * m.Config.HeadDim
 	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
 		NumBlocks: numBlocks, backend: m.Backend, width: width}
 	n := numBlocks * blockSize * width
 	for range m.Config.NumLayers {
-		c.K = append(c.K, m.Backend.Alloc(kernels.F32, n))
-		c.V = append(c.V, m.Backend.Alloc(kernels.F32, n))
+		c.K = append(c.K, m.Backend.Alloc(dt, n))
+		c.V = append(c.V, m.Backend.Alloc(dt, n))
 	}
 	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
@@ -83,13 +85,15 @@ func (c *KVCache) Pages() kernels.KVPages {
 	return kernels.KVPages{Table: c.tableBuf, BlockSize: c.BlockSize, MaxBlocks: c.MaxBlocks}
 }
 
-// Bytes is the cache's memory footprint in f32.
+// Bytes is the cache's memory footprint: keys and values as the backend
+// stores them (Description.Storage), and the block table.
 func (c *KVCache) Bytes() int64 {
 	var n int64
+	d := c.backend.Describe()
 	for i := range c.K {
-		n += int64(c.K[i].Len()+c.V[i].Len()) * 4
+		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
 	}
-	return n
+	return n + int64(len(c.table))*4
 }
 
 // Free releases the cache's buffers.

@@ -46,11 +46,11 @@ func (g endpointGen) Generate(ctx context.Context, conv []chat.Message, p sample
 	if p.MinP > 0 {
 		req.MinP = &p.MinP
 	}
-	seed := p.Seed
+	seed := endpoints.Seed(p.Seed)
 	if !g.o.TokenIDs {
-		// A hosted API's seed is an int64: keep it in range. (With
-		// TokenIDs the server is vLLM or grpo serve, which take the whole
-		// uint64, so a rollout seeds the server as Local seeds itself.)
+		// A hosted API gets a non-negative seed. (With TokenIDs the
+		// server is vLLM or grpo serve, and grpo serve reads the whole
+		// uint64 back, so a rollout seeds it as Local seeds itself.)
 		seed &= 1<<63 - 1
 	}
 	req.Seed = &seed

@@ -12,8 +12,10 @@ import (
 // Local plays perExample episodes of each example, as Play does, on a
 // sampler over m whose KV cache is sized for them: one slot per episode,
 // each CacheLen of the longest rendered prompt and the turns an episode
-// can take (sizingTurns). The prompts rendered for the sizing are the ones
-// the episodes start with.
+// can take (sizingTurns), and a pool of blocks for all of them at once or
+// opts.KVBlocks (then episodes queue until blocks free up). An example's
+// episodes share its prompt's blocks: it is prefilled once. The prompts
+// rendered for the sizing are the ones the episodes start with.
 func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
 	st, err := newSetup(tok, e, opts)
 	if err != nil {
@@ -27,7 +29,14 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		}
 	}
 	turns := sizingTurns(e, opts.MaxTurns)
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))})
+	maxLen := CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))
+	blocks := opts.KVBlocks
+	if blocks > 0 {
+		// A plan made for shorter prompts still runs one episode at a time.
+		blocks = max(blocks, sampler.GroupBlocks(longest, 1, maxLen, sampler.DefaultBlockSize, false))
+	}
+	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
+		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing})
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +44,7 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
 		return nil, err
 	}
-	return play(ctx, s, tok, e, exs, prompts, perExample, p, seed, opts, st)
+	return play(ctx, samplerRunner{s}, tok, e, exs, prompts, perExample, p, seed, opts, st)
 }
 
 // sizingTurns is how many model turns a slot is sized for: e's turn limit

@@ -29,6 +29,15 @@ type Options struct {
 	ToolWorkers int
 	// Timing, when not nil, accumulates the time spent playing and scoring.
 	Timing *Timing
+	// KVBlocks bounds Local's KV cache to that many blocks of
+	// sampler.DefaultBlockSize tokens (estimate.KVPlan sizes it from free
+	// memory); episodes beyond what it holds wait for others to finish.
+	// 0 sizes the cache for every episode at once.
+	KVBlocks int
+	// NoPrefixSharing makes Local prefill each episode's prompt on its own
+	// instead of once per example (sampler.Config.NoPrefixSharing), for
+	// comparisons.
+	NoPrefixSharing bool
 }
 
 // Timing accumulates where Play spent its time: playing the episodes
@@ -39,8 +48,10 @@ type Timing struct {
 
 // Play plays perExample episodes of each example with s and scores them
 // with e's rubric. Each prompt is rendered once with tok's chat template
-// (add_generation_prompt). All episodes share the sampler's batch: when
-// the cache has fewer slots than episodes, new episodes start as others
+// (add_generation_prompt) and, for an example's perExample episodes
+// together, prefilled once (sampler.StartGroup). All episodes share the
+// sampler's batch: when the cache holds fewer episodes than there are
+// (slots, or blocks for their worst case), new episodes start as others
 // finish. After each model turn the episode's Respond is called; its reply
 // is appended as tokens (see replyText) and generation continues in the
 // same cache slot, until the episode is done, MaxTurns is reached, the
@@ -48,7 +59,9 @@ type Timing struct {
 //
 // params is the sampling for every episode; its Seed is replaced by one
 // derived from seed, the example's index and the rollout's index, so a
-// run is reproducible. Empty StopTokens means sampler.StopTokenIDs(tok).
+// run is reproducible, and each later turn t of an episode draws from a
+// stream seeded with sampler.DeriveSeed(that seed, t), as a server that
+// plays each turn as a request of its own is seeded (ServerEngine). Empty StopTokens means sampler.StopTokenIDs(tok).
 // MaxTokens caps each turn.
 //
 // Trajectories come back in order: example i's rollout j at
@@ -65,7 +78,7 @@ func Play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 		return nil, err
 	}
 	prompts := renderPrompts(tok, examples, st.chat)
-	return play(ctx, s, tok, e, examples, prompts, perExample, params, seed, opts, st)
+	return play(ctx, samplerRunner{s}, tok, e, examples, prompts, perExample, params, seed, opts, st)
 }
 
 // setup is what every episode of a Play call shares besides the sampler:
@@ -101,15 +114,16 @@ func checkArgs(s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, 
 	return nil
 }
 
-// play is Play after checkArgs, with each example's prompt rendered.
-func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options, st setup) ([]Trajectory, error) {
+// play is Play after checkArgs, with each example's prompt rendered; run
+// generates the turns.
+func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.Environment, examples []env.Example, prompts []prompt, perExample int, params sampler.Params, seed uint64, opts Options, st setup) ([]Trajectory, error) {
 	if err := params.Validate(); err != nil {
 		return nil, fmt.Errorf("rollouts: [sampling] %v", err)
 	}
 	if len(params.StopTokens) == 0 {
 		params.StopTokens = sampler.StopTokenIDs(tok)
 	}
-	d := &driver{s: s, tok: tok, opts: opts, chat: st.chat, tools: st.tools}
+	d := &driver{run: run, tok: tok, opts: opts, chat: st.chat, tools: st.tools}
 	trajs := make([]Trajectory, len(examples)*perExample)
 	var queue []*episode
 	for i, ex := range examples {
@@ -123,7 +137,7 @@ func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 			}
 			p := params
 			p.Seed = sampler.DeriveSeed(seed, uint64(i), uint64(j))
-			queue = append(queue, &episode{t: t, params: p})
+			queue = append(queue, &episode{t: t, params: p, example: i})
 		}
 	}
 	t0 := time.Now()
@@ -141,7 +155,7 @@ func play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 
 // driver holds what every episode of one Play call shares.
 type driver struct {
-	s     *sampler.Sampler
+	run   turnRunner
 	tok   *tokenizer.Tokenizer
 	opts  Options
 	chat  tokenizer.ChatOptions
@@ -155,8 +169,9 @@ type driver struct {
 type episode struct {
 	t        *Trajectory
 	params   sampler.Params
+	example  int // index of its example: episodes of one example share a prompt
 	ep       env.Episode
-	seq      *sampler.Seq
+	seq      turnSeq
 	conv     []chat.Message // prompt and completion so far
 	tools    map[string]env.Tool
 	maxTurns int
@@ -194,7 +209,9 @@ func (d *driver) begin(e env.Environment, p *episode) bool {
 // end releases p's cache slot and closes its episode when it holds
 // resources (io.Closer), however the episode ended.
 func (d *driver) end(p *episode) {
-	d.s.Release(p.seq)
+	if p.seq != nil {
+		d.run.Release(p.seq)
+	}
 	if c, ok := p.ep.(io.Closer); ok {
 		if err := c.Close(); err != nil {
 			p.t.Errors = append(p.t.Errors, "closing the episode: "+err.Error())
@@ -205,8 +222,9 @@ func (d *driver) end(p *episode) {
 	}
 }
 
-// play runs the episodes, keeping the sampler's free slots filled from
-// the queue; each Run plays one turn of every active episode.
+// play runs the episodes, admitting them from the queue while the
+// sampler's cache holds them (admit); each Run plays one turn of every
+// active episode.
 func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) error {
 	var active []*episode
 	defer func() {
@@ -215,34 +233,21 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}()
 	for len(queue) > 0 || len(active) > 0 {
-		for len(queue) > 0 && d.s.FreeSlots() > 0 {
-			p := queue[0]
-			queue = queue[1:]
-			seq, err := d.s.Start(p.t.PromptTokens, p.params)
-			if err != nil {
-				p.t.fail(fmt.Sprintf("start: %v", err))
-				continue
-			}
-			p.seq = seq
-			if !d.begin(e, p) {
-				d.end(p)
-				continue
-			}
-			active = append(active, p)
-		}
+		queue, active = d.admit(e, queue, active)
 		if len(active) == 0 {
 			if len(queue) > 0 {
-				return fmt.Errorf("rollouts: the sampler has no free cache slot; release the sequences holding them")
+				return fmt.Errorf("rollouts: the sampler's cache cannot hold one more episode; release the sequences holding its slots and blocks")
 			}
 			break
 		}
-		seqs := make([]*sampler.Seq, len(active))
+		seqs := make([]turnSeq, len(active))
 		for i, p := range active {
 			seqs[i] = p.seq
 		}
-		if err := d.s.Run(ctx, seqs); err != nil {
+		if err := d.run.Run(ctx, seqs); err != nil {
 			return fmt.Errorf("rollouts: %w", err)
 		}
+		active = d.dropFailed(active)
 		goOn := d.afterTurns(ctx, active)
 		next := active[:0]
 		for i, p := range active {
@@ -258,6 +263,62 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}
 	return nil
+}
+
+// admit starts episodes from the head of the queue while the sampler can
+// hold them, an example's episodes together as one group (StartGroup: its
+// prompt prefilled once). A group waits until all of it fits, unless
+// nothing runs: then as much of it as fits starts.
+func (d *driver) admit(e env.Environment, queue, active []*episode) ([]*episode, []*episode) {
+	for len(queue) > 0 {
+		n := 1
+		for n < len(queue) && queue[n].example == queue[0].example {
+			n++
+		}
+		prompt := queue[0].t.PromptTokens
+		k := n
+		for k > 0 && !d.run.CanStart(len(prompt), k) {
+			k--
+		}
+		if k == 0 || k < n && len(active) > 0 {
+			break
+		}
+		group := queue[:k]
+		queue = queue[k:]
+		params := make([]sampler.Params, k)
+		for i, p := range group {
+			params[i] = p.params
+		}
+		seqs, err := d.run.StartGroup(prompt, params)
+		for i, p := range group {
+			if err != nil {
+				p.t.fail(fmt.Sprintf("start: %v", err))
+				continue
+			}
+			p.seq = seqs[i]
+			if !d.begin(e, p) {
+				d.end(p)
+				continue
+			}
+			active = append(active, p)
+		}
+	}
+	return queue, active
+}
+
+// dropFailed ends the episodes whose turn the runner could not generate
+// (recording why) and returns the others.
+func (d *driver) dropFailed(active []*episode) []*episode {
+	next := active[:0]
+	for _, p := range active {
+		if err := p.seq.Failed(); err != nil {
+			p.t.fail(fmt.Sprintf("turn %d: generate: %v", p.t.Turns+1, err))
+			d.end(p)
+			continue
+		}
+		next = append(next, p)
+	}
+	return next
 }
 
 // afterTurns plays what follows the turn the sampler just played, for
@@ -298,7 +359,7 @@ func (d *driver) afterTurns(ctx context.Context, active []*episode) []bool {
 
 // recordTurn appends the turn the sampler just played to the trajectory.
 func (d *driver) recordTurn(p *episode) {
-	t, turn := p.t, &p.seq.Turn
+	t, turn := p.t, p.seq.Last()
 	t.Turns++
 	t.FinishReason = turn.FinishReason
 	t.Truncated, t.TruncatedBy = false, ""
@@ -350,7 +411,7 @@ func (d *driver) respond(ctx context.Context, p *episode) {
 // continueEpisode records the reply and appends it as tokens after the
 // turn; it reports whether the episode goes on.
 func (d *driver) continueEpisode(p *episode) bool {
-	t, turn := p.t, &p.seq.Turn
+	t, turn := p.t, p.seq.Last()
 	t.Messages = append(t.Messages, p.msg)
 	p.conv = append(p.conv, p.msg)
 	switch {
@@ -381,6 +442,10 @@ func (d *driver) continueEpisode(p *episode) bool {
 		t.fail(fmt.Sprintf("turn %d: %v", t.Turns, err))
 		return false
 	}
+	// The next turn draws from a stream of its own (sampler.Seq.Reseed),
+	// so that a server, which plays each turn as a request, samples it
+	// alike.
+	p.seq.Reseed(sampler.DeriveSeed(p.params.Seed, uint64(t.Turns)))
 	// The episode goes on, so a turn cut by max_tokens does not truncate it.
 	t.Truncated, t.TruncatedBy = false, ""
 	t.Tokens = append(t.Tokens, ids...)

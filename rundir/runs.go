@@ -122,7 +122,10 @@ func Inspect(path string, now time.Time) (Info, error) {
 	if err != nil {
 		return info, err
 	}
-	info.Status, info.Detail = runStatus(last, dirExists(filepath.Join(path, "adapter")), now.Sub(info.Modified))
+	// A GEPA run (package gepa keeps gepa_state.json) ends with its prompt
+	// in system_prompt.txt, not with an adapter.
+	result := dirExists(filepath.Join(path, "adapter")) || fileExists(filepath.Join(path, "gepa_state.json")) && fileExists(filepath.Join(path, "system_prompt.txt"))
+	info.Status, info.Detail = runStatus(last, result, now.Sub(info.Modified))
 	return info, nil
 }
 

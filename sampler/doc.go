@@ -10,6 +10,17 @@
 // new tokens are prefilled, the earlier ones stay in the cache exactly as
 // they were sampled.
 //
+// The cache is paged (model.KVCache): a slot is a row of block tables over
+// a pool of blocks of BlockSize tokens. StartGroup starts a GRPO group's
+// sequences on one prompt, which is prefilled once: the others fork its
+// blocks (reference-counted, the partly filled last one copied by its
+// first writer) and prefill only the prompt's last token, so each samples
+// from logits of its own, exactly as after its own prefill. A sequence
+// reserves blocks for its worst case (MaxLen tokens, the group's shared
+// prompt blocks counted once) when it starts, so a started sequence never
+// runs out of cache; CanStart tells a scheduler (rollout, serve) whether
+// a group fits now, and the rest waits in the caller's queue.
+//
 // Log-probs. For every generated token the sampler returns its log-prob
 // under the model's own distribution: log-softmax of the raw logits at
 // temperature 1, with no top-k/top-p/min-p truncation. That is exactly what

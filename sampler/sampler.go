@@ -3,7 +3,7 @@ package sampler
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"slices"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -26,7 +26,22 @@ type Config struct {
 	// prefill is split into chunks; 0 means 2048. It must be at least Slots
 	// so that one decode step of every sequence fits in one call.
 	PrefillTokens int
+	// BlockSize is the tokens per KV-cache block; 0 means 16.
+	BlockSize int
+	// Blocks is the size of the KV-cache pool in blocks; 0 means enough
+	// for every slot to hold MaxLen tokens of its own. With fewer, Start
+	// admits only the sequences whose worst case (MaxLen tokens, the
+	// shared prompt counted once per group) the free blocks can hold:
+	// CanStart says whether a group fits, and the caller queues the rest.
+	Blocks int
+	// NoPrefixSharing makes StartGroup start each sequence on its own, so
+	// each prefills the prompt itself: the path before prefix sharing,
+	// kept for comparisons (benchmarks, tests).
+	NoPrefixSharing bool
 }
+
+// DefaultBlockSize is the KV-cache block size when Config.BlockSize is 0.
+const DefaultBlockSize = 16
 
 // cacheLenSource says where a sequence's cache length comes from, for
 // messages that must name a setting a user can change: max_len is the
@@ -41,6 +56,10 @@ type Sampler struct {
 	cfg   Config
 	cache *model.KVCache
 	free  []int // free slots, used as a stack
+	// reserved is the blocks promised to the sequences started: each
+	// sequence's own worst case plus each group's shared prompt blocks.
+	reserved int
+	stats    Stats
 	// host staging of one decode step's Sample call, reused across steps
 	u      []float64
 	params []kernels.SampleParams
@@ -63,8 +82,25 @@ func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
 		return nil, fmt.Errorf("sampler: max_len = %d: want at least 2 tokens (a prompt and one generated token)", cfg.MaxLen)
 	case cfg.PrefillTokens < cfg.Slots:
 		return nil, fmt.Errorf("sampler: prefill_tokens = %d is below slots = %d; one decode step of every sequence must fit in one forward call", cfg.PrefillTokens, cfg.Slots)
+	case cfg.BlockSize < 0 || cfg.Blocks < 0:
+		return nil, fmt.Errorf("sampler: block_size = %d, blocks = %d: want positive values, or 0 for the defaults", cfg.BlockSize, cfg.Blocks)
 	}
-	s := &Sampler{m: m, dec: dec, cfg: cfg, cache: m.NewKVCache(cfg.Slots, cfg.MaxLen)}
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = DefaultBlockSize
+	}
+	perSeq := (cfg.MaxLen + cfg.BlockSize - 1) / cfg.BlockSize
+	if cfg.Blocks == 0 {
+		cfg.Blocks = cfg.Slots * perSeq
+	}
+	if cfg.Blocks < perSeq {
+		return nil, fmt.Errorf("sampler: blocks = %d of %d tokens cannot hold one sequence of max_len %d (%d blocks); give the cache more memory or lower max_tokens",
+			cfg.Blocks, cfg.BlockSize, cfg.MaxLen, perSeq)
+	}
+	cache, err := m.NewPagedKVCache(cfg.Slots, cfg.MaxLen, cfg.BlockSize, cfg.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("sampler: %w", err)
+	}
+	s := &Sampler{m: m, dec: dec, cfg: cfg, cache: cache}
 	for i := cfg.Slots - 1; i >= 0; i-- {
 		s.free = append(s.free, i)
 	}
@@ -77,8 +113,12 @@ func (s *Sampler) Config() Config { return s.cfg }
 // Model is the model the sampler generates with.
 func (s *Sampler) Model() *model.Model { return s.m }
 
-// FreeSlots is how many more sequences Start can take.
+// FreeSlots is how many more sequences Start could take by slots alone;
+// CanStart also counts the cache's blocks.
 func (s *Sampler) FreeSlots() int { return len(s.free) }
+
+// Cache is the sampler's KV cache, for inspection (tests, counters).
+func (s *Sampler) Cache() *model.KVCache { return s.cache }
 
 // SetAdapter makes later steps run the base model with ad applied (nil
 // for the bare base model). Every slot must be free: a sequence's cached
@@ -101,49 +141,34 @@ func (s *Sampler) Close() {
 }
 
 // Start takes a free slot for a new sequence beginning with prompt. Its
-// tokens are prefilled by the next Run.
+// tokens are prefilled by the next Run. It is StartGroup with one
+// sequence.
 func (s *Sampler) Start(prompt []int32, p Params) (*Seq, error) {
-	if err := p.Validate(); err != nil {
+	qs, err := s.StartGroup(prompt, []Params{p})
+	if err != nil {
 		return nil, err
 	}
-	if len(p.Stop) > 0 && s.dec == nil {
-		return nil, fmt.Errorf("stop strings %q need a sampler built with a Decoder (the tokenizer)", p.Stop)
-	}
-	switch {
-	case s.cache == nil:
-		return nil, fmt.Errorf("sampler is closed")
-	case len(prompt) == 0:
-		return nil, fmt.Errorf("empty prompt: a sequence needs at least one token to condition on")
-	case len(prompt) >= s.cfg.MaxLen:
-		return nil, fmt.Errorf("prompt of %d tokens leaves no room in the cache length %d (%s); shorten the prompt (the system prompt or the example's text)", len(prompt), s.cfg.MaxLen, cacheLenSource)
-	case len(s.free) == 0:
-		return nil, fmt.Errorf("all %d cache slots hold sequences; Release finished ones or raise slots", s.cfg.Slots)
-	}
-	v := s.m.Config.VocabSize
-	for i, t := range prompt {
-		if t < 0 || int(t) >= v {
-			return nil, fmt.Errorf("prompt token %d (index %d) is outside the model's vocabulary of %d", t, i, v)
-		}
-	}
-	slot := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
-	q := &Seq{s: s, slot: slot, params: p, tokens: append([]int32(nil), prompt...)}
-	q.params.Stop = append([]string(nil), p.Stop...)
-	q.params.StopTokens = append([]int32(nil), p.StopTokens...)
-	q.rng = rand.New(rand.NewPCG(p.Seed, 0x5851f42d4c957f2d))
-	for _, st := range p.Stop {
-		q.stopMax = max(q.stopMax, len(st))
-	}
-	return q, nil
+	return qs[0], nil
 }
 
-// Release returns the sequence's slot; the sequence cannot run again.
+// Release returns the sequence's slot and its cache blocks (those it
+// shares stay with the sequences still holding them); the sequence cannot
+// run again.
 func (s *Sampler) Release(q *Seq) {
 	if q == nil || q.s != s || q.slot < 0 {
 		return
 	}
+	s.cache.Release(q.slot)
 	s.free = append(s.free, q.slot)
-	q.slot = -1
+	s.reserved -= q.own
+	q.slot, q.own = -1, 0
+	if g := q.group; g != nil {
+		g.leave(q)
+		if len(g.members) == 0 {
+			s.reserved -= g.shared
+		}
+		q.group = nil
+	}
 }
 
 // Run generates one turn for each sequence: their pending tokens (the
@@ -190,31 +215,43 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 }
 
 // Generate samples one turn for each prompt with its params and returns
-// the turns in order. It runs the prompts in waves of at most FreeSlots
-// sequences and releases every slot it took.
+// the turns in order. Consecutive equal prompts start as one group
+// (StartGroup: prefilled once); groups start in order while CanStart
+// admits them, run together, and are released before the next wave.
 func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, params []Params) ([]Turn, error) {
 	if len(params) != len(prompts) {
 		return nil, fmt.Errorf("%d prompts but %d params", len(prompts), len(params))
 	}
 	out := make([]Turn, len(prompts))
 	for lo := 0; lo < len(prompts); {
-		n := min(len(s.free), len(prompts)-lo)
-		if n == 0 {
-			return nil, fmt.Errorf("all %d cache slots hold sequences; Release them before Generate", s.cfg.Slots)
-		}
-		seqs := make([]*Seq, 0, n)
+		var seqs []*Seq
 		release := func() {
 			for _, q := range seqs {
 				s.Release(q)
 			}
 		}
-		for i := lo; i < lo+n; i++ {
-			q, err := s.Start(prompts[i], params[i])
+		hi := lo
+		for hi < len(prompts) {
+			n := 1
+			for hi+n < len(prompts) && slices.Equal(prompts[hi+n], prompts[hi]) {
+				n++
+			}
+			if !s.CanStart(len(prompts[hi]), n) {
+				n = 1 // a group larger than what is free runs in parts
+				if !s.CanStart(len(prompts[hi]), 1) {
+					break
+				}
+			}
+			qs, err := s.StartGroup(prompts[hi], params[hi:hi+n])
 			if err != nil {
 				release()
-				return nil, fmt.Errorf("prompt %d: %w", i, err)
+				return nil, fmt.Errorf("prompt %d: %w", hi, err)
 			}
-			seqs = append(seqs, q)
+			seqs = append(seqs, qs...)
+			hi += n
+		}
+		if hi == lo {
+			return nil, fmt.Errorf("all %d cache slots hold sequences, or their blocks are reserved; Release them before Generate", s.cfg.Slots)
 		}
 		err := s.Run(ctx, seqs)
 		for i, q := range seqs {
@@ -224,7 +261,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, params []Para
 		if err != nil {
 			return nil, err
 		}
-		lo += n
+		lo = hi
 	}
 	return out, nil
 }

@@ -45,6 +45,14 @@ type Seq struct {
 	tokens []int32
 	cached int    // tokens[:cached] have their keys and values in the cache
 	mark   uint64 // the last Step that listed it
+	// stepMark is the last step (step, not Step) that ran it.
+	stepMark uint64
+	// group is the StartGroup group it shares its prompt with (nil: none);
+	// awaitsFork is set until it has forked the group's prompt or taken to
+	// prefilling it itself.
+	group      *group
+	awaitsFork bool
+	own        int // cache blocks reserved for it (its group's shared ones aside)
 	// Turn is the result of the latest Run that included this sequence.
 	Turn Turn
 	// turn state

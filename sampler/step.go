@@ -71,10 +71,20 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.stepMark++
+	for _, q := range live {
+		q.stepMark = s.stepMark
+	}
+	if err := s.forkPending(live); err != nil {
+		return err
+	}
 	b := &s.batch
 	b.Tokens, b.Slots, b.Positions = b.Tokens[:0], b.Slots[:0], b.Positions[:0]
 	rows, ready := s.rows[:0], s.ready[:0]
 	for _, q := range live {
+		if q.awaitsFork {
+			continue // its group's prompt is being prefilled
+		}
 		room := s.cfg.PrefillTokens - b.Len()
 		if room <= 0 {
 			break
@@ -89,6 +99,8 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		}
 	}
 	s.rows, s.ready = rows, ready
+	s.stats.Forwards++
+	s.stats.ForwardTokens += b.Len()
 	if len(ready) == 0 {
 		// Only part of a long prompt went in: Forward still has to write
 		// its keys and values, but there is nothing to sample. Forward
@@ -117,4 +129,6 @@ type batchState struct {
 	ready   []*Seq
 	liveBuf []*Seq
 	mark    uint64 // Step's generation, to catch a sequence listed twice
+	// stepMark counts step calls, so a step knows which sequences it runs
+	stepMark uint64
 }

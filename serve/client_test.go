@@ -20,7 +20,7 @@ func TestEndpointsClientAgainstServe(t *testing.T) {
 	}
 	seed, maxTokens, temp := uint64(1<<63+12345), 10, 1.0
 	resp, err := c.Chat(context.Background(), &endpoints.ChatRequest{Messages: []chat.Message{{Role: "user", Content: "hi"}},
-		Seed: &seed, MaxTokens: &maxTokens, Temperature: &temp, Logprobs: true, ReturnTokenIDs: true})
+		Seed: (*endpoints.Seed)(&seed), MaxTokens: &maxTokens, Temperature: &temp, Logprobs: true, ReturnTokenIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestEndpointsClientAgainstServe(t *testing.T) {
 			t.Errorf("token %d: log-prob %v, sampler %v", k, e.Logprob, want.Logprobs[k])
 		}
 	}
-	cr, err := c.Completion(context.Background(), &endpoints.CompletionRequest{Prompt: resp.PromptTokenIDs, Seed: &seed,
+	cr, err := c.Completion(context.Background(), &endpoints.CompletionRequest{Prompt: resp.PromptTokenIDs, Seed: (*endpoints.Seed)(&seed),
 		MaxTokens: &maxTokens, Temperature: &temp, ReturnTokenIDs: true})
 	if err != nil {
 		t.Fatal(err)

@@ -259,9 +259,10 @@ func (sc *Scheduler) runControls() {
 	}
 }
 
-// admit moves jobs from the head of the queue into free slots, in order,
+// admit moves jobs from the head of the queue into the sampler, in order,
 // while they want the running batch's adapter (any adapter when nothing
-// runs) and their choices fit.
+// runs) and their choices fit its free slots and cache blocks (CanStart;
+// a request's choices share its prompt's blocks).
 func (sc *Scheduler) admit() {
 	for {
 		sc.mu.Lock()
@@ -271,7 +272,7 @@ func (sc *Scheduler) admit() {
 		}
 		j := sc.queue[0]
 		if j.ctx.Err() == nil {
-			if len(sc.active) > 0 && j.adapter != sc.current || sc.s.FreeSlots() < len(j.params) {
+			if len(sc.active) > 0 && j.adapter != sc.current || !sc.s.CanStart(len(j.prompt), len(j.params)) {
 				sc.mu.Unlock()
 				return
 			}
@@ -313,13 +314,12 @@ func (sc *Scheduler) start(j *job) ([]*sampler.Seq, error) {
 		j.promptLP, j.promptTL = lps, tops
 		j.mu.Unlock()
 	}
-	var seqs []*sampler.Seq
-	for _, p := range j.params {
-		q, err := sc.s.Start(j.prompt, p)
-		if err != nil {
-			return seqs, err
-		}
-		seqs = append(seqs, q)
+	// The choices share the prompt: it is prefilled once (StartGroup).
+	seqs, err := sc.s.StartGroup(j.prompt, j.params)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range seqs {
 		if err := sc.s.Begin(q); err != nil {
 			return seqs, err
 		}

@@ -109,8 +109,11 @@ func (r *run) evaluate(ctx context.Context) error {
 	cfg.Eval.Sampling.Apply(&p)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
+	if err := r.usePolicy(ctx); err != nil {
+		return fmt.Errorf("eval at step %d: %w", r.step, err)
+	}
 	for k, te := range r.evalEnvs() {
-		res, err := Evaluate(ctx, r.policy, r.tok, te.env, te.name, EvalOptions{
+		res, err := EvaluateWith(ctx, r.engine, te.env, te.name, EvalOptions{
 			NumExamples: te.numExamples, RolloutsPerExample: te.rollouts, Sampling: p,
 			EnableThinking: cfg.Sampling.EnableThinking, Seed: sampler.DeriveSeed(r.seed, 0xe7a1, uint64(k))})
 		if err != nil {

@@ -25,6 +25,18 @@ import (
 // so the same tokens), the same rewards, and the same update (gradient
 // norm, entropy). It is what `scripts/gpu-check.sh run`'s train step does
 // with `--device cuda` on a GPU.
+//
+// The bounds follow the dtypes. emu's sampler keeps its KV cache in bf16
+// (kernels.Description.KVCache, as on cuda) while the trainer recomputes
+// the log-probs through an f32 cache, so on emu the importance ratios
+// differ from 1 by the bf16 cache's effect on a log-prob (≤ 2e-3,
+// sampler.TestSharedPromptEmuMatchesCPU): step 1's loss is that times the
+// advantages (≤ 1e-3 absolute, not ~1e-8) and its gradient norm moves by
+// as much relatively (≤ 2e-3). AdamW's first step moves every parameter
+// by ±lr whatever its gradient's size, so gradient components near zero
+// that differ in sign move apart by 2·lr, and step 2's adapters — hence
+// its gradient norm and entropy — differ by several percent (≤ 15 % and
+// 1e-3 here); its rollouts and rewards stay the same.
 func TestTrainLoopOnEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 10 s: a process per rollout for the command rubric")
@@ -93,15 +105,21 @@ lr = 1e-2
 	if len(got) != len(want) {
 		t.Fatalf("%d metric rows on emu, %d on cpu", len(got), len(want))
 	}
+	type bound struct {
+		key      string
+		abs, rel float64
+	}
+	bounds := [][]bound{
+		{{"reward", 0, 0}, {"loss", 1e-3, 0}, {"grad_norm", 0, 2e-3}, {"entropy", 0, 1e-5}},
+		{{"reward", 0, 0}, {"loss", 1e-3, 0}, {"grad_norm", 0, 0.15}, {"entropy", 0, 1e-3}},
+	}
 	for i := range want {
 		// reward: same rollouts, so exactly equal. loss: on-policy the
-		// ratios are 1 and the advantages sum to 0 per group, so the loss is
-		// 0 up to f32 rounding (~1e-8) — compared absolutely. grad_norm and
-		// entropy carry the update: relative to the CPU's.
-		for _, c := range []struct {
-			key      string
-			abs, rel float64
-		}{{"reward", 0, 0}, {"loss", 1e-6, 0}, {"grad_norm", 0, 1e-4}, {"entropy", 0, 1e-5}} {
+		// ratios are 1 (up to the sampler's bf16 cache, above) and the
+		// advantages sum to 0 per group, so the loss is near 0 — compared
+		// absolutely. grad_norm and entropy carry the update: relative to
+		// the CPU's.
+		for _, c := range bounds[i] {
 			g, ok1 := got[i][c.key].(float64)
 			w, ok2 := want[i][c.key].(float64)
 			if !ok1 || !ok2 || math.IsNaN(g) {

@@ -23,7 +23,7 @@ func (r *run) samplingParams() sampler.Params {
 
 // rollouts plays perExample episodes of each example of one environment.
 func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
-	return rollout.Local(ctx, r.policy, r.tok, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing})
+	return r.engine.Play(ctx, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing, KVBlocks: r.kvBlocks})
 }
 
 // trainStep runs one GRPO step: sample and score rollouts, compute
@@ -32,6 +32,9 @@ func (r *run) trainStep(ctx context.Context) error {
 	cfg, step := r.cfg, r.step+1
 	t0 := time.Now()
 	R := cfg.RolloutsPerExample
+	if err := r.usePolicy(ctx); err != nil {
+		return fmt.Errorf("step %d: %w", step, err)
+	}
 	counts := r.sched.counts(step, cfg.BatchSize/R)
 	cursors := append([]int(nil), r.sched.Cursors...)
 	var trajs []rollout.Trajectory

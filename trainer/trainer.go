@@ -18,6 +18,7 @@ import (
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -125,6 +126,7 @@ type run struct {
 	tok     *tokenizer.Tokenizer
 	base    *model.Model
 	policy  *model.Model
+	engine  rollout.PolicyEngine // where rollouts are generated (engine.go)
 	adapter *lora.Adapter
 	opt     *optim.AdamW
 	envs    []trainEnv
@@ -133,6 +135,8 @@ type run struct {
 	step    int
 	seed    uint64
 	bar     *progress
+	// kvBlocks bounds the sampler's KV pool (planKVPool); 0: unbounded.
+	kvBlocks int
 	// notes are warnings found during setup, shown once the display starts.
 	notes []string
 }
@@ -151,6 +155,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	defer r.dir.Close()
 	defer r.sinks.End(rundir.Failed) // a no-op after the loop's own End
+	defer r.closeEngine()
 	res := &Result{RunDir: r.dir.Path}
 	if r.step == 0 && t.cfg.Eval.Interval > 0 && !t.cfg.Eval.SkipFirstStep {
 		if err := r.evaluate(ctx); err != nil {
@@ -305,6 +310,10 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.setupState(); err != nil {
 		return nil, err
 	}
+	if err := r.openEngine(ctx); err != nil {
+		return nil, err
+	}
+	r.planKVPool()
 	r.bar = newProgress(t.opts.progress, t.opts.events, cfg.MaxSteps, r.step)
 	for _, n := range r.notes {
 		r.bar.note("%s", n)

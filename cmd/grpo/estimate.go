@@ -22,9 +22,11 @@ func init() {
 		summary: "estimate a config's memory and time per step before training",
 		usage:   "CONFIG.toml [--no-measure] [--json] [--shape NAME] [--device cpu|cuda]",
 		help: `Prints the parameters, the memory the run will hold (base weights, LoRA
-parameters and AdamW moments, the sampler's KV cache for batch_size rollouts of
-prompt + max_tokens, and one training micro-batch's activations), the peak and
-whether it fits in the free memory, and a time per step from a short measured
+parameters and AdamW moments, the sampler's paged KV cache for batch_size
+rollouts of prompt + max_tokens — cut to the free memory when all of them do
+not fit at once, with the rollouts it holds at once and the passes a step then
+takes — and one training micro-batch's activations), the peak and whether it
+fits in the free memory, and a time per step from a short measured
 warm-up on the real model (random weights of the same shape when the weights
 are not downloaded). The exit code is 0 whether or not the run fits;
 'grpo train' refuses to start a run that does not fit unless --force.
@@ -92,6 +94,12 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 	}
 	fmt.Fprintf(tw, "\tpeak (%s)\t%s\t\n", e.PeakPhase, estimate.FormatBytes(e.Peak))
 	tw.Flush()
+	if len(e.KV) > 0 {
+		fmt.Fprintln(w, "\nKV cache plan:")
+		for _, p := range e.KV {
+			fmt.Fprintf(w, "  - %s\n", p.Summary())
+		}
+	}
 	if e.Time != nil {
 		fmt.Fprintf(w, "\ntime: %s\n", e.Time.Summary())
 	}
@@ -132,7 +140,27 @@ type estimateJSON struct {
 	Fits            *bool              `json:"fits"`
 	Verdict         string             `json:"verdict"`
 	Time            *timeJSON          `json:"time,omitempty"`
+	KVPlans         []kvPlanJSON       `json:"kv_plans"`
 	Assumptions     []string           `json:"assumptions"`
+}
+
+// kvPlanJSON is an estimate.KVPlan: the sampler's KV pool for a phase and
+// the concurrency cap it gives.
+type kvPlanJSON struct {
+	Phase        string `json:"phase"`
+	Env          string `json:"env"`
+	Rollouts     int    `json:"rollouts"`
+	Group        int    `json:"group"`
+	MaxLen       int    `json:"max_len"`
+	PromptTokens int    `json:"prompt_tokens"`
+	BlockSize    int    `json:"block_size"`
+	DType        string `json:"dtype"`
+	Blocks       int    `json:"blocks"`
+	BlocksAll    int    `json:"blocks_all"`
+	Bytes        int64  `json:"bytes"`
+	Cap          int    `json:"cap"`
+	Passes       int    `json:"passes"`
+	Bounded      bool   `json:"bounded"`
 }
 
 type timeJSON struct {
@@ -156,6 +184,11 @@ func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
 	}
 	if fits, ok := e.Fits(); ok {
 		out.Fits = &fits
+	}
+	for _, p := range e.KV {
+		out.KVPlans = append(out.KVPlans, kvPlanJSON{Phase: p.Phase, Env: p.Env, Rollouts: p.Rollouts, Group: p.Group, MaxLen: p.MaxLen,
+			PromptTokens: p.PromptTokens, BlockSize: p.BlockSize, DType: p.DType.String(), Blocks: p.Blocks, BlocksAll: p.BlocksAll,
+			Bytes: p.Bytes(), Cap: p.Cap, Passes: p.Passes, Bounded: p.Bounded})
 	}
 	if t := e.Time; t != nil {
 		out.Time = &timeJSON{StepSeconds: t.Step.Seconds(), GenerateSeconds: t.Generate.Seconds(), TrainSeconds: t.Train.Seconds(),

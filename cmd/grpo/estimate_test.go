@@ -119,3 +119,74 @@ func TestTrainRefusesWhenTooBig(t *testing.T) {
 		t.Errorf("the refused run created %s", out)
 	}
 }
+
+// TestEstimateQwen3_8BPlanFitsH200 is the scheduling-within-memory bar:
+// Qwen3-8B with 256 rollouts of up to 4096 tokens (a 256-token prompt +
+// max_tokens 3840) on cuda, with the H200's 139 GiB free, does not fit
+// every rollout's bf16 KV cache at once (144 GiB), so grpo estimate cuts
+// the pool to the free memory and shows the plan it chose: fewer than 256
+// rollouts at once, in whole groups of 8 that share their prompt's
+// blocks, in 2 passes, at a peak within 139 GiB.
+func TestEstimateQwen3_8BPlanFitsH200(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.toml")
+	text := `model = "Qwen/Qwen3-8B"
+max_steps = 3
+batch_size = 256
+rollouts_per_example = 8
+[sampling]
+max_tokens = 3840
+[[env]]
+id = "reverse-text"
+args = { dataset_name = "synthetic" }
+`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(estimate.FakeMemAvailableEnv, "139G")
+	code, out, errOut := runCaptured(t, "estimate", path, "--shape", "qwen3-8b", "--device", "cuda", "--no-measure", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		PeakBytes int64 `json:"peak_bytes"`
+		Fits      *bool `json:"fits"`
+		KVPlans   []struct {
+			Phase     string `json:"phase"`
+			DType     string `json:"dtype"`
+			Rollouts  int    `json:"rollouts"`
+			Group     int    `json:"group"`
+			MaxLen    int    `json:"max_len"`
+			BlockSize int    `json:"block_size"`
+			Blocks    int    `json:"blocks"`
+			BlocksAll int    `json:"blocks_all"`
+			Bytes     int64  `json:"bytes"`
+			Cap       int    `json:"cap"`
+			Passes    int    `json:"passes"`
+			Bounded   bool   `json:"bounded"`
+		} `json:"kv_plans"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got.Fits == nil || !*got.Fits || got.PeakBytes > 139<<30 {
+		t.Fatalf("peak %d bytes, fits %v: want a plan within 139 GiB\n%s", got.PeakBytes, got.Fits, out)
+	}
+	if len(got.KVPlans) != 1 {
+		t.Fatalf("%d KV plans, want the sampling phase's", len(got.KVPlans))
+	}
+	p := got.KVPlans[0]
+	// 256 rollouts × 256 blocks of 16 tokens × 36 layers × 8 × 128 × 2 × 2 B = 144 GiB at once.
+	if p.Phase != "sampling" || p.DType != "bf16" || p.Rollouts != 256 || p.Group != 8 || p.MaxLen != 4096 || p.BlockSize != 16 || p.BlocksAll != 256*256 {
+		t.Fatalf("plan %+v: want sampling, bf16, 256 rollouts in groups of 8, 4096 tokens in 256 blocks of 16 each", p)
+	}
+	// A group of 8 on a 256-token prompt reserves 15 shared blocks + 8 × 241.
+	perGroup := 15 + 8*241
+	if !p.Bounded || p.Cap <= 0 || p.Cap >= 256 || p.Cap%8 != 0 || p.Blocks < p.Cap/8*perGroup || p.Blocks >= (p.Cap/8+1)*perGroup || p.Passes != 2 {
+		t.Errorf("plan %+v: want the pool cut to the free memory, the whole groups it holds as the cap, and 2 passes", p)
+	}
+	t.Logf("cap %d of 256 rollouts at once, %d blocks (%.1f GiB), %d passes, peak %.1f GiB", p.Cap, p.Blocks, float64(p.Bytes)/(1<<30), p.Passes, float64(got.PeakBytes)/(1<<30))
+	code, text2, _ := runCaptured(t, "estimate", path, "--shape", "qwen3-8b", "--device", "cuda", "--no-measure")
+	if code != 0 || !strings.Contains(text2, "KV cache plan:") || !strings.Contains(text2, "rollouts at once") {
+		t.Errorf("the table does not show the KV plan:\n%s", text2)
+	}
+}

@@ -29,12 +29,24 @@ of metrics per step; writes the run directory:
   config.toml  metrics.jsonl  eval.jsonl  log.txt  rewards.png
   checkpoints/step-N/  (adapter, optimizer state, data position)
   adapter/             (the final PEFT adapter: vLLM and PEFT load it as it is)
+  inference/step-N/    (with [inference]: the adapter the server has loaded)
 
 --max-steps, --batch-size, --seed and --set KEY=VALUE override the config's
 keys: KEY is a dotted key of the schema (sampling.temperature, eval.interval,
 env[0].args.num_train_examples), VALUE a TOML value (a bare word is a
 string). They are checked like the file's keys, each problem naming its flag,
 and written into the run directory's config.toml, so --resume keeps them.
+
+Rollouts (and evals) are generated in this process, or, with [inference]
+url = "http://HOST:PORT/v1" (or endpoint_id = an id of configs/endpoints.toml),
+on an OpenAI-compatible server: grpo serve MODEL, or vLLM started with
+--enable-lora --max-lora-rank R and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.
+Before each step's rollouts the adapter of the step before is written to
+inference/step-N and loaded on the server as step-N (the server must read that
+path); each turn is a completions request on token ids with a per-rollout
+seed, and the server's log-probs are the behaviour log-probs. The server must
+be up when the run starts. On grpo serve on the CPU the run logs the
+in-process run's metrics; see docs/inference.md.
 
 Ctrl-C writes a checkpoint of the last finished step and exits; a second
 Ctrl-C exits at once. Resume with --resume RUN_DIR: the run continues from its
@@ -44,6 +56,7 @@ Examples:
   grpo train examples/demo.toml
   grpo train configs/rl/gsm8k.toml --output runs/gsm8k-lr1e-4
   grpo train configs/rl/gsm8k.toml --max-steps 5 --set sampling.temperature=0.7
+  grpo train configs/rl/gsm8k.toml --set inference.url=http://127.0.0.1:8000/v1
   grpo train --resume runs/gsm8k-lr1e-4`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&output, "output", "", "run directory (default runs/<name>-<time>)")

@@ -7,18 +7,26 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// KVWrite copies each row of x to the cache row its page table names.
+// KVWrite copies each row of x to the cache row its page table names,
+// rounding to bf16 when the cache is a BF16 buffer (the twin of the GPU's
+// kv_write_bf16; this backend's own caches are F32, Describe().KVCache).
 func (be *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
 	positive("KVWrite", nTok, width)
 	xs := floats("KVWrite", "x", x, nTok*width)
 	ss := ints("KVWrite", "seq", seq, nTok)
 	ps := ints("KVWrite", "pos", pos, nTok)
-	cs := f32("KVWrite", "cache", cache, cache.Len())
+	cs := floats("KVWrite", "cache", cache, cache.Len())
 	pt := pagesOf("KVWrite", pages, len(cs), width)
 	pt.check("KVWrite", ss, ps)
+	bf16 := cache.DType() == kernels.BF16
 	for t := range nTok {
-		dst := pt.row(int(ss[t]), int(ps[t])) * width
-		copy(cs[dst:dst+width], xs[t*width:(t+1)*width])
+		dst := cs[pt.row(int(ss[t]), int(ps[t]))*width:][:width]
+		copy(dst, xs[t*width:(t+1)*width])
+		if bf16 {
+			for j, v := range dst {
+				dst[j] = roundBF16(v)
+			}
+		}
 	}
 }
 
@@ -61,10 +69,11 @@ func attnTasks(seq []int32, nKV int) []attnTask {
 // Attention works per (block of consecutive same-sequence tokens, KV
 // head): the block's queries for all query heads of that KV head are
 // packed into one matrix Q, the scores S = scale·Q·Kᵀ over positions 0..P
-// (P the block's largest position) come from one sgemm per run of
-// adjacent cache rows (segments), each row is softmaxed over its own
-// causal range 0..pos[t] with everything after set to 0, and O = S·V sums
-// one sgemm per run. Nothing past P is read.
+// (P the block's largest position) come from one sgemm over K (read in
+// place when its rows are adjacent, gathered from the block table's runs
+// otherwise), each row is softmaxed over its own causal range 0..pos[t]
+// with everything after set to 0, and O = S·V is a second sgemm. Nothing
+// past P is read.
 func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "Attention"
 	positive(op, nTok, nHead, nKV, headDim)
@@ -111,12 +120,21 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, qs, ks,
 	for t := tk.t0; t < tk.t1; t++ {
 		P = max(P, int(ps[t])+1)
 	}
+	buf.segs = pt.segments(buf.segs, int(ss[tk.t0]), P)
+	// Keys and values in several runs (a paged cache whose blocks are not
+	// adjacent) are gathered into contiguous scratch first: one sgemm per
+	// product instead of one per run, which for a decode step's few query
+	// rows is mostly call overhead.
+	gather := len(buf.segs) > 1
 	need := R*headDim*2 + R*P
+	if gather {
+		need += 2 * P * headDim
+	}
 	if cap(buf.f) < need {
 		buf.f = make([]float32, need)
 	}
 	f := buf.f[:need]
-	qp, op, sc := f[:R*headDim], f[R*headDim:2*R*headDim], f[2*R*headDim:]
+	qp, op, sc := f[:R*headDim], f[R*headDim:2*R*headDim], f[2*R*headDim:2*R*headDim+R*P]
 
 	// The group's heads of one token are adjacent in q and out.
 	span := group * headDim
@@ -124,11 +142,18 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, qs, ks,
 		src := ((tk.t0+i)*nHead + tk.g*group) * headDim
 		copy(qp[i*span:(i+1)*span], qs[src:src+span])
 	}
-	buf.segs = pt.segments(buf.segs, int(ss[tk.t0]), P)
-	for _, sg := range buf.segs {
-		off := sg.row*rowW + tk.g*headDim
-		be.gemm(false, true, R, sg.n, headDim, scale, qp, headDim, ks[off:], rowW, 0, sc[sg.pos:], P)
+	kg, vg, ld := ks[buf.segs[0].row*rowW+tk.g*headDim:], vs[buf.segs[0].row*rowW+tk.g*headDim:], rowW
+	if gather {
+		kg, vg, ld = f[2*R*headDim+R*P:][:P*headDim], f[2*R*headDim+R*P+P*headDim:][:P*headDim], headDim
+		for _, sg := range buf.segs {
+			for j := range sg.n {
+				src := (sg.row+j)*rowW + tk.g*headDim
+				copy(kg[(sg.pos+j)*headDim:][:headDim], ks[src:src+headDim])
+				copy(vg[(sg.pos+j)*headDim:][:headDim], vs[src:src+headDim])
+			}
+		}
 	}
+	be.gemm(false, true, R, P, headDim, scale, qp, headDim, kg, ld, 0, sc, P)
 	for r := range R {
 		t := tk.t0 + r/group
 		n := int(ps[t]) + 1
@@ -157,14 +182,7 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, qs, ks,
 			ls[t*nHead+tk.g*group+r%group] = mx + float32(math.Log(sum))
 		}
 	}
-	for i, sg := range buf.segs {
-		off := sg.row*rowW + tk.g*headDim
-		beta := float32(1)
-		if i == 0 {
-			beta = 0
-		}
-		be.gemm(false, false, R, headDim, sg.n, 1, sc[sg.pos:], P, vs[off:], rowW, beta, op, headDim)
-	}
+	be.gemm(false, false, R, headDim, P, 1, sc, P, vg, ld, 0, op, headDim)
 	for i := range T {
 		dst := ((tk.t0+i)*nHead + tk.g*group) * headDim
 		copy(os[dst:dst+span], op[i*span:(i+1)*span])

@@ -65,7 +65,7 @@ func (*Backend) Name() string { return "cpu" }
 // f32 on upload (buffer.go) and MatMul keeps A in f32; its memory is the
 // host's.
 func (*Backend) Describe() kernels.Description {
-	return kernels.Description{Name: "cpu", BF16Storage: kernels.F32}
+	return kernels.Description{Name: "cpu", BF16Storage: kernels.F32, KVCache: kernels.F32}
 }
 
 // BLASName is the active sgemm: "openblas" or "gonum".

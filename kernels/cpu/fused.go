@@ -160,10 +160,16 @@ func (be *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, 
 	norms := [2][]float32{opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)}
 	fs := floats(op, "invFreq", invFreq, half)
 	ss, ps := ints(op, "seq", seq, nTok), ints(op, "pos", pos, nTok)
-	kc, vc := f32(op, "kCache", kCache, kCache.Len()), f32(op, "vCache", vCache, vCache.Len())
+	kc, vc := floats(op, "kCache", kCache, kCache.Len()), floats(op, "vCache", vCache, vCache.Len())
 	pt := pagesOf(op, pages, len(kc), kd)
-	if vCache.Len() != len(kc) {
-		panic(fmt.Sprintf("cpu.%s: kCache has %d elements, vCache %d", op, len(kc), vCache.Len()))
+	if vCache.Len() != len(kc) || vCache.DType() != kCache.DType() {
+		panic(fmt.Sprintf("cpu.%s: kCache is %v × %d, vCache %v × %d", op, kCache.DType(), len(kc), vCache.DType(), vCache.Len()))
+	}
+	// A BF16 cache (the sampler's where the backend says so) stores each
+	// value rounded to nearest even, as KVWrite does.
+	store := func(dst []float32, i int, v float32) { dst[i] = v }
+	if kCache.DType() == kernels.BF16 {
+		store = func(dst []float32, i int, v float32) { dst[i] = roundBF16(v) }
 	}
 	pt.check(op, ss, ps)
 	be.parallel(nTok, 20*width, func(lo, hi int) {
@@ -197,7 +203,9 @@ func (be *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, 
 				case 1:
 					dst, pre, rs = kc[cacheRow+j*headDim:], kPres, rks
 				default:
-					copy(vc[cacheRow+j*headDim:cacheRow+(j+1)*headDim], row)
+					for i, v := range row {
+						store(vc, cacheRow+j*headDim+i, v)
+					}
 					continue
 				}
 				heads := nHead
@@ -217,10 +225,14 @@ func (be *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, 
 						rs[t*heads+j] = rstd[0]
 					}
 				}
+				put := store // k goes to the cache
+				if part == 0 {
+					put = func(dst []float32, i int, v float32) { dst[i] = v }
+				}
 				for i := range half {
 					x1, x2 := float64(row[i]), float64(row[i+half])
-					dst[i] = float32(x1*cos[i] - x2*sin[i])
-					dst[i+half] = float32(x2*cos[i] + x1*sin[i])
+					put(dst, i, float32(x1*cos[i]-x2*sin[i]))
+					put(dst, i+half, float32(x2*cos[i]+x1*sin[i]))
 				}
 			}
 		}

@@ -26,9 +26,12 @@
 #define ATTN_VISIBLE(p) ((p) + 1)
 #endif
 
-GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
-			       const int* seq, const int* pos, const int* table, int nTok, int nHead, int nKV, int headDim,
-			       int blockSize, int maxBlocks, float scale) {
+// The cache is f32 (training) or bf16 (the sampler's on the GPU): T is
+// its element type, widened to f32 on every read; all arithmetic is f32.
+template <class T>
+__device__ __forceinline__ void attention(float* out, float* lse, const float* q, const T* kCache, const T* vCache, const int* seq,
+					  const int* pos, const int* table, int nHead, int nKV, int headDim, int blockSize,
+					  int maxBlocks, float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	GRPO_SHARED(float, scratch, [32]);
 	float* qs = smem;                     // headDim
@@ -39,8 +42,8 @@ GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, co
 	int s = seq[t];
 	int n = ATTN_VISIBLE(pos[t]);
 	long long rowStride = (long long)nKV * headDim;
-	const float* kBase = kCache + (long long)g * headDim;
-	const float* vBase = vCache + (long long)g * headDim;
+	const T* kBase = kCache + (long long)g * headDim;
+	const T* vBase = vCache + (long long)g * headDim;
 	const float* qRow = q + ((long long)t * nHead + h) * headDim;
 	for (int d = tid; d < headDim; d += bd) qs[d] = qRow[d];
 	__syncthreads();
@@ -53,9 +56,9 @@ GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, co
 		if (j < n) {
 			long long r = kv_row(table, s, j, blockSize, maxBlocks);
 			rows[tid] = (int)r;
-			const float* kRow = kBase + r * rowStride;
+			const T* kRow = kBase + r * rowStride;
 			float dot = 0.0f;
-			for (int d = 0; d < headDim; d++) dot += qs[d] * kRow[d];
+			for (int d = 0; d < headDim; d++) dot += qs[d] * ld(kRow, d);
 			sc = dot * scale;
 		}
 		float mNew = fmaxf(m, block_max(sc, scratch));
@@ -69,7 +72,7 @@ GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, co
 			int d = tid + k * bd;
 			if (d >= headDim) break;
 			float a = acc[k] * corr;
-			for (int jj = 0; jj < tile; jj++) a += ps[jj] * vBase[rows[jj] * rowStride + d];
+			for (int jj = 0; jj < tile; jj++) a += ps[jj] * ld(vBase, rows[jj] * rowStride + d);
 			acc[k] = a;
 		}
 		m = mNew;
@@ -81,4 +84,15 @@ GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, co
 		if (d < headDim) oRow[d] = acc[k] / l;
 	}
 	if (lse && tid == 0) lse[(long long)t * nHead + h] = m + logf(l);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
+						      const int* seq, const int* pos, const int* table, int nTok, int nHead, int nKV,
+						      int headDim, int blockSize, int maxBlocks, float scale) {
+	attention(out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_bf16(float* out, float* lse, const float* q, const __nv_bfloat16* kCache,
+						       const __nv_bfloat16* vCache, const int* seq, const int* pos, const int* table,
+						       int nTok, int nHead, int nKV, int headDim, int blockSize, int maxBlocks,
+						       float scale) {
+	attention(out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale);
 }

@@ -39,10 +39,14 @@
 #define ATTN_DS(p, dp, D) ((p) * ((dp) - (D)))
 #endif
 
-GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* out,
-					const float* lse, const float* q, const float* kCache, const float* vCache,
-					const int* seq, const int* pos, const int* table, int nTok, int nHead, int nKV,
-					int headDim, int blockSize, int maxBlocks, float scale) {
+// T is the cache's element type: f32, the training cache's. (A bf16
+// instantiation compiles, but spills under ptxas at 128 threads, and no
+// caller trains on a bf16 cache.)
+template <class T>
+__device__ __forceinline__ void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
+						   const float* lse, const float* q, const T* kCache, const T* vCache,
+						   const int* seq, const int* pos, const int* table, int nHead, int nKV,
+						   int headDim, int blockSize, int maxBlocks, float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	GRPO_SHARED(float, scratch, [32]);
 	int t = blockIdx.x, g = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
@@ -75,22 +79,22 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 	int n = pos[t] + 1, sq = seq[t];
 	long long rowStride = (long long)nKV * headDim;
 	long long base = (long long)g * headDim;
-	const float* kBase = kCache + base;
-	const float* vBase = vCache + base;
+	const T* kBase = kCache + base;
+	const T* vBase = vCache + base;
 	for (int j0 = 0; j0 < n; j0 += bd) {
 		int j = j0 + tid;
 		if (j < n) {
 			long long r = kv_row(table, sq, j, blockSize, maxBlocks);
 			rows[tid] = (int)r;
-			const float* kRow = kBase + r * rowStride;
-			const float* vRow = vBase + r * rowStride;
+			const T* kRow = kBase + r * rowStride;
+			const T* vRow = vBase + r * rowStride;
 			for (int h = 0; h < group; h++) {
 				const float* qh = qs + h * headDim;
 				const float* doh = dos + h * headDim;
 				float s = 0.0f, dp = 0.0f;
 				for (int d = 0; d < headDim; d++) {
-					s += qh[d] * kRow[d];
-					dp += doh[d] * vRow[d];
+					s += qh[d] * ld(kRow, d);
+					dp += doh[d] * ld(vRow, d);
 				}
 				float p = expf(s * scale - lse[head0 + h]);
 				ps[h * bd + tid] = p;
@@ -102,7 +106,7 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 		for (int d = tid; d < headDim; d += bd) {
 			for (int h = 0; h < group; h++) {
 				float a = 0.0f;
-				for (int jj = 0; jj < tile; jj++) a += dss[h * bd + jj] * kBase[rows[jj] * rowStride + d];
+				for (int jj = 0; jj < tile; jj++) a += dss[h * bd + jj] * ld(kBase, rows[jj] * rowStride + d);
 				dqs[h * headDim + d] += scale * a;
 			}
 			for (int jj = 0; jj < tile; jj++) {
@@ -121,4 +125,11 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 	float* dqRow = dq + head0 * headDim;
 	for (int h = 0; h < group; h++)
 		for (int d = tid; d < headDim; d += bd) dqRow[h * headDim + d] = dqs[h * headDim + d];
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* out,
+							       const float* lse, const float* q, const float* kCache,
+							       const float* vCache, const int* seq, const int* pos, const int* table,
+							       int nTok, int nHead, int nKV, int headDim, int blockSize, int maxBlocks,
+							       float scale) {
+	attention_backward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale);
 }

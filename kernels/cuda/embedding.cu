@@ -21,10 +21,22 @@ GRPO_KERNEL void __launch_bounds__(256) gather_rows_bf16(float* out, const __nv_
 }
 
 // grid (nTok), block (any): the cache row of position pos[t] of sequence
-// seq[t] = x[t, :].
+// seq[t] = x[t, :], rounded to nearest even for a bf16 cache (the
+// sampler's, on the GPU).
+__device__ __forceinline__ void st(float* p, long long i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
+template <class T>
+__device__ __forceinline__ void kv_write(T* cache, const float* x, const int* seq, const int* pos, const int* table, int width,
+					 int blockSize, int maxBlocks) {
+	int t = blockIdx.x;
+	long long dst = kv_row(table, seq[t], pos[t], blockSize, maxBlocks) * width;
+	for (int c = threadIdx.x; c < width; c += blockDim.x) st(cache, dst + c, x[(long long)t * width + c]);
+}
 GRPO_KERNEL void __launch_bounds__(256) kv_write_f32(float* cache, const float* x, const int* seq, const int* pos, const int* table,
 						     int nTok, int width, int blockSize, int maxBlocks) {
-	int t = blockIdx.x;
-	float* dst = cache + kv_row(table, seq[t], pos[t], blockSize, maxBlocks) * width;
-	for (int c = threadIdx.x; c < width; c += blockDim.x) dst[c] = x[(long long)t * width + c];
+	kv_write(cache, x, seq, pos, table, width, blockSize, maxBlocks);
+}
+GRPO_KERNEL void __launch_bounds__(256) kv_write_bf16(__nv_bfloat16* cache, const float* x, const int* seq, const int* pos,
+						      const int* table, int nTok, int width, int blockSize, int maxBlocks) {
+	kv_write(cache, x, seq, pos, table, width, blockSize, maxBlocks);
 }

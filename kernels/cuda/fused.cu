@@ -82,9 +82,14 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_u
 // norm as rmsnorm.cu's (a block_sum of squares, then x·rs·w), the rotation
 // as rope_f32's. Which part a block takes is uniform over the block, so
 // the block_sum is reached by every thread or by none.
-template <class W>
-__device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k, float* k_cache,
-						 float* v_cache, const float* qkv, const W* q_bias, const W* k_bias, const W* v_bias,
+// store_kv writes a cache element: f32 as it is, bf16 rounded to nearest
+// even (as kv_write_bf16).
+__device__ __forceinline__ void store_kv(float* p, long long i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_kv(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+template <class W, class C>
+__device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k, C* k_cache,
+						 C* v_cache, const float* qkv, const W* q_bias, const W* k_bias, const W* v_bias,
 						 const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq, const int* pos,
 						 const int* table, int n_head, int n_kv, int head_dim, int block_size, int max_blocks, float eps) {
 	GRPO_SHARED(float, scratch, [32]);
@@ -94,12 +99,13 @@ __device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* 
 	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
 	const W* bias;
 	const W* norm;
-	float *dst, *pre, *rstd;
+	float *pre, *rstd, *qd = nullptr;
+	C* kd = nullptr;
 	if (h < n_head) {
 		long long th = (long long)t * n_head + h;
 		bias = q_bias ? q_bias + (long long)h * head_dim : nullptr;
 		norm = q_norm;
-		dst = q + th * head_dim;
+		qd = q + th * head_dim;
 		pre = q_pre ? q_pre + th * head_dim : nullptr;
 		rstd = rstd_q ? rstd_q + th : nullptr;
 	} else if (h < n_head + n_kv) {
@@ -107,14 +113,14 @@ __device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* 
 		long long tj = (long long)t * n_kv + j;
 		bias = k_bias ? k_bias + (long long)j * head_dim : nullptr;
 		norm = k_norm;
-		dst = k_cache + (cache_row + j) * head_dim;
+		kd = k_cache + (cache_row + j) * head_dim;
 		pre = k_pre ? k_pre + tj * head_dim : nullptr;
 		rstd = rstd_k ? rstd_k + tj : nullptr;
 	} else {
 		int j = h - n_head - n_kv;
 		const W* vb = v_bias ? v_bias + (long long)j * head_dim : nullptr;
-		float* vd = v_cache + (cache_row + j) * head_dim;
-		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) vd[i] = vb ? src[i] + ld(vb, i) : src[i];
+		C* vd = v_cache + (cache_row + j) * head_dim;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_kv(vd, i, vb ? src[i] + ld(vb, i) : src[i]);
 		return;
 	}
 	float rs = 1.0f;
@@ -142,21 +148,35 @@ __device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* 
 		float ang = (float)pos[t] * inv_freq[i];
 		float s, c;
 		sincosf(ang, &s, &c);
-		dst[i] = x1 * c - x2 * s;
-		dst[i + half] = x2 * c + x1 * s;
+		float y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
+		if (qd) {
+			qd[i] = y1;
+			qd[i + half] = y2;
+		} else {
+			store_kv(kd, i, y1);
+			store_kv(kd, i + half, y2);
+		}
 	}
 }
 
-#define ATTENTION_INPUTS_PARAMS(W)                                                                                           \
-	float *q, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, float *k_cache, float *v_cache, const float *qkv,  \
+#define ATTENTION_INPUTS_PARAMS(W, C)                                                                                        \
+	float *q, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache, const float *qkv,          \
 		const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm, const float *inv_freq,       \
 		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
 		int max_blocks, float eps
 #define ATTENTION_INPUTS_ARGS                                                                                             \
 	q, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
 		table, n_head, n_kv, head_dim, block_size, max_blocks, eps
-GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float)) { attention_inputs(ATTENTION_INPUTS_ARGS); }
-GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16)) {
+// Named for the weights' dtype (biases and norms: f32, wbf16) and, with
+// _kvbf16, a bf16 cache (the sampler's on a GPU).
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float, float)) { attention_inputs(ATTENTION_INPUTS_ARGS); }
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, float)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32_kvbf16(ATTENTION_INPUTS_PARAMS(float, __nv_bfloat16)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16_kvbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, __nv_bfloat16)) {
 	attention_inputs(ATTENTION_INPUTS_ARGS);
 }
 

@@ -95,8 +95,8 @@ func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, q
 	qq := b.buf(op, "q", q, nTok*qd, kernels.F32)
 	qp, kp := b.optBuf(op, "qPre", qPre, nTok*qd), b.optBuf(op, "kPre", kPre, nTok*kd)
 	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
-	kc := b.buf(op, "kCache", kCache, kd, kernels.F32)
-	vc := b.buf(op, "vCache", vCache, kc.n, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, kd, kernels.F32, kernels.BF16)
+	vc := b.buf(op, "vCache", vCache, kc.n, kc.dt)
 	tb := b.pages(op, pages, kc, kd)
 	src := b.buf(op, "qkv", qkv, nTok*(qd+2*kd), kernels.F32)
 	qb, kb, vb := opt("qBias", qBias, qd), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
@@ -110,6 +110,9 @@ func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, q
 	name := "attention_inputs_f32"
 	if wdt == kernels.BF16 {
 		name = "attention_inputs_wbf16"
+	}
+	if kc.dt == kernels.BF16 {
+		name += "_kvbf16" // k and v rounded to nearest even, as kv_write_bf16
 	}
 	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
 		qq.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,

@@ -53,17 +53,19 @@ var kernelMaxBlock = map[string]int{
 	"swiglu_f32": elementwiseBlock, "f32_to_bf16": elementwiseBlock, "bf16_to_f32": elementwiseBlock,
 	"rope_f32": elementwiseBlock, "fill_f32": elementwiseBlock, "scale_f32": elementwiseBlock,
 	"swiglu_backward_f32": elementwiseBlock, "policy_loss_f32": elementwiseBlock, "adamw_f32": elementwiseBlock,
-	"gather_rows_f32": 256, "gather_rows_bf16": 256, "kv_write_f32": 256, // warpRound(…, 256)
+	"gather_rows_f32": 256, "gather_rows_bf16": 256, "kv_write_f32": 256, "kv_write_bf16": 256, // warpRound(…, 256)
 	"scatter_rows_f32": 256, "copy_columns_f32": 256, // warpRound(…, 256)
 	"rmsnorm_f32": rowBlock, "rmsnorm_wbf16": rowBlock,
 	"rmsnorm_backward_f32": rowBlock, "rmsnorm_backward_wbf16": rowBlock,
 	"sum_squares_partial_f32": sumSquaresBlock, "sum_squares_finish_f32": sumSquaresMaxBlocks,
-	"attention_f32": attentionBlock, "attention_backward_f32": attentionBackwardBlock,
+	"attention_f32": attentionBlock, "attention_bf16": attentionBlock,
+	"attention_backward_f32": attentionBackwardBlock,
 	"log_softmax_gather_f32": logSoftmaxMaxBlock, "log_softmax_gather_backward_f32": logSoftmaxMaxBlock,
 	"sample_f32":      sampleMaxBlock,
 	"add_rmsnorm_f32": rowBlock, "add_rmsnorm_wbf16": rowBlock,
 	"swiglu_rows_f32": elementwiseBlock, "swiglu_rows_backward_f32": elementwiseBlock,
 	"attention_inputs_f32": attentionInputsBlock, "attention_inputs_wbf16": attentionInputsBlock,
+	"attention_inputs_f32_kvbf16": attentionInputsBlock, "attention_inputs_wbf16_kvbf16": attentionInputsBlock,
 	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
 	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,

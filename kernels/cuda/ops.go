@@ -160,7 +160,7 @@ func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
 	const op = "KVWrite"
 	i32(op, nTok, width, nTok*width)
-	c := b.buf(op, "cache", cache, width, kernels.F32)
+	c := b.buf(op, "cache", cache, width, kernels.F32, kernels.BF16)
 	tb := b.pages(op, pages, c, width)
 	xx := b.buf(op, "x", x, nTok*width, kernels.F32)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
@@ -168,7 +168,11 @@ func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPag
 	if nTok == 0 || width == 0 || !usable(c, tb, xx, s, p) {
 		return
 	}
-	b.launch("kv_write_f32", D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, tb.ptr,
+	name := "kv_write_f32"
+	if c.dt == kernels.BF16 {
+		name = "kv_write_bf16" // rounds to nearest even
+	}
+	b.launch(name, D1(nTok), D1(warpRound(width, 256)), 0, c.ptr, xx.ptr, s.ptr, p.ptr, tb.ptr,
 		int32(nTok), int32(width), int32(pages.BlockSize), int32(pages.MaxBlocks))
 }
 
@@ -187,8 +191,8 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	o := b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
 	l := b.optBuf(op, "lse", lse, nTok*nHead)
 	qq := b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
-	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32)
-	vc := b.buf(op, "vCache", vCache, nKV*headDim, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
+	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
 	tb := b.pages(op, pages, kc, nKV*headDim)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
@@ -197,7 +201,11 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	}
 	// q, then the tile's probabilities and its keys' cache rows.
 	shared := 4 * (headDim + 2*attentionBlock)
-	b.launch("attention_f32", D2(nTok, nHead), D1(attentionBlock), shared,
+	name := "attention_f32"
+	if kc.dt == kernels.BF16 {
+		name = "attention_bf16"
+	}
+	b.launch(name, D2(nTok, nHead), D1(attentionBlock), shared,
 		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
 		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale)
 }

@@ -127,7 +127,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 			group, headDim, shared, attentionBackwardMaxShared))
 	}
 	nq := nTok * nHead * headDim
-	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32) // training's cache is f32
 	vc := b.buf(op, "vCache", vCache, nKV*headDim, kernels.F32)
 	if kc.n != vc.n {
 		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))

@@ -2,4 +2,7 @@
 #include "runtime.h"
 #include "../cuda/attention.cu"
 
-extern "C" void emu_register_attention(const char* prefix) { EMU_REG(attention_f32); }
+extern "C" void emu_register_attention(const char* prefix) {
+	EMU_REG(attention_f32);
+	EMU_REG(attention_bf16);
+}

@@ -25,16 +25,35 @@ func run(seq, from, to int32) []tok {
 // sequence); otherwise blocks of that many rows in shuffled order, the
 // last one partly used when maxLen or a sequence's length is not a
 // multiple, with sequence 1's first share blocks being sequence 0's.
-type paging struct{ block, share int }
+// With bf16 the cache is a BF16 buffer, as the sampler's is on a GPU
+// (Description.KVCache): KVWrite rounds to nearest even, Attention reads
+// the bf16 values, and the references take the same rounded values, so
+// the tolerances are the f32 cache's (only the f32 arithmetic differs).
+type paging struct {
+	block, share int
+	bf16         bool
+}
 
 func (pg paging) String() string {
+	s := "contiguous"
 	switch {
-	case pg.block == 0:
-		return "contiguous"
-	case pg.share > 0:
-		return fmt.Sprintf("paged%d-share%d", pg.block, pg.share)
+	case pg.block > 0 && pg.share > 0:
+		s = fmt.Sprintf("paged%d-share%d", pg.block, pg.share)
+	case pg.block > 0:
+		s = fmt.Sprintf("paged%d", pg.block)
 	}
-	return fmt.Sprintf("paged%d", pg.block)
+	if pg.bf16 {
+		s += ",bf16-cache"
+	}
+	return s
+}
+
+// cacheDType is the dtype of the case's K/V cache buffers.
+func (pg paging) cacheDType() kernels.DType {
+	if pg.bf16 {
+		return kernels.BF16
+	}
+	return kernels.F32
 }
 
 // layout builds the case's block table; valid[s] is the number of
@@ -77,6 +96,7 @@ func kvWriteCases() []Case {
 		{2, 40, 128, cat(run(1, 10, 30), run(0, 0, 0)), paging{}},
 		{3, 9, 16, cat(run(2, 0, 3), []tok{{0, 8}, {1, 5}}), paging{block: 4}},
 		{2, 40, 128, cat(run(1, 10, 30), run(0, 0, 6)), paging{block: 16}},
+		{3, 9, 16, cat(run(2, 0, 3), []tok{{0, 8}, {1, 5}}), paging{block: 4, bf16: true}},
 	}
 	var cs []Case
 	for i, s := range shapes {
@@ -88,11 +108,16 @@ func kvWriteCases() []Case {
 				n := len(s.toks)
 				seqv, posv, valid := seqsAndPositions(s.toks, s.slots)
 				pg := s.layout(e, s.slots, s.maxLen, valid)
-				cache := e.out("cache", e.uniform(pg.Rows()*s.width, 1)) // rows not written must survive
+				cache := e.floats("cache", s.cacheDType(), e.uniform(pg.Rows()*s.width, 1), false) // rows not written must survive
 				x := e.in("x", e.uniform(n*s.width, 1))
 				seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
 				pages := e.pagesOperand(pg)
 				want := RefKVWrite(cache.values(), x.values(), seqv, posv, pg, n, s.width)
+				if s.bf16 {
+					for i, v := range want {
+						want[i] = float64(RoundBF16(float32(v)))
+					}
+				}
 				b.KVWrite(cache.view, x.view, seq.view, pos.view, pages, n, s.width)
 				if err := e.checkAll(); err != nil {
 					return err
@@ -146,6 +171,9 @@ func attentionCases() []Case {
 		{"prefill300", 4, 2, 64, 1, 300, run(0, 0, 299), 1, true, paging{block: 16}},
 		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, true, paging{block: 4, share: 2}},
 		{"shared-partial-decode", 2, 1, 16, 2, 12, []tok{{0, 9}, {1, 6}}, 1, true, paging{block: 4, share: 2}},
+		{"decode-gqa4", 8, 2, 64, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{block: 16, bf16: true}},
+		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, true, paging{block: 4, share: 2, bf16: true}},
+		{"large-scores", 2, 1, 16, 1, 8, run(0, 0, 7), 200, true, paging{block: 3, bf16: true}},
 	}
 	var cs []Case
 	for i, s := range shapes {
@@ -177,7 +205,7 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape) error {
 		return v
 	}
 	q := e.in("q", e.uniform(n*s.nHead*s.headDim, s.qScale))
-	k, v := e.in("kCache", kv()), e.in("vCache", kv())
+	k, v := e.floats("kCache", s.cacheDType(), kv(), true), e.floats("vCache", s.cacheDType(), kv(), true)
 	seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
 	pages := e.pagesOperand(pg)
 	out := e.out("out", nans(n*s.nHead*s.headDim))

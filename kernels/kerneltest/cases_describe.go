@@ -11,7 +11,7 @@ import (
 // (estimates, config validation): a description that drifted from either
 // would size memory or pick code paths wrongly above kernels.
 func describeCases() []Case {
-	return []Case{{Op: "Describe", Name: "name,device table,bf16 GEMM", check: checkDescribe}}
+	return []Case{{Op: "Describe", Name: "name,device table,bf16 GEMM,KV cache dtype", check: checkDescribe}}
 }
 
 func checkDescribe(b kernels.Backend) error {
@@ -44,6 +44,32 @@ func checkDescribe(b kernels.Backend) error {
 	}
 	if got[0] != want {
 		return fmt.Errorf("BF16GEMM = %v, but MatMul of %v by a bf16 1 gave %v, want %v", d.BF16GEMM, x, got[0], want)
+	}
+	return checkKVCacheDType(b, d, x)
+}
+
+// checkKVCacheDType writes x (not a bfloat16) into a one-row cache of the
+// dtype Describe names for the KV cache and reads it back: bf16 rounds it
+// to 1, f32 keeps it.
+func checkKVCacheDType(b kernels.Backend, d kernels.Description, x float32) error {
+	if d.KVCache != kernels.F32 && d.KVCache != kernels.BF16 {
+		return fmt.Errorf("KV cache dtype %v; want f32 or bf16", d.KVCache)
+	}
+	cache, row, zero := b.Alloc(d.KVCache, 1), b.Alloc(kernels.F32, 1), b.Alloc(kernels.I32, 1)
+	defer func() { b.Free(cache); b.Free(row); b.Free(zero) }()
+	b.Upload(row, []float32{x})
+	b.KVWrite(cache, row, zero, zero, kernels.KVPages{Table: zero, BlockSize: 1, MaxBlocks: 1}, 1, 1)
+	got := make([]float32, 1)
+	b.Download(got, cache)
+	if err := b.Sync(); err != nil {
+		return err
+	}
+	want := x
+	if d.KVCache == kernels.BF16 {
+		want = 1
+	}
+	if got[0] != want {
+		return fmt.Errorf("KVCache = %v, but KVWrite of %v read back %v, want %v", d.KVCache, x, got[0], want)
 	}
 	return nil
 }

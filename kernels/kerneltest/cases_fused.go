@@ -325,9 +325,9 @@ func loRAExpandCases() []Case {
 // (q/k norm, no bias), Qwen2 (bias, no norm), Llama (neither) — bf16
 // and f32 weights, GQA ratios 2 and 4, headDim 16 to 128, contiguous and
 // paged caches (shuffled blocks, partial last blocks), prefill and
-// decode tokens in one call, and the optional training outputs (qPre,
-// kPre, rstdQ, rstdK). Cache rows no token writes hold values that must
-// survive.
+// decode tokens in one call, f32 and bf16 caches (the sampler's on a
+// GPU), and the optional training outputs (qPre, kPre, rstdQ, rstdK).
+// Cache rows no token writes hold values that must survive.
 func attentionInputsCases() []Case {
 	type shape struct {
 		nHead, nKV, headDim int
@@ -339,8 +339,10 @@ func attentionInputsCases() []Case {
 	shapes := []shape{
 		{4, 2, 32, true, false, kernels.F32, true, paging{block: 16}},
 		{4, 2, 32, true, false, kernels.BF16, false, paging{}},
+		{4, 2, 32, true, false, kernels.BF16, false, paging{block: 16, bf16: true}},
 		{2, 1, 16, false, true, kernels.BF16, true, paging{}},
 		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}},
+		{2, 1, 16, false, true, kernels.F32, false, paging{block: 4, bf16: true}},
 		{4, 1, 64, true, true, kernels.BF16, true, paging{block: 5}},
 	}
 	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
@@ -357,8 +359,8 @@ func attentionInputsCases() []Case {
 			seqv, posv, valid := seqsAndPositions(toks, seqs)
 			pg := s.layout(e, seqs, maxLen, valid)
 			qkv := e.in("qkv", e.uniform(n*(qd+2*kd), 2))
-			kCache := e.out("kCache", e.uniform(pg.Rows()*kd, 1))
-			vCache := e.out("vCache", e.uniform(pg.Rows()*kd, 1))
+			kCache := e.floats("kCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
+			vCache := e.floats("vCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
 			q := e.out("q", nans(n*qd))
 			var qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
 			if s.bias {
@@ -399,7 +401,11 @@ func attentionInputsCases() []Case {
 				if c.o == nil {
 					continue
 				}
-				if err := Compare(c.o.name, c.o.result(b), c.want, c.tol); err != nil {
+				compare := Compare
+				if c.o.dt == kernels.BF16 {
+					compare = CompareBF16
+				}
+				if err := compare(c.o.name, c.o.result(b), c.want, c.tol); err != nil {
 					return err
 				}
 			}

@@ -105,7 +105,7 @@ func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
 	a.qLen = a.nTok * s.nHead * s.headDim
 	a.q = e.in("q", e.uniform(a.qLen, s.qScale))
 	a.kv, a.vv = kv(), kv()
-	a.k, a.v = e.in("kCache", a.kv), e.in("vCache", a.vv)
+	a.k, a.v = e.floats("kCache", s.cacheDType(), a.kv, true), e.floats("vCache", s.cacheDType(), a.vv, true)
 	a.seq, a.pos = e.ints("seq", a.seqv), e.ints("pos", a.posv)
 	a.pages = e.pagesOperand(a.pg)
 	a.scale = float32(1 / math.Sqrt(float64(s.headDim)))

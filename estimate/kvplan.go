@@ -1,0 +1,94 @@
+package estimate
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// KVPlan is how the sampler's paged KV cache is sized for one
+// environment's rollouts (model.KVCache, sampler.Config.Blocks): a pool of
+// blocks of sampler.DefaultBlockSize tokens in the device's KV dtype, the
+// rollouts it holds at once (each reserving its worst case, a group's
+// shared prompt blocks once: sampler.ConcurrencyCap) and the passes that
+// takes. The pool is every rollout's worst case at once unless the free
+// memory is smaller; then it is what fits, and the rest of the step's
+// rollouts wait for blocks (rollout.Options.KVBlocks).
+type KVPlan struct {
+	Phase, Env string
+	// Rollouts is the sequences of the step; Group the rollouts of one
+	// example, which share its prompt.
+	Rollouts, Group int
+	// MaxLen is a rollout's worst case in tokens (the sampler's MaxLen);
+	// PromptTokens the prompt length the sharing is counted for.
+	MaxLen, PromptTokens int
+	BlockSize            int
+	DType                kernels.DType
+	// BlockBytes is one block's keys and values over every layer.
+	BlockBytes int64
+	// Blocks is the pool; BlocksAll what every rollout's worst case at
+	// once takes (a sampler's default pool).
+	Blocks, BlocksAll int
+	// Cap is the rollouts held at once and Passes the waves a step's
+	// rollouts take at that cap (0 when not even one rollout fits).
+	Cap, Passes int
+	// Bounded reports a pool cut to the free memory.
+	Bounded bool
+}
+
+// newKVPlan sizes the pool for every rollout of s at once on dev.
+func newKVPlan(mc *model.Config, s EnvShape, dev string) KVPlan {
+	p := KVPlan{Env: s.Name, Rollouts: max(1, s.Examples*s.Rollouts), Group: max(1, s.Rollouts),
+		MaxLen:       rollout.CacheLenReplies(mc, s.PromptTokens, s.MaxTokens, s.MaxTurns, s.replyTokens()),
+		PromptTokens: max(1, s.PromptTokens), BlockSize: sampler.DefaultBlockSize, DType: kvDType(dev)}
+	if s.MeanPromptTokens > 0 {
+		p.PromptTokens = s.MeanPromptTokens
+	}
+	p.BlockBytes = 2 * int64(mc.NumLayers) * int64(p.BlockSize*mc.NumKVHeads*mc.HeadDim) * int64(p.DType.Size())
+	p.BlocksAll = p.Rollouts * ((p.MaxLen + p.BlockSize - 1) / p.BlockSize)
+	p.bound(p.BlocksAll)
+	p.Bounded = false
+	return p
+}
+
+// kvDType is the dtype the sampler's cache has on dev (f32 for a name
+// that is not a device, like the CPU).
+func kvDType(dev string) kernels.DType {
+	if d, ok := kernels.DescribeDevice(dev); ok {
+		return d.KVCache
+	}
+	return kernels.F32
+}
+
+// bound makes the pool blocks (at most BlocksAll) and recomputes the cap.
+func (p *KVPlan) bound(blocks int) {
+	p.Blocks = max(0, min(blocks, p.BlocksAll))
+	p.Bounded = p.Blocks < p.BlocksAll
+	p.Cap = sampler.ConcurrencyCap(p.Blocks, p.Rollouts, p.PromptTokens, p.Group, p.MaxLen, p.BlockSize, true)
+	p.Passes = 0
+	if p.Cap > 0 {
+		p.Passes = (p.Rollouts + p.Cap - 1) / p.Cap
+	}
+}
+
+// Bytes is the pool and its block table (an int32 per slot and block of
+// a rollout's worst case).
+func (p KVPlan) Bytes() int64 {
+	return int64(p.Blocks)*p.BlockBytes + kvTableBytes(int64(p.Rollouts)*int64((p.MaxLen+p.BlockSize-1)/p.BlockSize))
+}
+
+// Summary is the plan in one line.
+func (p KVPlan) Summary() string {
+	how := "every rollout's worst case at once"
+	if p.Bounded {
+		how = "cut to the free memory"
+	}
+	if p.Cap == 0 {
+		return fmt.Sprintf("%s %s: %d blocks of %d tokens (%v) cannot hold one rollout of %d tokens", p.Phase, p.Env, p.Blocks, p.BlockSize, p.DType, p.MaxLen)
+	}
+	return fmt.Sprintf("%s %s: %d blocks of %d tokens (%v, %s; %s), %d of %d rollouts at once (groups of %d share a %d-token prompt's blocks), %d pass(es)",
+		p.Phase, p.Env, p.Blocks, p.BlockSize, p.DType, FormatBytes(int64(p.Blocks)*p.BlockBytes), how, p.Cap, p.Rollouts, p.Group, p.PromptTokens, p.Passes)
+}
