@@ -44,6 +44,11 @@ type Config struct {
 	// tokens and their gradients accumulated (the update is the same as
 	// one big batch's).
 	MicroBatchTokens int `toml:"micro_batch_tokens"`
+	// Recompute is the activation-memory policy of the policy update:
+	// RecomputeAuto (the estimate picks the least recompute that fits the
+	// free memory) or a model.ParseRecomputeSetting setting ("layer",
+	// "layer:12", "selective+layer:9").
+	Recompute string `toml:"recompute"`
 	// MaxErrorSteps stops the run after this many consecutive steps in
 	// which every rollout failed (a broken rubric or environment trains on
 	// nothing); 0 never stops.
@@ -263,6 +268,7 @@ func DefaultConfig() Config {
 		},
 		Device:           "cpu",
 		MicroBatchTokens: 8192,
+		Recompute:        RecomputeAuto,
 		MaxErrorSteps:    3,
 		LoRA:             lora.DefaultConfig(),
 		Loss:             loss.DefaultConfig(),

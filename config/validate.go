@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
 )
 
 // Validate checks every setting's type-independent constraints (ranges,
@@ -42,6 +43,9 @@ func (c *Config) check(l *problems) {
 	}
 	if c.MicroBatchTokens < 1 {
 		bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)
+	}
+	if err := CheckRecompute(c.Recompute); err != nil {
+		bad("recompute", "%v", err)
 	}
 	if c.MaxErrorSteps < 0 {
 		bad("max_error_steps", "max_error_steps = %d: must be ≥ 0 (0 never stops), e.g. max_error_steps = 3", c.MaxErrorSteps)
@@ -110,6 +114,26 @@ func paramKey(err error) string {
 
 // checkDevice accepts the device names kernels knows, built into this
 // binary or not (opening an absent one says how to build it).
+// RecomputeAuto is the recompute setting that leaves the policy to the
+// memory estimate.
+const RecomputeAuto = "auto"
+
+// CheckRecompute checks a recompute setting: "auto", a policy name, or
+// "layer:K" (model.ParseRecomputeSetting).
+func CheckRecompute(setting string) error {
+	if setting == RecomputeAuto {
+		return nil
+	}
+	if _, _, err := model.ParseRecomputeSetting(setting); err == nil {
+		return nil
+	}
+	names := append([]string{RecomputeAuto}, model.RecomputeNames()...)
+	for i, n := range names {
+		names[i] = strconv.Quote(n)
+	}
+	return fmt.Errorf(`recompute = %q: want one of %s, or "layer:K" to checkpoint the last K layers only ("selective+layer:K": the others under selective); e.g. recompute = "layer" for the least activation memory`, setting, strings.Join(names, ", "))
+}
+
 func checkDevice(name string) error {
 	if _, ok := kernels.DescribeDevice(name); ok {
 		return nil

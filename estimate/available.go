@@ -154,6 +154,10 @@ func (e *Estimate) Advice() string {
 	case PhaseSampling:
 		return "lower batch_size or [sampling] max_tokens (the sampler's KV cache grows with both)"
 	case PhaseTraining:
+		if n := len(e.Recomputes); n > 0 && e.RecomputeSetting != e.Recomputes[n-1].Setting {
+			least := e.Recomputes[n-1]
+			return fmt.Sprintf("lower micro_batch_tokens or [sampling] max_tokens, or set recompute = %q (%s at peak)", least.Setting, FormatBytes(least.Peak))
+		}
 		return "lower micro_batch_tokens or [sampling] max_tokens"
 	case PhaseEval:
 		return "lower [eval] num_examples, rollouts_per_example or [eval.sampling] max_tokens"

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,7 +173,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
 			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-			train := []EnvShape{{Name: "e", Examples: slots / 2, Rollouts: 2, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {
 				t.Fatal(err)
@@ -194,7 +195,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
 				for i := range prompts {
 					prompts[i] = make([]int32, prompt)
-					prompts[i][0] = int32(i / 2) // an example's 2 rollouts share its prompt
+					prompts[i][0] = int32(i) // distinct prompts: each rollout its own example, as train says
 					params[i] = sampler.DefaultParams()
 					params[i].MaxTokens = maxTok
 				}
@@ -205,30 +206,101 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				t.Errorf("sampling: allocated %d, estimate %d", gen, want)
 			}
 
-			trained := be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
-				return err
-			})
-			if want := e.PhaseBytes(PhaseTraining); trained != want {
-				t.Errorf("training: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
-			}
-
-			// With the KL penalty the base model's trace is alive beside the
-			// policy's before the loss and backward allocate.
-			cfg.Loss.Beta = 0.1
-			e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
-			if err != nil {
-				t.Fatal(err)
-			}
-			trained = be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
-				return err
-			})
-			if want := e.PhaseBytes(PhaseTraining); trained != want {
-				t.Errorf("training with beta: allocated %d, estimate %d (diff %d)", trained, want, want-trained)
+			// Under every recompute policy, and with the KL penalty on (the
+			// base model's trace alive beside the policy's before the loss and
+			// backward allocate).
+			for _, beta := range []float64{0, 0.1} {
+				for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
+					cfg.Loss.Beta, cfg.Recompute = beta, setting
+					e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
+					if err != nil {
+						t.Fatal(err)
+					}
+					policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
+					trained := be.phase(t, func() error {
+						_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+						return err
+					})
+					if want := e.PhaseBytes(PhaseTraining); e.RecomputeSetting != setting || trained != want {
+						t.Errorf("training, beta %g, recompute %s (estimate's %s): allocated %d, estimate %d (diff %d)", beta, setting, e.RecomputeSetting, trained, want, want-trained)
+					}
+				}
 			}
 		})
 	}
+}
+
+// TestRecomputeLowersTrainingPeak: on the CPU backend the most bytes live
+// during one training micro-batch fall from policy to policy exactly as the
+// estimate says (margin: 0 bytes; the estimate itemises every buffer the
+// forward, loss and backward allocate), and the LoRA gradients stay the
+// same bit for bit. The micro-batch is of long sequences (256 tokens, few
+// scored rows), where the layers' activations rather than the LM head's
+// logits set the peak.
+func TestRecomputeLowersTrainingPeak(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt, maxTok, micro = 241, 16, 512
+	cfg := estimateConfig(2, 2, maxTok)
+	cfg.MicroBatchTokens = micro
+	train := []EnvShape{{Name: "e", Examples: 2, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	be := &countingBackend{Backend: cpu.New()}
+	m := model.NewRandom(mc, be, 1)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B starts at zero; make it non-zero so every LoRA gradient is.
+	for _, p := range ad.Params() {
+		v := make([]float32, p.Value.Len())
+		for i := range v {
+			v[i] = float32(i%7-3) * 0.01
+		}
+		be.Upload(p.Value, v)
+	}
+	policy := m.WithAdapter(ad)
+	var peaks []int64
+	var want [][]float32
+	for _, p := range model.RecomputePolicies() {
+		cfg.Recompute = p.String()
+		e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy.Recompute = p
+		ad.ZeroGrad()
+		got := be.phase(t, func() error {
+			_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+			return err
+		})
+		if est := e.PhaseBytes(PhaseTraining); got != est || e.Recomputes[p].TrainingBytes != est {
+			t.Errorf("recompute %s: %d bytes at peak, estimate %d (table %d)", p, got, est, e.Recomputes[p].TrainingBytes)
+		}
+		if p > 0 && got >= peaks[p-1] {
+			t.Errorf("recompute %s: peak %d, not below %s's %d", p, got, p-1, peaks[p-1])
+		}
+		peaks = append(peaks, got)
+		var grads [][]float32
+		for _, pr := range ad.Params() {
+			g := make([]float32, pr.Grad.Len())
+			be.Download(g, pr.Grad)
+			grads = append(grads, g)
+		}
+		if p == model.RecomputeNone {
+			want = grads
+			continue
+		}
+		for i := range grads {
+			for j := range grads[i] {
+				if math.Float32bits(grads[i][j]) != math.Float32bits(want[i][j]) {
+					t.Fatalf("recompute %s: gradient %s[%d] = %g, %g without recompute", p, ad.Params()[i].Name, j, grads[i][j], want[i][j])
+				}
+			}
+		}
+	}
+	t.Logf("training peak by policy (none, swiglu, selective, layer): %v bytes", peaks)
 }
 
 // packedSamples fills a micro-batch of micro rows the way the estimate
@@ -239,8 +311,9 @@ func packedSamples(micro, prompt, maxTok, vocab int) []loss.Sample {
 	var out []loss.Sample
 	add := func(p, c int) {
 		s := loss.Sample{Advantage: 1}
+		k := len(out) // each its own prompt: no two share one (model.Batch.Share)
 		for i := range p + c {
-			if tok := int32(i*31+7) % int32(vocab); i < p {
+			if tok := int32(i*31+7+k*13) % int32(vocab); i < p {
 				s.Prompt = append(s.Prompt, tok)
 			} else {
 				s.Completion, s.OldLogp = append(s.Completion, tok), append(s.OldLogp, -5)
@@ -270,11 +343,11 @@ func TestLossRows(t *testing.T) {
 		seqs []trainSeq
 		want int64
 	}{
-		{64, []trainSeq{{32, 8}}, 16},
-		{75, []trainSeq{{32, 8}}, 24},
-		{70, []trainSeq{{32, 8}}, 22},
-		{100, []trainSeq{{100, 600}}, 100},
-		{64, []trainSeq{{32, 8}, {16, 12}}, 48},
+		{64, []trainSeq{{32, 8, 1}}, 16},
+		{75, []trainSeq{{32, 8, 1}}, 24},
+		{70, []trainSeq{{32, 8, 1}}, 22},
+		{100, []trainSeq{{100, 600, 1}}, 100},
+		{64, []trainSeq{{32, 8, 1}, {16, 12, 1}}, 48},
 	} {
 		if got := lossRows(c.n, c.seqs); got != c.want {
 			t.Errorf("lossRows(%d, %v) = %d, want %d", c.n, c.seqs, got, c.want)
@@ -346,6 +419,17 @@ func TestVerdict(t *testing.T) {
 	if v := e.Verdict(); !strings.HasPrefix(v, "does not fit") || !strings.Contains(v, "batch_size") {
 		t.Errorf("does-not-fit verdict: %s", v)
 	}
+	// Training at the peak under a setting that keeps more than "layer":
+	// the advice names it and its peak.
+	e.PeakPhase, e.RecomputeSetting = PhaseTraining, "none"
+	e.Recomputes = []RecomputeCost{{Setting: "none", Peak: 3 << 30}, {Setting: "layer", Peak: 1 << 29}}
+	if v := e.Verdict(); !strings.Contains(v, `lower micro_batch_tokens`) || !strings.Contains(v, `set recompute = "layer" (512.0 MiB at peak)`) {
+		t.Errorf("training verdict: %s", v)
+	}
+	e.RecomputeSetting = "layer"
+	if v := e.Verdict(); strings.Contains(v, "recompute") {
+		t.Errorf("training verdict under layer: %s", v)
+	}
 	e.Available = &Available{Source: "no way to know"}
 	if fits, ok := e.Fits(); ok || fits {
 		t.Error("unknown memory reported as known")
@@ -391,4 +475,60 @@ func TestMeasureStepTime(t *testing.T) {
 	if !strings.Contains(st.Summary(), "/step") || !strings.Contains(st.Summary(), "100 steps") {
 		t.Errorf("summary %q", st.Summary())
 	}
+}
+
+// TestEstimateBoundsSharedPrompts: when a group's rollouts share their
+// prompt (the training forward runs it once, model.Batch.Share), a
+// micro-batch holds more rollouts and scores more rows per token; the
+// estimate, which prices whole groups, still bounds the measured peak on
+// the CPU backend, where pricing lone sequences would fall short.
+func TestEstimateBoundsSharedPrompts(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two groups of 4 fill the micro-batch: (100+16−1) + 3·16 = 163 tokens each.
+	const prompt, maxTok, micro, group = 100, 16, 326, 4
+	cfg := estimateConfig(2, 2, maxTok)
+	cfg.MicroBatchTokens = micro
+	be := &countingBackend{Backend: cpu.New()}
+	m := model.NewRandom(mc, be, 1)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := m.WithAdapter(ad)
+	var samples []loss.Sample
+	for g := range 2 {
+		p := make([]int32, prompt)
+		for i := range p {
+			p[i] = int32((i*31 + g*17 + 3) % mc.VocabSize)
+		}
+		for r := range group {
+			s := loss.Sample{Prompt: p, Advantage: float32(r) - 1.5}
+			for j := range maxTok {
+				s.Completion, s.OldLogp = append(s.Completion, int32((j*7+r*5+g)%mc.VocabSize)), append(s.OldLogp, -5)
+			}
+			samples = append(samples, s)
+		}
+	}
+	got := be.phase(t, func() error {
+		_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
+		return err
+	})
+	est := func(rollouts int) int64 {
+		e, err := Memory(cfg, mc, Options{Device: "cpu",
+			Train: []EnvShape{{Name: "e", Examples: 2, Rollouts: rollouts, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.PhaseBytes(PhaseTraining)
+	}
+	if e := est(group); e < got {
+		t.Errorf("shared prompts: %d bytes at peak, estimate only %d", got, e)
+	}
+	if e := est(1); e >= got {
+		t.Errorf("pricing lone sequences gives %d bytes, not below the peak %d: the test no longer needs group pricing", e, got)
+	}
+	t.Logf("peak %d bytes; estimate %d pricing groups, %d pricing lone sequences", got, est(group), est(1))
 }

@@ -42,6 +42,19 @@ type Estimate struct {
 	// KV is the sampler's KV-cache plan of the phases that sample
 	// (sampling, and eval when counted), for their largest environment.
 	KV []KVPlan
+	// Recompute is the policy the training items are sized for: the
+	// config's, or with recompute = "auto" the one chooseRecompute picked;
+	// RecomputeWhy says why, and Recomputes lists the cost of each policy
+	// and of the chosen setting.
+	Recompute        model.Recompute
+	CheckpointLayers int    // the last layers checkpointed, as model.Model's
+	RecomputeSetting string // the config value: "layer:12"
+	RecomputeWhy     string
+	Recomputes       []RecomputeCost
+	// TrainFLOPs is one training micro-batch's forward and backward
+	// without recompute (perTokenLayerFLOPs, and the LM head's 4·h·vocab
+	// per scored row).
+	TrainFLOPs float64
 }
 
 // MemItem is one line of the memory estimate.
@@ -111,8 +124,10 @@ type Options struct {
 	// Assumptions are the caller's notes (how prompt lengths were found),
 	// carried into the estimate.
 	Assumptions []string
-	// Available, when known, bounds the sampler's KV pool (KVPlan): a step
-	// whose rollouts do not all fit at once runs them in passes.
+	// Available, when known, bounds the sampler's KV pool (KVPlan: a step
+	// whose rollouts do not all fit at once runs them in passes) and is
+	// what recompute = "auto" chooses by; nil or unknown leaves the pool
+	// unbounded and no recompute.
 	Available *Available
 }
 
@@ -183,14 +198,23 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	for _, s := range train {
 		p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseSampling, o.Available)
 		longest = max(longest, p.maxLen)
-		seqs = append(seqs, trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)})
+		seq := trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)}
+		seqs = append(seqs, seq)
+		if s.Rollouts > 1 {
+			// A group's prompt runs once in the training forward
+			// (model.Batch.Share): its other rollouts add only their
+			// completions' rows, so a micro-batch of groups scores more
+			// rows per token than one of lone sequences.
+			comp := max(1, p.maxLen-s.PromptTokens)
+			seqs = append(seqs, trainSeq{rows: seq.rows + (s.Rollouts-1)*comp, trained: s.Rollouts * seq.trained, members: s.Rollouts})
+		}
 		if p.total() > worst.total() {
 			worst, worstPlan = p, plan
 		}
 	}
 	worst.emit(e, PhaseSampling)
 	e.KV = append(e.KV, worstPlan)
-	e.trainingItems(cfg, mc, targets, longest, seqs)
+	trainingAt := len(e.Items)
 	if cfg.Eval.Interval > 0 {
 		var worstEval phaseBytes
 		var evalPlan KVPlan
@@ -211,6 +235,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		if p.Bounded {
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
 		}
+	}
+	if err := e.recomputeItems(cfg, mc, projs, longest, seqs, trainingAt, o.Available); err != nil {
+		return nil, err
 	}
 	if dev == "cpu" {
 		e.note("cpu: Go's garbage collector reclaims freed buffers lazily, so the process can briefly hold more than the peak (GOGC)")
@@ -440,7 +467,10 @@ func (e *Estimate) planSampling(mc *model.Config, rank, targets int, s EnvShape,
 // rows it puts through the forward (its KV cache length less the last
 // token) and how many of them carry loss weight at most (max_tokens per
 // model turn; environment replies are masked).
-type trainSeq struct{ rows, trained int }
+// trainSeq is the shape a micro-batch is packed with: rows forward rows of
+// which trained carry loss; members > 1 for a GRPO group whose prompt runs
+// once (model.Batch.Share).
+type trainSeq struct{ rows, trained, members int }
 
 // lossRows is how many of a micro-batch's n rows carry loss weight, and so
 // reach the LM head: the micro-batch filled with full sequences of the
@@ -455,24 +485,46 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 	return r
 }
 
-// trainingItems sizes one micro-batch of PolicyGradient (the most tokens
-// one forward/backward holds). n = max(micro_batch_tokens, the longest
-// sequence), as a sample is never split; r of its rows carry loss weight
-// (lossRows) and are the only ones scored. f32 unless noted:
+// traceTableEntries bounds a trace's block table: one entry per sequence
+// of a contiguous cache (sequences of the longest length), or, when groups
+// share prompts, one per sequence and position (model.traceCache: blocks
+// of one row), for as many sequences as the groups put in n rows.
+func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
+	perSeq := int64(max(1, longest-1))
+	entries := (n + perSeq - 1) / perSeq
+	for _, s := range seqs {
+		if s.members > 1 {
+			groups := (n + int64(s.rows) - 1) / int64(s.rows)
+			entries = max(entries, groups*int64(s.members)*perSeq)
+		}
+	}
+	return entries
+}
+
+// trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
+// one forward/backward holds) under recompute plan pl. n =
+// max(micro_batch_tokens, the longest sequence), as a sample is never
+// split; r of its rows carry loss weight (lossRows) and are the only ones
+// scored. f32 unless noted:
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
-//	  indices (3 × 4 B); the fused q/k/v GEMM's output that
-//	  every layer reads (qkvWidth); and per layer (model/layer.go
-//	  trainingActs) 5h (xMid, xOut, h1, h2, o) + 2 (rstd1, rstd2) + 2q
-//	  (q, attn) + heads (lse) + 3·inter (gateUp, act)
-//	  + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank per adapted
-//	  proj, and its own KV cache: 2kv per layer;
+//	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
+//	  layer reads in place (qkvWidth); and per layer what pl keeps
+//	  (plan.keptPerToken: without recompute, model/layer.go trainingActs:
+//	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
+//	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
+//	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
+//	  kv_heads] + rank per adapted proj; a checkpointed layer its output,
+//	  h), and its own KV cache: 2kv per layer (one for all the
+//	  checkpointed layers);
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
-//	then either the KL reference (beta > 0): a second trace without LoRA
-//	  plus the copy of its logp (1 per scored row) that outlives it; the
-//	  trace is freed before anything below is allocated,
+//	then either the KL reference (beta > 0): a second trace without LoRA,
+//	  every layer checkpointed (it has no backward; one layer's KV cache),
+//	  plus the copy of its logp (1 per scored row) that outlives it — or,
+//	  when larger, its layers while the last one's forward scratch is
+//	  alive; the trace is freed before anything below is allocated,
 //	or the loss buffers (loss/microbatch.go), per scored row: old, adv, w,
 //	  loss, dlogp, clip (6), ref and kl (2 with beta > 0), and the backward
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
@@ -480,30 +532,35 @@ func lossRows(n int64, seqs []trainSeq) int64 {
 //	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
 //	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
-//	  (dh1), freed before the next layer
+//	  (dh1), and what pl recomputes for it (plan.recomputedPerToken),
+//	  freed before the next layer
 //
-// so the phase holds trace + max(reference, loss + backward).
+// so the phase holds trace + max(reference, loss + backward). (What a
+// layer's forward recomputes lives only through that layer's forward,
+// less than one layer's backward holds.)
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq) {
-	n := int64(max(cfg.MicroBatchTokens, longest-1))
-	r := lossRows(n, seqs)
+func trainingBytes(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq, n, r int64, pl plan) phaseBytes {
 	h, q, kv, inter, v := dims(mc)
-	heads, kvHeads, L := int64(mc.NumHeads), int64(mc.NumKVHeads), int64(mc.NumLayers)
 	lr := int64(targets) * int64(cfg.LoRA.Rank)
-	perLayer := 5*h + 2 + 2*q + heads + 3*inter
-	if mc.Arch().QKNorm {
-		perLayer += q + kv + heads + kvHeads
-	}
 	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
-	trace := (n*(tokenHead+L*(perLayer+lr)) + r*rowHead) * f32Bytes
-	perSeq := int64(max(1, longest-1))
-	cache := kvBytes(mc, n) + kvTableBytes((n+perSeq-1)/perSeq) // one table entry per sequence
-	e.add(PhaseTraining, "activations (trace)", trace,
-		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head", n, r))
-	e.add(PhaseTraining, "training KV cache", cache, fmt.Sprintf("%d tokens", n))
+	setting := pl.setting(mc.NumLayers)
+	trace := (n*(tokenHead+pl.keptPerToken(mc, lr)) + r*rowHead) * f32Bytes
+	table := kvTableBytes(traceTableEntries(n, longest, seqs))
+	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
+	var out phaseBytes
+	add := func(name string, bytes int64, detail string) {
+		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
+	}
+	add("activations (trace)", trace,
+		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head; recompute = %s", n, r, setting))
+	cacheDetail := fmt.Sprintf("%d tokens × %d layers", n, pl.cacheLayers(mc.NumLayers))
+	if pl.layers > 0 {
+		cacheDetail += fmt.Sprintf(" (recompute = %s: the checkpointed layers share one, their keys and values rerun)", setting)
+	}
+	add("training KV cache", cache, cacheDetail)
 	// The loss buffers (old, adv, w, loss, dlogp, clip, and ref and kl
 	// with beta > 0) are allocated after the KL reference trace is freed,
 	// with the backward scratch; the larger of the two sets the peak.
@@ -513,21 +570,26 @@ func (e *Estimate) trainingItems(cfg *config.Config, mc *model.Config, targets, 
 	}
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
-	// and one layer (with dh1).
-	backward := (r*loss + n*h + max(r*(v+h), n*(3*inter+h+3*q+4*kv+lr+h))) * f32Bytes
+	// and one layer (with dh1 and what p recomputes).
+	layer := 3*inter + h + 3*q + 4*kv + lr + h + pl.recomputedPerToken(mc, lr)
+	backward := (r*loss + n*h + max(r*(v+h), n*layer)) * f32Bytes
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
-		ref = (n*(tokenHead+L*perLayer)+r*(rowHead+1))*f32Bytes + cache // + the logp copy
+		// The reference trace (loss/microbatch.go referenceLogp) has no
+		// backward, so it checkpoints every layer whatever pl is, and has
+		// no LoRA shrinks: at most its layers with the last one's forward
+		// scratch, or all of it with the logp copy; one layer's KV cache.
+		all := plan{model.RecomputeNone, mc.NumLayers}
+		layers := n*(tokenHead+all.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
+		ref = max(layers+r*(rowHead-2+1), layers+n*all.recomputedPerToken(mc, 0))*f32Bytes +
+			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	}
 	if ref > backward {
-		e.add(PhaseTraining, "KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
+		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
 	} else {
-		e.add(PhaseTraining, "loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
+		add("loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
 	}
-	e.note("training micro-batch: %d tokens (micro_batch_tokens %d, longest sequence %d); its KV cache taken as one row per token (equal-length sequences)",
-		n, cfg.MicroBatchTokens, longest)
-	e.note("training LM head: %d of the micro-batch's %d rows carry loss weight (every completion token at max_tokens, prompts at the longest; shorter prompts put more rows through the head)",
-		r, n)
+	return out
 }
 
 // fusedWidth is the width of the one buffer the fused q/k/v and gate/up

@@ -99,6 +99,9 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 		m = model.NewRandom(mc, be, uint64(cfg.Seed))
 	}
 	defer m.Free()
+	// The warm-up trains under the chosen policy, so its time includes
+	// what the backward recomputes.
+	m.Recompute, m.CheckpointLayers = e.Recompute, e.CheckpointLayers
 	if device == "cpu" && mc.ParamCount() > 200e6 {
 		logf(o.Log, "measuring a %s-parameter model on the CPU takes minutes; --no-measure skips it", count(mc.ParamCount()))
 	} else {
@@ -113,6 +116,10 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 	}
 	if e.Time, err = MeasureStepTime(ctx, m, cfg, train); err != nil {
 		return nil, err
+	}
+	if c, ok := e.chosenRecompute(); ok && c.ExtraFLOPs > 0 {
+		e.Time.Assumptions = append(e.Time.Assumptions, fmt.Sprintf("training measured under recompute = %s, which adds %.3g%% to a micro-batch's FLOPs; other settings' train time scaled by their FLOPs",
+			c.Setting, 100*c.ExtraFLOPs/e.TrainFLOPs))
 	}
 	return e, nil
 }
@@ -181,34 +188,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 		return e
 	}
 	measure := func(s *EnvShape, e env.Environment, split string) {
-		if tl, ok := e.(env.TurnLimiter); ok {
-			s.MaxTurns = max(1, tl.MaxTurns())
-		}
-		s.ReplyTokens = rollout.ReplyTokens(e)
-		exs, err := e.Examples(split)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("env %s: %s split unreadable (%v)", s.Name, split, err))
-			return
-		}
-		if split == "eval" && (s.Examples < 0 || s.Examples > len(exs)) {
-			s.Examples = len(exs)
-		}
-		if tok == nil {
-			return
-		}
-		sum, n := 0, 0
-		for _, ex := range exs[:min(len(exs), promptSample)] {
-			if ids, err := rollout.RenderEnvPrompt(tok, e, ex.Prompt, cfg.Sampling.EnableThinking); err == nil {
-				s.PromptTokens = max(s.PromptTokens, len(ids))
-				sum, n = sum+len(ids), n+1
-			}
-		}
-		if n > 0 {
-			s.MeanPromptTokens = (sum + n - 1) / n
-		}
-		if len(exs) > promptSample {
-			notes = append(notes, fmt.Sprintf("env %s: longest prompt among the first %d of %d %s examples: %d tokens", s.Name, promptSample, len(exs), split, s.PromptTokens))
-		}
+		notes = append(notes, ProbeEnv(s, e, tok, split, cfg.Sampling.EnableThinking)...)
 	}
 	train = TrainShapes(cfg)
 	for i, ec := range cfg.Env {
@@ -255,4 +235,39 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 		add(name, ec.ID, ec.Args, n, k)
 	}
 	return train, eval, notes
+}
+
+// ProbeEnv measures what s needs to know of environment e's split: its
+// turn limit and reply room, the split's size (for eval), and with tok
+// the longest and mean rendered prompt among its first examples (unknown
+// without). The notes say what could not be read.
+func ProbeEnv(s *EnvShape, e env.Environment, tok *tokenizer.Tokenizer, split string, enableThinking *bool) (notes []string) {
+	if tl, ok := e.(env.TurnLimiter); ok {
+		s.MaxTurns = max(1, tl.MaxTurns())
+	}
+	s.ReplyTokens = rollout.ReplyTokens(e)
+	exs, err := e.Examples(split)
+	if err != nil {
+		return []string{fmt.Sprintf("env %s: %s split unreadable (%v)", s.Name, split, err)}
+	}
+	if split == "eval" && (s.Examples < 0 || s.Examples > len(exs)) {
+		s.Examples = len(exs)
+	}
+	if tok == nil {
+		return nil
+	}
+	sum, n := 0, 0
+	for _, ex := range exs[:min(len(exs), promptSample)] {
+		if ids, err := rollout.RenderEnvPrompt(tok, e, ex.Prompt, enableThinking); err == nil {
+			s.PromptTokens = max(s.PromptTokens, len(ids))
+			sum, n = sum+len(ids), n+1
+		}
+	}
+	if n > 0 {
+		s.MeanPromptTokens = (sum + n - 1) / n
+	}
+	if len(exs) > promptSample {
+		notes = append(notes, fmt.Sprintf("env %s: longest prompt among the first %d of %d %s examples: %d tokens", s.Name, promptSample, len(exs), split, s.PromptTokens))
+	}
+	return notes
 }

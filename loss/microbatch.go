@@ -3,6 +3,7 @@ package loss
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -11,6 +12,20 @@ import (
 type lossSums struct {
 	loss, entropy, kl float64
 	clipLow, clipHigh int
+}
+
+// promptOwner is the first sample before i in the micro-batch with i's
+// prompt (a GRPO group's rollouts are consecutive), or −1: the forward runs
+// a shared prompt once (model.Batch.Share).
+func promptOwner(samples []Sample, i int) int {
+	j := i
+	for j > 0 && slices.Equal(samples[j-1].Prompt, samples[i].Prompt) {
+		j--
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // policyMicroBatch runs one micro-batch's forward, loss and backward and
@@ -30,6 +45,9 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		start := int32(b.Len())
 		seq := append(append([]int32{}, s.Prompt...), s.Completion...)
 		b.Add(i, 0, seq[:len(seq)-1]...)
+		if j := promptOwner(samples, i); j >= 0 {
+			b.Share(i, j, len(s.Prompt))
+		}
 		// Row len(Prompt)-1+j predicts completion token j; the rows before
 		// it predict prompt tokens and carry no loss.
 		for j, wj := range weights[i] {
@@ -112,9 +130,14 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 // referenceLogp runs the KL reference, the policy with its adapter off,
 // over the micro-batch, scoring the same rows, and returns their log-probs
 // in a buffer of their own, copied on the device, so that its trace can be
-// freed before the loss and the backward allocate.
+// freed before the loss and the backward allocate. Nothing runs its
+// backward, so its trace checkpoints every layer (model.RecomputeLayer):
+// it keeps each layer's output and one layer's KV cache, and recomputes
+// nothing.
 func referenceLogp(policy *model.Model, b *model.Batch, rows, targets []int32) (kernels.Buffer, error) {
-	rt, err := policy.WithAdapter(nil).ForwardTrain(b, rows, targets)
+	base := policy.WithAdapter(nil)
+	base.Recompute, base.CheckpointLayers = model.RecomputeLayer, 0 // every layer
+	rt, err := base.ForwardTrain(b, rows, targets)
 	if err != nil {
 		return nil, err
 	}

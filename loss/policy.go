@@ -2,6 +2,7 @@ package loss
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/grpo-dev/grpo/model"
 )
@@ -42,8 +43,8 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	var sums lossSums
 	for lo := 0; lo < len(samples); {
 		hi, n := lo, 0
-		for hi < len(samples) && (hi == lo || n+samples[hi].SeqLen() <= microTokens) {
-			n += samples[hi].SeqLen()
+		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi) <= microTokens) {
+			n += forwardLen(samples, lo, hi)
 			hi++
 		}
 		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums); err != nil {
@@ -57,4 +58,14 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	st.ClipLow, st.ClipHigh = float64(sums.clipLow)/t, float64(sums.clipHigh)/t
 	st.ClipRegion = float64(sums.clipLow+sums.clipHigh) / t
 	return st, nil
+}
+
+// forwardLen is the tokens sample i adds to a micro-batch that starts at
+// sample lo: a rollout whose prompt an earlier one in it shares runs only
+// its last prompt token and its completion (model.Batch.Share).
+func forwardLen(samples []Sample, lo, i int) int {
+	if i > lo && slices.Equal(samples[i-1].Prompt, samples[i].Prompt) {
+		return len(samples[i].Completion)
+	}
+	return samples[i].SeqLen()
 }

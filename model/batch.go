@@ -16,6 +16,7 @@ type Batch struct {
 	Tokens    []int32
 	Slots     []int32
 	Positions []int32
+	shares    []prefixShare // Share's declarations, for ForwardTrain
 }
 
 // Len is the number of tokens in the batch.

@@ -28,13 +28,21 @@ type KVCache struct {
 	backend                         kernels.Backend
 	width                           int // NumKVHeads × HeadDim: one row
 	fixed                           bool
+	// shared is how many trailing layers use one K (and V) buffer (the
+	// checkpointed layers of a training trace, recompute.go), freed once;
+	// 0 or 1: every layer owns its own.
+	shared int
 	blocks
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
 // maxLen tokens: slot s is block s.
-func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32)
+func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCache(slots, maxLen, 0) }
+
+// contiguousCache is NewKVCache whose last shared layers use one K (and
+// V) buffer (newTrainCache).
+func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
+	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -57,17 +65,25 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
 	}
-	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache), nil
+	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0), nil
 }
 
-func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType) *KVCache {
+// newCache allocates the blocks of every layer in dt; with shared > 1 the
+// last shared layers alias one buffer (KVCache.shared).
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType, shared int) *KVCache {
 	width := m.Config.NumKVHeads * m.Config.HeadDim
 	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
 		NumBlocks: numBlocks, backend: m.Backend, width: width}
-	n := numBlocks * blockSize * width
-	for range m.Config.NumLayers {
-		c.K = append(c.K, m.Backend.Alloc(dt, n))
-		c.V = append(c.V, m.Backend.Alloc(dt, n))
+	if shared > 1 {
+		c.shared = shared
+	}
+	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
+	for l := range m.Config.NumLayers {
+		if l <= first {
+			c.K, c.V = append(c.K, m.Backend.Alloc(dt, n)), append(c.V, m.Backend.Alloc(dt, n))
+		} else {
+			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
+		}
 	}
 	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
@@ -90,15 +106,27 @@ func (c *KVCache) Pages() kernels.KVPages {
 func (c *KVCache) Bytes() int64 {
 	var n int64
 	d := c.backend.Describe()
-	for i := range c.K {
+	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
 	}
 	return n + int64(len(c.table))*4
 }
 
+// owned lists the layers whose K and V buffers are distinct: every layer
+// up to the first of those that share one.
+func (c *KVCache) owned() []int {
+	var out []int
+	for i := range c.K {
+		if i <= len(c.K)-c.shared {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Free releases the cache's buffers.
 func (c *KVCache) Free() {
-	for i := range c.K {
+	for _, i := range c.owned() {
 		c.backend.Free(c.K[i])
 		c.backend.Free(c.V[i])
 	}

@@ -13,7 +13,13 @@ type Model struct {
 	Backend kernels.Backend
 	W       Weights
 	Adapter Adapter
-	invFreq kernels.Buffer
+	// Recompute is the activation-memory policy of ForwardTrain and
+	// Backward (recompute.go); the zero value keeps every activation.
+	// CheckpointLayers > 0 puts that many layers (the last ones) under
+	// RecomputeLayer and leaves Recompute to the others.
+	Recompute        Recompute
+	CheckpointLayers int
+	invFreq          kernels.Buffer
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {

@@ -86,16 +86,32 @@ func (m *Model) sharedTrainingActs(a *arena, n int) *layerActs {
 
 // trainingActs allocates a layer's own activations for the backward pass;
 // shared holds the trace's buffers that every layer uses
-// (sharedTrainingActs).
-func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int) *layerActs {
+// (sharedTrainingActs). The ones that drop recomputes in the backward
+// (SwiGLU's output; attention's output and log-sum-exp) are left nil for
+// the caller (recompute.go).
+func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, drop Recompute) *layerActs {
 	c := m.Config
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n), q: f(n * q),
-		attn: f(n * q), lse: f(n * c.NumHeads), o: f(n * h),
-		gateUp: f(n * 2 * inter), act: f(n * inter),
+		rstd1: f(n), rstd2: f(n), q: f(n * q), gateUp: f(n * 2 * inter),
 		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
+	// o lives from a projection to the residual add that follows it (the
+	// next layer's norm for down_proj's), while the shared q/k/v output is
+	// dead (read by AttentionInputs before, rewritten by the next layer's
+	// q/k/v GEMM after), and the backward never reads it: it is a view of
+	// fused when that is wide enough.
+	if c.groupWidth(groupQKV) >= h {
+		s.o = shared.fused.Slice(0, n*h)
+	} else {
+		s.o = f(n * h)
+	}
+	if drop < RecomputeSelective {
+		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
+	}
+	if drop < RecomputeSwiGLU {
+		s.act = f(n * inter)
+	}
 	if c.Arch().QKNorm {
 		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
 	}
@@ -131,7 +147,7 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
 	be.AttentionInputs(s.q, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
 		m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, eps)
-	be.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
+	m.attention(l, cache, idx, n, s)
 	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
 
 	be.AddRMSNorm(s.xMid, s.h2, s.h2b, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
@@ -146,6 +162,14 @@ func (m *Model) finishLayers(last *layerActs, n int) {
 	if last != nil {
 		m.Backend.Add(last.xOut, last.xMid, last.o, n*m.Config.HiddenSize)
 	}
+}
+
+// attention writes layer l's attention output and log-sum-exp from its
+// queries and cache: the one call the forward and the backward's recompute
+// (recompute.go) share, so both compute the same values.
+func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
+	c := m.Config
+	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
 }
 
 func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Config.HeadDim))) }

@@ -11,17 +11,18 @@ import (
 // statistics, the logits, and the log-probabilities and entropies of the
 // targets. Free releases it all.
 type Trace struct {
-	m       *Model
-	a       *arena
-	n, r    int // tokens in the batch; scored rows
-	idx     batchIndex
-	cache   *KVCache
-	layers  []*layerActs
-	rows    kernels.Buffer // batch index of each scored row; nil: every token, in order
-	xFinal  kernels.Buffer // the final norm's input, scored rows only (r × hidden)
-	rstdF   kernels.Buffer
-	logits  kernels.Buffer
-	targets kernels.Buffer
+	m         *Model
+	a         *arena
+	n, r      int // tokens in the batch; scored rows
+	idx       batchIndex
+	cache     *KVCache
+	layers    []*layerActs   // what each layer keeps, by its recompute policy
+	recompute []Recompute    // each layer's policy (m.layerRecompute)
+	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
+	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
+	rstdF     kernels.Buffer
+	logits    kernels.Buffer
+	targets   kernels.Buffer
 	// Logp[i] = log p(targets[i] | tokens ≤ rows[i]) and Entropy[i] is the
 	// entropy of the distribution at scored row i. Both Rows() long, on the
 	// backend.
@@ -64,13 +65,23 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
-	cache := m.NewKVCache(slots, maxLen)
+	sb, err := b.share(rows, slots, maxLen)
+	if err != nil {
+		return nil, err
+	}
+	var cache *KVCache
+	if sb != nil {
+		b, rows = &sb.b, sb.rows(rows)
+		cache = m.traceCache(sb, slots)
+	} else {
+		cache = m.newTrainCache(slots, maxLen)
+	}
 	if err := b.validate(c, cache); err != nil {
 		cache.Free()
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
 	tr.targets = a.alloc(kernels.I32, r)
@@ -85,10 +96,18 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	shared := m.sharedTrainingActs(a, n)
 	var prev *layerActs
 	for l := range m.W.Layers {
-		s := m.trainingActs(a, l, x, shared, n)
+		// What the backward recomputes lives only through the layer's forward.
+		tmp := &arena{be: be}
+		s := m.forwardActs(a, tmp, l, x, shared, n, tr.recompute[l])
 		m.layerForward(a, l, cache, tr.idx, n, s, prev)
-		tr.layers = append(tr.layers, s)
-		x, prev = s.xOut, s
+		prev = s
+		if closesOwnLayer(tr.recompute[l]) {
+			m.finishLayers(s, n)
+			prev = nil
+		}
+		tmp.free()
+		tr.layers = append(tr.layers, s.kept(tr.recompute[l]))
+		x = s.xOut
 	}
 	tr.rstdF = a.alloc(kernels.F32, r)
 	hF := a.alloc(kernels.F32, r*h)
@@ -98,11 +117,15 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	}
 	eps := float32(c.RMSNormEps)
 	tr.xFinal = x
-	if tr.rows == nil {
+	switch {
+	case tr.rows == nil && prev != nil:
 		// Every token scored: the last layer's residual add is fused into
 		// the final norm.
 		be.AddRMSNorm(x, hF, hFb, tr.rstdF, prev.xMid, prev.o, m.W.Norm, n, h, eps)
-	} else {
+	case tr.rows == nil:
+		// The last layer closed its own add (closesOwnLayer).
+		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, x, nil, m.W.Norm, n, h, eps)
+	default:
 		m.finishLayers(prev, n)
 		tr.xFinal = a.alloc(kernels.F32, r*h)
 		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
@@ -158,7 +181,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	head.free()
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
-		tr.layerBackward(layer, l, dx, l > 0)
+		tr.layerBackward(layer, l, tr.backwardActs(layer, l), dx, l > 0)
 		layer.free()
 	}
 	if err := be.Sync(); err != nil {
@@ -169,10 +192,11 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 
 // layerBackward turns dx, the gradient of layer l's output, into the
 // gradient of its input (when needInput; the first layer's input is the
-// frozen embedding), accumulating LoRA gradients on the way.
-func (tr *Trace) layerBackward(a *arena, l int, dx kernels.Buffer, needInput bool) {
+// frozen embedding), accumulating LoRA gradients on the way; s holds the
+// layer's activations (backwardActs: kept or recomputed).
+func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	s, w := tr.layers[l], &m.W.Layers[l]
+	w := &m.W.Layers[l]
 	n, h, hd, inter := tr.n, c.HiddenSize, c.HeadDim, c.IntermediateSize
 	q := c.NumHeads * hd
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }

@@ -6,28 +6,40 @@ import (
 )
 
 // planKVPool sizes the sampler's KV pool for the run's rollouts from the
-// device's free memory, as grpo estimate plans it (estimate.KVPlan): 0
-// (every rollout's worst case at once) unless that does not fit, and
-// then the blocks that do, the rest of a step's rollouts waiting for
-// blocks (rollout.Options.KVBlocks). It runs after the model, adapter and
-// optimizer are loaded, so the free memory already excludes them: the
-// estimate's resident items are added back before it is asked. Unknown
-// free memory leaves the pool unbounded, as before; rollouts on an
-// inference server ([inference]) have no local pool to plan.
+// device's free memory, as grpo estimate plans it (estimate.KVPlan, with
+// the training envs' prompts rendered by the model's tokenizer): 0 (every
+// rollout's worst case at once) unless that does not fit, and then the
+// blocks that do, the rest of a step's rollouts waiting for blocks
+// (rollout.Options.KVBlocks). The free memory is the one read before the
+// weights loaded (recompute = "auto" reads it), or else what is free now
+// with the estimate's resident items (the weights, adapter and optimizer,
+// loaded by now) added back. Unknown free memory leaves the pool
+// unbounded, as before; rollouts on an inference server ([inference])
+// have no local pool to plan.
 func (r *run) planKVPool() {
 	if r.cfg.Inference.On() {
 		return
 	}
-	free, ok := r.freeMemory()
-	if !ok {
-		return
+	shapes := estimate.TrainShapes(r.cfg)
+	for i, te := range r.envs {
+		estimate.ProbeEnv(&shapes[i], te.env, r.tok, "train", r.cfg.Sampling.EnableThinking)
 	}
-	e, err := estimate.Memory(r.cfg, r.base.Config, estimate.Options{Device: r.cfg.Device})
+	opts := estimate.Options{Device: r.be.Name(), Train: shapes}
+	av := r.freeMemory
+	if av == nil || !av.Known {
+		free, ok := r.freeNow()
+		if !ok {
+			return
+		}
+		e, err := estimate.Memory(r.cfg, r.base.Config, opts)
+		if err != nil {
+			return
+		}
+		av = &estimate.Available{Bytes: free + e.PhaseBytes(estimate.PhaseResident), Known: true}
+	}
+	opts.Available = av
+	e, err := estimate.Memory(r.cfg, r.base.Config, opts)
 	if err != nil {
-		return
-	}
-	av := estimate.Available{Bytes: free + e.PhaseBytes(estimate.PhaseResident), Known: true}
-	if e, err = estimate.Memory(r.cfg, r.base.Config, estimate.Options{Device: r.cfg.Device, Available: &av}); err != nil {
 		return
 	}
 	for _, p := range e.KV {
@@ -38,13 +50,13 @@ func (r *run) planKVPool() {
 	}
 }
 
-// freeMemory is the device's free memory now: the backend's own report on
-// a GPU, the host's MemAvailable otherwise.
-func (r *run) freeMemory() (int64, bool) {
+// freeNow is the device's free memory now: the backend's own report on a
+// GPU, the host's MemAvailable otherwise.
+func (r *run) freeNow() (int64, bool) {
 	if mr, ok := r.be.(kernels.MemoryReporter); ok && r.be.Describe().GPU {
 		free, _, err := mr.MemInfo()
 		return free, err == nil
 	}
-	av, err := estimate.AvailableMemory(r.cfg.Device)
+	av, err := estimate.AvailableMemory(r.be.Name())
 	return av.Bytes, err == nil && av.Known
 }

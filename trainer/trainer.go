@@ -11,6 +11,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/estimate"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	_ "github.com/grpo-dev/grpo/kernels/cpu" // registers the "cpu" backend
@@ -139,6 +140,9 @@ type run struct {
 	kvBlocks int
 	// notes are warnings found during setup, shown once the display starts.
 	notes []string
+	// freeMemory is the device's before the weights loaded, for
+	// recompute = "auto" (recompute.go).
+	freeMemory *estimate.Available
 }
 
 type trainEnv struct {
@@ -297,6 +301,9 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if r.tok, err = tokenizer.Load(dir); err != nil {
 		return nil, err
 	}
+	if err := r.readFreeMemory(); err != nil {
+		return nil, err
+	}
 	if r.base, err = model.Load(dir, r.be); err != nil {
 		return nil, err
 	}
@@ -304,6 +311,9 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 		return nil, fmt.Errorf("model %s: the tokenizer has %d tokens but the model's vocab_size is %d", cfg.Model, r.tok.VocabSize(), r.base.Config.VocabSize)
 	}
 	if err := r.setupEnvs(); err != nil {
+		return nil, err
+	}
+	if err := r.chooseRecompute(); err != nil {
 		return nil, err
 	}
 	r.checkContext()

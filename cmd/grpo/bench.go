@@ -39,7 +39,8 @@ func init() {
             sampler does: 8 bytes per sequence leave the device, not logits
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
-            rank --lora-rank on all seven projections
+            rank --lora-rank on all seven projections, activations kept or
+            recomputed in the backward as --recompute says
   matmul    GFLOP/s of 512x512x512 and 512x2048x512 products
 Random weights (--shape) are bf16 on cuda and emu, as loaded checkpoints are
 (--dtype f32 measures the f32 path); the train step runs in micro-batches
@@ -70,6 +71,7 @@ after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
 			fs.IntVar(&o.trainSeqs, "train-seqs", 4, "sequences in the train-step figure (0 skips it)")
 			fs.IntVar(&o.trainLen, "train-len", 256, "tokens per sequence in the train-step figure")
 			fs.IntVar(&o.loraRank, "lora-rank", 16, "LoRA rank for the train-step figure")
+			fs.StringVar(&o.recompute, "recompute", "none", "recompute setting of the train-step figure: none, swiglu, selective, layer, layer:K or selective+layer:K")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 			fs.BoolVar(&o.noMatmul, "no-matmul", false, "skip the matmul figures")
 			fs.StringVar(&o.dtype, "dtype", "auto", "weights of a --shape model: bf16, f32, or auto (bf16 on cuda and emu, f32 on cpu)")
@@ -98,6 +100,7 @@ type benchOpts struct {
 	repeat                 int
 	trainSeqs, trainLen    int
 	loraRank               int
+	recompute              string // the train step's recompute setting
 	json, noMatmul         bool
 	step                   stepBenchOpts
 }
@@ -114,6 +117,12 @@ func runBench(o benchOpts) error {
 	}
 	if o.dtype != "auto" && o.dtype != "bf16" && o.dtype != "f32" {
 		return usagef("--dtype %q: want bf16, f32 or auto", o.dtype)
+	}
+	if o.recompute == "" {
+		o.recompute = "none"
+	}
+	if _, _, err := model.ParseRecomputeSetting(o.recompute); err != nil {
+		return usagef("--recompute: %v", err)
 	}
 	be, err := openBackend(o.device)
 	if err != nil {
@@ -172,7 +181,11 @@ func runBench(o benchOpts) error {
 		if train, err = benchTrain(m, o); err != nil {
 			return err
 		}
-		add(fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank), train, "tok/s")
+		name := fmt.Sprintf("lora train %dx%d r%d", o.trainSeqs, o.trainLen, o.loraRank)
+		if o.recompute != "none" {
+			name += " recompute " + o.recompute
+		}
+		add(name, train, "tok/s")
 	}
 	if be.Describe().GPU {
 		weightBytes := 4 * float64(m.Config.ParamCount())
@@ -413,6 +426,7 @@ func benchTrain(base *model.Model, o benchOpts) (float64, error) {
 	}
 	defer ad.Free()
 	m := base.WithAdapter(ad)
+	m.Recompute, m.CheckpointLayers, _ = model.ParseRecomputeSetting(o.recompute) // checked by runBench
 	rng := rand.New(rand.NewPCG(9, 9))
 	// Micro-batches of whole sequences whose logits (tokens × vocab) stay
 	// within the backends' int32 index space, as PolicyGradient's do.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/estimate"
@@ -26,7 +27,10 @@ parameters and AdamW moments, the sampler's paged KV cache for batch_size
 rollouts of prompt + max_tokens — cut to the free memory when all of them do
 not fit at once, with the rollouts it holds at once and the passes a step then
 takes — and one training micro-batch's activations), the peak and whether it
-fits in the free memory, and a time per step from a short measured
+fits in the free memory, the recompute settings (each one's training memory,
+peak and extra FLOPs per micro-batch; the config's recompute, or with "auto"
+the least extra arithmetic that fits, sizes the training items), and a time
+per step from a short measured
 warm-up on the real model (random weights of the same shape when the weights
 are not downloaded). The exit code is 0 whether or not the run fits;
 'grpo train' refuses to start a run that does not fit unless --force.
@@ -100,6 +104,7 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 			fmt.Fprintf(w, "  - %s\n", p.Summary())
 		}
 	}
+	writeRecompute(w, e)
 	if e.Time != nil {
 		fmt.Fprintf(w, "\ntime: %s\n", e.Time.Summary())
 	}
@@ -112,6 +117,48 @@ func writeEstimate(w io.Writer, e *estimate.Estimate) {
 		fmt.Fprintf(w, "  - %s\n", a)
 	}
 	fmt.Fprintf(w, "\n%s\n", e.Verdict())
+}
+
+// writeRecompute is the recompute table: each policy's (and the chosen
+// setting's) training memory, the run's peak under it, whether that fits,
+// and what it recomputes per micro-batch; the chosen one marked.
+func writeRecompute(w io.Writer, e *estimate.Estimate) {
+	fmt.Fprintf(w, "\nrecompute = %s (%s)\n", e.RecomputeSetting, e.RecomputeWhy)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := "\tsetting\ttraining\tpeak\tfits\textra FLOPs per micro-batch"
+	if e.Time != nil {
+		header += "\ttrain time per step"
+	}
+	fmt.Fprintln(tw, header)
+	for _, c := range e.Recomputes {
+		mark, fits := "", "?"
+		if c.Setting == e.RecomputeSetting {
+			mark = "→"
+		}
+		if e.Available != nil && e.Available.Known {
+			fits = map[bool]string{true: "yes", false: "no"}[c.Peak <= e.Available.Bytes]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (+%.3g%% of %s)", mark, c.Setting, estimate.FormatBytes(c.TrainingBytes),
+			estimate.FormatBytes(c.Peak), fits, flops(c.ExtraFLOPs), 100*c.ExtraFLOPs/e.TrainFLOPs, flops(e.TrainFLOPs))
+		if e.Time != nil {
+			fmt.Fprintf(tw, "\t%s", e.TrainTime(c).Round(time.Millisecond))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// flops writes a FLOP count as 3.2 TFLOP.
+func flops(f float64) string {
+	for _, u := range []struct {
+		scale float64
+		name  string
+	}{{1e15, "PFLOP"}, {1e12, "TFLOP"}, {1e9, "GFLOP"}, {1e6, "MFLOP"}} {
+		if f >= u.scale {
+			return fmt.Sprintf("%.3g %s", f/u.scale, u.name)
+		}
+	}
+	return fmt.Sprintf("%.3g FLOP", f)
 }
 
 // commas writes 596049920 as 596,049,920.
@@ -142,6 +189,12 @@ type estimateJSON struct {
 	Time            *timeJSON          `json:"time,omitempty"`
 	KVPlans         []kvPlanJSON       `json:"kv_plans"`
 	Assumptions     []string           `json:"assumptions"`
+	// Recompute is the chosen policy; Recomputes every policy's cost, with
+	// TrainFLOPs the micro-batch's arithmetic without recompute.
+	Recompute       string                   `json:"recompute"`
+	RecomputeReason string                   `json:"recompute_reason"`
+	Recomputes      []estimate.RecomputeCost `json:"recompute_policies"`
+	TrainFLOPs      float64                  `json:"train_flops_per_micro_batch"`
 }
 
 // kvPlanJSON is an estimate.KVPlan: the sampler's KV pool for a phase and
@@ -175,7 +228,8 @@ type timeJSON struct {
 
 func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
 	out := estimateJSON{Model: e.Model, Device: e.Device, BaseParams: e.BaseParams, TrainableParams: e.TrainableParams,
-		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions}
+		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions,
+		Recompute: e.RecomputeSetting, RecomputeReason: e.RecomputeWhy, Recomputes: e.Recomputes, TrainFLOPs: e.TrainFLOPs}
 	if e.Available != nil {
 		out.AvailableSource = e.Available.Source
 		if e.Available.Known {

@@ -3,6 +3,7 @@ package modeltest
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
@@ -18,11 +19,32 @@ import (
 // adapter off) and micro-batches of 16 tokens — and holds the loss, the
 // metrics and every LoRA gradient of be to the CPU backend's. The goldens
 // of grpo_loss.json cover two models; this covers all five, bf16 weights
-// included.
+// included, and each under its recompute policies (checkRecompute).
 func checkGrads(t TB, be kernels.Backend, dir string) {
 	m, ref := loadBoth(t, be, dir)
 	defer m.Free()
 	defer ref.Free()
+	ad, cpuAd, samples, cfg := gradFixture(t, m, ref)
+	defer ad.free(m.Backend)
+	defer cpuAd.free(ref.Backend)
+	st, grads := gradient(t, m, ad, samples, cfg, 16, 16)
+	cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, 16, 16)
+	if cpuSt.ClipRegion == 0 || cpuSt.KL == 0 {
+		t.Errorf("the batch exercises no clipping (%.3g) or no KL (%.3g): its old log-probs need a wider spread", cpuSt.ClipRegion, cpuSt.KL)
+	}
+	bd := boundsFor(m)
+	compareStats(t, bd, st, cpuSt)
+	w := compareGrads(t, bd, grads, cpuGrads)
+	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g (CPU %.2g), entropy Δ %.2g, KL %.3g (Δ %.2g); gradients against the CPU backend: %s (%s)",
+		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, cpuSt.ClipRegion,
+		math.Abs(st.Entropy-cpuSt.Entropy), st.KL, math.Abs(st.KL-cpuSt.KL), w.d, w.where)
+	checkRecompute(t, filepath.Base(dir), m, ad, samples, cfg, st, grads, cpuSt, cpuGrads)
+}
+
+// gradFixture is checkGrads' step: the adapter on m's backend and on
+// ref's (the CPU), the samples and the loss config.
+func gradFixture(t TB, m, ref *model.Model) (ad, cpuAd adapter, samples []loss.Sample, cfg loss.Config) {
+	be := m.Backend
 	cpuBE := ref.Backend
 	c := ref.Config
 	const rank = 4
@@ -44,21 +66,23 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 		}
 	}
 	const scale = 2
-	ad, cpuAd := newAdapter(be, rank, scale, ab), newAdapter(cpuBE, rank, scale, ab)
-	defer ad.free(be)
-	defer cpuAd.free(cpuBE)
+	ad, cpuAd = newAdapter(be, rank, scale, ab), newAdapter(cpuBE, rank, scale, ab)
 
 	shapes := []struct {
 		prompt, completion int
 		adv                float32
 		envTurn            bool // completion tokens 3..5 are an env reply
 		truncated          bool
-	}{{5, 7, 1.2, false, false}, {3, 10, -0.7, true, false}, {8, 4, 0.4, false, true}, {2, 6, -0.9, false, false}}
-	var samples []loss.Sample
+		sharesPrompt       bool // the previous sample's prompt: a GRPO group, run once (model.Batch.Share)
+	}{{5, 7, 1.2, false, false, false}, {3, 10, -0.7, true, false, false}, {8, 4, 0.4, false, true, false},
+		{2, 6, -0.9, false, false, false}, {2, 5, 1.5, false, false, true}}
 	for _, sh := range shapes {
 		ids := make([]int32, sh.prompt+sh.completion)
 		for i := range ids {
 			ids[i] = int32(rng.IntN(c.VocabSize))
+		}
+		if sh.sharesPrompt {
+			copy(ids, samples[len(samples)-1].Prompt)
 		}
 		base, err := ref.TokenLogprobs(ids, sh.prompt)
 		if err != nil {
@@ -80,18 +104,8 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 		samples = append(samples, s)
 	}
 	eh := 0.28
-	cfg := loss.Config{Type: "dapo", Epsilon: 0.2, EpsilonHigh: &eh, Beta: 0.05, ScaleRewards: "group", MaskTruncated: true}
-	st, grads := gradient(t, m, ad, samples, cfg, 16, 16)
-	cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, 16, 16)
-	if cpuSt.ClipRegion == 0 || cpuSt.KL == 0 {
-		t.Errorf("the batch exercises no clipping (%.3g) or no KL (%.3g): its old log-probs need a wider spread", cpuSt.ClipRegion, cpuSt.KL)
-	}
-	bd := boundsFor(m)
-	compareStats(t, bd, st, cpuSt)
-	w := compareGrads(t, bd, grads, cpuGrads)
-	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g (CPU %.2g), entropy Δ %.2g, KL %.3g (Δ %.2g); gradients against the CPU backend: %s (%s)",
-		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, cpuSt.ClipRegion,
-		math.Abs(st.Entropy-cpuSt.Entropy), st.KL, math.Abs(st.KL-cpuSt.KL), w.d, w.where)
+	cfg = loss.Config{Type: "dapo", Epsilon: 0.2, EpsilonHigh: &eh, Beta: 0.05, ScaleRewards: "group", MaskTruncated: true}
+	return ad, cpuAd, samples, cfg
 }
 
 // loadBoth loads the model in dir on be and, as the reference, on a fresh

@@ -7,7 +7,8 @@
 // PyTorch goldens of testdata/golden directly. kerneltest checks each op on
 // random inputs; this checks that the ops compose into the model the CPU
 // backend computes, with the weights, dtypes and shapes the model really
-// uses (bf16 weights, GQA, q/k norms, biases, tied heads, shards).
+// uses (bf16 weights, GQA, q/k norms, biases, tied heads, shards); and
+// that every activation recompute policy gives those gradients bit for bit.
 //
 // It is a test helper: only tests import it. It imports nothing above model
 // but loss (for the policy gradient), so the kernels tests that run it sit

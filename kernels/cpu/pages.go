@@ -53,25 +53,43 @@ func (pt pageTable) check(op string, seq, pos []int32) {
 	}
 }
 
-// sharesBlocks reports whether two of the tokens' sequences map one of
-// the blocks they read to the same cache block.
-func (pt pageTable) sharesBlocks(seq, pos []int32) bool {
+// owners maps each sequence the tokens name to a representative: two
+// sequences that read a common cache block (directly, or through others)
+// have the same one, so their dK/dV writes must not run concurrently.
+// Sequences that share nothing are their own representative.
+func (pt pageTable) owners(seq, pos []int32) map[int32]int32 {
 	last := make(map[int32]int32, 8)
 	for t, s := range seq {
 		if p, ok := last[s]; !ok || pos[t] > p {
 			last[s] = pos[t]
 		}
 	}
-	owner := make(map[int32]int32)
+	parent := make(map[int32]int32, len(last))
+	var find func(s int32) int32
+	find = func(s int32) int32 {
+		for parent[s] != s {
+			parent[s] = parent[parent[s]]
+			s = parent[s]
+		}
+		return s
+	}
+	for s := range last {
+		parent[s] = s
+	}
+	byBlock := make(map[int32]int32)
 	for s, p := range last {
 		for _, b := range pt.table[int(s)*pt.maxBlocks:][:int(p)/pt.blockSize+1] {
-			if o, ok := owner[b]; ok && o != s {
-				return true
+			if o, ok := byBlock[b]; ok {
+				parent[find(s)] = find(o)
+			} else {
+				byBlock[b] = s
 			}
-			owner[b] = s
 		}
 	}
-	return false
+	for s := range parent {
+		parent[s] = find(s)
+	}
+	return parent
 }
 
 // segment is a run of positions held in consecutive cache rows:

@@ -14,8 +14,8 @@ import (
 //
 // as sgemm calls, one per run of adjacent cache rows for the products
 // with K and V. Blocks that share a (sequence, g) pair write the same
-// dK/dV rows, so one worker handles all blocks of a pair in turn; if
-// sequences share cache blocks, every pair runs on one worker.
+// dK/dV rows, so one worker handles all blocks of a pair in turn;
+// sequences that share cache blocks count as one sequence for this.
 func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "AttentionBackward"
 	positive(op, nTok, nHead, nKV, headDim)
@@ -39,16 +39,14 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 	a.pages.check(op, a.seq, a.pos)
 
 	// Group blocks by (sequence, KV head): each group is one unit of
-	// parallel work, unless shared cache blocks make them all one.
-	shared := a.pages.sharesBlocks(a.seq, a.pos)
+	// parallel work. Sequences that share cache blocks (a GRPO group's
+	// prompt) write the same dK/dV rows, so they form one unit per KV head.
+	owner := a.pages.owners(a.seq, a.pos)
 	type key struct{ seq, g int }
 	order := []key{}
 	units := map[key][]attnTask{}
 	for _, tk := range attnTasks(a.seq, nKV) {
-		k := key{int(a.seq[tk.t0]), tk.g}
-		if shared {
-			k = key{}
-		}
+		k := key{int(owner[a.seq[tk.t0]]), tk.g}
 		if _, ok := units[k]; !ok {
 			order = append(order, k)
 		}

@@ -18,6 +18,8 @@ type Backend struct {
 	// optIn is the dynamic shared memory each kernel has been opted into
 	// beyond the default (Device.SetMaxDynamicShared).
 	optIn map[string]int
+	// attnPath is the forward attention kernel SetAttentionPath chose.
+	attnPath AttentionPath
 }
 
 var _ kernels.Backend = (*Backend)(nil)

@@ -199,7 +199,13 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	if nTok == 0 || !usable(o, l, qq, kc, vc, tb, s, p) {
 		return
 	}
-	// q, then the tile's probabilities and its keys' cache rows.
+	if headDim <= flashMaxHeadDim {
+		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
+		return
+	}
+	// headDim 129..256: the scalar kernel (attention_bf16 widens a bf16
+	// cache as it reads). q, then the tile's probabilities and its keys'
+	// cache rows.
 	shared := 4 * (headDim + 2*attentionBlock)
 	name := "attention_f32"
 	if kc.dt == kernels.BF16 {

@@ -120,15 +120,18 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		panic(fmt.Sprintf("cuda: AttentionBackward: nKV %d exceeds the grid's y limit 65535", nKV))
 	}
 	group := nHead / nKV
-	// q, dout, dq of the group; D per head; p and ds of the tile; its keys' cache rows.
+	// Scalar fallback (headDim > flashMaxHeadDim): q, dout, dq of the group; D per head; p and ds of the tile; its keys' cache rows.
 	shared := 4 * (3*group*headDim + group + 2*group*attentionBackwardBlock + attentionBackwardBlock)
-	if shared > attentionBackwardMaxShared {
+	if headDim > flashMaxHeadDim && kCache.DType() != kernels.F32 {
+		panic(fmt.Sprintf("cuda: AttentionBackward: headDim %d above %d needs f32 caches (the scalar attention_backward.cu), got %v", headDim, flashMaxHeadDim, kCache.DType()))
+	}
+	if headDim > flashMaxHeadDim && shared > attentionBackwardMaxShared {
 		panic(fmt.Sprintf("cuda: AttentionBackward: nHead/nKV %d × headDim %d needs %d bytes of shared memory, more than %d (attention_backward.cu)",
 			group, headDim, shared, attentionBackwardMaxShared))
 	}
 	nq := nTok * nHead * headDim
-	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32) // training's cache is f32
-	vc := b.buf(op, "vCache", vCache, nKV*headDim, kernels.F32)
+	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
+	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
 	if kc.n != vc.n {
 		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))
 	}
@@ -147,6 +150,10 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		tb,
 	}
 	if !usable(ops...) {
+		return
+	}
+	if headDim <= flashMaxHeadDim {
+		b.attentionBackwardFlash(ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], kc, vc, ops[9], ops[10], tb, pages, nTok, nHead, nKV, headDim, scale)
 		return
 	}
 	args := make([]any, 0, len(ops)+7)

@@ -63,6 +63,12 @@ GRPO_KERNEL void demo_atomic_count(int* out) {
 	atomicMax(&out[1], (int)blockIdx.x);
 }
 
+// Thread 0 of each block takes the next arrival number from out[0]:
+// out[1 + block] is the block's place in the order blocks started.
+GRPO_KERNEL void demo_arrival_order(int* out) {
+	if (threadIdx.x == 0) out[1 + blockIdx.x] = atomicAdd(&out[0], 1);
+}
+
 // Threads below half wait at a barrier the others never reach: a GPU hangs
 // or misbehaves; emu reports it.
 GRPO_KERNEL void demo_divergent_barrier(int* out) {

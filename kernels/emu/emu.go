@@ -44,6 +44,13 @@ func init() {
 		}
 		SetMathULPs(n)
 	}
+	switch v := os.Getenv("GRPO_EMU_BLOCK_ORDER"); v {
+	case "", "forward":
+	case "reverse":
+		SetBlockOrder(Reverse)
+	default:
+		panic(fmt.Sprintf("emu: GRPO_EMU_BLOCK_ORDER=%q: want forward or reverse", v))
+	}
 	kernels.Register("emu", func() (kernels.Backend, error) { return New(), nil })
 }
 
@@ -66,6 +73,8 @@ type Device struct {
 	optIn   map[string]int
 	figures map[string]cuda.KernelFigures
 	stream  stream
+	// atomics counts the atomic operations each kernel has made.
+	atomics map[string]uint64
 }
 
 var _ cuda.Device = (*Device)(nil)
@@ -73,7 +82,7 @@ var _ cuda.Device = (*Device)(nil)
 // NewDevice returns an empty emulated device.
 func NewDevice() *Device {
 	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
-		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{},
+		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{}, atomics: map[string]uint64{},
 		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
 }
 
@@ -123,6 +132,52 @@ func SetMathULPs(n int) int {
 	return old
 }
 
+// BlockOrder is the order in which launches hand out their blocks to the
+// worker threads (which run them in parallel).
+type BlockOrder int
+
+const (
+	// Forward takes blocks in linear order, block (0,0,0) first.
+	Forward BlockOrder = iota
+	// Reverse takes the last block first: a kernel whose result depends
+	// on the order its blocks run in (a race between blocks, atomics
+	// summed in arrival order) gives different bits under the two orders.
+	Reverse
+)
+
+var blockOrder BlockOrder
+
+// SetBlockOrder sets the block order of every launch and returns the
+// previous one. GRPO_EMU_BLOCK_ORDER=reverse in the environment sets it for
+// a whole process. Call it only while no kernel runs.
+func SetBlockOrder(o BlockOrder) BlockOrder {
+	old := blockOrder
+	blockOrder = o
+	C.emu_set_block_order(C.int(o))
+	return old
+}
+
+// Atomics is the number of atomic operations (atomicAdd, atomicMax,
+// atomicCAS, …) kernel name has made on this device since it was created,
+// summed over its launches; a launch under a Substitute counts under the
+// name launched.
+func (d *Device) Atomics(name string) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.atomics[name]
+}
+
+// AtomicsTotal is Atomics summed over every kernel.
+func (d *Device) AtomicsTotal() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n uint64
+	for _, c := range d.atomics {
+		n += c
+	}
+	return n
+}
+
 // Substitute makes launches of kernel name run kernel with instead (for
 // tests: "attention_f32" → "planted/attention_f32").
 func (d *Device) Substitute(name, with string) { d.rename[name] = with }
@@ -132,11 +187,20 @@ func (d *Device) Name() string { return "emu" }
 // GPU is false: the emulated device is the host.
 func (d *Device) GPU() bool { return false }
 
+// allocAlign is the alignment of Alloc's memory.
+const allocAlign = 256
+
 func (d *Device) Alloc(bytes int) (cuda.DevicePtr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("emu: Alloc(%d)", bytes)
 	}
-	p := C.calloc(C.size_t(bytes), 1)
+	// cuMemAlloc's memory is aligned for any access (256 bytes in
+	// practice); wmma's loads need 32.
+	rounded := (bytes + allocAlign - 1) / allocAlign * allocAlign
+	p := C.aligned_alloc(allocAlign, C.size_t(rounded))
+	if p != nil {
+		C.memset(p, 0, C.size_t(rounded))
+	}
 	if p == nil {
 		return 0, fmt.Errorf("emu: out of host memory allocating %d bytes", bytes)
 	}
@@ -194,17 +258,19 @@ const errLen = 512
 // thread.
 func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, args ...any) error {
 	d.flush() // the kernel runs after every copy queued before it
+	launched := name
 	if with, ok := d.rename[name]; ok {
 		name = with
 	}
 	// The GPU's per-kernel limits: __launch_bounds__, registers × threads,
-	// shared memory without the opt-in (the runtime checks the rest).
+	// shared memory without the opt-in (the runtime checks the rest). The
+	// opt-in is the launched name's: a substitute stands in for it.
 	if f, ok := d.figuresOf(name); ok {
 		threads := int(block.X) * int(block.Y) * int(block.Z)
-		if err := f.CheckLaunch(name, threads, sharedBytes, d.optIn[name]); err != nil {
+		if err := f.CheckLaunch(name, threads, sharedBytes, d.optIn[launched]); err != nil {
 			return fmt.Errorf("emu: launching %w", err)
 		}
-	} else if sharedBytes > cuda.DefaultSharedPerBlock && d.optIn[name] < sharedBytes {
+	} else if sharedBytes > cuda.DefaultSharedPerBlock && d.optIn[launched] < sharedBytes {
 		return fmt.Errorf("emu: launching %s: %d bytes of dynamic shared memory exceed the %d bytes a block gets without opting in (SetMaxDynamicShared)", name, sharedBytes, cuda.DefaultSharedPerBlock)
 	}
 	n := len(args)
@@ -244,6 +310,10 @@ func (d *Device) Launch(name string, grid, block cuda.Dim3, sharedBytes int, arg
 		}
 		wg.Wait()
 	}
+	atomics := uint64(C.emu_launch_atomics(L))
+	d.mu.Lock()
+	d.atomics[launched] += atomics
+	d.mu.Unlock()
 	if C.emu_launch_finish(L, &cerr[0], errLen) != 0 {
 		return fmt.Errorf("emu: kernel %s: %s", name, C.GoString(&cerr[0]))
 	}

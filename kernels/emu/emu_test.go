@@ -3,6 +3,7 @@ package emu
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -163,6 +164,40 @@ func TestAtomicsAcrossParallelBlocks(t *testing.T) {
 	got := download[int32](t, d, out, 2)
 	if got[0] != 300*96 || got[1] != 299 {
 		t.Fatalf("atomic count %d and max %d, want %d and 299", got[0], got[1], 300*96)
+	}
+	if n := d.Atomics("demo/demo_atomic_count"); n != 2*300*96 {
+		t.Fatalf("Atomics counted %d atomic operations, the kernel made %d", n, 2*300*96)
+	}
+	if n := d.Atomics("demo/demo_block_sum"); n != 0 {
+		t.Fatalf("Atomics counted %d for a kernel never launched", n)
+	}
+}
+
+// TestReverseBlockOrder: blocks take arrival numbers from an atomic
+// counter; with one worker thread (GOMAXPROCS 1, so the order is fixed)
+// Forward runs block b b-th and Reverse runs it (63−b)-th.
+func TestReverseBlockOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, o := range []BlockOrder{Forward, Reverse} {
+		prev := SetBlockOrder(o)
+		d := NewDevice()
+		out, _ := d.Alloc(4 * 65)
+		err := d.Launch("demo/demo_arrival_order", cuda.D1(64), cuda.D1(32), 0, out)
+		got := download[int32](t, d, out, 65)
+		d.Close()
+		SetBlockOrder(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range int32(64) {
+			want := b
+			if o == Reverse {
+				want = 63 - b
+			}
+			if got[1+b] != want {
+				t.Fatalf("order %d: block %d ran %d-th, want %d-th", o, b, got[1+b], want)
+			}
+		}
 	}
 }
 

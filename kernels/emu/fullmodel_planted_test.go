@@ -15,7 +15,7 @@ import (
 func TestPlantedFullModel(t *testing.T) {
 	t.Run("attention off by one", func(t *testing.T) {
 		d := NewDevice()
-		d.Substitute("attention_f32", "planted/attention_f32")
+		plantForward(d)
 		b := newBackend(d)
 		defer b.Close()
 		errs := modeltest.Collect(func(tb modeltest.TB) {
@@ -25,7 +25,7 @@ func TestPlantedFullModel(t *testing.T) {
 	})
 	t.Run("attention backward without D", func(t *testing.T) {
 		d := NewDevice()
-		d.Substitute("attention_backward_f32", "planted/attention_backward_f32")
+		plantBackward(d)
 		b := newBackend(d)
 		defer b.Close()
 		errs := modeltest.Collect(func(tb modeltest.TB) {

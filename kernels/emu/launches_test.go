@@ -110,11 +110,12 @@ func TestDecodeStepLaunches(t *testing.T) {
 	// per single projection (no sgemm at all), SwiGLU on the fused
 	// gate/up output with its cast, AttentionInputs (q/k norm, RoPE and
 	// the KV writes, reading the q/k/v GEMM's output in place) and
-	// attention: 18. Before the fused ops (commit c266c66)
+	// attention (the split-KV decode kernel, one launch when the context
+	// fits one split): 18. Before the fused ops (commit c266c66)
 	// this step made 77 launches: 36 per layer (4 norms, 4 casts, 4 base
 	// GEMMs, 5 split copies, 11 LoRA sgemms, 2 adds, SwiGLU, 2 RoPE, 2 KV
 	// writes, attention) and 5 once.
-	perLayer := map[string]int{"add_rmsnorm_wbf16": 2, "gemm_bf16": 4, "f32_to_bf16": 1, "attention_inputs_wbf16": 1, "attention_f32": 1,
+	perLayer := map[string]int{"add_rmsnorm_wbf16": 2, "gemm_bf16": 4, "f32_to_bf16": 1, "attention_inputs_wbf16": 1, "attention_decode_dpl1_f32": 1,
 		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1}
 	// Once per step: the embedding, the final norm with the last layer's
 	// residual add fused in (every token is a logit row) and its cast, and
@@ -184,10 +185,12 @@ func TestTrainMicroBatchLaunches(t *testing.T) {
 	// gate/up, whose base input gradient is one GEMM too, o_proj's and
 	// down_proj's, each GEMM casting its f32 gradient; per LoRA unit
 	// (group or single projection) one LoRAExpandBackward (dxa and dB) and
-	// one LoRAShrinkBackward (dx and dA), no sgemm: 84 launches. Before
-	// the fused ops (commit c266c66): 166, 65 of them LoRA sgemms.
+	// one LoRAShrinkBackward (dx and dA), no sgemm; attention is the
+	// flash forward and its backward's two passes (dQ; dK and dV): 86
+	// launches. Before the fused ops (commit c266c66): 166, 65 of them
+	// LoRA sgemms (with the scalar attention kernels, one each way).
 	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16": 1, "attention_inputs_backward_wbf16": 1,
-		"attention_f32": 1, "attention_backward_f32": 1,
+		"attention_flash_hd32_f32": 1, "attention_flash_dq_hd32_f32": 1, "attention_flash_dkdv_hd32_f32": 1,
 		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1, "swiglu_rows_backward_f32": 1,
 		"rmsnorm_backward_wbf16": 2, "lora_expand_backward_f32": 4, "lora_shrink_backward_f32": 4}
 	first, rest := map[string]int{}, map[string]int{}
@@ -201,7 +204,7 @@ func TestTrainMicroBatchLaunches(t *testing.T) {
 	once := map[string]int{"gather_rows_bf16": 1, "add_rmsnorm_wbf16": 1, "gemm_bf16": 2, "f32_to_bf16": 1,
 		"log_softmax_gather_f32": 1, "log_softmax_gather_backward_f32": 1, "rmsnorm_backward_wbf16": 1, "fill_f32": 1}
 	checkLaunches(t, d, m.Config.NumLayers, first, rest, once)
-	if got := d.total(); got != 84 || m.Config.NumLayers != 2 {
-		t.Errorf("%d launches over %d layers, want 84 over 2 (166 before the fused ops)", got, m.Config.NumLayers)
+	if got := d.total(); got != 86 || m.Config.NumLayers != 2 {
+		t.Errorf("%d launches over %d layers, want 86 over 2 (166 before the fused ops)", got, m.Config.NumLayers)
 	}
 }

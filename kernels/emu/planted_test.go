@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // The same suite that passes the real kernel must reject it.
 func TestPlantedOffByOneFailsConformance(t *testing.T) {
 	d := NewDevice()
-	d.Substitute("attention_f32", "planted/attention_f32")
+	plantForward(d)
 	b := newBackend(d)
 	defer b.Close()
 	err := kerneltest.Check(b, "Attention")
@@ -33,7 +34,7 @@ func TestPlantedOffByOneFailsConformance(t *testing.T) {
 // not, and both the reference and the finite-difference cases must say so.
 func TestPlantedNoDeltaFailsTrainConformance(t *testing.T) {
 	d := NewDevice()
-	d.Substitute("attention_backward_f32", "planted/attention_backward_f32")
+	plantBackward(d)
 	b := newBackend(d)
 	defer b.Close()
 	err := kerneltest.CheckTrain(b, "AttentionBackward")
@@ -47,4 +48,30 @@ func TestPlantedNoDeltaFailsTrainConformance(t *testing.T) {
 		}
 	}
 	t.Logf("caught as expected: %.300s", msg)
+}
+
+// plantForward swaps in the off-by-one variants of every forward kernel
+// built from attention.cu and attention_flash.cu (k_planted.cc).
+func plantForward(d *Device) {
+	d.Substitute("attention_f32", "planted/attention_f32")
+	for _, kv := range []string{"bf16", "f32"} {
+		for _, hd := range []int{16, 32, 64, 128} {
+			n := fmt.Sprintf("attention_flash_hd%d_%s", hd, kv)
+			d.Substitute(n, "planted/"+n)
+		}
+	}
+}
+
+// plantBackward swaps in the no-D variants of every backward kernel
+// (k_planted_train.cc).
+func plantBackward(d *Device) {
+	d.Substitute("attention_backward_f32", "planted/attention_backward_f32")
+	for _, pass := range []string{"dkdv", "dq"} {
+		for _, kv := range []string{"bf16", "f32"} {
+			for _, hd := range []int{16, 32, 64, 128} {
+				n := fmt.Sprintf("attention_flash_%s_hd%d_%s", pass, hd, kv)
+				d.Substitute(n, "planted/"+n)
+			}
+		}
+	}
 }

@@ -42,6 +42,7 @@ namespace {
 const size_t kStackBytes = 64 << 10;  // per fiber; kernels keep little on the stack
 const size_t kMaxThreads = 1024;       // per block, as on every CUDA GPU since sm_20
 const size_t kMaxDynShared = 227 << 10;  // sm_90 opt-in maximum
+const size_t kSharedAlign = 256;
 
 // ---- context switch -------------------------------------------------------
 
@@ -99,6 +100,10 @@ struct Fiber {
 	uint64_t pubValue;   // value published at a warp barrier
 	int shflSrc;         // lane to read after the warp barrier opens
 	uint64_t result;     // what the barrier delivered
+	// warp_gather: the values this lane publishes and where every lane's go.
+	const uint64_t* gatherIn;
+	uint64_t* gatherOut;
+	int gatherN;
 	char* stack;
 	Context ctx;
 };
@@ -118,10 +123,17 @@ struct Worker {
 	// shared variable knows whether this block has filled it yet.
 	unsigned long long blockSerial = 0;
 	BlockState block;
+	// Dynamic shared memory, kSharedAlign-aligned as a GPU's (wmma loads
+	// need 32 bytes): dynBase() is the block's buffer inside dynShared.
 	std::vector<unsigned char> dynShared;
+	unsigned char* dynBase() {
+		uintptr_t p = (uintptr_t)dynShared.data();
+		return (unsigned char*)((p + kSharedAlign - 1) & ~(uintptr_t)(kSharedAlign - 1));
+	}
 	Launch* launch = nullptr;
 	Fiber* running = nullptr;
 	bool forward = true;  // alternates so a race shows in either direction
+	uint64_t atomics = 0;  // atomic operations of the blocks run for the current launch
 	~Worker() {
 		for (auto& f : fibers)
 			if (f.stack) munmap(f.stack - pageSize(), kStackBytes + pageSize());
@@ -152,6 +164,7 @@ struct Launch {
 	std::mutex errMu;
 	std::string err;
 	std::atomic<bool> failed{false};
+	std::atomic<uint64_t> atomics{0};
 	void fail(const std::string& why) {
 		std::lock_guard<std::mutex> l(errMu);
 		if (err.empty()) err = why;
@@ -277,6 +290,16 @@ bool openWarpBarriers(Worker* w, size_t n) {
 				f.result = f.pubValue;  // source lane did not take part: undefined on a GPU
 			else
 				f.result = ~(uint64_t)0;  // lane does not exist: poison (NaN)
+			if (src == -3) {  // gather: every taking-part lane's values, poison for the rest
+				for (size_t j = 0; j < 32; j++) {
+					Fiber* o = base + j < end && (waiting >> j & 1) && w->fibers[base + j].shflSrc == -3
+							   ? &w->fibers[base + j]
+							   : nullptr;
+					for (int v = 0; v < f.gatherN; v++)
+						f.gatherOut[j * f.gatherN + v] =
+						    o && v < o->gatherN ? o->gatherIn[v] : ~(uint64_t)0;
+				}
+			}
 			if (src == -2) {              // vote: collect the predicate bits
 				unsigned bits = 0;
 				for (size_t j = base; j < end; j++)
@@ -296,7 +319,7 @@ void runBlock(Worker* w, Launch* L, uint64_t b) {
 	w->block.bdim = d;
 	w->block.gdim = g;
 	size_t n = (size_t)d.x * d.y * d.z;
-	if (L->shared) memset(w->dynShared.data(), 0xff, L->shared);
+	if (L->shared) memset(w->dynBase(), 0xff, L->shared);
 	w->blockSerial++;
 	for (size_t i = 0; i < n; i++) {
 		Fiber& f = w->fibers[i];
@@ -360,7 +383,7 @@ void park(State s) {
 
 }  // namespace
 
-void* dynamic_shared() { return tw->dynShared.data(); }
+void* dynamic_shared() { return tw->dynBase(); }
 
 void fill_static_shared(void* p, size_t bytes, unsigned long long* block) {
 	if (*block == tw->blockSerial) return;
@@ -369,6 +392,9 @@ void fill_static_shared(void* p, size_t bytes, unsigned long long* block) {
 }
 
 int math_ulps = 0;
+int block_order = 0;  // emu_set_block_order
+
+void count_atomic() { tw->atomics++; }
 
 float perturb(float r, float x) {
 	if (math_ulps == 0 || r == 0 || !isfinite(r)) return r;
@@ -407,6 +433,23 @@ unsigned vote(unsigned mask, bool pred) {
 	return (unsigned)f->result;
 }
 
+void warp_gather(unsigned mask, const uint64_t* in, int n, uint64_t* all) {
+	if (n < 1 || n > kGatherMax) trap("warp_gather: n outside 1..kGatherMax");
+	Fiber* f = tw->running;
+	f->waitMask = mask;
+	f->gatherIn = in;
+	f->gatherOut = all;
+	f->gatherN = n;
+	f->shflSrc = -3;
+	park(kAtWarpBarrier);
+}
+
+int warp_lanes() {
+	const uint3 d = tw->block.bdim;
+	int n = (int)(d.x * d.y * d.z), base = tw->running->linear & ~31;
+	return n - base < 32 ? n - base : 32;
+}
+
 void trap(const char* why) {
 	Worker* w = tw;
 	w->launch->fail(std::string("kernel trapped: ") + why);
@@ -433,6 +476,10 @@ static void putErr(char* err, size_t errLen, const std::string& s) {
 }
 
 extern "C" void emu_set_math_ulps(int n) { emu::math_ulps = n; }
+
+extern "C" void emu_set_block_order(int reversed) { emu::block_order = reversed; }
+
+extern "C" uint64_t emu_launch_atomics(void* launch) { return ((Launch*)launch)->atomics.load(); }
 
 extern "C" int emu_kernel_count(void) {
 	std::lock_guard<std::mutex> l(regMu);
@@ -499,13 +546,15 @@ extern "C" void emu_launch_run(void* launch) {
 		L->fail("out of memory for fiber stacks");
 		return;
 	}
-	if (w->dynShared.size() < L->shared) w->dynShared.resize(L->shared);
+	if (w->dynShared.size() < L->shared + kSharedAlign) w->dynShared.resize(L->shared + kSharedAlign);
 	w->launch = L;
+	w->atomics = 0;
 	for (;;) {
 		uint64_t b = L->next.fetch_add(1);
 		if (b >= L->nBlocks || L->failed) break;
-		runBlock(w, L, b);
+		runBlock(w, L, block_order ? L->nBlocks - 1 - b : b);
 	}
+	L->atomics += w->atomics;
 	w->launch = nullptr;
 	cur_thread = nullptr;
 	cur_block = nullptr;

@@ -24,6 +24,9 @@ void* emu_launch_prepare(const char* name, unsigned gx, unsigned gy, unsigned gz
 // threads may call it on the same handle at once; each takes blocks from a
 // shared counter.
 void emu_launch_run(void* launch);
+// emu_launch_atomics is the number of atomic operations the launch's
+// blocks made (once every emu_launch_run call has returned).
+uint64_t emu_launch_atomics(void* launch);
 // emu_launch_finish frees the launch and returns 0, or 1 with the first
 // error any block raised in err.
 int emu_launch_finish(void* launch, char* err, size_t errLen);
@@ -42,6 +45,11 @@ void emu_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, con
 // n ulp away from libm's (up or down by a hash of the argument); 0 restores
 // libm. Set it only while no kernel runs.
 void emu_set_math_ulps(int n);
+
+// emu_set_block_order makes launches take their blocks in reverse order
+// (last block first) when reversed is 1, in order when 0. Set it only
+// while no kernel runs.
+void emu_set_block_order(int reversed);
 
 // emu_kernel_count reports how many kernels are registered (for tests).
 int emu_kernel_count(void);

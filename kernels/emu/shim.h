@@ -149,10 +149,23 @@ inline int __all_sync(unsigned mask, int pred) { return emu::vote(mask, pred != 
 inline int __any_sync(unsigned mask, int pred) { return emu::vote(mask, pred != 0) != 0; }
 
 // ---- atomics: blocks run in parallel on OS threads, so these are real ----
+// Each one is counted (Device.Atomics reports them per kernel), so a test
+// can require a kernel to use none.
 
-inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+namespace emu {
+void count_atomic();
+}
+
+inline int atomicAdd(int* p, int v) {
+	::emu::count_atomic();
+	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+	::emu::count_atomic();
+	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+	::emu::count_atomic();
 	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
 namespace emu {
@@ -170,28 +183,38 @@ inline T cas_update(T* p, F f) {
 }
 }  // namespace emu
 inline float atomicAdd(float* p, float v) {
+	::emu::count_atomic();
 	return emu::cas_update(p, [v](float o) { return o + v; });
 }
 inline int atomicMax(int* p, int v) {
+	::emu::count_atomic();
 	return emu::cas_update(p, [v](int o) { return o > v ? o : v; });
 }
 inline int atomicMin(int* p, int v) {
+	::emu::count_atomic();
 	return emu::cas_update(p, [v](int o) { return o < v ? o : v; });
 }
 inline unsigned atomicMax(unsigned* p, unsigned v) {
+	::emu::count_atomic();
 	return emu::cas_update(p, [v](unsigned o) { return o > v ? o : v; });
 }
-inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+inline int atomicExch(int* p, int v) {
+	::emu::count_atomic();
+	return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
 inline float atomicExch(float* p, float v) {
+	::emu::count_atomic();
 	float old;
 	__atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
 	return old;
 }
 inline int atomicCAS(int* p, int cmp, int v) {
+	::emu::count_atomic();
 	__atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	return cmp;
 }
 inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
+	::emu::count_atomic();
 	__atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	return cmp;
 }
@@ -252,3 +275,7 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 	return h;
 }
 inline __nv_bfloat16 __float2bfloat16(float f) { return __float2bfloat16_rn(f); }
+
+// ---- nvcuda::wmma (mma.h) ------------------------------------------------
+
+#include "wmma.h"

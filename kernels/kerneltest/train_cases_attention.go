@@ -48,11 +48,13 @@ func attentionBackwardCases() []Case {
 		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, false, paging{block: 4, share: 2}},
 	}
 	var cs []Case
-	for i, s := range shapes {
-		s, seed := s, uint64(2600+i)
-		cs = append(cs, trainCase("AttentionBackward",
-			fmt.Sprintf("%s,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.paging, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
-			func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackward(b, tb, seed, s) }))
+	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+		for i, s := range shapes {
+			s, seed := s, uint64(2600+i)
+			cs = append(cs, trainCase("AttentionBackward",
+				fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
+				func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackward(b, tb, seed, s, dt) }))
+		}
 	}
 	fd := []attnBwdShape{
 		{"packed-gqa2", 4, 2, 16, 3, 12, cat(run(1, 0, 6), run(0, 5, 9), run(2, 0, 2)), 1, false, paging{}},
@@ -85,6 +87,11 @@ type attnOperands struct {
 }
 
 func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
+	return newAttnOperandsKV(e, s, kernels.F32)
+}
+
+// newAttnOperandsKV is newAttnOperands with caches of dtype kvDT.
+func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType) *attnOperands {
 	a := &attnOperands{nTok: len(s.toks)}
 	var valid []int32
 	a.seqv, a.posv, valid = seqsAndPositions(s.toks, s.slots)
@@ -105,7 +112,7 @@ func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
 	a.qLen = a.nTok * s.nHead * s.headDim
 	a.q = e.in("q", e.uniform(a.qLen, s.qScale))
 	a.kv, a.vv = kv(), kv()
-	a.k, a.v = e.floats("kCache", s.cacheDType(), a.kv, true), e.floats("vCache", s.cacheDType(), a.vv, true)
+	a.k, a.v = e.floats("kCache", kvDT, a.kv, true), e.floats("vCache", kvDT, a.vv, true)
 	a.seq, a.pos = e.ints("seq", a.seqv), e.ints("pos", a.posv)
 	a.pages = e.pagesOperand(a.pg)
 	a.scale = float32(1 / math.Sqrt(float64(s.headDim)))
@@ -113,10 +120,16 @@ func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
 	return a
 }
 
-func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape) error {
+// checkAttentionBackward runs one case with caches of dtype kvDT; BF16
+// cases are held to tolAttentionBF16 (see checkAttention).
+func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape, kvDT kernels.DType) error {
 	e := newEnv(b, seed)
 	defer e.free()
-	a := newAttnOperands(e, s)
+	a := newAttnOperandsKV(e, s, kvDT)
+	tol := tolMatMul
+	if kvDT == kernels.BF16 {
+		tol = tolAttentionBF16
+	}
 	outv, lsev := RefAttention(a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64)
 	out, lse := e.in("out", f32s(outv)), e.in("lse", f32s(lsev))
 	dout := e.in("dout", e.uniform(a.qLen, 1))
@@ -133,13 +146,13 @@ func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64,
 	if err := e.checkAll(); err != nil {
 		return err
 	}
-	if err := Compare("dq", dq.result(b), wantQ, tolMatMul); err != nil {
+	if err := Compare("dq", dq.result(b), wantQ, tol); err != nil {
 		return err
 	}
-	if err := Compare("dk", dk.result(b), wantK, tolMatMul); err != nil {
+	if err := Compare("dk", dk.result(b), wantK, tol); err != nil {
 		return err
 	}
-	return Compare("dv", dv.result(b), wantV, tolMatMul)
+	return Compare("dv", dv.result(b), wantV, tol)
 }
 
 // checkAttentionBackwardFD differentiates L = Σ r ⊙ Attention(q, k, v) on

@@ -1,0 +1,145 @@
+// attention_decode.cu: Attention for decode, split-KV flash-decoding over
+// the paged cache (bf16: …_bf16, or f32: …_f32) with f32 accumulation.
+//
+// attention_decode_dpl<N>_<kv>: grid (nTok, nKV·chunks, nSplit), block
+// DECODE_THREADS. A block takes token t, KV head g, up to DECODE_HEADS of
+// the group's query heads (chunk c of ⌈group / DECODE_HEADS⌉) and split z:
+// the keys [z·splitLen, (z+1)·splitLen) ∩ [0, pos[t]]. Each K and V row is
+// read once for all those heads (GQA), by one warp, its 32 lanes holding
+// N dims each (dims d = lane + 32·i: a row is one coalesced read). The warp
+// keeps, per head, a running max, sum and output (online softmax); the
+// block's warps are merged through shared memory. With one split the block
+// writes out and lse itself; otherwise it writes its partial (max, sum,
+// unnormalised output) and attention_decode_combine merges the splits.
+// nvcc -ptx -arch=compute_80 attention_decode.cu
+#include "flash.cuh"
+
+#define DECODE_WARPS 4
+#define DECODE_THREADS (32 * DECODE_WARPS)
+#define DECODE_HEADS 8
+
+// part layout: for row (t, h) and split z, pm/pl[(t·nHead + h)·nSplit + z]
+// and po[((t·nHead + h)·nSplit + z)·headDim + d].
+template <int N, class T>
+__device__ __forceinline__ void attention_decode(float* out, float* lse, float* pm, float* pl, float* po,
+						 const float* q, const T* kCache, const T* vCache,
+						 const int* seq, const int* pos, const int* table, int blockSize,
+						 int maxBlocks, int nTok, int nHead, int nKV, int headDim, int splitLen,
+						 float scale) {
+	GRPO_DYNAMIC_SHARED(float, smem);
+	int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
+	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z, nSplit = gridDim.z;
+	int h0 = g * group + c * DECODE_HEADS, nh = min(DECODE_HEADS, group - c * DECODE_HEADS);
+	int s = seq[t], from = z * splitLen, to = min(pos[t] + 1, from + splitLen);
+	int width = nKV * headDim;
+
+	float qr[DECODE_HEADS][N], acc[DECODE_HEADS][N], m[DECODE_HEADS], l[DECODE_HEADS];
+	for (int hh = 0; hh < DECODE_HEADS; hh++) {
+		m[hh] = -INFINITY;
+		l[hh] = 0.0f;
+		for (int i = 0; i < N; i++) {
+			int d = lane + 32 * i;
+			qr[hh][i] = hh < nh && d < headDim ? q[((long long)t * nHead + h0 + hh) * headDim + d] : 0.0f;
+			acc[hh][i] = 0.0f;
+		}
+	}
+	for (int j = from + warp; j < to; j += DECODE_WARPS) {
+		long long at = kv_row(table, s, j, blockSize, maxBlocks) * width + (long long)g * headDim;
+		float k[N], v[N];
+		for (int i = 0; i < N; i++) {
+			int d = lane + 32 * i;
+			k[i] = d < headDim ? ld(kCache, at + d) : 0.0f;
+			v[i] = d < headDim ? ld(vCache, at + d) : 0.0f;
+		}
+		for (int hh = 0; hh < DECODE_HEADS; hh++) {
+			if (hh >= nh) continue;  // constant trip count: qr, acc, m, l stay in registers
+			float dot = 0.0f;
+			for (int i = 0; i < N; i++) dot += qr[hh][i] * k[i];
+			float x = warp_sum(dot) * scale;
+			float mNew = fmaxf(m[hh], x);
+			float corr = expf(m[hh] - mNew), p = expf(x - mNew);  // corr = 0 on the first key (m = −Inf)
+			l[hh] = l[hh] * corr + p;
+			for (int i = 0; i < N; i++) acc[hh][i] = acc[hh][i] * corr + p * v[i];
+			m[hh] = mNew;
+		}
+	}
+
+	// Merge the warps: smem holds, per warp and head, m, l and N·32 dims.
+	const int stride = 2 + 32 * N;
+	for (int hh = 0; hh < DECODE_HEADS; hh++) {
+		if (hh >= nh) continue;
+		float* w = smem + (warp * DECODE_HEADS + hh) * stride;
+		if (lane == 0) {
+			w[0] = m[hh];
+			w[1] = l[hh];
+		}
+		for (int i = 0; i < N; i++) w[2 + lane + 32 * i] = acc[hh][i];
+	}
+	__syncthreads();
+	for (int i = tid; i < nh * headDim; i += blockDim.x) {
+		int hh = i / headDim, d = i % headDim;
+		float M = -INFINITY;
+		for (int w = 0; w < DECODE_WARPS; w++) M = fmaxf(M, smem[(w * DECODE_HEADS + hh) * stride]);
+		float L = 0.0f, A = 0.0f;
+		for (int w = 0; w < DECODE_WARPS; w++) {
+			const float* x = smem + (w * DECODE_HEADS + hh) * stride;
+			if (x[0] == -INFINITY) continue;  // a warp that saw no key
+			float f = expf(x[0] - M);
+			L += x[1] * f;
+			A += x[2 + d] * f;
+		}
+		long long row = (long long)t * nHead + h0 + hh;
+		if (nSplit == 1) {
+			out[row * headDim + d] = A / L;
+			if (lse && d == 0) lse[row] = M + logf(L);
+		} else {
+			long long pr = row * nSplit + z;
+			po[pr * headDim + d] = A;
+			if (d == 0) {
+				pm[pr] = M;
+				pl[pr] = L;
+			}
+		}
+	}
+}
+
+#define ATTENTION_DECODE(N, T, suffix)                                                                          \
+	GRPO_KERNEL void __launch_bounds__(DECODE_THREADS) attention_decode_dpl##N##_##suffix(                      \
+	    float* out, float* lse, float* pm, float* pl, float* po, const float* q, const T* kCache, const T* vCache, \
+	    const int* seq, const int* pos, const int* table, int blockSize, int maxBlocks, int nTok, int nHead,      \
+	    int nKV, int headDim, int splitLen, float scale) {                                                       \
+		attention_decode<N, T>(out, lse, pm, pl, po, q, kCache, vCache, seq, pos, table, blockSize, maxBlocks, \
+				       nTok, nHead, nKV, headDim, splitLen, scale);                                    \
+	}
+ATTENTION_DECODE(1, __nv_bfloat16, bf16)
+ATTENTION_DECODE(2, __nv_bfloat16, bf16)
+ATTENTION_DECODE(3, __nv_bfloat16, bf16)
+ATTENTION_DECODE(4, __nv_bfloat16, bf16)
+ATTENTION_DECODE(1, float, f32)
+ATTENTION_DECODE(2, float, f32)
+ATTENTION_DECODE(3, float, f32)
+ATTENTION_DECODE(4, float, f32)
+
+// attention_decode_combine: grid (nTok·nHead), block DECODE_THREADS (over
+// dims). Merges a row's nSplit partials; a split with no key (past the
+// token's position) has max −Inf and weight 0.
+GRPO_KERNEL void __launch_bounds__(DECODE_THREADS)
+    attention_decode_combine(float* out, float* lse, const float* pm, const float* pl, const float* po, int nSplit,
+			     int headDim) {
+	long long row = blockIdx.x;
+	const float* m = pm + row * nSplit;
+	const float* l = pl + row * nSplit;
+	float M = -INFINITY;
+	for (int z = 0; z < nSplit; z++) M = fmaxf(M, m[z]);
+	float L = 0.0f;
+	for (int z = 0; z < nSplit; z++)
+		if (m[z] != -INFINITY) L += l[z] * expf(m[z] - M);
+	for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+		float A = 0.0f;
+		for (int z = 0; z < nSplit; z++)
+			if (m[z] != -INFINITY) A += po[(row * nSplit + z) * headDim + d] * expf(m[z] - M);
+		out[row * headDim + d] = A / L;
+	}
+	if (lse && threadIdx.x == 0) lse[row] = M + logf(L);
+}

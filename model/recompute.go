@@ -1,0 +1,235 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Recompute is the activation-memory policy of a training forward and
+// backward: which of a layer's activations the trace keeps for the backward
+// and which the backward recomputes from what was kept. Every policy runs
+// the same ops on the same inputs as the forward did, so the recomputed
+// values — and hence every gradient — are those of RecomputeNone exactly.
+// The policies are ordered by the memory they keep, most first.
+type Recompute uint8
+
+const (
+	// RecomputeNone keeps every activation the backward reads.
+	RecomputeNone Recompute = iota
+	// RecomputeSwiGLU keeps the MLP's gate and up projections but not
+	// their SwiGLU (intermediate-wide), recomputed in the backward by one
+	// elementwise op.
+	RecomputeSwiGLU
+	// RecomputeSelective also recomputes attention (its output, q-wide,
+	// and log-sum-exp) in the backward from the kept q and KV cache: one
+	// attention forward per layer more, no projection.
+	RecomputeSelective
+	// RecomputeLayer keeps only each layer's input (per-layer activation
+	// checkpointing) and reruns the whole layer's forward in the backward.
+	// The KV cache is recomputed too, so one layer's cache serves every
+	// checkpointed layer. Model.CheckpointLayers applies it to the last
+	// layers only.
+	RecomputeLayer
+	numRecompute
+)
+
+var recomputeNames = [numRecompute]string{"none", "swiglu", "selective", "layer"}
+
+// String is the policy's config name ("layer").
+func (p Recompute) String() string {
+	if p < numRecompute {
+		return recomputeNames[p]
+	}
+	return fmt.Sprintf("Recompute(%d)", uint8(p))
+}
+
+// MarshalText writes the config name, so JSON shows "layer".
+func (p Recompute) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// RecomputePolicies lists every policy, least recompute first.
+func RecomputePolicies() []Recompute {
+	out := make([]Recompute, numRecompute)
+	for i := range out {
+		out[i] = Recompute(i)
+	}
+	return out
+}
+
+// RecomputeNames are the policies' config names, least recompute first.
+func RecomputeNames() []string { return append([]string(nil), recomputeNames[:]...) }
+
+// ParseRecompute maps a config name ("selective") to its policy.
+func ParseRecompute(name string) (Recompute, error) {
+	for i, n := range recomputeNames {
+		if n == name {
+			return Recompute(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown recompute policy %q; valid: %s", name, strings.Join(recomputeNames[:], ", "))
+}
+
+// ParseRecomputeSetting reads a config's recompute setting: a policy name
+// (layers 0), or "layer:K" — the last K layers (K ≥ 1) checkpointed, the
+// others keeping every activation — or "P+layer:K", the others under
+// policy P (swiglu or selective). A K of the model's depth or more
+// checkpoints every layer.
+func ParseRecomputeSetting(setting string) (p Recompute, layers int, err error) {
+	rest, partial := "none", setting
+	if r, l, ok := strings.Cut(setting, "+"); ok {
+		rest, partial = r, l
+	}
+	name, k, ok := strings.Cut(partial, ":")
+	if !ok {
+		p, err := ParseRecompute(setting)
+		return p, 0, err
+	}
+	p, err = ParseRecompute(rest)
+	n, nerr := strconv.Atoi(k)
+	if err != nil || p == RecomputeLayer || name != RecomputeLayer.String() || nerr != nil || n < 1 {
+		return 0, 0, fmt.Errorf("recompute setting %q: want layer:K or P+layer:K (K ≥ 1 layers checkpointed, the others under P: swiglu or selective)", setting)
+	}
+	return p, n, nil
+}
+
+// RecomputeSetting writes a policy and its checkpointed layers as
+// ParseRecomputeSetting reads them.
+func RecomputeSetting(p Recompute, layers int) string {
+	switch {
+	case layers <= 0 || p == RecomputeLayer:
+		return p.String()
+	case p == RecomputeNone:
+		return fmt.Sprintf("%s:%d", RecomputeLayer, layers)
+	}
+	return fmt.Sprintf("%s+%s:%d", p, RecomputeLayer, layers)
+}
+
+// layerRecompute is each layer's policy: m.Recompute, except that with
+// CheckpointLayers = K > 0 the last K layers are checkpointed
+// (RecomputeLayer). The last ones, so that the bounds the estimate charges
+// hold: the backward reruns them first, each with an input gradient to
+// compute (only the first layer has none), and a rerunnable layer's
+// forward scratch lives while the trace holds all the kept layers, not
+// only some.
+func (m *Model) layerRecompute() []Recompute {
+	L := m.Config.NumLayers
+	out := make([]Recompute, L)
+	for l := range out {
+		out[l] = m.Recompute
+		if m.CheckpointLayers > 0 && l >= L-m.CheckpointLayers {
+			out[l] = RecomputeLayer
+		}
+	}
+	return out
+}
+
+// newTrainCache is the trace's KV cache. The layers under RecomputeLayer
+// share one layer's buffers: a layer's keys and values are read only by
+// its own attention, forward and backward, and the backward rewrites them
+// when it reruns the layer, so holding each of theirs would only cost
+// memory. Rows a batch does not write are never read (each sequence fills
+// its slot from position 0, and attention reads positions up to its own),
+// so what another layer left there does not matter.
+func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
+	return m.contiguousCache(slots, maxLen, m.checkpointedLayers())
+}
+
+// checkpointedLayers is how many layers run under RecomputeLayer: the
+// layers of a trace's cache that share one K (and V) buffer.
+func (m *Model) checkpointedLayers() int {
+	n := 0
+	for _, p := range m.layerRecompute() {
+		if p == RecomputeLayer {
+			n++
+		}
+	}
+	return n
+}
+
+// forwardActs allocates layer l's activations for a training forward under
+// p: what the backward reads from the trace in keep, what it recomputes in
+// tmp (freed once the layer's forward is done); shared is the trace's
+// buffers that every layer uses (sharedTrainingActs). Under RecomputeNone
+// it is trainingActs, everything in keep.
+func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, p Recompute) *layerActs {
+	switch p {
+	case RecomputeNone:
+		return m.trainingActs(keep, l, xIn, shared, n, RecomputeNone)
+	case RecomputeLayer:
+		// The layer's output is the next layer's kept input; the rest is
+		// rebuilt by the backward's rerun.
+		s := m.trainingActs(tmp, l, xIn, shared, n, RecomputeNone)
+		s.xOut = keep.alloc(kernels.F32, n*m.Config.HiddenSize)
+		return s
+	}
+	s := m.trainingActs(keep, l, xIn, shared, n, p)
+	m.allocDropped(tmp, s, n, p)
+	return s
+}
+
+// closesOwnLayer reports whether a layer under p completes its own
+// residual add (xOut = xMid + o) rather than leaving it to the next
+// layer's norm (layerForward): under RecomputeLayer its xMid lives in the
+// forward's scratch, freed before the next layer runs.
+func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
+
+// allocDropped allocates in a the activations that trainingActs left out
+// under p.
+func (m *Model) allocDropped(a *arena, s *layerActs, n int, p Recompute) {
+	c := m.Config
+	if p >= RecomputeSwiGLU {
+		s.act = a.alloc(kernels.F32, n*c.IntermediateSize)
+	}
+	if p >= RecomputeSelective {
+		s.attn, s.lse = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim), a.alloc(kernels.F32, n*c.NumHeads)
+	}
+}
+
+// kept is what the trace holds of a layer's forward activations under p:
+// the buffers freed with the layer's forward are dropped, so that a
+// backward that forgot to recompute one fails on a nil buffer instead of
+// reading freed memory.
+func (s *layerActs) kept(p Recompute) *layerActs {
+	switch p {
+	case RecomputeNone:
+		return s
+	case RecomputeLayer:
+		return &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused, h1b: s.h1b, h2b: s.h2b, actb: s.actb}
+	}
+	k := *s
+	k.act = nil
+	if p >= RecomputeSelective {
+		k.attn, k.lse = nil, nil
+	}
+	return &k
+}
+
+// backwardActs returns layer l's activations for its backward: the kept
+// ones, with what p dropped recomputed into buffers of a (the layer's
+// backward scratch) by the very ops the forward ran.
+func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	kept, n, p := tr.layers[l], tr.n, tr.recompute[l]
+	switch p {
+	case RecomputeNone:
+		return kept
+	case RecomputeLayer:
+		// The kept input is complete (the embedding, the previous layer's
+		// own add, or this layer's first norm in the forward wrote it), so
+		// the rerun starts from it with no previous layer; it stops short
+		// of xOut, which the backward never reads.
+		s := m.trainingActs(a, l, kept.xIn, kept, n, RecomputeNone)
+		m.layerForward(a, l, tr.cache, tr.idx, n, s, nil)
+		return s
+	}
+	s := *kept
+	m.allocDropped(a, &s, n, p)
+	if p >= RecomputeSelective {
+		m.attention(l, tr.cache, tr.idx, n, &s)
+	}
+	// The bf16 cast fed only the forward's down_proj GEMM.
+	be.SwiGLURows(s.act, nil, s.gateUp, n, c.IntermediateSize)
+	return &s
+}
