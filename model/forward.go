@@ -19,7 +19,11 @@ type Model struct {
 	// RecomputeLayer and leaves Recompute to the others.
 	Recompute        Recompute
 	CheckpointLayers int
-	invFreq          kernels.Buffer
+	// NoPrefixSharing makes ForwardTrain ignore Batch.Share, so every
+	// sequence runs its own prompt: the same loss and gradients (up to
+	// summation order) for more work, kept to measure what sharing saves.
+	NoPrefixSharing bool
+	invFreq         kernels.Buffer
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {

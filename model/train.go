@@ -65,9 +65,12 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
-	sb, err := b.share(rows, slots, maxLen)
-	if err != nil {
-		return nil, err
+	var sb *sharedBatch
+	if !m.NoPrefixSharing {
+		var err error
+		if sb, err = b.share(rows, slots, maxLen); err != nil {
+			return nil, err
+		}
 	}
 	var cache *KVCache
 	if sb != nil {

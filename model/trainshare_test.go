@@ -76,6 +76,15 @@ func TestSharedPrefixMatchesUnshared(t *testing.T) {
 				t.Errorf("shared trace runs %d tokens, want %d", tr.Len(), want)
 			}
 			tr.Free()
+			alone := m.WithAdapter(ad)
+			alone.NoPrefixSharing = true
+			if tr, err = alone.ForwardTrain(&sb, rows, targets); err != nil {
+				t.Fatal(err)
+			}
+			if tr.Len() != b.Len() {
+				t.Errorf("NoPrefixSharing: the trace runs %d tokens, want every one of the batch's %d", tr.Len(), b.Len())
+			}
+			tr.Free()
 			shared := trainGrads(t, m, ad, &sb, rows, targets, dlogp)
 			for i := range rows {
 				if d := plain.logp[i] - shared.logp[i]; d > 1e-5 || d < -1e-5 {

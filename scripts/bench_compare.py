@@ -128,7 +128,7 @@ def main():
 
     load0 = os.getloadavg()
     t_start = time.time()
-    g_ops, g_step = [], []
+    g_ops, g_step, g_alone = [], [], []  # g_alone: --step-no-prefix-sharing
     t_ops = {s: [] for s in settings}
     t_step = {s: [] for s in settings}
     active = list(settings)
@@ -141,6 +141,8 @@ def main():
         for r in range(1, rounds + 1):
             g_ops.append(load(f"grpo-ops.{r}.json"))
             g_step.append(load(f"grpo-step.{r}.json"))
+            if os.path.exists(f"{out}/grpo-step-alone.{r}.json"):
+                g_alone.append(load(f"grpo-step-alone.{r}.json"))
             for t, b in settings:
                 if os.path.exists(f"{out}/torch-ops.t{t}b{b}.{r}.json"):
                     t_ops[(t, b)].append(load(f"torch-ops.t{t}b{b}.{r}.json"))
@@ -150,6 +152,7 @@ def main():
         log(f"round {r}/{rounds}: grpo, then PyTorch at (torch threads, OpenBLAS threads) {active}")
         g_ops.append(run_json(grpo_ops_cmd, grpo_env, f"{out}/grpo-ops.{r}.json"))
         g_step.append(run_json(grpo_step_cmd, grpo_env, f"{out}/grpo-step.{r}.json"))
+        g_alone.append(run_json(grpo_step_cmd + ["--step-no-prefix-sharing"], grpo_env, f"{out}/grpo-step-alone.{r}.json"))
         order = active if r % 2 else active[::-1]  # alternate, so drift does not favour one setting
         for t, b in order:
             t_ops[(t, b)].append(run_json(torch_ops_cmd(t), torch_env(t, b), f"{out}/torch-ops.t{t}b{b}.{r}.json"))
@@ -161,7 +164,7 @@ def main():
     rounds = len(g_ops)
 
     want = g_step[0]["gen_tokens"]
-    for g in g_step:
+    for g in g_step + g_alone:
         if g["gen_tokens"] != want or g["train_tokens"] != want:
             sys.exit(f"bench: grpo generated {g['gen_tokens']} and trained {g['train_tokens']} tokens, want {want} each")
     for s in settings:
@@ -169,7 +172,7 @@ def main():
             if x["gen_tokens"] != want:
                 sys.exit(f"bench: PyTorch generated {x['gen_tokens']} tokens per step, grpo {want}: not the same work")
 
-    print(report(shape, settings, g_ops, g_step, t_ops, t_step, rounds, nproc, load0, load1, elapsed))
+    print(report(shape, settings, g_ops, g_step, g_alone, t_ops, t_step, rounds, nproc, load0, load1, elapsed))
 
 
 def repeats_of(run):
@@ -206,7 +209,7 @@ def fmt_setting(s):
     return f"t{s[0]}/b{s[1]}"
 
 
-def report(shape, settings, g_ops, g_step, t_ops, t_step, rounds, nproc, load0, load1, elapsed):
+def report(shape, settings, g_ops, g_step, g_alone, t_ops, t_step, rounds, nproc, load0, load1, elapsed):
     cpu = platform.processor() or "?"
     try:
         for line in open("/proc/cpuinfo"):
@@ -263,13 +266,15 @@ def report(shape, settings, g_ops, g_step, t_ops, t_step, rounds, nproc, load0, 
                  f"after {st['prompt_len']}-token prompts, LoRA r{st['lora_rank']} on all seven projections, AdamW; "
                  "seconds, each phase its own best; below 1 grpo is faster, the bar is ≤ 0.67):")
     lines.append("")
-    lines.append("| phase | grpo (s) | PyTorch, best setting (s) | grpo / PyTorch (time) |")
-    lines.append("|---|---:|---:|---:|")
+    lines.append("| phase | grpo (s) | PyTorch, best setting (s) | grpo / PyTorch (time) "
+                 "| grpo, every rollout its own prompt (s) | that / PyTorch |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
     for name, k in PHASES:
         g = min(r[k] for r in g_step)
         s, t = min(((s, min(r[k] for r in t_step[s])) for s in settings), key=lambda x: x[1])
         bold = "**" if k == "step_s" else ""
-        lines.append(f"| {name} | {g:.2f} | {t:.2f} ({fmt_setting(s)}) | {bold}{g / t:.2f}{bold} |")
+        alone = f"{min(r[k] for r in g_alone):.2f} | {min(r[k] for r in g_alone) / t:.2f}" if g_alone else "– | –"
+        lines.append(f"| {name} | {g:.2f} | {t:.2f} ({fmt_setting(s)}) | {bold}{g / t:.2f}{bold} | {alone} |")
     return "\n".join(lines)
 
 

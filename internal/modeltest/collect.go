@@ -61,5 +61,5 @@ func CheckLogits(t TB, be kernels.Backend, testdata, name string, o Options) {
 
 // CheckGrads is the own-batch gradient check of model name, as Run runs it.
 func CheckGrads(t TB, be kernels.Backend, testdata, name string) {
-	checkGrads(t, be, filepath.Join(testdata, "models", name))
+	checkGrads(t, be, filepath.Join(testdata, "models", name), Options{})
 }

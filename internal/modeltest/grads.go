@@ -20,7 +20,7 @@ import (
 // metrics and every LoRA gradient of be to the CPU backend's. The goldens
 // of grpo_loss.json cover two models; this covers all five, bf16 weights
 // included, and each under its recompute policies (checkRecompute).
-func checkGrads(t TB, be kernels.Backend, dir string) {
+func checkGrads(t TB, be kernels.Backend, dir string, o Options) {
 	m, ref := loadBoth(t, be, dir)
 	defer m.Free()
 	defer ref.Free()
@@ -38,7 +38,32 @@ func checkGrads(t TB, be kernels.Backend, dir string) {
 	t.Logf("loss %.6g (rel %.2g to the CPU backend's), %d tokens, clipped %.2g (CPU %.2g), entropy Δ %.2g, KL %.3g (Δ %.2g); gradients against the CPU backend: %s (%s)",
 		st.Loss, math.Abs(st.Loss-cpuSt.Loss)/math.Abs(cpuSt.Loss), st.Tokens, st.ClipRegion, cpuSt.ClipRegion,
 		math.Abs(st.Entropy-cpuSt.Entropy), st.KL, math.Abs(st.KL-cpuSt.KL), w.d, w.where)
+	if o.Reorder != nil {
+		checkDeterministic(t, m, ad, samples, cfg, st, grads, o.Reorder)
+	}
 	checkRecompute(t, filepath.Base(dir), m, ad, samples, cfg, st, grads, cpuSt, cpuGrads)
+}
+
+// checkDeterministic reruns checkGrads' step, then once more under
+// reorder, and requires both to give st and grads bit for bit.
+func checkDeterministic(t TB, m *model.Model, ad adapter, samples []loss.Sample, cfg loss.Config,
+	st loss.Stats, grads map[string][2][]float32, reorder func() func()) {
+	again, againGrads := gradient(t, m, ad, samples, cfg, 16, 16)
+	restore := reorder()
+	rev, revGrads := gradient(t, m, ad, samples, cfg, 16, 16)
+	restore()
+	for _, r := range []struct {
+		what  string
+		st    loss.Stats
+		grads map[string][2][]float32
+	}{{"a second run", again, againGrads}, {"a run with the blocks in the other order", rev, revGrads}} {
+		if r.st != st {
+			t.Errorf("%s: stats %+v, first run %+v", r.what, r.st, st)
+		}
+		if d := sameBits(r.grads, grads); d != "" {
+			t.Errorf("%s: %s differs from the first run", r.what, d)
+		}
+	}
 }
 
 // gradFixture is checkGrads' step: the adapter on m's backend and on

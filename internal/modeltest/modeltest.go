@@ -35,6 +35,13 @@ type Options struct {
 	MaxPrefill int
 	// MaxDecode skips the token-by-token decode of cases longer than this.
 	MaxDecode int
+	// Reorder, when set, makes the backend schedule its blocks in another
+	// order until the returned restore runs (emu: SetBlockOrder(Reverse)).
+	// The grads check then holds the backend to determinism: a second run
+	// and a run under the other order give every LoRA gradient and the
+	// stats bit for bit (no atomics summing in arrival order, no race
+	// between blocks).
+	Reorder func() (restore func())
 }
 
 // The bounds for f32 models. Both backends compute in f32, so
@@ -127,9 +134,9 @@ func Run(t *testing.T, be kernels.Backend, testdata string, o Options) {
 	t.Run("golden-loss", func(t *testing.T) { checkGoldenLoss(t, be, testdata) })
 	t.Run("grads", func(t *testing.T) {
 		for _, name := range Models {
-			t.Run(name, func(t *testing.T) { checkGrads(t, be, filepath.Join(testdata, "models", name)) })
+			t.Run(name, func(t *testing.T) { checkGrads(t, be, filepath.Join(testdata, "models", name), o) })
 		}
-		t.Run(bf16Qwen2, func(t *testing.T) { checkGrads(t, be, qwen2BF16(t, testdata)) })
+		t.Run(bf16Qwen2, func(t *testing.T) { checkGrads(t, be, qwen2BF16(t, testdata), o) })
 	})
 }
 
