@@ -82,7 +82,7 @@ var keyInfos = map[string]keyInfo{
 	"lora":                {doc: "The LoRA adapter that is trained (package lora; PEFT conventions)."},
 	"lora.rank":           {doc: "Rank r of B·A."},
 	"lora.alpha":          {doc: "Scale numerator: the update is scaled by alpha/r (alpha/√r with use_rslora)."},
-	"lora.target_modules": {doc: "Projections adapted in every layer."},
+	"lora.target_modules": {doc: "Projections adapted in every layer. In a mixture-of-experts model (Qwen3-MoE) `gate_proj`, `up_proj` and `down_proj` adapt every expert, and `gate` adapts the routers, which are frozen otherwise (their training adds the model's `router_aux_loss_coef` × load-balancing loss)."},
 	"lora.use_rslora":     {doc: "Rank-stabilised scaling alpha/√r."},
 	"lora.dropout":        {doc: "Adapter-input dropout; only 0 is supported for training."},
 
@@ -93,6 +93,7 @@ var keyInfos = map[string]keyInfo{
 	"loss.beta":           {doc: "Weight of the k3 KL penalty to the base model; 0 disables it (and its extra forward pass)."},
 	"loss.scale_rewards":  {doc: "Divide advantages by the std of their `group`, the whole `batch`, or `none`."},
 	"loss.mask_truncated": {doc: "Leave completions cut off by max_tokens out of the loss."},
+	"loss.routing_replay": {doc: "Mixture-of-experts models (Qwen3-MoE): the training forward routes each token to the experts it was routed to when it was sampled in-process, so the trained and the behaviour policy use the same experts even where a near-tie (bf16 rounding, the adapter's update) would flip; the `routing/mismatch` metric is the fraction of tokens whose recomputed top-k differs. Where the training forward runs a group's shared prompt once, the other rollouts' prompt tokens replay the first rollout's routing, and count as mismatched where their own record differs (possible only with nondeterministic sampling). Rollouts from a remote server carry no routing and are routed afresh."},
 
 	"optimizer":               {doc: "AdamW over the LoRA parameters."},
 	"optimizer.lr":            {doc: "Peak learning rate (Lab's hosted LoRA default). Top-level `learning_rate` sets it too."},

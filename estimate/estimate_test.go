@@ -103,7 +103,7 @@ func TestEstimateQwen3Hand(t *testing.T) {
 }
 
 func TestTrainableMatchesAdapter(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny", "qwen3-moe-tiny", "qwen3-moe-tiny-dense"} {
 		mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 		if err != nil {
 			t.Fatal(err)
@@ -161,8 +161,9 @@ func (c *countingBackend) phase(t *testing.T, f func() error) int64 {
 // and PolicyGradient run (the sampler's host copy of the logits aside), so
 // the per-token formulas track model/layer.go, model/train.go and loss.go.
 func TestEstimateMatchesAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only"} {
 		t.Run(name, func(t *testing.T) {
+			name, attentionOnly := strings.CutSuffix(name, "/attention-only")
 			mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 			if err != nil {
 				t.Fatal(err)
@@ -173,6 +174,18 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
 			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
+			if mc.SparseLayers() > 0 && !attentionOnly {
+				// The routers too: their adapter and the load-balancing
+				// loss's gradient (router_aux_loss_coef 0.001); a
+				// checkpointed sparse layer keeps the router's logits.
+				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, model.RouterModule)
+			}
+			if attentionOnly {
+				// No expert or router adapter, and no routing replay: a
+				// checkpointed sparse layer keeps its routing alone.
+				cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj"}
+				cfg.Loss.RoutingReplay = false
+			}
 			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
 			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
 			if err != nil {
@@ -217,8 +230,14 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 						t.Fatal(err)
 					}
 					policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
+					samples := packedSamples(micro, prompt, maxTok, mc.VocabSize)
+					if cfg.Loss.RoutingReplay {
+						// The rollouts' recorded routing, replayed: each
+						// sparse layer's trace keeps its recomputed top-k.
+						withRouting(mc, samples)
+					}
 					trained := be.phase(t, func() error {
-						_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+						_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
 						return err
 					})
 					if want := e.PhaseBytes(PhaseTraining); e.RecomputeSetting != setting || trained != want {
@@ -236,9 +255,17 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 // forward, loss and backward allocate), and the LoRA gradients stay the
 // same bit for bit. The micro-batch is of long sequences (256 tokens, few
 // scored rows), where the layers' activations rather than the LM head's
-// logits set the peak.
+// logits set the peak. Dense Qwen3, and Qwen3-MoE with a dense layer
+// between two sparse ones (the default adapter: attention and, on the
+// sparse layers, every expert).
 func TestRecomputeLowersTrainingPeak(t *testing.T) {
-	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	for _, name := range []string{"qwen3-tiny", "qwen3-moe-tiny-dense"} {
+		t.Run(name, func(t *testing.T) { recomputeLowersTrainingPeak(t, name) })
+	}
+}
+
+func recomputeLowersTrainingPeak(t *testing.T, name string) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,8 +298,9 @@ func TestRecomputeLowersTrainingPeak(t *testing.T) {
 		}
 		policy.Recompute = p
 		ad.ZeroGrad()
+		samples := withRouting(mc, packedSamples(micro, prompt, maxTok, mc.VocabSize))
 		got := be.phase(t, func() error {
-			_, err := loss.PolicyGradient(policy, packedSamples(micro, prompt, maxTok, mc.VocabSize), cfg.Loss, maxTok, micro)
+			_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
 			return err
 		})
 		if est := e.PhaseBytes(PhaseTraining); got != est || e.Recomputes[p].TrainingBytes != est {
@@ -301,6 +329,28 @@ func TestRecomputeLowersTrainingPeak(t *testing.T) {
 		}
 	}
 	t.Logf("training peak by policy (none, swiglu, selective, layer): %v bytes", peaks)
+}
+
+// withRouting gives each sample a recorded routing for a mixture-of-experts
+// model (loss.Sample.Experts; nothing for a dense one): k distinct experts
+// per token and sparse layer, varying with both.
+func withRouting(mc *model.Config, samples []loss.Sample) []loss.Sample {
+	if mc.SparseLayers() == 0 {
+		return samples
+	}
+	k, sl, ne := mc.NumExpertsPerTok, mc.SparseLayers(), mc.NumExperts
+	for i := range samples {
+		s := &samples[i]
+		s.Experts = make([]int32, mc.RoutingLen(s.SeqLen()))
+		for t := range s.SeqLen() {
+			for l := range sl {
+				for j := range k {
+					s.Experts[(t*sl+l)*k+j] = int32((t + 3*l + i + j) % ne)
+				}
+			}
+		}
+	}
+	return samples
 }
 
 // packedSamples fills a micro-batch of micro rows the way the estimate

@@ -47,7 +47,7 @@ func EvalMemory(mc *model.Config, device string, p EvalPass) *Estimate {
 		MaxTurns: max(1, p.MaxTurns), MaxTokens: p.MaxTokens}
 	plan := newKVPlan(mc, shape, device)
 	plan.Phase = PhaseEval
-	samplingBytes(mc, p.LoRARank, p.LoRATargets, shape, plan).emit(e, PhaseEval)
+	samplingBytes(mc, uniformShape(mc, p.LoRARank, p.LoRATargets), shape, plan).emit(e, PhaseEval)
 	e.KV = append(e.KV, plan)
 	perResult := int64(p.PromptTokens)*12 + int64(p.MaxTokens*max(1, p.MaxTurns))*resultBytesPerToken + resultOverhead
 	// Saturate far below MaxInt64: an absurd rollout count must neither

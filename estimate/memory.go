@@ -159,12 +159,13 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: stored.Size(),
 		Assumptions: append([]string(nil), o.Assumptions...)}
-	projs, err := loraTargets(cfg.LoRA)
+	projs, routers, err := loraTargets(cfg.LoRA)
 	if err != nil {
 		return nil, err
 	}
-	targets := len(projs)
-	e.TrainableParams = int64(mc.NumLayers) * loraParamsPerLayer(mc, cfg.LoRA.Rank, projs)
+	ad := shapeOf(mc, cfg.LoRA.Rank, projs, routers)
+	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
+	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
 
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
 		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
@@ -196,7 +197,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	var worstPlan KVPlan
 	var seqs []trainSeq
 	for _, s := range train {
-		p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseSampling, o.Available)
+		p, plan := e.planSampling(mc, ad, s, dev, PhaseSampling, o.Available)
 		longest = max(longest, p.maxLen)
 		seq := trainSeq{rows: max(1, p.maxLen-1), trained: s.MaxTokens * max(1, s.MaxTurns)}
 		seqs = append(seqs, seq)
@@ -223,7 +224,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 				s.PromptTokens = AssumedPromptTokens
 				e.note("eval env %s: prompt length unknown; assumed %d tokens", s.Name, AssumedPromptTokens)
 			}
-			if p, plan := e.planSampling(mc, cfg.LoRA.Rank, targets, s, dev, PhaseEval, o.Available); p.total() > worstEval.total() {
+			if p, plan := e.planSampling(mc, ad, s, dev, PhaseEval, o.Available); p.total() > worstEval.total() {
 				worstEval, evalPlan = p, plan
 			}
 		}
@@ -236,7 +237,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
 		}
 	}
-	if err := e.recomputeItems(cfg, mc, projs, longest, seqs, trainingAt, o.Available); err != nil {
+	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, trainingAt, o.Available); err != nil {
 		return nil, err
 	}
 	if dev == "cpu" {
@@ -400,8 +401,10 @@ func kvTableBytes(entries int64) int64 { return entries * 4 }
 // fusedWidth, which AttentionInputs and SwiGLURows read in place), three
 // int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every
-// layer, and the logits of each held rollout (a host copy too on the CPU).
-func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, plan KVPlan) phaseBytes {
+// layer, and the logits of each held rollout (a host copy too on the CPU);
+// a mixture-of-experts model adds its experts' activations
+// (moeInferenceBytes).
+func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
 	h, q, _, inter, v := dims(mc)
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
@@ -410,10 +413,14 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, plan KVPlan)
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*4 + int64(mc.NumLayers)*int64(targets)*int64(rank)*f32Bytes
+	perToken := (3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*4
+	for _, t := range ad.perLayer {
+		perToken += t * int64(ad.rank) * f32Bytes
+	}
 	perRow := (h+v)*f32Bytes + 4
+	peak := func(n, rows int64) int64 { return n*perToken + moeInferenceBytes(mc, n, ad) + rows*perRow }
 	n, rows := min(chunk, groups*prompt), groups
-	if n*perToken+rows*perRow < held*perToken+held*perRow {
+	if peak(n, rows) < peak(held, held) {
 		n, rows = held, held
 	}
 	if plan.Bounded {
@@ -426,6 +433,10 @@ func samplingBytes(mc *model.Config, rank, targets int, s EnvShape, plan KVPlan)
 			plan.Blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
+	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
+		p.items = append(p.items, MemItem{Name: "expert activations and grouping (MoE)", Bytes: moe,
+			Detail: fmt.Sprintf("%d tokens × %d experts each = %d permuted rows: router logits, top-k, grouping indices, gathered inputs, expert outputs, gate/up", n, mc.NumExpertsPerTok, n*int64(mc.NumExpertsPerTok))})
+	}
 	// The logits stay on the backend (Backend.Sample returns only tokens and
 	// log-probs).
 	p.items = append(p.items, MemItem{Name: "logits", Bytes: rows * perRow,
@@ -440,10 +451,10 @@ const kvHeadroom = 0.05
 // planSampling sizes one environment's sampling phase: every rollout at
 // once, or, when the free memory is known and smaller than that needs
 // beside the resident items, the pool that fits (which may hold none).
-func (e *Estimate) planSampling(mc *model.Config, rank, targets int, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
+func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
 	plan := newKVPlan(mc, s, dev)
 	plan.Phase = phase
-	p := samplingBytes(mc, rank, targets, s, plan)
+	p := samplingBytes(mc, ad, s, plan)
 	if av == nil || !av.Known {
 		return p, plan
 	}
@@ -458,9 +469,9 @@ func (e *Estimate) planSampling(mc *model.Config, rank, targets int, s EnvShape,
 		// how much the run is short.
 		plan.bound(plan.BlocksAll)
 		plan.Cap, plan.Passes = 0, 0
-		return samplingBytes(mc, rank, targets, s, plan), plan
+		return samplingBytes(mc, ad, s, plan), plan
 	}
-	return samplingBytes(mc, rank, targets, s, plan), plan
+	return samplingBytes(mc, ad, s, plan), plan
 }
 
 // trainSeq is one environment's rollout as the policy update sees it: the
@@ -510,7 +521,7 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
 //	  layer reads in place (qkvWidth); and per layer what pl keeps
-//	  (plan.keptPerToken: without recompute, model/layer.go trainingActs:
+//	  (plan.keptBytes: without recompute, model/layer.go trainingActs:
 //	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
 //	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
 //	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
@@ -532,8 +543,18 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
 //	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
-//	  (dh1), and what pl recomputes for it (plan.recomputedPerToken),
+//	  (dh1), and what pl recomputes for it (plan.recomputedBytes),
 //	  freed before the next layer
+//	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
+//	  act, its experts' set (moeTraceBytes; when checkpointed its routing
+//	  alone, and the router's logits and offsets with a router adapter:
+//	  moeCheckpointBytes), and its backward's MLP part is moeBackwardBytes;
+//	  the sparse layers share one forward scratch (moeSharedTraceBytes);
+//	  under routing replay (loss.routing_replay) every sparse layer also
+//	  keeps the top-k it recomputes, k int32 per token, the KL reference's
+//	  trace too (adapterShape.replay);
+//	  the load-balancing loss's gradient (experts) lives through the layers'
+//	  backward with a router adapter and router_aux_loss_coef > 0
 //
 // so the phase holds trace + max(reference, loss + backward). (What a
 // layer's forward recomputes lives only through that layer's forward,
@@ -541,13 +562,12 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, targets, longest int, seqs []trainSeq, n, r int64, pl plan) phaseBytes {
-	h, q, kv, inter, v := dims(mc)
-	lr := int64(targets) * int64(cfg.LoRA.Rank)
+func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r int64, pl plan) phaseBytes {
+	h, _, kv, _, v := dims(mc)
 	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	setting := pl.setting(mc.NumLayers)
-	trace := (n*(tokenHead+pl.keptPerToken(mc, lr)) + r*rowHead) * f32Bytes
+	trace := (n*tokenHead+r*rowHead)*f32Bytes + pl.keptBytes(mc, ad, n)
 	table := kvTableBytes(traceTableEntries(n, longest, seqs))
 	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	var out phaseBytes
@@ -570,18 +590,30 @@ func trainingBytes(cfg *config.Config, mc *model.Config, targets, longest int, s
 	}
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
-	// and one layer (with dh1 and what p recomputes).
-	layer := 3*inter + h + 3*q + 4*kv + lr + h + pl.recomputedPerToken(mc, lr)
-	backward := (r*loss + n*h + max(r*(v+h), n*layer)) * f32Bytes
+	// and one layer (with dh1 and what pl recomputes).
+	var layer int64 // the largest one layer's scratch
+	for l := range mc.NumLayers {
+		layer = max(layer, backwardBytes(mc, ad, n, l)+pl.recomputedBytes(mc, ad, n, l))
+	}
+	if ad.routers && mc.RouterAuxLossCoef > 0 {
+		// The load-balancing loss's gradient per router probability,
+		// alive while the layers run (model/moe_router.go).
+		layer += int64(mc.NumExperts) * f32Bytes
+	}
+	backward := (r*loss+n*h)*f32Bytes + max(r*(v+h)*f32Bytes, layer)
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		// The reference trace (loss/microbatch.go referenceLogp) has no
 		// backward, so it checkpoints every layer whatever pl is, and has
-		// no LoRA shrinks: at most its layers with the last one's forward
-		// scratch, or all of it with the logp copy; one layer's KV cache.
-		all := plan{model.RecomputeNone, mc.NumLayers}
-		layers := n*(tokenHead+all.keptPerToken(mc, 0)) + 2*r // with targets and rows, uploaded first
-		ref = max(layers+r*(rowHead-2+1), layers+n*all.recomputedPerToken(mc, 0))*f32Bytes +
+		// no adapter: at most its layers with one layer's forward scratch
+		// (the layers before it kept), or all of it with the logp copy;
+		// one layer's KV cache.
+		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
+		// It replays the micro-batch's routing too.
+		none.replay = ad.replay
+		head := (n*tokenHead + 2*r) * f32Bytes // with targets and rows, uploaded first
+		layers := head + all.keptBytes(mc, none, n)
+		ref = max(layers+r*(rowHead-2+1)*f32Bytes, head+all.forwardPeakBytes(mc, none, n)) +
 			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	}
 	if ref > backward {
@@ -609,31 +641,26 @@ func dims(mc *model.Config) (h, q, kv, inter, v int64) {
 		int64(mc.IntermediateSize), int64(mc.VocabSize)
 }
 
-// loraTargets validates the [lora] table and returns its projections.
-func loraTargets(c lora.Config) ([]model.Proj, error) {
+// loraTargets validates the [lora] table and returns its projections and
+// whether it adapts the mixture-of-experts routers ("gate").
+func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []model.Proj
+	routers := false
 	for _, name := range c.TargetModules {
+		if name == model.RouterModule {
+			routers = true
+			continue
+		}
 		p, err := model.ParseProj(name)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, p)
 	}
-	return out, nil
-}
-
-// loraParamsPerLayer is Σ rank × (in + out) over the adapted projections:
-// A is rank × in, B is out × rank.
-func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 {
-	var n int64
-	for _, p := range targets {
-		in, out := mc.Dims(p)
-		n += int64(rank) * int64(in+out)
-	}
-	return n
+	return out, routers, nil
 }
 
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a
@@ -644,6 +671,11 @@ func loraParamsPerLayer(mc *model.Config, rank int, targets []model.Proj) int64 
 // power-of-two size class, kept for the run.
 func bf16Scratch(mc *model.Config, tokens int) int64 {
 	widths := map[int]bool{mc.HiddenSize: true, mc.VocabSize: true}
+	if mc.SparseLayers() > 0 {
+		// The router's backward multiplies dlogits (tokens × experts) by
+		// the bf16 router; the experts' grouped GEMMs read f32 activations.
+		widths[mc.NumExperts] = true
+	}
 	for p := range model.NumProj {
 		in, out := mc.Dims(p)
 		widths[in], widths[out] = true, true

@@ -73,20 +73,129 @@ func (pl plan) model(L int) (policy model.Recompute, checkpointed int) {
 
 func (pl plan) setting(L int) string { return model.RecomputeSetting(pl.model(L)) }
 
-// keptPerToken is what the trace keeps per token over all L layers: the
-// output alone of a checkpointed layer, keptPerLayer of the others.
-func (pl plan) keptPerToken(mc *model.Config, lr int64) int64 {
-	L, k := int64(mc.NumLayers), int64(pl.layers)
-	return k*int64(mc.HiddenSize) + (L-k)*keptPerLayer(mc, lr, pl.rest)
+// policy is layer l's policy under the plan, of a model of L layers
+// (model.Model's layerRecompute: the last pl.layers checkpointed).
+func (pl plan) policy(l, L int) model.Recompute {
+	if l >= L-pl.layers {
+		return model.RecomputeLayer
+	}
+	return pl.rest
 }
 
-// recomputedPerToken is what the largest of the layers' backward
-// recomputes, per token: a checkpointed layer's, when there is one.
-func (pl plan) recomputedPerToken(mc *model.Config, lr int64) int64 {
-	if pl.layers > 0 {
-		return recomputedPerLayer(mc, lr, model.RecomputeLayer)
+// keptBytes is what the trace of n tokens keeps of its layers under the
+// plan: each layer's kept set, and the sparse layers' shared forward
+// scratch.
+func (pl plan) keptBytes(mc *model.Config, ad adapterShape, n int64) int64 {
+	b := moeSharedTraceBytes(mc, n)
+	for l := range mc.NumLayers {
+		b += layerKeptBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
 	}
-	return recomputedPerLayer(mc, lr, pl.rest)
+	return b
+}
+
+// recomputedBytes is what layer l's backward recomputes under the plan.
+func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
+	return layerRecomputedBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+}
+
+// forwardPeakBytes is the most the layers of a forward of n tokens hold at
+// once: what is allocated before the first (the shared MoE scratch and
+// every sparse layer's routing), the sets the layers so far keep, and one
+// layer's forward scratch (what it recomputes, or a checkpointed layer's
+// whole set but what the trace keeps of it).
+func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int64 {
+	k, _, _ := moeDims(mc)
+	routing := n * k * f32Bytes
+	upfront := moeSharedTraceBytes(mc, n) + int64(mc.SparseLayers())*routing
+	var kept, peak int64
+	for l := range mc.NumLayers {
+		p := pl.policy(l, mc.NumLayers)
+		lk := layerKeptBytes(mc, ad, n, l, p)
+		scratch := layerRecomputedBytes(mc, ad, n, l, p)
+		if p == model.RecomputeLayer {
+			// Its own output is kept; the set it computes from is not.
+			scratch = layerFullBytes(mc, ad, n, l) - (lk - n*int64(mc.HiddenSize)*f32Bytes)
+		}
+		if mc.IsSparse(l) {
+			lk -= routing
+		}
+		kept += lk
+		peak = max(peak, kept+scratch)
+	}
+	return upfront + peak
+}
+
+// layerFullBytes is every activation layer l of a trace of n tokens keeps
+// without recompute (model/layer.go trainingActs): fullPerLayer per token,
+// a sparse layer's experts' set (moeTraceBytes, with its routing) in place
+// of the dense MLP's gateUp and act.
+func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
+	per := fullPerLayer(mc, ad.denseRanks(l))
+	if !mc.IsSparse(l) {
+		return n * per * f32Bytes
+	}
+	return n*(per-3*int64(mc.IntermediateSize))*f32Bytes + moeTraceBytes(mc, n, l, ad)
+}
+
+// layerRecomputedBytes is what the backward of layer l recomputes under p
+// (model/recompute.go): SwiGLU's output (a dense layer's: a sparse one's
+// experts recompute theirs under every policy, moeBackwardBytes); also
+// attention's output and log-sum-exp; or the layer's whole set, its
+// routing aside (the rerun replays the kept one).
+func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
+	_, q, _, inter, _ := dims(mc)
+	var mlp int64
+	if !mc.IsSparse(l) {
+		mlp = inter
+	}
+	switch p {
+	case model.RecomputeSwiGLU:
+		return n * mlp * f32Bytes
+	case model.RecomputeSelective:
+		return n * (mlp + q + int64(mc.NumHeads)) * f32Bytes
+	case model.RecomputeLayer:
+		b := layerFullBytes(mc, ad, n, l)
+		if mc.IsSparse(l) {
+			// The rerun replays the kept routing and recomputes no
+			// top-k of its own.
+			k, _, _ := moeDims(mc)
+			b -= n * (k + ad.replayRows(mc)) * f32Bytes
+		}
+		return b
+	}
+	return 0
+}
+
+// layerKeptBytes is what the trace keeps of layer l under p: under
+// RecomputeLayer the layer's output (the next layer's input) and, for a
+// sparse layer, moeCheckpointBytes.
+func layerKeptBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
+	if p == model.RecomputeLayer {
+		b := n * int64(mc.HiddenSize) * f32Bytes
+		if mc.IsSparse(l) {
+			b += moeCheckpointBytes(mc, n, ad)
+		}
+		return b
+	}
+	return layerFullBytes(mc, ad, n, l) - layerRecomputedBytes(mc, ad, n, l, p)
+}
+
+// backwardBytes is layer l's backward scratch without what it recomputes
+// (model/train.go layerBackward), per token: 2q (dAttn, dq) + 2kv (dK,
+// dV cache-shaped) + q + 2kv (dQKV, AttentionInputsBackward's fused
+// gradient) + rank per adapted proj (dxa) + h (dh1, but in the first
+// layer: its input is the frozen embedding), and the MLP's: 3·inter
+// (dAct, dGateUp) + h (dh2), or a sparse layer's moeBackwardBytes.
+func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
+	h, q, kv, inter, _ := dims(mc)
+	per := 3*q + 4*kv + ad.denseRanks(l)
+	if l > 0 {
+		per += h
+	}
+	if !mc.IsSparse(l) {
+		return n * (per + 3*inter + h) * f32Bytes
+	}
+	return n*per*f32Bytes + moeBackwardBytes(mc, n, l, ad)
 }
 
 // cacheLayers is how many layers' KV caches the trace holds: one for all
@@ -95,9 +204,14 @@ func (pl plan) cacheLayers(L int) int {
 	return L - pl.layers + min(pl.layers, 1)
 }
 
-// extraFLOPs is what the plan recomputes per token over the model.
-func (pl plan) extraFLOPs(f layerFLOPs, L int) float64 {
-	return float64(pl.layers)*f.extra(model.RecomputeLayer) + float64(L-pl.layers)*f.extra(pl.rest)
+// extraFLOPs is what the plan recomputes per token over the model, fs
+// each layer's FLOPs.
+func (pl plan) extraFLOPs(fs []layerFLOPs) float64 {
+	var f float64
+	for l, lf := range fs {
+		f += lf.extra(pl.policy(l, len(fs)))
+	}
+	return f
 }
 
 // autoHeadroom is the share of the free memory recompute = "auto" leaves
@@ -129,32 +243,6 @@ func fullPerLayer(mc *model.Config, lr int64) int64 {
 	return n
 }
 
-// recomputedPerLayer is what the backward of one layer recomputes per
-// token under p (model/recompute.go), f32 elements: SwiGLU's output
-// (intermediate); also attention's output and log-sum-exp (q + heads);
-// or the whole set but the layer's input.
-func recomputedPerLayer(mc *model.Config, lr int64, p model.Recompute) int64 {
-	_, q, _, inter, _ := dims(mc)
-	switch p {
-	case model.RecomputeSwiGLU:
-		return inter
-	case model.RecomputeSelective:
-		return inter + q + int64(mc.NumHeads)
-	case model.RecomputeLayer:
-		return fullPerLayer(mc, lr)
-	}
-	return 0
-}
-
-// keptPerLayer is what the trace keeps per token and layer under p: under
-// RecomputeLayer the layer's output alone (the next layer's input).
-func keptPerLayer(mc *model.Config, lr int64, p model.Recompute) int64 {
-	if p == model.RecomputeLayer {
-		return int64(mc.HiddenSize)
-	}
-	return fullPerLayer(mc, lr) - recomputedPerLayer(mc, lr, p)
-}
-
 // layerFLOPs are one layer's forward and backward FLOPs per token of a
 // LoRA micro-batch of sequences of seqLen tokens, and the parts the
 // policies recompute: base GEMMs 2·params forward and again backward (the
@@ -164,8 +252,15 @@ func keptPerLayer(mc *model.Config, lr int64, p model.Recompute) int64 {
 // context), 2.5× that backward (scores rebuilt from the log-sum-exp, then
 // dP, dV, dQ, dK); SwiGLU swigluFLOPs per intermediate element.
 // Norms, RoPE and residual adds are left out (a few per element).
+//
+// A sparse layer's MLP is its router (hidden × experts) and k experts per
+// token, their adapters counted per expert a token runs; its experts'
+// SwiGLU is recomputed by every backward (model/moe.go moeBackward), so
+// the swiglu policy adds nothing there (swiglu 0).
 type layerFLOPs struct{ forward, backward, attention, swiglu float64 }
 
+// perTokenLayerFLOPs is a dense layer's FLOPs, loraParams its adapters'
+// Σ rank·(in + out).
 func perTokenLayerFLOPs(mc *model.Config, loraParams int64, seqLen int) layerFLOPs {
 	h, q, kv, inter, _ := dims(mc)
 	proj := 2 * float64(h*(q+2*kv)+q*h+3*h*inter)
@@ -173,6 +268,39 @@ func perTokenLayerFLOPs(mc *model.Config, loraParams int64, seqLen int) layerFLO
 	attn := 2 * float64(q) * float64(seqLen+1)
 	sw := swigluFLOPs * float64(inter)
 	return layerFLOPs{forward: proj + lr + attn + sw, backward: proj + 2*lr + 2.5*attn + 2*sw, attention: attn, swiglu: sw}
+}
+
+// modelLayerFLOPs is every layer's FLOPs per token under an adapter of
+// rank on projs (and the routers).
+func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers bool, seqLen int) []layerFLOPs {
+	h, q, kv, _, _ := dims(mc)
+	k, ne, mi := moeDims(mc)
+	out := make([]layerFLOPs, mc.NumLayers)
+	for l := range out {
+		var dense, experts int64 // adapters' Σ rank·(in + out): dense projections, one expert's
+		for _, p := range projs {
+			in, o := mc.Dims(p)
+			if mc.IsSparse(l) && p >= model.ProjGate {
+				in, o = mc.ExpertDims(p)
+				experts += int64(rank) * int64(in+o)
+				continue
+			}
+			dense += int64(rank) * int64(in+o)
+		}
+		if !mc.IsSparse(l) {
+			out[l] = perTokenLayerFLOPs(mc, dense, seqLen)
+			continue
+		}
+		if routers {
+			dense += int64(rank) * (h + ne)
+		}
+		proj := 2 * float64(h*(q+2*kv)+q*h+h*ne+k*3*h*mi)
+		lr := 2 * float64(dense+k*experts)
+		attn := 2 * float64(q) * float64(seqLen+1)
+		sw := swigluFLOPs * float64(k*mi)
+		out[l] = layerFLOPs{forward: proj + lr + attn + sw, backward: proj + 2*lr + 2.5*attn + 3*sw, attention: attn}
+	}
+	return out
 }
 
 // extra is what p adds per token and layer: the SwiGLU, attention too, or
@@ -193,23 +321,26 @@ func (f layerFLOPs) extra(p model.Recompute) float64 {
 // picks one (cfg.Recompute, or for "auto" chooseRecompute with avail),
 // inserts its training items at index at of e.Items, and lists in
 // e.Recomputes the four policies and the chosen setting.
-func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []model.Proj, longest int, seqs []trainSeq, at int, avail *Available) error {
+func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []model.Proj, ad adapterShape, longest int, seqs []trainSeq, at int, avail *Available) error {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	seqLen := int(max(1, min(n, int64(longest-1))))
-	f := perTokenLayerFLOPs(mc, loraParamsPerLayer(mc, cfg.LoRA.Rank, projs), seqLen)
+	fs := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, ad.routers, seqLen)
 	L, h, v := mc.NumLayers, float64(mc.HiddenSize), float64(mc.VocabSize)
-	e.TrainFLOPs = float64(n)*float64(L)*(f.forward+f.backward) + 4*h*v*float64(r)
+	e.TrainFLOPs = 4 * h * v * float64(r)
+	for _, f := range fs {
+		e.TrainFLOPs += float64(n) * (f.forward + f.backward)
+	}
 	others := e.Items
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, len(projs), longest, seqs, n, r, pl)
+		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, pl)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)
 		costs = append(costs, RecomputeCost{Setting: pl.setting(L), Policy: p, Layers: pl.layers,
-			TrainingBytes: tb.total(), Peak: e.Peak, ExtraFLOPs: float64(n) * pl.extraFLOPs(f, L), items: tb.items})
+			TrainingBytes: tb.total(), Peak: e.Peak, ExtraFLOPs: float64(n) * pl.extraFLOPs(fs), items: tb.items})
 	}
 	chosen, why, err := chooseRecompute(cfg.Recompute, L, costs, avail)
 	if err != nil {
@@ -235,6 +366,17 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 		n, cfg.MicroBatchTokens, longest)
 	e.note("training LM head: %d of the micro-batch's %d rows carry loss weight (every completion token at max_tokens, prompts at the longest; shorter prompts put more rows through the head)",
 		r, n)
+	if s := mc.SparseLayers(); s > 0 {
+		k := int64(mc.NumExpertsPerTok)
+		var moe int64
+		for l := range L {
+			if mc.IsSparse(l) {
+				moe += moeTraceBytes(mc, n, l, ad)
+			}
+		}
+		e.note("without recompute, of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output; a checkpointed sparse layer keeps %s of its (its routing, which the rerun replays, and with a router adapter the router's logits)",
+			FormatBytes(moe), s, n*k, n, k, FormatBytes(moeSharedTraceBytes(mc, n)), FormatBytes(moeCheckpointBytes(mc, n, ad)))
+	}
 	return nil
 }
 

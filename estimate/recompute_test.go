@@ -178,9 +178,9 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := m.WithAdapter(ad)
-	projs, _ := loraTargets(cfg.LoRA)
+	projs, _, _ := loraTargets(cfg.LoRA)
 	seqLen := prompt + maxTok - 1
-	f := perTokenLayerFLOPs(mc, loraParamsPerLayer(mc, cfg.LoRA.Rank, projs), seqLen)
+	f := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, false, seqLen)[0]
 	gemmForward := f.forward - f.attention - f.swiglu // per token and layer
 	var none float64
 	L := mc.NumLayers

@@ -108,7 +108,7 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config,
 		st.PrefillPerToken = prefill / time.Duration(b*measPrompt)
 	}
 
-	perToken := 6 * float64(base.Config.ParamCount())
+	perToken := 6 * float64(base.Config.ActiveParamCount()) // a mixture of experts runs k of its experts per token
 	st.TrainTokens = max(16, min(cfg.MicroBatchTokens, 512, int(warmupBudget(device)/perToken)))
 	// Sequences as long as the config's (mean prompt + max_tokens), since
 	// attention's share grows with length; the faster of two runs when the

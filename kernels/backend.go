@@ -101,6 +101,7 @@ type Backend interface {
 	Ops
 	TrainOps
 	SampleOps
+	MoEOps
 }
 
 // Ops are the numeric operations. Each is documented by the plain-loop

@@ -21,7 +21,13 @@ type Adapter struct {
 	cfg    *model.Config
 	be     kernels.Backend
 	mods   [][model.NumProj]*module
-	params []Param
+	// experts are the per-expert adapters of sparse layers (experts.go);
+	// nil for a dense model.
+	experts [][model.NumProj]*expertModule
+	// routers are the mixture-of-experts layers' router adapters
+	// (router.go); nil when none.
+	routers []*module
+	params  []Param
 	// grouped are the A matrices stored together per layer (groupA);
 	// views are the parameter buffers that are views into them.
 	grouped [][]groupedA
@@ -43,6 +49,11 @@ type Param struct {
 	Name  string
 	Layer int
 	Proj  model.Proj
+	// Expert is the expert index of an expert's adapter in a
+	// mixture-of-experts layer, −1 for a dense projection.
+	Expert int
+	// Router marks a router's adapter (Proj is then meaningless).
+	Router bool
 	// Value and Grad are F32 buffers of Shape[0]·Shape[1] elements,
 	// row-major Shape[0] × Shape[1] (rank × in for A, out × rank for B).
 	Value, Grad kernels.Buffer
@@ -65,18 +76,37 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 		return nil, err
 	}
 	projs, _ := cfg.projs()
+	if cfg.routers() && m.Config.SparseLayers() == 0 {
+		return nil, fmt.Errorf("lora.target_modules lists %q, the routers of a mixture-of-experts model, but this %s model has none; remove it", model.RouterModule, m.Config.ModelType)
+	}
 	a := newAdapter(m, cfg)
+	initA := func(name string, in int) []float32 {
+		rng := rand.New(rand.NewPCG(seed, streamOf(name)))
+		bound := 1 / math.Sqrt(float64(in))
+		av := make([]float32, cfg.Rank*in)
+		for i := range av {
+			av[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+		return av
+	}
 	for layer := range m.Config.NumLayers {
+		if cfg.routers() && m.Config.IsSparse(layer) {
+			in, out := routerDims(m.Config)
+			a.addRouter(layer, cfg.Rank, cfg.Alpha, initA(routerKey(layer, "A"), in), make([]float32, out*cfg.Rank))
+		}
 		for _, p := range projs {
-			in, out := m.Config.Dims(p)
-			name := peftKey(layer, p, "A")
-			rng := rand.New(rand.NewPCG(seed, streamOf(name)))
-			bound := 1 / math.Sqrt(float64(in))
-			av := make([]float32, cfg.Rank*in)
-			for i := range av {
-				av[i] = float32((2*rng.Float64() - 1) * bound)
+			if isExpertProj(m.Config, layer, p) {
+				in, out := m.Config.ExpertDims(p)
+				var av, bv [][]float32
+				for e := range m.Config.NumExperts {
+					av = append(av, initA(expertKey(layer, e, p, "A"), in))
+					bv = append(bv, make([]float32, out*cfg.Rank))
+				}
+				a.addExperts(layer, p, cfg.Rank, cfg.Alpha, av, bv)
+				continue
 			}
-			a.add(layer, p, cfg.Rank, cfg.Alpha, av, make([]float32, out*cfg.Rank))
+			in, out := m.Config.Dims(p)
+			a.add(layer, p, cfg.Rank, cfg.Alpha, initA(peftKey(layer, p, "A"), in), make([]float32, out*cfg.Rank))
 		}
 	}
 	a.groupA()
@@ -105,8 +135,8 @@ func (a *Adapter) add(layer int, p model.Proj, rank int, alpha float64, av, bv [
 		Rank: rank, Scale: scaleOf(alpha, rank, a.Config.UseRSLoRA)}
 	a.mods[layer][p] = &module{rank: rank, alpha: alpha, l: l}
 	a.params = append(a.params,
-		Param{Name: peftKey(layer, p, "A"), Layer: layer, Proj: p, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
-		Param{Name: peftKey(layer, p, "B"), Layer: layer, Proj: p, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
+		Param{Name: peftKey(layer, p, "A"), Layer: layer, Proj: p, Expert: -1, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
+		Param{Name: peftKey(layer, p, "B"), Layer: layer, Proj: p, Expert: -1, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
 }
 
 // LoRA implements model.Adapter: the pair on projection p of layer, or nil.
@@ -130,9 +160,9 @@ func (a *Adapter) Module(layer int, p model.Proj) (rank int, alpha float64, ok b
 	return 0, 0, false
 }
 
-// Params lists every trainable tensor in a stable order (layer, then
-// projection in q, k, v, o, gate, up, down order, then A before B), the
-// order optimizer state and checkpoints use.
+// Params lists every trainable tensor in a stable order (layer, then its
+// router, then projection in q, k, v, o, gate, up, down order, then
+// expert, then A before B), the order optimizer state and checkpoints use.
 func (a *Adapter) Params() []Param { return append([]Param(nil), a.params...) }
 
 // NumParams is the number of trainable scalars.
@@ -166,7 +196,8 @@ func (a *Adapter) Free() {
 			a.be.Free(g.da)
 		}
 	}
-	a.params, a.grouped, a.views = nil, nil, nil
+	a.freeExperts()
+	a.params, a.grouped, a.views, a.routers = nil, nil, nil, nil
 	a.mods = make([][model.NumProj]*module, len(a.mods))
 }
 

@@ -17,7 +17,9 @@ type Config struct {
 	// UseRSLoRA.
 	Alpha float64 `toml:"alpha"`
 	// TargetModules names the projections to adapt, in every layer: any of
-	// q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
+	// q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; in a
+	// mixture-of-experts model the MLP names adapt every expert, and
+	// "gate" the routers (mlp.gate), which are frozen otherwise.
 	TargetModules []string `toml:"target_modules"`
 	// UseRSLoRA selects rank-stabilised scaling (Kalajievski 2023).
 	UseRSLoRA bool `toml:"use_rslora"`
@@ -68,7 +70,14 @@ func (c Config) projs() ([]model.Proj, error) {
 	}
 	var seen [model.NumProj]bool
 	out := make([]model.Proj, 0, len(c.TargetModules))
+	router := 0
 	for _, name := range c.TargetModules {
+		if name == model.RouterModule {
+			if router++; router > 1 {
+				return nil, fmt.Errorf("lora.target_modules lists %q twice", name)
+			}
+			continue
+		}
 		p, err := model.ParseProj(name)
 		if err != nil {
 			return nil, fmt.Errorf("lora.target_modules: %v", err)
@@ -80,6 +89,17 @@ func (c Config) projs() ([]model.Proj, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// routers reports whether TargetModules names the mixture-of-experts
+// routers ("gate").
+func (c Config) routers() bool {
+	for _, name := range c.TargetModules {
+		if name == model.RouterModule {
+			return true
+		}
+	}
+	return false
 }
 
 // Scale is the factor on B·A: alpha/r, or alpha/√r with rsLoRA, as PEFT

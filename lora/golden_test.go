@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/grpo-dev/grpo/model"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/lora/ours (then rerun testdata/reference/peft_check.py)")
@@ -16,29 +18,37 @@ var update = flag.Bool("update", false, "rewrite testdata/lora/ours (then rerun 
 // them.
 func TestOursAdapterFiles(t *testing.T) {
 	m := loadModel(t, "qwen3-tiny")
-	a := newOursAdapter(t, m)
-	committed := filepath.Join(root, "testdata", "lora", "ours")
+	checkOursFiles(t, newOursAdapter(t, m), "ours", "qwen3-tiny")
+	// Qwen3-MoE: every expert's projections and the routers.
+	mm := loadModel(t, "qwen3-moe-tiny-dense")
+	checkOursFiles(t, moeAdapter(t, mm, append([]string{"gate"}, AllModules...)), "ours-moe", "qwen3-moe-tiny-dense")
+}
+
+// checkOursFiles saves a as testdata/lora/<name> with -update, else
+// compares what Save writes with the committed files.
+func checkOursFiles(t *testing.T, a *Adapter, name, modelName string) {
+	committed := filepath.Join(root, "testdata", "lora", name)
 	if *update {
-		if err := Save(committed, a, "testdata/models/qwen3-tiny"); err != nil {
+		if err := Save(committed, a, "testdata/models/"+modelName); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	dir := filepath.Join(t.TempDir(), "ours")
-	if err := Save(dir, a, "testdata/models/qwen3-tiny"); err != nil {
+	dir := filepath.Join(t.TempDir(), name)
+	if err := Save(dir, a, "testdata/models/"+modelName); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{ConfigFileName, WeightsFileName} {
-		got, err := os.ReadFile(filepath.Join(dir, name))
+	for _, fname := range []string{ConfigFileName, WeightsFileName} {
+		got, err := os.ReadFile(filepath.Join(dir, fname))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := os.ReadFile(filepath.Join(committed, name))
+		want, err := os.ReadFile(filepath.Join(committed, fname))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from testdata/lora/ours/%s; if the change is intended run go test ./lora -run TestOursAdapterFiles -update and /usr/bin/python3 testdata/reference/peft_check.py", name, name)
+			t.Errorf("%s differs from testdata/lora/%s/%s; if the change is intended run go test ./lora -run TestOursAdapterFiles -update and /usr/bin/python3 testdata/reference/peft_check.py", fname, name, fname)
 		}
 	}
 }
@@ -48,6 +58,26 @@ func TestOursAdapterFiles(t *testing.T) {
 // logits grpo computes with the adapter it loads back.
 func TestOursGolden(t *testing.T) {
 	checkReaderLogits(t, "ours", "qwen3-tiny")
+}
+
+// TestMoEAdaptersGolden: on Qwen3-MoE, the adapter grpo wrote (every
+// expert and the routers, testdata/lora/ours-moe) and one peft_check.py
+// wrote in PEFT's layout (F16; q_proj, the experts' gate_proj and
+// down_proj, the routers; rank_pattern on down_proj, alpha_pattern on the
+// routers: testdata/lora/theirs-moe) give the independent reader's
+// logits.
+func TestMoEAdaptersGolden(t *testing.T) {
+	checkReaderLogits(t, "ours-moe", "qwen3-moe-tiny-dense")
+	a := checkReaderLogits(t, "theirs-moe", "qwen3-moe-tiny")
+	if r, alpha, ok := a.ExpertModule(1, model.ProjDown); !ok || r != 2 || alpha != 8 {
+		t.Errorf("experts' down_proj: rank %d alpha %g (%v), want rank_pattern's 2 and alpha 8", r, alpha, ok)
+	}
+	if l := a.RouterLoRA(0); l == nil || l.Scale != 3.0/4 {
+		t.Errorf("router adapter %+v: want alpha_pattern's 3 / r 4", l)
+	}
+	if a.ExpertLoRA(0, model.ProjUp) != nil {
+		t.Error("up_proj adapted, not in target_modules")
+	}
 }
 
 // checkReaderLogits loads testdata/lora/<name> onto the tiny model and

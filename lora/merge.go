@@ -9,7 +9,8 @@ import (
 )
 
 // Merge folds a into m's base weights, W ← W + scale·B·A for every adapted
-// projection, so that m without an adapter computes what m with a did. The
+// projection (every expert's, in a mixture-of-experts layer), so that m
+// without an adapter computes what m with a did. The
 // sum is formed on the host in float64 and stored back in the weight's
 // dtype (a BF16 weight is rounded to nearest even). Every model sharing m's
 // weights (m.WithAdapter copies) sees the merged weights; applying a on top
@@ -38,6 +39,44 @@ func Merge(m *model.Model, a *Adapter) error {
 			be.Upload(w, vals)
 		}
 	}
+	for layer, mod := range a.routers {
+		if mod == nil {
+			continue
+		}
+		w := m.W.Layers[layer].MoE.Router
+		vals := make([]float32, w.Len())
+		be.Download(vals, w)
+		wf := make([]float64, len(vals))
+		for i, v := range vals {
+			wf[i] = float64(v)
+		}
+		a.addRouterDelta(wf, layer)
+		for i, v := range wf {
+			vals[i] = float32(v)
+		}
+		be.Upload(w, vals)
+	}
+	for layer := range a.experts {
+		for p, mod := range a.experts[layer] {
+			if mod == nil {
+				continue
+			}
+			for e := range m.Config.NumExperts {
+				w := expertWeightOf(&m.W.Layers[layer], e, model.Proj(p))
+				vals := make([]float32, w.Len())
+				be.Download(vals, w)
+				wf := make([]float64, len(vals))
+				for i, v := range vals {
+					wf[i] = float64(v)
+				}
+				a.addExpertDelta(wf, layer, e, model.Proj(p))
+				for i, v := range wf {
+					vals[i] = float32(v)
+				}
+				be.Upload(w, vals)
+			}
+		}
+	}
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("merging on %s: %w", be.Name(), err)
 	}
@@ -55,19 +94,7 @@ func (a *Adapter) addDelta(w []float64, layer int, p model.Proj) {
 	if a.Config.UseRSLoRA {
 		scale = mod.alpha / math.Sqrt(float64(r))
 	}
-	row := make([]float64, in)
-	for o := range out {
-		clear(row)
-		for k := range r {
-			b := float64(bv[o*r+k])
-			for i, x := range av[k*in : (k+1)*in] {
-				row[i] += b * float64(x)
-			}
-		}
-		for i, d := range row {
-			w[o*in+i] += scale * d
-		}
-	}
+	addProduct(w, av, bv, in, out, r, scale)
 }
 
 // compatible checks that the adapter was built for a model of c's shape.
@@ -82,7 +109,7 @@ func (a *Adapter) compatible(c *model.Config) error {
 			return fmt.Errorf("the adapter's %s is %d → %d but the model's is %d → %d; it belongs to another model", p, ain, aout, in, out)
 		}
 	}
-	return nil
+	return a.compatibleExperts(c)
 }
 
 func weightOf(l *model.Layer, p model.Proj) kernels.Buffer {

@@ -124,7 +124,7 @@ func TestWriteMergedBF16Sharded(t *testing.T) {
 			if to.DType != ts.DType {
 				t.Fatalf("%s: dtype %s became %s", tn, ts.DType, to.DType)
 			}
-			layer, p, adapted := a.adaptedWeight(tn)
+			aw, adapted := a.adaptedWeight(tn)
 			if !adapted {
 				if !bytes.Equal(ts.Bytes(), to.Bytes()) {
 					t.Errorf("%s: unadapted tensor changed", tn)
@@ -132,7 +132,7 @@ func TestWriteMergedBF16Sharded(t *testing.T) {
 				continue
 			}
 			merged++
-			checkNearestBF16(t, a, ts, to, layer, p)
+			checkNearestBF16(t, a, ts, to, aw.layer, aw.proj)
 		}
 		fs.Close()
 		fo.Close()

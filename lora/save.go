@@ -72,6 +72,23 @@ func Save(dir string, a *Adapter, baseModel string) error {
 	})
 }
 
+// moduleNames returns the rank, alpha and HF module names of projection p
+// of layer as adapted: one name for a dense projection, every expert's in
+// a mixture-of-experts layer, none when p is not adapted there.
+func (a *Adapter) moduleNames(layer int, p model.Proj) (int, float64, []string) {
+	if m := a.mods[layer][p]; m != nil {
+		return m.rank, m.alpha, []string{moduleName(layer, p)}
+	}
+	if rank, alpha, ok := a.ExpertModule(layer, p); ok {
+		var names []string
+		for e := range a.cfg.NumExperts {
+			names = append(names, expertModuleName(layer, e, p))
+		}
+		return rank, alpha, names
+	}
+	return 0, 0, nil
+}
+
 // replaceableAdapterDir allows replacing an empty directory or a previous
 // adapter (one that holds adapter_config.json), nothing else.
 func replaceableAdapterDir(dir string) error {
@@ -103,20 +120,39 @@ func (a *Adapter) configJSON(baseModel string) ([]byte, error) {
 	}
 	var count [model.NumProj]int
 	for layer := range a.mods {
-		for p, m := range a.mods[layer] {
-			if m == nil {
+		for p := range model.NumProj {
+			rank, alpha, names := a.moduleNames(layer, p)
+			if names == nil {
 				continue
 			}
 			count[p]++
-			if m.rank != c.Rank {
-				out.RankPattern[moduleName(layer, model.Proj(p))] = m.rank
-			}
-			if m.alpha != c.Alpha {
-				out.AlphaPattern[moduleName(layer, model.Proj(p))] = m.alpha
+			for _, name := range names {
+				if rank != c.Rank {
+					out.RankPattern[name] = rank
+				}
+				if alpha != c.Alpha {
+					out.AlphaPattern[name] = alpha
+				}
 			}
 		}
 	}
 	sparse := false
+	routers := 0
+	for layer := range a.routers {
+		if m := a.routers[layer]; m != nil {
+			routers++
+			if m.rank != c.Rank {
+				out.RankPattern[routerModuleName(layer)] = m.rank
+			}
+			if m.alpha != c.Alpha {
+				out.AlphaPattern[routerModuleName(layer)] = m.alpha
+			}
+		}
+	}
+	if routers > 0 {
+		out.TargetModules = append(out.TargetModules, model.RouterModule)
+		sparse = routers != a.cfg.SparseLayers()
+	}
 	for p := range model.NumProj {
 		if count[p] > 0 {
 			out.TargetModules = append(out.TargetModules, p.String())
@@ -126,10 +162,12 @@ func (a *Adapter) configJSON(baseModel string) ([]byte, error) {
 	if sparse {
 		out.TargetModules = nil
 		for layer := range a.mods {
-			for p, m := range a.mods[layer] {
-				if m != nil {
-					out.TargetModules = append(out.TargetModules, moduleName(layer, model.Proj(p)))
-				}
+			if a.RouterLoRA(layer) != nil {
+				out.TargetModules = append(out.TargetModules, routerModuleName(layer))
+			}
+			for p := range model.NumProj {
+				_, _, names := a.moduleNames(layer, p)
+				out.TargetModules = append(out.TargetModules, names...)
 			}
 		}
 	}

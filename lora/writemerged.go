@@ -50,11 +50,9 @@ func WriteMerged(outDir, modelDir string, a *Adapter) error {
 				return err
 			}
 		}
-		for layer := range a.mods {
-			for p, m := range a.mods[layer] {
-				if n := moduleName(layer, model.Proj(p)) + ".weight"; m != nil && !merged[n] {
-					return fmt.Errorf("%s: has no tensor %q to merge the adapter into", modelDir, n)
-				}
+		for _, n := range a.adaptedWeightNames() {
+			if !merged[n] {
+				return fmt.Errorf("%s: has no tensor %q to merge the adapter into", modelDir, n)
 			}
 		}
 		return copyOtherFiles(tmp, modelDir)
@@ -71,8 +69,8 @@ func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
 	var out []safetensors.Tensor
 	for _, name := range f.Names() {
 		t, _ := f.Tensor(name)
-		if layer, p, ok := a.adaptedWeight(name); ok {
-			if t, err = a.mergeTensor(t, layer, p); err != nil {
+		if w, ok := a.adaptedWeight(name); ok {
+			if t, err = a.mergeTensor(t, w); err != nil {
 				return fmt.Errorf("%s: %v", src, err)
 			}
 			merged[name] = true
@@ -82,20 +80,73 @@ func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
 	return safetensors.Write(dst, out, f.Metadata())
 }
 
-// adaptedWeight reports whether name is the weight of an adapted module.
-func (a *Adapter) adaptedWeight(name string) (int, model.Proj, bool) {
+// adaptedWeight is one base weight an adapter changes: a projection of a
+// layer, or of one expert (expert ≥ 0) of a mixture-of-experts layer.
+type adaptedWeight struct {
+	layer, expert int
+	proj          model.Proj
+	router        bool
+}
+
+func (w adaptedWeight) name() string {
+	if w.router {
+		return routerModuleName(w.layer) + ".weight"
+	}
+	if w.expert >= 0 {
+		return expertModuleName(w.layer, w.expert, w.proj) + ".weight"
+	}
+	return moduleName(w.layer, w.proj) + ".weight"
+}
+
+// adaptedWeights lists every base weight the adapter changes.
+func (a *Adapter) adaptedWeights() []adaptedWeight {
+	var out []adaptedWeight
 	for layer := range a.mods {
+		if a.RouterLoRA(layer) != nil {
+			out = append(out, adaptedWeight{layer: layer, expert: -1, router: true})
+		}
 		for p, m := range a.mods[layer] {
-			if m != nil && name == moduleName(layer, model.Proj(p))+".weight" {
-				return layer, model.Proj(p), true
+			if m != nil {
+				out = append(out, adaptedWeight{layer, -1, model.Proj(p), false})
+			}
+		}
+		if layer < len(a.experts) {
+			for p, m := range a.experts[layer] {
+				for e := 0; m != nil && e < a.cfg.NumExperts; e++ {
+					out = append(out, adaptedWeight{layer, e, model.Proj(p), false})
+				}
 			}
 		}
 	}
-	return 0, 0, false
+	return out
 }
 
-func (a *Adapter) mergeTensor(t safetensors.Tensor, layer int, p model.Proj) (safetensors.Tensor, error) {
-	in, out := a.cfg.Dims(p)
+func (a *Adapter) adaptedWeightNames() []string {
+	var out []string
+	for _, w := range a.adaptedWeights() {
+		out = append(out, w.name())
+	}
+	return out
+}
+
+// adaptedWeight reports whether name is the weight of an adapted module.
+func (a *Adapter) adaptedWeight(name string) (adaptedWeight, bool) {
+	for _, w := range a.adaptedWeights() {
+		if w.name() == name {
+			return w, true
+		}
+	}
+	return adaptedWeight{}, false
+}
+
+func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetensors.Tensor, error) {
+	in, out := a.cfg.Dims(aw.proj)
+	switch {
+	case aw.router:
+		in, out = routerDims(a.cfg)
+	case aw.expert >= 0:
+		in, out = a.cfg.ExpertDims(aw.proj)
+	}
 	if len(t.Shape) != 2 || t.Shape[0] != out || t.Shape[1] != in {
 		return t, fmt.Errorf("tensor %q has shape %v, want [%d %d]", t.Name, t.Shape, out, in)
 	}
@@ -107,7 +158,14 @@ func (a *Adapter) mergeTensor(t safetensors.Tensor, layer int, p model.Proj) (sa
 	for i, v := range vals {
 		w[i] = float64(v)
 	}
-	a.addDelta(w, layer, p)
+	switch {
+	case aw.router:
+		a.addRouterDelta(w, aw.layer)
+	case aw.expert >= 0:
+		a.addExpertDelta(w, aw.layer, aw.expert, aw.proj)
+	default:
+		a.addDelta(w, aw.layer, aw.proj)
+	}
 	switch t.DType {
 	case safetensors.BF16:
 		b := make([]byte, 2*len(w))

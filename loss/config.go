@@ -25,11 +25,16 @@ type Config struct {
 	ScaleRewards string `toml:"scale_rewards"`
 	// MaskTruncated drops completions cut off by max_tokens from the loss.
 	MaskTruncated bool `toml:"mask_truncated"`
+	// RoutingReplay makes the training forward of a mixture-of-experts
+	// model route each token to the experts it was routed to when it was
+	// sampled (Sample.Experts), so the trained and the behaviour policy
+	// take the same experts even where a near-tie would flip.
+	RoutingReplay bool `toml:"routing_replay"`
 }
 
 // DefaultConfig is the [loss] section when a config leaves it out.
 func DefaultConfig() Config {
-	return Config{Type: "dapo", Epsilon: 0.2, ScaleRewards: "group"}
+	return Config{Type: "dapo", Epsilon: 0.2, ScaleRewards: "group", RoutingReplay: true}
 }
 
 // epsHigh resolves EpsilonHigh's default.

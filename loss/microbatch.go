@@ -12,7 +12,23 @@ import (
 type lossSums struct {
 	loss, entropy, kl float64
 	clipLow, clipHigh int
+	// replayed tokens and, weighted by them, the fraction whose routing
+	// recomputation flips.
+	replayed int
+	flipped  float64
+	// The load-balancing loss: its coefficient (0: off), the tokens of
+	// the whole batch that weigh each micro-batch's share, and the
+	// weighted sum of the micro-batches' values.
+	auxCoef   float64
+	auxTokens int
+	aux       float64
 }
+
+// sharePrompts reports whether micro-batches run a shared prompt once.
+// Not with the load-balancing loss: it averages over the trace's tokens
+// (model.Trace.AuxCoef), so a prompt run once would weigh 1/G of what it
+// does unshared, and the loss would no longer be the unshared batch's.
+func (s *lossSums) sharePrompts() bool { return s.auxCoef == 0 }
 
 // promptOwner is the first sample before i in the micro-batch with i's
 // prompt (a GRPO group's rollouts are consecutive), or −1: the forward runs
@@ -45,7 +61,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		start := int32(b.Len())
 		seq := append(append([]int32{}, s.Prompt...), s.Completion...)
 		b.Add(i, 0, seq[:len(seq)-1]...)
-		if j := promptOwner(samples, i); j >= 0 {
+		if j := promptOwner(samples, i); j >= 0 && sums.sharePrompts() {
 			b.Share(i, j, len(s.Prompt))
 		}
 		// Row len(Prompt)-1+j predicts completion token j; the rows before
@@ -62,12 +78,24 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 	if len(rows) == 0 {
 		return nil
 	}
+	if cfg.RoutingReplay {
+		b.Experts = replayedRouting(samples)
+	}
 	n := len(rows)
 	tr, err := policy.ForwardTrain(&b, rows, targets)
 	if err != nil {
 		return err
 	}
 	defer tr.Free()
+	if b.Experts != nil {
+		sums.replayed += b.Len()
+		sums.flipped += tr.RoutingMismatch * float64(b.Len())
+	}
+	share := 0.0
+	if sums.auxCoef > 0 {
+		share = float64(b.Len()) / float64(sums.auxTokens)
+		tr.AuxCoef = float32(sums.auxCoef * share)
+	}
 	var refBuf, klBuf kernels.Buffer
 	if cfg.Beta != 0 {
 		if refBuf, err = referenceLogp(policy, &b, rows, targets); err != nil {
@@ -94,6 +122,7 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 	if err := tr.Backward(dlogp); err != nil {
 		return err
 	}
+	sums.aux += share * tr.AuxLoss
 
 	logp, ent, loss, clip := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
 	be.Download(logp, tr.Logp)
@@ -146,4 +175,17 @@ func referenceLogp(policy *model.Model, b *model.Batch, rows, targets []int32) (
 	ref := be.Alloc(kernels.F32, rt.Rows())
 	be.Copy(ref, rt.Logp)
 	return ref, nil
+}
+
+// replayedRouting joins the samples' recorded routings in batch order, or
+// is nil unless every sample has one.
+func replayedRouting(samples []Sample) []int32 {
+	var all []int32
+	for i := range samples {
+		if samples[i].Experts == nil {
+			return nil
+		}
+		all = append(all, samples[i].Experts...)
+	}
+	return all
 }

@@ -15,6 +15,18 @@ type Stats struct {
 	Tokens                        int // trained (unmasked) completion tokens
 	Entropy, KL                   float64
 	ClipLow, ClipHigh, ClipRegion float64 // fractions of trained tokens
+	// RoutingReplayed counts the tokens whose forward replayed a recorded
+	// expert routing (Config.RoutingReplay, mixture-of-experts models),
+	// and RoutingMismatch is the fraction of them whose recomputed top-k
+	// differs from the recorded one in some layer.
+	RoutingReplayed int
+	RoutingMismatch float64
+	// AuxLoss is, when the policy's routers are adapted and the model's
+	// router_aux_loss_coef is positive, the load-balancing loss (HF's
+	// load_balancing_loss_func over each micro-batch, averaged over the
+	// micro-batches weighted by their tokens); Loss includes
+	// router_aux_loss_coef × AuxLoss.
+	AuxLoss float64
 }
 
 // PolicyGradient computes the GRPO policy loss of samples under policy (a
@@ -24,7 +36,8 @@ type Stats struct {
 // computed over the whole batch first, so the accumulated gradient equals
 // that of one big batch. maxTokens is [sampling] max_tokens (dr_grpo's
 // normaliser). With cfg.Beta > 0 the KL reference is policy with its
-// adapter switched off.
+// adapter switched off. A policy whose routers are adapted also takes the
+// gradient of router_aux_loss_coef × the load-balancing loss.
 func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens, microTokens int) (Stats, error) {
 	var st Stats
 	for i, s := range samples {
@@ -41,10 +54,16 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 		return st, nil
 	}
 	var sums lossSums
+	if coef := policy.Config.RouterAuxLossCoef; coef > 0 && policy.TrainsRouter() {
+		sums.auxCoef = coef
+		for i := range samples {
+			sums.auxTokens += samples[i].SeqLen()
+		}
+	}
 	for lo := 0; lo < len(samples); {
 		hi, n := lo, 0
-		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi) <= microTokens) {
-			n += forwardLen(samples, lo, hi)
+		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi, sums.sharePrompts()) <= microTokens) {
+			n += forwardLen(samples, lo, hi, sums.sharePrompts())
 			hi++
 		}
 		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums); err != nil {
@@ -52,19 +71,24 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 		}
 		lo = hi
 	}
-	st.Loss = sums.loss
+	st.Loss = sums.loss + sums.auxCoef*sums.aux
+	st.AuxLoss = sums.aux
 	t := float64(total)
 	st.Entropy, st.KL = sums.entropy/t, sums.kl/t
 	st.ClipLow, st.ClipHigh = float64(sums.clipLow)/t, float64(sums.clipHigh)/t
 	st.ClipRegion = float64(sums.clipLow+sums.clipHigh) / t
+	if sums.replayed > 0 {
+		st.RoutingReplayed, st.RoutingMismatch = sums.replayed, sums.flipped/float64(sums.replayed)
+	}
 	return st, nil
 }
 
 // forwardLen is the tokens sample i adds to a micro-batch that starts at
 // sample lo: a rollout whose prompt an earlier one in it shares runs only
-// its last prompt token and its completion (model.Batch.Share).
-func forwardLen(samples []Sample, lo, i int) int {
-	if i > lo && slices.Equal(samples[i-1].Prompt, samples[i].Prompt) {
+// its last prompt token and its completion (model.Batch.Share) when share
+// is set.
+func forwardLen(samples []Sample, lo, i int, share bool) int {
+	if share && i > lo && slices.Equal(samples[i-1].Prompt, samples[i].Prompt) {
 		return len(samples[i].Completion)
 	}
 	return samples[i].SeqLen()

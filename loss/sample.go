@@ -12,6 +12,12 @@ type Sample struct {
 	OldLogp   []float32
 	Advantage float32
 	Truncated bool // stopped by max_tokens rather than a stop token
+	// Experts, for a mixture-of-experts policy, is the routing each of
+	// the SeqLen() tokens got when it was sampled (model.Batch.Experts'
+	// layout, Config.RoutingLen(SeqLen()) entries); the training forward
+	// replays it. nil routes afresh; a micro-batch replays only when all
+	// its samples carry one.
+	Experts []int32
 }
 
 func (s *Sample) trained(j int, cfg Config) bool {

@@ -16,7 +16,11 @@ type Batch struct {
 	Tokens    []int32
 	Slots     []int32
 	Positions []int32
-	shares    []prefixShare // Share's declarations, for ForwardTrain
+	// Experts, when not nil, replays a recorded routing in the sparse
+	// layers of a mixture-of-experts model, and RecordExperts, when not
+	// nil, receives the routing Forward chose (layout: moe_routing.go).
+	Experts, RecordExperts []int32
+	shares                 []prefixShare // Share's declarations, for ForwardTrain
 }
 
 // Len is the number of tokens in the batch.
@@ -40,6 +44,9 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 	}
 	if len(b.Slots) != n || len(b.Positions) != n {
 		return fmt.Errorf("batch has %d tokens but %d slots and %d positions", n, len(b.Slots), len(b.Positions))
+	}
+	if err := b.validateRouting(cfg); err != nil {
+		return err
 	}
 	for i := range n {
 		if t := b.Tokens[i]; t < 0 || int(t) >= cfg.VocabSize {

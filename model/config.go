@@ -22,13 +22,16 @@ type Arch struct {
 	// QKVBias: q/k/v projections always carry a bias (Qwen2), whatever
 	// attention_bias says.
 	QKVBias bool
+	// MoE: the MLP of sparse layers is a mixture of experts (Qwen3-MoE).
+	MoE     bool
 	Example string // a hub id of a real model of this family
 }
 
 var archs = map[string]Arch{
-	"qwen3": {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B"},
-	"qwen2": {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
-	"llama": {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
+	"qwen3":     {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B"},
+	"qwen3_moe": {ModelType: "qwen3_moe", Name: "Qwen3-MoE", QKNorm: true, MoE: true, Example: "Qwen/Qwen3-30B-A3B-Instruct-2507"},
+	"qwen2":     {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
+	"llama":     {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
 }
 
 // Archs lists the supported architectures, sorted by model_type.
@@ -82,6 +85,7 @@ type Config struct {
 	// EOSTokenIDs holds eos_token_id, which HF writes as a number or a list.
 	EOSTokenIDs []int `json:"-"`
 	BOSTokenID  *int  `json:"bos_token_id"`
+	MoEConfig
 }
 
 // Arch returns the architecture of a validated config.
@@ -92,7 +96,7 @@ func (c *Config) Arch() Arch { return archs[c.ModelType] }
 func (c *Config) ParamCount() int64 {
 	h, i, hd := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.HeadDim)
 	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
-	layer := h*q + 2*h*kv + q*h + 3*h*i + 2*h
+	layer := h*q + 2*h*kv + q*h + 2*h
 	if c.Arch().QKNorm {
 		layer += 2 * hd
 	}
@@ -103,6 +107,13 @@ func (c *Config) ParamCount() int64 {
 		layer += h
 	}
 	n := int64(c.NumLayers)*layer + int64(c.VocabSize)*h + h
+	for l := range c.NumLayers {
+		if c.IsSparse(l) {
+			n += c.expertParams(int64(c.NumExperts))
+		} else {
+			n += 3 * h * i
+		}
+	}
 	if !c.TieWordEmbeddings {
 		n += int64(c.VocabSize) * h
 	}
@@ -150,7 +161,7 @@ func configJSONError(data []byte, err error) error {
 		}
 		// Field is the Go path ("Config.hidden_size"); the JSON key is
 		// what a user sees in the file.
-		key := strings.TrimPrefix(te.Field, "Config.")
+		key := strings.TrimPrefix(strings.TrimPrefix(te.Field, "Config."), "MoEConfig.")
 		return fmt.Errorf("invalid JSON: %q must be %s, got a JSON %s", key, want, te.Value)
 	}
 	return fmt.Errorf("invalid JSON: %v", err)
@@ -173,6 +184,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	raw.RopeTheta = 10000
 	raw.RMSNormEps = 1e-6
 	raw.HiddenAct = "silu"
+	raw.MoEConfig = defaultMoE
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, configJSONError(data, err)
 	}
@@ -245,6 +257,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if raw.MLPBias {
 		return nil, fmt.Errorf("mlp_bias: true is not supported")
+	}
+	if err := c.validateMoE(arch); err != nil {
+		return nil, err
 	}
 	if arch.QKVBias {
 		c.AttentionBias = false // Qwen2 has q/k/v bias regardless; no o_proj bias.

@@ -60,7 +60,11 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, idx.tokens, n, h)
 	acts := m.inferenceActs(a, x, n)
+	routing := m.newRouting(a, b)
 	for l := range m.W.Layers {
+		if routing != nil && routing[l] != nil {
+			acts.moe.useRouting(a, routing[l], b.Experts != nil)
+		}
 		prev := acts
 		if l == 0 {
 			prev = nil
@@ -90,6 +94,9 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	if err := be.Sync(); err != nil {
 		be.Free(logits)
 		return nil, fmt.Errorf("forward on %s: %w", be.Name(), err)
+	}
+	if b.RecordExperts != nil {
+		routing.record(be, c, b.RecordExperts, n)
 	}
 	return logits, nil
 }

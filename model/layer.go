@@ -34,6 +34,9 @@ type layerActs struct {
 	h1b, h2b, actb kernels.Buffer
 	xa             [NumProj]kernels.Buffer   // x·Aᵀ (n × rank) of o_proj and down_proj, for the backward
 	xaG            [numGroups]kernels.Buffer // x·Aᵀ (n × Σ ranks) of the q/k/v and gate/up groups
+	// moe is the mixture-of-experts MLP's activations in a sparse layer
+	// (the dense gateUp and act are nil then).
+	moe *moeActs
 }
 
 // fusedWidth is the widest group's fused output.
@@ -73,6 +76,9 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	}
 	s.h2, s.gateUp = s.h1, s.fused
 	m.allocCasts(a, s, n, true)
+	if c.SparseLayers() > 0 {
+		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
+	}
 	return s
 }
 
@@ -94,13 +100,17 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n), q: f(n * q), gateUp: f(n * 2 * inter),
+		rstd1: f(n), rstd2: f(n), q: f(n * q),
 		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
+	if !c.IsSparse(l) {
+		s.gateUp = f(n * 2 * inter)
+	}
 	// o lives from a projection to the residual add that follows it (the
 	// next layer's norm for down_proj's), while the shared q/k/v output is
 	// dead (read by AttentionInputs before, rewritten by the next layer's
 	// q/k/v GEMM after), and the backward never reads it: it is a view of
-	// fused when that is wide enough.
+	// fused when that is wide enough. (A sparse layer's experts write it
+	// from their own scratch, moeScratch.)
 	if c.groupWidth(groupQKV) >= h {
 		s.o = shared.fused.Slice(0, n*h)
 	} else {
@@ -109,7 +119,7 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 	if drop < RecomputeSelective {
 		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
 	}
-	if drop < RecomputeSwiGLU {
+	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
 		s.act = f(n * inter)
 	}
 	if c.Arch().QKNorm {
@@ -150,6 +160,14 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	m.attention(l, cache, idx, n, s)
 	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
 
+	if w.MoE != nil {
+		// The experts read the f32 norm output (their gather and router
+		// GEMM take no bf16 cast), and their combined output is o, which
+		// the next layer's norm (or finishLayers) adds like down_proj's.
+		be.AddRMSNorm(s.xMid, s.h2, nil, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
+		m.moeForward(l, s.moe, s.h2, s.o, n)
+		return
+	}
 	be.AddRMSNorm(s.xMid, s.h2, s.h2b, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
 	m.projectGroup(a, l, groupGateUp, s.gateUp, s.h2, s.h2b, w.GateUp, n, s.xaG[groupGateUp])
 	be.SwiGLURows(s.act, s.actb, s.gateUp, n, inter)

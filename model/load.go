@@ -113,6 +113,11 @@ func (m *Model) Free() {
 	for _, l := range m.W.Layers {
 		// Q, K, V, Gate and Up are views of QKV and GateUp.
 		bufs = append(bufs, l.InputNorm, l.PostAttnNorm, l.QKV, l.O, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.GateUp, l.Down)
+		if l.MoE != nil {
+			for _, p := range l.MoE.buffers() {
+				bufs = append(bufs, *p)
+			}
+		}
 	}
 	for _, b := range bufs {
 		if b != nil {
@@ -149,6 +154,13 @@ func (m *Model) MapWeights(f func(kernels.Buffer) kernels.Buffer) {
 		}
 		nq, nk := l.Q.Len(), l.K.Len()
 		l.Q, l.K, l.V = l.QKV.Slice(0, nq), l.QKV.Slice(nq, nk), l.QKV.Slice(nq+nk, l.V.Len())
+		if l.MoE != nil {
+			for _, p := range l.MoE.buffers() {
+				apply(p)
+			}
+			l.MoE.reslice(m.Config)
+			continue
+		}
 		ng := l.Gate.Len()
 		l.Gate, l.Up = l.GateUp.Slice(0, ng), l.GateUp.Slice(ng, l.Up.Len())
 	}

@@ -40,7 +40,7 @@ func ParseProj(name string) (Proj, error) {
 			return Proj(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj", name)
+	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (and gate, the routers of a mixture-of-experts model)", name)
 }
 
 // Dims returns the projection's (in, out) features under cfg.

@@ -14,6 +14,13 @@ import (
 // the same ops on the same inputs as the forward did, so the recomputed
 // values — and hence every gradient — are those of RecomputeNone exactly.
 // The policies are ordered by the memory they keep, most first.
+//
+// In a sparse (Qwen3-MoE) layer the experts' SwiGLU and gathered inputs
+// are recomputed by its backward under every policy, so swiglu drops
+// nothing more there and selective only attention's output; a checkpointed
+// sparse layer keeps its routing and reruns its experts with that routing
+// replayed (and with a router adapter keeps the router's logits, which the
+// load-balancing loss reads before the rerun).
 type Recompute uint8
 
 const (
@@ -165,7 +172,7 @@ func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared 
 		return s
 	}
 	s := m.trainingActs(keep, l, xIn, shared, n, p)
-	m.allocDropped(tmp, s, n, p)
+	m.allocDropped(tmp, l, s, n, p)
 	return s
 }
 
@@ -175,11 +182,26 @@ func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared 
 // forward's scratch, freed before the next layer runs.
 func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 
+// trainingMoEActs allocates sparse layer l's mixture-of-experts
+// activations for a training forward under p (experts, scratch and replay
+// as newMoEActs takes them). Every policy but RecomputeLayer keeps them
+// all: the experts' SwiGLU and gathered inputs are recomputed by
+// moeBackward whatever the policy, so swiglu and selective have nothing
+// more to drop there. A checkpointed layer keeps its experts (the
+// routing's buffer, in the trace already) and what newMoEActs puts in
+// keep; the rest lives through the layer's forward, in tmp.
+func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
+	if p == RecomputeLayer {
+		return m.newMoEActs(tmp, keep, l, n, experts, scratch, replay)
+	}
+	return m.newMoEActs(keep, keep, l, n, experts, scratch, replay)
+}
+
 // allocDropped allocates in a the activations that trainingActs left out
 // under p.
-func (m *Model) allocDropped(a *arena, s *layerActs, n int, p Recompute) {
+func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) {
 	c := m.Config
-	if p >= RecomputeSwiGLU {
+	if p >= RecomputeSwiGLU && !c.IsSparse(l) {
 		s.act = a.alloc(kernels.F32, n*c.IntermediateSize)
 	}
 	if p >= RecomputeSelective {
@@ -191,12 +213,22 @@ func (m *Model) allocDropped(a *arena, s *layerActs, n int, p Recompute) {
 // the buffers freed with the layer's forward are dropped, so that a
 // backward that forgot to recompute one fails on a nil buffer instead of
 // reading freed memory.
-func (s *layerActs) kept(p Recompute) *layerActs {
+func (m *Model) kept(s *layerActs, p Recompute) *layerActs {
 	switch p {
 	case RecomputeNone:
 		return s
 	case RecomputeLayer:
-		return &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused, h1b: s.h1b, h2b: s.h2b, actb: s.actb}
+		k := &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused, h1b: s.h1b, h2b: s.h2b, actb: s.actb}
+		if e := s.moe; e != nil {
+			// The routing (the rerun replays it) and what newMoEActs put
+			// in the trace's arena: the replay's recomputed top-k; the
+			// router's logits and offsets when the model trains a router.
+			k.moe = &moeActs{experts: e.experts, replay: e.replay, recomputed: e.recomputed}
+			if m.TrainsRouter() {
+				k.moe.logits, k.moe.offsets = e.logits, e.offsets
+			}
+		}
+		return k
 	}
 	k := *s
 	k.act = nil
@@ -221,15 +253,26 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 		// the rerun starts from it with no previous layer; it stops short
 		// of xOut, which the backward never reads.
 		s := m.trainingActs(a, l, kept.xIn, kept, n, RecomputeNone)
+		if kept.moe != nil {
+			// The rerun replays the experts the forward routed to (or
+			// replayed): on a backend whose reductions are not
+			// deterministic a near-tie could otherwise flip, and the
+			// backward would differentiate another routing than the
+			// forward's. Its fresh top-k is not wanted (recomputed nil).
+			s.moe = m.newMoEActs(a, a, l, n, kept.moe.experts, tr.moe, false)
+			s.moe.replay = true
+		}
 		m.layerForward(a, l, tr.cache, tr.idx, n, s, nil)
 		return s
 	}
 	s := *kept
-	m.allocDropped(a, &s, n, p)
+	m.allocDropped(a, l, &s, n, p)
 	if p >= RecomputeSelective {
 		m.attention(l, tr.cache, tr.idx, n, &s)
 	}
-	// The bf16 cast fed only the forward's down_proj GEMM.
-	be.SwiGLURows(s.act, nil, s.gateUp, n, c.IntermediateSize)
+	if s.moe == nil {
+		// The bf16 cast fed only the forward's down_proj GEMM.
+		be.SwiGLURows(s.act, nil, s.gateUp, n, c.IntermediateSize)
+	}
 	return &s
 }

@@ -18,15 +18,32 @@ type Trace struct {
 	cache     *KVCache
 	layers    []*layerActs   // what each layer keeps, by its recompute policy
 	recompute []Recompute    // each layer's policy (m.layerRecompute)
+	moe       *moeScratch    // the sparse layers' shared forward scratch (a checkpointed one's rerun too)
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
 	rstdF     kernels.Buffer
 	logits    kernels.Buffer
 	targets   kernels.Buffer
+	dprobs    kernels.Buffer // the load-balancing loss's router gradient, during Backward
 	// Logp[i] = log p(targets[i] | tokens ≤ rows[i]) and Entropy[i] is the
 	// entropy of the distribution at scored row i. Both Rows() long, on the
 	// backend.
 	Logp, Entropy kernels.Buffer
+	// AuxCoef, when not 0, adds AuxCoef × the load-balancing loss of the
+	// traced batch (HF's router_aux_loss_coef × load_balancing_loss_func
+	// over its tokens and sparse layers) to what Backward differentiates;
+	// set it before Backward, for a model whose routers are adapted
+	// (Model.TrainsRouter). Backward then sets AuxLoss to the loss's value
+	// (without the coefficient).
+	AuxCoef float32
+	AuxLoss float64
+	// RoutingMismatch is, when the batch replays a recorded routing
+	// (Batch.Experts), the fraction of its tokens whose top-k recomputed
+	// by this forward differs from the replayed one in some sparse layer.
+	// With shared prefixes (Batch.Share) it is over the batch's tokens as
+	// given: a child's shared token, which replays the parent's row, also
+	// counts when its own record differs from the parent's.
+	RoutingMismatch float64
 }
 
 // ForwardTrain runs a training forward over a packed batch and scores the
@@ -65,6 +82,9 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if slots == 0 || r == 0 {
 		return nil, fmt.Errorf("empty batch or no rows to score")
 	}
+	if err := b.validateRouting(c); err != nil {
+		return nil, err
+	}
 	var sb *sharedBatch
 	if !m.NoPrefixSharing {
 		var err error
@@ -72,6 +92,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 			return nil, err
 		}
 	}
+	orig := b
 	var cache *KVCache
 	if sb != nil {
 		b, rows = &sb.b, sb.rows(rows)
@@ -97,11 +118,18 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	shared := m.sharedTrainingActs(a, n)
+	routing := m.newRouting(a, b)
+	if c.SparseLayers() > 0 {
+		tr.moe = m.newMoEScratch(a, n, true)
+	}
 	var prev *layerActs
 	for l := range m.W.Layers {
 		// What the backward recomputes lives only through the layer's forward.
 		tmp := &arena{be: be}
 		s := m.forwardActs(a, tmp, l, x, shared, n, tr.recompute[l])
+		if c.IsSparse(l) {
+			s.moe = m.trainingMoEActs(a, tmp, l, n, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
+		}
 		m.layerForward(a, l, cache, tr.idx, n, s, prev)
 		prev = s
 		if closesOwnLayer(tr.recompute[l]) {
@@ -109,7 +137,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 			prev = nil
 		}
 		tmp.free()
-		tr.layers = append(tr.layers, s.kept(tr.recompute[l]))
+		tr.layers = append(tr.layers, m.kept(s, tr.recompute[l]))
 		x = s.xOut
 	}
 	tr.rstdF = a.alloc(kernels.F32, r)
@@ -141,6 +169,9 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	if err := be.Sync(); err != nil {
 		tr.Free()
 		return nil, fmt.Errorf("training forward on %s: %w", be.Name(), err)
+	}
+	if b.Experts != nil {
+		tr.RoutingMismatch = tr.routingMismatch(orig, sb)
 	}
 	return tr, nil
 }
@@ -182,6 +213,21 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		be.ScatterRows(dx, dhF, tr.rows, r, h)
 	}
 	head.free()
+	var dprobs kernels.Buffer
+	if tr.AuxCoef != 0 && c.SparseLayers() > 0 {
+		aux, grad, err := tr.loadBalance()
+		if err != nil {
+			return err
+		}
+		tr.AuxLoss = aux
+		for i := range grad {
+			grad[i] *= tr.AuxCoef
+		}
+		dprobs = be.Alloc(kernels.F32, len(grad))
+		defer be.Free(dprobs)
+		be.Upload(dprobs, grad)
+	}
+	tr.dprobs = dprobs
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
 		tr.layerBackward(layer, l, tr.backwardActs(layer, l), dx, l > 0)
@@ -200,10 +246,24 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w := &m.W.Layers[l]
-	n, h, hd, inter := tr.n, c.HiddenSize, c.HeadDim, c.IntermediateSize
-	q := c.NumHeads * hd
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	n, h := tr.n, c.HiddenSize
+	if s.moe != nil {
+		dh2 := a.alloc(kernels.F32, n*h)
+		m.moeBackward(a, l, s.moe, dh2, dx, s.h2, tr.dprobs, n)
+		be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+	} else {
+		tr.mlpBackward(a, l, s, dx)
+	}
+	tr.attentionBackward(a, l, s, dx, needInput)
+}
 
+// mlpBackward is the dense MLP's part of layerBackward: it adds the
+// gradient through the MLP branch into dx.
+func (tr *Trace) mlpBackward(a *arena, l int, s *layerActs, dx kernels.Buffer) {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	w := &m.W.Layers[l]
+	n, h, inter := tr.n, c.HiddenSize, c.IntermediateSize
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
 	// gate and up are the halves of the fused gateUp, and so are their
 	// gradients: the base part of dh2 is one GEMM with the fused weight.
@@ -217,6 +277,16 @@ func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer,
 		return dGateUp, 2 * inter, i * inter
 	})
 	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+}
+
+// attentionBackward is the attention part of layerBackward: dx, the
+// gradient of xMid, becomes the gradient of the layer's input.
+func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	w := &m.W.Layers[l]
+	n, h, hd := tr.n, c.HiddenSize, c.HeadDim
+	q := c.NumHeads * hd
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
 	dAttn := f(n * q)

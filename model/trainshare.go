@@ -20,6 +20,13 @@ type prefixShare struct{ child, parent, n int32 }
 // so sharing stops before child's first scored row. Forward, which writes
 // a sampler's cache, ignores it (the sampler shares blocks with
 // KVCache.Fork instead).
+//
+// A replayed routing (Batch.Experts) is reduced the same way: the rows run
+// replay their own tokens' records, so a shared position replays the
+// parent's. Its routing was the child's too (the same tokens after the
+// same prefix), unless sampling was not deterministic; a child's record
+// that differs from the parent's there is not replayed, and
+// Trace.RoutingMismatch counts that token as mismatched.
 func (b *Batch) Share(child, parent, n int) {
 	b.shares = append(b.shares, prefixShare{int32(child), int32(parent), int32(n)})
 }
@@ -110,6 +117,14 @@ func (b *Batch) share(rows []int32, slots, maxLen int) (*sharedBatch, error) {
 		sb.table[int(s)*maxLen+int(p)] = int32(len(sb.kept))
 		sb.kept = append(sb.kept, int32(i))
 		sb.b.Add(int(s), int(p), b.Tokens[i])
+	}
+	if b.Experts != nil {
+		// One record per token (validated against the model before).
+		per := len(b.Experts) / n
+		sb.b.Experts = make([]int32, 0, len(sb.kept)*per)
+		for _, i := range sb.kept {
+			sb.b.Experts = append(sb.b.Experts, b.Experts[int(i)*per:int(i+1)*per]...)
+		}
 	}
 	for _, sh := range shared {
 		for p := range sh.n {

@@ -23,6 +23,9 @@ type Layer struct {
 	// its own name for it. Loading writes straight into them, so there is
 	// one copy of each weight.
 	QKV, GateUp kernels.Buffer
+	// MoE is the mixture-of-experts MLP of a sparse layer (Gate, Up, Down
+	// and GateUp are nil then); nil in dense layers.
+	MoE *MoEWeights
 }
 
 // Weights are a model's frozen base parameters on a Backend.
@@ -75,9 +78,13 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 		s = append(s,
 			tensorSpec{name: p + "self_attn.o_proj.weight", shape: []int{h, q}, dst: &l.O},
 			tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm})
-		s = append(s, member(gateUp, p+"mlp.gate_proj.weight", []int{inter, h}, &l.Gate))
-		s = append(s, member(gateUp, p+"mlp.up_proj.weight", []int{inter, h}, &l.Up))
-		s = append(s, tensorSpec{name: p + "mlp.down_proj.weight", shape: []int{h, inter}, dst: &l.Down})
+		if c.IsSparse(i) {
+			s = c.expertSpecs(s, l, p)
+		} else {
+			s = append(s, member(gateUp, p+"mlp.gate_proj.weight", []int{inter, h}, &l.Gate))
+			s = append(s, member(gateUp, p+"mlp.up_proj.weight", []int{inter, h}, &l.Up))
+			s = append(s, tensorSpec{name: p + "mlp.down_proj.weight", shape: []int{h, inter}, dst: &l.Down})
+		}
 		if c.Arch().QKVBias || c.AttentionBias {
 			s = append(s,
 				tensorSpec{name: p + "self_attn.q_proj.bias", shape: []int{q}, dst: &l.QBias},

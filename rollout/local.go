@@ -36,7 +36,7 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		blocks = max(blocks, sampler.GroupBlocks(longest, 1, maxLen, sampler.DefaultBlockSize, false))
 	}
 	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
-		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing})
+		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing, RecordExperts: opts.RecordExperts})
 	if err != nil {
 		return nil, err
 	}

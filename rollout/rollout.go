@@ -29,6 +29,10 @@ type Options struct {
 	ToolWorkers int
 	// Timing, when not nil, accumulates the time spent playing and scoring.
 	Timing *Timing
+	// RecordExperts keeps, for a mixture-of-experts model played
+	// locally, the experts each token was routed to (Trajectory.Experts),
+	// for the trainer's routing replay.
+	RecordExperts bool
 	// KVBlocks bounds Local's KV cache to that many blocks of
 	// sampler.DefaultBlockSize tokens (estimate.KVPlan sizes it from free
 	// memory); episodes beyond what it holds wait for others to finish.
@@ -210,6 +214,9 @@ func (d *driver) begin(e env.Environment, p *episode) bool {
 // resources (io.Closer), however the episode ended.
 func (d *driver) end(p *episode) {
 	if p.seq != nil {
+		if x := p.seq.Experts(); x != nil {
+			p.t.Experts = append([]int32(nil), x...)
+		}
 		d.run.Release(p.seq)
 	}
 	if c, ok := p.ep.(io.Closer); ok {

@@ -36,6 +36,9 @@ type turnSeq interface {
 	Room() int
 	Append(tokens ...int32) error
 	Reseed(seed uint64)
+	// Experts is the expert routing recorded for the tokens the model
+	// read (sampler.Seq.Experts); nil where none is recorded.
+	Experts() []int32
 }
 
 // samplerRunner is turnRunner over an in-process sampler.

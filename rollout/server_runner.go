@@ -41,6 +41,10 @@ func (q *serverSeq) Failed() error       { return q.failed }
 func (q *serverSeq) Room() int           { return q.maxLen - len(q.tokens) }
 func (q *serverSeq) Reseed(seed uint64)  { q.params.Seed = seed }
 
+// Experts is nil: a server's rollouts carry no routing, and are routed
+// afresh in training.
+func (q *serverSeq) Experts() []int32 { return nil }
+
 // Append adds an environment reply, refusing what the sampler refuses.
 func (q *serverSeq) Append(tokens ...int32) error {
 	if len(tokens) > q.Room() {

@@ -21,6 +21,11 @@ type Trajectory struct {
 	// Logprobs[i] is the sampler's log-prob of Tokens[i] under the model's
 	// raw distribution (see package sampler); 0 on environment tokens.
 	Logprobs []float32
+	// Experts, with Options.RecordExperts on a mixture-of-experts model,
+	// is the routing of every token the model read (the prompt, then
+	// Tokens but the last unless a later forward read it), in
+	// model.Batch.Experts' layout: what loss.Sample.Experts replays.
+	Experts []int32
 	// Messages is the completion as chat messages, for the rubric: each
 	// assistant turn's decoded text (without its stop token) and the
 	// environment's replies, in order.

@@ -145,6 +145,14 @@ func (s *Sampler) forkPending(live []*Seq) error {
 				return fmt.Errorf("sampler: sharing the prompt: %w", err)
 			}
 			q.cached, q.awaitsFork = g.forkLen, false
+			if s.recordingRouting() {
+				// The forked positions' routing is the source's record
+				// of them (the same tokens after the same prefix),
+				// copied before q records any token of its own, so
+				// q.Experts covers every token q has in the cache.
+				n := s.m.Config.RoutingLen(g.forkLen)
+				q.experts = append(q.experts[:0], src.experts[:n]...)
+			}
 			s.stats.Forked++
 			continue
 		}

@@ -26,6 +26,9 @@ type Config struct {
 	// prefill is split into chunks; 0 means 2048. It must be at least Slots
 	// so that one decode step of every sequence fits in one call.
 	PrefillTokens int
+	// RecordExperts keeps, for a mixture-of-experts model, the experts
+	// each token was routed to (Seq.Experts), for routing replay.
+	RecordExperts bool
 	// BlockSize is the tokens per KV-cache block; 0 means 16.
 	BlockSize int
 	// Blocks is the size of the KV-cache pool in blocks; 0 means enough

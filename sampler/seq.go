@@ -45,6 +45,9 @@ type Seq struct {
 	tokens []int32
 	cached int    // tokens[:cached] have their keys and values in the cache
 	mark   uint64 // the last Step that listed it
+	// experts is the routing of tokens[:cached] when the sampler records
+	// it (routing.go).
+	experts []int32
 	// stepMark is the last step (step, not Step) that ran it.
 	stepMark uint64
 	// group is the StartGroup group it shares its prompt with (nil: none);

@@ -81,6 +81,7 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 	b := &s.batch
 	b.Tokens, b.Slots, b.Positions = b.Tokens[:0], b.Slots[:0], b.Positions[:0]
 	rows, ready := s.rows[:0], s.ready[:0]
+	s.spans = s.spans[:0]
 	for _, q := range live {
 		if q.awaitsFork {
 			continue // its group's prompt is being prefilled
@@ -92,6 +93,7 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		pending := len(q.tokens) - q.cached
 		n := min(pending, room)
 		b.Add(q.slot, q.cached, q.tokens[q.cached:q.cached+n]...)
+		s.spans = append(s.spans, span{q, n})
 		q.cached += n
 		if n == pending {
 			rows = append(rows, int32(b.Len()-1))
@@ -99,6 +101,7 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		}
 	}
 	s.rows, s.ready = rows, ready
+	s.prepareRecord()
 	s.stats.Forwards++
 	s.stats.ForwardTokens += b.Len()
 	if len(ready) == 0 {
@@ -110,12 +113,14 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 			return fmt.Errorf("sampler: %w", err)
 		}
 		s.m.Backend.Free(logits)
+		s.distributeRecord()
 		return nil
 	}
 	logits, err := s.m.Forward(s.cache, b, rows)
 	if err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
+	s.distributeRecord()
 	err = s.sampleRows(logits, s.m.Config.VocabSize, ready)
 	s.m.Backend.Free(logits)
 	return err
@@ -128,7 +133,9 @@ type batchState struct {
 	rows    []int32
 	ready   []*Seq
 	liveBuf []*Seq
-	mark    uint64 // Step's generation, to catch a sequence listed twice
+	mark    uint64  // Step's generation, to catch a sequence listed twice
+	spans   []span  // each sequence's tokens in the batch, for the routing record
+	record  []int32 // the batch's routing record (routing.go)
 	// stepMark counts step calls, so a step knows which sequences it runs
 	stepMark uint64
 }

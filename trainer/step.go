@@ -23,7 +23,8 @@ func (r *run) samplingParams() sampler.Params {
 
 // rollouts plays perExample episodes of each example of one environment.
 func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
-	return r.engine.Play(ctx, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing, KVBlocks: r.kvBlocks})
+	return r.engine.Play(ctx, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing, KVBlocks: r.kvBlocks,
+		RecordExperts: r.cfg.Loss.RoutingReplay && r.policy.Config.SparseLayers() > 0})
 }
 
 // trainStep runs one GRPO step: sample and score rollouts, compute
@@ -70,8 +71,15 @@ func (r *run) trainStep(ctx context.Context) error {
 		if len(t.Tokens) == 0 || len(t.PromptTokens) == 0 {
 			continue // a failed episode with nothing generated carries no gradient
 		}
-		samples = append(samples, loss.Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
-			OldLogp: t.Logprobs, Advantage: adv[i], Truncated: t.Truncated})
+		s := loss.Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
+			OldLogp: t.Logprobs, Advantage: adv[i], Truncated: t.Truncated}
+		if len(t.Experts) == r.policy.Config.RoutingLen(s.SeqLen()) {
+			// The routing of every token the training forward reads
+			// (an episode whose last environment reply was never read
+			// has none recorded for it, and is routed afresh).
+			s.Experts = t.Experts
+		}
+		samples = append(samples, s)
 	}
 	t1 := time.Now()
 	ls, err := loss.PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
@@ -125,6 +133,14 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,
 		"frac_reward_zero_std": adv.FracZeroStd, "advantage/mean": adv.Mean, "advantage/std": adv.Std,
 		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
+	}
+	if ls.AuxLoss != 0 {
+		m["aux_loss"] = ls.AuxLoss // the routers' load-balancing loss, without its coefficient
+	}
+	if ls.RoutingReplayed > 0 {
+		// Mixture of experts with routing replay: the share of the tokens
+		// whose recomputed top-k differs from the sampled routing.
+		m["routing/mismatch"], m["routing/replayed_tokens"] = ls.RoutingMismatch, float64(ls.RoutingReplayed)
 	}
 	var sum, sq, total, completion, truncated, errs float64
 	truncatedBy := map[string]float64{rollout.TruncatedMaxTokens: 0, rollout.TruncatedContext: 0}

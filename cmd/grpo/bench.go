@@ -188,7 +188,7 @@ func runBench(o benchOpts) error {
 		add(name, train, "tok/s")
 	}
 	if be.Describe().GPU {
-		weightBytes := 4 * float64(m.Config.ParamCount())
+		weightBytes := 4 * readParams(m.Config, o.batch)
 		if wdt == kernels.BF16 {
 			weightBytes /= 2
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/grpo-dev/grpo/model"
 )
@@ -20,12 +21,38 @@ const (
 
 // linearFLOPs is the multiply-add work per token of every projection and
 // the LM head (2 FLOPs per weight); the embedding is a gather and costs
-// none.
+// none. A mixture-of-experts layer counts its router and the
+// num_experts_per_tok experts a token runs through: the active
+// parameters, not the stored ones.
 func linearFLOPs(c *model.Config) float64 {
 	h, i, hd := float64(c.HiddenSize), float64(c.IntermediateSize), float64(c.HeadDim)
 	q, kv := float64(c.NumHeads)*hd, float64(c.NumKVHeads)*hd
-	layer := h*q + 2*h*kv + q*h + 3*h*i
-	return 2 * (float64(c.NumLayers)*layer + float64(c.VocabSize)*h)
+	var layers float64
+	for l := range c.NumLayers {
+		layers += h*q + 2*h*kv + q*h
+		if c.IsSparse(l) {
+			layers += float64(c.NumExperts)*h + float64(c.NumExpertsPerTok)*3*h*float64(c.MoEIntermediateSize)
+		} else {
+			layers += 3 * h * i
+		}
+	}
+	return 2 * (layers + float64(c.VocabSize)*h)
+}
+
+// readParams is how many weights one decode step of batch sequences
+// reads: every dense weight, and in each sparse layer the experts any of
+// the batch's tokens is routed to — E·(1 − (1 − k/E)^batch) of E on
+// average under uniform routing (all of them once batch·k ≫ E), each of
+// 3·hidden·moe_intermediate weights.
+func readParams(c *model.Config, batch int) float64 {
+	n := float64(c.ParamCount())
+	if s := c.SparseLayers(); s > 0 {
+		e, k := float64(c.NumExperts), float64(c.NumExpertsPerTok)
+		per := 3 * float64(c.HiddenSize) * float64(c.MoEIntermediateSize)
+		read := e * (1 - math.Pow(1-k/e, float64(batch)))
+		n -= float64(s) * (e - read) * per
+	}
+	return n
 }
 
 // attentionFLOPs is the work per token of attention over ctx cached
@@ -44,8 +71,8 @@ func kvBytes(c *model.Config, ctx float64) float64 {
 // prefill and train as MFU (achieved FLOP/s over peak; bf16 weights run
 // on tensor cores, f32 weights at most at the FP32 peak, so both are given), decode as the
 // fraction of HBM bandwidth its weight and KV-cache reads use.
-// weightBytes is the size of the weights a forward reads (4 per parameter
-// for f32). A figure whose rate is 0 (skipped) is left out. The counts
+// weightBytes is the size of the weights a decode step reads (4 per
+// parameter for f32; readParams for a mixture of experts). A figure whose rate is 0 (skipped) is left out. The counts
 // are the standard model: train = forward + the backward's input
 // gradients (the base is frozen: no weight gradients, so 2× the linear
 // work) + attention backward at 2× its forward; the rank-r LoRA products

@@ -34,6 +34,28 @@ func TestLinearFLOPsMatchParamCount(t *testing.T) {
 	}
 }
 
+// TestMoEFLOPsAndReads: Qwen3-30B-A3B's per-token work is its active
+// parameters' (3.35B, less norms and the gathered embedding), and a
+// decode step reads the dense weights plus the experts its batch routes
+// to: at batch 1 eight of 128 per layer, at batch 256 all but ~1e-7 of
+// them.
+func TestMoEFLOPsAndReads(t *testing.T) {
+	c, _ := model.Shape("qwen3-30b-a3b")
+	h := int64(c.HiddenSize)
+	notMatmul := int64(c.NumLayers)*(2*h+2*int64(c.HeadDim)) + h + int64(c.VocabSize)*h
+	if got, want := linearFLOPs(c), 2*float64(c.ActiveParamCount()-notMatmul); got != want {
+		t.Errorf("linearFLOPs %.6g, want 2·(active params − norms − embedding) = %.6g", got, want)
+	}
+	expert := float64(3 * 2048 * 768)
+	dense := float64(c.ParamCount()) - 48*128*expert
+	if got, want := readParams(c, 1), dense+48*8*expert; math.Abs(got-want) > 1 {
+		t.Errorf("batch 1 reads %.6g weights, want %.6g", got, want)
+	}
+	if got := readParams(c, 256); math.Abs(got-float64(c.ParamCount())) > 1e-6*float64(c.ParamCount()) {
+		t.Errorf("batch 256 reads %.6g weights, want about all %d", got, c.ParamCount())
+	}
+}
+
 // TestRooflineFigures checks one figure of each kind by hand.
 func TestRooflineFigures(t *testing.T) {
 	c := &model.Config{ModelType: "qwen3", HiddenSize: 4, IntermediateSize: 8, NumLayers: 1, NumHeads: 2,

@@ -29,10 +29,10 @@ Example:
 			w.Flush()
 			fmt.Println()
 			w = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "SHAPE (grpo bench --shape)\tTYPE\tPARAMS")
+			fmt.Fprintln(w, "SHAPE (grpo bench --shape)\tTYPE\tPARAMS\tACTIVE")
 			for _, n := range model.ShapeNames() {
 				c, _ := model.Shape(n)
-				fmt.Fprintf(w, "%s\t%s\t%.1fM\n", n, c.ModelType, float64(c.ParamCount())/1e6)
+				fmt.Fprintf(w, "%s\t%s\t%.1fM\t%.1fM\n", n, c.ModelType, float64(c.ParamCount())/1e6, float64(c.ActiveParamCount())/1e6)
 			}
 			return w.Flush()
 		},

@@ -57,17 +57,21 @@ type LossFile struct {
 			OldLogp    []float32 `json:"old_logp"`
 		} `json:"samples"`
 		Cases []struct {
-			Name          string       `json:"name"`
-			LossType      string       `json:"loss_type"`
-			Epsilon       float64      `json:"epsilon"`
-			EpsilonHigh   float64      `json:"epsilon_high"`
-			Beta          float64      `json:"beta"`
-			MaskTruncated bool         `json:"mask_truncated"`
-			Loss          float64      `json:"loss"`
-			TrainedTokens int          `json:"trained_tokens"`
-			EntropyMean   float64      `json:"entropy_mean"`
-			KLMean        float64      `json:"kl_mean"`
-			Grads         []LoRAArrays `json:"grads"`
+			Name          string  `json:"name"`
+			LossType      string  `json:"loss_type"`
+			Epsilon       float64 `json:"epsilon"`
+			EpsilonHigh   float64 `json:"epsilon_high"`
+			Beta          float64 `json:"beta"`
+			MaskTruncated bool    `json:"mask_truncated"`
+			Loss          float64 `json:"loss"`
+			TrainedTokens int     `json:"trained_tokens"`
+			EntropyMean   float64 `json:"entropy_mean"`
+			KLMean        float64 `json:"kl_mean"`
+			// AuxCoef weighs the routers' load-balancing loss (MoE
+			// models with router adapters); AuxLoss is its value.
+			AuxCoef float64      `json:"aux_coef"`
+			AuxLoss float64      `json:"aux_loss"`
+			Grads   []LoRAArrays `json:"grads"`
 		} `json:"cases"`
 	} `json:"models"`
 }

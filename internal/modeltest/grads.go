@@ -18,8 +18,9 @@ import (
 // own so some ratios clip, the KL penalty on (a second forward with the
 // adapter off) and micro-batches of 16 tokens — and holds the loss, the
 // metrics and every LoRA gradient of be to the CPU backend's. The goldens
-// of grpo_loss.json cover two models; this covers all five, bf16 weights
-// included, and each under its recompute policies (checkRecompute).
+// of grpo_loss.json cover two models; this covers all of Models, bf16
+// weights and Qwen3-MoE expert and router adapters included, and each
+// under its recompute policies (checkRecompute).
 func checkGrads(t TB, be kernels.Backend, dir string, o Options) {
 	m, ref := loadBoth(t, be, dir)
 	defer m.Free()
@@ -83,11 +84,22 @@ func gradFixture(t TB, m, ref *model.Model) (ad, cpuAd adapter, samples []loss.S
 	}
 	ab := map[string][2][]float32{}
 	for l := range c.NumLayers {
+		if c.IsSparse(l) {
+			// The router's adapter: with it the load-balancing loss
+			// (router_aux_loss_coef) joins the gradient.
+			ab[routerModule(l)] = [2][]float32{uniform(rank*c.HiddenSize, 1/float64(c.HiddenSize)), uniform(c.NumExperts*rank, 0.05)}
+		}
 		for p := range model.NumProj {
 			in, out := c.Dims(p)
+			name, experts := moduleName(l, p), 1
+			if c.IsSparse(l) && p >= model.ProjGate {
+				// Every expert's adapter of p, stacked.
+				in, out = c.ExpertDims(p)
+				name, experts = expertModule(l, p), c.NumExperts
+			}
 			// B of the size a few hundred steps of training give it, so
 			// the adapter moves the logits by about a tenth of their scale.
-			ab[moduleName(l, p)] = [2][]float32{uniform(rank*in, 1/float64(in)), uniform(out*rank, 0.05)}
+			ab[name] = [2][]float32{uniform(experts*rank*in, 1/float64(in)), uniform(experts*out*rank, 0.05)}
 		}
 	}
 	const scale = 2

@@ -1,22 +1,27 @@
 package modeltest
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/model"
 )
 
-// checkGoldenLoss runs every case of testdata/golden/grpo_loss.json (each
-// loss_type, clip-higher, the KL penalty, env-token masking,
-// mask_truncated) on be and on the CPU backend, and holds be's loss,
-// entropy, KL and LoRA gradients to both: to PyTorch with the CPU
-// backend's own bars, to the CPU backend with the model's bounds (boundsFor).
-func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
+// checkGoldenLoss runs every case of testdata/golden/<file> (grpo_loss.json:
+// each loss_type, clip-higher, the KL penalty, env-token masking,
+// mask_truncated; grpo_loss_moe.json: the same on Qwen3-MoE with expert
+// and router adapters, and the load-balancing loss) on be and on the CPU
+// backend, and holds be's loss, entropy, KL and LoRA gradients to both: to
+// PyTorch with the CPU backend's own bars, to the CPU backend with the
+// model's bounds (boundsFor). Each expert's gradient is compared on its
+// own.
+func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata, file string) {
 	var g lossFile
-	vals, err := readGolden(testdata, "grpo_loss.json", &g)
+	vals, err := readGolden(testdata, file, &g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +37,12 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 				a, err1 := l.A.Of(vals)
 				b, err2 := l.B.Of(vals)
 				if err1 != nil || err2 != nil {
-					t.Fatalf("grpo_loss.json %s %s: %v %v", gm.Model, l.Module, err1, err2)
+					t.Fatalf("%s %s %s: %v %v", file, gm.Model, l.Module, err1, err2)
 				}
-				ab[l.Module] = [2][]float32{a, b}
+				// An expert's pair joins its projection's stack, in
+				// expert order (the file lists experts in order).
+				key, _ := stackedModule(l.Module)
+				ab[key] = [2][]float32{append(ab[key][0], a...), append(ab[key][1], b...)}
 			}
 			ad, cpuAd := newAdapter(be, g.Rank, g.Scale, ab), newAdapter(cpuBE, g.Rank, g.Scale, ab)
 			defer ad.free(be)
@@ -49,9 +57,15 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 					eh := gc.EpsilonHigh
 					cfg := loss.Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
 					// A 16-token micro-batch budget exercises gradient
-					// accumulation across micro-batches.
-					st, grads := gradient(t, m, ad, samples, cfg, g.MaxTokens, 16)
-					cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, g.MaxTokens, 16)
+					// accumulation across micro-batches; the load-balancing
+					// loss is the whole batch's in the reference.
+					micro := 16
+					m.Config.RouterAuxLossCoef, ref.Config.RouterAuxLossCoef = gc.AuxCoef, gc.AuxCoef
+					if gc.AuxCoef > 0 {
+						micro = 1 << 20
+					}
+					st, grads := gradient(t, m, ad, samples, cfg, g.MaxTokens, micro)
+					cpuSt, cpuGrads := gradient(t, ref, cpuAd, samples, cfg, g.MaxTokens, micro)
 					bd := boundsFor(m)
 					compareStats(t, bd, st, cpuSt)
 					w := compareGrads(t, bd, grads, cpuGrads)
@@ -69,18 +83,26 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 					if !(math.Abs(st.Entropy-gc.EntropyMean) <= 1e-5) || !(math.Abs(st.KL-wantKL) <= 1e-6) {
 						t.Errorf("entropy %.7g kl %.7g, PyTorch %.7g %.7g", st.Entropy, st.KL, gc.EntropyMean, wantKL)
 					}
+					if math.Abs(st.AuxLoss-gc.AuxLoss) > 1e-6*math.Max(1, gc.AuxLoss) {
+						t.Errorf("load-balancing loss %.9g, PyTorch %.9g", st.AuxLoss, gc.AuxLoss)
+					}
 					var gw worst
 					for _, gg := range gc.Grads {
+						key, expert := stackedModule(gg.Module)
 						for i, arr := range []array{gg.A, gg.B} {
 							want, err := arr.Of(vals)
 							if err != nil {
-								t.Fatalf("grpo_loss.json %s %s grads: %v", gc.Name, gg.Module, err)
+								t.Fatalf("%s %s %s grads: %v", file, gc.Name, gg.Module, err)
 							}
-							gw.add(compare(grads[gg.Module][i], want), gg.Module+".d"+[]string{"A", "B"}[i])
+							got := grads[key][i]
+							if expert >= 0 {
+								got = got[expert*len(want) : (expert+1)*len(want)]
+							}
+							gw.add(compare(got, want), gg.Module+".d"+[]string{"A", "B"}[i])
 						}
 					}
-					if len(gc.Grads) != len(ab) {
-						t.Errorf("grpo_loss.json %s has gradients of %d modules, the adapter %d", gc.Name, len(gc.Grads), len(ab))
+					if len(gc.Grads) != len(gm.LoRA) {
+						t.Errorf("%s %s has gradients of %d modules, the adapter %d", file, gc.Name, len(gc.Grads), len(gm.LoRA))
 					}
 					if !(gw.d.NMSE <= goldenGradNMSE) {
 						t.Errorf("worst gradient NMSE against PyTorch %.3g at %s > %g", gw.d.NMSE, gw.where, goldenGradNMSE)
@@ -91,4 +113,18 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata string) {
 			}
 		})
 	}
+}
+
+// stackedModule maps a golden module name to the adapter's key: an
+// expert's ("model.layers.L.mlp.experts.E.gate_proj") to its projection's
+// stack (expertModule) and its index; any other to itself and −1.
+func stackedModule(module string) (string, int) {
+	var layer, expert int
+	var proj string
+	if n, _ := fmt.Sscanf(module, "model.layers.%d.mlp.experts.%d.%s", &layer, &expert, &proj); n == 3 {
+		if p, err := model.ParseProj(proj); err == nil {
+			return expertModule(layer, p), expert
+		}
+	}
+	return module, -1
 }

@@ -24,9 +24,11 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// Models are the tiny checkpoints in testdata/models: the three
-// architectures, f32 and bf16, tied and untied heads, one sharded.
-var Models = []string{"qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded"}
+// Models are the tiny checkpoints in testdata/models: the four
+// architectures, f32 and bf16, tied and untied heads, one sharded, and
+// Qwen3-MoE (norm_topk_prob on and off, a dense layer among sparse ones).
+var Models = []string{"qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded",
+	"qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16"}
 
 // Options bound the work, so that the emulator stays fast.
 type Options struct {
@@ -131,7 +133,8 @@ func Run(t *testing.T, be kernels.Backend, testdata string, o Options) {
 			checkLogits(t, be, testdata, qwen2BF16(t, testdata), "qwen2-tiny", false, o)
 		})
 	})
-	t.Run("golden-loss", func(t *testing.T) { checkGoldenLoss(t, be, testdata) })
+	t.Run("golden-loss", func(t *testing.T) { checkGoldenLoss(t, be, testdata, "grpo_loss.json") })
+	t.Run("golden-loss-moe", func(t *testing.T) { checkGoldenLoss(t, be, testdata, "grpo_loss_moe.json") })
 	t.Run("grads", func(t *testing.T) {
 		for _, name := range Models {
 			t.Run(name, func(t *testing.T) { checkGrads(t, be, filepath.Join(testdata, "models", name), o) })

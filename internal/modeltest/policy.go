@@ -22,6 +22,27 @@ func moduleName(layer int, p model.Proj) string {
 	return fmt.Sprintf("model.layers.%d.%s", layer, p.Module())
 }
 
+// ExpertLoRA implements model.ExpertAdapter: the stacked adapter of every
+// expert's p in a sparse layer is stored under expertModule's name, as a
+// LoRA whose A and B hold all experts' matrices end to end.
+func (a adapter) ExpertLoRA(layer int, p model.Proj) *model.ExpertLoRA {
+	l := a[expertModule(layer, p)]
+	if l == nil {
+		return nil
+	}
+	return &model.ExpertLoRA{A: l.A, B: l.B, DA: l.DA, DB: l.DB, Rank: l.Rank, Scale: l.Scale}
+}
+
+// RouterLoRA implements model.RouterAdapter: a sparse layer's router
+// adapter is stored under "model.layers.L.mlp.gate".
+func (a adapter) RouterLoRA(layer int) *model.LoRA { return a[routerModule(layer)] }
+
+func routerModule(layer int) string { return fmt.Sprintf("model.layers.%d.mlp.gate", layer) }
+
+func expertModule(layer int, p model.Proj) string {
+	return fmt.Sprintf("model.layers.%d.mlp.experts.%s", layer, p)
+}
+
 // newAdapter uploads (A, B) pairs onto be with zeroed gradients. ab gives
 // each module's A (rank × in) and B (out × rank).
 func newAdapter(be kernels.Backend, rank int, scale float32, ab map[string][2][]float32) adapter {

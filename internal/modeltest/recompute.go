@@ -11,15 +11,23 @@ import (
 
 // recomputeCases are the recompute settings each tiny model is run under
 // on the backend: per-layer checkpointing (the whole layer rerun) on all
-// five, of the last layer only on the Qwen2 one (the other layer keeping
-// everything, or under selective), and the finer policies
-// on the Qwen3 pair (q/k norms; f32 and bf16) and the Llama f32 model.
+// of Models, of the last layer only on the Qwen2 one (the other layer
+// keeping everything, or under selective), and the finer policies on the
+// Qwen3 pair (q/k norms; f32 and bf16), the Llama f32 model and the
+// Qwen3-MoE ones: there a checkpointed sparse layer reruns its experts
+// with the forward's routing replayed, and keeps its router logits for
+// the load-balancing loss (the fixture adapts the routers); the one with a
+// dense layer checkpoints a sparse layer alone (selective+layer:1) and a
+// dense and a sparse one beside a sparse layer under swiglu.
 var recomputeCases = map[string][]string{
 	"qwen3-tiny":              {"selective", "layer"},
 	"qwen3-tiny-bf16":         {"selective", "layer"},
 	"qwen2-tiny":              {"layer:1", "selective+layer:1", "layer"},
 	"llama-tiny":              {"swiglu", "layer"},
 	"llama-tiny-bf16-sharded": {"layer"},
+	"qwen3-moe-tiny":          {"selective", "layer"},
+	"qwen3-moe-tiny-dense":    {"swiglu+layer:2", "selective+layer:1", "layer"},
+	"qwen3-moe-tiny-bf16":     {"layer"},
 }
 
 // checkRecompute reruns checkGrads' policy-gradient step (m with adapter

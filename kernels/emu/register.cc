@@ -28,6 +28,7 @@ void emu_register_attention_decode(const char* prefix);
 void emu_register_sampling(const char* prefix);
 void emu_register_fused(const char* prefix);
 void emu_register_lora(const char* prefix);
+void emu_register_moe(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
 void emu_register_planted_oob(const char* prefix);
@@ -60,6 +61,7 @@ extern "C" void emu_register_all(void) {
 		emu_register_sampling("");
 		emu_register_fused("");
 		emu_register_lora("");
+		emu_register_moe("");
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");
 		emu_register_planted_oob("planted-oob/");

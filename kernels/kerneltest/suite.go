@@ -67,6 +67,7 @@ func Cases() []Case {
 		loRAShrinkCases(),
 		loRAExpandCases(),
 		attentionInputsCases(),
+		moeCases(),
 	} {
 		cs = append(cs, group...)
 	}

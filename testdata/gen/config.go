@@ -52,6 +52,30 @@ func configJSON(s spec) string {
 		c["rope_theta"] = 1000000
 		c["sliding_window"] = nil
 		c["use_sliding_window"] = false
+	case qwen3MoE:
+		// Qwen3-30B-A3B's keys.
+		c["architectures"] = []any{"Qwen3MoeForCausalLM"}
+		c["model_type"] = "qwen3_moe"
+		c["attention_bias"] = false
+		c["head_dim"] = s.headDim
+		c["max_window_layers"] = s.layers
+		c["rms_norm_eps"] = 1e-6
+		c["rope_scaling"] = nil
+		c["rope_theta"] = 1000000
+		c["sliding_window"] = nil
+		c["use_sliding_window"] = false
+		c["decoder_sparse_step"] = 1
+		mlpOnly := []any{}
+		for _, l := range s.mlpOnly {
+			mlpOnly = append(mlpOnly, l)
+		}
+		c["mlp_only_layers"] = mlpOnly
+		c["moe_intermediate_size"] = s.moeInter
+		c["norm_topk_prob"] = s.normTopK
+		c["num_experts"] = s.experts
+		c["num_experts_per_tok"] = s.topK
+		c["output_router_logits"] = false
+		c["router_aux_loss_coef"] = 0.001
 	case qwen2:
 		c["architectures"] = []any{"Qwen2ForCausalLM"}
 		c["model_type"] = "qwen2"

@@ -50,19 +50,55 @@ func params(s spec) []param {
 				bias(p+"self_attn.k_proj.bias", kv),
 				bias(p+"self_attn.v_proj.bias", kv))
 		}
-		if s.arch == qwen3 {
+		if s.arch == qwen3 || s.arch == qwen3MoE {
 			ps = append(ps, norm(p+"self_attn.q_norm.weight", s.headDim),
 				norm(p+"self_attn.k_norm.weight", s.headDim))
 		}
 		ps = append(ps, lin(p+"self_attn.o_proj.weight", s.hidden, q),
-			norm(p+"post_attention_layernorm.weight", s.hidden),
-			lin(p+"mlp.gate_proj.weight", s.intermediate, s.hidden),
+			norm(p+"post_attention_layernorm.weight", s.hidden))
+		if s.sparse(l) {
+			ps = append(ps, moeParams(s, p)...)
+			continue
+		}
+		ps = append(ps, lin(p+"mlp.gate_proj.weight", s.intermediate, s.hidden),
 			lin(p+"mlp.up_proj.weight", s.intermediate, s.hidden),
 			lin(p+"mlp.down_proj.weight", s.hidden, s.intermediate))
 	}
 	ps = append(ps, norm("model.norm.weight", s.hidden))
 	if !s.tied {
 		ps = append(ps, param{"lm_head.weight", []int{s.vocab, s.hidden}, 0, embedStd})
+	}
+	return ps
+}
+
+// routerStd is the router's init: logits std ≈ routerStd·√hidden ≈ 4, so
+// the k-th and (k+1)-th experts of a token are far apart and no float32
+// rounding flips a golden's routing (reference.py checks the margins).
+const routerStd = 0.5
+
+// sparse reports whether layer l of s has a mixture-of-experts MLP
+// (decoder_sparse_step 1: every layer not in mlp_only_layers).
+func (s spec) sparse(l int) bool {
+	if s.arch != qwen3MoE {
+		return false
+	}
+	for _, d := range s.mlpOnly {
+		if d == l {
+			return false
+		}
+	}
+	return true
+}
+
+// moeParams are a sparse layer's router and experts, in the order of HF's
+// Qwen3MoeSparseMoeBlock state dict.
+func moeParams(s spec, p string) []param {
+	ps := []param{{p + "mlp.gate.weight", []int{s.experts, s.hidden}, 0, routerStd}}
+	for e := range s.experts {
+		x := fmt.Sprintf("%smlp.experts.%d.", p, e)
+		ps = append(ps, param{x + "gate_proj.weight", []int{s.moeInter, s.hidden}, 0, linearStd},
+			param{x + "up_proj.weight", []int{s.moeInter, s.hidden}, 0, linearStd},
+			param{x + "down_proj.weight", []int{s.hidden, s.moeInter}, 0, linearStd})
 	}
 	return ps
 }

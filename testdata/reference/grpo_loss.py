@@ -21,6 +21,7 @@ Semantics (the specification the Go code follows):
                loss = sum over trained tokens of weight * (pg + beta*kl).
 
 Run from the repository root:  /usr/bin/python3 testdata/reference/grpo_loss.py
+                          and:  /usr/bin/python3 testdata/reference/grpo_loss.py --moe
 """
 
 import json
@@ -31,12 +32,23 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import ROOT, Model, load_model  # noqa: E402
+from reference import MIN_ROUTING_MARGIN, ROOT, Model, load_model  # noqa: E402
 
 PROJ = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
         "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
 RANK, SCALE = 4, 2.0
 MODELS = ["qwen3-tiny", "llama-tiny"]
+# With --moe: the Qwen3-MoE models, adapters on attention, on every
+# expert's gate/up/down (PEFT's ...mlp.experts.{e}.gate_proj) and on the
+# routers (mlp.gate), into grpo_loss_moe.{json,f32}; the extra cases add
+# aux_coef × HF's load-balancing loss over the batch's tokens and sparse
+# layers: num_experts · Σ_e f_e·P_e, f_e the fraction of (layer, token)
+# top-k assignments to e, P_e the mean router probability of e.
+MOE_MODELS = ["qwen3-moe-tiny", "qwen3-moe-tiny-dense"]
+MOE_AUX_CASES = [
+    {"name": "dapo-aux", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.0, "mask_truncated": False, "aux_coef": 0.5},
+    {"name": "grpo-kl-aux", "loss_type": "grpo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.05, "mask_truncated": False, "aux_coef": 0.2},
+]
 CASES = [
     {"name": "dapo", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.0, "mask_truncated": False},
     {"name": "grpo-cliphigh", "loss_type": "grpo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated": False},
@@ -53,7 +65,26 @@ def proj_dims(cfg, p):
             "self_attn.o_proj": (q, h)}.get(p)
 
 
+def modules(cfg, l):
+    """The adapted modules of layer l: the seven projections, or in a
+    sparse layer attention plus each expert's three."""
+    if not cfg.sparse(l):
+        return PROJ
+    return PROJ[:4] + ["mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(cfg.num_experts) for p in ("gate_proj", "up_proj", "down_proj")]
+
+
+def load_balancing_loss(router_logits, cfg):
+    """HF's load_balancing_loss_func over every (layer, token) row."""
+    logits = torch.cat(router_logits)                            # [layers · tokens, experts]
+    probs = torch.softmax(logits, -1)
+    chosen = torch.topk(probs, cfg.top_k, dim=-1).indices
+    mask = torch.nn.functional.one_hot(chosen, cfg.num_experts).to(probs.dtype)  # [N, k, E]
+    return cfg.num_experts * (mask.mean(0) * probs.mean(0)[None, :]).sum()
+
+
 def main():
+    moe = "--moe" in sys.argv[1:]
+    models, out_name = (MOE_MODELS, "grpo_loss_moe") if moe else (MODELS, "grpo_loss")
     out_dir = os.path.join(ROOT, "testdata", "golden")
     chunks, offset = [], 0
 
@@ -66,13 +97,12 @@ def main():
         return entry
 
     manifest = {"rank": RANK, "scale": SCALE, "max_tokens": MAX_TOKENS, "models": []}
-    for mi, name in enumerate(MODELS):
+    for mi, name in enumerate(models):
         cfg, weights = load_model(os.path.join(ROOT, "testdata", "models", name))
         rng = np.random.Generator(np.random.PCG64(4242 + mi))
-        inter = weights["model.layers.0.mlp.gate_proj.weight"].shape[0]
         lora, lora_entries = {}, []
         for l in range(cfg.layers):
-            for p in PROJ:
+            for p in modules(cfg, l):
                 key = f"model.layers.{l}.{p}"
                 out_f, in_f = weights[key + ".weight"].shape
                 a = rng.normal(0, 0.1, size=(RANK, in_f)).astype(np.float32)
@@ -116,9 +146,11 @@ def main():
             s["old_logp"] = [float(np.float32(x)) for x in (lp.numpy() + noise)]
 
         cases = []
-        for case in CASES:
+        for case in CASES + (MOE_AUX_CASES if moe else []):
             for a, b, _ in lora.values():
                 a.grad, b.grad = None, None
+            aux_coef = case.get("aux_coef", 0.0)
+            policy.router_logits = [] if aux_coef else None
             trained = [[m and not (case["mask_truncated"] and s["truncated"]) for m in s["model_mask"]] for s in samples]
             total = sum(sum(t) for t in trained)
             loss = torch.zeros((), dtype=torch.float64)
@@ -145,19 +177,28 @@ def main():
                 loss = loss + (tok * m).sum() * w
                 ent_sum += float((ent.detach() * m).sum())
                 kl_sum += float((kl.detach() * m).sum())
+            aux = None
+            if aux_coef:
+                aux = load_balancing_loss(policy.router_logits, cfg)
+                loss = loss + aux_coef * aux
+                policy.router_logits = None
             loss.backward()
             grads = [{"module": e["module"], "A": put(lora[e["module"] + ".weight"][0].grad.numpy()),
                       "B": put(lora[e["module"] + ".weight"][1].grad.numpy())} for e in lora_entries]
+            extra = {"aux_loss": float(aux)} if aux is not None else {}
             cases.append(dict(case, loss=float(loss), trained_tokens=total,
-                              entropy_mean=ent_sum / total, kl_mean=kl_sum / total, grads=grads))
+                              entropy_mean=ent_sum / total, kl_mean=kl_sum / total, grads=grads, **extra))
+        # No golden may hinge on a routing decision float32 could flip.
+        assert policy.min_margin >= MIN_ROUTING_MARGIN and base.min_margin >= MIN_ROUTING_MARGIN, \
+            f"{name}: router logits within {min(policy.min_margin, base.min_margin):.3g} of a top-k tie"
         manifest["models"].append({"model": name, "lora": lora_entries, "samples": samples, "cases": cases})
 
-    manifest["data"] = "grpo_loss.f32"
-    with open(os.path.join(out_dir, "grpo_loss.f32"), "wb") as f:
+    manifest["data"] = out_name + ".f32"
+    with open(os.path.join(out_dir, out_name + ".f32"), "wb") as f:
         f.write(b"".join(chunks))
-    with open(os.path.join(out_dir, "grpo_loss.json"), "w") as f:
+    with open(os.path.join(out_dir, out_name + ".json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    print(f"wrote grpo_loss.json/.f32 ({offset * 4} bytes)")
+    print(f"wrote {out_name}.json/.f32 ({offset * 4} bytes)")
 
 
 if __name__ == "__main__":

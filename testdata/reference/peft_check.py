@@ -92,10 +92,12 @@ def read_adapter(adapter_dir, model_weights):
         assert tuple(a.shape) == (r, w.shape[1]) and tuple(b.shape) == (w.shape[0], r), (module, a.shape, b.shape, w.shape)
         scale = alpha / math.sqrt(r) if cfg.get("use_rslora") else alpha / r
         lora[module + ".weight"] = (a, b, scale)
-    # Every targeted linear of every layer must have its pair.
+    # Every targeted linear of every layer must have its pair (each
+    # expert's projections and the routers, mlp.gate, of a MoE model too).
     for wname in model_weights:
         mod = wname[: -len(".weight")]
-        if wname.endswith("_proj.weight") and targeted(cfg["target_modules"], mod):
+        linear = wname.endswith("_proj.weight") or wname.endswith(".mlp.gate.weight")
+        if linear and targeted(cfg["target_modules"], mod):
             assert wname in lora, f"adapter misses {mod}"
     return lora
 
@@ -121,6 +123,55 @@ def write_safetensors(path, arrays):
     h += b" " * (-len(h) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def write_theirs_moe(cfg, weights):
+    """A PEFT-layout adapter for qwen3-moe-tiny: F16 tensors, q_proj, every
+    expert's gate_proj and down_proj, and the routers ("gate", which PEFT's
+    suffix match finds only in mlp.gate), rank_pattern {"down_proj": 2}
+    (every expert's) and alpha_pattern {"gate": 3} (the routers', not
+    gate_proj's: the pattern must end the module name)."""
+    d = os.path.join(OUT, "theirs-moe")
+    os.makedirs(d, exist_ok=True)
+    config = {
+        "alpha_pattern": {"gate": 3},
+        "auto_mapping": None,
+        "base_model_name_or_path": "testdata/models/qwen3-moe-tiny",
+        "bias": "none",
+        "fan_in_fan_out": False,
+        "inference_mode": True,
+        "init_lora_weights": True,
+        "layers_pattern": None,
+        "layers_to_transform": None,
+        "lora_alpha": 8,
+        "lora_dropout": 0.0,
+        "modules_to_save": None,
+        "peft_type": "LORA",
+        "r": 4,
+        "rank_pattern": {"down_proj": 2},
+        "revision": None,
+        "target_modules": ["gate", "down_proj", "q_proj", "gate_proj"],
+        "task_type": "CAUSAL_LM",
+        "use_dora": False,
+        "use_rslora": False,
+    }
+    g = torch.Generator().manual_seed(4321)
+    arrays = {}
+    for l in range(cfg.layers):
+        modules = ["self_attn.q_proj", "mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(cfg.num_experts) for p in ("gate_proj", "down_proj")]
+        for module in modules:
+            full = f"model.layers.{l}.{module}"
+            out_f, in_f = weights[full + ".weight"].shape
+            r = pattern_value(config["rank_pattern"], full) or config["r"]
+            a = (torch.rand(r, in_f, generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(in_f)
+            b = (torch.rand(out_f, r, generator=g, dtype=torch.float64) * 2 - 1) * 0.3
+            for which, t in (("A", a), ("B", b)):
+                arrays[f"base_model.model.{full}.lora_{which}.weight"] = ("F16", t.shape, t.numpy().astype("<f2").tobytes())
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), arrays)
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return d
 
 
 def write_theirs(cfg, weights):
@@ -214,6 +265,13 @@ def main():
     write_logits("ours", "qwen3-tiny", ours)
     cfg, weights = reference.load_model(os.path.join(ROOT, "testdata", "models", "qwen2-tiny"))
     write_logits("theirs", "qwen2-tiny", write_theirs(cfg, weights))
+    # Qwen3-MoE: grpo's adapter on every expert and the routers, and PEFT's.
+    ours_moe = os.path.join(OUT, "ours-moe")
+    if not os.path.exists(os.path.join(ours_moe, "adapter_config.json")):
+        sys.exit("testdata/lora/ours-moe is missing; run: go test ./lora -run TestOursAdapterFiles -update")
+    write_logits("ours-moe", "qwen3-moe-tiny-dense", ours_moe)
+    cfg, weights = reference.load_model(os.path.join(ROOT, "testdata", "models", "qwen3-moe-tiny"))
+    write_logits("theirs-moe", "qwen3-moe-tiny", write_theirs_moe(cfg, weights))
 
 
 if __name__ == "__main__":

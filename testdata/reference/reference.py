@@ -24,6 +24,12 @@ code, written independently):
     blended with smooth = (original / wavelen - low) / (high - low).
   * GQA: query head h reads kv head h // (heads / kv_heads).
   * Attention scale head_dim^-0.5, causal mask, SwiGLU MLP down(silu(gate) * up).
+  * Qwen3-MoE (sparse layers): router logits h @ mlp.gate.weight^T, softmax
+    over the experts, the top num_experts_per_tok probabilities as weights
+    (divided by their sum when norm_topk_prob), output = sum of the weights
+    times each chosen expert's SwiGLU MLP (mlp.experts.{e}.*). Written here
+    as every expert applied to every token, weighted by a dense
+    [tokens, experts] weight matrix that is zero off the top-k: no grouping.
 
 Run from the repository root:  /usr/bin/python3 testdata/reference/reference.py
 """
@@ -39,7 +45,12 @@ import numpy as np
 import torch
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-MODELS = ["qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded"]
+MODELS = ["qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded",
+          "qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16"]
+# A golden's routing must not hinge on float32 rounding: the k-th and
+# (k+1)-th router logits of every token differ by at least this (a float32
+# forward gets them right to ~1e-6, so its probabilities keep the order).
+MIN_ROUTING_MARGIN = 1e-4
 # Token sequences: one per length, drawn once from a fixed seed and shared by
 # every model (all tiny models have vocab 512).
 CASE_LENGTHS = [1, 7, 64, 256]
@@ -92,7 +103,7 @@ def load_model(model_dir):
 class Config:
     def __init__(self, c):
         self.model_type = c["model_type"]
-        if self.model_type not in ("qwen3", "qwen2", "llama"):
+        if self.model_type not in ("qwen3", "qwen2", "llama", "qwen3_moe"):
             raise ValueError(f"model_type {self.model_type!r} not supported")
         self.hidden = c["hidden_size"]
         self.layers = c["num_hidden_layers"]
@@ -105,7 +116,19 @@ class Config:
         self.vocab = c["vocab_size"]
         self.tied = c.get("tie_word_embeddings", False)
         self.qkv_bias = self.model_type == "qwen2" or c.get("attention_bias", False)
-        self.qk_norm = self.model_type == "qwen3"
+        self.qk_norm = self.model_type in ("qwen3", "qwen3_moe")
+        # Qwen3-MoE (Qwen3MoeConfig's keys and defaults).
+        moe = self.model_type == "qwen3_moe"
+        self.num_experts = c.get("num_experts", 128) if moe else 0
+        self.top_k = c.get("num_experts_per_tok", 8)
+        self.norm_topk = c.get("norm_topk_prob", False)
+        self.sparse_step = c.get("decoder_sparse_step", 1)
+        self.mlp_only = set(c.get("mlp_only_layers", []))
+
+    def sparse(self, l):
+        """HF's rule: layer l is a mixture of experts unless listed in
+        mlp_only_layers, when (l + 1) is a multiple of decoder_sparse_step."""
+        return self.num_experts > 0 and l not in self.mlp_only and (l + 1) % self.sparse_step == 0
 
 
 # ---------------------------------------------------------------- model
@@ -155,6 +178,12 @@ class Model:
         self.w = {k: v.to(dtype) for k, v in weights.items()}
         self.inv_freq = rope_inv_freq(cfg, dtype)
         self.lora = lora or {}
+        # Smallest gap between the k-th and (k+1)-th router logit of
+        # any token seen by forward (sparse models), for the margin check.
+        self.min_margin = math.inf
+        # When a list, forward appends each sparse layer's router logits
+        # (for the load-balancing loss).
+        self.router_logits = None
 
     def linear(self, x, name):
         y = x @ self.w[name + ".weight"].T
@@ -163,6 +192,30 @@ class Model:
             y = y + scale * ((x @ a.T) @ b.T)
         bias = self.w.get(name + ".bias")
         return y if bias is None else y + bias
+
+    def mlp(self, h, p):
+        gate = self.linear(h, p + "gate_proj")
+        up = self.linear(h, p + "up_proj")
+        return self.linear(torch.nn.functional.silu(gate) * up, p + "down_proj")
+
+    def moe(self, h, p):
+        c = self.cfg
+        logits = self.linear(h, p + "gate")                       # [T, experts]; a LoRA on the router too
+        if self.router_logits is not None:
+            self.router_logits.append(logits)
+        probs = torch.softmax(logits, -1)
+        top_p, top_i = torch.topk(probs, c.top_k, dim=-1)
+        if c.top_k < c.num_experts:
+            ranked = torch.sort(logits.detach(), -1, descending=True).values
+            self.min_margin = min(self.min_margin, float((ranked[:, c.top_k - 1] - ranked[:, c.top_k]).min()))
+        if c.norm_topk:
+            top_p = top_p / top_p.sum(-1, keepdim=True)
+        chosen = torch.nn.functional.one_hot(top_i, c.num_experts).to(h.dtype)  # [T, k, experts]
+        weight = (top_p[..., None] * chosen).sum(1)               # [T, experts]
+        out = torch.zeros_like(h)
+        for e in range(c.num_experts):
+            out = out + weight[:, e:e + 1] * self.mlp(h, p + f"experts.{e}.")
+        return out
 
     def forward(self, tokens, cache=None, hidden_states=None):
         """Logits [T, vocab] for tokens at positions len(cache)... .
@@ -209,9 +262,10 @@ class Model:
             att = torch.einsum("jgts,sjd->tjgd", scores.softmax(-1), v).reshape(T, c.heads * c.head_dim)
             x = x + self.linear(att, p + "self_attn.o_proj")
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], c.eps)
-            gate = self.linear(h, p + "mlp.gate_proj")
-            up = self.linear(h, p + "mlp.up_proj")
-            x = x + self.linear(torch.nn.functional.silu(gate) * up, p + "mlp.down_proj")
+            if c.sparse(l):
+                x = x + self.moe(h, p + "mlp.")
+            else:
+                x = x + self.mlp(h, p + "mlp.")
             if hidden_states is not None:
                 hidden_states.append(x)
         x = rms_norm(x, w["model.norm.weight"], c.eps)
@@ -300,6 +354,9 @@ def self_check(cfg, model, name):
         merged = Model(cfg, merged_w).forward(tokens)
     err = (with_lora - merged).abs().max().item()
     assert err < 1e-12 and (with_lora - full).abs().max().item() > 1e-6, f"{name}: LoRA path wrong ({err})"
+
+    if cfg.num_experts:
+        assert model.min_margin >= MIN_ROUTING_MARGIN, f"{name}: a token's k-th and (k+1)-th router logits differ by only {model.min_margin:.3g}"
 
     if cfg.rope_scaling:
         # head_dim 16, theta 5e5, factor 8, low 1, high 4, original 64:

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestModelsListsQwen3MoE: grpo models names every architecture with an
+// example hub id, Qwen3-MoE's included, and the MoE shapes with their
+// active parameters.
+func TestModelsListsQwen3MoE(t *testing.T) {
+	code, out, errOut := runCaptured(t, "models")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range [][]string{
+		{"qwen3_moe", "Qwen3-MoE", "Qwen/Qwen3-30B-A3B-Instruct-2507"},
+		{"qwen3 ", "Qwen/Qwen3-0.6B"},
+		{"qwen2", "Qwen/Qwen2.5-0.5B-Instruct"},
+		{"llama", "meta-llama/Llama-3.2-1B-Instruct"},
+		{"qwen3-30b-a3b", "qwen3_moe", "30532.1M", "3353.0M"},
+	} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(line, w)
+			}
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("no line with %q in:\n%s", want, out)
+		}
+	}
+}

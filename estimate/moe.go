@@ -1,0 +1,188 @@
+package estimate
+
+import "github.com/grpo-dev/grpo/model"
+
+// Sizing of adapters and of the mixture-of-experts (Qwen3-MoE) layers,
+// from what model/moe.go and lora allocate. In a sparse layer a token is
+// n·k permuted rows (k = num_experts_per_tok) through the experts.
+
+// adapterShape is what an adapter adds per token to the activations: rank
+// columns of x·Aᵀ for each dense projection it adapts, per layer, and for
+// each expert projection (gate/up/down adapted on every expert of the
+// sparse layers), per permuted row.
+type adapterShape struct {
+	rank     int
+	perLayer []int64 // adapted dense projections of each layer
+	experts  []int64 // adapted expert projections of each layer (0 in dense layers)
+	// expertProjs is the number of distinct expert projections adapted
+	// (the inference set keeps one x·Aᵀ per projection for all layers).
+	expertProjs int64
+	// routers: the sparse layers' routers are adapted (rank columns of
+	// h·Aᵀ per token).
+	routers bool
+	// replay: the training forward replays the recorded routing
+	// (loss.routing_replay on a mixture-of-experts model), and each
+	// sparse layer of its trace keeps the top-k it recomputes beside the
+	// replayed one, for the mismatch metric (model/moe.go useRouting): k
+	// int32 per token. Not an adapter's, but every trace sizing that
+	// takes the shape needs it, the KL reference's too (it replays).
+	replay bool
+}
+
+// replayRows is the recomputed top-k's int32 per token of a sparse layer
+// of a replaying trace (0 without replay).
+func (s adapterShape) replayRows(mc *model.Config) int64 {
+	if s.replay {
+		return int64(mc.NumExpertsPerTok)
+	}
+	return 0
+}
+
+// routerRank is the router adapter's x·Aᵀ columns per token (0 for none).
+func (s adapterShape) routerRank() int64 {
+	if s.routers {
+		return int64(s.rank)
+	}
+	return 0
+}
+
+// shapeOf sizes an adapter of rank on projs for mc.
+func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapterShape {
+	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
+		routers: routers && mc.SparseLayers() > 0}
+	for l := range mc.NumLayers {
+		for _, p := range projs {
+			if mc.IsSparse(l) && p >= model.ProjGate {
+				s.experts[l]++
+			} else {
+				s.perLayer[l]++
+			}
+		}
+	}
+	if mc.SparseLayers() > 0 {
+		for _, p := range projs {
+			if p >= model.ProjGate {
+				s.expertProjs++
+			}
+		}
+	}
+	return s
+}
+
+// uniformShape is an adapter known only by its count of targets, taken
+// as dense projections of every layer (grpo eval's applied adapter).
+func uniformShape(mc *model.Config, rank, targets int) adapterShape {
+	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+	for l := range s.perLayer {
+		s.perLayer[l] = int64(targets)
+	}
+	return s
+}
+
+// loraParams is Σ rank × (in + out) over every adapted matrix pair: each
+// dense projection once per layer, each expert projection once per expert
+// of a sparse layer, and with routers each sparse layer's router (hidden
+// → experts).
+func loraParams(mc *model.Config, rank int, projs []model.Proj, routers bool) int64 {
+	var n int64
+	for l := range mc.NumLayers {
+		if routers && mc.IsSparse(l) {
+			n += int64(rank) * int64(mc.HiddenSize+mc.NumExperts)
+		}
+		for _, p := range projs {
+			in, out := mc.Dims(p)
+			copies := int64(1)
+			if mc.IsSparse(l) && p >= model.ProjGate {
+				in, out = mc.ExpertDims(p)
+				copies = int64(mc.NumExperts)
+			}
+			n += copies * int64(rank) * int64(in+out)
+		}
+	}
+	return n
+}
+
+func moeDims(mc *model.Config) (k, experts, mi int64) {
+	return int64(mc.NumExpertsPerTok), int64(mc.NumExperts), int64(mc.MoEIntermediateSize)
+}
+
+// moeInferenceBytes is the inference set of model/moe.go newMoEActs for
+// a forward of n tokens, shared by the sparse layers, plus each sparse
+// layer's experts buffer (model/moe_routing.go newRouting): per token
+// router logits (experts) and weights (k); per permuted row tokens, rows
+// and the set's own experts (3 int32), the gathered input and the expert
+// output (2h), gate and up (2·moe_inter; SwiGLU writes gate), the gate/up
+// GEMM's output (2·moe_inter) and the x·Aᵀ of each adapted expert
+// projection (rank); offsets (experts + 1); and k int32 per token per
+// sparse layer.
+func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
+	if mc.SparseLayers() == 0 {
+		return 0
+	}
+	k, ne, mi := moeDims(mc)
+	h := int64(mc.HiddenSize)
+	rows := n * k
+	return (n*(ne+k+ad.routerRank()) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
+		int64(mc.SparseLayers())*rows) * f32Bytes
+}
+
+// moeTraceBytes is what one sparse layer of a training trace keeps
+// (newMoEActs): per token router logits and weights (experts + k) and,
+// under routing replay, the recomputed top-k (k int32); per permuted row
+// tokens, rows and its experts (the routing's buffer: 3 int32), the expert
+// output (h), gate and up (2·moe_inter) and x·Aᵀ per adapted expert
+// projection (rank); offsets (experts + 1).
+func moeTraceBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
+	k, ne, mi := moeDims(mc)
+	h := int64(mc.HiddenSize)
+	rows := n * k
+	return (n*(ne+k+ad.routerRank()+ad.replayRows(mc)) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
+}
+
+// moeCheckpointBytes is what the trace keeps of a checkpointed sparse
+// layer (model/recompute.go kept): its routing (k int32 per token, which
+// the backward's rerun replays), under routing replay the recomputed top-k
+// (k more), and, with a router adapter, the router's logits (experts per
+// token) and the grouping's offsets (experts + 1), which the
+// load-balancing loss reads before the rerun.
+func moeCheckpointBytes(mc *model.Config, n int64, ad adapterShape) int64 {
+	k, ne, _ := moeDims(mc)
+	b := n * (k + ad.replayRows(mc))
+	if ad.routers {
+		b += n*ne + ne + 1
+	}
+	return b * f32Bytes
+}
+
+// noAdapter is the shape of no adapter (the KL reference's forward).
+func noAdapter(mc *model.Config) adapterShape {
+	return adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+}
+
+// denseRanks is the Σ rank of layer l's adapted dense projections: the
+// columns of x·Aᵀ the layer keeps per token.
+func (s adapterShape) denseRanks(l int) int64 { return s.perLayer[l] * int64(s.rank) }
+
+// moeSharedTraceBytes is the forward scratch the sparse layers of a trace
+// share (newMoEScratch): per permuted row the gathered input (h), SwiGLU's
+// output (moe_inter) and the gate/up GEMM's output (2·moe_inter).
+func moeSharedTraceBytes(mc *model.Config, n int64) int64 {
+	if mc.SparseLayers() == 0 {
+		return 0
+	}
+	k, _, mi := moeDims(mc)
+	return n * k * (int64(mc.HiddenSize) + 3*mi) * f32Bytes
+}
+
+// moeBackwardBytes is a sparse layer's MLP backward scratch (model/moe.go
+// moeBackward, with layerBackward's dh2): dh2 (h per token), router
+// dlogits (experts per token); per permuted row the recomputed gathered
+// input and SwiGLU output (h + moe_inter), dyp and dxp (2h), dw (1), dAct,
+// dGate, dUp (3·moe_inter), the joined gate/up gradient (2·moe_inter) and
+// dy·B per adapted expert projection (rank); and the router adapter's
+// dLogits·B (rank per token).
+func moeBackwardBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
+	k, ne, mi := moeDims(mc)
+	h := int64(mc.HiddenSize)
+	return (n*(h+ne+ad.routerRank()) + n*k*(3*h+1+6*mi+ad.experts[l]*int64(ad.rank))) * f32Bytes
+}

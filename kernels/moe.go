@@ -1,0 +1,65 @@
+package kernels
+
+// MoEOps are the ops of a mixture-of-experts MLP (Qwen3-MoE): routing,
+// grouping the tokens by expert, one GEMM per projection over every
+// expert's rows at once, and combining the experts' outputs with the
+// routing weights — each with its backward. The grouping is computed on
+// the device, so a layer never waits for the host to learn how many
+// tokens each expert got.
+//
+// Shapes: n tokens, nExperts experts, topK experts per token. An
+// assignment is a (token t, choice j) pair, flattened as t·topK + j; the
+// grouped order lists the n·topK assignments expert by expert (expert 0's
+// first, within an expert by assignment index, so the order is
+// deterministic), and a permuted row is an assignment's place in it.
+type MoEOps interface {
+	// MoERoute routes each token: p = softmax(logits[t]) over nExperts in
+	// f32, the topK largest probabilities (ties go to the lower expert
+	// index), in decreasing order, into experts[t·topK + j] and
+	// weights[t·topK + j]; with normTopK the weights are divided by their
+	// sum. With replay set, experts is an input (the experts recorded when
+	// the token was sampled) and only the weights are computed: p at those
+	// experts, renormalised over them with normTopK.
+	MoERoute(weights, experts, logits Buffer, n, nExperts, topK int, normTopK, replay bool)
+
+	// MoERouteBackward is MoERoute's backward for fixed experts: given
+	// dweights (n × topK) it writes dlogits (n × nExperts, overwritten),
+	// the gradient through the softmax (and the renormalisation). dprobs,
+	// when not nil, is a gradient with respect to every token's whole
+	// probability vector (nExperts values, the same for every token: the
+	// load-balancing loss's), added before the softmax's backward.
+	MoERouteBackward(dlogits, dweights, dprobs, logits, experts Buffer, n, nExperts, topK int, normTopK bool)
+
+	// MoEGroup computes the grouped order of the assignments in experts
+	// (n × topK, each in [0, nExperts)): offsets (nExperts+1) with
+	// offsets[e] the first permuted row of expert e and offsets[nExperts] =
+	// n·topK; tokens (n·topK) the token of each permuted row; and rows
+	// (n·topK) the permuted row of each assignment.
+	MoEGroup(offsets, tokens, rows, experts Buffer, n, nExperts, topK int)
+
+	// GroupedMatMul multiplies each expert's rows by its own matrix: for
+	// every expert e and permuted row r in [offsets[e], offsets[e+1]),
+	// C[r] = alpha·A[r]·op(B_e) + beta·C[r], where A is rows × k, C rows ×
+	// n, and B holds nExperts matrices end to end, each k × n (n × k when
+	// transB), possibly BF16. rows is offsets[nExperts], the extent of A
+	// and C.
+	GroupedMatMul(c, a, b, offsets Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32)
+
+	// GroupedMatMulTN is the per-expert weight gradient: for every expert
+	// e, C_e = alpha·A_eᵀ·B_e + beta·C_e, where A_e (count_e × m) and B_e
+	// (count_e × n) are expert e's rows of A (rows × m) and B (rows × n),
+	// and C holds nExperts m × n matrices end to end. An expert with no
+	// rows gets C_e = beta·C_e.
+	GroupedMatMulTN(c, a, b, offsets Buffer, rows, nExperts, m, n int, alpha, beta float32)
+
+	// MoECombine sums each token's assignments: out[t] = Σ_j w_j·x[rows[t·topK
+	// + j]] over cols columns, with w = weights (n × topK), or 1 when
+	// weights is nil (the backward of gathering a token's row to every
+	// assignment). out is overwritten.
+	MoECombine(out, x, weights, rows Buffer, n, topK, cols int)
+
+	// MoECombineBackward is MoECombine's backward: dx[rows[t·topK + j]] =
+	// weights[t·topK + j]·dout[t] (dx is rows × cols, every row written) and
+	// dweights[t·topK + j] = dout[t]·x[rows[t·topK + j]].
+	MoECombineBackward(dx, dweights, dout, x, weights, rows Buffer, n, topK, cols int)
+}

@@ -1,0 +1,74 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// MoEWeights are a sparse layer's router and experts. The experts'
+// projections are stacked so that each is one grouped GEMM over all of
+// them: GateUp is nExperts × (2·moe_intermediate) × hidden, expert e's
+// [gate_proj; up_proj] at e·2·inter·hidden, and Down nExperts × hidden ×
+// moe_intermediate. Experts[e] holds the views of expert e's matrices.
+type MoEWeights struct {
+	Router       kernels.Buffer // mlp.gate: nExperts × hidden
+	GateUp, Down kernels.Buffer
+	Experts      []Expert
+}
+
+// Expert is the views of one expert's projections into MoEWeights.
+type Expert struct{ Gate, Up, Down kernels.Buffer }
+
+// expertSpecs appends a sparse layer's router and expert tensors (HF names
+// mlp.gate.weight and mlp.experts.{e}.{gate,up,down}_proj.weight) to s,
+// the experts as members of the two stacked groups.
+func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSpec {
+	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	mw := &MoEWeights{Experts: make([]Expert, ne)}
+	l.MoE = mw
+	gateUp, down := &fusedSpec{dst: &mw.GateUp}, &fusedSpec{dst: &mw.Down}
+	member := func(g *fusedSpec, name string, shape []int, dst *kernels.Buffer) tensorSpec {
+		sp := tensorSpec{name: name, shape: shape, dst: dst, fused: g, off: g.size}
+		g.size += numel(shape)
+		g.members = append(g.members, len(s))
+		return sp
+	}
+	s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
+	for e := range ne {
+		ex := &mw.Experts[e]
+		p := fmt.Sprintf("%smlp.experts.%d.", prefix, e)
+		s = append(s, member(gateUp, p+"gate_proj.weight", []int{mi, h}, &ex.Gate))
+		s = append(s, member(gateUp, p+"up_proj.weight", []int{mi, h}, &ex.Up))
+	}
+	for e := range ne {
+		s = append(s, member(down, fmt.Sprintf("%smlp.experts.%d.down_proj.weight", prefix, e), []int{h, mi}, &mw.Experts[e].Down))
+	}
+	return s
+}
+
+// ExpertDims returns an expert projection's (in, out) features.
+func (c *Config) ExpertDims(p Proj) (in, out int) {
+	if p == ProjDown {
+		return c.MoEIntermediateSize, c.HiddenSize
+	}
+	return c.HiddenSize, c.MoEIntermediateSize
+}
+
+// buffers are the MoE weights' own allocations (not the views).
+func (w *MoEWeights) buffers() []*kernels.Buffer {
+	return []*kernels.Buffer{&w.Router, &w.GateUp, &w.Down}
+}
+
+// reslice sets the experts' views again after GateUp or Down was
+// replaced.
+func (w *MoEWeights) reslice(c *Config) {
+	h, mi := c.HiddenSize, c.MoEIntermediateSize
+	for e := range w.Experts {
+		w.Experts[e] = Expert{
+			Gate: w.GateUp.Slice(e*2*mi*h, mi*h),
+			Up:   w.GateUp.Slice(e*2*mi*h+mi*h, mi*h),
+			Down: w.Down.Slice(e*h*mi, h*mi),
+		}
+	}
+}
