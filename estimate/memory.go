@@ -399,22 +399,23 @@ func kvTableBytes(entries int64) int64 { return entries * 4 }
 // groups' prefill into running decode steps; at most max(2048, slots)
 // tokens (sampler.Config.PrefillTokens). The activations are the
 // inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
-// attn: q; k, v: kv; gate, up: intermediate; the fused q/k/v and gate/up
-// GEMMs' output, fusedWidth), three int32 index vectors, the LoRA x·Aᵀ
+// attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
+// fusedWidth, which AttentionInputs and SwiGLURows read in place), three
+// int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every
 // layer, and the logits of each held rollout (a host copy too on the CPU);
 // a mixture-of-experts model adds its experts' activations
 // (moeInferenceBytes).
 func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
-	h, q, kv, inter, v := dims(mc)
+	h, q, _, inter, v := dims(mc)
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
 	prompt := int64(max(s.PromptTokens, 1))
 	chunk := max(2048, slots)
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+2*kv+2*inter+fusedWidth(mc))*f32Bytes + 3*4
+	perToken := (3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*4
 	for _, t := range ad.perLayer {
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
@@ -520,15 +521,15 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 // scored. f32 unless noted:
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
-//	  index + cache row (4 × 4 B); the fused GEMMs' output that every
-//	  layer splits (fusedWidth); and per layer what pl keeps
+//	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
+//	  layer reads in place (qkvWidth); and per layer what pl keeps
 //	  (plan.keptBytes: without recompute, model/layer.go trainingActs:
-//	  4h (xMid, xOut, h1, h2; o is a view of the fused output) + 2
-//	  (rstd1, rstd2) + 2q (q, attn) + 2kv (k, v) + heads (lse) + 3·inter
-//	  (gate, up, act) + [Qwen3 q/k norm: q + kv + heads + kv_heads] + rank
-//	  per adapted proj; a checkpointed layer its output, h), and its own
-//	  KV cache: 2kv per layer (one for
-//	  all the checkpointed layers);
+//	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
+//	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
+//	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
+//	  kv_heads] + rank per adapted proj; a checkpointed layer its output,
+//	  h), and its own KV cache: 2kv per layer (one for all the
+//	  checkpointed layers);
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
@@ -542,11 +543,11 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
 //	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
 //	  scored row, freed before the layers) and one layer's, per token,
-//	  3·inter (dAct, dGate, dUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
-//	  cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
+//	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
+//	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
 //	  (dh1), and what pl recomputes for it (plan.recomputedBytes),
 //	  freed before the next layer
-//	a sparse (mixture-of-experts) layer keeps, in place of gate, up and
+//	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
 //	  act, its experts' set (moeTraceBytes; when checkpointed its routing
 //	  alone, and the router's logits and offsets with a router adapter:
 //	  moeCheckpointBytes), and its backward's MLP part is moeBackwardBytes;
@@ -568,8 +569,8 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan) phaseBytes {
 	h, _, kv, _, v := dims(mc)
-	tokenHead := h + 4 + fusedWidth(mc) // x, token/slot/position/cache-row indices, fused GEMM output
-	rowHead := 2 + 2*h + 3 + v          // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
+	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*tokenHead+r*rowHead)*f32Bytes + pl.keptBytes(mc, ad, n)
 	table := kvTableBytes(traceTableEntries(n, longest, seqs))
@@ -636,9 +637,15 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 }
 
 // fusedWidth is the width of the one buffer the fused q/k/v and gate/up
-// GEMMs write before their output is split (model/layer.go).
+// GEMMs write in inference (model/layer.go inferenceActs).
 func fusedWidth(mc *model.Config) int64 {
 	return int64(max(mc.NumHeads*mc.HeadDim+2*mc.NumKVHeads*mc.HeadDim, 2*mc.IntermediateSize))
+}
+
+// qkvWidth is the fused q/k/v GEMM's output width: the trace's one shared
+// buffer in training, where gate/up writes each layer's own gateUp.
+func qkvWidth(mc *model.Config) int64 {
+	return int64(mc.NumHeads*mc.HeadDim + 2*mc.NumKVHeads*mc.HeadDim)
 }
 
 func dims(mc *model.Config) (h, q, kv, inter, v int64) {

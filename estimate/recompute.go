@@ -128,7 +128,7 @@ func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int6
 // layerFullBytes is every activation layer l of a trace of n tokens keeps
 // without recompute (model/layer.go trainingActs): fullPerLayer per token,
 // a sparse layer's experts' set (moeTraceBytes, with its routing) in place
-// of the dense MLP's gate, up and act.
+// of the dense MLP's gateUp and act.
 func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
 	per := fullPerLayer(mc, ad.denseRanks(l))
 	if !mc.IsSparse(l) {
@@ -182,13 +182,13 @@ func layerKeptBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.R
 
 // backwardBytes is layer l's backward scratch without what it recomputes
 // (model/train.go layerBackward), per token: 2q (dAttn, dq) + 2kv (dK,
-// dV cache-shaped) + 2kv (dk, dv) + rank per adapted proj (dy·B) + h
-// (dh1, but in the first layer: its input is the frozen embedding), and
-// the MLP's: 3·inter (dAct, dGate, dUp) + h (dh2), or a sparse layer's
-// moeBackwardBytes.
+// dV cache-shaped) + q + 2kv (dQKV, AttentionInputsBackward's fused
+// gradient) + rank per adapted proj (dxa) + h (dh1, but in the first
+// layer: its input is the frozen embedding), and the MLP's: 3·inter
+// (dAct, dGateUp) + h (dh2), or a sparse layer's moeBackwardBytes.
 func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
 	h, q, kv, inter, _ := dims(mc)
-	per := 2*q + 4*kv + ad.denseRanks(l)
+	per := 3*q + 4*kv + ad.denseRanks(l)
 	if l > 0 {
 		per += h
 	}
@@ -226,13 +226,15 @@ const swigluFLOPs = 5
 
 // fullPerLayer is every activation a training trace keeps per token and
 // layer without recompute (model/layer.go trainingActs), f32 elements, lr
-// the LoRA shrinks' Σ ranks. The o_proj/down_proj output is a view of the
-// trace's fused GEMM output, unless that is narrower than hidden.
+// the LoRA shrinks' Σ ranks: xMid, xOut, h1, h2, the two norms' rstd, q,
+// attn, lse, gateUp, act (k and v go straight to the KV cache). The
+// o_proj/down_proj output is a view of the trace's fused q/k/v GEMM
+// output, unless that is narrower than hidden.
 func fullPerLayer(mc *model.Config, lr int64) int64 {
 	h, q, kv, inter, _ := dims(mc)
 	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
-	n := 4*h + 2 + 2*q + 2*kv + heads + 3*inter + lr
-	if fusedWidth(mc) < h {
+	n := 4*h + 2 + 2*q + heads + 3*inter + lr
+	if qkvWidth(mc) < h {
 		n += h
 	}
 	if mc.Arch().QKNorm {

@@ -104,7 +104,8 @@ func TestMemoryRecomputeAuto(t *testing.T) {
 	}
 }
 
-// flopBackend counts the multiply-adds of every MatMul (2·m·n·k FLOPs).
+// flopBackend counts the multiply-adds of every MatMul and LoRA op
+// (2·m·n·k FLOPs each product).
 type flopBackend struct {
 	*cpu.Backend
 	flops float64
@@ -113,6 +114,40 @@ type flopBackend struct {
 func (f *flopBackend) MatMul(c, a, b kernels.Buffer, m, n, k int, transA, transB bool, alpha, beta float32) {
 	f.flops += 2 * float64(m) * float64(n) * float64(k)
 	f.Backend.MatMul(c, a, b, m, n, k, transA, transB, alpha, beta)
+}
+
+// The LoRA ops are GEMMs too: x·Aᵀ and (x·Aᵀ)·Bᵀ forward; dy·B, dB, dx
+// and dA backward (each skipped with its output).
+func (f *flopBackend) LoRAShrink(xa, x, a kernels.Buffer, rows, in, ranks int) {
+	f.flops += 2 * float64(rows) * float64(in) * float64(ranks)
+	f.Backend.LoRAShrink(xa, x, a, rows, in, ranks)
+}
+
+func (f *flopBackend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
+	for _, p := range parts {
+		f.flops += 2 * float64(rows) * float64(p.Out) * float64(p.Rank)
+	}
+	f.Backend.LoRAExpand(xa, parts, rows)
+}
+
+func (f *flopBackend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
+	for _, p := range parts {
+		n := 1.0
+		if p.DB != nil {
+			n = 2
+		}
+		f.flops += n * 2 * float64(rows) * float64(p.Out) * float64(p.Rank)
+	}
+	f.Backend.LoRAExpandBackward(dxa, xa, parts, rows)
+}
+
+func (f *flopBackend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in, ranks int) {
+	for _, out := range []kernels.Buffer{dx, da} {
+		if out != nil {
+			f.flops += 2 * float64(rows) * float64(in) * float64(ranks)
+		}
+	}
+	f.Backend.LoRAShrinkBackward(dx, da, dxa, x, a, rows, in, ranks)
 }
 
 // TestRecomputeFLOPsCountGEMMs holds the FLOP model against the GEMMs a

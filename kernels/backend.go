@@ -14,7 +14,8 @@
 //     I32 buffers.
 //   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
-//     Sample's token ids (I32) and a BF16 KV cache (KVWrite).
+//     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs)
+//     and the bf16 casts the fused ops write for the next GEMM (FusedOps).
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -108,13 +109,17 @@ type Backend interface {
 // reference in kernels/kerneltest, which is the specification every backend
 // is tested against.
 type Ops interface {
+	FusedOps
+	LoRAOps
+
 	// MatMul computes C = alpha·op(A)·op(B) + beta·C with op(A) m×k and op(B)
 	// k×n. op(X) is X or Xᵀ per transA/transB; A is m×k (k×m when transposed),
 	// B is k×n (n×k when transposed). B may be BF16; a backend may then
 	// round A to bf16 before the product (a bf16×bf16 GEMM with f32
 	// accumulation, as the CUDA backend's cublasGemmEx and a bf16 PyTorch
-	// matmul do); the CPU backend keeps A in f32. With beta == 0, C is
-	// overwritten even if it held NaN.
+	// matmul do); the CPU backend keeps A in f32. A may be BF16 only when
+	// B is (a FusedOps cast): it is then used as it is. With beta == 0, C
+	// is overwritten even if it held NaN.
 	MatMul(c, a, b Buffer, m, n, k int, transA, transB bool, alpha, beta float32)
 
 	// GatherRows copies rows idx[i] of table (rows × cols) into row i of out,

@@ -7,6 +7,9 @@ package kernels
 // optimizer. Frozen weights never get gradients, so there is no weight
 // gradient op for norms or embeddings.
 type TrainOps interface {
+	FusedTrainOps
+	LoRATrainOps
+
 	// Fill sets the first n elements of x to value.
 	Fill(x Buffer, value float32, n int)
 

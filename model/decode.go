@@ -178,8 +178,8 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 			}
 		}
 		for g := range numGroups {
-			if gl := m.groupLoRA(l, g); gl != nil && (b.acts.xaT[g] == nil || b.acts.xaT[g].Len() < gl.ranks*n) {
-				b.acts.xaT[g] = a.alloc(kernels.F32, n*maxGroupRanks(m, g))
+			if gl := m.groupLoRA(l, g); gl != nil && (b.acts.xaG[g] == nil || b.acts.xaG[g].Len() < gl.ranks*n) {
+				b.acts.xaG[g] = a.alloc(kernels.F32, n*maxGroupRanks(m, g))
 			}
 		}
 	}
@@ -304,11 +304,18 @@ func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages kernels.KVPages
 	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages}
 	be.GatherRows(b.x, m.W.Embed, b.tok, n, h)
 	for l := range m.W.Layers {
-		m.layerForward(nil, l, cache, idx, n, b.acts)
+		prev := b.acts // each layer's closing residual add is the next one's first norm (layerForward)
+		if l == 0 {
+			prev = nil
+		}
+		m.layerForward(nil, l, cache, idx, n, b.acts, prev)
 	}
-	normed := b.acts.h1
-	be.RMSNorm(normed, nil, b.x, m.W.Norm, n, h, float32(c.RMSNormEps))
-	be.MatMul(b.logits, normed, m.W.LMHead, n, c.VocabSize, h, false, true, 1, 0)
+	// The last layer's residual add is fused into the final norm, as
+	// Forward does for a decode step; h1 (and its bf16 cast) are dead by
+	// then and hold the LM head's input.
+	normed, normedB := b.acts.h1, b.acts.h1b
+	be.AddRMSNorm(b.x, normed, normedB, nil, b.acts.xMid, b.acts.o, m.W.Norm, n, h, float32(c.RMSNormEps))
+	be.MatMul(b.logits, gemmInput(normed, normedB), m.W.LMHead, n, c.VocabSize, h, false, true, 1, 0)
 	be.SampleStream(b.tok, b.lp, b.logits, b.params, b.state, n, c.VocabSize)
 	be.AddI32(b.pos, b.pos, b.delta, n)
 }

@@ -65,16 +65,32 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 		if routing != nil && routing[l] != nil {
 			acts.moe.useRouting(a, routing[l], b.Experts != nil)
 		}
-		m.layerForward(a, l, cache, idx, n, acts)
+		prev := acts
+		if l == 0 {
+			prev = nil
+		}
+		m.layerForward(a, l, cache, idx, n, acts, prev)
 	}
 
-	rows := a.alloc(kernels.I32, len(logitRows))
-	be.UploadI32(rows, logitRows)
-	sel := a.alloc(kernels.F32, len(logitRows)*h)
-	be.GatherRows(sel, x, rows, len(logitRows), h)
-	be.RMSNorm(sel, nil, sel, m.W.Norm, len(logitRows), h, float32(c.RMSNormEps))
-	logits := be.Alloc(kernels.F32, len(logitRows)*c.VocabSize)
-	be.MatMul(logits, sel, m.W.LMHead, len(logitRows), c.VocabSize, h, false, true, 1, 0)
+	r, eps := len(logitRows), float32(c.RMSNormEps)
+	hF := a.alloc(kernels.F32, r*h) // the final norm's output, the LM head's input
+	var hFb kernels.Buffer
+	if m.castsBF16() {
+		hFb = a.alloc(kernels.BF16, r*h)
+	}
+	if inOrder(logitRows, n) {
+		// Every token in order (a decode step): the last layer's residual
+		// add is fused into the final norm.
+		be.AddRMSNorm(x, hF, hFb, nil, acts.xMid, acts.o, m.W.Norm, n, h, eps)
+	} else {
+		m.finishLayers(acts, n)
+		rows := a.alloc(kernels.I32, r)
+		be.UploadI32(rows, logitRows)
+		be.GatherRows(hF, x, rows, r, h)
+		be.AddRMSNorm(nil, hF, hFb, nil, hF, nil, m.W.Norm, r, h, eps)
+	}
+	logits := be.Alloc(kernels.F32, r*c.VocabSize)
+	be.MatMul(logits, gemmInput(hF, hFb), m.W.LMHead, r, c.VocabSize, h, false, true, 1, 0)
 	if err := be.Sync(); err != nil {
 		be.Free(logits)
 		return nil, fmt.Errorf("forward on %s: %w", be.Name(), err)
@@ -83,6 +99,19 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 		routing.record(be, c, b.RecordExperts, n)
 	}
 	return logits, nil
+}
+
+// inOrder reports whether rows is every index of n tokens, in order.
+func inOrder(rows []int32, n int) bool {
+	if len(rows) != n {
+		return false
+	}
+	for i, r := range rows {
+		if int(r) != i {
+			return false
+		}
+	}
+	return true
 }
 
 func allRows(n int) []int32 {

@@ -6,7 +6,8 @@ import "github.com/grpo-dev/grpo/kernels"
 // norm's output) and gate/up (the MLP norm's). Their base weights are one
 // buffer (Layer.QKV, Layer.GateUp), so the group's forward is one GEMM;
 // their LoRA shrinks x·Aᵀ are one GEMM too when the adapter stores the A
-// matrices together (GroupedAdapter).
+// matrices together (GroupedAdapter), and their expands one op that adds
+// into the fused output in place (kernels.LoRAOps).
 type group uint8
 
 const (
@@ -33,7 +34,7 @@ type GroupedAdapter interface {
 type groupLoRA struct {
 	projs  []Proj // adapted members, in group order
 	loras  []*LoRA
-	rows   []int // first row of each in the group's x·Aᵀ (Σ ranks × n)
+	rows   []int // first row of each in a's Σ ranks rows
 	ranks  int   // Σ ranks
 	a, da  kernels.Buffer
 	inDim  int
@@ -59,9 +60,41 @@ func (m *Model) groupLoRA(layer int, g group) *groupLoRA {
 	return gl
 }
 
-// xaRows is member i's rows of the group's x·Aᵀ (ranks × n, row-major).
-func (gl *groupLoRA) xaRows(xaT kernels.Buffer, i, n int) kernels.Buffer {
-	return xaT.Slice(gl.rows[i]*n, gl.loras[i].Rank*n)
+// loraUnit is one LoRAShrink and the LoRAExpand of its parts: a group's
+// members together when their A matrices are one buffer, else each alone.
+type loraUnit struct {
+	a, da kernels.Buffer
+	xa    kernels.Buffer // n × ranks: the shrink's output, kept for the backward
+	ranks int
+	parts []kernels.LoRAPart
+}
+
+// yFunc places member i (its position in groupProjs) of a group: the
+// buffer its output (or output gradient) lies in, that buffer's width and
+// the member's first column.
+type yFunc func(i int) (y kernels.Buffer, cols, off int)
+
+// units splits xa (n × Σ ranks elements) among the group's LoRA units:
+// one unit with every member over the grouped A, or one per member over
+// its own A and its n × rank share of xa.
+func (gl *groupLoRA) units(g group, xa kernels.Buffer, n int, y yFunc) []loraUnit {
+	part := func(i int) kernels.LoRAPart {
+		lr := gl.loras[i]
+		yb, cols, off := y(groupIndex(g, gl.projs[i]))
+		return kernels.LoRAPart{B: lr.B, DB: lr.DB, Rank: lr.Rank, Out: gl.outDim[i], Scale: lr.Scale, Y: yb, YCols: cols, YOff: off}
+	}
+	if gl.a != nil {
+		u := loraUnit{a: gl.a, da: gl.da, xa: xa, ranks: gl.ranks}
+		for i := range gl.loras {
+			u.parts = append(u.parts, part(i))
+		}
+		return []loraUnit{u}
+	}
+	us := make([]loraUnit, len(gl.loras))
+	for i, lr := range gl.loras {
+		us[i] = loraUnit{a: lr.A, da: lr.DA, xa: xa.Slice(gl.rows[i]*n, lr.Rank*n), ranks: lr.Rank, parts: []kernels.LoRAPart{part(i)}}
+	}
+	return us
 }
 
 // groupWidth is Σ out over the group's projections: the fused output's
@@ -75,43 +108,46 @@ func (c *Config) groupWidth(g group) int {
 	return w
 }
 
-// projectGroup computes outs[i] = in·W_iᵀ (+ bias_i) (+ LoRA_i) for the
-// group's projections with one GEMM over the fused weight into fused
-// (scratch, n × groupWidth), split by CopyColumns. The LoRA shrink is
-// computed transposed, xaT = A·inᵀ (Σ ranks × n), so each member's rows
-// are contiguous for its expand; when xaT is nil a scratch from a is used,
-// otherwise it is kept for the backward.
-func (m *Model) projectGroup(a *arena, layer int, g group, outs, biases []kernels.Buffer, in, w, fused kernels.Buffer, n int, xaT kernels.Buffer) {
+// groupOffset is member i's first column in the group's fused output.
+func (c *Config) groupOffset(g group, i int) int {
+	off := 0
+	for _, p := range groupProjs[g][:i] {
+		_, out := c.Dims(p)
+		off += out
+	}
+	return off
+}
+
+// projectGroup computes fused = in·Wᵀ + Σ LoRA (n × groupWidth) for the
+// group's projections with one GEMM over the fused weight, reading inBF16
+// (in's bf16 cast) instead of in when it is not nil, then one LoRA shrink
+// of in over the group's A matrices into xa (n × Σ ranks; scratch from a
+// when nil) and one expand adding every member into its columns of fused.
+func (m *Model) projectGroup(a *arena, layer int, g group, fused, in, inBF16, w kernels.Buffer, n int, xa kernels.Buffer) {
 	be, c := m.Backend, m.Config
 	width := c.groupWidth(g)
 	inDim, _ := c.Dims(groupProjs[g][0])
-	be.MatMul(fused, in, w, n, width, inDim, false, true, 1, 0)
-	off := 0
-	for i, p := range groupProjs[g] {
-		_, out := c.Dims(p)
-		be.CopyColumns(outs[i], fused, n, out, out, 0, width, off)
-		if biases[i] != nil {
-			be.AddBias(outs[i], biases[i], n, out)
-		}
-		off += out
-	}
+	be.MatMul(fused, gemmInput(in, inBF16), w, n, width, inDim, false, true, 1, 0)
 	gl := m.groupLoRA(layer, g)
 	if gl == nil {
 		return
 	}
-	if xaT == nil {
-		xaT = a.alloc(kernels.F32, gl.ranks*n)
+	if xa == nil {
+		xa = a.alloc(kernels.F32, gl.ranks*n)
 	}
-	if gl.a != nil {
-		be.MatMul(xaT, gl.a, in, gl.ranks, n, inDim, false, true, 1, 0)
-	} else {
-		for i, lr := range gl.loras {
-			be.MatMul(gl.xaRows(xaT, i, n), lr.A, in, lr.Rank, n, inDim, false, true, 1, 0)
-		}
+	for _, u := range gl.units(g, xa, n, func(i int) (kernels.Buffer, int, int) { return fused, width, c.groupOffset(g, i) }) {
+		be.LoRAShrink(u.xa, in, u.a, n, inDim, u.ranks)
+		be.LoRAExpand(u.xa, u.parts, n)
 	}
-	for i, lr := range gl.loras {
-		be.MatMul(outs[groupIndex(g, gl.projs[i])], gl.xaRows(xaT, i, n), lr.B, n, gl.outDim[i], lr.Rank, true, true, lr.Scale, 1)
+}
+
+// gemmInput is the A operand of a GEMM with the base weights: the bf16
+// cast when the caller has one.
+func gemmInput(in, inBF16 kernels.Buffer) kernels.Buffer {
+	if inBF16 != nil {
+		return inBF16
 	}
+	return in
 }
 
 func groupIndex(g group, p Proj) int {
@@ -123,53 +159,20 @@ func groupIndex(g group, p Proj) int {
 	panic("model: projection outside its group")
 }
 
-// projectGroupBackward is projectGroup's backward: given dys[i] (n × out_i)
-// it writes (or, with accumulate, adds) dx = Σ dy_i·W_i + Σ Scale_i·(dy_i·B_i)·A_i,
-// skipped when dx is nil, and adds each member's LoRA gradients. The base
-// part runs per projection on the views of the fused weight (joining the
-// dys would cost a copy and a buffer); the LoRA part forms
-// Scale_i·(dy_i·B_i)ᵀ for every member as rows of one dyBT (Σ ranks × n),
-// so that with grouped A matrices dx and the A gradients are one GEMM each.
-func (m *Model) projectGroupBackward(a *arena, layer int, g group, dx kernels.Buffer, dys []kernels.Buffer, x kernels.Buffer, ws []kernels.Buffer, n int, xaT kernels.Buffer, accumulate bool) {
-	be, c := m.Backend, m.Config
-	inDim, _ := c.Dims(groupProjs[g][0])
-	if dx != nil {
-		for i, p := range groupProjs[g] {
-			_, out := c.Dims(p)
-			var beta float32
-			if accumulate || i > 0 {
-				beta = 1
-			}
-			be.MatMul(dx, dys[i], ws[i], n, inDim, out, false, false, 1, beta)
-		}
-	}
+// loraGroupBackward adds the LoRA terms of a group's backward, y placing
+// each member's output gradient: Scale·(dy·B)·A into dx (which holds the
+// base part, dy·W; skipped when dx is nil) and every member's A and B
+// gradients, with one LoRAExpandBackward and one LoRAShrinkBackward per
+// unit. x and xa are the forward's input and shrink output.
+func (m *Model) loraGroupBackward(a *arena, layer int, g group, dx, x kernels.Buffer, n int, xa kernels.Buffer, y yFunc) {
+	be := m.Backend
 	gl := m.groupLoRA(layer, g)
 	if gl == nil {
 		return
 	}
-	dyBT := a.alloc(kernels.F32, gl.ranks*n)
-	for i, lr := range gl.loras {
-		dy := dys[groupIndex(g, gl.projs[i])]
-		be.MatMul(gl.xaRows(dyBT, i, n), lr.B, dy, lr.Rank, n, gl.outDim[i], true, true, lr.Scale, 0)
-		if lr.DB != nil {
-			be.MatMul(lr.DB, dy, gl.xaRows(xaT, i, n), gl.outDim[i], lr.Rank, n, true, true, lr.Scale, 1)
-		}
-	}
-	if gl.a != nil {
-		if dx != nil {
-			be.MatMul(dx, dyBT, gl.a, n, inDim, gl.ranks, true, false, 1, 1)
-		}
-		if gl.da != nil {
-			be.MatMul(gl.da, dyBT, x, gl.ranks, inDim, n, false, false, 1, 1)
-		}
-		return
-	}
-	for i, lr := range gl.loras {
-		if dx != nil {
-			be.MatMul(dx, gl.xaRows(dyBT, i, n), lr.A, n, inDim, lr.Rank, true, false, 1, 1)
-		}
-		if lr.DA != nil {
-			be.MatMul(lr.DA, gl.xaRows(dyBT, i, n), x, lr.Rank, inDim, n, false, false, 1, 1)
-		}
+	for _, u := range gl.units(g, xa, n, y) {
+		dxa := a.alloc(kernels.F32, n*u.ranks)
+		be.LoRAExpandBackward(dxa, u.xa, u.parts, n)
+		be.LoRAShrinkBackward(dx, u.da, dxa, x, u.a, n, gl.inDim, u.ranks)
 	}
 }

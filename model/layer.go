@@ -14,66 +14,105 @@ type layerActs struct {
 	xIn, xMid, xOut kernels.Buffer // residual stream: n × hidden
 	h1, h2          kernels.Buffer // normed inputs of attention and MLP
 	rstd1, rstd2    kernels.Buffer // per-row 1/rms of the two norms (training)
-	qPre, kPre      kernels.Buffer // projections before the Qwen3 q/k norm
+	qPre, kPre      kernels.Buffer // q and k before the Qwen3 q/k norm (training; nil otherwise)
 	rstdQ, rstdK    kernels.Buffer // per-head 1/rms of the q/k norm (training)
-	q, k, v         kernels.Buffer // after norm and RoPE
+	q               kernels.Buffer // after norm and RoPE; k and v go straight to the cache
 	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
 	o               kernels.Buffer // o_proj / down_proj output
-	gate, up, act   kernels.Buffer // MLP pre-activations and SwiGLU output
-	// fused receives a group's one GEMM before it is split into q/k/v or
-	// gate/up: n × max(q + 2kv, 2·inter), one buffer shared by every layer
-	// (training keeps it in the trace rather than allocating it per GEMM,
-	// so the peak does not depend on where in the pass a scratch lives).
+	// gateUp is the gate/up GEMM's output, n × 2·inter (gate | up per
+	// row), which SwiGLURows reads in place; act is its output.
+	gateUp, act kernels.Buffer
+	// fused receives the q/k/v GEMM, n × (q + 2kv), which AttentionInputs
+	// reads in place: one buffer shared by every layer (training keeps it
+	// in the trace rather than allocating it per GEMM, so the peak does
+	// not depend on where in the pass a scratch lives).
 	fused kernels.Buffer
-	xa    [NumProj]kernels.Buffer   // x·Aᵀ (n × rank) of o_proj and down_proj, for the backward
-	xaT   [numGroups]kernels.Buffer // A·xᵀ (Σ ranks × n) of the q/k/v and gate/up groups
+	// h1b, h2b and actb are the bf16 casts of h1, h2 and act that the
+	// fused ops write for GEMMs with bf16 weights on backends that round
+	// a GEMM's A to bf16 anyway (Description.BF16GEMM); nil elsewhere.
+	// Shared by every layer: only the GEMMs read them.
+	h1b, h2b, actb kernels.Buffer
+	xa             [NumProj]kernels.Buffer   // x·Aᵀ (n × rank) of o_proj and down_proj, for the backward
+	xaG            [numGroups]kernels.Buffer // x·Aᵀ (n × Σ ranks) of the q/k/v and gate/up groups
 	// moe is the mixture-of-experts MLP's activations in a sparse layer
-	// (the dense gate, up and act are nil then).
+	// (the dense gateUp and act are nil then).
 	moe *moeActs
 }
 
 // fusedWidth is the widest group's fused output.
 func (c *Config) fusedWidth() int { return max(c.groupWidth(groupQKV), c.groupWidth(groupGateUp)) }
 
+// castsBF16 reports whether the fused ops should write bf16 casts for the
+// GEMMs: the weights are bf16 and the backend's GEMM would round its A to
+// bf16 itself (so the cast changes nothing but the launches).
+func (m *Model) castsBF16() bool {
+	return m.Backend.Describe().BF16GEMM && len(m.W.Layers) > 0 && m.W.Layers[0].QKV.DType() == kernels.BF16
+}
+
+// allocCasts allocates the bf16 casts (h1b, h2b, actb; h2b is h1b's buffer
+// when the two norms share one output) when the model uses them.
+func (m *Model) allocCasts(a *arena, s *layerActs, n int, shareNorms bool) {
+	if !m.castsBF16() {
+		return
+	}
+	c := m.Config
+	s.h1b, s.actb = a.alloc(kernels.BF16, n*c.HiddenSize), a.alloc(kernels.BF16, n*c.IntermediateSize)
+	s.h2b = s.h1b
+	if !shareNorms {
+		s.h2b = a.alloc(kernels.BF16, n*c.HiddenSize)
+	}
+}
+
 // inferenceActs allocates the one reusable set of activations, with x as
 // the residual stream.
 func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	c := m.Config
-	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	q := c.NumHeads * c.HeadDim
 	s := &layerActs{xIn: x, xMid: x, xOut: x,
 		h1: a.alloc(kernels.F32, n*c.HiddenSize), o: a.alloc(kernels.F32, n*c.HiddenSize),
 		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
-		k: a.alloc(kernels.F32, n*kv), v: a.alloc(kernels.F32, n*kv),
-		gate: a.alloc(kernels.F32, n*c.IntermediateSize), up: a.alloc(kernels.F32, n*c.IntermediateSize),
+		act:   a.alloc(kernels.F32, n*c.IntermediateSize),
 		fused: a.alloc(kernels.F32, n*c.fusedWidth()),
 	}
-	s.h2, s.qPre, s.kPre, s.act = s.h1, s.q, s.k, s.gate
+	s.h2, s.gateUp = s.h1, s.fused
+	m.allocCasts(a, s, n, true)
 	if c.SparseLayers() > 0 {
 		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
 	}
 	return s
 }
 
+// sharedTrainingActs allocates what every layer of a training forward
+// shares: the q/k/v GEMM's output and the bf16 casts.
+func (m *Model) sharedTrainingActs(a *arena, n int) *layerActs {
+	s := &layerActs{fused: a.alloc(kernels.F32, n*m.Config.groupWidth(groupQKV))}
+	m.allocCasts(a, s, n, false)
+	return s
+}
+
 // trainingActs allocates a layer's own activations for the backward pass;
-// fused is the trace's one scratch for the groups' GEMMs. The ones that
-// drop recomputes in the backward (SwiGLU's output; attention's output and
-// log-sum-exp) are left nil for the caller (recompute.go).
-func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, drop Recompute) *layerActs {
+// shared holds the trace's buffers that every layer uses
+// (sharedTrainingActs). The ones that drop recomputes in the backward
+// (SwiGLU's output; attention's output and log-sum-exp) are left nil for
+// the caller (recompute.go).
+func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, drop Recompute) *layerActs {
 	c := m.Config
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n), q: f(n * q), k: f(n * kv), v: f(n * kv),
-		fused: fused}
+		rstd1: f(n), rstd2: f(n), q: f(n * q),
+		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
 	if !c.IsSparse(l) {
-		s.gate, s.up = f(n*inter), f(n*inter)
+		s.gateUp = f(n * 2 * inter)
 	}
-	// o lives from a projection to the residual add that follows it, while
-	// the groups' fused output is dead (split before, rewritten after), and
-	// the backward never reads it: it is a view of fused. (A sparse layer's
-	// experts write it from their own scratch, moeScratch.)
-	if c.fusedWidth() >= h {
-		s.o = fused.Slice(0, n*h)
+	// o lives from a projection to the residual add that follows it (the
+	// next layer's norm for down_proj's), while the shared q/k/v output is
+	// dead (read by AttentionInputs before, rewritten by the next layer's
+	// q/k/v GEMM after), and the backward never reads it: it is a view of
+	// fused when that is wide enough. (A sparse layer's experts write it
+	// from their own scratch, moeScratch.)
+	if c.groupWidth(groupQKV) >= h {
+		s.o = shared.fused.Slice(0, n*h)
 	} else {
 		s.o = f(n * h)
 	}
@@ -83,7 +122,6 @@ func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, 
 	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
 		s.act = f(n * inter)
 	}
-	s.qPre, s.kPre = s.q, s.k
 	if c.Arch().QKNorm {
 		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
 	}
@@ -94,44 +132,54 @@ func (m *Model) trainingActs(a *arena, l int, xIn, fused kernels.Buffer, n int, 
 	}
 	for g := range numGroups {
 		if gl := m.groupLoRA(l, g); gl != nil {
-			s.xaT[g] = f(gl.ranks * n)
+			s.xaG[g] = f(gl.ranks * n)
 		}
 	}
 	return s
 }
 
-// layerForward applies decoder layer l: xOut = layer(xIn), writing the
-// layer's keys and values into cache.
-func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
+// layerForward applies decoder layer l, writing the layer's keys and
+// values into cache. The residual add that ends a layer is fused with the
+// norm that starts the next: layer l first forms its input xIn =
+// prev.xMid + prev.o (prev is layer l−1's activations; nil for the first
+// layer, whose xIn is the embedding), and leaves xOut = xMid + o to the
+// next layer, or to finishLayers after the last.
+func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s, prev *layerActs) {
 	be, c, w := m.Backend, m.Config, &m.W.Layers[l]
 	h, hd, eps := c.HiddenSize, c.HeadDim, float32(c.RMSNormEps)
-	kv := c.NumKVHeads * hd
+	inter := c.IntermediateSize
 
-	be.RMSNorm(s.h1, s.rstd1, s.xIn, w.InputNorm, n, h, eps)
-	m.projectGroup(a, l, groupQKV, []kernels.Buffer{s.qPre, s.kPre, s.v}, []kernels.Buffer{w.QBias, w.KBias, w.VBias},
-		s.h1, w.QKV, s.fused, n, s.xaT[groupQKV])
-	if w.QNorm != nil {
-		be.RMSNorm(s.q, s.rstdQ, s.qPre, w.QNorm, n*c.NumHeads, hd, eps)
-		be.RMSNorm(s.k, s.rstdK, s.kPre, w.KNorm, n*c.NumKVHeads, hd, eps)
-	}
-	be.RoPE(s.q, idx.pos, m.invFreq, n, c.NumHeads, hd, false)
-	be.RoPE(s.k, idx.pos, m.invFreq, n, c.NumKVHeads, hd, false)
-	be.KVWrite(cache.K[l], s.k, idx.slots, idx.pos, idx.pages, n, kv)
-	be.KVWrite(cache.V[l], s.v, idx.slots, idx.pos, idx.pages, n, kv)
-	m.attention(l, cache, idx, n, s)
-	m.project(a, l, ProjO, s.o, s.attn, w.O, w.OBias, n, s.xa[ProjO])
-	be.Add(s.xMid, s.xIn, s.o, n*h)
-
-	be.RMSNorm(s.h2, s.rstd2, s.xMid, w.PostAttnNorm, n, h, eps)
-	if w.MoE != nil {
-		m.moeForward(l, s.moe, s.h2, s.o, n)
+	if prev == nil {
+		be.AddRMSNorm(nil, s.h1, s.h1b, s.rstd1, s.xIn, nil, w.InputNorm, n, h, eps)
 	} else {
-		m.projectGroup(a, l, groupGateUp, []kernels.Buffer{s.gate, s.up}, []kernels.Buffer{nil, nil},
-			s.h2, w.GateUp, s.fused, n, s.xaT[groupGateUp])
-		be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
-		m.project(a, l, ProjDown, s.o, s.act, w.Down, nil, n, s.xa[ProjDown])
+		be.AddRMSNorm(s.xIn, s.h1, s.h1b, s.rstd1, prev.xMid, prev.o, w.InputNorm, n, h, eps)
 	}
-	be.Add(s.xOut, s.xMid, s.o, n*h)
+	m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
+	be.AttentionInputs(s.q, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
+		m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, eps)
+	m.attention(l, cache, idx, n, s)
+	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
+
+	if w.MoE != nil {
+		// The experts read the f32 norm output (their gather and router
+		// GEMM take no bf16 cast), and their combined output is o, which
+		// the next layer's norm (or finishLayers) adds like down_proj's.
+		be.AddRMSNorm(s.xMid, s.h2, nil, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
+		m.moeForward(l, s.moe, s.h2, s.o, n)
+		return
+	}
+	be.AddRMSNorm(s.xMid, s.h2, s.h2b, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
+	m.projectGroup(a, l, groupGateUp, s.gateUp, s.h2, s.h2b, w.GateUp, n, s.xaG[groupGateUp])
+	be.SwiGLURows(s.act, s.actb, s.gateUp, n, inter)
+	m.project(a, l, ProjDown, s.o, s.act, s.actb, w.Down, nil, n, s.xa[ProjDown])
+}
+
+// finishLayers completes the last layer's residual add, xOut = xMid + o,
+// which layerForward leaves to the next layer's norm.
+func (m *Model) finishLayers(last *layerActs, n int) {
+	if last != nil {
+		m.Backend.Add(last.xOut, last.xMid, last.o, n*m.Config.HiddenSize)
+	}
 }
 
 // attention writes layer l's attention output and log-sum-exp from its

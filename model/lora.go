@@ -90,13 +90,20 @@ func (m *Model) lora(layer int, p Proj) *LoRA {
 	return m.Adapter.LoRA(layer, p)
 }
 
-// project computes out = in·Wᵀ (+ bias) (+ LoRA) for n rows. When xa is
-// not nil it receives in·Aᵀ (n × rank) for the backward pass; otherwise a
-// scratch buffer from a is used.
-func (m *Model) project(a *arena, layer int, p Proj, out, in, w, bias kernels.Buffer, n int, xa kernels.Buffer) {
+// part is l as the one part of a LoRA op whose output is columns [off,
+// off+out) of y (rows × cols).
+func (l *LoRA) part(out int, y kernels.Buffer, cols, off int) kernels.LoRAPart {
+	return kernels.LoRAPart{B: l.B, DB: l.DB, Rank: l.Rank, Out: out, Scale: l.Scale, Y: y, YCols: cols, YOff: off}
+}
+
+// project computes out = in·Wᵀ (+ bias) (+ LoRA) for n rows, the GEMM
+// reading inBF16 (in's bf16 cast) instead of in when it is not nil. When
+// xa is not nil it receives in·Aᵀ (n × rank) for the backward pass;
+// otherwise a scratch buffer from a is used.
+func (m *Model) project(a *arena, layer int, p Proj, out, in, inBF16, w, bias kernels.Buffer, n int, xa kernels.Buffer) {
 	be := m.Backend
 	inDim, outDim := m.Config.Dims(p)
-	be.MatMul(out, in, w, n, outDim, inDim, false, true, 1, 0)
+	be.MatMul(out, gemmInput(in, inBF16), w, n, outDim, inDim, false, true, 1, 0)
 	if bias != nil {
 		be.AddBias(out, bias, n, outDim)
 	}
@@ -104,7 +111,7 @@ func (m *Model) project(a *arena, layer int, p Proj, out, in, w, bias kernels.Bu
 		if xa == nil {
 			xa = a.alloc(kernels.F32, n*l.Rank)
 		}
-		be.MatMul(xa, in, l.A, n, l.Rank, inDim, false, true, 1, 0)
-		be.MatMul(out, xa, l.B, n, outDim, l.Rank, false, true, l.Scale, 1)
+		be.LoRAShrink(xa, in, l.A, n, inDim, l.Rank)
+		be.LoRAExpand(xa, []kernels.LoRAPart{l.part(outDim, out, outDim, 0)}, n)
 	}
 }

@@ -157,23 +157,30 @@ func (m *Model) checkpointedLayers() int {
 
 // forwardActs allocates layer l's activations for a training forward under
 // p: what the backward reads from the trace in keep, what it recomputes in
-// tmp (freed once the layer's forward is done). Under RecomputeNone it is
-// trainingActs, everything in keep.
-func (m *Model) forwardActs(keep, tmp *arena, l int, xIn, fused kernels.Buffer, n int, p Recompute) *layerActs {
+// tmp (freed once the layer's forward is done); shared is the trace's
+// buffers that every layer uses (sharedTrainingActs). Under RecomputeNone
+// it is trainingActs, everything in keep.
+func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, p Recompute) *layerActs {
 	switch p {
 	case RecomputeNone:
-		return m.trainingActs(keep, l, xIn, fused, n, RecomputeNone)
+		return m.trainingActs(keep, l, xIn, shared, n, RecomputeNone)
 	case RecomputeLayer:
 		// The layer's output is the next layer's kept input; the rest is
 		// rebuilt by the backward's rerun.
-		s := m.trainingActs(tmp, l, xIn, fused, n, RecomputeNone)
+		s := m.trainingActs(tmp, l, xIn, shared, n, RecomputeNone)
 		s.xOut = keep.alloc(kernels.F32, n*m.Config.HiddenSize)
 		return s
 	}
-	s := m.trainingActs(keep, l, xIn, fused, n, p)
+	s := m.trainingActs(keep, l, xIn, shared, n, p)
 	m.allocDropped(tmp, l, s, n, p)
 	return s
 }
+
+// closesOwnLayer reports whether a layer under p completes its own
+// residual add (xOut = xMid + o) rather than leaving it to the next
+// layer's norm (layerForward): under RecomputeLayer its xMid lives in the
+// forward's scratch, freed before the next layer runs.
+func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 
 // trainingMoEActs allocates sparse layer l's mixture-of-experts
 // activations for a training forward under p (experts, scratch and replay
@@ -211,7 +218,7 @@ func (m *Model) kept(s *layerActs, p Recompute) *layerActs {
 	case RecomputeNone:
 		return s
 	case RecomputeLayer:
-		k := &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused}
+		k := &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused, h1b: s.h1b, h2b: s.h2b, actb: s.actb}
 		if e := s.moe; e != nil {
 			// The routing (the rerun replays it) and what newMoEActs put
 			// in the trace's arena: the replay's recomputed top-k; the
@@ -241,7 +248,11 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 	case RecomputeNone:
 		return kept
 	case RecomputeLayer:
-		s := m.trainingActs(a, l, kept.xIn, kept.fused, n, RecomputeNone)
+		// The kept input is complete (the embedding, the previous layer's
+		// own add, or this layer's first norm in the forward wrote it), so
+		// the rerun starts from it with no previous layer; it stops short
+		// of xOut, which the backward never reads.
+		s := m.trainingActs(a, l, kept.xIn, kept, n, RecomputeNone)
 		if kept.moe != nil {
 			// The rerun replays the experts the forward routed to (or
 			// replayed): on a backend whose reductions are not
@@ -251,7 +262,7 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 			s.moe = m.newMoEActs(a, a, l, n, kept.moe.experts, tr.moe, false)
 			s.moe.replay = true
 		}
-		m.layerForward(a, l, tr.cache, tr.idx, n, s)
+		m.layerForward(a, l, tr.cache, tr.idx, n, s, nil)
 		return s
 	}
 	s := *kept
@@ -260,7 +271,8 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 		m.attention(l, tr.cache, tr.idx, n, &s)
 	}
 	if s.moe == nil {
-		be.SwiGLU(s.act, s.gate, s.up, n*c.IntermediateSize)
+		// The bf16 cast fed only the forward's down_proj GEMM.
+		be.SwiGLURows(s.act, nil, s.gateUp, n, c.IntermediateSize)
 	}
 	return &s
 }

@@ -16,7 +16,6 @@ type Trace struct {
 	n, r      int // tokens in the batch; scored rows
 	idx       batchIndex
 	cache     *KVCache
-	cacheRows kernels.Buffer // slot·maxLen + pos of each token: its cache row (the identity table)
 	layers    []*layerActs   // what each layer keeps, by its recompute policy
 	recompute []Recompute    // each layer's policy (m.layerRecompute)
 	moe       *moeScratch    // the sparse layers' shared forward scratch (a checkpointed one's rerun too)
@@ -97,16 +96,11 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	}
 	orig := b
 	var cache *KVCache
-	var crows []int32
 	if sb != nil {
 		b, rows = &sb.b, sb.rows(rows)
-		cache, crows = m.traceCache(sb, slots), sb.cacheRows()
+		cache = m.traceCache(sb, slots)
 	} else {
 		cache = m.newTrainCache(slots, maxLen)
-		crows = make([]int32, b.Len())
-		for i := range crows {
-			crows[i] = b.Slots[i]*int32(maxLen) + b.Positions[i]
-		}
 	}
 	if err := b.validate(c, cache); err != nil {
 		cache.Free()
@@ -116,8 +110,6 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
-	tr.cacheRows = a.alloc(kernels.I32, n)
-	be.UploadI32(tr.cacheRows, crows)
 	tr.targets = a.alloc(kernels.I32, r)
 	be.UploadI32(tr.targets, targets)
 	if rows != nil {
@@ -127,33 +119,53 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 
 	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
-	fused := a.alloc(kernels.F32, n*c.fusedWidth())
+	shared := m.sharedTrainingActs(a, n)
 	routing := m.newRouting(a, b)
 	if c.SparseLayers() > 0 {
 		tr.moe = m.newMoEScratch(a, n, true)
 	}
+	var prev *layerActs
 	for l := range m.W.Layers {
 		// What the backward recomputes lives only through the layer's forward.
 		tmp := &arena{be: be}
-		s := m.forwardActs(a, tmp, l, x, fused, n, tr.recompute[l])
+		s := m.forwardActs(a, tmp, l, x, shared, n, tr.recompute[l])
 		if c.IsSparse(l) {
 			s.moe = m.trainingMoEActs(a, tmp, l, n, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
 		}
-		m.layerForward(a, l, cache, tr.idx, n, s)
+		m.layerForward(a, l, cache, tr.idx, n, s, prev)
+		prev = s
+		if closesOwnLayer(tr.recompute[l]) {
+			m.finishLayers(s, n)
+			prev = nil
+		}
 		tmp.free()
 		tr.layers = append(tr.layers, m.kept(s, tr.recompute[l]))
 		x = s.xOut
 	}
-	tr.xFinal = x
-	if tr.rows != nil {
-		tr.xFinal = a.alloc(kernels.F32, r*h)
-		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
-	}
 	tr.rstdF = a.alloc(kernels.F32, r)
 	hF := a.alloc(kernels.F32, r*h)
-	be.RMSNorm(hF, tr.rstdF, tr.xFinal, m.W.Norm, r, h, float32(c.RMSNormEps))
+	var hFb kernels.Buffer
+	if m.castsBF16() {
+		hFb = a.alloc(kernels.BF16, r*h)
+	}
+	eps := float32(c.RMSNormEps)
+	tr.xFinal = x
+	switch {
+	case tr.rows == nil && prev != nil:
+		// Every token scored: the last layer's residual add is fused into
+		// the final norm.
+		be.AddRMSNorm(x, hF, hFb, tr.rstdF, prev.xMid, prev.o, m.W.Norm, n, h, eps)
+	case tr.rows == nil:
+		// The last layer closed its own add (closesOwnLayer).
+		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, x, nil, m.W.Norm, n, h, eps)
+	default:
+		m.finishLayers(prev, n)
+		tr.xFinal = a.alloc(kernels.F32, r*h)
+		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
+		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, tr.xFinal, nil, m.W.Norm, r, h, eps)
+	}
 	tr.logits = a.alloc(kernels.F32, r*v)
-	be.MatMul(tr.logits, hF, m.W.LMHead, r, v, h, false, true, 1, 0)
+	be.MatMul(tr.logits, gemmInput(hF, hFb), m.W.LMHead, r, v, h, false, true, 1, 0)
 	tr.Logp, tr.Entropy = a.alloc(kernels.F32, r), a.alloc(kernels.F32, r)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
 	// No Sync: the forward stays queued, so a micro-batch's forward and
@@ -262,13 +274,18 @@ func (tr *Trace) mlpBackward(a *arena, l int, s *layerActs, dx kernels.Buffer) {
 	w := &m.W.Layers[l]
 	n, h, inter := tr.n, c.HiddenSize, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid).
+	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
+	// gate and up are the halves of the fused gateUp, and so are their
+	// gradients: the base part of dh2 is one GEMM with the fused weight.
 	dAct := f(n * inter)
 	m.projectBackward(a, l, ProjDown, dAct, dx, s.act, w.Down, n, s.xa[ProjDown], false)
-	dGate, dUp := f(n*inter), f(n*inter)
-	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, n*inter)
+	dGateUp := f(n * 2 * inter)
+	be.SwiGLURowsBackward(dGateUp, dAct, s.gateUp, n, inter)
 	dh2 := f(n * h)
-	m.projectGroupBackward(a, l, groupGateUp, dh2, []kernels.Buffer{dGate, dUp}, s.h2, []kernels.Buffer{w.Gate, w.Up}, n, s.xaT[groupGateUp], false)
+	be.MatMul(dh2, dGateUp, w.GateUp, n, h, 2*inter, false, false, 1, 0)
+	m.loraGroupBackward(a, l, groupGateUp, dh2, s.h2, n, s.xaG[groupGateUp], func(i int) (kernels.Buffer, int, int) {
+		return dGateUp, 2 * inter, i * inter
+	})
 	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 }
 
@@ -278,7 +295,7 @@ func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buf
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w := &m.W.Layers[l]
 	n, h, hd := tr.n, c.HiddenSize, c.HeadDim
-	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
+	q := c.NumHeads * hd
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
@@ -288,20 +305,21 @@ func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buf
 	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
 	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
 		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
-	dk, dv := f(n*kv), f(n*kv)
-	be.GatherRows(dk, dkC, tr.cacheRows, n, kv)
-	be.GatherRows(dv, dvC, tr.cacheRows, n, kv)
-	be.RoPE(dq, tr.idx.pos, m.invFreq, n, c.NumHeads, hd, true)
-	be.RoPE(dk, tr.idx.pos, m.invFreq, n, c.NumKVHeads, hd, true)
-	if w.QNorm != nil {
-		be.RMSNormBackward(dq, dq, s.qPre, w.QNorm, s.rstdQ, n*c.NumHeads, hd, false)
-		be.RMSNormBackward(dk, dk, s.kPre, w.KNorm, s.rstdK, n*c.NumKVHeads, hd, false)
-	}
+	// q, k and v's gradients join in the fused layout (AttentionInputs'
+	// backward), so the base part of dh1 is one GEMM with the fused
+	// weight and the LoRA part reads them in place.
+	width := c.groupWidth(groupQKV)
+	dQKV := f(n * width)
+	be.AttentionInputsBackward(dQKV, dq, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd)
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)
+		be.MatMul(dh1, dQKV, w.QKV, n, h, width, false, false, 1, 0)
 	}
-	m.projectGroupBackward(a, l, groupQKV, dh1, []kernels.Buffer{dq, dk, dv}, s.h1, []kernels.Buffer{w.Q, w.K, w.V}, n, s.xaT[groupQKV], false)
+	m.loraGroupBackward(a, l, groupQKV, dh1, s.h1, n, s.xaG[groupQKV], func(i int) (kernels.Buffer, int, int) {
+		return dQKV, width, c.groupOffset(groupQKV, i)
+	})
 	if needInput {
 		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}
@@ -324,15 +342,7 @@ func (m *Model) projectBackward(a *arena, layer int, p Proj, dx, dy, x, w kernel
 	if lr == nil {
 		return
 	}
-	dyB := a.alloc(kernels.F32, n*lr.Rank)
-	be.MatMul(dyB, dy, lr.B, n, lr.Rank, outDim, false, false, 1, 0)
-	if dx != nil {
-		be.MatMul(dx, dyB, lr.A, n, inDim, lr.Rank, false, false, lr.Scale, 1)
-	}
-	if lr.DB != nil {
-		be.MatMul(lr.DB, dy, xa, outDim, lr.Rank, n, true, false, lr.Scale, 1)
-	}
-	if lr.DA != nil {
-		be.MatMul(lr.DA, dyB, x, lr.Rank, inDim, n, true, false, lr.Scale, 1)
-	}
+	dxa := a.alloc(kernels.F32, n*lr.Rank)
+	be.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, outDim, 0)}, n)
+	be.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
 }

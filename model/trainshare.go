@@ -164,6 +164,3 @@ func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
 	c.dirty = true
 	return c
 }
-
-// cacheRows is the cache row of each reduced token: its own row.
-func (sb *sharedBatch) cacheRows() []int32 { return allRows(len(sb.kept)) }

@@ -128,9 +128,9 @@ func TestTrainRefusesWhenTooBig(t *testing.T) {
 // micro-batches of 16384 tokens fits the 139 GiB an H200 reports, with the
 // recompute setting that recompute = "auto" chose: the least extra
 // arithmetic that fits, checkpointing some of the 36 layers (today
-// selective+layer:11: 130.6 GiB, +16% FLOPs); keeping every activation
-// (200.3 GiB), or recomputing only SwiGLU and attention (164.2 GiB), would
-// not fit, and checkpointing every layer needs the least (53.8 GiB, +44%).
+// swiglu+layer:12: 130.6 GiB, +14.6% FLOPs); keeping every activation
+// (195.9 GiB), or recomputing only SwiGLU and attention (159.8 GiB), would
+// not fit, and checkpointing every layer needs the least (53.9 GiB, +44%).
 func TestEstimateQwen3_8BOnH200(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.toml")
 	text := `model = "Qwen/Qwen3-8B"

@@ -7,7 +7,10 @@ import "github.com/grpo-dev/grpo/kernels"
 func (be *Backend) MatMul(c, a, b kernels.Buffer, m, n, k int, transA, transB bool, alpha, beta float32) {
 	positive("MatMul", m, n, k)
 	cs := f32("MatMul", "c", c, m*n)
-	as := f32("MatMul", "a", a, m*k)
+	as := floats("MatMul", "a", a, m*k)
+	if a.DType() == kernels.BF16 && b.DType() != kernels.BF16 {
+		panic("cpu.MatMul: a is bf16 but b is not; a bf16 A needs a bf16 B")
+	}
 	bs := floats("MatMul", "b", b, k*n)
 	lda, ldb := k, n
 	if transA {

@@ -40,22 +40,26 @@ func (be *Backend) RMSNorm(out, rstd, x, w kernels.Buffer, rows, dim int, eps fl
 		})
 		return
 	}
-	be.parallel(rows, 3*dim, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, or := xs[r*dim:(r+1)*dim], os[r*dim:(r+1)*dim]
-			ss := 0.0
-			for _, v := range xr {
-				ss += float64(v) * float64(v)
-			}
-			inv := 1 / math.Sqrt(ss/float64(dim)+float64(eps))
-			for i, v := range xr {
-				or[i] = float32(float64(v) * inv * float64(ws[i]))
-			}
-			if rs != nil {
-				rs[r] = float32(inv)
-			}
+	be.parallel(rows, 3*dim, func(lo, hi int) { rmsNormRows(os, rs, xs, ws, lo, hi, eps) })
+}
+
+// rmsNormRows is RMSNorm's plain-Go path over rows [lo, hi); rs may be nil.
+func rmsNormRows(os, rs, xs, ws []float32, lo, hi int, eps float32) {
+	dim := len(ws)
+	for r := lo; r < hi; r++ {
+		xr, or := xs[r*dim:(r+1)*dim], os[r*dim:(r+1)*dim]
+		ss := 0.0
+		for _, v := range xr {
+			ss += float64(v) * float64(v)
 		}
-	})
+		inv := 1 / math.Sqrt(ss/float64(dim)+float64(eps))
+		for i, v := range xr {
+			or[i] = float32(float64(v) * inv * float64(ws[i]))
+		}
+		if rs != nil {
+			rs[r] = float32(inv)
+		}
+	}
 }
 
 // RoPE computes each (token, frequency) angle once and applies it to every

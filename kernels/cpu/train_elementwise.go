@@ -73,24 +73,29 @@ func (be *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim 
 		})
 		return
 	}
-	be.parallel(rows, 4*dim, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, dyr, dxr := xs[r*dim:(r+1)*dim], dys[r*dim:(r+1)*dim], dxs[r*dim:(r+1)*dim]
-			dot := 0.0
-			for i, v := range xr {
-				dot += float64(ws[i]) * float64(dyr[i]) * float64(v)
-			}
-			inv := float64(rs[r])
-			c := inv * inv * inv * dot / float64(dim)
-			for i, v := range xr {
-				g := inv*float64(ws[i])*float64(dyr[i]) - float64(v)*c
-				if accumulate {
-					g += float64(dxr[i])
-				}
-				dxr[i] = float32(g)
-			}
+	be.parallel(rows, 4*dim, func(lo, hi int) { rmsNormBackwardRows(dxs, dys, xs, ws, rs, lo, hi, accumulate) })
+}
+
+// rmsNormBackwardRows is RMSNormBackward's plain-Go path over rows [lo,
+// hi), in float64.
+func rmsNormBackwardRows(dxs, dys, xs, ws, rs []float32, lo, hi int, accumulate bool) {
+	dim := len(ws)
+	for r := lo; r < hi; r++ {
+		xr, dyr, dxr := xs[r*dim:(r+1)*dim], dys[r*dim:(r+1)*dim], dxs[r*dim:(r+1)*dim]
+		dot := 0.0
+		for i, v := range xr {
+			dot += float64(ws[i]) * float64(dyr[i]) * float64(v)
 		}
-	})
+		inv := float64(rs[r])
+		c := inv * inv * inv * dot / float64(dim)
+		for i, v := range xr {
+			g := inv*float64(ws[i])*float64(dyr[i]) - float64(v)*c
+			if accumulate {
+				g += float64(dxr[i])
+			}
+			dxr[i] = float32(g)
+		}
+	}
 }
 
 // LogSoftmaxGatherBackward recomputes each row's softmax (exps in float64

@@ -36,6 +36,9 @@ const (
 	// each of its ~100 passes over a 151k-token row is then 149 loads per
 	// thread, and a decode step of 128 sequences is 128 blocks.
 	sampleMaxBlock = 1024
+	// attentionInputsBlock caps the threads of an AttentionInputs block
+	// (one per rotated pair of a head: 64 for headDim 128).
+	attentionInputsBlock = 128
 )
 
 // kernelMaxBlock is the largest block each kernel is launched with, and
@@ -58,8 +61,15 @@ var kernelMaxBlock = map[string]int{
 	"attention_f32": attentionBlock, "attention_bf16": attentionBlock,
 	"attention_backward_f32": attentionBackwardBlock,
 	"log_softmax_gather_f32": logSoftmaxMaxBlock, "log_softmax_gather_backward_f32": logSoftmaxMaxBlock,
-	"sample_f32": sampleMaxBlock,
-	"add_i32":    decodeBlock, "pcg_draw_f64": decodeBlock,
+	"add_i32": decodeBlock, "pcg_draw_f64": decodeBlock,
+	"sample_f32":      sampleMaxBlock,
+	"add_rmsnorm_f32": rowBlock, "add_rmsnorm_wbf16": rowBlock,
+	"swiglu_rows_f32": elementwiseBlock, "swiglu_rows_backward_f32": elementwiseBlock,
+	"attention_inputs_f32": attentionInputsBlock, "attention_inputs_wbf16": attentionInputsBlock,
+	"attention_inputs_f32_kvbf16": attentionInputsBlock, "attention_inputs_wbf16_kvbf16": attentionInputsBlock,
+	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
+	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
+	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,
 	"batch_std_f64": advantagesBlock, "group_advantages_f32": advantagesBlock,
 	"moe_route_f32": elementwiseBlock, "moe_route_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256

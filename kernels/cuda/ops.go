@@ -24,8 +24,11 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	const op = "MatMul"
 	i32(op, m, n, k, m*k, k*n, m*n)
 	ca := b.buf(op, "C", c, m*n, kernels.F32)
-	aa := b.buf(op, "A", a, m*k, kernels.F32)
+	aa := b.buf(op, "A", a, m*k, kernels.F32, kernels.BF16)
 	ba := b.buf(op, "B", bm, k*n, kernels.F32, kernels.BF16)
+	if aa.dt == kernels.BF16 && ba.dt != kernels.BF16 {
+		panic("cuda: MatMul: A is bf16 but B is not; a bf16 A needs a bf16 B")
+	}
 	if m == 0 || n == 0 || !usable(ca, aa, ba) {
 		return
 	}
@@ -49,7 +52,12 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	// f32×bf16 GEMM), so the activations are rounded to bf16 in pooled
 	// scratch — what a bf16 PyTorch/HF matmul does — and the products are
 	// summed in f32 into an f32 C. A's m·k elements are contiguous whichever
-	// way it is transposed, so one conversion covers it.
+	// way it is transposed, so one conversion covers it. An A that is
+	// already bf16 (a fused op's cast) is used as it is.
+	if aa.dt == kernels.BF16 {
+		b.fail(b.dev.GemmBF16(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+		return
+	}
 	tmp, ok := b.scratch(2 * m * k)
 	if !ok {
 		return

@@ -27,6 +27,8 @@ void emu_register_attention_flash_backward(const char* prefix);
 void emu_register_attention_decode(const char* prefix);
 void emu_register_sampling(const char* prefix);
 void emu_register_decode(const char* prefix);
+void emu_register_fused(const char* prefix);
+void emu_register_lora(const char* prefix);
 void emu_register_moe(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
@@ -59,6 +61,8 @@ extern "C" void emu_register_all(void) {
 		emu_register_attention_decode("");
 		emu_register_sampling("");
 		emu_register_decode("");
+		emu_register_fused("");
+		emu_register_lora("");
 		emu_register_moe("");
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");

@@ -91,3 +91,27 @@ func sameFloat(a, b float32) bool {
 	}
 	return math.Float32bits(a) == math.Float32bits(b)
 }
+
+// CompareBF16 checks got, values an op computed in f32 and stored rounded
+// to bf16 (nearest-even), against the float64 reference want: each
+// element must be the bf16 rounding of some value within tol of want
+// (MaxAbs relative to the output's scale, as Compare) — so a value that
+// lies near a rounding boundary may round either way, and nothing else
+// is allowed. NaN or Inf fails.
+func CompareBF16(what string, got []float32, want []float64, tol Tol) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%s: got %d values, want %d", what, len(got), len(want))
+	}
+	scale := 1.0
+	for _, w := range want {
+		scale = math.Max(scale, math.Abs(w))
+	}
+	eps := tol.MaxAbs * scale
+	for i, g := range got {
+		lo, hi := RoundBF16(float32(want[i]-eps)), RoundBF16(float32(want[i]+eps))
+		if math.IsNaN(float64(g)) || math.IsInf(float64(g), 0) || g < lo || g > hi {
+			return fmt.Errorf("%s[%d] = %.8g, want the bf16 rounding of %.8g ± %.3g, in [%.8g, %.8g]", what, i, g, want[i], eps, lo, hi)
+		}
+	}
+	return nil
+}

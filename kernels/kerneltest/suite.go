@@ -51,6 +51,7 @@ func Cases() []Case {
 		bufferCases(),
 		describeCases(),
 		matMulCases(),
+		matMulBF16ACases(),
 		gatherRowsCases(),
 		copyColumnsCases(),
 		rmsNormCases(),
@@ -63,6 +64,11 @@ func Cases() []Case {
 		logSoftmaxGatherCases(),
 		addI32Cases(),
 		sampleStreamCases(),
+		addRMSNormCases(),
+		swiGLURowsCases(),
+		loRAShrinkCases(),
+		loRAExpandCases(),
+		attentionInputsCases(),
 		moeCases(),
 	} {
 		cs = append(cs, group...)

@@ -53,6 +53,10 @@ func TrainCases() []Case {
 		policyLossCases(),
 		groupAdvantagesCases(),
 		adamWCases(),
+		swiGLURowsBackwardCases(),
+		loRAExpandBackwardCases(),
+		loRAShrinkBackwardCases(),
+		attentionInputsBackwardCases(),
 	} {
 		cs = append(cs, group...)
 	}

@@ -1,0 +1,262 @@
+// fused.cu: the fused ops (kernels.FusedOps) and SwiGLURows' backward.
+// add_rmsnorm: grid (rows), block (256: a multiple of 32), as rmsnorm.cu;
+// the SwiGLU kernels: one thread per element with a grid-stride loop.
+// nvcc -ptx -arch=compute_90 fused.cu
+#include "common.cuh"
+
+// The residual add and the norm: each thread adds, writes and squares the
+// same columns, then normalises them, so sum may alias x or r, and out
+// may alias x when r is null (no add; sum is null too). out_bf16, when not null, gets
+// the very value written to out, rounded to nearest even.
+template <class W>
+__device__ __forceinline__ void add_rmsnorm(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
+					    const float* r, const W* w, int dim, float eps) {
+	GRPO_SHARED(float, scratch, [32]);
+	long long row = blockIdx.x * (long long)dim;
+	const float* s = r ? sum + row : x + row;
+	float ss = 0.0f;
+	for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+		float v = x[row + i];
+		if (r) {
+			v += r[row + i];
+			sum[row + i] = v;
+		}
+		ss += v * v;
+	}
+	ss = block_sum(ss, scratch);
+	float rs = rsqrtf(ss / dim + eps);
+	if (rstd && threadIdx.x == 0) rstd[blockIdx.x] = rs;
+	for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+		float v = s[i] * rs * ld(w, i);
+		out[row + i] = v;
+		if (out_bf16) out_bf16[row + i] = __float2bfloat16_rn(v);
+	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256) add_rmsnorm_f32(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
+							 const float* r, const float* w, int rows, int dim, float eps) {
+	add_rmsnorm(sum, out, out_bf16, rstd, x, r, w, dim, eps);
+}
+GRPO_KERNEL void __launch_bounds__(256) add_rmsnorm_wbf16(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
+							   const float* r, const __nv_bfloat16* w, int rows, int dim, float eps) {
+	add_rmsnorm(sum, out, out_bf16, rstd, x, r, w, dim, eps);
+}
+
+#define GRID_STRIDE(i, n) \
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
+
+// out[r, j] = silu(gate) · up with gate = gate_up[r, j] and up = gate_up[r,
+// width + j]; silu as swiglu_f32 (elementwise.cu).
+GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_f32(float* out, __nv_bfloat16* out_bf16, const float* gate_up, int rows, int width) {
+	GRID_STRIDE(i, (long long)rows * width) {
+		long long r = i / width, j = i % width;
+		float g = gate_up[2 * r * width + j], u = gate_up[(2 * r + 1) * width + j];
+		float v = g / (1.0f + expf(-g)) * u;
+		out[i] = v;
+		if (out_bf16) out_bf16[i] = __float2bfloat16_rn(v);
+	}
+}
+
+// SwiGLURows' backward, with swiglu_backward_f32's formulas
+// (train_elementwise.cu): dgate into the first half of each row of
+// d_gate_up, dup into the second.
+GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_up, const float* dy, const float* gate_up, int rows,
+								  int width) {
+	GRID_STRIDE(i, (long long)rows * width) {
+		long long r = i / width, j = i % width;
+		long long gi = 2 * r * width + j, ui = gi + width;
+		float g = gate_up[gi], u = gate_up[ui], d = dy[i];
+		float e = expf(-fabsf(g));
+		float q = 1.0f / (1.0f + e);
+		float sig = g >= 0.0f ? q : e * q;  // σ(g)
+		float om = g >= 0.0f ? e * q : q;   // 1 − σ(g)
+		d_gate_up[gi] = d * u * (sig * (1.0f + g * om));
+		d_gate_up[ui] = d * (g * sig);
+	}
+}
+
+// AttentionInputs. grid (nTok, nHead + 2·nKV): block (t, h) takes head h
+// of token t's fused q/k/v row — a q head for h < nHead, then the k and
+// the v heads — one thread per rotated pair (i, i + headDim/2). Each step
+// is the unfused kernel's arithmetic: the bias added as add_bias, the
+// norm as rmsnorm.cu's (a block_sum of squares, then x·rs·w), the rotation
+// as rope_f32's. Which part a block takes is uniform over the block, so
+// the block_sum is reached by every thread or by none.
+// store_kv writes a cache element: f32 as it is, bf16 rounded to nearest
+// even (as kv_write_bf16).
+__device__ __forceinline__ void store_kv(float* p, long long i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_kv(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+template <class W, class C>
+__device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k, C* k_cache,
+						 C* v_cache, const float* qkv, const W* q_bias, const W* k_bias, const W* v_bias,
+						 const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq, const int* pos,
+						 const int* table, int n_head, int n_kv, int head_dim, int block_size, int max_blocks, float eps) {
+	GRPO_SHARED(float, scratch, [32]);
+	int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
+	long long width = (long long)(n_head + 2 * n_kv) * head_dim;
+	const float* src = qkv + t * width + (long long)h * head_dim;
+	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
+	const W* bias;
+	const W* norm;
+	float *pre, *rstd, *qd = nullptr;
+	C* kd = nullptr;
+	if (h < n_head) {
+		long long th = (long long)t * n_head + h;
+		bias = q_bias ? q_bias + (long long)h * head_dim : nullptr;
+		norm = q_norm;
+		qd = q + th * head_dim;
+		pre = q_pre ? q_pre + th * head_dim : nullptr;
+		rstd = rstd_q ? rstd_q + th : nullptr;
+	} else if (h < n_head + n_kv) {
+		int j = h - n_head;
+		long long tj = (long long)t * n_kv + j;
+		bias = k_bias ? k_bias + (long long)j * head_dim : nullptr;
+		norm = k_norm;
+		kd = k_cache + (cache_row + j) * head_dim;
+		pre = k_pre ? k_pre + tj * head_dim : nullptr;
+		rstd = rstd_k ? rstd_k + tj : nullptr;
+	} else {
+		int j = h - n_head - n_kv;
+		const W* vb = v_bias ? v_bias + (long long)j * head_dim : nullptr;
+		C* vd = v_cache + (cache_row + j) * head_dim;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_kv(vd, i, vb ? src[i] + ld(vb, i) : src[i]);
+		return;
+	}
+	float rs = 1.0f;
+	if (norm) {
+		float ss = 0.0f;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+			float v = bias ? src[i] + ld(bias, i) : src[i];
+			ss += v * v;
+		}
+		ss = block_sum(ss, scratch);
+		rs = rsqrtf(ss / head_dim + eps);
+		if (rstd && threadIdx.x == 0) *rstd = rs;
+	}
+	for (int i = threadIdx.x; i < half; i += blockDim.x) {
+		float x1 = bias ? src[i] + ld(bias, i) : src[i];
+		float x2 = bias ? src[i + half] + ld(bias, i + half) : src[i + half];
+		if (pre) {
+			pre[i] = x1;
+			pre[i + half] = x2;
+		}
+		if (norm) {
+			x1 = x1 * rs * ld(norm, i);
+			x2 = x2 * rs * ld(norm, i + half);
+		}
+		float ang = (float)pos[t] * inv_freq[i];
+		float s, c;
+		sincosf(ang, &s, &c);
+		float y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
+		if (qd) {
+			qd[i] = y1;
+			qd[i + half] = y2;
+		} else {
+			store_kv(kd, i, y1);
+			store_kv(kd, i + half, y2);
+		}
+	}
+}
+
+#define ATTENTION_INPUTS_PARAMS(W, C)                                                                                        \
+	float *q, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache, const float *qkv,          \
+		const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm, const float *inv_freq,       \
+		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
+		int max_blocks, float eps
+#define ATTENTION_INPUTS_ARGS                                                                                             \
+	q, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
+		table, n_head, n_kv, head_dim, block_size, max_blocks, eps
+// Named for the weights' dtype (biases and norms: f32, wbf16) and, with
+// _kvbf16, a bf16 cache (the sampler's on a GPU).
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float, float)) { attention_inputs(ATTENTION_INPUTS_ARGS); }
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, float)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32_kvbf16(ATTENTION_INPUTS_PARAMS(float, __nv_bfloat16)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16_kvbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, __nv_bfloat16)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+
+// AttentionInputsBackward. grid (nTok, nHead + 2·nKV), as attention_inputs:
+// block (t, h) writes head h of dqkv's row t. q and k heads: the gradient
+// (dq, or dk_cache at the token's cache row) rotated back as rope_f32 with
+// inverse, then, with a norm, rmsnorm_backward.cu's float64 formula (the
+// dot product over the head in a block_sum_f64, the rotation recomputed in
+// the second pass); v heads: dv_cache's row as it is.
+template <class W>
+__device__ __forceinline__ void attention_inputs_backward(float* dqkv, const float* dq, const float* dk_cache, const float* dv_cache,
+							  const float* q_pre, const float* k_pre, const float* rstd_q, const float* rstd_k,
+							  const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq,
+							  const int* pos, const int* table, int n_head, int n_kv, int head_dim,
+							  int block_size, int max_blocks) {
+	GRPO_SHARED(double, scratch, [32]);
+	int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
+	long long width = (long long)(n_head + 2 * n_kv) * head_dim;
+	float* dst = dqkv + t * width + (long long)h * head_dim;
+	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
+	const float *src, *x = nullptr;
+	const W* norm;
+	double r = 0.0;
+	if (h < n_head) {
+		long long th = (long long)t * n_head + h;
+		src = dq + th * head_dim;
+		norm = q_norm;
+		if (norm) x = q_pre + th * head_dim, r = rstd_q[th];
+	} else if (h < n_head + n_kv) {
+		int j = h - n_head;
+		long long tj = (long long)t * n_kv + j;
+		src = dk_cache + (cache_row + j) * head_dim;
+		norm = k_norm;
+		if (norm) x = k_pre + tj * head_dim, r = rstd_k[tj];
+	} else {
+		const float* dv = dv_cache + (cache_row + h - n_head - n_kv) * head_dim;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) dst[i] = dv[i];
+		return;
+	}
+	double c = 0.0;
+	if (norm) {
+		double dot = 0.0;
+		for (int i = threadIdx.x; i < half; i += blockDim.x) {
+			float ang = (float)pos[t] * inv_freq[i];
+			float s, co;
+			sincosf(ang, &s, &co);
+			s = -s;
+			float g1 = src[i] * co - src[i + half] * s, g2 = src[i + half] * co + src[i] * s;
+			dot += (double)ld(norm, i) * g1 * x[i] + (double)ld(norm, i + half) * g2 * x[i + half];
+		}
+		dot = block_sum_f64(dot, scratch);
+		c = r * r * r * (dot / head_dim);
+	}
+	for (int i = threadIdx.x; i < half; i += blockDim.x) {
+		float ang = (float)pos[t] * inv_freq[i];
+		float s, co;
+		sincosf(ang, &s, &co);
+		s = -s;
+		float g1 = src[i] * co - src[i + half] * s, g2 = src[i + half] * co + src[i] * s;
+		if (norm) {
+			dst[i] = (float)(r * ld(norm, i) * g1 - x[i] * c);
+			dst[i + half] = (float)(r * ld(norm, i + half) * g2 - x[i + half] * c);
+		} else {
+			dst[i] = g1;
+			dst[i + half] = g2;
+		}
+	}
+}
+
+#define ATTENTION_INPUTS_BACKWARD_PARAMS(W)                                                                                 \
+	float *dqkv, const float *dq, const float *dk_cache, const float *dv_cache, const float *q_pre, const float *k_pre, \
+		const float *rstd_q, const float *rstd_k, const W *q_norm, const W *k_norm, const float *inv_freq,              \
+		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
+		int max_blocks
+#define ATTENTION_INPUTS_BACKWARD_ARGS                                                                                     \
+	dqkv, dq, dk_cache, dv_cache, q_pre, k_pre, rstd_q, rstd_k, q_norm, k_norm, inv_freq, seq, pos, table, n_head, n_kv, \
+		head_dim, block_size, max_blocks
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_backward_f32(ATTENTION_INPUTS_BACKWARD_PARAMS(float)) {
+	attention_inputs_backward(ATTENTION_INPUTS_BACKWARD_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_backward_wbf16(ATTENTION_INPUTS_BACKWARD_PARAMS(__nv_bfloat16)) {
+	attention_inputs_backward(ATTENTION_INPUTS_BACKWARD_ARGS);
+}

@@ -1,0 +1,164 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// The fused ops (kernels.FusedOps, fused.cu), in the pattern of ops.go.
+
+// optBufOf is optBuf for an optional operand of dtype dt.
+func (b *Backend) optBufOf(op, name string, x kernels.Buffer, n int, dt kernels.DType) *buffer {
+	if x == nil {
+		return &buffer{owner: b}
+	}
+	return b.buf(op, name, x, n, dt)
+}
+
+func (b *Backend) AddRMSNorm(sum, out, outBF16, rstd, x, r, w kernels.Buffer, rows, dim int, eps float32) {
+	const op = "AddRMSNorm"
+	positive(op, rows, dim)
+	i32(op, rows*dim)
+	if (r == nil) != (sum == nil) {
+		panic(fmt.Sprintf("cuda: %s: sum and r must both be set or both nil", op))
+	}
+	n := rows * dim
+	s := b.optBuf(op, "sum", sum, n)
+	o := b.buf(op, "out", out, n, kernels.F32)
+	c := b.optBufOf(op, "outBF16", outBF16, n, kernels.BF16)
+	rs := b.optBuf(op, "rstd", rstd, rows)
+	xx := b.buf(op, "x", x, n, kernels.F32)
+	rr := b.optBuf(op, "r", r, n)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	if !usable(s, o, c, rs, xx, rr, ww) {
+		return
+	}
+	name := "add_rmsnorm_f32"
+	if ww.dt == kernels.BF16 {
+		name = "add_rmsnorm_wbf16"
+	}
+	b.launch(name, D1(rows), D1(rowBlock), 0, s.ptr, o.ptr, c.ptr, rs.ptr, xx.ptr, rr.ptr, ww.ptr, int32(rows), int32(dim), eps)
+}
+
+func (b *Backend) SwiGLURows(out, outBF16, gateUp kernels.Buffer, rows, width int) {
+	const op = "SwiGLURows"
+	positive(op, rows, width)
+	i32(op, 2*rows*width)
+	o := b.buf(op, "out", out, rows*width, kernels.F32)
+	c := b.optBufOf(op, "outBF16", outBF16, rows*width, kernels.BF16)
+	gu := b.buf(op, "gateUp", gateUp, 2*rows*width, kernels.F32)
+	if !usable(o, c, gu) {
+		return
+	}
+	b.elementwise("swiglu_rows_f32", rows*width, o.ptr, c.ptr, gu.ptr, int32(rows), int32(width))
+}
+
+func (b *Backend) SwiGLURowsBackward(dGateUp, dy, gateUp kernels.Buffer, rows, width int) {
+	const op = "SwiGLURowsBackward"
+	positive(op, rows, width)
+	i32(op, 2*rows*width)
+	d := b.buf(op, "dGateUp", dGateUp, 2*rows*width, kernels.F32)
+	y := b.buf(op, "dy", dy, rows*width, kernels.F32)
+	gu := b.buf(op, "gateUp", gateUp, 2*rows*width, kernels.F32)
+	if !usable(d, y, gu) {
+		return
+	}
+	b.elementwise("swiglu_rows_backward_f32", rows*width, d.ptr, y.ptr, gu.ptr, int32(rows), int32(width))
+}
+
+func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim int, eps float32) {
+	const op = "AttentionInputs"
+	positive(op, nTok, nHead, nKV, headDim)
+	qd, kd := nHead*headDim, nKV*headDim
+	i32(op, nTok*(qd+2*kd))
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cuda: %s: headDim %d is odd", op, headDim))
+	}
+	if nHead+2*nKV > 65535 {
+		panic(fmt.Sprintf("cuda: %s: %d heads exceed the grid's y limit 65535", op, nHead+2*nKV))
+	}
+	if (qNorm == nil) != (kNorm == nil) {
+		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
+	}
+	// The weights (biases and norms) share one dtype: the kernel is
+	// instantiated once per dtype.
+	wdt := kernels.F32
+	for _, w := range []kernels.Buffer{qBias, kBias, vBias, qNorm, kNorm} {
+		if w != nil {
+			wdt = w.DType()
+			break
+		}
+	}
+	opt := func(name string, x kernels.Buffer, n int) *buffer { return b.optBufOf(op, name, x, n, wdt) }
+	qq := b.buf(op, "q", q, nTok*qd, kernels.F32)
+	qp, kp := b.optBuf(op, "qPre", qPre, nTok*qd), b.optBuf(op, "kPre", kPre, nTok*kd)
+	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
+	kc := b.buf(op, "kCache", kCache, kd, kernels.F32, kernels.BF16)
+	vc := b.buf(op, "vCache", vCache, kc.n, kc.dt)
+	tb := b.pages(op, pages, kc, kd)
+	src := b.buf(op, "qkv", qkv, nTok*(qd+2*kd), kernels.F32)
+	qb, kb, vb := opt("qBias", qBias, qd), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
+	qn, kn := opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)
+	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	s := b.buf(op, "seq", seq, nTok, kernels.I32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	if !usable(qq, qp, kp, rq, rk, kc, vc, tb, src, qb, kb, vb, qn, kn, f, s, p) {
+		return
+	}
+	name := "attention_inputs_f32"
+	if wdt == kernels.BF16 {
+		name = "attention_inputs_wbf16"
+	}
+	if kc.dt == kernels.BF16 {
+		name += "_kvbf16" // k and v rounded to nearest even, as kv_write_bf16
+	}
+	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
+		qq.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps)
+}
+
+func (b *Backend) AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim int) {
+	const op = "AttentionInputsBackward"
+	positive(op, nTok, nHead, nKV, headDim)
+	qd, kd := nHead*headDim, nKV*headDim
+	i32(op, nTok*(qd+2*kd))
+	if headDim%2 != 0 {
+		panic(fmt.Sprintf("cuda: %s: headDim %d is odd", op, headDim))
+	}
+	if nHead+2*nKV > 65535 {
+		panic(fmt.Sprintf("cuda: %s: %d heads exceed the grid's y limit 65535", op, nHead+2*nKV))
+	}
+	if (qNorm == nil) != (kNorm == nil) {
+		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
+	}
+	d := b.buf(op, "dqkv", dqkv, nTok*(qd+2*kd), kernels.F32)
+	g := b.buf(op, "dq", dq, nTok*qd, kernels.F32)
+	kc := b.buf(op, "dkCache", dkCache, kd, kernels.F32)
+	vc := b.buf(op, "dvCache", dvCache, kc.n, kernels.F32)
+	tb := b.pages(op, pages, kc, kd)
+	empty := &buffer{owner: b}
+	qp, kp, rq, rk, qn, kn := empty, empty, empty, empty, empty, empty
+	wdt := kernels.F32
+	if qNorm != nil {
+		wdt = qNorm.DType()
+		qp, kp = b.buf(op, "qPre", qPre, nTok*qd, kernels.F32), b.buf(op, "kPre", kPre, nTok*kd, kernels.F32)
+		rq, rk = b.buf(op, "rstdQ", rstdQ, nTok*nHead, kernels.F32), b.buf(op, "rstdK", rstdK, nTok*nKV, kernels.F32)
+		qn, kn = b.buf(op, "qNorm", qNorm, headDim, wdt), b.buf(op, "kNorm", kNorm, headDim, wdt)
+	}
+	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	s := b.buf(op, "seq", seq, nTok, kernels.I32)
+	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	if !usable(d, g, kc, vc, tb, qp, kp, rq, rk, qn, kn, f, s, p) {
+		return
+	}
+	name := "attention_inputs_backward_f32"
+	if wdt == kernels.BF16 {
+		name = "attention_inputs_backward_wbf16"
+	}
+	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
+		d.ptr, g.ptr, kc.ptr, vc.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks))
+}

@@ -1,0 +1,151 @@
+// lora.cu: the LoRA shrink x·Aᵀ over a group's A matrices stored end to
+// end, the expand that adds Scale·(x·Aᵀ)·Bᵀ of up to LORA_PARTS
+// projections into their base outputs in place, and their backwards.
+// Products are f32 (x may be bf16, widened exactly), sums f32 in a fixed
+// order: no atomics, so results do not depend on scheduling.
+// nvcc -ptx -arch=compute_90 lora.cu
+#include "common.cuh"
+
+// LORA_WARPS warps per 256-thread block; LORA_MAX_RANK_PER_LANE bounds a
+// part's rank in lora_expand_backward_db (32 lanes × 8 = 256; the Go side
+// refuses more).
+#define LORA_WARPS 8
+#define LORA_MAX_RANK_PER_LANE 8
+
+// Up to three parts per launch (q/k/v), passed by value: the part of a
+// block is blockIdx.z (expand) or derived from blockIdx.x (backward).
+struct lora_part {
+	const float* b;  // out × rank
+	float* db;       // out × rank, or null
+	float* y;        // rows × y_cols, the part's columns from y_off
+	int rank, out, y_cols, y_off, xa_off;
+	float scale;
+};
+#define LORA_PART_PARAMS(n)                                                                                          \
+	const float *b##n, float *db##n, float *y##n, int rank##n, int out##n, int y_cols##n, int y_off##n, int xa_off##n, \
+		float scale##n
+#define LORA_PICK(z)                                                                                                            \
+	lora_part p = (z) == 0 ? lora_part{b0, db0, y0, rank0, out0, y_cols0, y_off0, xa_off0, scale0}                              \
+		      : (z) == 1 ? lora_part{b1, db1, y1, rank1, out1, y_cols1, y_off1, xa_off1, scale1}                            \
+				 : lora_part{b2, db2, y2, rank2, out2, y_cols2, y_off2, xa_off2, scale2}
+
+// xa[r, k] = Σ_i x[r, i]·a[k, i]. grid (rows, ⌈ranks/8⌉): warp w of block
+// (r, y) takes k = 8y + w, its lanes stride over i, and warp_sum reduces.
+template <class X>
+__device__ __forceinline__ void lora_shrink(float* xa, const X* x, const float* a, int in, int ranks) {
+	int lane = threadIdx.x & 31, k = blockIdx.y * LORA_WARPS + (threadIdx.x >> 5);
+	if (k >= ranks) return;  // whole warps leave; no block barrier follows
+	long long r = blockIdx.x;
+	float s = 0.0f;
+	for (int i = lane; i < in; i += 32) s += ld(x, r * in + i) * a[(long long)k * in + i];
+	s = warp_sum(s);
+	if (lane == 0) xa[r * ranks + k] = s;
+}
+GRPO_KERNEL void __launch_bounds__(256) lora_shrink_f32(float* xa, const float* x, const float* a, int rows, int in, int ranks) {
+	lora_shrink(xa, x, a, in, ranks);
+}
+GRPO_KERNEL void __launch_bounds__(256) lora_shrink_xbf16(float* xa, const __nv_bfloat16* x, const float* a, int rows, int in, int ranks) {
+	lora_shrink(xa, x, a, in, ranks);
+}
+
+// y[r, y_off + j] += scale·Σ_k xa[r, xa_off + k]·b[j, k]. grid (rows,
+// ⌈max out/256⌉, parts), one thread per output column.
+GRPO_KERNEL void __launch_bounds__(256) lora_expand_f32(const float* xa, int rows, int ranks, LORA_PART_PARAMS(0), LORA_PART_PARAMS(1),
+							 LORA_PART_PARAMS(2)) {
+	LORA_PICK(blockIdx.z);
+	int j = blockIdx.y * blockDim.x + threadIdx.x;
+	if (j >= p.out) return;
+	long long r = blockIdx.x;
+	const float* xr = xa + r * ranks + p.xa_off;
+	const float* br = p.b + (long long)j * p.rank;
+	float s = 0.0f;
+	for (int k = 0; k < p.rank; k++) s += xr[k] * br[k];
+	p.y[r * p.y_cols + p.y_off + j] += p.scale * s;
+}
+
+// LoRAExpandBackward in one launch: grid (rows·dxa_y·parts + db_x·parts),
+// the first rows·dxa_y·parts blocks computing dxa, the rest dB (db_x = 0
+// when no part wants dB). Neither reads what the other writes.
+//
+// dxa[r, xa_off + k] = scale·Σ_j dy[r, y_off + j]·b[j, k] (p.y holds dy):
+// block (r, y) of a part, a warp per k = 8y + w, lanes over j.
+__device__ __forceinline__ void lora_dxa(const lora_part& p, float* dxa, long long r, int y, int ranks) {
+	int lane = threadIdx.x & 31, k = y * LORA_WARPS + (threadIdx.x >> 5);
+	if (k >= p.rank) return;
+	const float* dy = p.y + r * p.y_cols + p.y_off;
+	float s = 0.0f;
+	for (int j = lane; j < p.out; j += 32) s += dy[j] * p.b[(long long)j * p.rank + k];
+	s = warp_sum(s);
+	if (lane == 0) dxa[r * ranks + p.xa_off + k] = p.scale * s;
+}
+
+// db[j, k] += scale·Σ_r dy[r, y_off + j]·xa[r, xa_off + k]: block x of a
+// part, a warp per j = 8x + w, each lane holding ranks k = lane + 32m,
+// summed over every row in order.
+__device__ __forceinline__ void lora_db(const lora_part& p, const float* xa, int x, int rows, int ranks) {
+	int lane = threadIdx.x & 31, j = x * LORA_WARPS + (threadIdx.x >> 5);
+	if (!p.db || j >= p.out) return;
+	float acc[LORA_MAX_RANK_PER_LANE];
+	for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) acc[m] = 0.0f;
+	for (long long r = 0; r < rows; r++) {
+		float dy = p.y[r * p.y_cols + p.y_off + j];
+		const float* xr = xa + r * ranks + p.xa_off;
+		for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) {
+			int k = lane + 32 * m;
+			if (k < p.rank) acc[m] += dy * xr[k];
+		}
+	}
+	for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) {
+		int k = lane + 32 * m;
+		if (k < p.rank) p.db[(long long)j * p.rank + k] += p.scale * acc[m];
+	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256) lora_expand_backward_f32(float* dxa, const float* xa, int rows, int ranks, int parts, int dxa_y,
+								  int db_x, LORA_PART_PARAMS(0), LORA_PART_PARAMS(1), LORA_PART_PARAMS(2)) {
+	long long b = blockIdx.x, n_dxa = (long long)rows * dxa_y * parts;
+	if (b < n_dxa) {
+		int z = (int)(b / ((long long)rows * dxa_y));
+		long long rem = b % ((long long)rows * dxa_y);
+		LORA_PICK(z);
+		lora_dxa(p, dxa, rem / dxa_y, (int)(rem % dxa_y), ranks);
+		return;
+	}
+	b -= n_dxa;
+	LORA_PICK((int)(b / db_x));
+	lora_db(p, xa, (int)(b % db_x), rows, ranks);
+}
+
+// LoRAShrinkBackward in one launch: grid (dx_blocks + da_blocks), either
+// count 0 when its output is not wanted; neither reads what the other
+// writes.
+//
+// dx[r, i] += Σ_k dxa[r, k]·a[k, i]: dx_y blocks per row, a thread per i.
+// da[k, i] += Σ_r dxa[r, k]·x[r, i]: block (x, y) a thread per i holding
+// 8 ranks k = 8y + m, summed over every row in order.
+GRPO_KERNEL void __launch_bounds__(256) lora_shrink_backward_f32(float* dx, float* da, const float* dxa, const float* x, const float* a,
+								  int rows, int in, int ranks, int dx_blocks) {
+	int in_blocks = (in + blockDim.x - 1) / blockDim.x;
+	if ((long long)blockIdx.x < dx_blocks) {
+		long long r = blockIdx.x / in_blocks;
+		int i = (blockIdx.x % in_blocks) * blockDim.x + threadIdx.x;
+		if (i >= in) return;
+		float s = 0.0f;
+		for (int k = 0; k < ranks; k++) s += dxa[r * ranks + k] * a[(long long)k * in + i];
+		dx[r * in + i] += s;
+		return;
+	}
+	int b = blockIdx.x - dx_blocks;
+	int i = (b % in_blocks) * blockDim.x + threadIdx.x, k0 = (b / in_blocks) * LORA_WARPS;
+	if (i >= in) return;
+	float acc[LORA_WARPS];
+	for (int m = 0; m < LORA_WARPS; m++) acc[m] = 0.0f;
+	for (long long r = 0; r < rows; r++) {
+		float xv = x[r * in + i];
+		const float* g = dxa + r * ranks + k0;
+		for (int m = 0; m < LORA_WARPS; m++)
+			if (k0 + m < ranks) acc[m] += g[m] * xv;
+	}
+	for (int m = 0; m < LORA_WARPS; m++)
+		if (k0 + m < ranks) da[(long long)(k0 + m) * in + i] += acc[m];
+}

@@ -1,0 +1,167 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// The LoRA ops (kernels.LoRAOps, kernels.LoRATrainOps, lora.cu). The
+// expand kernels take up to loraParts parts per launch (a projection
+// group: q/k/v is three), as kernel arguments.
+
+const (
+	loraParts = 3
+	// loraWarps is LORA_WARPS: the warps of a 256-thread block, each one
+	// output element of the shrink and of the expand's dxa.
+	loraWarps = 8
+	// loraMaxRank is 32 × LORA_MAX_RANK_PER_LANE: the largest rank
+	// lora_expand_backward_db holds in registers.
+	loraMaxRank = 256
+	loraBlock   = 256
+)
+
+// loraPart is a checked part: its buffers and its first column of xa.
+type loraPart struct {
+	kernels.LoRAPart
+	b, db, y *buffer
+	o        int
+}
+
+// loraParts checks parts for rows and returns them with the total rank.
+func (b *Backend) loraParts(op string, parts []kernels.LoRAPart, rows int) ([]loraPart, int, bool) {
+	if len(parts) == 0 {
+		panic(fmt.Sprintf("cuda: %s: no parts", op))
+	}
+	ps := make([]loraPart, len(parts))
+	o, ok := 0, true
+	for i, p := range parts {
+		positive(op, p.Rank, p.Out, p.YCols)
+		i32(op, rows*p.YCols, p.Out*p.Rank)
+		if p.YOff < 0 || p.YOff+p.Out > p.YCols {
+			panic(fmt.Sprintf("cuda: %s: part %d's columns [%d, %d) outside its Y's %d", op, i, p.YOff, p.YOff+p.Out, p.YCols))
+		}
+		if p.Rank > loraMaxRank {
+			panic(fmt.Sprintf("cuda: %s: part %d has rank %d; lora.cu holds at most %d", op, i, p.Rank, loraMaxRank))
+		}
+		ps[i] = loraPart{LoRAPart: p, o: o,
+			b:  b.buf(op, fmt.Sprintf("part %d B", i), p.B, p.Out*p.Rank, kernels.F32),
+			db: b.optBuf(op, fmt.Sprintf("part %d DB", i), p.DB, p.Out*p.Rank),
+			y:  b.buf(op, fmt.Sprintf("part %d Y", i), p.Y, rows*p.YCols, kernels.F32)}
+		ok = ok && usable(ps[i].b, ps[i].db, ps[i].y)
+		o += p.Rank
+	}
+	return ps, o, ok
+}
+
+// partArgs are the kernel arguments of up to loraParts parts (unused
+// slots are empty parts, whose blocks return at once), and the largest
+// Out and Rank among them.
+func partArgs(ps []loraPart) (args []any, maxOut, maxRank int) {
+	for i := range loraParts {
+		if i >= len(ps) {
+			args = append(args, DevicePtr(0), DevicePtr(0), DevicePtr(0), int32(0), int32(0), int32(1), int32(0), int32(0), float32(0))
+			continue
+		}
+		p := ps[i]
+		args = append(args, p.b.ptr, p.db.ptr, p.y.ptr, int32(p.Rank), int32(p.Out), int32(p.YCols), int32(p.YOff), int32(p.o), p.Scale)
+		maxOut, maxRank = max(maxOut, p.Out), max(maxRank, p.Rank)
+	}
+	return args, maxOut, maxRank
+}
+
+// eachLaunch calls fn for the parts in groups of loraParts.
+func eachLaunch(ps []loraPart, fn func(group []loraPart)) {
+	for lo := 0; lo < len(ps); lo += loraParts {
+		fn(ps[lo:min(lo+loraParts, len(ps))])
+	}
+}
+
+func (b *Backend) LoRAShrink(xa, x, a kernels.Buffer, rows, in, ranks int) {
+	const op = "LoRAShrink"
+	positive(op, rows, in, ranks)
+	i32(op, rows*in, ranks*in, rows*ranks)
+	o := b.buf(op, "xa", xa, rows*ranks, kernels.F32)
+	xx := b.buf(op, "x", x, rows*in, kernels.F32, kernels.BF16)
+	aa := b.buf(op, "a", a, ranks*in, kernels.F32)
+	if !usable(o, xx, aa) {
+		return
+	}
+	name := "lora_shrink_f32"
+	if xx.dt == kernels.BF16 {
+		name = "lora_shrink_xbf16"
+	}
+	b.launch(name, D2(rows, ceilDiv(ranks, loraWarps)), D1(loraBlock), 0, o.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks))
+}
+
+func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
+	const op = "LoRAExpand"
+	positive(op, rows)
+	ps, ranks, ok := b.loraParts(op, parts, rows)
+	i32(op, rows*ranks)
+	x := b.buf(op, "xa", xa, rows*ranks, kernels.F32)
+	if !ok || !usable(x) {
+		return
+	}
+	eachLaunch(ps, func(g []loraPart) {
+		args, maxOut, _ := partArgs(g)
+		grid := Dim3{uint32(rows), uint32(ceilDiv(maxOut, loraBlock)), uint32(len(g))}
+		b.launch("lora_expand_f32", grid, D1(loraBlock), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
+	})
+}
+
+// LoRAExpandBackward is one launch per loraParts parts: dxa's blocks, then
+// dB's (none when no part of the launch wants dB).
+func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
+	const op = "LoRAExpandBackward"
+	positive(op, rows)
+	ps, ranks, ok := b.loraParts(op, parts, rows)
+	i32(op, rows*ranks)
+	d := b.buf(op, "dxa", dxa, rows*ranks, kernels.F32)
+	x := b.buf(op, "xa", xa, rows*ranks, kernels.F32)
+	if !ok || !usable(d, x) {
+		return
+	}
+	eachLaunch(ps, func(g []loraPart) {
+		args, maxOut, maxRank := partArgs(g)
+		dxaY, dbX := ceilDiv(maxRank, loraWarps), 0
+		for _, p := range g {
+			if p.DB != nil {
+				dbX = ceilDiv(maxOut, loraWarps)
+			}
+		}
+		blocks := rows*dxaY*len(g) + dbX*len(g)
+		i32(op, blocks)
+		b.launch("lora_expand_backward_f32", D1(blocks), D1(loraBlock), 0,
+			append([]any{d.ptr, x.ptr, int32(rows), int32(ranks), int32(len(g)), int32(dxaY), int32(dbX)}, args...)...)
+	})
+}
+
+// LoRAShrinkBackward is one launch: dx's blocks (rows × ⌈in/256⌉), then
+// dA's (⌈in/256⌉ × ⌈ranks/8⌉), each part empty when its output is nil.
+func (b *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in, ranks int) {
+	const op = "LoRAShrinkBackward"
+	positive(op, rows, in, ranks)
+	i32(op, rows*in, ranks*in, rows*ranks)
+	g := b.buf(op, "dxa", dxa, rows*ranks, kernels.F32)
+	d, aa := b.optBuf(op, "dx", dx, rows*in), b.buf(op, "a", a, ranks*in, kernels.F32)
+	dA, xx := b.optBuf(op, "da", da, ranks*in), b.buf(op, "x", x, rows*in, kernels.F32)
+	if !usable(g, d, aa, dA, xx) {
+		return
+	}
+	dxBlocks, daBlocks := 0, 0
+	if dx != nil {
+		dxBlocks = rows * ceilDiv(in, loraBlock)
+	}
+	if da != nil {
+		daBlocks = ceilDiv(in, loraBlock) * ceilDiv(ranks, loraWarps)
+	}
+	i32(op, dxBlocks+daBlocks)
+	if dxBlocks+daBlocks == 0 {
+		return
+	}
+	b.launch("lora_shrink_backward_f32", D1(dxBlocks+daBlocks), D1(loraBlock), 0,
+		d.ptr, dA.ptr, g.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks), int32(dxBlocks))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

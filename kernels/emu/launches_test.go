@@ -1,0 +1,210 @@
+package emu
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+)
+
+// countingDevice counts the kernel launches and GEMMs issued to an
+// emulated device, by kernel name.
+type countingDevice struct {
+	*Device
+	counting bool
+	launches map[string]int
+}
+
+func (d *countingDevice) count(name string) {
+	if d.counting {
+		d.launches[name]++
+	}
+}
+
+func (d *countingDevice) Launch(name string, grid, block cuda.Dim3, shared int, args ...any) error {
+	d.count(name)
+	return d.Device.Launch(name, grid, block, shared, args...)
+}
+
+func (d *countingDevice) Sgemm(tA, tB bool, m, n, k int, alpha float32, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, beta float32, c cuda.DevicePtr, ldc int) error {
+	d.count("sgemm")
+	return d.Device.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func (d *countingDevice) GemmBF16(tA, tB bool, m, n, k int, alpha float32, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, beta float32, c cuda.DevicePtr, ldc int) error {
+	d.count("gemm_bf16")
+	return d.Device.GemmBF16(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// total is the sum of the counts.
+func (d *countingDevice) total() int {
+	n := 0
+	for _, c := range d.launches {
+		n += c
+	}
+	return n
+}
+
+func (d *countingDevice) String() string {
+	var names []string
+	for k := range d.launches {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, " %s=%d", k, d.launches[k])
+	}
+	return b.String()
+}
+
+// launchModel loads the bf16 tiny Qwen3 (2 layers, q/k norm) on a counting
+// emulated device with a LoRA adapter on all seven projections.
+func launchModel(t *testing.T) (*model.Model, *countingDevice) {
+	t.Helper()
+	d := &countingDevice{Device: NewDevice(), launches: map[string]int{}}
+	be := cuda.New(d)
+	t.Cleanup(func() { be.Close() })
+	m, err := model.Load("../../testdata/models/qwen3-tiny-bf16", be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := lora.New(m, lora.DefaultConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ad.Free)
+	return m.WithAdapter(ad), d
+}
+
+// TestDecodeStepLaunches counts the launches (kernels and GEMMs) of one
+// decode step — 4 sequences, one token each — of the tiny bf16 Qwen3 with
+// LoRA on every projection.
+func TestDecodeStepLaunches(t *testing.T) {
+	m, d := launchModel(t)
+	const seqs = 4
+	cache := m.NewKVCache(seqs, 8)
+	defer cache.Free()
+	var pre, step model.Batch
+	for s := range seqs {
+		pre.Add(s, 0, 5, 6, int32(7+s))
+		step.Add(s, 3, int32(9+s))
+	}
+	if _, err := m.Logits(cache, &pre, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.counting = true
+	if _, err := m.Logits(cache, &step, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("decode step, %d layers: %d launches:%v", m.Config.NumLayers, d.total(), d)
+	// Per layer: the two norms each fused with the residual add before
+	// them and the bf16 cast after (add_rmsnorm), the four base GEMMs
+	// reading those casts (only o_proj's input, the attention output, is
+	// still cast by MatMul), one LoRA shrink and one expand per group and
+	// per single projection (no sgemm at all), SwiGLU on the fused
+	// gate/up output with its cast, AttentionInputs (q/k norm, RoPE and
+	// the KV writes, reading the q/k/v GEMM's output in place) and
+	// attention (the split-KV decode kernel, one launch when the context
+	// fits one split): 18. Before the fused ops (commit c266c66)
+	// this step made 77 launches: 36 per layer (4 norms, 4 casts, 4 base
+	// GEMMs, 5 split copies, 11 LoRA sgemms, 2 adds, SwiGLU, 2 RoPE, 2 KV
+	// writes, attention) and 5 once.
+	perLayer := map[string]int{"add_rmsnorm_wbf16": 2, "gemm_bf16": 4, "f32_to_bf16": 1, "attention_inputs_wbf16": 1, "attention_decode_dpl1_f32": 1,
+		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1}
+	// Once per step: the embedding, the final norm with the last layer's
+	// residual add fused in (every token is a logit row) and its cast, and
+	// the LM head.
+	once := map[string]int{"gather_rows_bf16": 1, "add_rmsnorm_wbf16": 1, "gemm_bf16": 1}
+	checkLaunches(t, d, m.Config.NumLayers, perLayer, perLayer, once)
+	if got := d.total(); got != 39 || m.Config.NumLayers != 2 {
+		t.Errorf("%d launches over %d layers, want 39 over 2 (77 before the fused ops)", got, m.Config.NumLayers)
+	}
+}
+
+// checkLaunches compares d's counts with first (layer 0's launches), rest
+// (every other layer's) and once.
+func checkLaunches(t *testing.T, d *countingDevice, layers int, first, rest, once map[string]int) {
+	t.Helper()
+	want := map[string]int{}
+	for k, v := range once {
+		want[k] += v
+	}
+	for l := range layers {
+		per := rest
+		if l == 0 {
+			per = first
+		}
+		for k, v := range per {
+			want[k] += v
+		}
+	}
+	for k := range want {
+		if d.launches[k] != want[k] {
+			t.Errorf("%s: %d launches, want %d", k, d.launches[k], want[k])
+		}
+	}
+	for k, v := range d.launches {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: %d launches, want none", k, v)
+		}
+	}
+}
+
+// TestTrainMicroBatchLaunches counts the launches of one training forward
+// and backward (2 sequences of 5 tokens, every token scored).
+func TestTrainMicroBatchLaunches(t *testing.T) {
+	m, d := launchModel(t)
+	var b model.Batch
+	b.Add(0, 0, 5, 6, 7, 8, 9)
+	b.Add(1, 0, 10, 11, 12, 13, 14)
+	targets := []int32{6, 7, 8, 9, 1, 11, 12, 13, 14, 1}
+	d.counting = true
+	tr, err := m.ForwardTrain(&b, nil, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Free()
+	dlogp := m.Backend.Alloc(kernels.F32, tr.Rows())
+	defer m.Backend.Free(dlogp)
+	m.Backend.Fill(dlogp, 1, tr.Rows())
+	if err := tr.Backward(dlogp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("train micro-batch, %d layers: %d launches:%v", m.Config.NumLayers, d.total(), d)
+	// The forward as in a decode step; the backward per layer:
+	// AttentionInputsBackward (the k/v rows of the cache gradients, RoPE's
+	// and the q/k norms' backward, into the fused q/k/v layout), whose
+	// base input gradient is then one GEMM with the fused weight (none in
+	// layer 0, whose input is the frozen embedding), SwiGLU's on the fused
+	// gate/up, whose base input gradient is one GEMM too, o_proj's and
+	// down_proj's, each GEMM casting its f32 gradient; per LoRA unit
+	// (group or single projection) one LoRAExpandBackward (dxa and dB) and
+	// one LoRAShrinkBackward (dx and dA), no sgemm; attention is the
+	// flash forward and its backward's two passes (dQ; dK and dV): 86
+	// launches. Before the fused ops (commit c266c66): 166, 65 of them
+	// LoRA sgemms (with the scalar attention kernels, one each way).
+	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16": 1, "attention_inputs_backward_wbf16": 1,
+		"attention_flash_hd32_f32": 1, "attention_flash_dq_hd32_f32": 1, "attention_flash_dkdv_hd32_f32": 1,
+		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1, "swiglu_rows_backward_f32": 1,
+		"rmsnorm_backward_wbf16": 2, "lora_expand_backward_f32": 4, "lora_shrink_backward_f32": 4}
+	first, rest := map[string]int{}, map[string]int{}
+	for k, v := range forward {
+		first[k], rest[k] = v, v
+	}
+	// GEMMs (forward 4) and their casts (forward: o_proj's input).
+	first["gemm_bf16"], first["f32_to_bf16"] = 4+3, 1+3
+	rest["gemm_bf16"], rest["f32_to_bf16"] = 4+4, 1+4
+	first["rmsnorm_backward_wbf16"] = 1 // no input norm backward in layer 0
+	once := map[string]int{"gather_rows_bf16": 1, "add_rmsnorm_wbf16": 1, "gemm_bf16": 2, "f32_to_bf16": 1,
+		"log_softmax_gather_f32": 1, "log_softmax_gather_backward_f32": 1, "rmsnorm_backward_wbf16": 1, "fill_f32": 1}
+	checkLaunches(t, d, m.Config.NumLayers, first, rest, once)
+	if got := d.total(); got != 86 || m.Config.NumLayers != 2 {
+		t.Errorf("%d launches over %d layers, want 86 over 2 (166 before the fused ops)", got, m.Config.NumLayers)
+	}
+}

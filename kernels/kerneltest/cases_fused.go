@@ -1,0 +1,416 @@
+package kerneltest
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// checkCast checks a fused op's bf16 output: it must be exactly the op's
+// own f32 output rounded to bf16 (nearest-even), so the GEMM that reads it
+// sees what rounding the f32 activations would have given.
+func checkCast(b kernels.Backend, cast *operand, f32Out []float32) error {
+	want := make([]float64, len(f32Out))
+	for i, v := range f32Out {
+		want[i] = float64(RoundBF16(v))
+	}
+	return Compare(cast.name, cast.result(b), want, tolExact)
+}
+
+// addRMSNormCases cover no residual (r nil), sum aliasing x or r (the
+// model updates the residual stream in place), out aliasing x without a
+// residual (the head's norm in place), BF16 weights, the optional rstd and
+// bf16 cast, and a zero row and a row at the eps scale.
+func addRMSNormCases() []Case {
+	type shape struct {
+		rows, dim  int
+		residual   bool
+		alias      string // "none", "sum=x", "sum=r", "out=x" (no residual)
+		w          kernels.DType
+		rstd, cast bool
+	}
+	shapes := []shape{
+		{1, 1, false, "none", kernels.F32, true, false},
+		{3, 7, true, "none", kernels.F32, false, true},
+		{5, 64, true, "sum=x", kernels.BF16, true, true},
+		{4, 1000, true, "sum=r", kernels.F32, true, false},
+		{2, 1024, false, "none", kernels.BF16, false, true},
+		{9, 130, true, "sum=x", kernels.BF16, true, true},
+		{6, 300, false, "out=x", kernels.BF16, true, true},
+	}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(4400+i)
+		name := fmt.Sprintf("rows=%d,dim=%d,residual=%v,alias=%s,w=%v,rstd=%v,cast=%v", s.rows, s.dim, s.residual, s.alias, s.w, s.rstd, s.cast)
+		cs = append(cs, Case{Op: "AddRMSNorm", Name: name, check: func(b kernels.Backend) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			n := s.rows * s.dim
+			xv, rv := e.uniform(n, 1), e.uniform(n, 1)
+			if s.rows >= 3 {
+				for j := 0; j < s.dim; j++ {
+					xv[j], rv[j] = 0, 0 // row 0: mean square 0 < eps
+					xv[s.dim+j] *= 1e-3 // row 1: ≈ eps
+					rv[s.dim+j] *= 1e-3
+				}
+			}
+			var x, r, sum *operand
+			switch s.alias {
+			case "sum=x":
+				x, r = e.out("x", xv), e.in("r", rv)
+				sum = x
+			case "sum=r":
+				x, r = e.in("x", xv), e.out("r", rv)
+				sum = r
+			case "out=x":
+			default:
+				x = e.in("x", xv)
+				if s.residual {
+					r, sum = e.in("r", rv), e.out("sum", nans(n))
+				}
+			}
+			w := e.floats("w", s.w, e.uniform(s.dim, 2), true)
+			var out *operand
+			if s.alias == "out=x" {
+				x = e.out("x", xv)
+				out = x
+			} else {
+				out = e.out("out", nans(n))
+			}
+			var rstd, cast *operand
+			if s.rstd {
+				rstd = e.out("rstd", nans(s.rows))
+			}
+			if s.cast {
+				cast = e.floats("outBF16", kernels.BF16, nans(n), false)
+			}
+			var rVals []float64
+			if r != nil {
+				rVals = r.values()
+			}
+			wantSum, wantOut, wantRstd := RefAddRMSNorm(x.values(), rVals, w.values(), s.rows, s.dim, 1e-6)
+			b.AddRMSNorm(view(sum), out.view, view(cast), view(rstd), x.view, view(r), w.view, s.rows, s.dim, 1e-6)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			if sum != nil {
+				if err := Compare("sum", sum.result(b), wantSum, tolExact); err != nil {
+					return err
+				}
+			}
+			gotOut := out.result(b)
+			if err := Compare("out", gotOut, wantOut, tolReduction); err != nil {
+				return err
+			}
+			if rstd != nil {
+				if err := Compare("rstd", rstd.result(b), wantRstd, tolReduction); err != nil {
+					return err
+				}
+			}
+			if cast != nil {
+				return checkCast(b, cast, gotOut)
+			}
+			return nil
+		}})
+	}
+	return cs
+}
+
+// view is o's view, or nil for an absent optional operand.
+func view(o *operand) kernels.Buffer {
+	if o == nil {
+		return nil
+	}
+	return o.view
+}
+
+// swiGLURowsCases cover width 1, odd widths, the overflow-prone gates of
+// swiGLUCases and the bf16 cast.
+func swiGLURowsCases() []Case {
+	shapes := [][2]int{{1, 1}, {3, 13}, {7, 500}, {2, 1024}}
+	var cs []Case
+	for i, s := range shapes {
+		for _, cast := range []bool{false, true} {
+			rows, width, cast, seed := s[0], s[1], cast, uint64(4500+i)
+			cs = append(cs, Case{Op: "SwiGLURows", Name: fmt.Sprintf("rows=%d,width=%d,cast=%v", rows, width, cast), check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				gu := e.uniform(rows*2*width, 8)
+				extremes := []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000}
+				if width >= len(extremes) {
+					copy(gu[width:], extremes) // gates of row 1 (or row 0's ups when rows = 1)
+					copy(gu, extremes)
+				}
+				gateUp := e.in("gateUp", gu)
+				out := e.out("out", nans(rows*width))
+				var c *operand
+				if cast {
+					c = e.floats("outBF16", kernels.BF16, nans(rows*width), false)
+				}
+				want := RefSwiGLURows(gateUp.values(), rows, width)
+				b.SwiGLURows(out.view, view(c), gateUp.view, rows, width)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				got := out.result(b)
+				if err := Compare("out", got, want, tolElementwise); err != nil {
+					return err
+				}
+				if c != nil {
+					return checkCast(b, c, got)
+				}
+				return nil
+			}})
+		}
+	}
+	return cs
+}
+
+// matMulBF16ACases: A stored as BF16 (a fused op's cast) with a BF16 B,
+// all four transposes. bf16×bf16 products are exact in f32, so against the
+// reference over the stored values only the summation order differs
+// (tolMatMulBF16, which covers tensor cores' truncating adds).
+func matMulBF16ACases() []Case {
+	shapes := [][3]int{{1, 1, 1}, {5, 7, 9}, {17, 13, 33}, {64, 48, 96}}
+	var cs []Case
+	for i, s := range shapes {
+		for tr := 0; tr < 4; tr++ {
+			m, n, k := s[0], s[1], s[2]
+			tA, tB, seed := tr&1 != 0, tr&2 != 0, uint64(4600+10*i+tr)
+			cs = append(cs, Case{Op: "MatMul", Name: fmt.Sprintf("m=%d,n=%d,k=%d,tA=%v,tB=%v,A=bf16,B=bf16,beta=0.5", m, n, k, tA, tB), check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				a := e.floats("A", kernels.BF16, e.uniform(m*k, 1), true)
+				bm := e.floats("B", kernels.BF16, e.uniform(k*n, 1), true)
+				c := e.out("C", e.uniform(m*n, 1))
+				want := RefMatMul(a.values(), bm.values(), c.values(), m, n, k, tA, tB, 1.5, 0.5)
+				b.MatMul(c.view, a.view, bm.view, m, n, k, tA, tB, 1.5, 0.5)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				return Compare("C", c.result(b), want, tolMatMulBF16)
+			}})
+		}
+	}
+	return cs
+}
+
+// loRAShrinkCases cover degenerate sizes, a decode-sized q/k/v group (48
+// ranks over 64 inputs) with x in f32 and bf16, and many rows.
+func loRAShrinkCases() []Case {
+	type shape struct {
+		rows, in, ranks int
+		x               kernels.DType
+	}
+	shapes := []shape{{1, 1, 1, kernels.F32}, {3, 17, 5, kernels.F32}, {9, 64, 48, kernels.F32}, {9, 64, 48, kernels.BF16}, {130, 96, 24, kernels.BF16}}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(4700+i)
+		cs = append(cs, Case{Op: "LoRAShrink", Name: fmt.Sprintf("rows=%d,in=%d,ranks=%d,x=%v", s.rows, s.in, s.ranks, s.x), check: func(b kernels.Backend) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			x := e.floats("x", s.x, e.uniform(s.rows*s.in, 1), true)
+			a := e.in("A", e.uniform(s.ranks*s.in, 1))
+			xa := e.out("xa", nans(s.rows*s.ranks))
+			want := RefLoRAShrink(x.values(), a.values(), s.rows, s.in, s.ranks)
+			b.LoRAShrink(xa.view, x.view, a.view, s.rows, s.in, s.ranks)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			return Compare("xa", xa.result(b), want, tolMatMul)
+		}})
+	}
+	return cs
+}
+
+// loraLayout is a LoRA op's parts: their ranks, outputs and scales, and
+// which Y matrix (by index, with its width) each writes at which offset.
+type loraLayout struct {
+	name  string
+	yCols []int // width of each Y matrix
+	parts []RefLoRAPart
+}
+
+// loraLayouts: one projection (o_proj), q/k/v into one fused output, and
+// gate/up into separate outputs wider than the part.
+var loraLayouts = []loraLayout{
+	{"single", []int{7}, []RefLoRAPart{{Rank: 3, Out: 7, Scale: 2, Y: 0, YCols: 7}}},
+	{"fused3", []int{40}, []RefLoRAPart{
+		{Rank: 4, Out: 24, Scale: 0.5, Y: 0, YCols: 40, YOff: 0},
+		{Rank: 2, Out: 8, Scale: 0.5, Y: 0, YCols: 40, YOff: 24},
+		{Rank: 8, Out: 8, Scale: -1.5, Y: 0, YCols: 40, YOff: 32}}},
+	{"separate2", []int{300, 280}, []RefLoRAPart{
+		{Rank: 16, Out: 260, Scale: 2, Y: 0, YCols: 300, YOff: 33},
+		{Rank: 1, Out: 280, Scale: 1, Y: 1, YCols: 280, YOff: 0}}},
+}
+
+func (l loraLayout) ranks() int {
+	r := 0
+	for _, p := range l.parts {
+		r += p.Rank
+	}
+	return r
+}
+
+// operands allocates the Ys (initial values ys) and the parts' B (and,
+// with grads, DB) on e, and returns the kernels parts.
+func (l loraLayout) operands(e *env, rows int, yInput, grads bool) (parts []kernels.LoRAPart, ys, bs, dbs []*operand) {
+	for i, w := range l.yCols {
+		v := e.uniform(rows*w, 1)
+		if yInput {
+			ys = append(ys, e.in(fmt.Sprintf("Y%d", i), v))
+		} else {
+			ys = append(ys, e.out(fmt.Sprintf("Y%d", i), v))
+		}
+	}
+	for i, p := range l.parts {
+		bo := e.in(fmt.Sprintf("B%d", i), e.uniform(p.Out*p.Rank, 1))
+		bs = append(bs, bo)
+		kp := kernels.LoRAPart{B: bo.view, Rank: p.Rank, Out: p.Out, Scale: float32(p.Scale), Y: ys[p.Y].view, YCols: p.YCols, YOff: p.YOff}
+		if grads && i != len(l.parts)-1 || grads && len(l.parts) == 1 {
+			db := e.out(fmt.Sprintf("DB%d", i), e.uniform(p.Out*p.Rank, 1))
+			dbs = append(dbs, db)
+			kp.DB = db.view
+		} else {
+			dbs = append(dbs, nil) // the last of several parts has no gradient wanted
+		}
+		parts = append(parts, kp)
+	}
+	return parts, ys, bs, dbs
+}
+
+func (l loraLayout) refParts(bs []*operand) []RefLoRAPart {
+	ps := append([]RefLoRAPart(nil), l.parts...)
+	for i := range ps {
+		ps[i].B = bs[i].values()
+	}
+	return ps
+}
+
+// loRAExpandCases run every layout over 1, 5 and 70 rows; the Ys hold
+// values beforehand, so an expand that overwrites instead of adding, or
+// writes outside its part's columns, is caught.
+func loRAExpandCases() []Case {
+	var cs []Case
+	for li, l := range loraLayouts {
+		for ri, rows := range []int{1, 5, 70} {
+			l, rows, seed := l, rows, uint64(4800+10*li+ri)
+			cs = append(cs, Case{Op: "LoRAExpand", Name: fmt.Sprintf("%s,rows=%d", l.name, rows), check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				parts, ys, bs, _ := l.operands(e, rows, false, false)
+				xa := e.in("xa", e.uniform(rows*l.ranks(), 1))
+				var ysv [][]float64
+				for _, y := range ys {
+					ysv = append(ysv, y.values())
+				}
+				want := RefLoRAExpand(xa.values(), l.refParts(bs), ysv, rows)
+				b.LoRAExpand(xa.view, parts, rows)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				for i, y := range ys {
+					if err := Compare(y.name, y.result(b), want[i], tolMatMul); err != nil {
+						return err
+					}
+				}
+				return nil
+			}})
+		}
+	}
+	return cs
+}
+
+// attentionInputsCases cover the three architectures' shapes — Qwen3
+// (q/k norm, no bias), Qwen2 (bias, no norm), Llama (neither) — bf16
+// and f32 weights, GQA ratios 2 and 4, headDim 16 to 128, contiguous and
+// paged caches (shuffled blocks, partial last blocks), prefill and
+// decode tokens in one call, f32 and bf16 caches (the sampler's on a
+// GPU), and the optional training outputs (qPre, kPre, rstdQ, rstdK).
+// Cache rows no token writes hold values that must survive.
+func attentionInputsCases() []Case {
+	type shape struct {
+		nHead, nKV, headDim int
+		norm, bias          bool
+		w                   kernels.DType
+		train               bool
+		paging
+	}
+	shapes := []shape{
+		{4, 2, 32, true, false, kernels.F32, true, paging{block: 16}},
+		{4, 2, 32, true, false, kernels.BF16, false, paging{}},
+		{4, 2, 32, true, false, kernels.BF16, false, paging{block: 16, bf16: true}},
+		{2, 1, 16, false, true, kernels.BF16, true, paging{}},
+		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}},
+		{2, 1, 16, false, true, kernels.F32, false, paging{block: 4, bf16: true}},
+		{4, 1, 64, true, true, kernels.BF16, true, paging{block: 5}},
+	}
+	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
+	const seqs, maxLen = 3, 12
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(4900+i)
+		name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,bias=%v,w=%v,train=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.bias, s.w, s.train)
+		cs = append(cs, Case{Op: "AttentionInputs", Name: name, check: func(b kernels.Backend) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			n, hd := len(toks), s.headDim
+			qd, kd := s.nHead*hd, s.nKV*hd
+			seqv, posv, valid := seqsAndPositions(toks, seqs)
+			pg := s.layout(e, seqs, maxLen, valid)
+			qkv := e.in("qkv", e.uniform(n*(qd+2*kd), 2))
+			kCache := e.floats("kCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
+			vCache := e.floats("vCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
+			q := e.out("q", nans(n*qd))
+			var qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
+			if s.bias {
+				qb, kb, vb = e.floats("qBias", s.w, e.uniform(qd, 1), true), e.floats("kBias", s.w, e.uniform(kd, 1), true), e.floats("vBias", s.w, e.uniform(kd, 1), true)
+			}
+			if s.norm {
+				qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
+			}
+			if s.train {
+				qPre, kPre = e.out("qPre", nans(n*qd)), e.out("kPre", nans(n*kd))
+				if s.norm {
+					rq, rk = e.out("rstdQ", nans(n*s.nHead)), e.out("rstdK", nans(n*s.nKV))
+				}
+			}
+			posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
+			_, fv := ropeInputs(e, 1, hd, 1e6)
+			inv := e.in("invFreq", fv)
+			pages := e.pagesOperand(pg)
+			vals := func(o *operand) []float64 {
+				if o == nil {
+					return nil
+				}
+				return o.values()
+			}
+			wq, wk, wv, wqPre, wkPre, wrq, wrk := RefAttentionInputs(qkv.values(), kCache.values(), vCache.values(), vals(qb), vals(kb), vals(vb),
+				vals(qn), vals(kn), fv, seqv, posv, pg, n, s.nHead, s.nKV, hd, 1e-6)
+			b.AttentionInputs(q.view, view(qPre), view(kPre), view(rq), view(rk), kCache.view, vCache.view, qkv.view,
+				view(qb), view(kb), view(vb), view(qn), view(kn), inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd, 1e-6)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			for _, c := range []struct {
+				o    *operand
+				want []float64
+				tol  Tol
+			}{{q, wq, tolReduction}, {kCache, wk, tolReduction}, {vCache, wv, tolRounded},
+				{qPre, wqPre, tolRounded}, {kPre, wkPre, tolRounded}, {rq, wrq, tolReduction}, {rk, wrk, tolReduction}} {
+				if c.o == nil {
+					continue
+				}
+				compare := Compare
+				if c.o.dt == kernels.BF16 {
+					compare = CompareBF16
+				}
+				if err := compare(c.o.name, c.o.result(b), c.want, c.tol); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	}
+	return cs
+}

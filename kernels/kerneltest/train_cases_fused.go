@@ -1,0 +1,223 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// swiGLURowsBackwardCases cover width 1, odd widths and the overflow-prone
+// gates; dGateUp starts as NaN, so both halves must be written.
+func swiGLURowsBackwardCases() []Case {
+	shapes := [][2]int{{1, 1}, {3, 13}, {7, 500}}
+	var cs []Case
+	for i, s := range shapes {
+		rows, width, seed := s[0], s[1], uint64(5400+i)
+		cs = append(cs, trainCase("SwiGLURowsBackward", fmt.Sprintf("rows=%d,width=%d", rows, width), func(b kernels.Backend, tb kernels.TrainOps) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			gu := e.uniform(rows*2*width, 8)
+			if width >= 9 {
+				copy(gu, []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000})
+			}
+			gateUp := e.in("gateUp", gu)
+			dy := e.in("dy", e.uniform(rows*width, 2))
+			d := e.out("dGateUp", nans(rows*2*width))
+			want := RefSwiGLURowsBackward(dy.values(), gateUp.values(), rows, width)
+			tb.SwiGLURowsBackward(d.view, dy.view, gateUp.view, rows, width)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			return Compare("dGateUp", d.result(b), want, tolElementwise)
+		}))
+	}
+	return cs
+}
+
+// loRAExpandBackwardCases run every layout of loRAExpandCases; DB starts
+// with values (it accumulates), dxa as NaN (it is overwritten), and the
+// last of several parts wants no B gradient. LoRA gradients must be
+// bit-identical from run to run (no atomics, fixed summation order).
+func loRAExpandBackwardCases() []Case {
+	var cs []Case
+	for li, l := range loraLayouts {
+		for ri, rows := range []int{1, 5, 70} {
+			l, rows, seed := l, rows, uint64(5500+10*li+ri)
+			cs = append(cs, trainCase("LoRAExpandBackward", fmt.Sprintf("%s,rows=%d", l.name, rows), func(b kernels.Backend, tb kernels.TrainOps) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				parts, ys, bs, dbs := l.operands(e, rows, true, true)
+				xa := e.in("xa", e.uniform(rows*l.ranks(), 1))
+				dxa := e.out("dxa", nans(rows*l.ranks()))
+				var ysv [][]float64
+				for _, y := range ys {
+					ysv = append(ysv, y.values())
+				}
+				wantDxa, wantDB := RefLoRAExpandBackward(xa.values(), l.refParts(bs), ysv, rows)
+				tb.LoRAExpandBackward(dxa.view, xa.view, parts, rows)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				if err := Compare("dxa", dxa.result(b), wantDxa, tolMatMul); err != nil {
+					return err
+				}
+				for i, db := range dbs {
+					if db == nil {
+						continue
+					}
+					want := db.values()
+					for j := range want {
+						want[j] += wantDB[i][j]
+					}
+					if err := Compare(db.name, db.result(b), want, tolMatMul); err != nil {
+						return err
+					}
+				}
+				return e.deterministic(append([]*operand{dxa}, dbs...), func() { tb.LoRAExpandBackward(dxa.view, xa.view, parts, rows) })
+			}))
+		}
+	}
+	return cs
+}
+
+// loRAShrinkBackwardCases: dx and da accumulate into values already there,
+// each may be skipped (nil), and a second run gives the same bits.
+func loRAShrinkBackwardCases() []Case {
+	type shape struct {
+		rows, in, ranks int
+		dx, da          bool
+	}
+	shapes := []shape{{1, 1, 1, true, true}, {3, 17, 5, true, false}, {9, 64, 48, false, true}, {130, 96, 24, true, true}}
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(5600+i)
+		cs = append(cs, trainCase("LoRAShrinkBackward", fmt.Sprintf("rows=%d,in=%d,ranks=%d,dx=%v,da=%v", s.rows, s.in, s.ranks, s.dx, s.da), func(b kernels.Backend, tb kernels.TrainOps) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			x := e.in("x", e.uniform(s.rows*s.in, 1))
+			a := e.in("A", e.uniform(s.ranks*s.in, 1))
+			dxa := e.in("dxa", e.uniform(s.rows*s.ranks, 1))
+			var dx, da *operand
+			if s.dx {
+				dx = e.out("dx", e.uniform(s.rows*s.in, 1))
+			}
+			if s.da {
+				da = e.out("dA", e.uniform(s.ranks*s.in, 1))
+			}
+			wantDx, wantDa := RefLoRAShrinkBackward(dxa.values(), x.values(), a.values(), s.rows, s.in, s.ranks)
+			tb.LoRAShrinkBackward(view(dx), view(da), dxa.view, x.view, a.view, s.rows, s.in, s.ranks)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			for _, c := range []struct {
+				o    *operand
+				grad []float64
+			}{{dx, wantDx}, {da, wantDa}} {
+				if c.o == nil {
+					continue
+				}
+				want := c.o.values()
+				for j := range want {
+					want[j] += c.grad[j]
+				}
+				if err := Compare(c.o.name, c.o.result(b), want, tolMatMul); err != nil {
+					return err
+				}
+			}
+			return e.deterministic([]*operand{dx, da}, func() { tb.LoRAShrinkBackward(view(dx), view(da), dxa.view, x.view, a.view, s.rows, s.in, s.ranks) })
+		}))
+	}
+	return cs
+}
+
+// deterministic restores outs (nil entries skipped) to their contents
+// before the op, runs it again and requires bit-identical results.
+func (e *env) deterministic(outs []*operand, run func()) error {
+	first := make([][]float32, len(outs))
+	for i, o := range outs {
+		if o != nil {
+			first[i] = o.result(e.b)
+			e.b.Upload(o.parent, o.f)
+		}
+	}
+	run()
+	if err := e.b.Sync(); err != nil {
+		return fmt.Errorf("second run: Sync: %w", err)
+	}
+	for i, o := range outs {
+		if o == nil {
+			continue
+		}
+		for j, v := range o.result(e.b) {
+			if math.Float32bits(v) != math.Float32bits(first[i][j]) {
+				return fmt.Errorf("%s[%d]: %v on the first run, %v on the second: not deterministic", o.name, j, first[i][j], v)
+			}
+		}
+	}
+	return nil
+}
+
+// attentionInputsBackwardCases: the shapes of attentionInputsCases (with
+// and without q/k norm, f32 and bf16 norm weights, contiguous and paged
+// caches); the cache gradients hold values in every row, so reading a
+// row other than the token's own is caught, and dqkv starts as NaN.
+func attentionInputsBackwardCases() []Case {
+	type shape struct {
+		nHead, nKV, headDim int
+		norm                bool
+		w                   kernels.DType
+		paging
+	}
+	shapes := []shape{
+		{4, 2, 32, true, kernels.F32, paging{block: 16}},
+		{2, 1, 16, false, kernels.F32, paging{}},
+		{4, 1, 64, true, kernels.BF16, paging{block: 5}},
+		{8, 2, 128, false, kernels.F32, paging{block: 4}},
+	}
+	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
+	const seqs, maxLen = 3, 12
+	var cs []Case
+	for i, s := range shapes {
+		s, seed := s, uint64(5700+i)
+		name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,w=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.w)
+		cs = append(cs, trainCase("AttentionInputsBackward", name, func(b kernels.Backend, tb kernels.TrainOps) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			n, hd := len(toks), s.headDim
+			qd, kd := s.nHead*hd, s.nKV*hd
+			seqv, posv, valid := seqsAndPositions(toks, seqs)
+			pg := s.layout(e, seqs, maxLen, valid)
+			dq := e.in("dq", e.uniform(n*qd, 1))
+			dkC, dvC := e.in("dkCache", e.uniform(pg.Rows()*kd, 1)), e.in("dvCache", e.uniform(pg.Rows()*kd, 1))
+			var qPre, kPre, rq, rk, qn, kn *operand
+			if s.norm {
+				qPre, kPre = e.in("qPre", e.uniform(n*qd, 2)), e.in("kPre", e.uniform(n*kd, 2))
+				_, rqv := RefRMSNorm(qPre.values(), make([]float64, hd), n*s.nHead, hd, 1e-6)
+				_, rkv := RefRMSNorm(kPre.values(), make([]float64, hd), n*s.nKV, hd, 1e-6)
+				rq, rk = e.in("rstdQ", f32s(rqv)), e.in("rstdK", f32s(rkv))
+				qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
+			}
+			posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
+			_, fv := ropeInputs(e, 1, hd, 1e6)
+			inv := e.in("invFreq", fv)
+			pages := e.pagesOperand(pg)
+			d := e.out("dqkv", nans(n*(qd+2*kd)))
+			vals := func(o *operand) []float64 {
+				if o == nil {
+					return nil
+				}
+				return o.values()
+			}
+			want := RefAttentionInputsBackward(dq.values(), dkC.values(), dvC.values(), vals(qPre), vals(kPre), vals(rq), vals(rk), vals(qn), vals(kn),
+				fv, seqv, posv, pg, n, s.nHead, s.nKV, hd)
+			tb.AttentionInputsBackward(d.view, dq.view, dkC.view, dvC.view, view(qPre), view(kPre), view(rq), view(rk), view(qn), view(kn),
+				inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			return Compare("dqkv", d.result(b), want, tolReduction)
+		}))
+	}
+	return cs
+}

@@ -1,0 +1,47 @@
+package kernels
+
+// LoRAPart is one adapted projection inside a LoRA op: its B matrix (Out ×
+// Rank, as PEFT stores it) and scale, and where its output lies: columns
+// [YOff, YOff+Out) of Y (rows × YCols). In the forward, Y is the base
+// GEMM's output, which the expand adds into in place; in the backward it
+// is that output's gradient. The part's Rank columns of the op's xa
+// (rows × Σ Rank) follow those of the parts before it. DB, when not nil,
+// accumulates B's gradient (backward only).
+type LoRAPart struct {
+	B, DB       Buffer
+	Rank, Out   int
+	Scale       float32
+	Y           Buffer
+	YCols, YOff int
+}
+
+// LoRAOps are LoRA's two halves, y += Scale·(x·Aᵀ)·Bᵀ, for projections
+// that share an input: one shrink over their A matrices stored end to end
+// and one expand that adds every part into its base output.
+type LoRAOps interface {
+	// LoRAShrink writes xa = x·Aᵀ (rows × ranks, overwritten) with A the
+	// ranks × in F32 matrix [A_0; A_1; …] of the parts. x (rows × in) is
+	// F32 or BF16 (an AddRMSNorm cast); products are accumulated in f32.
+	LoRAShrink(xa, x, a Buffer, rows, in, ranks int)
+
+	// LoRAExpand adds, for each part p (its xa columns starting at o_p =
+	// Σ ranks of the parts before it), p.Y[r, p.YOff+j] += p.Scale ·
+	// Σ_k xa[r, o_p+k] · p.B[j, k]. The parts' Y columns must not overlap.
+	LoRAExpand(xa Buffer, parts []LoRAPart, rows int)
+}
+
+// LoRATrainOps are the backwards of LoRAOps. Together with the base
+// weight's input gradient (a MatMul) they are a projection group's whole
+// backward: LoRAExpandBackward, then LoRAShrinkBackward.
+type LoRATrainOps interface {
+	// LoRAExpandBackward writes dxa[r, o_p+k] = p.Scale · Σ_j p.Y[r,
+	// p.YOff+j] · p.B[j, k] (rows × Σ ranks, overwritten; p.Y holds the
+	// output gradient) and adds p.Scale · Σ_r p.Y[r, p.YOff+j] · xa[r,
+	// o_p+k] into p.DB[j, k] where p.DB is not nil; xa is the forward's.
+	LoRAExpandBackward(dxa, xa Buffer, parts []LoRAPart, rows int)
+
+	// LoRAShrinkBackward adds dxa·A into dx (rows × in; skipped when dx is
+	// nil) and dxaᵀ·x into da (ranks × in; skipped when nil), for the A
+	// (ranks × in) and x (rows × in, F32) of the forward's LoRAShrink.
+	LoRAShrinkBackward(dx, da, dxa, x, a Buffer, rows, in, ranks int)
+}
