@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,16 +14,11 @@ import (
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
-	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sampler"
-	"github.com/grpo-dev/grpo/serve"
-	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // againEnv is a multi-turn environment that goes on until its turn limit
@@ -63,48 +57,14 @@ var lengthRubric, _ = rubric.Weighted(rubric.Term{Name: "chars", Weight: 1, Func
 // single-turn and a multi-turn environment. SetPolicy loads each step's
 // adapter under step-N and unloads the previous one.
 func TestServerEngineMatchesLocal(t *testing.T) {
-	dir := t.TempDir()
-	mdir, edir := filepath.Join(dir, "model"), filepath.Join(dir, "env")
-	if err := tinymodel.Write(mdir, filepath.Join("..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tinymodel.WriteReverseEnv(edir, 3); err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(mdir, cpu.New())
+	ts := startTinyServer(t, 3, 512)
+	m, tok, reverse, exs := ts.m, ts.tok, ts.env, ts.exs
+	ctx := context.Background()
+	c, err := endpoints.New([]endpoints.Endpoint{{ID: "srv", Model: "tiny", URL: ts.url + "/v1"}}, endpoints.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tokenizer.Load(mdir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := env.LoadDir(edir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reverse, err := spec.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exs, err := reverse.Examples("eval")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := serve.New(m, tok, serve.Config{ModelName: "tiny", Slots: 4, MaxLen: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	hs := httptest.NewServer(srv.Handler())
-	defer func() { hs.Close(); cancel(); <-done }()
-	c, err := endpoints.New([]endpoints.Endpoint{{ID: "srv", Model: "tiny", URL: hs.URL + "/v1"}}, endpoints.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	adapters := filepath.Join(dir, "adapters")
+	adapters := filepath.Join(t.TempDir(), "adapters")
 	eng, err := rollout.NewServerEngine(ctx, c, rollout.ServerOptions{Model: "tiny", AdapterDir: adapters, BaseModel: "tiny", Tok: tok, Config: m.Config})
 	if err != nil {
 		t.Fatal(err)
