@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 )
@@ -48,7 +49,18 @@ func TestReseedEqualsFreshStart(t *testing.T) {
 	if err := s.Run(ctx, []*Seq{fresh}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(reseeded.Turn.Tokens, fresh.Turn.Tokens) || !slices.Equal(reseeded.Turn.Logprobs, fresh.Turn.Logprobs) {
+	// Tokens exactly; log-probs to goldenLogprobULPs, as the golden test
+	// holds them: the reseeded sequence's cache was written by one-row
+	// decode steps and the fresh one's by a prefill of every position, and
+	// the BLAS kernel sums a product in an order that depends on its row
+	// count (OpenBLAS's Haswell sgemm here differs in the last bit).
+	near := len(reseeded.Turn.Logprobs) == len(fresh.Turn.Logprobs)
+	for j := range reseeded.Turn.Logprobs {
+		if near && ulpDistance(math.Float32bits(reseeded.Turn.Logprobs[j]), math.Float32bits(fresh.Turn.Logprobs[j])) > goldenLogprobULPs {
+			near = false
+		}
+	}
+	if !slices.Equal(reseeded.Turn.Tokens, fresh.Turn.Tokens) || !near {
 		t.Errorf("reseeded turn %v %v, fresh start %v %v", reseeded.Turn.Tokens, reseeded.Turn.Logprobs, fresh.Turn.Tokens, fresh.Turn.Logprobs)
 	}
 	if reseeded.Params().Seed != fp.Seed {
