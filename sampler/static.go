@@ -13,10 +13,11 @@ import (
 // through model.Decoder — one graph launch per step once warm, the
 // tokens, positions and random streams kept on the device, and only the
 // tokens and log-probs coming back (and, when the sampler records expert
-// routing, each token's experts in the same download: routing.go). The set of sequences is loaded into
-// the decoder when it differs from the previous static step's (a sequence
-// finished, joined or was appended to); the host mirrors each stream's
-// draws so a reload continues them exactly.
+// routing, each token's experts in the tokens' download: routing.go). The
+// set of sequences is loaded into the decoder when it differs from the
+// previous static step's (a sequence finished, joined or was appended
+// to); the host mirrors each stream's draws so a reload continues them
+// exactly.
 
 // staticState is the sampler's decoder and the sequences it holds.
 type staticState struct {
