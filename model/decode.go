@@ -17,6 +17,11 @@ import (
 // step is captured once per bucket and replayed; there a step is one graph
 // launch plus the download of the tokens and log-probs.
 //
+// On a mixture-of-experts model each sparse layer writes the experts it
+// routes to into its own range of the bucket's output buffer, after the
+// tokens, so a step that records routing (StepRecording) brings the
+// record back in the tokens' download: no launch and no wait more.
+//
 // A bucket is the next power of two ≥ the row count, capped at the
 // decoder's maxRows (with graphs; else the row count itself): rows beyond
 // the sequences are padding that write only the padding slot's position 0,
@@ -46,6 +51,11 @@ type decodeBucket struct {
 	rows                  int
 	a                     *arena
 	tok, slot, pos, delta kernels.Buffer // I32 rows
+	// out is the step's I32 output, the one buffer a step downloads: tok
+	// (its first rows), then each sparse layer's routed experts (rows × k
+	// each, in routing), layer after layer; tok alone on a dense model.
+	out                   kernels.Buffer
+	routing               layerRouting
 	params, state         kernels.Buffer // I32 rows × SampleParamWords, rows × PCGWords
 	lp                    kernels.Buffer // F32 rows
 	x, logits             kernels.Buffer
@@ -53,6 +63,7 @@ type decodeBucket struct {
 	graph                 kernels.Graph
 	graphCache            *KVCache // the cache the graph was captured over
 	eager                 int      // steps run op by op since the last Load
+	hostOut               []int32  // out on the host; hostTok is its first rows
 	hostTok               []int32
 	hostParams, hostState []int32
 }
@@ -165,11 +176,14 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 	m, be, c := d.m, d.m.Backend, d.m.Config
 	a := &arena{be: be}
 	i32 := func(k int) kernels.Buffer { return a.alloc(kernels.I32, k) }
-	b := &decodeBucket{rows: n, a: a, tok: i32(n), slot: i32(n), pos: i32(n), delta: i32(n),
+	out := i32(n + c.RoutingLen(n))
+	b := &decodeBucket{rows: n, a: a, out: out, tok: out.Slice(0, n), slot: i32(n), pos: i32(n), delta: i32(n),
 		params: i32(n * kernels.SampleParamWords), state: i32(n * kernels.PCGWords),
 		lp: a.alloc(kernels.F32, n), x: a.alloc(kernels.F32, n*c.HiddenSize),
 		logits:  a.alloc(kernels.F32, n*c.VocabSize),
-		hostTok: make([]int32, n), hostParams: make([]int32, n*kernels.SampleParamWords), hostState: make([]int32, n*kernels.PCGWords)}
+		hostOut: make([]int32, out.Len()), hostParams: make([]int32, n*kernels.SampleParamWords), hostState: make([]int32, n*kernels.PCGWords)}
+	b.hostTok = b.hostOut[:n]
+	b.routing = m.decodeRouting(out, n)
 	b.acts = m.inferenceActs(a, b.x, n)
 	for l := range m.W.Layers {
 		for _, p := range []Proj{ProjO, ProjDown} {
@@ -214,12 +228,26 @@ func maxGroupRanks(m *Model, g group) int {
 // the graph. A token of −1 flags a row whose logits hold NaN or +Inf or
 // no finite value (as Sample); Step returns it for the caller to report.
 func (d *Decoder) Step(cache *KVCache, tok []int32, lp []float32) error {
+	return d.StepRecording(cache, tok, lp, nil)
+}
+
+// StepRecording is Step that also writes into experts, when not nil, the
+// experts each row's token was routed to, in Batch.RecordExperts' layout
+// (Config.RoutingLen(rows) entries, as Forward records them). The record
+// comes back in the tokens' download.
+func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, experts []int32) error {
 	b := d.cur
 	if b == nil {
 		return fmt.Errorf("decode step before Load")
 	}
 	if len(tok) != len(d.rows) || len(lp) != len(d.rows) {
 		return fmt.Errorf("decode step of %d rows into %d tokens and %d log-probs", len(d.rows), len(tok), len(lp))
+	}
+	if experts != nil {
+		if want := d.m.Config.RoutingLen(len(d.rows)); want == 0 || len(experts) != want {
+			return fmt.Errorf("decode step of %d rows recording routing into %d entries; the model (%s, %d sparse layers × %d experts per token) needs %d",
+				len(d.rows), len(experts), d.m.Config.ModelType, d.m.Config.SparseLayers(), d.m.Config.NumExpertsPerTok, want)
+		}
 	}
 	m, be := d.m, d.m.Backend
 	bt := &d.batch
@@ -261,11 +289,18 @@ func (d *Decoder) Step(cache *KVCache, tok []int32, lp []float32) error {
 		b.eager++
 	}
 	n := len(d.rows)
-	be.DownloadI32(b.hostTok, b.tok)
-	copy(tok, b.hostTok[:n])
+	if experts != nil {
+		be.DownloadI32(b.hostOut, b.out)
+	} else {
+		be.DownloadI32(b.hostTok, b.tok)
+	}
 	be.Download(lp, b.lp.Slice(0, n))
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("decode step on %s: %w", be.Name(), err)
+	}
+	copy(tok, b.hostTok[:n])
+	if experts != nil {
+		d.m.Config.routingRows(experts, b.hostOut[b.rows:], n, b.rows)
 	}
 	for i := range d.rows {
 		d.rows[i].Pos++
@@ -304,6 +339,9 @@ func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages kernels.KVPages
 	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages}
 	be.GatherRows(b.x, m.W.Embed, b.tok, n, h)
 	for l := range m.W.Layers {
+		if b.routing != nil && b.routing[l] != nil {
+			b.acts.moe.useRouting(nil, b.routing[l], false)
+		}
 		prev := b.acts // each layer's closing residual add is the next one's first norm (layerForward)
 		if l == 0 {
 			prev = nil

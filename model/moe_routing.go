@@ -97,6 +97,39 @@ func (r layerRouting) record(be kernels.Backend, c *Config, dst []int32, n int) 
 	}
 }
 
+// decodeRouting lays each sparse layer's experts buffer for a decode
+// step of n rows into out after its first n entries (the tokens), layer
+// after layer: one download brings back the tokens and the whole record.
+func (m *Model) decodeRouting(out kernels.Buffer, n int) layerRouting {
+	c := m.Config
+	if c.SparseLayers() == 0 {
+		return nil
+	}
+	k := c.NumExpertsPerTok
+	r := make(layerRouting, c.NumLayers)
+	off := n
+	for l := range c.NumLayers {
+		if c.IsSparse(l) {
+			r[l] = out.Slice(off, n*k)
+			off += n * k
+		}
+	}
+	return r
+}
+
+// routingRows writes the first n rows of a layer-major record (each
+// sparse layer's rows × k experts, layer after layer: decodeRouting's
+// layout) into dst in the token-major layout.
+func (c *Config) routingRows(dst, layerMajor []int32, n, rows int) {
+	k, sl := c.NumExpertsPerTok, c.SparseLayers()
+	for s := range sl {
+		col := layerMajor[s*rows*k:]
+		for t := range n {
+			copy(dst[(t*sl+s)*k:(t*sl+s+1)*k], col[t*k:(t+1)*k])
+		}
+	}
+}
+
 // routingMismatch is the fraction of orig's tokens for which, in some
 // sparse layer, the top-k recomputed under replay is not the replayed set.
 // With shared prefixes (sb not nil) the trace ran the reduced batch: a

@@ -54,7 +54,9 @@
 // so when the set changes (a sequence finishes, joins or is appended to)
 // it reloads the decoder and the tokens are those of the Forward path.
 // A mixture-of-experts model decodes statically too (its sparse layers'
-// buffers are in the workspace), except while the sampler records expert
-// routing (Config.RecordExperts): the record is read back per Forward
-// call, so those steps take the Forward path.
+// buffers are in the workspace), also while the sampler records expert
+// routing (Config.RecordExperts): the graph writes each sparse layer's
+// experts into the workspace, the step brings them back in the tokens'
+// download (model.Decoder.StepRecording), and each sequence's record grows
+// as on the Forward path.
 package sampler

@@ -2,7 +2,8 @@ package sampler
 
 // Expert routing record (mixture-of-experts models, Config.RecordExperts):
 // every Forward call records which experts each of its tokens was routed
-// to in each sparse layer (model.Batch.RecordExperts), and each sequence
+// to in each sparse layer (model.Batch.RecordExperts), as does a static
+// decode step (model.Decoder.StepRecording, static.go), and each sequence
 // keeps the record of its cached tokens, so a trainer can replay the
 // behaviour policy's routing (loss.Sample.Experts). The record is k int32
 // per token per sparse layer: 384 for Qwen3-30B-A3B, on the host.
@@ -18,7 +19,8 @@ type span struct {
 	n int
 }
 
-// recordingRouting reports whether Forward calls record expert routing.
+// recordingRouting reports whether the sampler records expert routing (in
+// Forward calls and static steps alike).
 func (s *Sampler) recordingRouting() bool {
 	return s.cfg.RecordExperts && s.m.Config.SparseLayers() > 0
 }

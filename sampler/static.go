@@ -12,10 +12,12 @@ import (
 // which every live sequence only has its last sampled token pending runs
 // through model.Decoder — one graph launch per step once warm, the
 // tokens, positions and random streams kept on the device, and only the
-// tokens and log-probs coming back. The set of sequences is loaded into
-// the decoder when it differs from the previous static step's (a sequence
-// finished, joined or was appended to); the host mirrors each stream's
-// draws so a reload continues them exactly.
+// tokens and log-probs coming back (and, when the sampler records expert
+// routing, each token's experts in the tokens' download: routing.go). The
+// set of sequences is loaded into the decoder when it differs from the
+// previous static step's (a sequence finished, joined or was appended
+// to); the host mirrors each stream's draws so a reload continues them
+// exactly.
 
 // staticState is the sampler's decoder and the sequences it holds.
 type staticState struct {
@@ -28,17 +30,16 @@ type staticState struct {
 	rows   []model.DecodeRow
 	toks   []int32
 	lps    []float32
+	record []int32 // the step's routing record (recordingRouting), token-major
 }
 
-// staticOK reports whether live can take a static step. Not while the
-// sampler records expert routing (Config.RecordExperts on a
-// mixture-of-experts model): the record is read back per Forward call
-// into each sequence (routing.go), which the decoder's graph does not do,
-// so those steps take the Forward path. A sparse model that does not
-// record decodes statically: its MoE forward (model.moeForward) is device
-// work on fixed shapes, its buffers in the bucket's inferenceActs.
+// staticOK reports whether live can take a static step. A sparse model
+// decodes statically too, recording routing or not: its MoE forward
+// (model.moeForward) is device work on fixed shapes, and the graph writes
+// the experts it routes to into the bucket's workspace, which the step
+// downloads with the tokens (model.Decoder.StepRecording).
 func (s *Sampler) staticOK(live []*Seq) bool {
-	if _, ok := s.m.Backend.(kernels.Graphs); !ok || len(live) > s.cfg.Slots || s.recordingRouting() {
+	if _, ok := s.m.Backend.(kernels.Graphs); !ok || len(live) > s.cfg.Slots {
 		return false
 	}
 	for _, q := range live {
@@ -63,7 +64,12 @@ func (s *Sampler) staticStep(live []*Seq) error {
 	}
 	n := len(live)
 	st.toks, st.lps = grow(st.toks, n), grow(st.lps, n)
-	if err := st.decoder.Step(s.cache, st.toks, st.lps); err != nil {
+	var record []int32
+	if s.recordingRouting() {
+		st.record = grow(st.record, s.m.Config.RoutingLen(n))
+		record = st.record
+	}
+	if err := st.decoder.StepRecording(s.cache, st.toks, st.lps, record); err != nil {
 		st.loaded = nil
 		return fmt.Errorf("sampler: %w", err)
 	}
@@ -73,7 +79,11 @@ func (s *Sampler) staticStep(live []*Seq) error {
 			return badRow(s.m.Backend, st.decoder.Logits(), i, s.m.Config.VocabSize)
 		}
 	}
+	per := s.m.Config.RoutingLen(1)
 	for i, q := range live {
+		if record != nil {
+			q.experts = append(q.experts, record[i*per:(i+1)*per]...)
+		}
 		q.cached++
 		if q.params.Temperature > 0 {
 			q.rng.Float64() // the device drew this token's u from the same stream

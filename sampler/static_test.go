@@ -136,17 +136,20 @@ func TestStaticDecodeReseedOnEmu(t *testing.T) {
 }
 
 // TestStaticDecodeMoEOnEmu: Qwen3-MoE (the tiny test model, every layer
-// sparse) decodes through the static path when it records no routing,
-// and through Forward when it does (Config.RecordExperts: the record is
-// read back per Forward call); either way every token and log-prob equals
-// the Forward path's, and the recorded routing equals it too; with and
-// without an adapter on the experts and routers (testdata/lora/theirs-moe).
+// sparse) decodes through the static path whether it records routing
+// (Config.RecordExperts) or not; either way every token and log-prob
+// equals the Forward path's (hideGraphs), and the routing recorded through
+// the graph equals the one Forward records, for every cached token of
+// every sequence; with and without an adapter on the experts and routers
+// (testdata/lora/theirs-moe).
 func TestStaticDecodeMoEOnEmu(t *testing.T) {
 	be := emu.New()
 	defer be.Close()
 	type result struct {
 		turns   []Turn
 		experts [][]int32
+		cached  []int // tokens with keys and values in the cache, per sequence
+		per     int   // record entries per token
 		graphs  int64
 	}
 	run := func(b kernels.Backend, record, adapted bool) result {
@@ -187,7 +190,9 @@ func TestStaticDecodeMoEOnEmu(t *testing.T) {
 		for _, q := range seqs {
 			r.turns = append(r.turns, q.Turn)
 			r.experts = append(r.experts, slices.Clone(q.Experts()))
+			r.cached = append(r.cached, q.cached)
 		}
+		r.per = m.Config.RoutingLen(1)
 		r.graphs = be.Counts().Sub(before).GraphLaunches
 		return r
 	}
@@ -195,8 +200,8 @@ func TestStaticDecodeMoEOnEmu(t *testing.T) {
 		want := run(hideGraphs{be}, true, adapted)
 		for _, record := range []bool{false, true} {
 			got := run(be, record, adapted)
-			if record != (got.graphs == 0) {
-				t.Errorf("adapted %v, record %v: %d graph launches (want %s)", adapted, record, got.graphs, map[bool]string{false: "some", true: "none: the Forward path"}[record])
+			if got.graphs == 0 {
+				t.Errorf("adapted %v, record %v: no graph launch: the decode steps took the Forward path", adapted, record)
 			}
 			for i := range want.turns {
 				if !slices.Equal(got.turns[i].Tokens, want.turns[i].Tokens) || !slices.Equal(got.turns[i].Logprobs, want.turns[i].Logprobs) {
@@ -204,7 +209,11 @@ func TestStaticDecodeMoEOnEmu(t *testing.T) {
 						got.turns[i].Tokens, got.turns[i].Logprobs, want.turns[i].Tokens, want.turns[i].Logprobs)
 				}
 				if record && !slices.Equal(got.experts[i], want.experts[i]) {
-					t.Fatalf("adapted %v, sequence %d: recorded routing differs from the Forward path's", adapted, i)
+					t.Fatalf("adapted %v, sequence %d: recorded routing (%d entries) differs from the Forward path's (%d)\n%v\n%v",
+						adapted, i, len(got.experts[i]), len(want.experts[i]), got.experts[i], want.experts[i])
+				}
+				if record && (want.per == 0 || len(want.experts[i]) != want.per*got.cached[i]) {
+					t.Fatalf("adapted %v, sequence %d: %d recorded entries for %d cached tokens of %d each", adapted, i, len(want.experts[i]), got.cached[i], want.per)
 				}
 			}
 		}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
@@ -21,6 +23,64 @@ import (
 // trained, on one backend — over every token the update read; with
 // routing_replay = false no routing is recorded or reported.
 func TestTrainMoERoutingReplay(t *testing.T) {
+	dir := moeRunDir(t)
+	for _, replay := range []bool{true, false} {
+		row := moeStep(t, dir, fmt.Sprint("run-", replay), cpu.New(), replay)
+		mismatch, hasM := row["routing/mismatch"].(float64)
+		replayed, _ := row["routing/replayed_tokens"].(float64)
+		if !replay {
+			if hasM {
+				t.Errorf("routing_replay = false: routing/mismatch %v reported", mismatch)
+			}
+			continue
+		}
+		if !hasM || mismatch != 0 || !(replayed > 0) {
+			t.Errorf("routing/mismatch %v (present %v), replayed tokens %v: want 0 over a positive count", mismatch, hasM, replayed)
+		}
+		t.Logf("replayed the sampled routing of %v tokens; mismatch %v", replayed, mismatch)
+	}
+}
+
+// noGraphs hides the emulated backend's kernels.Graphs: the sampler then
+// decodes through Forward, one call per step.
+type noGraphs struct{ kernels.Backend }
+
+// TestTrainMoERoutingReplayStaticOnEmu runs the same step on the emulated
+// CUDA backend, where the sampler decodes in graphs while it records the
+// routing (model.Decoder.StepRecording), and again with the graphs hidden
+// (the Forward path's record): the step's metrics are the same — the
+// rollouts' rewards, the loss, the update, and routing/mismatch over the
+// same replayed tokens. (On emu the mismatch is not 0: the sampler's bf16
+// KV cache against the trainer's f32 recomputation flips a few near-ties,
+// the same ones on both paths.)
+func TestTrainMoERoutingReplayStaticOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two GRPO steps under the emulator (about 10 s)")
+	}
+	dir := moeRunDir(t)
+	be := emu.New()
+	defer be.Close()
+	before := be.Counts()
+	static := moeStep(t, dir, "static", be, true)
+	graphs := be.Counts().Sub(before).GraphLaunches
+	before = be.Counts()
+	forward := moeStep(t, dir, "forward", noGraphs{be}, true)
+	if g := be.Counts().Sub(before).GraphLaunches; graphs == 0 || g != 0 {
+		t.Fatalf("graph launches: %d with graphs (want some: the static path), %d without (want 0)", graphs, g)
+	}
+	for _, key := range []string{"routing/mismatch", "routing/replayed_tokens", "reward", "loss", "grad_norm", "entropy"} {
+		a, okA := static[key].(float64)
+		b, okB := forward[key].(float64)
+		if !okA || !okB || a != b {
+			t.Errorf("%s: %v (%v) with the static decode path, %v (%v) through Forward", key, static[key], okA, forward[key], okB)
+		}
+	}
+	t.Logf("%d graph launches; routing/mismatch %v over %v replayed tokens on both paths", graphs, static["routing/mismatch"], static["routing/replayed_tokens"])
+}
+
+// moeRunDir writes the tiny Qwen3-MoE (with a dense layer) and the
+// reverse-text env into a temporary directory.
+func moeRunDir(t *testing.T) string {
 	dir := t.TempDir()
 	if err := tinymodel.Write(filepath.Join(dir, "model"), filepath.Join("..", "testdata", "models", "qwen3-moe-tiny-dense")); err != nil {
 		t.Fatal(err)
@@ -28,8 +88,14 @@ func TestTrainMoERoutingReplay(t *testing.T) {
 	if err := tinymodel.WriteReverseEnv(filepath.Join(dir, "env"), 8); err != nil {
 		t.Fatal(err)
 	}
-	for _, replay := range []bool{true, false} {
-		text := fmt.Appendf(nil, `model = %q
+	return dir
+}
+
+// moeStep runs one GRPO step over dir's model and env on be and returns
+// its metrics row.
+func moeStep(t *testing.T, dir, name string, be kernels.Backend, replay bool) map[string]any {
+	t.Helper()
+	text := fmt.Appendf(nil, `model = %q
 max_steps = 1
 batch_size = 4
 rollouts_per_example = 2
@@ -48,30 +114,18 @@ alpha = 4
 [loss]
 routing_replay = %v
 `, filepath.Join(dir, "model"), filepath.Join(dir, "env"), replay)
-		cfg, err := config.Parse(text, "run.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := trainer.New(cfg, trainer.WithBackend(cpu.New()), trainer.WithOutput(filepath.Join(dir, fmt.Sprint("run-", replay))),
-			trainer.WithConfigText(text), trainer.WithProgress(nilWriter{})).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := rundir.ReadJSONL(filepath.Join(res.RunDir, "metrics.jsonl"))
-		if err != nil || len(rows) != 1 {
-			t.Fatalf("metrics: %v rows, %v", len(rows), err)
-		}
-		mismatch, hasM := rows[0]["routing/mismatch"].(float64)
-		replayed, _ := rows[0]["routing/replayed_tokens"].(float64)
-		if !replay {
-			if hasM {
-				t.Errorf("routing_replay = false: routing/mismatch %v reported", mismatch)
-			}
-			continue
-		}
-		if !hasM || mismatch != 0 || !(replayed > 0) {
-			t.Errorf("routing/mismatch %v (present %v), replayed tokens %v: want 0 over a positive count", mismatch, hasM, replayed)
-		}
-		t.Logf("replayed the sampled routing of %v tokens; mismatch %v", replayed, mismatch)
+	cfg, err := config.Parse(text, "run.toml")
+	if err != nil {
+		t.Fatal(err)
 	}
+	res, err := trainer.New(cfg, trainer.WithBackend(be), trainer.WithOutput(filepath.Join(dir, name)),
+		trainer.WithConfigText(text), trainer.WithProgress(nilWriter{})).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := rundir.ReadJSONL(filepath.Join(res.RunDir, "metrics.jsonl"))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("metrics: %v rows, %v", len(rows), err)
+	}
+	return rows[0]
 }
