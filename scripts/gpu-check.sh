@@ -51,7 +51,7 @@ build() {
 		nvcc --version 2>/dev/null | grep release || true
 	} >"$DIR/build-info.txt"
 	ls -l "$DIR"
-	echo "gpu-check: built $DIR; on the GPU machine run: scripts/gpu-check.sh run (carry $DIR)"
+	echo "gpu-check: built $DIR; on the GPU machine run: scripts/gpu-check.sh run bars; scripts/gpu-check.sh run (carry $DIR; CUDA.md, \"The GPU check\")"
 }
 
 # find_lib VAR NAME...: the first file named NAME (in order) in $VAR (a file
@@ -283,7 +283,7 @@ TOML
 		if [ "$RC" = 0 ] && [ -n "$rc" ]; then
 			why="grpo estimate's choice here"
 		else
-			why="grpo estimate failed ($(reason bar18-estimate | clip 100)): its choice for 139 GiB free"
+			why="grpo estimate failed with exit $RC, its output in the log: its choice for 139 GiB free"
 			rc=swiglu+layer:12
 		fi
 		step $name 90 "$GRPO" bench --device cuda --shape qwen3-8b --batch 1 --prefill 16 --decode 0 --train-seqs 4 --train-len 4096 --recompute "$rc" --repeat 2 --no-matmul --json
