@@ -254,7 +254,7 @@ PY
 		pct=$(value "$WORK/$name.out" 'decode batch 128 of HBM peak') gbs=$(value "$WORK/$name.out" 'decode batch 128 HBM') tok=$(value "$WORK/$name.out" 'decode batch 128')
 		if [ "$RC" = 0 ] && [ -n "$pct" ] && [ -n "$gbs" ]; then
 			record $name "$(verdict "$pct >= 60")" "$SECS" "$(calc '%.1f' "$pct") % of $peakTB TB/s$(measured "$gbs / 1000" "$bw" TB/s): $(calc '%.0f' "$gbs") GB/s of weight + KV reads, $(calc '%.0f' "${tok:-0}") tok/s; bar: ≥ 60 % of the HBM roofline"
-		else record $name FAIL "$SECS" "$(reason $name)"; fi
+		else record $name FAIL "$SECS" "$(failure $name 'decode batch 128 of HBM peak')"; fi
 	else nobin $name; fi
 
 	# --- issue 18: the LoRA train step of Qwen3-8B over 4 × 4096 tokens at
@@ -294,7 +294,7 @@ TOML
 			tf=$(calc '%.1f' "4 * $params * $tps / 1e12")
 			mfu=$(calc '%.1f' "100 * $tf / $peakTF")
 			record $name "$(verdict "$mfu >= 45")" $((esecs + SECS)) "4N MFU $mfu % of $peakTF TFLOP/s$(measured "$tf" "$gemm" TFLOP/s): $tf TFLOP/s, $(calc '%.0f' "$tps") tok/s, recompute $rc ($why); with attention $(calc '%.1f' "${att:-0}") %; bar: ≥ 45 %"
-		else record $name FAIL $((esecs + SECS)) "$(reason $name); recompute $rc ($why)"; fi
+		else record $name FAIL $((esecs + SECS)) "$(failure $name 'lora train 4x4096 r16…'); recompute $rc ($why)"; fi
 	else nobin $name; fi
 
 	# --- issue 18: one whole GRPO step at the 8B shape, grpo (bench
@@ -312,7 +312,7 @@ TOML
 			record $name PASS "$SECS" "step $gs s: generate $(jnum "$WORK/$name.out" generate_s) s, train $(jnum "$WORK/$name.out" train_s) s; $(jnum "$WORK/$name.out" gen_tokens) tokens sampled, prefix sharing on (the trainer's default)"
 		else
 			gs="" why18="the grpo step failed"
-			record $name FAIL "$SECS" "$(reason $name)"
+			record $name FAIL "$SECS" "$(failure $name step_s)"
 		fi
 	else
 		nobin $name
@@ -326,7 +326,7 @@ TOML
 			record $name PASS "$SECS" "step $ts s: generate $(jnum "$WORK/$name.out" generate_s) s, train $(jnum "$WORK/$name.out" train_s) s; $(grep -oE '"(torch|transformers|peft)": ?"[^"]*"' "$WORK/$name.out" | tr -d '"' | paste -sd ' ' -), bf16, sdpa, no gradient checkpointing, built in $(jnum "$WORK/$name.out" build_s) s after its tiny-shape check against the reference"
 		else
 			ts=""
-			record $name FAIL "$SECS" "$(reason $name)"
+			record $name FAIL "$SECS" "$(failure $name step_s)"
 		fi
 	else record $name FAIL 0 "not run: no GPU (nvidia-smi)"; fi
 	[ -z "$ts" ] && why18="${why18:+$why18; }the PyTorch + PEFT step did not give a time"
@@ -339,6 +339,13 @@ TOML
 # line whose name matches NAME (an extended regular expression) exactly.
 value() {
 	grep -oE "\"name\":\"$2\",\"value\":[-0-9.e+]+" "$1" 2>/dev/null | head -1 | sed -E 's/.*"value"://'
+}
+# failure NAME FIGURE: why a bar step gave no figure: the command's
+# failure, or, if it exited 0, that FIGURE was not in its output.
+failure() {
+	if [ "$RC" = 0 ]; then
+		printf 'exit 0 but no %s in the output (a renamed figure?): %s' "$2" "$(tail -c 200 "$WORK/$1.out")"
+	else reason "$1"; fi
 }
 # jnum FILE KEY: the number at KEY in a JSON line (the last one).
 jnum() { grep -oE "\"$2\": ?[-0-9.e+]+" "$1" 2>/dev/null | tail -1 | sed -E 's/.*: ?//'; }

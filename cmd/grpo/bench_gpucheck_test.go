@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,4 +116,125 @@ func checkGPUCheckRun(t *testing.T, built string, args []string, prefix string, 
 		}
 	}
 	t.Logf("%v without a GPU:\n%s", took.Round(time.Millisecond), res)
+}
+
+// fakeGPUTools are stand-ins for what `run bars` calls on the GPU machine,
+// with figures chosen so that each verdict and share can be worked out by
+// hand: nvidia-smi naming an H200, python3 giving the ceilings (4.3 TB/s,
+// 780 TFLOP/s) and the PyTorch step (3.0 s), and the grpo binary giving
+// grpo estimate's recompute choice, the b128 decode (64.0625 % of 4.8 TB/s,
+// 3075 GB/s), the 8B train rate (12,000 tok/s, only at the estimate's
+// recompute setting) and the GRPO step (1.5 s).
+var fakeGPUTools = map[string]string{
+	"nvidia-smi": `case "$*" in
+-L) echo "GPU 0: NVIDIA H200 (UUID: GPU-0)" ;;
+--query-gpu*) echo "NVIDIA H200, 580.159.04, 143771 MiB, 9.0" ;;
+*) echo "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |" ;;
+esac`,
+	"python3": `case "$1" in
+-c) echo "torch 2.11.0 cuda 13.0 transformers 5.17.0 peft 0.18.0" ;;
+-) grep -q copy_TBps && echo '{"copy_TBps": 4.3, "gemm_TFLOPs": 780.0, "gemm_rel_err": 0.002}' ;;
+scripts/grpo_step_torch.py) echo '{"engine": "torch-peft", "torch": "2.11.0", "transformers": "5.17.0", "peft": "0.18.0", "build_s": 4.2, "generate_s": 2.5, "train_s": 0.5, "step_s": 3.0}' ;;
+*) exit 9 ;;
+esac`,
+	"grpo-cuda": `case "$*" in
+estimate*) printf '{\n  "recompute": "selective+layer:9",\n  "recompute_reason": "auto"\n}\n' ;;
+*--grpo-step*) echo '{"engine":"grpo","gen_tokens":2048,"generate_s":1.1,"train_s":0.4,"step_s":1.5}' ;;
+*"--batch 128"*) echo '{"results":[{"name":"prefill 128x512","value":90000,"unit":"tok/s"},{"name":"decode batch 128","value":9000,"unit":"tok/s"},{"name":"decode batch 128 HBM","value":3075,"unit":"GB/s"},{"name":"decode batch 128 of HBM peak","value":64.0625,"unit":"%"}]}' ;;
+*"--train-len 4096 --recompute selective+layer:9 "*) echo '{"params":8190735360,"results":[{"name":"lora train 4x4096 r16 recompute selective+layer:9","value":12000,"unit":"tok/s"},{"name":"lora train 4x4096 MFU of bf16 peak","value":44,"unit":"%"}]}' ;;
+*) echo "fake grpo: unexpected arguments $*" >&2; exit 3 ;;
+esac`,
+}
+
+// TestGPUCheckBarsVerdicts runs scripts/gpu-check.sh run bars against
+// fakeGPUTools: each bar line must carry its verdict and the shares worked
+// out by hand from the fakes' figures (against the datasheet and against
+// the measured ceilings), bar18-mfu must train at grpo estimate's recompute
+// choice, and the exit status must be 1 because one bar (the 8B MFU,
+// 39.8 % < 45 %) is not met.
+func TestGPUCheckBarsVerdicts(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	bin, built := filepath.Join(dir, "bin"), filepath.Join(dir, "built")
+	for _, d := range []string{bin, built} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range fakeGPUTools {
+		script := []byte("#!/bin/bash\n" + body + "\n")
+		if name == "grpo-cuda" {
+			writeGzip(t, filepath.Join(built, "grpo-cuda.gz"), script)
+			writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(bin, name), script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	libcuda, cublas := filepath.Join(dir, "libcuda.so.1"), filepath.Join(dir, "libcublas.so.13")
+	for _, f := range []string{libcuda, cublas} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	cmd := exec.Command("bash", "../../scripts/gpu-check.sh", "run", "bars")
+	cmd.Env = append(os.Environ(), "OUT="+out, "GPU_CHECK_DIR="+built, "PATH="+bin+":"+os.Getenv("PATH"),
+		"GRPO_LIBCUDA="+libcuda, "GRPO_CUBLAS="+cublas)
+	stdout, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v, want status 1 (bar18-mfu not met)\n%s", err, stdout)
+	}
+	res, err := os.ReadFile(filepath.Join(out, "gpu-check-bars-results.txt"))
+	if err != nil {
+		t.Fatalf("no results: %v\n%s", err, stdout)
+	}
+	want := []struct{ step, verdict, text string }{
+		{"environment", "PASS", "NVIDIA H200"},
+		{"ceilings", "PASS", "4.30 TB/s D2D copy, read + write (datasheet 4.8); 780 TFLOP/s bf16 GEMM 8192³ (datasheet 989)"},
+		// 64.0625 % of 4.8 TB/s; 3.075 / 4.3 = 71.5 %.
+		{"bar13-decode", "PASS", "64.1 % of 4.8 TB/s (71.5 % of measured 4.3 TB/s): 3075 GB/s of weight + KV reads, 9000 tok/s; bar: ≥ 60 %"},
+		// 4 × 8,190,735,360 × 12,000 = 393.2 TFLOP/s: 39.8 % of 989, 50.4 % of 780.
+		{"bar18-mfu", "FAIL", "4N MFU 39.8 % of 989 TFLOP/s (50.4 % of measured 780 TFLOP/s): 393.2 TFLOP/s, 12000 tok/s, recompute selective+layer:9 (grpo estimate's choice here); with attention 44.0 %; bar: ≥ 45 %"},
+		{"bar18-step-grpo", "PASS", "step 1.5 s: generate 1.1 s, train 0.4 s; 2048 tokens sampled"},
+		{"bar18-step-torch", "PASS", "step 3.0 s: generate 2.5 s, train 0.5 s; torch: 2.11.0 transformers: 5.17.0 peft: 0.18.0"},
+		{"bar18-step", "PASS", "grpo 1.5 s against PyTorch + PEFT 3.0 s per GRPO step at the Qwen3-8B shape: 0.50× PyTorch's time; bar: grpo < PyTorch"},
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(res)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d step lines, want %d:\n%s", len(lines), len(want), res)
+	}
+	for i, w := range want {
+		f := strings.SplitN(lines[i], " | ", 4)
+		if len(f) != 4 || f[0] != w.step || f[1] != w.verdict || !strings.Contains(f[3], w.text) {
+			t.Errorf("line %d:\n  %s\nwant %s | %s | … %s …", i, lines[i], w.step, w.verdict, w.text)
+		}
+	}
+	if !strings.Contains(string(res), "failed: bar18-mfu\n") {
+		t.Errorf("the total line does not name bar18-mfu alone as failed:\n%s", res)
+	}
+	t.Logf("with the fakes:\n%s", res)
+}
+
+func writeGzip(t *testing.T, path string, data []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
