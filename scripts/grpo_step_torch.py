@@ -29,8 +29,20 @@ projections; base weights have requires_grad False. Prints one JSON line:
 best generate, train and step seconds over --repeats steps after one
 warm-up step (each phase its own best).
 
+With --impl peft the model is transformers' Qwen3ForCausalLM (sdpa
+attention) with PEFT's LoRA on the same seven projections, behind the same
+interface, so generate and train run unchanged: issue 18's "PyTorch + PEFT"
+twin on the GPU (--device cuda --dtype bf16 --preset qwen3-8b, built inside
+`with torch.device("cuda")` so the 8B random init takes seconds, not the
+CPU's minutes). Before timing it checks, on a tiny shape, that this model
+computes the independent reference's logits, whole-sequence and through the
+KV cache. No gradient checkpointing: the step trains 32 sequences of 96
+tokens (≈3k tokens), whose activations at 8B are a few GiB of the H200's 141.
+
     /usr/bin/python3 scripts/grpo_step_torch.py --preset qwen3-30m --threads 1
     /usr/bin/python3 scripts/grpo_step_torch.py --check     # tiny shape, asserts the work is done
+    python3 scripts/grpo_step_torch.py --impl peft --device cuda --dtype bf16 --preset qwen3-8b   # the GPU machine
+    python3 scripts/grpo_step_torch.py --impl peft --check  # tiny shape through transformers + PEFT (needs both)
 """
 
 import argparse
@@ -44,6 +56,11 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_torch  # noqa: E402  (same directory: PRESETS, random_model, blas_info)
+
+# The CPU presets, and Qwen/Qwen3-8B's shape (untied LM head: --impl peft only).
+SHAPES = dict(bench_torch.PRESETS, **{
+    "qwen3-8b": dict(hidden=4096, layers=36, heads=32, kv_heads=8, head_dim=128, intermediate=12288, vocab=151936, tied=False),
+})
 
 PROJS = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
          "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
@@ -134,6 +151,54 @@ class LoRAQwen3:
         return h @ self.w["model.embed_tokens.weight"].T  # tied LM head
 
 
+class PeftQwen3:
+    """transformers' Qwen3ForCausalLM (sdpa attention) with PEFT's LoRA on all
+    seven projections (rank r, alpha 2r, no dropout, B = 0 at the start),
+    behind LoRAQwen3's interface (hidden, logits, new_cache, params). Random
+    init by transformers, or weights (a reference state dict) when given."""
+
+    def __init__(self, shape, rank, device, dtype, weights=None):
+        import peft
+        import transformers
+        self.versions = {"transformers": transformers.__version__, "peft": peft.__version__}
+        cfg = transformers.Qwen3Config(
+            hidden_size=shape["hidden"], intermediate_size=shape["intermediate"], num_hidden_layers=shape["layers"],
+            num_attention_heads=shape["heads"], num_key_value_heads=shape["kv_heads"], head_dim=shape["head_dim"],
+            vocab_size=shape["vocab"], rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=shape.get("tied", True),
+            max_position_embeddings=40960)
+        if isinstance(getattr(cfg, "rope_parameters", None), dict):
+            cfg.rope_parameters["rope_theta"] = 1e6  # transformers 5 reads theta from here
+        torch.manual_seed(0)
+        with torch.device(device):  # initialised where it runs: seconds at 8B
+            try:
+                m = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+            except TypeError:  # transformers 4 before `dtype`
+                m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype, attn_implementation="sdpa")
+        m = m.to(device=device, dtype=dtype)
+        if weights is not None:
+            missing, unexpected = m.load_state_dict({k: v.to(dtype) for k, v in weights.items()}, strict=False)
+            assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+        targets = sorted({p.split(".")[-1] for p in PROJS})
+        self.pm = peft.get_peft_model(m, peft.LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=targets))
+        self.pm.train()
+        base = self.pm.get_base_model()
+        self.inner, self.head = base.model, base.lm_head  # the LoRA layers are injected into these in place
+        self.params = [p for p in self.pm.parameters() if p.requires_grad]
+        assert len(self.params) == 2 * len(targets) * shape["layers"], len(self.params)
+        self.cache_type = transformers.DynamicCache
+
+    def new_cache(self, batch, max_len):
+        return self.cache_type()
+
+    def hidden(self, tokens, pos0=0, cache=None):
+        """Final-norm hidden states; with cache, positions follow what it holds."""
+        assert cache is None or cache.get_seq_length() == pos0, (cache.get_seq_length(), pos0)
+        return self.inner(input_ids=tokens, past_key_values=cache, use_cache=cache is not None).last_hidden_state
+
+    def logits(self, h):
+        return self.head(h).float()  # log-softmax in f32, as grpo's sampler and loss
+
+
 def generate(model, prompts, new_tokens, gen):
     """Sampled tokens [B, N] and their log-probs [B, N] (temperature 1)."""
     B, P = prompts.shape
@@ -173,23 +238,47 @@ def train(model, opt, prompts, completion, old_logp, rollouts, vocab, eps=0.2):
 def check_forward(model, ref, shape):
     """The batched forward (B = 0: the base model) against the independent
     reference (testdata/reference), for a whole sequence and for decode
-    steps through the cache, so the timed model is the right model."""
+    steps through the cache, so the timed model is the right model: within
+    1e-4 absolute and 1e-5 of the logits' norm (f32 both sides)."""
     g = torch.Generator().manual_seed(2)
     seq = torch.randint(0, shape["vocab"], (2, 9), generator=g)
+
+    def close(got, want, what):
+        got = got.detach().float().cpu()
+        err = (got - want).norm() / want.norm()
+        assert torch.allclose(got, want, atol=1e-4) and err <= 1e-5, (what, float(err), float((got - want).abs().max()))
+
     with torch.no_grad():
         want = torch.stack([ref.forward(s.tolist()) for s in seq])
-        got = model.logits(model.hidden(seq))
-        assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+        dev = seq.to(device_of(model))
+        close(model.logits(model.hidden(dev)), want, "whole sequence")
         cache = model.new_cache(2, 9)
-        model.hidden(seq[:, :5], 0, cache)
+        model.hidden(dev[:, :5], 0, cache)
         for i in range(5, 9):
-            step = model.logits(model.hidden(seq[:, i:i + 1], i, cache))[:, 0]
-            assert torch.allclose(step, want[:, i], atol=1e-4), (i, (step - want[:, i]).abs().max())
+            close(model.logits(model.hidden(dev[:, i:i + 1], i, cache))[:, 0], want[:, i], f"decode position {i}")
+
+
+def device_of(model):
+    return model.params[0].device
+
+
+TINY = dict(hidden=16, layers=2, heads=2, kv_heads=1, head_dim=8, intermediate=32, vocab=64)
+
+
+def tiny_peft_check(device):
+    """PeftQwen3 with the reference's tiny random weights (f32) computes the
+    reference's logits: transformers' model, its config (RoPE theta, norms,
+    GQA) and its cache are the model grpo runs."""
+    base, _ = bench_torch.random_model(TINY)
+    check_forward(PeftQwen3(TINY, 4, device, torch.float32, base.w), base, TINY)
 
 
 def main():
     ap = argparse.ArgumentParser(description="one GRPO step in eager PyTorch (one JSON line)")
-    ap.add_argument("--preset", choices=sorted(bench_torch.PRESETS), default="qwen3-30m")
+    ap.add_argument("--preset", choices=sorted(SHAPES), default="qwen3-30m")
+    ap.add_argument("--impl", choices=["own", "peft"], default="own", help="own: the plain-PyTorch Qwen3 above (CPU); peft: transformers + PEFT")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (--impl peft)")
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32", help="weights and activations (the LoRA matrices stay f32, as PEFT keeps them)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (OpenBLAS's own threads: OPENBLAS_NUM_THREADS)")
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--rollouts", type=int, default=8)
@@ -201,28 +290,46 @@ def main():
                     "(scripts/bench.sh passes 3× the best step so far: such a thread setting cannot be PyTorch's best)")
     ap.add_argument("--check", action="store_true", help="tiny shape: assert token counts, a finite loss and a changed adapter")
     args = ap.parse_args()
+    if args.impl == "own" and args.device != "cpu":
+        ap.error(f"--impl own --device {args.device}: the plain-PyTorch model runs on the CPU only; use --impl peft on a GPU")
+    shape = dict(SHAPES[args.preset])
+    if args.impl == "own" and not shape.get("tied", True):
+        ap.error(f"--preset {args.preset} has an untied LM head, which --impl own lacks; use --impl peft")
     torch.set_num_threads(args.threads)
-    shape = dict(bench_torch.PRESETS[args.preset])
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     if args.check:
-        shape = dict(hidden=16, layers=2, heads=2, kv_heads=1, head_dim=8, intermediate=32, vocab=64)
+        shape = dict(TINY)
         args.prompts, args.rollouts, args.prompt_len, args.new_tokens, args.lora_rank, args.repeats = 2, 3, 5, 7, 4, 1
-    base, params = bench_torch.random_model(shape)
-    model = LoRAQwen3(shape, base.w, args.lora_rank)
-    if args.check:
-        check_forward(model, base, shape)
-    del base
+    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+    versions = {}
+    if args.impl == "peft":
+        t0 = time.perf_counter()
+        tiny_peft_check(args.device)  # seconds; a wrong twin must not be timed
+        model = PeftQwen3(shape, args.lora_rank, args.device, dtype)
+        sync()
+        versions = dict(model.versions, build_s=round(time.perf_counter() - t0, 2))
+        params = sum(p.numel() for p in model.pm.parameters() if not p.requires_grad)
+    else:
+        base, params = bench_torch.random_model(shape)
+        model = LoRAQwen3(shape, base.w, args.lora_rank)
+        if args.check:
+            check_forward(model, base, shape)
+        del base
     opt = torch.optim.AdamW(model.params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0)
-    gen = torch.Generator().manual_seed(7)
-    one = torch.randint(0, shape["vocab"], (args.prompts, args.prompt_len), generator=gen)
+    gen = torch.Generator(device=args.device).manual_seed(7)
+    one = torch.randint(0, shape["vocab"], (args.prompts, args.prompt_len), generator=gen, device=args.device)
     prompts = one.repeat_interleave(args.rollouts, 0)  # [prompts × rollouts, prompt_len]
     before = [p.detach().clone() for p in model.params]
     gave_up = False
     best = {"generate_s": float("inf"), "train_s": float("inf"), "step_s": float("inf")}
     for i in range(args.repeats + 1):  # step 0 is the warm-up
+        sync()
         t0 = time.perf_counter()
         completion, old_logp = generate(model, prompts, args.new_tokens, gen)
+        sync()
         t1 = time.perf_counter()
         loss, norm = train(model, opt, prompts, completion, old_logp, args.rollouts, shape["vocab"])
+        sync()
         t2 = time.perf_counter()
         assert completion.shape == (args.prompts * args.rollouts, args.new_tokens), completion.shape
         assert torch.isfinite(torch.tensor([loss, norm])).all(), (loss, norm)
@@ -236,12 +343,14 @@ def main():
             break
     changed = gave_up or any(not torch.equal(a, b.detach()) for a, b in zip(before, model.params))
     assert changed, "AdamW left the adapter unchanged"
-    out = {"engine": "torch-eager", "torch": torch.__version__, "threads": args.threads,
+    out = {"engine": "torch-eager" if args.impl == "own" else "torch-peft", "torch": torch.__version__, "threads": args.threads,
            "openblas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"), "omp_threads_env": os.environ.get("OMP_NUM_THREADS"),
            "blas": bench_torch.blas_info(), "preset": None if args.check else args.preset, "params": params,
+           "impl": args.impl, "device": args.device, "dtype": args.dtype, "gradient_checkpointing": False,
            "prompts": args.prompts, "rollouts": args.rollouts, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
            "lora_rank": args.lora_rank, "gen_tokens": completion.numel(), "repeats": args.repeats,
            "loss": loss, "grad_norm": norm, "gave_up": gave_up}
+    out.update(versions)
     out.update({k: round(v, 4) for k, v in best.items()})
     print(json.dumps(out))
 
