@@ -34,11 +34,13 @@ func init() {
             needs; --prefill-logits all: at every position, as scoring and
             training need), in chunks of at most --prefill-chunk tokens
   decode    tokens/s of --decode single-token steps for --batch sequences at once
-            (KV cache, each sequence at its own position) through the static
+            (each sequence at its own position) through the static
             decode step the sampler takes (model.Decoder): each step's token
             drawn on the device (SampleStream at --temperature) and fed back
             there, one graph launch per step on cuda; 8 bytes per sequence
             leave the device, not logits
+Prefill and decode run over the sampler's KV cache: paged, blocks of 16
+positions, in the backend's KV dtype (bf16 on cuda and emu, f32 on cpu).
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
             rank --lora-rank on all seven projections, activations kept or
@@ -201,7 +203,7 @@ func runBench(o benchOpts) error {
 		if wdt == kernels.BF16 {
 			weightBytes /= 2
 		}
-		for _, r := range rooflineFigures(m.Config, weightBytes, o, prefill, decode, train) {
+		for _, r := range rooflineFigures(m.Config, weightBytes, kvElemBytes(be), o, prefill, decode, train) {
 			add(r.Name, r.Value, r.Unit)
 		}
 	}
@@ -232,7 +234,10 @@ func runBench(o benchOpts) error {
 func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, decode float64, err error) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	maxLen := o.prefill + o.decode
-	cache := m.NewKVCache(o.batch, maxLen)
+	cache, err := benchCache(m, o.batch, maxLen)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: %w", err)
+	}
 	defer cache.Free()
 	prompts := make([][]int32, o.batch)
 	for s := range prompts {
@@ -328,7 +333,8 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 		return 0, 0, err
 	}
 	if counts.DecodeStep != nil {
-		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1)
+		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1, kvElemBytes(be))
+		counts.DecodeKVDType = cache.K[0].DType().String()
 	}
 	if err := dec.GraphErr(); err != nil {
 		counts.DecodeGraphErr = err.Error()

@@ -51,8 +51,15 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 	if min := int64(2 * cfg.VocabSize * cfg.HiddenSize); d.WeightBytes < min {
 		t.Errorf("decode step reads %d weight bytes, less than the LM head's %d", d.WeightBytes, min)
 	}
-	if want := decodeKVBytes(&cfg, batch, 6); c.DecodeKVBytes != want {
-		t.Errorf("decode step KV bytes %d, want %d", c.DecodeKVBytes, want)
+	// The last step writes position 6 and reads positions 0..6 of the
+	// sampler's bf16 paged cache: 8 sequences · 7 positions · 2 layers ·
+	// K and V · 16 (one KV head of 16) · 2 bytes = 7168 (f32 would be
+	// twice that, crediting the decode figure with bytes it never read).
+	if c.DecodeKVBytes != 7168 {
+		t.Errorf("decode step KV bytes %d, want 8·7·2·2·16·2 = 7168 (bf16)", c.DecodeKVBytes)
+	}
+	if c.DecodeKVDType != "bf16" {
+		t.Errorf("bench decoded over a %q KV cache, want the sampler's bf16 paged cache", c.DecodeKVDType)
 	}
 	if tr := *c.TrainMicroBatch; tr.Allocs != 0 || tr.Frees != 0 || tr.Syncs != 0 || tr.Launches == 0 {
 		t.Errorf("train micro-batch after the first: %v; want launches but no alloc, free or sync", tr)

@@ -66,7 +66,7 @@ func TestRooflineFigures(t *testing.T) {
 		t.Fatalf("linearFLOPs = %v, want 368", got)
 	}
 	figs := map[string]float64{}
-	for _, r := range rooflineFigures(c, 1000, o, 1e9, 1e6, 0) {
+	for _, r := range rooflineFigures(c, 1000, 4, o, 1e9, 1e6, 0) {
 		figs[r.Name] = r.Value
 	}
 	// prefill: mean context 2, attention 4·1·2·2·2 = 32; the LM head (2·10·4 =
@@ -83,13 +83,20 @@ func TestRooflineFigures(t *testing.T) {
 	if got := figs["decode batch 2 HBM"]; math.Abs(got-0.612) > 1e-12 {
 		t.Errorf("decode GB/s = %v, want 0.612", got)
 	}
+	// bf16 KV (the sampler's cache on a GPU): KV 36 B a sequence, per step
+	// 1000 + 2·(36 + 40) = 1152 B → 0.576 GB/s.
+	for _, r := range rooflineFigures(c, 1000, 2, o, 0, 1e6, 0) {
+		if r.Name == "decode batch 2 HBM" && math.Abs(r.Value-0.576) > 1e-12 {
+			t.Errorf("decode GB/s with bf16 KV = %v, want 0.576", r.Value)
+		}
+	}
 	if _, ok := figs["lora train 1x3 TFLOP/s"]; ok {
 		t.Error("a skipped train figure (rate 0) was reported")
 	}
 	// train at 1e9 tok/s: 4N = 2·368 plus attention backward (mean context
 	// 2: 3·32); the 6N figure is 3·368 per token over the bf16 peak.
 	figs = map[string]float64{}
-	for _, r := range rooflineFigures(c, 1000, o, 0, 0, 1e9) {
+	for _, r := range rooflineFigures(c, 1000, 4, o, 0, 0, 1e9) {
 		figs[r.Name] = r.Value
 	}
 	if got, want := figs["lora train 1x3 TFLOP/s"], (2*368+3*32)*1e9/1e12; math.Abs(got-want) > 1e-12 {
