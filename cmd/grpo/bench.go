@@ -153,12 +153,16 @@ func runBench(o benchOpts) error {
 		if !ok {
 			return usagef("--shape %q is unknown; known shapes: %v", o.shape, model.ShapeNames())
 		}
-		m = model.NewRandom(cfg, be, 1)
+		// Random weights drawn on every core, straight into the dtype the
+		// GEMMs will read: an 8B shape starts in seconds.
+		dt := kernels.F32
 		if o.dtype == "bf16" || (o.dtype == "auto" && be.Name() != "cpu") {
-			if err := weightsToBF16(m); err != nil {
-				m.Free()
-				return err
-			}
+			dt = kernels.BF16
+		}
+		m = model.NewRandomParallel(cfg, be, 1, dt)
+		if err := be.Sync(); err != nil {
+			m.Free()
+			return fmt.Errorf("bench: random weights: %w", err)
 		}
 	}
 	defer m.Free()
@@ -378,29 +382,6 @@ func prefillChunks(prompts [][]int32, maxTokens int) []prefillChunk {
 		out = append(out, cur)
 	}
 	return out
-}
-
-// weightsToBF16 rounds a random-init model's weights to bf16 buffers (on
-// the device, by Upload's f32_to_bf16), as model.Load keeps a bf16
-// checkpoint's: MatMul then runs cublasGemmEx on tensor cores, the path
-// users' models take, instead of f32 Sgemm.
-func weightsToBF16(m *model.Model) error {
-	be := m.Backend
-	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
-		if b.DType() == kernels.BF16 {
-			return b
-		}
-		host := make([]float32, b.Len())
-		be.Download(host, b)
-		nb := be.Alloc(kernels.BF16, len(host))
-		be.Upload(nb, host)
-		be.Free(b)
-		return nb
-	})
-	if err := be.Sync(); err != nil {
-		return fmt.Errorf("bench: bf16 weights: %w", err)
-	}
-	return nil
 }
 
 // weightDType is the dtype of the projection weights (what MatMul reads).
