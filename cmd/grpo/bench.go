@@ -69,7 +69,21 @@ random prompts of --step-prompt-len tokens, exactly --step-tokens tokens each
 (no stop tokens), group advantages of a synthetic reward, loss.PolicyGradient
 and one AdamW update of a rank --lora-rank adapter on all seven projections;
 it reports the best generate, train and whole-step seconds of --repeat steps
-after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
+after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).
+
+--perf-model prints, as a Markdown table, the decode performance model of
+BENCHMARKS.md for qwen3-0.6b, qwen3-4b and qwen3-8b at batch 1, 64, 128 and
+256 and context 512 and 2048, with a rank-16 adapter on all seven
+projections: the bytes one decode step moves (bf16 weights, f32 LoRA, the
+bf16 KV cache at that context, f32 logits written and read once), its FLOPs,
+the H200 roofline time and tok/s against the datasheet (4.8 TB/s, 989
+TFLOP/s) and against this workplace's measured ceilings (4.3 TB/s, 798
+TFLOP/s), and what the real static decode step asks of a device, counted on
+a null device (no GPU needed; it does no work): graph nodes and launches,
+GEMM weight bytes, DtoH bytes, allocs/frees/syncs; "predicted" adds
+--node-us per graph node to the measured roofline (1.5 µs is an assumption,
+to be measured on the H200). It ignores the other flags and takes a minute
+or two (the 8B shape's random weights are drawn on every core).`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.model, "model", "", "model directory or hub id (default: --shape)")
 			fs.StringVar(&o.shape, "shape", "qwen3-30m", "named random-init shape (see 'grpo models')")
@@ -87,6 +101,8 @@ after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
 			fs.IntVar(&o.prefillChunk, "prefill-chunk", 16384, "most tokens per prefill forward")
 			fs.StringVar(&o.prefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
 			fs.Float64Var(&o.temperature, "temperature", 1, "sampling temperature of the decode figure (0: greedy)")
+			fs.BoolVar(&o.perfModel, "perf-model", false, "print the decode performance model (Markdown table; see above) instead of measuring")
+			fs.Float64Var(&o.nodeMicros, "node-us", 1.5, "--perf-model: assumed µs per graph node added to the roofline time")
 			deviceFlag(fs, &o.device)
 			stepBenchFlags(fs, &o.step) // --grpo-step, bench_step.go
 		},
@@ -112,9 +128,14 @@ type benchOpts struct {
 	recompute              string // the train step's recompute setting
 	json, noMatmul         bool
 	step                   stepBenchOpts
+	perfModel              bool    // --perf-model (bench_perfmodel.go)
+	nodeMicros             float64 // --node-us
 }
 
 func runBench(o benchOpts) error {
+	if o.perfModel {
+		return runPerfModel(o)
+	}
 	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 || o.prefillChunk < 1 {
 		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
 	}
