@@ -41,6 +41,10 @@ func init() {
             leave the device, not logits
 Prefill and decode run over the sampler's KV cache: paged, blocks of 16
 positions, in the backend's KV dtype (bf16 on cuda and emu, f32 on cpu).
+With --group G the --batch sequences are --batch/G prompts of G rollouts
+each, as a GRPO step samples them: each prompt prefilled once (the prefill
+figure counts its tokens once) and its KV blocks forked into the group's
+other slots, which copy the last, partly filled block on their first write.
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
             rank --lora-rank on all seven projections, activations kept or
@@ -90,6 +94,7 @@ or two (the 8B shape's random weights are drawn on every core).`,
 			fs.IntVar(&o.prefill, "prefill", 512, "prompt tokens per sequence for the prefill figure")
 			fs.IntVar(&o.decode, "decode", 32, "decode steps for the decode figure (0 skips it)")
 			fs.IntVar(&o.batch, "batch", 1, "sequences processed together")
+			fs.IntVar(&o.group, "group", 1, "rollouts per prompt: --batch sequences are --batch/G prompts, each prefilled once and forked into G rollouts (the GRPO shape)")
 			fs.IntVar(&o.repeat, "repeat", 3, "measured runs per figure (the best is reported)")
 			fs.IntVar(&o.trainSeqs, "train-seqs", 4, "sequences in the train-step figure (0 skips it)")
 			fs.IntVar(&o.trainLen, "train-len", 256, "tokens per sequence in the train-step figure")
@@ -122,6 +127,7 @@ type benchOpts struct {
 	temperature            float64
 	prefillLogits          string
 	prefill, decode, batch int
+	group                  int // rollouts per prompt (--group)
 	repeat                 int
 	trainSeqs, trainLen    int
 	loraRank               int
@@ -138,6 +144,12 @@ func runBench(o benchOpts) error {
 	}
 	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 || o.prefillChunk < 1 {
 		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
+	}
+	if o.group == 0 {
+		o.group = 1
+	}
+	if o.group < 1 || o.batch%o.group != 0 {
+		return usagef("--group %d: want a divisor of --batch %d (batch = prompts × rollouts per prompt)", o.group, o.batch)
 	}
 	if o.prefillLogits == "" {
 		o.prefillLogits = "last"
@@ -208,7 +220,7 @@ func runBench(o benchOpts) error {
 	if err != nil {
 		return err
 	}
-	add(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, "tok/s")
+	add(fmt.Sprintf("prefill %dx%d", o.batch/o.group, o.prefill), prefill, "tok/s")
 	if o.decode > 0 {
 		add(fmt.Sprintf("decode batch %d", o.batch), decode, "tok/s")
 	}
@@ -264,8 +276,10 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	defer cache.Free()
+	// With --group G only each group's first slot has a prompt to
+	// prefill; the others fork it after the prefill figure.
 	prompts := make([][]int32, o.batch)
-	for s := range prompts {
+	for s := 0; s < o.batch; s += o.group {
 		prompts[s] = make([]int32, o.prefill)
 		for i := range prompts[s] {
 			prompts[s][i] = int32(rng.IntN(m.Config.VocabSize))
@@ -313,9 +327,16 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 	if err != nil {
 		return 0, 0, err
 	}
-	prefill = float64(o.batch*o.prefill) / d.Seconds()
+	prefill = float64(o.batch/o.group*o.prefill) / d.Seconds()
 	if o.decode == 0 {
 		return prefill, 0, nil
+	}
+	for s := range o.batch {
+		if lead := s - s%o.group; lead != s {
+			if err := cache.Fork(s, lead, o.prefill); err != nil {
+				return 0, 0, fmt.Errorf("bench: %w", err)
+			}
+		}
 	}
 	// Decode: the static decode step the sampler takes (model.Decoder):
 	// each step's tokens are the previous step's draws, made on the device
@@ -339,7 +360,7 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 	}
 	d, err = best(func() error {
 		for s := range rows {
-			rows[s] = model.DecodeRow{Slot: int32(s), Pos: int32(o.prefill), Token: prompts[s][o.prefill-1],
+			rows[s] = model.DecodeRow{Slot: int32(s), Pos: int32(o.prefill), Token: prompts[s-s%o.group][o.prefill-1],
 				Params: kernels.SampleParams{Temperature: o.temperature, TopP: 1}, PCGHi: rng.Uint64(), PCGLo: rng.Uint64()}
 		}
 		if err := dec.Load(cache, rows, -1); err != nil {
@@ -381,7 +402,8 @@ type prefillChunk struct {
 // prefillChunks cuts the prompts into forwards of at most maxTokens
 // tokens, as a serving engine's chunked prefill does: the activations and
 // every op's index space stay bounded whatever --batch × --prefill is. A
-// prompt may span chunks (it continues at its position in the KV cache).
+// prompt may span chunks (it continues at its position in the KV cache);
+// an empty one (a forked rollout's slot) has nothing to prefill.
 func prefillChunks(prompts [][]int32, maxTokens int) []prefillChunk {
 	var out []prefillChunk
 	var cur prefillChunk
