@@ -236,11 +236,7 @@ func runBench(o benchOpts) error {
 		add(name, train, "tok/s")
 	}
 	if be.Describe().GPU {
-		weightBytes := 4 * readParams(m.Config, o.batch)
-		if wdt == kernels.BF16 {
-			weightBytes /= 2
-		}
-		for _, r := range rooflineFigures(m.Config, weightBytes, kvElemBytes(be), o, prefill, decode, train) {
+		for _, r := range rooflineFigures(m.Config, wdt.Size(), kvElemBytes(be), o, prefill, decode, train) {
 			add(r.Name, r.Value, r.Unit)
 		}
 	}

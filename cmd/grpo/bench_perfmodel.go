@@ -53,7 +53,7 @@ type decodeStepBytes struct {
 
 func (b decodeStepBytes) Total() float64 { return b.Weights + b.LoRA + b.KV + b.Logits }
 
-func decodeBytes(c *model.Config, batch, ctx, rank, kvElem int) decodeStepBytes {
+func decodeBytes(c *model.Config, batch int, ctx float64, rank, kvElem int) decodeStepBytes {
 	params := readParams(c, batch) + float64(batch*c.HiddenSize)
 	if !c.TieWordEmbeddings {
 		params -= float64(c.VocabSize * c.HiddenSize)
@@ -61,7 +61,7 @@ func decodeBytes(c *model.Config, batch, ctx, rank, kvElem int) decodeStepBytes 
 	return decodeStepBytes{
 		Weights: 2 * params,
 		LoRA:    4 * loraParams(c, rank),
-		KV:      float64(batch) * kvBytes(c, float64(ctx), kvElem),
+		KV:      float64(batch) * kvBytes(c, ctx, kvElem),
 		Logits:  2 * 4 * float64(batch) * float64(c.VocabSize),
 	}
 }
@@ -189,7 +189,7 @@ func perfModelRows(shapes []string, batches, contexts []int, nodeCost float64, p
 					return nil, fmt.Errorf("perf model: %s batch %d context %d: %w", name, b, ctx, err)
 				}
 				r := perfRow{Shape: name, Batch: b, Ctx: ctx, Counts: counts,
-					Bytes: decodeBytes(cfg, b, ctx, perfLoRARank, kvElemBytes(be)),
+					Bytes: decodeBytes(cfg, b, float64(ctx), perfLoRARank, kvElemBytes(be)),
 					FLOPs: decodeFLOPs(cfg, b, ctx, perfLoRARank)}
 				r.Sheet = rooflineSeconds(r.Bytes.Total(), r.FLOPs, h200HBMBytes, h200BF16FLOPs)
 				r.Measured = rooflineSeconds(r.Bytes.Total(), r.FLOPs, h200MeasuredHBMBytes, h200MeasuredBF16FLOPs)
