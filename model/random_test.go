@@ -7,6 +7,7 @@ import (
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
@@ -92,5 +93,29 @@ func TestNewRandomParallel(t *testing.T) {
 	}
 	if same > 10 {
 		t.Errorf("chunks 0 and 1 of the embedding agree in %d of 1000 values: one stream twice", same)
+	}
+}
+
+// BenchmarkNewRandomParallel is the host cost of Qwen3-0.6B's random
+// weights on the null device (drawing, rounding and staging; no device
+// work), in ns per weight: NewRandomParallel in bf16 at GOMAXPROCS, and
+// NewRandom's one f32 stream beside it.
+//
+//	go test ./model -run '^$' -bench NewRandom -benchtime 2x
+func BenchmarkNewRandom(b *testing.B) {
+	cfg, _ := Shape("qwen3-0.6b")
+	for _, name := range []string{"parallel-bf16", "single-f32"} {
+		b.Run(name, func(b *testing.B) {
+			be := cuda.New(cuda.NewNullDevice())
+			defer be.Close()
+			for b.Loop() {
+				if name == "single-f32" {
+					NewRandom(cfg, be, 1).Free()
+				} else {
+					NewRandomParallel(cfg, be, 1, kernels.BF16).Free()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(cfg.ParamCount()), "ns/weight")
+		})
 	}
 }
