@@ -15,6 +15,10 @@ var Shapes = map[string]Config{
 	"qwen3-1.7b": {ModelType: "qwen3", HiddenSize: 2048, IntermediateSize: 6144, NumLayers: 28,
 		NumHeads: 16, NumKVHeads: 8, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,
 		RopeTheta: 1e6, MaxPositions: 40960, TieWordEmbeddings: true, HiddenAct: "silu"},
+	// Qwen/Qwen3-4B's config.json (4.0B parameters, tied embeddings).
+	"qwen3-4b": {ModelType: "qwen3", HiddenSize: 2560, IntermediateSize: 9728, NumLayers: 36,
+		NumHeads: 32, NumKVHeads: 8, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,
+		RopeTheta: 1e6, MaxPositions: 40960, TieWordEmbeddings: true, HiddenAct: "silu", TorchDType: "bfloat16"},
 	// Qwen/Qwen3-8B's config.json: the one-H200 training target.
 	"qwen3-8b": {ModelType: "qwen3", HiddenSize: 4096, IntermediateSize: 12288, NumLayers: 36,
 		NumHeads: 32, NumKVHeads: 8, HeadDim: 128, VocabSize: 151936, RMSNormEps: 1e-6,

@@ -34,11 +34,17 @@ func init() {
             needs; --prefill-logits all: at every position, as scoring and
             training need), in chunks of at most --prefill-chunk tokens
   decode    tokens/s of --decode single-token steps for --batch sequences at once
-            (KV cache, each sequence at its own position) through the static
+            (each sequence at its own position) through the static
             decode step the sampler takes (model.Decoder): each step's token
             drawn on the device (SampleStream at --temperature) and fed back
             there, one graph launch per step on cuda; 8 bytes per sequence
             leave the device, not logits
+Prefill and decode run over the sampler's KV cache: paged, blocks of 16
+positions, in the backend's KV dtype (bf16 on cuda and emu, f32 on cpu).
+With --group G the --batch sequences are --batch/G prompts of G rollouts
+each, as a GRPO step samples them: each prompt prefilled once (the prefill
+figure counts its tokens once) and its KV blocks forked into the group's
+other slots, which copy the last, partly filled block on their first write.
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
             rank --lora-rank on all seven projections, activations kept or
@@ -67,13 +73,28 @@ random prompts of --step-prompt-len tokens, exactly --step-tokens tokens each
 (no stop tokens), group advantages of a synthetic reward, loss.PolicyGradient
 and one AdamW update of a rank --lora-rank adapter on all seven projections;
 it reports the best generate, train and whole-step seconds of --repeat steps
-after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
+after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).
+
+--perf-model prints, as a Markdown table, the decode performance model of
+BENCHMARKS.md for qwen3-0.6b, qwen3-4b and qwen3-8b at batch 1, 64, 128 and
+256 and context 512 and 2048, with a rank-16 adapter on all seven
+projections: the bytes one decode step moves (bf16 weights, f32 LoRA, the
+bf16 KV cache at that context, f32 logits written and read once), its FLOPs,
+the H200 roofline time and tok/s against the datasheet (4.8 TB/s, 989
+TFLOP/s) and against this workplace's measured ceilings (4.3 TB/s, 798
+TFLOP/s), and what the real static decode step asks of a device, counted on
+a null device (no GPU needed; it does no work): graph nodes and launches,
+GEMM weight bytes, DtoH bytes, allocs/frees/syncs; "predicted" adds
+--node-us per graph node to the measured roofline (1.5 µs is an assumption,
+to be measured on the H200). It ignores the other flags and takes a minute
+or two (the 8B shape's random weights are drawn on every core).`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.model, "model", "", "model directory or hub id (default: --shape)")
 			fs.StringVar(&o.shape, "shape", "qwen3-30m", "named random-init shape (see 'grpo models')")
 			fs.IntVar(&o.prefill, "prefill", 512, "prompt tokens per sequence for the prefill figure")
 			fs.IntVar(&o.decode, "decode", 32, "decode steps for the decode figure (0 skips it)")
 			fs.IntVar(&o.batch, "batch", 1, "sequences processed together")
+			fs.IntVar(&o.group, "group", 1, "rollouts per prompt: --batch sequences are --batch/G prompts, each prefilled once and forked into G rollouts (the GRPO shape)")
 			fs.IntVar(&o.repeat, "repeat", 3, "measured runs per figure (the best is reported)")
 			fs.IntVar(&o.trainSeqs, "train-seqs", 4, "sequences in the train-step figure (0 skips it)")
 			fs.IntVar(&o.trainLen, "train-len", 256, "tokens per sequence in the train-step figure")
@@ -85,6 +106,8 @@ after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).`,
 			fs.IntVar(&o.prefillChunk, "prefill-chunk", 16384, "most tokens per prefill forward")
 			fs.StringVar(&o.prefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
 			fs.Float64Var(&o.temperature, "temperature", 1, "sampling temperature of the decode figure (0: greedy)")
+			fs.BoolVar(&o.perfModel, "perf-model", false, "print the decode performance model (Markdown table; see above) instead of measuring")
+			fs.Float64Var(&o.nodeMicros, "node-us", 1.5, "--perf-model: assumed µs per graph node added to the roofline time")
 			deviceFlag(fs, &o.device)
 			stepBenchFlags(fs, &o.step) // --grpo-step, bench_step.go
 		},
@@ -104,17 +127,29 @@ type benchOpts struct {
 	temperature            float64
 	prefillLogits          string
 	prefill, decode, batch int
+	group                  int // rollouts per prompt (--group)
 	repeat                 int
 	trainSeqs, trainLen    int
 	loraRank               int
 	recompute              string // the train step's recompute setting
 	json, noMatmul         bool
 	step                   stepBenchOpts
+	perfModel              bool    // --perf-model (bench_perfmodel.go)
+	nodeMicros             float64 // --node-us
 }
 
 func runBench(o benchOpts) error {
+	if o.perfModel {
+		return runPerfModel(o)
+	}
 	if o.prefill < 1 || o.batch < 1 || o.repeat < 1 || o.decode < 0 || o.prefillChunk < 1 {
 		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
+	}
+	if o.group == 0 {
+		o.group = 1
+	}
+	if o.group < 1 || o.batch%o.group != 0 {
+		return usagef("--group %d: want a divisor of --batch %d (batch = prompts × rollouts per prompt)", o.group, o.batch)
 	}
 	if o.prefillLogits == "" {
 		o.prefillLogits = "last"
@@ -151,12 +186,16 @@ func runBench(o benchOpts) error {
 		if !ok {
 			return usagef("--shape %q is unknown; known shapes: %v", o.shape, model.ShapeNames())
 		}
-		m = model.NewRandom(cfg, be, 1)
+		// Random weights drawn on every core, straight into the dtype the
+		// GEMMs will read: an 8B shape starts in seconds.
+		dt := kernels.F32
 		if o.dtype == "bf16" || (o.dtype == "auto" && be.Name() != "cpu") {
-			if err := weightsToBF16(m); err != nil {
-				m.Free()
-				return err
-			}
+			dt = kernels.BF16
+		}
+		m = model.NewRandomParallel(cfg, be, 1, dt)
+		if err := be.Sync(); err != nil {
+			m.Free()
+			return fmt.Errorf("bench: random weights: %w", err)
 		}
 	}
 	defer m.Free()
@@ -181,7 +220,7 @@ func runBench(o benchOpts) error {
 	if err != nil {
 		return err
 	}
-	add(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, "tok/s")
+	add(fmt.Sprintf("prefill %dx%d", o.batch/o.group, o.prefill), prefill, "tok/s")
 	if o.decode > 0 {
 		add(fmt.Sprintf("decode batch %d", o.batch), decode, "tok/s")
 	}
@@ -197,11 +236,7 @@ func runBench(o benchOpts) error {
 		add(name, train, "tok/s")
 	}
 	if be.Describe().GPU {
-		weightBytes := 4 * readParams(m.Config, o.batch)
-		if wdt == kernels.BF16 {
-			weightBytes /= 2
-		}
-		for _, r := range rooflineFigures(m.Config, weightBytes, o, prefill, decode, train) {
+		for _, r := range rooflineFigures(m.Config, wdt.Size(), kvElemBytes(be), o, prefill, decode, train) {
 			add(r.Name, r.Value, r.Unit)
 		}
 	}
@@ -232,10 +267,15 @@ func runBench(o benchOpts) error {
 func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, decode float64, err error) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	maxLen := o.prefill + o.decode
-	cache := m.NewKVCache(o.batch, maxLen)
+	cache, err := benchCache(m, o.batch, maxLen)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: %w", err)
+	}
 	defer cache.Free()
+	// With --group G only each group's first slot has a prompt to
+	// prefill; the others fork it after the prefill figure.
 	prompts := make([][]int32, o.batch)
-	for s := range prompts {
+	for s := 0; s < o.batch; s += o.group {
 		prompts[s] = make([]int32, o.prefill)
 		for i := range prompts[s] {
 			prompts[s][i] = int32(rng.IntN(m.Config.VocabSize))
@@ -283,9 +323,16 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 	if err != nil {
 		return 0, 0, err
 	}
-	prefill = float64(o.batch*o.prefill) / d.Seconds()
+	prefill = float64(o.batch/o.group*o.prefill) / d.Seconds()
 	if o.decode == 0 {
 		return prefill, 0, nil
+	}
+	for s := range o.batch {
+		if lead := s - s%o.group; lead != s {
+			if err := cache.Fork(s, lead, o.prefill); err != nil {
+				return 0, 0, fmt.Errorf("bench: %w", err)
+			}
+		}
 	}
 	// Decode: the static decode step the sampler takes (model.Decoder):
 	// each step's tokens are the previous step's draws, made on the device
@@ -309,7 +356,7 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 	}
 	d, err = best(func() error {
 		for s := range rows {
-			rows[s] = model.DecodeRow{Slot: int32(s), Pos: int32(o.prefill), Token: prompts[s][o.prefill-1],
+			rows[s] = model.DecodeRow{Slot: int32(s), Pos: int32(o.prefill), Token: prompts[s-s%o.group][o.prefill-1],
 				Params: kernels.SampleParams{Temperature: o.temperature, TopP: 1}, PCGHi: rng.Uint64(), PCGLo: rng.Uint64()}
 		}
 		if err := dec.Load(cache, rows, -1); err != nil {
@@ -328,7 +375,8 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 		return 0, 0, err
 	}
 	if counts.DecodeStep != nil {
-		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1)
+		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1, kvElemBytes(be))
+		counts.DecodeKVDType = cache.K[0].DType().String()
 	}
 	if err := dec.GraphErr(); err != nil {
 		counts.DecodeGraphErr = err.Error()
@@ -350,7 +398,8 @@ type prefillChunk struct {
 // prefillChunks cuts the prompts into forwards of at most maxTokens
 // tokens, as a serving engine's chunked prefill does: the activations and
 // every op's index space stay bounded whatever --batch × --prefill is. A
-// prompt may span chunks (it continues at its position in the KV cache).
+// prompt may span chunks (it continues at its position in the KV cache);
+// an empty one (a forked rollout's slot) has nothing to prefill.
 func prefillChunks(prompts [][]int32, maxTokens int) []prefillChunk {
 	var out []prefillChunk
 	var cur prefillChunk
@@ -372,29 +421,6 @@ func prefillChunks(prompts [][]int32, maxTokens int) []prefillChunk {
 		out = append(out, cur)
 	}
 	return out
-}
-
-// weightsToBF16 rounds a random-init model's weights to bf16 buffers (on
-// the device, by Upload's f32_to_bf16), as model.Load keeps a bf16
-// checkpoint's: MatMul then runs cublasGemmEx on tensor cores, the path
-// users' models take, instead of f32 Sgemm.
-func weightsToBF16(m *model.Model) error {
-	be := m.Backend
-	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
-		if b.DType() == kernels.BF16 {
-			return b
-		}
-		host := make([]float32, b.Len())
-		be.Download(host, b)
-		nb := be.Alloc(kernels.BF16, len(host))
-		be.Upload(nb, host)
-		be.Free(b)
-		return nb
-	})
-	if err := be.Sync(); err != nil {
-		return fmt.Errorf("bench: bf16 weights: %w", err)
-	}
-	return nil
 }
 
 // weightDType is the dtype of the projection weights (what MatMul reads).

@@ -17,6 +17,9 @@ import (
 type benchCounts struct {
 	DecodeStep    *cuda.Counts `json:"decode_step,omitempty"`
 	DecodeKVBytes int64        `json:"decode_step_kv_bytes,omitempty"`
+	// DecodeKVDType is the dtype of the cache the bench decoded over (the
+	// sampler's: bf16 on cuda and emu).
+	DecodeKVDType string `json:"decode_kv_dtype,omitempty"`
 	// DecodeGraphErr is why decode ran op by op on a device with graphs.
 	DecodeGraphErr  string       `json:"decode_graph_error,omitempty"`
 	Prefill         *cuda.Counts `json:"prefill,omitempty"`
@@ -68,7 +71,8 @@ func tagWeights(m *model.Model, ad *lora.Adapter) {
 }
 
 // decodeKVBytes is the K and V a decode step reads: per sequence at
-// position pos, pos+1 rows of nKV·headDim f32 per layer, for K and V.
-func decodeKVBytes(c *model.Config, batch, pos int) int64 {
-	return int64(batch) * int64(pos+1) * int64(c.NumLayers) * 2 * int64(c.NumKVHeads*c.HeadDim) * 4
+// position pos, pos+1 cached positions (kvPositionBytes) of elemBytes per
+// element (kvElemBytes: the sampler's cache dtype).
+func decodeKVBytes(c *model.Config, batch, pos, elemBytes int) int64 {
+	return int64(batch) * int64(pos+1) * kvPositionBytes(c, elemBytes)
 }

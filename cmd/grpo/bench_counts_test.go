@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels/cuda"
@@ -51,8 +52,15 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 	if min := int64(2 * cfg.VocabSize * cfg.HiddenSize); d.WeightBytes < min {
 		t.Errorf("decode step reads %d weight bytes, less than the LM head's %d", d.WeightBytes, min)
 	}
-	if want := decodeKVBytes(&cfg, batch, 6); c.DecodeKVBytes != want {
-		t.Errorf("decode step KV bytes %d, want %d", c.DecodeKVBytes, want)
+	// The last step writes position 6 and reads positions 0..6 of the
+	// sampler's bf16 paged cache: 8 sequences · 7 positions · 2 layers ·
+	// K and V · 16 (one KV head of 16) · 2 bytes = 7168 (f32 would be
+	// twice that, crediting the decode figure with bytes it never read).
+	if c.DecodeKVBytes != 7168 {
+		t.Errorf("decode step KV bytes %d, want 8·7·2·2·16·2 = 7168 (bf16)", c.DecodeKVBytes)
+	}
+	if c.DecodeKVDType != "bf16" {
+		t.Errorf("bench decoded over a %q KV cache, want the sampler's bf16 paged cache", c.DecodeKVDType)
 	}
 	if tr := *c.TrainMicroBatch; tr.Allocs != 0 || tr.Frees != 0 || tr.Syncs != 0 || tr.Launches == 0 {
 		t.Errorf("train micro-batch after the first: %v; want launches but no alloc, free or sync", tr)
@@ -60,5 +68,52 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 	t.Logf("train micro-batch: %v", *c.TrainMicroBatch) // atomics: emu counts them (issue 18's bar is the flash backward's 0)
 	if p := *c.Prefill; p.Launches == 0 || p.GEMMs == 0 {
 		t.Errorf("prefill: %v; want launches and GEMMs", p)
+	}
+}
+
+// TestBenchGroupOnEmu: with --group 4 the 8 sequences are 2 prompts
+// prefilled once each and forked into 4 rollouts: the prefill figure is
+// 2×4, the prefill reads a quarter of the tokens (fewer GEMM rows show
+// as fewer bytes copied in: the token ids and positions of 8 tokens, not
+// 32), and the decode step still reads every sequence's 7 positions.
+func TestBenchGroupOnEmu(t *testing.T) {
+	const shape = "test-qwen3-group"
+	model.Shapes[shape] = model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 16, VocabSize: 128, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}
+	defer delete(model.Shapes, shape)
+	run := func(group int) (res struct {
+		Results []benchResult
+		Counts  benchCounts
+	}) {
+		var out bytes.Buffer
+		old := stdout
+		stdout = &out
+		err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", prefill: 4, decode: 3, batch: 8, group: group,
+			repeat: 1, prefillChunk: 64, temperature: 1, json: true, noMatmul: true})
+		stdout = old
+		if err != nil {
+			t.Fatalf("--group %d: %v", group, err)
+		}
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("%v in %s", err, out.String())
+		}
+		return res
+	}
+	alone, grouped := run(1), run(4)
+	if grouped.Results[0].Name != "prefill 2x4" {
+		t.Errorf("first figure %q, want prefill 2x4", grouped.Results[0].Name)
+	}
+	if a, g := alone.Counts.Prefill.HtoDBytes, grouped.Counts.Prefill.HtoDBytes; g >= a {
+		t.Errorf("grouped prefill uploads %d bytes, alone %d: the forked rollouts were prefilled too", g, a)
+	}
+	if d := grouped.Counts.DecodeStep; d == nil || d.GraphLaunches != 1 || d.DtoHBytes != 8*8 {
+		t.Errorf("grouped decode step: %v, want one graph launch and 8 bytes back per sequence", d)
+	}
+	if grouped.Counts.DecodeKVBytes != 7168 {
+		t.Errorf("grouped decode step KV bytes %d, want 7168 (each sequence reads its 7 positions)", grouped.Counts.DecodeKVBytes)
+	}
+	if err := runBench(benchOpts{shape: shape, device: "emu", prefill: 4, batch: 8, group: 3, repeat: 1, prefillChunk: 64}); err == nil || !strings.Contains(err.Error(), "--group 3") {
+		t.Errorf("--group 3 of --batch 8: %v, want an error naming --group", err)
 	}
 }

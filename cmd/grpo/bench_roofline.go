@@ -61,23 +61,24 @@ func attentionFLOPs(c *model.Config, ctx float64) float64 {
 	return 4 * float64(c.NumLayers*c.NumHeads*c.HeadDim) * ctx
 }
 
-// kvBytes is the KV cache (f32) that one decode step of one sequence
-// reads at context length ctx.
-func kvBytes(c *model.Config, ctx float64) float64 {
-	return 2 * 4 * float64(c.NumLayers*c.NumKVHeads*c.HeadDim) * ctx
+// kvBytes is the KV cache (elemBytes per element: kvElemBytes) that one
+// decode step of one sequence reads at context length ctx.
+func kvBytes(c *model.Config, ctx float64, elemBytes int) float64 {
+	return float64(kvPositionBytes(c, elemBytes)) * ctx
 }
 
 // rooflineFigures turns bench's rates into fractions of the H200's peaks:
 // prefill and train as MFU (achieved FLOP/s over peak; bf16 weights run
 // on tensor cores, f32 weights at most at the FP32 peak, so both are given), decode as the
-// fraction of HBM bandwidth its weight and KV-cache reads use.
-// weightBytes is the size of the weights a decode step reads (4 per
-// parameter for f32; readParams for a mixture of experts). A figure whose rate is 0 (skipped) is left out. The counts
+// fraction of HBM bandwidth its bytes use: decodeBytes (the perf model's,
+// without an adapter: the figure decodes the bare model) at the mean
+// context of the timed steps, weights of weightElem bytes each and cached
+// keys and values of kvElem (kvElemBytes). A figure whose rate is 0 (skipped) is left out. The counts
 // are the standard model: train = forward + the backward's input
 // gradients (the base is frozen: no weight gradients, so 2× the linear
 // work) + attention backward at 2× its forward; the rank-r LoRA products
 // add 2·r·(in+out) per projection, under 1% at rank 16, and are left out.
-func rooflineFigures(c *model.Config, weightBytes float64, o benchOpts, prefill, decode, train float64) []benchResult {
+func rooflineFigures(c *model.Config, weightElem, kvElem int, o benchOpts, prefill, decode, train float64) []benchResult {
 	var out []benchResult
 	mfu := func(name string, tokPerSec, flopsPerToken float64) {
 		f := tokPerSec * flopsPerToken
@@ -98,7 +99,9 @@ func rooflineFigures(c *model.Config, weightBytes float64, o benchOpts, prefill,
 	if decode > 0 {
 		ctx := float64(o.prefill) + float64(o.decode+1)/2
 		stepsPerSec := decode / float64(o.batch)
-		bytes := weightBytes + float64(o.batch)*(kvBytes(c, ctx)+4*float64(c.VocabSize))
+		b := decodeBytes(c, o.batch, ctx, 0, kvElem)
+		b.Weights *= float64(weightElem) / 2 // decodeBytes' are bf16
+		bytes := b.Total()
 		out = append(out,
 			benchResult{fmt.Sprintf("decode batch %d HBM", o.batch), stepsPerSec * bytes / 1e9, "GB/s"},
 			benchResult{fmt.Sprintf("decode batch %d of HBM peak", o.batch), 100 * stepsPerSec * bytes / h200HBMBytes, "%"})

@@ -11,7 +11,7 @@ import (
 // the model package's own parameter count: every parameter but the norms
 // (and a separate embedding table) is a matmul weight, 2 FLOPs each.
 func TestLinearFLOPsMatchParamCount(t *testing.T) {
-	for _, name := range []string{"qwen3-0.6b", "qwen2.5-0.5b", "llama-3.2-1b"} {
+	for _, name := range []string{"qwen3-0.6b", "qwen3-4b", "qwen2.5-0.5b", "llama-3.2-1b"} {
 		c, ok := model.Shape(name)
 		if !ok {
 			t.Fatalf("shape %s missing", name)
@@ -66,7 +66,7 @@ func TestRooflineFigures(t *testing.T) {
 		t.Fatalf("linearFLOPs = %v, want 368", got)
 	}
 	figs := map[string]float64{}
-	for _, r := range rooflineFigures(c, 1000, o, 1e9, 1e6, 0) {
+	for _, r := range rooflineFigures(c, 4, 4, o, 1e9, 1e6, 0) {
 		figs[r.Name] = r.Value
 	}
 	// prefill: mean context 2, attention 4·1·2·2·2 = 32; the LM head (2·10·4 =
@@ -78,10 +78,27 @@ func TestRooflineFigures(t *testing.T) {
 	if got, want := figs["prefill 2x3 MFU of bf16 peak"], 100*want*1e12/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
 		t.Errorf("prefill MFU = %v, want %v", got, want)
 	}
-	// decode: context 3 + 1.5 = 4.5; per step 1000 B of weights + 2 sequences ·
-	// (KV 2·4·1·1·2·4.5 = 72 B + logits 40 B) = 1224 B; 5e5 steps/s → 0.612 GB/s.
-	if got := figs["decode batch 2 HBM"]; math.Abs(got-0.612) > 1e-12 {
-		t.Errorf("decode GB/s = %v, want 0.612", got)
+	// decode: context 3 + 1.5 = 4.5; per step the f32 weights, 4·(200
+	// parameters: the 184 above and 16 of norms (2·4 + 2·2 + 4) + the 2
+	// gathered rows of 4) = 832 B, + 2 sequences · (KV 2·1·1·2·4·4.5 = 72 B
+	// + logits written and read 2·4·10 = 80 B) = 1136 B; 5e5 steps/s →
+	// 0.568 GB/s.
+	if got := figs["decode batch 2 HBM"]; math.Abs(got-0.568) > 1e-12 {
+		t.Errorf("decode GB/s = %v, want 0.568", got)
+	}
+	// bf16 KV (the sampler's cache on a GPU): KV 36 B a sequence, per step
+	// 832 + 2·(36 + 80) = 1064 B → 0.532 GB/s.
+	found := false
+	for _, r := range rooflineFigures(c, 4, 2, o, 0, 1e6, 0) {
+		if r.Name == "decode batch 2 HBM" {
+			found = true
+			if math.Abs(r.Value-0.532) > 1e-12 {
+				t.Errorf("decode GB/s with bf16 KV = %v, want 0.532", r.Value)
+			}
+		}
+	}
+	if !found {
+		t.Error("no decode figure with bf16 KV")
 	}
 	if _, ok := figs["lora train 1x3 TFLOP/s"]; ok {
 		t.Error("a skipped train figure (rate 0) was reported")
@@ -89,7 +106,7 @@ func TestRooflineFigures(t *testing.T) {
 	// train at 1e9 tok/s: 4N = 2·368 plus attention backward (mean context
 	// 2: 3·32); the 6N figure is 3·368 per token over the bf16 peak.
 	figs = map[string]float64{}
-	for _, r := range rooflineFigures(c, 1000, o, 0, 0, 1e9) {
+	for _, r := range rooflineFigures(c, 4, 4, o, 0, 0, 1e9) {
 		figs[r.Name] = r.Value
 	}
 	if got, want := figs["lora train 1x3 TFLOP/s"], (2*368+3*32)*1e9/1e12; math.Abs(got-want) > 1e-12 {
