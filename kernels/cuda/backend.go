@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -273,6 +274,7 @@ func (b *Backend) UploadI32(dst kernels.Buffer, src []int32) {
 		return
 	}
 	b.upload(d.ptr, unsafe.Pointer(&src[0]), d.bytes())
+	d.host = slices.Clone(src)
 }
 
 func (b *Backend) Download(dst []float32, src kernels.Buffer) {
