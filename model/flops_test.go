@@ -31,8 +31,8 @@ func handTrainFLOPs(c *model.Config, n, r, rank, keys int64) int64 {
 	for l := range int64(c.NumLayers) {
 		for _, p := range projs {
 			f += 2*n*p.in*p.out + 2*n*p.in*rank + 2*n*rank*p.out // forward
-			f += 2 * 2 * n * p.out * rank                         // dy·B, dB
-			f += 2 * n * rank * p.in                              // dA
+			f += 2 * 2 * n * p.out * rank                        // dy·B, dB
+			f += 2 * n * rank * p.in                             // dA
 			if l > 0 || !p.qkv {
 				f += 2*n*p.out*p.in + 2*n*rank*p.in // dx: base and LoRA
 			}
