@@ -17,9 +17,6 @@ type buffer struct {
 	dt    kernels.DType
 	root  bool
 	bad   bool
-	// host is the host's copy of an I32 buffer's values, kept where the
-	// host wrote them (positions.go), nil where a kernel did.
-	host []int32
 }
 
 func (x *buffer) Len() int             { return x.n }
@@ -29,11 +26,7 @@ func (x *buffer) Slice(off, n int) kernels.Buffer {
 	if off < 0 || n < 0 || off+n > x.n {
 		panic(fmt.Sprintf("cuda: Slice(%d, %d) of a buffer of %d elements", off, n, x.n))
 	}
-	v := &buffer{owner: x.owner, ptr: x.ptr + DevicePtr(off*x.dt.Size()), n: n, dt: x.dt, bad: x.bad}
-	if x.host != nil {
-		v.host = x.host[off : off+n]
-	}
-	return v
+	return &buffer{owner: x.owner, ptr: x.ptr + DevicePtr(off*x.dt.Size()), n: n, dt: x.dt, bad: x.bad}
 }
 
 func (x *buffer) bytes() int { return x.n * x.dt.Size() }

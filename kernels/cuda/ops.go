@@ -204,7 +204,7 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	// Every kernel below (scalar, flash, split-KV decode) computes, per
 	// query head and visible key, the score q·k and its share of p·v:
 	// 2·headDim FLOPs each.
-	b.dev.CountFLOPs(4 * int64(nHead*headDim) * visibleKeys(p, nTok, pages.MaxLen()))
+	b.afterEachRun(func() { b.dev.CountFLOPs(4 * int64(nHead*headDim) * b.host.visibleKeys(p.ptr, nTok, pages.MaxLen())) })
 	if headDim <= flashMaxHeadDim {
 		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
 		return
