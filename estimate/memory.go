@@ -133,6 +133,9 @@ type Options struct {
 
 const f32Bytes = 4
 
+// bf16Bytes is a bf16 element: the casts of the GEMMs' inputs on a GPU.
+const bf16Bytes = 2
+
 // Memory estimates the memory a run of cfg on a model of shape mc
 // holds, item by item, from the sizes the code allocates (model/cache.go,
 // model/layer.go, model/train.go, loss, lora, AdamW).
@@ -239,7 +242,11 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
 		}
 	}
-	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, stepTrained, trainingAt, o.Available); err != nil {
+	// The training forward writes bf16 casts of its GEMMs' inputs where the
+	// backend multiplies bf16 weights in bf16 (model/layer.go allocCasts:
+	// the model's castsBF16, bf16 weights on a BF16GEMM backend).
+	casts := stored == kernels.BF16 && desc.BF16GEMM
+	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, stepTrained, trainingAt, o.Available, casts); err != nil {
 		return nil, err
 	}
 	if dev == "cpu" {
@@ -567,12 +574,19 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan) phaseBytes {
-	h, _, kv, _, v := dims(mc)
+func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
+	h, _, kv, inter, v := dims(mc)
 	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
+	// h2b: hidden; actb: intermediate) and the final norm's (hFb) of the
+	// scored rows.
+	var tokenCasts, rowCasts int64
+	if casts {
+		tokenCasts, rowCasts = (2*h+inter)*bf16Bytes, h*bf16Bytes
+	}
 	setting := pl.setting(mc.NumLayers)
-	trace := (n*tokenHead+r*rowHead)*f32Bytes + pl.keptBytes(mc, ad, n)
+	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n)
 	table := kvTableBytes(traceTableEntries(n, longest, seqs))
 	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	var out phaseBytes
@@ -623,9 +637,9 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
 		// It replays the micro-batch's routing too.
 		none.replay = ad.replay
-		head := (n*tokenHead + 2*r) * f32Bytes // with targets and rows, uploaded first
+		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
-		ref = max(layers+r*(rowHead-2+1)*f32Bytes, head+all.forwardPeakBytes(mc, none, n)) +
+		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
 			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	}
 	if ref > backward {
