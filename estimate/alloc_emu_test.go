@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
 )
 
 // emuCountingBackend is the CUDA backend on the emulated device with a
@@ -49,15 +52,15 @@ func weightsToBF16(t *testing.T, m *model.Model) {
 	}
 }
 
-// TestEstimateMatchesAllocationsOnEmu is TestEstimateMatchesAllocations'
-// training phase on a GPU backend (the CUDA backend under emu) with bf16
-// weights: the estimate equals the peak of live buffer bytes exactly
-// under every recompute setting, and with the KL reference's trace (under
-// none, where it sets the peak, and layer:1, where the backward does).
-// Here the layers write bf16 casts of their GEMM inputs (model/layer.go
-// allocCasts) that the CPU backend never allocates: unpriced, the
-// estimate fell short by them (34,816 bytes here, twice that less one
-// head cast with the reference's).
+// TestEstimateMatchesAllocationsOnEmu is TestEstimateMatchesAllocations
+// on a GPU backend (the CUDA backend under emu) with bf16 weights: the
+// sampling and training estimates equal the peak of live buffer bytes
+// exactly, training under every recompute setting, and with the KL
+// reference's trace (under none, where it sets the peak, and layer:1,
+// where the backward does). Here the layers write bf16 casts of their
+// GEMM inputs (model/layer.go allocCasts) that the CPU backend never
+// allocates: unpriced, the estimate fell short by them (sampling 38,912
+// bytes; training 34,816, and 67,584 with the reference's trace).
 func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
 	if err != nil {
@@ -84,6 +87,25 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := m.WithAdapter(ad)
+	gen := be.phase(t, func() error {
+		s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
+		for i := range prompts {
+			prompts[i] = make([]int32, prompt)
+			prompts[i][0] = int32(i) // distinct prompts: each rollout its own example
+			params[i] = sampler.DefaultParams()
+			params[i].MaxTokens = maxTok
+		}
+		_, err = s.Generate(context.Background(), prompts, params)
+		return err
+	})
+	if want := e.PhaseBytes(PhaseSampling); gen != want {
+		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
+	}
 	stepSamples := append(packedSamples(micro, prompt, maxTok, mc.VocabSize), packedSamples(micro, prompt, maxTok, mc.VocabSize)...)
 	for _, beta := range []float64{0, 0.1} {
 		settings := []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"}

@@ -55,6 +55,8 @@ type Estimate struct {
 	// without recompute (perTokenLayerFLOPs, and the LM head's 4·h·vocab
 	// per scored row).
 	TrainFLOPs float64
+	// casts is whether forwards write bf16 casts of their GEMMs' inputs.
+	casts bool
 }
 
 // MemItem is one line of the memory estimate.
@@ -170,6 +172,10 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
 	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
 
+	// Forwards write bf16 casts of their GEMMs' inputs where the backend
+	// multiplies bf16 weights in bf16 (model/layer.go allocCasts: the
+	// model's castsBF16, bf16 weights on a BF16GEMM backend).
+	e.casts = stored == kernels.BF16 && desc.BF16GEMM
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
 		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
 	if stored == kernels.BF16 && desc.BF16GEMM {
@@ -242,11 +248,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
 		}
 	}
-	// The training forward writes bf16 casts of its GEMMs' inputs where the
-	// backend multiplies bf16 weights in bf16 (model/layer.go allocCasts:
-	// the model's castsBF16, bf16 weights on a BF16GEMM backend).
-	casts := stored == kernels.BF16 && desc.BF16GEMM
-	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, stepTrained, trainingAt, o.Available, casts); err != nil {
+	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, stepTrained, trainingAt, o.Available); err != nil {
 		return nil, err
 	}
 	if dev == "cpu" {
@@ -413,7 +415,7 @@ func kvTableBytes(entries int64) int64 { return entries * 4 }
 // layer, and the logits of each held rollout (a host copy too on the CPU);
 // a mixture-of-experts model adds its experts' activations
 // (moeInferenceBytes).
-func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) phaseBytes {
+func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, casts bool) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
 	h, q, _, inter, v := dims(mc)
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
@@ -427,6 +429,12 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) p
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
 	perRow := (h+v)*f32Bytes + 4
+	if casts {
+		// The layers' bf16 casts (h1b, shared by both norms; actb) and
+		// the final norm's of each logits row (hFb).
+		perToken += (h + inter) * bf16Bytes
+		perRow += h * bf16Bytes
+	}
 	peak := func(n, rows int64) int64 { return n*perToken + moeInferenceBytes(mc, n, ad) + rows*perRow }
 	n, rows := min(chunk, groups*prompt), groups
 	if peak(n, rows) < peak(held, held) {
@@ -463,7 +471,7 @@ const kvHeadroom = 0.05
 func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
 	plan := newKVPlan(mc, s, dev)
 	plan.Phase = phase
-	p := samplingBytes(mc, ad, s, plan)
+	p := samplingBytes(mc, ad, s, plan, e.casts)
 	if av == nil || !av.Known {
 		return p, plan
 	}
@@ -478,9 +486,9 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 		// how much the run is short.
 		plan.bound(plan.BlocksAll)
 		plan.Cap, plan.Passes = 0, 0
-		return samplingBytes(mc, ad, s, plan), plan
+		return samplingBytes(mc, ad, s, plan, e.casts), plan
 	}
-	return samplingBytes(mc, ad, s, plan), plan
+	return samplingBytes(mc, ad, s, plan, e.casts), plan
 }
 
 // trainSeq is one environment's rollout as the policy update sees it: the

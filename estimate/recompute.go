@@ -321,7 +321,7 @@ func (f layerFLOPs) extra(p model.Recompute) float64 {
 // picks one (cfg.Recompute, or for "auto" chooseRecompute with avail),
 // inserts its training items at index at of e.Items, and lists in
 // e.Recomputes the four policies and the chosen setting.
-func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []model.Proj, ad adapterShape, longest int, seqs []trainSeq, stepTrained int64, at int, avail *Available, casts bool) error {
+func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []model.Proj, ad adapterShape, longest int, seqs []trainSeq, stepTrained int64, at int, avail *Available) error {
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	seqLen := int(max(1, min(n, int64(longest-1))))
@@ -335,7 +335,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, stepTrained, pl, casts)
+		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, stepTrained, pl, e.casts)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)
