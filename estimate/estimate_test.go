@@ -130,32 +130,39 @@ func TestTrainableMatchesAdapter(t *testing.T) {
 // so a test can compare the estimate with what the code really allocates.
 type countingBackend struct {
 	*cpu.Backend
-	live, peak int64
+	ledger
 }
 
 func (c *countingBackend) Alloc(dt kernels.DType, n int) kernels.Buffer {
-	c.live += 4 * int64(n) // f32, bf16 (widened) and i32 are 4 bytes on the CPU
-	c.peak = max(c.peak, c.live)
+	c.add(4 * int64(n)) // f32, bf16 (widened) and i32 are 4 bytes on the CPU
 	return c.Backend.Alloc(dt, n)
 }
 
 func (c *countingBackend) Free(b kernels.Buffer) {
-	c.live -= 4 * int64(b.Len())
+	c.add(-4 * int64(b.Len()))
 	c.Backend.Free(b)
 }
 
+// ledger counts live bytes and their peak.
+type ledger struct{ live, peak int64 }
+
+func (l *ledger) add(bytes int64) {
+	l.live += bytes
+	l.peak = max(l.peak, l.live)
+}
+
 // phase runs f and returns the most bytes it held on top of what was live.
-func (c *countingBackend) phase(t *testing.T, f func() error) int64 {
+func (l *ledger) phase(t *testing.T, f func() error) int64 {
 	t.Helper()
-	base := c.live
-	c.peak = base
+	base := l.live
+	l.peak = base
 	if err := f(); err != nil {
 		t.Fatal(err)
 	}
-	if c.live != base {
-		t.Errorf("phase leaked %d bytes", c.live-base)
+	if l.live != base {
+		t.Errorf("phase leaked %d bytes", l.live-base)
 	}
-	return c.peak - base
+	return l.peak - base
 }
 
 // The phase totals equal the peak of live buffers while the real sampler

@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -47,7 +48,11 @@ func EvalMemory(mc *model.Config, device string, p EvalPass) *Estimate {
 		MaxTurns: max(1, p.MaxTurns), MaxTokens: p.MaxTokens}
 	plan := newKVPlan(mc, shape, device)
 	plan.Phase = PhaseEval
-	samplingBytes(mc, uniformShape(mc, p.LoRARank, p.LoRATargets), shape, plan).emit(e, PhaseEval)
+	// A bf16 checkpoint on a backend with bf16 GEMMs: the layers write
+	// bf16 casts of their inputs (as Memory prices them).
+	desc, _ := kernels.DescribeDevice(device)
+	casts := desc.BF16GEMM && (mc.TorchDType == "bfloat16" || mc.TorchDType == "bf16")
+	samplingBytes(mc, uniformShape(mc, p.LoRARank, p.LoRATargets), shape, plan, casts).emit(e, PhaseEval)
 	e.KV = append(e.KV, plan)
 	perResult := int64(p.PromptTokens)*12 + int64(p.MaxTokens*max(1, p.MaxTurns))*resultBytesPerToken + resultOverhead
 	// Saturate far below MaxInt64: an absurd rollout count must neither

@@ -55,6 +55,8 @@ type Estimate struct {
 	// without recompute (perTokenLayerFLOPs, and the LM head's 4·h·vocab
 	// per scored row).
 	TrainFLOPs float64
+	// casts is whether forwards write bf16 casts of their GEMMs' inputs.
+	casts bool
 }
 
 // MemItem is one line of the memory estimate.
@@ -133,6 +135,9 @@ type Options struct {
 
 const f32Bytes = 4
 
+// bf16Bytes is a bf16 element: the casts of the GEMMs' inputs on a GPU.
+const bf16Bytes = 2
+
 // Memory estimates the memory a run of cfg on a model of shape mc
 // holds, item by item, from the sizes the code allocates (model/cache.go,
 // model/layer.go, model/train.go, loss, lora, AdamW).
@@ -167,6 +172,10 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
 	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
 
+	// Forwards write bf16 casts of their GEMMs' inputs where the backend
+	// multiplies bf16 weights in bf16 (model/layer.go allocCasts: the
+	// model's castsBF16, bf16 weights on a BF16GEMM backend).
+	e.casts = stored == kernels.BF16 && desc.BF16GEMM
 	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
 		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
 	if stored == kernels.BF16 && desc.BF16GEMM {
@@ -406,7 +415,7 @@ func kvTableBytes(entries int64) int64 { return entries * 4 }
 // layer, and the logits of each held rollout (a host copy too on the CPU);
 // a mixture-of-experts model adds its experts' activations
 // (moeInferenceBytes).
-func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) phaseBytes {
+func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, casts bool) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
 	h, q, _, inter, v := dims(mc)
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
@@ -420,6 +429,12 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan) p
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
 	perRow := (h+v)*f32Bytes + 4
+	if casts {
+		// The layers' bf16 casts (h1b, shared by both norms; actb) and
+		// the final norm's of each logits row (hFb).
+		perToken += (h + inter) * bf16Bytes
+		perRow += h * bf16Bytes
+	}
 	peak := func(n, rows int64) int64 { return n*perToken + moeInferenceBytes(mc, n, ad) + rows*perRow }
 	n, rows := min(chunk, groups*prompt), groups
 	if peak(n, rows) < peak(held, held) {
@@ -456,7 +471,7 @@ const kvHeadroom = 0.05
 func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
 	plan := newKVPlan(mc, s, dev)
 	plan.Phase = phase
-	p := samplingBytes(mc, ad, s, plan)
+	p := samplingBytes(mc, ad, s, plan, e.casts)
 	if av == nil || !av.Known {
 		return p, plan
 	}
@@ -471,9 +486,9 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 		// how much the run is short.
 		plan.bound(plan.BlocksAll)
 		plan.Cap, plan.Passes = 0, 0
-		return samplingBytes(mc, ad, s, plan), plan
+		return samplingBytes(mc, ad, s, plan, e.casts), plan
 	}
-	return samplingBytes(mc, ad, s, plan), plan
+	return samplingBytes(mc, ad, s, plan, e.casts), plan
 }
 
 // trainSeq is one environment's rollout as the policy update sees it: the
@@ -567,12 +582,19 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan) phaseBytes {
-	h, _, kv, _, v := dims(mc)
+func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
+	h, _, kv, inter, v := dims(mc)
 	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
+	// h2b: hidden; actb: intermediate) and the final norm's (hFb) of the
+	// scored rows.
+	var tokenCasts, rowCasts int64
+	if casts {
+		tokenCasts, rowCasts = (2*h+inter)*bf16Bytes, h*bf16Bytes
+	}
 	setting := pl.setting(mc.NumLayers)
-	trace := (n*tokenHead+r*rowHead)*f32Bytes + pl.keptBytes(mc, ad, n)
+	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n)
 	table := kvTableBytes(traceTableEntries(n, longest, seqs))
 	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	var out phaseBytes
@@ -623,9 +645,9 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
 		// It replays the micro-batch's routing too.
 		none.replay = ad.replay
-		head := (n*tokenHead + 2*r) * f32Bytes // with targets and rows, uploaded first
+		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
-		ref = max(layers+r*(rowHead-2+1)*f32Bytes, head+all.forwardPeakBytes(mc, none, n)) +
+		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
 			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
 	}
 	if ref > backward {

@@ -335,7 +335,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, stepTrained, pl)
+		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, stepTrained, pl, e.casts)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)

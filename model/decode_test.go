@@ -148,7 +148,7 @@ func TestStaticDecodeStep(t *testing.T) {
 		if err := d.GraphErr(); err != nil {
 			t.Fatalf("step %d: the capture failed: %v", step, err)
 		}
-		want := cuda.Counts{GraphLaunches: 1, GraphKernels: got.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * batch, WeightBytes: got.WeightBytes, Atomics: got.Atomics}
+		want := cuda.Counts{GraphLaunches: 1, GraphKernels: got.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * batch, WeightBytes: got.WeightBytes, Atomics: got.Atomics, FLOPs: got.FLOPs}
 		if got != want || got.GraphKernels < 10 {
 			t.Fatalf("decode step %d after warm-up: %v\nwant: 1 graph launch, no host launch, no alloc, free or upload, 2 syncs (the 8 bytes per row coming back)", step, got)
 		}

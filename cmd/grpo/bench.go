@@ -57,8 +57,10 @@ Each figure is the best of --repeat runs after one warm-up. On cuda (and
 emu) --json adds "counts": what the backend asked of its device for one
 decode step, one whole prefill and one train micro-batch, after warm-up
 (kernel and graph launches, allocations, frees, host syncs, host-device
-copies and bytes, bytes of weights read by GEMMs; the decode step's KV
-bytes from the sequences' lengths). BENCHMARKS.md puts
+copies and bytes, bytes of weights read by GEMMs, FLOPs of the matrix
+work executed; the decode step's KV bytes from the sequences' lengths; the
+whole train step's FLOPs). On a GPU the figures add MFU (model FLOPs) and
+HFU (the counted FLOPs, recompute included) against the peaks. BENCHMARKS.md puts
 them next to PyTorch on the same machine (scripts/bench.sh runs both).
 
 Examples:
@@ -237,6 +239,13 @@ func runBench(o benchOpts) error {
 	}
 	if be.Describe().GPU {
 		for _, r := range rooflineFigures(m.Config, wdt.Size(), kvElemBytes(be), o, prefill, decode, train) {
+			add(r.Name, r.Value, r.Unit)
+		}
+		var prefillFLOPs int64
+		if counts.Prefill != nil {
+			prefillFLOPs = counts.Prefill.FLOPs
+		}
+		for _, r := range hfuFigures(m.Config, o, prefillFLOPs, counts.TrainStepFLOPs, prefill, train) {
 			add(r.Name, r.Value, r.Unit)
 		}
 	}
@@ -520,13 +529,18 @@ func benchTrain(base *model.Model, o benchOpts, counts *benchCounts) (float64, e
 	var best time.Duration
 	for i := range o.repeat + 1 {
 		t0 := time.Now()
+		var stepFLOPs int64
 		for i := range mbs {
 			c, err := measure(be, func() error { return runMicro(&mbs[i]) })
 			if err != nil {
 				return 0, err
 			}
 			counts.TrainMicroBatch = c // the last micro-batch's
+			if c != nil {
+				stepFLOPs += c.FLOPs
+			}
 		}
+		counts.TrainStepFLOPs = stepFLOPs
 		if err := be.Sync(); err != nil {
 			return 0, err
 		}

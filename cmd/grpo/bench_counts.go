@@ -24,6 +24,9 @@ type benchCounts struct {
 	DecodeGraphErr  string       `json:"decode_graph_error,omitempty"`
 	Prefill         *cuda.Counts `json:"prefill,omitempty"`
 	TrainMicroBatch *cuda.Counts `json:"train_micro_batch,omitempty"`
+	// TrainStepFLOPs are the FLOPs of one whole train step, every
+	// micro-batch's (hardware FLOP utilisation's numerator).
+	TrainStepFLOPs int64 `json:"train_step_flops,omitempty"`
 }
 
 // counted returns the backend's counter, or nil when it has none (cpu).

@@ -42,7 +42,7 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 		t.Fatalf("counts missing: %s", out.String())
 	}
 	d := *c.DecodeStep
-	want := cuda.Counts{GraphLaunches: 1, GraphKernels: d.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * batch, WeightBytes: d.WeightBytes, Atomics: d.Atomics}
+	want := cuda.Counts{GraphLaunches: 1, GraphKernels: d.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * batch, WeightBytes: d.WeightBytes, Atomics: d.Atomics, FLOPs: d.FLOPs}
 	if d != want {
 		t.Errorf("decode step: %v\nwant 1 graph launch, 2 syncs, 2 downloads of %d bytes and nothing else", d, 4*batch)
 	}
@@ -68,6 +68,23 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 	t.Logf("train micro-batch: %v", *c.TrainMicroBatch) // atomics: emu counts them (issue 18's bar is the flash backward's 0)
 	if p := *c.Prefill; p.Launches == 0 || p.GEMMs == 0 {
 		t.Errorf("prefill: %v; want launches and GEMMs", p)
+	}
+	// FLOPs by hand: per token every projection's GEMM, per head and
+	// visible key attention's 4·headDim, the LM head over the rows whose
+	// logits are taken. The decode step is a graph replay: its attention
+	// is counted at the positions it runs at (the last step's, 6), not at
+	// those it was captured at.
+	h, q, kv, inter := int64(cfg.HiddenSize), int64(cfg.NumHeads*cfg.HeadDim), int64(cfg.NumKVHeads*cfg.HeadDim), int64(cfg.IntermediateSize)
+	layers, lmHead := int64(cfg.NumLayers), 2*h*int64(cfg.VocabSize)
+	linear := 2 * (h*(q+2*kv) + q*h + 3*h*inter)
+	if want := layers*(batch*4*linear+4*q*batch*(1+2+3+4)) + batch*lmHead; c.Prefill.FLOPs != want {
+		t.Errorf("prefill: %d FLOPs, want %d", c.Prefill.FLOPs, want)
+	}
+	if want := layers*(batch*linear+4*q*batch*7) + batch*lmHead; d.FLOPs != want {
+		t.Errorf("decode step: %d FLOPs, want %d", d.FLOPs, want)
+	}
+	if tr := c.TrainMicroBatch; c.TrainStepFLOPs != tr.FLOPs || tr.FLOPs <= 0 {
+		t.Errorf("train step %d FLOPs; want its one micro-batch's %d, positive", c.TrainStepFLOPs, tr.FLOPs)
 	}
 }
 

@@ -88,13 +88,7 @@ func rooflineFigures(c *model.Config, weightElem, kvElem int, o benchOpts, prefi
 			benchResult{name + " of fp32 peak", 100 * f / h200FP32FLOPs, "%"})
 	}
 	if prefill > 0 {
-		// Causal prefill: token t attends to t+1 positions, (n+1)/2 on
-		// average; the LM head runs for each sequence's last token only.
-		lmHead := 2 * float64(c.VocabSize) * float64(c.HiddenSize) * (1 - 1/float64(o.prefill))
-		if o.prefillLogits == "all" {
-			lmHead = 0
-		}
-		mfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, linearFLOPs(c)-lmHead+attentionFLOPs(c, float64(o.prefill+1)/2))
+		mfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, prefillModelFLOPs(c, o))
 	}
 	if decode > 0 {
 		ctx := float64(o.prefill) + float64(o.decode+1)/2
@@ -108,10 +102,54 @@ func rooflineFigures(c *model.Config, weightElem, kvElem int, o benchOpts, prefi
 	}
 	if train > 0 {
 		name := fmt.Sprintf("lora train %dx%d", o.trainSeqs, o.trainLen)
-		mfu(name, train, 2*linearFLOPs(c)+3*attentionFLOPs(c, float64(o.trainLen+1)/2))
+		mfu(name, train, trainModelFLOPs(c, o))
 		// Full fine-tuning's 6N (weight gradients too), for comparison with
 		// figures quoted that way; LoRA does not do that work.
 		out = append(out, benchResult{name + " MFU of bf16 peak at 6N", 100 * train * 3 * linearFLOPs(c) / h200BF16FLOPs, "%"})
+	}
+	return out
+}
+
+// prefillModelFLOPs is the model count per prompt token of a prefill:
+// causal, token t attends to t+1 positions, (n+1)/2 on average; the LM
+// head runs for each sequence's last token only (unless every logit is
+// asked for).
+func prefillModelFLOPs(c *model.Config, o benchOpts) float64 {
+	lmHead := 2 * float64(c.VocabSize) * float64(c.HiddenSize) * (1 - 1/float64(o.prefill))
+	if o.prefillLogits == "all" {
+		lmHead = 0
+	}
+	return linearFLOPs(c) - lmHead + attentionFLOPs(c, float64(o.prefill+1)/2)
+}
+
+// trainModelFLOPs is the model count per trained token: forward and input
+// gradients of every weight (2× linear), attention forward and a backward
+// of twice its work.
+func trainModelFLOPs(c *model.Config, o benchOpts) float64 {
+	return 2*linearFLOPs(c) + 3*attentionFLOPs(c, float64(o.trainLen+1)/2)
+}
+
+// hfuFigures are the hardware FLOP utilisation of prefill and train: the
+// FLOPs the device executed (Counts.FLOPs: every GEMM, LoRA product and
+// attention kernel's matrix work, recompute and the attention backward's
+// rebuilt scores included; elementwise kernels not counted) per second
+// over the bf16 peak, and how many of them the model count (MFU's
+// numerator) is: the ratio shows what recompute, LoRA and the backward's
+// recomputed scores cost. prefillFLOPs is one whole timed prefill's count,
+// trainFLOPs one whole train step's (all its micro-batches); a figure
+// without a count or a rate is left out.
+func hfuFigures(c *model.Config, o benchOpts, prefillFLOPs, trainFLOPs int64, prefill, train float64) []benchResult {
+	var out []benchResult
+	hfu := func(name string, tokPerSec, countedPerToken, modelPerToken float64) {
+		out = append(out,
+			benchResult{name + " HFU of bf16 peak", 100 * tokPerSec * countedPerToken / h200BF16FLOPs, "%"},
+			benchResult{name + " counted/model FLOPs", countedPerToken / modelPerToken, "x"})
+	}
+	if prefill > 0 && prefillFLOPs > 0 {
+		hfu(fmt.Sprintf("prefill %dx%d", o.batch, o.prefill), prefill, float64(prefillFLOPs)/float64(o.batch*o.prefill), prefillModelFLOPs(c, o))
+	}
+	if train > 0 && trainFLOPs > 0 {
+		hfu(fmt.Sprintf("lora train %dx%d", o.trainSeqs, o.trainLen), train, float64(trainFLOPs)/float64(o.trainSeqs*o.trainLen), trainModelFLOPs(c, o))
 	}
 	return out
 }

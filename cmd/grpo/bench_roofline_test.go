@@ -116,3 +116,36 @@ func TestRooflineFigures(t *testing.T) {
 		t.Errorf("train MFU at 6N = %v, want %v", got, want)
 	}
 }
+
+// TestHFUFigures checks the hardware FLOP utilisation figures by hand on
+// TestRooflineFigures' model: counted FLOPs per token over the bf16 peak,
+// and their ratio to the model count.
+func TestHFUFigures(t *testing.T) {
+	c := &model.Config{ModelType: "qwen3", HiddenSize: 4, IntermediateSize: 8, NumLayers: 1, NumHeads: 2,
+		NumKVHeads: 1, HeadDim: 2, VocabSize: 10, TieWordEmbeddings: true}
+	o := benchOpts{batch: 2, prefill: 3, trainSeqs: 4, trainLen: 3}
+	figs := map[string]float64{}
+	// Prefill: 2·3 tokens counted 2400 FLOPs, 400 a token; train: 12
+	// tokens 12,000, 1000 a token; both at 1e9 tok/s.
+	for _, r := range hfuFigures(c, o, 2400, 12000, 1e9, 1e9) {
+		figs[r.Name] = r.Value
+	}
+	checks := []struct {
+		name string
+		want float64
+	}{
+		{"prefill 2x3 HFU of bf16 peak", 100 * 400 * 1e9 / h200BF16FLOPs},
+		{"prefill 2x3 counted/model FLOPs", 400 / (368 - 80*2.0/3 + 32)}, // the model count of TestRooflineFigures
+		{"lora train 4x3 HFU of bf16 peak", 100 * 1000 * 1e9 / h200BF16FLOPs},
+		{"lora train 4x3 counted/model FLOPs", 1000.0 / (2*368 + 3*32)},
+	}
+	for _, ch := range checks {
+		if got, ok := figs[ch.name]; !ok || math.Abs(got-ch.want) > 1e-12*ch.want {
+			t.Errorf("%s = %v (reported: %v), want %v", ch.name, got, ok, ch.want)
+		}
+	}
+	// Without a count (a backend that does not count) there is no figure.
+	if figs := hfuFigures(c, o, 0, 0, 1e9, 1e9); len(figs) != 0 {
+		t.Errorf("figures without counts: %v", figs)
+	}
+}

@@ -26,6 +26,8 @@ type Backend struct {
 	optIn map[string]int
 	// attnPath is the forward attention kernel SetAttentionPath chose.
 	attnPath AttentionPath
+	// host are the host's copies of I32 values it uploaded (positions.go).
+	host hostI32
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -215,6 +217,9 @@ func (b *Backend) Free(x kernels.Buffer) {
 		// Back to the pool: later work reuses it in stream order, with no
 		// cuMemFree and so no wait for the stream.
 		b.dev.untag(bx.ptr)
+		if bx.dt == kernels.I32 {
+			b.host.drop(bx.ptr, bx.ptr+DevicePtr(bx.bytes()))
+		}
 		b.fail(b.pool.put(bx.ptr, bx.bytes()))
 		bx.ptr, bx.bad = 0, true
 	}
@@ -273,6 +278,7 @@ func (b *Backend) UploadI32(dst kernels.Buffer, src []int32) {
 		return
 	}
 	b.upload(d.ptr, unsafe.Pointer(&src[0]), d.bytes())
+	b.keepUploaded(d.ptr, src)
 }
 
 func (b *Backend) Download(dst []float32, src kernels.Buffer) {

@@ -42,6 +42,16 @@ type Counts struct {
 	// Atomics are the atomic operations kernels made, where the device
 	// can count them (emu: AtomicsTotal); a GPU cannot, and reports 0.
 	Atomics int64 `json:"atomics,omitempty"`
+	// FLOPs are the floating-point operations of the matrix work the
+	// device executed, replayed graphs included: 2·m·n·k per GEMM, counted
+	// here from its shape, and what each op whose own kernel multiplies
+	// matrices (attention, LoRA shrink/expand, grouped GEMMs) reports
+	// through CountFLOPs, its formula beside its launch. Work done twice
+	// (recompute, attention backward's rebuilt scores) counts twice: this
+	// is the numerator of hardware FLOP utilisation. Elementwise, norm,
+	// softmax, RoPE and sampling kernels are not counted: a few FLOPs an
+	// element, bandwidth- not compute-bound.
+	FLOPs int64 `json:"flops"`
 }
 
 // Sub is c − old, field by field: the work between two snapshots.
@@ -54,13 +64,14 @@ func (c Counts) Sub(old Counts) Counts {
 		HtoD: c.HtoD - old.HtoD, HtoDBytes: c.HtoDBytes - old.HtoDBytes,
 		DtoH: c.DtoH - old.DtoH, DtoHBytes: c.DtoHBytes - old.DtoHBytes,
 		WeightBytes: c.WeightBytes - old.WeightBytes, Atomics: c.Atomics - old.Atomics,
+		FLOPs: c.FLOPs - old.FLOPs,
 	}
 }
 
 // String is a one-line summary for test failures and logs.
 func (c Counts) String() string {
-	return fmt.Sprintf("%d launches, %d GEMMs, %d graph launches (%d kernels), %d allocs, %d frees, %d memsets, %d syncs, %d HtoD (%d B), %d DtoH (%d B), %d weight bytes, %d atomics",
-		c.Launches, c.GEMMs, c.GraphLaunches, c.GraphKernels, c.Allocs, c.Frees, c.Memsets, c.Syncs, c.HtoD, c.HtoDBytes, c.DtoH, c.DtoHBytes, c.WeightBytes, c.Atomics)
+	return fmt.Sprintf("%d launches, %d GEMMs, %d graph launches (%d kernels), %d allocs, %d frees, %d memsets, %d syncs, %d HtoD (%d B), %d DtoH (%d B), %d weight bytes, %d atomics, %d FLOPs",
+		c.Launches, c.GEMMs, c.GraphLaunches, c.GraphKernels, c.Allocs, c.Frees, c.Memsets, c.Syncs, c.HtoD, c.HtoDBytes, c.DtoH, c.DtoHBytes, c.WeightBytes, c.Atomics, c.FLOPs)
 }
 
 // Counter is a Device that counts what is asked of the device it wraps
@@ -81,7 +92,7 @@ type Counter struct {
 type span struct{ lo, hi DevicePtr }
 
 // graphCounts is what one replay of a graph runs.
-type graphCounts struct{ kernels, weightBytes int64 }
+type graphCounts struct{ kernels, weightBytes, flops int64 }
 
 // NewCounter wraps d.
 func NewCounter(d Device) *Counter { return &Counter{Device: d, graphs: map[Graph]graphCounts{}} }
@@ -153,10 +164,11 @@ func (c *Counter) gemmWeightBytes(elem, m, n, k int, a, b DevicePtr) int64 {
 }
 
 // issued counts one kernel or GEMM, into the capture when one is open.
-func (c *Counter) issued(gemm bool, weightBytes int64) {
+func (c *Counter) issued(gemm bool, weightBytes, flops int64) {
 	if c.capturing {
 		c.capture.kernels++
 		c.capture.weightBytes += weightBytes
+		c.capture.flops += flops
 		return
 	}
 	if gemm {
@@ -165,7 +177,22 @@ func (c *Counter) issued(gemm bool, weightBytes int64) {
 		c.c.Launches++
 	}
 	c.c.WeightBytes += weightBytes
+	c.c.FLOPs += flops
 }
+
+// CountFLOPs adds the matrix FLOPs of an op's own kernels (Counts.FLOPs),
+// into the capture when one is open. Ops call it once per op, beside the
+// launch, with the formula of what the kernels compute.
+func (c *Counter) CountFLOPs(n int64) {
+	if c.capturing {
+		c.capture.flops += n
+		return
+	}
+	c.c.FLOPs += n
+}
+
+// gemmFLOPs is a GEMM's multiply-adds, 2·m·n·k.
+func gemmFLOPs(m, n, k int) int64 { return 2 * int64(m) * int64(n) * int64(k) }
 
 func (c *Counter) Alloc(bytes int) (DevicePtr, error) {
 	c.c.Allocs++
@@ -203,17 +230,17 @@ func (c *Counter) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) er
 }
 
 func (c *Counter) Launch(name string, grid, block Dim3, sharedBytes int, args ...any) error {
-	c.issued(false, 0)
+	c.issued(false, 0, 0)
 	return c.Device.Launch(name, grid, block, sharedBytes, args...)
 }
 
 func (c *Counter) Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
-	c.issued(true, c.gemmWeightBytes(4, m, n, k, a, b))
+	c.issued(true, c.gemmWeightBytes(4, m, n, k, a, b), gemmFLOPs(m, n, k))
 	return c.Device.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
 }
 
 func (c *Counter) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
-	c.issued(true, c.gemmWeightBytes(2, m, n, k, a, b))
+	c.issued(true, c.gemmWeightBytes(2, m, n, k, a, b), gemmFLOPs(m, n, k))
 	return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
 }
 
@@ -249,6 +276,7 @@ func (c *Counter) LaunchGraph(g Graph) error {
 	c.c.GraphLaunches++
 	c.c.GraphKernels += gc.kernels
 	c.c.WeightBytes += gc.weightBytes
+	c.c.FLOPs += gc.flops
 	return c.Device.LaunchGraph(g)
 }
 

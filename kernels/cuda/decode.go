@@ -23,6 +23,7 @@ func (b *Backend) AddI32(out, a, x kernels.Buffer, n int) {
 		return
 	}
 	b.elementwise("add_i32", n, o.ptr, aa.ptr, xx.ptr, int32(n))
+	b.afterEachRun(func() { b.host.add(o.ptr, aa.ptr, xx.ptr, n) })
 }
 
 // SampleStream launches pcg_draw_f64, which writes each row's draw into

@@ -14,6 +14,7 @@ type graph struct {
 	owner   *Backend
 	g       Graph
 	scratch []scratchBlock
+	host    []func()
 }
 
 type scratchBlock struct {
@@ -32,6 +33,9 @@ type scratchBlock struct {
 type capture struct {
 	free  map[int][]DevicePtr
 	owned []scratchBlock
+	// host is the host bookkeeping of the captured ops, run after each
+	// replay (afterEachRun).
+	host []func()
 }
 
 // BeginCapture starts a stream capture on the device. Errors queued before
@@ -94,7 +98,7 @@ func (b *Backend) EndCapture() (kernels.Graph, error) {
 		}
 		return nil, fmt.Errorf("%s: capturing a graph: %w", b.Name(), err)
 	}
-	return &graph{owner: b, g: g, scratch: c.owned}, nil
+	return &graph{owner: b, g: g, scratch: c.owned, host: c.host}, nil
 }
 
 func (b *Backend) own(op string, g kernels.Graph) *graph {
@@ -109,6 +113,9 @@ func (b *Backend) Replay(g kernels.Graph) {
 	gg := b.own("Replay", g)
 	b.pending = true
 	b.fail(b.dev.LaunchGraph(gg.g))
+	for _, f := range gg.host {
+		f()
+	}
 }
 
 func (b *Backend) FreeGraph(g kernels.Graph) {
@@ -117,5 +124,5 @@ func (b *Backend) FreeGraph(g kernels.Graph) {
 	for _, s := range gg.scratch {
 		b.fail(b.pool.put(s.ptr, s.bytes))
 	}
-	gg.g, gg.scratch = 0, nil
+	gg.g, gg.scratch, gg.host = 0, nil, nil
 }

@@ -91,6 +91,7 @@ func (b *Backend) LoRAShrink(xa, x, a kernels.Buffer, rows, in, ranks int) {
 	if xx.dt == kernels.BF16 {
 		name = "lora_shrink_xbf16"
 	}
+	b.dev.CountFLOPs(gemmFLOPs(rows, ranks, in)) // xa = x·Aᵀ
 	b.launch(name, D2(rows, ceilDiv(ranks, loraWarps)), D1(loraBlock), 0, o.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks))
 }
 
@@ -103,6 +104,11 @@ func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows i
 	if !ok || !usable(x) {
 		return
 	}
+	var flops int64
+	for _, p := range ps {
+		flops += gemmFLOPs(rows, p.Out, p.Rank) // y += scale·xa·Bᵀ
+	}
+	b.dev.CountFLOPs(flops)
 	eachLaunch(ps, func(g []loraPart) {
 		args, maxOut, _ := partArgs(g)
 		grid := Dim3{uint32(rows), uint32(ceilDiv(maxOut, loraBlock)), uint32(len(g))}
@@ -122,6 +128,14 @@ func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoR
 	if !ok || !usable(d, x) {
 		return
 	}
+	var flops int64
+	for _, p := range ps {
+		flops += gemmFLOPs(rows, p.Rank, p.Out) // dxa = dy·B
+		if p.DB != nil {
+			flops += gemmFLOPs(p.Out, p.Rank, rows) // dB = scale·dyᵀ·xa
+		}
+	}
+	b.dev.CountFLOPs(flops)
 	eachLaunch(ps, func(g []loraPart) {
 		args, maxOut, maxRank := partArgs(g)
 		dxaY, dbX := ceilDiv(maxRank, loraWarps), 0
@@ -152,9 +166,11 @@ func (b *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in,
 	dxBlocks, daBlocks := 0, 0
 	if dx != nil {
 		dxBlocks = rows * ceilDiv(in, loraBlock)
+		b.dev.CountFLOPs(gemmFLOPs(rows, in, ranks)) // dx gets dxa·A
 	}
 	if da != nil {
 		daBlocks = ceilDiv(in, loraBlock) * ceilDiv(ranks, loraWarps)
+		b.dev.CountFLOPs(gemmFLOPs(ranks, in, rows)) // dA = dxaᵀ·x
 	}
 	i32(op, dxBlocks+daBlocks)
 	if dxBlocks+daBlocks == 0 {

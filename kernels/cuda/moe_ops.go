@@ -90,6 +90,7 @@ func (b *Backend) GroupedMatMul(c, a, bm, offsets kernels.Buffer, rows, nExperts
 		name = "grouped_matmul_bf16"
 	}
 	grid := D2((rows+gmmTile-1)/gmmTile+nExperts, (n+gmmTile-1)/gmmTile)
+	b.dev.CountFLOPs(gemmFLOPs(rows, n, k)) // each row times its expert's n×k matrix
 	b.launch(name, grid, D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
 }
 
@@ -106,6 +107,7 @@ func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExper
 	if !usable(cc, aa, bb, off) {
 		return
 	}
+	b.dev.CountFLOPs(gemmFLOPs(m, n, rows)) // C[e] = A[e's rows]ᵀ·B[e's rows], rows in all
 	b.launch("grouped_matmul_tn_f32", D2((m*n+255)/256, nExperts), D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(m), int32(n), alpha, beta)
 }
 

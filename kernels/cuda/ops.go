@@ -201,6 +201,10 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	if nTok == 0 || !usable(o, l, qq, kc, vc, tb, s, p) {
 		return
 	}
+	// Every kernel below (scalar, flash, split-KV decode) computes, per
+	// query head and visible key, the score q·k and its share of p·v:
+	// 2·headDim FLOPs each.
+	b.afterEachRun(func() { b.dev.CountFLOPs(4 * int64(nHead*headDim) * b.host.visibleKeys(p.ptr, nTok, pages.MaxLen())) })
 	if headDim <= flashMaxHeadDim {
 		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
 		return

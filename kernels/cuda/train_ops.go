@@ -152,6 +152,17 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 	if !usable(ops...) {
 		return
 	}
+	// Per query head and visible key, 2·headDim FLOPs a product: the flash
+	// passes rebuild S = q·k and dP = dO·v twice (dk/dv pass, then dq
+	// pass) and form dV, dK and dQ — 7 products; the scalar kernel scores
+	// once, then dv, dk and dq — 5.
+	products := int64(7)
+	if headDim > flashMaxHeadDim {
+		products = 5
+	}
+	b.afterEachRun(func() {
+		b.dev.CountFLOPs(2 * products * int64(nHead*headDim) * b.host.visibleKeys(ops[10].ptr, nTok, pages.MaxLen()))
+	})
 	if headDim <= flashMaxHeadDim {
 		b.attentionBackwardFlash(ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], kc, vc, ops[9], ops[10], tb, pages, nTok, nHead, nKV, headDim, scale)
 		return

@@ -1,0 +1,132 @@
+package estimate
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
+	"github.com/grpo-dev/grpo/kernels/emu"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// emuCountingBackend is the CUDA backend on the emulated device with a
+// ledger of live buffer bytes at their stored sizes (bf16 2 B): the
+// device's own scratch pool (a GEMM's bf16 copy of its activations) is
+// the estimate's resident item, not the phases'.
+type emuCountingBackend struct {
+	*cuda.Backend
+	ledger
+}
+
+func (c *emuCountingBackend) Alloc(dt kernels.DType, n int) kernels.Buffer {
+	c.add(int64(n) * int64(dt.Size()))
+	return c.Backend.Alloc(dt, n)
+}
+
+func (c *emuCountingBackend) Free(b kernels.Buffer) {
+	c.add(-int64(b.Len()) * int64(b.DType().Size()))
+	c.Backend.Free(b)
+}
+
+// weightsToBF16 makes a random model's weights bf16, as model.Load keeps
+// a bf16 checkpoint's: MatMul then takes the fused path's bf16 casts.
+func weightsToBF16(t *testing.T, m *model.Model) {
+	be := m.Backend
+	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
+		host := make([]float32, b.Len())
+		be.Download(host, b)
+		nb := be.Alloc(kernels.BF16, len(host))
+		be.Upload(nb, host)
+		be.Free(b)
+		return nb
+	})
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEstimateMatchesAllocationsOnEmu is TestEstimateMatchesAllocations
+// on a GPU backend (the CUDA backend under emu) with bf16 weights: the
+// sampling and training estimates equal the peak of live buffer bytes
+// exactly, training under every recompute setting, and with the KL
+// reference's trace (under none, where it sets the peak, and layer:1,
+// where the backward does). Here the layers write bf16 casts of their
+// GEMM inputs (model/layer.go allocCasts) that the CPU backend never
+// allocates: unpriced, the estimate fell short by them (sampling 38,912
+// bytes; training 34,816, and 67,584 with the reference's trace).
+func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slots, prompt, maxTok, micro = 4, 25, 8, 64
+	cfg := estimateConfig(slots, 2, maxTok)
+	cfg.MicroBatchTokens = micro
+	cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
+	train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	// The estimate knows emu as what it runs: the cuda device's code.
+	opts := Options{Device: "cuda", WeightDType: "bf16", Train: train}
+	e, err := Memory(cfg, mc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := emu.New()
+	defer inner.Close()
+	be := &emuCountingBackend{Backend: inner}
+	m := model.NewRandom(mc, be, 1)
+	weightsToBF16(t, m)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := m.WithAdapter(ad)
+	gen := be.phase(t, func() error {
+		s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
+		for i := range prompts {
+			prompts[i] = make([]int32, prompt)
+			prompts[i][0] = int32(i) // distinct prompts: each rollout its own example
+			params[i] = sampler.DefaultParams()
+			params[i].MaxTokens = maxTok
+		}
+		_, err = s.Generate(context.Background(), prompts, params)
+		return err
+	})
+	if want := e.PhaseBytes(PhaseSampling); gen != want {
+		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
+	}
+	stepSamples := append(packedSamples(micro, prompt, maxTok, mc.VocabSize), packedSamples(micro, prompt, maxTok, mc.VocabSize)...)
+	for _, beta := range []float64{0, 0.1} {
+		settings := []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"}
+		if beta > 0 {
+			settings = []string{"none", "layer:1"}
+		}
+		for _, setting := range settings {
+			cfg.Loss.Beta, cfg.Recompute = beta, setting
+			e, err = Memory(cfg, mc, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
+			samples := slices.Clone(stepSamples)
+			trained := be.phase(t, func() error {
+				_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
+				return err
+			})
+			if want := e.PhaseBytes(PhaseTraining); trained != want {
+				t.Errorf("training, beta %g, recompute %s: allocated %d, estimate %d (diff %d)", beta, setting, trained, want, want-trained)
+			}
+		}
+	}
+}
