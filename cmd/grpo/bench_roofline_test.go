@@ -115,6 +115,13 @@ func TestRooflineFigures(t *testing.T) {
 	if got, want := figs["lora train 1x3 MFU of bf16 peak at 6N"], 100*3*368*1e9/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
 		t.Errorf("train MFU at 6N = %v, want %v", got, want)
 	}
+	// Strict 4N: 2·368 per token, attention left out.
+	if got, want := figs["lora train 1x3 TFLOP/s at 4N"], 2*368*1e9/1e12; math.Abs(got-want) > 1e-12 {
+		t.Errorf("train TFLOP/s at 4N = %v, want %v", got, want)
+	}
+	if got, want := figs["lora train 1x3 MFU of bf16 peak at 4N"], 100*2*368*1e9/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+		t.Errorf("train MFU at 4N = %v, want %v", got, want)
+	}
 }
 
 // TestHFUFigures checks the hardware FLOP utilisation figures by hand on
