@@ -63,6 +63,12 @@ func (m *Model) NewDecoder(maxRows int) *Decoder {
 	return &Decoder{m: m, maxRows: maxRows, buckets: map[int]*decodeBucket{}, pad: -1}
 }
 
+// SetMaxRows makes later Loads take up to n rows and cap the buckets at
+// n, as NewDecoder(n) would: a sampler reused for fewer slots than it was
+// built with pads its steps as a new one of that size does. Buckets already
+// made stay, graphs included, for steps that choose them again.
+func (d *Decoder) SetMaxRows(n int) { d.maxRows = max(1, n) }
+
 // Bucket is the rows a step of n sequences runs: more than n means it
 // needs a padding slot (Load).
 func (d *Decoder) Bucket(n int) int { return d.bucketFor(n) }
