@@ -24,9 +24,18 @@ type KeptEngine struct {
 	Model *model.Model
 	Tok   *tokenizer.Tokenizer
 	s     *sampler.Sampler
+	// reserve is the least a sampler is built for (Reserve).
+	reserve sampler.Config
 	// builds counts the samplers made.
 	builds int
 }
+
+// Reserve makes every sampler the engine builds hold at least cfg's
+// slots, sequence length and blocks (0: as the call needs), so that calls
+// whose sizes vary within cfg — a step's longest prompt changes from
+// step to step — reuse one sampler: a trainer reserves its memory plan's
+// KV pool (estimate.KVPlan).
+func (k *KeptEngine) Reserve(cfg sampler.Config) { k.reserve = cfg }
 
 // NewKeptEngine returns an engine over m that keeps its sampler across
 // Plays until Release or Close.
@@ -62,14 +71,22 @@ func (k *KeptEngine) sampler(cfg sampler.Config) (*sampler.Sampler, error) {
 		}
 	}
 	want := cfg
+	grow := func(slots, maxLen, blocks int) {
+		want.Slots, want.MaxLen = max(want.Slots, slots), max(want.MaxLen, maxLen)
+		if want.Blocks > 0 {
+			want.Blocks = max(want.Blocks, blocks) // 0 is every slot's worst case already
+		}
+	}
+	r := k.reserve
+	grow(r.Slots, r.MaxLen, r.Blocks)
+	if r.Slots > 0 && r.MaxLen > 0 && r.Blocks == 0 {
+		want.Blocks = 0 // the reserved pool is every slot's worst case
+	}
 	if k.s != nil {
 		c := k.s.Cache()
-		want.Slots, want.MaxLen = max(want.Slots, c.Slots), max(want.MaxLen, c.MaxLen)
-		if want.Blocks > 0 {
-			want.Blocks = max(want.Blocks, c.NumBlocks)
-		}
-		want.PrefillTokens = 0
+		grow(c.Slots, c.MaxLen, c.NumBlocks)
 	}
+	want.PrefillTokens = 0
 	k.Release()
 	s, err := sampler.New(k.Model, k.Tok, want)
 	if err != nil {
