@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -87,5 +88,42 @@ func TestKeptEngineMatchesLocalOnEmu(t *testing.T) {
 	eng.Release()
 	if eng.Kept() {
 		t.Fatal("Release kept the sampler")
+	}
+}
+
+// TestKeptEngineDropsAFailedPlaysSampler: after a Play that fails (an
+// environment that is down: env.ErrFatal) the engine keeps no sampler —
+// the state of a failed call's sampler is not trusted — and the next Play
+// builds a new one and plays what Local plays.
+func TestKeptEngineDropsAFailedPlaysSampler(t *testing.T) {
+	tok := qwen3Tokenizer(t)
+	m := vocabModel(t, tok)
+	exs := []env.Example{
+		{ID: "up", Prompt: []chat.Message{{Role: "user", Content: "Hi"}}},
+		{ID: "down", Prompt: []chat.Message{{Role: "user", Content: "Hi"}}},
+	}
+	eng := NewKeptEngine(m, tok)
+	defer eng.Close(context.Background())
+	if _, err := eng.Play(context.Background(), downEnv{}, exs, 2, rolloutParams(), 1, Options{}); !errors.Is(err, env.ErrFatal) {
+		t.Fatalf("Play on a down environment: %v, want its fatal error", err)
+	}
+	if eng.Kept() {
+		t.Fatal("the engine kept the sampler of a failed Play")
+	}
+	got, err := eng.Play(context.Background(), echoEnv{turns: 3}, exs, 2, rolloutParams(), 17, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Local(context.Background(), m, tok, echoEnv{turns: 3}, exs, 2, rolloutParams(), 17, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if !slices.Equal(got[i].Tokens, want[i].Tokens) || got[i].Turns != want[i].Turns {
+			t.Errorf("trajectory %d after the failed Play: %d turns %v, Local %d turns %v", i, got[i].Turns, got[i].Tokens, want[i].Turns, want[i].Tokens)
+		}
+	}
+	if eng.Builds() != 2 || !eng.Kept() {
+		t.Errorf("%d samplers built (kept %v), want 2 (the failed Play's and a new one), kept", eng.Builds(), eng.Kept())
 	}
 }
