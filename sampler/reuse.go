@@ -51,8 +51,11 @@ func (s *Sampler) Reuse(dec Decoder, cfg Config) error {
 	s.dec, s.cfg, s.stats = dec, cfg, Stats{}
 	s.freeAllSlots()
 	s.static.loaded = nil
-	if s.static.decoder != nil {
-		s.static.decoder.SetMaxRows(cfg.Slots)
+	if d := s.static.decoder; d != nil {
+		d.SetMaxRows(cfg.Slots)
+		// The padded buckets (powers of two, the slots) recur in every
+		// batch; an exact-size one only where its live count recurs.
+		d.DropUnused(func(n int) bool { return n&(n-1) == 0 || n == cfg.Slots })
 	}
 	return nil
 }
