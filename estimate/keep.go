@@ -11,11 +11,11 @@ type SamplerKeep struct {
 	// Bytes is what a step holds at once when it keeps the sampler: the
 	// resident items, the largest sampling phase (sampling or eval: KV
 	// pool, forward activations, logits) and the training phase. The
-	// sampling phase stands for what the sampler keeps: its pool and its
-	// decode workspaces (a bucket's rows of activations and logits each,
-	// about twice the slots' rows over all buckets), which the phase's
-	// forward of max(2048, slots) tokens covers unless the vocabulary
-	// dwarfs the hidden size at more than 1024 slots.
+	// sampling phase stands for what the sampler keeps: its pool, exactly,
+	// and its decode workspaces, which the estimate does not itemise (each
+	// bucket's rows of activations and logits: about twice the slots'
+	// rows for the padded buckets, more with exact-size ones), so with a
+	// large vocabulary a tight fit can be optimistic.
 	Bytes int64
 	// Why is the decision in one line, for the run's log.
 	Why string
