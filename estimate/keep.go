@@ -8,35 +8,39 @@ import "fmt"
 // capturing every batch-size bucket's graph again (rollout.KeptEngine).
 type SamplerKeep struct {
 	Keep bool
-	// Bytes is what a step holds at once when it keeps the sampler: the
-	// resident items, the largest sampling phase (sampling or eval: KV
-	// pool, forward activations, logits) and the training phase. The
-	// sampling phase stands for what the sampler keeps: its pool, exactly,
-	// and its decode workspaces, which the estimate does not itemise (each
-	// bucket's rows of activations and logits: about twice the slots'
-	// rows for the padded buckets, more with exact-size ones), so with a
-	// large vocabulary a tight fit can be optimistic.
+	// Bytes is what the policy update holds with the sampler kept: the
+	// resident items, the training phase and the kept sampler — the
+	// largest KV plan's pool and decode workspaces (KVPlan.Bytes and
+	// DecodeBytes; sampling or eval, whose calls share the sampler).
 	Bytes int64
 	// Why is the decision in one line, for the run's log.
 	Why string
 }
 
-// KeepSampler decides SamplerKeep from the estimate's phases and the free
-// memory av (as planned against: the KV plans are cut to it): the sampler
-// is kept when resident + sampling + training fit in av less the KV plan's
-// headroom. Unknown free memory keeps it, as the KV pool is then left
-// unbounded too.
+// KeepSampler decides SamplerKeep from the estimate and the free memory
+// av it was planned against (the KV plans are cut to it): the sampler is
+// kept when Bytes fit in av less the KV plan's headroom. Unknown free
+// memory keeps it, as the KV pool is then left unbounded too. The
+// sampling phase's transient activations are not counted: they are freed
+// before the update.
 func (e *Estimate) KeepSampler(av *Available) SamplerKeep {
-	sampling := max(e.PhaseBytes(PhaseSampling), e.PhaseBytes(PhaseEval))
-	k := SamplerKeep{Bytes: e.PhaseBytes(PhaseResident) + sampling + e.PhaseBytes(PhaseTraining)}
+	var kept, pool int64
+	for _, p := range e.KV {
+		if b := p.Bytes() + p.DecodeBytes; b > kept {
+			kept, pool = b, p.Bytes()
+		}
+	}
+	resident, training := e.PhaseBytes(PhaseResident), e.PhaseBytes(PhaseTraining)
+	k := SamplerKeep{Bytes: resident + training + kept}
+	what := fmt.Sprintf("resident %s + training %s + the sampler's KV pool %s and decode workspaces %s = %s",
+		FormatBytes(resident), FormatBytes(training), FormatBytes(pool), FormatBytes(kept-pool), FormatBytes(k.Bytes))
 	if av == nil || !av.Known {
 		k.Keep = true
-		k.Why = fmt.Sprintf("kept across steps: free memory unknown; sampling %s and training %s together need %s", FormatBytes(sampling), FormatBytes(e.PhaseBytes(PhaseTraining)), FormatBytes(k.Bytes))
+		k.Why = fmt.Sprintf("kept across steps: free memory unknown; %s", what)
 		return k
 	}
 	room := int64(float64(av.Bytes) * (1 - kvHeadroom))
 	k.Keep = k.Bytes <= room
-	what := fmt.Sprintf("resident %s + sampling %s + training %s = %s", FormatBytes(e.PhaseBytes(PhaseResident)), FormatBytes(sampling), FormatBytes(e.PhaseBytes(PhaseTraining)), FormatBytes(k.Bytes))
 	if k.Keep {
 		k.Why = fmt.Sprintf("kept across steps: %s fit in %s of %s free", what, FormatBytes(room), FormatBytes(av.Bytes))
 	} else {
