@@ -129,7 +129,7 @@ func sameRows(t *testing.T, what string, got, want []map[string]any) {
 // backend three times: with the sampler kept across steps and evals (the
 // default), with it freed before every update because the free memory
 // (a fake MemAvailable of 1 byte beside the resident items) cannot hold
-// the sampling phase and training together, and with a new sampler per
+// the kept sampler and training together, and with a new sampler per
 // call (WithSamplerPerCall, the path before). Every metric and eval
 // figure is the same bit for bit in all three — rewards, loss, grad norm,
 // entropy, so the kept decode graphs sample from the adapter as each

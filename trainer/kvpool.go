@@ -20,8 +20,8 @@ import (
 // have no local pool to plan.
 //
 // It also decides whether the sampler stays allocated through the policy
-// update (estimate.KeepSampler: the sampling phase and training fit the
-// free memory together), and logs the decision: a kept sampler reuses its
+// update (estimate.KeepSampler: its KV pool and decode workspaces and
+// training fit the free memory together), and logs the decision: a kept sampler reuses its
 // pool and decode graphs at the next step.
 func (r *run) planKVPool() {
 	if r.cfg.Inference.On() {
