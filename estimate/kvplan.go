@@ -37,6 +37,11 @@ type KVPlan struct {
 	Cap, Passes int
 	// Bounded reports a pool cut to the free memory.
 	Bounded bool
+	// DecodeBytes is the static decode step's workspaces a sampler of
+	// this plan holds once every padded bucket (1, 2, 4, …, the
+	// rollouts) has run: what a sampler kept across steps holds beside
+	// its pool (KeepSampler).
+	DecodeBytes int64
 }
 
 // newKVPlan sizes the pool for every rollout of s at once on dev.

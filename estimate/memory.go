@@ -358,6 +358,7 @@ func evalShapesFromConfig(cfg *config.Config) []EnvShape {
 type phaseBytes struct {
 	items  []MemItem
 	maxLen int
+	decode int64 // the decode workspaces (KVPlan.DecodeBytes)
 }
 
 func (p phaseBytes) total() int64 {
@@ -445,6 +446,14 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	}
 	var p phaseBytes
 	p.maxLen = plan.MaxLen
+	// The static decode step's workspaces (model.Decoder), which a kept
+	// sampler holds between steps: one per padded bucket (1, 2, 4, … and
+	// the slots), each its rows of the same activations and a logits row.
+	rowsAll := slots
+	for b := int64(1); b < slots; b <<= 1 {
+		rowsAll += b
+	}
+	p.decode = peak(rowsAll, rowsAll)
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
 		Detail: fmt.Sprintf("%d blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
 			plan.Blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
@@ -472,6 +481,7 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 	plan := newKVPlan(mc, s, dev)
 	plan.Phase = phase
 	p := samplingBytes(mc, ad, s, plan, e.casts)
+	plan.DecodeBytes = p.decode
 	if av == nil || !av.Known {
 		return p, plan
 	}
@@ -486,9 +496,13 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 		// how much the run is short.
 		plan.bound(plan.BlocksAll)
 		plan.Cap, plan.Passes = 0, 0
-		return samplingBytes(mc, ad, s, plan, e.casts), plan
+		p = samplingBytes(mc, ad, s, plan, e.casts)
+		plan.DecodeBytes = p.decode
+		return p, plan
 	}
-	return samplingBytes(mc, ad, s, plan, e.casts), plan
+	p = samplingBytes(mc, ad, s, plan, e.casts)
+	plan.DecodeBytes = p.decode
+	return p, plan
 }
 
 // trainSeq is one environment's rollout as the policy update sees it: the

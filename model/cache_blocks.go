@@ -30,6 +30,23 @@ func newBlocks(slots, maxBlocks, numBlocks int) blocks {
 	return b
 }
 
+// ResetBlocks puts the pool back in a new cache's order (the lowest block
+// taken first), so a cache reused for a new batch maps its blocks as a new
+// one would. Every slot must have been released.
+func (c *KVCache) ResetBlocks() error {
+	if c.fixed {
+		return nil
+	}
+	if len(c.free) != c.NumBlocks {
+		return fmt.Errorf("KV cache: %d of %d blocks are still mapped; release every slot before reusing the cache", c.NumBlocks-len(c.free), c.NumBlocks)
+	}
+	c.free = c.free[:0]
+	for i := c.NumBlocks - 1; i >= 0; i-- {
+		c.free = append(c.free, int32(i))
+	}
+	return nil
+}
+
 // FreeBlocks is how many blocks no slot maps.
 func (c *KVCache) FreeBlocks() int { return len(c.free) }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -64,6 +65,7 @@ type decodeBucket struct {
 	graphCache            *KVCache // the cache the graph was captured over
 	eager                 int      // steps run op by op since the last Load
 	hostOut               []int32  // out on the host; hostTok is its first rows
+	used                  bool     // loaded since the last DropUnused
 	hostTok               []int32
 	hostParams, hostState []int32
 }
@@ -72,6 +74,45 @@ type decodeBucket struct {
 // one after changing it) for steps of up to maxRows sequences.
 func (m *Model) NewDecoder(maxRows int) *Decoder {
 	return &Decoder{m: m, maxRows: maxRows, buckets: map[int]*decodeBucket{}, pad: -1}
+}
+
+// SetMaxRows makes later Loads take up to n rows and cap the buckets at
+// n, as NewDecoder(n) would: a sampler reused for fewer slots than it was
+// built with pads its steps as a new one of that size does. Buckets already
+// made stay, graphs included, for steps that choose them again.
+func (d *Decoder) SetMaxRows(n int) { d.maxRows = max(1, n) }
+
+// DropUnused frees the buckets not loaded since the last call (workspace
+// and graph) unless keep(rows) says otherwise. A step that cannot pad
+// runs a bucket of its exact row count, so a decoder kept across many
+// batches would gather one per live count it ever met; dropping those a
+// batch did not use bounds it to about two batches' worth.
+func (d *Decoder) DropUnused(keep func(rows int) bool) {
+	g, _ := d.m.Backend.(kernels.Graphs)
+	for n, b := range d.buckets {
+		if !b.used && !keep(n) {
+			if b.graph != nil && g != nil {
+				g.FreeGraph(b.graph)
+			}
+			b.a.free()
+			delete(d.buckets, n)
+			if d.cur == b {
+				d.cur = nil
+			}
+		}
+		b.used = false
+	}
+}
+
+// Buckets is the row counts of the workspaces the decoder holds, in
+// increasing order.
+func (d *Decoder) Buckets() []int {
+	out := make([]int, 0, len(d.buckets))
+	for n := range d.buckets {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Bucket is the rows a step of n sequences runs: more than n means it
@@ -144,6 +185,7 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 		b = d.newBucket(n)
 		d.buckets[n] = b
 	}
+	b.used = true
 	d.cur, d.rows, d.pad = b, append(d.rows[:0], rows...), int32(padSlot)
 	slot, pos, delta := make([]int32, n), make([]int32, n), make([]int32, n)
 	p := make([]kernels.SampleParams, n)

@@ -17,9 +17,30 @@ import (
 // episodes share its prompt's blocks: it is prefilled once. The prompts
 // rendered for the sizing are the ones the episodes start with.
 func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
-	st, err := newSetup(tok, e, opts)
+	c, err := sizeLocal(m, tok, e, exs, perExample, p, opts)
 	if err != nil {
 		return nil, err
+	}
+	s, err := sampler.New(m, tok, c.cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return c.play(ctx, s, tok, e, exs, perExample, p, seed, opts)
+}
+
+// localCall is one Local call's prompts and the sampler sized for them.
+type localCall struct {
+	st      setup
+	prompts []prompt
+	cfg     sampler.Config
+}
+
+// sizeLocal renders the prompts and sizes the sampler as Local's doc says.
+func sizeLocal(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, opts Options) (localCall, error) {
+	st, err := newSetup(tok, e, opts)
+	if err != nil {
+		return localCall{}, err
 	}
 	prompts := renderPrompts(tok, exs, st.chat)
 	longest := 0
@@ -35,16 +56,16 @@ func Local(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.
 		// A plan made for shorter prompts still runs one episode at a time.
 		blocks = max(blocks, sampler.GroupBlocks(longest, 1, maxLen, sampler.DefaultBlockSize, false))
 	}
-	s, err := sampler.New(m, tok, sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
-		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing, RecordExperts: opts.RecordExperts})
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
+	return localCall{st: st, prompts: prompts, cfg: sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
+		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing, RecordExperts: opts.RecordExperts}}, nil
+}
+
+// play plays the call's episodes on s, sized by sizeLocal.
+func (c localCall) play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
 	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
 		return nil, err
 	}
-	return play(ctx, samplerRunner{s}, tok, e, exs, prompts, perExample, p, seed, opts, st)
+	return play(ctx, samplerRunner{s}, tok, e, exs, c.prompts, perExample, p, seed, opts, c.st)
 }
 
 // sizingTurns is how many model turns a slot is sized for: e's turn limit

@@ -29,12 +29,13 @@ type PolicyEngine interface {
 	Close(ctx context.Context) error
 }
 
-// NewEngine is the engine a trainer generates its rollouts with: Local
-// over m (which carries the adapter being trained) when srv is nil, else
-// a ServerEngine on srv (see NewServerEngine).
+// NewEngine is the engine a trainer generates its rollouts with: a
+// KeptEngine over m (which carries the adapter being trained), whose
+// sampler serves every step and eval, when srv is nil, else a
+// ServerEngine on srv (see NewServerEngine).
 func NewEngine(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, srv *endpoints.Client, o ServerOptions) (PolicyEngine, error) {
 	if srv == nil {
-		return LocalEngine{Model: m, Tok: tok}, nil
+		return NewKeptEngine(m, tok), nil
 	}
 	o.Tok = tok
 	if o.Config == nil {

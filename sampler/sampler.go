@@ -76,18 +76,33 @@ type Sampler struct {
 // New allocates a sampler and its KV cache. dec may be nil when no
 // sequence uses stop strings.
 func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := m.NewPagedKVCache(cfg.Slots, cfg.MaxLen, cfg.BlockSize, cfg.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("sampler: %w", err)
+	}
+	s := &Sampler{m: m, dec: dec, cfg: cfg, cache: cache}
+	s.freeAllSlots()
+	return s, nil
+}
+
+// withDefaults checks cfg and fills in its defaults, as New sizes a cache.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.PrefillTokens == 0 {
 		cfg.PrefillTokens = max(2048, cfg.Slots)
 	}
 	switch {
 	case cfg.Slots < 1:
-		return nil, fmt.Errorf("sampler: slots = %d: want at least 1 sequence", cfg.Slots)
+		return cfg, fmt.Errorf("sampler: slots = %d: want at least 1 sequence", cfg.Slots)
 	case cfg.MaxLen < 2:
-		return nil, fmt.Errorf("sampler: max_len = %d: want at least 2 tokens (a prompt and one generated token)", cfg.MaxLen)
+		return cfg, fmt.Errorf("sampler: max_len = %d: want at least 2 tokens (a prompt and one generated token)", cfg.MaxLen)
 	case cfg.PrefillTokens < cfg.Slots:
-		return nil, fmt.Errorf("sampler: prefill_tokens = %d is below slots = %d; one decode step of every sequence must fit in one forward call", cfg.PrefillTokens, cfg.Slots)
+		return cfg, fmt.Errorf("sampler: prefill_tokens = %d is below slots = %d; one decode step of every sequence must fit in one forward call", cfg.PrefillTokens, cfg.Slots)
 	case cfg.BlockSize < 0 || cfg.Blocks < 0:
-		return nil, fmt.Errorf("sampler: block_size = %d, blocks = %d: want positive values, or 0 for the defaults", cfg.BlockSize, cfg.Blocks)
+		return cfg, fmt.Errorf("sampler: block_size = %d, blocks = %d: want positive values, or 0 for the defaults", cfg.BlockSize, cfg.Blocks)
 	}
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = DefaultBlockSize
@@ -97,18 +112,18 @@ func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
 		cfg.Blocks = cfg.Slots * perSeq
 	}
 	if cfg.Blocks < perSeq {
-		return nil, fmt.Errorf("sampler: blocks = %d of %d tokens cannot hold one sequence of max_len %d (%d blocks); give the cache more memory or lower max_tokens",
+		return cfg, fmt.Errorf("sampler: blocks = %d of %d tokens cannot hold one sequence of max_len %d (%d blocks); give the cache more memory or lower max_tokens",
 			cfg.Blocks, cfg.BlockSize, cfg.MaxLen, perSeq)
 	}
-	cache, err := m.NewPagedKVCache(cfg.Slots, cfg.MaxLen, cfg.BlockSize, cfg.Blocks)
-	if err != nil {
-		return nil, fmt.Errorf("sampler: %w", err)
-	}
-	s := &Sampler{m: m, dec: dec, cfg: cfg, cache: cache}
-	for i := cfg.Slots - 1; i >= 0; i-- {
+	return cfg, nil
+}
+
+// freeAllSlots makes every slot of cfg free, the lowest taken first.
+func (s *Sampler) freeAllSlots() {
+	s.free = s.free[:0]
+	for i := s.cfg.Slots - 1; i >= 0; i-- {
 		s.free = append(s.free, i)
 	}
-	return s, nil
 }
 
 // Config returns the sampler's sizes (defaults filled in).

@@ -1,6 +1,6 @@
 package sampler
 
-// Stats counts the sampler's work since New, for tests and benchmarks that
+// Stats counts the sampler's work since New or Reuse, for tests and benchmarks that
 // compare paths (prefix sharing against a prefill per sequence).
 type Stats struct {
 	// Forwards is the Forward calls made; ForwardTokens the tokens they

@@ -36,8 +36,23 @@ func (r *run) openEngine(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("[inference] %s: %w; start the server first (grpo serve %s, or vLLM as docs/inference.md says) or fix [inference] in the config", serverName(in), err, r.cfg.Model)
 	}
+	if r.opts.samplerPerCall && !in.On() {
+		eng = rollout.LocalEngine{Model: r.policy, Tok: r.tok}
+	}
 	r.engine = eng
 	return nil
+}
+
+// releaser is an engine that can free what it keeps between Plays
+// (rollout.KeptEngine: its sampler).
+type releaser interface{ Release() }
+
+// releaseSampler frees the in-process sampler before the policy update
+// when the memory plan does not let both be held (planKVPool).
+func (r *run) releaseSampler() {
+	if rel, ok := r.engine.(releaser); ok && !r.keepSampler {
+		rel.Release()
+	}
 }
 
 // serverName names [inference]'s server as the config does.

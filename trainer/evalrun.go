@@ -34,7 +34,9 @@ const DefaultEvalBatch = 64
 // o.Seed, so a split that fits one pass gives exactly Evaluate's result;
 // the pass starting at example s uses sampler.DeriveSeed(o.Seed, s).
 func EvaluateInBatches(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o EvalOptions, batch int, onDone func(done int)) (EvalResult, error) {
-	return EvaluateInBatchesWith(ctx, rollout.LocalEngine{Model: m, Tok: tok}, e, name, o, batch, onDone)
+	eng := rollout.NewKeptEngine(m, tok) // one sampler for every pass
+	defer eng.Close(ctx)
+	return EvaluateInBatchesWith(ctx, eng, e, name, o, batch, onDone)
 }
 
 // EvaluateInBatchesWith is EvaluateInBatches with the episodes played by
@@ -351,6 +353,13 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		envs[i] = e
 	}
 	cache := map[string]rollout.Engine{}
+	defer func() {
+		for _, eng := range cache {
+			if ke, ok := eng.(*rollout.KeptEngine); ok {
+				ke.Release()
+			}
+		}
+	}()
 	var out []EvalResult
 	for i, s := range specs {
 		key := s.Model + "\x00" + s.Adapter + "\x00" + s.Device
@@ -372,7 +381,7 @@ func RunEvals(ctx context.Context, specs []config.EvalSpec, o EvalRunOptions) ([
 		}
 		// Only a model loaded here holds a KV cache to fit; an endpoint's
 		// results are checked by nothing but the disk they are written to.
-		if le, local := eng.(rollout.LocalEngine); local {
+		if le, local := eng.(*rollout.KeptEngine); local {
 			if err := checkEvalFits(s, le.Model, envs[i], n, o.Batch, resultsDir(o)); err != nil {
 				return out, err
 			}
@@ -415,7 +424,8 @@ func evalEngine(ctx context.Context, s config.EvalSpec, o EvalRunOptions) (rollo
 	if err != nil {
 		return nil, err
 	}
-	return rollout.LocalEngine{Model: m, Tok: tok}, nil
+	// Kept: the passes of every eval of this model share one sampler.
+	return rollout.NewKeptEngine(m, tok), nil
 }
 
 // resultsDir is where o streams the results, "" when they are held.

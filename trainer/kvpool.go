@@ -3,6 +3,8 @@ package trainer
 import (
 	"github.com/grpo-dev/grpo/estimate"
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
 )
 
 // planKVPool sizes the sampler's KV pool for the run's rollouts from the
@@ -16,10 +18,47 @@ import (
 // loaded by now) added back. Unknown free memory leaves the pool
 // unbounded, as before; rollouts on an inference server ([inference])
 // have no local pool to plan.
+//
+// It also decides whether the sampler stays allocated through the policy
+// update (estimate.KeepSampler: its KV pool and decode workspaces and
+// training fit the free memory together), and logs the decision: a kept sampler reuses its
+// pool and decode graphs at the next step.
 func (r *run) planKVPool() {
 	if r.cfg.Inference.On() {
 		return
 	}
+	e, av := r.memoryPlan()
+	if e == nil {
+		r.keepSampler = true
+		r.dir.Logf("sampler: kept across steps: no memory plan (free memory unknown)")
+		return
+	}
+	k := e.KeepSampler(av)
+	r.keepSampler = k.Keep
+	r.dir.Logf("sampler: %s", k.Why)
+	for _, p := range e.KV {
+		if p.Phase != estimate.PhaseSampling {
+			continue
+		}
+		if p.Bounded && p.Cap > 0 {
+			r.kvBlocks = p.Blocks
+			r.notes = append(r.notes, "KV cache: "+p.Summary())
+		}
+		if ke, ok := r.engine.(*rollout.KeptEngine); ok && k.Keep {
+			// Sized for the plan's longest prompt, the kept sampler fits
+			// every step, whose longest prompt varies.
+			reserve := sampler.Config{Slots: p.Rollouts, MaxLen: p.MaxLen}
+			if p.Bounded && p.Cap > 0 {
+				reserve.Blocks = p.Blocks
+			}
+			ke.Reserve(reserve)
+		}
+	}
+}
+
+// memoryPlan is the run's memory estimate against the free memory
+// planKVPool reads, and that memory; nil when either is unknown.
+func (r *run) memoryPlan() (*estimate.Estimate, *estimate.Available) {
 	shapes := estimate.TrainShapes(r.cfg)
 	for i, te := range r.envs {
 		estimate.ProbeEnv(&shapes[i], te.env, r.tok, "train", r.cfg.Sampling.EnableThinking)
@@ -29,25 +68,20 @@ func (r *run) planKVPool() {
 	if av == nil || !av.Known {
 		free, ok := r.freeNow()
 		if !ok {
-			return
+			return nil, nil
 		}
 		e, err := estimate.Memory(r.cfg, r.base.Config, opts)
 		if err != nil {
-			return
+			return nil, nil
 		}
 		av = &estimate.Available{Bytes: free + e.PhaseBytes(estimate.PhaseResident), Known: true}
 	}
 	opts.Available = av
 	e, err := estimate.Memory(r.cfg, r.base.Config, opts)
 	if err != nil {
-		return
+		return nil, nil
 	}
-	for _, p := range e.KV {
-		if p.Phase == estimate.PhaseSampling && p.Bounded && p.Cap > 0 {
-			r.kvBlocks = p.Blocks
-			r.notes = append(r.notes, "KV cache: "+p.Summary())
-		}
-	}
+	return e, av
 }
 
 // freeNow is the device's free memory now: the backend's own report on a

@@ -56,6 +56,7 @@ func (r *run) trainStep(ctx context.Context) error {
 		}
 	}
 	tGen := time.Since(t0)
+	r.releaseSampler()
 
 	rewards := make([]float32, len(trajs))
 	for i := range trajs {
@@ -104,6 +105,12 @@ func (r *run) trainStep(ctx context.Context) error {
 	m["time/train"] = tTrain.Seconds()
 	m["time/step"] = time.Since(t0).Seconds()
 	m["tokens_per_s"] = m["tokens/total"] / time.Since(t0).Seconds()
+	if _, ok := r.engine.(releaser); ok {
+		m["sampler/kept"] = 0
+		if r.keepSampler {
+			m["sampler/kept"] = 1 // the sampler lived through the update (planKVPool)
+		}
+	}
 	row := map[string]any{"step": step}
 	for k, v := range m {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {

@@ -41,6 +41,8 @@ type options struct {
 	onStep     func(StepResult)
 	configText []byte
 	backend    kernels.Backend
+	// samplerPerCall plays every rollout and eval call on a new sampler.
+	samplerPerCall bool
 }
 
 type namedEnv struct {
@@ -88,6 +90,11 @@ func WithConfigText(text []byte) Option { return func(o *options) { o.configText
 
 // WithBackend runs on be instead of opening the config's device.
 func WithBackend(be kernels.Backend) Option { return func(o *options) { o.backend = be } }
+
+// WithSamplerPerCall plays every rollout and eval call of the run on a
+// new sampler, allocated and closed around the call, as runs did before
+// the sampler was kept across steps: for comparisons (tests, benchmarks).
+func WithSamplerPerCall() Option { return func(o *options) { o.samplerPerCall = true } }
 
 // StepResult is one step's metrics, as written to metrics.jsonl.
 type StepResult struct {
@@ -138,6 +145,9 @@ type run struct {
 	bar     *progress
 	// kvBlocks bounds the sampler's KV pool (planKVPool); 0: unbounded.
 	kvBlocks int
+	// keepSampler lets the in-process sampler live through the policy
+	// update (planKVPool); else it is freed before each update.
+	keepSampler bool
 	// notes are warnings found during setup, shown once the display starts.
 	notes []string
 	// freeMemory is the device's before the weights loaded, for

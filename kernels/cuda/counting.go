@@ -18,6 +18,8 @@ type Counts struct {
 	// GEMMs those replays ran (a graph's content, counted at capture).
 	GraphLaunches int64 `json:"graph_launches"`
 	GraphKernels  int64 `json:"graph_kernels"`
+	// Captures are the graphs captured (EndCapture calls that made one).
+	Captures int64 `json:"captures"`
 	// Allocs and Frees are cuMemAlloc and cuMemFree (the backend's pool
 	// recycles its own memory without either); Memsets zero recycled
 	// memory on the stream.
@@ -58,7 +60,7 @@ type Counts struct {
 func (c Counts) Sub(old Counts) Counts {
 	return Counts{
 		Launches: c.Launches - old.Launches, GEMMs: c.GEMMs - old.GEMMs,
-		GraphLaunches: c.GraphLaunches - old.GraphLaunches, GraphKernels: c.GraphKernels - old.GraphKernels,
+		GraphLaunches: c.GraphLaunches - old.GraphLaunches, GraphKernels: c.GraphKernels - old.GraphKernels, Captures: c.Captures - old.Captures,
 		Allocs: c.Allocs - old.Allocs, Frees: c.Frees - old.Frees, Memsets: c.Memsets - old.Memsets,
 		HostAllocs: c.HostAllocs - old.HostAllocs, Syncs: c.Syncs - old.Syncs,
 		HtoD: c.HtoD - old.HtoD, HtoDBytes: c.HtoDBytes - old.HtoDBytes,
@@ -267,6 +269,7 @@ func (c *Counter) EndCapture() (Graph, error) {
 	g, err := c.Device.EndCapture()
 	if err == nil {
 		c.graphs[g] = c.capture
+		c.c.Captures++
 	}
 	return g, err
 }

@@ -79,6 +79,7 @@ func TestGraphReplaysCapturedWork(t *testing.T) {
 	const n = 100
 	x, y := b.Alloc(kernels.F32, n), b.Alloc(kernels.F32, n)
 	b.Fill(y, 2, n)
+	beforeCapture := b.Counts()
 	if err := b.BeginCapture(); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,9 @@ func TestGraphReplaysCapturedWork(t *testing.T) {
 	g, err := b.EndCapture()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := b.Counts().Sub(beforeCapture); got.Captures != 1 || got.Launches != 0 {
+		t.Fatalf("one capture of x += y: %v, %d captures; want 1 capture and no launch", got, got.Captures)
 	}
 	host := make([]float32, n)
 	b.Download(host, x)
