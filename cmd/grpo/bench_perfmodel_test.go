@@ -31,7 +31,7 @@ func TestPerfModelQwen3At128(t *testing.T) {
 	}
 	r := rows[0]
 	c := r.Counts
-	want := cuda.Counts{GraphLaunches: 1, GraphKernels: c.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * 128, WeightBytes: c.WeightBytes}
+	want := cuda.Counts{GraphLaunches: 1, GraphKernels: c.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * 128, WeightBytes: c.WeightBytes, FLOPs: c.FLOPs}
 	if c != want || c.GraphKernels < 28*5 {
 		t.Errorf("decode step after warm-up: %v\nwant 1 graph launch of at least 5 nodes a layer, 2 downloads of %d bytes and their waits, nothing else", c, 4*128)
 	}
@@ -58,6 +58,13 @@ func TestPerfModelQwen3At128(t *testing.T) {
 	}
 	if got, want := r.Predicted, 8904507392/4.3e12+float64(c.GraphKernels)*1.5e-6; got != want {
 		t.Errorf("predicted %v s, want the measured roofline plus 1.5 µs for each of %d nodes: %v s", got, c.GraphKernels, want)
+	}
+	// The counters' FLOPs (every GEMM's 2·m·n·k, LoRA and attention as
+	// their ops report them) equal the model's, at the counted step's
+	// context: the fourth step after a prefill of ctx − 1 tokens attends
+	// to ctx + 3 positions. Exact: both are sums of integers below 2⁵³.
+	if got, want := float64(c.FLOPs), decodeFLOPs(cfg, 128, 512+3, perfLoRARank); got != want {
+		t.Errorf("the step's counted FLOPs %.0f, the model's at context 515 %.0f (at 512: %.0f)", got, want, r.FLOPs)
 	}
 	var out bytes.Buffer
 	writePerfTable(&out, rows, 1.5e-6)
