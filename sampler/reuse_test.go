@@ -92,10 +92,12 @@ func TestReuseMatchesNewOnEmu(t *testing.T) {
 		if i == 0 && captures != freshCaptures[0] {
 			t.Errorf("batch 0: %d captures, want %d as a new sampler", captures, freshCaptures[0])
 		}
-		// Reuse drops the exact-size buckets the last batch did not use
-		// (batch 0's, after batch 1), and a bucket's graph is taken at its
-		// second step, which may come a batch later; by batch 4 every
-		// bucket these shapes meet has its graph.
+		// Every step pads (the padding slot), so the buckets are powers
+		// of two and the slots; Reuse drops one of another size that the
+		// last batch did not use (batch 1's 6, after batch 2), and a
+		// bucket's graph is taken at its second step, which may come a
+		// batch later; by batch 4 every bucket these shapes meet has its
+		// graph.
 		if (i == 2 || i == 3) && captures >= freshCaptures[i] {
 			t.Errorf("batch %d repeats batch 0's shapes: %d captures on the reused sampler, want fewer than a new sampler's %d", i, captures, freshCaptures[i])
 		}
