@@ -32,6 +32,11 @@ type KVPlan struct {
 	// Blocks is the pool; BlocksAll what every rollout's worst case at
 	// once takes (a sampler's default pool).
 	Blocks, BlocksAll int
+	// Pad is 1 on a device that captures graphs (Description.Graphs),
+	// where the sampler's cache holds one slot (a block-table row) and
+	// one block beyond Rollouts and Blocks: the static decode step's
+	// padding slot (sampler.New); else 0.
+	Pad int
 	// Cap is the rollouts held at once and Passes the waves a step's
 	// rollouts take at that cap (0 when not even one rollout fits).
 	Cap, Passes int
@@ -51,6 +56,9 @@ func newKVPlan(mc *model.Config, s EnvShape, dev string) KVPlan {
 		PromptTokens: max(1, s.PromptTokens), BlockSize: sampler.DefaultBlockSize, DType: kvDType(dev)}
 	if s.MeanPromptTokens > 0 {
 		p.PromptTokens = s.MeanPromptTokens
+	}
+	if d, ok := kernels.DescribeDevice(dev); ok && d.Graphs {
+		p.Pad = 1
 	}
 	p.BlockBytes = 2 * int64(mc.NumLayers) * int64(p.BlockSize*mc.NumKVHeads*mc.HeadDim) * int64(p.DType.Size())
 	p.BlocksAll = p.Rollouts * ((p.MaxLen + p.BlockSize - 1) / p.BlockSize)
@@ -80,9 +88,9 @@ func (p *KVPlan) bound(blocks int) {
 }
 
 // Bytes is the pool and its block table (an int32 per slot and block of
-// a rollout's worst case).
+// a rollout's worst case), the padding slot's row and block included.
 func (p KVPlan) Bytes() int64 {
-	return int64(p.Blocks)*p.BlockBytes + kvTableBytes(int64(p.Rollouts)*int64((p.MaxLen+p.BlockSize-1)/p.BlockSize))
+	return int64(p.Blocks+p.Pad)*p.BlockBytes + kvTableBytes(int64(p.Rollouts+p.Pad)*int64((p.MaxLen+p.BlockSize-1)/p.BlockSize))
 }
 
 // Summary is the plan in one line.

@@ -454,9 +454,13 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 		rowsAll += b
 	}
 	p.decode = peak(rowsAll, rowsAll)
+	blocks := fmt.Sprint(plan.Blocks)
+	if plan.Pad > 0 {
+		blocks = fmt.Sprintf("(%d + %d for the decode step's padding slot)", plan.Blocks, plan.Pad)
+	}
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
-		Detail: fmt.Sprintf("%d blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
-			plan.Blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+		Detail: fmt.Sprintf("%s blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
+			blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
 	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
@@ -489,7 +493,7 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 	if room >= plan.Bytes() {
 		return p, plan
 	}
-	table := plan.Bytes() - int64(plan.Blocks)*plan.BlockBytes
+	table := plan.Bytes() - int64(plan.Blocks)*plan.BlockBytes // with the padding slot's row and block
 	plan.bound(int(max(0, room-table) / plan.BlockBytes))
 	if plan.Cap == 0 {
 		// Not one rollout fits: keep the full pool, so the peak shows by

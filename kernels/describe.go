@@ -26,6 +26,11 @@ type Description struct {
 	// Training's contiguous cache is F32 on every backend, so the
 	// gradients through k and v are those of an f32 attention.
 	KVCache DType
+	// Graphs reports a backend that captures and replays work as graphs
+	// (it implements Graphs): the sampler's static decode step runs
+	// there, and its KV cache holds a padding slot and block beside the
+	// ones asked for (sampler.New), which the estimate prices.
+	Graphs bool
 }
 
 // Storage is the dtype a buffer allocated as dt is stored in.

@@ -12,7 +12,7 @@ import "slices"
 // that each backend's Describe agrees with its entry here.
 var devices = []Description{
 	{Name: "cpu", BF16Storage: F32, KVCache: F32},
-	{Name: "cuda", GPU: true, BF16Storage: BF16, BF16GEMM: true, KVCache: BF16},
+	{Name: "cuda", GPU: true, BF16Storage: BF16, BF16GEMM: true, KVCache: BF16, Graphs: true},
 }
 
 // Devices lists the device names a run may ask for, in a fixed order.

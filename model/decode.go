@@ -83,10 +83,11 @@ func (m *Model) NewDecoder(maxRows int) *Decoder {
 func (d *Decoder) SetMaxRows(n int) { d.maxRows = max(1, n) }
 
 // DropUnused frees the buckets not loaded since the last call (workspace
-// and graph) unless keep(rows) says otherwise. A step that cannot pad
-// runs a bucket of its exact row count, so a decoder kept across many
-// batches would gather one per live count it ever met; dropping those a
-// batch did not use bounds it to about two batches' worth.
+// and graph) unless keep(rows) says otherwise. A step loaded without a
+// padding slot runs a bucket of its exact row count, and one capped at an
+// earlier maxRows is of that size, so a decoder kept across many batches
+// could gather buckets no later step chooses; dropping those a batch did
+// not use bounds them. (The sampler always pads, with a slot of its own.)
 func (d *Decoder) DropUnused(keep func(rows int) bool) {
 	g, _ := d.m.Backend.(kernels.Graphs)
 	for n, b := range d.buckets {

@@ -83,8 +83,8 @@ func (k *KeptEngine) sampler(cfg sampler.Config) (*sampler.Sampler, error) {
 		want.Blocks = 0 // the reserved pool is every slot's worst case
 	}
 	if k.s != nil {
-		c := k.s.Cache()
-		grow(c.Slots, c.MaxLen, c.NumBlocks)
+		c := k.s.Capacity() // the cache less its padding slot and block, which New adds again
+		grow(c.Slots, c.MaxLen, c.Blocks)
 	}
 	want.PrefillTokens = 0
 	k.Release()

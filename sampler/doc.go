@@ -53,6 +53,12 @@
 // the tokens and log-probs come back. The host mirrors each stream's draws,
 // so when the set changes (a sequence finishes, joins or is appended to)
 // it reloads the decoder and the tokens are those of the Forward path.
+// Each step runs a bucket of a power-of-two rows (or the slots), the rows
+// beyond the set padding that write position 0 of the padding slot: New
+// gives the cache one slot and one block beyond Config's for it, never
+// started and outside the reservations, so a step pads even when every
+// slot is taken and every block reserved (a GRPO step), and a batch
+// builds at most ⌈log2 slots⌉+1 buckets, not one per live count.
 // A mixture-of-experts model decodes statically too (its sparse layers'
 // buffers are in the workspace), also while the sampler records expert
 // routing (Config.RecordExperts): the graph writes each sparse layer's

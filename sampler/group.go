@@ -93,7 +93,6 @@ func (s *Sampler) StartGroup(prompt []int32, params []Params) ([]*Seq, error) {
 		return nil, fmt.Errorf("%d sequences of up to %d tokens need %d cache blocks, %d of %d are not reserved; Release finished ones, or check CanStart and queue",
 			len(params), s.cfg.MaxLen, s.BlocksFor(len(prompt), len(params)), s.cfg.Blocks-s.reserved, s.cfg.Blocks)
 	}
-	s.dropPad() // the static decode path's padding slot may be one of the slots taken
 	v := s.m.Config.VocabSize
 	for i, t := range prompt {
 		if t < 0 || int(t) >= v {

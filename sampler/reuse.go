@@ -11,14 +11,31 @@ import "fmt"
 
 // Fits reports whether cfg (defaults filled in as New fills them) can run
 // on this sampler's cache: no more slots, no longer sequences and no more
-// blocks than it holds, in blocks of the same size.
+// blocks than it holds for sequences (Capacity), in blocks of the same
+// size.
 func (s *Sampler) Fits(cfg Config) bool {
 	cfg, err := cfg.withDefaults()
 	if err != nil || s.cache == nil {
 		return false
 	}
+	c := s.Capacity()
+	return cfg.Slots <= c.Slots && cfg.MaxLen <= c.MaxLen && cfg.Blocks <= c.Blocks && cfg.BlockSize == c.BlockSize
+}
+
+// Capacity is the largest Config the sampler's cache holds (slots, max
+// length, blocks and their size; the other fields are zero): the cache's
+// own less the padding slot and block that New adds on a backend with
+// graphs. A sampler built with Capacity's sizes has this cache's.
+func (s *Sampler) Capacity() Config {
 	c := s.cache
-	return cfg.Slots <= c.Slots && cfg.MaxLen <= c.MaxLen && cfg.Blocks <= c.NumBlocks && cfg.BlockSize == c.BlockSize
+	if c == nil {
+		return Config{}
+	}
+	pad := 0
+	if s.static.pad >= 0 {
+		pad = 1
+	}
+	return Config{Slots: c.Slots - pad, MaxLen: c.MaxLen, BlockSize: c.BlockSize, Blocks: c.NumBlocks - pad}
 }
 
 // Reuse makes the sampler behave as New(m, dec, cfg) would, on the cache
@@ -40,9 +57,9 @@ func (s *Sampler) Reuse(dec Decoder, cfg Config) error {
 		return err
 	}
 	if !s.Fits(cfg) {
-		c := s.cache
+		c := s.Capacity()
 		return fmt.Errorf("sampler: slots %d, max_len %d, %d blocks of %d do not fit the cache's %d slots, max_len %d, %d blocks of %d; make a new sampler",
-			cfg.Slots, cfg.MaxLen, cfg.Blocks, cfg.BlockSize, c.Slots, c.MaxLen, c.NumBlocks, c.BlockSize)
+			cfg.Slots, cfg.MaxLen, cfg.Blocks, cfg.BlockSize, c.Slots, c.MaxLen, c.Blocks, c.BlockSize)
 	}
 	s.dropPad()
 	if err := s.cache.ResetBlocks(); err != nil {
@@ -53,8 +70,10 @@ func (s *Sampler) Reuse(dec Decoder, cfg Config) error {
 	s.static.loaded = nil
 	if d := s.static.decoder; d != nil {
 		d.SetMaxRows(cfg.Slots)
-		// The padded buckets (powers of two, the slots) recur in every
-		// batch; an exact-size one only where its live count recurs.
+		// Every step pads (the padding slot), so its bucket is a power of
+		// two or the slots; the powers of two recur in every batch, and
+		// a bucket of another size is an earlier batch's slots, kept
+		// only while batches of that size keep using it.
 		d.DropUnused(func(n int) bool { return n&(n-1) == 0 || n == cfg.Slots })
 	}
 	return nil

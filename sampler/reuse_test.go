@@ -92,10 +92,12 @@ func TestReuseMatchesNewOnEmu(t *testing.T) {
 		if i == 0 && captures != freshCaptures[0] {
 			t.Errorf("batch 0: %d captures, want %d as a new sampler", captures, freshCaptures[0])
 		}
-		// Reuse drops the exact-size buckets the last batch did not use
-		// (batch 0's, after batch 1), and a bucket's graph is taken at its
-		// second step, which may come a batch later; by batch 4 every
-		// bucket these shapes meet has its graph.
+		// Every step pads (the padding slot), so the buckets are powers
+		// of two and the slots; Reuse drops one of another size that the
+		// last batch did not use (batch 1's 6, after batch 2), and a
+		// bucket's graph is taken at its second step, which may come a
+		// batch later; by batch 4 every bucket these shapes meet has its
+		// graph.
 		if (i == 2 || i == 3) && captures >= freshCaptures[i] {
 			t.Errorf("batch %d repeats batch 0's shapes: %d captures on the reused sampler, want fewer than a new sampler's %d", i, captures, freshCaptures[i])
 		}
@@ -132,5 +134,40 @@ func TestReuseRefusesWhatDoesNotFit(t *testing.T) {
 	}
 	if got := s.Config(); got.Slots != 2 || got.MaxLen != 32 || got.Blocks != 3 || s.FreeSlots() != 2 {
 		t.Fatalf("after Reuse: %+v, %d free slots; want 2 slots, max_len 32, 3 blocks", got, s.FreeSlots())
+	}
+}
+
+// TestCapacityLeavesOutThePaddingSlotOnEmu: on a backend with graphs the
+// cache holds one slot and one block more than Config asks for (the
+// static decode step's padding slot); Capacity, Fits and FreeSlots leave
+// them out, so a sampler rebuilt from Capacity (rollout.KeptEngine) is
+// the same size, not one slot larger each time. On the CPU (no graphs)
+// the cache is the Config's.
+func TestCapacityLeavesOutThePaddingSlotOnEmu(t *testing.T) {
+	be := emu.New()
+	defer be.Close()
+	m := model.NewRandom(tinyModel(t).Config, be, 7)
+	defer m.Free()
+	cfg := Config{Slots: 4, MaxLen: 64}
+	for _, c := range []struct {
+		name string
+		m    *model.Model
+		pad  int
+	}{{"emu", m, 1}, {"cpu", tinyModel(t), 0}} {
+		s := newSampler(t, c.m, nil, cfg)
+		if got := s.Cache(); got.Slots != 4+c.pad || got.NumBlocks != 16+c.pad {
+			t.Errorf("%s: cache of %d slots and %d blocks, want %d and %d", c.name, got.Slots, got.NumBlocks, 4+c.pad, 16+c.pad)
+		}
+		want := Config{Slots: 4, MaxLen: 64, BlockSize: 16, Blocks: 16}
+		if got := s.Capacity(); got != want || s.FreeSlots() != 4 {
+			t.Errorf("%s: Capacity %+v with %d free slots, want %+v and 4", c.name, got, s.FreeSlots(), want)
+		}
+		if s.Fits(Config{Slots: 5, MaxLen: 64}) || s.Fits(Config{Slots: 1, MaxLen: 64, Blocks: 17}) || !s.Fits(want) {
+			t.Errorf("%s: Fits counts the padding slot or block as the Config's", c.name)
+		}
+		s2 := newSampler(t, c.m, nil, s.Capacity())
+		if a, b := s2.Cache(), s.Cache(); a.Slots != b.Slots || a.NumBlocks != b.NumBlocks {
+			t.Errorf("%s: a sampler built from Capacity has %d slots and %d blocks, the original %d and %d", c.name, a.Slots, a.NumBlocks, b.Slots, b.NumBlocks)
+		}
 	}
 }

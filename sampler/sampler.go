@@ -80,11 +80,24 @@ func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache, err := m.NewPagedKVCache(cfg.Slots, cfg.MaxLen, cfg.BlockSize, cfg.Blocks)
+	// On a backend with graphs the cache holds one slot and one block
+	// more than cfg asks for: the static decode step's padding slot
+	// (static.go), which no sequence takes and no reservation counts, so
+	// every step can be padded to its bucket even with every slot taken
+	// and the pool reserved in full.
+	pad := 0
+	if _, ok := m.Backend.(kernels.Graphs); ok {
+		pad = 1
+	}
+	cache, err := m.NewPagedKVCache(cfg.Slots+pad, cfg.MaxLen, cfg.BlockSize, cfg.Blocks+pad)
 	if err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}
 	s := &Sampler{m: m, dec: dec, cfg: cfg, cache: cache}
+	s.static.pad = -1
+	if pad > 0 {
+		s.static.pad = cache.Slots - 1
+	}
 	s.freeAllSlots()
 	return s, nil
 }
@@ -136,7 +149,9 @@ func (s *Sampler) Model() *model.Model { return s.m }
 // CanStart also counts the cache's blocks.
 func (s *Sampler) FreeSlots() int { return len(s.free) }
 
-// Cache is the sampler's KV cache, for inspection (tests, counters).
+// Cache is the sampler's KV cache, for inspection (tests, counters). On a
+// backend with graphs it holds the padding slot and block beside the
+// Config's (Capacity).
 func (s *Sampler) Cache() *model.KVCache { return s.cache }
 
 // SetAdapter makes later steps run the base model with ad applied (nil
@@ -189,6 +204,9 @@ func (s *Sampler) Release(q *Seq) {
 			s.reserved -= g.shared
 		}
 		q.group = nil
+	}
+	if len(s.free) == s.cfg.Slots {
+		s.dropPad() // with every sequence released the pool is whole again
 	}
 }
 

@@ -23,10 +23,10 @@ import (
 type staticState struct {
 	decoder *model.Decoder
 	loaded  []*Seq // the sequences of the last static step, in order; nil after any other step
-	// pad is the free slot the padding rows write (−1: none); on a paged
-	// cache it maps one block that no sequence's reservation counts.
+	// pad is the padding slot (sampler.New: the cache's last, never
+	// started), whose position 0 the padding rows write, in the one block
+	// the pool holds beyond Config.Blocks; −1 on a backend without graphs.
 	pad    int
-	hasPad bool
 	rows   []model.DecodeRow
 	toks   []int32
 	lps    []float32
@@ -93,8 +93,10 @@ func (s *Sampler) staticStep(live []*Seq) error {
 	return nil
 }
 
-// loadStatic loads live into the decoder, with a free slot for the
-// padding rows when the step's bucket is larger than the set.
+// loadStatic loads live into the decoder, padded to the step's bucket
+// with the padding slot: every slot may be taken and every block
+// reserved, and the step still runs a power-of-two bucket (or the
+// slots), never one of its exact size.
 func (s *Sampler) loadStatic(live []*Seq) error {
 	st := &s.static
 	st.rows = st.rows[:0]
@@ -106,16 +108,7 @@ func (s *Sampler) loadStatic(live []*Seq) error {
 		st.rows = append(st.rows, model.DecodeRow{Slot: int32(q.slot), Pos: int32(q.cached), Token: q.tokens[q.cached],
 			Params: q.params.SampleParams, PCGHi: hi, PCGLo: lo})
 	}
-	s.dropPad()
-	pad := -1
-	// Padding needs a free slot (sequences outside this step may hold
-	// the others) and a block no sequence has reserved; without them the
-	// step runs unpadded (a graph of its exact size).
-	if st.decoder.Bucket(len(live)) > len(live) && len(s.free) > 0 && s.cfg.Blocks-s.reserved >= 1 {
-		pad = s.free[len(s.free)-1]
-		st.pad, st.hasPad = pad, true
-	}
-	if err := st.decoder.Load(s.cache, st.rows, pad); err != nil {
+	if err := st.decoder.Load(s.cache, st.rows, st.pad); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
 	st.loaded = append(st.loaded[:0], live...)
@@ -144,14 +137,12 @@ func pcgState(q *Seq) (hi, lo uint64, err error) {
 	return binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:]), nil
 }
 
-// dropPad returns the padding slot's block, so the slot can be started
-// (Fork needs a slot that maps nothing) and the block be reserved; the
-// next static step loads afresh.
+// dropPad returns the padding slot's block to the pool (a padded step
+// maps it again), so that a sampler whose sequences are all released
+// holds no block and a reused cache starts whole (KVCache.ResetBlocks).
 func (s *Sampler) dropPad() {
-	st := &s.static
-	if st.hasPad {
-		s.cache.Release(st.pad)
-		st.hasPad, st.loaded = false, nil
+	if s.static.pad >= 0 {
+		s.cache.Release(s.static.pad)
 	}
 }
 

@@ -59,9 +59,10 @@ func (b *Backend) TagWeights(bufs ...kernels.Buffer) {
 func (b *Backend) Name() string { return b.dev.Name() }
 
 // Describe: on either device BF16 buffers stay bf16 and MatMul with bf16
-// weights is a bf16 GEMM (GemmBF16); the device says whether it is a GPU.
+// weights is a bf16 GEMM (GemmBF16), and graphs capture on either (graph.go);
+// the device says whether it is a GPU.
 func (b *Backend) Describe() kernels.Description {
-	return kernels.Description{Name: b.Name(), GPU: b.dev.GPU(), BF16Storage: kernels.BF16, BF16GEMM: true, KVCache: kernels.BF16}
+	return kernels.Description{Name: b.Name(), GPU: b.dev.GPU(), BF16Storage: kernels.BF16, BF16GEMM: true, KVCache: kernels.BF16, Graphs: true}
 }
 
 // Device returns the device the backend runs on (the one New was given).

@@ -11,7 +11,7 @@ import (
 // (estimates, config validation): a description that drifted from either
 // would size memory or pick code paths wrongly above kernels.
 func describeCases() []Case {
-	return []Case{{Op: "Describe", Name: "name,device table,bf16 GEMM,KV cache dtype", check: checkDescribe}}
+	return []Case{{Op: "Describe", Name: "name,device table,graphs,bf16 GEMM,KV cache dtype", check: checkDescribe}}
 }
 
 func checkDescribe(b kernels.Backend) error {
@@ -24,6 +24,9 @@ func checkDescribe(b kernels.Backend) error {
 	}
 	if want, ok := kernels.DescribeDevice(d.Name); ok && d != want {
 		return fmt.Errorf("Describe() = %+v, but kernels' device table says %+v", d, want)
+	}
+	if _, graphs := b.(kernels.Graphs); d.Graphs != graphs {
+		return fmt.Errorf("Describe().Graphs = %v, but the backend implements kernels.Graphs: %v", d.Graphs, graphs)
 	}
 	// 1 + 2⁻¹⁰ is not a bfloat16 (8 significant bits): times a BF16 one it
 	// stays itself with A in f32 and becomes 1 when A is rounded to bf16.
