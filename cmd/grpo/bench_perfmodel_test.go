@@ -22,7 +22,7 @@ func TestPerfModelQwen3At128(t *testing.T) {
 	if testing.Short() {
 		t.Skip("draws Qwen3-0.6B's 596M random weights (a few seconds on 2 cores)")
 	}
-	rows, err := perfModelRows([]string{"qwen3-0.6b"}, []int{128}, []int{512}, 1.5e-6, nil)
+	rows, err := perfModelRows([]string{"qwen3-0.6b"}, []int{128}, []int{512}, perfSharing{Group: 1}, 1.5e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPerfModelQwen3At128(t *testing.T) {
 		t.Errorf("predicted %v s, want the measured roofline plus 1.5 µs for each of %d nodes: %v s", got, c.GraphKernels, want)
 	}
 	var out bytes.Buffer
-	writePerfTable(&out, rows, 1.5e-6)
+	writePerfTable(&out, rows, perfSharing{Group: 1}, 1.5e-6)
 	if !strings.Contains(out.String(), "| qwen3-0.6b | 128 | 512 | 1.192 | 40.4 | 7.516 | 155.6 | 8.905 |") {
 		t.Errorf("table row not as computed:\n%s", out.String())
 	}
