@@ -80,9 +80,11 @@ func CheckPrefixGroups(groups, table []int32, maxBlocks, blockSize int, seq, pos
 		case shared*blockSize > int(pos[t])+1:
 			return fmt.Errorf("token %d at position %d does not attend to all %d shared blocks of %d", t, pos[t], shared, blockSize)
 		}
-		g := groups[first*PrefixGroupWords:][:PrefixGroupWords]
-		if g[0] != w[0] || g[1] != w[1] || g[2] != w[2] {
-			return fmt.Errorf("token %d: group %v differs from its first token %d's %v", t, w, first, g)
+		for m := first; m < first+members; m++ {
+			g := groups[m*PrefixGroupWords:][:PrefixGroupWords]
+			if g[0] != w[0] || g[1] != w[1] || g[2] != w[2] {
+				return fmt.Errorf("token %d: group %v differs from its member token %d's %v", t, w, m, g)
+			}
 		}
 		a, b := table[int(seq[first])*maxBlocks:][:shared], table[int(seq[t])*maxBlocks:][:shared]
 		for j := range a {
