@@ -22,6 +22,11 @@ import (
 // tokens, so a step that records routing (StepRecording) brings the
 // record back in the tokens' download: no launch and no wait more.
 //
+// Rows whose block tables start with the same blocks — a GRPO group's
+// rollouts of one prompt — read those blocks once per group
+// (kernels.AttentionSharedPrefix, decode_groups.go); the groups are
+// found at Load and kept in the bucket's workspace.
+//
 // A bucket is the next power of two ≥ the row count, capped at the
 // decoder's maxRows (with graphs; else the row count itself): rows beyond
 // the sequences are padding that write only the padding slot's position 0,
