@@ -28,6 +28,18 @@ type DecodeOps interface {
 	// a host that mirrors the streams (one Float64 per token sampled at
 	// Temperature > 0) stays in step with the device.
 	SampleStream(token, logprob, logits, params, state Buffer, rows, vocab int)
+
+	// AttentionSharedPrefix is Attention for a decode step whose tokens
+	// come in groups sharing their sequences' leading cache blocks (a
+	// GRPO group's rollouts of one prompt), and equals it on the same
+	// operands: it differs only in what it reads. groups (I32, nTok ×
+	// PrefixGroupWords, see PrefixGroups) names each token's group; a
+	// backend may read a group's shared blocks once for all its members'
+	// query heads, and each token's own positions past them separately,
+	// merging the two softmax partials. The groups must satisfy
+	// CheckPrefixGroups; a token in no group ({t, 1, 0}) is attended as
+	// Attention does.
+	AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
 }
 
 // SampleParamWords is the I32 words of one row of SampleStream's params:

@@ -67,6 +67,9 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 type batchIndex struct {
 	tokens, slots, pos kernels.Buffer
 	pages              kernels.KVPages
+	// groups, when not nil, says which tokens read a shared prompt
+	// (kernels.AttentionSharedPrefix): a decode step's, set at Load.
+	groups kernels.Buffer
 }
 
 // upload copies the batch's index arrays to the backend, with the cache's

@@ -23,6 +23,11 @@ import (
 // tokens, so a step that records routing (StepRecording) brings the
 // record back in the tokens' download: no launch and no wait more.
 //
+// Rows whose block tables start with the same blocks — a GRPO group's
+// rollouts of one prompt — read those blocks once per group
+// (kernels.AttentionSharedPrefix, decode_groups.go); the groups are
+// found at Load and kept in the bucket's workspace.
+//
 // A bucket is the next power of two ≥ the row count, capped at the
 // decoder's maxRows (with graphs; else the row count itself): rows beyond
 // the sequences are padding that write only the padding slot's position 0,
@@ -36,6 +41,8 @@ type Decoder struct {
 	rows     []DecodeRow // the loaded sequences, positions advanced on the host as on the device
 	pad      int32
 	batch    Batch // the step's slots and positions, for the cache's block mapping
+	// plainAttention turns off shared-prefix attention (decode_groups.go).
+	plainAttention bool
 }
 
 // DecodeRow is one sequence of a decode step: its cache slot, the position
@@ -55,9 +62,15 @@ type decodeBucket struct {
 	// out is the step's I32 output, the one buffer a step downloads: tok
 	// (its first rows), then each sparse layer's routed experts (rows × k
 	// each, in routing), layer after layer; tok alone on a dense model.
-	out                   kernels.Buffer
-	routing               layerRouting
-	params, state         kernels.Buffer // I32 rows × SampleParamWords, rows × PCGWords
+	out           kernels.Buffer
+	routing       layerRouting
+	params, state kernels.Buffer // I32 rows × SampleParamWords, rows × PCGWords
+	// groups is AttentionSharedPrefix's operand (rows × PrefixGroupWords),
+	// used while shared: some loaded rows read a shared prompt
+	// (loadGroups); sharedRows is how many.
+	groups                kernels.Buffer
+	shared                bool
+	sharedRows            int
 	lp                    kernels.Buffer // F32 rows
 	x, logits             kernels.Buffer
 	acts                  *layerActs
@@ -209,6 +222,7 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 	be.UploadI32(b.delta, delta)
 	be.UploadI32(b.params, b.hostParams)
 	be.UploadI32(b.state, b.hostState)
+	d.loadGroups(cache, b, slot, pos)
 	return nil
 }
 
@@ -221,7 +235,7 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 	i32 := func(k int) kernels.Buffer { return a.alloc(kernels.I32, k) }
 	out := i32(n + c.RoutingLen(n))
 	b := &decodeBucket{rows: n, a: a, out: out, tok: out.Slice(0, n), slot: i32(n), pos: i32(n), delta: i32(n),
-		params: i32(n * kernels.SampleParamWords), state: i32(n * kernels.PCGWords),
+		params: i32(n * kernels.SampleParamWords), state: i32(n * kernels.PCGWords), groups: i32(n * kernels.PrefixGroupWords),
 		lp: a.alloc(kernels.F32, n), x: a.alloc(kernels.F32, n*c.HiddenSize),
 		logits:  a.alloc(kernels.F32, n*c.VocabSize),
 		hostOut: make([]int32, out.Len()), hostParams: make([]int32, n*kernels.SampleParamWords), hostState: make([]int32, n*kernels.PCGWords)}
@@ -380,6 +394,9 @@ func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages kernels.KVPages
 	be, c := m.Backend, m.Config
 	n, h := b.rows, c.HiddenSize
 	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages}
+	if b.shared {
+		idx.groups = b.groups
+	}
 	be.GatherRows(b.x, m.W.Embed, b.tok, n, h)
 	for l := range m.W.Layers {
 		if b.routing != nil && b.routing[l] != nil {

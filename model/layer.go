@@ -187,6 +187,10 @@ func (m *Model) finishLayers(last *layerActs, n int) {
 // (recompute.go) share, so both compute the same values.
 func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
 	c := m.Config
+	if idx.groups != nil {
+		m.Backend.AttentionSharedPrefix(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.groups, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
+		return
+	}
 	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
 }
 

@@ -41,6 +41,11 @@ type Config struct {
 	// each prefills the prompt itself: the path before prefix sharing,
 	// kept for comparisons (benchmarks, tests).
 	NoPrefixSharing bool
+	// NoSharedPrefixAttention makes the static decode step read each
+	// sequence's whole context itself, shared prompt blocks included,
+	// instead of once per group (model.Decoder.SetSharedPrefixAttention),
+	// to compare the two.
+	NoSharedPrefixAttention bool
 }
 
 // DefaultBlockSize is the KV-cache block size when Config.BlockSize is 0.

@@ -55,6 +55,7 @@ func (s *Sampler) staticStep(live []*Seq) error {
 	st := &s.static
 	if st.decoder == nil {
 		st.decoder = s.m.NewDecoder(s.cfg.Slots)
+		st.decoder.SetSharedPrefixAttention(!s.cfg.NoSharedPrefixAttention)
 	}
 	if !sameSeqs(st.loaded, live) {
 		if err := s.loadStatic(live); err != nil {
@@ -73,6 +74,7 @@ func (s *Sampler) staticStep(live []*Seq) error {
 		st.loaded = nil
 		return fmt.Errorf("sampler: %w", err)
 	}
+	s.stats.SharedPrefixRows += st.decoder.SharedRows()
 	for i, t := range st.toks {
 		if t < 0 {
 			st.loaded = nil

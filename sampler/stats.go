@@ -9,6 +9,9 @@ type Stats struct {
 	// Forked is the sequences that shared a group's prompt instead of
 	// prefilling it.
 	Forked int
+	// SharedPrefixRows sums, over static decode steps, the rows that read
+	// their prompt's blocks once per group (kernels.AttentionSharedPrefix).
+	SharedPrefixRows int
 }
 
 // Stats returns the counts so far.

@@ -3,6 +3,7 @@ package trainer_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -49,10 +50,18 @@ type noGraphs struct{ kernels.Backend }
 // CUDA backend, where the sampler decodes in graphs while it records the
 // routing (model.Decoder.StepRecording), and again with the graphs hidden
 // (the Forward path's record): the step's metrics are the same — the
-// rollouts' rewards, the loss, the update, and routing/mismatch over the
-// same replayed tokens. (On emu the mismatch is not 0: the sampler's bf16
-// KV cache against the trainer's f32 recomputation flips a few near-ties,
-// the same ones on both paths.)
+// rollouts' rewards, the entropy, and routing/mismatch over the same
+// replayed tokens exactly; the loss within 1e-7 and the update's
+// grad_norm within 1e-6 relative, because the static step reads each
+// group's shared prompt once (kernels.AttentionSharedPrefix), summing
+// attention in another order than Forward's decode, so the sampled
+// tokens' log-probs (the old policy's, in the loss) differ in their last
+// bits (measured: loss 1.9e-8 apart, grad_norm 3e-8 relative; a
+// log-prob moved by 1e-5 on a few of the 140 tokens, weighted by its
+// advantage over the tokens, stays below 1e-7). (On emu
+// the mismatch is not 0: the sampler's bf16 KV cache against the
+// trainer's f32 recomputation flips a few near-ties, the same ones on
+// both paths.)
 func TestTrainMoERoutingReplayStaticOnEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two GRPO steps under the emulator (about 10 s)")
@@ -68,14 +77,22 @@ func TestTrainMoERoutingReplayStaticOnEmu(t *testing.T) {
 	if g := be.Counts().Sub(before).GraphLaunches; graphs == 0 || g != 0 {
 		t.Fatalf("graph launches: %d with graphs (want some: the static path), %d without (want 0)", graphs, g)
 	}
+	tol := map[string]float64{"loss": 1e-7, "grad_norm": 1e-6 * math.Abs(forwardValue(forward, "grad_norm"))}
 	for _, key := range []string{"routing/mismatch", "routing/replayed_tokens", "reward", "loss", "grad_norm", "entropy"} {
 		a, okA := static[key].(float64)
 		b, okB := forward[key].(float64)
-		if !okA || !okB || a != b {
-			t.Errorf("%s: %v (%v) with the static decode path, %v (%v) through Forward", key, static[key], okA, forward[key], okB)
+		if !okA || !okB || math.Abs(a-b) > tol[key] {
+			t.Errorf("%s: %v (%v) with the static decode path, %v (%v) through Forward (|Δ| ≤ %g)", key, static[key], okA, forward[key], okB, tol[key])
 		}
 	}
 	t.Logf("%d graph launches; routing/mismatch %v over %v replayed tokens on both paths", graphs, static["routing/mismatch"], static["routing/replayed_tokens"])
+}
+
+// forwardValue is a metric of row, 0 when it is missing (the comparison
+// then reports it).
+func forwardValue(row map[string]any, key string) float64 {
+	v, _ := row[key].(float64)
+	return v
 }
 
 // moeRunDir writes the tiny Qwen3-MoE (with a dense layer) and the

@@ -44,7 +44,9 @@ positions, in the backend's KV dtype (bf16 on cuda and emu, f32 on cpu).
 With --group G the --batch sequences are --batch/G prompts of G rollouts
 each, as a GRPO step samples them: each prompt prefilled once (the prefill
 figure counts its tokens once) and its KV blocks forked into the group's
-other slots, which copy the last, partly filled block on their first write.
+other slots, which copy the last, partly filled block on their first write;
+the decode step reads a group's whole prompt blocks once per group, and
+the decode HBM figure counts them once.
   train     tokens/s of one LoRA train step (forward, log-probs, backward to the
             LoRA parameters) over --train-seqs sequences of --train-len tokens,
             rank --lora-rank on all seven projections, activations kept or
@@ -88,8 +90,12 @@ TFLOP/s), and what the real static decode step asks of a device, counted on
 a null device (no GPU needed; it does no work): graph nodes and launches,
 GEMM weight bytes, DtoH bytes, allocs/frees/syncs; "predicted" adds
 --node-us per graph node to the measured roofline (1.5 µs is an assumption,
-to be measured on the H200). It ignores the other flags and takes a minute
-or two (the 8B shape's random weights are drawn on every core).`,
+to be measured on the H200). With --group G (G > 1) the sequences are
+groups of G rollouts of a --prefill-token prompt: the KV column counts
+each group's whole prompt blocks (16 positions) once, as the decode step
+reads them once per group (kernels.AttentionSharedPrefix), and the counted
+step runs that path. It ignores the other flags and takes a minute or two
+(the 8B shape's random weights are drawn on every core).`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.model, "model", "", "model directory or hub id (default: --shape)")
 			fs.StringVar(&o.shape, "shape", "qwen3-30m", "named random-init shape (see 'grpo models')")

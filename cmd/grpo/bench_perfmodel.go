@@ -104,8 +104,11 @@ type perfRow struct {
 // context ctx: slot 0 prefilled with ctx−1 tokens and forked into the
 // others (a GRPO group), then steps — the first op by op, the second
 // captured, the rest replayed — and returns what the fourth step asked of
-// the device. m must be on a CUDA backend (its counter).
-func countDecodeStep(m *model.Model, batch, ctx int) (cuda.Counts, error) {
+// the device. m must be on a CUDA backend (its counter). With shared the
+// step reads the group's prompt once (kernels.AttentionSharedPrefix),
+// else every row reads its own context; its launches are the same for
+// any grouping (the grid covers every row).
+func countDecodeStep(m *model.Model, batch, ctx int, shared bool) (cuda.Counts, error) {
 	be := m.Backend
 	const steps = 4
 	cache, err := benchCache(m, batch, ctx+steps)
@@ -135,6 +138,7 @@ func countDecodeStep(m *model.Model, batch, ctx int) (cuda.Counts, error) {
 	}
 	dec := m.NewDecoder(batch)
 	defer dec.Free()
+	dec.SetSharedPrefixAttention(shared)
 	if err := dec.Load(cache, rows, -1); err != nil {
 		return cuda.Counts{}, err
 	}
@@ -158,8 +162,10 @@ func countDecodeStep(m *model.Model, batch, ctx int) (cuda.Counts, error) {
 // each shape built once on a null device (bf16 weights, a rank-16
 // adapter on all seven projections), its base weights tagged so the
 // counter sees the GEMMs read them. nodeCost is the assumed seconds
-// per graph node added to the measured roofline.
-func perfModelRows(shapes []string, batches, contexts []int, nodeCost float64, progress io.Writer) ([]perfRow, error) {
+// per graph node added to the measured roofline. With sh.Group > 1 the
+// KV bytes are sharedKVBytes' and the counted step reads the prompt once
+// per group.
+func perfModelRows(shapes []string, batches, contexts []int, sh perfSharing, nodeCost float64, progress io.Writer) ([]perfRow, error) {
 	var rows []perfRow
 	for _, name := range shapes {
 		cfg, ok := model.Shape(name)
@@ -184,12 +190,12 @@ func perfModelRows(shapes []string, batches, contexts []int, nodeCost float64, p
 		m := base.WithAdapter(ad)
 		for _, b := range batches {
 			for _, ctx := range contexts {
-				counts, err := countDecodeStep(m, b, ctx)
+				counts, err := countDecodeStep(m, b, ctx, sh.Group > 1)
 				if err != nil {
 					return nil, fmt.Errorf("perf model: %s batch %d context %d: %w", name, b, ctx, err)
 				}
 				r := perfRow{Shape: name, Batch: b, Ctx: ctx, Counts: counts,
-					Bytes: decodeBytes(cfg, b, float64(ctx), perfLoRARank, kvElemBytes(be)),
+					Bytes: decodeBytesShared(cfg, b, sh.Group, float64(ctx), sh.Prompt, perfLoRARank, kvElemBytes(be)),
 					FLOPs: decodeFLOPs(cfg, b, ctx, perfLoRARank)}
 				r.Sheet = rooflineSeconds(r.Bytes.Total(), r.FLOPs, h200HBMBytes, h200BF16FLOPs)
 				r.Measured = rooflineSeconds(r.Bytes.Total(), r.FLOPs, h200MeasuredHBMBytes, h200MeasuredBF16FLOPs)
@@ -206,9 +212,22 @@ func perfModelRows(shapes []string, batches, contexts []int, nodeCost float64, p
 	return rows, nil
 }
 
+// perfSharing is the GRPO group the perf model assumes: Group rollouts
+// forked from a prompt of Prompt positions (grpo bench --group,
+// --prefill); Group 1 shares nothing.
+type perfSharing struct{ Group, Prompt int }
+
+// kvHeader names the KV column.
+func (sh perfSharing) kvHeader() string {
+	if sh.Group < 2 {
+		return "KV GB"
+	}
+	return fmt.Sprintf("KV GB (G=%d, prompt %d)", sh.Group, sh.Prompt)
+}
+
 // writePerfTable prints the rows as a Markdown table.
-func writePerfTable(w io.Writer, rows []perfRow, nodeCost float64) {
-	fmt.Fprintf(w, "| model | batch | ctx | weights GB | LoRA MB | KV GB | logits MB | bytes/step GB | GFLOP/step | roofline µs (datasheet) | tok/s (datasheet) | roofline µs (measured) | tok/s (measured) | graph nodes | graph launches | GEMM weight GB (counted) | DtoH B | allocs/frees/syncs | predicted µs (+%.1f µs/node) | predicted tok/s |\n", nodeCost*1e6)
+func writePerfTable(w io.Writer, rows []perfRow, sh perfSharing, nodeCost float64) {
+	fmt.Fprintf(w, "| model | batch | ctx | weights GB | LoRA MB | %s | logits MB | bytes/step GB | GFLOP/step | roofline µs (datasheet) | tok/s (datasheet) | roofline µs (measured) | tok/s (measured) | graph nodes | graph launches | GEMM weight GB (counted) | DtoH B | allocs/frees/syncs | predicted µs (+%.1f µs/node) | predicted tok/s |\n", sh.kvHeader(), nodeCost*1e6)
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
 		c := r.Counts
@@ -225,10 +244,17 @@ func runPerfModel(o benchOpts) error {
 	if !(o.nodeMicros >= 0) {
 		return usagef("--node-us %v: want a cost per graph node of 0 µs or more", o.nodeMicros)
 	}
-	rows, err := perfModelRows(perfShapes, perfBatches, perfContexts, o.nodeMicros*1e-6, os.Stderr)
+	if o.group < 0 {
+		return usagef("--perf-model --group %d: want 1 or more rollouts per prompt", o.group)
+	}
+	sh := perfSharing{Group: max(o.group, 1), Prompt: o.prefill}
+	if sh.Group > 1 && sh.Prompt < 1 {
+		return usagef("--perf-model --group %d --prefill %d: want a prompt of at least 1 token to share", sh.Group, sh.Prompt)
+	}
+	rows, err := perfModelRows(perfShapes, perfBatches, perfContexts, sh, o.nodeMicros*1e-6, os.Stderr)
 	if err != nil {
 		return err
 	}
-	writePerfTable(stdout, rows, o.nodeMicros*1e-6)
+	writePerfTable(stdout, rows, sh, o.nodeMicros*1e-6)
 	return nil
 }

@@ -22,7 +22,7 @@ func TestPerfModelQwen3At128(t *testing.T) {
 	if testing.Short() {
 		t.Skip("draws Qwen3-0.6B's 596M random weights (a few seconds on 2 cores)")
 	}
-	rows, err := perfModelRows([]string{"qwen3-0.6b"}, []int{128}, []int{512}, 1.5e-6, nil)
+	rows, err := perfModelRows([]string{"qwen3-0.6b"}, []int{128}, []int{512}, perfSharing{Group: 1}, 1.5e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPerfModelQwen3At128(t *testing.T) {
 		t.Errorf("the step's counted FLOPs %.0f, the model's at context 515 %.0f (at 512: %.0f)", got, want, r.FLOPs)
 	}
 	var out bytes.Buffer
-	writePerfTable(&out, rows, 1.5e-6)
+	writePerfTable(&out, rows, perfSharing{Group: 1}, 1.5e-6)
 	if !strings.Contains(out.String(), "| qwen3-0.6b | 128 | 512 | 1.192 | 40.4 | 7.516 | 155.6 | 8.905 |") {
 		t.Errorf("table row not as computed:\n%s", out.String())
 	}

@@ -93,7 +93,7 @@ func rooflineFigures(c *model.Config, weightElem, kvElem int, o benchOpts, prefi
 	if decode > 0 {
 		ctx := float64(o.prefill) + float64(o.decode+1)/2
 		stepsPerSec := decode / float64(o.batch)
-		b := decodeBytes(c, o.batch, ctx, 0, kvElem)
+		b := decodeBytesShared(c, o.batch, o.group, ctx, o.prefill, 0, kvElem)
 		b.Weights *= float64(weightElem) / 2 // decodeBytes' are bf16
 		bytes := b.Total()
 		out = append(out,

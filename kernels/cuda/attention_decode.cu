@@ -18,29 +18,37 @@
 #define DECODE_THREADS (32 * DECODE_WARPS)
 #define DECODE_HEADS 8
 
-// part layout: for row (t, h) and split z, pm/pl[(t·nHead + h)·nSplit + z]
-// and po[((t·nHead + h)·nSplit + z)·headDim + d].
+// part layout: for row (t, h) and slot z of slots, pm/pl[(t·nHead + h)·slots
+// + z] and po[((t·nHead + h)·slots + z)·headDim + d]. Plain decoding has
+// one slot per split; the shared-prefix kernels two (the suffix pass's
+// split z at z, the prefix pass's at nSplit + z).
+//
+// attention_decode_tile: one block's work, up to DECODE_HEADS (token, head)
+// pairs of one KV head g reading the keys [from, to) of table row s. Pair
+// hh is number base + hh of the pairs (first + p / group, g·group + p %
+// group): for plain decoding the chunk's heads of token first, for a
+// shared prefix the group's members × heads, so each K and V row read
+// serves all of them. With slots == 1 the block writes out and lse.
 template <int N, class T>
-__device__ __forceinline__ void attention_decode(float* out, float* lse, float* pm, float* pl, float* po,
-						 const float* q, const T* kCache, const T* vCache,
-						 const int* seq, const int* pos, const int* table, int blockSize,
-						 int maxBlocks, int nTok, int nHead, int nKV, int headDim, int splitLen,
-						 float scale) {
+__device__ __forceinline__ void attention_decode_tile(float* out, float* lse, float* pm, float* pl, float* po,
+						      const float* q, const T* kCache, const T* vCache,
+						      const int* table, int s, int from, int to, int first,
+						      int base, int nh, int g, int slots, int slot, int blockSize,
+						      int maxBlocks, int nHead, int nKV, int headDim, float scale) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
-	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z, nSplit = gridDim.z;
-	int h0 = g * group + c * DECODE_HEADS, nh = min(DECODE_HEADS, group - c * DECODE_HEADS);
-	int s = seq[t], from = z * splitLen, to = min(pos[t] + 1, from + splitLen);
+	int group = nHead / nKV;
 	int width = nKV * headDim;
 
 	float qr[DECODE_HEADS][N], acc[DECODE_HEADS][N], m[DECODE_HEADS], l[DECODE_HEADS];
 	for (int hh = 0; hh < DECODE_HEADS; hh++) {
 		m[hh] = -INFINITY;
 		l[hh] = 0.0f;
+		int p = base + hh;
+		long long row = (long long)(first + p / group) * nHead + g * group + p % group;
 		for (int i = 0; i < N; i++) {
 			int d = lane + 32 * i;
-			qr[hh][i] = hh < nh && d < headDim ? q[((long long)t * nHead + h0 + hh) * headDim + d] : 0.0f;
+			qr[hh][i] = hh < nh && d < headDim ? q[row * headDim + d] : 0.0f;
 			acc[hh][i] = 0.0f;
 		}
 	}
@@ -89,12 +97,13 @@ __device__ __forceinline__ void attention_decode(float* out, float* lse, float* 
 			L += x[1] * f;
 			A += x[2 + d] * f;
 		}
-		long long row = (long long)t * nHead + h0 + hh;
-		if (nSplit == 1) {
+		int p = base + hh;
+		long long row = (long long)(first + p / group) * nHead + g * group + p % group;
+		if (slots == 1) {
 			out[row * headDim + d] = A / L;
 			if (lse && d == 0) lse[row] = M + logf(L);
 		} else {
-			long long pr = row * nSplit + z;
+			long long pr = row * slots + slot;
 			po[pr * headDim + d] = A;
 			if (d == 0) {
 				pm[pr] = M;
@@ -102,6 +111,66 @@ __device__ __forceinline__ void attention_decode(float* out, float* lse, float* 
 			}
 		}
 	}
+}
+
+template <int N, class T>
+__device__ __forceinline__ void attention_decode(float* out, float* lse, float* pm, float* pl, float* po,
+						 const float* q, const T* kCache, const T* vCache,
+						 const int* seq, const int* pos, const int* table, int blockSize,
+						 int maxBlocks, int nTok, int nHead, int nKV, int headDim, int splitLen,
+						 float scale) {
+	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
+	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z;
+	int from = z * splitLen, to = min(pos[t] + 1, from + splitLen);
+	attention_decode_tile<N, T>(out, lse, pm, pl, po, q, kCache, vCache, table, seq[t], from, to, t,
+				    c * DECODE_HEADS, min(DECODE_HEADS, group - c * DECODE_HEADS), g, gridDim.z, z,
+				    blockSize, maxBlocks, nHead, nKV, headDim, scale);
+}
+
+// attention_prefix_dpl<N>_<kv> and attention_suffix_dpl<N>_<kv>:
+// AttentionSharedPrefix's two passes, grid (nTok, nKV·chunks, nSplit) as
+// attention_decode's, writing partials in 2·nSplit slots per row that
+// attention_decode_combine merges. groups holds {first, members,
+// sharedBlocks} per token (kernels.PrefixGroupWords). The suffix pass is
+// attention_decode over the keys past the token's shared blocks. In the
+// prefix pass, block (t, (g, c), z) takes, if t is member k of its group,
+// tile k·chunks + c of the group's ⌈members·group / DECODE_HEADS⌉ tiles
+// of (member, head) pairs, and reads split z of the shared keys once
+// from the first member's table row; a block past the tiles returns.
+// A token in no group has no shared keys: its prefix tiles write empty
+// partials (max −Inf).
+template <int N, class T>
+__device__ __forceinline__ void attention_prefix(float* pm, float* pl, float* po, const float* q,
+						 const T* kCache, const T* vCache, const int* seq,
+						 const int* groups, const int* table, int blockSize, int maxBlocks,
+						 int nHead, int nKV, int headDim, int splitLen, float scale) {
+	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
+	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z, nSplit = gridDim.z;
+	int first = groups[3 * t], members = groups[3 * t + 1], shared = groups[3 * t + 2] * blockSize;
+	int tile = (t - first) * chunks + c, pairs = members * group;
+	if (tile * DECODE_HEADS >= pairs) return;
+	int from = z * splitLen, to = min(shared, from + splitLen);
+#ifdef GRPO_PLANT_WRONG_PREFIX_ROW
+	int s = seq[0];  // planted: every group reads the first token's prompt
+#else
+	int s = seq[first];
+#endif
+	attention_decode_tile<N, T>(nullptr, nullptr, pm, pl, po, q, kCache, vCache, table, s, from, to, first,
+				    tile * DECODE_HEADS, min(DECODE_HEADS, pairs - tile * DECODE_HEADS), g, 2 * nSplit,
+				    nSplit + z, blockSize, maxBlocks, nHead, nKV, headDim, scale);
+}
+
+template <int N, class T>
+__device__ __forceinline__ void attention_suffix(float* pm, float* pl, float* po, const float* q, const T* kCache,
+						 const T* vCache, const int* seq, const int* pos, const int* groups,
+						 const int* table, int blockSize, int maxBlocks, int nHead, int nKV,
+						 int headDim, int splitLen, float scale) {
+	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
+	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z;
+	int from = max(z * splitLen, groups[3 * t + 2] * blockSize), to = min(pos[t] + 1, z * splitLen + splitLen);
+	attention_decode_tile<N, T>(nullptr, nullptr, pm, pl, po, q, kCache, vCache, table, seq[t], from, to, t,
+				    c * DECODE_HEADS, min(DECODE_HEADS, group - c * DECODE_HEADS), g, 2 * gridDim.z, z,
+				    blockSize, maxBlocks, nHead, nKV, headDim, scale);
 }
 
 #define ATTENTION_DECODE(N, T, suffix)                                                                          \
@@ -120,6 +189,30 @@ ATTENTION_DECODE(1, float, f32)
 ATTENTION_DECODE(2, float, f32)
 ATTENTION_DECODE(3, float, f32)
 ATTENTION_DECODE(4, float, f32)
+
+#define ATTENTION_SHARED_PREFIX(N, T, suffix)                                                                   \
+	GRPO_KERNEL void __launch_bounds__(DECODE_THREADS) attention_prefix_dpl##N##_##suffix(                      \
+	    float* pm, float* pl, float* po, const float* q, const T* kCache, const T* vCache, const int* seq,        \
+	    const int* groups, const int* table, int blockSize, int maxBlocks, int nHead, int nKV, int headDim,     \
+	    int splitLen, float scale) {                                                                          \
+		attention_prefix<N, T>(pm, pl, po, q, kCache, vCache, seq, groups, table, blockSize, maxBlocks, nHead, \
+				       nKV, headDim, splitLen, scale);                                                \
+	}                                                                                                         \
+	GRPO_KERNEL void __launch_bounds__(DECODE_THREADS) attention_suffix_dpl##N##_##suffix(                      \
+	    float* pm, float* pl, float* po, const float* q, const T* kCache, const T* vCache, const int* seq,        \
+	    const int* pos, const int* groups, const int* table, int blockSize, int maxBlocks, int nHead, int nKV,  \
+	    int headDim, int splitLen, float scale) {                                                             \
+		attention_suffix<N, T>(pm, pl, po, q, kCache, vCache, seq, pos, groups, table, blockSize, maxBlocks,   \
+				       nHead, nKV, headDim, splitLen, scale);                                         \
+	}
+ATTENTION_SHARED_PREFIX(1, __nv_bfloat16, bf16)
+ATTENTION_SHARED_PREFIX(2, __nv_bfloat16, bf16)
+ATTENTION_SHARED_PREFIX(3, __nv_bfloat16, bf16)
+ATTENTION_SHARED_PREFIX(4, __nv_bfloat16, bf16)
+ATTENTION_SHARED_PREFIX(1, float, f32)
+ATTENTION_SHARED_PREFIX(2, float, f32)
+ATTENTION_SHARED_PREFIX(3, float, f32)
+ATTENTION_SHARED_PREFIX(4, float, f32)
 
 // attention_decode_combine: grid (nTok·nHead), block DECODE_THREADS (over
 // dims). Merges a row's nSplit partials; a split with no key (past the

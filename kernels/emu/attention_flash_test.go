@@ -13,7 +13,9 @@ import (
 // TestAttentionPaths runs the Attention conformance cases on each forward
 // kernel, whichever the shape would pick: the tiled flash kernel, split-KV
 // decoding with the GPU's split length, and with splits of 8 keys so that
-// the combine pass merges several partials in every case.
+// the combine pass merges several partials in every case. The shared-prefix
+// cases run too: their splits follow the same setting, and with splits of
+// 8 keys some straddle a group's last shared block.
 func TestAttentionPaths(t *testing.T) {
 	for _, p := range []struct {
 		name string
@@ -23,7 +25,7 @@ func TestAttentionPaths(t *testing.T) {
 			b := New()
 			defer b.Close()
 			b.SetAttentionPath(p.path)
-			if err := kerneltest.Check(b, "Attention"); err != nil {
+			if err := kerneltest.Check(b, "Attention", "AttentionSharedPrefix"); err != nil {
 				t.Error(err)
 			}
 		})

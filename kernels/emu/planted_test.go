@@ -50,6 +50,33 @@ func TestPlantedNoDeltaFailsTrainConformance(t *testing.T) {
 	t.Logf("caught as expected: %.300s", msg)
 }
 
+// TestPlantedWrongPrefixRowFailsConformance proves the shared-prefix
+// cases catch a prefix pass that reads a group's shared blocks through
+// the wrong row's block table: attention_decode.cu compiled with
+// GRPO_PLANT_WRONG_PREFIX_ROW (k_planted_prefix.cc) reads every group's
+// prompt through the first token's row.
+func TestPlantedWrongPrefixRowFailsConformance(t *testing.T) {
+	d := NewDevice()
+	for _, kv := range []string{"bf16", "f32"} {
+		for dpl := 1; dpl <= 4; dpl++ {
+			n := fmt.Sprintf("attention_prefix_dpl%d_%s", dpl, kv)
+			d.Substitute(n, "planted/"+n)
+		}
+	}
+	b := newBackend(d)
+	defer b.Close()
+	err := kerneltest.Check(b, "AttentionSharedPrefix")
+	if err == nil {
+		t.Fatal("a prefix pass reading the wrong row's blocks passed the conformance suite")
+	}
+	for _, want := range []string{"g4-g3-alone-gqa2,kv=f32", "g8-g2-gqa1,kv=bf16", "g3-g6-gqa12,kv=f32"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the planted bug was not caught by %s:\n%.1500s", want, err)
+		}
+	}
+	t.Logf("caught as expected: %.200s", err)
+}
+
 // plantForward swaps in the off-by-one variants of every forward kernel
 // built from attention.cu and attention_flash.cu (k_planted.cc).
 func plantForward(d *Device) {

@@ -33,6 +33,7 @@ void emu_register_moe(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
 void emu_register_planted_oob(const char* prefix);
+void emu_register_planted_prefix(const char* prefix);
 void emu_register_demo(const char* prefix);
 }
 
@@ -67,6 +68,7 @@ extern "C" void emu_register_all(void) {
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");
 		emu_register_planted_oob("planted-oob/");
+		emu_register_planted_prefix("planted/");
 		emu_register_demo("demo/");
 	});
 }

@@ -61,6 +61,7 @@ func Cases() []Case {
 		swiGLUCases(),
 		kvWriteCases(),
 		attentionCases(),
+		sharedPrefixCases(),
 		logSoftmaxGatherCases(),
 		addI32Cases(),
 		sampleStreamCases(),
