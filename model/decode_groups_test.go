@@ -116,7 +116,7 @@ func TestStaticDecodeSharedPrompt(t *testing.T) {
 			t.Fatalf("step %d: the capture failed: %v", step, err)
 		}
 		want := cuda.Counts{GraphLaunches: 1, GraphKernels: got.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 4*int64(slots) + 4*int64(n), // the bucket's tokens, the rows' log-probs
-			HtoD: got.HtoD, HtoDBytes: got.HtoDBytes, WeightBytes: got.WeightBytes, Atomics: got.Atomics}
+			HtoD: got.HtoD, HtoDBytes: got.HtoDBytes, WeightBytes: got.WeightBytes, Atomics: got.Atomics, FLOPs: got.FLOPs} // FLOPs: cmd/grpo TestPerfModelSharedStep holds them to the plain step's
 		table := int64(4 * slots * caches[0].MaxBlocks)
 		if got != want || got.HtoD > 1 || got.HtoDBytes != got.HtoD*table {
 			t.Fatalf("decode step %d after warm-up: %v\nwant: 1 graph launch, no host launch, alloc, free or memset, 2 syncs, at most the block table uploaded", step, got)

@@ -180,31 +180,17 @@ func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPag
 
 func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "Attention"
-	i32(op, nTok, nHead, nKV, headDim, nTok*nHead*headDim, nKV*headDim)
-	if nKV <= 0 || nHead%nKV != 0 {
-		panic(fmt.Sprintf("cuda: Attention: nHead %d is not a multiple of nKV %d", nHead, nKV))
-	}
 	if headDim <= 0 || headDim > attentionMaxHeadDim {
 		panic(fmt.Sprintf("cuda: Attention: headDim %d outside 1..%d (attention.cu holds at most %d dims per thread)", headDim, attentionMaxHeadDim, attentionMaxHeadDim/attentionBlock))
 	}
 	if nHead > 65535 {
 		panic(fmt.Sprintf("cuda: Attention: nHead %d exceeds the grid's y limit 65535", nHead))
 	}
-	o := b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
-	l := b.optBuf(op, "lse", lse, nTok*nHead)
-	qq := b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
-	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
-	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
-	tb := b.pages(op, pages, kc, nKV*headDim)
-	s := b.buf(op, "seq", seq, nTok, kernels.I32)
-	p := b.buf(op, "pos", pos, nTok, kernels.I32)
-	if nTok == 0 || !usable(o, l, qq, kc, vc, tb, s, p) {
+	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim)
+	if !ok {
 		return
 	}
-	// Every kernel below (scalar, flash, split-KV decode) computes, per
-	// query head and visible key, the score q·k and its share of p·v:
-	// 2·headDim FLOPs each.
-	b.afterEachRun(func() { b.dev.CountFLOPs(4 * int64(nHead*headDim) * b.host.visibleKeys(p.ptr, nTok, pages.MaxLen())) })
+	o, l, qq, kc, vc, tb, s, p := a.out, a.lse, a.q, a.k, a.v, a.table, a.seq, a.pos
 	if headDim <= flashMaxHeadDim {
 		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
 		return

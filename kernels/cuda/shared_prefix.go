@@ -18,25 +18,17 @@ func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, g
 		b.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
 		return
 	}
-	i32(op, nTok, nHead, nKV, headDim, nTok*nHead*headDim, nKV*headDim, nTok*kernels.PrefixGroupWords)
-	if nKV <= 0 || nHead%nKV != 0 {
-		panic(fmt.Sprintf("cuda: %s: nHead %d is not a multiple of nKV %d", op, nHead, nKV))
-	}
+	i32(op, nTok*kernels.PrefixGroupWords)
 	if headDim <= 0 {
 		panic(fmt.Sprintf("cuda: %s: headDim %d must be positive", op, headDim))
 	}
-	o := b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
-	l := b.optBuf(op, "lse", lse, nTok*nHead)
-	qq := b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
-	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
-	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
-	tb := b.pages(op, pages, kc, nKV*headDim)
-	s := b.buf(op, "seq", seq, nTok, kernels.I32)
-	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim)
 	gr := b.buf(op, "groups", groups, nTok*kernels.PrefixGroupWords, kernels.I32)
-	if nTok == 0 || !usable(o, l, qq, kc, vc, tb, s, p, gr) {
+	if !ok || !usable(gr) {
 		return
 	}
+	o, l, qq, kc, vc, tb, s := a.out, a.lse, a.q, a.k, a.v, a.table, a.seq
+	p := a.pos
 	chunks := (nHead/nKV + decodeHeads - 1) / decodeHeads
 	if nKV*chunks > 65535 {
 		panic(fmt.Sprintf("cuda: %s: %d KV heads × %d head chunks exceed the grid's y limit 65535", op, nKV, chunks))
