@@ -68,17 +68,22 @@ type decodeBucket struct {
 	// groups is AttentionSharedPrefix's operand (rows × PrefixGroupWords),
 	// used while shared: some loaded rows read a shared prompt
 	// (loadGroups); sharedRows is how many.
-	groups                kernels.Buffer
-	shared                bool
-	sharedRows            int
-	lp                    kernels.Buffer // F32 rows
-	x, logits             kernels.Buffer
-	acts                  *layerActs
-	graph                 kernels.Graph
-	graphCache            *KVCache // the cache the graph was captured over
-	eager                 int      // steps run op by op since the last Load
-	hostOut               []int32  // out on the host; hostTok is its first rows
-	used                  bool     // loaded since the last DropUnused
+	groups     kernels.Buffer
+	shared     bool
+	sharedRows int
+	lp         kernels.Buffer // F32 rows
+	x, logits  kernels.Buffer
+	acts       *layerActs
+	// graph, graphCache and eager are per attention mode (mode: plain or
+	// shared-prefix, which read different operands): the captured graph,
+	// the cache it was captured over, and the steps run op by op in that
+	// mode. Keeping both lets a bucket alternate between batches with
+	// and without groups without recapturing.
+	graph                 [2]kernels.Graph
+	graphCache            [2]*KVCache
+	eager                 [2]int
+	hostOut               []int32 // out on the host; hostTok is its first rows
+	used                  bool    // loaded since the last DropUnused
 	hostTok               []int32
 	hostParams, hostState []int32
 }
@@ -105,9 +110,7 @@ func (d *Decoder) DropUnused(keep func(rows int) bool) {
 	g, _ := d.m.Backend.(kernels.Graphs)
 	for n, b := range d.buckets {
 		if !b.used && !keep(n) {
-			if b.graph != nil && g != nil {
-				g.FreeGraph(b.graph)
-			}
+			b.freeGraphs(g)
 			b.a.free()
 			delete(d.buckets, n)
 			if d.cur == b {
@@ -146,12 +149,30 @@ func (d *Decoder) Logits() kernels.Buffer {
 func (d *Decoder) Free() {
 	g, _ := d.m.Backend.(kernels.Graphs)
 	for _, b := range d.buckets {
-		if b.graph != nil && g != nil {
-			g.FreeGraph(b.graph)
-		}
+		b.freeGraphs(g)
 		b.a.free()
 	}
 	d.buckets, d.cur = map[int]*decodeBucket{}, nil
+}
+
+// freeGraphs releases the bucket's graphs of both modes (g nil: a
+// backend without graphs, which has none).
+func (b *decodeBucket) freeGraphs(g kernels.Graphs) {
+	for i, gr := range b.graph {
+		if gr != nil && g != nil {
+			g.FreeGraph(gr)
+		}
+		b.graph[i] = nil
+	}
+}
+
+// mode indexes the bucket's per-mode state: 1 while its rows read a
+// shared prompt through groups, else 0.
+func (b *decodeBucket) mode() int {
+	if b.shared {
+		return 1
+	}
+	return 0
 }
 
 // bucketFor is the workspace size for n rows.
@@ -323,13 +344,14 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 	}
 	pages := cache.Pages()
 	g, graphs := be.(kernels.Graphs)
+	mode := b.mode()
 	switch {
-	case graphs && b.graph != nil && b.graphCache == cache:
-		g.Replay(b.graph)
-	case graphs && b.eager > 0 && d.graphErr == nil:
-		if b.graph != nil {
-			g.FreeGraph(b.graph)
-			b.graph = nil
+	case graphs && b.graph[mode] != nil && b.graphCache[mode] == cache:
+		g.Replay(b.graph[mode])
+	case graphs && b.eager[mode] > 0 && d.graphErr == nil:
+		if b.graph[mode] != nil {
+			g.FreeGraph(b.graph[mode])
+			b.graph[mode] = nil
 		}
 		gr, err := d.capture(g, b, cache, pages)
 		if err != nil {
@@ -339,11 +361,11 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 			m.decodeOps(b, cache, pages)
 			break
 		}
-		b.graph, b.graphCache = gr, cache
+		b.graph[mode], b.graphCache[mode] = gr, cache
 		g.Replay(gr)
 	default:
 		m.decodeOps(b, cache, pages)
-		b.eager++
+		b.eager[mode]++
 	}
 	n := len(d.rows)
 	if experts != nil {

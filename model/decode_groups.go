@@ -10,8 +10,8 @@ import "github.com/grpo-dev/grpo/kernels"
 // filled last block) is copied on that write, so its table entry changes.
 // Blocks wholly written are never written again while the rows stay
 // loaded, so the groups hold for every step until the next Load. A
-// bucket whose rows share nothing runs Attention as before; changing
-// between the two drops the bucket's graph, to be captured again.
+// bucket whose rows share nothing runs Attention as before; a bucket
+// keeps a graph for each of the two (decodeBucket.graph).
 func (d *Decoder) loadGroups(cache *KVCache, b *decodeBucket, slot, pos []int32) {
 	written := make([]int32, len(pos))
 	for i, p := range pos {
@@ -28,13 +28,7 @@ func (d *Decoder) loadGroups(cache *KVCache, b *decodeBucket, slot, pos []int32)
 	if shared {
 		d.m.Backend.UploadI32(b.groups, groups)
 	}
-	if shared != b.shared {
-		if g, ok := d.m.Backend.(kernels.Graphs); ok && b.graph != nil {
-			g.FreeGraph(b.graph)
-			b.graph = nil
-		}
-		b.shared = shared
-	}
+	b.shared = shared
 }
 
 // SharedRows is how many of the loaded rows read their prompt's blocks
