@@ -32,12 +32,17 @@ func TestTrainOnGrpoServeMatchesInProcess(t *testing.T) {
 	model := filepath.Join(filepath.Dir(cfg), "model")
 	// Longer completions, larger groups and a high learning rate, so that
 	// every step trains and each step's adapter changes what is sampled.
+	// Not higher: the server batches requests as they arrive, so its
+	// log-probs differ from the trainer's in the last bits, and AdamW
+	// carries that into later steps in proportion to the rate. Measured
+	// under a loaded machine, the step-5 grad_norm gap was up to 1.2e-5 at
+	// 0.05 (past the bar's 1e-5; one CI failure) and up to 1.15e-6 at 0.02.
 	text := fmt.Sprintf(`model = %q
 max_steps = 5
 batch_size = 8
 rollouts_per_example = 4
 seed = 3
-learning_rate = 0.05
+learning_rate = 0.02
 [sampling]
 max_tokens = 12
 [[env]]
