@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // The ways to get a pid namespace, tried in order: plain CLONE_NEWPID
@@ -63,10 +64,16 @@ func inNamespace(cmd *exec.Cmd) bool {
 // killMarked kills every process whose environment carries the run's
 // marker: without a pid namespace, that is how a helper that left the
 // session (setsid) is found. Killing a parent does not kill its children,
-// which may fork meanwhile, so the scan repeats until it finds none.
+// which may fork meanwhile, so the scan repeats until it finds none three
+// rounds running, a few milliseconds apart: a child caught between fork
+// and exec can be missed by one scan (CI once saw `setsid -f sleep 31`
+// outlive a run when the first empty round ended the search).
 func killMarked(marker string) {
 	needle := []byte(runMarkerKey + "=" + marker + "\x00")
-	for round := 0; round < 10; round++ {
+	for round, quiet := 0, 0; round < 50 && quiet < 3; round++ {
+		if quiet > 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
 		dirs, _ := filepath.Glob("/proc/[0-9]*")
 		found := false
 		for _, d := range dirs {
@@ -81,8 +88,10 @@ func killMarked(marker string) {
 			found = true
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if !found {
-			return
+		if found {
+			quiet = 0
+		} else {
+			quiet++
 		}
 	}
 }
