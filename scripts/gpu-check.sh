@@ -423,8 +423,10 @@ run() {
 	}
 	# figures FILE: "name value unit; ..." from a grpo bench --json line.
 	figures() {
-		grep -o '"name":"[^"]*","value":[-0-9.e+]*,"unit":"[^"]*"' "$1" 2>/dev/null |
-			sed -E 's/"name":"([^"]*)","value":([-0-9.e+]*),"unit":"([^"]*)"/\1 \2 \3/' |
+		# Go's encoding/json writes no spaces, Python's json.dumps one after
+		# each colon and comma (the torch-ref line): both match.
+		grep -oE '"name": ?"[^"]*", ?"value": ?[-0-9.e+]*, ?"unit": ?"[^"]*"' "$1" 2>/dev/null |
+			sed -E 's/"name": ?"([^"]*)", ?"value": ?([-0-9.e+]*), ?"unit": ?"([^"]*)"/\1 \2 \3/' |
 			awk '{ v = $(NF-1); $(NF-1) = sprintf("%.4g", v); print }' | paste -sd ';' - | sed 's/;/; /g'
 	}
 

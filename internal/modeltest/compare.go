@@ -46,6 +46,7 @@ type worst struct {
 	d      diff
 	where  string
 	golden float64 // logits only: max |Δ| against PyTorch
+	flips  int     // logits only: the most tokens routed differently in one run
 }
 
 func (w *worst) add(d diff, where string) {

@@ -92,6 +92,16 @@ var (
 	// ClipTokensBF16 is how many tokens' clip decisions may differ: a
 	// ratio within ~1e-3 of 1−ε or 1+ε_high may land on either side.
 	ClipTokensBF16 = 1
+	// RoutingFlipsBF16 is the fraction of one run's tokens (a prefill, a
+	// token-by-token decode or the packed batch; at least one token) that
+	// may route to other experts than on the CPU backend: a router whose
+	// k-th and (k+1)-th logits lie within bf16's rounding of each other may
+	// pick either, and the tiny random-init router has many near-ties.
+	// Measured under emu on qwen3-moe-tiny-bf16: 0 tokens up to 64, then 4
+	// of 256 (len256; one of them moved its logits by 0.35, past every
+	// bound) and 5 of 259 packed, 1.9 %; with the CPU backend's routing
+	// replayed every row is within the bounds above (max-abs 5.5e-3).
+	RoutingFlipsBF16 = 0.04
 )
 
 // bounds are the tolerances one model is held to against the CPU backend
@@ -101,15 +111,16 @@ type bounds struct {
 	loss, stats  float64
 	clipTokens   int
 	goldenLogits float64
+	routingFlips float64 // the fraction of a run's tokens
 }
 
 // boundsFor picks the bounds by the dtype of the model's projections: that
 // decides which GEMM MatMul runs.
 func boundsFor(m *model.Model) bounds {
 	if m.W.Layers[0].Q.DType() == kernels.BF16 {
-		return bounds{TolLogitsBF16, TolGradBF16, TolLossBF16, TolStatsBF16, ClipTokensBF16, GoldenLogitsBF16}
+		return bounds{TolLogitsBF16, TolGradBF16, TolLossBF16, TolStatsBF16, ClipTokensBF16, GoldenLogitsBF16, RoutingFlipsBF16}
 	}
-	return bounds{TolLogits, TolGrad, TolLoss, TolLoss, 0, goldenLogitsMaxAbs}
+	return bounds{TolLogits, TolGrad, TolLoss, TolLoss, 0, goldenLogitsMaxAbs, 0}
 }
 
 // The PyTorch bars, the same as the CPU backend's own golden tests
