@@ -4,6 +4,7 @@ import (
 	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/sampler"
 )
 
@@ -52,12 +53,12 @@ type Config struct {
 	// MaxErrorSteps stops the run after this many consecutive steps in
 	// which every rollout failed (a broken rubric or environment trains on
 	// nothing); 0 never stops.
-	MaxErrorSteps int         `toml:"max_error_steps"`
-	LoRA          lora.Config `toml:"lora"`
-	Loss          loss.Config `toml:"loss"`
-	Optimizer     Optimizer   `toml:"optimizer"`
-	Checkpoint    Checkpoint  `toml:"checkpoint"`
-	Inference     Inference   `toml:"inference"`
+	MaxErrorSteps int          `toml:"max_error_steps"`
+	LoRA          lora.Config  `toml:"lora"`
+	Loss          loss.Config  `toml:"loss"`
+	Optimizer     optim.Config `toml:"optimizer"`
+	Checkpoint    Checkpoint   `toml:"checkpoint"`
+	Inference     Inference    `toml:"inference"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -272,7 +273,7 @@ func DefaultConfig() Config {
 		MaxErrorSteps:    3,
 		LoRA:             lora.DefaultConfig(),
 		Loss:             loss.DefaultConfig(),
-		Optimizer:        DefaultOptimizer(),
+		Optimizer:        optim.DefaultConfig(),
 		Checkpoint:       Checkpoint{Interval: 50, KeepLast: 3, Dir: "checkpoints"},
 		Inference:        DefaultInference(),
 	}

@@ -224,7 +224,7 @@ func (c *Config) checkEval(l *problems) {
 	}
 }
 
-// The section validators of lora, loss.Config and Optimizer name the
+// The section validators of lora, loss.Config and optim.Config name the
 // key in their message ("lora.rank = 0: ...", "[loss] epsilon = ...");
 // sectionKey finds it so the error can point at its line.
 var sectionKey = regexp.MustCompile(`^(?:\[\w+\] |\w+\.)(\w+)`)

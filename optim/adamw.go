@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 )
 
@@ -17,7 +16,7 @@ type Param struct {
 // AdamW updates params with decoupled weight decay. Its state (moments and
 // step count) is exposed for checkpoints, which restore it bit-exactly.
 type AdamW struct {
-	cfg    config.Optimizer
+	cfg    Config
 	be     kernels.Backend
 	params []Param
 	m, v   []kernels.Buffer
@@ -26,7 +25,7 @@ type AdamW struct {
 }
 
 // NewAdamW allocates zeroed moments for params.
-func NewAdamW(be kernels.Backend, params []Param, cfg config.Optimizer) (*AdamW, error) {
+func NewAdamW(be kernels.Backend, params []Param, cfg Config) (*AdamW, error) {
 	o := &AdamW{cfg: cfg, be: be, params: params}
 	for _, p := range params {
 		o.m = append(o.m, be.Alloc(kernels.F32, p.Value.Len()))

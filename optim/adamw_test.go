@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 )
@@ -47,7 +46,7 @@ func newGoldenOptimizer(t *testing.T, be kernels.Backend, g adamwGolden) (*AdamW
 		be.Upload(p.Value, init)
 		params = append(params, p)
 	}
-	cfg := config.DefaultOptimizer()
+	cfg := DefaultConfig()
 	cfg.LR, cfg.Betas, cfg.Eps, cfg.WeightDecay = g.Config.LR, g.Config.Betas, g.Config.Eps, g.Config.WeightDecay
 	cfg.MaxGradNorm, cfg.WarmupSteps = g.Config.MaxGradNorm, g.Config.WarmupSteps
 	if err := cfg.Validate(); err != nil {
@@ -138,7 +137,7 @@ func TestAdamWStateRoundTrip(t *testing.T) {
 		}
 	}
 	// A state file for other parameters is refused with a clear error.
-	other, _ := NewAdamW(be, []Param{{Name: "q", Value: be.Alloc(kernels.F32, 3), Grad: be.Alloc(kernels.F32, 3)}}, config.DefaultOptimizer())
+	other, _ := NewAdamW(be, []Param{{Name: "q", Value: be.Alloc(kernels.F32, 3), Grad: be.Alloc(kernels.F32, 3)}}, DefaultConfig())
 	if err := other.LoadState(path); err == nil || !strings.Contains(err.Error(), `"q.exp_avg" is missing`) {
 		t.Errorf("mismatched state: %v", err)
 	}
@@ -149,7 +148,7 @@ func TestAdamWRefusesNaNGradient(t *testing.T) {
 	p := Param{Name: "w", Value: be.Alloc(kernels.F32, 2), Grad: be.Alloc(kernels.F32, 2)}
 	be.Upload(p.Value, []float32{1, 2})
 	be.Upload(p.Grad, []float32{float32(math.NaN()), 0})
-	o, _ := NewAdamW(be, []Param{p}, config.DefaultOptimizer())
+	o, _ := NewAdamW(be, []Param{p}, DefaultConfig())
 	if _, err := o.Update(10); err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Fatalf("NaN gradient: %v", err)
 	}

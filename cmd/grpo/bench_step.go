@@ -85,7 +85,7 @@ func newStepBench(base *model.Model, rank int, o stepBenchOpts) (*stepBench, err
 	for _, p := range ad.Params() {
 		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
-	opt, err := optim.NewAdamW(base.Backend, params, config.DefaultOptimizer())
+	opt, err := optim.NewAdamW(base.Backend, params, optim.DefaultConfig())
 	if err != nil {
 		ad.Free()
 		return nil, err

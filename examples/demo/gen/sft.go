@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"math/rand/v2"
 	"path/filepath"
@@ -100,7 +99,7 @@ func newSFT(modelDir, envDir string, o options) (*sft, error) {
 	for _, p := range s.ad.Params() {
 		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
-	oc := config.DefaultOptimizer()
+	oc := optim.DefaultConfig()
 	oc.LR = o.lr
 	if s.opt, err = optim.NewAdamW(be, params, oc); err != nil {
 		return nil, err

@@ -1,13 +1,13 @@
-package config
+package optim
 
 import (
 	"fmt"
 	"math"
 )
 
-// Optimizer is the [optimizer] section: AdamW with a learning-rate
-// schedule and global gradient-norm clipping.
-type Optimizer struct {
+// Config is the [optimizer] section of a run config: AdamW with a
+// learning-rate schedule and global gradient-norm clipping.
+type Config struct {
 	LR          float64    `toml:"lr"`
 	Betas       [2]float64 `toml:"betas"`
 	Eps         float64    `toml:"eps"`
@@ -23,15 +23,15 @@ type Optimizer struct {
 	MinLRRatio float64 `toml:"min_lr_ratio"`
 }
 
-// DefaultOptimizer is the [optimizer] section when a config leaves it out.
+// DefaultConfig is the [optimizer] section when a config leaves it out.
 // lr 1e-4 is Prime Intellect Lab's hosted LoRA default.
-func DefaultOptimizer() Optimizer {
-	return Optimizer{LR: 1e-4, Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, WeightDecay: 0,
+func DefaultConfig() Config {
+	return Config{LR: 1e-4, Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, WeightDecay: 0,
 		MaxGradNorm: 1.0, Schedule: "constant"}
 }
 
 // Validate reports the first invalid setting as "[optimizer] key: problem".
-func (c Optimizer) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("[optimizer] lr = %v: want a positive learning rate, e.g. 1e-4", c.LR)
@@ -51,17 +51,4 @@ func (c Optimizer) Validate() error {
 		return fmt.Errorf("[optimizer] min_lr_ratio = %v: want a value in [0, 1]", c.MinLRRatio)
 	}
 	return nil
-}
-
-// LRAt is the learning rate of update number step (1-based) of maxSteps.
-func (c Optimizer) LRAt(step, maxSteps int) float64 {
-	if c.WarmupSteps > 0 && step <= c.WarmupSteps {
-		return c.LR * float64(step) / float64(c.WarmupSteps)
-	}
-	if c.Schedule != "cosine" || maxSteps <= c.WarmupSteps {
-		return c.LR
-	}
-	progress := float64(step-c.WarmupSteps) / float64(maxSteps-c.WarmupSteps)
-	floor := c.LR * c.MinLRRatio
-	return floor + (c.LR-floor)*0.5*(1+math.Cos(math.Pi*math.Min(progress, 1)))
 }

@@ -1,4 +1,4 @@
-package config
+package optim
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestLRSchedule(t *testing.T) {
-	c := DefaultOptimizer()
+	c := DefaultConfig()
 	c.WarmupSteps, c.Schedule, c.MinLRRatio = 4, "cosine", 0.1
 	if got := c.LRAt(1, 104); math.Abs(got-c.LR/4) > 1e-15 {
 		t.Errorf("warm-up step 1: %v", got)
