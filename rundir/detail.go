@@ -4,17 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/grpo-dev/grpo/config"
 )
 
 // Detail is Inspect plus what `grpo runs status` shows.
 type Detail struct {
 	Info
-	// Config is the run's config.toml, nil when it does not parse
-	// (ConfigErr says why).
-	Config    *config.Config
-	ConfigErr error
 	// Summary holds the first and last 10% rewards (valid when Steps > 0).
 	Summary Summary
 	// Latest is the last step's metrics.
@@ -25,17 +19,17 @@ type Detail struct {
 	Adapter, Plot string
 }
 
-// InspectDetail reads everything `grpo runs status` shows.
-func InspectDetail(path string, now time.Time) (Detail, error) {
-	info, err := Inspect(path, now)
+// InspectDetail reads everything `grpo runs status` shows but the
+// config, which the caller reads itself.
+func InspectDetail(path string, now time.Time, read ConfigReader) (Detail, error) {
+	info, err := Inspect(path, now, read)
 	if err != nil {
 		return Detail{}, err
 	}
 	d := Detail{Info: info, Latest: map[string]float64{}}
-	d.Config, d.ConfigErr = config.Load(filepath.Join(path, "config.toml"))
 	ckDir := "checkpoints"
-	if d.Config != nil {
-		ckDir = d.Config.Checkpoint.Dir
+	if cfg, err := read(filepath.Join(path, "config.toml")); err == nil {
+		ckDir = cfg.CheckpointDir
 	}
 	if d.Checkpoints, err = Checkpoints(filepath.Join(path, ckDir)); err != nil {
 		return d, err

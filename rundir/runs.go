@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/grpo-dev/grpo/config"
 )
 
 // Run states as `grpo runs` reports them.
@@ -59,7 +57,7 @@ func Is(dir string) bool {
 
 // List inspects every run directory directly under dir, newest first.
 // A missing dir is an empty list.
-func List(dir string, now time.Time) ([]Info, error) {
+func List(dir string, now time.Time, read ConfigReader) ([]Info, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -73,7 +71,7 @@ func List(dir string, now time.Time) ([]Info, error) {
 		if !e.IsDir() || !Is(p) {
 			continue
 		}
-		info, err := Inspect(p, now)
+		info, err := Inspect(p, now, read)
 		if err != nil {
 			return nil, err
 		}
@@ -86,13 +84,14 @@ func List(dir string, now time.Time) ([]Info, error) {
 // Inspect reads one run directory: its progress, latest rewards and
 // status. The status comes from log.txt's last line (the trainer ends
 // every run with "finished …", "interrupted …" or "error: …"), whether
-// adapter/ exists, and how recently the run wrote anything.
-func Inspect(path string, now time.Time) (Info, error) {
+// adapter/ exists, and how recently the run wrote anything. MaxSteps
+// comes from the run's config.toml through read.
+func Inspect(path string, now time.Time, read ConfigReader) (Info, error) {
 	info := Info{Name: filepath.Base(path), Path: path}
 	if !Is(path) {
 		return info, fmt.Errorf("%s is not a run directory (no config.toml, log.txt or metrics.jsonl); give a directory under runs/ (see grpo runs list)", path)
 	}
-	if cfg, err := config.Load(filepath.Join(path, "config.toml")); err == nil {
+	if cfg, err := read(filepath.Join(path, "config.toml")); err == nil {
 		info.MaxSteps = cfg.MaxSteps
 	}
 	rows, err := ReadJSONL(filepath.Join(path, "metrics.jsonl"))

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // writeFakeRun lays out a run directory as the trainer writes it: a config,
@@ -39,6 +41,26 @@ func writeFakeRun(t *testing.T, dir string, steps int, last string, adapter bool
 	if adapter {
 		must(os.MkdirAll(filepath.Join(dir, "adapter"), 0o755))
 	}
+}
+
+// readTestConfig reads the two keys writeFakeRun's config sets or leaves
+// at their defaults, as cmd/grpo's reader built on config.Load does.
+func readTestConfig(path string) (RunConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return RunConfig{}, err
+	}
+	var c struct {
+		MaxSteps   int `toml:"max_steps"`
+		Checkpoint struct {
+			Dir string `toml:"dir"`
+		} `toml:"checkpoint"`
+	}
+	c.Checkpoint.Dir = "checkpoints"
+	if err := toml.Unmarshal(data, &c); err != nil {
+		return RunConfig{}, err
+	}
+	return RunConfig{MaxSteps: c.MaxSteps, CheckpointDir: c.Checkpoint.Dir}, nil
 }
 
 func TestRunStatus(t *testing.T) {
@@ -74,7 +96,7 @@ func TestListRuns(t *testing.T) {
 		os.Chtimes(filepath.Join(root, "stale", f), old, old)
 		os.Chtimes(filepath.Join(root, "done", f), old.Add(time.Minute), old.Add(time.Minute))
 	}
-	runs, err := List(root, time.Now())
+	runs, err := List(root, time.Now(), readTestConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +122,10 @@ func TestListRuns(t *testing.T) {
 	if s := byName["stale"]; s.Status != Interrupted || !strings.Contains(s.Detail, "killed") {
 		t.Errorf("stale: %+v", s)
 	}
-	if runs, err := List(filepath.Join(root, "missing"), time.Now()); err != nil || len(runs) != 0 {
+	if runs, err := List(filepath.Join(root, "missing"), time.Now(), readTestConfig); err != nil || len(runs) != 0 {
 		t.Errorf("missing dir: %v %v", runs, err)
 	}
-	if _, err := Inspect(filepath.Join(root, "not-a-run"), time.Now()); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+	if _, err := Inspect(filepath.Join(root, "not-a-run"), time.Now(), readTestConfig); err == nil || !strings.Contains(err.Error(), "not a run directory") {
 		t.Errorf("not a run: %v", err)
 	}
 }
@@ -112,12 +134,12 @@ func TestInspectRunDetail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r")
 	writeFakeRun(t, dir, 10, "finished 10 steps; adapter in r/adapter", true)
 	os.WriteFile(filepath.Join(dir, "rewards.png"), []byte("png"), 0o644)
-	d, err := InspectDetail(dir, time.Now())
+	d, err := InspectDetail(dir, time.Now(), readTestConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Rewards 0.1..1.0: the first and last 10% are steps 1 and 10.
-	if d.Config == nil || d.Config.MaxSteps != 10 || abs(d.Summary.FirstReward-0.1) > 1e-12 || abs(d.Summary.LastReward-1.0) > 1e-12 {
+	if d.MaxSteps != 10 || abs(d.Summary.FirstReward-0.1) > 1e-12 || abs(d.Summary.LastReward-1.0) > 1e-12 {
 		t.Errorf("detail %+v", d)
 	}
 	if d.Latest["loss"] != -0.05 || d.Latest["grad_norm"] != 1.5 || len(d.Checkpoints) != 2 || d.Checkpoints[1] != 4 {

@@ -7,16 +7,22 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/rundir/tfevents"
 	"github.com/grpo-dev/grpo/rundir/wandb"
 
 	"github.com/pelletier/go-toml/v2"
 )
 
-// SinkOptions configure OpenSinks.
+// SinkOptions configure OpenSinks. The caller fills in what the sinks
+// need from the run's config; rundir does not read the config schema.
 type SinkOptions struct {
-	Config *config.Config
+	// RunName is the run's name from its config, "" for none; W&B names
+	// its run after Wandb.Name, else RunName, else the directory.
+	RunName string
+	Wandb   Wandb
+	// WandbConfig is the resolved run config, logged as W&B's run config
+	// through its TOML tree; read only when W&B is on.
+	WandbConfig any
 	// Resumed runs continue after step Step.
 	Resumed bool
 	Step    int
@@ -58,15 +64,15 @@ func OpenSinks(d *Dir, o SinkOptions) (*Sinks, error) {
 	s.sinks = append(s.sinks, &tfeventsSink{w: tb, now: o.Now})
 	d.Logf("tensorboard events in %s", tb.Path())
 
-	if w := o.Config.Wandb; w.On() {
-		cfgMap, err := configMap(o.Config)
+	if w := o.Wandb; w.On {
+		cfgMap, err := configMap(o.WandbConfig)
 		if err != nil {
 			s.End(Failed)
 			return nil, err
 		}
 		name := w.Name
 		if name == "" {
-			name = o.Config.Name
+			name = o.RunName
 		}
 		if name == "" {
 			name = filepath.Base(d.Path)
@@ -91,7 +97,7 @@ func OpenSinks(d *Dir, o SinkOptions) (*Sinks, error) {
 
 // configMap is the resolved config as W&B's run config: its TOML tree,
 // so the dashboard shows the values the run used, defaults included.
-func configMap(c *config.Config) (map[string]any, error) {
+func configMap(c any) (map[string]any, error) {
 	b, err := toml.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("W&B config: %w", err)

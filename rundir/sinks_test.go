@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/internal/logread"
 )
 
@@ -18,12 +17,10 @@ func TestSinksFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	cfg := config.DefaultConfig()
-	cfg.Model = "m"
-	cfg.Wandb.Project = "p"
+	cfg := map[string]any{"model": "m", "wandb": map[string]any{"project": "p"}}
 	var notes []string
 	env := func(k string) string { return map[string]string{"WANDB_MODE": "disabled"}[k] }
-	s, err := OpenSinks(d, SinkOptions{Config: &cfg, Env: env, Notify: func(l string) { notes = append(notes, l) },
+	s, err := OpenSinks(d, SinkOptions{Wandb: Wandb{On: true, Project: "p"}, WandbConfig: cfg, Env: env, Notify: func(l string) { notes = append(notes, l) },
 		Now: func() time.Time { return time.Unix(1700000000, 0) }})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 package trainer
 
-import "github.com/grpo-dev/grpo/rundir"
+import (
+	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/rundir"
+)
 
 // openSinks opens where the run's metrics go: metrics.jsonl and
 // eval.jsonl, a TensorBoard events file, and W&B when [wandb] is on. The
@@ -9,8 +12,15 @@ import "github.com/grpo-dev/grpo/rundir"
 func (r *run) openSinks() error {
 	var err error
 	r.sinks, err = rundir.OpenSinks(r.dir, rundir.SinkOptions{
-		Config: r.cfg, Resumed: r.opts.resume, Step: r.step,
+		RunName: r.cfg.Name, Wandb: wandbSettings(r.cfg.Wandb), WandbConfig: r.cfg,
+		Resumed: r.opts.resume, Step: r.step,
 		Notify: func(line string) { r.bar.note("%s", line) },
 	})
 	return err
+}
+
+// wandbSettings is the [wandb] section as rundir takes it.
+func wandbSettings(w config.Wandb) rundir.Wandb {
+	return rundir.Wandb{On: w.On(), Project: w.Project, Entity: w.Entity, Name: w.Name,
+		Group: w.Group, Tags: w.Tags, Offline: w.Offline}
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/rundir"
 )
 
@@ -105,6 +106,15 @@ func runRuns(w io.Writer, args []string) error {
 	return rundir.FollowLog(ctx, path, w, runsFlags.poll, 5*rundir.RunningWindow)
 }
 
+// readRunConfig reads what rundir lists of a run from its config.toml.
+func readRunConfig(path string) (rundir.RunConfig, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return rundir.RunConfig{}, err
+	}
+	return rundir.RunConfig{MaxSteps: c.MaxSteps, CheckpointDir: c.Checkpoint.Dir}, nil
+}
+
 // findRun resolves RUN: a run directory as given, or a name under dir.
 func findRun(arg, dir string) (string, error) {
 	for _, p := range []string{arg, filepath.Join(dir, arg)} {
@@ -113,7 +123,7 @@ func findRun(arg, dir string) (string, error) {
 		}
 	}
 	var names []string
-	if runs, err := rundir.List(dir, time.Now()); err == nil {
+	if runs, err := rundir.List(dir, time.Now(), readRunConfig); err == nil {
 		for _, r := range runs {
 			names = append(names, r.Name)
 		}
@@ -128,7 +138,7 @@ func findRun(arg, dir string) (string, error) {
 }
 
 func runsList(w io.Writer, dir string) error {
-	runs, err := rundir.List(dir, time.Now())
+	runs, err := rundir.List(dir, time.Now(), readRunConfig)
 	if err != nil {
 		return err
 	}
@@ -156,15 +166,16 @@ func runsList(w io.Writer, dir string) error {
 }
 
 func runsStatus(w io.Writer, path string) error {
-	d, err := rundir.InspectDetail(path, time.Now())
+	d, err := rundir.InspectDetail(path, time.Now(), readRunConfig)
 	if err != nil {
 		return err
 	}
+	c, cfgErr := config.Load(filepath.Join(path, "config.toml"))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
 	row("run", "%s", d.Path)
 	row("status", "%s (%s)", d.Status, d.Detail)
-	if c := d.Config; c != nil {
+	if c != nil {
 		row("model", "%s", c.Model)
 		var envs []string
 		for _, e := range c.Env {
@@ -175,7 +186,7 @@ func runsStatus(w io.Writer, path string) error {
 		row("lora", "rank %d, alpha %g, %s", c.LoRA.Rank, c.LoRA.Alpha, strings.Join(c.LoRA.TargetModules, ","))
 		row("optimizer", "lr %g, %s schedule", c.Optimizer.LR, c.Optimizer.Schedule)
 	} else {
-		row("config", "unreadable: %v", d.ConfigErr)
+		row("config", "unreadable: %v", cfgErr)
 	}
 	steps := fmt.Sprint(d.Steps)
 	if d.MaxSteps > 0 {
