@@ -3,8 +3,9 @@ package kernels
 // TrainOps are the ops that training adds to the forward pass (every
 // Backend has them): the
 // backward of every forward op that lies between the loss and a LoRA
-// parameter, the GRPO policy loss, group-relative advantages and the
-// optimizer. Frozen weights never get gradients, so there is no weight
+// parameter, the GRPO policy loss and the optimizer. (Group-relative
+// advantages are a few hundred numbers a step: package loss computes them
+// on the host.) Frozen weights never get gradients, so there is no weight
 // gradient op for norms or embeddings.
 type TrainOps interface {
 	FusedTrainOps
@@ -74,13 +75,6 @@ type TrainOps interface {
 	// refLogp and kl may be nil when Beta is 0 (kl is not written then).
 	PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight Buffer, n int, p PolicyLossParams)
 
-	// GroupAdvantages computes group-relative advantages for nGroups
-	// consecutive groups of groupSize rewards: adv = r − mean(group), then
-	// divided by (std + 1e-4) where std is the unbiased standard deviation of
-	// the group (ScaleGroup) or of the whole batch (ScaleBatch); ScaleNone
-	// leaves r − mean. A group of one has std 0.
-	GroupAdvantages(adv, rewards Buffer, nGroups, groupSize int, scale AdvantageScale)
-
 	// AdamW takes one decoupled-weight-decay Adam step on n parameters, as
 	// torch.optim.AdamW: p −= lr·wd·p; m = β1·m + (1−β1)·g;
 	// v = β2·v + (1−β2)·g²; p −= lr·(m/(1−β1^t)) / (sqrt(v/(1−β2^t)) + eps).
@@ -92,15 +86,6 @@ type PolicyLossParams struct {
 	EpsLow, EpsHigh float32 // clip range [1−EpsLow, 1+EpsHigh]
 	Beta            float32 // KL coefficient; 0 disables the KL term
 }
-
-// AdvantageScale says what GroupAdvantages divides by.
-type AdvantageScale uint8
-
-const (
-	ScaleGroup AdvantageScale = iota // per-group std (GRPO's default)
-	ScaleBatch                       // std over the whole batch
-	ScaleNone                        // no division (Dr. GRPO)
-)
 
 // AdamWParams configures one AdamW step; Step counts from 1.
 type AdamWParams struct {

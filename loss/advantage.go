@@ -3,9 +3,15 @@ package loss
 import (
 	"fmt"
 	"math"
+)
 
-	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/kernels/cpu"
+// AdvantageScale says what Advantages divides r − mean(group) by.
+type AdvantageScale uint8
+
+const (
+	ScaleGroup AdvantageScale = iota // per-group std (GRPO's default)
+	ScaleBatch                       // std over the whole batch
+	ScaleNone                        // no division (Dr. GRPO)
 )
 
 // AdvantageStats summarise one step's group-relative advantages.
@@ -17,12 +23,14 @@ type AdvantageStats struct {
 }
 
 // Advantages computes group-relative advantages for consecutive groups of
-// groupSize rewards on the host (cpu.GroupAdvantages: the arithmetic of
-// every backend's GroupAdvantages op, without a device round trip for a
-// few hundred numbers). A reward that is NaN or infinite is an
-// error naming the rollout: it would otherwise poison every parameter
-// through the update.
-func Advantages(rewards []float32, groupSize int, scale kernels.AdvantageScale) ([]float32, AdvantageStats, error) {
+// groupSize rewards: adv = r − mean(group), then divided by (std + 1e-4)
+// where std is the unbiased standard deviation of the group (ScaleGroup)
+// or of the whole batch (ScaleBatch); ScaleNone leaves r − mean. A group
+// of one has std 0. A step's few hundred rewards are less work than one
+// kernel launch, so this runs on the host, not on a Backend. A reward
+// that is NaN or infinite is an error naming the rollout: it would
+// otherwise poison every parameter through the update.
+func Advantages(rewards []float32, groupSize int, scale AdvantageScale) ([]float32, AdvantageStats, error) {
 	var st AdvantageStats
 	if groupSize < 1 || len(rewards) == 0 || len(rewards)%groupSize != 0 {
 		return nil, st, fmt.Errorf("%d rewards do not form groups of %d", len(rewards), groupSize)
@@ -32,12 +40,12 @@ func Advantages(rewards []float32, groupSize int, scale kernels.AdvantageScale) 
 			return nil, st, fmt.Errorf("reward of rollout %d (example %d, rollout %d of its group) is %v; rewards must be finite numbers in [0, 1]", i, i/groupSize, i%groupSize, r)
 		}
 	}
-	if scale > kernels.ScaleNone {
+	if scale > ScaleNone {
 		return nil, st, fmt.Errorf("unknown advantage scale %d", scale)
 	}
 	n, groups := len(rewards), len(rewards)/groupSize
 	adv := make([]float32, n)
-	cpu.GroupAdvantages(adv, rewards, groupSize, scale)
+	groupAdvantages(adv, rewards, groupSize, scale)
 	st.Min, st.Max = math.Inf(1), math.Inf(-1)
 	var sum, sq float64
 	for _, a := range adv {
@@ -60,4 +68,50 @@ func Advantages(rewards []float32, groupSize int, scale kernels.AdvantageScale) 
 	}
 	st.FracZeroStd = float64(zero) / float64(groups)
 	return adv, st, nil
+}
+
+// groupAdvantages is Advantages' arithmetic (len(rewards) a multiple of
+// groupSize, adv as long). Everything is float64, rounded once: k equal
+// float32 rewards sum exactly, so a constant group's advantage is
+// exactly 0.
+func groupAdvantages(adv, rewards []float32, groupSize int, scale AdvantageScale) {
+	batchStd := 0.0
+	if scale == ScaleBatch {
+		batchStd = unbiasedStd(rewards)
+	}
+	for g := range len(rewards) / groupSize {
+		grp := rewards[g*groupSize : (g+1)*groupSize]
+		mean := 0.0
+		for _, r := range grp {
+			mean += float64(r)
+		}
+		mean /= float64(groupSize)
+		div := 1.0
+		switch scale {
+		case ScaleGroup:
+			div = unbiasedStd(grp) + 1e-4
+		case ScaleBatch:
+			div = batchStd + 1e-4
+		}
+		for i, r := range grp {
+			adv[g*groupSize+i] = float32((float64(r) - mean) / div)
+		}
+	}
+}
+
+// unbiasedStd is torch.std's default (n − 1 denominator); 0 for one value.
+func unbiasedStd(xs []float32) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	mean := 0.0
+	for _, x := range xs {
+		mean += float64(x)
+	}
+	mean /= float64(len(xs))
+	ss := 0.0
+	for _, x := range xs {
+		ss += (float64(x) - mean) * (float64(x) - mean)
+	}
+	return math.Sqrt(ss / float64(len(xs)-1))
 }

@@ -3,8 +3,6 @@ package loss
 import (
 	"fmt"
 	"math"
-
-	"github.com/grpo-dev/grpo/kernels"
 )
 
 // Config is the [loss] section of a run config.
@@ -68,14 +66,14 @@ func (c Config) Validate() error {
 }
 
 // AdvantageScale is scale_rewards as the divisor Advantages applies.
-func (c Config) AdvantageScale() (kernels.AdvantageScale, error) {
+func (c Config) AdvantageScale() (AdvantageScale, error) {
 	switch c.ScaleRewards {
 	case "group", "":
-		return kernels.ScaleGroup, nil
+		return ScaleGroup, nil
 	case "batch":
-		return kernels.ScaleBatch, nil
+		return ScaleBatch, nil
 	case "none":
-		return kernels.ScaleNone, nil
+		return ScaleNone, nil
 	}
 	return 0, fmt.Errorf("[loss] scale_rewards = %q: want \"group\", \"batch\" or \"none\"", c.ScaleRewards)
 }

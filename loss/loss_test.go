@@ -4,12 +4,10 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/grpo-dev/grpo/kernels"
 )
 
 func TestAdvantages(t *testing.T) {
-	adv, st, err := Advantages([]float32{1, 0, 0.5, 0.5, 0, 1}, 2, kernels.ScaleGroup)
+	adv, st, err := Advantages([]float32{1, 0, 0.5, 0.5, 0, 1}, 2, ScaleGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,12 +20,12 @@ func TestAdvantages(t *testing.T) {
 		t.Errorf("frac zero std %v", st.FracZeroStd)
 	}
 	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
-		_, _, err := Advantages([]float32{1, bad}, 2, kernels.ScaleGroup)
+		_, _, err := Advantages([]float32{1, bad}, 2, ScaleGroup)
 		if err == nil || !strings.Contains(err.Error(), "reward of rollout 1 (example 0, rollout 1") {
 			t.Errorf("non-finite reward: %v", err)
 		}
 	}
-	if _, _, err := Advantages([]float32{1, 0, 1}, 2, kernels.ScaleNone); err == nil {
+	if _, _, err := Advantages([]float32{1, 0, 1}, 2, ScaleNone); err == nil {
 		t.Error("ragged groups accepted")
 	}
 }

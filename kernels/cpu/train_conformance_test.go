@@ -154,38 +154,6 @@ func (m weighsKL) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight 
 	}
 }
 
-// biasedStd divides by the population standard deviation (n, not n − 1).
-type biasedStd struct{ *cpu.Backend }
-
-func (m biasedStd) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSize int, scale kernels.AdvantageScale) {
-	m.Backend.GroupAdvantages(adv, rewards, nGroups, groupSize, kernels.ScaleNone)
-	a, r := cpu.Float32s(adv), cpu.Float32s(rewards)
-	std := func(x []float32) float64 {
-		mean, ss := 0.0, 0.0
-		for _, v := range x {
-			mean += float64(v)
-		}
-		mean /= float64(len(x))
-		for _, v := range x {
-			ss += (float64(v) - mean) * (float64(v) - mean)
-		}
-		return math.Sqrt(ss / float64(len(x)))
-	}
-	batch := std(r[:nGroups*groupSize])
-	for g := range nGroups {
-		div := 1.0
-		switch scale {
-		case kernels.ScaleGroup:
-			div = std(r[g*groupSize:(g+1)*groupSize]) + 1e-4
-		case kernels.ScaleBatch:
-			div = batch + 1e-4
-		}
-		for i := g * groupSize; i < (g+1)*groupSize; i++ {
-			a[i] = float32(float64(a[i]) / div)
-		}
-	}
-}
-
 // decaysAfterUpdate applies p·(1 − lr·wd) after the Adam step instead of
 // before it.
 type decaysAfterUpdate struct{ *cpu.Backend }
@@ -229,7 +197,6 @@ func TestTrainSuiteCatchesBrokenOps(t *testing.T) {
 		{"PolicyLoss", "clips on both sides", clipsBothSides{base}, true},
 		{"PolicyLoss", "flags every ratio outside the clip range", flagsEveryOutlier{base}, false},
 		{"PolicyLoss", "weighs the per-token KL", weighsKL{base}, false},
-		{"GroupAdvantages", "uses the biased std", biasedStd{base}, false},
 		{"AdamW", "decays after the update", decaysAfterUpdate{base}, false},
 		{"AdamW", "skips bias correction", noBiasCorrection{base}, false},
 	}

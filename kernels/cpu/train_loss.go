@@ -49,61 +49,6 @@ func (be *Backend) PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv
 	}
 }
 
-func (be *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSize int, scale kernels.AdvantageScale) {
-	const op = "GroupAdvantages"
-	positive(op, nGroups, groupSize)
-	n := nGroups * groupSize
-	GroupAdvantages(f32(op, "adv", adv, n), floats(op, "rewards", rewards, n), groupSize, scale)
-}
-
-// GroupAdvantages is the GroupAdvantages op on host slices (len(rewards)
-// a multiple of groupSize, adv as long): a step's few hundred rewards are
-// less work than one kernel launch, so the trainer computes them here
-// rather than round-tripping to a device. Everything is float64, rounded
-// once: k equal float32 rewards sum exactly, so a constant group's
-// advantage is exactly 0.
-func GroupAdvantages(adv, rewards []float32, groupSize int, scale kernels.AdvantageScale) {
-	batchStd := 0.0
-	if scale == kernels.ScaleBatch {
-		batchStd = unbiasedStd(rewards)
-	}
-	for g := range len(rewards) / groupSize {
-		grp := rewards[g*groupSize : (g+1)*groupSize]
-		mean := 0.0
-		for _, r := range grp {
-			mean += float64(r)
-		}
-		mean /= float64(groupSize)
-		div := 1.0
-		switch scale {
-		case kernels.ScaleGroup:
-			div = unbiasedStd(grp) + 1e-4
-		case kernels.ScaleBatch:
-			div = batchStd + 1e-4
-		}
-		for i, r := range grp {
-			adv[g*groupSize+i] = float32((float64(r) - mean) / div)
-		}
-	}
-}
-
-// unbiasedStd is torch.std's default (n − 1 denominator); 0 for one value.
-func unbiasedStd(xs []float32) float64 {
-	if len(xs) < 2 {
-		return 0
-	}
-	mean := 0.0
-	for _, x := range xs {
-		mean += float64(x)
-	}
-	mean /= float64(len(xs))
-	ss := 0.0
-	for _, x := range xs {
-		ss += (float64(x) - mean) * (float64(x) - mean)
-	}
-	return math.Sqrt(ss / float64(len(xs)-1))
-}
-
 func (be *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.AdamWParams) {
 	const op = "AdamW"
 	positive(op, n, p.Step)

@@ -29,9 +29,6 @@ const (
 	// depends only on n, so the summation order does too.
 	sumSquaresBlock     = 256
 	sumSquaresMaxBlocks = 1024
-	// advantagesBlock caps the threads of a GroupAdvantages block (one per
-	// group; groups are small) and is the block of the batch-std pass.
-	advantagesBlock = 1024
 	// sampleMaxBlock threads per row of sample_f32 (one block per row):
 	// each of its ~100 passes over a 151k-token row is then 149 loads per
 	// thread, and a decode step of 128 sequences is 128 blocks.
@@ -70,7 +67,6 @@ var kernelMaxBlock = map[string]int{
 	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
 	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,
-	"batch_std_f64": advantagesBlock, "group_advantages_f32": advantagesBlock,
 	"moe_route_f32": elementwiseBlock, "moe_route_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
 	"grouped_matmul_f32": 256, "grouped_matmul_bf16": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs

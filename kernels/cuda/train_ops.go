@@ -228,36 +228,6 @@ func (b *Backend) PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv,
 	b.elementwise("policy_loss_f32", n, args...)
 }
 
-// GroupAdvantages runs one block per group; with ScaleBatch a one-block
-// pass first writes the batch std to float64 scratch.
-func (b *Backend) GroupAdvantages(adv, rewards kernels.Buffer, nGroups, groupSize int, scale kernels.AdvantageScale) {
-	const op = "GroupAdvantages"
-	positive(op, nGroups, groupSize)
-	i32(op, nGroups*groupSize)
-	if scale > kernels.ScaleNone {
-		panic(fmt.Sprintf("cuda: GroupAdvantages: unknown AdvantageScale %d", scale))
-	}
-	n := nGroups * groupSize
-	a := b.buf(op, "adv", adv, n, kernels.F32)
-	r := b.buf(op, "rewards", rewards, n, kernels.F32)
-	if !usable(a, r) {
-		return
-	}
-	std := DevicePtr(0)
-	if scale == kernels.ScaleBatch {
-		p, ok := b.scratch(8)
-		if !ok {
-			return
-		}
-		defer b.putScratch(p, 8)
-		b.launch("batch_std_f64", D1(1), D1(warpRound(n, advantagesBlock)), 0, p, r.ptr, int32(n))
-		std = p
-	}
-	// advantages.cu's ADV_SCALE_* values are kernels.AdvantageScale's.
-	b.launch("group_advantages_f32", D1(nGroups), D1(warpRound(groupSize, advantagesBlock)), 0,
-		a.ptr, r.ptr, std, int32(nGroups), int32(groupSize), int32(scale))
-}
-
 // AdamW computes the bias corrections on the host in float64, as torch
 // does, and passes the kernel the step size lr/(1−β1^t) and √(1−β2^t).
 func (b *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.AdamWParams) {

@@ -20,7 +20,6 @@ void emu_register_sumsquares(const char* prefix);
 void emu_register_rmsnorm_backward(const char* prefix);
 void emu_register_logsoftmax_backward(const char* prefix);
 void emu_register_policy_loss(const char* prefix);
-void emu_register_advantages(const char* prefix);
 void emu_register_attention_backward(const char* prefix);
 void emu_register_attention_flash(const char* prefix);
 void emu_register_attention_flash_backward(const char* prefix);
@@ -55,7 +54,6 @@ extern "C" void emu_register_all(void) {
 		emu_register_rmsnorm_backward("");
 		emu_register_logsoftmax_backward("");
 		emu_register_policy_loss("");
-		emu_register_advantages("");
 		emu_register_attention_backward("");
 		emu_register_attention_flash("");
 		emu_register_attention_flash_backward("");

@@ -199,51 +199,6 @@ func refClippedTerm(logp, oldLogp, adv float64, p kernels.PolicyLossParams) (pg,
 	return -unclipped, -unclipped, 0 // d(ratio)/d(logp) = ratio
 }
 
-// RefGroupAdvantages returns r − mean(group), divided by (std + 1e-4) with
-// std the unbiased standard deviation of the group (ScaleGroup) or of all
-// rewards (ScaleBatch), undivided for ScaleNone. A set of one value has
-// std 0.
-func RefGroupAdvantages(rewards []float64, nGroups, groupSize int, scale kernels.AdvantageScale) []float64 {
-	adv := make([]float64, nGroups*groupSize)
-	batchStd := unbiasedStd(rewards[:nGroups*groupSize])
-	for g := 0; g < nGroups; g++ {
-		grp := rewards[g*groupSize : (g+1)*groupSize]
-		mean := 0.0
-		for _, r := range grp {
-			mean += r
-		}
-		mean /= float64(groupSize)
-		div := 1.0
-		switch scale {
-		case kernels.ScaleGroup:
-			div = unbiasedStd(grp) + 1e-4
-		case kernels.ScaleBatch:
-			div = batchStd + 1e-4
-		}
-		for i, r := range grp {
-			adv[g*groupSize+i] = (r - mean) / div
-		}
-	}
-	return adv
-}
-
-// unbiasedStd is sqrt(Σ(x − mean)²/(n − 1)), and 0 for n ≤ 1.
-func unbiasedStd(x []float64) float64 {
-	if len(x) < 2 {
-		return 0
-	}
-	mean := 0.0
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	ss := 0.0
-	for _, v := range x {
-		ss += (v - mean) * (v - mean)
-	}
-	return math.Sqrt(ss / float64(len(x)-1))
-}
-
 // RefAdamW takes one torch.optim.AdamW step in place on param, m and v:
 // decay first (p −= lr·wd·p), then the bias-corrected Adam update.
 func RefAdamW(param, grad, m, v []float64, p kernels.AdamWParams) {

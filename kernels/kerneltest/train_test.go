@@ -73,18 +73,6 @@ func TestRefPolicyLossByHand(t *testing.T) {
 	near(t, "kl dlogp", d, []float64{-0.125})
 }
 
-func TestRefGroupAdvantagesByHand(t *testing.T) {
-	r := []float64{0, 1, 1, 1}
-	s := math.Sqrt(0.5) + 1e-4 // unbiased std of (0, 1) is √(1/2), not 1/2
-	near(t, "group", RefGroupAdvantages(r, 2, 2, kernels.ScaleGroup), []float64{-0.5 / s, 0.5 / s, 0, 0})
-	// Batch (0, 1, 1, 1): mean 3/4, Σ(r − mean)² = 3/4, unbiased var 1/4.
-	near(t, "batch", RefGroupAdvantages(r, 2, 2, kernels.ScaleBatch), []float64{-0.5 / 0.5001, 0.5 / 0.5001, 0, 0})
-	near(t, "none", RefGroupAdvantages(r, 2, 2, kernels.ScaleNone), []float64{-0.5, 0.5, 0, 0})
-	for _, sc := range []kernels.AdvantageScale{kernels.ScaleGroup, kernels.ScaleBatch, kernels.ScaleNone} {
-		near(t, "groups of one", RefGroupAdvantages([]float64{3, 5}, 2, 1, sc), []float64{0, 0})
-	}
-}
-
 func TestRefAdamWByHand(t *testing.T) {
 	// lr 1/8, wd 1/2, β1 7/8, β2 1 − 2⁻¹⁰, eps 0: all float32-exact.
 	p := kernels.AdamWParams{LR: 0.125, Beta1: 0.875, Beta2: 1 - 1.0/1024, WeightDecay: 0.5, Step: 1}
