@@ -2,10 +2,11 @@
 # The CUDA backend's check on a lent GPU machine (an H200 with driver 580 /
 # CUDA 13, no network, no Go), in two halves:
 #
-#   scripts/gpu-check.sh build     here: the -tags cuda test binary of
-#                                  kernels/cuda and the grpo binary, stripped
-#                                  and gzipped (about 20 MB, under the run
-#                                  tool's 64 MiB carry limit), into
+#   scripts/gpu-check.sh build     here: the -tags cuda test binaries of
+#                                  kernels/cuda (conformance) and
+#                                  internal/modeltest (full model) and the
+#                                  grpo binary, stripped and gzipped (under
+#                                  the run tool's 64 MiB carry limit), into
 #                                  bin/gpu-check/ (needs the CUDA headers:
 #                                  scripts/install-cuda.sh)
 #   scripts/gpu-check.sh run bars  there, from the repository root, with
@@ -43,8 +44,9 @@ build() {
 	mkdir -p "$DIR"
 	# -s -w: no symbol tables; the binaries go to the GPU machine only to run.
 	go test -tags cuda -ldflags='-s -w' -c -o "$DIR/cuda.test" ./kernels/cuda
+	go test -tags cuda -ldflags='-s -w' -c -o "$DIR/modeltest.test" ./internal/modeltest
 	go build -tags cuda -ldflags='-s -w' -o "$DIR/grpo-cuda" ./cmd/grpo
-	gzip -9 -f "$DIR/cuda.test" "$DIR/grpo-cuda"
+	gzip -9 -f "$DIR/cuda.test" "$DIR/modeltest.test" "$DIR/grpo-cuda"
 	{
 		echo "built $(date -u +%FT%TZ) from $(git describe --always --dirty 2>/dev/null || echo unknown)"
 		go version
@@ -94,7 +96,7 @@ find_lib() {
 clip() { tr '\n\t' '  ' | sed 's/  */ /g; s/^ //; s/ $//' | cut -c "1-$1"; }
 
 # check_steps: `run`'s steps after the environment, in run()'s scope
-# (record, step, reason, figures, nobin; have, gpu, BIN, GRPO, WORK).
+# (record, step, reason, figures, nobin; have, gpu, BIN, MBIN, GRPO, WORK).
 check_steps() {
 	# --- 2. conformance, one process per suite; a failure is rerun with
 	# CUDA_LAUNCH_BLOCKING=1 so the failing launch names its kernel.
@@ -115,9 +117,10 @@ check_steps() {
 	done
 
 	# --- 3. full-model check: tiny models on the GPU against the CPU
-	# backend and the PyTorch goldens, every golden length.
+	# backend and the PyTorch goldens, every golden length; run from its
+	# package directory, where ../../testdata is.
 	if [ $have = 1 ]; then
-		step full-model 45 bash -c "cd kernels/cuda && exec '$BIN' -test.v -test.run '^TestFullModelOnGPU\$' -test.timeout 45s"
+		step full-model 45 bash -c "cd internal/modeltest && exec '$MBIN' -test.v -test.run '^TestFullModelOnGPU\$' -test.timeout 45s"
 		if [ "$RC" = 0 ]; then record full-model PASS "$SECS" "$(grep -c -- '--- PASS' "$WORK/full-model.out") cases passed"; else record full-model FAIL "$SECS" "$(reason full-model)"; fi
 	else nobin full-model; fi
 
@@ -457,10 +460,10 @@ run() {
 	[ -n "$libcuda" ] && export LD_LIBRARY_PATH="$(dirname "$libcuda")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 	local have=1 missing=""
-	for f in cuda.test.gz grpo-cuda.gz; do
+	for f in cuda.test.gz modeltest.test.gz grpo-cuda.gz; do
 		if [ -f "$DIR/$f" ]; then gunzip -c "$DIR/$f" >"$WORK/${f%.gz}" && chmod +x "$WORK/${f%.gz}"; else have=0 missing="$missing $DIR/$f"; fi
 	done
-	local BIN=$WORK/cuda.test GRPO=$WORK/grpo-cuda
+	local BIN=$WORK/cuda.test MBIN=$WORK/modeltest.test GRPO=$WORK/grpo-cuda
 	# nobin NAME: the step cannot run: the build was not carried.
 	nobin() { record "$1" FAIL 0 "not run:$missing missing (run scripts/gpu-check.sh build here and carry $DIR)"; }
 

@@ -168,6 +168,7 @@ func TestGPUCheckBarsVerdicts(t *testing.T) {
 		if name == "grpo-cuda" {
 			writeGzip(t, filepath.Join(built, "grpo-cuda.gz"), script)
 			writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
+			writeGzip(t, filepath.Join(built, "modeltest.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(bin, name), script, 0o755); err != nil {

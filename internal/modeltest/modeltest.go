@@ -10,9 +10,11 @@
 // uses (bf16 weights, GQA, q/k norms, biases, tied heads, shards); and
 // that every activation recompute policy gives those gradients bit for bit.
 //
-// It is a test helper: only tests import it. It imports nothing above model
-// but loss (for the policy gradient), so the kernels tests that run it sit
-// below the trainer.
+// It is a test helper: its own tests run it, on kernels/emu every `go
+// test` (with the planted kernels, to prove it can fail) and on the GPU
+// under -tags cuda (scripts/gpu-check.sh); nothing under kernels/ imports
+// it, since it imports model. It imports nothing above model but loss (for
+// the policy gradient).
 package modeltest
 
 import (

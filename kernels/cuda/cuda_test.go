@@ -5,7 +5,6 @@ package cuda
 import (
 	"testing"
 
-	"github.com/grpo-dev/grpo/internal/modeltest"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
@@ -33,23 +32,4 @@ func TestConformanceOnGPU(t *testing.T) {
 		t.Errorf("MemInfo: free %d, total %d, %v", free, total, err)
 	}
 	t.Logf("device memory: %d MiB free of %d MiB", free>>20, total>>20)
-}
-
-// TestFullModelOnGPU runs the full-model check (internal/modeltest) on
-// the real device: the tiny models' logits — every golden length, prefill
-// and decode — and GRPO loss and LoRA gradients against the CPU backend
-// and the PyTorch goldens. Needs a GPU and the repository's testdata (run
-// from kernels/cuda, as scripts/gpu-check.sh does).
-func TestFullModelOnGPU(t *testing.T) {
-	d, err := openDriver(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := New(d)
-	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	modeltest.Run(t, b, "../../testdata", modeltest.Options{MaxPrefill: 256, MaxDecode: 256})
 }

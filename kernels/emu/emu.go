@@ -121,6 +121,12 @@ func (d *Device) figuresOf(name string) (cuda.KernelFigures, bool) {
 	return cuda.Figures(name)
 }
 
+// GPUMathULPs is how far the GPU's expf, logf and rsqrtf may be from the
+// true value (CUDA C Programming Guide, "Mathematical Functions": 2 ulp
+// each, full-precision versions), where glibc's are within 1: the suites
+// must pass with SetMathULPs(GPUMathULPs).
+const GPUMathULPs = 2
+
 // mathULPs is the current perturbation of expf/logf/rsqrtf (SetMathULPs).
 var mathULPs int
 
@@ -128,7 +134,8 @@ var mathULPs int
 // ulp away from libm's, up or down by a hash of the argument (0: libm), and
 // returns the previous setting. The GPU's versions are within 2 ulp of the
 // true value where glibc's are within 1, so the conformance and full-model
-// suites must pass at n = 2 (TestPerturbedMath). GRPO_EMU_MATH_ULPS=n in the
+// suites must pass at n = GPUMathULPs (TestPerturbedMath here,
+// TestFullModelPerturbedMath in internal/modeltest). GRPO_EMU_MATH_ULPS=n in the
 // environment sets it for a whole process. Call it only while no kernel
 // runs.
 func SetMathULPs(n int) int {

@@ -14,7 +14,7 @@ import (
 // The same suite that passes the real kernel must reject it.
 func TestPlantedOffByOneFailsConformance(t *testing.T) {
 	d := NewDevice()
-	plantForward(d)
+	d.PlantAttentionOffByOne()
 	b := newBackend(d)
 	defer b.Close()
 	err := kerneltest.Check(b, "Attention")
@@ -34,7 +34,7 @@ func TestPlantedOffByOneFailsConformance(t *testing.T) {
 // not, and both the reference and the finite-difference cases must say so.
 func TestPlantedNoDeltaFailsTrainConformance(t *testing.T) {
 	d := NewDevice()
-	plantBackward(d)
+	d.PlantAttentionBackwardWithoutD()
 	b := newBackend(d)
 	defer b.Close()
 	err := kerneltest.CheckTrain(b, "AttentionBackward")
@@ -75,30 +75,4 @@ func TestPlantedWrongPrefixRowFailsConformance(t *testing.T) {
 		}
 	}
 	t.Logf("caught as expected: %.200s", err)
-}
-
-// plantForward swaps in the off-by-one variants of every forward kernel
-// built from attention.cu and attention_flash.cu (k_planted.cc).
-func plantForward(d *Device) {
-	d.Substitute("attention_f32", "planted/attention_f32")
-	for _, kv := range []string{"bf16", "f32"} {
-		for _, hd := range []int{16, 32, 64, 128} {
-			n := fmt.Sprintf("attention_flash_hd%d_%s", hd, kv)
-			d.Substitute(n, "planted/"+n)
-		}
-	}
-}
-
-// plantBackward swaps in the no-D variants of every backward kernel
-// (k_planted_train.cc).
-func plantBackward(d *Device) {
-	d.Substitute("attention_backward_f32", "planted/attention_backward_f32")
-	for _, pass := range []string{"dkdv", "dq"} {
-		for _, kv := range []string{"bf16", "f32"} {
-			for _, hd := range []int{16, 32, 64, 128} {
-				n := fmt.Sprintf("attention_flash_%s_hd%d_%s", pass, hd, kv)
-				d.Substitute(n, "planted/"+n)
-			}
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package model_test
+package lora_test
 
 import (
 	"math/rand/v2"
@@ -10,6 +10,10 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
+
+// The model with an adapter attached, on the emulated device: these tests
+// live here, not in model or kernels/emu, because tests follow the
+// dependency arrows and only lora and what is above it may import lora.
 
 // TestStaticTrainMicroBatch runs three train micro-batches of one shape
 // (forward, log-probs, backward into a rank-16 LoRA on all projections)

@@ -1,9 +1,10 @@
-package emu
+package modeltest_test
 
 import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/internal/modeltest"
+	"github.com/grpo-dev/grpo/kernels/emu"
 )
 
 // TestFullModel runs the tiny models on the emulated device — every kernel
@@ -12,14 +13,28 @@ import (
 // logit cases of up to 64 tokens, decode up to 7 tokens, keep it within
 // seconds (the emulator runs a block's threads on one core).
 func TestFullModel(t *testing.T) {
-	b := New()
+	b := emu.New()
 	defer b.Close()
 	// Every LoRA gradient must come out bit-identical on a second run and
 	// with the blocks scheduled in reverse (issue 18: no atomics in the
 	// attention backward, no order-dependent sums anywhere).
 	reorder := func() func() {
-		old := SetBlockOrder(Reverse)
-		return func() { SetBlockOrder(old) }
+		old := emu.SetBlockOrder(emu.Reverse)
+		return func() { emu.SetBlockOrder(old) }
 	}
 	modeltest.Run(t, b, "../../testdata", modeltest.Options{MaxPrefill: 64, MaxDecode: 7, Reorder: reorder})
+}
+
+// TestFullModelPerturbedMath runs the full-model check with
+// expf/logf/rsqrtf 2 ulp off, as the GPU's may be: its tolerances must not
+// depend on glibc's accuracy (kernels/emu's TestPerturbedMath does the same
+// for the conformance suites).
+func TestFullModelPerturbedMath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the full-model check again")
+	}
+	defer emu.SetMathULPs(emu.SetMathULPs(emu.GPUMathULPs))
+	b := emu.New()
+	defer b.Close()
+	modeltest.Run(t, b, "../../testdata", modeltest.Options{MaxPrefill: 64, MaxDecode: 7})
 }

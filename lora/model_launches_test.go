@@ -1,4 +1,4 @@
-package emu
+package lora_test
 
 import (
 	"fmt"
@@ -8,14 +8,19 @@ import (
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cuda"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
 
+// The model with an adapter attached, on the emulated device: these tests
+// live here, not in model or kernels/emu, because tests follow the
+// dependency arrows and only lora and what is above it may import lora.
+
 // countingDevice counts the kernel launches and GEMMs issued to an
 // emulated device, by kernel name.
 type countingDevice struct {
-	*Device
+	*emu.Device
 	counting bool
 	launches map[string]int
 }
@@ -67,10 +72,10 @@ func (d *countingDevice) String() string {
 // emulated device with a LoRA adapter on all seven projections.
 func launchModel(t *testing.T) (*model.Model, *countingDevice) {
 	t.Helper()
-	d := &countingDevice{Device: NewDevice(), launches: map[string]int{}}
+	d := &countingDevice{Device: emu.NewDevice(), launches: map[string]int{}}
 	be := cuda.New(d)
 	t.Cleanup(func() { be.Close() })
-	m, err := model.Load("../../testdata/models/qwen3-tiny-bf16", be)
+	m, err := model.Load("../testdata/models/qwen3-tiny-bf16", be)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,19 @@
-package emu
+package lora_test
 
 import (
 	"math/rand/v2"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
+
+// The model with an adapter attached, on the emulated device: these tests
+// live here, not in model or kernels/emu, because tests follow the
+// dependency arrows and only lora and what is above it may import lora.
 
 // ungrouped hides lora.Adapter's GroupA, so the model runs one LoRA
 // shrink and expand per projection over the same parameters.
@@ -26,9 +31,9 @@ type ungrouped struct{ model.Adapter }
 // bf16, which turns dx's last-bit differences into bf16-ulp ones
 // downstream.
 func TestGroupedLoRAMatchesPerProjection(t *testing.T) {
-	be := New()
+	be := emu.New()
 	defer be.Close()
-	m, err := model.Load("../../testdata/models/qwen3-tiny", be)
+	m, err := model.Load("../testdata/models/qwen3-tiny", be)
 	if err != nil {
 		t.Fatal(err)
 	}

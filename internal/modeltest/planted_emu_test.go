@@ -1,22 +1,24 @@
-package emu
+package modeltest_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/internal/modeltest"
+	"github.com/grpo-dev/grpo/kernels/cuda"
+	"github.com/grpo-dev/grpo/kernels/emu"
 )
 
 // TestPlantedFullModel proves the full-model check can fail: with the
-// planted kernels of planted_test.go swapped in, the logits check rejects
+// planted kernels of kernels/emu swapped in, the logits check rejects
 // attention that skips each token's own position, and the gradient check
 // — whose logits stay right — rejects an attention backward without the
 // softmax's −p·D term.
 func TestPlantedFullModel(t *testing.T) {
 	t.Run("attention off by one", func(t *testing.T) {
-		d := NewDevice()
-		plantForward(d)
-		b := newBackend(d)
+		d := emu.NewDevice()
+		d.PlantAttentionOffByOne()
+		b := cuda.New(d)
 		defer b.Close()
 		errs := modeltest.Collect(func(tb modeltest.TB) {
 			modeltest.CheckLogits(tb, b, "../../testdata", "qwen3-tiny", modeltest.Options{MaxPrefill: 7, MaxDecode: 7})
@@ -24,9 +26,9 @@ func TestPlantedFullModel(t *testing.T) {
 		expectCaught(t, errs, "against the CPU backend", "against PyTorch")
 	})
 	t.Run("attention backward without D", func(t *testing.T) {
-		d := NewDevice()
-		plantBackward(d)
-		b := newBackend(d)
+		d := emu.NewDevice()
+		d.PlantAttentionBackwardWithoutD()
+		b := cuda.New(d)
 		defer b.Close()
 		errs := modeltest.Collect(func(tb modeltest.TB) {
 			modeltest.CheckGrads(tb, b, "../../testdata", "llama-tiny")
