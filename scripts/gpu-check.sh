@@ -5,8 +5,9 @@
 #   scripts/gpu-check.sh build     here: the -tags cuda test binaries of
 #                                  kernels/cuda (conformance) and
 #                                  internal/modeltest (full model) and the
-#                                  grpo binary, stripped and gzipped (under
-#                                  the run tool's 64 MiB carry limit), into
+#                                  grpo binary, stripped and gzipped (about
+#                                  20 MB, under the run tool's 64 MiB carry
+#                                  limit), into
 #                                  bin/gpu-check/ (needs the CUDA headers:
 #                                  scripts/install-cuda.sh)
 #   scripts/gpu-check.sh run bars  there, from the repository root, with
