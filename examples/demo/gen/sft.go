@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/eval"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
@@ -17,7 +18,6 @@ import (
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
-	"github.com/grpo-dev/grpo/trainer"
 )
 
 // sft is the state of the warm start: a LoRA adapter on the random base
@@ -202,7 +202,7 @@ func evalReward(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, T f
 	}
 	p := sampler.DefaultParams()
 	p.Temperature, p.MaxTokens = T, 12
-	res, err := trainer.Evaluate(context.Background(), m, tok, e, "demo", trainer.EvalOptions{
+	res, err := eval.Run(context.Background(), rollout.LocalEngine{Model: m, Tok: tok}, e, "demo", eval.Options{
 		NumExamples: 64, RolloutsPerExample: k, Seed: 99, Sampling: p})
 	return res.Reward, err
 }
