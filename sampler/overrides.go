@@ -22,7 +22,7 @@ type Overrides struct {
 }
 
 // Apply lays the set fields over p.
-func (o *Overrides) Apply(p *Params) {
+func (o Overrides) Apply(p *Params) {
 	if o.MaxTokens != nil {
 		p.MaxTokens = *o.MaxTokens
 	}

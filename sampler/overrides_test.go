@@ -12,13 +12,13 @@ func TestOverridesApply(t *testing.T) {
 	n, temp, k := 64, 0.5, 3
 	p := DefaultParams()
 	p.Stop = []string{"x"}
-	(&Overrides{MaxTokens: &n, Temperature: &temp, TopK: &k}).Apply(&p)
+	Overrides{MaxTokens: &n, Temperature: &temp, TopK: &k}.Apply(&p)
 	want := DefaultParams()
 	want.MaxTokens, want.Temperature, want.TopK, want.Stop = 64, 0.5, 3, []string{"x"}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("got %+v, want %+v", p, want)
 	}
-	(&Overrides{}).Apply(&p)
+	Overrides{}.Apply(&p)
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("an empty override changed %+v", p)
 	}

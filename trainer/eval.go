@@ -106,7 +106,7 @@ func EvaluateWith(ctx context.Context, eng rollout.Engine, e env.Environment, na
 func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
-	cfg.Eval.Sampling.Apply(&p)
+	cfg.Eval.Sampling.Overrides().Apply(&p)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	if err := r.usePolicy(ctx); err != nil {
