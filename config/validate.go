@@ -205,7 +205,7 @@ func (c *Config) checkEval(l *problems) {
 		// Only [eval.sampling]'s own overrides can fail here once
 		// [sampling] passed; its own problems are reported there.
 		p := c.Sampling.Params
-		e.Sampling.Apply(&p)
+		e.Sampling.Overrides().Apply(&p)
 		if err := p.Validate(); err != nil {
 			l.at("[eval.sampling] "+err.Error(), "eval.sampling."+paramKey(err))
 		}

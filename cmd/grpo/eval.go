@@ -219,8 +219,8 @@ func runEval(args []string) error {
 		file = &config.EvalFile{Eval: []config.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
 	}
 	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
-		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(), MaxTokens: f.maxTokens.ptr(),
-		Temperature: f.temperature.ptr()}
+		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(),
+		Sampling: sampler.Overrides{MaxTokens: f.maxTokens.ptr(), Temperature: f.temperature.ptr()}}
 	if f.seed.set {
 		s := int64(f.seed.v)
 		o.Seed = &s
