@@ -170,7 +170,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	ad := shapeOf(mc, cfg.LoRA.Rank, projs, routers)
 	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
-	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
+	if e.TrainableParams, err = cfg.LoRA.ParamCount(mc); err != nil {
+		return nil, err
+	}
 
 	// Forwards write bf16 casts of their GEMMs' inputs where the backend
 	// multiplies bf16 weights in bf16 (model/layer.go allocCasts: the
@@ -391,16 +393,6 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 	return what
 }
 
-// kvBytes is a KV cache of rows = slots × maxLen positions: K and V per
-// layer, each rows × kv_heads × head_dim f32 (model.NewKVCache).
-func kvBytes(mc *model.Config, rows int64) int64 {
-	return 2 * int64(mc.NumLayers) * rows * int64(mc.NumKVHeads*mc.HeadDim) * f32Bytes
-}
-
-// kvTableBytes is a cache's block table: entries int32s (slots × blocks
-// per slot; one per slot for a contiguous cache).
-func kvTableBytes(entries int64) int64 { return entries * 4 }
-
 // samplingBytes sizes one environment's sampler under plan: its paged KV
 // cache (KVPlan.Bytes), and the activations of the largest Forward call
 // it makes: with prompts shared, the first prefills one prompt per group
@@ -601,7 +593,7 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
-	h, _, kv, inter, v := dims(mc)
+	h, _, _, inter, v := dims(mc)
 	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
 	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
@@ -613,8 +605,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	}
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n)
-	table := kvTableBytes(traceTableEntries(n, longest, seqs))
-	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
+	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
+	cache := int64(pl.cacheLayers(mc.NumLayers))*n*mc.KVLayerBytes(kernels.F32) + table
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -666,7 +658,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
 		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
-			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
+			int64(all.cacheLayers(mc.NumLayers))*n*mc.KVLayerBytes(kernels.F32) + table
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
@@ -699,20 +691,7 @@ func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
 	if err := c.Validate(); err != nil {
 		return nil, false, err
 	}
-	var out []model.Proj
-	routers := false
-	for _, name := range c.TargetModules {
-		if name == model.RouterModule {
-			routers = true
-			continue
-		}
-		p, err := model.ParseProj(name)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, p)
-	}
-	return out, routers, nil
+	return c.Targets()
 }
 
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a
