@@ -402,7 +402,7 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 // tokens (sampler.Config.PrefillTokens). The activations are the
 // inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
 // attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// fusedWidth, which AttentionInputs and SwiGLURows read in place), three
+// model.Config.FusedWidth, which AttentionInputs and SwiGLURows read in place), three
 // int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every
 // layer, and the logits of each held rollout (a host copy too on the CPU);
@@ -417,7 +417,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*4
+	perToken := (3*h+2*q+inter+int64(mc.FusedWidth()))*f32Bytes + 3*4
 	for _, t := range ad.perLayer {
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
@@ -547,7 +547,7 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
-//	  layer reads in place (qkvWidth); and per layer what pl keeps
+//	  layer reads in place (model.Config.QKVWidth); and per layer what pl keeps
 //	  (plan.keptBytes: without recompute, model/layer.go trainingActs:
 //	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
 //	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
@@ -594,8 +594,8 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
 	h, _, _, inter, v := dims(mc)
-	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
-	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	tokenHead := h + 3 + int64(mc.QKVWidth()) // x, token/slot/position indices, fused q/k/v GEMM output
+	rowHead := 2 + 2*h + 3 + v                // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
 	// h2b: hidden; actb: intermediate) and the final norm's (hFb) of the
 	// scored rows.
@@ -666,18 +666,6 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		add("loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
 	}
 	return out
-}
-
-// fusedWidth is the width of the one buffer the fused q/k/v and gate/up
-// GEMMs write in inference (model/layer.go inferenceActs).
-func fusedWidth(mc *model.Config) int64 {
-	return int64(max(mc.NumHeads*mc.HeadDim+2*mc.NumKVHeads*mc.HeadDim, 2*mc.IntermediateSize))
-}
-
-// qkvWidth is the fused q/k/v GEMM's output width: the trace's one shared
-// buffer in training, where gate/up writes each layer's own gateUp.
-func qkvWidth(mc *model.Config) int64 {
-	return int64(mc.NumHeads*mc.HeadDim + 2*mc.NumKVHeads*mc.HeadDim)
 }
 
 func dims(mc *model.Config) (h, q, kv, inter, v int64) {
