@@ -7,6 +7,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
@@ -687,7 +688,7 @@ func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
 // bf16): at most tokens rows of k columns, 2 B each, for every k a GEMM
 // sees — each projection's in (forward) and out (backward) width, the hidden
 // size for the LM head, the vocabulary for its backward — one buffer per
-// power-of-two size class, kept for the run.
+// size class (cuda.ScratchClass), kept for the run.
 func bf16Scratch(mc *model.Config, tokens int) int64 {
 	widths := map[int]bool{mc.HiddenSize: true, mc.VocabSize: true}
 	if mc.SparseLayers() > 0 {
@@ -701,21 +702,13 @@ func bf16Scratch(mc *model.Config, tokens int) int64 {
 	}
 	classes := map[int64]bool{}
 	for k := range widths {
-		classes[pow2(2*int64(tokens)*int64(k))] = true
+		classes[int64(cuda.ScratchClass(2*tokens*k))] = true
 	}
 	var n int64
 	for c := range classes {
 		n += c
 	}
 	return n
-}
-
-func pow2(n int64) int64 {
-	c := int64(256)
-	for c < n {
-		c <<= 1
-	}
-	return c
 }
 
 // count writes a parameter count as 596.0M or 1.54B.
