@@ -143,7 +143,7 @@ type benchOpts struct {
 	recompute              string // the train step's recompute setting
 	json, noMatmul         bool
 	step                   stepBenchOpts
-	perfModel              bool    // --perf-model (bench_perfmodel.go)
+	perfModel              bool    // --perf-model (estimate/perf)
 	nodeMicros             float64 // --node-us
 }
 
