@@ -71,7 +71,7 @@ func newKVPlan(mc *model.Config, s EnvShape, dev string) KVPlan {
 // that is not a device, like the CPU).
 func kvDType(dev string) kernels.DType {
 	if d, ok := kernels.DescribeDevice(dev); ok {
-		return d.KVCache
+		return model.PagedKVDType(d)
 	}
 	return kernels.F32
 }

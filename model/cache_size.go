@@ -6,6 +6,11 @@ import "github.com/grpo-dev/grpo/kernels"
 // instead of) allocating one: the estimate's KV plans, the trainer's pool,
 // the bench's and the performance model's bytes per decode step.
 
+// PagedKVDType is what a paged cache (NewPagedKVCache: the sampler's)
+// stores each key and value element as on a backend described by d: its
+// KV dtype (bf16 on a GPU, f32 on the CPU) as the backend stores it.
+func PagedKVDType(d kernels.Description) kernels.DType { return d.Storage(d.KVCache) }
+
 // KVWidth is the elements of one cached key (or value) row of one layer:
 // NumKVHeads × HeadDim.
 func (c *Config) KVWidth() int { return c.NumKVHeads * c.HeadDim }

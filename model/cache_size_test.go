@@ -13,7 +13,7 @@ import (
 func TestCacheSizesMatchAllocation(t *testing.T) {
 	m := NewRandom(tinyConfig("qwen3"), cpu.New(), 7)
 	c := m.Config
-	dt := m.Backend.Describe().KVCache
+	dt := PagedKVDType(m.Backend.Describe())
 	paged, err := m.NewPagedKVCache(3, 37, 8, 11)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,4 @@ func DecodeCache(m *model.Model, slots, maxLen int) (*model.KVCache, error) {
 
 // KVDType is the dtype one key or value element takes in the sampler's
 // cache on be (bf16 on cuda and emu, f32 on the cpu).
-func KVDType(be kernels.Backend) kernels.DType {
-	d := be.Describe()
-	return d.Storage(d.KVCache)
-}
+func KVDType(be kernels.Backend) kernels.DType { return model.PagedKVDType(be.Describe()) }
