@@ -403,8 +403,8 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 // tokens (sampler.Config.PrefillTokens). The activations are the
 // inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
 // attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// model.Config.FusedWidth, which AttentionInputs and SwiGLURows read in place), three
-// int32 index vectors, the LoRA x·Aᵀ
+// model.Config.FusedWidth, which AttentionInputs and SwiGLURows read in
+// place), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every
 // layer, and the logits of each held rollout (a host copy too on the CPU);
 // a mixture-of-experts model adds its experts' activations
@@ -548,8 +548,8 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
-//	  layer reads in place (model.Config.QKVWidth); and per layer what pl keeps
-//	  (plan.keptBytes: without recompute, model/layer.go trainingActs:
+//	  layer reads in place (model.Config.QKVWidth); and per layer what
+//	  pl keeps (plan.keptBytes: without recompute, model/layer.go trainingActs:
 //	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
 //	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
 //	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
