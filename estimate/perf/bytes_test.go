@@ -1,10 +1,9 @@
-package main
+package perf
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/model"
 )
@@ -36,26 +35,12 @@ func TestSharedKVBytesByHand(t *testing.T) {
 		{20, 8, 512, 256, 675282944},
 		{17, 8, 512, 256, 587202560},
 	} {
-		if got := sharedKVBytes(c, tc.batch, tc.group, float64(tc.ctx), tc.prompt, 2); got != tc.want {
+		if got := SharedKVBytes(c, tc.batch, tc.group, float64(tc.ctx), tc.prompt, kernels.BF16); got != tc.want {
 			t.Errorf("batch %d, group %d, ctx %d, prompt %d: %.0f KV bytes, want %.0f", tc.batch, tc.group, tc.ctx, tc.prompt, got, tc.want)
 		}
 	}
-	if got, want := decodeBytesShared(c, 128, 8, 512, 256, 16, 2), decodeBytes(c, 128, 512, 16, 2); got.KV != 4227858432 || got.Weights != want.Weights || got.LoRA != want.LoRA || got.Logits != want.Logits {
-		t.Errorf("decodeBytesShared %+v: want decodeBytes' %+v with KV 4227858432", got, want)
-	}
-	// bench's decode HBM figure over --group 8 --prefill 256 --decode 31
-	// (mean context 256 + 16) counts the prompt blocks once a group.
-	o := benchOpts{batch: 128, group: 8, prefill: 256, decode: 31}
-	var hbm float64
-	for _, r := range rooflineFigures(c, 2, 2, o, 0, 128, 0) { // one step a second
-		if r.Name == "decode batch 128 HBM" {
-			hbm = r.Value
-		}
-	}
-	b := decodeBytes(c, 128, 272, 0, 2)
-	want := (b.Total() - b.KV + (16*256+128*16)*114688) / 1e9
-	if hbm != want {
-		t.Errorf("decode HBM figure %v GB/s at one step a second, want %v (prompt blocks read once a group)", hbm, want)
+	if got, want := DecodeBytesShared(c, 128, 8, 512, 256, 16, kernels.BF16), DecodeBytes(c, 128, 512, 16, kernels.BF16); got.KV != 4227858432 || got.Weights != want.Weights || got.LoRA != want.LoRA || got.Logits != want.Logits {
+		t.Errorf("DecodeBytesShared %+v: want DecodeBytes' %+v with KV 4227858432", got, want)
 	}
 }
 
@@ -64,13 +49,14 @@ func TestSharedKVBytesByHand(t *testing.T) {
 // context 64), still one graph launch with nothing else but the two
 // downloads, with more graph nodes than without groups (a prefix and a
 // suffix pass before each layer's combine, instead of one decode kernel),
-// and its KV column is sharedKVBytes'.
+// and its KV column is SharedKVBytes' (cmd/grpo's TestPerfTable names
+// the group in the header).
 func TestPerfModelSharedStep(t *testing.T) {
-	shared, err := perfModelRows([]string{"qwen3-30m"}, []int{16}, []int{64}, perfSharing{Group: 8, Prompt: 40}, 1.5e-6, nil)
+	shared, err := Rows([]string{"qwen3-30m"}, []int{16}, []int{64}, Sharing{Group: 8, Prompt: 40}, 1.5e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := perfModelRows([]string{"qwen3-30m"}, []int{16}, []int{64}, perfSharing{Group: 1}, 1.5e-6, nil)
+	plain, err := Rows([]string{"qwen3-30m"}, []int{16}, []int{64}, Sharing{Group: 1}, 1.5e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +71,7 @@ func TestPerfModelSharedStep(t *testing.T) {
 	if c.GraphKernels <= p.GraphKernels || c.GraphKernels > p.GraphKernels+2*int64(cfg.NumLayers) {
 		t.Errorf("graph of %d nodes with groups, %d without: want 1 or 2 more a layer (%d layers)", c.GraphKernels, p.GraphKernels, cfg.NumLayers)
 	}
-	if got, want := shared[0].Bytes.KV, sharedKVBytes(cfg, 16, 8, 64, 40, 2); got != want || got >= plain[0].Bytes.KV {
+	if got, want := shared[0].Bytes.KV, SharedKVBytes(cfg, 16, 8, 64, 40, kernels.BF16); got != want || got >= plain[0].Bytes.KV {
 		t.Errorf("KV %.0f B with groups, want %.0f (and under %.0f without)", got, want, plain[0].Bytes.KV)
-	}
-	var out bytes.Buffer
-	writePerfTable(&out, shared, perfSharing{Group: 8, Prompt: 40}, 1.5e-6)
-	if !strings.Contains(out.String(), "| KV GB (G=8, prompt 40) |") {
-		t.Errorf("table header does not name the group:\n%s", out.String())
 	}
 }
