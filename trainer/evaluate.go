@@ -15,7 +15,7 @@ import (
 func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
-	cfg.Eval.Sampling.Apply(&p)
+	cfg.Eval.Sampling.Overrides().Apply(&p)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	if err := r.usePolicy(ctx); err != nil {
