@@ -12,6 +12,7 @@ import (
 
 	"github.com/grpo-dev/grpo/estimate/perf"
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
@@ -175,21 +176,18 @@ func runBench(o benchOpts) error {
 	if _, _, err := model.ParseRecomputeSetting(o.recompute); err != nil {
 		return usagef("--recompute: %v", err)
 	}
-	be, err := openBackend(o.device)
+	be, err := loader.OpenBackend(o.device)
 	if err != nil {
 		return err
 	}
 	var m *model.Model
 	what := o.shape
 	if o.model != "" {
-		dir, err := resolveModelDir(o.model)
+		l, err := openModel(loader.Spec{Model: o.model, Backend: be, TokenizerOptional: true})
 		if err != nil {
 			return err
 		}
-		if m, err = model.Load(dir, be); err != nil {
-			return err
-		}
-		what = dir
+		m, what = l.Base, l.Dir
 	} else {
 		cfg, ok := model.Shape(o.shape)
 		if !ok {

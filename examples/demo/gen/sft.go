@@ -11,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/eval"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
@@ -73,18 +74,16 @@ func warmStart(modelDir, workDir, envDir string, o options) (string, *lora.Adapt
 // newSFT loads the model in modelDir with a fresh LoRA adapter and optimizer.
 func newSFT(modelDir, envDir string, o options) (*sft, error) {
 	be := cpu.New()
-	m, err := model.Load(modelDir, be)
+	l, err := loader.Open(context.Background(), loader.Spec{Model: modelDir, Backend: be})
 	if err != nil {
 		return nil, err
 	}
+	m := l.Base
 	// Every round draws the same words (the same seed), so with rounds of
 	// 50 steps the skill phase sees 1600 draws of the 4000 training words
 	// over and over; the committed fixture is made this way. A per-round
 	// seed would show more words (a different fixture, not measured yet).
-	s := &sft{o: o, rng: rand.New(rand.NewPCG(5, 5))}
-	if s.tok, err = tokenizer.Load(modelDir); err != nil {
-		return nil, err
-	}
+	s := &sft{o: o, rng: rand.New(rand.NewPCG(5, 5)), tok: l.Tokenizer}
 	if s.env, err = env.New(envDir, nil); err != nil {
 		return nil, err
 	}
