@@ -1,3 +1,6 @@
+// Package alphabetsort is the alphabet-sort builtin: sort names over
+// several turns, scored by sequence similarity, as Prime Intellect's
+// alphabet_sort. It registers itself with package env on init.
 package alphabetsort
 
 import (
@@ -5,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
 	"math"
 	"sort"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"unicode"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

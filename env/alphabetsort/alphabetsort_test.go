@@ -2,14 +2,14 @@ package alphabetsort
 
 import (
 	"context"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"math"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

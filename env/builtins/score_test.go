@@ -2,11 +2,11 @@ package builtins_test
 
 import (
 	"context"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"testing"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 )
 
 func scoreLine(t *testing.T, id, line string, opts env.ScoreOptions) env.ScoreResult {

@@ -2,9 +2,10 @@ package builtins_test
 
 import (
 	"context"
+	"testing"
+
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/internal/envtest"
-	"testing"
 )
 
 // TestTurnLimits: the multi-turn builtins report a turn limit that no

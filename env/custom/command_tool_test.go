@@ -3,13 +3,13 @@ package custom
 import (
 	"context"
 	"encoding/json"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/internal/sandboxtest"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/grpo-dev/grpo/env"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -29,7 +29,7 @@ type customConfig struct {
 	Rubric         []termConfig  `toml:"rubric"`
 	// MaxTurns and Tool make the environment multi-turn: the model may call
 	// the tools, and an episode ends at a turn without a call or after
-	// max_turns turns (custom_tools.go).
+	// max_turns turns (tools.go).
 	MaxTurns int          `toml:"max_turns"`
 	Tool     []toolConfig `toml:"tool"`
 }

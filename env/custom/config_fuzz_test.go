@@ -1,10 +1,11 @@
 package custom
 
 import (
-	"github.com/grpo-dev/grpo/env"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/env"
 )
 
 // FuzzCustomConfig: environment.toml comes from users and from downloaded

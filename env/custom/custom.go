@@ -1,17 +1,22 @@
+// Package custom runs environments defined by an environment.toml
+// directory: a dataset, a prompt template, rubric terms and optional
+// tools, written without Go. It loads and installs them and registers a
+// finder with package env on init, so that a config names one by its
+// directory or its id.
 package custom
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

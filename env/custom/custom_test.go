@@ -2,12 +2,13 @@ package custom
 
 import (
 	"errors"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 )
 
 const capitalsTOML = `id = "test-org/capitals"

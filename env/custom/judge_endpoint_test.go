@@ -3,14 +3,14 @@ package custom
 import (
 	"context"
 	"encoding/json"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

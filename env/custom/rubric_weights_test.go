@@ -1,10 +1,11 @@
 package custom
 
 import (
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 )
 
 // TestAllZeroRubricWeightsIsAnError: a rubric whose every term has weight

@@ -2,8 +2,9 @@ package custom
 
 import (
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"strings"
+
+	"github.com/grpo-dev/grpo/env"
 )
 
 // template is a prompt_template split into literal text and {field}

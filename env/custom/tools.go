@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/httpjson"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/httpjson"
 	"github.com/grpo-dev/grpo/sandbox"
 )
 

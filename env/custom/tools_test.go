@@ -3,14 +3,15 @@ package custom
 import (
 	"context"
 	"encoding/json"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 )
 
 // toolEnvDir is the capitals environment with top-level keys before its

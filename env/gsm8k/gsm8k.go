@@ -1,13 +1,16 @@
+// Package gsm8k is the gsm8k builtin: grade-school math word problems
+// scored by verifiers' MathRubric, as Prime Intellect's gsm8k. It
+// registers itself with package env on init.
 package gsm8k
 
 import (
 	"context"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -19,15 +22,13 @@ import (
 // dataset_path names a local directory with train and test files (.jsonl,
 // .jsonl.gz or .parquet) or a single file used for both splits.
 
-const boxedSystemPrompt = `Please reason step by step, and put your final answer within \boxed{}.`
-
 func init() {
 	env.MustRegister(env.Spec{
 		ID:          "gsm8k",
 		Description: `grade-school math word problems; reward = correct_answer: the last \boxed{} checked with math-verify, as verifiers 8d4b33247's MathRubric`,
 		Data:        `hub dataset openai/gsm8k, config "main" (train; eval = test), as Lab; dataset_path = DIR for local train/test files`,
 		Args: []env.ArgSpec{
-			{Name: "system_prompt", Type: env.ArgString, Default: boxedSystemPrompt, Help: "system message"},
+			{Name: "system_prompt", Type: env.ArgString, Default: lab.BoxedSystemPrompt, Help: "system message"},
 			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "first N training examples (-1: all)"},
 			{Name: "num_eval_examples", Type: env.ArgInt, Default: -1, Help: "first N test examples (-1: all)"},
 			{Name: "dataset_path", Type: env.ArgString, Default: "", Help: "local directory with train/test .jsonl[.gz] or .parquet files; \"\" = hub"},

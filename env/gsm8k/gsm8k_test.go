@@ -1,11 +1,12 @@
 package gsm8k
 
 import (
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -20,7 +21,7 @@ func TestGSM8K(t *testing.T) {
 		t.Fatalf("train: %d, %v", len(train), err)
 	}
 	ex := eval[0] // Janet's ducks: 18
-	if ex.Answer != "18" || !strings.HasPrefix(ex.Prompt[1].Content, "Janet") || ex.Prompt[0].Content != boxedSystemPrompt {
+	if ex.Answer != "18" || !strings.HasPrefix(ex.Prompt[1].Content, "Janet") || ex.Prompt[0].Content != lab.BoxedSystemPrompt {
 		t.Fatalf("first test example %+v", ex)
 	}
 	for _, c := range []struct {

@@ -1,12 +1,16 @@
+// Package mathenv is the math builtin: boxed-answer math problems scored
+// by verifiers' MathRubric, on the Lab's math data or generated problems.
+// It registers itself with package env on init; New gives math-python its
+// data.
 package mathenv
 
 import (
 	"context"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
 	"strconv"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

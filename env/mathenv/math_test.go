@@ -1,13 +1,13 @@
 package mathenv
 
 import (
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"math/big"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

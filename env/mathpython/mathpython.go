@@ -1,3 +1,6 @@
+// Package mathpython is the math-python builtin: math problems solved with
+// a sandboxed, persistent python tool, as verifiers' math_python. It
+// registers itself with package env on init.
 package mathpython
 
 import (
@@ -5,15 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
-	"github.com/grpo-dev/grpo/env/mathenv"
 	"maps"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
+	"github.com/grpo-dev/grpo/env/mathenv"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sandbox"
 )

@@ -3,11 +3,11 @@ package mathpython
 import (
 	"context"
 	"encoding/json"
-	"github.com/grpo-dev/grpo/env"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/sandboxtest"
 )
 

@@ -10,12 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/pybridge"
 	"github.com/grpo-dev/grpo/rubric"
 )

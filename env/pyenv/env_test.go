@@ -3,7 +3,6 @@ package pyenv
 import (
 	"context"
 	"errors"
-	"github.com/grpo-dev/grpo/env"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/pybridge"
 	"github.com/grpo-dev/grpo/rubric"
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/env"
 )
 
 func TestInstallPythonLocalFile(t *testing.T) {

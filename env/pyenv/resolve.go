@@ -2,7 +2,6 @@ package pyenv
 
 import (
 	"context"
-	"github.com/grpo-dev/grpo/env"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/pybridge"
 )
 

@@ -1,13 +1,15 @@
+// Package reversetext is the reverse-text builtin: reverse a sentence
+// character by character, scored by the difflib ratio, as Prime
+// Intellect's reverse_text. It registers itself with package env on init.
 package reversetext
 
 import (
 	"context"
-	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
 	"strconv"
 	"strings"
 
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -21,14 +23,6 @@ import (
 // on its training rows; grpo holds out the last num_eval_examples rows.
 // dataset_name = "synthetic" selects English-like sentences generated from
 // seed instead, which need no network (tests and offline runs use it).
-
-// syntheticData is the dataset_name that selects a builtin's generated
-// data; every other value names a hub dataset.
-const syntheticData = "synthetic"
-
-// syntheticDefaultCount is how many examples a synthetic split has when
-// num_train_examples is -1 ("all rows", which a generator does not have).
-const syntheticDefaultCount = 1000
 
 const (
 	reverseTextSystemPrompt = "Reverse the text character-by-character. Put your answer in <reversed_text> tags."
@@ -49,7 +43,7 @@ func init() {
 			{Name: "seed", Type: env.ArgInt, Default: 0, Help: "seed of the synthetic dataset"},
 		},
 		New: func(a env.Args, o env.Options) (env.Environment, error) {
-			if err := checkDatasetName(a); err != nil {
+			if err := lab.CheckDatasetName(a); err != nil {
 				return nil, err
 			}
 			return &reverseText{args: a, opts: o}, nil
@@ -66,7 +60,7 @@ func (e *reverseText) ID() string                         { return "reverse-text
 func (e *reverseText) NewEpisode(env.Example) env.Episode { return env.SingleTurnEpisode{} }
 func (e *reverseText) Rubric() *rubric.Rubric             { return reverseTextRubric }
 
-var reverseTextRubric = mustRubric(rubric.Term{Name: "lcs_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+var reverseTextRubric = lab.MustRubric(rubric.Term{Name: "lcs_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
 	got, _ := lab.ParseLast(r, func(t string) (string, bool) { return rubric.XMLTag(t, "reversed_text") })
 	return rubric.Ratio(got, r.Answer)
 })})
@@ -78,7 +72,7 @@ func (e *reverseText) Examples(split string) ([]env.Example, error) {
 	nTrain, nEval := e.args.Int("num_train_examples"), e.args.Int("num_eval_examples")
 	system := e.args.String("system_prompt")
 	var texts []string
-	if name := e.args.String("dataset_name"); name != syntheticData {
+	if name := e.args.String("dataset_name"); name != lab.SyntheticData {
 		rows, err := lab.HubRows(context.Background(), e.opts, e.ID(), name, "", e.args.String("dataset_split"), `dataset_name = "synthetic"`)
 		if err != nil {
 			return nil, err
@@ -102,7 +96,7 @@ func (e *reverseText) Examples(split string) ([]env.Example, error) {
 	} else {
 		n, stream := nTrain, uint64(0)
 		if n < 0 {
-			n = syntheticDefaultCount
+			n = lab.SyntheticDefaultCount
 		}
 		if split == "eval" {
 			n, stream = nEval, 1
@@ -117,16 +111,6 @@ func (e *reverseText) Examples(split string) ([]env.Example, error) {
 		out[i] = env.Example{ID: split + "-" + strconv.Itoa(i), Prompt: env.ChatPrompt(system, t), Answer: reverseRunes(t)}
 	}
 	return out, nil
-}
-
-// checkDatasetName refuses an empty dataset_name, which once meant
-// synthetic data: the choice is now spelled out, so nothing is substituted
-// silently.
-func checkDatasetName(a env.Args) error {
-	if strings.TrimSpace(a.String("dataset_name")) == "" {
-		return fmt.Errorf(`dataset_name is empty; name a hub dataset, or "synthetic" for generated data`)
-	}
-	return nil
 }
 
 // reverseRunes reverses by code point, as Python's s[::-1] does.
@@ -152,13 +136,4 @@ func syntheticText(r *lab.RNG) string {
 		sentences = append(sentences, strings.Join(words, " ")+end)
 	}
 	return strings.Join(sentences, " ")
-}
-
-// mustRubric builds a builtin's rubric; an error is a bug in this package.
-func mustRubric(terms ...rubric.Term) *rubric.Rubric {
-	rb, err := rubric.Weighted(terms...)
-	if err != nil {
-		panic(err)
-	}
-	return rb
 }

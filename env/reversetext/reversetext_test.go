@@ -1,10 +1,10 @@
 package reversetext
 
 import (
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"reflect"
 	"testing"
 
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

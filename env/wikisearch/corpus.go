@@ -5,11 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/grpo-dev/grpo/env"
 )
 
 // wikiPage is one page of a wiki-search corpus: verifiers' rare-wiki-pages

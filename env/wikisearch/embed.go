@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/grpo-dev/grpo/env/internal/httpjson"
 	"math"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grpo-dev/grpo/env/internal/httpjson"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 

@@ -3,7 +3,6 @@ package wikisearch
 import (
 	"context"
 	"encoding/json"
-	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

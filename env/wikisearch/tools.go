@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"strings"
 	"unicode"
+
+	"github.com/grpo-dev/grpo/env"
 )
 
 // wikiSearchResults is how many pages search_pages returns (verifiers'

@@ -1,3 +1,6 @@
+// Package wikisearch is the wiki-search builtin: trivia questions answered
+// with search tools over a wiki corpus, as verifiers' wiki_search. It
+// registers itself with package env on init.
 package wikisearch
 
 import (
@@ -5,13 +8,13 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
@@ -24,10 +27,10 @@ import (
 //   - data: the Lab's HF datasets (willcb/rare-wiki-pages for pages,
 //     willcb/wiki-trivia-questions-v4 for questions) only when
 //     corpus_dataset / dataset_name name them; by default a small bundled
-//     corpus and question set (env/wikidata), or corpus_dir / questions_path;
+//     corpus and question set (env/wikisearch/wikidata), or corpus_dir / questions_path;
 //   - ranking: title embeddings through an OpenAI-compatible embeddings
 //     endpoint only when embed_base_url is set; otherwise BM25 over titles
-//     and text, cached beside the corpus (wiki_bm25.go);
+//     and text, cached beside the corpus (bm25.go);
 //   - judge: only when judge_base_url is set; otherwise exact_match, the
 //     normalized reference answer found as whole words in the normalized
 //     final answer (answerMatch).

@@ -3,13 +3,13 @@ package wikisearch
 import (
 	"context"
 	"encoding/json"
-	"github.com/grpo-dev/grpo/env"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rubric"
 )
 

@@ -1,10 +1,11 @@
+// Package wordle is the wordle builtin: a game of guesses with feedback,
+// as Prime Intellect's wordle over TextArena's rules. It registers itself
+// with package env on init.
 package wordle
 
 import (
 	"context"
 	"fmt"
-	"github.com/grpo-dev/grpo/env"
-	"github.com/grpo-dev/grpo/env/internal/lab"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
