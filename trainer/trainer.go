@@ -23,6 +23,7 @@ import (
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
+	"github.com/grpo-dev/grpo/update"
 )
 
 // Trainer runs GRPO with LoRA for one config. Build it with New and start
@@ -399,11 +400,7 @@ func (r *run) setupState() error {
 }
 
 func (r *run) newOptimizer() error {
-	var params []optim.Param
-	for _, p := range r.adapter.Params() {
-		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
 	var err error
-	r.opt, err = optim.NewAdamW(r.be, params, r.cfg.Optimizer)
+	r.opt, err = optim.NewAdamW(r.be, update.OptimizerParams(r.adapter), r.cfg.Optimizer)
 	return err
 }

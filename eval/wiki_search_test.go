@@ -1,7 +1,6 @@
-package trainer
+package eval
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +47,7 @@ func TestWikiSearchScriptedEpisode(t *testing.T) {
 	m := model.NewRandom(cfg, be, 5)
 	p := sampler.DefaultParams()
 	p.MaxTokens = 64
-	res, err := EvaluateInBatches(context.Background(), m, tok, e, "wiki-search", EvalOptions{NumExamples: -1, RolloutsPerExample: 1, Sampling: p, EnableThinking: new(bool)}, 0, nil)
+	res, err := runKept(m, tok, e, "wiki-search", Options{NumExamples: -1, RolloutsPerExample: 1, Sampling: p, EnableThinking: new(bool), Batch: DefaultBatch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package trainer
+package eval
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -54,7 +55,7 @@ func TestEvalSplitsAnExamplesRollouts(t *testing.T) {
 	e := &liveEnv{Environment: inner}
 	p := sampler.DefaultParams()
 	p.MaxTokens = 3
-	res, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", EvalOptions{NumExamples: 2, RolloutsPerExample: 20, Sampling: p, PassThreshold: 0.01}, 8, nil)
+	res, err := runKept(m, tok, e, "rev", Options{NumExamples: 2, RolloutsPerExample: 20, Sampling: p, PassThreshold: 0.01, Batch: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,14 @@ func TestEvalSplitsAnExamplesRollouts(t *testing.T) {
 	if d := res.PassAt1 - want1; d > 1e-12 || d < -1e-12 {
 		t.Errorf("pass@1 %v, want %v from the rows", res.PassAt1, want1)
 	}
+}
+
+// runKept is Run on a KeptEngine of its own, as grpo eval plays a model
+// loaded here: one sampler for every pass.
+func runKept(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, name string, o Options) (Result, error) {
+	eng := rollout.NewKeptEngine(m, tok)
+	defer eng.Close(context.Background())
+	return Run(context.Background(), eng, e, name, o)
 }
 
 // tinyReverseEval loads the tiny Qwen3 model on the CPU backend with a

@@ -1,8 +1,7 @@
-package trainer
+package eval
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
@@ -10,33 +9,14 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// evalPasses is the shape EvaluateInBatches plays n examples of k
-// rollouts in: the rollouts of its largest pass, and in all (saturating,
-// so an absurd -r cannot wrap around into a small number).
-func evalPasses(n, k, batch int) (slots, total int) {
-	k = max(1, k)
-	if batch <= 0 {
-		batch = DefaultEvalBatch
-	}
-	if k > batch {
-		slots = batch
-	} else {
-		slots = min(n, max(1, batch/k)) * k
-	}
-	if n > 0 && k > math.MaxInt/n {
-		return slots, math.MaxInt
-	}
-	return slots, n * k
-}
-
-// checkEvalFits refuses, before any rollout, an evaluation whose estimate
+// checkFits refuses, before any rollout, an evaluation whose estimate
 // (one pass's sampler plus the results held: every rollout's, or one
 // pass's when they stream to a file in resultsDir) exceeds the free memory
 // of its device, or whose streamed results would not fit on resultsDir's
 // disk, with the numbers and the settings that shrink it. Free space that
 // cannot be read leaves that check out.
-func checkEvalFits(s config.EvalSpec, m *model.Model, e env.Environment, n, batch int, resultsDir string) error {
-	slots, total := evalPasses(n, s.RolloutsPerExample, batch)
+func checkFits(s config.EvalSpec, m *model.Model, e env.Environment, n, batch int, resultsDir string) error {
+	slots, total := passShape(n, s.RolloutsPerExample, batch)
 	held := total
 	if resultsDir != "" {
 		held = slots

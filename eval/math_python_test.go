@@ -1,7 +1,6 @@
-package trainer
+package eval
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,8 +40,8 @@ func TestMathPythonScriptedEpisode(t *testing.T) {
 		NumKVHeads: 1, HeadDim: 8, VocabSize: tok.VocabSize(), RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu"}
 	p := sampler.DefaultParams()
 	p.MaxTokens = 64
-	res, err := EvaluateInBatches(context.Background(), model.NewRandom(cfg, be, 5), tok, e, "math-python",
-		EvalOptions{NumExamples: -1, RolloutsPerExample: 1, Sampling: p, EnableThinking: new(bool)}, 0, nil)
+	res, err := runKept(model.NewRandom(cfg, be, 5), tok, e, "math-python",
+		Options{NumExamples: -1, RolloutsPerExample: 1, Sampling: p, EnableThinking: new(bool), Batch: DefaultBatch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package trainer
+package eval
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -47,36 +48,38 @@ func evalFixture(t *testing.T) (*model.Model, *tokenizer.Tokenizer, env.Environm
 	return m, tok, e, mdir
 }
 
-// TestEvaluateInBatches: one pass reproduces Evaluate exactly; several
-// passes give metrics that match a recount from the rows, and progress
-// reaches the total without going back.
-func TestEvaluateInBatches(t *testing.T) {
+// TestRunInPasses: one pass of a batched Run reproduces the unbatched Run
+// exactly; several passes give metrics that match a recount from the rows,
+// and progress reaches the total without going back.
+func TestRunInPasses(t *testing.T) {
 	m, tok, e, _ := evalFixture(t)
 	p := sampler.DefaultParams()
 	p.MaxTokens = 6
 	const k = 3
-	o := EvalOptions{NumExamples: -1, RolloutsPerExample: k, Sampling: p, Seed: 11}
-	direct, err := Evaluate(context.Background(), m, tok, e, "rev", o)
+	o := Options{NumExamples: -1, RolloutsPerExample: k, Sampling: p, Seed: 11}
+	direct, err := Run(context.Background(), rollout.LocalEngine{Model: m, Tok: tok}, e, "rev", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, 1000, nil)
+	o.Batch = 1000
+	one, err := runKept(m, tok, e, "rev", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if one.Reward != direct.Reward || one.PassAt1 != direct.PassAt1 || one.PassAtK != direct.PassAtK || one.Rollouts != 15 || one.Examples != 5 {
-		t.Errorf("one pass %+v\nEvaluate %+v", one, direct)
+		t.Errorf("one pass %+v\nunbatched %+v", one, direct)
 	}
 	for i := range direct.Trajectories {
 		if !reflect.DeepEqual(one.Trajectories[i].Tokens, direct.Trajectories[i].Tokens) {
-			t.Fatalf("rollout %d differs from Evaluate's", i)
+			t.Fatalf("rollout %d differs from the unbatched Run's", i)
 		}
 	}
 
 	// Passes of 2 examples (6 rollouts); the threshold is the smallest
 	// positive reward, so that pass@1 and pass@k are neither 0 nor 1 (the
 	// random model rarely earns anything).
-	probe, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, 7, nil)
+	o.Batch = 7
+	probe, err := runKept(m, tok, e, "rev", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,8 @@ func TestEvaluateInBatches(t *testing.T) {
 		t.Fatal("every reward is 0; the fixture cannot test pass@k")
 	}
 	var progress []int
-	res, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, 7, func(d int) { progress = append(progress, d) })
+	o.OnDone = func(d int) { progress = append(progress, d) }
+	res, err := runKept(m, tok, e, "rev", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,12 +133,12 @@ func TestEvaluateInBatches(t *testing.T) {
 	}
 	// The rows survive JSON: prompt, completion and answer of each rollout.
 	var buf bytes.Buffer
-	if err := WriteEvalRows(&buf, rows); err != nil {
+	if err := WriteRows(&buf, rows); err != nil {
 		t.Fatal(err)
 	}
 	dec := json.NewDecoder(&buf)
 	for i := range rows {
-		var back EvalRow
+		var back Row
 		if err := dec.Decode(&back); err != nil {
 			t.Fatalf("row %d: %v", i, err)
 		}
@@ -145,13 +149,13 @@ func TestEvaluateInBatches(t *testing.T) {
 	}
 }
 
-// TestRunEvals checks ids before loading models and evaluates specs.
-func TestRunEvals(t *testing.T) {
+// TestRunSpecs checks ids before loading models and evaluates specs.
+func TestRunSpecs(t *testing.T) {
 	_, _, e, mdir := evalFixture(t)
 	_ = e
 	p := sampler.DefaultParams()
 	p.MaxTokens = 4
-	if _, err := RunEvals(context.Background(), []config.EvalSpec{{Name: "x", ID: "no-such-env", Model: "/nonexistent"}}, EvalRunOptions{}); err == nil {
+	if _, err := RunSpecs(context.Background(), []config.EvalSpec{{Name: "x", ID: "no-such-env", Model: "/nonexistent"}}, SpecOptions{}); err == nil {
 		t.Error("unknown env accepted")
 	}
 	specs := []config.EvalSpec{
@@ -159,7 +163,7 @@ func TestRunEvals(t *testing.T) {
 		{Name: "b", ID: "reverse-text", Args: map[string]any{"num_eval_examples": 3, "dataset_name": "synthetic"}, Model: mdir, Device: "cpu", NumExamples: 1, RolloutsPerExample: 1, Sampling: p},
 	}
 	var started []int
-	res, err := RunEvals(context.Background(), specs, EvalRunOptions{OnStart: func(s config.EvalSpec, total int) { started = append(started, total) }})
+	res, err := RunSpecs(context.Background(), specs, SpecOptions{OnStart: func(s config.EvalSpec, total int) { started = append(started, total) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +175,7 @@ func TestRunEvals(t *testing.T) {
 		t.Errorf("overall %v, want %v", OverallReward(res), want)
 	}
 	specs[0].Model = filepath.Join(t.TempDir(), "missing")
-	if _, err := RunEvals(context.Background(), specs[:1], EvalRunOptions{}); err == nil {
+	if _, err := RunSpecs(context.Background(), specs[:1], SpecOptions{}); err == nil {
 		t.Error("missing model accepted")
 	}
 }

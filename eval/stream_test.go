@@ -1,14 +1,13 @@
-package trainer
+package eval
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
 	"github.com/grpo-dev/grpo/sampler"
 )
 
-// TestEvalStreamsRowsByPass: with EvalOptions.Rows set, each pass's rows
+// TestEvalStreamsRowsByPass: with Options.Rows set, each pass's rows
 // arrive as the pass ends — both when an example's rollouts are split
 // (k 20 > batch 8) and when several examples share a pass (k 2, batch 4) —
 // the result holds no trajectories, and the rows, concatenated, are exactly
@@ -18,19 +17,19 @@ func TestEvalStreamsRowsByPass(t *testing.T) {
 	p := sampler.DefaultParams()
 	p.MaxTokens = 3
 	for _, c := range []struct{ n, k, batch, passes int }{{2, 20, 8, 6}, {5, 2, 4, 3}} {
-		o := EvalOptions{NumExamples: c.n, RolloutsPerExample: c.k, Sampling: p, Seed: 7, PassThreshold: 0.01}
-		held, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, c.batch, nil)
+		o := Options{NumExamples: c.n, RolloutsPerExample: c.k, Sampling: p, Seed: 7, PassThreshold: 0.01, Batch: c.batch}
+		held, err := runKept(m, tok, e, "rev", o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var streamed []EvalRow
+		var streamed []Row
 		passes := 0
-		o.Rows = func(rows []EvalRow) error {
+		o.Rows = func(rows []Row) error {
 			passes++
 			streamed = append(streamed, rows...)
 			return nil
 		}
-		res, err := EvaluateInBatches(context.Background(), m, tok, e, "rev", o, c.batch, nil)
+		res, err := runKept(m, tok, e, "rev", o)
 		if err != nil {
 			t.Fatal(err)
 		}
