@@ -2,6 +2,8 @@ package wordle
 
 import "strings"
 
+// wordleWords are the secret words games draw from, written here, not
+// downloaded, so the builtin needs no network.
 var wordleWords = strings.Fields(`
 about above actor adult after again agent agree ahead alarm album alert
 alive allow alone along alter among angel anger angle angry apart apple
