@@ -139,7 +139,7 @@ func LoadEval(path string) (*EvalFile, error) {
 // ParseEval parses an eval config strictly: unknown keys, wrong types
 // and missing ids are one-line errors "name:line:col: key ...: problem;
 // fix". Env ids and args are not checked here: Specs then
-// RegistryEnvCheck (or env.New) do.
+// env.Check (or env.New) do.
 func ParseEval(data []byte, name string) (*EvalFile, error) {
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {

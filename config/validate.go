@@ -257,7 +257,7 @@ func (c *Config) envError(l *problems, label, block string, id string, err error
 	l.at(fmt.Sprintf("%s id = %q: %v", label, id, err), paths...)
 }
 
-// ValidateEnvs runs check (RegistryEnvCheck, or a program's own) on every
+// ValidateEnvs runs check (env.Check, or a program's own) on every
 // [[env]] and [[eval.env]] block and returns every failure (Problems),
 // each located at its block. Blocks without an id are left to Validate.
 func (c *Config) ValidateEnvs(check EnvChecker) error {

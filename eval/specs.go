@@ -7,6 +7,7 @@ import (
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/builtins" // registers every environment grpo ships, so eval configs name them by id
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model/hub"
 	"github.com/grpo-dev/grpo/rollout"
