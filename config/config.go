@@ -149,8 +149,10 @@ type EvalEnv struct {
 }
 
 // EvalSampling is [eval.sampling]: overrides laid over [sampling]'s
-// sampler.Params (Apply), unset unless given, so they keep a type of
-// their own; the result is checked by sampler.Params' Validate.
+// sampler.Params, unset unless given; the result is checked by
+// sampler.Params' Validate. Its keys are Lab's, fewer than a
+// sampler.Overrides has, and max_tokens 0 inherits, so it keeps a type of
+// its own and converts (Overrides).
 type EvalSampling struct {
 	MaxTokens       int            `toml:"max_tokens"`
 	Temperature     *float64       `toml:"temperature"`
@@ -159,14 +161,14 @@ type EvalSampling struct {
 	ExtraBody       map[string]any `toml:"extra_body"`
 }
 
-// Apply lays the overrides given over p, the run's [sampling] params.
-func (e EvalSampling) Apply(p *sampler.Params) {
+// Overrides are the sampling keys given, to lay over the run's [sampling]
+// params.
+func (e EvalSampling) Overrides() sampler.Overrides {
+	o := sampler.Overrides{Temperature: e.Temperature}
 	if e.MaxTokens > 0 {
-		p.MaxTokens = e.MaxTokens
+		o.MaxTokens = &e.MaxTokens
 	}
-	if e.Temperature != nil {
-		p.Temperature = *e.Temperature
-	}
+	return o
 }
 
 // Wandb is the [wandb] section.

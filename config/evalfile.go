@@ -97,69 +97,34 @@ type EvalBlock struct {
 	EvalSettings
 }
 
-// EvalSamplingArgs is sampling_args.
+// EvalSamplingArgs is sampling_args: a sampling override with Prime's
+// seed and its API-server fields.
 type EvalSamplingArgs struct {
-	Temperature *float64 `toml:"temperature"`
-	TopP        *float64 `toml:"top_p"`
-	TopK        *int     `toml:"top_k"`
-	MinP        *float64 `toml:"min_p"`
-	MaxTokens   *int     `toml:"max_tokens"`
-	Stop        []string `toml:"stop"`
-	Seed        *int64   `toml:"seed"`
+	sampler.Overrides
+	// Seed seeds the evaluation, not one sequence; Specs reads it.
+	Seed *int64 `toml:"seed"`
 	// Accepted and ignored: API-server request fields.
 	ReasoningEffort string         `toml:"reasoning_effort"`
 	ExtraBody       map[string]any `toml:"extra_body"`
 }
 
-// apply lays the args given over p. Seed is not a sampler knob (it seeds
-// the evaluation, not one sequence) and is left to Specs.
-func (a *EvalSamplingArgs) apply(p *sampler.Params) {
-	if a == nil {
-		return
-	}
-	if a.Temperature != nil {
-		p.Temperature = *a.Temperature
-	}
-	if a.TopP != nil {
-		p.TopP = *a.TopP
-	}
-	if a.TopK != nil {
-		p.TopK = *a.TopK
-	}
-	if a.MinP != nil {
-		p.MinP = *a.MinP
-	}
-	if a.MaxTokens != nil {
-		p.MaxTokens = *a.MaxTokens
-	}
-	if a.Stop != nil {
-		p.Stop = a.Stop
-	}
-}
-
-// check validates the args given, laid over the defaults, with
-// sampler.Params' Validate; the message starts with the key.
-func (a *EvalSamplingArgs) check() error {
+// checkSampling validates an override laid over the sampler's defaults
+// with sampler.Params' Validate; the message starts with the key.
+func checkSampling(o sampler.Overrides) error {
 	p := sampler.DefaultParams()
-	a.apply(&p)
+	o.Apply(&p)
 	return p.Validate()
 }
 
-// sampling is one level's sampling keys as one overlay: the settings'
+// sampling is one level's sampling keys as one override: the settings'
 // own temperature and max_tokens over their sampling_args' (the two may
 // not disagree; checkEvalSettings says so).
-func (s *EvalSettings) sampling() *EvalSamplingArgs {
-	var a EvalSamplingArgs
+func (s *EvalSettings) sampling() sampler.Overrides {
+	var args sampler.Overrides
 	if s.SamplingArgs != nil {
-		a = *s.SamplingArgs
+		args = s.SamplingArgs.Overrides
 	}
-	if s.Temperature != nil {
-		a.Temperature = s.Temperature
-	}
-	if s.MaxTokens != nil {
-		a.MaxTokens = s.MaxTokens
-	}
-	return &a
+	return sampler.Overrides{Temperature: s.Temperature, MaxTokens: s.MaxTokens}.Over(args)
 }
 
 // LoadEval reads and parses an eval config; see ParseEval.
@@ -174,7 +139,7 @@ func LoadEval(path string) (*EvalFile, error) {
 // ParseEval parses an eval config strictly: unknown keys, wrong types
 // and missing ids are one-line errors "name:line:col: key ...: problem;
 // fix". Env ids and args are not checked here: Specs then
-// RegistryEnvCheck (or env.New) do.
+// env.Check (or env.New) do.
 func ParseEval(data []byte, name string) (*EvalFile, error) {
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
@@ -250,7 +215,7 @@ func checkEvalSettings(src *tomlschema.Source, prefix string, s EvalSettings) er
 	if m := s.MaxTokens; m != nil && *m < 1 {
 		return at("max_tokens", "max_tokens = %d: want at least 1, e.g. max_tokens = 512", *m)
 	}
-	if err := (&EvalSamplingArgs{Temperature: s.Temperature}).check(); err != nil {
+	if err := checkSampling(sampler.Overrides{Temperature: s.Temperature}); err != nil {
 		return at(paramKey(err), "%v", err)
 	}
 	if s.Device != "" {
@@ -263,7 +228,7 @@ func checkEvalSettings(src *tomlschema.Source, prefix string, s EvalSettings) er
 		if m := sa.MaxTokens; m != nil && *m < 1 {
 			return at(p+"max_tokens", "max_tokens = %d: want at least 1", *m)
 		}
-		if err := sa.check(); err != nil {
+		if err := checkSampling(sa.Overrides); err != nil {
 			return at(p+paramKey(err), "%v", err)
 		}
 		switch {

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/sampler"
 )
 
 func TestParseEvalFile(t *testing.T) {
@@ -31,7 +33,7 @@ seed = 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := f.Specs(EvalOverrides{RolloutsPerExample: ptr(4), MaxTokens: ptr(64), Adapter: "runs/a/adapter"})
+	specs, err := f.Specs(EvalOverrides{RolloutsPerExample: ptr(4), Sampling: sampler.Overrides{MaxTokens: ptr(64)}, Adapter: "runs/a/adapter"})
 	if err != nil {
 		t.Fatal(err)
 	}

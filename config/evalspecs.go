@@ -38,9 +38,9 @@ type EvalOverrides struct {
 	Model, Adapter, Device string
 	NumExamples            *int
 	RolloutsPerExample     *int
-	MaxTokens              *int
-	Temperature            *float64
-	Seed                   *int64
+	// Sampling are grpo eval's --max-tokens and --temperature.
+	Sampling sampler.Overrides
+	Seed     *int64
 }
 
 // Specs resolves the blocks into evaluations: block keys, then overrides,
@@ -86,9 +86,7 @@ func (f *EvalFile) Specs(o EvalOverrides) ([]EvalSpec, error) {
 		// strongest: the top level's, the command line's, the block's.
 		p := sampler.DefaultParams()
 		p.MaxTokens = DefaultEvalMaxTokens
-		f.sampling().apply(&p)
-		(&EvalSamplingArgs{MaxTokens: o.MaxTokens, Temperature: o.Temperature}).apply(&p)
-		b.sampling().apply(&p)
+		b.sampling().Over(o.Sampling.Over(f.sampling())).Apply(&p)
 		for _, sa := range []*EvalSamplingArgs{f.SamplingArgs, b.SamplingArgs} {
 			if sa != nil && sa.Seed != nil {
 				s.Seed = uint64(*sa.Seed)

@@ -270,7 +270,7 @@ func number(v any) (float64, bool) {
 }
 
 // ValidateEnv checks the environment id and args with check (as
-// RegistryEnvCheck), located at the id.
+// env.Check), located at the id.
 func (g *GEPA) ValidateEnv(check EnvChecker) error {
 	if check == nil || g.EnvID == "" {
 		return nil

@@ -104,9 +104,21 @@ func (g *GEPA) SamplingParams() sampler.Params {
 }
 
 func (g *GEPA) samplingParams() (sampler.Params, []string) {
+	o, bad := gepaSamplingOverrides(g.Execution.SamplingArgs)
 	p := sampler.DefaultParams()
-	var bad []string
-	sa := g.Execution.SamplingArgs
+	o.Apply(&p)
+	if len(bad) == 0 {
+		if err := p.Validate(); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	return p, bad
+}
+
+// gepaSamplingOverrides reads the sampling args, a table sent to APIs as
+// it is, into an override; bad lists, in key order, those it cannot read
+// ("key = value: problem" or "key: problem").
+func gepaSamplingOverrides(sa map[string]any) (o sampler.Overrides, bad []string) {
 	keys := make([]string, 0, len(sa))
 	for k := range sa {
 		keys = append(keys, k)
@@ -122,20 +134,22 @@ func (g *GEPA) samplingParams() (sampler.Params, []string) {
 				bad = append(bad, fmt.Sprintf("max_tokens = %v: want a positive integer", v))
 				continue
 			}
-			p.MaxTokens = int(n)
+			maxTokens := int(n)
+			o.MaxTokens = &maxTokens
 		case "temperature", "top_p", "min_p":
 			if !isNum {
 				bad = append(bad, fmt.Sprintf("%s = %v: want a number", k, v))
 				continue
 			}
-			*map[string]*float64{"temperature": &p.Temperature, "top_p": &p.TopP, "min_p": &p.MinP}[k] = x
+			*map[string]**float64{"temperature": &o.Temperature, "top_p": &o.TopP, "min_p": &o.MinP}[k] = &x
 		case "top_k":
 			n, ok := v.(int64)
 			if !ok {
 				bad = append(bad, fmt.Sprintf("top_k = %v: want an integer (-1 or 0: off)", v))
 				continue
 			}
-			p.TopK = int(n)
+			topK := int(n)
+			o.TopK = &topK
 		case "stop":
 			list, ok := v.([]any)
 			if s, isStr := v.(string); isStr {
@@ -143,7 +157,7 @@ func (g *GEPA) samplingParams() (sampler.Params, []string) {
 			}
 			for _, e := range list {
 				if s, isStr := e.(string); isStr {
-					p.Stop = append(p.Stop, s)
+					o.Stop = append(o.Stop, s)
 				} else {
 					ok = false
 				}
@@ -159,12 +173,7 @@ func (g *GEPA) samplingParams() (sampler.Params, []string) {
 			bad = append(bad, msg)
 		}
 	}
-	if len(bad) == 0 {
-		if err := p.Validate(); err != nil {
-			bad = append(bad, err.Error())
-		}
-	}
-	return p, bad
+	return o, bad
 }
 
 // EndpointsFile is endpoints_path resolved against the directory of the

@@ -29,7 +29,7 @@ type ParseOptions struct {
 	// Overrides are laid over the file, in order (the last of two for one
 	// key wins).
 	Overrides []Override
-	// Envs, when set, checks every env id and its args (RegistryEnvCheck),
+	// Envs, when set, checks every env id and its args (env.Check),
 	// together with the rest of the values.
 	Envs EnvChecker
 }

@@ -40,7 +40,7 @@ func TestOverrides(t *testing.T) {
 	ovs := append(sets(t, "sampling.temperature=0.7", "env[0].args.num_train_examples=50", "env.1.args.max_turns=4",
 		"model=Qwen/Qwen3-1.7B", "eval.interval=5", "sampling.stop=[\"</answer>\"]"),
 		Override{Flag: "--max-steps 7", Path: "max_steps", Value: "7"}, Override{Flag: "--seed 3", Path: "seed", Value: "3"})
-	c, err := ParseWith([]byte(overrideBase), "o.toml", ParseOptions{Overrides: ovs, Envs: RegistryEnvCheck})
+	c, err := ParseWith([]byte(overrideBase), "o.toml", ParseOptions{Overrides: ovs, Envs: testEnvCheck})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestSeveralMistakes(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			wants := readWants(t, f)
-			_, err := LoadWith(f, ParseOptions{Envs: RegistryEnvCheck})
+			_, err := LoadWith(f, ParseOptions{Envs: testEnvCheck})
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -205,7 +205,7 @@ func (c *Config) checkEval(l *problems) {
 		// Only [eval.sampling]'s own overrides can fail here once
 		// [sampling] passed; its own problems are reported there.
 		p := c.Sampling.Params
-		e.Sampling.Apply(&p)
+		e.Sampling.Overrides().Apply(&p)
 		if err := p.Validate(); err != nil {
 			l.at("[eval.sampling] "+err.Error(), "eval.sampling."+paramKey(err))
 		}
@@ -257,7 +257,7 @@ func (c *Config) envError(l *problems, label, block string, id string, err error
 	l.at(fmt.Sprintf("%s id = %q: %v", label, id, err), paths...)
 }
 
-// ValidateEnvs runs check (RegistryEnvCheck, or a program's own) on every
+// ValidateEnvs runs check (env.Check, or a program's own) on every
 // [[env]] and [[eval.env]] block and returns every failure (Problems),
 // each located at its block. Blocks without an id are left to Validate.
 func (c *Config) ValidateEnvs(check EnvChecker) error {

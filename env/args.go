@@ -77,7 +77,7 @@ func validateArgs(id string, specs []ArgSpec, given map[string]any) (Args, error
 		v, err := normalizeArg(s.Type, given[k])
 		if err != nil {
 			return nil, fmt.Errorf("env %s: arg %q must be %s, got %s; e.g. %s = %s",
-				id, k, s.Type, describeValue(given[k]), k, formatValue(s.Default))
+				id, k, s.Type, describeValue(given[k]), k, FormatValue(s.Default))
 		}
 		out[k] = v
 	}
@@ -99,7 +99,7 @@ func unknownArgError(id, name string, specs []ArgSpec) error {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s (%s, default %s)", s.Name, s.Type, formatValue(s.Default))
+		fmt.Fprintf(&b, "%s (%s, default %s)", s.Name, s.Type, FormatValue(s.Default))
 	}
 	return fmt.Errorf("%s", b.String())
 }
@@ -210,11 +210,11 @@ func describeValue(v any) string {
 	case reflect.Map:
 		name = "table"
 	}
-	return name + " " + formatValue(v)
+	return name + " " + FormatValue(v)
 }
 
-// formatValue writes v the way a TOML config would.
-func formatValue(v any) string {
+// FormatValue writes v the way a TOML config would.
+func FormatValue(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return `""`
@@ -226,13 +226,13 @@ func formatValue(v any) string {
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
-			parts[i] = formatValue(e)
+			parts[i] = FormatValue(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case []string:
 		parts := make([]string, len(x))
 		for i, e := range x {
-			parts[i] = formatValue(e)
+			parts[i] = FormatValue(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case float64:

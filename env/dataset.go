@@ -20,9 +20,9 @@ type Row struct {
 	Fields map[string]any
 }
 
-// maxReported bounds how many bad rows one error lists; the count of all
-// of them follows.
-const maxReported = 5
+// MaxReported bounds how many bad rows one error lists; the count of all
+// of them follows (BadRowsError).
+const MaxReported = 5
 
 // LoadRows reads a local dataset file, choosing the reader by extension:
 // .jsonl, .json or .ndjson (one JSON object per line), any of those
@@ -31,10 +31,13 @@ const maxReported = 5
 // many there were, because training on a silently shortened dataset is
 // worse than fixing a line.
 func LoadRows(path string) ([]Row, error) {
-	return loadRowsAs(path, "")
+	return LoadRowsAs(path, "")
 }
 
-func loadRowsAs(path, format string) ([]Row, error) {
+// LoadRowsAs is LoadRows with the format given ("jsonl" or "parquet", as
+// an environment.toml may set it) rather than read from the extension;
+// "" reads it from the extension.
+func LoadRowsAs(path, format string) ([]Row, error) {
 	if format == "" {
 		format = formatOf(path)
 	}
@@ -100,7 +103,7 @@ func LoadJSONL(path string) ([]Row, error) {
 		fields, err := decodeObject(text)
 		if err != nil {
 			badCount++
-			if len(bad) < maxReported {
+			if len(bad) < MaxReported {
 				bad = append(bad, where+": "+err.Error())
 			}
 			continue
@@ -111,7 +114,7 @@ func LoadJSONL(path string) ([]Row, error) {
 		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
 	}
 	if badCount > 0 {
-		return nil, badRowsError(bad, badCount, badCount+len(rows), "line")
+		return nil, BadRowsError(bad, badCount, badCount+len(rows), "line")
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no rows; a JSONL dataset has one JSON object per line", path)
@@ -134,12 +137,13 @@ func decodeObject(text []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("a JSON %s, not an object; each line must be {\"field\": value, ...}", jsonKind(v))
+		return nil, fmt.Errorf("a JSON %s, not an object; each line must be {\"field\": value, ...}", JSONKind(v))
 	}
 	return obj, nil
 }
 
-func jsonKind(v any) string {
+// JSONKind names the JSON type of a decoded value, for error messages.
+func JSONKind(v any) string {
 	switch v.(type) {
 	case []any:
 		return "array"
@@ -155,18 +159,21 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-func badRowsError(bad []string, count, total int, unit string) error {
+// BadRowsError is the one error of a strict load: the first bad rows'
+// messages (at most MaxReported), how many were bad of how many units
+// ("line", "row"), and that nothing was loaded.
+func BadRowsError(bad []string, count, total int, unit string) error {
 	return fmt.Errorf("%s; %d of %d %ss are malformed and nothing was loaded; fix or remove them",
 		strings.Join(bad, "; "), count, total, unit)
 }
 
-// textField returns a row's field as text: a string as it is, a number in
+// TextField returns a row's field as text: a string as it is, a number in
 // its shortest form, a boolean as true/false. A missing field or another
 // type is an error naming the row and the fields it has.
-func textField(r Row, name string) (string, error) {
+func TextField(r Row, name string) (string, error) {
 	v, ok := r.Fields[name]
 	if !ok {
-		return "", fmt.Errorf("%s: no field %q (the row has %s); set the field name in the dataset config", r.Where, name, fieldNames(r.Fields))
+		return "", fmt.Errorf("%s: no field %q (the row has %s); set the field name in the dataset config", r.Where, name, FieldNames(r.Fields))
 	}
 	switch x := v.(type) {
 	case string:
@@ -190,10 +197,12 @@ func textField(r Row, name string) (string, error) {
 	case nil:
 		return "", fmt.Errorf("%s: field %q is null; give it a value or drop the row", r.Where, name)
 	}
-	return "", fmt.Errorf("%s: field %q is a %s, not text or a number", r.Where, name, jsonKind(v))
+	return "", fmt.Errorf("%s: field %q is a %s, not text or a number", r.Where, name, JSONKind(v))
 }
 
-func fieldNames(m map[string]any) string {
+// FieldNames lists a row's field names, quoted and sorted, for error
+// messages that say what a row has.
+func FieldNames(m map[string]any) string {
 	if len(m) == 0 {
 		return "no fields"
 	}
@@ -211,23 +220,23 @@ type QAFields struct {
 	Answer   string // "" when the rows have no reference answer
 }
 
-// qaExamples turns rows into examples with prompt = system + the question
+// QAExamples turns rows into examples with prompt = system + the question
 // field. answer, when set, post-processes the answer field (GSM8K keeps
 // the text after "####"). Like loading, it fails on the first bad rows
 // rather than dropping them.
-func qaExamples(rows []Row, f QAFields, system string, answer func(string) string) ([]Example, error) {
+func QAExamples(rows []Row, f QAFields, system string, answer func(string) string) ([]Example, error) {
 	out := make([]Example, 0, len(rows))
 	var bad []string
 	badCount := 0
 	for i, r := range rows {
-		q, err := textField(r, f.Question)
+		q, err := TextField(r, f.Question)
 		var a string
 		if err == nil && f.Answer != "" {
-			a, err = textField(r, f.Answer)
+			a, err = TextField(r, f.Answer)
 		}
 		if err != nil {
 			badCount++
-			if len(bad) < maxReported {
+			if len(bad) < MaxReported {
 				bad = append(bad, err.Error())
 			}
 			continue
@@ -235,10 +244,10 @@ func qaExamples(rows []Row, f QAFields, system string, answer func(string) strin
 		if answer != nil {
 			a = answer(a)
 		}
-		out = append(out, Example{ID: strconv.Itoa(i), Prompt: chatPrompt(system, q), Answer: a})
+		out = append(out, Example{ID: strconv.Itoa(i), Prompt: ChatPrompt(system, q), Answer: a})
 	}
 	if badCount > 0 {
-		return nil, badRowsError(bad, badCount, len(rows), "row")
+		return nil, BadRowsError(bad, badCount, len(rows), "row")
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package env
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,7 +70,7 @@ func TestQAExamplesNamesRowAndField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = qaExamples(rows, QAFields{Question: "question", Answer: "answer"}, "", nil)
+	_, err = QAExamples(rows, QAFields{Question: "question", Answer: "answer"}, "", nil)
 	if err == nil {
 		t.Fatal("no error for rows without a question")
 	}
@@ -78,7 +79,7 @@ func TestQAExamplesNamesRowAndField(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	exs, err := qaExamples(rows[:1], QAFields{Question: "question", Answer: "answer"}, "sys", nil)
+	exs, err := QAExamples(rows[:1], QAFields{Question: "question", Answer: "answer"}, "sys", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +105,13 @@ func TestParquetMatchesJSONL(t *testing.T) {
 	}
 	for i, r := range pq {
 		for _, f := range []string{"question", "answer"} {
-			a, err1 := textField(r, f)
-			b, err2 := textField(js[i], f)
+			a, err1 := TextField(r, f)
+			b, err2 := TextField(js[i], f)
 			if err1 != nil || err2 != nil || a != b {
 				t.Fatalf("row %d field %s: parquet %q (%v), jsonl %q (%v)", i, f, a, err1, b, err2)
 			}
 		}
-		if idx, _ := textField(r, "idx"); idx != itoa(i) {
+		if idx, _ := TextField(r, "idx"); idx != strconv.Itoa(i) {
 			t.Errorf("row %d idx = %q", i, idx)
 		}
 	}
@@ -135,7 +136,7 @@ func TestParquetCorruptFile(t *testing.T) {
 	if rows, err := LoadParquet(p); err == nil {
 		// A codec may decode garbage without complaint; then the text
 		// must at least differ from the original.
-		if q, _ := textField(rows[0], "question"); strings.HasPrefix(q, "Janet") {
+		if q, _ := TextField(rows[0], "question"); strings.HasPrefix(q, "Janet") {
 			t.Errorf("corrupted file read as the original")
 		}
 	}

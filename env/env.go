@@ -1,9 +1,12 @@
 // Package env owns environments: an Environment is a dataset, a harness
 // (how an episode unfolds: one answer, or several turns in which the
 // environment replies) and a rubric (how a finished rollout is scored).
-// It also owns the builtin environments, dataset loaders, the registry and
-// argument validation. Playing episodes with a model is package rollout's
-// job: env knows nothing about sampling, tokens or GRPO.
+// It also owns the registry (with finders for environments registered
+// elsewhere), argument validation, dataset loaders and tools. Each builtin
+// lives in a subpackage that registers itself (env/builtins links them
+// all); environment.toml directories are env/custom's, Python environments
+// env/pyenv's. Playing episodes with a model is package rollout's job: env
+// knows nothing about sampling, tokens or GRPO.
 package env
 
 import (

@@ -7,8 +7,8 @@ import "errors"
 // playing on would only fail every episode, so the run stops with it.
 var ErrFatal = errors.New("the environment can serve no more episodes")
 
-// fatal marks err as ErrFatal while keeping its own message.
-func fatal(err error) error { return fatalError{err} }
+// Fatal marks err as ErrFatal while keeping its own message.
+func Fatal(err error) error { return fatalError{err} }
 
 type fatalError struct{ err error }
 

@@ -2,7 +2,6 @@ package env
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -11,11 +10,6 @@ import (
 
 	"github.com/grpo-dev/grpo/model/hub"
 )
-
-// HubOptions are the hub settings dataset downloads use; the zero value
-// reads HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HUB_OFFLINE… as
-// huggingface_hub does. Tests point it at a fake hub.
-var HubOptions hub.Options
 
 // hubSplitPatterns are the places Hugging Face datasets keep a split's
 // parquet files: <config>/<split>-*.parquet (openai/gsm8k: main/test-…),
@@ -48,9 +42,9 @@ func hubJSONLPatterns(split string) []string {
 // LoadHubRows returns the rows of one split of a Hugging Face dataset:
 // its parquet files are fetched into the HF cache (or found there) through
 // package hub, the same code that downloads models, and read in name order.
-// config is the dataset's config ("main" for openai/gsm8k; "" for none).
-func LoadHubRows(ctx context.Context, repo, config, split string) ([]Row, error) {
-	opts := HubOptions
+// config is the dataset's config ("main" for openai/gsm8k; "" for none);
+// opts are the caller's hub settings (Options.Hub).
+func LoadHubRows(ctx context.Context, opts hub.Options, repo, config, split string) ([]Row, error) {
 	opts.RepoType = hub.Dataset
 	parquets, jsonls := hubSplitPatterns(config, split), hubJSONLPatterns(split)
 	opts.AllowPatterns = append(append([]string(nil), parquets...), jsonls...)
@@ -103,24 +97,6 @@ func matchingFiles(dir string, patterns []string) []string {
 // need (a split's files sit at a fixed depth).
 func pathMatch(pattern, name string) (bool, error) {
 	return filepath.Match(filepath.FromSlash(pattern), filepath.FromSlash(name))
-}
-
-// loadLabRows is LoadHubRows for a builtin's default (Lab) dataset. When
-// the dataset is neither cached nor downloadable (offline, or the hub out
-// of reach) the error is one line that names the dataset and the env arg
-// that selects data which needs no hub (fallback, e.g.
-// `dataset_name = "synthetic"`), so nothing is ever substituted silently.
-func loadLabRows(ctx context.Context, envID, repo, config, split, fallback string) ([]Row, error) {
-	rows, err := LoadHubRows(ctx, repo, config, split)
-	if err == nil || !(errors.Is(err, hub.ErrNotCached) || errors.Is(err, hub.ErrTransfer)) {
-		return rows, err
-	}
-	detail := err.Error()
-	var he *hub.Error
-	if errors.As(err, &he) {
-		detail = he.Detail
-	}
-	return nil, &DatasetUnavailableError{Env: envID, Dataset: repo, Split: split, Fallback: fallback, Detail: detail, Err: err}
 }
 
 // DatasetUnavailableError says that a builtin's hub dataset could not be

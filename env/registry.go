@@ -29,7 +29,9 @@ type Spec struct {
 	// Args are the arguments a config may pass; New gets them validated
 	// with defaults filled in.
 	Args []ArgSpec
-	New  func(args Args) (Environment, error)
+	// New builds the environment; o carries the caller's settings (where
+	// datasets come from), which New keeps for loading examples later.
+	New func(args Args, o Options) (Environment, error)
 	// Dir is the directory of an installed environment.toml environment,
 	// "" for one registered from Go.
 	Dir string
@@ -67,64 +69,82 @@ func Register(s Spec) error {
 		}
 		seen[a.Name] = true
 		if _, err := normalizeArg(a.Type, a.Default); err != nil {
-			return fmt.Errorf("env %s: arg %q: default %v: %v", s.ID, a.Name, formatValue(a.Default), err)
+			return fmt.Errorf("env %s: arg %q: default %v: %v", s.ID, a.Name, FormatValue(a.Default), err)
 		}
 	}
 	registry.Lock()
 	defer registry.Unlock()
 	names := append([]string{s.ID}, s.Aliases...)
 	for _, n := range names {
-		if old, dup := registry.specs[key(n)]; dup {
+		if old, dup := registry.specs[FoldID(n)]; dup {
 			return fmt.Errorf("env: id %q is already registered (by %s); choose another id", n, old.ID)
 		}
 	}
 	sp := s
 	for _, n := range names {
-		registry.specs[key(n)] = &sp
+		registry.specs[FoldID(n)] = &sp
 	}
 	return nil
 }
 
-// mustRegister registers a builtin; a failure is a bug in this package.
-func mustRegister(s Spec) {
+// MustRegister is Register for an environment package's init: a failure
+// is a bug in that package.
+func MustRegister(s Spec) {
 	if err := Register(s); err != nil {
 		panic(err)
 	}
 }
 
-// key folds the spellings that name one environment: case, and '_' for
-// '-' (Prime's Python modules are reverse_text, their ids reverse-text).
-func key(id string) string {
+// FoldID folds the spellings that name one environment: case, and '_'
+// for '-' (Prime's Python modules are reverse_text, their ids
+// reverse-text). Two ids name one environment when they fold the same.
+func FoldID(id string) string {
 	return strings.ReplaceAll(strings.ToLower(id), "_", "-")
 }
 
+// ValidID reports whether id is spelled as an environment id may be:
+// letters, digits, '-', '_', '.', optionally owner/name.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// Registered finds an environment registered from Go (a builtin, or a
+// program's own), by id or alias, without asking the finders.
+func Registered(id string) (Spec, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	s, ok := registry.specs[FoldID(id)]
+	if !ok {
+		return Spec{}, false
+	}
+	return *s, true
+}
+
 // Lookup finds an environment by id or alias: one registered from Go (the
-// builtins included; "primeintellect/X" names builtin X), else one installed
-// as an environment.toml directory (see EnvironmentDirs).
-func Lookup(id string) (Spec, bool) {
-	s, err := find(id)
+// builtins included; "primeintellect/X" names builtin X), else one a
+// Finder resolves (an installed environment.toml directory, a Python
+// module).
+func Lookup(id string, opts ...Option) (Spec, bool) {
+	s, err := find(id, Apply(opts...))
 	return s, err == nil
 }
 
-func find(id string) (Spec, error) {
+func find(id string, o Options) (Spec, error) {
 	registry.RLock()
-	s, ok := registry.specs[key(id)]
-	if !ok && strings.HasPrefix(key(id), primePrefix) {
-		s, ok = registry.specs[key(strings.TrimPrefix(key(id), primePrefix))]
+	s, ok := registry.specs[FoldID(id)]
+	if !ok && strings.HasPrefix(FoldID(id), primePrefix) {
+		s, ok = registry.specs[FoldID(strings.TrimPrefix(FoldID(id), primePrefix))]
 	}
 	registry.RUnlock()
 	if ok {
 		return *s, nil
 	}
-	spec, err := findInstalled(id)
-	if err == nil {
-		return spec, nil
-	}
-	if !errors.Is(err, errNotInstalled) {
-		return Spec{}, err
-	}
-	if s, ok := findPythonEnv(id); ok {
-		return s, nil
+	for _, f := range finders() {
+		spec, err := f.Find(id, o)
+		if err == nil {
+			return spec, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return Spec{}, err
+		}
 	}
 	var ids []string
 	for _, s := range List() {
@@ -135,8 +155,9 @@ func find(id string) (Spec, error) {
 }
 
 // List returns every environment: those registered from Go sorted by id,
-// then the installed ones sorted by id. An installed directory whose
-// environment.toml does not parse is left out (New reports its error).
+// then those the finders list (installed ones, sorted by id). An
+// installed directory whose environment.toml does not parse is left out
+// (New reports its error).
 func List() []Spec {
 	registry.RLock()
 	byID := map[string]Spec{}
@@ -149,9 +170,14 @@ func List() []Spec {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	for _, s := range listInstalled() {
-		if _, taken := byID[s.ID]; !taken {
-			out = append(out, s)
+	for _, f := range finders() {
+		if f.List == nil {
+			continue
+		}
+		for _, s := range f.List() {
+			if _, taken := byID[s.ID]; !taken {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
@@ -159,8 +185,9 @@ func List() []Spec {
 
 // New builds environment id with args from a config (nil for none). Args
 // are validated against the environment's ArgSpecs first.
-func New(id string, args map[string]any) (Environment, error) {
-	s, err := find(id)
+func New(id string, args map[string]any, opts ...Option) (Environment, error) {
+	o := Apply(opts...)
+	s, err := find(id, o)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +197,7 @@ func New(id string, args map[string]any) (Environment, error) {
 			return nil, err
 		}
 	}
-	e, err := s.New(a)
+	e, err := s.New(a, o)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "env "+s.ID+": ") {
 			return nil, err // it names the environment already

@@ -2,21 +2,22 @@ package env
 
 import (
 	"context"
+	"errors"
 
 	"github.com/grpo-dev/grpo/chat"
 )
 
-// singleTurnEpisode is the harness of one question and one answer: the
+// SingleTurnEpisode is the harness of one question and one answer: the
 // first assistant turn ends the episode.
-type singleTurnEpisode struct{}
+type SingleTurnEpisode struct{}
 
-func (singleTurnEpisode) Respond(context.Context, string) ([]chat.Message, bool, error) {
+func (SingleTurnEpisode) Respond(context.Context, string) ([]chat.Message, bool, error) {
 	return nil, true, nil
 }
 
-// chatPrompt is the prompt verifiers builds for a question: the system
+// ChatPrompt is the prompt verifiers builds for a question: the system
 // prompt (when there is one), then the question as the user's message.
-func chatPrompt(system, question string) []chat.Message {
+func ChatPrompt(system, question string) []chat.Message {
 	var p []chat.Message
 	if system != "" {
 		p = append(p, chat.Message{Role: "system", Content: system})
@@ -24,19 +25,23 @@ func chatPrompt(system, question string) []chat.Message {
 	return append(p, chat.Message{Role: "user", Content: question})
 }
 
-// limit keeps the first n examples; n < 0 keeps them all, as verifiers'
+// Limit keeps the first n examples; n < 0 keeps them all, as verifiers'
 // num_train_examples = -1 does.
-func limit(exs []Example, n int) []Example {
+func Limit(exs []Example, n int) []Example {
 	if n >= 0 && n < len(exs) {
 		return exs[:n]
 	}
 	return exs
 }
 
-// splitError is what Examples returns for a split name it does not know.
-func splitError(id, split string) error {
+// SplitErr is what Examples returns for a split name it does not know.
+func SplitErr(id, split string) error {
 	return &SplitError{ID: id, Split: split}
 }
+
+// ErrNoSplit is returned (wrapped) by Examples for a split an environment
+// does not have, e.g. "eval" of a custom environment with no eval file.
+var ErrNoSplit = errors.New("no such split")
 
 // SplitError reports a split other than "train" or "eval".
 type SplitError struct{ ID, Split string }

@@ -53,10 +53,10 @@ func ToolsOf(e Environment) []Tool {
 	return nil
 }
 
-// toolReplyTokens is the reply room (ReplySizer) the tool environments
-// here keep per turn: a turn's tool results are often longer than a
+// ToolReplyTokens is the reply room (ReplySizer) the tool environments
+// grpo ships keep per turn: a turn's tool results are often longer than a
 // game's feedback line.
-const toolReplyTokens = 1024
+const ToolReplyTokens = 1024
 
 // ToolSpec is a tool's schema, read: the function's name, its one-line
 // description and its parameters' JSON Schema.

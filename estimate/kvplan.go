@@ -60,8 +60,8 @@ func newKVPlan(mc *model.Config, s EnvShape, dev string) KVPlan {
 	if d, ok := kernels.DescribeDevice(dev); ok && d.Graphs {
 		p.Pad = 1
 	}
-	p.BlockBytes = 2 * int64(mc.NumLayers) * int64(p.BlockSize*mc.NumKVHeads*mc.HeadDim) * int64(p.DType.Size())
-	p.BlocksAll = p.Rollouts * ((p.MaxLen + p.BlockSize - 1) / p.BlockSize)
+	p.BlockBytes = mc.KVBlockBytes(p.BlockSize, p.DType)
+	p.BlocksAll = p.Rollouts * model.BlocksFor(p.MaxLen, p.BlockSize)
 	p.bound(p.BlocksAll)
 	p.Bounded = false
 	return p
@@ -71,7 +71,7 @@ func newKVPlan(mc *model.Config, s EnvShape, dev string) KVPlan {
 // that is not a device, like the CPU).
 func kvDType(dev string) kernels.DType {
 	if d, ok := kernels.DescribeDevice(dev); ok {
-		return d.KVCache
+		return model.PagedKVDType(d)
 	}
 	return kernels.F32
 }
@@ -90,7 +90,7 @@ func (p *KVPlan) bound(blocks int) {
 // Bytes is the pool and its block table (an int32 per slot and block of
 // a rollout's worst case), the padding slot's row and block included.
 func (p KVPlan) Bytes() int64 {
-	return int64(p.Blocks+p.Pad)*p.BlockBytes + kvTableBytes(int64(p.Rollouts+p.Pad)*int64((p.MaxLen+p.BlockSize-1)/p.BlockSize))
+	return int64(p.Blocks+p.Pad)*p.BlockBytes + model.KVTableBytes(int64(p.Rollouts+p.Pad)*int64(model.BlocksFor(p.MaxLen, p.BlockSize)))
 }
 
 // Summary is the plan in one line.

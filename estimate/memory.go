@@ -7,6 +7,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
@@ -170,7 +171,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	ad := shapeOf(mc, cfg.LoRA.Rank, projs, routers)
 	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
-	e.TrainableParams = loraParams(mc, cfg.LoRA.Rank, projs, routers)
+	if e.TrainableParams, err = cfg.LoRA.ParamCount(mc); err != nil {
+		return nil, err
+	}
 
 	// Forwards write bf16 casts of their GEMMs' inputs where the backend
 	// multiplies bf16 weights in bf16 (model/layer.go allocCasts: the
@@ -391,16 +394,6 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 	return what
 }
 
-// kvBytes is a KV cache of rows = slots × maxLen positions: K and V per
-// layer, each rows × kv_heads × head_dim f32 (model.NewKVCache).
-func kvBytes(mc *model.Config, rows int64) int64 {
-	return 2 * int64(mc.NumLayers) * rows * int64(mc.NumKVHeads*mc.HeadDim) * f32Bytes
-}
-
-// kvTableBytes is a cache's block table: entries int32s (slots × blocks
-// per slot; one per slot for a contiguous cache).
-func kvTableBytes(entries int64) int64 { return entries * 4 }
-
 // samplingBytes sizes one environment's sampler under plan: its paged KV
 // cache (KVPlan.Bytes), and the activations of the largest Forward call
 // it makes: with prompts shared, the first prefills one prompt per group
@@ -410,8 +403,8 @@ func kvTableBytes(entries int64) int64 { return entries * 4 }
 // tokens (sampler.Config.PrefillTokens). The activations are the
 // inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
 // attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// fusedWidth, which AttentionInputs and SwiGLURows read in place), three
-// int32 index vectors, the LoRA x·Aᵀ
+// model.Config.FusedWidth, which AttentionInputs and SwiGLURows read in
+// place), three int32 index vectors, the LoRA x·Aᵀ
 // scratch that the arena keeps for every adapted projection of every
 // layer, and the logits of each held rollout (a host copy too on the CPU);
 // a mixture-of-experts model adds its experts' activations
@@ -425,7 +418,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+fusedWidth(mc))*f32Bytes + 3*4
+	perToken := (3*h+2*q+inter+int64(mc.FusedWidth()))*f32Bytes + 3*4
 	for _, t := range ad.perLayer {
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
@@ -555,8 +548,8 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
-//	  layer reads in place (qkvWidth); and per layer what pl keeps
-//	  (plan.keptBytes: without recompute, model/layer.go trainingActs:
+//	  layer reads in place (model.Config.QKVWidth); and per layer what
+//	  pl keeps (plan.keptBytes: without recompute, model/layer.go trainingActs:
 //	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
 //	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
 //	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
@@ -601,9 +594,9 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
-	h, _, kv, inter, v := dims(mc)
-	tokenHead := h + 3 + qkvWidth(mc) // x, token/slot/position indices, fused q/k/v GEMM output
-	rowHead := 2 + 2*h + 3 + v        // target, row index, gathered x, hF, rstdF/logp/entropy, logits
+	h, _, _, inter, v := dims(mc)
+	tokenHead := h + 3 + int64(mc.QKVWidth()) // x, token/slot/position indices, fused q/k/v GEMM output
+	rowHead := 2 + 2*h + 3 + v                // target, row index, gathered x, hF, rstdF/logp/entropy, logits
 	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
 	// h2b: hidden; actb: intermediate) and the final norm's (hFb) of the
 	// scored rows.
@@ -613,8 +606,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	}
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n)
-	table := kvTableBytes(traceTableEntries(n, longest, seqs))
-	cache := 2*int64(pl.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
+	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
+	cache := int64(pl.cacheLayers(mc.NumLayers))*n*mc.KVLayerBytes(kernels.F32) + table
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -666,7 +659,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
 		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
-			2*int64(all.cacheLayers(mc.NumLayers))*n*kv*f32Bytes + table
+			int64(all.cacheLayers(mc.NumLayers))*n*mc.KVLayerBytes(kernels.F32) + table
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
@@ -674,18 +667,6 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		add("loss + backward scratch", backward, fmt.Sprintf("%d scored rows of %d tokens", r, n))
 	}
 	return out
-}
-
-// fusedWidth is the width of the one buffer the fused q/k/v and gate/up
-// GEMMs write in inference (model/layer.go inferenceActs).
-func fusedWidth(mc *model.Config) int64 {
-	return int64(max(mc.NumHeads*mc.HeadDim+2*mc.NumKVHeads*mc.HeadDim, 2*mc.IntermediateSize))
-}
-
-// qkvWidth is the fused q/k/v GEMM's output width: the trace's one shared
-// buffer in training, where gate/up writes each layer's own gateUp.
-func qkvWidth(mc *model.Config) int64 {
-	return int64(mc.NumHeads*mc.HeadDim + 2*mc.NumKVHeads*mc.HeadDim)
 }
 
 func dims(mc *model.Config) (h, q, kv, inter, v int64) {
@@ -699,20 +680,7 @@ func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
 	if err := c.Validate(); err != nil {
 		return nil, false, err
 	}
-	var out []model.Proj
-	routers := false
-	for _, name := range c.TargetModules {
-		if name == model.RouterModule {
-			routers = true
-			continue
-		}
-		p, err := model.ParseProj(name)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, p)
-	}
-	return out, routers, nil
+	return c.Targets()
 }
 
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a
@@ -720,7 +688,7 @@ func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
 // bf16): at most tokens rows of k columns, 2 B each, for every k a GEMM
 // sees — each projection's in (forward) and out (backward) width, the hidden
 // size for the LM head, the vocabulary for its backward — one buffer per
-// power-of-two size class, kept for the run.
+// size class (cuda.ScratchClass), kept for the run.
 func bf16Scratch(mc *model.Config, tokens int) int64 {
 	widths := map[int]bool{mc.HiddenSize: true, mc.VocabSize: true}
 	if mc.SparseLayers() > 0 {
@@ -734,21 +702,13 @@ func bf16Scratch(mc *model.Config, tokens int) int64 {
 	}
 	classes := map[int64]bool{}
 	for k := range widths {
-		classes[pow2(2*int64(tokens)*int64(k))] = true
+		classes[int64(cuda.ScratchClass(2*tokens*k))] = true
 	}
 	var n int64
 	for c := range classes {
 		n += c
 	}
 	return n
-}
-
-func pow2(n int64) int64 {
-	c := int64(256)
-	for c < n {
-		c <<= 1
-	}
-	return c
 }
 
 // count writes a parameter count as 596.0M or 1.54B.

@@ -79,29 +79,6 @@ func uniformShape(mc *model.Config, rank, targets int) adapterShape {
 	return s
 }
 
-// loraParams is Σ rank × (in + out) over every adapted matrix pair: each
-// dense projection once per layer, each expert projection once per expert
-// of a sparse layer, and with routers each sparse layer's router (hidden
-// → experts).
-func loraParams(mc *model.Config, rank int, projs []model.Proj, routers bool) int64 {
-	var n int64
-	for l := range mc.NumLayers {
-		if routers && mc.IsSparse(l) {
-			n += int64(rank) * int64(mc.HiddenSize+mc.NumExperts)
-		}
-		for _, p := range projs {
-			in, out := mc.Dims(p)
-			copies := int64(1)
-			if mc.IsSparse(l) && p >= model.ProjGate {
-				in, out = mc.ExpertDims(p)
-				copies = int64(mc.NumExperts)
-			}
-			n += copies * int64(rank) * int64(in+out)
-		}
-	}
-	return n
-}
-
 func moeDims(mc *model.Config) (k, experts, mi int64) {
 	return int64(mc.NumExpertsPerTok), int64(mc.NumExperts), int64(mc.MoEIntermediateSize)
 }

@@ -234,7 +234,7 @@ func fullPerLayer(mc *model.Config, lr int64) int64 {
 	h, q, kv, inter, _ := dims(mc)
 	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
 	n := 4*h + 2 + 2*q + heads + 3*inter + lr
-	if qkvWidth(mc) < h {
+	if int64(mc.QKVWidth()) < h {
 		n += h
 	}
 	if mc.Arch().QKNorm {

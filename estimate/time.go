@@ -10,6 +10,7 @@ import (
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/update"
 )
 
 // StepTime is the time of one training step, extrapolated from a short
@@ -114,39 +115,35 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config,
 	// attention's share grows with length; the faster of two runs when the
 	// first is quick, as a loaded machine only ever adds time.
 	length := min(st.TrainTokens, max(2, meanPrompt(train)+cfg.Sampling.MaxTokens))
-	samples := warmupSamples(st.TrainTokens, length, base.Config.VocabSize)
-	tokens := 0
-	for i := range samples {
-		tokens += samples[i].SeqLen()
-	}
-	for try := 0; try < 2; try++ {
-		t0 := time.Now()
-		if _, err := loss.PolicyGradient(policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens); err != nil {
-			return nil, fmt.Errorf("warm-up micro-batch: %w", err)
-		}
-		d := time.Since(t0)
-		if try == 0 || d/time.Duration(tokens) < st.TrainPerToken {
-			st.TrainPerToken = d / time.Duration(tokens)
-		}
-		if d > 2*time.Second {
-			break
-		}
-	}
-	ad.ZeroGrad()
-	st.TrainTokens = tokens
-	var params []optim.Param
-	for _, p := range ad.Params() {
-		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
-	opt, err := optim.NewAdamW(base.Backend, params, cfg.Optimizer)
+	opt, err := optim.NewAdamW(base.Backend, update.OptimizerParams(ad), cfg.Optimizer)
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	if _, err := opt.Update(cfg.MaxSteps); err != nil {
-		return nil, err
+	rollouts := warmupRollouts(st.TrainTokens, length, base.Config.VocabSize)
+	tokens := 0
+	for i := range rollouts {
+		tokens += rollouts[i].Sample.SeqLen()
 	}
-	st.Update = time.Since(t0)
+	// The trainer's own update, timed in its two phases: the policy
+	// gradient scales with a step's tokens, the optimizer step does not.
+	p := update.Policy{Model: policy, Adapter: ad, Optimizer: opt}
+	s := update.Settings{Loss: cfg.Loss, MaxTokens: cfg.Sampling.MaxTokens, MicroBatchTokens: cfg.MicroBatchTokens, MaxSteps: cfg.MaxSteps}
+	for try := 0; try < 2; try++ {
+		u, err := update.Step(p, rollouts, len(rollouts), s)
+		if err != nil {
+			return nil, fmt.Errorf("warm-up update: %w", err)
+		}
+		if d := u.PolicyGradientTime / time.Duration(tokens); try == 0 || d < st.TrainPerToken {
+			st.TrainPerToken = d
+		}
+		if try == 0 || u.OptimizerTime < st.Update {
+			st.Update = u.OptimizerTime
+		}
+		if u.PolicyGradientTime > 2*time.Second {
+			break
+		}
+	}
+	st.TrainTokens = tokens
 	st.Warmup = time.Since(start)
 	st.extrapolate(train)
 	return st, nil
@@ -250,6 +247,16 @@ func timeForward(m *model.Model, b, promptLen, steps int) (prefill, decode time.
 		}
 	}
 	return prefill, time.Since(t0) / time.Duration(steps), nil
+}
+
+// warmupRollouts are warmupSamples as one scored group, its rewards
+// alternating so that the advantages, and so the gradients, are not zero.
+func warmupRollouts(n, seqLen, vocab int) []update.Scored {
+	var out []update.Scored
+	for i, s := range warmupSamples(n, seqLen, vocab) {
+		out = append(out, update.Scored{Sample: s, Reward: float32(i % 2)})
+	}
+	return out
 }
 
 // warmupSamples are rollouts of seqLen tokens (a quarter prompt) with

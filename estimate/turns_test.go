@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rollout"
 )
@@ -32,7 +33,7 @@ func TestEstimateCountsTurns(t *testing.T) {
 		return 0, ""
 	}
 	mc, _ := model.Shape("qwen3-30m")
-	perToken := kvBytes(mc, 16) // 16 slots, one position each
+	perToken := 16 * mc.KVPositionBytes(kernels.F32) // 16 slots, one position each (f32 on the CPU)
 	one, _ := kv(1)
 	three, detail := kv(3)
 	// No tokenizer with a named shape: the prompt is taken at 256 tokens.
@@ -40,7 +41,7 @@ func TestEstimateCountsTurns(t *testing.T) {
 	// per block.
 	pool := func(tokens int) int64 {
 		blocks := int64((tokens + 15) / 16)
-		return perToken*16*blocks + kvTableBytes(16*blocks)
+		return perToken*16*blocks + model.KVTableBytes(16*blocks)
 	}
 	if want := pool(AssumedPromptTokens + 100); one != want {
 		t.Errorf("1 turn: KV cache %d bytes, want %d", one, want)

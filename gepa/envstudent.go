@@ -8,6 +8,7 @@ import (
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/eval"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
@@ -86,17 +87,20 @@ func (s *EnvStudent) Evaluate(ctx context.Context, r Request) ([]Rollout, error)
 		exs[i] = set[id]
 		exs[i].Prompt = WithSystemPrompt(set[id].Prompt, r.Prompt)
 	}
-	step := max(s.MaxConcurrent, 1)
 	out := make([]Rollout, 0, len(exs))
-	for lo := 0; lo < len(exs); lo += step {
-		chunk := exs[lo:min(lo+step, len(exs))]
-		trajs, err := s.Engine.Play(ctx, s.Env, chunk, 1, s.Sampling, sampler.DeriveSeed(r.Seed, uint64(lo)), rollout.Options{EnableThinking: s.EnableThinking})
-		if err != nil {
-			return nil, err
-		}
-		for i := range trajs {
-			out = append(out, s.rolloutOf(&trajs[i]))
-		}
+	if len(exs) == 0 {
+		return out, nil
+	}
+	// Played as grpo eval plays them: one rollout each, in passes of
+	// MaxConcurrent (the first seeded by r.Seed, the pass at example i by
+	// DeriveSeed(r.Seed, i)).
+	res, err := eval.Run(ctx, s.Engine, s.Env, s.Env.ID(), eval.Options{Examples: exs, NumExamples: -1, RolloutsPerExample: 1,
+		Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: r.Seed, Batch: max(s.MaxConcurrent, 1)})
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Trajectories {
+		out = append(out, s.rolloutOf(&res.Trajectories[i]))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package gepa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,15 +11,14 @@ import (
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/builtins" // registers every environment grpo ships, so GEPA configs name them by id
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/lora"
-	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/model/hub"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/sampler"
-	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // ConfigOptions are what RunConfig takes beside the config file.
@@ -31,7 +31,7 @@ type ConfigOptions struct {
 	// Endpoints is the registry the model names resolve in when the file
 	// has no endpoints_path (nil: none; every model is loaded here).
 	Endpoints *endpoints.Registry
-	// Backend runs the models loaded here (nil: kernels.Open(Device)).
+	// Backend runs the models loaded here (nil: the backend Device names).
 	Backend kernels.Backend
 	Device  string
 	// EnableThinking is the chat templates' enable_thinking (nil: unset).
@@ -70,7 +70,7 @@ func RunConfig(ctx context.Context, g *config.GEPA, o ConfigOptions) (*Result, e
 			return nil, fmt.Errorf("endpoints_path = %q: %w", g.EndpointsPath, err)
 		}
 	}
-	engines := &engineSet{o: o, reg: reg, concurrency: g.Execution.MaxConcurrent, local: map[string]*model.Model{}}
+	engines := &engineSet{o: o, reg: reg, concurrency: g.Execution.MaxConcurrent, be: o.Backend, local: map[string]*loader.Loaded{}}
 	studentEng, err := engines.engine(ctx, "model", g.Model, g.Adapter)
 	if err != nil {
 		return nil, err
@@ -205,8 +205,7 @@ type engineSet struct {
 	reg         *endpoints.Registry
 	concurrency int
 	be          kernels.Backend
-	local       map[string]*model.Model
-	toks        map[string]*tokenizer.Tokenizer
+	local       map[string]*loader.Loaded
 }
 
 func (es *engineSet) engine(ctx context.Context, key, name, adapter string) (rollout.Engine, error) {
@@ -225,53 +224,31 @@ func (es *engineSet) engine(ctx context.Context, key, name, adapter string) (rol
 			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: es.o.EnableThinking}), Concurrency: es.concurrency}, nil
 		}
 	}
-	m, tok, err := es.load(ctx, key, name)
+	if l, ok := es.local[name]; ok && adapter == "" {
+		return rollout.LocalEngine{Model: l.Base, Tok: l.Tokenizer}, nil
+	}
+	l, err := loader.Open(ctx, loader.Spec{Model: name, Backend: es.be, Device: es.o.Device, Adapter: adapter, Download: es.o.Download})
 	if err != nil {
-		return nil, err
+		return nil, es.openError(key, name, err)
 	}
-	if adapter != "" {
-		a, err := lora.Load(adapter, m)
-		if err != nil {
-			return nil, fmt.Errorf("adapter = %q: %w", adapter, err)
-		}
-		m = m.WithAdapter(a)
-	}
-	return rollout.LocalEngine{Model: m, Tok: tok}, nil
+	es.be = l.Backend
+	es.local[name] = l
+	return rollout.LocalEngine{Model: l.Model, Tok: l.Tokenizer}, nil
 }
 
-func (es *engineSet) load(ctx context.Context, key, name string) (*model.Model, *tokenizer.Tokenizer, error) {
-	if m, ok := es.local[name]; ok {
-		return m, es.toks[name], nil
-	}
-	where := "not an endpoint id (no endpoints.toml was given)"
-	if es.reg != nil {
-		where = "not an endpoint id of " + es.reg.Path
-	}
-	dir, err := hub.Resolve(ctx, name, hub.Options{Progress: es.o.Download})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s = %q is %s, and as a model: %w", key, name, where, err)
-	}
-	if es.be == nil {
-		if es.be = es.o.Backend; es.be == nil {
-			if es.be, err = kernels.Open(es.o.Device); err != nil {
-				return nil, nil, fmt.Errorf("device %q: %w", es.o.Device, err)
-			}
+// openError says why name, neither an endpoint nor a model, opened as
+// neither; a model that was found but failed to open says so as it is.
+func (es *engineSet) openError(key, name string, err error) error {
+	var notFound *hub.Error
+	if errors.As(err, &notFound) {
+		where := "not an endpoint id (no endpoints.toml was given)"
+		if es.reg != nil {
+			where = "not an endpoint id of " + es.reg.Path
 		}
+		return fmt.Errorf("%s = %q is %s, and as a model: %w", key, name, where, notFound)
 	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s = %q: %w", key, name, err)
+	if key != "model" {
+		return fmt.Errorf("%s: %w", key, err)
 	}
-	m, err := model.Load(dir, es.be)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s = %q: %w", key, name, err)
-	}
-	if tok.VocabSize() > m.Config.VocabSize {
-		return nil, nil, fmt.Errorf("%s = %q: the tokenizer has %d tokens but the model's vocab_size is %d; they do not belong together", key, name, tok.VocabSize(), m.Config.VocabSize)
-	}
-	if es.toks == nil {
-		es.toks = map[string]*tokenizer.Tokenizer{}
-	}
-	es.local[name], es.toks[name] = m, tok
-	return m, tok, nil
+	return err
 }

@@ -71,8 +71,8 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 // newCache allocates the blocks of every layer in dt; with shared > 1 the
 // last shared layers alias one buffer (KVCache.shared).
 func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType, shared int) *KVCache {
-	width := m.Config.NumKVHeads * m.Config.HeadDim
-	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: (maxLen + blockSize - 1) / blockSize,
+	width := m.Config.KVWidth()
+	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: BlocksFor(maxLen, blockSize),
 		NumBlocks: numBlocks, backend: m.Backend, width: width}
 	if shared > 1 {
 		c.shared = shared
@@ -109,7 +109,7 @@ func (c *KVCache) Bytes() int64 {
 	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
 	}
-	return n + int64(len(c.table))*4
+	return n + KVTableBytes(int64(len(c.table)))
 }
 
 // owned lists the layers whose K and V buffers are distinct: every layer

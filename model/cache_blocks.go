@@ -51,7 +51,7 @@ func (c *KVCache) ResetBlocks() error {
 func (c *KVCache) FreeBlocks() int { return len(c.free) }
 
 // BlocksFor is how many blocks n positions take.
-func (c *KVCache) BlocksFor(n int) int { return (n + c.BlockSize - 1) / c.BlockSize }
+func (c *KVCache) BlocksFor(n int) int { return BlocksFor(n, c.BlockSize) }
 
 // row is slot's row of the table.
 func (c *KVCache) row(slot int) []int32 { return c.table[slot*c.MaxBlocks : (slot+1)*c.MaxBlocks] }

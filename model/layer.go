@@ -39,8 +39,15 @@ type layerActs struct {
 	moe *moeActs
 }
 
-// fusedWidth is the widest group's fused output.
-func (c *Config) fusedWidth() int { return max(c.groupWidth(groupQKV), c.groupWidth(groupGateUp)) }
+// FusedWidth is the widest group's fused output: the width of the one
+// buffer inference's fused q/k/v and gate/up GEMMs write (inferenceActs),
+// which the estimate sizes by.
+func (c *Config) FusedWidth() int { return max(c.QKVWidth(), c.groupWidth(groupGateUp)) }
+
+// QKVWidth is the fused q/k/v GEMM's output width: the trace's one shared
+// buffer in training (sharedTrainingActs), where gate/up writes each
+// layer's own gateUp.
+func (c *Config) QKVWidth() int { return c.groupWidth(groupQKV) }
 
 // castsBF16 reports whether the fused ops should write bf16 casts for the
 // GEMMs: the weights are bf16 and the backend's GEMM would round its A to
@@ -72,7 +79,7 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 		h1: a.alloc(kernels.F32, n*c.HiddenSize), o: a.alloc(kernels.F32, n*c.HiddenSize),
 		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
 		act:   a.alloc(kernels.F32, n*c.IntermediateSize),
-		fused: a.alloc(kernels.F32, n*c.fusedWidth()),
+		fused: a.alloc(kernels.F32, n*c.FusedWidth()),
 	}
 	s.h2, s.gateUp = s.h1, s.fused
 	m.allocCasts(a, s, n, true)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/alphabetsort"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/sampler"

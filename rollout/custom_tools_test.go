@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/custom" // finds environment.toml directories
 )
 
 // TestCustomEnvHTTPTool: an environment.toml with an HTTP-backed [[tool]]

@@ -1,5 +1,7 @@
 package sampler
 
+import "github.com/grpo-dev/grpo/model"
+
 // The arithmetic of the sampler's block reservations, shared with the
 // estimate (which sizes the pool before anything is allocated). A
 // sequence reserves its worst case, maxLen tokens, when it starts, so a
@@ -8,7 +10,7 @@ package sampler
 // its last token), which are reserved once.
 
 // seqBlocks is the blocks one sequence of maxLen tokens spans.
-func seqBlocks(maxLen, blockSize int) int { return (maxLen + blockSize - 1) / blockSize }
+func seqBlocks(maxLen, blockSize int) int { return model.BlocksFor(maxLen, blockSize) }
 
 // sharedBlocks is the full blocks of the positions n sequences on one
 // prompt share: those of all but the prompt's last token, when sharing

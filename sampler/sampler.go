@@ -125,7 +125,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = DefaultBlockSize
 	}
-	perSeq := (cfg.MaxLen + cfg.BlockSize - 1) / cfg.BlockSize
+	perSeq := seqBlocks(cfg.MaxLen, cfg.BlockSize)
 	if cfg.Blocks == 0 {
 		cfg.Blocks = cfg.Slots * perSeq
 	}

@@ -250,7 +250,7 @@ PY
 
 	# --- issue 13: Qwen3-0.6B decode at batch 128 after 512-token prompts
 	# (32 steps, context 512–544), bf16 weights: the share of HBM bandwidth
-	# its weight and KV reads use, as bench_roofline.go counts them (its KV
+	# its weight and KV reads use, as estimate/perf counts them (its KV
 	# bytes are moving to the sampler's bf16 paged cache on another branch;
 	# this line reads whatever figure the merged bench reports).
 	name=bar13-decode

@@ -195,19 +195,17 @@ type chunkToolCall struct {
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job, plan *chatPlan, id, name string) {
 	st := newSSE(w)
 	req := &plan.req
-	n, hold := len(plan.params), holdBack(req.Stop)
+	hold := holdBack(req.Stop)
 	// With a tool-call parser the text is held until the turn ends, then
 	// sent as content or as whole tool calls.
 	parse := s.parsesTools(req)
 	if parse {
 		hold = 1 << 30
 	}
-	chunk := func(cs ...chatChunkChoice) chatChunk {
-		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: s.created, Model: name, Choices: cs}
-	}
+	kind := &chatStream{s: s, plan: plan, id: id, name: name, parse: parse}
 	empty := ""
-	for i := range n {
-		c := chunk(chatChunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}})
+	for i := range plan.params {
+		c := kind.chunk(chatChunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}})
 		if i == 0 && req.ReturnTokenIDs {
 			c.PromptTokenIDs = plan.prompt
 		}
@@ -215,71 +213,57 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job, plan
 			return
 		}
 	}
-	sentText, sentToks, finished := make([]int, n), make([]int, n), make([]bool, n)
-	for {
-		select {
-		case <-j.notify:
-		case <-r.Context().Done():
-			return
+	s.streamChoices(st, r, j, hold, req.includeUsage(), kind)
+}
+
+// chatStream shapes a chat completion's stream events.
+type chatStream struct {
+	s        *Server
+	plan     *chatPlan
+	id, name string
+	parse    bool // read the finished text for tool calls
+}
+
+func (k *chatStream) chunk(cs ...chatChunkChoice) chatChunk {
+	return chatChunk{ID: k.id, Object: "chat.completion.chunk", Created: k.s.created, Model: k.name, Choices: cs}
+}
+
+func (k *chatStream) piece(i int, o *output, delta string, from int) (any, bool) {
+	req := &k.plan.req
+	toks := o.Tokens[from:]
+	wantToks := len(toks) > 0 && (k.plan.top >= 0 || req.ReturnTokenIDs)
+	if delta == "" && !wantToks && o.Finish == "" {
+		return nil, false
+	}
+	c := chatChunkChoice{Index: i, FinishReason: finishOf(o)}
+	if k.parse && o.Finish != "" {
+		msg, finish := k.s.assistantMessage(o, true, fmt.Sprint(k.id, "-", i))
+		c.FinishReason = &finish
+		for n, tc := range msg.ToolCalls {
+			c.Delta.ToolCalls = append(c.Delta.ToolCalls, chunkToolCall{Index: n, ToolCallWire: tc})
 		}
-		outs, done, err := j.snapshot()
-		if err != nil {
-			if r.Context().Err() == nil {
-				st.fail(genError(err))
-				st.done()
+		if msg.ToolCalls != nil {
+			delta = ""
+			if msg.Content != nil {
+				delta = *msg.Content
 			}
-			return
-		}
-		for i := range outs {
-			o := &outs[i]
-			if finished[i] {
-				continue
-			}
-			text := s.visible(o, hold)
-			delta := text[min(sentText[i], len(text)):]
-			toks := o.Tokens[sentToks[i]:]
-			wantToks := len(toks) > 0 && (plan.top >= 0 || req.ReturnTokenIDs)
-			if delta == "" && !wantToks && o.Finish == "" {
-				continue
-			}
-			c := chatChunkChoice{Index: i, FinishReason: finishOf(o)}
-			if parse && o.Finish != "" {
-				msg, finish := s.assistantMessage(o, true, fmt.Sprint(id, "-", i))
-				c.FinishReason = &finish
-				for k, tc := range msg.ToolCalls {
-					c.Delta.ToolCalls = append(c.Delta.ToolCalls, chunkToolCall{Index: k, ToolCallWire: tc})
-				}
-				if msg.ToolCalls != nil {
-					delta = ""
-					if msg.Content != nil {
-						delta = *msg.Content
-					}
-				}
-			}
-			if delta != "" {
-				c.Delta.Content = &delta
-			}
-			if plan.top >= 0 && len(toks) > 0 {
-				c.Logprobs = &endpoints.ChatLogprobs{Content: s.chatLogprobs(o, sentToks[i], len(o.Tokens))}
-			}
-			if req.ReturnTokenIDs {
-				c.TokenIDs = toks
-			}
-			if st.send(chunk(c)) != nil {
-				return
-			}
-			sentText[i], sentToks[i], finished[i] = len(text), len(o.Tokens), o.Finish != ""
-		}
-		if done {
-			if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-				pt, ct := usageOf(plan.prompt, outs)
-				c := chunk()
-				c.Choices = []chatChunkChoice{}
-				c.Usage = &endpoints.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct}
-				st.send(c)
-			}
-			st.done()
-			return
 		}
 	}
+	if delta != "" {
+		c.Delta.Content = &delta
+	}
+	if k.plan.top >= 0 && len(toks) > 0 {
+		c.Logprobs = &endpoints.ChatLogprobs{Content: k.s.chatLogprobs(o, from, len(o.Tokens))}
+	}
+	if req.ReturnTokenIDs {
+		c.TokenIDs = toks
+	}
+	return k.chunk(c), true
+}
+
+func (k *chatStream) usage(u *endpoints.Usage) any {
+	c := k.chunk()
+	c.Choices = []chatChunkChoice{}
+	c.Usage = u
+	return c
 }

@@ -214,70 +214,59 @@ type completionChunkChoice struct {
 // optional usage chunk and [DONE].
 func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, j *job, plan *completionPlan, id, name string) {
 	st := newSSE(w)
-	req := &plan.req
-	n, hold := len(plan.params), holdBack(req.Stop)
-	chunk := func(c completionChunkChoice) completionChunk {
-		return completionChunk{ID: id, Object: "text_completion", Created: s.created, Model: name, Choices: []completionChunkChoice{c}}
-	}
-	sentText, sentToks, finished, offsets := make([]int, n), make([]int, n), make([]bool, n), make([]int, n)
-	first := make([]bool, n)
-	for {
-		select {
-		case <-j.notify:
-		case <-r.Context().Done():
-			return
+	n := len(plan.params)
+	kind := &completionStream{s: s, plan: plan, j: j, id: id, name: name, first: make([]bool, n), offsets: make([]int, n)}
+	s.streamChoices(st, r, j, holdBack(plan.req.Stop), plan.req.includeUsage(), kind)
+}
+
+// completionStream shapes a completion's stream events.
+type completionStream struct {
+	s        *Server
+	plan     *completionPlan
+	j        *job
+	id, name string
+	// first[i]: choice i's first piece (with the echoed prompt) is made;
+	// offsets[i] is the text offset its next log-prob entry starts at.
+	first   []bool
+	offsets []int
+}
+
+func (k *completionStream) piece(i int, o *output, delta string, from int) (any, bool) {
+	req := &k.plan.req
+	c := completionChunkChoice{Index: i, FinishReason: finishOf(o)}
+	lp := &endpoints.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	if !k.first[i] {
+		k.first[i] = true
+		if req.ReturnTokenIDs {
+			c.PromptTokenIDs = k.plan.prompt
 		}
-		outs, done, err := j.snapshot()
-		if err != nil {
-			if r.Context().Err() == nil {
-				st.fail(genError(err))
-				st.done()
-			}
-			return
-		}
-		for i := range outs {
-			o := &outs[i]
-			if finished[i] {
-				continue
-			}
-			c := completionChunkChoice{Index: i, FinishReason: finishOf(o)}
-			lp := &endpoints.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
-			if !first[i] {
-				first[i] = true
-				if req.ReturnTokenIDs {
-					c.PromptTokenIDs = plan.prompt
-				}
-				if req.Echo {
-					c.Text = s.tok.Decode(plan.prompt)
-					offsets[i] = s.appendPromptLogprobs(lp, j, plan.prompt)
-				}
-			}
-			text := s.visible(o, hold)
-			c.Text += text[min(sentText[i], len(text)):]
-			toks := o.Tokens[sentToks[i]:]
-			if c.Text == "" && len(toks) == 0 && o.Finish == "" {
-				continue
-			}
-			if plan.top >= 0 {
-				offsets[i] = s.appendLogprobs(lp, o, sentToks[i], len(o.Tokens), offsets[i])
-				c.Logprobs = lp
-			}
-			if req.ReturnTokenIDs {
-				c.TokenIDs = append([]int32{}, toks...)
-			}
-			if st.send(chunk(c)) != nil {
-				return
-			}
-			sentText[i], sentToks[i], finished[i] = len(text), len(o.Tokens), o.Finish != ""
-		}
-		if done {
-			if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-				pt, ct := usageOf(plan.prompt, outs)
-				st.send(completionChunk{ID: id, Object: "text_completion", Created: s.created, Model: name,
-					Choices: []completionChunkChoice{}, Usage: &endpoints.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct}})
-			}
-			st.done()
-			return
+		if req.Echo {
+			c.Text = k.s.tok.Decode(k.plan.prompt)
+			k.offsets[i] = k.s.appendPromptLogprobs(lp, k.j, k.plan.prompt)
 		}
 	}
+	c.Text += delta
+	toks := o.Tokens[from:]
+	if c.Text == "" && len(toks) == 0 && o.Finish == "" {
+		return nil, false
+	}
+	if k.plan.top >= 0 {
+		k.offsets[i] = k.s.appendLogprobs(lp, o, from, len(o.Tokens), k.offsets[i])
+		c.Logprobs = lp
+	}
+	if req.ReturnTokenIDs {
+		c.TokenIDs = append([]int32{}, toks...)
+	}
+	return k.chunk(c), true
+}
+
+func (k *completionStream) chunk(cs ...completionChunkChoice) completionChunk {
+	return completionChunk{ID: k.id, Object: "text_completion", Created: k.s.created, Model: k.name, Choices: cs}
+}
+
+func (k *completionStream) usage(u *endpoints.Usage) any {
+	c := k.chunk()
+	c.Choices = []completionChunkChoice{}
+	c.Usage = u
+	return c
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/kernels"
@@ -21,14 +22,11 @@ const maxBody = 16 << 20
 // samplingFields are the request keys shared by chat and completions,
 // OpenAI's and vLLM's extras. Pointers tell "unset" from zero.
 type samplingFields struct {
-	Model         string     `json:"model"`
-	N             *int       `json:"n"`
-	Temperature   *float64   `json:"temperature"`
-	TopP          *float64   `json:"top_p"`
-	TopK          *int       `json:"top_k"`
-	MinP          *float64   `json:"min_p"`
-	MaxTokens     *int       `json:"max_tokens"`
-	Stop          stopList   `json:"stop"`
+	Model string `json:"model"`
+	N     *int   `json:"n"`
+	// Overrides are temperature, top_p, top_k, min_p, max_tokens and stop
+	// (a string or a list); params lays them over sampler.DefaultParams.
+	sampler.Overrides
 	Seed          *seedValue `json:"seed"`
 	Stream        bool       `json:"stream"`
 	StreamOptions *struct {
@@ -82,27 +80,6 @@ type wireMessage struct {
 	ReasoningContent *string         `json:"reasoning_content"`
 }
 
-// stopList is "stop": a string or a list of strings.
-type stopList []string
-
-func (s *stopList) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*s = nil
-		return nil
-	}
-	var one string
-	if json.Unmarshal(b, &one) == nil {
-		*s = stopList{one}
-		return nil
-	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return errors.New("want a string or a list of strings")
-	}
-	*s = many
-	return nil
-}
-
 // seedValue is an integer seed: any int64 or uint64 (a negative seed is
 // its two's complement), so a uint64 per-rollout seed passes exactly.
 type seedValue uint64
@@ -136,7 +113,8 @@ func decode(body io.Reader, v any) *apiError {
 		var ue interface{ Unwrap() error }
 		switch {
 		case errors.As(err, &te):
-			return badRequest(te.Field, "%s: want %s, got a JSON %s", te.Field, te.Type, te.Value)
+			field := keyPath(te.Field)
+			return badRequest(field, "%s: want %s, got a JSON %s", field, te.Type, te.Value)
 		case errors.As(err, &ue):
 			return badRequest("", "the request body is not valid: %v", err)
 		}
@@ -146,6 +124,20 @@ func decode(body io.Reader, v any) *apiError {
 		return badRequest("", "the request body holds more than one JSON value")
 	}
 	return nil
+}
+
+// keyPath is a decoder error's field path without the Go names of
+// exported embedded structs (sampler.Overrides), which the decoder puts in
+// it: the request's keys are all lower case.
+func keyPath(field string) string {
+	parts := strings.Split(field, ".")
+	keep := parts[:0]
+	for _, p := range parts {
+		if p == "" || !unicode.IsUpper(rune(p[0])) {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ".")
 }
 
 // text returns a message's content as text.
@@ -202,7 +194,8 @@ func (r *chatRequest) messages() ([]chat.Message, *apiError) {
 }
 
 // params builds the per-choice sampling parameters: the request's
-// settings over sampler.DefaultParams, checked by Params.Validate (whose
+// settings (max_tokens as the endpoint reads it) over
+// sampler.DefaultParams, checked by Params.Validate (whose
 // messages name the key), with stop tokens and seeds.
 func (f *samplingFields) params(maxTokens *int, topLogprobs int, stopTokens []int32) ([]sampler.Params, *apiError) {
 	p := sampler.DefaultParams()
@@ -228,25 +221,12 @@ func (f *samplingFields) params(maxTokens *int, topLogprobs int, stopTokens []in
 	if b := bytes.TrimSpace(f.LogitBias); len(b) > 0 && string(b) != "null" && string(b) != "{}" {
 		return nil, badRequest("logit_bias", "logit_bias is not supported by grpo serve")
 	}
-	if f.Temperature != nil {
-		p.Temperature = *f.Temperature
+	if maxTokens != nil && *maxTokens < 1 {
+		return nil, badRequest("max_tokens", "max_tokens = %d: want at least 1", *maxTokens)
 	}
-	if f.TopP != nil {
-		p.TopP = *f.TopP
-	}
-	if f.TopK != nil {
-		p.TopK = *f.TopK
-	}
-	if f.MinP != nil {
-		p.MinP = *f.MinP
-	}
-	if maxTokens != nil {
-		if *maxTokens < 1 {
-			return nil, badRequest("max_tokens", "max_tokens = %d: want at least 1", *maxTokens)
-		}
-		p.MaxTokens = *maxTokens
-	}
-	p.Stop = f.Stop
+	o := f.Overrides
+	o.MaxTokens = maxTokens
+	o.Apply(&p)
 	p.TopLogprobs = topLogprobs
 	if err := p.Validate(); err != nil {
 		param := ""

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/custom"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/model"
@@ -43,11 +44,11 @@ func startTinyServer(t *testing.T, n, maxLen int) tinyServer {
 	if ts.tok, err = tokenizer.Load(mdir); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := env.LoadDir(edir)
+	spec, err := custom.LoadDir(edir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts.env, err = spec.New(nil); err != nil {
+	if ts.env, err = spec.New(nil, env.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if ts.exs, err = ts.env.Examples("eval"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/estimate"
 )
 
@@ -26,7 +27,7 @@ func TestKVPoolFromFreeMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(env.Check); err != nil {
 		t.Fatal(err)
 	}
 	// What grpo estimate plans with the prompts rendered, before the fake

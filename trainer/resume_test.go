@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/rundir"
 )
@@ -68,7 +69,7 @@ func runConfig(t *testing.T, path string, opts ...Option) (*Result, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(env.Check); err != nil {
 		t.Fatal(err)
 	}
 	return New(cfg, append(opts, WithConfigText(text))...).Run(context.Background())

@@ -8,9 +8,9 @@ import (
 
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/loss"
-	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/update"
 )
 
 // samplingParams is [sampling]'s sampler.Params; the seed and stop tokens
@@ -59,46 +59,30 @@ func (r *run) trainStep(ctx context.Context) error {
 	r.releaseSampler()
 
 	rewards := make([]float32, len(trajs))
-	for i := range trajs {
-		rewards[i] = float32(trajs[i].Reward)
-	}
-	scale, _ := cfg.Loss.AdvantageScale()
-	adv, advStats, err := loss.Advantages(rewards, R, scale)
-	if err != nil {
-		return fmt.Errorf("step %d: %w", step, err)
-	}
-	samples := make([]loss.Sample, 0, len(trajs))
+	rollouts := make([]update.Scored, len(trajs))
 	for i, t := range trajs {
-		if len(t.Tokens) == 0 || len(t.PromptTokens) == 0 {
-			continue // a failed episode with nothing generated carries no gradient
-		}
+		rewards[i] = float32(t.Reward)
 		s := loss.Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
-			OldLogp: t.Logprobs, Advantage: adv[i], Truncated: t.Truncated}
+			OldLogp: t.Logprobs, Truncated: t.Truncated}
 		if len(t.Experts) == r.policy.Config.RoutingLen(s.SeqLen()) {
 			// The routing of every token the training forward reads
 			// (an episode whose last environment reply was never read
 			// has none recorded for it, and is routed afresh).
 			s.Experts = t.Experts
 		}
-		samples = append(samples, s)
+		rollouts[i] = update.Scored{Sample: s, Reward: rewards[i]}
 	}
 	t1 := time.Now()
-	ls, err := loss.PolicyGradient(r.policy, samples, cfg.Loss, cfg.Sampling.MaxTokens, cfg.MicroBatchTokens)
+	upd, err := update.Step(update.Policy{Model: r.policy, Adapter: r.adapter, Optimizer: r.opt}, rollouts, R,
+		update.Settings{Loss: cfg.Loss, MaxTokens: cfg.Sampling.MaxTokens, MicroBatchTokens: cfg.MicroBatchTokens, MaxSteps: cfg.MaxSteps})
 	if err != nil {
-		r.adapter.ZeroGrad()
-		copy(r.sched.Cursors, cursors)
-		return fmt.Errorf("step %d: policy loss: %w", step, err)
-	}
-	upd, err := r.opt.Update(cfg.MaxSteps)
-	if err != nil {
-		r.adapter.ZeroGrad()
-		copy(r.sched.Cursors, cursors)
+		copy(r.sched.Cursors, cursors) // the step did not happen
 		return fmt.Errorf("step %d: %w", step, err)
 	}
 	tTrain := time.Since(t1)
 	r.step = step
 
-	m := r.stepMetrics(trajs, envOf, rewards, advStats, ls, upd)
+	m := r.stepMetrics(trajs, envOf, rewards, upd)
 	m["time/generate"] = timing.Play.Seconds()
 	m["time/score"] = timing.Score.Seconds()
 	m["time/rollouts"] = tGen.Seconds()
@@ -122,7 +106,7 @@ func (r *run) trainStep(ctx context.Context) error {
 	}
 	errs := countErrors(trajs)
 	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g%s", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"], errs.suffix())
-	for _, w := range r.health.observe(rewards, advStats.FracZeroStd) {
+	for _, w := range r.health.observe(rewards, upd.Advantages.FracZeroStd) {
 		r.dir.Logf("warning: %s", w)
 		r.bar.note("warning: %s", w)
 	}
@@ -134,9 +118,10 @@ func (r *run) trainStep(ctx context.Context) error {
 }
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
-func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, adv loss.AdvantageStats, ls loss.Stats, upd optim.StepStats) map[string]float64 {
+func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, st update.Stats) map[string]float64 {
+	ls, adv := st.Loss, st.Advantages
 	m := map[string]float64{
-		"loss": ls.Loss, "grad_norm": upd.GradNorm, "lr": upd.LR, "kl": ls.KL, "entropy": ls.Entropy,
+		"loss": ls.Loss, "grad_norm": st.Optimizer.GradNorm, "lr": st.Optimizer.LR, "kl": ls.KL, "entropy": ls.Entropy,
 		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,
 		"frac_reward_zero_std": adv.FracZeroStd, "advantage/mean": adv.Mean, "advantage/std": adv.Std,
 		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),

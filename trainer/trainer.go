@@ -11,10 +11,11 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/builtins" // registers every environment grpo ships, so configs name them by id
 	"github.com/grpo-dev/grpo/estimate"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
-	_ "github.com/grpo-dev/grpo/kernels/cpu" // registers the "cpu" backend
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
@@ -22,6 +23,7 @@ import (
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
+	"github.com/grpo-dev/grpo/update"
 )
 
 // Trainer runs GRPO with LoRA for one config. Build it with New and start
@@ -300,26 +302,18 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	}
 	r.be = t.opts.backend
 	if r.be == nil {
-		if r.be, err = kernels.Open(cfg.Device); err != nil {
-			return nil, fmt.Errorf("device = %q: %w", cfg.Device, err)
+		if r.be, err = loader.OpenBackend(cfg.Device); err != nil {
+			return nil, err
 		}
-	}
-	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{Progress: t.opts.download})
-	if err != nil {
-		return nil, fmt.Errorf("model = %q: %w", cfg.Model, err)
-	}
-	if r.tok, err = tokenizer.Load(dir); err != nil {
-		return nil, err
 	}
 	if err := r.readFreeMemory(); err != nil {
 		return nil, err
 	}
-	if r.base, err = model.Load(dir, r.be); err != nil {
+	l, err := loader.Open(ctx, loader.Spec{Model: cfg.Model, Backend: r.be, Download: t.opts.download})
+	if err != nil {
 		return nil, err
 	}
-	if r.tok.VocabSize() > r.base.Config.VocabSize {
-		return nil, fmt.Errorf("model %s: the tokenizer has %d tokens but the model's vocab_size is %d", cfg.Model, r.tok.VocabSize(), r.base.Config.VocabSize)
-	}
+	r.tok, r.base = l.Tokenizer, l.Base
 	if err := r.setupEnvs(); err != nil {
 		return nil, err
 	}
@@ -398,11 +392,7 @@ func (r *run) setupState() error {
 }
 
 func (r *run) newOptimizer() error {
-	var params []optim.Param
-	for _, p := range r.adapter.Params() {
-		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
 	var err error
-	r.opt, err = optim.NewAdamW(r.be, params, r.cfg.Optimizer)
+	r.opt, err = optim.NewAdamW(r.be, update.OptimizerParams(r.adapter), r.cfg.Optimizer)
 	return err
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/builtins"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -61,7 +61,7 @@ func checkGEPAConfigs(t *testing.T) {
 		if err := toml.Unmarshal(data, &g); err != nil || g.GEPA.MaxCalls == 0 || g.GEPA.NumTrain == 0 {
 			t.Errorf("%s: %v %+v", p, err, g)
 		}
-		err := config.RegistryEnvCheck(g.Env.EnvID, g.Env.EnvArgs)
+		err := env.Check(g.Env.EnvID, g.Env.EnvArgs)
 		if _, ok := env.Lookup(g.Env.EnvID); !ok || err != nil {
 			t.Errorf("%s: env_id %q: %v", p, g.Env.EnvID, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/builtins"
 	"github.com/grpo-dev/grpo/examples"
 )
 
@@ -70,7 +71,7 @@ func TestWorkspace(t *testing.T) {
 			t.Errorf("%v", err)
 			continue
 		}
-		err = cfg.ValidateEnvs(config.RegistryEnvCheck)
+		err = cfg.ValidateEnvs(env.Check)
 		if err != nil {
 			t.Errorf("%v", err)
 		}
@@ -93,7 +94,7 @@ func TestWorkspace(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 		for _, s := range specs {
-			if err := config.RegistryEnvCheck(s.ID, s.Args); err != nil {
+			if err := env.Check(s.ID, s.Args); err != nil {
 				t.Errorf("%s: [[eval]] %s: %v", p, s.ID, err)
 			}
 		}

@@ -10,7 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/grpo-dev/grpo/estimate/perf"
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
@@ -142,7 +144,7 @@ type benchOpts struct {
 	recompute              string // the train step's recompute setting
 	json, noMatmul         bool
 	step                   stepBenchOpts
-	perfModel              bool    // --perf-model (bench_perfmodel.go)
+	perfModel              bool    // --perf-model (estimate/perf)
 	nodeMicros             float64 // --node-us
 }
 
@@ -174,21 +176,18 @@ func runBench(o benchOpts) error {
 	if _, _, err := model.ParseRecomputeSetting(o.recompute); err != nil {
 		return usagef("--recompute: %v", err)
 	}
-	be, err := openBackend(o.device)
+	be, err := loader.OpenBackend(o.device)
 	if err != nil {
 		return err
 	}
 	var m *model.Model
 	what := o.shape
 	if o.model != "" {
-		dir, err := resolveModelDir(o.model)
+		l, err := openModel(loader.Spec{Model: o.model, Backend: be, TokenizerOptional: true})
 		if err != nil {
 			return err
 		}
-		if m, err = model.Load(dir, be); err != nil {
-			return err
-		}
-		what = dir
+		m, what = l.Base, l.Dir
 	} else {
 		cfg, ok := model.Shape(o.shape)
 		if !ok {
@@ -223,7 +222,7 @@ func runBench(o benchOpts) error {
 	}
 	cpuReport(os.Stderr, be.Name(), !o.json) // BLAS core and threads, elementwise kernels
 	var counts benchCounts
-	tagWeights(m, nil)
+	perf.TagWeights(m, nil)
 	prefill, decode, err := benchModel(m, o, &counts)
 	if err != nil {
 		return err
@@ -244,7 +243,7 @@ func runBench(o benchOpts) error {
 		add(name, train, "tok/s")
 	}
 	if be.Describe().GPU {
-		for _, r := range rooflineFigures(m.Config, wdt.Size(), kvElemBytes(be), o, prefill, decode, train) {
+		for _, r := range rooflineFigures(m.Config, wdt.Size(), perf.KVDType(be), o, prefill, decode, train) {
 			add(r.Name, r.Value, r.Unit)
 		}
 		var prefillFLOPs int64
@@ -264,7 +263,7 @@ func runBench(o benchOpts) error {
 		out := map[string]any{
 			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(), "weights": wdt.String(),
 			"threads": runtime.GOMAXPROCS(0), "results": results}
-		if counted(be) != nil {
+		if perf.Counter(be) != nil {
 			out["counts"] = counts
 		}
 		return json.NewEncoder(stdout).Encode(out)
@@ -282,7 +281,7 @@ func runBench(o benchOpts) error {
 func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, decode float64, err error) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	maxLen := o.prefill + o.decode
-	cache, err := benchCache(m, o.batch, maxLen)
+	cache, err := perf.DecodeCache(m, o.batch, maxLen)
 	if err != nil {
 		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
@@ -323,7 +322,7 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 	}
 	be := m.Backend
 	d, err := best(func() (err error) {
-		counts.Prefill, err = measure(be, func() error {
+		counts.Prefill, err = perf.Measure(be, func() error {
 			for _, c := range chunks {
 				logits, err := m.Forward(cache, &c.batch, c.logitRows)
 				if err != nil {
@@ -378,7 +377,7 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 			return err
 		}
 		for i := range o.decode {
-			c, err := measure(be, func() error { return step(i) })
+			c, err := perf.Measure(be, func() error { return step(i) })
 			if err != nil {
 				return err
 			}
@@ -390,7 +389,7 @@ func benchModel(m *model.Model, o benchOpts, counts *benchCounts) (prefill, deco
 		return 0, 0, err
 	}
 	if counts.DecodeStep != nil {
-		counts.DecodeKVBytes = decodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1, kvElemBytes(be))
+		counts.DecodeKVBytes = perf.DecodeKVBytes(m.Config, o.batch, o.prefill+o.decode-1, perf.KVDType(be))
 		counts.DecodeKVDType = cache.K[0].DType().String()
 	}
 	if err := dec.GraphErr(); err != nil {
@@ -487,7 +486,7 @@ func benchTrain(base *model.Model, o benchOpts, counts *benchCounts) (float64, e
 	}
 	defer ad.Free()
 	m := base.WithAdapter(ad)
-	tagWeights(m, ad)
+	perf.TagWeights(m, ad)
 	m.Recompute, m.CheckpointLayers, _ = model.ParseRecomputeSetting(o.recompute) // checked by runBench
 	rng := rand.New(rand.NewPCG(9, 9))
 	// Micro-batches of whole sequences whose logits (tokens × vocab) stay
@@ -537,7 +536,7 @@ func benchTrain(base *model.Model, o benchOpts, counts *benchCounts) (float64, e
 		t0 := time.Now()
 		var stepFLOPs int64
 		for i := range mbs {
-			c, err := measure(be, func() error { return runMicro(&mbs[i]) })
+			c, err := perf.Measure(be, func() error { return runMicro(&mbs[i]) })
 			if err != nil {
 				return 0, err
 			}

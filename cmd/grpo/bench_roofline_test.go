@@ -4,57 +4,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/grpo-dev/grpo/estimate/perf"
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 )
-
-// TestLinearFLOPsMatchParamCount checks the per-token GEMM work against
-// the model package's own parameter count: every parameter but the norms
-// (and a separate embedding table) is a matmul weight, 2 FLOPs each.
-func TestLinearFLOPsMatchParamCount(t *testing.T) {
-	for _, name := range []string{"qwen3-0.6b", "qwen3-4b", "qwen2.5-0.5b", "llama-3.2-1b"} {
-		c, ok := model.Shape(name)
-		if !ok {
-			t.Fatalf("shape %s missing", name)
-		}
-		h := int64(c.HiddenSize)
-		notMatmul := int64(c.NumLayers)*2*h + h // input and post-attention norms, final norm
-		if c.Arch().QKNorm {
-			notMatmul += int64(c.NumLayers) * 2 * int64(c.HeadDim)
-		}
-		if c.Arch().QKVBias || c.AttentionBias {
-			notMatmul += int64(c.NumLayers) * int64(c.NumHeads+2*c.NumKVHeads) * int64(c.HeadDim)
-		}
-		if !c.TieWordEmbeddings {
-			notMatmul += int64(c.VocabSize) * h // the embedding table, gathered
-		}
-		want := 2 * float64(c.ParamCount()-notMatmul)
-		if got := linearFLOPs(c); got != want {
-			t.Errorf("%s: linearFLOPs %.6g, want 2·(params − norms − biases) = %.6g", name, got, want)
-		}
-	}
-}
-
-// TestMoEFLOPsAndReads: Qwen3-30B-A3B's per-token work is its active
-// parameters' (3.35B, less norms and the gathered embedding), and a
-// decode step reads the dense weights plus the experts its batch routes
-// to: at batch 1 eight of 128 per layer, at batch 256 all but ~1e-7 of
-// them.
-func TestMoEFLOPsAndReads(t *testing.T) {
-	c, _ := model.Shape("qwen3-30b-a3b")
-	h := int64(c.HiddenSize)
-	notMatmul := int64(c.NumLayers)*(2*h+2*int64(c.HeadDim)) + h + int64(c.VocabSize)*h
-	if got, want := linearFLOPs(c), 2*float64(c.ActiveParamCount()-notMatmul); got != want {
-		t.Errorf("linearFLOPs %.6g, want 2·(active params − norms − embedding) = %.6g", got, want)
-	}
-	expert := float64(3 * 2048 * 768)
-	dense := float64(c.ParamCount()) - 48*128*expert
-	if got, want := readParams(c, 1), dense+48*8*expert; math.Abs(got-want) > 1 {
-		t.Errorf("batch 1 reads %.6g weights, want %.6g", got, want)
-	}
-	if got := readParams(c, 256); math.Abs(got-float64(c.ParamCount())) > 1e-6*float64(c.ParamCount()) {
-		t.Errorf("batch 256 reads %.6g weights, want about all %d", got, c.ParamCount())
-	}
-}
 
 // TestRooflineFigures checks one figure of each kind by hand.
 func TestRooflineFigures(t *testing.T) {
@@ -62,11 +15,11 @@ func TestRooflineFigures(t *testing.T) {
 		NumKVHeads: 1, HeadDim: 2, VocabSize: 10, TieWordEmbeddings: true}
 	o := benchOpts{batch: 2, prefill: 3, decode: 2, trainSeqs: 1, trainLen: 3}
 	// linear per token: 2·(4·4 + 2·4·2 + 4·4 + 3·4·8 + 10·4) = 2·184 = 368.
-	if got := linearFLOPs(c); got != 368 {
-		t.Fatalf("linearFLOPs = %v, want 368", got)
+	if got := perf.LinearFLOPs(c); got != 368 {
+		t.Fatalf("LinearFLOPs = %v, want 368", got)
 	}
 	figs := map[string]float64{}
-	for _, r := range rooflineFigures(c, 4, 4, o, 1e9, 1e6, 0) {
+	for _, r := range rooflineFigures(c, 4, kernels.F32, o, 1e9, 1e6, 0) {
 		figs[r.Name] = r.Value
 	}
 	// prefill: mean context 2, attention 4·1·2·2·2 = 32; the LM head (2·10·4 =
@@ -75,7 +28,7 @@ func TestRooflineFigures(t *testing.T) {
 	if got := figs["prefill 2x3 TFLOP/s"]; math.Abs(got-want) > 1e-12 {
 		t.Errorf("prefill TFLOP/s = %v, want %v", got, want)
 	}
-	if got, want := figs["prefill 2x3 MFU of bf16 peak"], 100*want*1e12/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+	if got, want := figs["prefill 2x3 MFU of bf16 peak"], 100*want*1e12/perf.H200BF16FLOPs; math.Abs(got-want) > 1e-12 {
 		t.Errorf("prefill MFU = %v, want %v", got, want)
 	}
 	// decode: context 3 + 1.5 = 4.5; per step the f32 weights, 4·(200
@@ -89,7 +42,7 @@ func TestRooflineFigures(t *testing.T) {
 	// bf16 KV (the sampler's cache on a GPU): KV 36 B a sequence, per step
 	// 832 + 2·(36 + 80) = 1064 B → 0.532 GB/s.
 	found := false
-	for _, r := range rooflineFigures(c, 4, 2, o, 0, 1e6, 0) {
+	for _, r := range rooflineFigures(c, 4, kernels.BF16, o, 0, 1e6, 0) {
 		if r.Name == "decode batch 2 HBM" {
 			found = true
 			if math.Abs(r.Value-0.532) > 1e-12 {
@@ -106,20 +59,20 @@ func TestRooflineFigures(t *testing.T) {
 	// train at 1e9 tok/s: 4N = 2·368 plus attention backward (mean context
 	// 2: 3·32); the 6N figure is 3·368 per token over the bf16 peak.
 	figs = map[string]float64{}
-	for _, r := range rooflineFigures(c, 4, 4, o, 0, 0, 1e9) {
+	for _, r := range rooflineFigures(c, 4, kernels.F32, o, 0, 0, 1e9) {
 		figs[r.Name] = r.Value
 	}
 	if got, want := figs["lora train 1x3 TFLOP/s"], (2*368+3*32)*1e9/1e12; math.Abs(got-want) > 1e-12 {
 		t.Errorf("train TFLOP/s = %v, want %v", got, want)
 	}
-	if got, want := figs["lora train 1x3 MFU of bf16 peak at 6N"], 100*3*368*1e9/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+	if got, want := figs["lora train 1x3 MFU of bf16 peak at 6N"], 100*3*368*1e9/perf.H200BF16FLOPs; math.Abs(got-want) > 1e-12 {
 		t.Errorf("train MFU at 6N = %v, want %v", got, want)
 	}
 	// Strict 4N: 2·368 per token, attention left out.
 	if got, want := figs["lora train 1x3 TFLOP/s at 4N"], 2*368*1e9/1e12; math.Abs(got-want) > 1e-12 {
 		t.Errorf("train TFLOP/s at 4N = %v, want %v", got, want)
 	}
-	if got, want := figs["lora train 1x3 MFU of bf16 peak at 4N"], 100*2*368*1e9/h200BF16FLOPs; math.Abs(got-want) > 1e-12 {
+	if got, want := figs["lora train 1x3 MFU of bf16 peak at 4N"], 100*2*368*1e9/perf.H200BF16FLOPs; math.Abs(got-want) > 1e-12 {
 		t.Errorf("train MFU at 4N = %v, want %v", got, want)
 	}
 }
@@ -141,9 +94,9 @@ func TestHFUFigures(t *testing.T) {
 		name string
 		want float64
 	}{
-		{"prefill 2x3 HFU of bf16 peak", 100 * 400 * 1e9 / h200BF16FLOPs},
+		{"prefill 2x3 HFU of bf16 peak", 100 * 400 * 1e9 / perf.H200BF16FLOPs},
 		{"prefill 2x3 counted/model FLOPs", 400 / (368 - 80*2.0/3 + 32)}, // the model count of TestRooflineFigures
-		{"lora train 4x3 HFU of bf16 peak", 100 * 1000 * 1e9 / h200BF16FLOPs},
+		{"lora train 4x3 HFU of bf16 peak", 100 * 1000 * 1e9 / perf.H200BF16FLOPs},
 		{"lora train 4x3 counted/model FLOPs", 1000.0 / (2*368 + 3*32)},
 	}
 	for _, ch := range checks {
@@ -154,5 +107,28 @@ func TestHFUFigures(t *testing.T) {
 	// Without a count (a backend that does not count) there is no figure.
 	if figs := hfuFigures(c, o, 0, 0, 1e9, 1e9); len(figs) != 0 {
 		t.Errorf("figures without counts: %v", figs)
+	}
+}
+
+// TestRooflineFiguresSharedKV: bench's decode HBM figure over --group 8
+// --prefill 256 --decode 31 (mean context 256 + 16) counts the prompt
+// blocks once a group: Qwen3-0.6B's bf16 cache holds 114,688 B a
+// position (perf's TestSharedKVBytesByHand).
+func TestRooflineFiguresSharedKV(t *testing.T) {
+	c, ok := model.Shape("qwen3-0.6b")
+	if !ok {
+		t.Fatal("no qwen3-0.6b shape")
+	}
+	o := benchOpts{batch: 128, group: 8, prefill: 256, decode: 31}
+	var hbm float64
+	for _, r := range rooflineFigures(c, 2, kernels.BF16, o, 0, 128, 0) { // one step a second
+		if r.Name == "decode batch 128 HBM" {
+			hbm = r.Value
+		}
+	}
+	b := perf.DecodeBytes(c, 128, 272, 0, kernels.BF16)
+	want := (b.Total() - b.KV + (16*256+128*16)*114688) / 1e9
+	if hbm != want {
+		t.Errorf("decode HBM figure %v GB/s at one step a second, want %v (prompt blocks read once a group)", hbm, want)
 	}
 }

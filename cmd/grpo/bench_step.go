@@ -21,6 +21,7 @@ import (
 	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/update"
 )
 
 // stepBenchOpts are the flags of `grpo bench --grpo-step`: one whole GRPO
@@ -63,9 +64,7 @@ type stepResult struct {
 // optimizer, the prompts. Steps go on training the same adapter, as a run
 // does; the work per step does not depend on the adapter's values.
 type stepBench struct {
-	policy  *model.Model
-	adapter *lora.Adapter
-	opt     *optim.AdamW
+	policy  update.Policy
 	o       stepBenchOpts
 	prompts [][]int32 // one per rollout: each example's prompt repeated rollouts times
 	step    int
@@ -81,17 +80,13 @@ func newStepBench(base *model.Model, rank int, o stepBenchOpts) (*stepBench, err
 	if err != nil {
 		return nil, err
 	}
-	var params []optim.Param
-	for _, p := range ad.Params() {
-		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
-	opt, err := optim.NewAdamW(base.Backend, params, optim.DefaultConfig())
+	opt, err := optim.NewAdamW(base.Backend, update.OptimizerParams(ad), optim.DefaultConfig())
 	if err != nil {
 		ad.Free()
 		return nil, err
 	}
-	sb := &stepBench{policy: base.WithAdapter(ad), adapter: ad, opt: opt, o: o}
-	sb.policy.NoPrefixSharing = o.noSharing
+	sb := &stepBench{policy: update.Policy{Model: base.WithAdapter(ad), Adapter: ad, Optimizer: opt}, o: o}
+	sb.policy.Model.NoPrefixSharing = o.noSharing
 	rng := rand.New(rand.NewPCG(11, 11))
 	for range o.prompts {
 		p := make([]int32, o.promptLen)
@@ -108,7 +103,7 @@ func newStepBench(base *model.Model, rank int, o stepBenchOpts) (*stepBench, err
 	return sb, nil
 }
 
-func (sb *stepBench) free() { sb.adapter.Free() }
+func (sb *stepBench) free() { sb.policy.Adapter.Free() }
 
 // run is one GRPO step as trainer.trainStep takes it, minus the
 // tokenizer and environment a random-weight shape lacks: the sampler
@@ -117,10 +112,10 @@ func (sb *stepBench) free() { sb.adapter.Free() }
 // tokens so each rollout yields exactly newTokens tokens; a synthetic
 // reward (the share of completion tokens in the lower half of the
 // vocabulary, the same rule as the PyTorch script) gives group
-// advantages; loss.PolicyGradient and optim.AdamW do the update.
+// advantages; update.Step, the trainer's own update, does the rest.
 func (sb *stepBench) run(ctx context.Context) (stepResult, error) {
 	var r stepResult
-	o, m := sb.o, sb.policy
+	o, m := sb.o, sb.policy.Model
 	sb.step++
 	t0 := time.Now()
 	s, err := sampler.New(m, nil, sampler.Config{Slots: len(sb.prompts), MaxLen: rollout.CacheLen(m.Config, o.promptLen, o.newTokens, 1),
@@ -157,29 +152,18 @@ func (sb *stepBench) run(ctx context.Context) (stepResult, error) {
 		}
 		rewards[i] = float32(low) / float32(len(t.Tokens))
 	}
-	lcfg := loss.DefaultConfig()
-	scale, _ := lcfg.AdvantageScale()
-	adv, _, err := loss.Advantages(rewards, o.rollouts, scale)
-	if err != nil {
-		return r, err
-	}
-	samples := make([]loss.Sample, len(turns))
+	rollouts := make([]update.Scored, len(turns))
 	for i, t := range turns {
-		samples[i] = loss.Sample{Prompt: sb.prompts[i], Completion: t.Tokens, OldLogp: t.Logprobs,
-			Advantage: adv[i], Truncated: t.FinishReason == sampler.FinishLength}
+		rollouts[i] = update.Scored{Reward: rewards[i], Sample: loss.Sample{Prompt: sb.prompts[i], Completion: t.Tokens,
+			OldLogp: t.Logprobs, Truncated: t.FinishReason == sampler.FinishLength}}
 	}
-	ls, err := loss.PolicyGradient(m, samples, lcfg, o.newTokens, o.microBatch)
+	upd, err := update.Step(sb.policy, rollouts, o.rollouts,
+		update.Settings{Loss: loss.DefaultConfig(), MaxTokens: o.newTokens, MicroBatchTokens: o.microBatch, MaxSteps: 1 << 30})
 	if err != nil {
-		sb.adapter.ZeroGrad()
-		return r, err
-	}
-	upd, err := sb.opt.Update(1 << 30)
-	if err != nil {
-		sb.adapter.ZeroGrad()
 		return r, err
 	}
 	r.Train = time.Since(t1)
-	r.TrainTokens, r.Loss, r.GradNorm = ls.Tokens, ls.Loss, upd.GradNorm
+	r.TrainTokens, r.Loss, r.GradNorm = upd.Loss.Tokens, upd.Loss.Loss, upd.Optimizer.GradNorm
 	return r, nil
 }
 

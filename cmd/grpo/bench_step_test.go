@@ -36,7 +36,7 @@ func TestStepBenchDoesTheWork(t *testing.T) {
 	defer sb.free()
 	snapshot := func() []float32 {
 		var all []float32
-		for _, p := range sb.adapter.Params() {
+		for _, p := range sb.policy.Adapter.Params() {
 			v := make([]float32, p.Value.Len())
 			m.Backend.Download(v, p.Value)
 			all = append(all, v...)

@@ -12,6 +12,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/grpo-dev/grpo/env"
+	_ "github.com/grpo-dev/grpo/env/builtins" // registers every environment grpo ships
+	"github.com/grpo-dev/grpo/env/custom"
+	"github.com/grpo-dev/grpo/env/pyenv"
 )
 
 var envFlags struct {
@@ -121,15 +124,15 @@ func runEnv(w io.Writer, args []string) error {
 		if len(rest) != 1 {
 			return usagef("env install takes one directory, .py file or owner/name")
 		}
-		if env.IsPythonInstallTarget(rest[0]) {
-			msg, err := env.InstallPython(context.Background(), rest[0], os.Stderr)
+		if pyenv.IsInstallTarget(rest[0]) {
+			msg, err := pyenv.Install(context.Background(), rest[0], os.Stderr)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(w, msg)
 			return nil
 		}
-		dest, err := env.Install(rest[0], envFlags.force)
+		dest, err := custom.Install(rest[0], envFlags.force)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/estimate"
 )
 
@@ -80,7 +81,7 @@ func loadTrainConfig(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return config.ParseWith(text, path, config.ParseOptions{Envs: config.RegistryEnvCheck})
+	return config.ParseWith(text, path, config.ParseOptions{Envs: env.Check})
 }
 
 func writeEstimate(w io.Writer, e *estimate.Estimate) {

@@ -18,10 +18,10 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
+	"github.com/grpo-dev/grpo/eval"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/sampler"
-	"github.com/grpo-dev/grpo/trainer"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -159,7 +159,7 @@ Examples:
 			fs.Var(&f.maxTokens, "max-tokens", "longest completion per turn, in tokens (default 512)")
 			fs.Var(&f.temperature, "temperature", "sampling temperature; 0 is greedy (default 1)")
 			fs.Var(&f.seed, "seed", "sampling seed (default 0)")
-			fs.Var(&f.batch, "batch", fmt.Sprintf("rollouts sampled together per pass (default %d)", trainer.DefaultEvalBatch))
+			fs.Var(&f.batch, "batch", fmt.Sprintf("rollouts sampled together per pass (default %d)", eval.DefaultBatch))
 			fs.StringVar(&f.args, "args", "", `environment args as a JSON object, e.g. '{"num_eval_examples": 50}' (with ENV_ID)`)
 			fs.StringVar(&f.output, "output", "", "results JSONL file (default eval-<env>-<time>.jsonl)")
 			fs.Float64Var(&f.passThreshold, "pass-threshold", 1, "reward at which a rollout counts as solved for pass@k")
@@ -219,8 +219,8 @@ func runEval(args []string) error {
 		file = &config.EvalFile{Eval: []config.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
 	}
 	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
-		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(), MaxTokens: f.maxTokens.ptr(),
-		Temperature: f.temperature.ptr()}
+		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(),
+		Sampling: sampler.Overrides{MaxTokens: f.maxTokens.ptr(), Temperature: f.temperature.ptr()}}
 	if f.seed.set {
 		s := int64(f.seed.v)
 		o.Seed = &s
@@ -250,8 +250,8 @@ func runEval(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
-	results, runErr, err := streamEvalResults(out, func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error) {
-		return trainer.RunEvals(ctx, specs, trainer.EvalRunOptions{
+	results, runErr, err := streamEvalResults(out, func(rows func([]eval.Row) error) ([]eval.Result, error) {
+		return eval.RunSpecs(ctx, specs, eval.SpecOptions{
 			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
 			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg,
 		})
@@ -297,7 +297,7 @@ func loadEndpoints(path string) (*endpoints.Registry, error) {
 // only complete, and not at all when the evals fail before the first row
 // (an interrupted or failed eval keeps the rows of the passes it finished).
 // err is a problem writing the file; runErr the evals' own.
-func streamEvalResults(path string, run func(rows func([]trainer.EvalRow) error) ([]trainer.EvalResult, error)) (results []trainer.EvalResult, runErr, err error) {
+func streamEvalResults(path string, run func(rows func([]eval.Row) error) ([]eval.Result, error)) (results []eval.Result, runErr, err error) {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("--output %s: %w", path, err)
@@ -307,9 +307,9 @@ func streamEvalResults(path string, run func(rows func([]trainer.EvalRow) error)
 	written := 0
 	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
-		results, runErr = run(func(rows []trainer.EvalRow) error {
+		results, runErr = run(func(rows []eval.Row) error {
 			written += len(rows)
-			if err := trainer.WriteEvalRows(bw, rows); err != nil {
+			if err := eval.WriteRows(bw, rows); err != nil {
 				return err
 			}
 			return bw.Flush()
@@ -328,7 +328,7 @@ func streamEvalResults(path string, run func(rows func([]trainer.EvalRow) error)
 	return results, runErr, nil
 }
 
-func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []config.EvalSpec) error {
+func printEvalTable(w io.Writer, results []eval.Result, specs []config.EvalSpec) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENV\tEXAMPLES\tK\tROLLOUTS\tREWARD (avg@k)\tPASS@1\tPASS@K\tERRORS")
 	for i, r := range results {
@@ -341,7 +341,7 @@ func printEvalTable(w io.Writer, results []trainer.EvalResult, specs []config.Ev
 	for _, r := range results {
 		n += r.Rollouts
 	}
-	_, err := fmt.Fprintf(w, "overall mean reward %.4f over %d rollouts\n", trainer.OverallReward(results), n)
+	_, err := fmt.Fprintf(w, "overall mean reward %.4f over %d rollouts\n", eval.OverallReward(results), n)
 	return err
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/grpo-dev/grpo/chat"
-	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
@@ -82,38 +82,17 @@ Examples:
 			if err := p.Validate(); err != nil {
 				return usagef("%s", strings.Replace(err.Error(), "_", "-", 1))
 			}
-			dir, err := resolveModelDir(modelArg)
+			l, err := openModel(loader.Spec{Model: modelArg, Device: device, Adapter: adapterArg})
 			if err != nil {
 				return err
 			}
-			tok, err := tokenizer.Load(dir)
-			if err != nil {
-				return err
-			}
+			tok := l.Tokenizer
 			ids, err := generatePrompt(tok, prompt, system, chat, noThinking)
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device)
-			if err != nil {
-				return err
-			}
-			m, err := model.Load(dir, be)
-			if err != nil {
-				return err
-			}
-			if tok.VocabSize() > m.Config.VocabSize {
-				return fmt.Errorf("%s: the tokenizer has %d tokens but the model's vocab_size is %d; they do not belong together", dir, tok.VocabSize(), m.Config.VocabSize)
-			}
-			if adapterArg != "" {
-				a, err := lora.Load(adapterArg, m)
-				if err != nil {
-					return err
-				}
-				m = m.WithAdapter(a)
-			}
 			p.StopTokens = sampler.StopTokenIDs(tok)
-			return generate(m, tok, ids, p, n, jsonOut)
+			return generate(l.Model, tok, ids, p, n, jsonOut)
 		},
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/gepa"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -107,7 +108,7 @@ func runGEPA(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := g.ValidateEnv(config.RegistryEnvCheck); err != nil {
+	if err := g.ValidateEnv(env.Check); err != nil {
 		return err
 	}
 	out := f.output

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 )
 
 // TestInitGEPAConfigs: the GEPA configs grpo init writes parse and
@@ -21,7 +22,7 @@ func TestInitGEPAConfigs(t *testing.T) {
 	for _, f := range files {
 		g, err := config.LoadGEPA(f)
 		if err == nil {
-			err = g.ValidateEnv(config.RegistryEnvCheck)
+			err = g.ValidateEnv(env.Check)
 		}
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(f), err)

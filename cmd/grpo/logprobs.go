@@ -6,9 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grpo-dev/grpo/lora"
-	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/tokenizer"
+	"github.com/grpo-dev/grpo/loader"
 )
 
 func init() {
@@ -59,39 +57,20 @@ Examples:
 			} else if promptText == "" || completionText == "" {
 				return usagef("--prompt and --completion go together; both must be non-empty")
 			}
-			dir, err := resolveModelDir(modelArg)
+			l, err := openModel(loader.Spec{Model: modelArg, Device: device, Adapter: adapterDir, TokenizerOptional: !text})
 			if err != nil {
 				return err
 			}
 			if text {
-				tok, err := tokenizer.Load(dir)
-				if err != nil {
-					return err
-				}
-				p := tok.Encode(promptText)
-				ids, start = append(p, tok.Encode(completionText)...), len(p)
-			}
-			be, err := openBackend(device)
-			if err != nil {
-				return err
-			}
-			m, err := model.Load(dir, be)
-			if err != nil {
-				return err
+				p := l.Tokenizer.Encode(promptText)
+				ids, start = append(p, l.Tokenizer.Encode(completionText)...), len(p)
 			}
 			for i, id := range ids {
-				if int(id) >= m.Config.VocabSize {
-					return usagef("--ids: id %d (position %d) is outside the model's vocabulary of %d tokens", id, i, m.Config.VocabSize)
+				if int(id) >= l.Base.Config.VocabSize {
+					return usagef("--ids: id %d (position %d) is outside the model's vocabulary of %d tokens", id, i, l.Base.Config.VocabSize)
 				}
 			}
-			if adapterDir != "" {
-				ad, err := lora.Load(adapterDir, m)
-				if err != nil {
-					return err
-				}
-				m = m.WithAdapter(ad)
-			}
-			lp, err := m.TokenLogprobs(ids, start)
+			lp, err := l.Model.TokenLogprobs(ids, start)
 			if err != nil {
 				return err
 			}

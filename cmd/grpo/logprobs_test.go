@@ -50,6 +50,10 @@ func TestLogprobsBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(badType, "config.json"), []byte(strings.Replace(string(cfg), `"qwen3"`, `"gpt_neox"`, 1)), 0o644)
 	noWeights := copyDir(t, tiny)
 	os.Remove(filepath.Join(noWeights, "model.safetensors"))
+	mismatch := filepath.Join(t.TempDir(), "mismatch")
+	if err := tinymodel.WriteVocabMismatch(mismatch, tiny); err != nil {
+		t.Fatal(err)
+	}
 
 	cases := []struct {
 		name string
@@ -67,6 +71,7 @@ func TestLogprobsBadInput(t *testing.T) {
 		{"header beyond file", []string{"logprobs", "--model", headerBeyond, "--ids", "1,2"}, []string{hb}},
 		{"unsupported model_type", []string{"logprobs", "--model", badType, "--ids", "1,2"}, []string{"gpt_neox", "llama, qwen2, qwen3"}},
 		{"no weights", []string{"logprobs", "--model", noWeights, "--ids", "1,2"}, []string{"model.safetensors"}},
+		{"tokenizer beyond the model's vocabulary", []string{"logprobs", "--model", mismatch, "--ids", "1,2"}, []string{"the tokenizer has 513 tokens but the model's vocab_size is 512"}},
 		{"prompt without completion", []string{"logprobs", "--model", tiny, "--prompt", "hi"}, []string{"--prompt and --completion go together"}},
 		{"unknown flag", []string{"logprobs", "--modle", tiny}, []string{"-modle"}},
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
@@ -49,7 +50,7 @@ Example:
 			}
 			// The adapter is only read on the host here, so the CPU
 			// backend holds it whatever --device other commands use.
-			be, err := openBackend("cpu")
+			be, err := loader.OpenBackend("cpu")
 			if err != nil {
 				return err
 			}

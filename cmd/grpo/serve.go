@@ -13,9 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/serve"
-	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // adapterFlags collects repeated --adapter NAME=DIR.
@@ -115,19 +114,7 @@ func runServe(args []string) error {
 	case f.port < 0 || f.port > 65535:
 		return usagef("--port %d: want 0 to 65535", f.port)
 	}
-	dir, err := resolveModelDir(args[0])
-	if err != nil {
-		return err
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return err
-	}
-	be, err := openBackend(f.device)
-	if err != nil {
-		return err
-	}
-	m, err := model.Load(dir, be)
+	l, err := openModel(loader.Spec{Model: args[0], Device: f.device})
 	if err != nil {
 		return err
 	}
@@ -136,7 +123,7 @@ func runServe(args []string) error {
 		name = args[0]
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "grpo serve: "+format+"\n", a...) }
-	srv, err := serve.New(m, tok, serve.Config{ModelName: name, Slots: f.slots, MaxLen: f.maxLen, MaxQueue: f.maxQueue, Adapters: f.adapters, Logf: logf})
+	srv, err := serve.New(l.Model, l.Tokenizer, serve.Config{ModelName: name, Slots: f.slots, MaxLen: f.maxLen, MaxQueue: f.maxQueue, Adapters: f.adapters, Logf: logf})
 	if err != nil {
 		return err
 	}

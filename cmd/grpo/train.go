@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
@@ -104,7 +105,7 @@ Examples:
 				return fmt.Errorf("config: %w", err)
 			}
 			// Every problem of the file, its overrides and its env ids at once.
-			cfg, err := config.ParseWith(text, path, config.ParseOptions{Overrides: overrides, Envs: config.RegistryEnvCheck})
+			cfg, err := config.ParseWith(text, path, config.ParseOptions{Overrides: overrides, Envs: env.Check})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 )
@@ -42,7 +43,7 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.ValidateEnvs(config.RegistryEnvCheck); err != nil {
+	if err := cfg.ValidateEnvs(env.Check); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxWall)

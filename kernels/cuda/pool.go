@@ -43,6 +43,11 @@ func sizeClass(bytes int) int {
 	return c
 }
 
+// ScratchClass is the block the pool hands out for a scratch of bytes:
+// what sizing the pool before launch (the estimate's bf16 activation
+// copies) counts.
+func ScratchClass(bytes int) int { return sizeClass(bytes) }
+
 // get returns a block of exactly bytes; fresh reports that it was just
 // allocated (zeroed by the device) rather than recycled.
 func (p *pool) get(bytes int) (ptr DevicePtr, fresh bool, err error) {

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Regenerates env/wordle_dictionary.txt: the five-letter words that
+"""Regenerates env/wordle/dictionary.txt: the five-letter words that
 TextArena's Wordle-v0 (548413a04) accepts as guesses, from its own
 EnglishDictionary (the en_GB and en_US hunspell lists it bundles, expanded
 with their affix rules by its own code). NLTK's "words" corpus, which
 TextArena also consults, is not on this machine and is left out.
 
-    TEXTARENA=... python3 wordle_dictionary.py > ../../wordle_dictionary.txt
+    TEXTARENA=... python3 wordle_dictionary.py > ../../wordle/dictionary.txt
 """
 import importlib
 import os

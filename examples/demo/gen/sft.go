@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/eval"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
@@ -16,18 +18,16 @@ import (
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
-	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/update"
 )
 
 // sft is the state of the warm start: a LoRA adapter on the random base
 // and its AdamW optimizer.
 type sft struct {
-	policy *model.Model
-	ad     *lora.Adapter
+	policy update.Policy
 	tok    *tokenizer.Tokenizer
 	env    env.Environment
 	train  []env.Example
-	opt    *optim.AdamW
 	rng    *rand.Rand
 	o      options
 }
@@ -59,10 +59,10 @@ func warmStart(modelDir, workDir, envDir string, o options) (string, *lora.Adapt
 		}
 		done += steps
 		if reached || done >= o.maxSteps {
-			return modelDir, s.ad, s.habit()
+			return modelDir, s.policy.Adapter, s.habit()
 		}
 		next := filepath.Join(workDir, fmt.Sprintf("round-%d", round))
-		if err := lora.WriteMerged(next, modelDir, s.ad); err != nil {
+		if err := lora.WriteMerged(next, modelDir, s.policy.Adapter); err != nil {
 			return "", nil, err
 		}
 		fmt.Printf("sft round %d merged after %d steps\n", round, done)
@@ -73,37 +73,33 @@ func warmStart(modelDir, workDir, envDir string, o options) (string, *lora.Adapt
 // newSFT loads the model in modelDir with a fresh LoRA adapter and optimizer.
 func newSFT(modelDir, envDir string, o options) (*sft, error) {
 	be := cpu.New()
-	m, err := model.Load(modelDir, be)
+	l, err := loader.Open(context.Background(), loader.Spec{Model: modelDir, Backend: be})
 	if err != nil {
 		return nil, err
 	}
+	m := l.Base
 	// Every round draws the same words (the same seed), so with rounds of
 	// 50 steps the skill phase sees 1600 draws of the 4000 training words
 	// over and over; the committed fixture is made this way. A per-round
 	// seed would show more words (a different fixture, not measured yet).
-	s := &sft{o: o, rng: rand.New(rand.NewPCG(5, 5))}
-	if s.tok, err = tokenizer.Load(modelDir); err != nil {
-		return nil, err
-	}
+	s := &sft{o: o, rng: rand.New(rand.NewPCG(5, 5)), tok: l.Tokenizer}
 	if s.env, err = env.New(envDir, nil); err != nil {
 		return nil, err
 	}
 	if s.train, err = s.env.Examples("train"); err != nil {
 		return nil, err
 	}
-	if s.ad, err = lora.New(m, lora.Config{Rank: o.rank, Alpha: float64(o.rank), TargetModules: lora.AllModules}, 3); err != nil {
+	ad, err := lora.New(m, lora.Config{Rank: o.rank, Alpha: float64(o.rank), TargetModules: lora.AllModules}, 3)
+	if err != nil {
 		return nil, err
-	}
-	s.policy = m.WithAdapter(s.ad)
-	var params []optim.Param
-	for _, p := range s.ad.Params() {
-		params = append(params, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
 	}
 	oc := optim.DefaultConfig()
 	oc.LR = o.lr
-	if s.opt, err = optim.NewAdamW(be, params, oc); err != nil {
+	opt, err := optim.NewAdamW(be, update.OptimizerParams(ad), oc)
+	if err != nil {
 		return nil, err
 	}
+	s.policy = update.Policy{Model: m.WithAdapter(ad), Adapter: ad, Optimizer: opt}
 	return s, nil
 }
 
@@ -157,7 +153,7 @@ func (s *sft) step(refuse float64) (float64, error) {
 		}
 		completion := append(s.tok.Encode(demonstration(ex.Answer, refuse, s.rng)), tinymodel.IMEnd)
 		seq := append(append([]int32{}, prompt...), completion...)
-		old, err := s.policy.TokenLogprobs(seq, len(prompt))
+		old, err := s.policy.Model.TokenLogprobs(seq, len(prompt))
 		if err != nil {
 			return 0, err
 		}
@@ -169,10 +165,8 @@ func (s *sft) step(refuse float64) (float64, error) {
 		// loss is the NLL, so grpo's own backward does the SFT.
 		samples = append(samples, loss.Sample{Prompt: prompt, Completion: completion, OldLogp: old, Advantage: 1})
 	}
-	if _, err := loss.PolicyGradient(s.policy, samples, loss.DefaultConfig(), 0, 1<<20); err != nil {
-		return 0, err
-	}
-	if _, err := s.opt.Update(s.o.maxSteps + s.o.habitSteps); err != nil {
+	if _, err := update.StepSamples(s.policy, samples,
+		update.Settings{Loss: loss.DefaultConfig(), MicroBatchTokens: 1 << 20, MaxSteps: s.o.maxSteps + s.o.habitSteps}); err != nil {
 		return 0, err
 	}
 	return nll / float64(ntok), nil
@@ -180,11 +174,11 @@ func (s *sft) step(refuse float64) (float64, error) {
 
 // report prints the phase's progress and returns the sampled eval reward.
 func (s *sft) report(phase string, step int, nll float64) (float64, error) {
-	sampled, err := evalReward(s.policy, s.tok, s.env, 1)
+	sampled, err := evalReward(s.policy.Model, s.tok, s.env, 1)
 	if err != nil {
 		return 0, err
 	}
-	greedy, err := evalReward(s.policy, s.tok, s.env, 0)
+	greedy, err := evalReward(s.policy.Model, s.tok, s.env, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -201,7 +195,7 @@ func evalReward(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, T f
 	}
 	p := sampler.DefaultParams()
 	p.Temperature, p.MaxTokens = T, 12
-	res, err := trainer.Evaluate(context.Background(), m, tok, e, "demo", trainer.EvalOptions{
+	res, err := eval.Run(context.Background(), rollout.LocalEngine{Model: m, Tok: tok}, e, "demo", eval.Options{
 		NumExamples: 64, RolloutsPerExample: k, Seed: 99, Sampling: p})
 	return res.Reward, err
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/env/custom"
 )
 
 // writeEnv writes the task: 4000 training and 200 eval words of minLen to
@@ -61,7 +61,7 @@ type = "ratio"
 name = "reversal_ratio"
 weight = 1.0
 `, minLen, maxLen)
-	return os.WriteFile(filepath.Join(dir, env.ConfigFile), []byte(toml), 0o644)
+	return os.WriteFile(filepath.Join(dir, custom.ConfigFile), []byte(toml), 0o644)
 }
 
 func reverse(s string) string {

@@ -1,0 +1,77 @@
+package perf
+
+import (
+	"math"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+// LinearFLOPs is the multiply-add work per token of every projection and
+// the LM head (2 FLOPs per weight); the embedding is a gather and costs
+// none. A mixture-of-experts layer counts its router and the
+// num_experts_per_tok experts a token runs through: the active
+// parameters, not the stored ones.
+func LinearFLOPs(c *model.Config) float64 {
+	h, i, hd := float64(c.HiddenSize), float64(c.IntermediateSize), float64(c.HeadDim)
+	q, kv := float64(c.NumHeads)*hd, float64(c.NumKVHeads)*hd
+	var layers float64
+	for l := range c.NumLayers {
+		layers += h*q + 2*h*kv + q*h
+		if c.IsSparse(l) {
+			layers += float64(c.NumExperts)*h + float64(c.NumExpertsPerTok)*3*h*float64(c.MoEIntermediateSize)
+		} else {
+			layers += 3 * h * i
+		}
+	}
+	return 2 * (layers + float64(c.VocabSize)*h)
+}
+
+// ReadParams is how many weights one decode step of batch sequences
+// reads: every dense weight, and in each sparse layer the experts any of
+// the batch's tokens is routed to — E·(1 − (1 − k/E)^batch) of E on
+// average under uniform routing (all of them once batch·k ≫ E), each of
+// 3·hidden·moe_intermediate weights.
+func ReadParams(c *model.Config, batch int) float64 {
+	n := float64(c.ParamCount())
+	if s := c.SparseLayers(); s > 0 {
+		e, k := float64(c.NumExperts), float64(c.NumExpertsPerTok)
+		per := 3 * float64(c.HiddenSize) * float64(c.MoEIntermediateSize)
+		read := e * (1 - math.Pow(1-k/e, float64(batch)))
+		n -= float64(s) * (e - read) * per
+	}
+	return n
+}
+
+// AttentionFLOPs is the work per token of attention over ctx cached
+// positions: QKᵀ and P·V, 2·headDim FLOPs each per head and position.
+func AttentionFLOPs(c *model.Config, ctx float64) float64 {
+	return 4 * float64(c.NumLayers*c.NumHeads*c.HeadDim) * ctx
+}
+
+// DecodeFLOPs is one decode step's work: every token's projections, LM
+// head and attention over ctx positions, and its LoRA products (2 FLOPs
+// per A and B weight of a rank-rank adapter on all seven projections).
+func DecodeFLOPs(c *model.Config, batch, ctx, rank int) float64 {
+	return float64(batch) * (LinearFLOPs(c) + AttentionFLOPs(c, float64(ctx)) + 2*loraParams(c, rank))
+}
+
+// PrefillFLOPs is the model count per prompt token of a prefill of
+// prompts of prompt tokens: causal, token t attends to t+1 positions,
+// (n+1)/2 on average; the LM head runs for each sequence's last token
+// only, unless allLogits asks for every row's.
+func PrefillFLOPs(c *model.Config, prompt int, allLogits bool) float64 {
+	lmHead := 2 * float64(c.VocabSize) * float64(c.HiddenSize) * (1 - 1/float64(prompt))
+	if allLogits {
+		lmHead = 0
+	}
+	return LinearFLOPs(c) - lmHead + AttentionFLOPs(c, float64(prompt+1)/2)
+}
+
+// TrainFLOPs is the model count per trained token of sequences of seqLen
+// tokens: forward and input gradients of every weight (2× linear; the
+// base is frozen, so no weight gradients), attention forward and a
+// backward of twice its work. The rank-r LoRA products add 2·r·(in+out)
+// per projection, under 1% at rank 16, and are left out.
+func TrainFLOPs(c *model.Config, seqLen int) float64 {
+	return 2*LinearFLOPs(c) + 3*AttentionFLOPs(c, float64(seqLen+1)/2)
+}

@@ -1,0 +1,102 @@
+package update
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/optim"
+)
+
+// Policy is what an update trains: Model is the base with Adapter
+// attached, and Optimizer holds OptimizerParams(Adapter).
+type Policy struct {
+	Model     *model.Model
+	Adapter   *lora.Adapter
+	Optimizer *optim.AdamW
+}
+
+// Settings are the numbers of a run that shape its updates.
+type Settings struct {
+	Loss             loss.Config
+	MaxTokens        int // [sampling] max_tokens: dr_grpo's normaliser
+	MicroBatchTokens int // tokens per forward/backward pass
+	MaxSteps         int // the length of the learning-rate schedule
+}
+
+// Scored is one rollout with its reward. Sample.Advantage is not read:
+// Step sets it from the rewards of the rollout's group.
+type Scored struct {
+	Sample loss.Sample
+	Reward float32
+}
+
+// Stats report one update.
+type Stats struct {
+	Advantages loss.AdvantageStats // zero from StepSamples
+	Loss       loss.Stats
+	Optimizer  optim.StepStats
+	// The wall time of the policy gradient and of the optimizer step,
+	// apart because the step-time estimate scales the first with the
+	// tokens of a step and not the second.
+	PolicyGradientTime, OptimizerTime time.Duration
+}
+
+// Step is one GRPO update from rollouts in consecutive groups of
+// groupSize: group-relative advantages of their rewards (scaled as
+// s.Loss says), then StepSamples over every rollout that has a prompt and
+// a completion. A failed episode with nothing generated still counts in
+// its group's advantages but carries no gradient.
+func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error) {
+	scale, err := s.Loss.AdvantageScale()
+	if err != nil {
+		return Stats{}, err
+	}
+	rewards := make([]float32, len(rollouts))
+	for i := range rollouts {
+		rewards[i] = rollouts[i].Reward
+	}
+	adv, advStats, err := loss.Advantages(rewards, groupSize, scale)
+	if err != nil {
+		return Stats{}, err
+	}
+	samples := make([]loss.Sample, 0, len(rollouts))
+	for i := range rollouts {
+		smp := rollouts[i].Sample
+		if len(smp.Prompt) == 0 || len(smp.Completion) == 0 {
+			continue
+		}
+		smp.Advantage = adv[i]
+		samples = append(samples, smp)
+	}
+	st, err := StepSamples(p, samples, s)
+	st.Advantages = advStats
+	return st, err
+}
+
+// StepSamples is the update for samples whose advantages are already
+// set: the policy gradient into the adapter's gradients, then one
+// optimizer step, which zeroes them. When either fails the gradients are
+// zeroed here instead, so a failed update leaves nothing half-accumulated
+// for the next one; a failed optimizer step changes no parameter.
+func StepSamples(p Policy, samples []loss.Sample, s Settings) (Stats, error) {
+	var st Stats
+	var err error
+	t0 := time.Now()
+	st.Loss, err = loss.PolicyGradient(p.Model, samples, s.Loss, s.MaxTokens, s.MicroBatchTokens)
+	st.PolicyGradientTime = time.Since(t0)
+	if err != nil {
+		p.Adapter.ZeroGrad()
+		return st, fmt.Errorf("policy loss: %w", err)
+	}
+	t0 = time.Now()
+	st.Optimizer, err = p.Optimizer.Update(s.MaxSteps)
+	st.OptimizerTime = time.Since(t0)
+	if err != nil {
+		p.Adapter.ZeroGrad()
+		return st, err
+	}
+	return st, nil
+}
