@@ -1,12 +1,13 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
+
+	_ "github.com/grpo-dev/grpo/kernels/emu" // registers the "emu" backend
+	"github.com/grpo-dev/grpo/model"
 )
 
-// TestBenchMoEShapeSmoke runs grpo bench on the small Qwen3-MoE shape
+// TestBenchMoEShapeSmoke runs the bench on the small Qwen3-MoE shape
 // (random weights) on the CPU and, with bf16 weights, on the CUDA backend
 // under emu: prefill, decode and a LoRA train step through the experts'
 // grouped GEMMs all report a positive rate. The qwen3-30b-a3b shape is
@@ -17,31 +18,25 @@ func TestBenchMoEShapeSmoke(t *testing.T) {
 			if dev == "emu" && testing.Short() {
 				t.Skip("the emulator takes ~8 s for a 9M-parameter model")
 			}
-			var out bytes.Buffer
-			old := stdout
-			stdout = &out
-			err := runBench(benchOpts{shape: "qwen3-moe-9m", device: dev, dtype: "auto", prefill: 4, decode: 2, batch: 2,
-				repeat: 1, prefillChunk: 64, trainSeqs: 1, trainLen: 6, loraRank: 4, json: true, noMatmul: true})
-			stdout = old
+			cfg, ok := model.Shape("qwen3-moe-9m")
+			if !ok {
+				t.Fatal("no qwen3-moe-9m shape")
+			}
+			m := randomModel(t, *cfg, dev)
+			res, err := Run(m, Options{Prefill: 4, Decode: 2, Batch: 2,
+				Repeat: 1, PrefillChunk: 64, TrainSeqs: 1, TrainLen: 6, LoRARank: 4, NoMatmul: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res struct {
-				Weights string
-				Results []benchResult
+			if len(res.Figures) < 3 {
+				t.Fatalf("results %+v: want prefill, decode and train", res.Figures)
 			}
-			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-				t.Fatalf("%v in %s", err, out.String())
-			}
-			if len(res.Results) < 3 {
-				t.Fatalf("results %+v: want prefill, decode and train", res.Results)
-			}
-			for _, r := range res.Results {
+			for _, r := range res.Figures {
 				if !(r.Value > 0) {
 					t.Errorf("%s = %v", r.Name, r.Value)
 				}
 			}
-			t.Logf("%s weights: %+v", res.Weights, res.Results)
+			t.Logf("%s weights: %+v", WeightDType(m), res.Figures)
 		})
 	}
 }

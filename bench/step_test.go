@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"math"
 	"slices"
 	"testing"
@@ -28,7 +26,7 @@ func TestStepBenchDoesTheWork(t *testing.T) {
 	cfg := tinyStepShape
 	m := model.NewRandom(&cfg, cpu.New(), 1)
 	defer m.Free()
-	o := stepBenchOpts{enabled: true, prompts: 2, rollouts: 3, promptLen: 5, newTokens: 7, microBatch: 8192}
+	o := StepOptions{Enabled: true, Prompts: 2, Rollouts: 3, PromptLen: 5, NewTokens: 7, MicroBatch: 8192}
 	sb, err := newStepBench(m, 4, o)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +50,7 @@ func TestStepBenchDoesTheWork(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		want := o.prompts * o.rollouts * o.newTokens
+		want := o.Prompts * o.Rollouts * o.NewTokens
 		if r.GenTokens != want || r.TrainTokens != want {
 			t.Errorf("step %d: generated %d and trained %d tokens, want %d each", step, r.GenTokens, r.TrainTokens, want)
 		}
@@ -65,37 +63,5 @@ func TestStepBenchDoesTheWork(t *testing.T) {
 	}
 	if slices.Equal(before, snapshot()) {
 		t.Error("two steps left the adapter unchanged: the update measured nothing")
-	}
-}
-
-// TestStepBenchJSON runs `grpo bench --grpo-step --json` end to end on a
-// tiny shape and checks the figures scripts/bench.sh reads.
-func TestStepBenchJSON(t *testing.T) {
-	const shape = "test-step-tiny"
-	model.Shapes[shape] = tinyStepShape
-	defer delete(model.Shapes, shape)
-	var out bytes.Buffer
-	old := stdout
-	stdout = &out
-	defer func() { stdout = old }()
-	err := runBench(benchOpts{shape: shape, device: "cpu", dtype: "auto", prefill: 1, batch: 1, repeat: 2, prefillChunk: 1,
-		loraRank: 4, json: true, step: stepBenchOpts{enabled: true, prompts: 2, rollouts: 2, promptLen: 3, newTokens: 4, microBatch: 8192}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res map[string]any
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatalf("%v in %s", err, out.String())
-	}
-	for _, k := range []string{"generate_s", "train_s", "step_s"} {
-		if v, ok := res[k].(float64); !ok || !(v > 0) {
-			t.Errorf("%s = %v, want a positive number of seconds", k, res[k])
-		}
-	}
-	if res["gen_tokens"] != float64(16) || res["train_tokens"] != float64(16) {
-		t.Errorf("gen_tokens %v, train_tokens %v: want 16 each", res["gen_tokens"], res["train_tokens"])
-	}
-	if _, ok := res["blas"].(string); !ok {
-		t.Errorf("no blas line in %v", res)
 	}
 }
