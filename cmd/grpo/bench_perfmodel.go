@@ -15,10 +15,10 @@ func runPerfModel(o benchOpts) error {
 	if !(o.nodeMicros >= 0) {
 		return usagef("--node-us %v: want a cost per graph node of 0 µs or more", o.nodeMicros)
 	}
-	if o.group < 0 {
-		return usagef("--perf-model --group %d: want 1 or more rollouts per prompt", o.group)
+	if o.Group < 0 {
+		return usagef("--perf-model --group %d: want 1 or more rollouts per prompt", o.Group)
 	}
-	sh := perf.Sharing{Group: max(o.group, 1), Prompt: o.prefill}
+	sh := perf.Sharing{Group: max(o.Group, 1), Prompt: o.Prefill}
 	if sh.Group > 1 && sh.Prompt < 1 {
 		return usagef("--perf-model --group %d --prefill %d: want a prompt of at least 1 token to share", sh.Group, sh.Prompt)
 	}

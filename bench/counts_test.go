@@ -1,9 +1,6 @@
-package main
+package bench
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels/cuda"
@@ -11,35 +8,23 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// TestBenchJSONCountsOnEmu: `grpo bench --json` on the CUDA backend
+// TestBenchJSONCountsOnEmu: Run on the CUDA backend
 // reports, per decode step, per prefill and per train micro-batch, what
 // the backend asked of its device; the decode step after warm-up is one
 // graph launch with no allocation, free, upload or host-issued kernel and
 // the two downloads of 8 bytes a sequence; the train micro-batch after the
 // first allocates, frees and waits for nothing; GEMMs read the weights.
 func TestBenchJSONCountsOnEmu(t *testing.T) {
-	const shape = "test-qwen3-counts"
-	model.Shapes[shape] = model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 16, VocabSize: 128, RMSNormEps: 1e-6, RopeTheta: 1e6,
-		MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}
-	defer delete(model.Shapes, shape)
-	var out bytes.Buffer
-	old := stdout
-	stdout = &out
+	cfg := countsShape
 	const batch = 8
-	err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", prefill: 4, decode: 3, batch: batch, repeat: 1,
-		prefillChunk: 64, temperature: 1, json: true, noMatmul: true, trainSeqs: 2, trainLen: 8, loraRank: 4})
-	stdout = old
+	res, err := Run(randomModel(t, cfg, "emu"), Options{Prefill: 4, Decode: 3, Batch: batch, Repeat: 1,
+		PrefillChunk: 64, Temperature: 1, NoMatmul: true, TrainSeqs: 2, TrainLen: 8, LoRARank: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res struct{ Counts benchCounts }
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatalf("%v in %s", err, out.String())
-	}
 	c := res.Counts
 	if c.DecodeStep == nil || c.Prefill == nil || c.TrainMicroBatch == nil {
-		t.Fatalf("counts missing: %s", out.String())
+		t.Fatalf("counts missing: %+v", c)
 	}
 	d := *c.DecodeStep
 	want := cuda.Counts{GraphLaunches: 1, GraphKernels: d.GraphKernels, Syncs: 2, DtoH: 2, DtoHBytes: 8 * batch, WeightBytes: d.WeightBytes, Atomics: d.Atomics, FLOPs: d.FLOPs}
@@ -48,7 +33,6 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 	}
 	// Weights read once per step at least: the embedding-tied LM head and
 	// every layer's projections, bf16.
-	cfg := model.Shapes[shape]
 	if min := int64(2 * cfg.VocabSize * cfg.HiddenSize); d.WeightBytes < min {
 		t.Errorf("decode step reads %d weight bytes, less than the LM head's %d", d.WeightBytes, min)
 	}
@@ -94,32 +78,18 @@ func TestBenchJSONCountsOnEmu(t *testing.T) {
 // as fewer bytes copied in: the token ids and positions of 8 tokens, not
 // 32), and the decode step still reads every sequence's 7 positions.
 func TestBenchGroupOnEmu(t *testing.T) {
-	const shape = "test-qwen3-group"
-	model.Shapes[shape] = model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 16, VocabSize: 128, RMSNormEps: 1e-6, RopeTheta: 1e6,
-		MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}
-	defer delete(model.Shapes, shape)
-	run := func(group int) (res struct {
-		Results []benchResult
-		Counts  benchCounts
-	}) {
-		var out bytes.Buffer
-		old := stdout
-		stdout = &out
-		err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", prefill: 4, decode: 3, batch: 8, group: group,
-			repeat: 1, prefillChunk: 64, temperature: 1, json: true, noMatmul: true})
-		stdout = old
+	m := randomModel(t, countsShape, "emu")
+	run := func(group int) *Results {
+		res, err := Run(m, Options{Prefill: 4, Decode: 3, Batch: 8, Group: group,
+			Repeat: 1, PrefillChunk: 64, Temperature: 1, NoMatmul: true})
 		if err != nil {
 			t.Fatalf("--group %d: %v", group, err)
-		}
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			t.Fatalf("%v in %s", err, out.String())
 		}
 		return res
 	}
 	alone, grouped := run(1), run(4)
-	if grouped.Results[0].Name != "prefill 2x4" {
-		t.Errorf("first figure %q, want prefill 2x4", grouped.Results[0].Name)
+	if grouped.Figures[0].Name != "prefill 2x4" {
+		t.Errorf("first figure %q, want prefill 2x4", grouped.Figures[0].Name)
 	}
 	if a, g := alone.Counts.Prefill.HtoDBytes, grouped.Counts.Prefill.HtoDBytes; g >= a {
 		t.Errorf("grouped prefill uploads %d bytes, alone %d: the forked rollouts were prefilled too", g, a)
@@ -130,7 +100,12 @@ func TestBenchGroupOnEmu(t *testing.T) {
 	if grouped.Counts.DecodeKVBytes != 7168 {
 		t.Errorf("grouped decode step KV bytes %d, want 7168 (each sequence reads its 7 positions)", grouped.Counts.DecodeKVBytes)
 	}
-	if err := runBench(benchOpts{shape: shape, device: "emu", prefill: 4, batch: 8, group: 3, repeat: 1, prefillChunk: 64}); err == nil || !strings.Contains(err.Error(), "--group 3") {
-		t.Errorf("--group 3 of --batch 8: %v, want an error naming --group", err)
+	if _, err := Run(m, Options{Prefill: 4, Batch: 8, Group: 3, Repeat: 1, PrefillChunk: 64}); err == nil {
+		t.Error("Group 3 of Batch 8: no error")
 	}
 }
+
+// countsShape is a two-layer Qwen3 small enough for the emulator.
+var countsShape = model.Config{ModelType: "qwen3", HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+	NumHeads: 2, NumKVHeads: 1, HeadDim: 16, VocabSize: 128, RMSNormEps: 1e-6, RopeTheta: 1e6,
+	MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}

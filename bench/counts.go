@@ -1,15 +1,15 @@
-package main
+package bench
 
 import "github.com/grpo-dev/grpo/kernels/cuda"
 
-// benchCounts are what the CUDA backend (on a GPU or under emu) asked of
+// Counts are what the CUDA backend (on a GPU or under emu) asked of
 // its device for one unit of each figure, read from its counting device
 // (cuda.Counter) after the timed runs: one decode step, one whole prefill
-// (--batch prompts of --prefill tokens), one train micro-batch. The decode
+// (Batch/Group prompts of Prefill tokens), one train micro-batch. The decode
 // step's KV bytes are computed from the sequences' lengths (every layer
 // reads K and V for each position up to the new token's), which no
 // counter can see: the positions live on the device.
-type benchCounts struct {
+type Counts struct {
 	DecodeStep    *cuda.Counts `json:"decode_step,omitempty"`
 	DecodeKVBytes int64        `json:"decode_step_kv_bytes,omitempty"`
 	// DecodeKVDType is the dtype of the cache the bench decoded over (the

@@ -1,8 +1,6 @@
-package main
+package bench
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -24,34 +22,21 @@ func TestBenchQwenVocabLargeBatchOnEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("samples 151,936-wide rows for 384 sequences under the emulator (about 8 s)")
 	}
-	const shape = "test-qwen3-vocab"
-	model.Shapes[shape] = model.Config{ModelType: "qwen3", HiddenSize: 8, IntermediateSize: 16, NumLayers: 1,
+	m := randomModel(t, model.Config{ModelType: "qwen3", HiddenSize: 8, IntermediateSize: 16, NumLayers: 1,
 		NumHeads: 1, NumKVHeads: 1, HeadDim: 8, VocabSize: 151936, RMSNormEps: 1e-6, RopeTheta: 1e6,
-		MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}
-	defer delete(model.Shapes, shape)
+		MaxPositions: 64, TieWordEmbeddings: true, HiddenAct: "silu"}, "emu")
 	for _, batch := range []int{128, 256} {
-		var out bytes.Buffer
-		old := stdout
-		stdout = &out
-		err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", prefill: 3, decode: 1, batch: batch,
-			repeat: 1, prefillChunk: 200, temperature: 0, json: true, noMatmul: true})
-		stdout = old
+		res, err := Run(m, Options{Prefill: 3, Decode: 1, Batch: batch,
+			Repeat: 1, PrefillChunk: 200, Temperature: 0, NoMatmul: true})
 		if err != nil {
 			t.Fatalf("batch %d: %v", batch, err)
 		}
-		var res struct {
-			Weights string
-			Results []benchResult
+		if w := WeightDType(m).String(); w != "BF16" && w != "bf16" {
+			t.Errorf("batch %d: weights %q, want bf16 on a CUDA backend", batch, w)
 		}
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			t.Fatalf("batch %d: %v in %s", batch, err, out.String())
-		}
-		if res.Weights != "BF16" && res.Weights != "bf16" {
-			t.Errorf("batch %d: weights %q, want bf16 on a CUDA backend", batch, res.Weights)
-		}
-		t.Logf("batch %d: %+v", batch, res.Results)
+		t.Logf("batch %d: %+v", batch, res.Figures)
 		var names []string
-		for _, r := range res.Results {
+		for _, r := range res.Figures {
 			names = append(names, r.Name)
 			if !(r.Value > 0) {
 				t.Errorf("batch %d: %s = %v", batch, r.Name, r.Value)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"math"
@@ -13,7 +13,7 @@ import (
 func TestRooflineFigures(t *testing.T) {
 	c := &model.Config{ModelType: "qwen3", HiddenSize: 4, IntermediateSize: 8, NumLayers: 1, NumHeads: 2,
 		NumKVHeads: 1, HeadDim: 2, VocabSize: 10, TieWordEmbeddings: true}
-	o := benchOpts{batch: 2, prefill: 3, decode: 2, trainSeqs: 1, trainLen: 3}
+	o := Options{Batch: 2, Prefill: 3, Decode: 2, TrainSeqs: 1, TrainLen: 3}
 	// linear per token: 2·(4·4 + 2·4·2 + 4·4 + 3·4·8 + 10·4) = 2·184 = 368.
 	if got := perf.LinearFLOPs(c); got != 368 {
 		t.Fatalf("LinearFLOPs = %v, want 368", got)
@@ -83,7 +83,7 @@ func TestRooflineFigures(t *testing.T) {
 func TestHFUFigures(t *testing.T) {
 	c := &model.Config{ModelType: "qwen3", HiddenSize: 4, IntermediateSize: 8, NumLayers: 1, NumHeads: 2,
 		NumKVHeads: 1, HeadDim: 2, VocabSize: 10, TieWordEmbeddings: true}
-	o := benchOpts{batch: 2, prefill: 3, trainSeqs: 4, trainLen: 3}
+	o := Options{Batch: 2, Prefill: 3, TrainSeqs: 4, TrainLen: 3}
 	figs := map[string]float64{}
 	// Prefill: 2·3 tokens counted 2400 FLOPs, 400 a token; train: 12
 	// tokens 12,000, 1000 a token; both at 1e9 tok/s.
@@ -110,7 +110,7 @@ func TestHFUFigures(t *testing.T) {
 	}
 }
 
-// TestRooflineFiguresSharedKV: bench's decode HBM figure over --group 8
+// TestRooflineFiguresSharedKV: the bench's decode HBM figure over --group 8
 // --prefill 256 --decode 31 (mean context 256 + 16) counts the prompt
 // blocks once a group: Qwen3-0.6B's bf16 cache holds 114,688 B a
 // position (perf's TestSharedKVBytesByHand).
@@ -119,7 +119,7 @@ func TestRooflineFiguresSharedKV(t *testing.T) {
 	if !ok {
 		t.Fatal("no qwen3-0.6b shape")
 	}
-	o := benchOpts{batch: 128, group: 8, prefill: 256, decode: 31}
+	o := Options{Batch: 128, Group: 8, Prefill: 256, Decode: 31}
 	var hbm float64
 	for _, r := range rooflineFigures(c, 2, kernels.BF16, o, 0, 128, 0) { // one step a second
 		if r.Name == "decode batch 128 HBM" {
