@@ -15,6 +15,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/rundir"
+	"github.com/grpo-dev/grpo/trainer"
 )
 
 var runsFlags struct {
@@ -106,15 +107,6 @@ func runRuns(w io.Writer, args []string) error {
 	return rundir.FollowLog(ctx, path, w, runsFlags.poll, 5*rundir.RunningWindow)
 }
 
-// readRunConfig reads what rundir lists of a run from its config.toml.
-func readRunConfig(path string) (rundir.RunConfig, error) {
-	c, err := config.Load(path)
-	if err != nil {
-		return rundir.RunConfig{}, err
-	}
-	return rundir.RunConfig{MaxSteps: c.MaxSteps, CheckpointDir: c.Checkpoint.Dir}, nil
-}
-
 // findRun resolves RUN: a run directory as given, or a name under dir.
 func findRun(arg, dir string) (string, error) {
 	for _, p := range []string{arg, filepath.Join(dir, arg)} {
@@ -123,7 +115,7 @@ func findRun(arg, dir string) (string, error) {
 		}
 	}
 	var names []string
-	if runs, err := rundir.List(dir, time.Now(), readRunConfig); err == nil {
+	if runs, err := rundir.List(dir, time.Now(), trainer.ReadRunConfig); err == nil {
 		for _, r := range runs {
 			names = append(names, r.Name)
 		}
@@ -138,7 +130,7 @@ func findRun(arg, dir string) (string, error) {
 }
 
 func runsList(w io.Writer, dir string) error {
-	runs, err := rundir.List(dir, time.Now(), readRunConfig)
+	runs, err := rundir.List(dir, time.Now(), trainer.ReadRunConfig)
 	if err != nil {
 		return err
 	}
@@ -166,7 +158,7 @@ func runsList(w io.Writer, dir string) error {
 }
 
 func runsStatus(w io.Writer, path string) error {
-	d, err := rundir.InspectDetail(path, time.Now(), readRunConfig)
+	d, err := rundir.InspectDetail(path, time.Now(), trainer.ReadRunConfig)
 	if err != nil {
 		return err
 	}
