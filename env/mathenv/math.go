@@ -45,18 +45,9 @@ func init() {
 		ID:          "math",
 		Description: `math problems; reward = correct_answer: the last \boxed{} checked with math-verify (fractions, roots, π, intervals, symbolic equality), as verifiers 8d4b33247's MathRubric`,
 		Data:        `verifiers' "math" example set (hub chiayewken/competition_math), as Lab's math_python; dataset_name = "math500", a hub id, or "synthetic" for generated problems`,
-		Args: []env.ArgSpec{
+		Args: append([]env.ArgSpec{
 			{Name: "system_prompt", Type: env.ArgString, Default: lab.BoxedSystemPrompt, Help: "system message"},
-			{Name: "dataset_name", Type: env.ArgString, Default: "math", Help: `"math" or "math500" (verifiers' example sets), a hub dataset, or "synthetic" = problems generated from seed (no network)`},
-			{Name: "dataset_split", Type: env.ArgString, Default: "train", Help: "hub split for training"},
-			{Name: "eval_split", Type: env.ArgString, Default: "test", Help: "hub split for eval"},
-			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "first N training examples (-1 = all; synthetic: 1000)"},
-			{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "first N eval examples (-1 = all)"},
-			{Name: "seed", Type: env.ArgInt, Default: 0, Help: "seed of the synthetic problems"},
-			{Name: "dataset_config", Type: env.ArgString, Default: "", Help: "config of a hub dataset"},
-			{Name: "question_field", Type: env.ArgString, Default: "problem", Help: "field with the problem (a hub dataset other than math/math500)"},
-			{Name: "answer_field", Type: env.ArgString, Default: "answer", Help: "field with the final answer (a hub dataset other than math/math500)"},
-		},
+		}, DatasetArgs...),
 		New: func(a env.Args, o env.Options) (env.Environment, error) {
 			if err := lab.CheckDatasetName(a); err != nil {
 				return nil, err
@@ -198,4 +189,18 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// DatasetArgs are the arguments that choose and cut math's problems, which
+// math-python reads the same way (it loads its data through New).
+var DatasetArgs = []env.ArgSpec{
+	{Name: "dataset_name", Type: env.ArgString, Default: "math", Help: `"math" or "math500" (verifiers' example sets), a hub dataset, or "synthetic" = problems generated from seed (no network)`},
+	{Name: "dataset_split", Type: env.ArgString, Default: "train", Help: "hub split for training"},
+	{Name: "eval_split", Type: env.ArgString, Default: "test", Help: "hub split for eval"},
+	{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "first N training examples (-1 = all; synthetic: 1000)"},
+	{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "first N eval examples (-1 = all)"},
+	{Name: "seed", Type: env.ArgInt, Default: 0, Help: "seed of the synthetic problems"},
+	{Name: "dataset_config", Type: env.ArgString, Default: "", Help: "config of a hub dataset"},
+	{Name: "question_field", Type: env.ArgString, Default: "problem", Help: "field with the problem (a hub dataset other than math/math500)"},
+	{Name: "answer_field", Type: env.ArgString, Default: "answer", Help: "field with the final answer (a hub dataset other than math/math500)"},
 }

@@ -55,23 +55,15 @@ func init() {
 		ID:          "math-python",
 		Description: `math problems solved with a sandboxed, persistent python tool (verifiers 8d4b33247's math_python); reward = correct_answer: math-verify on the last \boxed{}`,
 		Data:        `as math: verifiers' "math" example set (hub chiayewken/competition_math); dataset_name = "math500", a hub id, or "synthetic" (no network)`,
-		Args: []env.ArgSpec{
+		Args: append(append([]env.ArgSpec{
 			{Name: "max_turns", Type: env.ArgInt, Default: 100, Help: "model turns per episode"},
-			{Name: "dataset_name", Type: env.ArgString, Default: "math", Help: `"math" or "math500" (verifiers' example sets), a hub dataset, or "synthetic" = problems generated from seed (no network)`},
-			{Name: "dataset_split", Type: env.ArgString, Default: "train", Help: "hub split for training"},
-			{Name: "eval_split", Type: env.ArgString, Default: "test", Help: "hub split for eval"},
-			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "first N training examples (-1 = all; synthetic: 1000)"},
-			{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "first N eval examples (-1 = all)"},
-			{Name: "seed", Type: env.ArgInt, Default: 0, Help: "seed of the synthetic problems"},
-			{Name: "dataset_config", Type: env.ArgString, Default: "", Help: "config of a hub dataset"},
-			{Name: "question_field", Type: env.ArgString, Default: "problem", Help: "field with the problem (a hub dataset other than math/math500)"},
-			{Name: "answer_field", Type: env.ArgString, Default: "answer", Help: "field with the final answer (a hub dataset other than math/math500)"},
+		}, mathenv.DatasetArgs...), []env.ArgSpec{
 			{Name: "pip_install_packages", Type: env.ArgString, Default: "numpy sympy scipy", Help: `packages the model may import, preloaded; only numpy, sympy and scipy exist in the sandbox ("" = standard library only)`},
 			{Name: "max_startup_wait_seconds", Type: env.ArgInt, Default: 60, Help: "longest wait for an interpreter to start"},
 			{Name: "sandbox_timeout_per_command_seconds", Type: env.ArgInt, Default: 60, Help: "wall-clock limit of one python call"},
 			{Name: "sandbox_memory_gb", Type: env.ArgInt, Default: 2, Help: "memory of one interpreter (cgroup memory.max where delegated)"},
 			{Name: "pool_size", Type: env.ArgInt, Default: 4, Help: "interpreters kept warm ahead of episodes (grpo's; verifiers starts one container per rollout)"},
-		},
+		}...),
 		New: newMathPython,
 	})
 }
