@@ -2,6 +2,7 @@ package custom
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,7 +35,9 @@ func FuzzCustomConfig(f *testing.F) {
 			t.Fatalf("accepted a config that fails its own checks: %+v", c)
 		}
 		for _, p := range []string{c.Dataset.Train, c.Dataset.Eval} {
-			if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "..") {
+			// "..0" is a file in the environment, not its parent: the
+			// question is filepath.IsLocal's, not a prefix's.
+			if p != "" && !filepath.IsLocal(filepath.FromSlash(p)) {
 				t.Fatalf("accepted a dataset path outside the environment: %q", p)
 			}
 		}
