@@ -172,6 +172,9 @@ func (c *KVCache) take(slot, pos int) (int32, error) {
 func (c *KVCache) copyBlock(dst, src int32) {
 	n := c.BlockSize * c.width
 	for l := range c.K {
+		if c.K[l] == nil {
+			continue // a linear-attention layer: no blocks
+		}
 		c.backend.Copy(c.K[l].Slice(int(dst)*n, n), c.K[l].Slice(int(src)*n, n))
 		c.backend.Copy(c.V[l].Slice(int(dst)*n, n), c.V[l].Slice(int(src)*n, n))
 	}

@@ -48,6 +48,9 @@ func (c *Config) Dims(p Proj) (in, out int) {
 	h, q, kv := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	switch p {
 	case ProjQ:
+		if c.Arch().OutputGate {
+			return h, 2 * q // each head [query | gate]
+		}
 		return h, q
 	case ProjK, ProjV:
 		return h, kv

@@ -58,6 +58,9 @@ type Trace struct {
 // comes back from the backend's next Sync (after the caller's downloads).
 func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	c := m.Config
+	if c.Arch().Hybrid {
+		return nil, fmt.Errorf("training %s is not supported yet: its layers' backward is still to be built (inference works)", c.Arch().Name)
+	}
 	r := b.Len()
 	if rows != nil {
 		r = len(rows)
