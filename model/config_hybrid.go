@@ -164,6 +164,9 @@ func (c *Config) validateHybrid(arch Arch) error {
 	if r := c.RotaryDim(); r <= 0 || r%2 != 0 {
 		return fmt.Errorf("head_dim %d × partial_rotary_factor %v = %d rotary dims: want a positive even number", c.HeadDim, c.PartialRotaryFactor, r)
 	}
+	if arch.MoE {
+		c.NormTopKProb = true // Qwen3.5-MoE's router always renormalises its top k
+	}
 	if c.SharedExpertIntermediateSize < 0 {
 		return fmt.Errorf("shared_expert_intermediate_size must be ≥ 0, got %d", c.SharedExpertIntermediateSize)
 	}

@@ -64,7 +64,7 @@ func (w *DeltaNetWeights) reslice(h int) {
 }
 
 // deltaNetActs are a DeltaNet layer's activations between its input norm
-// and out_proj.
+// and out_proj (Config.DeltaNetActWidth per token).
 type deltaNetActs struct {
 	mixed, conv kernels.Buffer // n × conv channels: in_proj_qkv's output, the conv's
 	z, core     kernels.Buffer // n × value: in_proj_z's output, the delta rule's (normed in place)

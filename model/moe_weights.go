@@ -34,6 +34,13 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 		g.members = append(g.members, len(s))
 		return sp
 	}
+	if c.Arch().Hybrid {
+		// Qwen3.5-MoE checkpoints may store each layer's experts as two
+		// tensors, [experts, 2·inter, hidden] (gate then up per expert)
+		// and [experts, hidden, inter]: exactly the stacked buffers.
+		gateUp.whole, gateUp.wholeShape = prefix+"mlp.experts.gate_up_proj", []int{ne, 2 * mi, h}
+		down.whole, down.wholeShape = prefix+"mlp.experts.down_proj", []int{ne, h, mi}
+	}
 	s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
 	for e := range ne {
 		ex := &mw.Experts[e]
