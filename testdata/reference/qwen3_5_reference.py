@@ -200,8 +200,11 @@ class Model:
     lora: {module name (full, as in the checkpoint, without .weight):
     (A [r, in], B [out, r], scale)}: y = x Wᵀ + scale (x Aᵀ) Bᵀ.
     ablate: names of features to switch off (for the README's table):
-    conv, decay, beta, gated_norm, output_gate, partial_rotary,
-    shared_expert_gate, zero_centred_norms, qk_l2norm.
+    conv (identity taps), decay (g = 0), beta (= 1), gated_norm (no
+    silu(z)), qk_l2norm, qk_head_tiling (value head h reads key head h % Hk
+    instead of h // (Hv/Hk)), output_gate, rope (none), partial_rotary
+    (over all head_dim dims), zero_centred_norms (w instead of 1 + w),
+    shared_expert_gate (= 1).
     """
 
     def __init__(self, cfg, weights, lora=None, ablate=(), dtype=torch.float64):
@@ -247,7 +250,8 @@ class Model:
         k = self.linear(h, p + "k_proj").view(T, c.kv_heads, c.head_dim)
         v = self.linear(h, p + "v_proj").view(T, c.kv_heads, c.head_dim)
         q, k = self.norm(q, p + "q_norm"), self.norm(k, p + "k_norm")
-        q, k = self.rope(q, pos), self.rope(k, pos)
+        if "rope" not in self.ablate:
+            q, k = self.rope(q, pos), self.rope(k, pos)
         if cache is not None:
             if "k" in cache:
                 k, v = torch.cat([cache["k"], k]), torch.cat([cache["v"], v])
@@ -289,7 +293,10 @@ class Model:
             k = k * torch.rsqrt(k.pow(2).sum(-1, keepdim=True) + L2_EPS)
         q = q * c.dk ** -0.5
         rep = c.hv // c.hk
-        q, k = q.repeat_interleave(rep, dim=1), k.repeat_interleave(rep, dim=1)
+        if "qk_head_tiling" in self.ablate:      # the wrong mapping: value head h reads key head h % Hk
+            q, k = q.repeat(1, rep, 1), k.repeat(1, rep, 1)
+        else:
+            q, k = q.repeat_interleave(rep, dim=1), k.repeat_interleave(rep, dim=1)
         beta = torch.sigmoid(self.linear(h, p + "in_proj_b"))
         if "beta" in self.ablate:
             beta = torch.ones_like(beta)
@@ -485,8 +492,8 @@ def write_golden(name, out_dir):
     return cfg, weights, model, logits_by_case
 
 
-FEATURES = ["conv", "decay", "beta", "gated_norm", "qk_l2norm", "output_gate", "partial_rotary",
-            "zero_centred_norms", "shared_expert_gate"]
+FEATURES = ["conv", "decay", "beta", "gated_norm", "qk_l2norm", "qk_head_tiling", "output_gate", "rope",
+            "partial_rotary", "zero_centred_norms", "shared_expert_gate"]
 
 
 def feature_effects(name):
