@@ -534,8 +534,11 @@ def main():
     if "qwen3_5-moe-tiny" in written and "qwen3_5-moe-tiny-perexpert" in written:
         a, b = written["qwen3_5-moe-tiny"], written["qwen3_5-moe-tiny-perexpert"]
         err = max((a[k] - b[k]).abs().max().item() for k in a)
-        assert err == 0.0, f"fused and per-expert checkpoints differ by {err}"
-        print(f"fused vs per-expert experts: identical logits (max |diff| {err})")
+        with open(os.path.join(args.out, "qwen3_5-moe-tiny.f32"), "rb") as fa, \
+                open(os.path.join(args.out, "qwen3_5-moe-tiny-perexpert.f32"), "rb") as fb:
+            same = fa.read() == fb.read()
+        assert err == 0.0 and same, f"fused and per-expert checkpoints differ by {err} (same golden bytes: {same})"
+        print("fused vs per-expert experts: identical logits and hidden states (max |diff| 0)")
 
 
 if __name__ == "__main__":
