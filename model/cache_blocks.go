@@ -61,7 +61,8 @@ func (c *KVCache) row(slot int) []int32 { return c.table[slot*c.MaxBlocks : (slo
 // count one more reference, and the partly filled last one is copied when
 // either slot first writes past position n−1 into it. dst must map no
 // blocks (a fresh or released slot) and src must map every block of its
-// first n positions.
+// first n positions. A model with linear-attention layers also copies
+// src's states into dst, so src must have consumed exactly n positions.
 func (c *KVCache) Fork(dst, src, n int) error {
 	switch {
 	case c.fixed:
@@ -87,6 +88,7 @@ func (c *KVCache) Fork(dst, src, n int) error {
 		c.refs[from[j]]++
 	}
 	c.dirty = true
+	c.linear.copySlot(c.backend, dst, src)
 	return nil
 }
 

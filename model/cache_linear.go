@@ -13,7 +13,8 @@ import (
 // at every token, so rounding it to bf16 would compound. Attention layers
 // have nil entries, as linear layers have nil K and V.
 type linearStates struct {
-	conv, state []kernels.Buffer
+	conv, state           []kernels.Buffer
+	convWidth, stateWidth int // one slot's elements
 }
 
 // newLinearStates allocates the states of slots sequences, or returns nil
@@ -23,7 +24,8 @@ func (m *Model) newLinearStates(slots int) *linearStates {
 	if c.LinearLayers() == 0 {
 		return nil
 	}
-	s := &linearStates{conv: make([]kernels.Buffer, c.NumLayers), state: make([]kernels.Buffer, c.NumLayers)}
+	s := &linearStates{conv: make([]kernels.Buffer, c.NumLayers), state: make([]kernels.Buffer, c.NumLayers),
+		convWidth: c.ConvStateWidth(), stateWidth: c.RecurrentStateWidth()}
 	for l := range c.NumLayers {
 		if c.Mixer(l) == MixGatedDeltaNet {
 			s.conv[l] = m.Backend.Alloc(kernels.F32, slots*c.ConvStateWidth())
@@ -83,4 +85,25 @@ func (b *Batch) runs() ([]int32, error) {
 		out = append(out, int32(start), int32(i-start), init, slot)
 	}
 	return out, nil
+}
+
+// copySlot copies slot src's states into slot dst, every layer: a fork of
+// a sequence (KVCache.Fork) continues from the same state. The source
+// must have consumed exactly the positions the fork shares: a state is
+// the sum of every token before it, not a row per position.
+func (s *linearStates) copySlot(be kernels.Backend, dst, src int) {
+	if s == nil {
+		return
+	}
+	for l := range s.conv {
+		if s.conv[l] == nil {
+			continue
+		}
+		for _, b := range []struct {
+			buf   kernels.Buffer
+			width int
+		}{{s.conv[l], s.convWidth}, {s.state[l], s.stateWidth}} {
+			be.Copy(b.buf.Slice(dst*b.width, b.width), b.buf.Slice(src*b.width, b.width))
+		}
+	}
 }

@@ -23,9 +23,14 @@ func (g *group) leave(q *Seq) {
 
 // source is a member whose first forkLen positions are in the cache (the
 // one that prefilled them, or one that forked them), or nil.
-func (g *group) source() *Seq {
+//
+// With exact set (a model with linear-attention layers, whose per-slot
+// state holds every token a sequence has consumed, not just positions
+// the way KV blocks do) only a member that has consumed exactly the
+// prompt can be forked from.
+func (g *group) source(exact bool) *Seq {
 	for _, m := range g.members {
-		if !m.awaitsFork && m.cached >= g.forkLen {
+		if !m.awaitsFork && (m.cached == g.forkLen || !exact && m.cached > g.forkLen) {
 			return m
 		}
 	}
@@ -140,7 +145,7 @@ func (s *Sampler) forkPending(live []*Seq) error {
 			continue
 		}
 		g := q.group
-		if src := g.source(); src != nil {
+		if src := g.source(s.m.Config.LinearLayers() > 0); src != nil {
 			if err := s.cache.Fork(q.slot, src.slot, g.forkLen); err != nil {
 				return fmt.Errorf("sampler: sharing the prompt: %w", err)
 			}
