@@ -182,9 +182,6 @@ func (m *Model) checkMixers() error {
 			return err
 		}
 	}
-	if c.Arch().OutputGate && c.AttentionLayers() > 0 {
-		return fmt.Errorf("%s's gated attention layers are not supported yet", c.Arch().Name)
-	}
 	if c.SharedExpertIntermediateSize > 0 {
 		return fmt.Errorf("%s's shared expert is not supported yet", c.Arch().Name)
 	}

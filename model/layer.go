@@ -17,6 +17,10 @@ type layerActs struct {
 	qPre, kPre      kernels.Buffer // q and k before the Qwen3 q/k norm (training; nil otherwise)
 	rstdQ, rstdK    kernels.Buffer // per-head 1/rms of the q/k norm (training)
 	q               kernels.Buffer // after norm and RoPE; k and v go straight to the cache
+	// gate is the output gate's pre-activation (n × q, the second half
+	// of each gated q_proj head) in a model with Arch.OutputGate; nil
+	// otherwise.
+	gate kernels.Buffer
 	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
 	o               kernels.Buffer // o_proj / down_proj output
 	// gateUp is the gate/up GEMM's output, n × 2·inter (gate | up per
@@ -99,6 +103,9 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	if c.LinearLayers() > 0 {
 		s.linear = m.newDeltaNetActs(a, n)
 	}
+	if c.Arch().OutputGate {
+		s.gate = a.alloc(kernels.F32, n*q)
+	}
 	return s
 }
 
@@ -178,9 +185,14 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 		m.deltaNetForward(l, cache, idx, n, s.linear, gemmInput(s.h1, s.h1b), s.o)
 	} else {
 		m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
-		be.AttentionInputs(s.q, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
-			m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, eps)
+		be.AttentionInputs(s.q, s.gate, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
+			m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim(), eps)
 		m.attention(l, cache, idx, n, s)
+		if s.gate != nil {
+			// Qwen3.5's output gate: attention's output × sigmoid(gate),
+			// o_proj's input.
+			be.SigmoidGate(s.attn, s.attn, s.gate, n*c.NumHeads*hd)
+		}
 		m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
 	}
 

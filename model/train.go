@@ -313,8 +313,8 @@ func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buf
 	// weight and the LoRA part reads them in place.
 	width := c.groupWidth(groupQKV)
 	dQKV := f(n * width)
-	be.AttentionInputsBackward(dQKV, dq, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd)
+	be.AttentionInputsBackward(dQKV, dq, nil, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, hd)
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)

@@ -46,6 +46,7 @@ func TrainCases() []Case {
 		sumSquaresCases(),
 		rmsNormBackwardCases(),
 		swiGLUBackwardCases(),
+		sigmoidGateBackwardCases(),
 		ropeBackwardCases(),
 		scatterRowsCases(),
 		attentionBackwardCases(),
