@@ -369,10 +369,9 @@ func RefGatedRMSNorm(x, z, w []float64, rows, dim int, eps float64) (out, rstd [
 	return out, rstd
 }
 
-// RefGatedRMSNormBackward returns dx and dz, recomputing 1/rms from x.
-func RefGatedRMSNormBackward(dy, x, z, w []float64, rows, dim int, eps float64) (dx, dz []float64) {
+// RefGatedRMSNormBackward returns dx and dz with the forward's 1/rms.
+func RefGatedRMSNormBackward(dy, x, z, w, rstd []float64, rows, dim int) (dx, dz []float64) {
 	dx, dz = make([]float64, rows*dim), make([]float64, rows*dim)
-	_, rstd := RefGatedRMSNorm(x, z, w, rows, dim, eps)
 	for r := range rows {
 		rs, dot := rstd[r], 0.0
 		dn := make([]float64, dim)

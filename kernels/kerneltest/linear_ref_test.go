@@ -197,7 +197,8 @@ func TestRefGatesAndNormBackwardsMatchFD(t *testing.T) {
 		out, _ := RefGatedRMSNorm(x, z, w, rows, dim, 1e-6)
 		return dot64(dy, out)
 	}
-	dx, dz := RefGatedRMSNormBackward(dy, x, z, w, rows, dim, 1e-6)
+	_, rstd := RefGatedRMSNorm(x, z, w, rows, dim, 1e-6)
+	dx, dz := RefGatedRMSNormBackward(dy, x, z, w, rstd, rows, dim)
 	fdCheck(t, "dx", x, dx, norm)
 	fdCheck(t, "dz", z, dz, norm)
 }

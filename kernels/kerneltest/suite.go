@@ -71,6 +71,7 @@ func Cases() []Case {
 		loRAExpandCases(),
 		attentionInputsCases(),
 		moeCases(),
+		linearCases(),
 	} {
 		cs = append(cs, group...)
 	}
