@@ -72,6 +72,7 @@ func Cases() []Case {
 		loRAExpandCases(),
 		attentionInputsCases(),
 		moeCases(),
+		linearCases(),
 	} {
 		cs = append(cs, group...)
 	}
