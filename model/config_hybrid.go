@@ -182,8 +182,5 @@ func (m *Model) checkMixers() error {
 			return err
 		}
 	}
-	if c.SharedExpertIntermediateSize > 0 {
-		return fmt.Errorf("%s's shared expert is not supported yet", c.Arch().Name)
-	}
 	return nil
 }

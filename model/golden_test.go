@@ -12,7 +12,7 @@ import (
 // four architectures, f32 and bf16, tied and untied heads, one sharded, and
 // Qwen3-MoE with and without norm_topk_prob and with a dense layer.
 var goldenModels = []string{"qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded",
-	"qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16", "qwen3_5-tiny", "qwen3_5-tiny-bf16"}
+	"qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16", "qwen3_5-tiny", "qwen3_5-tiny-bf16", "qwen3_5-moe-tiny", "qwen3_5-moe-tiny-perexpert"}
 
 // TestLogitsMatchPyTorch compares the forward pass with an independent
 // float64 PyTorch implementation (testdata/reference/reference.py) on
