@@ -99,7 +99,7 @@ func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
 	rows := n * k
-	return (n*(ne+k+ad.routerRank()) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
+	return (n*(ne+k+ad.routerRank()+int64(mc.SharedExpertActWidth())) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
 		int64(mc.SparseLayers())*rows) * f32Bytes
 }
 

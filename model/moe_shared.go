@@ -49,3 +49,14 @@ func (m *Model) sharedExpertForward(l int, s *sharedExpertActs, h, out kernels.B
 	be.MoECombine(s.scaled, s.y, s.scale, s.rows, n, 1, hd)
 	be.Add(out, out, s.scaled, n*hd)
 }
+
+// SharedExpertActWidth is the 4-byte elements per token of a sparse
+// layer's shared-expert activations (newSharedExpertActs), 0 without a
+// shared expert.
+func (c *Config) SharedExpertActWidth() int {
+	si := c.SharedExpertIntermediateSize
+	if si == 0 {
+		return 0
+	}
+	return 3*si + 2*c.HiddenSize + 4
+}
