@@ -167,3 +167,21 @@ func (s *Sampler) forkPending(live []*Seq) error {
 	}
 	return nil
 }
+
+// forkPoint is where q, prefilling its group's prompt, must pause so that
+// members of this step can fork its state, or 0 for no pause. Only a
+// model with linear-attention layers pauses: its state after forkLen
+// tokens is gone once the prefiller consumes the last prompt token,
+// whereas KV blocks keep every position.
+func (s *Sampler) forkPoint(q *Seq) int {
+	g := q.group
+	if g == nil || s.m.Config.LinearLayers() == 0 || q.awaitsFork || q.cached >= g.forkLen {
+		return 0
+	}
+	for _, m := range g.members {
+		if m.awaitsFork && m.stepMark == s.stepMark {
+			return g.forkLen
+		}
+	}
+	return 0
+}
