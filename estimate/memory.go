@@ -701,8 +701,10 @@ func bf16Scratch(mc *model.Config, tokens int) int64 {
 		widths[mc.NumExperts] = true
 	}
 	for p := range model.NumProj {
-		in, out := mc.Dims(p)
-		widths[in], widths[out] = true, true
+		if mc.HasProjAnywhere(p) {
+			in, out := mc.Dims(p)
+			widths[in], widths[out] = true, true
+		}
 	}
 	classes := map[int64]bool{}
 	for k := range widths {

@@ -52,7 +52,10 @@ func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapt
 		routers: routers && mc.SparseLayers() > 0}
 	for l := range mc.NumLayers {
 		for _, p := range projs {
-			if mc.IsSparse(l) && p >= model.ProjGate {
+			if !mc.HasProj(l, p) {
+				continue
+			}
+			if mc.IsSparse(l) && p.IsMLP() {
 				s.experts[l]++
 			} else {
 				s.perLayer[l]++
@@ -61,7 +64,7 @@ func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapt
 	}
 	if mc.SparseLayers() > 0 {
 		for _, p := range projs {
-			if p >= model.ProjGate {
+			if p.IsMLP() {
 				s.expertProjs++
 			}
 		}
