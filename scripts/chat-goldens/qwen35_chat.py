@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Write testdata/tokenizer/chat-qwen35.json: conversations rendered with
+Qwen3.5's chat templates by Jinja2, configured as transformers'
+apply_chat_template configures it, the reference for grpo's gonja rendering.
+
+Usage (from the repository root; needs only Jinja2, e.g. Debian's
+python3-jinja2):
+
+    python3 scripts/chat-goldens/qwen35_chat.py
+
+The templates are testdata/tokenizer/qwen35/*.jinja (sources in the README
+there). The environment mirrors transformers'
+utils/chat_template_utils.py: an ImmutableSandboxedEnvironment with
+trim_blocks, lstrip_blocks and the loopcontrols extension, tojson as
+json.dumps(ensure_ascii=False), raise_exception raising TemplateError, and
+tools passed as None when a conversation has none. A case whose template
+raises records the message under "error" instead of "rendered".
+"""
+
+import json
+import os
+import sys
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+ROOT = os.path.join("testdata", "tokenizer")
+TEMPLATES = {
+    # Qwen3.5-4B and larger (thinking by default).
+    "large": os.path.join(ROOT, "qwen35", "chat_template.jinja"),
+    # Qwen3.5-0.8B and -2B (non-thinking by default).
+    "small": os.path.join(ROOT, "qwen35", "chat_template-small.jinja"),
+}
+OUT = os.path.join(ROOT, "chat-qwen35.json")
+
+
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
+                      separators=separators, sort_keys=sort_keys)
+
+
+def raise_exception(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def environment():
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    return env
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "City name, e.g. Zürich"},
+        "days": {"type": "integer"},
+        "units": {"type": "string", "enum": ["metric", "imperial"]},
+    }, "required": ["city"]}}}
+SEARCH = {"type": "function", "function": {
+    "name": "search",
+    "description": "Search documents.",
+    "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"},
+        "limit": {"type": "number"},
+        "exact": {"type": "boolean"},
+        "filters": {"type": "object"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "cursor": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    }}}}
+
+
+def call(name, args):
+    return {"type": "function", "function": {"name": name, "arguments": args}}
+
+
+SEARCH_ARGS = {"query": "line one\nline two <b>&</b>", "limit": 2.5, "exact": True,
+               "filters": {"lang": "fr", "year": 2024, "nested": {"k": [1, None]}},
+               "tags": ["a", "é"], "cursor": None}
+
+CASES = [
+    {"name": "single user, default thinking",
+     "messages": [{"role": "user", "content": "What is 2+2?"}],
+     "add_generation_prompt": True},
+    {"name": "system + user, thinking off",
+     "messages": [{"role": "system", "content": "  You are terse.  "},
+                  {"role": "user", "content": "Reverse: hello"}],
+     "add_generation_prompt": True, "enable_thinking": False},
+    {"name": "thinking on",
+     "messages": [{"role": "user", "content": "Solve x+1=3."}],
+     "add_generation_prompt": True, "enable_thinking": True},
+    {"name": "multi-turn, earlier reasoning dropped",
+     "messages": [{"role": "system", "content": "Answer briefly."},
+                  {"role": "user", "content": "48 clips in April, half in May. Total?"},
+                  {"role": "assistant", "content": "72", "reasoning_content": "48 + 24 = 72"},
+                  {"role": "user", "content": "And June, twice May?"}],
+     "add_generation_prompt": True},
+    {"name": "think tags split out of content",
+     "messages": [{"role": "user", "content": "Hi"},
+                  {"role": "assistant", "content": "<think>\ngreet back\n</think>\n\nHello!"}]},
+    {"name": "earlier think tags dropped",
+     "messages": [{"role": "user", "content": "Hi"},
+                  {"role": "assistant", "content": "<think>\ngreet back\n</think>\n\nHello!"},
+                  {"role": "user", "content": "Bye"}],
+     "add_generation_prompt": True, "enable_thinking": False},
+    {"name": "tools, no system message",
+     "messages": [{"role": "user", "content": "Weather in Zürich?"}],
+     "tools": [WEATHER], "add_generation_prompt": True},
+    {"name": "tool loop: calls with many parameter types, responses, final answer",
+     "messages": [
+         {"role": "system", "content": "You help with research."},
+         {"role": "user", "content": "Find French docs from 2024 and the weather in Paris."},
+         {"role": "assistant", "content": "I will search and check the weather.",
+          "reasoning_content": "Two tools needed.",
+          "tool_calls": [call("search", SEARCH_ARGS),
+                         call("get_weather", {"city": "Paris", "days": 3, "units": "metric"})]},
+         {"role": "tool", "content": "[\"doc1\", \"doc2\"]"},
+         {"role": "tool", "content": "  18°C, clear  "},
+         {"role": "assistant", "content": "", "reasoning_content": "Need more.",
+          "tool_calls": [call("get_weather", {"city": "Lyon", "days": 1.0, "big": 1e20, "neg": -0.5})]},
+         {"role": "tool", "content": "12°C"},
+         {"role": "assistant", "content": "Two docs; Paris 18°C, Lyon 12°C."}],
+     "tools": [SEARCH, WEATHER]},
+    {"name": "tool loop, generation prompt after tool response",
+     "messages": [
+         {"role": "user", "content": "Weather?"},
+         {"role": "assistant", "content": "<think>\nCall it.\n</think>\n\n",
+          "tool_calls": [call("get_weather", {"city": "Oslo"})]},
+         {"role": "tool", "content": "-3°C"}],
+     "tools": [WEATHER], "add_generation_prompt": True, "enable_thinking": True},
+    {"name": "user message wrapped in tool_response is not a query",
+     "messages": [
+         {"role": "user", "content": "Start"},
+         {"role": "assistant", "content": "ok", "reasoning_content": "r1"},
+         {"role": "user", "content": "<tool_response>\nx\n</tool_response>"},
+         {"role": "assistant", "content": "done", "reasoning_content": "r2"}]},
+    {"name": "error: system message not first",
+     "messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]},
+    {"name": "error: no user query",
+     "messages": [{"role": "system", "content": "only a system prompt"}]},
+]
+
+
+def main():
+    env = environment()
+    templates = {k: env.from_string(open(p, encoding="utf-8").read()) for k, p in TEMPLATES.items()}
+    out = []
+    for case in CASES:
+        for variant, tpl in templates.items():
+            c = dict(case)
+            c["name"] = variant + ": " + case["name"]
+            c["template"] = os.path.basename(TEMPLATES[variant])
+            kwargs = {"messages": case["messages"], "tools": case.get("tools"),
+                      "add_generation_prompt": case.get("add_generation_prompt", False)}
+            if "enable_thinking" in case:
+                kwargs["enable_thinking"] = case["enable_thinking"]
+            try:
+                c["rendered"] = tpl.render(**kwargs)
+            except jinja2.exceptions.TemplateError as e:
+                c["error"] = str(e)
+            out.append(c)
+    with open(OUT, "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"wrote {len(out)} cases to {OUT} with Jinja2 {jinja2.__version__}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
