@@ -44,7 +44,7 @@ def main():
     enc = lambda s: "".join(b2u[b] for b in s.encode("utf-8"))
     vocab = {b2u[b]: b for b in range(256)}
     merges = []
-    for a, b in [(enc("\u0301")[0], enc("\u0301")[1]), ("q", enc("\u0301")), (enc(" "), "q"), (enc(" q"), enc("\u0301"))]:
+    for a, b in [(enc("\u0301")[0], enc("\u0301")[1]), (enc(" "), "q"), ("q", enc("\u0301")), (enc(" q"), enc("\u0301"))]:
         merges.append([a, b])
         vocab[a + b] = len(vocab)
     added = []
