@@ -200,6 +200,9 @@ var chatEnvironment = func() *exec.Environment {
 			panic(err)
 		}
 	}
+	if err := filters.Register(getItemFilter, filterGetItem); err != nil {
+		panic(err)
+	}
 	if err := filters.Register(sizeFilter, filterSize); err != nil {
 		panic(err)
 	}

@@ -19,6 +19,7 @@ raises records the message under "error" instead of "rendered".
 
 import json
 import os
+import random
 import sys
 
 import jinja2
@@ -143,11 +144,71 @@ CASES = [
 ]
 
 
+# Random conversations (fixed seed) over the values that stress a renderer:
+# floats at the edges of Python's repr, big and negative integers, empty and
+# nested containers, strings with quotes, backslashes, control and
+# non-ASCII characters, whitespace that |trim removes, think tags.
+SEED = 20261205
+PIECES = ["hi", " ", "\n", "\t", "é", "中文", "😀", "\"", "\\", "'", "<b>", "&", "\u2028", "\x01",
+          "<think>", "</think>", "<tool_response>", "</tool_response>", "None", "True", "{", "}"]
+
+
+def random_text(rng, n=6):
+    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, n)))
+
+
+def random_value(rng, depth=0):
+    kind = rng.randint(0, 9 if depth < 2 else 6)
+    if kind == 0:
+        return rng.choice([0, -1, 7, 2 ** 40, -(2 ** 63)])
+    if kind == 1:
+        return rng.choice([0.5, -2.25, 1e-05, 0.1, 1e16, 1.5e-300, 123456789.125, 3.0, -0.0, 1e22])
+    if kind == 2:
+        return rng.choice([True, False])
+    if kind == 3:
+        return None
+    if kind in (4, 5, 6):
+        return random_text(rng)
+    if kind in (7, 8):
+        return {random_text(rng, 3) or "k": random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+
+
+def random_case(rng, i):
+    msgs = []
+    if rng.random() < 0.5:
+        msgs.append({"role": "system", "content": random_text(rng)})
+    msgs.append({"role": "user", "content": random_text(rng) + "q"})
+    for _ in range(rng.randint(0, 3)):
+        m = {"role": "assistant", "content": random_text(rng)}
+        if rng.random() < 0.4:
+            m["reasoning_content"] = random_text(rng)
+        if rng.random() < 0.6:
+            m["tool_calls"] = [call("f" + str(k), {"p" + str(j): random_value(rng) for j in range(rng.randint(0, 3))})
+                               for k in range(rng.randint(1, 2))]
+            msgs.append(m)
+            for _ in range(rng.randint(1, 2)):
+                msgs.append({"role": "tool", "content": random_text(rng)})
+        else:
+            msgs.append(m)
+            msgs.append({"role": "user", "content": random_text(rng) + "u"})
+    case = {"name": "random %d" % i, "messages": msgs, "add_generation_prompt": rng.random() < 0.7}
+    if rng.random() < 0.5:
+        case["tools"] = [WEATHER] if rng.random() < 0.5 else [SEARCH, WEATHER]
+    r = rng.random()
+    if r < 0.3:
+        case["enable_thinking"] = False
+    elif r < 0.6:
+        case["enable_thinking"] = True
+    return case
+
+
 def main():
     env = environment()
     templates = {k: env.from_string(open(p, encoding="utf-8").read()) for k, p in TEMPLATES.items()}
+    rng = random.Random(SEED)
     out = []
-    for case in CASES:
+    for case in CASES + [random_case(rng, i) for i in range(40)]:
         for variant, tpl in templates.items():
             c = dict(case)
             c["name"] = variant + ": " + case["name"]
