@@ -101,6 +101,12 @@ CASES = [
     {"name": "think tags split out of content",
      "messages": [{"role": "user", "content": "Hi"},
                   {"role": "assistant", "content": "<think>\ngreet back\n</think>\n\nHello!"}]},
+    # A Qwen3.5 completion has no <think>: the generation prompt opened it.
+    {"name": "completion text as content (no opening think tag)",
+     "messages": [{"role": "user", "content": "Hi"},
+                  {"role": "assistant", "content": "greet back\n</think>\n\nHello!"},
+                  {"role": "user", "content": "Again"},
+                  {"role": "assistant", "content": "once more\n</think>\n\nHello again!"}]},
     {"name": "earlier think tags dropped",
      "messages": [{"role": "user", "content": "Hi"},
                   {"role": "assistant", "content": "<think>\ngreet back\n</think>\n\nHello!"},
