@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/tokenizer"
@@ -37,5 +38,39 @@ func TestToolCallsQwenXML(t *testing.T) {
 	content, calls, ok := toolCalls(tokenizer.ToolCallsQwenXML, text, tools, "x")
 	if !ok || len(calls) != 1 || calls[0].Function.Name != "get_weather" || calls[0].Function.Arguments != `{"city": "Paris", "days": 3}` || content != "Checking." {
 		t.Fatalf("content %q calls %+v ok %v", content, calls, ok)
+	}
+}
+
+// TestToolCallArgumentsDecoded: a client's assistant turn carries its
+// calls' arguments as a string of JSON (OpenAI's wire form); the server
+// hands the template the object, as vLLM does, so Qwen3.5's template can
+// write one <parameter=…> per key. Arguments that are not JSON are a 400.
+func TestToolCallArgumentsDecoded(t *testing.T) {
+	var req chatRequest
+	body := `{"messages": [{"role": "user", "content": "Weather?"},
+		{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}},
+			{"type": "function", "function": {"name": "now", "arguments": ""}}]},
+		{"role": "tool", "content": "18°C"}]}`
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	msgs, apiErr := req.messages()
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	if a, b := string(msgs[1].ToolCalls[0].Function.Arguments), string(msgs[1].ToolCalls[1].Function.Arguments); a != `{"city": "Paris", "days": 2}` || b != `{}` {
+		t.Fatalf("arguments %s, %s", a, b)
+	}
+	tok, err := tokenizer.Load("../testdata/tokenizer/qwen35/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := tok.ApplyChatTemplate(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true})
+	if err != nil || !strings.Contains(text, "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>") {
+		t.Fatalf("rendered %q, %v", text, err)
+	}
+	req.Messages[1].ToolCalls[0].Function.Arguments = json.RawMessage(`"{\"city\": "`)
+	if _, apiErr := req.messages(); apiErr == nil || !strings.Contains(apiErr.Error(), "messages[1].tool_calls[0].function.arguments") {
+		t.Fatalf("malformed arguments: %v", apiErr)
 	}
 }
