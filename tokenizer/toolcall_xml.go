@@ -121,18 +121,37 @@ func readXMLCall(body string, schemas map[string]map[string]json.RawMessage) (Pa
 
 // paramValue reads a value up to its structural </parameter>: the first
 // one followed (after whitespace) by another <parameter=, </function> or
-// the end of the text,
-// so a value that itself holds "</parameter>" (code about this very
-// format) is not cut short. The template writes one newline after the
-// opening tag and one before the closing tag; both belong to the format.
+// the end of the text, and not paired with a <parameter= that opens a line
+// inside the value. So a value that is itself code about this format
+// (holding "</parameter>", or a whole literal call) is not cut short; the
+// pairing is vLLM's. When pairing leaves no end (a lone literal
+// <parameter= in the value), the first structural </parameter> ends it.
+// The template writes one newline after the opening tag and one before the
+// closing tag; both belong to the format.
 func paramValue(s string) (value, rest string, ok bool) {
 	s = strings.TrimPrefix(s, "\n")
+	if value, rest, ok = valueEnd(s, true); !ok {
+		value, rest, ok = valueEnd(s, false)
+	}
+	return value, rest, ok
+}
+
+func valueEnd(s string, pair bool) (value, rest string, ok bool) {
+	depth := 0
 	for at := 0; ; {
 		i := strings.Index(s[at:], xmlParamClose)
 		if i < 0 {
 			return "", "", false
 		}
 		end := at + i
+		if pair {
+			depth += lineOpens(s, at, end)
+		}
+		if depth > 0 {
+			depth--
+			at = end + len(xmlParamClose)
+			continue
+		}
 		after := s[end+len(xmlParamClose):]
 		next := strings.TrimLeft(after, " \t\r\n")
 		if next == "" || strings.HasPrefix(next, xmlParamOpen) || strings.HasPrefix(next, xmlFuncClose) {
@@ -140,6 +159,23 @@ func paramValue(s string) (value, rest string, ok bool) {
 		}
 		at = end + len(xmlParamClose)
 	}
+}
+
+// lineOpens counts the <parameter= tags in s[from:to] that start a line
+// of the value (or the value itself).
+func lineOpens(s string, from, to int) int {
+	n := 0
+	for i := from; i < to; {
+		j := strings.Index(s[i:to], xmlParamOpen)
+		if j < 0 {
+			break
+		}
+		if i+j == 0 || s[i+j-1] == '\n' {
+			n++
+		}
+		i += j + len(xmlParamOpen)
+	}
+	return n
 }
 
 // skipBlock is how much of a malformed block's body to pass over: up to

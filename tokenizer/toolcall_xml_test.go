@@ -86,6 +86,8 @@ func TestParseQwenXML(t *testing.T) {
 			[]wantCall{{"f", `{"s": "v", "i": 3}`, ""}}},
 		// A value holding the format's own closing tags, as code about it would.
 		{xmlCall("f", "s", "a</parameter> b\n</parameter>x", "i", "1"), "", []wantCall{{"f", `{"s": "a</parameter> b\n</parameter>x", "i": 1}`, ""}}},
+		// A value holding a whole literal call: its tags pair up inside.
+		{xmlCall("f", "s", "Write:\n"+xmlCall("g", "k", "v"), "i", "1"), "", []wantCall{{"f", `{"s": "Write:\n<tool_call>\n<function=g>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>", "i": 1}`, ""}}},
 		// Left open at the end: read when the function is complete.
 		{"ok\n" + strings.TrimSuffix(f1, "</tool_call>"), "ok", []wantCall{{"f", `{"s": "x"}`, ""}}},
 		// Calls inside the thinking are reasoning.
