@@ -32,8 +32,9 @@ const (
 // vLLM's qwen3_coder parser, which guesses around a missing </parameter> or
 // </function>, a block that is not well formed becomes a call with Err
 // set, saying what to fix: the model learns the format from its errors. A
-// block left open at the end of the turn is read if its function is
-// complete (the turn may have stopped on a stop string).
+// block whose </tool_call> is missing at the end of the turn (it may have
+// stopped on a stop string) or before the next <tool_call> is read if its
+// function is complete.
 func parseQwenXML(text string, tools []json.RawMessage) ParsedTurn {
 	from := 0
 	if i := strings.LastIndex(text, "</think>"); i >= 0 {
