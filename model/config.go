@@ -80,12 +80,30 @@ type Config struct {
 	MaxPositions      int          `json:"max_position_embeddings"`
 	TieWordEmbeddings bool         `json:"tie_word_embeddings"`
 	AttentionBias     bool         `json:"attention_bias"`
-	HiddenAct         string       `json:"hidden_act"`
-	TorchDType        string       `json:"torch_dtype"`
+	// AttnOutputGate: q_proj is twice as wide, per head the query then an
+	// output gate; attention's output is multiplied by σ(gate) before
+	// o_proj (Qwen3.5/3.6 full-attention layers; kernels.AttentionInputs
+	// splits the halves, kernels.Ops.SigmoidGate applies the gate).
+	AttnOutputGate bool `json:"attn_output_gate"`
+	// PartialRotaryFactor is the fraction of each head's dims that RoPE
+	// rotates (0.25 in Qwen3.5/3.6; 0 in the file means 1). See RotaryDim.
+	PartialRotaryFactor float64 `json:"partial_rotary_factor"`
+	HiddenAct           string  `json:"hidden_act"`
+	TorchDType          string  `json:"torch_dtype"`
 	// EOSTokenIDs holds eos_token_id, which HF writes as a number or a list.
 	EOSTokenIDs []int `json:"-"`
 	BOSTokenID  *int  `json:"bos_token_id"`
 	MoEConfig
+}
+
+// RotaryDim is the number of leading dims of each q/k head that RoPE
+// rotates, int(HeadDim·PartialRotaryFactor) as transformers computes it;
+// the inverse frequencies are then those of a head of RotaryDim dims.
+func (c *Config) RotaryDim() int {
+	if c.PartialRotaryFactor == 0 {
+		return c.HeadDim
+	}
+	return int(float64(c.HeadDim) * c.PartialRotaryFactor)
 }
 
 // Arch returns the architecture of a validated config.
@@ -97,11 +115,17 @@ func (c *Config) ParamCount() int64 {
 	h, i, hd := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.HeadDim)
 	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
 	layer := h*q + 2*h*kv + q*h + 2*h
+	if c.AttnOutputGate {
+		layer += h * q // q_proj's gate half
+	}
 	if c.Arch().QKNorm {
 		layer += 2 * hd
 	}
 	if c.Arch().QKVBias || c.AttentionBias {
 		layer += q + 2*kv
+		if c.AttnOutputGate {
+			layer += q
+		}
 	}
 	if c.AttentionBias {
 		layer += h
@@ -175,7 +199,8 @@ func ParseConfig(data []byte) (*Config, error) {
 		UseSliding     bool            `json:"use_sliding_window"`
 		MLPBias        bool            `json:"mlp_bias"`
 		RopeParameters *struct {
-			RopeTheta float64 `json:"rope_theta"`
+			RopeTheta           float64 `json:"rope_theta"`
+			PartialRotaryFactor float64 `json:"partial_rotary_factor"`
 			RopeScaling
 		} `json:"rope_parameters"`
 		TextConfig json.RawMessage `json:"text_config"`
@@ -199,6 +224,10 @@ func ParseConfig(data []byte) (*Config, error) {
 	if raw.RopeParameters != nil {
 		if raw.RopeParameters.RopeTheta > 0 {
 			c.RopeTheta = raw.RopeParameters.RopeTheta
+		}
+		// transformers 5 moved partial_rotary_factor into rope_parameters.
+		if f := raw.RopeParameters.PartialRotaryFactor; f != 0 && c.PartialRotaryFactor == 0 {
+			c.PartialRotaryFactor = f
 		}
 		if t := raw.RopeParameters.RopeScaling.Type; t != "" && t != "default" && c.RopeScaling == nil {
 			rs := raw.RopeParameters.RopeScaling
@@ -242,6 +271,18 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("head_dim must be a positive even number for rotary embeddings, got %d", c.HeadDim)
+	}
+	if f := c.PartialRotaryFactor; f != 0 && (!(f > 0 && f <= 1) || c.RotaryDim() <= 0 || c.RotaryDim()%2 != 0) {
+		return nil, fmt.Errorf("partial_rotary_factor %v with head_dim %d: want 0 < factor ≤ 1 rotating a positive even number of dims", f, c.HeadDim)
+	}
+	// The kernels have the gate and partial rotary; no supported
+	// architecture's layers pass them yet, and ignoring either would
+	// compute a different model.
+	if c.AttnOutputGate {
+		return nil, fmt.Errorf("attn_output_gate: true (gated attention, as Qwen3.5) is not supported for model_type %q", c.ModelType)
+	}
+	if c.RotaryDim() != c.HeadDim {
+		return nil, fmt.Errorf("partial_rotary_factor %v (RoPE on %d of %d dims) is not supported for model_type %q", c.PartialRotaryFactor, c.RotaryDim(), c.HeadDim, c.ModelType)
 	}
 	if !(c.RMSNormEps > 0) || math.IsInf(c.RMSNormEps, 0) {
 		return nil, fmt.Errorf("rms_norm_eps must be positive, got %v", c.RMSNormEps)
