@@ -32,16 +32,18 @@ type FusedOps interface {
 	// or (2·nHead + 2·nKV)·headDim with the gate. Per token and head, in
 	// this order: the head's part of qBias, kBias or vBias (nil: none) is
 	// added (as AddBias; qBias is laid out like the q part of a row, so
-	// with the gate it covers the gate halves too); the gate halves go to
-	// gate (nTok × nHead × headDim) as they are then; q and k heads are
-	// normalised with qNorm, kNorm (headDim each; nil: no q/k norm) as
-	// RMSNorm with eps, over the whole head; q and k heads are rotated by
-	// RoPE at pos[t] with invFreq, on their first rotaryDim dims only:
-	// the pair (i, i + rotaryDim/2) for i < rotaryDim/2, invFreq having
-	// rotaryDim/2 entries; dims from rotaryDim on pass unrotated (partial
-	// rotary; rotaryDim == headDim rotates the whole head). rotaryDim is
-	// even and 0 < rotaryDim ≤ headDim. The q heads go to q (nTok × nHead
-	// × headDim); the k and v heads, rows of nKV·headDim, to kCache and
+	// with the gate it covers the gate halves too); the gate halves, with
+	// their bias, go to gate (nTok × nHead × headDim), neither normalised
+	// nor rotated, the layout of attention's output that SigmoidGate
+	// multiplies; q and k heads are normalised with qNorm, kNorm
+	// (headDim each; nil: no q/k norm) as RMSNorm with eps, over the
+	// whole head; q and k heads are rotated by RoPE at pos[t] with
+	// invFreq, on their first rotaryDim dims only: the pair (i, i +
+	// rotaryDim/2) for i < rotaryDim/2, invFreq having rotaryDim/2
+	// entries; dims from rotaryDim on pass unrotated (partial rotary;
+	// rotaryDim == headDim rotates the whole head). rotaryDim is even and
+	// 0 < rotaryDim ≤ headDim. The q heads go to q (nTok × nHead ×
+	// headDim); the k and v heads, rows of nKV·headDim, to kCache and
 	// vCache at position pos[t] of sequence seq[t], as KVWrite stores
 	// them. When not nil, qPre (nTok × nHead × headDim) and kPre (nTok ×
 	// nKV × headDim) receive the q and k heads before the norm, and

@@ -249,6 +249,10 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 			RopeScaling
 		} `json:"rope_parameters"`
 		DType5 string `json:"dtype"`
+		// Set explicitly, these say what the model's layers must do;
+		// an architecture that cannot must refuse them.
+		AttnOutputGate *bool    `json:"attn_output_gate"`
+		PartialRotary  *float64 `json:"partial_rotary_factor"`
 	}
 	// Defaults as in transformers' Qwen3Config / Qwen2Config / LlamaConfig
 	// (and Qwen3_5TextConfig's for the hybrid keys).
@@ -276,8 +280,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		if raw.RopeParameters.RopeTheta > 0 {
 			c.RopeTheta = raw.RopeParameters.RopeTheta
 		}
-		if f := raw.RopeParameters.PartialRotaryFactor; f != nil {
-			c.PartialRotaryFactor = *f
+		if f := raw.RopeParameters.PartialRotaryFactor; f != nil && raw.PartialRotary == nil {
+			// transformers 5 moved partial_rotary_factor here.
+			raw.PartialRotary = f
 		}
 		if t := raw.RopeParameters.RopeScaling.Type; t != "" && t != "default" && c.RopeScaling == nil {
 			rs := raw.RopeParameters.RopeScaling
@@ -352,6 +357,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		return nil, err
 	}
 	if err := c.validateHybrid(arch); err != nil {
+		return nil, err
+	}
+	if err := c.checkAttentionVariant(arch, raw.AttnOutputGate, raw.PartialRotary); err != nil {
 		return nil, err
 	}
 	if arch.QKVBias {

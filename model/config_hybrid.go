@@ -173,6 +173,33 @@ func (c *Config) validateHybrid(arch Arch) error {
 	return nil
 }
 
+// checkAttentionVariant applies config.json's explicit
+// attn_output_gate and partial_rotary_factor: an architecture whose
+// attention layers do not gate (or rotate part of each head) refuses a
+// config that says they do, rather than run as a different model.
+func (c *Config) checkAttentionVariant(arch Arch, gate *bool, partial *float64) error {
+	if gate != nil && *gate != arch.OutputGate {
+		return fmt.Errorf("attn_output_gate: %v is not supported for model_type %q, whose attention layers are always %s", *gate, c.ModelType, map[bool]string{true: "gated", false: "ungated"}[arch.OutputGate])
+	}
+	if partial == nil {
+		return nil
+	}
+	if f := *partial; !(f > 0 && f <= 1) {
+		return fmt.Errorf("partial_rotary_factor must be in (0, 1], got %v", f)
+	}
+	if arch.Hybrid {
+		c.PartialRotaryFactor = *partial
+		if r := c.RotaryDim(); r <= 0 || r%2 != 0 {
+			return fmt.Errorf("head_dim %d × partial_rotary_factor %v = %d rotary dims: want a positive even number", c.HeadDim, *partial, r)
+		}
+		return nil
+	}
+	if *partial != 1 {
+		return fmt.Errorf("partial_rotary_factor %v is not supported for model_type %q (RoPE on %d of %d dims); its attention rotates whole heads", *partial, c.ModelType, int(float64(c.HeadDim)**partial), c.HeadDim)
+	}
+	return nil
+}
+
 // checkMixers reports what the model's token mixers need and the
 // backend or this build lacks.
 func (m *Model) checkMixers() error {

@@ -116,3 +116,24 @@ func TestBatchRuns(t *testing.T) {
 		t.Errorf("split slot: error %v", err)
 	}
 }
+
+// TestAttentionVariantRefused: a config that asks for gated attention or
+// partial rotary of an architecture whose layers do neither is refused,
+// not run as a different model; and Qwen3.5 cannot be ungated.
+func TestAttentionVariantRefused(t *testing.T) {
+	base := `"model_type":"qwen3","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100`
+	if c, err := ParseConfig([]byte(`{` + base + `,"partial_rotary_factor":1.0,"attn_output_gate":false}`)); err != nil || c.RotaryDim() != c.HeadDim {
+		t.Fatalf("factor 1, no gate: %v", err)
+	}
+	for in, want := range map[string]string{
+		`{` + base + `,"rope_parameters":{"rope_type":"default","partial_rotary_factor":0.25}}`: "RoPE on 4 of 16 dims",
+		`{` + base + `,"partial_rotary_factor":0.5}`:                                            "RoPE on 8 of 16 dims",
+		`{` + base + `,"partial_rotary_factor":1.5}`:                                            "must be in (0, 1]",
+		`{` + base + `,"attn_output_gate":true}`:                                                `attn_output_gate: true is not supported for model_type "qwen3"`,
+		strings.Replace(qwen35Config, `"dtype": "bfloat16"`, `"attn_output_gate": false, "dtype": "bfloat16"`, 1): "whose attention layers are always gated",
+	} {
+		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s:\n got %v\nwant error containing %q", in, err, want)
+		}
+	}
+}
