@@ -82,13 +82,24 @@ type deltaNetActs struct {
 	xa          [len(deltaNetProjs)]kernels.Buffer
 }
 
-func (m *Model) newDeltaNetActs(a *arena, n int) *deltaNetActs {
+// newDeltaNetActs allocates the set of layer l, or with l < 0 the
+// inference set every layer shares.
+func (m *Model) newDeltaNetActs(a *arena, l, n int) *deltaNetActs {
 	c := m.Config
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
 	s := &deltaNetActs{mixed: f(n * conv), conv: f(n * conv), z: f(n * vd), core: f(n * vd),
 		a: f(n * hv), b: f(n * hv), g: f(n * hv), beta: f(n * hv)}
 	s.normed = s.core
+	for i, p := range deltaNetProjs {
+		if l >= 0 {
+			s.xa[i] = m.xaFor(a, l, p, n)
+		} else if r := maxRank(m, p); r > 0 {
+			// One x·Aᵀ per adapted projection, of the largest rank any
+			// layer has: the static decode step has no arena for scratch.
+			s.xa[i] = a.alloc(kernels.F32, n*r)
+		}
+	}
 	return s
 }
 
@@ -97,13 +108,8 @@ func (m *Model) newDeltaNetActs(a *arena, n int) *deltaNetActs {
 // x·Aᵀ of each adapted projection.
 func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
 	c := m.Config
-	s := m.newDeltaNetActs(a, n)
+	s := m.newDeltaNetActs(a, l, n)
 	s.normed, s.rstd = a.alloc(kernels.F32, n*c.LinearValueDim()), a.alloc(kernels.F32, n*c.LinearNumValueHeads)
-	for i, p := range deltaNetProjs {
-		if lr := m.lora(l, p); lr != nil {
-			s.xa[i] = a.alloc(kernels.F32, n*lr.Rank)
-		}
-	}
 	return s
 }
 

@@ -102,7 +102,7 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
 	}
 	if c.LinearLayers() > 0 {
-		s.linear = m.newDeltaNetActs(a, n)
+		s.linear = m.newDeltaNetActs(a, -1, n)
 	}
 	if c.Arch().OutputGate {
 		s.gate = a.alloc(kernels.F32, n*q)

@@ -39,9 +39,13 @@ func (m *Model) newSharedExpertActs(a *arena, l, n int) *sharedExpertActs {
 		ids[i] = int32(i)
 	}
 	m.Backend.UploadI32(s.rows, ids)
-	if l >= 0 {
-		for i, p := range sharedProjs {
+	for i, p := range sharedProjs {
+		if l >= 0 {
 			s.xa[i] = m.xaFor(a, l, p, n)
+		} else if r := maxRank(m, p); r > 0 {
+			// The inference set serves every layer, and the static
+			// decode step has no arena for scratch.
+			s.xa[i] = a.alloc(kernels.F32, n*r)
 		}
 	}
 	return s
