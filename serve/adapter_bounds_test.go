@@ -71,12 +71,14 @@ func badAdapterDirs(t *testing.T, limit int64) (dirs map[string]string, fifos []
 	return dirs, fifos
 }
 
-// unblockFIFOs opens each FIFO for writing and closes it, so a reader
-// stuck in it sees end of file.
+// unblockFIFOs opens each FIFO for writing and closes it, for a second,
+// so a loader stuck in one (and the next one after it) sees end of file.
 func unblockFIFOs(fifos []string) {
-	for _, p := range fifos {
-		if fh, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			fh.Close()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for _, p := range fifos {
+			if fh, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				fh.Close()
+			}
 		}
 	}
 }

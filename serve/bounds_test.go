@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grpo-dev/grpo/endpoints"
 )
@@ -196,7 +197,12 @@ func TestRequestLogLine(t *testing.T) {
 	f.post(t, "/v1/completions", map[string]any{"prompt": "ab", "max_tokens": 3, "ignore_eos": true})
 	f.post(t, "/v1/completions", map[string]any{"prompt": "ab", "n": 9})
 	for len(lines) < 2 {
-		lines = append(lines, <-logs)
+		select {
+		case l := <-logs:
+			lines = append(lines, l)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("after 5 s, %d log lines: %q", len(lines), lines)
+		}
 	}
 	ok := `"POST /v1/completions HTTP/1.1" 200 prompt_tokens=2 completion_tokens=3 `
 	bad := `"POST /v1/completions HTTP/1.1" 400 `
