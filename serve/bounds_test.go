@@ -221,3 +221,19 @@ func goodAdapter(t *testing.T) string {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestBodyDeadlineEndsWithTheBody: the deadline for reading a body does
+// not outlive it: a generation that runs past it is not cancelled (the
+// server's read of the idle connection would fail at the deadline and
+// cancel the request).
+func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
+	defer func(d time.Duration) { bodyTimeout = d }(bodyTimeout)
+	bodyTimeout = 50 * time.Millisecond
+	f := newFixture(t, Config{Slots: 1, MaxLen: 64}, func(s *Server) {
+		s.sched.afterStepHook = func([]*job) { time.Sleep(10 * time.Millisecond) }
+	})
+	code, body := f.post(t, "/v1/completions", map[string]any{"prompt": "ab", "max_tokens": 30, "ignore_eos": true})
+	if code != 200 || decodeJSON[endpoints.CompletionResponse](t, body).Usage.CompletionTokens != 30 {
+		t.Errorf("a generation outlasting the body deadline: %d %s", code, body)
+	}
+}
