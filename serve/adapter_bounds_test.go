@@ -19,9 +19,10 @@ import (
 
 // badAdapterDirs writes adapter directories that attack the loader, each
 // beside the good adapter's other file: FIFOs (opening one blocks until a
-// writer comes), /dev/zero (endless), a file above the model's cap, and
-// garbage. It returns them by name and the FIFOs, which the caller must
-// unblock at the end (only a loader that opened one is waiting on it).
+// writer comes), /dev/zero (endless), files above the model's cap and
+// above what the config's rank allows, and garbage. It returns them by
+// name and the FIFOs, which the caller must unblock at the end (only a
+// loader that opened one is waiting on it).
 func badAdapterDirs(t *testing.T, limit int64) (dirs map[string]string, fifos []string) {
 	t.Helper()
 	good := goodAdapter(t)
@@ -47,6 +48,12 @@ func badAdapterDirs(t *testing.T, limit int64) (dirs map[string]string, fifos []
 				f.Close()
 			}
 			return err
+		}},
+		{"rank-sized weights", lora.WeightsFileName, func(p string) error {
+			if err := os.WriteFile(p, nil, 0o600); err != nil {
+				return err
+			}
+			return os.Truncate(p, 4<<20) // within the model's cap, far above a rank-4 adapter's
 		}},
 		{"garbage weights", lora.WeightsFileName, func(p string) error {
 			return os.WriteFile(p, []byte(strings.Repeat("\x7f\xff garbage ", 400)), 0o600)
@@ -105,7 +112,7 @@ func TestBadAdapterFilesCannotStallTheServer(t *testing.T) {
 		return resp.StatusCode, out, time.Since(start)
 	}
 	says := map[string]string{"fifo config": "not a regular file", "fifo weights": "not a regular file", "zero config": "not a regular file",
-		"zero weights": "not a regular file", "huge weights": "exceeds the", "garbage weights": "adapter_model.safetensors"}
+		"zero weights": "not a regular file", "huge weights": "exceeds the", "rank-sized weights": "exceeds the", "garbage weights": "adapter_model.safetensors"}
 	var wg sync.WaitGroup
 	for name, dir := range dirs {
 		wg.Go(func() {

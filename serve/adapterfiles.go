@@ -38,6 +38,22 @@ func maxAdapterWeights(m *model.Model) int64 {
 	return 8*m.Config.ParamCount() + maxAdapterConfig
 }
 
+// readAdapter reads dir's config into *config, then its weights within
+// what the config's rank allows for this model (lora.MaxWeightsBytes) and
+// the model's cap: a 4-rank adapter's file has no business being 4 GB.
+func (s *Server) readAdapter(dir string, config *[]byte) ([]byte, error) {
+	cfgPath := filepath.Join(dir, lora.ConfigFileName)
+	var err error
+	if *config, err = readCapped(cfgPath, maxAdapterConfig); err != nil {
+		return nil, err
+	}
+	limit, err := lora.MaxWeightsBytes(*config, s.m) // reads m.Config only
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", cfgPath, err)
+	}
+	return readCapped(filepath.Join(dir, lora.WeightsFileName), min(limit, s.maxAdapterWeights))
+}
+
 // adapterFiles are an adapter directory's checked contents.
 type adapterFiles struct {
 	dir             string
@@ -65,9 +81,7 @@ func (s *Server) readAdapterFiles(ctx context.Context, dir string) (*adapterFile
 		defer func() { <-s.adapterReaders }()
 		f := &adapterFiles{dir: dir}
 		var err error
-		if f.config, err = readCapped(filepath.Join(dir, lora.ConfigFileName), maxAdapterConfig); err == nil {
-			f.weights, err = readCapped(filepath.Join(dir, lora.WeightsFileName), s.maxAdapterWeights)
-		}
+		f.weights, err = s.readAdapter(dir, &f.config)
 		done <- result{f, err}
 	}()
 	select {

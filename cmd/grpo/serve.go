@@ -87,8 +87,8 @@ for it: n at most --slots; a text prompt that cannot fit in --max-len
 tokens is refused from its length before it is tokenized; bodies up to
 16 MiB; at most 64 stop strings of 1 KiB and 256 stop_token_ids. Adapter
 files must be regular files (a FIFO or /dev/zero is refused), the weights
-at most 8 bytes per model parameter; they are read off the generation
-loop with a 60 s timeout. --max-len beyond the model's context, or slots
+no larger than the config's rank allows for the model; they are read off
+the generation loop with a 60 s timeout. --max-len beyond the model's context, or slots
 whose KV cache exceeds free memory, are refused at start. Each request
 logs one line to stderr: client, request line, status, tokens, latency.
 
