@@ -88,9 +88,10 @@ tokens is refused from its length before it is tokenized; bodies up to
 16 MiB; at most 64 stop strings of 1 KiB and 256 stop_token_ids. Adapter
 files must be regular files (a FIFO or /dev/zero is refused), the weights
 no larger than the config's rank allows for the model; they are read off
-the generation loop with a 60 s timeout. --max-len beyond the model's context, or slots
-whose KV cache exceeds free memory, are refused at start. Each request
-logs one line to stderr: client, request line, status, tokens, latency.
+the generation loop with a 60 s timeout. --max-len beyond the model's
+context, or slots whose KV cache exceeds free memory, are refused at
+start. Each request logs one line to stderr: client, request line,
+status, tokens, latency.
 
 Examples:
   grpo serve Qwen/Qwen3-0.6B --adapter rt=runs/reverse-1/adapter
