@@ -33,6 +33,9 @@ type KVCache struct {
 	// 0 or 1: every layer owns its own.
 	shared int
 	blocks
+	// linear holds the gated DeltaNet layers' per-slot states (nil for a
+	// model without them); those layers' K and V are nil.
+	linear *linearStates
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
@@ -79,12 +82,17 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 	}
 	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
 	for l := range m.Config.NumLayers {
+		if m.Config.Mixer(l) != MixAttention {
+			c.K, c.V = append(c.K, nil), append(c.V, nil)
+			continue
+		}
 		if l <= first {
 			c.K, c.V = append(c.K, m.Backend.Alloc(dt, n)), append(c.V, m.Backend.Alloc(dt, n))
 		} else {
 			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
 		}
 	}
+	c.linear = m.newLinearStates(slots)
 	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
 	c.dirty = true
@@ -109,15 +117,15 @@ func (c *KVCache) Bytes() int64 {
 	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
 	}
-	return n + KVTableBytes(int64(len(c.table)))
+	return n + KVTableBytes(int64(len(c.table))) + c.linear.bytes()
 }
 
-// owned lists the layers whose K and V buffers are distinct: every layer
-// up to the first of those that share one.
+// owned lists the layers whose K and V buffers are distinct: every
+// attention layer up to the first of those that share one.
 func (c *KVCache) owned() []int {
 	var out []int
 	for i := range c.K {
-		if i <= len(c.K)-c.shared {
+		if c.K[i] != nil && i <= len(c.K)-c.shared {
 			out = append(out, i)
 		}
 	}
@@ -133,7 +141,8 @@ func (c *KVCache) Free() {
 	if c.tableBuf != nil {
 		c.backend.Free(c.tableBuf)
 	}
-	c.K, c.V, c.tableBuf = nil, nil, nil
+	c.linear.free(c.backend)
+	c.K, c.V, c.tableBuf, c.linear = nil, nil, nil, nil
 }
 
 // arena tracks the scratch buffers of one call so they are freed together.

@@ -192,6 +192,9 @@ func (d *Decoder) bucketFor(n int) int {
 // slot no sequence uses: padding rows (up to the bucket size) write its
 // position 0. With padSlot < 0 the step runs exactly len(rows) rows.
 func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
+	if d.m.Config.Arch().Hybrid {
+		return fmt.Errorf("the static decode step does not run %s yet; decode through Forward", d.m.Config.Arch().Name)
+	}
 	c := d.m.Config
 	if len(rows) == 0 || len(rows) > d.maxRows {
 		return fmt.Errorf("decode step of %d sequences: want 1..%d", len(rows), d.maxRows)

@@ -17,6 +17,10 @@ type layerActs struct {
 	qPre, kPre      kernels.Buffer // q and k before the Qwen3 q/k norm (training; nil otherwise)
 	rstdQ, rstdK    kernels.Buffer // per-head 1/rms of the q/k norm (training)
 	q               kernels.Buffer // after norm and RoPE; k and v go straight to the cache
+	// gate is the output gate's pre-activation (n × q, the second half
+	// of each gated q_proj head) in a model with Arch.OutputGate; nil
+	// otherwise.
+	gate kernels.Buffer
 	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
 	o               kernels.Buffer // o_proj / down_proj output
 	// gateUp is the gate/up GEMM's output, n × 2·inter (gate | up per
@@ -37,6 +41,9 @@ type layerActs struct {
 	// moe is the mixture-of-experts MLP's activations in a sparse layer
 	// (the dense gateUp and act are nil then).
 	moe *moeActs
+	// linear is a gated DeltaNet layer's token-mixer activations (the
+	// attention ones are unused then); nil for a model without such layers.
+	linear *deltaNetActs
 }
 
 // FusedWidth is the widest group's fused output: the width of the one
@@ -53,7 +60,14 @@ func (c *Config) QKVWidth() int { return c.groupWidth(groupQKV) }
 // GEMMs: the weights are bf16 and the backend's GEMM would round its A to
 // bf16 itself (so the cast changes nothing but the launches).
 func (m *Model) castsBF16() bool {
-	return m.Backend.Describe().BF16GEMM && len(m.W.Layers) > 0 && m.W.Layers[0].QKV.DType() == kernels.BF16
+	if !m.Backend.Describe().BF16GEMM || len(m.W.Layers) == 0 {
+		return false
+	}
+	w := m.W.Layers[0].QKV
+	if lin := m.W.Layers[0].Linear; lin != nil {
+		w = lin.InProj
+	}
+	return w.DType() == kernels.BF16
 }
 
 // allocCasts allocates the bf16 casts (h1b, h2b, actb; h2b is h1b's buffer
@@ -85,6 +99,12 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	m.allocCasts(a, s, n, true)
 	if c.SparseLayers() > 0 {
 		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
+	}
+	if c.LinearLayers() > 0 {
+		s.linear = m.newDeltaNetActs(a, n)
+	}
+	if c.Arch().OutputGate {
+		s.gate = a.alloc(kernels.F32, n*q)
 	}
 	return s
 }
@@ -161,11 +181,20 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	} else {
 		be.AddRMSNorm(s.xIn, s.h1, s.h1b, s.rstd1, prev.xMid, prev.o, w.InputNorm, n, h, eps)
 	}
-	m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
-	be.AttentionInputs(s.q, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
-		m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, eps)
-	m.attention(l, cache, idx, n, s)
-	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
+	if w.Linear != nil {
+		m.deltaNetForward(l, cache, idx, n, s.linear, gemmInput(s.h1, s.h1b), s.o)
+	} else {
+		m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
+		be.AttentionInputs(s.q, s.gate, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
+			m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim(), eps)
+		m.attention(l, cache, idx, n, s)
+		if s.gate != nil {
+			// Qwen3.5's output gate: attention's output × sigmoid(gate),
+			// o_proj's input.
+			be.SigmoidGate(s.attn, s.attn, s.gate, n*c.NumHeads*hd)
+		}
+		m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
+	}
 
 	if w.MoE != nil {
 		// The experts read the f32 norm output (their gather and router

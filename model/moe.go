@@ -34,6 +34,9 @@ type moeActs struct {
 	moeScratch
 	xa       [NumProj]kernels.Buffer
 	routerXA kernels.Buffer // n × rank: h·Aᵀ of the router's adapter
+	// shared is the shared expert's activations (Qwen3.5-MoE); nil
+	// without one.
+	shared *sharedExpertActs
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -92,6 +95,9 @@ func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scr
 	}
 	if r := m.routerRank(l); r > 0 {
 		s.routerXA = f(n * r)
+	}
+	if c.SharedExpertIntermediateSize > 0 {
+		s.shared = m.newSharedExpertActs(a, n)
 	}
 	return s
 }
@@ -157,6 +163,9 @@ func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 		m.expertProject(lr, ProjDown, s.yp, s.act, s.xa[ProjDown], s.offsets, rows)
 	}
 	be.MoECombine(out, s.yp, s.weights, s.rows, n, k, hd)
+	if s.shared != nil {
+		m.sharedExpertForward(l, s.shared, h, out, n)
+	}
 }
 
 // moeBackward turns dout (n × hidden), the gradient of the sparse MLP's

@@ -58,6 +58,9 @@ type Trace struct {
 // comes back from the backend's next Sync (after the caller's downloads).
 func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	c := m.Config
+	if c.Arch().Hybrid {
+		return nil, fmt.Errorf("training %s is not supported yet: its layers' backward is still to be built (inference works)", c.Arch().Name)
+	}
 	r := b.Len()
 	if rows != nil {
 		r = len(rows)
@@ -310,8 +313,8 @@ func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buf
 	// weight and the LoRA part reads them in place.
 	width := c.groupWidth(groupQKV)
 	dQKV := f(n * width)
-	be.AttentionInputsBackward(dQKV, dq, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd)
+	be.AttentionInputsBackward(dQKV, dq, nil, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, hd)
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)
