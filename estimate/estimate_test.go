@@ -229,7 +229,9 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			if mc.LinearLayers() > 0 {
 				// A hybrid's training items are not itemised per block
 				// yet (the estimate says so in its assumptions).
-				if !slices.ContainsFunc(e.Assumptions, func(a string) bool { return strings.Contains(a, "DeltaNet layers' training activations are sized as attention layers'") }) {
+				if !slices.ContainsFunc(e.Assumptions, func(a string) bool {
+					return strings.Contains(a, "DeltaNet layers' training activations are sized as attention layers'")
+				}) {
 					t.Errorf("no assumption says the hybrid's training items are approximate: %q", e.Assumptions)
 				}
 				return

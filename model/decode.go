@@ -76,7 +76,7 @@ type decodeBucket struct {
 	// nil for a model without them.
 	runs      kernels.Buffer
 	x, logits kernels.Buffer
-	acts       *layerActs
+	acts      *layerActs
 	// graph, graphCache and eager are per attention mode (mode: plain or
 	// shared-prefix, which read different operands): the captured graph,
 	// the cache it was captured over, and the steps run op by op in that
