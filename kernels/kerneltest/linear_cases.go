@@ -23,9 +23,6 @@ import (
 // or a wrong decay is off by NMSE ≳ 1e-4.
 var tolDelta = Tol{NMSE: 1e-10, MaxAbs: 1e-5}
 
-// linear returns b's LinearOps.
-func linear(b kernels.Backend) kernels.LinearOps { return b.(kernels.LinearOps) }
-
 // linearLayout is the runs of one call.
 type linearLayout struct {
 	name        string
@@ -119,7 +116,7 @@ func causalConv1DCases() []Case {
 				out := e.out("out", nans(l.nTok*k.channels))
 				wantSt := st.values()
 				want := RefCausalConv1D(x.values(), w.values(), wantSt, l.runs, l.nTok, k.channels, k.kernel)
-				linear(b).CausalConv1D(out.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, k.channels, k.kernel)
+				b.CausalConv1D(out.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, k.channels, k.kernel)
 				if err := e.checkAll(); err != nil {
 					return err
 				}
@@ -154,7 +151,7 @@ func causalConv1DBackwardCases() []Case {
 			dx := e.out("dx", nans(l.nTok*channels))
 			wantD := dst.values()
 			want := RefCausalConv1DBackward(wantD, dout.values(), x.values(), w.values(), st.values(), l.runs, l.nTok, channels, kernel)
-			linear(b).CausalConv1DBackward(dx.view, dst.view, dout.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, channels, kernel)
+			b.CausalConv1DBackward(dx.view, dst.view, dout.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, channels, kernel)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -179,7 +176,7 @@ func causalConv1DBackwardCases() []Case {
 				{op: st, x: stv, grad: dInit, frozen: frozenOutside(l.inits(), per)},
 			}, func() (float64, float64, error) {
 				b.Copy(sc.view, st.view)
-				linear(b).CausalConv1D(out.view, x.view, w.view, sc.view, runs.view, len(l.runs), l.nTok, channels, kernel)
+				b.CausalConv1D(out.view, x.view, w.view, sc.view, runs.view, len(l.runs), l.nTok, channels, kernel)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
@@ -252,7 +249,7 @@ func gatedDeltaRuleCases() []Case {
 			out := e.out("out", nans(l.nTok*s.NHeadV*s.DimV))
 			wantSt := st.values()
 			want := RefGatedDeltaRule(qkv.values(), g.values(), beta.values(), wantSt, l.runs, l.nTok, s)
-			linear(b).GatedDeltaRule(out.view, qkv.view, g.view, beta.view, st.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+			b.GatedDeltaRule(out.view, qkv.view, g.view, beta.view, st.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -284,7 +281,7 @@ func gatedDeltaRuleBackwardCases() []Case {
 				dbeta := e.out("dbeta", nans(l.nTok*s.NHeadV))
 				wantD := dst.values()
 				wq, wg, wb := RefGatedDeltaRuleBackward(wantD, dout.values(), qkv.values(), g.values(), beta.values(), st.values(), l.runs, l.nTok, s)
-				linear(b).GatedDeltaRuleBackward(dqkv.view, dg.view, dbeta.view, dst.view, dout.view, qkv.view, g.view, beta.view, st.view, runs.view,
+				b.GatedDeltaRuleBackward(dqkv.view, dg.view, dbeta.view, dst.view, dout.view, qkv.view, g.view, beta.view, st.view, runs.view,
 					len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
 				if err := e.checkAll(); err != nil {
 					return err
@@ -317,7 +314,7 @@ func gatedDeltaRuleBackwardCases() []Case {
 					{op: st, x: st.result(b), grad: dInit, frozen: frozenOutside(l.inits(), hs)},
 				}, func() (float64, float64, error) {
 					b.Copy(sc.view, st.view)
-					linear(b).GatedDeltaRule(out.view, qkv.view, g.view, beta.view, sc.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+					b.GatedDeltaRule(out.view, qkv.view, g.view, beta.view, sc.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
 					if err := b.Sync(); err != nil {
 						return 0, 0, err
 					}
@@ -356,7 +353,7 @@ func deltaGatesCases() []Case {
 			a, bb, aLog, dt := operands(e)
 			g, beta := e.out("g", nans(s.rows*s.heads)), e.out("beta", nans(s.rows*s.heads))
 			wg, wb := RefDeltaGates(a.values(), bb.values(), aLog.values(), dt.values(), s.rows, s.heads)
-			linear(b).DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
+			b.DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -372,7 +369,7 @@ func deltaGatesCases() []Case {
 			dg, dbeta := e.in("dg", e.uniform(s.rows*s.heads, 1)), e.in("dbeta", e.uniform(s.rows*s.heads, 1))
 			da, db := e.out("da", nans(s.rows*s.heads)), e.out("db", nans(s.rows*s.heads))
 			wa, wb := RefDeltaGatesBackward(dg.values(), dbeta.values(), a.values(), bb.values(), aLog.values(), dt.values(), s.rows, s.heads)
-			linear(b).DeltaGatesBackward(da.view, db.view, dg.view, dbeta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
+			b.DeltaGatesBackward(da.view, db.view, dg.view, dbeta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -386,7 +383,7 @@ func deltaGatesCases() []Case {
 			g, beta := e.out("g", nans(s.rows*s.heads)), e.out("beta", nans(s.rows*s.heads))
 			rg, rb := dg.result(b), dbeta.result(b)
 			return checkFD(e, 1e-2, []fdInput{{op: a, x: a.result(b), grad: gotA}, {op: bb, x: bb.result(b), grad: gotB}}, func() (float64, float64, error) {
-				linear(b).DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
+				b.DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
@@ -426,7 +423,7 @@ func gatedRMSNormCases() []Case {
 			w := e.floats("w", s.w, e.uniform(s.dim, 2), true)
 			rstd := e.out("rstd", nans(s.rows))
 			want, wantR := RefGatedRMSNorm(x.values(), z.values(), w.values(), s.rows, s.dim, eps)
-			linear(b).GatedRMSNorm(out.view, rstd.view, x.view, z.view, w.view, s.rows, s.dim, eps)
+			b.GatedRMSNorm(out.view, rstd.view, x.view, z.view, w.view, s.rows, s.dim, eps)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -446,7 +443,7 @@ func gatedRMSNormCases() []Case {
 			dy := e.in("dy", e.uniform(s.rows*s.dim, 1))
 			dx, dz := e.out("dx", nans(s.rows*s.dim)), e.out("dz", nans(s.rows*s.dim))
 			wx, wz := RefGatedRMSNormBackward(dy.values(), x.values(), z.values(), w.values(), rstd.values(), s.rows, s.dim)
-			linear(b).GatedRMSNormBackward(dx.view, dz.view, dy.view, x.view, z.view, w.view, rstd.view, s.rows, s.dim)
+			b.GatedRMSNormBackward(dx.view, dz.view, dy.view, x.view, z.view, w.view, rstd.view, s.rows, s.dim)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -460,7 +457,7 @@ func gatedRMSNormCases() []Case {
 			out := e.out("out", nans(s.rows*s.dim))
 			r := dy.result(b)
 			return checkFD(e, 1e-2, []fdInput{{op: x, x: x.result(b), grad: gx}, {op: z, x: z.result(b), grad: gz}}, func() (float64, float64, error) {
-				linear(b).GatedRMSNorm(out.view, nil, x.view, z.view, w.view, s.rows, s.dim, eps)
+				b.GatedRMSNorm(out.view, nil, x.view, z.view, w.view, s.rows, s.dim, eps)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
