@@ -181,16 +181,16 @@ func (b *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g, 
 
 // weightKernel picks a kernel's f32 or bf16-weight variant; the weights
 // of one op share a dtype.
-func weightKernel(op, base string, ws ...*buffer) string {
+func weightKernel(op, f32Name, bf16Name string, ws ...*buffer) string {
 	for _, w := range ws[1:] {
 		if w.dt != ws[0].dt {
 			panic(fmt.Sprintf("cuda: %s: weights of dtypes %v and %v; want one", op, ws[0].dt, w.dt))
 		}
 	}
 	if ws[0].dt == kernels.BF16 {
-		return base + "_wbf16"
+		return bf16Name
 	}
-	return base + "_f32"
+	return f32Name
 }
 
 func (b *Backend) DeltaGates(g, beta, a, bv, aLog, dtBias kernels.Buffer, rows, heads int) {
@@ -204,7 +204,7 @@ func (b *Backend) DeltaGates(g, beta, a, bv, aLog, dtBias kernels.Buffer, rows, 
 	if !usable(gg, be, aa, bb, al, dt) {
 		return
 	}
-	b.elementwise(weightKernel(op, "delta_gates", al, dt), n, gg.ptr, be.ptr, aa.ptr, bb.ptr, al.ptr, dt.ptr, int32(n), int32(heads))
+	b.elementwise(weightKernel(op, "delta_gates_f32", "delta_gates_wbf16", al, dt), n, gg.ptr, be.ptr, aa.ptr, bb.ptr, al.ptr, dt.ptr, int32(n), int32(heads))
 }
 
 func (b *Backend) DeltaGatesBackward(da, db, dg, dbeta, a, bv, aLog, dtBias kernels.Buffer, rows, heads int) {
@@ -219,7 +219,7 @@ func (b *Backend) DeltaGatesBackward(da, db, dg, dbeta, a, bv, aLog, dtBias kern
 	if !usable(dA, dB, dG, dBe, aa, bb, al, dt) {
 		return
 	}
-	b.elementwise(weightKernel(op, "delta_gates_backward", al, dt), n, dA.ptr, dB.ptr, dG.ptr, dBe.ptr, aa.ptr, bb.ptr, al.ptr, dt.ptr, int32(n), int32(heads))
+	b.elementwise(weightKernel(op, "delta_gates_backward_f32", "delta_gates_backward_wbf16", al, dt), n, dA.ptr, dB.ptr, dG.ptr, dBe.ptr, aa.ptr, bb.ptr, al.ptr, dt.ptr, int32(n), int32(heads))
 }
 
 func (b *Backend) GatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim int, eps float32) {
@@ -233,7 +233,7 @@ func (b *Backend) GatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim int,
 	if !usable(o, r, xx, zz, ww) {
 		return
 	}
-	b.launch(weightKernel(op, "gated_rmsnorm", ww), D1(rows), D1(warpRound(dim, rowBlock)), 0, o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(dim), eps)
+	b.launch(weightKernel(op, "gated_rmsnorm_f32", "gated_rmsnorm_wbf16", ww), D1(rows), D1(warpRound(dim, rowBlock)), 0, o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(dim), eps)
 }
 
 func (b *Backend) GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim int) {
@@ -248,6 +248,6 @@ func (b *Backend) GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer,
 	if !usable(dX, dZ, dY, xx, zz, ww, r) {
 		return
 	}
-	b.launch(weightKernel(op, "gated_rmsnorm_backward", ww), D1(rows), D1(warpRound(dim, rowBlock)), 0,
+	b.launch(weightKernel(op, "gated_rmsnorm_backward_f32", "gated_rmsnorm_backward_wbf16", ww), D1(rows), D1(warpRound(dim, rowBlock)), 0,
 		dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(dim))
 }
