@@ -7,7 +7,8 @@ import (
 )
 
 // The DeltaNet ops (kernels.LinearOps): causal_conv1d.cu, delta_gates.cu,
-// gated_rmsnorm.cu and the gated delta rule's three kernels. The runs
+// gated_rmsnorm.cu and the gated delta rule's four kernels (decode step,
+// chunked forward, chunked backward, l2 norms' backward). The runs
 // stay on the device: the host never learns their lengths, so the one
 // choice made here is by shape alone — when there are as many runs as
 // tokens every run is one token (runs are disjoint and non-empty), a
@@ -18,14 +19,12 @@ import (
 const (
 	// convMaxKernel is CONV_MAX_KERNEL in causal_conv1d.cu.
 	convMaxKernel = 8
-	// deltaChunk is DELTA_CHUNK in gated_delta_chunked.cu, deltaSegment
-	// DELTA_SEG in gated_delta_backward.cu: the backward keeps a state
-	// per segment and recomputes up to deltaSegment−1 steps per token.
-	deltaChunk   = 64
-	deltaSegment = 16
+	// deltaChunk is DELTA_CHUNK in gated_delta_chunked.cu and
+	// gated_delta_chunked_backward.cu.
+	deltaChunk = 64
 	// deltaBlock threads per (run, head) block of the chunked forward and
-	// of the backward (which needs dimK ≤ deltaBlock: a row per thread);
-	// deltaStepBlock those of the decode step and of the l2 backward.
+	// backward; deltaStepBlock those of the decode step and of the l2
+	// backward.
 	deltaBlock     = 256
 	deltaStepBlock = 128
 	// deltaMaxShared is what a block may opt into, less a margin for
@@ -98,21 +97,23 @@ func (b *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, ru
 func deltaOperands(op string, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int) (width, hs int) {
 	width, hs = 2*nHeadK*dimK+nHeadV*dimV, dimK*dimV
 	i32(op, nRuns, nTok, nTok*width, nTok*nHeadV*dimV, 4*nRuns, nHeadV*hs)
-	if nHeadK <= 0 || nHeadV <= 0 || nHeadV%nHeadK != 0 || dimK <= 0 || dimV <= 0 || dimK > deltaBlock || nRuns > 1<<31-1 || nHeadV > 65535 {
-		panic(fmt.Sprintf("cuda: %s: nHeadK %d, nHeadV %d (a multiple, ≤ 65535), dimK %d (≤ %d), dimV %d", op, nHeadK, nHeadV, dimK, deltaBlock, dimV))
+	if nHeadK <= 0 || nHeadV <= 0 || nHeadV%nHeadK != 0 || dimK <= 0 || dimV <= 0 || nHeadV > 65535 {
+		panic(fmt.Sprintf("cuda: %s: nHeadK %d, nHeadV %d (a multiple, ≤ 65535), dimK %d, dimV %d", op, nHeadK, nHeadV, dimK, dimV))
 	}
-	if s := max(chunkedShared(dimK, dimV), backwardShared(dimK, dimV)); s > deltaMaxShared {
+	if s := max(chunkedShared(dimK, dimV), chunkedBackwardShared(dimK, dimV)); s > deltaMaxShared {
 		panic(fmt.Sprintf("cuda: %s: dimK %d × dimV %d needs %d bytes of shared memory per block, more than %d", op, dimK, dimV, s, deltaMaxShared))
 	}
 	return width, hs
 }
 
-// chunkedShared and backwardShared are the kernels' dynamic shared memory
+// chunkedShared and chunkedBackwardShared are the kernels' dynamic shared memory
 // (their .cu files list what it holds).
 func chunkedShared(dimK, dimV int) int {
 	return 4 * (dimK*dimV + 2*deltaChunk*dimK + deltaChunk*dimV + deltaChunk*deltaChunk + 2*deltaChunk)
 }
-func backwardShared(dimK, dimV int) int { return 4 * (2*dimK*dimV + 2*dimK + 4*dimV) }
+func chunkedBackwardShared(dimK, dimV int) int {
+	return 4 * (2*deltaChunk*dimK + 3*deltaChunk*dimV + 3*deltaChunk*deltaChunk + 4*deltaChunk)
+}
 
 func (b *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int) {
 	const op = "GatedDeltaRule"
@@ -134,9 +135,10 @@ func (b *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer, 
 	b.launch("gated_delta_chunked_f32", D2(nRuns, nHeadV), D1(deltaBlock), chunkedShared(dimK, dimV), args...)
 }
 
-// GatedDeltaRuleBackward takes scratch from the pool for the segment
-// states ((⌊nTok/deltaSegment⌋ + nRuns) × nHeadV states bound Σ over runs
-// of ⌈count/deltaSegment⌉) and for the per-value-head dq̂ and dk̂, which
+// GatedDeltaRuleBackward takes scratch from the pool for the chunk start
+// states ((⌊nTok/deltaChunk⌋ + nRuns) × nHeadV states bound Σ over runs
+// of ⌈count/deltaChunk⌉), for each block's running state gradient
+// (nRuns × nHeadV states) and for the per-value-head dq̂ and dk̂, which
 // are zeroed first so tokens no run covers read zeros.
 func (b *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g, beta, state, runs kernels.Buffer, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int) {
 	const op = "GatedDeltaRuleBackward"
@@ -158,22 +160,23 @@ func (b *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g, 
 		return
 	}
 	heads := 2 * nTok * nHeadV * dimK
-	segs := (nTok/deltaSegment + nRuns) * nHeadV * hs
-	i32(op, heads, segs)
+	states := (nTok/deltaChunk + 2*nRuns) * nHeadV * hs // chunk starts, then one dS per block
+	i32(op, heads, states)
 	dqk, ok := b.scratch(4 * heads)
 	if !ok {
 		return
 	}
 	defer b.putScratch(dqk, 4*heads)
-	ck, ok := b.scratch(4 * segs)
+	ck, ok := b.scratch(4 * states)
 	if !ok {
 		return
 	}
-	defer b.putScratch(ck, 4*segs)
+	defer b.putScratch(ck, 4*states)
 	dkh := dqk + DevicePtr(4*nTok*nHeadV*dimK)
+	work := ck + DevicePtr(4*(nTok/deltaChunk+nRuns)*nHeadV*hs)
 	b.elementwise("fill_f32", heads, dqk, float32(0), int32(heads))
-	b.launch("gated_delta_backward_f32", D2(nRuns, nHeadV), D1(deltaBlock), backwardShared(dimK, dimV),
-		dq.ptr, dgg.ptr, dbb.ptr, dst.ptr, dqk, dkh, ck, do.ptr, q.ptr, gg.ptr, bb.ptr, st.ptr, rr.ptr,
+	b.launch("gated_delta_chunked_backward_f32", D2(nRuns, nHeadV), D1(deltaBlock), chunkedBackwardShared(dimK, dimV),
+		dq.ptr, dgg.ptr, dbb.ptr, dst.ptr, dqk, dkh, ck, work, do.ptr, q.ptr, gg.ptr, bb.ptr, st.ptr, rr.ptr,
 		int32(nTok), int32(slots), int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV))
 	b.launch("gated_delta_l2_backward_f32", D2(nTok, nHeadK), D1(deltaStepBlock), 0, dq.ptr, dqk, dkh, q.ptr,
 		int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV))

@@ -264,70 +264,80 @@ func gatedDeltaRuleCases() []Case {
 
 func gatedDeltaRuleBackwardCases() []Case {
 	var cs []Case
-	for i, l := range linearLayouts(true) {
-		for si, s := range deltaShapes {
-			l, s, seed := l, s, uint64(6300+10*i+si)
-			hs := s.NHeadV * s.DimK * s.DimV
-			run := func(b kernels.Backend, fd bool) error {
-				e := newEnv(b, seed)
-				defer e.free()
-				qkv, g, beta, st := e.deltaOperands(l, s, true)
-				runs := e.ints("runs", flattenRuns(l.runs))
-				dout := e.in("dout", e.uniform(l.nTok*s.NHeadV*s.DimV, 1))
-				d0 := e.uniform(l.slots*hs, 1)
-				dst := e.out("dState", d0)
-				dqkv := e.out("dqkv", nans(l.nTok*s.width()))
-				dg := e.out("dg", nans(l.nTok*s.NHeadV))
-				dbeta := e.out("dbeta", nans(l.nTok*s.NHeadV))
-				wantD := dst.values()
-				wq, wg, wb := RefGatedDeltaRuleBackward(wantD, dout.values(), qkv.values(), g.values(), beta.values(), st.values(), l.runs, l.nTok, s)
-				b.GatedDeltaRuleBackward(dqkv.view, dg.view, dbeta.view, dst.view, dout.view, qkv.view, g.view, beta.view, st.view, runs.view,
-					len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
-				if err := e.checkAll(); err != nil {
-					return err
-				}
-				gq, gg, gb, gd := dqkv.result(b), dg.result(b), dbeta.result(b), dst.result(b)
-				if !fd {
-					for _, c := range []struct {
-						what string
-						got  []float32
-						want []float64
-					}{{"dqkv", gq, wq}, {"dg", gg, wg}, {"dbeta", gb, wb}, {"dState", gd, wantD}} {
-						if err := Compare(c.what, c.got, c.want, tolDelta); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
-				dFinal := zeroOutside(d0, l.finals(), hs)
-				dInit := make([]float32, len(gd))
-				for j := range gd {
-					dInit[j] = gd[j] - d0[j]
-				}
-				out := e.out("out", nans(l.nTok*s.NHeadV*s.DimV))
-				sc := e.out("state after", nans(l.slots*hs))
-				r := dout.result(b)
-				return checkFD(e, 1e-2, []fdInput{
-					{op: qkv, x: qkv.result(b), grad: gq, frozen: func(i int) bool { return i < 2*s.NHeadK*s.DimK }},
-					{op: g, x: g.result(b), grad: gg},
-					{op: beta, x: beta.result(b), grad: gb},
-					{op: st, x: st.result(b), grad: dInit, frozen: frozenOutside(l.inits(), hs)},
-				}, func() (float64, float64, error) {
-					b.Copy(sc.view, st.view)
-					b.GatedDeltaRule(out.view, qkv.view, g.view, beta.view, sc.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
-					if err := b.Sync(); err != nil {
-						return 0, 0, err
-					}
-					l1, a1 := dotLoss(r, out.result(b))
-					l2, a2 := dotLoss(dFinal, sc.result(b))
-					return l1 + l2, a1 + a2, nil
-				})
+	type job struct {
+		l linearLayout
+		s DeltaShape
+	}
+	var jobs []job
+	for _, l := range linearLayouts(true) {
+		for _, s := range deltaShapes {
+			jobs = append(jobs, job{l, s})
+		}
+	}
+	// Model-sized heads (dimK = dimV = 128) past a chunk, from a slot.
+	jobs = append(jobs, job{linearLayout{"slot0→1,n=70", []LinearRun{{0, 70, 0, 1}}, 70, 2}, DeltaShape{1, 2, 128, 128}})
+	for i, j := range jobs {
+		l, s, seed := j.l, j.s, uint64(6300+i)
+		hs := s.NHeadV * s.DimK * s.DimV
+		run := func(b kernels.Backend, fd bool) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			qkv, g, beta, st := e.deltaOperands(l, s, true)
+			runs := e.ints("runs", flattenRuns(l.runs))
+			dout := e.in("dout", e.uniform(l.nTok*s.NHeadV*s.DimV, 1))
+			d0 := e.uniform(l.slots*hs, 1)
+			dst := e.out("dState", d0)
+			dqkv := e.out("dqkv", nans(l.nTok*s.width()))
+			dg := e.out("dg", nans(l.nTok*s.NHeadV))
+			dbeta := e.out("dbeta", nans(l.nTok*s.NHeadV))
+			wantD := dst.values()
+			wq, wg, wb := RefGatedDeltaRuleBackward(wantD, dout.values(), qkv.values(), g.values(), beta.values(), st.values(), l.runs, l.nTok, s)
+			b.GatedDeltaRuleBackward(dqkv.view, dg.view, dbeta.view, dst.view, dout.view, qkv.view, g.view, beta.view, st.view, runs.view,
+				len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+			if err := e.checkAll(); err != nil {
+				return err
 			}
-			name := deltaName(l, s)
-			cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
-			if l.nTok <= 65 {
-				cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
+			gq, gg, gb, gd := dqkv.result(b), dg.result(b), dbeta.result(b), dst.result(b)
+			if !fd {
+				for _, c := range []struct {
+					what string
+					got  []float32
+					want []float64
+				}{{"dqkv", gq, wq}, {"dg", gg, wg}, {"dbeta", gb, wb}, {"dState", gd, wantD}} {
+					if err := Compare(c.what, c.got, c.want, tolDelta); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
+			dFinal := zeroOutside(d0, l.finals(), hs)
+			dInit := make([]float32, len(gd))
+			for j := range gd {
+				dInit[j] = gd[j] - d0[j]
+			}
+			out := e.out("out", nans(l.nTok*s.NHeadV*s.DimV))
+			sc := e.out("state after", nans(l.slots*hs))
+			r := dout.result(b)
+			return checkFD(e, 1e-2, []fdInput{
+				{op: qkv, x: qkv.result(b), grad: gq, frozen: func(i int) bool { return i < 2*s.NHeadK*s.DimK }},
+				{op: g, x: g.result(b), grad: gg},
+				{op: beta, x: beta.result(b), grad: gb},
+				{op: st, x: st.result(b), grad: dInit, frozen: frozenOutside(l.inits(), hs)},
+			}, func() (float64, float64, error) {
+				b.Copy(sc.view, st.view)
+				b.GatedDeltaRule(out.view, qkv.view, g.view, beta.view, sc.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+				if err := b.Sync(); err != nil {
+					return 0, 0, err
+				}
+				l1, a1 := dotLoss(r, out.result(b))
+				l2, a2 := dotLoss(dFinal, sc.result(b))
+				return l1 + l2, a1 + a2, nil
+			})
+		}
+		name := deltaName(l, s)
+		cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
+		if l.nTok <= 65 && s.DimK < 128 {
+			cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
 		}
 	}
 	return cs

@@ -1,8 +1,0 @@
-#include "shim.h"
-#include "runtime.h"
-#include "../cuda/gated_delta_backward.cu"
-
-extern "C" void emu_register_gated_delta_backward(const char* prefix) {
-	EMU_REG(gated_delta_backward_f32);
-	EMU_REG(gated_delta_l2_backward_f32);
-}
