@@ -159,3 +159,49 @@ func TestGatedDeltaRuleSharedLimit(t *testing.T) {
 	x := b.Alloc(kernels.F32, 1)
 	b.GatedDeltaRule(x, x, x, x, nil, x, 0, 0, 1, 1, 256, 256)
 }
+
+// TestDecodeLinearMixerOpsAreFourKernels: the device ops of one decode
+// step of a DeltaNet layer (gates, convolution, delta rule, gated norm)
+// for 8 sequences are one kernel each, allocate nothing, wait for
+// nothing, and capture into a graph together.
+func TestDecodeLinearMixerOpsAreFourKernels(t *testing.T) {
+	const seqs, channels, kernel = 8, 64 + 64 + 64, 4
+	b := New()
+	defer b.Close()
+	c := newDeltaCall(b, decodeRuns(seqs), seqs, seqs, rand.New(rand.NewPCG(3, 3)))
+	heads := c.nHV
+	f := func(n int) kernels.Buffer { return b.Alloc(kernels.F32, n) }
+	a, bb, aLog, dt := f(seqs*heads), f(seqs*heads), f(heads), f(heads)
+	x, w, convState := f(seqs*channels), f(channels*kernel), f(seqs*(kernel-1)*channels)
+	conv := f(seqs * channels)
+	z, nw, normed := f(seqs*heads*c.dimV), f(c.dimV), f(seqs*heads*c.dimV)
+	b.Fill(nw, 1, c.dimV)
+	step := func() {
+		b.DeltaGates(c.g, c.beta, a, bb, aLog, dt, seqs, heads)
+		b.CausalConv1D(conv, x, w, convState, c.runs, seqs, seqs, channels, kernel)
+		c.forward(b)
+		b.GatedRMSNorm(normed, nil, c.out, z, nw, seqs*heads, c.dimV, 1e-6)
+	}
+	step()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before := b.Counts()
+	step()
+	if got := b.Counts().Sub(before); got.Launches != 4 || got.Allocs != 0 || got.Memsets != 0 || got.Syncs != 0 || got.HtoD != 0 {
+		t.Fatalf("a DeltaNet layer's decode ops: %v; want 4 launches and no allocation, memset, copy or wait", got)
+	}
+	if err := b.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	g, err := b.EndCapture()
+	if err != nil {
+		t.Fatalf("capturing a DeltaNet layer's decode ops: %v", err)
+	}
+	b.Replay(g)
+	b.FreeGraph(g)
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
