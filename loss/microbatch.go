@@ -141,9 +141,7 @@ func promptOwner(samples []Sample, i int) int {
 func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32, cfg Config, sums *lossSums, st *stepStats) error {
 	be := policy.Backend
 	var b model.Batch
-	var rows, targets []int32
-	var behaviour, adv, w []float32
-	seqStart := []int32{0} // each trained sample's rows, for sequence-level terms
+	var lr lossRows
 	for i := range samples {
 		s := &samples[i]
 		start := int32(b.Len())
@@ -152,20 +150,9 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		if j := promptOwner(samples, i); j >= 0 && sums.sharePrompts() {
 			b.Share(i, j, len(s.Prompt))
 		}
-		// Row len(Prompt)-1+j predicts completion token j; the rows before
-		// it predict prompt tokens and carry no loss.
-		for j, wj := range weights[i] {
-			if wj == 0 {
-				continue
-			}
-			rows = append(rows, start+int32(len(s.Prompt)-1+j))
-			targets = append(targets, s.Completion[j])
-			behaviour, adv, w = append(behaviour, s.OldLogp[j]), append(adv, s.Advantage), append(w, wj)
-		}
-		if n := int32(len(rows)); n > seqStart[len(seqStart)-1] {
-			seqStart = append(seqStart, n)
-		}
+		lr.add(s, start, weights[i])
 	}
+	rows, targets := lr.rows, lr.targets
 	if len(rows) == 0 {
 		return nil
 	}
@@ -194,40 +181,13 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		}
 		defer be.Free(refBuf)
 	}
-	upload := func(v []float32) kernels.Buffer {
-		buf := be.Alloc(kernels.F32, len(v))
-		be.Upload(buf, v)
-		return buf
-	}
-	behaviourBuf, advBuf, wBuf := upload(behaviour), upload(adv), upload(w)
-	starts := be.Alloc(kernels.I32, len(seqStart))
-	be.UploadI32(starts, seqStart)
-	dlogp := be.Alloc(kernels.F32, n)
-	// π_old: the sampler's log-probs, or with a correction the trainer's
-	// own, detached (one update per batch: the forward's values).
-	oldBuf := behaviourBuf
-	p := cfg.kernelParams()
-	if p.IS != kernels.ISNone {
-		oldBuf = be.Alloc(kernels.F32, n)
-		be.Copy(oldBuf, tr.Logp)
-		defer be.Free(oldBuf)
-	}
-	defer func() {
-		for _, x := range []kernels.Buffer{behaviourBuf, advBuf, wBuf, starts, dlogp} {
-			be.Free(x)
-		}
-	}()
-	be.PolicyLoss(kernels.PolicyLossOut{Loss: st.slice(st.loss, n), DLogp: dlogp, Clip: st.slice(st.clip, n),
-		ISClip: st.slice(st.isClip, n), Mismatch: st.slice(st.mismatch, n), KL: st.slice(st.kl, n)},
-		kernels.PolicyLossIn{Logp: tr.Logp, OldLogp: oldBuf, BehaviourLogp: behaviourBuf, RefLogp: refBuf, Adv: advBuf,
-			Weight: wBuf, SeqStart: starts, N: n, NumSeq: len(seqStart) - 1}, p)
+	dlogp := policyLoss(be, tr.Logp, refBuf, &lr, cfg, st)
+	defer be.Free(dlogp)
 	if err := tr.Backward(dlogp); err != nil {
 		return err
 	}
 	sums.aux += share * tr.AuxLoss
-	be.Copy(st.slice(st.logp, n), tr.Logp)
 	be.Copy(st.slice(st.ent, n), tr.Entropy)
-	st.rows = append(st.rows, rows...)
 	st.off += n
 	return nil
 }
