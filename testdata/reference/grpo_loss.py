@@ -22,6 +22,7 @@ Semantics (the specification the Go code follows):
 
 Run from the repository root:  /usr/bin/python3 testdata/reference/grpo_loss.py
                           and:  /usr/bin/python3 testdata/reference/grpo_loss.py --moe
+                          and:  /usr/bin/python3 testdata/reference/grpo_loss.py --family
 """
 
 import json
