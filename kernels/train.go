@@ -63,8 +63,9 @@ type TrainOps interface {
 	// (p.IS; 1 when off):
 	//   PPO:   r = exp(logp − old); pg = −min(r·A, clip(r, 1−EpsLow, 1+EpsHigh)·A)
 	//   GSPO:  as PPO with the sequence's s = exp(mean over its tokens of
-	//          (logp − old)) for r; the gradient reaches each token through
-	//          the mean: ∂/∂logp_t = (Σ_seq weight·ρ)·∂pg/∂s·s/n_seq
+	//          (logp − old)) for r and its first token's A; the gradient
+	//          reaches each token through the mean:
+	//          ∂/∂logp_t = (Σ_seq weight·ρ)·∂pg/∂s·s/n_seq
 	//   CISPO: r as PPO; pg = −sg(min(r, EpsHigh))·A·logp (EpsHigh is the
 	//          cap itself, TRL's ε_max)
 	//   DPPO:  prime-rl's default loss against the behaviour log-probs:
