@@ -2,20 +2,28 @@ package config
 
 import "fmt"
 
-// resolveLabFilters applies Lab's rollout filters: a [[pre_batch_filters]]
-// or [[post_batch_filters]] entry of type "zero_advantage" is Lab's switch
-// for the filter grpo runs as [loss] filter_zero_advantages (enforce =
-// false keeps those groups; unset enforces it, Lab's default), so it sets
-// that key; an entry of another type (gibberish, repetition, …) is
-// accepted and ignored, with a warning. Entries that disagree with each
-// other or with the [loss] key are errors, as for the other aliases.
+// resolveLabFilters applies Lab's rollout filters (prime-rl's orchestrator
+// filters, which Lab passes through) to [loss] filter_zero_advantages, the
+// one filter grpo runs. As in prime-rl (before its filters became
+// orchestrator.train.filter_zero_advantages), zero-advantage rollouts are
+// dropped when a pre_batch_filters entry {type = "zero_advantage"} has
+// enforce = true, or a post_batch_filters one has enforce true or unset
+// (its default), or post_batch_filters is left out (its default list
+// enforces that filter); a file that sets neither list leaves the [loss]
+// key alone. Entries of other types (gibberish, repetition) are accepted
+// and ignored, with a warning at their line. A result that contradicts
+// [loss] filter_zero_advantages written in the file is an error.
 func (c *Config) resolveLabFilters(l *problems) []warning {
+	if !c.src.Has("pre_batch_filters") && !c.src.Has("post_batch_filters") {
+		return nil
+	}
 	var warns []warning
-	var setBy string
+	enforced := !c.src.Has("post_batch_filters")
 	for _, list := range []struct {
-		key     string
-		filters []map[string]any
-	}{{"pre_batch_filters", c.PreBatchFilters}, {"post_batch_filters", c.PostBatchFilters}} {
+		key           string
+		filters       []map[string]any
+		enforcesUnset bool // what an entry without enforce does
+	}{{"pre_batch_filters", c.PreBatchFilters, false}, {"post_batch_filters", c.PostBatchFilters, true}} {
 		for i, f := range list.filters {
 			path := fmt.Sprintf("%s.%d", list.key, i)
 			typ, _ := f["type"].(string)
@@ -24,7 +32,7 @@ func (c *Config) resolveLabFilters(l *problems) []warning {
 				warns = append(warns, warning{pos.Line, pos.Column, fmt.Sprintf("%s:%d: accepted and ignored locally: [[%s]] type = %q because grpo runs only the zero_advantage filter", c.src.Name, pos.Line, list.key, typ)})
 				continue
 			}
-			enforce := true
+			enforce := list.enforcesUnset
 			if v, ok := f["enforce"]; ok {
 				b, isBool := v.(bool)
 				if !isBool {
@@ -33,15 +41,15 @@ func (c *Config) resolveLabFilters(l *problems) []warning {
 				}
 				enforce = b
 			}
-			switch {
-			case c.src.Has("loss.filter_zero_advantages") && c.Loss.FilterZeroAdvantages != enforce:
-				l.at(fmt.Sprintf("key %q: a zero_advantage filter with enforce = %v conflicts with [loss] filter_zero_advantages = %v; keep one of them", path, enforce, c.Loss.FilterZeroAdvantages), path+".enforce", path)
-			case setBy != "" && c.Loss.FilterZeroAdvantages != enforce:
-				l.at(fmt.Sprintf("key %q: a zero_advantage filter with enforce = %v conflicts with the one in %s; keep one of them", path, enforce, setBy), path+".enforce", path)
-			default:
-				c.Loss.FilterZeroAdvantages, setBy = enforce, path
-			}
+			enforced = enforced || enforce
 		}
 	}
+	if c.src.Has("loss.filter_zero_advantages") {
+		if c.Loss.FilterZeroAdvantages != enforced {
+			l.at(fmt.Sprintf("key \"loss.filter_zero_advantages\": [loss] filter_zero_advantages = %v conflicts with the zero_advantage filter of pre_batch_filters/post_batch_filters, which comes to %v; keep one of them", c.Loss.FilterZeroAdvantages, enforced), "loss.filter_zero_advantages")
+		}
+		return warns
+	}
+	c.Loss.FilterZeroAdvantages = enforced
 	return warns
 }

@@ -10,11 +10,12 @@ const filterBase = `model = "Qwen/Qwen3-0.6B"
 id = "reverse-text"
 `
 
-// TestLabZeroAdvantageFilter: Lab's zero_advantage filter entry sets
-// [loss] filter_zero_advantages (enforce = false turns it off, unset
-// keeps it on), other filter types are warned about at their line, and an
-// entry that contradicts [loss] filter_zero_advantages is an error naming
-// both.
+// TestLabZeroAdvantageFilter: Lab's zero_advantage filter entries decide
+// [loss] filter_zero_advantages as prime-rl's filters did (a post-batch
+// entry enforces unless enforce = false, a pre-batch one only with enforce
+// = true, a missing post_batch_filters list enforces), other filter types
+// are warned about at their line, and a result that contradicts [loss]
+// filter_zero_advantages is an error naming both.
 func TestLabZeroAdvantageFilter(t *testing.T) {
 	c, err := Parse([]byte(filterBase+`
 [[post_batch_filters]]
@@ -29,22 +30,35 @@ enforce = false
 		t.Fatal(err)
 	}
 	if c.Loss.FilterZeroAdvantages {
-		t.Error("enforce = false left filter_zero_advantages on")
+		t.Error("a post-batch zero_advantage filter with enforce = false left filter_zero_advantages on")
 	}
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], `f.toml:6: accepted and ignored locally: [[post_batch_filters]] type = "gibberish"`) {
 		t.Errorf("warnings %q, want one for the gibberish filter at line 6", c.Warnings)
 	}
-
-	c, err = Parse([]byte("pre_batch_filters = [{type = \"zero_advantage\"}]\n"+filterBase), "f.toml")
-	if err != nil || !c.Loss.FilterZeroAdvantages || len(c.Warnings) != 0 {
-		t.Errorf("unset enforce: filter %v, warnings %q, err %v", c.Loss.FilterZeroAdvantages, c.Warnings, err)
+	for _, tc := range []struct {
+		lists string
+		want  bool
+	}{
+		{"post_batch_filters = [{type = \"zero_advantage\"}]\n", true},
+		{"pre_batch_filters = [{type = \"zero_advantage\", enforce = false}]\n", true}, // the default post list still enforces
+		{"pre_batch_filters = [{type = \"zero_advantage\", enforce = false}]\npost_batch_filters = []\n", false},
+		{"pre_batch_filters = [{type = \"zero_advantage\", enforce = true}]\npost_batch_filters = []\n", true},
+	} {
+		c, err := Parse([]byte(tc.lists+filterBase), "f.toml")
+		if err != nil {
+			t.Errorf("%s: %v", tc.lists, err)
+			continue
+		}
+		if c.Loss.FilterZeroAdvantages != tc.want || len(c.Warnings) != 0 {
+			t.Errorf("%s: filter %v (want %v), warnings %q", tc.lists, c.Loss.FilterZeroAdvantages, tc.want, c.Warnings)
+		}
 	}
 
-	_, err = Parse([]byte(`pre_batch_filters = [{type = "zero_advantage", enforce = false}]
+	_, err = Parse([]byte(`post_batch_filters = [{type = "zero_advantage", enforce = false}]
 `+filterBase+`[loss]
 filter_zero_advantages = true
 `), "f.toml")
-	if err == nil || !strings.Contains(err.Error(), "conflicts with [loss] filter_zero_advantages = true; keep one of them") {
+	if err == nil || !strings.Contains(err.Error(), "[loss] filter_zero_advantages = true conflicts with the zero_advantage filter of pre_batch_filters/post_batch_filters, which comes to false; keep one of them") {
 		t.Errorf("conflict: %v", err)
 	}
 }
