@@ -54,7 +54,9 @@ type Config struct {
 	ScaleRewards string `toml:"scale_rewards"`
 	// FilterZeroAdvantages drops the groups whose rewards are all equal
 	// before the training forward: their advantages are all 0, so they
-	// would spend compute on no policy gradient (and only dilute it).
+	// would spend compute on no policy gradient and only dilute the
+	// token mean (their KL term, with Beta > 0, leaves with them, as
+	// prime-rl's filter takes the mismatch-KL term along).
 	FilterZeroAdvantages bool `toml:"filter_zero_advantages"`
 	// MaskTruncated drops completions cut off by max_tokens from the loss.
 	MaskTruncated bool `toml:"mask_truncated"`
