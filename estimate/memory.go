@@ -418,7 +418,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+int64(mc.FusedWidth()))*f32Bytes + 3*4
+	perToken := (3*h+2*q+inter+int64(mc.FusedWidth())+int64(mc.DeltaNetActWidth()))*f32Bytes + 3*4
 	for _, t := range ad.perLayer {
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
@@ -453,7 +453,11 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	}
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
 		Detail: fmt.Sprintf("%s blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
-			blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+			blocks, plan.BlockSize, mc.AttentionLayers(), mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+	if st := mc.LinearStateBytes(); st > 0 {
+		p.items = append(p.items, MemItem{Name: "linear-attention states " + s.Name, Bytes: (slots + int64(plan.Pad)) * st,
+			Detail: fmt.Sprintf("%d slots × %d DeltaNet layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
+	}
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
 	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
@@ -713,8 +717,10 @@ func bf16Scratch(mc *model.Config, tokens int) int64 {
 		widths[mc.NumExperts] = true
 	}
 	for p := range model.NumProj {
-		in, out := mc.Dims(p)
-		widths[in], widths[out] = true, true
+		if mc.HasProjAnywhere(p) {
+			in, out := mc.Dims(p)
+			widths[in], widths[out] = true, true
+		}
 	}
 	classes := map[int64]bool{}
 	for k := range widths {

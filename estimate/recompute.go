@@ -279,8 +279,11 @@ func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers boo
 	for l := range out {
 		var dense, experts int64 // adapters' Σ rank·(in + out): dense projections, one expert's
 		for _, p := range projs {
+			if !mc.HasProj(l, p) {
+				continue
+			}
 			in, o := mc.Dims(p)
-			if mc.IsSparse(l) && p >= model.ProjGate {
+			if mc.IsSparse(l) && p.IsMLP() {
 				in, o = mc.ExpertDims(p)
 				experts += int64(rank) * int64(in+o)
 				continue

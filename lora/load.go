@@ -107,6 +107,9 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 	for layer := range c.NumLayers {
 		var w [model.NumProj]bool
 		for p := range model.NumProj {
+			if !c.HasProj(layer, p) {
+				continue
+			}
 			if isExpertProj(c, layer, p) {
 				var err error
 				if w[p], err = pc.wantExperts(wPath, c, layer, p, foundE); err != nil {
@@ -148,6 +151,13 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 	}
 	for layer := range c.NumLayers {
 		for p := range model.NumProj {
+			if !c.HasProj(layer, p) {
+				if got := found[layer][p]; first(got.a, got.b) != nil {
+					a.Free()
+					return nil, fmt.Errorf("%s: tensor %q adapts %s, which layer %d of this model (%s) does not have; was the adapter trained on a different model?", wPath, first(got.a, got.b).Name, moduleName(layer, p), layer, c.ModelType)
+				}
+				continue
+			}
 			if isExpertProj(c, layer, p) {
 				if !want[layer][p] {
 					for e := range c.NumExperts {

@@ -125,7 +125,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	parse := s.parsesTools(&req)
 	for i := range outs {
 		o := &outs[i]
-		msg, finish := s.assistantMessage(o, parse, fmt.Sprint(id, "-", i))
+		msg, finish := s.assistantMessage(o, parse, req.Tools, fmt.Sprint(id, "-", i))
 		c := endpoints.ChatChoice{Index: i, Message: msg, FinishReason: finish}
 		if plan.top >= 0 {
 			c.Logprobs = &endpoints.ChatLogprobs{Content: s.chatLogprobs(o, 0, len(o.Tokens))}
@@ -237,7 +237,7 @@ func (k *chatStream) piece(i int, o *output, delta string, from int) (any, bool)
 	}
 	c := chatChunkChoice{Index: i, FinishReason: finishOf(o)}
 	if k.parse && o.Finish != "" {
-		msg, finish := k.s.assistantMessage(o, true, fmt.Sprint(k.id, "-", i))
+		msg, finish := k.s.assistantMessage(o, true, k.plan.req.Tools, fmt.Sprint(k.id, "-", i))
 		c.FinishReason = &finish
 		for n, tc := range msg.ToolCalls {
 			c.Delta.ToolCalls = append(c.Delta.ToolCalls, chunkToolCall{Index: n, ToolCallWire: tc})

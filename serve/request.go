@@ -188,9 +188,48 @@ func (r *chatRequest) messages() ([]chat.Message, *apiError) {
 		if role == "developer" { // OpenAI's newer name for system
 			role = "system"
 		}
-		out[i] = chat.Message{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls, ReasoningContent: m.ReasoningContent}
+		calls := append([]chat.ToolCall(nil), m.ToolCalls...)
+		out[i] = chat.Message{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: calls, ReasoningContent: m.ReasoningContent}
+		for k := range calls {
+			args, err := argumentsValue(m.ToolCalls[k].Function.Arguments)
+			if err != nil {
+				field := fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k)
+				return nil, badRequest(field, "%s: %v", field, err)
+			}
+			calls[k].Function.Arguments = args
+		}
 	}
 	return out, nil
+}
+
+// argumentsValue is a call's arguments as the chat template gets them.
+// Clients send them as OpenAI does, a string of JSON; like vLLM, the server
+// decodes that string (and makes a missing or empty one {}), since
+// templates iterate the arguments (Qwen3.5's writes one <parameter=…> per
+// key) or print them with tojson.
+func argumentsValue(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return raw, nil // already a JSON value
+	}
+	if strings.TrimSpace(s) == "" {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("%q is not JSON; send the arguments as a string of JSON, as OpenAI does", clip(s))
+	}
+	return json.RawMessage(s), nil
+}
+
+func clip(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }
 
 // params builds the per-choice sampling parameters: the request's

@@ -59,6 +59,7 @@ func Cases() []Case {
 		addBiasCases(),
 		addCases(),
 		swiGLUCases(),
+		sigmoidGateCases(),
 		kvWriteCases(),
 		attentionCases(),
 		sharedPrefixCases(),
@@ -71,6 +72,7 @@ func Cases() []Case {
 		loRAExpandCases(),
 		attentionInputsCases(),
 		moeCases(),
+		linearCases(),
 	} {
 		cs = append(cs, group...)
 	}
