@@ -32,6 +32,8 @@ golden: ## regenerate tiny models and every PyTorch golden file (needs python3-t
 	/usr/bin/python3 testdata/reference/reference.py
 	/usr/bin/python3 testdata/reference/grpo_loss.py
 	/usr/bin/python3 testdata/reference/grpo_loss.py --moe
+	/usr/bin/python3 testdata/reference/grpo_loss.py --family
+	/usr/bin/python3 testdata/reference/policy_loss.py
 	/usr/bin/python3 testdata/reference/adamw.py
 	$(GO) test ./lora -run TestOursAdapterFiles -update
 	/usr/bin/python3 testdata/reference/peft_check.py

@@ -150,8 +150,12 @@ func (sb *stepBench) run(ctx context.Context) (StepResult, error) {
 		rollouts[i] = update.Scored{Reward: rewards[i], Sample: loss.Sample{Prompt: sb.prompts[i], Completion: t.Tokens,
 			OldLogp: t.Logprobs, Truncated: t.FinishReason == sampler.FinishLength}}
 	}
+	// Every rollout is trained, so the step's work does not hang on
+	// whether a group's rewards happened to tie.
+	lc := loss.DefaultConfig()
+	lc.FilterZeroAdvantages = false
 	upd, err := update.Step(sb.policy, rollouts, o.Rollouts,
-		update.Settings{Loss: loss.DefaultConfig(), MaxTokens: o.NewTokens, MicroBatchTokens: o.MicroBatch, MaxSteps: 1 << 30})
+		update.Settings{Loss: lc, MaxTokens: o.NewTokens, MicroBatchTokens: o.MicroBatch, MaxSteps: 1 << 30})
 	if err != nil {
 		return r, err
 	}

@@ -67,7 +67,8 @@ func (c *Config) resolveLab(l *problems) {
 			e.Name = e.ID
 		}
 	}
-	c.Warnings = c.ignoredKeys()
+	filterWarnings := c.resolveLabFilters(l)
+	c.Warnings = c.ignoredKeys(filterWarnings)
 }
 
 // splitVersion moves a Hub version out of "owner/name@version", as Lab's
@@ -81,14 +82,17 @@ func splitVersion(id, version *string) {
 	}
 }
 
+// warning is one line of Config.Warnings at its place in the file.
+type warning struct {
+	line, col int
+	msg       string
+}
+
 // ignoredKeys lists, in file order, one warning per hosted-only key the
-// file sets.
-func (c *Config) ignoredKeys() []string {
-	type hit struct {
-		line, col int
-		msg       string
-	}
-	var hits []hit
+// file sets, with extra ones (the Lab filters grpo does not run).
+func (c *Config) ignoredKeys(extra []warning) []string {
+	type hit = warning
+	hits := extra
 	seen := map[string]bool{}
 	for path, pos := range c.src.Pos {
 		generic := tomlschema.GenericPath(path)

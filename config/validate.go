@@ -72,7 +72,7 @@ func (c *Config) check(l *problems) {
 	if err := c.LoRA.Validate(); err != nil {
 		c.sectionError(l, "lora", err)
 	}
-	if err := c.Loss.Validate(); err != nil {
+	for _, err := range c.Loss.Problems() {
 		c.sectionError(l, "loss", err)
 	}
 	if err := c.Optimizer.Validate(); err != nil {

@@ -112,8 +112,9 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 		if beta > 0 {
 			settings = []string{"none", "layer:1"}
 		}
-		for _, setting := range settings {
-			cfg.Loss.Beta, cfg.Recompute = beta, setting
+		for i, setting := range settings {
+			// Every other setting with a behaviour correction: π_old's copy.
+			cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "sequence_mask"}[i%2]
 			e, err = Memory(cfg, mc, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +126,7 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 				return err
 			})
 			if want := e.PhaseBytes(PhaseTraining); trained != want {
-				t.Errorf("training, beta %g, recompute %s: allocated %d, estimate %d (diff %d)", beta, setting, trained, want, want-trained)
+				t.Errorf("training, beta %g, correction %s, recompute %s: allocated %d, estimate %d (diff %d)", beta, cfg.Loss.ISCorrection, setting, trained, want, want-trained)
 			}
 		}
 	}

@@ -244,8 +244,9 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			// rollouts), as the estimate's per-token metrics count the step.
 			stepSamples := append(packedSamples(micro, prompt, maxTok, mc.VocabSize), packedSamples(micro, prompt, maxTok, mc.VocabSize)...)
 			for _, beta := range []float64{0, 0.1} {
-				for _, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
-					cfg.Loss.Beta, cfg.Recompute = beta, setting
+				for i, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
+					// Every other setting with a behaviour correction: π_old's copy.
+					cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "token_truncate"}[i%2]
 					e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
 					if err != nil {
 						t.Fatal(err)
@@ -262,7 +263,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 						return err
 					})
 					if want := e.PhaseBytes(PhaseTraining); e.RecomputeSetting != setting || trained != want {
-						t.Errorf("training, beta %g, recompute %s (estimate's %s): allocated %d, estimate %d (diff %d)", beta, setting, e.RecomputeSetting, trained, want, want-trained)
+						t.Errorf("training, beta %g, correction %s, recompute %s (estimate's %s): allocated %d, estimate %d (diff %d)", beta, cfg.Loss.ISCorrection, setting, e.RecomputeSetting, trained, want, want-trained)
 					}
 				}
 			}

@@ -577,8 +577,11 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 //	  plus the copy of its logp (1 per scored row) that outlives it — or,
 //	  when larger, its layers while the last one's forward scratch is
 //	  alive; the trace is freed before anything below is allocated,
-//	or the loss buffers (loss/microbatch.go), per scored row: old, adv, w,
-//	  dlogp (4), ref (1 with beta > 0), and the backward
+//	or the loss buffers (loss/policyloss.go), per scored row: sampler
+//	  log-probs, adv, w, dlogp (4), ref (1 with beta > 0), π_old's copy
+//	  (1 with a behaviour correction), and each sequence's start (int32,
+//	  one per sequence of the micro-batch and one more), all but dlogp and
+//	  ref freed before the backward; then dlogp, ref and the backward
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
 //	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
 //	  scored row, freed before the layers) and one layer's, per token,
@@ -600,7 +603,8 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 // so the phase holds trace + max(reference, loss + backward), plus, for
 // the whole step, the per-token metrics every micro-batch writes and the
 // host reads once at the end (loss/microbatch.go stepStats): logp,
-// entropy, loss, clip (4) and kl (1 with beta > 0) per trained token. (What a
+// entropy, loss, clip, correction clip, mismatch (6) and kl (1 with beta >
+// 0) per trained token. (What a
 // layer's forward recomputes lives only through that layer's forward,
 // less than one layer's backward holds.)
 //
@@ -633,18 +637,26 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	}
 	add("training KV cache", cache, cacheDetail)
 	// The step's per-token metrics live through every micro-batch.
-	metrics := int64(4)
+	metrics := int64(6)
 	if cfg.Loss.Beta > 0 {
 		metrics++
 	}
 	add("per-token metrics of the step", metrics*stepTrained*f32Bytes,
 		fmt.Sprintf("%d trained tokens; read back once per step", stepTrained))
-	// The loss buffers (old, adv, w, dlogp, and ref with beta > 0) are
-	// allocated after the KL reference trace is freed, with the backward
-	// scratch; the larger of the two sets the peak.
+	// The loss buffers (sampler log-probs, adv, w, dlogp; ref with beta >
+	// 0, π_old with a correction; the sequences' starts) are allocated
+	// after the KL reference trace is freed, with the backward scratch;
+	// the larger of the two sets the peak.
 	loss := int64(4)
 	if cfg.Loss.Beta > 0 {
 		loss++
+	}
+	if c := cfg.Loss.ISCorrection; c != "" && c != "none" {
+		loss++
+	}
+	starts := int64(1)
+	for _, s := range seqs {
+		starts = max(starts, (n+int64(s.rows)-1)/int64(s.rows)+1)
 	}
 	// Backward frees the head's scratch before the layers and each layer's
 	// before the next: dx (h) plus the larger of the head (dlogits, dhF)
@@ -658,7 +670,11 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		// alive while the layers run (model/moe_router.go).
 		layer += int64(mc.NumExperts) * f32Bytes
 	}
-	backward := (r*loss+n*h)*f32Bytes + max(r*(v+h)*f32Bytes, layer)
+	kept := int64(1) // dlogp, and ref with beta > 0, outlive PolicyLoss
+	if cfg.Loss.Beta > 0 {
+		kept++
+	}
+	backward := max(r*loss*f32Bytes+starts*4, (r*kept+n*h)*f32Bytes+max(r*(v+h)*f32Bytes, layer))
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		// The reference trace (loss/microbatch.go referenceLogp) has no

@@ -128,6 +128,7 @@ func MeasureStepTime(ctx context.Context, base *model.Model, cfg *config.Config,
 	// gradient scales with a step's tokens, the optimizer step does not.
 	p := update.Policy{Model: policy, Adapter: ad, Optimizer: opt}
 	s := update.Settings{Loss: cfg.Loss, MaxTokens: cfg.Sampling.MaxTokens, MicroBatchTokens: cfg.MicroBatchTokens, MaxSteps: cfg.MaxSteps}
+	s.Loss.FilterZeroAdvantages = false // every warm-up token is timed, whatever its synthetic reward
 	for try := 0; try < 2; try++ {
 		u, err := update.Step(p, rollouts, len(rollouts), s)
 		if err != nil {

@@ -62,24 +62,39 @@ type TrainOps interface {
 	// Σ_r dlogp[r]·logp[r] with logp from LogSoftmaxGather.
 	LogSoftmaxGatherBackward(dlogits, dlogp, logits, target Buffer, rows, vocab int)
 
-	// PolicyLoss computes the clipped policy-gradient loss with an optional
-	// k3 KL penalty, per token t < n:
-	//   ratio = exp(logp − oldLogp)
-	//   pg    = −min(ratio·adv, clip(ratio, 1−EpsLow, 1+EpsHigh)·adv)
-	//   kl    = exp(refLogp − logp) − (refLogp − logp) − 1   (only if Beta ≠ 0)
-	//   loss[t] = weight[t]·(pg + Beta·kl)
-	// and dlogp[t] = ∂loss[t]/∂logp[t]. weight carries the mask and the
-	// aggregation's normalisation, so Σ loss is the batch loss. Where the
-	// clipped term is the minimum and the ratio lies outside the clip
-	// range, pg's gradient is zero, as in PPO.
+	// PolicyLoss computes a policy-gradient loss and its derivative in
+	// logp, token by token, over in.NumSeq sequences whose tokens are
+	// contiguous: sequence i owns tokens [SeqStart[i], SeqStart[i+1]). Per
+	// token, with d = old − behaviour and ρ the behaviour correction
+	// (p.IS; 1 when off):
+	//   PPO:   r = exp(logp − old); pg = −min(r·A, clip(r, 1−EpsLow, 1+EpsHigh)·A)
+	//   GSPO:  as PPO with the sequence's s = exp(mean over its tokens of
+	//          (logp − old)) for r and its first token's A; the gradient
+	//          reaches each token through the mean:
+	//          ∂/∂logp_t = (Σ_seq weight·ρ)·∂pg/∂s·s/n_seq
+	//   CISPO: r as PPO; pg = −sg(min(r, EpsHigh))·A·logp (EpsHigh is the
+	//          cap itself, TRL's ε_max)
+	//   DPPO:  prime-rl's default loss against the behaviour log-probs:
+	//          r = exp(logp − behaviour), Δp = exp(logp) − exp(behaviour);
+	//          a token is masked where A > 0 and Δp > MaskHigh or A ≤ 0 and
+	//          Δp < −MaskLow; pg = −keep·AdvTau·A·r + KLTau·(logp − behaviour)²
+	//   ρ (IS): token modes exp(d) per token, sequence modes exp(Σ_seq d);
+	//          truncate clamps to [ISMin, ISMax], mask zeroes ρ outside it;
+	//          no gradient flows through ρ
+	//   kl  = exp(refLogp − logp) − (refLogp − logp) − 1   (only if Beta ≠ 0)
+	//   loss[t] = weight[t]·(ρ·pg + Beta·kl), dlogp[t] = ∂(Σ loss)/∂logp[t].
+	// weight carries the mask and the aggregation's normalisation, so Σ
+	// loss is the batch loss. A clipped PPO/GSPO term has zero gradient.
 	//
-	// It also writes the per-token metrics the caller would otherwise
-	// recompute from downloaded log-probs, from the same float64 values the
-	// loss uses: clip[t] = +1 where that clip cuts the gradient above
-	// (ratio > 1+EpsHigh), −1 where it cuts it below (ratio < 1−EpsLow), 0
-	// elsewhere; and, when Beta ≠ 0, kl[t] = the k3 term, unweighted.
-	// refLogp and kl may be nil when Beta is 0 (kl is not written then).
-	PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight Buffer, n int, p PolicyLossParams)
+	// Per-token metrics come out of the same float64 values: clip[t] = +1
+	// where the trust region cuts the gradient above (PPO/GSPO ratio above
+	// the range, CISPO weight capped, DPPO masked with A > 0), −1 below
+	// (ratio below the range, DPPO masked with A ≤ 0), 0 elsewhere;
+	// isClip[t] = +1 where ρ was truncated or masked above ISMax, −1 below
+	// ISMin; mismatch[t] = exp(logp − behaviour) − (logp − behaviour) − 1,
+	// the k3 estimate of the trainer/sampler mismatch; kl[t] = the k3 term
+	// when Beta ≠ 0. RefLogp and KL may be nil when Beta is 0.
+	PolicyLoss(out PolicyLossOut, in PolicyLossIn, p PolicyLossParams)
 
 	// AdamW takes one decoupled-weight-decay Adam step on n parameters, as
 	// torch.optim.AdamW: p −= lr·wd·p; m = β1·m + (1−β1)·g;
@@ -87,10 +102,55 @@ type TrainOps interface {
 	AdamW(param, grad, m, v Buffer, n int, p AdamWParams)
 }
 
+// PolicyLossIn are PolicyLoss's operands: F32 per token except SeqStart
+// (I32, NumSeq+1 nondecreasing offsets from 0 to N).
+type PolicyLossIn struct {
+	Logp, OldLogp, BehaviourLogp, RefLogp, Adv, Weight Buffer
+	SeqStart                                           Buffer
+	N, NumSeq                                          int
+}
+
+// PolicyLossOut are PolicyLoss's per-token outputs (F32, N each); KL may
+// be nil when Beta is 0.
+type PolicyLossOut struct {
+	Loss, DLogp, Clip, ISClip, Mismatch, KL Buffer
+}
+
+// PolicyObjective selects PolicyLoss's per-token term.
+type PolicyObjective int32
+
+const (
+	ObjectivePPO   PolicyObjective = iota // token ratio, PPO clip
+	ObjectiveGSPO                         // sequence ratio (geometric mean), PPO clip
+	ObjectiveCISPO                        // capped, stop-gradient IS weight × logp
+	ObjectiveDPPO                         // prime-rl's default: masked by probability shift, plus KL
+)
+
+// ISCorrection selects PolicyLoss's behaviour correction ρ.
+type ISCorrection int32
+
+const (
+	ISNone             ISCorrection = iota
+	ISTokenTruncate                 // ρ_t = clamp(exp(d_t), ISMin, ISMax)
+	ISTokenMask                     // ρ_t = exp(d_t), 0 outside [ISMin, ISMax]
+	ISSequenceTruncate              // ρ = clamp(exp(Σ d), ISMin, ISMax) for every token of the sequence
+	ISSequenceMask                  // ρ = exp(Σ d), 0 outside [ISMin, ISMax]
+)
+
+// Sequence reports whether the correction is one weight per sequence.
+func (c ISCorrection) Sequence() bool { return c == ISSequenceTruncate || c == ISSequenceMask }
+
 // PolicyLossParams configures PolicyLoss.
 type PolicyLossParams struct {
-	EpsLow, EpsHigh float32 // clip range [1−EpsLow, 1+EpsHigh]
-	Beta            float32 // KL coefficient; 0 disables the KL term
+	Objective       PolicyObjective
+	EpsLow, EpsHigh float32 // PPO/GSPO clip range [1−EpsLow, 1+EpsHigh]; CISPO's cap is EpsHigh
+	Beta            float32 // k3 KL coefficient; 0 disables the KL term
+	// DPPO: the probability-shift band, the advantage's and the squared
+	// log-ratio's coefficients (prime-rl's dppo_mask_low/high, adv_tau,
+	// kl_tau).
+	MaskLow, MaskHigh, AdvTau, KLTau float32
+	IS                               ISCorrection
+	ISMin, ISMax                     float32 // 0 and +Inf leave that side open
 }
 
 // AdamWParams configures one AdamW step; Step counts from 1.

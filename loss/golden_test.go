@@ -40,6 +40,13 @@ func nmse(got, want []float32) float64 {
 // tensor to NMSE ≤ 1e-6.
 func TestPolicyGradientMatchesPyTorch(t *testing.T) { checkLossGolden(t, "grpo_loss.json") }
 
+// TestPolicyGradientFamilyMatchesPyTorch is the same check for the loss
+// family beyond the PPO clip (GSPO, CISPO, prime-rl's DPPO+KL) and the
+// behaviour corrections, through the whole backward into the adapter.
+func TestPolicyGradientFamilyMatchesPyTorch(t *testing.T) {
+	checkLossGolden(t, "grpo_loss_family.json")
+}
+
 // TestPolicyGradientMoEMatchesPyTorch is the same check on the Qwen3-MoE
 // tiny models (norm_topk_prob on; off with a dense layer), with adapters on
 // attention and on every expert's gate/up/down: each expert's gradient is
@@ -168,7 +175,12 @@ func checkLossGolden(t *testing.T, file string) {
 			t.Run(gm.Model+"/"+gc.Name, func(t *testing.T) {
 				zeroGrads()
 				eh := gc.EpsilonHigh
-				cfg := Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
+				cfg := Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated,
+					ImportanceSamplingLevel: gc.Level, ISCorrection: gc.IS, ISClipMin: gc.ISMin, ISClipMax: gc.ISMax,
+					DPPOMaskLow: gc.DPPOMaskLow, DPPOMaskHigh: gc.DPPOMaskHigh, AdvTau: gc.AdvTau, KLTau: gc.KLTau}
+				if err := cfg.Validate(); err != nil {
+					t.Fatal(err)
+				}
 				// A small micro-batch budget exercises gradient
 				// accumulation; the load-balancing loss is the whole
 				// batch's in the reference, so its cases run one.

@@ -10,8 +10,9 @@ import (
 )
 
 type lossSums struct {
-	loss, entropy, kl float64
-	clipLow, clipHigh int
+	loss, entropy, kl, mismatch float64
+	clipLow, clipHigh           int
+	isLow, isHigh               int // corrections cut below and above
 	// replayed tokens and, weighted by them, the fraction whose routing
 	// recomputation flips.
 	replayed int
@@ -31,15 +32,15 @@ type lossSums struct {
 // then waits for nothing. rows[i] names token i's batch row, for the
 // error a non-finite log-prob gives.
 type stepStats struct {
-	be                        kernels.Backend
-	logp, ent, loss, clip, kl kernels.Buffer
-	off                       int
-	rows                      []int32
+	be                                          kernels.Backend
+	logp, ent, loss, clip, isClip, mismatch, kl kernels.Buffer
+	off                                         int
+	rows                                        []int32
 }
 
 func newStepStats(be kernels.Backend, n int, kl bool) *stepStats {
 	f := func() kernels.Buffer { return be.Alloc(kernels.F32, n) }
-	st := &stepStats{be: be, logp: f(), ent: f(), loss: f(), clip: f()}
+	st := &stepStats{be: be, logp: f(), ent: f(), loss: f(), clip: f(), isClip: f(), mismatch: f()}
 	if kl {
 		st.kl = f()
 	}
@@ -47,7 +48,7 @@ func newStepStats(be kernels.Backend, n int, kl bool) *stepStats {
 }
 
 func (st *stepStats) free() {
-	for _, b := range []kernels.Buffer{st.logp, st.ent, st.loss, st.clip, st.kl} {
+	for _, b := range []kernels.Buffer{st.logp, st.ent, st.loss, st.clip, st.isClip, st.mismatch, st.kl} {
 		if b != nil {
 			st.be.Free(b)
 		}
@@ -65,11 +66,12 @@ func (st *stepStats) slice(b kernels.Buffer, n int) kernels.Buffer {
 // read downloads the step's metrics and sums them into sums.
 func (st *stepStats) read(sums *lossSums) error {
 	n := st.off
-	logp, ent, loss, clip := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
-	st.be.Download(logp, st.logp.Slice(0, n))
-	st.be.Download(ent, st.ent.Slice(0, n))
-	st.be.Download(loss, st.loss.Slice(0, n))
-	st.be.Download(clip, st.clip.Slice(0, n))
+	down := func(b kernels.Buffer) []float32 {
+		v := make([]float32, n)
+		st.be.Download(v, b.Slice(0, n))
+		return v
+	}
+	logp, ent, loss, clip, isClip, mismatch := down(st.logp), down(st.ent), down(st.loss), down(st.clip), down(st.isClip), down(st.mismatch)
 	var kl []float32
 	if st.kl != nil {
 		kl = make([]float32, n)
@@ -84,6 +86,13 @@ func (st *stepStats) read(sums *lossSums) error {
 		}
 		sums.loss += float64(loss[t])
 		sums.entropy += float64(ent[t])
+		sums.mismatch += float64(mismatch[t])
+		switch {
+		case isClip[t] < 0:
+			sums.isLow++
+		case isClip[t] > 0:
+			sums.isHigh++
+		}
 		if kl != nil {
 			sums.kl += float64(kl[t])
 		}
@@ -132,8 +141,7 @@ func promptOwner(samples []Sample, i int) int {
 func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32, cfg Config, sums *lossSums, st *stepStats) error {
 	be := policy.Backend
 	var b model.Batch
-	var rows, targets []int32
-	var old, adv, w []float32
+	var lr lossRows
 	for i := range samples {
 		s := &samples[i]
 		start := int32(b.Len())
@@ -142,17 +150,9 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		if j := promptOwner(samples, i); j >= 0 && sums.sharePrompts() {
 			b.Share(i, j, len(s.Prompt))
 		}
-		// Row len(Prompt)-1+j predicts completion token j; the rows before
-		// it predict prompt tokens and carry no loss.
-		for j, wj := range weights[i] {
-			if wj == 0 {
-				continue
-			}
-			rows = append(rows, start+int32(len(s.Prompt)-1+j))
-			targets = append(targets, s.Completion[j])
-			old, adv, w = append(old, s.OldLogp[j]), append(adv, s.Advantage), append(w, wj)
-		}
+		lr.add(s, start, weights[i])
 	}
+	rows, targets := lr.rows, lr.targets
 	if len(rows) == 0 {
 		return nil
 	}
@@ -181,27 +181,13 @@ func policyMicroBatch(policy *model.Model, samples []Sample, weights [][]float32
 		}
 		defer be.Free(refBuf)
 	}
-	upload := func(v []float32) kernels.Buffer {
-		buf := be.Alloc(kernels.F32, len(v))
-		be.Upload(buf, v)
-		return buf
-	}
-	oldBuf, advBuf, wBuf := upload(old), upload(adv), upload(w)
-	dlogp := be.Alloc(kernels.F32, n)
-	defer func() {
-		for _, x := range []kernels.Buffer{oldBuf, advBuf, wBuf, dlogp} {
-			be.Free(x)
-		}
-	}()
-	be.PolicyLoss(st.slice(st.loss, n), dlogp, st.slice(st.kl, n), st.slice(st.clip, n), tr.Logp, oldBuf, refBuf, advBuf, wBuf, n, kernels.PolicyLossParams{
-		EpsLow: float32(cfg.Epsilon), EpsHigh: float32(cfg.epsHigh()), Beta: float32(cfg.Beta)})
+	dlogp := policyLoss(be, tr.Logp, refBuf, &lr, cfg, st)
+	defer be.Free(dlogp)
 	if err := tr.Backward(dlogp); err != nil {
 		return err
 	}
 	sums.aux += share * tr.AuxLoss
-	be.Copy(st.slice(st.logp, n), tr.Logp)
 	be.Copy(st.slice(st.ent, n), tr.Entropy)
-	st.rows = append(st.rows, rows...)
 	st.off += n
 	return nil
 }

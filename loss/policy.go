@@ -14,7 +14,17 @@ type Stats struct {
 	Loss                          float64
 	Tokens                        int // trained (unmasked) completion tokens
 	Entropy, KL                   float64
-	ClipLow, ClipHigh, ClipRegion float64 // fractions of trained tokens
+	ClipLow, ClipHigh, ClipRegion float64 // fractions of trained tokens (DPPO: masked)
+	// MismatchKL is the mean k3 estimate of KL between the sampler's and
+	// the trainer's token distributions, exp(Δ) − Δ − 1 with Δ the
+	// trainer's minus the sampler's log-prob (prime-rl's mismatch_kl);
+	// ISLow and ISHigh are the fractions of trained tokens whose
+	// behaviour correction was truncated or masked below and above.
+	MismatchKL    float64
+	ISLow, ISHigh float64
+	// FilteredGroups and FilteredSamples count what the zero-advantage
+	// filter dropped before the forward (set by the update, not here).
+	FilteredGroups, FilteredSamples int
 	// RoutingReplayed counts the tokens whose forward replayed a recorded
 	// expert routing (Config.RoutingReplay, mixture-of-experts models),
 	// and RoutingMismatch is the fraction of them whose recomputed top-k
@@ -94,6 +104,8 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	st.Entropy, st.KL = sums.entropy/t, sums.kl/t
 	st.ClipLow, st.ClipHigh = float64(sums.clipLow)/t, float64(sums.clipHigh)/t
 	st.ClipRegion = float64(sums.clipLow+sums.clipHigh) / t
+	st.MismatchKL = sums.mismatch / t
+	st.ISLow, st.ISHigh = float64(sums.isLow)/t, float64(sums.isHigh)/t
 	if sums.replayed > 0 {
 		st.RoutingReplayed, st.RoutingMismatch = sums.replayed, sums.flipped/float64(sums.replayed)
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // TestPolicyGradientReadsBackOncePerStep: under emu, the step's metrics
-// come back in the same four downloads (log-prob, entropy, loss, clip)
+// come back in the same six downloads (log-prob, entropy, loss, clip,
+// correction clip, mismatch KL)
 // whether the step takes one micro-batch or three, so a micro-batch makes
 // the host wait for nothing; the results are the same.
 func TestPolicyGradientReadsBackOncePerStep(t *testing.T) {
@@ -45,8 +46,8 @@ func TestPolicyGradientReadsBackOncePerStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := be.Counts().Sub(before)
-		if got.DtoH != 4 || got.Syncs != 4 {
-			t.Fatalf("micro-batch tokens %d: %v; want the 4 downloads of the step's metrics and their 4 waits, nothing per micro-batch", micro, got)
+		if got.DtoH != 6 || got.Syncs != 6 {
+			t.Fatalf("micro-batch tokens %d: %v; want the 6 downloads of the step's metrics and their 6 waits, nothing per micro-batch", micro, got)
 		}
 		stats[k] = st
 	}

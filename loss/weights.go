@@ -18,7 +18,7 @@ func tokenWeights(samples []Sample, cfg Config, maxTokens int) ([][]float32, int
 	for i := range w {
 		var norm float64
 		switch cfg.Type {
-		case "dapo":
+		case "dapo", "cispo", "dppo": // TRL's cispo and prime-rl's loss: the batch's token mean
 			norm = float64(total)
 		case "grpo":
 			n := 0

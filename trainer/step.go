@@ -126,6 +126,12 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		"frac_reward_zero_std": adv.FracZeroStd, "advantage/mean": adv.Mean, "advantage/std": adv.Std,
 		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
 	}
+	// The sampler/trainer mismatch (prime-rl's mismatch_kl), the share of
+	// tokens whose behaviour correction was truncated or masked, and what
+	// the zero-advantage filter left out before the forward.
+	m["mismatch_kl"] = ls.MismatchKL
+	m["is_clip_ratio/low"], m["is_clip_ratio/high"], m["is_clip_ratio/region"] = ls.ISLow, ls.ISHigh, ls.ISLow+ls.ISHigh
+	m["filter/zero_advantage_groups"], m["filter/zero_advantage_rollouts"] = float64(ls.FilteredGroups), float64(ls.FilteredSamples)
 	if ls.AuxLoss != 0 {
 		m["aux_loss"] = ls.AuxLoss // the routers' load-balancing loss, without its coefficient
 	}

@@ -48,7 +48,10 @@ type Stats struct {
 // groupSize: group-relative advantages of their rewards (scaled as
 // s.Loss says), then StepSamples over every rollout that has a prompt and
 // a completion. A failed episode with nothing generated still counts in
-// its group's advantages but carries no gradient.
+// its group's advantages but carries no gradient. With
+// s.Loss.FilterZeroAdvantages the groups whose rewards are all equal
+// (every advantage exactly 0) are left out before the forward, so the
+// update is that of the other groups alone, normaliser included.
 func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error) {
 	scale, err := s.Loss.AdvantageScale()
 	if err != nil {
@@ -63,17 +66,37 @@ func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error)
 		return Stats{}, err
 	}
 	samples := make([]loss.Sample, 0, len(rollouts))
-	for i := range rollouts {
-		smp := rollouts[i].Sample
-		if len(smp.Prompt) == 0 || len(smp.Completion) == 0 {
+	var filteredGroups, filtered int
+	for g := 0; g < len(rollouts); g += groupSize {
+		if s.Loss.FilterZeroAdvantages && equalRewards(rewards[g:g+groupSize]) {
+			filteredGroups++
+			filtered += groupSize
 			continue
 		}
-		smp.Advantage = adv[i]
-		samples = append(samples, smp)
+		for i := g; i < g+groupSize; i++ {
+			smp := rollouts[i].Sample
+			if len(smp.Prompt) == 0 || len(smp.Completion) == 0 {
+				continue
+			}
+			smp.Advantage = adv[i]
+			samples = append(samples, smp)
+		}
 	}
 	st, err := StepSamples(p, samples, s)
 	st.Advantages = advStats
+	st.Loss.FilteredGroups, st.Loss.FilteredSamples = filteredGroups, filtered
 	return st, err
+}
+
+// equalRewards reports whether a group's rewards are all the same: its
+// advantages are then exactly 0 (loss.Advantages), under every scale.
+func equalRewards(rs []float32) bool {
+	for _, r := range rs {
+		if r != rs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // StepSamples is the update for samples whose advantages are already

@@ -242,3 +242,58 @@ func TestStepSamplesZeroesGradientsOnFailure(t *testing.T) {
 		t.Error("a failed update changed the adapter")
 	}
 }
+
+// TestStepFiltersZeroAdvantageGroups: of four groups, the two whose
+// rewards are all equal are left out before the forward. The update
+// trains exactly the other two groups' tokens and leaves the adapter and
+// the moments bit-identical to an unfiltered update of those two groups
+// alone; without the filter (the KL term on, dapo's normaliser counting
+// the constant groups' tokens) the same batch updates differently.
+func TestStepFiltersZeroAdvantageGroups(t *testing.T) {
+	base := tinyBase(t)
+	half := scoredGroups(base.Config.VocabSize)
+	all := append([]Scored{}, half[:3]...)
+	for g, r := range []float32{1, 0} { // a constant group after each mixed one
+		for _, s := range scoredGroups(base.Config.VocabSize)[3*g : 3*g+3] {
+			s.Reward = r
+			all = append(all, s)
+		}
+		if g == 0 {
+			all = append(all, half[3:]...)
+		}
+	}
+	lc := loss.DefaultConfig()
+	lc.Beta = 0.04
+	s := Settings{Loss: lc, MaxTokens: 8, MicroBatchTokens: 24, MaxSteps: 10}
+	off := s
+	off.Loss.FilterZeroAdvantages = false
+	filtered, alone, unfiltered := newPolicy(t, base), newPolicy(t, base), newPolicy(t, base)
+	got, err := Step(filtered, all, 3, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Step(alone, half, 3, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Loss.FilteredGroups != 2 || got.Loss.FilteredSamples != 6 || got.Loss.Tokens != want.Loss.Tokens || want.Loss.Tokens == 0 {
+		t.Errorf("filtered %d groups (%d rollouts), trained %d tokens; want 2 (6) and the mixed groups' %d", got.Loss.FilteredGroups,
+			got.Loss.FilteredSamples, got.Loss.Tokens, want.Loss.Tokens)
+	}
+	if got.Loss.Loss != want.Loss.Loss || got.Optimizer.GradNorm != want.Optimizer.GradNorm {
+		t.Errorf("loss %v grad norm %v, want the mixed groups' %v %v", got.Loss.Loss, got.Optimizer.GradNorm, want.Loss.Loss, want.Optimizer.GradNorm)
+	}
+	fv, _ := download(base.Backend, OptimizerParams(filtered.Adapter))
+	av, _ := download(base.Backend, OptimizerParams(alone.Adapter))
+	fm, _ := download(base.Backend, filtered.Optimizer.State())
+	am, _ := download(base.Backend, alone.Optimizer.State())
+	if !sameBits(fv, av) || !sameBits(fm, am) {
+		t.Error("the filtered batch's update differs from that of its mixed groups alone")
+	}
+	if _, err := Step(unfiltered, all, 3, off); err != nil {
+		t.Fatal(err)
+	}
+	if uv, _ := download(base.Backend, OptimizerParams(unfiltered.Adapter)); sameBits(uv, av) {
+		t.Error("the unfiltered batch updates as the mixed groups alone: the test cannot tell the filter is on")
+	}
+}

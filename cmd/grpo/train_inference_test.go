@@ -158,7 +158,7 @@ func readJSONL(t *testing.T, path string) []map[string]any {
 // as old log-probs, the trainer's own forward): equal to 1e-5, since a
 // server prefills a later turn whole where the sampler continues it.
 var logprobDerived = map[string]bool{"loss": true, "kl": true, "entropy": true, "grad_norm": true,
-	"clip_ratio/low": true, "clip_ratio/high": true, "clip_ratio/region": true}
+	"clip_ratio/low": true, "clip_ratio/high": true, "clip_ratio/region": true, "mismatch_kl": true}
 
 func compareRow(t *testing.T, what string, l, r map[string]any) {
 	t.Helper()

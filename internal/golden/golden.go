@@ -63,6 +63,16 @@ type LossFile struct {
 			EpsilonHigh   float64 `json:"epsilon_high"`
 			Beta          float64 `json:"beta"`
 			MaskTruncated bool    `json:"mask_truncated"`
+			// The loss family (grpo_loss_family.json): the sequence
+			// level, the behaviour correction, DPPO's settings.
+			Level         string  `json:"level"`
+			IS            string  `json:"is"`
+			ISMin         float64 `json:"is_min"`
+			ISMax         float64 `json:"is_max"`
+			DPPOMaskLow   float64 `json:"dppo_mask_low"`
+			DPPOMaskHigh  float64 `json:"dppo_mask_high"`
+			AdvTau        float64 `json:"adv_tau"`
+			KLTau         float64 `json:"kl_tau"`
 			Loss          float64 `json:"loss"`
 			TrainedTokens int     `json:"trained_tokens"`
 			EntropyMean   float64 `json:"entropy_mean"`

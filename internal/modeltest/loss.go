@@ -14,7 +14,8 @@ import (
 // checkGoldenLoss runs every case of testdata/golden/<file> (grpo_loss.json:
 // each loss_type, clip-higher, the KL penalty, env-token masking,
 // mask_truncated; grpo_loss_moe.json: the same on Qwen3-MoE with expert
-// and router adapters, and the load-balancing loss) on be and on the CPU
+// and router adapters, and the load-balancing loss; grpo_loss_family.json:
+// GSPO, CISPO, DPPO+KL and the behaviour corrections) on be and on the CPU
 // backend, and holds be's loss, entropy, KL and LoRA gradients to both: to
 // PyTorch with the CPU backend's own bars, to the CPU backend with the
 // model's bounds (boundsFor). Each expert's gradient is compared on its
@@ -55,7 +56,9 @@ func checkGoldenLoss(t *testing.T, be kernels.Backend, testdata, file string) {
 			for _, gc := range gm.Cases {
 				t.Run(gc.Name, func(t *testing.T) {
 					eh := gc.EpsilonHigh
-					cfg := loss.Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated}
+					cfg := loss.Config{Type: gc.LossType, Epsilon: gc.Epsilon, EpsilonHigh: &eh, Beta: gc.Beta, MaskTruncated: gc.MaskTruncated,
+						ImportanceSamplingLevel: gc.Level, ISCorrection: gc.IS, ISClipMin: gc.ISMin, ISClipMax: gc.ISMax,
+						DPPOMaskLow: gc.DPPOMaskLow, DPPOMaskHigh: gc.DPPOMaskHigh, AdvTau: gc.AdvTau, KLTau: gc.KLTau}
 					// A 16-token micro-batch budget exercises gradient
 					// accumulation across micro-batches; the load-balancing
 					// loss is the whole batch's in the reference.

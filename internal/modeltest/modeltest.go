@@ -148,6 +148,7 @@ func Run(t *testing.T, be kernels.Backend, testdata string, o Options) {
 	})
 	t.Run("golden-loss", func(t *testing.T) { checkGoldenLoss(t, be, testdata, "grpo_loss.json") })
 	t.Run("golden-loss-moe", func(t *testing.T) { checkGoldenLoss(t, be, testdata, "grpo_loss_moe.json") })
+	t.Run("golden-loss-family", func(t *testing.T) { checkGoldenLoss(t, be, testdata, "grpo_loss_family.json") })
 	t.Run("grads", func(t *testing.T) {
 		for _, name := range Models {
 			t.Run(name, func(t *testing.T) { checkGrads(t, be, filepath.Join(testdata, "models", name), o) })

@@ -117,15 +117,21 @@ func (m flipsSoftmaxGradSign) LogSoftmaxGatherBackward(dlogits, dlogp, logits, t
 	m.Scale(dlogits, -1, rows*vocab)
 }
 
+// plainPPO reports whether a PolicyLoss call is the token PPO clip
+// alone, the calls the PPO mutants below break.
+func plainPPO(p kernels.PolicyLossParams) bool {
+	return p.Objective == kernels.ObjectivePPO && p.IS == kernels.ISNone && p.Beta == 0
+}
+
 // gradientIgnoresClip lets the gradient of −ratio·adv through even where
 // the clipped term is the minimum.
 type gradientIgnoresClip struct{ *cpu.Backend }
 
-func (m gradientIgnoresClip) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
-	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
-	d, lp, ol, a, w := cpu.Float32s(dlogp), cpu.Float32s(logp), cpu.Float32s(old), cpu.Float32s(adv), cpu.Float32s(weight)
-	for t := range n {
-		if p.Beta == 0 {
+func (m gradientIgnoresClip) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(out, in, p)
+	d, lp, ol, a, w := cpu.Float32s(out.DLogp), cpu.Float32s(in.Logp), cpu.Float32s(in.OldLogp), cpu.Float32s(in.Adv), cpu.Float32s(in.Weight)
+	for t := range in.N {
+		if plainPPO(p) {
 			d[t] = -w[t] * float32(math.Exp(float64(lp[t]-ol[t]))) * a[t]
 		}
 	}
@@ -135,11 +141,11 @@ func (m gradientIgnoresClip) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, a
 // clip range, whatever the sign of the advantage.
 type clipsBothSides struct{ *cpu.Backend }
 
-func (m clipsBothSides) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
-	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
-	d, lp, ol := cpu.Float32s(dlogp), cpu.Float32s(logp), cpu.Float32s(old)
-	for t := range n {
-		if r := math.Exp(float64(lp[t] - ol[t])); p.Beta == 0 && (r < 1-float64(p.EpsLow) || r > 1+float64(p.EpsHigh)) {
+func (m clipsBothSides) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(out, in, p)
+	d, lp, ol := cpu.Float32s(out.DLogp), cpu.Float32s(in.Logp), cpu.Float32s(in.OldLogp)
+	for t := range in.N {
+		if r := math.Exp(float64(lp[t] - ol[t])); plainPPO(p) && (r < 1-float64(p.EpsLow) || r > 1+float64(p.EpsHigh)) {
 			d[t] = 0
 		}
 	}
@@ -149,11 +155,12 @@ func (m clipsBothSides) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, w
 // the range, whatever the sign of the advantage (the gradient stays right).
 type flagsEveryOutlier struct{ *cpu.Backend }
 
-func (m flagsEveryOutlier) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
-	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
-	c, lp, ol := cpu.Float32s(clip), cpu.Float32s(logp), cpu.Float32s(old)
-	for t := range n {
+func (m flagsEveryOutlier) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(out, in, p)
+	c, lp, ol := cpu.Float32s(out.Clip), cpu.Float32s(in.Logp), cpu.Float32s(in.OldLogp)
+	for t := range in.N {
 		switch r := math.Exp(float64(lp[t] - ol[t])); {
+		case !plainPPO(p):
 		case r < 1-float64(p.EpsLow):
 			c[t] = -1
 		case r > 1+float64(p.EpsHigh):
@@ -166,13 +173,68 @@ func (m flagsEveryOutlier) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv
 // the unweighted kl.
 type weighsKL struct{ *cpu.Backend }
 
-func (m weighsKL) PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
-	m.Backend.PolicyLoss(loss, dlogp, kl, clip, logp, old, ref, adv, weight, n, p)
+func (m weighsKL) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(out, in, p)
 	if p.Beta != 0 {
-		k, w := cpu.Float32s(kl), cpu.Float32s(weight)
-		for t := range n {
+		k, w := cpu.Float32s(out.KL), cpu.Float32s(in.Weight)
+		for t := range in.N {
 			k[t] *= w[t]
 		}
+	}
+}
+
+// gspoSumsLogRatios differentiates GSPO's sequence ratio as if it were
+// exp of the sum of the log-ratios (∂/∂logp_t without the 1/|y|).
+type gspoSumsLogRatios struct{ *cpu.Backend }
+
+func (m gspoSumsLogRatios) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(out, in, p)
+	if p.Objective != kernels.ObjectiveGSPO || p.Beta != 0 {
+		return
+	}
+	d, starts := cpu.Float32s(out.DLogp), cpu.Int32s(in.SeqStart)
+	for i := range in.NumSeq {
+		for t := starts[i]; t < starts[i+1]; t++ {
+			d[t] *= float32(starts[i+1] - starts[i])
+		}
+	}
+}
+
+// correctsPerToken applies a sequence-level correction token by token.
+type correctsPerToken struct{ *cpu.Backend }
+
+func (m correctsPerToken) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	switch p.IS {
+	case kernels.ISSequenceTruncate:
+		p.IS = kernels.ISTokenTruncate
+	case kernels.ISSequenceMask:
+		p.IS = kernels.ISTokenMask
+	}
+	m.Backend.PolicyLoss(out, in, p)
+}
+
+// cispoUncapped forgets CISPO's cap on the importance weight.
+type cispoUncapped struct{ *cpu.Backend }
+
+func (m cispoUncapped) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	if p.Objective == kernels.ObjectiveCISPO {
+		p.EpsHigh = float32(math.Inf(1))
+	}
+	m.Backend.PolicyLoss(out, in, p)
+}
+
+// dppoHalvesKLGradient takes kl_tau·(logp − behaviour) for the squared
+// log-ratio's derivative, without the factor 2.
+type dppoHalvesKLGradient struct{ *cpu.Backend }
+
+func (m dppoHalvesKLGradient) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
+	m.Backend.PolicyLoss(out, in, p)
+	if p.Objective != kernels.ObjectiveDPPO {
+		return
+	}
+	d, lp, bh, w := cpu.Float32s(out.DLogp), cpu.Float32s(in.Logp), cpu.Float32s(in.BehaviourLogp), cpu.Float32s(in.Weight)
+	for t := range in.N {
+		d[t] -= w[t] * p.KLTau * (lp[t] - bh[t])
 	}
 }
 
@@ -221,6 +283,10 @@ func TestTrainSuiteCatchesBrokenOps(t *testing.T) {
 		{"PolicyLoss", "clips on both sides", clipsBothSides{base}, true},
 		{"PolicyLoss", "flags every ratio outside the clip range", flagsEveryOutlier{base}, false},
 		{"PolicyLoss", "weighs the per-token KL", weighsKL{base}, false},
+		{"PolicyLoss", "differentiates GSPO's ratio without the 1/|y|", gspoSumsLogRatios{base}, true},
+		{"PolicyLoss", "corrects per token in a sequence mode", correctsPerToken{base}, false},
+		{"PolicyLoss", "forgets CISPO's cap", cispoUncapped{base}, false},
+		{"PolicyLoss", "drops the 2 of DPPO's KL gradient", dppoHalvesKLGradient{base}, true},
 		{"AdamW", "decays after the update", decaysAfterUpdate{base}, false},
 		{"AdamW", "skips bias correction", noBiasCorrection{base}, false},
 	}

@@ -7,46 +7,148 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-func (be *Backend) PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+func (be *Backend) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
 	const op = "PolicyLoss"
-	positive(op, n)
-	ls, ds, cs := f32(op, "loss", loss, n), f32(op, "dlogp", dlogp, n), f32(op, "clip", clip, n)
-	lp, old := floats(op, "logp", logp, n), floats(op, "oldLogp", oldLogp, n)
-	as, ws := floats(op, "adv", adv, n), floats(op, "weight", weight, n)
-	var ref, ks []float32
+	n := in.N
+	positive(op, n, in.NumSeq)
+	o := policyOut{f32(op, "loss", out.Loss, n), f32(op, "dlogp", out.DLogp, n), f32(op, "clip", out.Clip, n),
+		f32(op, "isClip", out.ISClip, n), f32(op, "mismatch", out.Mismatch, n), nil}
+	x := policyIn{floats(op, "logp", in.Logp, n), floats(op, "oldLogp", in.OldLogp, n), floats(op, "behaviourLogp", in.BehaviourLogp, n),
+		nil, floats(op, "adv", in.Adv, n), floats(op, "weight", in.Weight, n)}
 	if p.Beta != 0 {
-		if kl == nil {
-			panic(fmt.Sprintf("cpu.PolicyLoss: kl is nil but Beta is %v; pass a buffer for the per-token KL or set Beta to 0", p.Beta))
+		if out.KL == nil || in.RefLogp == nil {
+			panic(fmt.Sprintf("cpu.PolicyLoss: kl or refLogp is nil but Beta is %v; pass both or set Beta to 0", p.Beta))
 		}
-		ref, ks = floats(op, "refLogp", refLogp, n), f32(op, "kl", kl, n)
+		x.ref, o.kl = floats(op, "refLogp", in.RefLogp, n), f32(op, "kl", out.KL, n)
 	}
-	lo, hi := 1-float64(p.EpsLow), 1+float64(p.EpsHigh)
-	for t := range n {
-		a, w := float64(as[t]), float64(ws[t])
-		ratio := math.Exp(float64(lp[t]) - float64(old[t]))
-		clipped := min(max(ratio, lo), hi)
-		var pg, dpg float64
-		cs[t] = 0
-		if ratio*a <= clipped*a {
-			pg, dpg = -ratio*a, -ratio*a // d(−ratio·a)/dlogp
-		} else {
-			pg = -clipped * a // constant in logp: the clip is active
-			cs[t] = 1
-			if ratio < lo {
-				cs[t] = -1
+	starts := ints(op, "seqStart", in.SeqStart, in.NumSeq+1)
+	for i, s := range starts {
+		if (i == 0 && s != 0) || (i > 0 && s < starts[i-1]) || (i == in.NumSeq && int(s) != n) {
+			panic(fmt.Sprintf("cpu.PolicyLoss: seqStart %v is not nondecreasing from 0 to n = %d", starts, n))
+		}
+	}
+	for i := range in.NumSeq {
+		policySequence(o, x, int(starts[i]), int(starts[i+1]), p)
+	}
+}
+
+type policyOut struct{ loss, dlogp, clip, isClip, mismatch, kl []float32 }
+type policyIn struct{ logp, old, behaviour, ref, adv, weight []float32 }
+
+// policySequence computes one sequence's tokens [lo, hi): its sums
+// first (the GSPO mean log-ratio, the sequence correction and Σ
+// weight·ρ), then each token, all in float64 as the CUDA kernel does.
+func policySequence(o policyOut, x policyIn, lo, hi int, p kernels.PolicyLossParams) {
+	if hi == lo {
+		return
+	}
+	var sumLR, sumD, sumWR float64
+	for t := lo; t < hi; t++ {
+		sumLR += float64(x.logp[t]) - float64(x.old[t])
+		sumD += float64(x.old[t]) - float64(x.behaviour[t])
+	}
+	for t := lo; t < hi; t++ {
+		rho, _ := isCorrection(float64(x.old[t])-float64(x.behaviour[t]), sumD, p)
+		sumWR += float64(x.weight[t]) * rho
+	}
+	var gspo, gspoSide, gspoGrad float64
+	if p.Objective == kernels.ObjectiveGSPO {
+		s := math.Exp(sumLR / float64(hi-lo))
+		var d float64
+		gspo, d, gspoSide = clippedTerm(s, float64(x.adv[lo]), p)
+		gspoGrad = sumWR * d / float64(hi-lo)
+	}
+	beta := float64(p.Beta)
+	for t := lo; t < hi; t++ {
+		lp, a, w := float64(x.logp[t]), float64(x.adv[t]), float64(x.weight[t])
+		rho, isSide := isCorrection(float64(x.old[t])-float64(x.behaviour[t]), sumD, p)
+		var pg, dpg, side float64
+		switch p.Objective {
+		case kernels.ObjectivePPO:
+			pg, dpg, side = clippedTerm(math.Exp(lp-float64(x.old[t])), a, p)
+		case kernels.ObjectiveGSPO:
+			pg, side = gspo, gspoSide
+		case kernels.ObjectiveCISPO:
+			c := math.Min(math.Exp(lp-float64(x.old[t])), float64(p.EpsHigh))
+			if c < math.Exp(lp-float64(x.old[t])) {
+				side = 1
 			}
+			pg, dpg = -c*a*lp, -c*a
+		case kernels.ObjectiveDPPO:
+			pg, dpg, side = dppoTerm(lp, float64(x.behaviour[t]), a, p)
 		}
-		if ref != nil {
-			d := float64(ref[t]) - float64(lp[t])
-			e := math.Exp(d)
-			k := e - d - 1
-			ks[t] = float32(k)
-			pg += float64(p.Beta) * k
-			dpg += float64(p.Beta) * (1 - e)
+		lb := lp - float64(x.behaviour[t])
+		o.mismatch[t] = float32(math.Exp(lb) - lb - 1)
+		o.clip[t], o.isClip[t] = float32(side), float32(isSide)
+		var kl, dkl float64
+		if x.ref != nil {
+			d := float64(x.ref[t]) - lp
+			kl, dkl = math.Exp(d)-d-1, 1-math.Exp(d)
+			o.kl[t] = float32(kl)
 		}
-		ls[t] = float32(w * pg)
-		ds[t] = float32(w * dpg)
+		o.loss[t] = float32(w * (rho*pg + beta*kl))
+		if p.Objective == kernels.ObjectiveGSPO {
+			o.dlogp[t] = float32(gspoGrad + w*beta*dkl)
+		} else {
+			o.dlogp[t] = float32(w * (rho*dpg + beta*dkl))
+		}
 	}
+}
+
+// clippedTerm is PPO's −min(r·a, clip(r)·a), its derivative in log r
+// (0 where the clip is active) and the side the clip cuts (±1).
+func clippedTerm(r, a float64, p kernels.PolicyLossParams) (pg, dpg, side float64) {
+	lo, hi := 1-float64(p.EpsLow), 1+float64(p.EpsHigh)
+	clipped := min(max(r, lo), hi)
+	if r*a <= clipped*a {
+		return -r * a, -r * a, 0
+	}
+	if r < lo {
+		return -clipped * a, 0, -1
+	}
+	return -clipped * a, 0, 1
+}
+
+// isCorrection is the behaviour correction ρ for a token with log-ratio
+// d (old − behaviour) in a sequence whose log-ratios sum to sumD, and the
+// side it was cut on.
+func isCorrection(d, sumD float64, p kernels.PolicyLossParams) (float64, float64) {
+	if p.IS == kernels.ISNone {
+		return 1, 0
+	}
+	if p.IS.Sequence() {
+		d = sumD
+	}
+	rho, lo, hi := math.Exp(d), float64(p.ISMin), float64(p.ISMax)
+	side := 0.0
+	if rho > hi {
+		side = 1
+	} else if rho < lo {
+		side = -1
+	}
+	if side == 0 {
+		return rho, 0
+	}
+	if p.IS == kernels.ISTokenMask || p.IS == kernels.ISSequenceMask {
+		return 0, side
+	}
+	return min(max(rho, lo), hi), side
+}
+
+// dppoTerm is prime-rl's default loss for one token: the importance
+// weighted advantage, dropped where the probability moved out of the
+// band in the advantage's direction, plus kl_tau·(logp − behaviour)².
+func dppoTerm(lp, bh, a float64, p kernels.PolicyLossParams) (pg, dpg, side float64) {
+	lb := lp - bh
+	r, dp := math.Exp(lb), math.Exp(lp)-math.Exp(bh)
+	keep := 1.0
+	if a > 0 && dp > float64(p.MaskHigh) {
+		keep, side = 0, 1
+	} else if a <= 0 && dp < -float64(p.MaskLow) {
+		keep, side = 0, -1
+	}
+	aa, k := float64(p.AdvTau)*a, float64(p.KLTau)
+	return -keep*aa*r + k*lb*lb, -keep*aa*r + 2*k*lb, side
 }
 
 func (be *Backend) AdamW(param, grad, m, v kernels.Buffer, n int, p kernels.AdamWParams) {

@@ -205,42 +205,36 @@ func (b *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernel
 		d.ptr, g.ptr, lg.ptr, t.ptr, int32(rows), int32(vocab))
 }
 
-func (b *Backend) PolicyLoss(loss, dlogp, kl, clip, logp, oldLogp, refLogp, adv, weight kernels.Buffer, n int, p kernels.PolicyLossParams) {
+func (b *Backend) PolicyLoss(out kernels.PolicyLossOut, in kernels.PolicyLossIn, p kernels.PolicyLossParams) {
 	const op = "PolicyLoss"
-	positive(op, n)
-	i32(op, n)
+	n := in.N
+	positive(op, n, in.NumSeq)
+	i32(op, n, in.NumSeq+1)
 	// Address 0: the kernel skips the KL term and writes no kl.
 	ref, k := &buffer{owner: b}, &buffer{owner: b}
 	if p.Beta != 0 {
-		if refLogp == nil {
-			panic("cuda: PolicyLoss: refLogp is nil but Beta is " + fmt.Sprint(p.Beta) + "; pass reference log-probs or set Beta to 0")
+		if in.RefLogp == nil || out.KL == nil {
+			panic("cuda: PolicyLoss: kl or refLogp is nil but Beta is " + fmt.Sprint(p.Beta) + "; pass both or set Beta to 0")
 		}
-		if kl == nil {
-			panic("cuda: PolicyLoss: kl is nil but Beta is " + fmt.Sprint(p.Beta) + "; pass a buffer for the per-token KL or set Beta to 0")
-		}
-		ref = b.buf(op, "refLogp", refLogp, n, kernels.F32)
-		k = b.buf(op, "kl", kl, n, kernels.F32)
+		ref = b.buf(op, "refLogp", in.RefLogp, n, kernels.F32)
+		k = b.buf(op, "kl", out.KL, n, kernels.F32)
 	}
+	f := func(name string, x kernels.Buffer) *buffer { return b.buf(op, name, x, n, kernels.F32) }
 	ops := []*buffer{
-		b.buf(op, "loss", loss, n, kernels.F32),
-		b.buf(op, "dlogp", dlogp, n, kernels.F32),
-		k,
-		b.buf(op, "clip", clip, n, kernels.F32),
-		b.buf(op, "logp", logp, n, kernels.F32),
-		b.buf(op, "oldLogp", oldLogp, n, kernels.F32),
-		ref,
-		b.buf(op, "adv", adv, n, kernels.F32),
-		b.buf(op, "weight", weight, n, kernels.F32),
+		f("loss", out.Loss), f("dlogp", out.DLogp), f("clip", out.Clip), f("isClip", out.ISClip), f("mismatch", out.Mismatch), k,
+		f("logp", in.Logp), f("oldLogp", in.OldLogp), f("behaviourLogp", in.BehaviourLogp), ref,
+		f("adv", in.Adv), f("weight", in.Weight), b.buf(op, "seqStart", in.SeqStart, in.NumSeq+1, kernels.I32),
 	}
 	if !usable(ops...) {
 		return
 	}
-	args := make([]any, 0, len(ops)+4)
+	args := make([]any, 0, len(ops)+11)
 	for _, x := range ops {
 		args = append(args, x.ptr)
 	}
-	args = append(args, int32(n), p.EpsLow, p.EpsHigh, p.Beta)
-	b.elementwise("policy_loss_f32", n, args...)
+	args = append(args, int32(p.Objective), int32(p.IS), p.EpsLow, p.EpsHigh, p.Beta, p.MaskLow, p.MaskHigh, p.AdvTau, p.KLTau, p.ISMin, p.ISMax)
+	// One block per sequence (its sums are block reductions).
+	b.launch("policy_loss_f32", D1(in.NumSeq), D1(elementwiseBlock), 0, args...)
 }
 
 // AdamW computes the bias corrections on the host in float64, as torch

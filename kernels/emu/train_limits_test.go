@@ -29,32 +29,30 @@ func TestAttentionBackwardSharedLimit(t *testing.T) {
 	b.AttentionBackward(f(q), f(kv), f(kv), f(q), f(q), f(nTok*nHead), f(q), f(kv), f(kv), slot, pos, pages, nTok, nHead, nKV, headDim, 1)
 }
 
-// TestPolicyLossNeedsRefWithBeta checks the one operand rule PolicyLoss
-// adds: a KL coefficient without reference log-probs is refused by name.
-func TestPolicyLossNeedsRefWithBeta(t *testing.T) {
+// TestPolicyLossNeedsRefAndKLWithBeta checks the operand rule PolicyLoss
+// adds: a KL coefficient without reference log-probs, or without the
+// per-token KL output, is refused by name.
+func TestPolicyLossNeedsRefAndKLWithBeta(t *testing.T) {
 	b := New()
 	defer b.Close()
-	x := b.Alloc(kernels.F32, 4)
-	defer func() {
-		msg, _ := recover().(string)
-		if !strings.Contains(msg, "refLogp is nil but Beta is 0.04") {
-			t.Fatalf("want a panic naming refLogp and Beta, got %q", msg)
-		}
-	}()
-	b.PolicyLoss(x, x, x, x, x, x, nil, x, x, 4, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
-}
-
-// TestPolicyLossNeedsKLWithBeta: with the KL term on, the per-token KL
-// output is required too, and its absence is refused by name.
-func TestPolicyLossNeedsKLWithBeta(t *testing.T) {
-	b := New()
-	defer b.Close()
-	x := b.Alloc(kernels.F32, 4)
-	defer func() {
-		msg, _ := recover().(string)
-		if !strings.Contains(msg, "kl is nil but Beta is 0.04") {
-			t.Fatalf("want a panic naming kl and Beta, got %q", msg)
-		}
-	}()
-	b.PolicyLoss(x, x, nil, x, x, x, x, x, x, 4, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
+	x, starts := b.Alloc(kernels.F32, 4), b.Alloc(kernels.I32, 2)
+	b.UploadI32(starts, []int32{0, 4})
+	in := kernels.PolicyLossIn{Logp: x, OldLogp: x, BehaviourLogp: x, RefLogp: x, Adv: x, Weight: x, SeqStart: starts, N: 4, NumSeq: 1}
+	out := kernels.PolicyLossOut{Loss: x, DLogp: x, Clip: x, ISClip: x, Mismatch: x, KL: x}
+	noRef, noKL := in, out
+	noRef.RefLogp, noKL.KL = nil, nil
+	for _, c := range []struct {
+		in  kernels.PolicyLossIn
+		out kernels.PolicyLossOut
+	}{{noRef, out}, {in, noKL}} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, "kl or refLogp is nil but Beta is 0.04") {
+					t.Fatalf("want a panic naming kl, refLogp and Beta, got %q", msg)
+				}
+			}()
+			b.PolicyLoss(c.out, c.in, kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.04})
+		}()
+	}
 }

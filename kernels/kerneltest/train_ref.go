@@ -153,64 +153,6 @@ func RefLogSoftmaxGatherBackward(dlogp, logits []float64, target []int32, rows, 
 	return dl
 }
 
-// RefPolicyLoss returns the per-token clipped policy-gradient loss with the
-// k3 KL penalty and its derivative with respect to logp (see
-// kernels.TrainOps.PolicyLoss). refLogp is ignored when Beta is 0. Where
-// the clipped term is strictly the smaller one the clip is active (inside
-// the range both terms are equal) and pg's gradient is zero.
-func RefPolicyLoss(logp, oldLogp, refLogp, adv, weight []float64, p kernels.PolicyLossParams) (loss, dlogp []float64) {
-	beta := float64(p.Beta)
-	loss = make([]float64, len(logp))
-	dlogp = make([]float64, len(logp))
-	for t := range logp {
-		pg, dpg, _ := refClippedTerm(logp[t], oldLogp[t], adv[t], p)
-		kl, dkl := 0.0, 0.0
-		if beta != 0 {
-			d := refLogp[t] - logp[t]
-			kl = math.Exp(d) - d - 1
-			dkl = 1 - math.Exp(d)
-		}
-		loss[t] = weight[t] * (pg + beta*kl)
-		dlogp[t] = weight[t] * (dpg + beta*dkl)
-	}
-	return loss, dlogp
-}
-
-// RefPolicyLossMetrics returns PolicyLoss's per-token metrics: clip, +1 or
-// −1 where the clip is active above or below the range (0 elsewhere), and,
-// when Beta ≠ 0, kl, the unweighted k3 term (nil otherwise).
-func RefPolicyLossMetrics(logp, oldLogp, refLogp, adv []float64, p kernels.PolicyLossParams) (kl, clip []float64) {
-	clip = make([]float64, len(logp))
-	for t := range logp {
-		_, _, clip[t] = refClippedTerm(logp[t], oldLogp[t], adv[t], p)
-	}
-	if p.Beta != 0 {
-		kl = make([]float64, len(logp))
-		for t := range logp {
-			d := refLogp[t] - logp[t]
-			kl[t] = math.Exp(d) - d - 1
-		}
-	}
-	return kl, clip
-}
-
-// refClippedTerm is one token's pg = −min(ratio·adv, clip(ratio)·adv), its
-// derivative in logp, and the side (±1) on which the clip is active.
-func refClippedTerm(logp, oldLogp, adv float64, p kernels.PolicyLossParams) (pg, dpg, side float64) {
-	lo, hi := 1-float64(p.EpsLow), 1+float64(p.EpsHigh)
-	ratio := math.Exp(logp - oldLogp)
-	unclipped := ratio * adv
-	clipped := math.Min(math.Max(ratio, lo), hi) * adv
-	if clipped < unclipped {
-		side = 1
-		if ratio < lo {
-			side = -1
-		}
-		return -clipped, 0, side
-	}
-	return -unclipped, -unclipped, 0 // d(ratio)/d(logp) = ratio
-}
-
 // RefAdamW takes one torch.optim.AdamW step in place on param, m and v:
 // decay first (p −= lr·wd·p), then the bias-corrected Adam update.
 func RefAdamW(param, grad, m, v []float64, p kernels.AdamWParams) {

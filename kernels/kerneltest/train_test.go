@@ -55,6 +55,7 @@ func TestRefLogSoftmaxGatherBackwardByHand(t *testing.T) {
 
 func TestRefPolicyLossByHand(t *testing.T) {
 	ln2 := math.Log(2)
+	one := func(n int) []int32 { return []int32{0, int32(n)} }
 	// Clip range [0.75, 1.25] (float32-exact). Tokens: ratio 1 adv 2 weight
 	// 0.5; ratio 2 with adv ±1; ratio 1/2 with adv ±1. Where the clipped
 	// term is the min (ratio 2, adv 1: 1.25 < 2; ratio 1/2, adv −1: −0.75 <
@@ -64,13 +65,65 @@ func TestRefPolicyLossByHand(t *testing.T) {
 	old := []float64{-1, -1, -1, -1, -1}
 	adv := []float64{2, 1, -1, 1, -1}
 	w := []float64{0.5, 1, 1, 1, 1}
-	loss, d := RefPolicyLoss(logp, old, nil, adv, w, kernels.PolicyLossParams{EpsLow: 0.25, EpsHigh: 0.25})
-	near(t, "loss", loss, []float64{-1, -1.25, 2, -0.5, 0.75})
-	near(t, "dlogp", d, []float64{-1, 0, 2, -0.5, 0})
+	ppo := kernels.PolicyLossParams{EpsLow: 0.25, EpsHigh: 0.25}
+	r := RefPolicyLoss(logp, old, old, nil, adv, w, one(5), ppo)
+	near(t, "loss", r.Loss, []float64{-1, -1.25, 2, -0.5, 0.75})
+	near(t, "dlogp", r.DLogp, []float64{-1, 0, 2, -0.5, 0})
+	near(t, "clip", r.Clip, []float64{0, 1, 0, 0, -1})
 	// k3 KL with refLogp − logp = ln 2: kl = 2 − ln 2 − 1, ∂kl/∂logp = 1 − 2.
-	loss, d = RefPolicyLoss([]float64{-1}, []float64{-1}, []float64{-1 + ln2}, []float64{0}, []float64{1}, kernels.PolicyLossParams{EpsLow: 0.25, EpsHigh: 0.25, Beta: 0.125})
-	near(t, "kl loss", loss, []float64{0.125 * (1 - ln2)})
-	near(t, "kl dlogp", d, []float64{-0.125})
+	kl := ppo
+	kl.Beta = 0.125
+	r = RefPolicyLoss([]float64{-1}, []float64{-1}, []float64{-1}, []float64{-1 + ln2}, []float64{0}, []float64{1}, one(1), kl)
+	near(t, "kl loss", r.Loss, []float64{0.125 * (1 - ln2)})
+	near(t, "kl dlogp", r.DLogp, []float64{-0.125})
+
+	// GSPO: log-ratios ln 2 and 0 make s = √2, above 1.25. With adv 1 the
+	// clip holds both tokens at −1.25 (gradient 0); with adv −1 the
+	// unclipped −√2 is the min: pg = √2, and each token's gradient is
+	// (w₀ + w₁)·(−s·adv)/2 = 0.75·√2/2.
+	gspo := ppo
+	gspo.Objective = kernels.ObjectiveGSPO
+	r = RefPolicyLoss([]float64{-1 + ln2, -1}, []float64{-1, -1}, []float64{-1, -1}, nil, []float64{1, 1}, []float64{0.5, 0.25}, one(2), gspo)
+	near(t, "gspo clipped loss", r.Loss, []float64{-0.5 * 1.25, -0.25 * 1.25})
+	near(t, "gspo clipped dlogp", r.DLogp, []float64{0, 0})
+	r = RefPolicyLoss([]float64{-1 + ln2, -1}, []float64{-1, -1}, []float64{-1, -1}, nil, []float64{-1, -1}, []float64{0.5, 0.25}, one(2), gspo)
+	near(t, "gspo loss", r.Loss, []float64{0.5 * math.Sqrt2, 0.25 * math.Sqrt2})
+	near(t, "gspo dlogp", r.DLogp, []float64{0.75 * math.Sqrt2 / 2, 0.75 * math.Sqrt2 / 2})
+
+	// Sequence mask: old − behaviour sums to ln 4, ρ = 4 > 2: both tokens
+	// masked above, loss and gradient 0. Token truncate: ρ = 2 and 2 → 2
+	// (the cap is inclusive) and ρ = 1/4 → 1/2: the PPO term scaled by ρ.
+	seq := ppo
+	seq.IS, seq.ISMin, seq.ISMax = kernels.ISSequenceMask, 0.5, 2
+	r = RefPolicyLoss([]float64{-1, -1}, []float64{-1, -1}, []float64{-1 - ln2, -1 - ln2}, nil, []float64{1, 1}, []float64{1, 1}, one(2), seq)
+	near(t, "sequence_mask loss", r.Loss, []float64{0, 0})
+	near(t, "sequence_mask isClip", r.ISClip, []float64{1, 1})
+	tok := ppo
+	tok.IS, tok.ISMin, tok.ISMax = kernels.ISTokenTruncate, 0.5, 2
+	r = RefPolicyLoss([]float64{-1, -1}, []float64{-1, -1}, []float64{-1 - ln2, -1 + 2*ln2}, nil, []float64{1, 1}, []float64{1, 1}, one(2), tok)
+	near(t, "token_truncate loss", r.Loss, []float64{-2, -0.5})
+	near(t, "token_truncate dlogp", r.DLogp, []float64{-2, -0.5})
+	near(t, "token_truncate isClip", r.ISClip, []float64{0, -1})
+
+	// CISPO, cap 2: ratio 4 is capped (loss −2·adv·logp, gradient −2·adv),
+	// ratio 1/2 is not.
+	cispo := kernels.PolicyLossParams{Objective: kernels.ObjectiveCISPO, EpsHigh: 2}
+	r = RefPolicyLoss([]float64{-1 + 2*ln2, -1 - ln2}, []float64{-1, -1}, []float64{-1, -1}, nil, []float64{1, 1}, []float64{1, 1}, one(2), cispo)
+	near(t, "cispo loss", r.Loss, []float64{2 * (-1 + 2*ln2) * -1, 0.5 * (-1 - ln2) * -1})
+	near(t, "cispo dlogp", r.DLogp, []float64{-2, -0.5})
+	near(t, "cispo clip", r.Clip, []float64{1, 0})
+
+	// DPPO: p = 1/2 against behaviour 1/4 (Δp = 1/4 > 0.2): masked with
+	// adv 1, kept with adv −1 (the low side needs Δp < −0.2); the KL term
+	// kl_tau·ln²2 is there either way.
+	dppo := kernels.PolicyLossParams{Objective: kernels.ObjectiveDPPO, MaskLow: 0.2, MaskHigh: 0.2, AdvTau: 1, KLTau: 0.125}
+	lp, bh := math.Log(0.5), math.Log(0.25)
+	r = RefPolicyLoss([]float64{lp, lp}, []float64{bh, bh}, []float64{bh, bh}, nil, []float64{1, -1}, []float64{1, 1}, one(2), dppo)
+	k := 0.125 * ln2 * ln2
+	near(t, "dppo loss", r.Loss, []float64{k, 2 + k})
+	near(t, "dppo dlogp", r.DLogp, []float64{2 * 0.125 * ln2, 2 + 2*0.125*ln2})
+	near(t, "dppo clip", r.Clip, []float64{1, 0})
+	near(t, "dppo mismatch", r.Mismatch, []float64{1 - ln2, 1 - ln2})
 }
 
 func TestRefAdamWByHand(t *testing.T) {
@@ -194,27 +247,39 @@ func TestRefBackwardsMatchFiniteDifferences(t *testing.T) {
 
 	t.Run("PolicyLoss", func(t *testing.T) {
 		// Ratios inside, below and above [0.8, 1.28] with both signs of
-		// advantage, so every branch of the min is differentiated.
+		// advantage, so every branch of the min is differentiated; the
+		// same tokens as two GSPO sequences (ratios √(1.1·0.5·0.5) and
+		// √(2·2·0.9)), and under DPPO.
 		ratios := []float64{1.1, 0.5, 0.5, 2, 2, 0.9}
 		adv := []float64{0.7, 1.3, -0.4, 0.9, -1.1, 0}
 		n := len(ratios)
 		old, ref, w := randVec(rng, n, 2), randVec(rng, n, 2), randVec(rng, n, 1)
-		logp := make([]float64, n)
+		logp, bh := make([]float64, n), make([]float64, n)
 		for i := range logp {
 			old[i] -= 3
 			ref[i] -= 3
 			logp[i] = old[i] + math.Log(ratios[i])
+			bh[i] = old[i] + 0.1*float64(i-3)
 		}
-		p := kernels.PolicyLossParams{EpsLow: 0.2, EpsHigh: 0.28, Beta: 0.04}
-		_, d := RefPolicyLoss(logp, old, ref, adv, w, p)
-		fdRef(t, "dlogp", logp, d, func(lp []float64) float64 {
-			loss, _ := RefPolicyLoss(lp, old, ref, adv, w, p)
-			s := 0.0
-			for _, l := range loss {
-				s += l
+		for _, p := range []kernels.PolicyLossParams{
+			{EpsLow: 0.2, EpsHigh: 0.28, Beta: 0.04, IS: kernels.ISTokenTruncate, ISMin: 0.5, ISMax: 1.2},
+			{Objective: kernels.ObjectiveGSPO, EpsLow: 0.2, EpsHigh: 0.28, Beta: 0.04, IS: kernels.ISSequenceTruncate, ISMax: 3},
+			{Objective: kernels.ObjectiveDPPO, MaskLow: 0.01, MaskHigh: 0.01, AdvTau: 0.5, KLTau: 0.3, Beta: 0.04},
+		} {
+			seqs := []int32{0, 3, 6}
+			a := adv
+			if p.Objective == kernels.ObjectiveGSPO {
+				a = []float64{0.7, 0.7, 0.7, -1.1, -1.1, -1.1}
 			}
-			return s
-		})
+			d := RefPolicyLoss(logp, old, bh, ref, a, w, seqs, p).DLogp
+			fdRef(t, "dlogp", logp, d, func(lp []float64) float64 {
+				s := 0.0
+				for _, l := range RefPolicyLoss(lp, old, bh, ref, a, w, seqs, p).Loss {
+					s += l
+				}
+				return s
+			})
+		}
 	})
 }
 

@@ -22,6 +22,7 @@ Semantics (the specification the Go code follows):
 
 Run from the repository root:  /usr/bin/python3 testdata/reference/grpo_loss.py
                           and:  /usr/bin/python3 testdata/reference/grpo_loss.py --moe
+                          and:  /usr/bin/python3 testdata/reference/grpo_loss.py --family
 """
 
 import json
@@ -33,6 +34,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference import MIN_ROUTING_MARGIN, ROOT, Model, load_model  # noqa: E402
+import policy_loss  # noqa: E402
 
 PROJ = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
         "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
@@ -56,6 +58,20 @@ CASES = [
     {"name": "dapo-kl", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.1, "mask_truncated": False},
 ]
 MAX_TOKENS = 12
+# With --family: the loss family beyond the PPO clip (GSPO, CISPO,
+# prime-rl's DPPO+KL, the behaviour corrections) on qwen3-tiny, into
+# grpo_loss_family.{json,f32}; the per-token terms are policy_loss.py's.
+FAMILY_MODELS = ["qwen3-tiny"]
+FAMILY_CASES = [dict(policy_loss.BASE, **c) for c in [
+    {"name": "gspo-grpo", "loss_type": "grpo", "level": "sequence", "epsilon": 0.05, "epsilon_high": 0.08},
+    {"name": "gspo-dapo-kl-sequence_mask", "loss_type": "dapo", "level": "sequence", "beta": 0.05, "is": "sequence_mask", "is_min": 0.6, "is_max": 1.6},
+    {"name": "ppo-dapo-token_truncate", "loss_type": "dapo", "is": "token_truncate", "is_max": 1.2},
+    {"name": "ppo-grpo-kl-sequence_truncate-masktrunc", "loss_type": "grpo", "beta": 0.05, "mask_truncated": True, "is": "sequence_truncate", "is_min": 0.5, "is_max": 1.5},
+    {"name": "cispo", "loss_type": "cispo", "epsilon_high": 1.2},
+    {"name": "cispo-token_mask", "loss_type": "cispo", "epsilon_high": 5.0, "is": "token_mask", "is_min": 0.8, "is_max": 1.25},
+    {"name": "dppo", "loss_type": "dppo"},
+    {"name": "dppo-kl-taus", "loss_type": "dppo", "beta": 0.05, "adv_tau": 0.5, "kl_tau": 0.1, "dppo_mask_low": 0.1, "dppo_mask_high": 0.3},
+]]
 
 
 def proj_dims(cfg, p):
@@ -83,8 +99,10 @@ def load_balancing_loss(router_logits, cfg):
 
 
 def main():
-    moe = "--moe" in sys.argv[1:]
+    moe, family = "--moe" in sys.argv[1:], "--family" in sys.argv[1:]
     models, out_name = (MOE_MODELS, "grpo_loss_moe") if moe else (MODELS, "grpo_loss")
+    if family:
+        models, out_name = FAMILY_MODELS, "grpo_loss_family"
     out_dir = os.path.join(ROOT, "testdata", "golden")
     chunks, offset = [], 0
 
@@ -146,7 +164,7 @@ def main():
             s["old_logp"] = [float(np.float32(x)) for x in (lp.numpy() + noise)]
 
         cases = []
-        for case in CASES + (MOE_AUX_CASES if moe else []):
+        for case in FAMILY_CASES if family else CASES + (MOE_AUX_CASES if moe else []):
             for a, b, _ in lora.values():
                 a.grad, b.grad = None, None
             aux_coef = case.get("aux_coef", 0.0)
@@ -167,7 +185,12 @@ def main():
                 d = ref - lp
                 kl = torch.exp(d) - d - 1
                 tok = pg + case["beta"] * kl
-                if case["loss_type"] == "dapo":
+                if family:
+                    m = torch.tensor(tr, dtype=torch.float64)
+                    toks = {"behaviour": s["old_logp"], "ref": ref.tolist(), "advantage": adv}
+                    frozen = {"old": lp.detach().clone() if case["is"] != "none" else old}
+                    tok = policy_loss.token_terms(case, lp, toks, m, frozen)[0] if sum(tr) else tok
+                if case["loss_type"] in ("dapo", "cispo", "dppo"):
                     w = 1.0 / total
                 elif case["loss_type"] == "grpo":
                     w = 1.0 / sum(tr) / len(samples) if sum(tr) else 0.0
