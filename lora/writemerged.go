@@ -88,14 +88,15 @@ type adaptedWeight struct {
 	router        bool
 }
 
-func (w adaptedWeight) name() string {
+// weightName is the checkpoint tensor w.
+func (a *Adapter) weightName(w adaptedWeight) string {
 	if w.router {
-		return routerModuleName(w.layer) + ".weight"
+		return routerModuleName(a.cfg, w.layer) + ".weight"
 	}
 	if w.expert >= 0 {
-		return expertModuleName(w.layer, w.expert, w.proj) + ".weight"
+		return expertModuleName(a.cfg, w.layer, w.expert, w.proj) + ".weight"
 	}
-	return moduleName(w.layer, w.proj) + ".weight"
+	return moduleName(a.cfg, w.layer, w.proj) + ".weight"
 }
 
 // adaptedWeights lists every base weight the adapter changes.
@@ -124,7 +125,7 @@ func (a *Adapter) adaptedWeights() []adaptedWeight {
 func (a *Adapter) adaptedWeightNames() []string {
 	var out []string
 	for _, w := range a.adaptedWeights() {
-		out = append(out, w.name())
+		out = append(out, a.weightName(w))
 	}
 	return out
 }
@@ -132,7 +133,7 @@ func (a *Adapter) adaptedWeightNames() []string {
 // adaptedWeight reports whether name is the weight of an adapted module.
 func (a *Adapter) adaptedWeight(name string) (adaptedWeight, bool) {
 	for _, w := range a.adaptedWeights() {
-		if w.name() == name {
+		if a.weightName(w) == name {
 			return w, true
 		}
 	}
