@@ -115,21 +115,29 @@ func (pc *peftConfig) assign(wPath string, c *model.Config, layer int, fp fusedP
 	return out, nil
 }
 
-// addFused converts layer's fused pairs into grpo's per-expert pairs and
-// adds them: by the metadata grpo's Save writes, back into its own pairs;
-// otherwise gate_up_proj's one A serves gate_proj and up_proj, each with
-// its half of B.
-func (pc *peftConfig) addFused(a *Adapter, wPath string, c *model.Config, layer int, fp fusedPair, metaJSON string, adapted *[model.NumProj]bool) error {
+// expertPairs are one projection's pairs for every expert of a layer.
+type expertPairs struct {
+	rank  int
+	alpha float64
+	a, b  [][]float32
+}
+
+// unfuse converts layer's fused pairs into grpo's per-expert pairs: by
+// the metadata grpo's Save writes, back into its own pairs; otherwise
+// gate_up_proj's one A serves gate_proj and up_proj, each with its half
+// of B.
+func (pc *peftConfig) unfuse(wPath string, c *model.Config, layer int, fp fusedPair, metaJSON string) (map[model.Proj]*expertPairs, error) {
 	byParam, err := pc.assign(wPath, c, layer, fp)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var meta fusedMeta
 	if metaJSON != "" {
 		if err := json.Unmarshal([]byte(metaJSON), &meta); err != nil {
-			return fmt.Errorf("%s: metadata %s is not valid: %v", wPath, fusedMetaKey, err)
+			return nil, fmt.Errorf("%s: metadata %s is not valid: %v", wPath, fusedMetaKey, err)
 		}
 	}
+	out := map[model.Proj]*expertPairs{}
 	for _, param := range fusedParams {
 		pr, ok := byParam[param]
 		if !ok {
@@ -138,7 +146,7 @@ func (pc *peftConfig) addFused(a *Adapter, wPath string, c *model.Config, layer 
 		name := fusedParamName(c, layer, param)
 		av, bv, rank, alpha, err := pc.fusedValues(wPath, c, param, name, pr)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		parts, mine := meta[strconv.Itoa(layer)][param]
 		if !mine {
@@ -146,15 +154,11 @@ func (pc *peftConfig) addFused(a *Adapter, wPath string, c *model.Config, layer 
 				parts = append(parts, fusedPart{Proj: p.String(), Rank: rank, Alpha: alpha})
 			}
 		}
-		if err := a.unfuse(wPath, layer, param, av, bv, rank, parts, mine, scaleOf(pc.alpha, pc.rank, pc.rsLoRA)); err != nil {
-			return err
-		}
-		for _, pt := range parts {
-			p, _ := model.ParseProj(pt.Proj)
-			adapted[p] = true
+		if err := split(wPath, c, layer, param, av, bv, rank, parts, mine, pc, out); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // fusedValues checks one fused pair's shapes against the rank PEFT gives
@@ -187,13 +191,14 @@ func (pc *peftConfig) fusedValues(wPath string, c *model.Config, param, name str
 	return av, bv, rank, alpha, err
 }
 
-// unfuse splits one Parameter's pair (A: experts × rank rows; B: expert e's
-// column k at k·E+e) into its parts' per-expert pairs. grpo's own parts
-// (mine) take their rows of A and their block of B, rescaled from scale
-// (the adapter-wide one Save normalised B to) to their own; B outside the
-// blocks must be zero. Otherwise each part has all of A and its rows of B.
-func (a *Adapter) unfuse(wPath string, layer int, param string, av, bv []float32, rank int, parts []fusedPart, mine bool, scale float32) error {
-	c := a.cfg
+// split splits one Parameter's pair (A: experts × rank rows; B: expert
+// e's column k at k·E+e) into its parts' per-expert pairs, into out.
+// grpo's own parts (mine) take their rows of A and their block of B,
+// rescaled from the adapter-wide scale Save normalised B to to their own;
+// B outside the blocks must be zero. Otherwise each part has all of A and
+// its rows of B.
+func split(wPath string, c *model.Config, layer int, param string, av, bv []float32, rank int, parts []fusedPart, mine bool, pc *peftConfig, out0 map[model.Proj]*expertPairs) error {
+	scale := scaleOf(pc.alpha, pc.rank, pc.rsLoRA)
 	ne, inter := c.NumExperts, c.MoEIntermediateSize
 	in, out := paramDims(c, param)
 	inBlock := make([]int, out) // per output row: its part's rank offset, −1 for none
@@ -215,7 +220,7 @@ func (a *Adapter) unfuse(wPath string, layer int, param string, av, bv []float32
 		if !mine {
 			r, pOff = rank, 0
 		}
-		factor := float64(scale) / float64(scaleOf(pt.Alpha, pt.Rank, a.Config.UseRSLoRA))
+		factor := float64(scale) / float64(scaleOf(pt.Alpha, pt.Rank, pc.rsLoRA))
 		var avs, bvs [][]float32
 		for e := range ne {
 			ea := make([]float32, r*in)
@@ -235,14 +240,14 @@ func (a *Adapter) unfuse(wPath string, layer int, param string, av, bv []float32
 		for o := range pout {
 			inBlock[row+o] = pOff
 		}
-		a.addExperts(layer, p, r, pt.Alpha, avs, bvs)
+		out0[p] = &expertPairs{rank: r, alpha: pt.Alpha, a: avs, b: bvs}
 		off += pt.Rank
 		sum += pt.Rank
 	}
 	if !mine {
 		return nil
 	}
-	if sum != rank && !(len(parts) == 0 && rank == a.Config.Rank) {
+	if sum != rank && !(len(parts) == 0 && rank == pc.rank) {
 		return fmt.Errorf("%s: metadata %s gives %s parts of rank %d in all, but its matrices have rank %d", wPath, fusedMetaKey, fusedParamName(c, layer, param), sum, rank)
 	}
 	// grpo's block layout: a part's rows of B are zero outside its columns.

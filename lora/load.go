@@ -119,8 +119,9 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 		a.Config.TargetModules = append(a.Config.TargetModules, model.RouterModule)
 	}
 	for layer := range c.NumLayers {
+		var unfused map[model.Proj]*expertPairs
 		if fusedAt[layer] {
-			if err := pc.addFused(a, wPath, c, layer, ft.fused[layer], f.Metadata()[fusedMetaKey], &adapted); err != nil {
+			if unfused, err = pc.unfuse(wPath, c, layer, ft.fused[layer], f.Metadata()[fusedMetaKey]); err != nil {
 				a.Free()
 				return nil, err
 			}
@@ -134,6 +135,10 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 				continue
 			}
 			if isExpertProj(c, layer, p) {
+				if ep := unfused[p]; ep != nil {
+					a.addExperts(layer, p, ep.rank, ep.alpha, ep.a, ep.b)
+					adapted[p] = true
+				}
 				if fusedAt[layer] {
 					continue
 				}

@@ -2,6 +2,7 @@ package lora
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/grpo-dev/grpo/model"
 )
@@ -17,12 +18,14 @@ func (c Config) allLinear() bool {
 }
 
 // resolve maps TargetModules to what an adapter on a model of shape mc
-// adapts: its projections (each only in the layers that have it,
-// model.Config.HasProj) and whether the routers are adapted.
+// adapts: its projections in Proj order (each only in the layers that
+// have it, model.Config.HasProj), the order of Params whatever the order
+// of the names, and whether the routers are adapted.
 func (c Config) resolve(mc *model.Config) (projs []model.Proj, routers bool, err error) {
 	if projs, err = c.projs(); err != nil {
 		return nil, false, err
 	}
+	slices.Sort(projs)
 	if c.allLinear() {
 		projs, routers = allLinearTargets(mc)
 	} else {
