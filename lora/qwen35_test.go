@@ -176,3 +176,99 @@ func TestQwen35Merge(t *testing.T) {
 		})
 	}
 }
+
+// copyAdapter copies an adapter directory to a temporary one.
+func copyAdapter(t *testing.T, src string) string {
+	dir := t.TempDir()
+	for _, f := range []string{ConfigFileName, WeightsFileName} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	return dir
+}
+
+// TestQwen35ModuleNames: exclude_modules and the patterns match the
+// language model's module names (model.language_model.layers.N.…), Save
+// writes them so, and keys without the prefix are refused.
+func TestQwen35ModuleNames(t *testing.T) {
+	m := loadModel(t, "qwen3_5-tiny")
+	src := filepath.Join(root, "testdata", "lora", "qwen3_5-tiny-all-linear")
+	dir := copyAdapter(t, src)
+	dropTensors(t, dir, ".layers.1.linear_attn.in_proj_z.")
+	editConfig(t, dir, map[string]any{
+		"exclude_modules": []string{"model.language_model.layers.1.linear_attn.in_proj_z"},
+		"alpha_pattern":   map[string]float64{"model.language_model.layers.0.linear_attn.in_proj_qkv": 3, "layers.3.self_attn.q_proj": 5},
+	})
+	a, err := Load(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.LoRA(1, model.ProjInZ) != nil || a.LoRA(0, model.ProjInZ) == nil {
+		t.Errorf("exclude_modules: layer 1 in_proj_z adapted %v, layer 0 %v", a.LoRA(1, model.ProjInZ) != nil, a.LoRA(0, model.ProjInZ) != nil)
+	}
+	for _, c := range []struct {
+		layer int
+		p     model.Proj
+		alpha float64
+	}{{0, model.ProjInQKV, 3}, {1, model.ProjInQKV, 8}, {3, model.ProjQ, 5}} {
+		if _, alpha, _ := a.Module(c.layer, c.p); alpha != c.alpha {
+			t.Errorf("layer %d %s: alpha %g, want %g", c.layer, c.p, alpha, c.alpha)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "a")
+	if err := Save(out, a, "x"); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		TargetModules []string           `json:"target_modules"`
+		AlphaPattern  map[string]float64 `json:"alpha_pattern"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, ConfigFileName))
+	json.Unmarshal(raw, &cfg)
+	if cfg.AlphaPattern["model.language_model.layers.0.linear_attn.in_proj_qkv"] != 3 || cfg.AlphaPattern["model.language_model.layers.3.self_attn.q_proj"] != 5 {
+		t.Errorf("alpha_pattern %v", cfg.AlphaPattern)
+	}
+	// in_proj_z is adapted in some layers only: full module names.
+	if !slices.Contains(cfg.TargetModules, "model.language_model.layers.0.linear_attn.in_proj_z") || slices.Contains(cfg.TargetModules, "model.language_model.layers.1.linear_attn.in_proj_z") || len(cfg.TargetModules) != len(a.Params())/2 {
+		t.Errorf("target_modules %v", cfg.TargetModules)
+	}
+	if b, err := Load(out, m); err != nil || len(b.Params()) != len(a.Params()) {
+		t.Errorf("reload: %v", err)
+	}
+	// A causal LM's key names no module of Qwen3.5's model.
+	bad := copyAdapter(t, src)
+	rewriteTensors(t, bad, func(ts []safetensors.Tensor) []safetensors.Tensor {
+		ts[0].Name = strings.Replace(ts[0].Name, "model.language_model.", "model.", 1)
+		return ts
+	})
+	if _, err := Load(bad, m); err == nil || !strings.Contains(err.Error(), "base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight") {
+		t.Errorf("key without language_model: %v", err)
+	}
+}
+
+// TestAllLinearTargets: "all-linear" stands alone; on the families whose
+// adapters name transformers-v4 modules it is every projection (and
+// Qwen3-MoE's routers, nn.Linear there).
+func TestAllLinearTargets(t *testing.T) {
+	if err := (Config{Rank: 2, Alpha: 4, TargetModules: []string{AllLinear, "q_proj"}}).Validate(); err == nil || !strings.Contains(err.Error(), "stands alone") {
+		t.Errorf("all-linear with q_proj: %v", err)
+	}
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny", "qwen3-moe-tiny-dense"} {
+		m := loadModel(t, name)
+		a, err := New(m, Config{Rank: 2, Alpha: 4, TargetModules: []string{AllLinear}}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := AllModules
+		if m.Config.SparseLayers() > 0 {
+			want = append([]string{model.RouterModule}, AllModules...)
+		}
+		b, _ := New(m, Config{Rank: 2, Alpha: 4, TargetModules: want}, 1)
+		if len(a.Params()) != len(b.Params()) || a.Params()[0].Name != b.Params()[0].Name {
+			t.Errorf("%s: all-linear builds %d matrices, %v %d", name, len(a.Params()), want, len(b.Params()))
+		}
+	}
+}
