@@ -319,3 +319,82 @@ func addTensor(t *testing.T, dir, name string, shape []int) {
 		return append(ts, x)
 	})
 }
+
+// TestFusedExpertsScales: experts whose rank and alpha differ from the
+// adapter's (a PEFT file with patterns) are saved so that both readers
+// get grpo's update: PEFT by the file's rank_pattern/alpha_pattern, vLLM
+// by lora_alpha/r alone; and load back to the same pairs.
+func TestFusedExpertsScales(t *testing.T) {
+	m := loadModel(t, "qwen3_5-moe-tiny")
+	c := m.Config
+	src, _ := writeFused(t, c, fusedParams, 3, map[string]any{"target_parameters": []string{"mlp.experts.gate_up_proj", "mlp.experts.down_proj"},
+		"r": 2, "lora_alpha": 4, "rank_pattern": map[string]int{`.*\.gate_up_proj`: 3, "down_proj": 3}, "alpha_pattern": map[string]float64{`.*\.gate_up_proj`: 9}})
+	a, err := Load(src, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "a")
+	if err := Save(dir, a, "x"); err != nil {
+		t.Fatal(err)
+	}
+	file, _ := readTensors(t, filepath.Join(dir, WeightsFileName))
+	var cfg struct {
+		R            int                `json:"r"`
+		Alpha        float64            `json:"lora_alpha"`
+		RankPattern  map[string]int     `json:"rank_pattern"`
+		AlphaPattern map[string]float64 `json:"alpha_pattern"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, ConfigFileName))
+	json.Unmarshal(raw, &cfg)
+	vllmScale := cfg.Alpha / float64(cfg.R)
+	ne := c.NumExperts
+	for layer := range c.NumLayers {
+		l := pref + strconv.Itoa(layer) + ".mlp.experts."
+		for _, x := range []struct {
+			param, key string
+			want       func(e int) [][]float64
+		}{
+			{gateUpParam, l + "base_layer.", func(e int) [][]float64 {
+				return append(expertUpdate(t, a, layer, e, model.ProjGate), expertUpdate(t, a, layer, e, model.ProjUp)...)
+			}},
+			{downParam, l, func(e int) [][]float64 { return expertUpdate(t, a, layer, e, model.ProjDown) }},
+		} {
+			name := fusedParamName(c, layer, x.param)
+			alpha, rank := cfg.Alpha, cfg.R // PEFT: the pattern's, else the adapter's
+			if v, ok := cfg.AlphaPattern[name]; ok {
+				alpha = v
+			}
+			if v, ok := cfg.RankPattern[name]; ok {
+				rank = v
+			}
+			peftScale := alpha / float64(rank)
+			if math.Abs(peftScale-vllmScale) > 1e-12 {
+				t.Fatalf("%s: PEFT's scale %g (patterns %v %v), vLLM's %g", name, peftScale, cfg.RankPattern, cfg.AlphaPattern, vllmScale)
+			}
+			for e := range ne {
+				got, want := peftDelta(file[x.key+"lora_A.weight"], file[x.key+"lora_B.weight"], ne, e, peftScale), x.want(e)
+				for o := range want {
+					for i := range want[o] {
+						if d := math.Abs(got[o][i] - want[o][i]); d > 1e-6 {
+							t.Fatalf("%s expert %d: the file's update differs from grpo's by %g", name, e, d)
+						}
+					}
+				}
+			}
+		}
+	}
+	b, err := Load(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for layer := range c.NumLayers {
+		for _, p := range []model.Proj{model.ProjGate, model.ProjUp, model.ProjDown} {
+			ra, aa, _ := a.ExpertModule(layer, p)
+			rb, ab, _ := b.ExpertModule(layer, p)
+			la, lb := a.ExpertLoRA(layer, p), b.ExpertLoRA(layer, p)
+			if ra != rb || aa != ab || maxAbsDiff(download(m.Backend, la.A), download(m.Backend, lb.A)) != 0 || maxAbsDiff(download(m.Backend, la.B), download(m.Backend, lb.B)) > 1e-7 {
+				t.Fatalf("layer %d %s: rank/alpha %d/%g saved, %d/%g loaded, or values differ", layer, p, ra, aa, rb, ab)
+			}
+		}
+	}
+}
