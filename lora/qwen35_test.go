@@ -272,3 +272,51 @@ func TestAllLinearTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteMergedQwen35MoE: WriteMerged folds an adapter on every expert,
+// the shared expert and the DeltaNet into a Qwen3.5-MoE checkpoint whose
+// experts are stored fused and into one stored per expert; the merged
+// checkpoints load to the weights Merge gives in memory.
+func TestWriteMergedQwen35MoE(t *testing.T) {
+	targets := append([]string{"in_proj_qkv", "out_proj", "shared_expert_gate"}, AllModules...)
+	for _, name := range []string{"qwen3_5-moe-tiny", "qwen3_5-moe-tiny-perexpert"} {
+		t.Run(name, func(t *testing.T) {
+			m := loadModel(t, name)
+			a, err := New(m, Config{Rank: 3, Alpha: 5, TargetModules: targets}, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nonZeroB(t, m, a, 9)
+			out := filepath.Join(t.TempDir(), "merged")
+			if err := WriteMerged(out, filepath.Join(root, "testdata", "models", name), a); err != nil {
+				t.Fatal(err)
+			}
+			if err := Merge(m, a); err != nil {
+				t.Fatal(err)
+			}
+			mm, err := model.Load(out, m.Backend)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Config
+			for layer := range c.NumLayers {
+				var bufs [][2][]float32
+				for p := range model.NumProj {
+					if c.HasProj(layer, p) && !isExpertProj(c, layer, p) {
+						bufs = append(bufs, [2][]float32{download(m.Backend, weightOf(&mm.W.Layers[layer], p)), download(m.Backend, weightOf(&m.W.Layers[layer], p))})
+					}
+				}
+				for e := range c.NumExperts {
+					for _, p := range []model.Proj{model.ProjGate, model.ProjUp, model.ProjDown} {
+						bufs = append(bufs, [2][]float32{download(m.Backend, expertWeightOf(&mm.W.Layers[layer], e, p)), download(m.Backend, expertWeightOf(&m.W.Layers[layer], e, p))})
+					}
+				}
+				for i, b := range bufs {
+					if d := maxAbsDiff(b[0], b[1]); d != 0 {
+						t.Fatalf("layer %d weight %d: merged checkpoint differs from Merge by %g", layer, i, d)
+					}
+				}
+			}
+		})
+	}
+}

@@ -50,8 +50,8 @@ func WriteMerged(outDir, modelDir string, a *Adapter) error {
 				return err
 			}
 		}
-		for _, n := range a.adaptedWeightNames() {
-			if !merged[n] {
+		for _, w := range a.adaptedWeights() {
+			if n := a.weightName(w); !merged[n] && !(w.expert >= 0 && merged[a.fusedWeightName(w)]) {
 				return fmt.Errorf("%s: has no tensor %q to merge the adapter into", modelDir, n)
 			}
 		}
@@ -71,6 +71,11 @@ func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
 		t, _ := f.Tensor(name)
 		if w, ok := a.adaptedWeight(name); ok {
 			if t, err = a.mergeTensor(t, w); err != nil {
+				return fmt.Errorf("%s: %v", src, err)
+			}
+			merged[name] = true
+		} else if layer, param, ok := a.fusedWeight(name); ok {
+			if t, err = a.mergeFused(t, layer, param); err != nil {
 				return fmt.Errorf("%s: %v", src, err)
 			}
 			merged[name] = true
@@ -122,14 +127,6 @@ func (a *Adapter) adaptedWeights() []adaptedWeight {
 	return out
 }
 
-func (a *Adapter) adaptedWeightNames() []string {
-	var out []string
-	for _, w := range a.adaptedWeights() {
-		out = append(out, a.weightName(w))
-	}
-	return out
-}
-
 // adaptedWeight reports whether name is the weight of an adapted module.
 func (a *Adapter) adaptedWeight(name string) (adaptedWeight, bool) {
 	for _, w := range a.adaptedWeights() {
@@ -151,13 +148,9 @@ func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetenso
 	if len(t.Shape) != 2 || t.Shape[0] != out || t.Shape[1] != in {
 		return t, fmt.Errorf("tensor %q has shape %v, want [%d %d]", t.Name, t.Shape, out, in)
 	}
-	vals, err := t.Float32s()
+	w, err := float64s(t)
 	if err != nil {
 		return t, err
-	}
-	w := make([]float64, len(vals))
-	for i, v := range vals {
-		w[i] = float64(v)
 	}
 	switch {
 	case aw.router:
@@ -167,6 +160,23 @@ func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetenso
 	default:
 		a.addDelta(w, aw.layer, aw.proj)
 	}
+	return encodeLike(t, w)
+}
+
+func float64s(t safetensors.Tensor) ([]float64, error) {
+	vals, err := t.Float32s()
+	if err != nil {
+		return nil, err
+	}
+	w := make([]float64, len(vals))
+	for i, v := range vals {
+		w[i] = float64(v)
+	}
+	return w, nil
+}
+
+// encodeLike stores w in t's dtype, rounding to nearest even.
+func encodeLike(t safetensors.Tensor, w []float64) (safetensors.Tensor, error) {
 	switch t.DType {
 	case safetensors.BF16:
 		b := make([]byte, 2*len(w))
