@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	goldens "github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
@@ -316,6 +317,63 @@ func TestWriteMergedQwen35MoE(t *testing.T) {
 						t.Fatalf("layer %d weight %d: merged checkpoint differs from Merge by %g", layer, i, d)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestQwen35AdapterLogprobs: the PEFT adapters, loaded by name onto the
+// tiny Qwen3.5 models, give the float64 PyTorch reference's log-probs
+// (qwen3_5_lora_grad.py, applying PEFT's convention itself), and the
+// model with the adapter merged gives the adapter-applied logits.
+func TestQwen35AdapterLogprobs(t *testing.T) {
+	var g struct {
+		Tokens []int32 `json:"tokens"`
+		Models []struct {
+			Model    string       `json:"model"`
+			Adapter  string       `json:"adapter"`
+			Logprobs goldens.Array `json:"logprobs"`
+		} `json:"models"`
+	}
+	vals, err := goldens.Read(filepath.Join(root, "testdata"), "qwen3_5_lora_grad.json", &g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gm := range g.Models {
+		t.Run(gm.Model, func(t *testing.T) {
+			m := loadModel(t, gm.Model)
+			a, err := Load(filepath.Join(root, gm.Adapter), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			adapted := logits(t, m.WithAdapter(a), g.Tokens)
+			want, err := gm.Logprobs.Of(vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := m.Config.VocabSize
+			worst := 0.0
+			for i := range want {
+				row := adapted[i*v : (i+1)*v]
+				mx := math.Inf(-1)
+				for _, x := range row {
+					mx = math.Max(mx, float64(x))
+				}
+				sum := 0.0
+				for _, x := range row {
+					sum += math.Exp(float64(x) - mx)
+				}
+				lp := float64(row[g.Tokens[i+1]]) - mx - math.Log(sum)
+				worst = math.Max(worst, math.Abs(lp-float64(want[i])))
+			}
+			if worst > 1e-4 {
+				t.Errorf("log-probs off the reference by %g", worst)
+			}
+			if err := Merge(m, a); err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(logits(t, m, g.Tokens), adapted); d > 1e-4 {
+				t.Errorf("merged model vs adapter: logits differ by %g", d)
 			}
 		})
 	}
