@@ -330,8 +330,8 @@ func TestQwen35AdapterLogprobs(t *testing.T) {
 	var g struct {
 		Tokens []int32 `json:"tokens"`
 		Models []struct {
-			Model    string       `json:"model"`
-			Adapter  string       `json:"adapter"`
+			Model    string        `json:"model"`
+			Adapter  string        `json:"adapter"`
 			Logprobs goldens.Array `json:"logprobs"`
 		} `json:"models"`
 	}
