@@ -257,6 +257,9 @@ func TestAllLinearTargets(t *testing.T) {
 	if err := (Config{Rank: 2, Alpha: 4, TargetModules: []string{AllLinear, "q_proj"}}).Validate(); err == nil || !strings.Contains(err.Error(), "stands alone") {
 		t.Errorf("all-linear with q_proj: %v", err)
 	}
+	if err := (Config{Rank: 2, Alpha: 4, TargetModules: []string{AllLinear}}).Validate(); err != nil {
+		t.Errorf("all-linear: %v", err)
+	}
 	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "llama-tiny", "qwen3-moe-tiny-dense"} {
 		m := loadModel(t, name)
 		a, err := New(m, Config{Rank: 2, Alpha: 4, TargetModules: []string{AllLinear}}, 1)
