@@ -198,22 +198,22 @@ func (pc *peftConfig) fusedValues(wPath string, c *model.Config, param, name str
 // B outside the blocks must be zero. Otherwise each part has all of A and
 // its rows of B.
 func split(wPath string, c *model.Config, layer int, param string, av, bv []float32, rank int, parts []fusedPart, mine bool, pc *peftConfig, out0 map[model.Proj]*expertPairs) error {
+	name := fusedParamName(c, layer, param)
+	if mine {
+		if err := checkParts(wPath, name, param, parts, rank, pc.rank); err != nil {
+			return err
+		}
+	}
 	scale := scaleOf(pc.alpha, pc.rank, pc.rsLoRA)
 	ne, inter := c.NumExperts, c.MoEIntermediateSize
 	in, out := paramDims(c, param)
-	inBlock := make([]int, out) // per output row: its part's rank offset, −1 for none
-	for i := range inBlock {
-		inBlock[i] = -1
-	}
-	off, sum := 0, 0
+	lo, hi := make([]int, out), make([]int, out) // per row of B: its part's columns k
+	off := 0
 	for _, pt := range parts {
-		p, err := model.ParseProj(pt.Proj)
-		if err != nil || !containsProj(paramProjs(param), p) || pt.Rank < 1 {
-			return fmt.Errorf("%s: metadata %s lists %+v in %s, which it cannot hold", wPath, fusedMetaKey, pt, fusedParamName(c, layer, param))
-		}
+		p, _ := model.ParseProj(pt.Proj)
 		row := 0
 		if p == model.ProjUp {
-			row = inter
+			row = inter // gate rows first
 		}
 		_, pout := c.ExpertDims(p)
 		r, pOff := pt.Rank, off
@@ -238,48 +238,44 @@ func split(wPath string, c *model.Config, layer int, param string, av, bv []floa
 			avs, bvs = append(avs, ea), append(bvs, eb)
 		}
 		for o := range pout {
-			inBlock[row+o] = pOff
+			lo[row+o], hi[row+o] = pOff, pOff+r
 		}
 		out0[p] = &expertPairs{rank: r, alpha: pt.Alpha, a: avs, b: bvs}
 		off += pt.Rank
-		sum += pt.Rank
 	}
 	if !mine {
 		return nil
 	}
-	if sum != rank && !(len(parts) == 0 && rank == pc.rank) {
-		return fmt.Errorf("%s: metadata %s gives %s parts of rank %d in all, but its matrices have rank %d", wPath, fusedMetaKey, fusedParamName(c, layer, param), sum, rank)
-	}
 	// grpo's block layout: a part's rows of B are zero outside its columns.
 	for o := range out {
 		for j := range rank * ne {
-			k := j / ne
-			blk := inBlock[o]
-			if bv[o*rank*ne+j] != 0 && (blk < 0 || k < blk || k >= blk+rankOfRow(parts, blk, rank)) {
-				return fmt.Errorf("%s: %s's lora_B is not block diagonal as metadata %s says (row %d, column %d); the file was changed after grpo wrote it", wPath, fusedParamName(c, layer, param), fusedMetaKey, o, j)
+			if k := j / ne; bv[o*rank*ne+j] != 0 && (k < lo[o] || k >= hi[o]) {
+				return fmt.Errorf("%s: %s's lora_B is not block diagonal as metadata %s says (row %d, column %d); the file was changed after grpo wrote it", wPath, name, fusedMetaKey, o, j)
 			}
 		}
 	}
 	return nil
 }
 
-// rankOfRow is the rank of the part starting at rank offset off.
-func rankOfRow(parts []fusedPart, off, total int) int {
-	o := 0
+// checkParts checks grpo's metadata for a Parameter of rank rank: its
+// projections, each once and in row order, whose ranks add up to rank —
+// or none, for the zero pair of rank r Save writes in their place.
+func checkParts(wPath, name, param string, parts []fusedPart, rank, r int) error {
+	sum, next := 0, 0
+	projs := paramProjs(param)
 	for _, pt := range parts {
-		if o == off {
-			return pt.Rank
+		p, err := model.ParseProj(pt.Proj)
+		for next < len(projs) && projs[next] != p {
+			next++
 		}
-		o += pt.Rank
-	}
-	return total
-}
-
-func containsProj(ps []model.Proj, p model.Proj) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
+		if err != nil || next == len(projs) || pt.Rank < 1 {
+			return fmt.Errorf("%s: metadata %s lists %+v in %s, which it cannot hold there", wPath, fusedMetaKey, pt, name)
 		}
+		next++
+		sum += pt.Rank
 	}
-	return false
+	if sum != rank && !(len(parts) == 0 && rank == r) {
+		return fmt.Errorf("%s: metadata %s gives %s parts of rank %d in all, but its matrices have rank %d", wPath, fusedMetaKey, name, sum, rank)
+	}
+	return nil
 }

@@ -281,6 +281,25 @@ func TestFusedExpertsRefused(t *testing.T) {
 			}
 		})
 	}
+	// grpo's own file, its gate rows given a value in up's columns.
+	a, _ := New(m, Config{Rank: 2, Alpha: 4, TargetModules: []string{"gate_proj", "up_proj"}}, 1)
+	dir := filepath.Join(t.TempDir(), "a")
+	if err := Save(dir, a, "x"); err != nil {
+		t.Fatal(err)
+	}
+	rewriteTensors(t, dir, func(ts []safetensors.Tensor) []safetensors.Tensor {
+		for i, x := range ts {
+			if x.Name == pref+"1.mlp.experts.base_layer.lora_B.weight" {
+				v, _ := x.Float32s()
+				v[3*c.NumExperts+1] = 0.5 // row 0 (gate), rank column 3 (up's), expert 1
+				ts[i], _ = safetensors.NewF32(x.Name, x.Shape, v)
+			}
+		}
+		return ts
+	})
+	if _, err := Load(dir, m); err == nil || !strings.Contains(err.Error(), "not block diagonal") {
+		t.Errorf("tampered fused B: %v", err)
+	}
 	if _, err := New(m, Config{Rank: 2, Alpha: 4, TargetModules: []string{"gate", "q_proj"}}, 1); err == nil || !strings.Contains(err.Error(), "not a linear module") {
 		t.Errorf("routers on Qwen3.5-MoE: %v", err)
 	}
