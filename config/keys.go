@@ -82,7 +82,7 @@ var keyInfos = map[string]keyInfo{
 	"lora":                {doc: "The LoRA adapter that is trained (package lora; PEFT conventions)."},
 	"lora.rank":           {doc: "Rank r of B·A."},
 	"lora.alpha":          {doc: "Scale numerator: the update is scaled by alpha/r (alpha/√r with use_rslora)."},
-	"lora.target_modules": {doc: "Projections adapted in every layer. In a mixture-of-experts model (Qwen3-MoE) `gate_proj`, `up_proj` and `down_proj` adapt every expert, and `gate` adapts the routers, which are frozen otherwise (their training adds the model's `router_aux_loss_coef` × load-balancing loss)."},
+	"lora.target_modules": {doc: "Projections adapted, in every layer that has them: `q_proj`, `k_proj`, `v_proj`, `o_proj`, `gate_proj`, `up_proj`, `down_proj`; on Qwen3.5 also the gated DeltaNet's `in_proj_qkv`, `in_proj_z`, `in_proj_b`, `in_proj_a`, `out_proj`, and on Qwen3.5-MoE the shared expert's `shared_expert_gate` (`gate_proj`, `up_proj`, `down_proj` name the shared expert's too). In a mixture-of-experts model `gate_proj`, `up_proj` and `down_proj` adapt every expert, and `gate` adapts the routers (Qwen3-MoE only), which are frozen otherwise (their training adds the model's `router_aux_loss_coef` × load-balancing loss). `[\"all-linear\"]` alone is PEFT's all-linear: what it adapts on each architecture, and how Qwen3.5-MoE's experts are saved for vLLM, is in docs/lora.md."},
 	"lora.use_rslora":     {doc: "Rank-stabilised scaling alpha/√r."},
 	"lora.dropout":        {doc: "Adapter-input dropout; only 0 is supported for training."},
 

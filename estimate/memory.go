@@ -165,7 +165,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	}
 	e := &Estimate{Model: cfg.Model, Device: dev, BaseParams: mc.ParamCount(), WeightBytes: stored.Size(),
 		Assumptions: append([]string(nil), o.Assumptions...)}
-	projs, routers, err := loraTargets(cfg.LoRA)
+	projs, routers, err := loraTargets(cfg.LoRA, mc)
 	if err != nil {
 		return nil, err
 	}
@@ -704,12 +704,12 @@ func dims(mc *model.Config) (h, q, kv, inter, v int64) {
 }
 
 // loraTargets validates the [lora] table and returns its projections and
-// whether it adapts the mixture-of-experts routers ("gate").
-func loraTargets(c lora.Config) ([]model.Proj, bool, error) {
+// whether it adapts the mixture-of-experts routers, on a model of shape mc.
+func loraTargets(c lora.Config, mc *model.Config) ([]model.Proj, bool, error) {
 	if err := c.Validate(); err != nil {
 		return nil, false, err
 	}
-	return c.Targets()
+	return c.Targets(mc)
 }
 
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a

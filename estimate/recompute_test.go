@@ -178,7 +178,7 @@ func TestRecomputeFLOPsCountGEMMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := m.WithAdapter(ad)
-	projs, _, _ := loraTargets(cfg.LoRA)
+	projs, _, _ := loraTargets(cfg.LoRA, mc)
 	seqLen := prompt + maxTok - 1
 	f := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, false, seqLen)[0]
 	gemmForward := f.forward - f.attention - f.swiglu // per token and layer

@@ -60,12 +60,6 @@ type Param struct {
 	Shape       [2]int
 }
 
-// peftKey is the key PEFT's save_pretrained writes for a LoRA matrix
-// (which is "A" or "B") of a decoder-layer projection.
-func peftKey(layer int, p model.Proj, which string) string {
-	return fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_%s.weight", layer, p.Module(), which)
-}
-
 // New builds an adapter for m with PEFT's default initialisation: A drawn
 // from kaiming_uniform_(a=√5), which is U(−1/√in, 1/√in), and B = 0, so the
 // adapted model starts equal to the base model. Each matrix draws from its
@@ -75,8 +69,11 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	projs, _ := cfg.projs()
-	if cfg.routers() && m.Config.SparseLayers() == 0 {
+	projs, routers, err := cfg.resolve(m.Config)
+	if err != nil {
+		return nil, err
+	}
+	if routers && m.Config.SparseLayers() == 0 {
 		return nil, fmt.Errorf("lora.target_modules lists %q, the routers of a mixture-of-experts model, but this %s model has none; remove it", model.RouterModule, m.Config.ModelType)
 	}
 	a := newAdapter(m, cfg)
@@ -90,9 +87,9 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 		return av
 	}
 	for layer := range m.Config.NumLayers {
-		if cfg.routers() && m.Config.IsSparse(layer) {
+		if routers && m.Config.IsSparse(layer) {
 			in, out := routerDims(m.Config)
-			a.addRouter(layer, cfg.Rank, cfg.Alpha, initA(routerKey(layer, "A"), in), make([]float32, out*cfg.Rank))
+			a.addRouter(layer, cfg.Rank, cfg.Alpha, initA(routerKey(a.cfg, layer, "A"), in), make([]float32, out*cfg.Rank))
 		}
 		for _, p := range projs {
 			if !m.Config.HasProj(layer, p) {
@@ -102,14 +99,14 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 				in, out := m.Config.ExpertDims(p)
 				var av, bv [][]float32
 				for e := range m.Config.NumExperts {
-					av = append(av, initA(expertKey(layer, e, p, "A"), in))
+					av = append(av, initA(expertKey(a.cfg, layer, e, p, "A"), in))
 					bv = append(bv, make([]float32, out*cfg.Rank))
 				}
 				a.addExperts(layer, p, cfg.Rank, cfg.Alpha, av, bv)
 				continue
 			}
 			in, out := m.Config.Dims(p)
-			a.add(layer, p, cfg.Rank, cfg.Alpha, initA(peftKey(layer, p, "A"), in), make([]float32, out*cfg.Rank))
+			a.add(layer, p, cfg.Rank, cfg.Alpha, initA(peftKey(a.cfg, layer, p, "A"), in), make([]float32, out*cfg.Rank))
 		}
 	}
 	a.groupA()
@@ -138,8 +135,8 @@ func (a *Adapter) add(layer int, p model.Proj, rank int, alpha float64, av, bv [
 		Rank: rank, Scale: scaleOf(alpha, rank, a.Config.UseRSLoRA)}
 	a.mods[layer][p] = &module{rank: rank, alpha: alpha, l: l}
 	a.params = append(a.params,
-		Param{Name: peftKey(layer, p, "A"), Layer: layer, Proj: p, Expert: -1, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
-		Param{Name: peftKey(layer, p, "B"), Layer: layer, Proj: p, Expert: -1, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
+		Param{Name: peftKey(a.cfg, layer, p, "A"), Layer: layer, Proj: p, Expert: -1, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
+		Param{Name: peftKey(a.cfg, layer, p, "B"), Layer: layer, Proj: p, Expert: -1, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
 }
 
 // LoRA implements model.Adapter: the pair on projection p of layer, or nil.

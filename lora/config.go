@@ -16,10 +16,15 @@ type Config struct {
 	// Alpha scales the update: scale = Alpha/Rank, or Alpha/√Rank with
 	// UseRSLoRA.
 	Alpha float64 `toml:"alpha"`
-	// TargetModules names the projections to adapt, in every layer: any of
-	// q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; in a
-	// mixture-of-experts model the MLP names adapt every expert, and
-	// "gate" the routers (mlp.gate), which are frozen otherwise.
+	// TargetModules names the projections to adapt, in every layer that
+	// has them: any of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+	// down_proj, and in Qwen3.5 the gated DeltaNet's in_proj_qkv,
+	// in_proj_z, in_proj_b, in_proj_a, out_proj and the shared expert's
+	// gate (shared_expert_gate; gate_proj, up_proj and down_proj name the
+	// shared expert's too). In a mixture-of-experts model the MLP names
+	// adapt every expert, and "gate" the routers (mlp.gate), which are
+	// frozen otherwise. ["all-linear"] alone is what PEFT's
+	// target_modules="all-linear" adapts on the architecture (targets.go).
 	TargetModules []string `toml:"target_modules"`
 	// UseRSLoRA selects rank-stabilised scaling (Kalajievski 2023).
 	UseRSLoRA bool `toml:"use_rslora"`
@@ -63,15 +68,22 @@ func (c Config) Validate() error {
 }
 
 // projs maps TargetModules to projections, rejecting unknown and repeated
-// names.
+// names; for ["all-linear"], which depends on the model, it returns none
+// (resolve has the model).
 func (c Config) projs() ([]model.Proj, error) {
 	if len(c.TargetModules) == 0 {
-		return nil, fmt.Errorf("lora.target_modules is empty; list at least one of %s", strings.Join(AllModules, ", "))
+		return nil, fmt.Errorf("lora.target_modules is empty; list at least one of %s, or [%q]", strings.Join(AllModules, ", "), AllLinear)
+	}
+	if c.allLinear() {
+		return nil, nil
 	}
 	var seen [model.NumProj]bool
 	out := make([]model.Proj, 0, len(c.TargetModules))
 	router := 0
 	for _, name := range c.TargetModules {
+		if name == AllLinear {
+			return nil, fmt.Errorf("lora.target_modules: %q stands alone (it names every linear projection PEFT adapts); drop the other names or list projections instead", AllLinear)
+		}
 		if name == model.RouterModule {
 			if router++; router > 1 {
 				return nil, fmt.Errorf("lora.target_modules lists %q twice", name)

@@ -12,4 +12,11 @@
 //
 // runs the adapted model. Matrix layout follows PEFT: A is rank × in and B
 // is out × rank, so a projection computes y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ.
+//
+// Names follow the HF model's module tree (keys.go): model.layers.N for a
+// causal LM, model.language_model.layers.N for Qwen3.5. What each
+// target_modules name and "all-linear" adapt per architecture is in
+// targets.go; Qwen3.5-MoE's routed experts are written in PEFT's and
+// vLLM's fused target_parameters form (experts_fused.go). docs/lora.md
+// has the user's view and the sources.
 package lora

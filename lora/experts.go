@@ -26,13 +26,13 @@ type expertModule struct {
 }
 
 // expertKey is the PEFT key of expert e's LoRA matrix.
-func expertKey(layer, e int, p model.Proj, which string) string {
-	return fmt.Sprintf("base_model.model.%s.lora_%s.weight", expertModuleName(layer, e, p), which)
+func expertKey(c *model.Config, layer, e int, p model.Proj, which string) string {
+	return matrixKey(expertModuleName(c, layer, e, p), which)
 }
 
 // expertModuleName is expert e's projection module in the HF model.
-func expertModuleName(layer, e int, p model.Proj) string {
-	return fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s", layer, e, p)
+func expertModuleName(c *model.Config, layer, e int, p model.Proj) string {
+	return fmt.Sprintf("%s%d.mlp.experts.%d.%s", layersPrefix(c), layer, e, p)
 }
 
 // isExpertProj reports whether p of layer is adapted per expert.
@@ -72,9 +72,9 @@ func (a *Adapter) addExperts(layer int, p model.Proj, rank int, alpha float64, a
 	}
 	for e := range ne {
 		a.params = append(a.params,
-			Param{Name: expertKey(layer, e, p, "A"), Layer: layer, Proj: p, Expert: e,
+			Param{Name: expertKey(a.cfg, layer, e, p, "A"), Layer: layer, Proj: p, Expert: e,
 				Value: view(l.A, e, rank*in), Grad: view(l.DA, e, rank*in), Shape: [2]int{rank, in}},
-			Param{Name: expertKey(layer, e, p, "B"), Layer: layer, Proj: p, Expert: e,
+			Param{Name: expertKey(a.cfg, layer, e, p, "B"), Layer: layer, Proj: p, Expert: e,
 				Value: view(l.B, e, out*rank), Grad: view(l.DB, e, out*rank), Shape: [2]int{out, rank}})
 	}
 }

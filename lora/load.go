@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/safetensors"
@@ -74,52 +76,20 @@ type pair struct{ a, b *safetensors.Tensor }
 // build validates the tensors of f against pc and m and uploads them.
 func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*Adapter, error) {
 	c := m.Config
-	found := make([][model.NumProj]pair, c.NumLayers)
-	foundE := map[[3]int]*pair{} // by (layer, proj, expert)
-	foundR := make([]pair, c.NumLayers)
-	for _, name := range f.Names() {
-		k, ok := parseKey(name)
-		if !ok {
-			return nil, fmt.Errorf("%s: tensor %q is not a LoRA matrix of a decoder-layer projection (want names like base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight, or …mlp.experts.0.gate_proj.lora_A.weight for an expert); grpo adapts only q/k/v/o and gate/up/down projections", wPath, name)
-		}
-		if k.layer >= c.NumLayers {
-			return nil, fmt.Errorf("%s: tensor %q is for layer %d but the model has %d layers (num_hidden_layers); was the adapter trained on a different model?", wPath, name, k.layer, c.NumLayers)
-		}
-		sparse := isExpertProj(c, k.layer, k.proj)
-		switch {
-		case k.router && !c.IsSparse(k.layer):
-			return nil, fmt.Errorf("%s: tensor %q adapts a router, but layer %d of this model (%s) has none; was the adapter trained on a different model?", wPath, name, k.layer, c.ModelType)
-		case k.router:
-		case k.expert >= 0 && !sparse:
-			return nil, fmt.Errorf("%s: tensor %q adapts an expert, but layer %d of this model (%s) has no experts; was the adapter trained on a different model?", wPath, name, k.layer, c.ModelType)
-		case k.expert < 0 && sparse:
-			return nil, fmt.Errorf("%s: tensor %q adapts a dense %s, but layer %d of this model is a mixture-of-experts layer, whose adapters are per expert (model.layers.%d.mlp.experts.{e}.%s); was the adapter trained on a different model?", wPath, name, k.proj, k.layer, k.layer, k.proj)
-		case k.expert >= c.NumExperts:
-			return nil, fmt.Errorf("%s: tensor %q is for expert %d but the model has %d experts (num_experts); was the adapter trained on a different model?", wPath, name, k.expert, c.NumExperts)
-		}
-		t, _ := f.Tensor(name)
-		pr := &found[k.layer][k.proj]
-		if k.router {
-			pr = &foundR[k.layer]
-		}
-		if k.expert >= 0 {
-			key := [3]int{k.layer, int(k.proj), k.expert}
-			if foundE[key] == nil {
-				foundE[key] = &pair{}
-			}
-			pr = foundE[key]
-		}
-		slot := &pr.a
-		if k.which == "B" {
-			slot = &pr.b
-		}
-		if *slot != nil {
-			return nil, fmt.Errorf("%s: tensors %q and %q hold the same matrix", wPath, (*slot).Name, name)
-		}
-		*slot = &t
+	ft, err := collect(c, f, wPath)
+	if err != nil {
+		return nil, err
+	}
+	found, foundE, foundR := ft.dense, ft.experts, ft.routers
+	fusedAt, err := pc.fusedLayers(wPath, c, ft)
+	if err != nil {
+		return nil, err
 	}
 	// Which modules are adapted: those target_modules selects (minus
-	// exclude_modules), or when it is null, those the file holds.
+	// exclude_modules), or when it is null, those the file holds. A layer
+	// whose experts the file holds fused takes them from there; where the
+	// experts are no modules of the HF model (fusedExperts), target_modules
+	// cannot select them and the file's per-expert tensors say.
 	var want [][model.NumProj]bool
 	anyWanted := false
 	for layer := range c.NumLayers {
@@ -129,12 +99,15 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 				continue
 			}
 			if isExpertProj(c, layer, p) {
+				if fusedAt[layer] {
+					continue
+				}
 				var err error
-				if w[p], err = pc.wantExperts(wPath, c, layer, p, foundE); err != nil {
+				if w[p], err = pc.wantExperts(wPath, c, layer, p, foundE, pc.targets == nil || fusedExperts(c)); err != nil {
 					return nil, err
 				}
 			} else {
-				mod := moduleName(layer, p)
+				mod := moduleName(c, layer, p)
 				if pc.targets == nil {
 					w[p] = found[layer][p].a != nil || found[layer][p].b != nil
 				} else {
@@ -144,17 +117,13 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 			anyWanted = anyWanted || w[p]
 		}
 		want = append(want, w)
-		r := foundR[layer].a != nil || foundR[layer].b != nil
-		if pc.targets != nil {
-			r = c.IsSparse(layer) && pc.targets.match(routerModuleName(layer))
-		}
-		anyWanted = anyWanted || r
+		anyWanted = anyWanted || fusedAt[layer] || pc.wantRouter(c, layer, foundR[layer])
 	}
 	if !anyWanted {
 		if pc.targets == nil {
 			return nil, fmt.Errorf("%s: holds no LoRA tensors", wPath)
 		}
-		return nil, fmt.Errorf("%s: target_modules %s selects none of the model's projections (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)", filepath.Join(filepath.Dir(wPath), ConfigFileName), pc.targets.text)
+		return nil, fmt.Errorf("%s: target_modules %s selects none of the model's projections (%s)", filepath.Join(filepath.Dir(wPath), ConfigFileName), pc.targets.text, strings.Join(projNames(c), ", "))
 	}
 
 	a := newAdapter(m, Config{Rank: pc.rank, Alpha: pc.alpha, UseRSLoRA: pc.rsLoRA, Dropout: pc.dropout})
@@ -168,20 +137,34 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 		a.Config.TargetModules = append(a.Config.TargetModules, model.RouterModule)
 	}
 	for layer := range c.NumLayers {
+		var unfused map[model.Proj]*expertPairs
+		if fusedAt[layer] {
+			if unfused, err = pc.unfuse(wPath, c, layer, ft.fused[layer], f.Metadata()[fusedMetaKey]); err != nil {
+				a.Free()
+				return nil, err
+			}
+		}
 		for p := range model.NumProj {
 			if !c.HasProj(layer, p) {
 				if got := found[layer][p]; first(got.a, got.b) != nil {
 					a.Free()
-					return nil, fmt.Errorf("%s: tensor %q adapts %s, which layer %d of this model (%s) does not have; was the adapter trained on a different model?", wPath, first(got.a, got.b).Name, moduleName(layer, p), layer, c.ModelType)
+					return nil, fmt.Errorf("%s: tensor %q adapts %s, which layer %d of this model (%s) does not have; was the adapter trained on a different model?", wPath, first(got.a, got.b).Name, moduleName(c, layer, p), layer, c.ModelType)
 				}
 				continue
 			}
 			if isExpertProj(c, layer, p) {
+				if ep := unfused[p]; ep != nil {
+					a.addExperts(layer, p, ep.rank, ep.alpha, ep.a, ep.b)
+					adapted[p] = true
+				}
+				if fusedAt[layer] {
+					continue
+				}
 				if !want[layer][p] {
 					for e := range c.NumExperts {
 						if got := foundE[[3]int{layer, int(p), e}]; got != nil {
 							a.Free()
-							return nil, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, first(got.a, got.b).Name, expertModuleName(layer, e, p), pc.targets.text)
+							return nil, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, first(got.a, got.b).Name, expertModuleName(c, layer, e, p), pc.targets.text)
 						}
 					}
 					continue
@@ -197,7 +180,7 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 			if !want[layer][p] {
 				if t := first(got.a, got.b); t != nil {
 					a.Free()
-					return nil, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, t.Name, moduleName(layer, p), pc.targets.text)
+					return nil, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, t.Name, moduleName(c, layer, p), pc.targets.text)
 				}
 				continue
 			}
@@ -211,12 +194,26 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 		}
 	}
 	for p := range model.NumProj {
-		if adapted[p] {
+		// gate_proj, up_proj and down_proj name both the MLP's and the
+		// shared expert's: listed once.
+		if adapted[p] && !slices.Contains(a.Config.TargetModules, p.String()) {
 			a.Config.TargetModules = append(a.Config.TargetModules, p.String())
 		}
 	}
 	a.groupA()
 	return a, nil
+}
+
+// projNames lists the projection names of the model's layers, for
+// messages.
+func projNames(c *model.Config) []string {
+	var out []string
+	for p := range model.NumProj {
+		if c.HasProjAnywhere(p) && !slices.Contains(out, p.String()) {
+			out = append(out, p.String())
+		}
+	}
+	return out
 }
 
 func first(ts ...*safetensors.Tensor) *safetensors.Tensor {
@@ -232,7 +229,7 @@ func first(ts ...*safetensors.Tensor) *safetensors.Tensor {
 // the model's dimensions, and converts it to float32.
 func (pc *peftConfig) values(wPath string, c *model.Config, layer int, p model.Proj, ta, tb *safetensors.Tensor) (av, bv []float32, rank int, alpha float64, err error) {
 	in, out := c.Dims(p)
-	return pc.moduleValues(wPath, moduleName(layer, p), peftKey(layer, p, "A"), peftKey(layer, p, "B"), p.String(), in, out, ta, tb)
+	return pc.moduleValues(wPath, moduleName(c, layer, p), peftKey(c, layer, p, "A"), peftKey(c, layer, p, "B"), p.String(), in, out, ta, tb)
 }
 
 // addRouters adds the router adapters target_modules selects (or, when
@@ -241,19 +238,19 @@ func (pc *peftConfig) addRouters(a *Adapter, wPath string, c *model.Config, foun
 	any := false
 	for layer := range c.NumLayers {
 		got := foundR[layer]
-		mod := routerModuleName(layer)
-		want := got.a != nil || got.b != nil
-		if pc.targets != nil {
-			want = c.IsSparse(layer) && pc.targets.match(mod) && !pc.exclude.match(mod)
-			if t := first(got.a, got.b); !want && t != nil {
-				return false, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, t.Name, mod, pc.targets.text)
-			}
+		mod := routerModuleName(c, layer)
+		want := pc.wantRouter(c, layer, got)
+		if t := first(got.a, got.b); t != nil && fusedExperts(c) {
+			return false, fmt.Errorf("%s: tensor %q adapts a router, which in a %s model is not a linear module (transformers' Qwen3_5MoeTopKRouter): PEFT cannot build it and grpo does not adapt it", wPath, t.Name, c.ModelType)
+		}
+		if t := first(got.a, got.b); !want && t != nil {
+			return false, fmt.Errorf("%s: tensor %q adapts %s, which target_modules %s does not select", wPath, t.Name, mod, pc.targets.text)
 		}
 		if !want {
 			continue
 		}
 		in, out := routerDims(c)
-		av, bv, rank, alpha, err := pc.moduleValues(wPath, mod, routerKey(layer, "A"), routerKey(layer, "B"), "the router (mlp.gate)", in, out, got.a, got.b)
+		av, bv, rank, alpha, err := pc.moduleValues(wPath, mod, routerKey(c, layer, "A"), routerKey(c, layer, "B"), "the router (mlp.gate)", in, out, got.a, got.b)
 		if err != nil {
 			return false, err
 		}
@@ -263,13 +260,25 @@ func (pc *peftConfig) addRouters(a *Adapter, wPath string, c *model.Config, foun
 	return any, nil
 }
 
+// wantRouter reports whether layer's router is adapted: target_modules
+// selects it (never where it is no linear module, fusedExperts), or, when
+// null, the file holds it.
+func (pc *peftConfig) wantRouter(c *model.Config, layer int, got pair) bool {
+	if pc.targets == nil {
+		return got.a != nil || got.b != nil
+	}
+	mod := routerModuleName(c, layer)
+	return c.IsSparse(layer) && !fusedExperts(c) && pc.targets.match(mod) && !pc.exclude.match(mod)
+}
+
 // wantExperts reports whether the adapter adapts projection p of layer's
-// experts: all of them or none, as grpo stacks them.
-func (pc *peftConfig) wantExperts(wPath string, c *model.Config, layer int, p model.Proj, foundE map[[3]int]*pair) (bool, error) {
+// experts: all of them or none, as grpo stacks them; byTensors counts
+// those the file holds instead of those target_modules selects.
+func (pc *peftConfig) wantExperts(wPath string, c *model.Config, layer int, p model.Proj, foundE map[[3]int]*pair, byTensors bool) (bool, error) {
 	n := 0
 	for e := range c.NumExperts {
-		mod := expertModuleName(layer, e, p)
-		if pc.targets == nil {
+		mod := expertModuleName(c, layer, e, p)
+		if byTensors {
 			if foundE[[3]int{layer, int(p), e}] != nil {
 				n++
 			}
@@ -294,12 +303,12 @@ func (pc *peftConfig) addExperts(a *Adapter, wPath string, c *model.Config, laye
 		if got == nil {
 			got = &pair{}
 		}
-		av, bv, rank, alpha, err := pc.moduleValues(wPath, expertModuleName(layer, e, p), expertKey(layer, e, p, "A"), expertKey(layer, e, p, "B"), "an expert's "+p.String(), in, out, got.a, got.b)
+		av, bv, rank, alpha, err := pc.moduleValues(wPath, expertModuleName(c, layer, e, p), expertKey(c, layer, e, p, "A"), expertKey(c, layer, e, p, "B"), "an expert's "+p.String(), in, out, got.a, got.b)
 		if err != nil {
 			return err
 		}
 		if e > 0 && (rank != rank0 || alpha != alpha0) {
-			return fmt.Errorf("%s: %s has rank %d and alpha %g but expert 0's has %d and %g; grpo needs one rank and alpha for all experts of a layer (check rank_pattern and alpha_pattern)", wPath, expertModuleName(layer, e, p), rank, alpha, rank0, alpha0)
+			return fmt.Errorf("%s: %s has rank %d and alpha %g but expert 0's has %d and %g; grpo needs one rank and alpha for all experts of a layer (check rank_pattern and alpha_pattern)", wPath, expertModuleName(c, layer, e, p), rank, alpha, rank0, alpha0)
 		}
 		rank0, alpha0 = rank, alpha
 		avs, bvs = append(avs, av), append(bvs, bv)

@@ -27,6 +27,9 @@ type peftConfig struct {
 	targets, exclude *moduleMatcher
 	rankPattern      []pattern
 	alphaPattern     []pattern
+	// targetParams is target_parameters: names (or suffixes) of the fused
+	// experts' Parameters adapted (experts_fused.go); nil for none.
+	targetParams []string
 }
 
 // pattern is one rank_pattern / alpha_pattern entry, in file order.
@@ -215,6 +218,11 @@ func parsePEFTConfig(data []byte) (*peftConfig, error) {
 	if pc.exclude, err = parseModules("exclude_modules", raw["exclude_modules"]); err != nil {
 		return nil, err
 	}
+	if v, ok := raw["target_parameters"]; ok && !isNull(v) {
+		if json.Unmarshal(v, &pc.targetParams) != nil {
+			return nil, fmt.Errorf("target_parameters must be a list of parameter names, got %s", abbrev(v))
+		}
+	}
 	if pc.rankPattern, err = parsePatterns("rank_pattern", raw["rank_pattern"], true); err != nil {
 		return nil, err
 	}
@@ -248,7 +256,7 @@ func rejectUnsupported(raw map[string]json.RawMessage) error {
 	if bias != "" && bias != "none" {
 		return fmt.Errorf("bias %q is not supported (the adapter trains base-model biases); only \"none\" is", bias)
 	}
-	for _, key := range []string{"modules_to_save", "layers_to_transform", "layer_replication", "target_parameters", "trainable_token_indices"} {
+	for _, key := range []string{"modules_to_save", "layers_to_transform", "layer_replication", "trainable_token_indices"} {
 		if v, ok := raw[key]; ok && !isEmpty(v) {
 			return fmt.Errorf("%s = %s is not supported; grpo loads adapters whose %s is null", key, abbrev(v), key)
 		}

@@ -14,12 +14,12 @@ import (
 // experts' projections are gate_proj). Without it the routers are frozen.
 
 // routerKey is the PEFT key of layer's router LoRA matrix.
-func routerKey(layer int, which string) string {
-	return fmt.Sprintf("base_model.model.%s.lora_%s.weight", routerModuleName(layer), which)
+func routerKey(c *model.Config, layer int, which string) string {
+	return matrixKey(routerModuleName(c, layer), which)
 }
 
-func routerModuleName(layer int) string {
-	return fmt.Sprintf("model.layers.%d.mlp.%s", layer, model.RouterModule)
+func routerModuleName(c *model.Config, layer int) string {
+	return fmt.Sprintf("%s%d.mlp.%s", layersPrefix(c), layer, model.RouterModule)
 }
 
 // routerDims are the router's (in, out).
@@ -40,8 +40,8 @@ func (a *Adapter) addRouter(layer, rank int, alpha float64, av, bv []float32) {
 	}
 	a.routers[layer] = &module{rank: rank, alpha: alpha, l: l}
 	a.params = append(a.params,
-		Param{Name: routerKey(layer, "A"), Layer: layer, Expert: -1, Router: true, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
-		Param{Name: routerKey(layer, "B"), Layer: layer, Expert: -1, Router: true, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
+		Param{Name: routerKey(a.cfg, layer, "A"), Layer: layer, Expert: -1, Router: true, Value: l.A, Grad: l.DA, Shape: [2]int{rank, in}},
+		Param{Name: routerKey(a.cfg, layer, "B"), Layer: layer, Expert: -1, Router: true, Value: l.B, Grad: l.DB, Shape: [2]int{out, rank}})
 }
 
 // RouterLoRA implements model.RouterAdapter: layer's router adapter, or

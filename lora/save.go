@@ -1,7 +1,6 @@
 package lora
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,9 +36,12 @@ type peftConfigFile struct {
 	RankPattern       map[string]int     `json:"rank_pattern"`
 	Revision          *string            `json:"revision"`
 	TargetModules     []string           `json:"target_modules"`
-	TaskType          string             `json:"task_type"`
-	UseDora           bool               `json:"use_dora"`
-	UseRSLoRA         bool               `json:"use_rslora"`
+	// TargetParameters is written only for fused experts (experts_fused.go):
+	// PEFT releases before it (0.17) reject the key.
+	TargetParameters []string `json:"target_parameters,omitempty"`
+	TaskType         string   `json:"task_type"`
+	UseDora          bool     `json:"use_dora"`
+	UseRSLoRA        bool     `json:"use_rslora"`
 }
 
 // Save writes a as a PEFT adapter directory: adapter_config.json and
@@ -49,23 +51,35 @@ type peftConfigFile struct {
 // PEFT find the base model). The directory is replaced atomically; an
 // existing dir is replaced only if it is an adapter directory or empty.
 func Save(dir string, a *Adapter, baseModel string) error {
-	cfgJSON, err := a.configJSON(baseModel)
+	fused, fusedRanks, meta, err := a.fusedTensors()
 	if err != nil {
 		return err
 	}
+	cfgJSON, err := a.configJSON(baseModel, fusedRanks)
+	if err != nil {
+		return err
+	}
+	metadata := map[string]string{"format": "pt"}
+	if len(fused) > 0 {
+		metadata[fusedMetaKey] = meta
+	}
 	var tensors []safetensors.Tensor
 	for _, p := range a.params {
+		if p.Expert >= 0 && fusedExperts(a.cfg) {
+			continue // written fused
+		}
 		t, err := safetensors.NewF32(p.Name, p.Shape[:], a.download(p.Value))
 		if err != nil {
 			return err
 		}
 		tensors = append(tensors, t)
 	}
+	tensors = append(tensors, fused...)
 	if err := a.be.Sync(); err != nil {
 		return fmt.Errorf("reading the adapter from %s: %w", a.be.Name(), err)
 	}
 	return atomicfile.WriteDir(dir, replaceableAdapterDir, func(tmp string) error {
-		if err := safetensors.Write(filepath.Join(tmp, WeightsFileName), tensors, map[string]string{"format": "pt"}); err != nil {
+		if err := safetensors.Write(filepath.Join(tmp, WeightsFileName), tensors, metadata); err != nil {
 			return err
 		}
 		return atomicfile.WriteFile(filepath.Join(tmp, ConfigFileName), cfgJSON, 0o644)
@@ -74,15 +88,16 @@ func Save(dir string, a *Adapter, baseModel string) error {
 
 // moduleNames returns the rank, alpha and HF module names of projection p
 // of layer as adapted: one name for a dense projection, every expert's in
-// a mixture-of-experts layer, none when p is not adapted there.
+// a mixture-of-experts layer, none when p is not adapted there or its
+// experts are written fused (no modules: target_parameters).
 func (a *Adapter) moduleNames(layer int, p model.Proj) (int, float64, []string) {
 	if m := a.mods[layer][p]; m != nil {
-		return m.rank, m.alpha, []string{moduleName(layer, p)}
+		return m.rank, m.alpha, []string{moduleName(a.cfg, layer, p)}
 	}
-	if rank, alpha, ok := a.ExpertModule(layer, p); ok {
+	if rank, alpha, ok := a.ExpertModule(layer, p); ok && !fusedExperts(a.cfg) {
 		var names []string
 		for e := range a.cfg.NumExperts {
-			names = append(names, expertModuleName(layer, e, p))
+			names = append(names, expertModuleName(a.cfg, layer, e, p))
 		}
 		return rank, alpha, names
 	}
@@ -103,80 +118,4 @@ func replaceableAdapterDir(dir string) error {
 		return fmt.Errorf("%s: exists and is not an adapter directory (no %s); refusing to replace it — choose another path or remove it", dir, ConfigFileName)
 	}
 	return nil
-}
-
-// configJSON renders adapter_config.json. Modules whose rank or alpha
-// differ from the adapter-wide values (an adapter loaded with patterns) get
-// rank_pattern / alpha_pattern entries under their full module name, which
-// PEFT matches exactly. When some layers of a projection are adapted and
-// others not, target_modules lists full module names instead of
-// projection names, so that PEFT creates exactly the modules the file has.
-func (a *Adapter) configJSON(baseModel string) ([]byte, error) {
-	c := a.Config
-	out := peftConfigFile{
-		AlphaPattern: map[string]float64{}, BaseModel: baseModel, Bias: "none", InferenceMode: true, InitLoraWeights: true,
-		LoraAlpha: c.Alpha, LoraDropout: c.Dropout, PeftType: "LORA", R: c.Rank, RankPattern: map[string]int{},
-		TaskType: "CAUSAL_LM", UseRSLoRA: c.UseRSLoRA,
-	}
-	var count [model.NumProj]int
-	for layer := range a.mods {
-		for p := range model.NumProj {
-			rank, alpha, names := a.moduleNames(layer, p)
-			if names == nil {
-				continue
-			}
-			count[p]++
-			for _, name := range names {
-				if rank != c.Rank {
-					out.RankPattern[name] = rank
-				}
-				if alpha != c.Alpha {
-					out.AlphaPattern[name] = alpha
-				}
-			}
-		}
-	}
-	sparse := false
-	routers := 0
-	for layer := range a.routers {
-		if m := a.routers[layer]; m != nil {
-			routers++
-			if m.rank != c.Rank {
-				out.RankPattern[routerModuleName(layer)] = m.rank
-			}
-			if m.alpha != c.Alpha {
-				out.AlphaPattern[routerModuleName(layer)] = m.alpha
-			}
-		}
-	}
-	if routers > 0 {
-		out.TargetModules = append(out.TargetModules, model.RouterModule)
-		sparse = routers != a.cfg.SparseLayers()
-	}
-	for p := range model.NumProj {
-		if count[p] > 0 {
-			out.TargetModules = append(out.TargetModules, p.String())
-			sparse = sparse || count[p] != len(a.mods)
-		}
-	}
-	if sparse {
-		out.TargetModules = nil
-		for layer := range a.mods {
-			if a.RouterLoRA(layer) != nil {
-				out.TargetModules = append(out.TargetModules, routerModuleName(layer))
-			}
-			for p := range model.NumProj {
-				_, _, names := a.moduleNames(layer, p)
-				out.TargetModules = append(out.TargetModules, names...)
-			}
-		}
-	}
-	if len(out.TargetModules) == 0 {
-		return nil, fmt.Errorf("the adapter has no modules; nothing to save")
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }

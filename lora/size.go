@@ -2,11 +2,12 @@ package lora
 
 import "github.com/grpo-dev/grpo/model"
 
-// Targets is what TargetModules adapts: its projections, and whether it
-// names the mixture-of-experts routers ("gate").
-func (c Config) Targets() (projs []model.Proj, routers bool, err error) {
-	projs, err = c.projs()
-	return projs, c.routers(), err
+// Targets is what TargetModules adapts on a model of shape mc: its
+// projections (each in the layers that have it), and whether the
+// mixture-of-experts routers are adapted ("gate", or "all-linear" on
+// Qwen3-MoE).
+func (c Config) Targets(mc *model.Config) (projs []model.Proj, routers bool, err error) {
+	return c.resolve(mc)
 }
 
 // ParamCount is the trainable parameters New allocates for c on a model
@@ -15,14 +16,14 @@ func (c Config) Targets() (projs []model.Proj, routers bool, err error) {
 // target projection of every layer, once per expert in a sparse layer,
 // and with the routers targeted each sparse layer's router.
 func (c Config) ParamCount(mc *model.Config) (int64, error) {
-	projs, err := c.projs()
+	projs, routers, err := c.resolve(mc)
 	if err != nil {
 		return 0, err
 	}
 	r := int64(c.Rank)
 	var n int64
 	for layer := range mc.NumLayers {
-		if c.routers() && mc.IsSparse(layer) {
+		if routers && mc.IsSparse(layer) {
 			in, out := routerDims(mc)
 			n += r * int64(in+out)
 		}

@@ -50,8 +50,8 @@ func WriteMerged(outDir, modelDir string, a *Adapter) error {
 				return err
 			}
 		}
-		for _, n := range a.adaptedWeightNames() {
-			if !merged[n] {
+		for _, w := range a.adaptedWeights() {
+			if n := a.weightName(w); !merged[n] && !(w.expert >= 0 && merged[a.fusedWeightName(w)]) {
 				return fmt.Errorf("%s: has no tensor %q to merge the adapter into", modelDir, n)
 			}
 		}
@@ -74,6 +74,11 @@ func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
 				return fmt.Errorf("%s: %v", src, err)
 			}
 			merged[name] = true
+		} else if layer, param, ok := a.fusedWeight(name); ok {
+			if t, err = a.mergeFused(t, layer, param); err != nil {
+				return fmt.Errorf("%s: %v", src, err)
+			}
+			merged[name] = true
 		}
 		out = append(out, t)
 	}
@@ -88,14 +93,15 @@ type adaptedWeight struct {
 	router        bool
 }
 
-func (w adaptedWeight) name() string {
+// weightName is the checkpoint tensor w.
+func (a *Adapter) weightName(w adaptedWeight) string {
 	if w.router {
-		return routerModuleName(w.layer) + ".weight"
+		return routerModuleName(a.cfg, w.layer) + ".weight"
 	}
 	if w.expert >= 0 {
-		return expertModuleName(w.layer, w.expert, w.proj) + ".weight"
+		return expertModuleName(a.cfg, w.layer, w.expert, w.proj) + ".weight"
 	}
-	return moduleName(w.layer, w.proj) + ".weight"
+	return moduleName(a.cfg, w.layer, w.proj) + ".weight"
 }
 
 // adaptedWeights lists every base weight the adapter changes.
@@ -121,18 +127,10 @@ func (a *Adapter) adaptedWeights() []adaptedWeight {
 	return out
 }
 
-func (a *Adapter) adaptedWeightNames() []string {
-	var out []string
-	for _, w := range a.adaptedWeights() {
-		out = append(out, w.name())
-	}
-	return out
-}
-
 // adaptedWeight reports whether name is the weight of an adapted module.
 func (a *Adapter) adaptedWeight(name string) (adaptedWeight, bool) {
 	for _, w := range a.adaptedWeights() {
-		if w.name() == name {
+		if a.weightName(w) == name {
 			return w, true
 		}
 	}
@@ -150,13 +148,9 @@ func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetenso
 	if len(t.Shape) != 2 || t.Shape[0] != out || t.Shape[1] != in {
 		return t, fmt.Errorf("tensor %q has shape %v, want [%d %d]", t.Name, t.Shape, out, in)
 	}
-	vals, err := t.Float32s()
+	w, err := float64s(t)
 	if err != nil {
 		return t, err
-	}
-	w := make([]float64, len(vals))
-	for i, v := range vals {
-		w[i] = float64(v)
 	}
 	switch {
 	case aw.router:
@@ -166,6 +160,23 @@ func (a *Adapter) mergeTensor(t safetensors.Tensor, aw adaptedWeight) (safetenso
 	default:
 		a.addDelta(w, aw.layer, aw.proj)
 	}
+	return encodeLike(t, w)
+}
+
+func float64s(t safetensors.Tensor) ([]float64, error) {
+	vals, err := t.Float32s()
+	if err != nil {
+		return nil, err
+	}
+	w := make([]float64, len(vals))
+	for i, v := range vals {
+		w[i] = float64(v)
+	}
+	return w, nil
+}
+
+// encodeLike stores w in t's dtype, rounding to nearest even.
+func encodeLike(t safetensors.Tensor, w []float64) (safetensors.Tensor, error) {
 	switch t.DType {
 	case safetensors.BF16:
 		b := make([]byte, 2*len(w))
