@@ -132,9 +132,6 @@ type run struct {
 	sinks   *rundir.Sinks // metrics.jsonl, eval.jsonl, tfevents, W&B
 	ckDir   string
 	modelID string
-	// maxPerStep is the most examples a step of this run has drawn, over
-	// its resumes (checkpointState.MaxExamplesPerStep).
-	maxPerStep int
 	be      kernels.Backend
 	tok     *tokenizer.Tokenizer
 	base    *model.Model
@@ -158,6 +155,9 @@ type run struct {
 	// freeMemory is the device's before the weights loaded, for
 	// recompute = "auto" (recompute.go).
 	freeMemory *estimate.Available
+	// maxPerStep is the most examples a step of this run has drawn, over
+	// its resumes (checkpointState.MaxExamplesPerStep).
+	maxPerStep int
 }
 
 type trainEnv struct {
