@@ -39,15 +39,24 @@ func markedProcs(marker string) []string {
 		env, _ := os.ReadFile(d + "/environ")
 		if bytes.Contains(env, []byte(marker)) {
 			cmd, _ := os.ReadFile(d + "/cmdline")
-			found = append(found, filepath.Base(d)+" "+string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+			cmd = bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})
+			found = append(found, filepath.Base(d)+" "+string(cmd[:min(len(cmd), 40)]))
 		}
 	}
 	return found
 }
 
 // Issue 27's bar: after SIGKILL of grpo eval with a Python environment
-// that starts children, no process of the run is left.
-func TestEvalSIGKILLLeavesNoPythonProcess(t *testing.T) {
+// that starts children, no process of the run is left; nor after Ctrl-C
+// (SIGINT to grpo alone: the child's process group is its own, so the
+// terminal's SIGINT does not reach it).
+func TestEvalKillLeavesNoPythonProcess(t *testing.T) {
+	for _, sig := range []os.Signal{os.Kill, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) { evalKilled(t, sig) })
+	}
+}
+
+func evalKilled(t *testing.T, sig os.Signal) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3 on PATH: Python environments run in python")
 	}
@@ -63,22 +72,31 @@ func TestEvalSIGKILLLeavesNoPythonProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Process.Kill()
-	// grpo, python, its watchdog, sh's sleep and the exec'd sleep.
+	// The environment has loaded once both sleeps run (sh's and the
+	// exec'd one).
+	sleeps := func() int { return strings.Count(strings.Join(markedProcs(marker), "\n"), "sleep 1000") }
 	deadline := time.Now().Add(60 * time.Second)
-	for len(markedProcs(marker)) < 5 {
+	for sleeps() < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the environment's children did not start in 60s: %v\n%s", markedProcs(marker), stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.Process.Kill()
-	c.Wait()
+	t.Logf("before %v: %s", sig, strings.Join(markedProcs(marker), "; "))
+	c.Process.Signal(sig)
+	exited := make(chan struct{})
+	go func() { c.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("grpo eval did not exit in 30s after %v", sig)
+	}
 	start := time.Now()
 	for left := markedProcs(marker); len(left) > 0; left = markedProcs(marker) {
 		if time.Since(start) > 5*time.Second {
-			t.Fatalf("%d processes of the run are left 5s after SIGKILL of grpo eval:\n%s", len(left), strings.Join(left, "\n"))
+			t.Fatalf("%d processes of the run are left 5s after %v of grpo eval:\n%s", len(left), sig, strings.Join(left, "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("the last process of the run was gone %v after grpo's SIGKILL", time.Since(start).Round(time.Millisecond))
+	t.Logf("the last process of the run was gone %v after grpo exited of %v", time.Since(start).Round(time.Millisecond), sig)
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/grpo-dev/grpo/internal/spawn"
 )
 
 // maxLine bounds one response line; a rows page of long prompts stays far
@@ -106,7 +108,7 @@ func startChild(python string, lim limits, log func(string)) (*child, error) {
 	cmd.ExtraFiles = []*os.File{lifeR}
 	cmd.Env = append(os.Environ(), lifelineEnv+"=3")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		inW.Close()
 		outR.Close()
 		errR.Close()
