@@ -111,3 +111,26 @@ func TestResumeRemovesInterruptedWrites(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint grpo wrote before checksums (format v1) still resumes, from
+// itself and without a warning.
+func TestResumeFromV1Checkpoint(t *testing.T) {
+	cfg, run := finishedRun(t)
+	ckpt := filepath.Join(run, "checkpoints", "step-4")
+	editState(t, ckpt, func(st map[string]any) {
+		st["format"] = checkpointFormatV1
+		delete(st, "max_examples_per_step")
+	})
+	os.Remove(filepath.Join(ckpt, checksumsFile))
+	var progress bytes.Buffer
+	if _, err := runConfig(t, cfg, WithResume(run), WithProgress(&progress)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(progress.String(), "warning") {
+		t.Errorf("a v1 checkpoint was passed over:\n%s", progress.String())
+	}
+	log, _ := os.ReadFile(filepath.Join(run, "log.txt"))
+	if !strings.Contains(string(log), "resumed from "+ckpt) {
+		t.Errorf("log.txt does not say it resumed from %s", ckpt)
+	}
+}
