@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,6 +81,54 @@ func TestDeathNotDelayedByGrandchild(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 	gone(t, marker, 5*time.Second)
+}
+
+// A grandchild that left the group (setsid) and holds the pipes delays the
+// death by drainGrace at most. It survives (no process-group kill reaches
+// it), so the test ends it.
+func TestDeathNotDelayedByEscapedGrandchild(t *testing.T) {
+	marker := newMarker(t)
+	t.Cleanup(func() { killMarked(marker) })
+	b, _ := startEnv(t, "trouble", nil, Options{Timeout: 20 * time.Second, MaxCrashes: 5})
+	start := time.Now()
+	_, err := say(t, b, "escape-and-exit")
+	if took := time.Since(start); took > drainGrace+3*time.Second {
+		t.Errorf("the death took %v to notice", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "(exit status 4)") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// killMarked ends the processes a test knowingly left behind.
+func killMarked(marker string) {
+	for _, p := range marked(marker) {
+		var pid int
+		fmt.Sscan(p, &pid)
+		if pid > 0 && pid != os.Getpid() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// A response over maxLine fails its own request, found by the id that
+// leads the line, and no other.
+func TestOversizedResponseFailsItsRequest(t *testing.T) {
+	c := &child{log: func(string) {}, pending: map[int64]chan response{}}
+	mine, other := make(chan response, 1), make(chan response, 1)
+	c.pending[7], c.pending[8] = mine, other
+	c.oversized([]byte(`{"id": 7, "ok": true, "result": {"rows": [`), 80<<20)
+	select {
+	case r := <-mine:
+		if r.OK || !strings.Contains(r.Error, "83886080 bytes, over grpo's 64 MiB bound") {
+			t.Errorf("response %+v", r)
+		}
+	default:
+		t.Fatal("request 7 was not failed")
+	}
+	if len(other) != 0 || c.pending[8] == nil {
+		t.Error("request 8 was touched")
+	}
 }
 
 // Close ends the child's whole process group, not only the child.

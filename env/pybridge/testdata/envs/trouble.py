@@ -27,6 +27,9 @@ class TroubleEnv(vf.MultiTurnEnv):
             subprocess.Popen(["sleep", "1000"])
             os.write(2, b"exiting with a child left behind\n")
             os._exit(3)
+        if what == "escape-and-exit":  # dies, leaving a child outside its group that holds its pipes
+            subprocess.Popen(["sleep", "1000"], start_new_session=True)
+            os._exit(4)
         if what == "long-stderr":  # one line far over any line buffer
             sys.stderr.write("x" * (3 << 20) + "\n")
             sys.stderr.flush()
