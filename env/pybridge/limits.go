@@ -2,6 +2,7 @@ package pybridge
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,9 +40,13 @@ func (o Options) limits() limits {
 	return l
 }
 
+// apply sets the limits on pid; a child already gone (a python that
+// fails at once) needs none, and its exit says why.
 func (l limits) apply(pid int) error {
 	mem := unix.Rlimit{Cur: l.Memory, Max: l.Memory}
-	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &mem, nil); err != nil {
+	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &mem, nil); errors.Is(err, unix.ESRCH) {
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("the python child runs without a memory limit: prlimit RLIMIT_DATA: %v", err)
 	}
 	n := l.Procs + userProcesses(os.Getuid())
