@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/sampler"
 )
 
@@ -77,6 +78,15 @@ func Run(ctx context.Context, s Student, t Teacher, o Options) (*Result, error) 
 	res := &Result{}
 	if o.Dir != "" {
 		op.out = &outputs{dir: o.Dir}
+		// A write killed midway (a SIGKILL during a snapshot) left its
+		// temporary; Dir is the caller's alone (Options.Dir).
+		removed, err := atomicfile.RemoveStale(o.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("removing what an interrupted write left in %s: %w", o.Dir, err)
+		}
+		for _, p := range removed {
+			op.logf("removed %s, left by a write that was interrupted", p)
+		}
 		st, err := loadState(o.Dir)
 		if err != nil {
 			return nil, err

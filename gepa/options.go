@@ -29,7 +29,8 @@ type Options struct {
 	// sampling seeds of every evaluation.
 	Seed uint64
 	// Dir is the run directory the state and outputs go to; "" keeps
-	// everything in memory (no resume).
+	// everything in memory (no resume). Run owns it: nothing else may
+	// write there meanwhile (RunConfig locks it).
 	Dir string
 	// Settings identify the run: a run directory whose saved settings
 	// differ is refused rather than resumed. MaxCalls is not part of

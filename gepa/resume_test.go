@@ -179,3 +179,32 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeRemovesInterruptedWrites: the temporaries of snapshot writes
+// killed midway are removed at the next start, which logs each.
+func TestResumeRemovesInterruptedWrites(t *testing.T) {
+	dir := t.TempDir()
+	o := levelOptions(dir)
+	o.MaxCalls = 30
+	if _, err := Run(context.Background(), levelStudent(), failureTeacher(), o); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{filepath.Join(dir, "."+StateFile+".tmp-0123456789ab"), filepath.Join(dir, "."+PromptFile+".tmp-ba9876543210")}
+	for _, p := range stale {
+		os.WriteFile(p, []byte("half"), 0o644)
+	}
+	var logs []string
+	o.MaxCalls = 60
+	o.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	if _, err := Run(context.Background(), levelStudent(), failureTeacher(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+		if !strings.Contains(strings.Join(logs, "\n"), "removed "+p) {
+			t.Errorf("no log line says %s was removed", p)
+		}
+	}
+}

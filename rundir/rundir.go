@@ -15,7 +15,8 @@ import (
 //	metrics.jsonl        one JSON object per step
 //	eval.jsonl           one JSON object per evaluation
 //	log.txt              the human-readable log
-//	checkpoints/step-N/  adapter/, optimizer.safetensors, state.json
+//	checkpoints/step-N/  adapter/, optimizer.safetensors, state.json, config.toml,
+//	                     checksums.sha256 (of them all, checked at resume)
 //	adapter/             the final PEFT adapter
 //	rewards.png          reward and eval curves
 //	run.lock             held (flock) by the process writing the run; its PID

@@ -7,39 +7,22 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
-)
 
-// bwrap's --die-with-parent (and Pdeathsig in unsafe mode) fires when the
-// parent *thread* exits, not the process. Go may end an OS thread (a locked
-// goroutine that returns), so every sandbox is started from one goroutine
-// locked to a thread that never exits.
-var (
-	spawnOnce sync.Once
-	spawnCh   = make(chan func())
+	"github.com/grpo-dev/grpo/internal/spawn"
 )
 
 // testHookStarted, set only by this package's tests, learns the pid of each
 // interpreter's bwrap once it is up, to find its pid namespace later.
 var testHookStarted func(pid int)
 
-func startLocked(cmd *exec.Cmd) error {
-	spawnOnce.Do(func() {
-		go func() {
-			runtime.LockOSThread()
-			for f := range spawnCh {
-				f()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	spawnCh <- func() { done <- cmd.Start() }
-	return <-done
-}
+// startLocked starts a sandbox from the thread that never exits: bwrap's
+// --die-with-parent (and Pdeathsig in unsafe mode) fire when the parent
+// *thread* exits.
+func startLocked(cmd *exec.Cmd) error { return spawn.Start(cmd) }
 
 // prepare sets what every sandbox command shares: a minimal environment for
 // bwrap itself, a cwd the sandbox user can enter, the sandbox user when grpo

@@ -28,11 +28,11 @@ def main():
     for fd in (0, 1, 2):
         os.dup2(null, fd)
 
-    # Anonymous files in the size-limited tmpfs capture each cell's fds 1
-    # and 2; RLIMIT_FSIZE makes a huge print fail instead of filling memory.
-    tmp = os.environ.get("TMPDIR", "/tmp")
-    out_fd = os.open(tmp, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    err_fd = os.open(tmp, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    # Anonymous files capture each cell's fds 1 and 2; RLIMIT_FSIZE makes a
+    # huge print fail instead of filling memory. They are memfds, outside
+    # the /tmp tmpfs: a cell that fills /tmp must not take the output of the
+    # cells after it (which would read "(no output)").
+    out_fd, err_fd = capture_file("stdout"), capture_file("stderr")
 
     ready = [(b"r", b"")]
     for name in preload:
@@ -60,8 +60,12 @@ def main():
         for s in (sys.stdout, sys.stderr):
             try:
                 s.flush()
-            except BaseException:
+            except BaseException as e:
                 dead.append(s)
+                # Output the cell printed but that could not be written is
+                # an error of the cell, never silence.
+                lost = "the cell's output could not be written: %s\n" % format_error(e, None, only=True).strip()
+                error = (error or "") + lost
         if os.getpid() != server_pid:
             # A child forked by the cell returned here; it must not answer.
             os._exit(0)
@@ -77,6 +81,14 @@ def main():
         if error is not None:
             reply.append((b"x", clip(error, max_out)))
         send(ctl_out, reply)
+
+
+def capture_file(name):
+    try:
+        return os.memfd_create("grpo-" + name, os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # no memfd (an old kernel or python)
+        tmp = os.environ.get("TMPDIR", "/tmp")
+        return os.open(tmp, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
 
 
 def run_cell(code, ns, count):

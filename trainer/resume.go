@@ -23,7 +23,7 @@ func (r *run) resumeState() error {
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		path := rundir.CheckpointPath(r.ckDir, steps[i])
-		st, err := r.loadResumable(path)
+		st, err := r.loadResumable(path, steps[i])
 		if err == nil {
 			return r.continueFrom(path, st)
 		}
@@ -53,8 +53,8 @@ func (e *boundError) Error() string { return e.msg }
 
 // loadResumable loads the checkpoint at path into r (adapter, optimizer)
 // and checks that it belongs to r's config.
-func (r *run) loadResumable(path string) (checkpointState, error) {
-	ad, st, err := loadCheckpoint(path, r.base)
+func (r *run) loadResumable(path string, step int) (checkpointState, error) {
+	ad, st, err := loadCheckpoint(path, step, r.base)
 	if err != nil {
 		return st, err
 	}
@@ -78,6 +78,7 @@ func (r *run) loadResumable(path string) (checkpointState, error) {
 // log lines of steps after it, which the resumed run logs again.
 func (r *run) continueFrom(path string, st checkpointState) error {
 	r.step, r.health = st.Step, st.Health
+	r.maxPerStep = max(r.maxPerStep, st.MaxExamplesPerStep)
 	copy(r.sched.Cursors, st.Cursors)
 	rows, err := rundir.ReadJSONL(filepath.Join(r.dir.Path, "metrics.jsonl"))
 	if err != nil {

@@ -155,6 +155,9 @@ type run struct {
 	// freeMemory is the device's before the weights loaded, for
 	// recompute = "auto" (recompute.go).
 	freeMemory *estimate.Available
+	// maxPerStep is the most examples a step of this run has drawn, over
+	// its resumes (checkpointState.MaxExamplesPerStep).
+	maxPerStep int
 }
 
 type trainEnv struct {
@@ -240,7 +243,7 @@ func (r *run) checkpoint() error {
 	if steps, _ := rundir.Checkpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
 		return nil
 	}
-	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health}
+	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health, MaxExamplesPerStep: r.maxPerStep}
 	if err := saveCheckpoint(r.ckDir, st, r.adapter, r.opt, r.modelID, r.opts.configText, r.cfg.Checkpoint.KeepLast); err != nil {
 		return err
 	}
@@ -294,6 +297,18 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	r.ckDir = filepath.Join(r.dir.Path, cfg.Checkpoint.Dir)
 	if err := os.MkdirAll(r.ckDir, 0o755); err != nil {
 		return nil, err
+	}
+	r.maxPerStep = cfg.BatchSize / cfg.RolloutsPerExample
+	// A checkpoint or file write killed midway left its temporary; the
+	// lock is held, so none is a live writer's.
+	for _, d := range []string{r.ckDir, r.dir.Path} {
+		removed, err := atomicfile.RemoveStale(d)
+		if err != nil {
+			return nil, fmt.Errorf("removing what an interrupted write left in %s: %w", d, err)
+		}
+		for _, p := range removed {
+			r.dir.Logf("removed %s, left by a write that was interrupted", p)
+		}
 	}
 	if !t.opts.resume && t.opts.configText != nil {
 		if err := atomicfile.WriteFile(filepath.Join(r.dir.Path, "config.toml"), t.opts.configText, 0o644); err != nil {

@@ -38,6 +38,13 @@ type Options struct {
 	// MaxCrashes is how many deaths of the child (crashes, and kills after
 	// a timeout) the Bridge survives by starting a new one; 0 means 3.
 	MaxCrashes int
+	// MaxMemory bounds each process of the child in bytes (RLIMIT_DATA: its
+	// heap and private writable mappings); 0 means half the machine's RAM,
+	// at least 2 GiB.
+	MaxMemory int64
+	// MaxProcs is how many processes the child may add to its user's (an
+	// RLIMIT_NPROC headroom, which root is exempt from); 0 means 1024.
+	MaxProcs int
 	// Log receives each line the child writes to stderr, prefixed with the
 	// environment's id; nil writes them to os.Stderr.
 	Log func(line string)
@@ -111,7 +118,7 @@ func (b *Bridge) Python() string { return b.python }
 // startChild starts a child and does the handshake.
 func (b *Bridge) startChild(ctx context.Context) (*child, error) {
 	prefix := "env " + b.target.ID + ": "
-	c, err := startChild(b.python, func(line string) { b.opts.Log(prefix + line) })
+	c, err := startChild(b.python, b.opts.limits(), func(line string) { b.opts.Log(prefix + line) })
 	if err != nil {
 		return nil, fmt.Errorf("env %s: %v", b.target.ID, err)
 	}

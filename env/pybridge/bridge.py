@@ -17,6 +17,36 @@ import traceback
 
 PROTOCOL = 1
 
+
+def watch_lifeline():
+    """Forks a watchdog that kills this process group when grpo is gone.
+
+    grpo starts this script in a process group of its own and kills the
+    group when the script exits; the kernel kills the script itself
+    (parent-death signal) when grpo dies. What the environment started
+    would outlive a grpo killed by SIGKILL, so a watchdog, forked here
+    before any environment code or thread exists, waits on the lifeline: a
+    pipe whose only write end grpo holds, which reads EOF once grpo exits
+    in any way. It holds none of the protocol's pipes."""
+    fd = int(os.environ.pop("GRPO_BRIDGE_LIFELINE", "-1"))
+    if fd < 0:
+        return
+    if os.fork() == 0:
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for std in (0, 1, 2):
+                os.dup2(null, std)
+            os.closerange(3, fd)
+            os.closerange(fd + 1, 1 << 16)
+            while os.read(fd, 4096):
+                pass
+        finally:
+            os.killpg(0, 9)
+    os.close(fd)
+
+
+watch_lifeline()
+
 # The protocol stream is a private copy of fd 1; fd 1 itself (and so print()
 # and C extensions writing to it) is pointed at stderr, so nothing the
 # environment writes can corrupt the stream.

@@ -7,20 +7,42 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
+
+	"github.com/grpo-dev/grpo/internal/spawn"
 )
 
 // maxLine bounds one response line; a rows page of long prompts stays far
-// below it, and a child that sends more is stopped rather than buffered.
+// below it, and a longer line is drained and fails its request rather
+// than being buffered.
 const maxLine = 64 << 20
+
+// maxLogLine is how much of one stderr line is logged; the rest is drained.
+const maxLogLine = 64 << 10
+
+// drainGrace is how long the pipes are read after the child exits (and its
+// group is killed): what it wrote before dying is kept, and a process that
+// left the group but holds a pipe cannot delay the death past it.
+const drainGrace = 2 * time.Second
+
+// lifelineEnv tells bridge.py which fd is the lifeline: the read end of a
+// pipe whose only write end grpo holds. Its watchdog process (in the
+// child's group) kills the group when the pipe reaches EOF, which the
+// kernel ensures when grpo dies in any way, SIGKILL included.
+const lifelineEnv = "GRPO_BRIDGE_LIFELINE"
 
 // child is one running python process and its in-flight requests.
 type child struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	log   func(string)
+	cmd      *exec.Cmd
+	pgid     int
+	stdin    io.WriteCloser
+	lifeline *os.File
+	log      func(string)
 
 	wmu sync.Mutex // one writer per line
 
@@ -48,70 +70,178 @@ func (e *DeathError) Error() string {
 	return e.Reason + "; its last stderr line: " + e.LastStderr
 }
 
-// startChild runs the bridge script in python. Nothing is sent yet.
-func startChild(python string, log func(string)) (*child, error) {
+// startChild runs the bridge script in python, in a process group of its
+// own (so that it and everything it starts are killed together, and a
+// Ctrl-C at the terminal reaches grpo only) with SIGKILL as its parent-death
+// signal, under the limits lim. Nothing is sent yet.
+func startChild(python string, lim limits, log func(string)) (*child, error) {
+	var files []*os.File // the child's ends, closed here once it has them
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil
+		}
+		return r, w
+	}
+	inR, inW := pipe()
+	outR, outW := pipe()
+	errR, errW := pipe()
+	lifeR, lifeW := pipe()
+	files = append(files, inR, outW, errW, lifeR)
+	if inR == nil || outR == nil || errR == nil || lifeR == nil {
+		for _, f := range []*os.File{inW, outR, errR, lifeW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, errors.New("cannot make pipes for the python child (too many open files?)")
+	}
 	cmd := exec.Command(python, "-c", script)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
+	// *os.File ends are handed over as they are: Wait then copies nothing
+	// and closes nothing of ours, so it returns when the child exits.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.ExtraFiles = []*os.File{lifeR}
+	cmd.Env = append(os.Environ(), lifelineEnv+"=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := spawn.Start(cmd); err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		lifeW.Close()
 		return nil, fmt.Errorf("starting %s: %v", python, err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, log: log, pending: map[int64]chan response{}, dead: make(chan struct{})}
-	stderrDone := make(chan struct{})
-	go c.readStderr(stderr, stderrDone)
-	go c.readStdout(stdout, stderrDone)
+	c := &child{cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, lifeline: lifeW, log: log,
+		pending: map[int64]chan response{}, dead: make(chan struct{})}
+	// The limits are set before the first request, so no code of the
+	// environment runs without them.
+	if err := lim.apply(c.pgid); err != nil {
+		c.log("(grpo) " + err.Error())
+	}
+	stdoutDone, stderrDone := make(chan struct{}), make(chan struct{})
+	go c.readStderr(errR, stderrDone)
+	go c.readStdout(outR, stdoutDone)
+	go c.wait(outR, errR, stdoutDone, stderrDone)
 	return c, nil
+}
+
+// readLines calls fn with each line of r (without its newline), however
+// long: a line is passed whole up to max bytes, and a longer one as its
+// first max bytes with the length of the whole. Nothing stops the reading
+// but the end of r, so the child never blocks on a full pipe.
+func readLines(r io.Reader, max int, fn func(line []byte, n int)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	n := 0
+	for {
+		frag, err := br.ReadSlice('\n')
+		n += len(frag)
+		if room := max - len(buf); room > 0 {
+			buf = append(buf, frag[:min(len(frag), room)]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(buf) > 0 || n > 0 {
+			line := buf
+			if len(line) > 0 && line[len(line)-1] == '\n' {
+				line, n = line[:len(line)-1], n-1
+			} else if err == nil {
+				n-- // the newline fell beyond max
+			}
+			fn(line, n)
+		}
+		buf, n = buf[:0], 0
+		if cap(buf) > 1<<20 {
+			buf = nil // one huge line does not pin its buffer
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (c *child) readStderr(r io.Reader, done chan<- struct{}) {
 	defer close(done)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
+	readLines(r, maxLogLine, func(b []byte, n int) {
+		line := strings.TrimRight(string(b), "\r")
+		if n > len(b) {
+			line += fmt.Sprintf("… (a %d-byte line, cut)", n)
+		}
 		if strings.TrimSpace(line) != "" {
 			c.mu.Lock()
 			c.lastStderr = strings.TrimSpace(line)
 			c.mu.Unlock()
 		}
 		c.log(line)
+	})
+}
+
+// readStdout dispatches responses to their callers until the stream ends.
+func (c *child) readStdout(r io.Reader, done chan<- struct{}) {
+	defer close(done)
+	readLines(r, maxLine, func(line []byte, n int) {
+		if n > len(line) {
+			c.oversized(line, n)
+			return
+		}
+		resp, err := decodeResponse(line)
+		if err != nil {
+			c.log(fmt.Sprintf("(grpo) ignored a line on the protocol stream: %v: %.200s", err, line))
+			return
+		}
+		c.deliver(*resp.ID, resp)
+	})
+}
+
+// oversized fails the request a response over maxLine answered; its id is
+// the line's first field, as bridge.py writes it.
+func (c *child) oversized(line []byte, n int) {
+	var id int64
+	if _, err := fmt.Sscanf(string(line[:min(len(line), 64)]), `{"id": %d`, &id); err != nil {
+		c.log(fmt.Sprintf("(grpo) dropped a %d-byte line on the protocol stream (over %d MiB)", n, maxLine>>20))
+		return
+	}
+	msg := fmt.Sprintf("the environment's response is %d bytes, over grpo's %d MiB bound for one response", n, maxLine>>20)
+	c.deliver(id, response{OK: false, Kind: "env", Error: msg})
+}
+
+func (c *child) deliver(id int64, resp response) {
+	c.mu.Lock()
+	ch := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- resp
 	}
 }
 
-// readStdout dispatches responses to their callers until the stream ends,
-// then reaps the process and fails whatever is still in flight.
-func (c *child) readStdout(r io.Reader, stderrDone <-chan struct{}) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	for sc.Scan() {
-		resp, err := decodeResponse(sc.Bytes())
-		if err != nil {
-			c.log(fmt.Sprintf("(grpo) ignored a line on the protocol stream: %v: %.200s", err, sc.Text()))
-			continue
-		}
-		c.mu.Lock()
-		ch := c.pending[*resp.ID]
-		delete(c.pending, *resp.ID)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- resp
-		}
-	}
-	if err := sc.Err(); err != nil {
-		c.kill(fmt.Sprintf("it sent an unreadable response (%v)", err))
-	}
-	<-stderrDone
+// wait reaps the child, kills what it left in its group, lets the readers
+// drain what it wrote, then fails whatever is still in flight. The death
+// is the child's exit, not the end of its pipes, which a grandchild may
+// hold open.
+func (c *child) wait(outR, errR *os.File, stdoutDone, stderrDone <-chan struct{}) {
 	waitErr := c.cmd.Wait()
+	syscall.Kill(-c.pgid, syscall.SIGKILL)
+	c.lifeline.Close()
+	grace := time.NewTimer(drainGrace)
+	for _, done := range []<-chan struct{}{stdoutDone, stderrDone} {
+		select {
+		case <-done:
+		case <-grace.C:
+			outR.Close() // wakes the readers
+			errR.Close()
+			<-done
+		}
+	}
+	grace.Stop()
+	outR.Close()
+	errR.Close()
+	c.stdin.Close()
 	c.mu.Lock()
 	reason := c.killReason
 	if reason == "" {
@@ -126,14 +256,16 @@ func (c *child) readStdout(r io.Reader, stderrDone <-chan struct{}) {
 	close(c.dead)
 }
 
-// kill stops the process; reason becomes its DeathError's.
+// kill stops the process and its group; reason becomes its DeathError's.
 func (c *child) kill(reason string) {
 	c.mu.Lock()
 	if c.killReason == "" {
 		c.killReason = reason
 	}
 	c.mu.Unlock()
-	c.cmd.Process.Kill()
+	if c.alive() {
+		syscall.Kill(-c.pgid, syscall.SIGKILL)
+	}
 }
 
 func (c *child) alive() bool {

@@ -57,8 +57,9 @@ func newPythonEnv(t pybridge.Target, o pybridge.Options) (*pythonEnv, error) {
 func (e *pythonEnv) ID() string             { return e.id }
 func (e *pythonEnv) Rubric() *rubric.Rubric { return e.rb }
 
-// Close stops the python child. An environment that is never closed has
-// its child exit when grpo does (its stdin closes).
+// Close stops the python child and what it started. An environment that
+// is never closed has them killed when grpo exits, however it exits
+// (package pybridge: parent-death signal and the child's watchdog).
 func (e *pythonEnv) Close() error { return e.b.Close() }
 
 // MaxTurns is verifiers' max_turns; an environment without a limit (-1)
