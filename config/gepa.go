@@ -58,6 +58,10 @@ type GEPA struct {
 	PopulationSize int    `toml:"population_size"`
 	NEvalSamples   int    `toml:"n_eval_samples"`
 
+	// Warnings lists the keys accepted but ignored locally, one line each
+	// with file and line. The parser does not print them.
+	Warnings []string `toml:"-"`
+
 	src *tomlschema.Source
 }
 
@@ -192,6 +196,12 @@ func ParseGEPA(data []byte, name string) (*GEPA, error) {
 	g.check(l)
 	if err := l.err(); err != nil {
 		return nil, err
+	}
+	for _, path := range []string{"sampling.reasoning_effort", "execution.sampling_args.reasoning_effort"} {
+		if pos, ok := l.src.Pos[path]; ok {
+			// verifiers a60a606's configs/gepa/gpt-oss.toml sets it.
+			g.Warnings = append(g.Warnings, fmt.Sprintf("%s:%d: accepted and ignored locally: reasoning_effort because it only applies to GPT-OSS models, which grpo does not run yet", name, pos.Line))
+		}
 	}
 	return &g, nil
 }

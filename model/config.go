@@ -273,6 +273,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		return nil, fmt.Errorf("no \"model_type\"; supported model types: %s", supportedTypes())
 	}
 	arch, ok := archs[c.ModelType]
+	if err := pendingModelType(c.ModelType); !ok && err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("model_type %q is not supported; supported model types: %s", c.ModelType, supportedTypes())
 	}

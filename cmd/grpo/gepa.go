@@ -108,6 +108,9 @@ func runGEPA(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range g.Warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
 	if err := g.ValidateEnv(env.Check); err != nil {
 		return err
 	}
