@@ -17,6 +17,9 @@ import (
 // so that package config needs no environments.
 func Check(id string, args map[string]any) error {
 	spec, ok := Lookup(id)
+	if err := needsError(id); !ok && err != nil {
+		return err
+	}
 	if !ok {
 		var ids []string
 		for _, s := range List() {

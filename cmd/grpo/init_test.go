@@ -53,6 +53,15 @@ func TestInitCommand(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, `model = "openai/gpt-oss-20b": the gpt-oss model family (model_type gpt_oss) is not supported yet`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("eval gpt-oss.toml: exit %d %q", code, stderr)
 	}
+	// A Hub environment of the configs that needs containers: uncommented,
+	// it fails before any model loads, in one line naming what is missing.
+	llama, _ := os.ReadFile("configs/eval/llama-3.toml")
+	flights := strings.Replace(string(llama), "# [[eval]]\n# env_id = \"primeintellect/dspy-flights\"", "[[eval]]\nenv_id = \"primeintellect/dspy-flights\"", 1)
+	os.WriteFile("flights.toml", []byte(flights), 0o644)
+	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "flights.toml", "-m", model) })
+	if flights == string(llama) || code == 0 || !strings.Contains(stderr, "env primeintellect/dspy-flights cannot run on this machine: it needs a container sandbox") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("eval with dspy-flights: exit %d %q", code, stderr)
+	}
 	code, _, stderr = runCLI("estimate", "configs/rl/nemotron.toml")
 	if code == 0 || !strings.Contains(stderr, "the Nemotron-3 model family") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("estimate nemotron.toml: exit %d %q", code, stderr)
