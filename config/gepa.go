@@ -15,9 +15,11 @@ import (
 // of the layouts Lab users write (docs/gepa.md has the mapping):
 //
 //   - verifiers' vf-gepa: the environment at the top level (env_id,
-//     env_args, extra_env_kwargs; configs/gepa/base.toml and grpo init),
+//     env_args, extra_env_kwargs; verifiers 8d4b33247's configs/gepa/base.toml,
+//     grpo init --legacy-configs),
 //     or in an [env] table with the same keys or Lab's id/args, or in a
-//     single [[env]] block; reflection_model, endpoints_path, [gepa]
+//     single [[env]] block (verifiers a60a606's files, which grpo init
+//     writes); reflection_model, endpoints_path, [gepa]
 //     (max_calls, num_train, num_val, minibatch_size, perfect_score,
 //     state_columns, and max_concurrent and seed, which may also sit in
 //     [execution]), sampling as [execution] sampling_args or [sampling];
