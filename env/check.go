@@ -17,10 +17,10 @@ import (
 // so that package config needs no environments.
 func Check(id string, args map[string]any) error {
 	spec, ok := Lookup(id)
-	if err := needsError(id); !ok && err != nil {
-		return err
-	}
 	if !ok {
+		if err := needsError(id); err != nil {
+			return err
+		}
 		var ids []string
 		for _, s := range List() {
 			ids = append(ids, s.ID)

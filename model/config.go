@@ -273,10 +273,10 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		return nil, fmt.Errorf("no \"model_type\"; supported model types: %s", supportedTypes())
 	}
 	arch, ok := archs[c.ModelType]
-	if err := pendingModelType(c.ModelType); !ok && err != nil {
-		return nil, err
-	}
 	if !ok {
+		if err := pendingModelType(c.ModelType); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("model_type %q is not supported; supported model types: %s", c.ModelType, supportedTypes())
 	}
 	if raw.RopeParameters != nil {
