@@ -50,6 +50,24 @@ func Load(dir string, m *model.Model) (*Adapter, error) {
 	return a, nil
 }
 
+// FromBytes is Load over the contents of dir's two files, read by the
+// caller: grpo serve reads them with size caps and a timeout away from the
+// goroutine that owns the backend, so a FIFO or /dev/zero named as an
+// adapter cannot stall or bloat the server. dir only labels errors.
+func FromBytes(dir string, config, weights []byte, m *model.Model) (*Adapter, error) {
+	cfgPath := filepath.Join(dir, ConfigFileName)
+	pc, err := parsePEFTConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", cfgPath, err)
+	}
+	wPath := filepath.Join(dir, WeightsFileName)
+	f, err := safetensors.Parse(wPath, weights)
+	if err != nil {
+		return nil, err
+	}
+	return build(m, pc, f, wPath)
+}
+
 // pair is one module's lora_A and lora_B tensors as found in a file.
 type pair struct{ a, b *safetensors.Tensor }
 

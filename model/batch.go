@@ -59,8 +59,8 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 			return fmt.Errorf("position %d at index %d is beyond the cache length %d", p, i, cache.MaxLen)
 		}
 	}
-	if cache.linear != nil {
-		if _, err := b.runs(); err != nil {
+	if cache.hybrid {
+		if _, err := b.runs(cache.linear != nil); err != nil {
 			return err
 		}
 	}
@@ -89,9 +89,9 @@ func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex 
 	be.UploadI32(idx.tokens, b.Tokens)
 	be.UploadI32(idx.slots, b.Slots)
 	be.UploadI32(idx.pos, b.Positions)
-	if cache.linear != nil {
+	if cache.hybrid {
 		// validate checked that the batch cuts into runs.
-		runs, _ := b.runs()
+		runs, _ := b.runs(cache.linear != nil)
 		idx.runs, idx.nRuns = a.alloc(kernels.I32, len(runs)), len(runs)/4
 		be.UploadI32(idx.runs, runs)
 	}

@@ -34,8 +34,11 @@ type KVCache struct {
 	shared int
 	blocks
 	// linear holds the gated DeltaNet layers' per-slot states (nil for a
-	// model without them); those layers' K and V are nil.
+	// model without them, and for a training trace's cache, whose
+	// sequences all start fresh and end with the batch); those layers' K
+	// and V are nil. hybrid says the model has such layers.
 	linear *linearStates
+	hybrid bool
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
@@ -46,6 +49,7 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCach
 // V) buffer (newTrainCache).
 func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
 	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
+	c.linear = m.newLinearStates(slots)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -68,7 +72,9 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
 	}
-	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0), nil
+	c := m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0)
+	c.linear = m.newLinearStates(slots)
+	return c, nil
 }
 
 // newCache allocates the blocks of every layer in dt; with shared > 1 the
@@ -92,7 +98,7 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
 		}
 	}
-	c.linear = m.newLinearStates(slots)
+	c.hybrid = m.Config.LinearLayers() > 0
 	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
 	c.dirty = true

@@ -35,6 +35,16 @@ func (m *Model) newLinearStates(slots int) *linearStates {
 	return s
 }
 
+// layer is layer l's conv and recurrent state buffers; nil, nil for a
+// cache without states (a training trace's: its runs neither start from
+// nor keep a state).
+func (s *linearStates) layer(l int) (conv, state kernels.Buffer) {
+	if s == nil {
+		return nil, nil
+	}
+	return s.conv[l], s.state[l]
+}
+
 func (s *linearStates) bytes() int64 {
 	if s == nil {
 		return 0
@@ -62,12 +72,13 @@ func (s *linearStates) free(be kernels.Backend) {
 }
 
 // runs cuts a batch into the runs kernels.LinearOps takes: the
-// consecutive tokens of one slot at consecutive positions. A run starting
-// at position 0 is a fresh sequence (init −1); one starting later
-// continues the slot's state; every run leaves its state in its slot.
-// A slot's tokens must form one run: two runs of one slot in a call would
-// race on its state.
-func (b *Batch) runs() ([]int32, error) {
+// consecutive tokens of one slot at consecutive positions. With states (a
+// cache that keeps them) a run starting at position 0 is a fresh sequence
+// (init −1), one starting later continues the slot's state, and every run
+// leaves its state in its slot. Without (a training trace) every run must
+// start at position 0 and keeps nothing (final −1). A slot's tokens must
+// form one run: two runs of one slot in a call would race on its state.
+func (b *Batch) runs(states bool) ([]int32, error) {
 	var out []int32
 	seen := map[int32]bool{}
 	for i := 0; i < len(b.Tokens); {
@@ -78,11 +89,17 @@ func (b *Batch) runs() ([]int32, error) {
 			return nil, fmt.Errorf("slot %d's tokens are not one run of consecutive positions (index %d); a model with linear-attention layers needs each sequence's new tokens together and in order", slot, start)
 		}
 		seen[slot] = true
-		init := slot
+		init, final := slot, slot
 		if b.Positions[start] == 0 {
 			init = -1
 		}
-		out = append(out, int32(start), int32(i-start), init, slot)
+		if !states {
+			if init >= 0 {
+				return nil, fmt.Errorf("slot %d starts at position %d; a training batch of a model with linear-attention layers runs every sequence from position 0", slot, b.Positions[start])
+			}
+			final = -1
+		}
+		out = append(out, int32(start), int32(i-start), init, final)
 	}
 	return out, nil
 }

@@ -57,7 +57,7 @@ var archs = map[string]Arch{
 }
 
 // hybridPartial is how far Qwen3.5/3.6 support has come.
-const hybridPartial = "config and checkpoint load; forward of the DeltaNet layers; training, sampling and gated attention still to come"
+const hybridPartial = "forward, sampling and LoRA training on the CPU path; the CUDA decode graph and prompt sharing in training still to come"
 
 // Archs lists the supported architectures, sorted by model_type.
 func Archs() []Arch {

@@ -98,7 +98,7 @@ func TestBatchRuns(t *testing.T) {
 	b.Add(3, 0, 10, 11, 12) // a fresh prompt
 	b.Add(5, 7, 20)         // a decode step continuing slot 5
 	b.Add(1, 2, 30, 31)     // a later turn of slot 1
-	runs, err := b.runs()
+	runs, err := b.runs(true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestBatchRuns(t *testing.T) {
 		}
 	}
 	b.Add(3, 3, 13) // slot 3 again after another slot's tokens
-	if _, err := b.runs(); err == nil || !strings.Contains(err.Error(), "slot 3's tokens are not one run") {
+	if _, err := b.runs(true); err == nil || !strings.Contains(err.Error(), "slot 3's tokens are not one run") {
 		t.Errorf("split slot: error %v", err)
 	}
 }
@@ -126,10 +126,10 @@ func TestAttentionVariantRefused(t *testing.T) {
 		t.Fatalf("factor 1, no gate: %v", err)
 	}
 	for in, want := range map[string]string{
-		`{` + base + `,"rope_parameters":{"rope_type":"default","partial_rotary_factor":0.25}}`: "RoPE on 4 of 16 dims",
-		`{` + base + `,"partial_rotary_factor":0.5}`:                                            "RoPE on 8 of 16 dims",
-		`{` + base + `,"partial_rotary_factor":1.5}`:                                            "must be in (0, 1]",
-		`{` + base + `,"attn_output_gate":true}`:                                                `attn_output_gate: true is not supported for model_type "qwen3"`,
+		`{` + base + `,"rope_parameters":{"rope_type":"default","partial_rotary_factor":0.25}}`:                   "RoPE on 4 of 16 dims",
+		`{` + base + `,"partial_rotary_factor":0.5}`:                                                              "RoPE on 8 of 16 dims",
+		`{` + base + `,"partial_rotary_factor":1.5}`:                                                              "must be in (0, 1]",
+		`{` + base + `,"attn_output_gate":true}`:                                                                  `attn_output_gate: true is not supported for model_type "qwen3"`,
 		strings.Replace(qwen35Config, `"dtype": "bfloat16"`, `"attn_output_gate": false, "dtype": "bfloat16"`, 1): "whose attention layers are always gated",
 	} {
 		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {

@@ -63,21 +63,54 @@ func (w *DeltaNetWeights) reslice(h int) {
 	}
 }
 
+// deltaNetProjs are a DeltaNet token mixer's projections, in the order
+// of deltaNetActs.xa.
+var deltaNetProjs = [...]Proj{ProjInQKV, ProjInZ, ProjInB, ProjInA, ProjOut}
+
 // deltaNetActs are a DeltaNet layer's activations between its input norm
-// and out_proj (Config.DeltaNetActWidth per token).
+// and out_proj (Config.DeltaNetActWidth per token). For inference one set
+// serves every layer and core is normed in place; a training layer keeps
+// its own set, with normed, rstd and each adapted projection's x·Aᵀ for
+// the backward.
 type deltaNetActs struct {
 	mixed, conv kernels.Buffer // n × conv channels: in_proj_qkv's output, the conv's
-	z, core     kernels.Buffer // n × value: in_proj_z's output, the delta rule's (normed in place)
+	z, core     kernels.Buffer // n × value: in_proj_z's output, the delta rule's
 	a, b        kernels.Buffer // n × value heads: in_proj_a's and in_proj_b's outputs
 	g, beta     kernels.Buffer // n × value heads: decay and write strength
+	normed      kernels.Buffer // n × value: the gated norm's output (core itself for inference)
+	rstd        kernels.Buffer // n × value heads: the gated norm's 1/rms (training)
+	xa          [len(deltaNetProjs)]kernels.Buffer
 }
 
-func (m *Model) newDeltaNetActs(a *arena, n int) *deltaNetActs {
+// newDeltaNetActs allocates the set of layer l, or with l < 0 the
+// inference set every layer shares.
+func (m *Model) newDeltaNetActs(a *arena, l, n int) *deltaNetActs {
 	c := m.Config
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
-	return &deltaNetActs{mixed: f(n * conv), conv: f(n * conv), z: f(n * vd), core: f(n * vd),
+	s := &deltaNetActs{mixed: f(n * conv), conv: f(n * conv), z: f(n * vd), core: f(n * vd),
 		a: f(n * hv), b: f(n * hv), g: f(n * hv), beta: f(n * hv)}
+	s.normed = s.core
+	for i, p := range deltaNetProjs {
+		if l >= 0 {
+			s.xa[i] = m.xaFor(a, l, p, n)
+		} else if r := maxRank(m, p); r > 0 {
+			// One x·Aᵀ per adapted projection, of the largest rank any
+			// layer has: the static decode step has no arena for scratch.
+			s.xa[i] = a.alloc(kernels.F32, n*r)
+		}
+	}
+	return s
+}
+
+// trainingDeltaNetActs is newDeltaNetActs for layer l of a training
+// trace: the norm's output and statistics kept apart from its input, and
+// x·Aᵀ of each adapted projection.
+func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
+	c := m.Config
+	s := m.newDeltaNetActs(a, l, n)
+	s.normed, s.rstd = a.alloc(kernels.F32, n*c.LinearValueDim()), a.alloc(kernels.F32, n*c.LinearNumValueHeads)
+	return s
 }
 
 // linearOps is the backend's gated DeltaNet ops, or an error naming the
@@ -90,21 +123,60 @@ func (m *Model) linearOps() (kernels.LinearOps, error) {
 }
 
 // deltaNetForward is layer l's token mixer for a DeltaNet layer: from the
-// normed input h1 (n × hidden) it writes out (n × hidden, out_proj's
-// output), reading and updating the batch's sequences' states in cache.
-func (m *Model) deltaNetForward(l int, cache *KVCache, idx batchIndex, n int, s *deltaNetActs, h1, out kernels.Buffer) {
-	be, c, w := m.Backend, m.Config, m.W.Layers[l].Linear
-	h, conv, vd, hv := c.HiddenSize, c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+// normed input h1 (n × hidden; h1b its bf16 cast or nil) it writes out
+// (n × hidden, out_proj's output), reading and updating the batch's
+// sequences' states in cache as idx.runs says.
+func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s *deltaNetActs, h1, h1b, out kernels.Buffer) {
+	c, w := m.Config, m.W.Layers[l].Linear
+	conv, hv := c.LinearConvDim(), c.LinearNumValueHeads
 	lin, _ := m.linearOps() // checked by Forward
-	be.MatMul(s.mixed, h1, w.QKV, n, conv, h, false, true, 1, 0)
-	be.MatMul(s.z, h1, w.Z, n, vd, h, false, true, 1, 0)
-	be.MatMul(s.b, h1, w.B, n, hv, h, false, true, 1, 0)
-	be.MatMul(s.a, h1, w.A, n, hv, h, false, true, 1, 0)
-	st := cache.linear
-	lin.CausalConv1D(s.conv, s.mixed, w.Conv, st.conv[l], idx.runs, idx.nRuns, n, conv, c.LinearConvKernel)
+	m.project(a, l, ProjInQKV, s.mixed, h1, h1b, w.QKV, nil, n, s.xa[0])
+	m.project(a, l, ProjInZ, s.z, h1, h1b, w.Z, nil, n, s.xa[1])
+	m.project(a, l, ProjInB, s.b, h1, h1b, w.B, nil, n, s.xa[2])
+	m.project(a, l, ProjInA, s.a, h1, h1b, w.A, nil, n, s.xa[3])
+	convState, state := cache.linear.layer(l)
+	lin.CausalConv1D(s.conv, s.mixed, w.Conv, convState, idx.runs, idx.nRuns, n, conv, c.LinearConvKernel)
 	lin.DeltaGates(s.g, s.beta, s.a, s.b, w.ALog, w.DTBias, n, hv)
-	lin.GatedDeltaRule(s.core, s.conv, s.g, s.beta, st.state[l], idx.runs, idx.nRuns, n,
+	lin.GatedDeltaRule(s.core, s.conv, s.g, s.beta, state, idx.runs, idx.nRuns, n,
 		c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
-	lin.GatedRMSNorm(s.core, nil, s.core, s.z, w.Norm, n*hv, c.LinearValueHeadDim, float32(c.RMSNormEps))
-	be.MatMul(out, s.core, w.Out, n, h, vd, false, true, 1, 0)
+	lin.GatedRMSNorm(s.normed, s.rstd, s.core, s.z, w.Norm, n*hv, c.LinearValueHeadDim, float32(c.RMSNormEps))
+	m.project(a, l, ProjOut, out, s.normed, nil, w.Out, nil, n, s.xa[4])
+}
+
+// deltaNetBackward is the DeltaNet part of layerBackward: dx, the
+// gradient of the layer's xMid, gets the gradient through the token mixer
+// added to it (when needInput), and the mixer's adapters their gradients.
+// The runs start fresh (training's sequences begin at position 0), so no
+// state gradient flows.
+func (tr *Trace) deltaNetBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	w, d := m.W.Layers[l].Linear, s.linear
+	n, h := tr.n, c.HiddenSize
+	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+	lin, _ := m.linearOps()
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	dNormed := f(n * vd)
+	m.projectBackward(a, l, ProjOut, dNormed, dx, d.normed, w.Out, n, d.xa[4], false)
+	dCore, dZ := f(n*vd), f(n*vd)
+	lin.GatedRMSNormBackward(dCore, dZ, dNormed, d.core, d.z, w.Norm, d.rstd, n*hv, c.LinearValueHeadDim)
+	dConv, dg, dbeta := f(n*conv), f(n*hv), f(n*hv)
+	convState, state := tr.cache.linear.layer(l) // nil: a trace keeps no states
+	lin.GatedDeltaRuleBackward(dConv, dg, dbeta, nil, dCore, d.conv, d.g, d.beta, state, tr.idx.runs, tr.idx.nRuns, n,
+		c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	da, db := f(n*hv), f(n*hv)
+	lin.DeltaGatesBackward(da, db, dg, dbeta, d.a, d.b, w.ALog, w.DTBias, n, hv)
+	dMixed := f(n * conv)
+	lin.CausalConv1DBackward(dMixed, nil, dConv, d.mixed, w.Conv, convState, tr.idx.runs, tr.idx.nRuns, n, conv, c.LinearConvKernel)
+	var dh1 kernels.Buffer
+	if needInput {
+		dh1 = f(n * h)
+	}
+	for i, in := range []struct {
+		dy, w kernels.Buffer
+	}{{dMixed, w.QKV}, {dZ, w.Z}, {db, w.B}, {da, w.A}} {
+		m.projectBackward(a, l, deltaNetProjs[i], dh1, in.dy, s.h1, in.w, n, d.xa[i], i > 0)
+	}
+	if needInput {
+		be.RMSNormBackward(dx, dh1, s.xIn, m.W.Layers[l].InputNorm, s.rstd1, n, h, true)
+	}
 }

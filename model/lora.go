@@ -201,3 +201,43 @@ func (m *Model) project(a *arena, layer int, p Proj, out, in, inBF16, w, bias ke
 		be.LoRAExpand(xa, []kernels.LoRAPart{l.part(outDim, out, outDim, 0)}, n)
 	}
 }
+
+// loraInto adds layer's LoRA of p applied to in (n × p's in) into columns
+// [off, off+out) of y (n × cols): the adapter of one member of a fused
+// projection that is not a group (a shared expert's gate/up). xa, when
+// not nil, receives in·Aᵀ for the backward.
+func (m *Model) loraInto(a *arena, layer int, p Proj, y kernels.Buffer, cols, off int, in kernels.Buffer, n int, xa kernels.Buffer) {
+	lr := m.lora(layer, p)
+	if lr == nil {
+		return
+	}
+	inDim, outDim := m.Config.Dims(p)
+	if xa == nil {
+		xa = a.alloc(kernels.F32, n*lr.Rank)
+	}
+	m.Backend.LoRAShrink(xa, in, lr.A, n, inDim, lr.Rank)
+	m.Backend.LoRAExpand(xa, []kernels.LoRAPart{lr.part(outDim, y, cols, off)}, n)
+}
+
+// loraIntoBackward is loraInto's backward: dy's columns [off, off+out)
+// (n × cols) are p's output gradient; Scale·(dy·B)·A is added into dx
+// (skipped when nil) and the adapter's gradients into DA and DB.
+func (m *Model) loraIntoBackward(a *arena, layer int, p Proj, dx, dy kernels.Buffer, cols, off int, x kernels.Buffer, n int, xa kernels.Buffer) {
+	lr := m.lora(layer, p)
+	if lr == nil {
+		return
+	}
+	inDim, outDim := m.Config.Dims(p)
+	dxa := a.alloc(kernels.F32, n*lr.Rank)
+	m.Backend.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, cols, off)}, n)
+	m.Backend.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
+}
+
+// xaFor returns a buffer of n × the rank of layer's adapter of p, for the
+// backward, or nil when p is not adapted.
+func (m *Model) xaFor(a *arena, layer int, p Proj, n int) kernels.Buffer {
+	if lr := m.lora(layer, p); lr != nil {
+		return a.alloc(kernels.F32, n*lr.Rank)
+	}
+	return nil
+}

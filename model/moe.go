@@ -97,7 +97,7 @@ func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scr
 		s.routerXA = f(n * r)
 	}
 	if c.SharedExpertIntermediateSize > 0 {
-		s.shared = m.newSharedExpertActs(a, n)
+		s.shared = m.newSharedExpertActs(a, l, n)
 	}
 	return s
 }
@@ -133,7 +133,7 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 // the weights are recomputed (and the fresh top-k goes to s.recomputed,
 // when there is one: a checkpointed layer's rerun replays its forward's
 // experts without).
-func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
+func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
@@ -164,7 +164,7 @@ func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 	}
 	be.MoECombine(out, s.yp, s.weights, s.rows, n, k, hd)
 	if s.shared != nil {
-		m.sharedExpertForward(l, s.shared, h, out, n)
+		m.sharedExpertForward(a, l, s.shared, h, out, n)
 	}
 }
 
@@ -210,4 +210,7 @@ func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h, dprobs ker
 	dLogits := f(n * ne)
 	be.MoERouteBackward(dLogits, dw, dprobs, s.logits, s.experts, n, ne, k, norm)
 	m.routerBackward(a, l, s, dh, dLogits, h, n)
+	if s.shared != nil {
+		m.sharedExpertBackward(a, l, s.shared, dh, dout, h, n)
+	}
 }

@@ -19,9 +19,15 @@ type sharedExpertActs struct {
 	ones           kernels.Buffer // n ones: SigmoidGate's x, so it yields σ itself
 	rows           kernels.Buffer // n (I32): 0..n−1
 	scaled         kernels.Buffer // n × hidden: σ·y, added into the layer's output
+	// xa is x·Aᵀ of each adapted projection, sharedProjs' order, kept
+	// for the backward (nil where not adapted).
+	xa [len(sharedProjs)]kernels.Buffer
 }
 
-func (m *Model) newSharedExpertActs(a *arena, n int) *sharedExpertActs {
+// sharedProjs are the shared expert's projections.
+var sharedProjs = [...]Proj{ProjSharedGate, ProjSharedUp, ProjSharedDown, ProjSharedScale}
+
+func (m *Model) newSharedExpertActs(a *arena, l, n int) *sharedExpertActs {
 	c := m.Config
 	si, h := c.SharedExpertIntermediateSize, c.HiddenSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
@@ -33,21 +39,55 @@ func (m *Model) newSharedExpertActs(a *arena, n int) *sharedExpertActs {
 		ids[i] = int32(i)
 	}
 	m.Backend.UploadI32(s.rows, ids)
+	for i, p := range sharedProjs {
+		if l >= 0 {
+			s.xa[i] = m.xaFor(a, l, p, n)
+		} else if r := maxRank(m, p); r > 0 {
+			// The inference set serves every layer, and the static
+			// decode step has no arena for scratch.
+			s.xa[i] = a.alloc(kernels.F32, n*r)
+		}
+	}
 	return s
 }
 
 // sharedExpertForward adds layer l's shared expert applied to h (n ×
-// hidden) into out.
-func (m *Model) sharedExpertForward(l int, s *sharedExpertActs, h, out kernels.Buffer, n int) {
+// hidden) into out. a holds the LoRA scratch of an inference pass (whose
+// acts keep no x·Aᵀ).
+func (m *Model) sharedExpertForward(a *arena, l int, s *sharedExpertActs, h, out kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
 	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
 	be.MatMul(s.gateUp, h, w.GateUp, n, 2*si, hd, false, true, 1, 0)
+	m.loraInto(a, l, ProjSharedGate, s.gateUp, 2*si, 0, h, n, s.xa[0])
+	m.loraInto(a, l, ProjSharedUp, s.gateUp, 2*si, si, h, n, s.xa[1])
 	be.SwiGLURows(s.act, nil, s.gateUp, n, si)
-	be.MatMul(s.y, s.act, w.Down, n, hd, si, false, true, 1, 0)
-	be.MatMul(s.score, h, w.Scale, n, 1, hd, false, true, 1, 0)
+	m.project(a, l, ProjSharedDown, s.y, s.act, nil, w.Down, nil, n, s.xa[2])
+	m.project(a, l, ProjSharedScale, s.score, h, nil, w.Scale, nil, n, s.xa[3])
 	be.SigmoidGate(s.scale, s.ones, s.score, n)
 	be.MoECombine(s.scaled, s.y, s.scale, s.rows, n, 1, hd)
 	be.Add(out, out, s.scaled, n*hd)
+}
+
+// sharedExpertBackward adds the shared expert's part of a sparse layer's
+// backward: with dout the gradient of the layer's MLP output (n ×
+// hidden), the gradient with respect to its input h is added into dh and
+// the shared expert's adapters get their gradients.
+func (m *Model) sharedExpertBackward(a *arena, l int, s *sharedExpertActs, dh, dout, h kernels.Buffer, n int) {
+	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
+	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	dy, dscale := f(n*hd), f(n)
+	be.MoECombineBackward(dy, dscale, dout, s.y, s.scale, s.rows, n, 1, hd)
+	dones, dscore := f(n), f(n)
+	be.SigmoidGateBackward(dones, dscore, dscale, s.ones, s.score, n)
+	dAct := f(n * si)
+	m.projectBackward(a, l, ProjSharedDown, dAct, dy, s.act, w.Down, n, s.xa[2], false)
+	dGateUp := f(n * 2 * si)
+	be.SwiGLURowsBackward(dGateUp, dAct, s.gateUp, n, si)
+	be.MatMul(dh, dGateUp, w.GateUp, n, hd, 2*si, false, false, 1, 1)
+	m.loraIntoBackward(a, l, ProjSharedGate, dh, dGateUp, 2*si, 0, h, n, s.xa[0])
+	m.loraIntoBackward(a, l, ProjSharedUp, dh, dGateUp, 2*si, si, h, n, s.xa[1])
+	m.projectBackward(a, l, ProjSharedScale, dh, dscore, h, w.Scale, n, s.xa[3], true)
 }
 
 // SharedExpertActWidth is the 4-byte elements per token of a sparse

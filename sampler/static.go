@@ -42,9 +42,6 @@ func (s *Sampler) staticOK(live []*Seq) bool {
 	if _, ok := s.m.Backend.(kernels.Graphs); !ok || len(live) > s.cfg.Slots {
 		return false
 	}
-	if s.m.Config.Arch().Hybrid {
-		return false // the static decode step does not run hybrid layers yet
-	}
 	for _, q := range live {
 		if q.awaitsFork || len(q.tokens)-q.cached != 1 || q.params.TopLogprobs > 0 {
 			return false
