@@ -11,17 +11,32 @@ import (
 // of its hub ids, so a config naming one fails before a download of tens
 // of gigabytes, not after.
 type pendingFamily struct {
-	name, modelType string
-	idPrefixes      []string
+	name, modelType, example string
+	idPrefixes               []string
 }
 
 var pendingFamilies = []pendingFamily{
-	{"Nemotron-3", "nemotron_h", []string{"nvidia/NVIDIA-Nemotron-3-", "nvidia/Nemotron-3-"}},
-	{"gpt-oss", "gpt_oss", []string{"openai/gpt-oss-"}},
+	{"Nemotron-3", "nemotron_h", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", []string{"nvidia/NVIDIA-Nemotron-3-", "nvidia/Nemotron-3-"}},
+	{"gpt-oss", "gpt_oss", "openai/gpt-oss-20b", []string{"openai/gpt-oss-"}},
 }
 
 func (f pendingFamily) err() error {
 	return fmt.Errorf("the %s model family (model_type %s) is not supported yet; supported model types: %s", f.name, f.modelType, supportedTypes())
+}
+
+// Pending is a model family grpo knows of but cannot run yet.
+type Pending struct {
+	Name, ModelType string
+	Example         string // a hub id of the family, as Lab's configs name it
+}
+
+// PendingFamilies lists them, for `grpo models`.
+func PendingFamilies() []Pending {
+	out := make([]Pending, len(pendingFamilies))
+	for i, f := range pendingFamilies {
+		out[i] = Pending{f.name, f.modelType, f.example}
+	}
+	return out
 }
 
 // CheckHubID returns an error, one line, when id is the hub id of a model

@@ -31,6 +31,11 @@ func TestPendingFamilies(t *testing.T) {
 			t.Errorf("config.json model_type %s: %v", mt, err)
 		}
 	}
+	for _, p := range PendingFamilies() {
+		if err := CheckHubID(p.Example); err == nil || !strings.Contains(err.Error(), p.Name) {
+			t.Errorf("%s's example %s: %v", p.Name, p.Example, err)
+		}
+	}
 	if _, err := ParseConfig([]byte(`{"model_type": "mamba"}`)); err == nil || strings.Contains(err.Error(), "family") {
 		t.Errorf("an unknown model_type: %v", err)
 	}
