@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,14 @@ func TestInitCommand(t *testing.T) {
 	})
 	if code != 0 || !strings.Contains(out, "primeintellect/reverse-text") {
 		t.Errorf("eval llama-3.toml: exit %d %s\n%s", code, stderr, out)
+	}
+	// Lab's rl file trains as written, the model and sizes aside.
+	withOSStderr(t, func() {
+		code, out, stderr = runCLI("train", "configs/rl/llama.toml", "--set", "model="+model, "--max-steps", "1", "--batch-size", "4",
+			"--set", "rollouts_per_example=2", "--set", "sampling.max_tokens=4", "--output", "runs/llama")
+	})
+	if _, err := os.Stat("runs/llama/adapter/adapter_config.json"); code != 0 || err != nil {
+		t.Errorf("train llama.toml: exit %d %v %s\n%s", code, err, stderr, out)
 	}
 	// A family grpo cannot run yet: one line saying so, nothing downloaded.
 	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "configs/eval/gpt-oss.toml") })
@@ -99,16 +108,18 @@ func TestInitCommand(t *testing.T) {
 	}
 }
 
-// cacheReverseText puts a few rows of PrimeIntellect/Reverse-Text-RL's
+// cacheReverseText puts 104 rows of PrimeIntellect/Reverse-Text-RL's
 // train split into a fresh HF cache (cacheHubFile), offline.
 func cacheReverseText(t *testing.T) {
 	t.Helper()
 	type row struct {
 		Prompt string `parquet:"prompt"`
 	}
+	// Enough rows for reverse-text's 100 eval rows (the last ones) and a
+	// few to train on.
 	var rows []row
-	for _, p := range []string{"hello world", "grpo trains", "lab configs", "reverse me"} {
-		rows = append(rows, row{p})
+	for i := range 104 {
+		rows = append(rows, row{fmt.Sprintf("sentence %d to reverse", i)})
 	}
 	var b bytes.Buffer
 	if err := parquet.Write(&b, rows); err != nil {
