@@ -103,6 +103,7 @@ type Backend interface {
 	SampleOps
 	DecodeOps
 	MoEOps
+	LinearOps
 }
 
 // Ops are the numeric operations. Each is documented by the plain-loop

@@ -25,13 +25,19 @@ package kernels
 // continuing a shared prompt are runs whose init is the prompt's slot.
 // Runs cover disjoint tokens. Within one call a slot that some run writes
 // as final is read as init by no other run (a run may read and write its
-// own slot: it reads before it writes); several runs may read one slot.
+// own slot: it reads before it writes); several runs may read one slot,
+// no two write one.
+//
+// Rows of tokens that no run covers are not computed: what an op leaves
+// in them is unspecified.
 //
 // States: convState is slots × (kernel−1) × channels (the inputs before
 // the run's first token, oldest first), state is slots × nHeadV × dimK ×
-// dimV. Both are F32. A backward reads the initial states the forward
-// read, so a run whose final slot is its init slot cannot be
-// differentiated (training never does that).
+// dimV. Both are F32; the number of slots is the operand's length over a
+// slot's, and a state operand may be nil when every run's init and final
+// are −1. A backward reads the initial states the forward read, so a run
+// whose final slot is its init slot cannot be differentiated (training
+// never does that).
 //
 // A backward's dConvState and dState have the states' layouts. On entry
 // they hold, at each run's final slot, the gradient with respect to the
@@ -46,7 +52,8 @@ type LinearOps interface {
 	// where u[i'] for i' ≥ 0 is x at the run's token i' and for i' < 0 is
 	// row kernel−1+i' of convState[init] (zero when init is −1). x and out
 	// are nTok × channels; w is channels × kernel (the checkpoint's conv1d
-	// weight [channels, 1, kernel]), possibly BF16. The run's final slot
+	// weight [channels, 1, kernel]), possibly BF16. kernel ≥ 2 (Qwen3.5's
+	// is 4; the CUDA backend takes up to 8). The run's final slot
 	// receives the last kernel−1 rows of u (state and tokens together).
 	CausalConv1D(out, x, w, convState, runs Buffer, nRuns, nTok, channels, kernel int)
 
@@ -86,7 +93,7 @@ type LinearOps interface {
 	//   g[r,h]    = −exp(aLog[h]) · softplus(a[r,h] + dtBias[h])
 	//   beta[r,h] = sigmoid(b[r,h])
 	// in f32 (softplus(x) = x above 20, as torch's). aLog and dtBias
-	// (heads) may be BF16.
+	// (heads) may be BF16, both or neither.
 	DeltaGates(g, beta, a, b, aLog, dtBias Buffer, rows, heads int)
 
 	// DeltaGatesBackward writes da and db (rows × heads, overwritten) from
@@ -96,8 +103,9 @@ type LinearOps interface {
 	// GatedRMSNorm is the gated norm that ends a DeltaNet layer: for each
 	// of rows rows of width dim,
 	//   out[r] = w · (x[r] / sqrt(mean(x[r]²) + eps)) · silu(z[r])
-	// (w is ones-initialised, not zero-centred), rstd (if not nil)
-	// receiving the per-row 1/rms. out may alias x.
+	// (w, possibly BF16, is ones-initialised, not zero-centred; a layer
+	// applies it per value head: rows = nTok·nHeadV, dim = dimV), rstd
+	// (if not nil) receiving the per-row 1/rms. out may alias x.
 	GatedRMSNorm(out, rstd, x, z, w Buffer, rows, dim int, eps float32)
 
 	// GatedRMSNormBackward writes dx and dz (rows × dim, overwritten) from

@@ -72,6 +72,14 @@ var kernelMaxBlock = map[string]int{
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
 	"grouped_matmul_f32": 256, "grouped_matmul_bf16": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
 	"moe_combine_f32": 256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
+	"causal_conv1d_f32": 256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)
+	"causal_conv1d_backward_f32": 256, "causal_conv1d_backward_wbf16": 256,
+	"delta_gates_f32": elementwiseBlock, "delta_gates_wbf16": elementwiseBlock,
+	"delta_gates_backward_f32": elementwiseBlock, "delta_gates_backward_wbf16": elementwiseBlock,
+	"gated_rmsnorm_f32": rowBlock, "gated_rmsnorm_wbf16": rowBlock,
+	"gated_rmsnorm_backward_f32": rowBlock, "gated_rmsnorm_backward_wbf16": rowBlock,
+	"gated_delta_step_f32": deltaStepBlock, "gated_delta_chunked_f32": deltaBlock,
+	"gated_delta_chunked_backward_f32": deltaBlock, "gated_delta_l2_backward_f32": deltaStepBlock,
 }
 
 // elementwise launches a grid-stride kernel over n elements.

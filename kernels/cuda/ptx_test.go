@@ -59,7 +59,7 @@ func TestPTXHasEveryKernel(t *testing.T) {
 	// Kernel names are the snake_case string literals of the files that
 	// launch kernels.
 	var src []byte
-	for _, f := range []string{"ops.go", "backend.go", "train_ops.go", "sample.go", "fused_ops.go", "lora_ops.go"} {
+	for _, f := range []string{"ops.go", "backend.go", "train_ops.go", "sample.go", "fused_ops.go", "lora_ops.go", "moe_ops.go", "linear_ops.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

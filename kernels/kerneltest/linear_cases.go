@@ -23,9 +23,6 @@ import (
 // or a wrong decay is off by NMSE ≳ 1e-4.
 var tolDelta = Tol{NMSE: 1e-10, MaxAbs: 1e-5}
 
-// linear returns b's LinearOps.
-func linear(b kernels.Backend) kernels.LinearOps { return b.(kernels.LinearOps) }
-
 // linearLayout is the runs of one call.
 type linearLayout struct {
 	name        string
@@ -119,7 +116,7 @@ func causalConv1DCases() []Case {
 				out := e.out("out", nans(l.nTok*k.channels))
 				wantSt := st.values()
 				want := RefCausalConv1D(x.values(), w.values(), wantSt, l.runs, l.nTok, k.channels, k.kernel)
-				linear(b).CausalConv1D(out.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, k.channels, k.kernel)
+				b.CausalConv1D(out.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, k.channels, k.kernel)
 				if err := e.checkAll(); err != nil {
 					return err
 				}
@@ -154,7 +151,7 @@ func causalConv1DBackwardCases() []Case {
 			dx := e.out("dx", nans(l.nTok*channels))
 			wantD := dst.values()
 			want := RefCausalConv1DBackward(wantD, dout.values(), x.values(), w.values(), st.values(), l.runs, l.nTok, channels, kernel)
-			linear(b).CausalConv1DBackward(dx.view, dst.view, dout.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, channels, kernel)
+			b.CausalConv1DBackward(dx.view, dst.view, dout.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, channels, kernel)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -179,7 +176,7 @@ func causalConv1DBackwardCases() []Case {
 				{op: st, x: stv, grad: dInit, frozen: frozenOutside(l.inits(), per)},
 			}, func() (float64, float64, error) {
 				b.Copy(sc.view, st.view)
-				linear(b).CausalConv1D(out.view, x.view, w.view, sc.view, runs.view, len(l.runs), l.nTok, channels, kernel)
+				b.CausalConv1D(out.view, x.view, w.view, sc.view, runs.view, len(l.runs), l.nTok, channels, kernel)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
@@ -252,7 +249,7 @@ func gatedDeltaRuleCases() []Case {
 			out := e.out("out", nans(l.nTok*s.NHeadV*s.DimV))
 			wantSt := st.values()
 			want := RefGatedDeltaRule(qkv.values(), g.values(), beta.values(), wantSt, l.runs, l.nTok, s)
-			linear(b).GatedDeltaRule(out.view, qkv.view, g.view, beta.view, st.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+			b.GatedDeltaRule(out.view, qkv.view, g.view, beta.view, st.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -267,70 +264,80 @@ func gatedDeltaRuleCases() []Case {
 
 func gatedDeltaRuleBackwardCases() []Case {
 	var cs []Case
-	for i, l := range linearLayouts(true) {
-		for si, s := range deltaShapes {
-			l, s, seed := l, s, uint64(6300+10*i+si)
-			hs := s.NHeadV * s.DimK * s.DimV
-			run := func(b kernels.Backend, fd bool) error {
-				e := newEnv(b, seed)
-				defer e.free()
-				qkv, g, beta, st := e.deltaOperands(l, s, true)
-				runs := e.ints("runs", flattenRuns(l.runs))
-				dout := e.in("dout", e.uniform(l.nTok*s.NHeadV*s.DimV, 1))
-				d0 := e.uniform(l.slots*hs, 1)
-				dst := e.out("dState", d0)
-				dqkv := e.out("dqkv", nans(l.nTok*s.width()))
-				dg := e.out("dg", nans(l.nTok*s.NHeadV))
-				dbeta := e.out("dbeta", nans(l.nTok*s.NHeadV))
-				wantD := dst.values()
-				wq, wg, wb := RefGatedDeltaRuleBackward(wantD, dout.values(), qkv.values(), g.values(), beta.values(), st.values(), l.runs, l.nTok, s)
-				linear(b).GatedDeltaRuleBackward(dqkv.view, dg.view, dbeta.view, dst.view, dout.view, qkv.view, g.view, beta.view, st.view, runs.view,
-					len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
-				if err := e.checkAll(); err != nil {
-					return err
-				}
-				gq, gg, gb, gd := dqkv.result(b), dg.result(b), dbeta.result(b), dst.result(b)
-				if !fd {
-					for _, c := range []struct {
-						what string
-						got  []float32
-						want []float64
-					}{{"dqkv", gq, wq}, {"dg", gg, wg}, {"dbeta", gb, wb}, {"dState", gd, wantD}} {
-						if err := Compare(c.what, c.got, c.want, tolDelta); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
-				dFinal := zeroOutside(d0, l.finals(), hs)
-				dInit := make([]float32, len(gd))
-				for j := range gd {
-					dInit[j] = gd[j] - d0[j]
-				}
-				out := e.out("out", nans(l.nTok*s.NHeadV*s.DimV))
-				sc := e.out("state after", nans(l.slots*hs))
-				r := dout.result(b)
-				return checkFD(e, 1e-2, []fdInput{
-					{op: qkv, x: qkv.result(b), grad: gq, frozen: func(i int) bool { return i < 2*s.NHeadK*s.DimK }},
-					{op: g, x: g.result(b), grad: gg},
-					{op: beta, x: beta.result(b), grad: gb},
-					{op: st, x: st.result(b), grad: dInit, frozen: frozenOutside(l.inits(), hs)},
-				}, func() (float64, float64, error) {
-					b.Copy(sc.view, st.view)
-					linear(b).GatedDeltaRule(out.view, qkv.view, g.view, beta.view, sc.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
-					if err := b.Sync(); err != nil {
-						return 0, 0, err
-					}
-					l1, a1 := dotLoss(r, out.result(b))
-					l2, a2 := dotLoss(dFinal, sc.result(b))
-					return l1 + l2, a1 + a2, nil
-				})
+	type job struct {
+		l linearLayout
+		s DeltaShape
+	}
+	var jobs []job
+	for _, l := range linearLayouts(true) {
+		for _, s := range deltaShapes {
+			jobs = append(jobs, job{l, s})
+		}
+	}
+	// Model-sized heads (dimK = dimV = 128) past a chunk, from a slot.
+	jobs = append(jobs, job{linearLayout{"slot0→1,n=70", []LinearRun{{0, 70, 0, 1}}, 70, 2}, DeltaShape{1, 2, 128, 128}})
+	for i, j := range jobs {
+		l, s, seed := j.l, j.s, uint64(6300+i)
+		hs := s.NHeadV * s.DimK * s.DimV
+		run := func(b kernels.Backend, fd bool) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			qkv, g, beta, st := e.deltaOperands(l, s, true)
+			runs := e.ints("runs", flattenRuns(l.runs))
+			dout := e.in("dout", e.uniform(l.nTok*s.NHeadV*s.DimV, 1))
+			d0 := e.uniform(l.slots*hs, 1)
+			dst := e.out("dState", d0)
+			dqkv := e.out("dqkv", nans(l.nTok*s.width()))
+			dg := e.out("dg", nans(l.nTok*s.NHeadV))
+			dbeta := e.out("dbeta", nans(l.nTok*s.NHeadV))
+			wantD := dst.values()
+			wq, wg, wb := RefGatedDeltaRuleBackward(wantD, dout.values(), qkv.values(), g.values(), beta.values(), st.values(), l.runs, l.nTok, s)
+			b.GatedDeltaRuleBackward(dqkv.view, dg.view, dbeta.view, dst.view, dout.view, qkv.view, g.view, beta.view, st.view, runs.view,
+				len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+			if err := e.checkAll(); err != nil {
+				return err
 			}
-			name := deltaName(l, s)
-			cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
-			if l.nTok <= 65 {
-				cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
+			gq, gg, gb, gd := dqkv.result(b), dg.result(b), dbeta.result(b), dst.result(b)
+			if !fd {
+				for _, c := range []struct {
+					what string
+					got  []float32
+					want []float64
+				}{{"dqkv", gq, wq}, {"dg", gg, wg}, {"dbeta", gb, wb}, {"dState", gd, wantD}} {
+					if err := Compare(c.what, c.got, c.want, tolDelta); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
+			dFinal := zeroOutside(d0, l.finals(), hs)
+			dInit := make([]float32, len(gd))
+			for j := range gd {
+				dInit[j] = gd[j] - d0[j]
+			}
+			out := e.out("out", nans(l.nTok*s.NHeadV*s.DimV))
+			sc := e.out("state after", nans(l.slots*hs))
+			r := dout.result(b)
+			return checkFD(e, 1e-2, []fdInput{
+				{op: qkv, x: qkv.result(b), grad: gq, frozen: func(i int) bool { return i < 2*s.NHeadK*s.DimK }},
+				{op: g, x: g.result(b), grad: gg},
+				{op: beta, x: beta.result(b), grad: gb},
+				{op: st, x: st.result(b), grad: dInit, frozen: frozenOutside(l.inits(), hs)},
+			}, func() (float64, float64, error) {
+				b.Copy(sc.view, st.view)
+				b.GatedDeltaRule(out.view, qkv.view, g.view, beta.view, sc.view, runs.view, len(l.runs), l.nTok, s.NHeadK, s.NHeadV, s.DimK, s.DimV)
+				if err := b.Sync(); err != nil {
+					return 0, 0, err
+				}
+				l1, a1 := dotLoss(r, out.result(b))
+				l2, a2 := dotLoss(dFinal, sc.result(b))
+				return l1 + l2, a1 + a2, nil
+			})
+		}
+		name := deltaName(l, s)
+		cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
+		if l.nTok <= 65 && s.DimK < 128 {
+			cs = append(cs, Case{Op: "GatedDeltaRuleBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
 		}
 	}
 	return cs
@@ -356,7 +363,7 @@ func deltaGatesCases() []Case {
 			a, bb, aLog, dt := operands(e)
 			g, beta := e.out("g", nans(s.rows*s.heads)), e.out("beta", nans(s.rows*s.heads))
 			wg, wb := RefDeltaGates(a.values(), bb.values(), aLog.values(), dt.values(), s.rows, s.heads)
-			linear(b).DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
+			b.DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -372,7 +379,7 @@ func deltaGatesCases() []Case {
 			dg, dbeta := e.in("dg", e.uniform(s.rows*s.heads, 1)), e.in("dbeta", e.uniform(s.rows*s.heads, 1))
 			da, db := e.out("da", nans(s.rows*s.heads)), e.out("db", nans(s.rows*s.heads))
 			wa, wb := RefDeltaGatesBackward(dg.values(), dbeta.values(), a.values(), bb.values(), aLog.values(), dt.values(), s.rows, s.heads)
-			linear(b).DeltaGatesBackward(da.view, db.view, dg.view, dbeta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
+			b.DeltaGatesBackward(da.view, db.view, dg.view, dbeta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -386,7 +393,7 @@ func deltaGatesCases() []Case {
 			g, beta := e.out("g", nans(s.rows*s.heads)), e.out("beta", nans(s.rows*s.heads))
 			rg, rb := dg.result(b), dbeta.result(b)
 			return checkFD(e, 1e-2, []fdInput{{op: a, x: a.result(b), grad: gotA}, {op: bb, x: bb.result(b), grad: gotB}}, func() (float64, float64, error) {
-				linear(b).DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
+				b.DeltaGates(g.view, beta.view, a.view, bb.view, aLog.view, dt.view, s.rows, s.heads)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
@@ -426,7 +433,7 @@ func gatedRMSNormCases() []Case {
 			w := e.floats("w", s.w, e.uniform(s.dim, 2), true)
 			rstd := e.out("rstd", nans(s.rows))
 			want, wantR := RefGatedRMSNorm(x.values(), z.values(), w.values(), s.rows, s.dim, eps)
-			linear(b).GatedRMSNorm(out.view, rstd.view, x.view, z.view, w.view, s.rows, s.dim, eps)
+			b.GatedRMSNorm(out.view, rstd.view, x.view, z.view, w.view, s.rows, s.dim, eps)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -446,7 +453,7 @@ func gatedRMSNormCases() []Case {
 			dy := e.in("dy", e.uniform(s.rows*s.dim, 1))
 			dx, dz := e.out("dx", nans(s.rows*s.dim)), e.out("dz", nans(s.rows*s.dim))
 			wx, wz := RefGatedRMSNormBackward(dy.values(), x.values(), z.values(), w.values(), rstd.values(), s.rows, s.dim)
-			linear(b).GatedRMSNormBackward(dx.view, dz.view, dy.view, x.view, z.view, w.view, rstd.view, s.rows, s.dim)
+			b.GatedRMSNormBackward(dx.view, dz.view, dy.view, x.view, z.view, w.view, rstd.view, s.rows, s.dim)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -460,7 +467,7 @@ func gatedRMSNormCases() []Case {
 			out := e.out("out", nans(s.rows*s.dim))
 			r := dy.result(b)
 			return checkFD(e, 1e-2, []fdInput{{op: x, x: x.result(b), grad: gx}, {op: z, x: z.result(b), grad: gz}}, func() (float64, float64, error) {
-				linear(b).GatedRMSNorm(out.view, nil, x.view, z.view, w.view, s.rows, s.dim, eps)
+				b.GatedRMSNorm(out.view, nil, x.view, z.view, w.view, s.rows, s.dim, eps)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
