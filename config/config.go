@@ -225,7 +225,9 @@ type LabKeys struct {
 	MaxAsyncLevel       *int             `toml:"max_async_level"`
 	OversamplingFactor  *float64         `toml:"oversampling_factor"`
 	MaxInflightRollouts *int             `toml:"max_inflight_rollouts"`
+	MaxOffPolicySteps   *int             `toml:"max_off_policy_steps"`
 	TrajectoryStrategy  string           `toml:"trajectory_strategy"`
+	TrajectoryStrategyC string           `toml:"trajectoryStrategy"` // Lab's camel-case spelling
 	EnvFile             any              `toml:"env_file"`
 	EnvFiles            []string         `toml:"env_files"`
 	CheckpointID        string           `toml:"checkpoint_id"`

@@ -102,8 +102,8 @@ func TestExampleConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"wordle.toml:8: accepted and ignored locally: max_async_level because",
-		"wordle.toml:9: accepted and ignored locally: oversampling_factor because",
+		"wordle.toml:8: deprecated (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.); accepted and ignored locally because",
+		"wordle.toml:9: deprecated (prime lab doctor: `oversampling_factor` is outdated; remove it from Lab configs.); accepted and ignored locally because",
 		"wordle.toml:19: accepted and ignored locally: [buffer] because",
 	}
 	if len(w.Warnings) != len(want) {
@@ -168,4 +168,41 @@ func readWant(t *testing.T, path string) (int, string) {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n, m[2]
+}
+
+// TestDoctorDeprecations: the keys prime lab doctor calls deprecated or
+// outdated (prime-cli's DEPRECATED_CONFIG_FIELDS) are accepted, each with
+// one warning that repeats the doctor's words; before, two of them
+// (trajectoryStrategy, max_off_policy_steps) failed as unknown keys.
+func TestDoctorDeprecations(t *testing.T) {
+	c, err := Parse([]byte(`model = "Qwen/Qwen3-0.6B"
+trajectory_strategy = "interleaved"
+trajectoryStrategy = "branching"
+env_file = ["secrets.env"]
+oversampling_factor = 2.0
+max_async_level = 2
+max_off_policy_steps = 4
+
+[[env]]
+id = "reverse-text"
+`), "lab.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"lab.toml:2: deprecated (prime lab doctor: `trajectory_strategy` is deprecated and ignored.)",
+		"lab.toml:3: deprecated (prime lab doctor: `trajectoryStrategy` is deprecated and ignored.)",
+		"lab.toml:4: deprecated (prime lab doctor: `env_file` is deprecated; use `env_files`.)",
+		"lab.toml:5: deprecated (prime lab doctor: `oversampling_factor` is outdated; remove it from Lab configs.)",
+		"lab.toml:6: deprecated (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.)",
+		"lab.toml:7: deprecated (prime lab doctor: `max_off_policy_steps` is outdated; remove it from Lab configs.)",
+	}
+	if len(c.Warnings) != len(want) {
+		t.Fatalf("warnings %q", c.Warnings)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(c.Warnings[i], w+"; accepted and ignored locally because ") || strings.Contains(c.Warnings[i], "\n") {
+			t.Errorf("warning %d = %q, want %q...", i, c.Warnings[i], w)
+		}
+	}
 }

@@ -11,8 +11,10 @@ import (
 // parser or Specs, and a rejected one gets error lines that each name the
 // file (or are the "(N more…)" line), as few as MaxProblems plus one.
 func FuzzParseEval(f *testing.F) {
-	for _, p := range []string{"minimal.toml", "multi-env.toml"} {
-		if b, err := os.ReadFile(filepath.Join("..", "examples", "workspace", "configs", "eval", p)); err == nil {
+	// grpo init's eval files: Lab's current ones and the legacy ones.
+	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "*", "configs", "eval", "*.toml"))
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
 	}

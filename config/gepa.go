@@ -15,9 +15,11 @@ import (
 // of the layouts Lab users write (docs/gepa.md has the mapping):
 //
 //   - verifiers' vf-gepa: the environment at the top level (env_id,
-//     env_args, extra_env_kwargs; configs/gepa/base.toml and grpo init),
+//     env_args, extra_env_kwargs; verifiers 8d4b33247's configs/gepa/base.toml,
+//     grpo init --legacy-configs),
 //     or in an [env] table with the same keys or Lab's id/args, or in a
-//     single [[env]] block; reflection_model, endpoints_path, [gepa]
+//     single [[env]] block (verifiers a60a606's files, which grpo init
+//     writes); reflection_model, endpoints_path, [gepa]
 //     (max_calls, num_train, num_val, minibatch_size, perfect_score,
 //     state_columns, and max_concurrent and seed, which may also sit in
 //     [execution]), sampling as [execution] sampling_args or [sampling];
@@ -57,6 +59,10 @@ type GEPA struct {
 	Generations    int    `toml:"generations"`
 	PopulationSize int    `toml:"population_size"`
 	NEvalSamples   int    `toml:"n_eval_samples"`
+
+	// Warnings lists the keys accepted but ignored locally, one line each
+	// with file and line. The parser does not print them.
+	Warnings []string `toml:"-"`
 
 	src *tomlschema.Source
 }
@@ -192,6 +198,12 @@ func ParseGEPA(data []byte, name string) (*GEPA, error) {
 	g.check(l)
 	if err := l.err(); err != nil {
 		return nil, err
+	}
+	for _, path := range []string{"sampling.reasoning_effort", "execution.sampling_args.reasoning_effort"} {
+		if pos, ok := l.src.Pos[path]; ok {
+			// verifiers a60a606's configs/gepa/gpt-oss.toml sets it.
+			g.Warnings = append(g.Warnings, fmt.Sprintf("%s:%d: accepted and ignored locally: reasoning_effort because it only applies to GPT-OSS models, which grpo does not run yet", name, pos.Line))
+		}
 	}
 	return &g, nil
 }

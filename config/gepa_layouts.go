@@ -150,6 +150,11 @@ func gepaSamplingOverrides(sa map[string]any) (o sampler.Overrides, bad []string
 			}
 			topK := int(n)
 			o.TopK = &topK
+		case "reasoning_effort":
+			// Lab's GPT-OSS key: checked, then ignored (ParseGEPA warns).
+			if e, ok := v.(string); !ok || (e != "low" && e != "medium" && e != "high") {
+				bad = append(bad, fmt.Sprintf(`reasoning_effort = %v: want "low", "medium" or "high"`, v))
+			}
 		case "stop":
 			list, ok := v.([]any)
 			if s, isStr := v.(string); isStr {

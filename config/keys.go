@@ -11,6 +11,10 @@ type keyInfo struct {
 	// ignored, when set, makes the key accepted-and-ignored locally; it
 	// completes "accepted and ignored locally: KEY because ...".
 	ignored string
+	// deprecated is `prime lab doctor`'s warning for the key, which the
+	// parser's warning repeats (prime-cli's DEPRECATED_CONFIG_FIELDS,
+	// prime_cli/lab_setup.py at prime 66fb4b7).
+	deprecated string
 }
 
 const hostedOnly = "it configures Prime's hosted service"
@@ -133,11 +137,13 @@ var keyInfos = map[string]keyInfo{
 	"checkpoints":            {doc: "Lab's checkpoint table."},
 	"checkpoints.interval":   {doc: "Lab alias of `[checkpoint] interval`; an error if both are given and differ.", def: "unset"},
 	"checkpoints.keep_cloud": {doc: "Lab: checkpoints kept in Prime's cloud.", def: "unset", ignored: "checkpoints are kept locally; use [checkpoint] keep_last"},
-	"max_async_level":        {doc: "Lab: how many steps rollouts may run ahead of the policy.", def: "unset", ignored: "grpo samples each step's rollouts with the current policy, fully on-policy"},
-	"oversampling_factor":    {doc: "Lab: extra rollouts generated to keep the inference fleet busy.", def: "unset", ignored: "grpo generates exactly batch_size rollouts per step"},
+	"max_async_level":        {doc: "Lab: how many steps rollouts may run ahead of the policy.", def: "unset", ignored: "grpo samples each step's rollouts with the current policy, fully on-policy", deprecated: "`max_async_level` is outdated; remove it from Lab configs."},
+	"max_off_policy_steps":   {doc: "Lab (outdated there): how many steps old a rollout may be.", def: "unset", ignored: "grpo samples each step's rollouts with the current policy, fully on-policy", deprecated: "`max_off_policy_steps` is outdated; remove it from Lab configs."},
+	"oversampling_factor":    {doc: "Lab: extra rollouts generated to keep the inference fleet busy.", def: "unset", ignored: "grpo generates exactly batch_size rollouts per step", deprecated: "`oversampling_factor` is outdated; remove it from Lab configs."},
 	"max_inflight_rollouts":  {doc: "Lab: cap on concurrent rollouts on the inference fleet.", def: "unset", ignored: hostedOnly + ": rollout concurrency on its inference fleet"},
-	"trajectory_strategy":    {doc: "Lab (deprecated there): how multi-turn trajectories are split.", ignored: "grpo always trains on the exact tokens of the whole trajectory, and Lab itself now ignores it"},
-	"env_file":               {doc: "Lab (deprecated): file(s) of secrets for env servers.", def: "unset", ignored: "grpo's environments read secrets from the process environment"},
+	"trajectory_strategy":    {doc: "Lab (deprecated there): how multi-turn trajectories are split.", ignored: "grpo always trains on the exact tokens of the whole trajectory, and Lab itself now ignores it", deprecated: "`trajectory_strategy` is deprecated and ignored."},
+	"trajectoryStrategy":     {doc: "Lab (deprecated there): the camel-case spelling of `trajectory_strategy`.", ignored: "grpo always trains on the exact tokens of the whole trajectory, and Lab itself now ignores it", deprecated: "`trajectoryStrategy` is deprecated and ignored."},
+	"env_file":               {doc: "Lab (deprecated): file(s) of secrets for env servers.", def: "unset", ignored: "grpo's environments read secrets from the process environment", deprecated: "`env_file` is deprecated; use `env_files`."},
 	"env_files":              {doc: "Lab: file(s) of secrets for env servers.", ignored: "grpo's environments read secrets from the process environment"},
 	"checkpoint_id":          {doc: "Lab: warm-start from a checkpoint stored in Prime's cloud.", ignored: "it names a checkpoint in Prime's cloud; resume a local run with the CLI instead"},
 	"cluster_name":           {doc: "Lab (admin): target cluster.", ignored: hostedOnly},

@@ -113,7 +113,13 @@ func (c *Config) ignoredKeys(extra []warning) []string {
 		if flag, ok := c.src.Flags[path]; ok {
 			where, pos.Line, pos.Column = flag, 0, 0
 		}
-		hits = append(hits, hit{pos.Line, pos.Column, fmt.Sprintf("%s: accepted and ignored locally: %s because %s", where, shown, info.ignored)})
+		msg := fmt.Sprintf("%s: accepted and ignored locally: %s because %s", where, shown, info.ignored)
+		if info.deprecated != "" {
+			// Say what prime lab doctor says of the key, so the file is
+			// fixed for both.
+			msg = fmt.Sprintf("%s: deprecated (prime lab doctor: %s); accepted and ignored locally because %s", where, info.deprecated, info.ignored)
+		}
+		hits = append(hits, hit{pos.Line, pos.Column, msg})
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if hits[i].line != hits[j].line {

@@ -30,6 +30,9 @@ func Reference() string {
 		if info.ignored != "" {
 			meaning = "**Ignored locally:** " + info.ignored + ". " + meaning
 		}
+		if info.deprecated != "" {
+			meaning = "**Deprecated** (prime lab doctor: " + info.deprecated + ") " + meaning
+		}
 		name := path[strings.LastIndex(path, ".")+1:]
 		rows[parent] = append(rows[parent], fmt.Sprintf("| `%s` | %s | %s | %s |\n", name, tomlschema.TypeName(t), docDefault(path, t, info), strings.ReplaceAll(meaning, "|", `\|`)))
 	}

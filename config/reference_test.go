@@ -77,7 +77,8 @@ func TestConfigDocDefaults(t *testing.T) {
 		"| `loss_type` | string | `\"dapo\"` |",
 		"| `weight` | number | 1 |",
 		"| `device` | string | `\"cpu\"` |",
-		"| `max_async_level` | integer | unset | **Ignored locally:** ",
+		"| `max_async_level` | integer | unset | **Deprecated** (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.) **Ignored locally:** ",
+		"| `max_inflight_rollouts` | integer | unset | **Ignored locally:** ",
 		"### `[[env]]`",
 		"### `[eval.sampling]`",
 	} {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,6 +30,12 @@ func (c *Config) check(l *problems) {
 	bad := func(key, msg string, args ...any) { l.at(fmt.Sprintf(msg, args...), key) }
 	if strings.TrimSpace(c.Model) == "" {
 		bad("model", `key "model" is missing: set model = "Qwen/Qwen3-0.6B" (a Hugging Face id or a local model directory) at the top of the file`)
+	} else if _, err := os.Stat(c.Model); err != nil {
+		// A hub id of a family grpo cannot run fails here, not after
+		// its download.
+		if err := model.CheckHubID(c.Model); err != nil {
+			bad("model", "model = %q: %v; pick a model of a supported family, e.g. model = \"meta-llama/Llama-3.2-1B-Instruct\"", c.Model, err)
+		}
 	}
 	if c.MaxSteps < 1 {
 		bad("max_steps", "max_steps = %d: must be at least 1, e.g. max_steps = 100", c.MaxSteps)

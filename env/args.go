@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -143,6 +144,7 @@ func editDistance(a, b string) int {
 
 // normalizeArg converts v to the Go type Args holds for t.
 func normalizeArg(t ArgType, v any) (any, error) {
+	v = plainNumber(v)
 	rv := reflect.ValueOf(v)
 	switch t {
 	case ArgInt:
@@ -182,7 +184,7 @@ func normalizeArg(t ArgType, v any) (any, error) {
 		if rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
 			out := make([]any, rv.Len())
 			for i := range out {
-				out[i] = rv.Index(i).Interface()
+				out[i] = plainNumber(rv.Index(i).Interface())
 			}
 			return out, nil
 		}
@@ -192,8 +194,27 @@ func normalizeArg(t ArgType, v any) (any, error) {
 	return nil, fmt.Errorf("not a %s", t)
 }
 
+// plainNumber turns a json.Number (a row decoded with UseNumber, as
+// grpo env score reads its input) into the int64 or float64 a TOML file
+// would give: json.Number is a string underneath, and would otherwise be
+// refused as an int and taken as a string.
+func plainNumber(v any) any {
+	n, ok := v.(json.Number)
+	if !ok {
+		return v
+	}
+	if i, err := n.Int64(); err == nil {
+		return i
+	}
+	if f, err := n.Float64(); err == nil {
+		return f
+	}
+	return v
+}
+
 // describeValue names what a config gave, for error messages.
 func describeValue(v any) string {
+	v = plainNumber(v)
 	if v == nil {
 		return "nothing"
 	}

@@ -18,6 +18,9 @@ import (
 func Check(id string, args map[string]any) error {
 	spec, ok := Lookup(id)
 	if !ok {
+		if err := needsError(id); err != nil {
+			return err
+		}
 		var ids []string
 		for _, s := range List() {
 			ids = append(ids, s.ID)

@@ -146,6 +146,9 @@ func find(id string, o Options) (Spec, error) {
 			return Spec{}, err
 		}
 	}
+	if err := needsError(id); err != nil {
+		return Spec{}, err
+	}
 	var ids []string
 	for _, s := range List() {
 		ids = append(ids, s.ID)

@@ -31,7 +31,6 @@ var allowedSteps = map[string]struct {
 }{
 	"cmd/grpo/tokenize.go":         {[]string{"tokenizer.Load"}, "grpo tokenize reads the tokenizer alone; no model is opened"},
 	"cmd/grpo/merge.go":            {[]string{"lora.Load"}, "grpo merge checks the adapter against the model's shapes (config.json alone) and merges file by file; no weights are loaded"},
-	"serve/adapters.go":            {[]string{"lora.Load"}, "hot-loads adapters (/v1/load_lora_adapter) onto the base model the loader opened"},
 	"trainer/checkpoint.go":        {[]string{"lora.Load"}, "resume restores a checkpoint's training adapter onto the base model the loader opened"},
 	"env/hub.go":                   {[]string{"hub.Resolve"}, "resolves environment dataset repositories, not models"},
 	"estimate/run.go":              {[]string{"hub.Resolve", "tokenizer.Load", "model.Load"}, "the estimate reads a model's shape without opening it (resolved offline, config.json alone when not downloaded, an unreadable tokenizer only a note); its warm-up times local weights, never uses them"},

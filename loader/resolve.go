@@ -3,7 +3,9 @@ package loader
 import (
 	"context"
 	"fmt"
+	"os"
 
+	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/hub"
 )
 
@@ -15,6 +17,12 @@ import (
 func Resolve(ctx context.Context, id string, download func(hub.FileProgress)) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("no model given: name a model directory or a hub id such as Qwen/Qwen3-0.6B")
+	}
+	if _, err := os.Stat(id); err != nil {
+		// A hub id: refuse a family grpo cannot run before downloading it.
+		if err := model.CheckHubID(id); err != nil {
+			return "", fmt.Errorf("model = %q: %w", id, err)
+		}
 	}
 	dir, err := hub.Resolve(ctx, id, hub.Options{Progress: download})
 	if err != nil {

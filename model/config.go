@@ -274,6 +274,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 	}
 	arch, ok := archs[c.ModelType]
 	if !ok {
+		if err := pendingModelType(c.ModelType); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("model_type %q is not supported; supported model types: %s", c.ModelType, supportedTypes())
 	}
 	if raw.RopeParameters != nil {

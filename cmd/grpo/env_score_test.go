@@ -99,6 +99,13 @@ func TestEnvScoreSimple(t *testing.T) {
 		!strings.Contains(lines[1], `"line":3,"name":"partial"`) {
 		t.Fatalf("exit %d %s\n%s", code, stderr, out)
 	}
+	// An integer in a row's args is an int arg (the input is read with
+	// json.Number, which once failed the whole file as "must be int, got
+	// string").
+	os.WriteFile(in, []byte(`{"completion": "<reversed_text>olleh</reversed_text>", "answer": "olleh", "args": {"dataset_name": "synthetic", "num_eval_examples": 5, "seed": 3}}`+"\n"), 0o644)
+	if code, out, stderr = runCLI("env", "score", "reverse-text", "--input", in); code != 0 || !strings.Contains(out, `"reward":1,`) {
+		t.Errorf("integer row args: exit %d %s\n%s", code, stderr, out)
+	}
 	os.WriteFile(in, []byte(`{"completion": ["<guess>[plant]</guess>", "<guess>[crane]</guess>"], "answer": "crane"}`+"\n"), 0o644)
 	code, out, stderr = runCLI("env", "score", "wordle", "--input", in)
 	var r struct {

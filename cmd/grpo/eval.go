@@ -143,7 +143,7 @@ Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1
   grpo eval gsm8k -m Qwen/Qwen3-0.6B --adapter runs/gsm8k-1/adapter -n 100 --max-tokens 1024
   grpo eval wordle -m ./my-model --args '{"num_eval_examples": 50}' -r 4 --output wordle.jsonl
-  grpo eval configs/eval/multi-env.toml -m Qwen/Qwen3-0.6B
+  grpo eval configs/eval/llama-3.toml -m Qwen/Qwen3-0.6B      # grpo init's file, another model
   grpo eval wiki-search -m gpt-4.1-mini -n 50        # an endpoint_id of configs/endpoints.toml`,
 		flags: func(fs *flag.FlagSet) {
 			f := &evalFlags

@@ -71,8 +71,8 @@ environment's system_prompt argument:
   grpo eval reverse-text -m MODEL --args "{\"system_prompt\": $(jq -Rs . runs/gepa-x/system_prompt.txt)}"
 
 Examples:
-  grpo gepa run configs/gepa/wordle.toml
-  grpo gepa run configs/gepa/base.toml --output runs/gepa-wiki --max-calls 1000
+  grpo gepa run configs/gepa/llama-3.toml
+  grpo gepa run configs/gepa/base.toml --output runs/gepa-wiki --max-calls 1000   # grpo init --legacy-configs
   touch runs/gepa-wiki/gepa.stop      # stop it cleanly; rerun to go on`,
 		flags: func(fs *flag.FlagSet) {
 			f := &gepaFlags
@@ -107,6 +107,9 @@ func runGEPA(args []string) error {
 	g, err := config.LoadGEPA(path)
 	if err != nil {
 		return err
+	}
+	for _, w := range g.Warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
 	if err := g.ValidateEnv(env.Check); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/endpoints"
+	"github.com/grpo-dev/grpo/examples"
 	"github.com/grpo-dev/grpo/gepa"
 )
 
@@ -34,6 +36,8 @@ type scriptedLab struct {
 	blockAt       int // the teacher call (1-based) that never answers; 0: none
 	blocked       chan struct{}
 	blockedClosed bool
+	// studentMaxTokens is each student request's max_tokens (0: none).
+	studentMaxTokens []int
 }
 
 var rewardRE = regexp.MustCompile(`reward ([0-9.]+)`)
@@ -49,6 +53,11 @@ func (l *scriptedLab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "student":
 		l.mu.Lock()
 		l.studentCalls++
+		if req.MaxTokens != nil {
+			l.studentMaxTokens = append(l.studentMaxTokens, *req.MaxTokens)
+		} else {
+			l.studentMaxTokens = append(l.studentMaxTokens, 0)
+		}
 		l.mu.Unlock()
 		level := 0
 		fmt.Sscanf(req.Messages[0].Content, "Level %d", &level)
@@ -275,6 +284,57 @@ func TestGEPARunUsage(t *testing.T) {
 		code, _, stderr := runCLI(c.args...)
 		if code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %q; want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// TestGEPARunLabLayout: Lab's current GEPA layout ([[env]] env_id, [gepa]
+// max_concurrent, [sampling]) runs: grpo init's llama-3.toml, its models
+// swapped for the scripted endpoints and its budget cut to the synthetic
+// data, optimises, and the student is sampled with the file's [sampling]
+// max_tokens.
+func TestGEPARunLabLayout(t *testing.T) {
+	lab := &scriptedLab{}
+	hs := httptest.NewServer(lab)
+	defer hs.Close()
+	dir := filepath.Dir(gepaLabConfig(t, hs.URL)) // for its endpoints.toml
+	text, err := fs.ReadFile(examples.Workspace(), "configs/gepa/llama-3.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(text)
+	for _, r := range [][2]string{
+		{"model = \"meta-llama/Llama-3.2-1B-Instruct\"\nreflection_model = \"meta-llama/Llama-3.2-1B-Instruct\"\n",
+			"model = \"student\"\nreflection_model = \"teacher\"\nendpoints_path = \"endpoints.toml\"\n"},
+		{"[[env]]\nenv_id = \"primeintellect/reverse-text\"\n",
+			"[[env]]\nenv_id = \"primeintellect/reverse-text\"\nenv_args = { dataset_name = \"synthetic\", num_train_examples = 9, num_eval_examples = 6 }\n"},
+		{"num_train = 100\nnum_val = 50\n", "num_train = 9\nnum_val = 6\n"},
+	} {
+		if !strings.Contains(cfg, r[0]) {
+			t.Fatalf("llama-3.toml lacks %q", r[0])
+		}
+		cfg = strings.Replace(cfg, r[0], r[1], 1)
+	}
+	path := filepath.Join(dir, "llama-3.toml")
+	os.WriteFile(path, []byte(cfg), 0o644)
+	out := filepath.Join(t.TempDir(), "run")
+	var code int
+	var stdout, stderr string
+	errText := withOSStderr(t, func() {
+		code, stdout, stderr = runCLI("gepa", "run", path, "--output", out, "--max-calls", "60", "--quiet")
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s\n%s", code, stderr, errText, stdout)
+	}
+	if got, err := os.ReadFile(filepath.Join(out, gepa.PromptFile)); err != nil || len(got) == 0 {
+		t.Errorf("system_prompt.txt %q: %v", got, err)
+	}
+	if len(lab.studentMaxTokens) == 0 {
+		t.Fatal("no student calls")
+	}
+	for _, n := range lab.studentMaxTokens {
+		if n != 1024 {
+			t.Fatalf("a student request's max_tokens = %d, want [sampling] max_tokens = 1024", n)
 		}
 	}
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // TestInitCommand: init writes the workspace and lists it, grpo env show
@@ -18,14 +21,18 @@ func TestInitCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"configs/endpoints.toml", "configs/rl/gsm8k.toml", "configs/rl/wiki-search.toml", "configs/eval/multi-env.toml",
-		"configs/gepa/base.toml", "configs/gepa/wordle.toml", "environments/AGENTS.md", "environments/capitals/environment.toml", "AGENTS.md"} {
+	for _, want := range []string{"configs/endpoints.toml", "configs/rl/qwen.toml", "configs/rl/nemotron.toml", "configs/eval/llama-3.toml",
+		"configs/gepa/gpt-oss.toml", "environments/AGENTS.md", "environments/capitals/environment.toml", "AGENTS.md", "CLAUDE.md",
+		"AGENTS.local.md", ".prime/skills/brainstorm/SKILL.md", ".gitignore"} {
 		if !strings.Contains(out, "wrote "+filepath.Join(dir, filepath.FromSlash(want))) {
 			t.Errorf("init output lacks %s:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "configs/rl/gsm8k.toml") {
+		t.Errorf("the legacy configs were written without --legacy-configs:\n%s", out)
+	}
 	model := tinyModelDir(t) // before the chdir: it reads ../../testdata
-	cacheGSM8K(t)            // minimal.toml evaluates gsm8k, as Lab's does
+	cacheReverseText(t)      // llama-3.toml evaluates reverse-text, as Lab's does
 	t.Chdir(dir)
 	var show bytes.Buffer // env prints to os.Stdout, not runMain's writer
 	if err := runEnv(&show, []string{"show", "capitals"}); err != nil || !strings.Contains(show.String(), "train 16 examples") || !strings.Contains(show.String(), "What is the capital of") {
@@ -34,11 +41,45 @@ func TestInitCommand(t *testing.T) {
 	// The eval config and the example environment run as written (with
 	// the tiny model in place of the config's, and gsm8k's test split from
 	// the HF cache, offline).
+	// Lab's eval layout ([[eval]] env_id, top-level num_examples and
+	// max_tokens) runs as written, the model aside.
 	withOSStderr(t, func() {
-		code, out, stderr = runCLI("eval", "configs/eval/minimal.toml", "-m", model, "-n", "1", "-r", "1", "--max-tokens", "3", "--output", "min.jsonl")
+		code, out, stderr = runCLI("eval", "configs/eval/llama-3.toml", "-m", model, "-n", "1", "--max-tokens", "3", "--output", "llama.jsonl")
 	})
-	if code != 0 || !strings.Contains(out, "gsm8k") {
-		t.Errorf("eval minimal.toml: exit %d %s\n%s", code, stderr, out)
+	if code != 0 || !strings.Contains(out, "primeintellect/reverse-text") {
+		t.Errorf("eval llama-3.toml: exit %d %s\n%s", code, stderr, out)
+	}
+	// Lab's rl file trains as written, the model and sizes aside.
+	withOSStderr(t, func() {
+		code, out, stderr = runCLI("train", "configs/rl/llama.toml", "--set", "model="+model, "--max-steps", "1", "--batch-size", "4",
+			"--set", "rollouts_per_example=2", "--set", "sampling.max_tokens=4", "--output", "runs/llama")
+	})
+	if _, err := os.Stat("runs/llama/adapter/adapter_config.json"); code != 0 || err != nil {
+		t.Errorf("train llama.toml: exit %d %v %s\n%s", code, err, stderr, out)
+	}
+	// A family grpo cannot run yet: one line saying so, nothing downloaded.
+	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "configs/eval/gpt-oss.toml") })
+	if code == 0 || !strings.Contains(stderr, `model = "openai/gpt-oss-20b": the gpt-oss model family (model_type gpt_oss) is not supported yet`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("eval gpt-oss.toml: exit %d %q", code, stderr)
+	}
+	// A Hub environment of the configs that needs containers: uncommented,
+	// it fails before any model loads, in one line naming what is missing.
+	llama, _ := os.ReadFile("configs/eval/llama-3.toml")
+	flights := strings.Replace(string(llama), "# [[eval]]\n# env_id = \"primeintellect/dspy-flights\"", "[[eval]]\nenv_id = \"primeintellect/dspy-flights\"", 1)
+	os.WriteFile("flights.toml", []byte(flights), 0o644)
+	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "flights.toml", "-m", model) })
+	if flights == string(llama) || code == 0 || !strings.Contains(stderr, "env primeintellect/dspy-flights cannot run on this machine: it needs a container sandbox") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("eval with dspy-flights: exit %d %q", code, stderr)
+	}
+	// (After the warning that its [sampling] reasoning_effort is ignored.)
+	warned := withOSStderr(t, func() { code, out, stderr = runCLI("gepa", "run", "configs/gepa/gpt-oss.toml", "--quiet") })
+	if code == 0 || !strings.Contains(warned, "warning: configs/gepa/gpt-oss.toml:31: accepted and ignored locally: reasoning_effort") ||
+		!strings.Contains(stderr, `model = "openai/gpt-oss-20b": the gpt-oss model family`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("gepa run gpt-oss.toml: exit %d %q %q", code, warned, stderr)
+	}
+	code, _, stderr = runCLI("estimate", "configs/rl/nemotron.toml")
+	if code == 0 || !strings.Contains(stderr, "the Nemotron-3 model family") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("estimate nemotron.toml: exit %d %q", code, stderr)
 	}
 	withOSStderr(t, func() {
 		code, out, stderr = runCLI("eval", "capitals", "-m", model, "-n", "-1", "-r", "1", "--max-tokens", "3", "--output", "cap.jsonl")
@@ -60,25 +101,47 @@ func TestInitCommand(t *testing.T) {
 	if code, _, stderr = runCLI("init", "a", "b"); code != 2 {
 		t.Errorf("two dirs: exit %d %s", code, stderr)
 	}
+	// --legacy-configs adds the per-environment configs; the rest exist,
+	// so only --force writes.
+	if code, out, stderr = runCLI("init", "--legacy-configs", "--force"); code != 0 || !strings.Contains(out, "wrote "+filepath.Join("configs", "rl", "gsm8k.toml")) {
+		t.Errorf("init --legacy-configs: exit %d %s\n%s", code, stderr, out)
+	}
 }
 
-// cacheGSM8K puts a slice of openai/gsm8k's test split into a fresh HF
-// cache, laid out as huggingface_hub leaves it, and turns offline mode on:
-// the builtin reads the Lab's dataset from the cache without a network.
-func cacheGSM8K(t *testing.T) {
+// cacheReverseText puts 104 rows of PrimeIntellect/Reverse-Text-RL's
+// train split into a fresh HF cache (cacheHubFile), offline.
+func cacheReverseText(t *testing.T) {
+	t.Helper()
+	type row struct {
+		Prompt string `parquet:"prompt"`
+	}
+	// Enough rows for reverse-text's 100 eval rows (the last ones) and a
+	// few to train on.
+	var rows []row
+	for i := range 104 {
+		rows = append(rows, row{fmt.Sprintf("sentence %d to reverse", i)})
+	}
+	var b bytes.Buffer
+	if err := parquet.Write(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	cacheHubFile(t, "datasets--PrimeIntellect--Reverse-Text-RL", "data/train-00000-of-00001.parquet", b.Bytes())
+}
+
+// cacheHubFile puts one file of a hub repo (cache dir name such as
+// "datasets--org--name") into a fresh HF cache, laid out as
+// huggingface_hub leaves it, and turns offline mode on: builtins read the
+// Lab's datasets from the cache without a network.
+func cacheHubFile(t *testing.T, repo, file string, data []byte) {
 	t.Helper()
 	const sha = "0123456789abcdef0123456789abcdef01234567"
 	cache := t.TempDir()
-	root := filepath.Join(cache, "datasets--openai--gsm8k")
-	pq, err := os.ReadFile("../../testdata/gsm8k/sample.parquet")
-	if err != nil {
+	root := filepath.Join(cache, repo)
+	p := filepath.Join(root, "snapshots", sha, filepath.FromSlash(file))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(root, "snapshots", sha, "main")
-	if err := os.MkdirAll(snap, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(snap, "test-00000-of-00001.parquet"), pq, 0o644)
+	os.WriteFile(p, data, 0o644)
 	os.MkdirAll(filepath.Join(root, "refs"), 0o755)
 	os.WriteFile(filepath.Join(root, "refs", "main"), []byte(sha), 0o644)
 	t.Setenv("HF_HUB_CACHE", cache)

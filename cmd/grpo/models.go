@@ -14,7 +14,9 @@ func init() {
 		summary: "list the supported model architectures and named benchmark shapes",
 		usage:   "",
 		help: `Any Hugging Face checkpoint whose config.json has one of the model_type values
-below loads as it is (safetensors, BF16/F16/F32, single file or sharded).
+below loads as it is (safetensors, BF16/F16/F32, single file or sharded), but
+those marked "not supported yet": families Lab's configs name that grpo
+refuses, in one line, before downloading them.
 
 Example:
   grpo models`,
@@ -26,6 +28,11 @@ Example:
 			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE\tSUPPORT")
 			for _, a := range model.Archs() {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.ModelType, a.Name, a.Example, cmp.Or(a.Partial, "full"))
+			}
+			// Families Lab's configs name that grpo refuses, so the list
+			// says so before a config does.
+			for _, p := range model.PendingFamilies() {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.ModelType, p.Name, p.Example, "not supported yet")
 			}
 			w.Flush()
 			fmt.Println()
