@@ -34,7 +34,7 @@ var keyInfos = map[string]keyInfo{
 	"sampling.top_k":            {doc: "Keep the k most likely tokens; 0 or -1 disables it."},
 	"sampling.min_p":            {doc: "Drop tokens whose probability is below min_p × the top token's; 0 disables it."},
 	"sampling.stop":             {doc: "Strings that end a completion early."},
-	"sampling.enable_thinking":  {doc: "Passed to the chat template as `enable_thinking` (Qwen3 thinking mode); unset leaves the template's default."},
+	"sampling.enable_thinking":  {doc: "Passed to the chat template as `enable_thinking` (Qwen3/Qwen3.5 thinking mode); unset leaves the template's default: thinking for Qwen3 and Qwen3.5-4B and larger, none for Qwen3.5-0.8B and -2B."},
 	"sampling.seed":             {doc: "Sampling seed; unset derives it from the top-level `seed`."},
 	"sampling.reasoning_effort": {doc: "Lab: GPT-OSS reasoning effort.", ignored: "it only applies to GPT-OSS chat templates, which grpo does not support"},
 	"sampling.temp_scheduler":   {doc: "Lab: temperature schedule over the run.", ignored: "grpo samples at the fixed [sampling] temperature"},

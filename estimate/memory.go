@@ -190,6 +190,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s", count(e.TrainableParams), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ",")))
 	e.add(PhaseResident, "AdamW moments", e.TrainableParams*2*f32Bytes, "exp_avg + exp_avg_sq, f32")
 
+	if mc.LinearLayers() > 0 {
+		e.note("%s: the %d gated DeltaNet layers' training activations are sized as attention layers' (per-block training sizes still to come); sampling, the KV cache and the linear-attention states are exact", mc.Arch().Name, mc.LinearLayers())
+	}
 	train := o.Train
 	if train == nil {
 		train = TrainShapes(cfg)
@@ -418,11 +421,17 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+int64(mc.FusedWidth()))*f32Bytes + 3*4
+	perToken := (3*h+2*q+inter+int64(mc.FusedWidth())+int64(mc.DeltaNetActWidth()))*f32Bytes + 3*4
 	for _, t := range ad.perLayer {
 		perToken += t * int64(ad.rank) * f32Bytes
 	}
 	perRow := (h+v)*f32Bytes + 4
+	if mc.Arch().OutputGate {
+		perToken += q * f32Bytes // the output gate's pre-activation (gated attention)
+	}
+	if mc.LinearLayers() > 0 {
+		perRow += 4 * 4 // a sequence's run for the linear-attention layers
+	}
 	if casts {
 		// The layers' bf16 casts (h1b, shared by both norms; actb) and
 		// the final norm's of each logits row (hFb).
@@ -453,7 +462,11 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	}
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
 		Detail: fmt.Sprintf("%s blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
-			blocks, plan.BlockSize, mc.NumLayers, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+			blocks, plan.BlockSize, mc.AttentionLayers(), mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+	if st := mc.LinearStateBytes(); st > 0 {
+		p.items = append(p.items, MemItem{Name: "linear-attention states " + s.Name, Bytes: (slots + int64(plan.Pad)) * st,
+			Detail: fmt.Sprintf("%d slots × %d DeltaNet layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
+	}
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
 	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
@@ -607,14 +620,14 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
-	cache := int64(pl.cacheLayers(mc.NumLayers))*n*mc.KVLayerBytes(kernels.F32) + table
+	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
 	}
 	add("activations (trace)", trace,
 		fmt.Sprintf("micro-batch of %d tokens, %d of them scored by the LM head; recompute = %s", n, r, setting))
-	cacheDetail := fmt.Sprintf("%d tokens × %d layers", n, pl.cacheLayers(mc.NumLayers))
+	cacheDetail := fmt.Sprintf("%d tokens × %d layers", n, pl.cacheLayers(mc))
 	if pl.layers > 0 {
 		cacheDetail += fmt.Sprintf(" (recompute = %s: the checkpointed layers share one, their keys and values rerun)", setting)
 	}
@@ -659,7 +672,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
 		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
-			int64(all.cacheLayers(mc.NumLayers))*n*mc.KVLayerBytes(kernels.F32) + table
+			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
@@ -697,8 +710,10 @@ func bf16Scratch(mc *model.Config, tokens int) int64 {
 		widths[mc.NumExperts] = true
 	}
 	for p := range model.NumProj {
-		in, out := mc.Dims(p)
-		widths[in], widths[out] = true, true
+		if mc.HasProjAnywhere(p) {
+			in, out := mc.Dims(p)
+			widths[in], widths[out] = true, true
+		}
 	}
 	classes := map[int64]bool{}
 	for k := range widths {

@@ -52,7 +52,10 @@ func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapt
 		routers: routers && mc.SparseLayers() > 0}
 	for l := range mc.NumLayers {
 		for _, p := range projs {
-			if mc.IsSparse(l) && p >= model.ProjGate {
+			if !mc.HasProj(l, p) {
+				continue
+			}
+			if mc.IsSparse(l) && p.IsMLP() {
 				s.experts[l]++
 			} else {
 				s.perLayer[l]++
@@ -61,7 +64,7 @@ func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapt
 	}
 	if mc.SparseLayers() > 0 {
 		for _, p := range projs {
-			if p >= model.ProjGate {
+			if p.IsMLP() {
 				s.expertProjs++
 			}
 		}
@@ -99,7 +102,7 @@ func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
 	rows := n * k
-	return (n*(ne+k+ad.routerRank()) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
+	return (n*(ne+k+ad.routerRank()+int64(mc.SharedExpertActWidth())) + rows*(3+2*h+4*mi+ad.expertProjs*int64(ad.rank)) + ne + 1 +
 		int64(mc.SparseLayers())*rows) * f32Bytes
 }
 

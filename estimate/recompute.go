@@ -198,9 +198,15 @@ func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
 	return n*per*f32Bytes + moeBackwardBytes(mc, n, l, ad)
 }
 
-// cacheLayers is how many layers' KV caches the trace holds: one for all
-// the checkpointed layers (model/recompute.go newTrainCache).
-func (pl plan) cacheLayers(L int) int {
+// cacheLayers is how many layers' KV caches the trace of a model of
+// shape mc holds: one for all the checkpointed layers
+// (model/recompute.go newTrainCache); a hybrid's attention layers each
+// keep their own, and its linear-attention layers have none.
+func (pl plan) cacheLayers(mc *model.Config) int {
+	if mc.LinearLayers() > 0 {
+		return mc.AttentionLayers()
+	}
+	L := mc.NumLayers
 	return L - pl.layers + min(pl.layers, 1)
 }
 
@@ -279,8 +285,11 @@ func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers boo
 	for l := range out {
 		var dense, experts int64 // adapters' Σ rank·(in + out): dense projections, one expert's
 		for _, p := range projs {
+			if !mc.HasProj(l, p) {
+				continue
+			}
 			in, o := mc.Dims(p)
-			if mc.IsSparse(l) && p >= model.ProjGate {
+			if mc.IsSparse(l) && p.IsMLP() {
 				in, o = mc.ExpertDims(p)
 				experts += int64(rank) * int64(in+o)
 				continue

@@ -161,6 +161,11 @@ type Ops interface {
 	// out may alias gate or up.
 	SwiGLU(out, gate, up Buffer, n int)
 
+	// SigmoidGate computes out = x·σ(gate) elementwise, σ(g) = 1/(1+e^−g):
+	// the output gate of Qwen3.5's gated attention, applied to the
+	// attention output before o_proj. out may alias x or gate.
+	SigmoidGate(out, x, gate Buffer, n int)
+
 	// KVWrite stores row t of x (nTok × width) at position pos[t] of
 	// sequence seq[t] in the paged cache (NumBlocks × BlockSize × width):
 	// block pages.Table[seq[t]·MaxBlocks + pos[t]/BlockSize], row

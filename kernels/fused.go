@@ -24,21 +24,34 @@ type FusedOps interface {
 	SwiGLURows(out, outBF16, gateUp Buffer, rows, width int)
 
 	// AttentionInputs turns the fused q/k/v projection into attention's
-	// operands in one pass. Row t of qkv (nTok × (nHead + 2·nKV)·headDim)
-	// is q | k | v, nHead, nKV and nKV heads of headDim. Per token and
-	// head, in this order: the head's part of qBias, kBias or vBias
-	// (nil: none) is added (as AddBias); q and k heads are normalised with
-	// qNorm, kNorm (headDim each; nil: no q/k norm) as RMSNorm with eps;
-	// q and k heads are rotated by RoPE at pos[t] with invFreq. The q
-	// heads go to q (nTok × nHead × headDim); the k and v heads, rows of
-	// nKV·headDim, to kCache and vCache at position pos[t] of sequence
-	// seq[t], as KVWrite stores them. When not nil, qPre (nTok × nHead ×
-	// headDim) and kPre (nTok × nKV × headDim) receive the q and k heads
-	// before the norm, and rstdQ (nTok × nHead) and rstdK (nTok × nKV) the
-	// norms' 1/rms: what RMSNormBackward needs. qkv is not written. The
-	// biases, and the norm weights, share one dtype.
-	AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos Buffer,
-		pages KVPages, nTok, nHead, nKV, headDim int, eps float32)
+	// operands in one pass. Row t of qkv is q | k | v: the q part holds
+	// nHead heads of headDim, or, when gate is not nil (the gated
+	// attention of Qwen3.5/3.6), nHead heads of 2·headDim, each the
+	// query (first headDim) followed by its output gate; then nKV k and
+	// nKV v heads of headDim. A row is thus (nHead + 2·nKV)·headDim wide,
+	// or (2·nHead + 2·nKV)·headDim with the gate. Per token and head, in
+	// this order: the head's part of qBias, kBias or vBias (nil: none) is
+	// added (as AddBias; qBias is laid out like the q part of a row, so
+	// with the gate it covers the gate halves too); the gate halves, with
+	// their bias, go to gate (nTok × nHead × headDim), neither normalised
+	// nor rotated, the layout of attention's output that SigmoidGate
+	// multiplies; q and k heads are normalised with qNorm, kNorm
+	// (headDim each; nil: no q/k norm) as RMSNorm with eps, over the
+	// whole head; q and k heads are rotated by RoPE at pos[t] with
+	// invFreq, on their first rotaryDim dims only: the pair (i, i +
+	// rotaryDim/2) for i < rotaryDim/2, invFreq having rotaryDim/2
+	// entries; dims from rotaryDim on pass unrotated (partial rotary;
+	// rotaryDim == headDim rotates the whole head). rotaryDim is even and
+	// 0 < rotaryDim ≤ headDim. The q heads go to q (nTok × nHead ×
+	// headDim); the k and v heads, rows of nKV·headDim, to kCache and
+	// vCache at position pos[t] of sequence seq[t], as KVWrite stores
+	// them. When not nil, qPre (nTok × nHead × headDim) and kPre (nTok ×
+	// nKV × headDim) receive the q and k heads before the norm, and
+	// rstdQ (nTok × nHead) and rstdK (nTok × nKV) the norms' 1/rms: what
+	// RMSNormBackward needs. qkv is not written. The biases, and the norm
+	// weights, share one dtype.
+	AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos Buffer,
+		pages KVPages, nTok, nHead, nKV, headDim, rotaryDim int, eps float32)
 }
 
 // FusedTrainOps are the backwards of FusedOps that training needs.
@@ -50,16 +63,18 @@ type FusedTrainOps interface {
 	SwiGLURowsBackward(dGateUp, dy, gateUp Buffer, rows, width int)
 
 	// AttentionInputsBackward is AttentionInputs' backward: it writes
-	// dqkv (nTok × (nHead + 2·nKV)·headDim, laid out like qkv,
-	// overwritten), the gradient of the fused q/k/v projection, from dq
-	// (nTok × nHead × headDim) and the caches' gradients dkCache and
-	// dvCache (laid out like the caches, as AttentionBackward writes
-	// them). Per token: the k and v heads' gradients are read at the
-	// token's cache row (position pos[t] of sequence seq[t] through
-	// pages); q and k heads are rotated back (RoPE with inverse) and,
-	// with qNorm and kNorm not nil, taken through the norms' backward
-	// (RMSNormBackward, with the forward's qPre, kPre, rstdQ and rstdK);
-	// v heads pass as they are. The frozen biases add nothing.
-	AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos Buffer, pages KVPages,
-		nTok, nHead, nKV, headDim int)
+	// dqkv (laid out like qkv, overwritten), the gradient of the fused
+	// q/k/v projection, from dq (nTok × nHead × headDim), dgate (nTok ×
+	// nHead × headDim, or nil when the forward had no gate) and the
+	// caches' gradients dkCache and dvCache (laid out like the caches, as
+	// AttentionBackward writes them). Per token: the k and v heads'
+	// gradients are read at the token's cache row (position pos[t] of
+	// sequence seq[t] through pages); q and k heads are rotated back
+	// (RoPE with inverse, on the first rotaryDim dims as the forward)
+	// and, with qNorm and kNorm not nil, taken through the norms'
+	// backward (RMSNormBackward, with the forward's qPre, kPre, rstdQ and
+	// rstdK); v heads and dgate's heads (into the gate halves of the q
+	// part) pass as they are. The frozen biases add nothing.
+	AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos Buffer, pages KVPages,
+		nTok, nHead, nKV, headDim, rotaryDim int)
 }

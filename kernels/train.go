@@ -33,6 +33,12 @@ type TrainOps interface {
 	// dup may alias gate and up respectively.
 	SwiGLUBackward(dgate, dup, dy, gate, up Buffer, n int)
 
+	// SigmoidGateBackward is SigmoidGate's backward: dx = dy·σ(gate) and
+	// dgate = dy·x·σ(gate)·(1 − σ(gate)). Each element is read before it
+	// is written, so dx may alias dy or x and dgate may alias gate (the
+	// model overwrites saved activations with their gradients).
+	SigmoidGateBackward(dx, dgate, dy, x, gate Buffer, n int)
+
 	// AttentionBackward is the backward of Attention for the same operands:
 	// given dout, the forward's out and lse, it writes dq (nTok × nHead ×
 	// headDim, overwritten) and adds the key and value gradients into dk and

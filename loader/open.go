@@ -31,6 +31,9 @@ type Spec struct {
 	// with Loaded.Tokenizer nil, for callers that work from token ids
 	// alone. A directory that has them is still checked against the model.
 	TokenizerOptional bool
+	// Log receives Open's one-line notes (checkpoint tensors it skipped,
+	// such as a vision tower); nil drops them.
+	Log func(string)
 }
 
 // Loaded is a model opened for use.
@@ -68,6 +71,9 @@ func Open(ctx context.Context, s Spec) (*Loaded, error) {
 	}
 	if l.Base, err = model.Load(l.Dir, l.Backend); err != nil {
 		return nil, fmt.Errorf("model = %q: %w", s.Model, err)
+	}
+	if l.Base.Skipped != "" && s.Log != nil {
+		s.Log(l.Base.Skipped)
 	}
 	if err := checkVocabulary(l.Tokenizer, l.Base); err != nil {
 		l.Base.Free()

@@ -95,6 +95,9 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 			a.addRouter(layer, cfg.Rank, cfg.Alpha, initA(routerKey(layer, "A"), in), make([]float32, out*cfg.Rank))
 		}
 		for _, p := range projs {
+			if !m.Config.HasProj(layer, p) {
+				continue
+			}
 			if isExpertProj(m.Config, layer, p) {
 				in, out := m.Config.ExpertDims(p)
 				var av, bv [][]float32

@@ -85,8 +85,12 @@ func (c Config) projs() ([]model.Proj, error) {
 		if seen[p] {
 			return nil, fmt.Errorf("lora.target_modules lists %q twice", name)
 		}
-		seen[p] = true
-		out = append(out, p)
+		// A name names every module it ends (PEFT matches suffixes):
+		// gate_proj is the MLP's and a shared expert's.
+		for _, q := range model.ProjsNamed(name) {
+			seen[q] = true
+			out = append(out, q)
+		}
 	}
 	return out, nil
 }

@@ -37,7 +37,7 @@ func expertModuleName(layer, e int, p model.Proj) string {
 
 // isExpertProj reports whether p of layer is adapted per expert.
 func isExpertProj(c *model.Config, layer int, p model.Proj) bool {
-	return c.IsSparse(layer) && p >= model.ProjGate
+	return c.IsSparse(layer) && p.IsMLP()
 }
 
 // addExperts uploads the (A, B) pairs of projection p of every expert of

@@ -51,7 +51,7 @@ func parseKey(name string) (tensorKey, bool) {
 		expert, rest = e, "mlp."+r
 	}
 	for p := range model.NumProj {
-		if expert >= 0 && p < model.ProjGate {
+		if expert >= 0 && !p.IsMLP() {
 			continue
 		}
 		tail, ok := strings.CutPrefix(rest, p.Module()+".lora_")

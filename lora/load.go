@@ -50,6 +50,24 @@ func Load(dir string, m *model.Model) (*Adapter, error) {
 	return a, nil
 }
 
+// FromBytes is Load over the contents of dir's two files, read by the
+// caller: grpo serve reads them with size caps and a timeout away from the
+// goroutine that owns the backend, so a FIFO or /dev/zero named as an
+// adapter cannot stall or bloat the server. dir only labels errors.
+func FromBytes(dir string, config, weights []byte, m *model.Model) (*Adapter, error) {
+	cfgPath := filepath.Join(dir, ConfigFileName)
+	pc, err := parsePEFTConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", cfgPath, err)
+	}
+	wPath := filepath.Join(dir, WeightsFileName)
+	f, err := safetensors.Parse(wPath, weights)
+	if err != nil {
+		return nil, err
+	}
+	return build(m, pc, f, wPath)
+}
+
 // pair is one module's lora_A and lora_B tensors as found in a file.
 type pair struct{ a, b *safetensors.Tensor }
 
@@ -107,6 +125,9 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 	for layer := range c.NumLayers {
 		var w [model.NumProj]bool
 		for p := range model.NumProj {
+			if !c.HasProj(layer, p) {
+				continue
+			}
 			if isExpertProj(c, layer, p) {
 				var err error
 				if w[p], err = pc.wantExperts(wPath, c, layer, p, foundE); err != nil {
@@ -148,6 +169,13 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 	}
 	for layer := range c.NumLayers {
 		for p := range model.NumProj {
+			if !c.HasProj(layer, p) {
+				if got := found[layer][p]; first(got.a, got.b) != nil {
+					a.Free()
+					return nil, fmt.Errorf("%s: tensor %q adapts %s, which layer %d of this model (%s) does not have; was the adapter trained on a different model?", wPath, first(got.a, got.b).Name, moduleName(layer, p), layer, c.ModelType)
+				}
+				continue
+			}
 			if isExpertProj(c, layer, p) {
 				if !want[layer][p] {
 					for e := range c.NumExperts {

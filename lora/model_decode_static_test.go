@@ -48,6 +48,9 @@ func TestStaticDecodeStep(t *testing.T) {
 		for l := range base.Config.NumLayers {
 			for p := range model.NumProj {
 				lr := ad.LoRA(l, p)
+				if lr == nil {
+					continue // not a projection of this model
+				}
 				v := make([]float32, lr.B.Len())
 				for i := range v {
 					v[i] = float32(rng.NormFloat64() * 0.05)

@@ -27,6 +27,9 @@ func (c Config) ParamCount(mc *model.Config) (int64, error) {
 			n += r * int64(in+out)
 		}
 		for _, p := range projs {
+			if !mc.HasProj(layer, p) {
+				continue
+			}
 			in, out := mc.Dims(p)
 			copies := int64(1)
 			if isExpertProj(mc, layer, p) {

@@ -59,6 +59,11 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 			return fmt.Errorf("position %d at index %d is beyond the cache length %d", p, i, cache.MaxLen)
 		}
 	}
+	if cache.hybrid {
+		if _, err := b.runs(cache.linear != nil); err != nil {
+			return err
+		}
+	}
 	return cache.mapBatch(b)
 }
 
@@ -70,6 +75,10 @@ type batchIndex struct {
 	// groups, when not nil, says which tokens read a shared prompt
 	// (kernels.AttentionSharedPrefix): a decode step's, set at Load.
 	groups kernels.Buffer
+	// runs (nRuns × 4) cuts the batch into the linear-attention layers'
+	// runs (Batch.runs); nil for a model without them.
+	runs  kernels.Buffer
+	nRuns int
 }
 
 // upload copies the batch's index arrays to the backend, with the cache's
@@ -80,5 +89,11 @@ func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex 
 	be.UploadI32(idx.tokens, b.Tokens)
 	be.UploadI32(idx.slots, b.Slots)
 	be.UploadI32(idx.pos, b.Positions)
+	if cache.hybrid {
+		// validate checked that the batch cuts into runs.
+		runs, _ := b.runs(cache.linear != nil)
+		idx.runs, idx.nRuns = a.alloc(kernels.I32, len(runs)), len(runs)/4
+		be.UploadI32(idx.runs, runs)
+	}
 	return idx
 }

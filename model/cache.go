@@ -33,6 +33,12 @@ type KVCache struct {
 	// 0 or 1: every layer owns its own.
 	shared int
 	blocks
+	// linear holds the gated DeltaNet layers' per-slot states (nil for a
+	// model without them, and for a training trace's cache, whose
+	// sequences all start fresh and end with the batch); those layers' K
+	// and V are nil. hybrid says the model has such layers.
+	linear *linearStates
+	hybrid bool
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
@@ -43,6 +49,7 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCach
 // V) buffer (newTrainCache).
 func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
 	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
+	c.linear = m.newLinearStates(slots)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -65,7 +72,9 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
 	}
-	return m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0), nil
+	c := m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0)
+	c.linear = m.newLinearStates(slots)
+	return c, nil
 }
 
 // newCache allocates the blocks of every layer in dt; with shared > 1 the
@@ -79,12 +88,17 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 	}
 	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
 	for l := range m.Config.NumLayers {
+		if m.Config.Mixer(l) != MixAttention {
+			c.K, c.V = append(c.K, nil), append(c.V, nil)
+			continue
+		}
 		if l <= first {
 			c.K, c.V = append(c.K, m.Backend.Alloc(dt, n)), append(c.V, m.Backend.Alloc(dt, n))
 		} else {
 			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
 		}
 	}
+	c.hybrid = m.Config.LinearLayers() > 0
 	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
 	c.dirty = true
@@ -109,15 +123,15 @@ func (c *KVCache) Bytes() int64 {
 	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
 	}
-	return n + KVTableBytes(int64(len(c.table)))
+	return n + KVTableBytes(int64(len(c.table))) + c.linear.bytes()
 }
 
-// owned lists the layers whose K and V buffers are distinct: every layer
-// up to the first of those that share one.
+// owned lists the layers whose K and V buffers are distinct: every
+// attention layer up to the first of those that share one.
 func (c *KVCache) owned() []int {
 	var out []int
 	for i := range c.K {
-		if i <= len(c.K)-c.shared {
+		if c.K[i] != nil && i <= len(c.K)-c.shared {
 			out = append(out, i)
 		}
 	}
@@ -133,7 +147,8 @@ func (c *KVCache) Free() {
 	if c.tableBuf != nil {
 		c.backend.Free(c.tableBuf)
 	}
-	c.K, c.V, c.tableBuf = nil, nil, nil
+	c.linear.free(c.backend)
+	c.K, c.V, c.tableBuf, c.linear = nil, nil, nil, nil
 }
 
 // arena tracks the scratch buffers of one call so they are freed together.

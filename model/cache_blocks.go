@@ -61,7 +61,8 @@ func (c *KVCache) row(slot int) []int32 { return c.table[slot*c.MaxBlocks : (slo
 // count one more reference, and the partly filled last one is copied when
 // either slot first writes past position n−1 into it. dst must map no
 // blocks (a fresh or released slot) and src must map every block of its
-// first n positions.
+// first n positions. A model with linear-attention layers also copies
+// src's states into dst, so src must have consumed exactly n positions.
 func (c *KVCache) Fork(dst, src, n int) error {
 	switch {
 	case c.fixed:
@@ -87,6 +88,7 @@ func (c *KVCache) Fork(dst, src, n int) error {
 		c.refs[from[j]]++
 	}
 	c.dirty = true
+	c.linear.copySlot(c.backend, dst, src)
 	return nil
 }
 
@@ -172,6 +174,9 @@ func (c *KVCache) take(slot, pos int) (int32, error) {
 func (c *KVCache) copyBlock(dst, src int32) {
 	n := c.BlockSize * c.width
 	for l := range c.K {
+		if c.K[l] == nil {
+			continue // a linear-attention layer: no blocks
+		}
 		c.backend.Copy(c.K[l].Slice(int(dst)*n, n), c.K[l].Slice(int(src)*n, n))
 		c.backend.Copy(c.V[l].Slice(int(dst)*n, n), c.V[l].Slice(int(src)*n, n))
 	}

@@ -21,9 +21,29 @@ func (c *Config) KVLayerBytes(dt kernels.DType) int64 {
 	return 2 * int64(c.KVWidth()) * int64(dt.Size())
 }
 
-// KVPositionBytes is what one position takes across every layer's cache.
+// KVPositionBytes is what one position takes across every attention
+// layer's cache (linear-attention layers keep a state per sequence
+// instead: LinearStateBytes).
 func (c *Config) KVPositionBytes(dt kernels.DType) int64 {
-	return int64(c.NumLayers) * c.KVLayerBytes(dt)
+	return int64(c.AttentionLayers()) * c.KVLayerBytes(dt)
+}
+
+// LinearStateBytes is what one sequence's state takes across every gated
+// DeltaNet layer (newLinearStates: f32 conv and recurrent states), 0 for
+// a model without such layers.
+func (c *Config) LinearStateBytes() int64 {
+	return int64(c.LinearLayers()) * int64(c.ConvStateWidth()+c.RecurrentStateWidth()) * int64(kernels.F32.Size())
+}
+
+// DeltaNetActWidth is the f32 elements per token of a DeltaNet token
+// mixer's activations in a forward (newDeltaNetActs): in_proj_qkv's and
+// the conv's outputs, in_proj_z's and the delta rule's, and the four
+// per-head vectors a, b, g and beta; 0 without DeltaNet layers.
+func (c *Config) DeltaNetActWidth() int {
+	if c.LinearLayers() == 0 {
+		return 0
+	}
+	return 2*c.LinearConvDim() + 2*c.LinearValueDim() + 4*c.LinearNumValueHeads
 }
 
 // KVBlockBytes is one block of blockSize positions across every layer.

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +24,25 @@ type Arch struct {
 	// attention_bias says.
 	QKVBias bool
 	// MoE: the MLP of sparse layers is a mixture of experts (Qwen3-MoE).
-	MoE     bool
+	MoE bool
+	// Hybrid: layers mix tokens by full attention or gated DeltaNet, as
+	// layer_types says (HybridConfig); Qwen3.5 and Qwen3.6.
+	Hybrid bool
+	// ZeroCentredNorm: RMSNorm weights are stored as w with the scale 1 +
+	// w (Qwen3.5's decoder, q/k and final norms); Load adds the 1.
+	ZeroCentredNorm bool
+	// OutputGate: q_proj is twice as wide, each head [query | gate], and
+	// attention's output is multiplied by sigmoid(gate) before o_proj.
+	OutputGate bool
+	// Nested: config.json keeps the text model's keys under text_config
+	// and the checkpoint its tensors under model.language_model.
+	// (Qwen3_5ForConditionalGeneration); vision and MTP tensors are
+	// skipped.
+	Nested  bool
 	Example string // a hub id of a real model of this family
+	// Partial, when not "", says what of the family works so far; ""
+	// means everything (train, sample, eval, serve).
+	Partial string
 }
 
 var archs = map[string]Arch{
@@ -32,7 +50,14 @@ var archs = map[string]Arch{
 	"qwen3_moe": {ModelType: "qwen3_moe", Name: "Qwen3-MoE", QKNorm: true, MoE: true, Example: "Qwen/Qwen3-30B-A3B-Instruct-2507"},
 	"qwen2":     {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
 	"llama":     {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
+	"qwen3_5": {ModelType: "qwen3_5", Name: "Qwen3.5 (gated DeltaNet hybrid)", QKNorm: true, Hybrid: true,
+		ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.5-4B", Partial: hybridPartial},
+	"qwen3_5_moe": {ModelType: "qwen3_5_moe", Name: "Qwen3.5-MoE / Qwen3.6 (gated DeltaNet hybrid, MoE)", QKNorm: true, MoE: true,
+		Hybrid: true, ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.6-35B-A3B", Partial: hybridPartial},
 }
+
+// hybridPartial is how far Qwen3.5/3.6 support has come.
+const hybridPartial = "forward, sampling and LoRA training on the CPU path; the CUDA decode graph and prompt sharing in training still to come"
 
 // Archs lists the supported architectures, sorted by model_type.
 func Archs() []Arch {
@@ -86,6 +111,7 @@ type Config struct {
 	EOSTokenIDs []int `json:"-"`
 	BOSTokenID  *int  `json:"bos_token_id"`
 	MoEConfig
+	HybridConfig
 }
 
 // Arch returns the architecture of a validated config.
@@ -96,20 +122,26 @@ func (c *Config) Arch() Arch { return archs[c.ModelType] }
 func (c *Config) ParamCount() int64 {
 	h, i, hd := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.HeadDim)
 	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
-	layer := h*q + 2*h*kv + q*h + 2*h
+	_, qOut := c.Dims(ProjQ)
+	attn := h*int64(qOut) + 2*h*kv + q*h
 	if c.Arch().QKNorm {
-		layer += 2 * hd
+		attn += 2 * hd
 	}
 	if c.Arch().QKVBias || c.AttentionBias {
-		layer += q + 2*kv
+		attn += int64(qOut) + 2*kv
 	}
 	if c.AttentionBias {
-		layer += h
+		attn += h
 	}
-	n := int64(c.NumLayers)*layer + int64(c.VocabSize)*h + h
+	n := int64(c.NumLayers)*2*h + int64(c.VocabSize)*h + h
 	for l := range c.NumLayers {
+		if c.Mixer(l) == MixGatedDeltaNet {
+			n += c.linearLayerParams()
+		} else {
+			n += attn
+		}
 		if c.IsSparse(l) {
-			n += c.expertParams(int64(c.NumExperts))
+			n += c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams()
 		} else {
 			n += 3 * h * i
 		}
@@ -167,8 +199,42 @@ func configJSONError(data []byte, err error) error {
 	return fmt.Errorf("invalid JSON: %v", err)
 }
 
-// ParseConfig parses and validates the contents of a config.json.
+// ParseConfig parses and validates the contents of a config.json. For an
+// architecture whose text model's keys live under text_config (Qwen3.5's
+// Qwen3_5ForConditionalGeneration) those keys are the config, with the
+// top level's model_type and, when set there, tie_word_embeddings (the
+// key transformers ties the head of the whole model by).
 func ParseConfig(data []byte) (*Config, error) {
+	var top struct {
+		ModelType  string          `json:"model_type"`
+		TextConfig json.RawMessage `json:"text_config"`
+		Tie        *bool           `json:"tie_word_embeddings"`
+		DType      string          `json:"torch_dtype"`
+		DType5     string          `json:"dtype"`
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, configJSONError(data, err)
+	}
+	arch, ok := archs[top.ModelType]
+	if !ok || !arch.Nested || len(top.TextConfig) == 0 || string(top.TextConfig) == "null" {
+		return parseConfigBody(data, "", arch.Nested)
+	}
+	c, err := parseConfigBody(top.TextConfig, top.ModelType, true)
+	if err != nil {
+		return nil, fmt.Errorf("text_config: %v", err)
+	}
+	if top.Tie != nil {
+		c.TieWordEmbeddings = *top.Tie
+	}
+	if c.TorchDType == "" {
+		c.TorchDType = cmp.Or(top.DType, top.DType5)
+	}
+	return c, nil
+}
+
+// parseConfigBody parses one level of config keys; modelType, when not
+// "", replaces the level's own (text_config's "qwen3_5_text").
+func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error) {
 	var raw struct {
 		Config
 		EOS            json.RawMessage `json:"eos_token_id"`
@@ -176,19 +242,33 @@ func ParseConfig(data []byte) (*Config, error) {
 		MLPBias        bool            `json:"mlp_bias"`
 		RopeParameters *struct {
 			RopeTheta float64 `json:"rope_theta"`
+			// Qwen3.5 keeps its partial rotary factor here; its mRoPE
+			// sections reduce to plain RoPE for text, where the three
+			// position ids are equal.
+			PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 			RopeScaling
 		} `json:"rope_parameters"`
-		TextConfig json.RawMessage `json:"text_config"`
+		DType5 string `json:"dtype"`
+		// Set explicitly, these say what the model's layers must do;
+		// an architecture that cannot must refuse them.
+		AttnOutputGate *bool    `json:"attn_output_gate"`
+		PartialRotary  *float64 `json:"partial_rotary_factor"`
 	}
-	// Defaults as in transformers' Qwen3Config / Qwen2Config / LlamaConfig.
+	// Defaults as in transformers' Qwen3Config / Qwen2Config / LlamaConfig
+	// (and Qwen3_5TextConfig's for the hybrid keys).
 	raw.RopeTheta = 10000
 	raw.RMSNormEps = 1e-6
 	raw.HiddenAct = "silu"
 	raw.MoEConfig = defaultMoE
+	raw.HybridConfig = defaultHybrid
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, configJSONError(data, err)
 	}
 	c := raw.Config
+	if modelType != "" {
+		c.ModelType = modelType
+	}
+	c.TorchDType = cmp.Or(c.TorchDType, raw.DType5)
 	if c.ModelType == "" {
 		return nil, fmt.Errorf("no \"model_type\"; supported model types: %s", supportedTypes())
 	}
@@ -199,6 +279,10 @@ func ParseConfig(data []byte) (*Config, error) {
 	if raw.RopeParameters != nil {
 		if raw.RopeParameters.RopeTheta > 0 {
 			c.RopeTheta = raw.RopeParameters.RopeTheta
+		}
+		if f := raw.RopeParameters.PartialRotaryFactor; f != nil && raw.PartialRotary == nil {
+			// transformers 5 moved partial_rotary_factor here.
+			raw.PartialRotary = f
 		}
 		if t := raw.RopeParameters.RopeScaling.Type; t != "" && t != "default" && c.RopeScaling == nil {
 			rs := raw.RopeParameters.RopeScaling
@@ -220,10 +304,21 @@ func ParseConfig(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("eos_token_id %d is outside the vocabulary (vocab_size %d); set it to the id of the tokenizer's eos_token", id, c.VocabSize)
 		}
 	}
-	for _, f := range []struct {
+	if nested && modelType == "" && arch.Nested && c.HiddenSize == 0 {
+		return nil, fmt.Errorf("no \"text_config\": a %s config.json keeps the text model's keys (hidden_size, num_hidden_layers, …) under text_config", arch.Name)
+	}
+	sizes := []struct {
 		key string
 		v   int
-	}{{"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize}, {"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads}, {"vocab_size", c.VocabSize}} {
+	}{{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads}, {"vocab_size", c.VocabSize}}
+	// Qwen3.5-MoE has no dense MLP, so no intermediate_size.
+	if !(arch.MoE && arch.Hybrid) {
+		sizes = append(sizes, struct {
+			key string
+			v   int
+		}{"intermediate_size", c.IntermediateSize})
+	}
+	for _, f := range sizes {
 		if f.v <= 0 {
 			return nil, fmt.Errorf("%q must be a positive integer, got %d", f.key, f.v)
 		}
@@ -259,6 +354,12 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("mlp_bias: true is not supported")
 	}
 	if err := c.validateMoE(arch); err != nil {
+		return nil, err
+	}
+	if err := c.validateHybrid(arch); err != nil {
+		return nil, err
+	}
+	if err := c.checkAttentionVariant(arch, raw.AttnOutputGate, raw.PartialRotary); err != nil {
 		return nil, err
 	}
 	if arch.QKVBias {

@@ -72,8 +72,11 @@ type decodeBucket struct {
 	shared     bool
 	sharedRows int
 	lp         kernels.Buffer // F32 rows
-	x, logits  kernels.Buffer
-	acts       *layerActs
+	// runs is the linear-attention layers' runs (rows × 4, decodeRuns);
+	// nil for a model without them.
+	runs      kernels.Buffer
+	x, logits kernels.Buffer
+	acts      *layerActs
 	// graph, graphCache and eager are per attention mode (mode: plain or
 	// shared-prefix, which read different operands): the captured graph,
 	// the cache it was captured over, and the steps run op by op in that
@@ -193,6 +196,9 @@ func (d *Decoder) bucketFor(n int) int {
 // position 0. With padSlot < 0 the step runs exactly len(rows) rows.
 func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 	c := d.m.Config
+	if c.LinearLayers() > 0 && cache.linear == nil {
+		return fmt.Errorf("decode step: the cache keeps no linear-attention states (a training trace's)")
+	}
 	if len(rows) == 0 || len(rows) > d.maxRows {
 		return fmt.Errorf("decode step of %d sequences: want 1..%d", len(rows), d.maxRows)
 	}
@@ -243,8 +249,32 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 	be.UploadI32(b.delta, delta)
 	be.UploadI32(b.params, b.hostParams)
 	be.UploadI32(b.state, b.hostState)
+	if b.runs != nil {
+		be.UploadI32(b.runs, decodeRuns(slot, pos, len(rows)))
+	}
 	d.loadGroups(cache, b, slot, pos)
 	return nil
+}
+
+// decodeRuns is a decode step's runs for the linear-attention layers
+// (kernels.LinearOps): each row a run of its one token continuing its
+// slot's state (a fresh one at position 0), padding rows (from real on)
+// fresh and keeping nothing, since they share one slot. The runs stay
+// valid as positions advance on the device: a row past position 0
+// continues its own slot.
+func decodeRuns(slot, pos []int32, real int) []int32 {
+	runs := make([]int32, 4*len(slot))
+	for i := range slot {
+		init, final := slot[i], slot[i]
+		if pos[i] == 0 {
+			init = -1
+		}
+		if i >= real {
+			init, final = -1, -1
+		}
+		copy(runs[4*i:], []int32{int32(i), 1, init, final})
+	}
+	return runs
 }
 
 // newBucket allocates the workspace of n rows: the step's index arrays,
@@ -261,6 +291,9 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 		logits:  a.alloc(kernels.F32, n*c.VocabSize),
 		hostOut: make([]int32, out.Len()), hostParams: make([]int32, n*kernels.SampleParamWords), hostState: make([]int32, n*kernels.PCGWords)}
 	b.hostTok = b.hostOut[:n]
+	if c.LinearLayers() > 0 {
+		b.runs = i32(4 * n)
+	}
 	b.routing = m.decodeRouting(out, n)
 	b.acts = m.inferenceActs(a, b.x, n)
 	for l := range m.W.Layers {
@@ -415,7 +448,10 @@ func (d *Decoder) GraphErr() error { return d.graphErr }
 func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages kernels.KVPages) {
 	be, c := m.Backend, m.Config
 	n, h := b.rows, c.HiddenSize
-	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages}
+	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages, runs: b.runs}
+	if b.runs != nil {
+		idx.nRuns = n
+	}
 	if b.shared {
 		idx.groups = b.groups
 	}

@@ -23,7 +23,11 @@ type Model struct {
 	// sequence runs its own prompt: the same loss and gradients (up to
 	// summation order) for more work, kept to measure what sharing saves.
 	NoPrefixSharing bool
-	invFreq         kernels.Buffer
+	// Skipped says which checkpoint tensors Load left out (a vision
+	// tower, multi-token-prediction heads), in one line for the log; ""
+	// when none.
+	Skipped string
+	invFreq kernels.Buffer
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {
@@ -41,6 +45,9 @@ func newModel(cfg *Config, be kernels.Backend) *Model {
 // who frees it with Backend.Free.
 func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Buffer, error) {
 	if err := b.validate(m.Config, cache); err != nil {
+		return nil, err
+	}
+	if err := m.checkMixers(); err != nil {
 		return nil, err
 	}
 	if logitRows == nil {

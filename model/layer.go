@@ -17,8 +17,13 @@ type layerActs struct {
 	qPre, kPre      kernels.Buffer // q and k before the Qwen3 q/k norm (training; nil otherwise)
 	rstdQ, rstdK    kernels.Buffer // per-head 1/rms of the q/k norm (training)
 	q               kernels.Buffer // after norm and RoPE; k and v go straight to the cache
-	attn, lse       kernels.Buffer // attention output (o_proj input) and its log-sum-exp
-	o               kernels.Buffer // o_proj / down_proj output
+	// gate is the output gate's pre-activation (n × q, the second half
+	// of each gated q_proj head) in a model with Arch.OutputGate, and
+	// gated attn × sigmoid(gate), o_proj's input (attn itself for
+	// inference, which keeps no pre-gate output); nil otherwise.
+	gate, gated kernels.Buffer
+	attn, lse   kernels.Buffer // attention output (o_proj input) and its log-sum-exp
+	o           kernels.Buffer // o_proj / down_proj output
 	// gateUp is the gate/up GEMM's output, n × 2·inter (gate | up per
 	// row), which SwiGLURows reads in place; act is its output.
 	gateUp, act kernels.Buffer
@@ -37,6 +42,9 @@ type layerActs struct {
 	// moe is the mixture-of-experts MLP's activations in a sparse layer
 	// (the dense gateUp and act are nil then).
 	moe *moeActs
+	// linear is a gated DeltaNet layer's token-mixer activations (the
+	// attention ones are unused then); nil for a model without such layers.
+	linear *deltaNetActs
 }
 
 // FusedWidth is the widest group's fused output: the width of the one
@@ -53,7 +61,14 @@ func (c *Config) QKVWidth() int { return c.groupWidth(groupQKV) }
 // GEMMs: the weights are bf16 and the backend's GEMM would round its A to
 // bf16 itself (so the cast changes nothing but the launches).
 func (m *Model) castsBF16() bool {
-	return m.Backend.Describe().BF16GEMM && len(m.W.Layers) > 0 && m.W.Layers[0].QKV.DType() == kernels.BF16
+	if !m.Backend.Describe().BF16GEMM || len(m.W.Layers) == 0 {
+		return false
+	}
+	w := m.W.Layers[0].QKV
+	if lin := m.W.Layers[0].Linear; lin != nil {
+		w = lin.InProj
+	}
+	return w.DType() == kernels.BF16
 }
 
 // allocCasts allocates the bf16 casts (h1b, h2b, actb; h2b is h1b's buffer
@@ -86,6 +101,13 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	if c.SparseLayers() > 0 {
 		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
 	}
+	if c.LinearLayers() > 0 {
+		s.linear = m.newDeltaNetActs(a, -1, n)
+	}
+	if c.Arch().OutputGate {
+		s.gate = a.alloc(kernels.F32, n*q)
+		s.gated = s.attn
+	}
 	return s
 }
 
@@ -107,8 +129,14 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n), q: f(n * q),
+		rstd1: f(n), rstd2: f(n),
 		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
+	attention := c.Mixer(l) == MixAttention
+	if attention {
+		s.q = f(n * q)
+	} else {
+		s.linear = m.trainingDeltaNetActs(a, l, n)
+	}
 	if !c.IsSparse(l) {
 		s.gateUp = f(n * 2 * inter)
 	}
@@ -123,13 +151,19 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 	} else {
 		s.o = f(n * h)
 	}
-	if drop < RecomputeSelective {
+	if attention && drop < RecomputeSelective {
 		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
+		if c.Arch().OutputGate {
+			s.gated = f(n * q)
+		}
+	}
+	if attention && c.Arch().OutputGate {
+		s.gate = f(n * q)
 	}
 	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
 		s.act = f(n * inter)
 	}
-	if c.Arch().QKNorm {
+	if attention && c.Arch().QKNorm {
 		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
 	}
 	for _, p := range []Proj{ProjO, ProjDown} {
@@ -161,18 +195,29 @@ func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n 
 	} else {
 		be.AddRMSNorm(s.xIn, s.h1, s.h1b, s.rstd1, prev.xMid, prev.o, w.InputNorm, n, h, eps)
 	}
-	m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
-	be.AttentionInputs(s.q, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
-		m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, eps)
-	m.attention(l, cache, idx, n, s)
-	m.project(a, l, ProjO, s.o, s.attn, nil, w.O, w.OBias, n, s.xa[ProjO])
+	if w.Linear != nil {
+		m.deltaNetForward(a, l, cache, idx, n, s.linear, s.h1, s.h1b, s.o)
+	} else {
+		m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
+		be.AttentionInputs(s.q, s.gate, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
+			m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim(), eps)
+		m.attention(l, cache, idx, n, s)
+		oIn := s.attn
+		if s.gate != nil {
+			// Qwen3.5's output gate: attention's output × sigmoid(gate),
+			// o_proj's input.
+			be.SigmoidGate(s.gated, s.attn, s.gate, n*c.NumHeads*hd)
+			oIn = s.gated
+		}
+		m.project(a, l, ProjO, s.o, oIn, nil, w.O, w.OBias, n, s.xa[ProjO])
+	}
 
 	if w.MoE != nil {
 		// The experts read the f32 norm output (their gather and router
 		// GEMM take no bf16 cast), and their combined output is o, which
 		// the next layer's norm (or finishLayers) adds like down_proj's.
 		be.AddRMSNorm(s.xMid, s.h2, nil, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
-		m.moeForward(l, s.moe, s.h2, s.o, n)
+		m.moeForward(a, l, s.moe, s.h2, s.o, n)
 		return
 	}
 	be.AddRMSNorm(s.xMid, s.h2, s.h2b, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)

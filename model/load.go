@@ -34,10 +34,27 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 		}
 		return kernels.BF16
 	}
+	loaded := map[*fusedSpec]bool{}
 	for _, sp := range specs {
+		if g := sp.fused; g != nil && g.whole != "" {
+			if t, ok := set.Tensor(g.whole); ok && !loaded[g] {
+				if err := loadWhole(be, g, t); err != nil {
+					m.Free()
+					return nil, fmt.Errorf("%s: %v", dir, err)
+				}
+				loaded[g] = true
+			}
+			if loaded[g] {
+				*sp.dst = (*g.dst).Slice(sp.off, numel(sp.shape))
+				continue
+			}
+		}
 		t, ok := set.Tensor(sp.name)
 		if !ok {
 			m.Free()
+			if g := sp.fused; g != nil && g.whole != "" {
+				return nil, fmt.Errorf("%s: neither tensor %q nor %q is there; is this a %s checkpoint with this config.json?", dir, g.whole, sp.name, cfg.Arch().Name)
+			}
 			return nil, fmt.Errorf("%s: tensor %q is missing; is this a %s checkpoint with this config.json?", dir, sp.name, cfg.Arch().Name)
 		}
 		if !shapeEqual(t.Shape, sp.shape) {
@@ -45,16 +62,17 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 			return nil, fmt.Errorf("%s: tensor %q has shape %v but config.json implies %v", dir, sp.name, t.Shape, sp.shape)
 		}
 		dt := kernels.F32
-		if t.DType == safetensors.BF16 {
+		if t.DType == safetensors.BF16 && !sp.plusOne {
 			dt = kernels.BF16
 		}
 		buf := sp.place(be, dt, groupDT)
 		*sp.dst = buf
-		if err := upload(be, buf, t); err != nil {
+		if err := upload(be, buf, t, sp.plusOne); err != nil {
 			m.Free()
 			return nil, fmt.Errorf("%s: tensor %q: %v", dir, sp.name, err)
 		}
 	}
+	m.Skipped = skippedTensors(cfg, set.Names())
 	if cfg.TieWordEmbeddings {
 		m.W.LMHead = m.W.Embed
 	}
@@ -62,8 +80,20 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 }
 
 // upload writes t into buf: BF16 bits as they are (into a BF16 or F32
-// buffer), anything else converted to f32.
-func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor) error {
+// buffer), anything else converted to f32; with plusOne, 1 + t in f32
+// (a zero-centred norm weight).
+func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor, plusOne bool) error {
+	if plusOne {
+		vals, err := t.Float32s()
+		if err != nil {
+			return err
+		}
+		for i := range vals {
+			vals[i]++
+		}
+		be.Upload(buf, vals)
+		return nil
+	}
 	if bits, ok := t.BF16Bits(); ok {
 		be.UploadBF16(buf, bits)
 		return nil
@@ -102,6 +132,23 @@ func NewRandom(cfg *Config, be kernels.Backend, seed uint64) *Model {
 	return m
 }
 
+// loadWhole uploads t, a checkpoint tensor holding a whole fused group,
+// into the group's buffer.
+func loadWhole(be kernels.Backend, g *fusedSpec, t safetensors.Tensor) error {
+	if !shapeEqual(t.Shape, g.wholeShape) {
+		return fmt.Errorf("tensor %q has shape %v but config.json implies %v", g.whole, t.Shape, g.wholeShape)
+	}
+	dt := kernels.F32
+	if t.DType == safetensors.BF16 {
+		dt = kernels.BF16
+	}
+	*g.dst = be.Alloc(dt, g.size)
+	if err := upload(be, *g.dst, t, false); err != nil {
+		return fmt.Errorf("tensor %q: %v", g.whole, err)
+	}
+	return nil
+}
+
 func isBias(name string) bool { return filepath.Ext(name) == ".bias" }
 
 // Free releases the model's weights.
@@ -115,6 +162,11 @@ func (m *Model) Free() {
 		bufs = append(bufs, l.InputNorm, l.PostAttnNorm, l.QKV, l.O, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.GateUp, l.Down)
 		if l.MoE != nil {
 			for _, p := range l.MoE.buffers() {
+				bufs = append(bufs, *p)
+			}
+		}
+		if l.Linear != nil {
+			for _, p := range l.Linear.buffers() {
 				bufs = append(bufs, *p)
 			}
 		}
@@ -152,8 +204,15 @@ func (m *Model) MapWeights(f func(kernels.Buffer) kernels.Buffer) {
 			&l.QBias, &l.KBias, &l.VBias, &l.OBias, &l.QNorm, &l.KNorm, &l.GateUp, &l.Down} {
 			apply(p)
 		}
-		nq, nk := l.Q.Len(), l.K.Len()
-		l.Q, l.K, l.V = l.QKV.Slice(0, nq), l.QKV.Slice(nq, nk), l.QKV.Slice(nq+nk, l.V.Len())
+		if l.Linear != nil {
+			for _, p := range l.Linear.buffers() {
+				apply(p)
+			}
+			l.Linear.reslice(m.Config.HiddenSize)
+		} else {
+			nq, nk := l.Q.Len(), l.K.Len()
+			l.Q, l.K, l.V = l.QKV.Slice(0, nq), l.QKV.Slice(nq, nk), l.QKV.Slice(nq+nk, l.V.Len())
+		}
 		if l.MoE != nil {
 			for _, p := range l.MoE.buffers() {
 				apply(p)

@@ -7,9 +7,11 @@ import (
 )
 
 // Proj names a linear projection of a decoder layer, the unit LoRA adapts.
+// Which exist in a layer depends on its blocks (Config.HasProj).
 type Proj uint8
 
 const (
+	// Attention (self_attn.) and the dense MLP (mlp.).
 	ProjQ Proj = iota
 	ProjK
 	ProjV
@@ -17,37 +19,107 @@ const (
 	ProjGate
 	ProjUp
 	ProjDown
+	// A gated DeltaNet token mixer (linear_attn.).
+	ProjInQKV
+	ProjInZ
+	ProjInB
+	ProjInA
+	ProjOut
+	// A Qwen3.5-MoE layer's shared expert (mlp.shared_expert.) and its
+	// one-output gate (mlp.shared_expert_gate).
+	ProjSharedGate
+	ProjSharedUp
+	ProjSharedDown
+	ProjSharedScale
 	NumProj
 )
 
-var projNames = [NumProj]string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+var projNames = [NumProj]string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
+	"gate_proj", "up_proj", "down_proj", "shared_expert_gate"}
 
-// String is the HF module name ("q_proj").
+// String is the HF module name ("q_proj"), the last part of Module.
 func (p Proj) String() string { return projNames[p] }
 
 // Module is the path of the projection inside a layer ("self_attn.q_proj").
 func (p Proj) Module() string {
-	if p <= ProjO {
+	switch {
+	case p <= ProjO:
 		return "self_attn." + projNames[p]
+	case p <= ProjDown:
+		return "mlp." + projNames[p]
+	case p <= ProjOut:
+		return "linear_attn." + projNames[p]
+	case p <= ProjSharedDown:
+		return "mlp.shared_expert." + projNames[p]
 	}
 	return "mlp." + projNames[p]
 }
 
-// ParseProj maps a PEFT target module name ("q_proj") to a Proj.
+// ParseProj maps a PEFT target module name ("q_proj") to a Proj; for the
+// names a shared expert repeats (gate_proj, up_proj, down_proj) it is the
+// MLP's (ProjsNamed lists both).
 func ParseProj(name string) (Proj, error) {
 	for i, n := range projNames {
 		if n == name {
 			return Proj(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (and gate, the routers of a mixture-of-experts model)", name)
+	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj, shared_expert_gate (and gate, the routers of a mixture-of-experts model)", name)
+}
+
+// ProjsNamed lists every projection whose module name is name: one, or
+// for gate_proj, up_proj and down_proj the MLP's and the shared expert's.
+func ProjsNamed(name string) []Proj {
+	var out []Proj
+	for i, n := range projNames {
+		if n == name {
+			out = append(out, Proj(i))
+		}
+	}
+	return out
+}
+
+// IsMLP reports whether p is one of the MLP's gate, up and down
+// projections: in a sparse layer, every expert's.
+func (p Proj) IsMLP() bool { return p >= ProjGate && p <= ProjDown }
+
+// HasProjAnywhere reports whether some layer has projection p.
+func (c *Config) HasProjAnywhere(p Proj) bool {
+	for l := range c.NumLayers {
+		if c.HasProj(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasProj reports whether layer l has projection p: attention's in an
+// attention layer, DeltaNet's in a linear-attention layer, the MLP's in
+// every layer (a sparse layer's are its experts'), the shared expert's
+// in a sparse layer of a model with one.
+func (c *Config) HasProj(l int, p Proj) bool {
+	switch {
+	case p <= ProjO:
+		return c.Mixer(l) == MixAttention
+	case p <= ProjDown:
+		return true
+	case p <= ProjOut:
+		return c.Mixer(l) == MixGatedDeltaNet
+	default:
+		return c.IsSparse(l) && c.SharedExpertIntermediateSize > 0
+	}
 }
 
 // Dims returns the projection's (in, out) features under cfg.
 func (c *Config) Dims(p Proj) (in, out int) {
 	h, q, kv := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	si := c.SharedExpertIntermediateSize
 	switch p {
 	case ProjQ:
+		if c.Arch().OutputGate {
+			return h, 2 * q // each head [query | gate]
+		}
 		return h, q
 	case ProjK, ProjV:
 		return h, kv
@@ -55,8 +127,22 @@ func (c *Config) Dims(p Proj) (in, out int) {
 		return q, h
 	case ProjGate, ProjUp:
 		return h, c.IntermediateSize
-	default:
+	case ProjDown:
 		return c.IntermediateSize, h
+	case ProjInQKV:
+		return h, c.LinearConvDim()
+	case ProjInZ:
+		return h, c.LinearValueDim()
+	case ProjInB, ProjInA:
+		return h, c.LinearNumValueHeads
+	case ProjOut:
+		return c.LinearValueDim(), h
+	case ProjSharedGate, ProjSharedUp:
+		return h, si
+	case ProjSharedDown:
+		return si, h
+	default: // ProjSharedScale
+		return h, 1
 	}
 }
 
@@ -114,4 +200,44 @@ func (m *Model) project(a *arena, layer int, p Proj, out, in, inBF16, w, bias ke
 		be.LoRAShrink(xa, in, l.A, n, inDim, l.Rank)
 		be.LoRAExpand(xa, []kernels.LoRAPart{l.part(outDim, out, outDim, 0)}, n)
 	}
+}
+
+// loraInto adds layer's LoRA of p applied to in (n × p's in) into columns
+// [off, off+out) of y (n × cols): the adapter of one member of a fused
+// projection that is not a group (a shared expert's gate/up). xa, when
+// not nil, receives in·Aᵀ for the backward.
+func (m *Model) loraInto(a *arena, layer int, p Proj, y kernels.Buffer, cols, off int, in kernels.Buffer, n int, xa kernels.Buffer) {
+	lr := m.lora(layer, p)
+	if lr == nil {
+		return
+	}
+	inDim, outDim := m.Config.Dims(p)
+	if xa == nil {
+		xa = a.alloc(kernels.F32, n*lr.Rank)
+	}
+	m.Backend.LoRAShrink(xa, in, lr.A, n, inDim, lr.Rank)
+	m.Backend.LoRAExpand(xa, []kernels.LoRAPart{lr.part(outDim, y, cols, off)}, n)
+}
+
+// loraIntoBackward is loraInto's backward: dy's columns [off, off+out)
+// (n × cols) are p's output gradient; Scale·(dy·B)·A is added into dx
+// (skipped when nil) and the adapter's gradients into DA and DB.
+func (m *Model) loraIntoBackward(a *arena, layer int, p Proj, dx, dy kernels.Buffer, cols, off int, x kernels.Buffer, n int, xa kernels.Buffer) {
+	lr := m.lora(layer, p)
+	if lr == nil {
+		return
+	}
+	inDim, outDim := m.Config.Dims(p)
+	dxa := a.alloc(kernels.F32, n*lr.Rank)
+	m.Backend.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, cols, off)}, n)
+	m.Backend.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
+}
+
+// xaFor returns a buffer of n × the rank of layer's adapter of p, for the
+// backward, or nil when p is not adapted.
+func (m *Model) xaFor(a *arena, layer int, p Proj, n int) kernels.Buffer {
+	if lr := m.lora(layer, p); lr != nil {
+		return a.alloc(kernels.F32, n*lr.Rank)
+	}
+	return nil
 }

@@ -34,6 +34,9 @@ type moeActs struct {
 	moeScratch
 	xa       [NumProj]kernels.Buffer
 	routerXA kernels.Buffer // n × rank: h·Aᵀ of the router's adapter
+	// shared is the shared expert's activations (Qwen3.5-MoE); nil
+	// without one.
+	shared *sharedExpertActs
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -93,6 +96,9 @@ func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scr
 	if r := m.routerRank(l); r > 0 {
 		s.routerXA = f(n * r)
 	}
+	if c.SharedExpertIntermediateSize > 0 {
+		s.shared = m.newSharedExpertActs(a, l, n)
+	}
 	return s
 }
 
@@ -127,7 +133,7 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 // the weights are recomputed (and the fresh top-k goes to s.recomputed,
 // when there is one: a checkpointed layer's rerun replays its forward's
 // experts without).
-func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
+func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
@@ -157,6 +163,9 @@ func (m *Model) moeForward(l int, s *moeActs, h, out kernels.Buffer, n int) {
 		m.expertProject(lr, ProjDown, s.yp, s.act, s.xa[ProjDown], s.offsets, rows)
 	}
 	be.MoECombine(out, s.yp, s.weights, s.rows, n, k, hd)
+	if s.shared != nil {
+		m.sharedExpertForward(a, l, s.shared, h, out, n)
+	}
 }
 
 // moeBackward turns dout (n × hidden), the gradient of the sparse MLP's
@@ -201,4 +210,7 @@ func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h, dprobs ker
 	dLogits := f(n * ne)
 	be.MoERouteBackward(dLogits, dw, dprobs, s.logits, s.experts, n, ne, k, norm)
 	m.routerBackward(a, l, s, dh, dLogits, h, n)
+	if s.shared != nil {
+		m.sharedExpertBackward(a, l, s.shared, dh, dout, h, n)
+	}
 }

@@ -59,6 +59,16 @@ func (c *Config) expertParams(experts int64) int64 {
 	return int64(c.NumExperts)*h + experts*3*h*mi
 }
 
+// sharedExpertParams is a Qwen3.5-MoE layer's shared expert (gate, up,
+// down) and its one-output gate.
+func (c *Config) sharedExpertParams() int64 {
+	h, si := int64(c.HiddenSize), int64(c.SharedExpertIntermediateSize)
+	if si == 0 {
+		return 0
+	}
+	return 3*h*si + h
+}
+
 // ActiveParamCount is the parameters one token uses: every dense weight,
 // the routers, and NumExpertsPerTok experts per sparse layer (what a
 // forward's FLOPs scale with; ParamCount is what memory holds).

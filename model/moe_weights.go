@@ -15,6 +15,17 @@ type MoEWeights struct {
 	Router       kernels.Buffer // mlp.gate: nExperts × hidden
 	GateUp, Down kernels.Buffer
 	Experts      []Expert
+	// Shared is Qwen3.5-MoE's shared expert, nil where there is none.
+	Shared *SharedExpert
+}
+
+// SharedExpert is a dense SwiGLU MLP every token goes through beside its
+// routed experts, its output scaled by sigmoid(x·Gateᵀ) (HF
+// Qwen3_5MoeSparseMoeBlock's shared_expert and shared_expert_gate).
+// GateUp is [gate_proj; up_proj] (2·inter × hidden), as Layer.GateUp.
+type SharedExpert struct {
+	GateUp, Gate, Up, Down kernels.Buffer
+	Scale                  kernels.Buffer // shared_expert_gate: 1 × hidden
 }
 
 // Expert is the views of one expert's projections into MoEWeights.
@@ -34,6 +45,13 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 		g.members = append(g.members, len(s))
 		return sp
 	}
+	if c.Arch().Hybrid {
+		// Qwen3.5-MoE checkpoints may store each layer's experts as two
+		// tensors, [experts, 2·inter, hidden] (gate then up per expert)
+		// and [experts, hidden, inter]: exactly the stacked buffers.
+		gateUp.whole, gateUp.wholeShape = prefix+"mlp.experts.gate_up_proj", []int{ne, 2 * mi, h}
+		down.whole, down.wholeShape = prefix+"mlp.experts.down_proj", []int{ne, h, mi}
+	}
 	s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
 	for e := range ne {
 		ex := &mw.Experts[e]
@@ -43,6 +61,17 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 	}
 	for e := range ne {
 		s = append(s, member(down, fmt.Sprintf("%smlp.experts.%d.down_proj.weight", prefix, e), []int{h, mi}, &mw.Experts[e].Down))
+	}
+	if si := c.SharedExpertIntermediateSize; si > 0 {
+		sh := &SharedExpert{}
+		mw.Shared = sh
+		gu := &fusedSpec{dst: &sh.GateUp}
+		p := prefix + "mlp.shared_expert."
+		s = append(s, member(gu, p+"gate_proj.weight", []int{si, h}, &sh.Gate))
+		s = append(s, member(gu, p+"up_proj.weight", []int{si, h}, &sh.Up))
+		s = append(s,
+			tensorSpec{name: p + "down_proj.weight", shape: []int{h, si}, dst: &sh.Down},
+			tensorSpec{name: prefix + "mlp.shared_expert_gate.weight", shape: []int{1, h}, dst: &sh.Scale})
 	}
 	return s
 }
@@ -57,7 +86,11 @@ func (c *Config) ExpertDims(p Proj) (in, out int) {
 
 // buffers are the MoE weights' own allocations (not the views).
 func (w *MoEWeights) buffers() []*kernels.Buffer {
-	return []*kernels.Buffer{&w.Router, &w.GateUp, &w.Down}
+	b := []*kernels.Buffer{&w.Router, &w.GateUp, &w.Down}
+	if sh := w.Shared; sh != nil {
+		b = append(b, &sh.GateUp, &sh.Down, &sh.Scale)
+	}
+	return b
 }
 
 // reslice sets the experts' views again after GateUp or Down was
@@ -70,5 +103,9 @@ func (w *MoEWeights) reslice(c *Config) {
 			Up:   w.GateUp.Slice(e*2*mi*h+mi*h, mi*h),
 			Down: w.Down.Slice(e*h*mi, h*mi),
 		}
+	}
+	if sh := w.Shared; sh != nil {
+		si := c.SharedExpertIntermediateSize
+		sh.Gate, sh.Up = sh.GateUp.Slice(0, si*h), sh.GateUp.Slice(si*h, si*h)
 	}
 }

@@ -140,7 +140,21 @@ func (m *Model) layerRecompute() []Recompute {
 // its slot from position 0, and attention reads positions up to its own),
 // so what another layer left there does not matter.
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	return m.contiguousCache(slots, maxLen, m.checkpointedLayers())
+	shared := m.checkpointedLayers()
+	if m.Config.LinearLayers() > 0 {
+		// The shared buffer would be the first checkpointed layer's,
+		// which may have no K and V; a hybrid's attention layers keep
+		// their own.
+		shared = 0
+	}
+	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
+	c.fixed = true
+	copy(c.table, kernels.IdentityTable(slots))
+	for b := range c.refs {
+		c.refs[b] = 1
+	}
+	c.free = c.free[:0]
+	return c
 }
 
 // checkpointedLayers is how many layers run under RecomputeLayer: the
@@ -204,8 +218,11 @@ func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) 
 	if p >= RecomputeSwiGLU && !c.IsSparse(l) {
 		s.act = a.alloc(kernels.F32, n*c.IntermediateSize)
 	}
-	if p >= RecomputeSelective {
+	if p >= RecomputeSelective && c.Mixer(l) == MixAttention {
 		s.attn, s.lse = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim), a.alloc(kernels.F32, n*c.NumHeads)
+		if s.gate != nil {
+			s.gated = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim)
+		}
 	}
 }
 
@@ -233,7 +250,7 @@ func (m *Model) kept(s *layerActs, p Recompute) *layerActs {
 	k := *s
 	k.act = nil
 	if p >= RecomputeSelective {
-		k.attn, k.lse = nil, nil
+		k.attn, k.lse, k.gated = nil, nil, nil
 	}
 	return &k
 }
@@ -267,8 +284,11 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 	}
 	s := *kept
 	m.allocDropped(a, l, &s, n, p)
-	if p >= RecomputeSelective {
+	if p >= RecomputeSelective && c.Mixer(l) == MixAttention {
 		m.attention(l, tr.cache, tr.idx, n, &s)
+		if s.gate != nil {
+			be.SigmoidGate(s.gated, s.attn, s.gate, n*c.NumHeads*c.HeadDim)
+		}
 	}
 	if s.moe == nil {
 		// The bf16 cast fed only the forward's down_proj GEMM.

@@ -23,7 +23,7 @@ var recomputeSettings = []string{"none", "swiglu", "selective", "layer", "layer:
 // layers sharing one KV cache beside one that keeps its own), over packed
 // sequences of different lengths with a subset of rows scored.
 func TestRecomputeGradientsBitIdentical(t *testing.T) {
-	for _, name := range append(goldenModels, "random-qwen3-4-layers") {
+	for _, name := range append(append(goldenModels, hybridGoldenModels...), "random-qwen3-4-layers") {
 		t.Run(name, func(t *testing.T) {
 			var base *Model
 			settings := recomputeSettings

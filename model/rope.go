@@ -3,14 +3,16 @@ package model
 import "math"
 
 // RopeInvFreq returns the rotary inverse frequencies, one per pair of
-// head dimensions, with llama3 frequency scaling applied when configured.
-// They are computed in float64 and rounded once, so the result does not
-// depend on accumulated float32 error.
+// rotated head dimensions (RotaryDim/2: all of the head but under a
+// partial rotary factor), with llama3 frequency scaling applied when
+// configured. They are computed in float64 and rounded once, so the
+// result does not depend on accumulated float32 error.
 func (c *Config) RopeInvFreq() []float32 {
-	half := c.HeadDim / 2
+	dim := c.RotaryDim()
+	half := dim / 2
 	out := make([]float32, half)
 	for i := range half {
-		inv := 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim))
+		inv := 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(dim))
 		if rs := c.RopeScaling; rs != nil && rs.Type == "llama3" {
 			inv = llama3Scale(inv, rs)
 		}

@@ -52,5 +52,11 @@ func Shape(name string) (*Config, bool) {
 		rs := *c.RopeScaling
 		c.RopeScaling = &rs
 	}
+	if c.Arch().Hybrid {
+		c.LayerTypes = nil // resolved from the interval, into a fresh slice
+		if err := c.validateHybrid(c.Arch()); err != nil {
+			panic("model: shape " + name + ": " + err.Error())
+		}
+	}
 	return &c, true
 }

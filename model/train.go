@@ -58,6 +58,9 @@ type Trace struct {
 // comes back from the backend's next Sync (after the caller's downloads).
 func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	c := m.Config
+	if err := m.checkMixers(); err != nil {
+		return nil, err
+	}
 	r := b.Len()
 	if rows != nil {
 		r = len(rows)
@@ -88,7 +91,10 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	var sb *sharedBatch
-	if !m.NoPrefixSharing {
+	// A hybrid's completions would continue their prompt's
+	// linear-attention state, which a trace does not carry yet: each
+	// sequence runs its own prompt (the same loss, more work).
+	if !m.NoPrefixSharing && c.LinearLayers() == 0 {
 		var err error
 		if sb, err = b.share(rows, slots, maxLen); err != nil {
 			return nil, err
@@ -264,6 +270,10 @@ func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer,
 	} else {
 		tr.mlpBackward(a, l, s, dx)
 	}
+	if w.Linear != nil {
+		tr.deltaNetBackward(a, l, s, dx, needInput)
+		return
+	}
 	tr.attentionBackward(a, l, s, dx, needInput)
 }
 
@@ -300,7 +310,16 @@ func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buf
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
 	dAttn := f(n * q)
-	m.projectBackward(a, l, ProjO, dAttn, dx, s.attn, w.O, n, s.xa[ProjO], false)
+	var dGate kernels.Buffer
+	if s.gate != nil {
+		// o_proj read attn × sigmoid(gate).
+		dGated := f(n * q)
+		m.projectBackward(a, l, ProjO, dGated, dx, s.gated, w.O, n, s.xa[ProjO], false)
+		dGate = f(n * q)
+		be.SigmoidGateBackward(dAttn, dGate, dGated, s.attn, s.gate, n*q)
+	} else {
+		m.projectBackward(a, l, ProjO, dAttn, dx, s.attn, w.O, n, s.xa[ProjO], false)
+	}
 	cacheLen := tr.cache.K[l].Len()
 	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
 	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
@@ -310,8 +329,8 @@ func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buf
 	// weight and the LoRA part reads them in place.
 	width := c.groupWidth(groupQKV)
 	dQKV := f(n * width)
-	be.AttentionInputsBackward(dQKV, dq, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd)
+	be.AttentionInputsBackward(dQKV, dq, dGate, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim())
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)

@@ -26,6 +26,9 @@ type Layer struct {
 	// MoE is the mixture-of-experts MLP of a sparse layer (Gate, Up, Down
 	// and GateUp are nil then); nil in dense layers.
 	MoE *MoEWeights
+	// Linear is the gated DeltaNet token mixer of a linear-attention
+	// layer (the attention weights are nil then); nil in attention layers.
+	Linear *DeltaNetWeights
 }
 
 // Weights are a model's frozen base parameters on a Backend.
@@ -45,6 +48,10 @@ type tensorSpec struct {
 	dst   *kernels.Buffer
 	fused *fusedSpec
 	off   int
+	// plusOne marks a zero-centred norm weight (Arch.ZeroCentredNorm):
+	// Load stores 1 + w in f32, the scale transformers computes in f32,
+	// so the norm kernels stay the plain RMSNorm.
+	plusOne bool
 }
 
 // fusedSpec is a buffer holding several projections' weights end to end.
@@ -53,17 +60,25 @@ type fusedSpec struct {
 	size int // elements
 	// members are the specs' indices, to find the group's dtype.
 	members []int
+	// whole, when not "", is a tensor holding the entire group that a
+	// checkpoint may store instead of the members (Qwen3.5-MoE's
+	// mlp.experts.gate_up_proj), of shape wholeShape.
+	whole      string
+	wholeShape []int
 }
 
 // specs lists every tensor the config requires, with HF names and shapes.
 func (c *Config) specs(w *Weights) []tensorSpec {
 	h, inter, v := c.HiddenSize, c.IntermediateSize, c.VocabSize
 	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	_, qOut := c.Dims(ProjQ)
+	norm := c.Arch().ZeroCentredNorm
+	root := c.TensorPrefix()
 	w.Layers = make([]Layer, c.NumLayers)
-	s := []tensorSpec{{name: "model.embed_tokens.weight", shape: []int{v, h}, dst: &w.Embed}}
+	s := []tensorSpec{{name: root + "embed_tokens.weight", shape: []int{v, h}, dst: &w.Embed}}
 	for i := range w.Layers {
 		l := &w.Layers[i]
-		p := fmt.Sprintf("model.layers.%d.", i)
+		p := fmt.Sprintf("%slayers.%d.", root, i)
 		qkv, gateUp := &fusedSpec{dst: &l.QKV}, &fusedSpec{dst: &l.GateUp}
 		member := func(g *fusedSpec, name string, shape []int, dst *kernels.Buffer) tensorSpec {
 			sp := tensorSpec{name: name, shape: shape, dst: dst, fused: g, off: g.size}
@@ -71,13 +86,16 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 			g.members = append(g.members, len(s))
 			return sp
 		}
-		s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm})
-		s = append(s, member(qkv, p+"self_attn.q_proj.weight", []int{q, h}, &l.Q))
-		s = append(s, member(qkv, p+"self_attn.k_proj.weight", []int{kv, h}, &l.K))
-		s = append(s, member(qkv, p+"self_attn.v_proj.weight", []int{kv, h}, &l.V))
-		s = append(s,
-			tensorSpec{name: p + "self_attn.o_proj.weight", shape: []int{h, q}, dst: &l.O},
-			tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm})
+		s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm, plusOne: norm})
+		if c.Mixer(i) == MixGatedDeltaNet {
+			s = c.deltaNetSpecs(s, l, p)
+		} else {
+			s = append(s, member(qkv, p+"self_attn.q_proj.weight", []int{qOut, h}, &l.Q))
+			s = append(s, member(qkv, p+"self_attn.k_proj.weight", []int{kv, h}, &l.K))
+			s = append(s, member(qkv, p+"self_attn.v_proj.weight", []int{kv, h}, &l.V))
+			s = append(s, tensorSpec{name: p + "self_attn.o_proj.weight", shape: []int{h, q}, dst: &l.O})
+		}
+		s = append(s, tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm, plusOne: norm})
 		if c.IsSparse(i) {
 			s = c.expertSpecs(s, l, p)
 		} else {
@@ -85,9 +103,12 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 			s = append(s, member(gateUp, p+"mlp.up_proj.weight", []int{inter, h}, &l.Up))
 			s = append(s, tensorSpec{name: p + "mlp.down_proj.weight", shape: []int{h, inter}, dst: &l.Down})
 		}
+		if c.Mixer(i) == MixGatedDeltaNet {
+			continue
+		}
 		if c.Arch().QKVBias || c.AttentionBias {
 			s = append(s,
-				tensorSpec{name: p + "self_attn.q_proj.bias", shape: []int{q}, dst: &l.QBias},
+				tensorSpec{name: p + "self_attn.q_proj.bias", shape: []int{qOut}, dst: &l.QBias},
 				tensorSpec{name: p + "self_attn.k_proj.bias", shape: []int{kv}, dst: &l.KBias},
 				tensorSpec{name: p + "self_attn.v_proj.bias", shape: []int{kv}, dst: &l.VBias})
 		}
@@ -96,15 +117,25 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 		}
 		if c.Arch().QKNorm {
 			s = append(s,
-				tensorSpec{name: p + "self_attn.q_norm.weight", shape: []int{c.HeadDim}, dst: &l.QNorm},
-				tensorSpec{name: p + "self_attn.k_norm.weight", shape: []int{c.HeadDim}, dst: &l.KNorm})
+				tensorSpec{name: p + "self_attn.q_norm.weight", shape: []int{c.HeadDim}, dst: &l.QNorm, plusOne: norm},
+				tensorSpec{name: p + "self_attn.k_norm.weight", shape: []int{c.HeadDim}, dst: &l.KNorm, plusOne: norm})
 		}
 	}
-	s = append(s, tensorSpec{name: "model.norm.weight", shape: []int{h}, dst: &w.Norm})
+	s = append(s, tensorSpec{name: root + "norm.weight", shape: []int{h}, dst: &w.Norm, plusOne: norm})
 	if !c.TieWordEmbeddings {
 		s = append(s, tensorSpec{name: "lm_head.weight", shape: []int{v, h}, dst: &w.LMHead})
 	}
 	return s
+}
+
+// TensorPrefix is where the checkpoint keeps the text model's tensors:
+// "model." or, for a model whose checkpoint also holds a vision tower,
+// "model.language_model.".
+func (c *Config) TensorPrefix() string {
+	if c.Arch().Nested {
+		return "model.language_model."
+	}
+	return "model."
 }
 
 // place returns the buffer a spec's tensor goes into: a new one of dt, or

@@ -134,3 +134,25 @@ func TestReplyTextErrors(t *testing.T) {
 		t.Error("a template writing the turn twice was accepted")
 	}
 }
+
+// TestReplyTextQwen35: with Qwen3.5's template the text after a sampled
+// turn that ends in a tool call is the tool responses in a user turn and
+// the next generation prompt, which reopens <think> (4B and larger) — the
+// template's raise for a conversation without a user query is not hit,
+// since replyText renders the whole conversation.
+func TestReplyTextQwen35(t *testing.T) {
+	tok, err := tokenizer.Load("../testdata/tokenizer/qwen35/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := []chat.Message{{Role: "user", Content: "Add 2 and 3."}, {Role: "assistant", Content: "sampled"}}
+	reply := []chat.Message{{Role: "tool", Content: "5"}, {Role: "tool", Content: "ok"}}
+	got, err := replyText(tok.ApplyChatTemplate, conv, reply, "<|im_end|>", tokenizer.ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\n<|im_start|>user\n<tool_response>\n5\n</tool_response>\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

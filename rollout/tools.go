@@ -34,7 +34,7 @@ func newToolBox(tok *tokenizer.Tokenizer, e env.Environment) (*toolBox, error) {
 	}
 	b := &toolBox{format: tok.ToolCallFormat(), specs: map[string]env.ToolSpec{}, tools: map[string]env.Tool{}}
 	if b.format == tokenizer.ToolCallsNone {
-		return nil, fmt.Errorf("rollouts: environment %q calls tools, but this model's chat template renders no tool calls grpo can read (Hermes <tool_call> as Qwen2.5/Qwen3, or Llama 3.1's JSON); use a model whose template has tools", e.ID())
+		return nil, fmt.Errorf("rollouts: environment %q calls tools, but this model's chat template renders no tool calls grpo can read (Hermes <tool_call> as Qwen2.5/Qwen3, Qwen3.5's XML <function=…> calls, or Llama 3.1's JSON); use a model whose template has tools", e.ID())
 	}
 	for _, t := range tools {
 		spec, err := env.ParseToolSchema(t.Schema())
@@ -100,7 +100,7 @@ type toolTurn struct {
 // schema refuses, or fails, gets its error as its result, so the model
 // can fix it in the next turn; none of them ends the episode.
 func (b *toolBox) run(ctx context.Context, tools map[string]env.Tool, text string) toolTurn {
-	parsed := b.format.Parse(text)
+	parsed := b.format.ParseWithTools(text, b.schemas)
 	tt := toolTurn{assistant: chat.Message{Role: "assistant", Content: parsed.Content}, calls: map[string]int{}}
 	if len(parsed.Calls) == 0 {
 		tt.assistant.Content = text

@@ -295,3 +295,29 @@ func TestEpisodeTools(t *testing.T) {
 		t.Errorf("a tool declared twice: %v", err)
 	}
 }
+
+// TestQwenXMLToolCalls: with a Qwen3.5 tokenizer (its template writes XML
+// calls) the tool loop reads <function=…> calls and types their values by
+// the tools' schemas, so add's integers arrive as integers and pass the
+// schema check.
+func TestQwenXMLToolCalls(t *testing.T) {
+	tok, err := tokenizer.Load("../testdata/tokenizer/qwen35/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newFactsEnv(t, 2)
+	b, err := newToolBox(tok, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Adding.\n\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>" +
+		"\n<tool_call>\n<function=lookup>\n<parameter=key>\n</tool_call>"
+	tt := b.run(context.Background(), b.tools, text)
+	if tt.total != 2 || tt.errors != 1 || len(tt.results) != 2 || tt.results[0].Content != "5" ||
+		!strings.Contains(tt.results[1].Content, `parameter "key" of "lookup" is not closed by </parameter>`) {
+		t.Fatalf("turn %+v", tt)
+	}
+	if tt.assistant.Content != "Adding." || len(tt.assistant.ToolCalls) != 1 || string(tt.assistant.ToolCalls[0].Function.Arguments) != `{"a": 2, "b": 3}` {
+		t.Errorf("assistant message %+v", tt.assistant)
+	}
+}

@@ -23,9 +23,14 @@ func (g *group) leave(q *Seq) {
 
 // source is a member whose first forkLen positions are in the cache (the
 // one that prefilled them, or one that forked them), or nil.
-func (g *group) source() *Seq {
+//
+// With exact set (a model with linear-attention layers, whose per-slot
+// state holds every token a sequence has consumed, not just positions
+// the way KV blocks do) only a member that has consumed exactly the
+// prompt can be forked from.
+func (g *group) source(exact bool) *Seq {
 	for _, m := range g.members {
-		if !m.awaitsFork && m.cached >= g.forkLen {
+		if !m.awaitsFork && (m.cached == g.forkLen || !exact && m.cached > g.forkLen) {
 			return m
 		}
 	}
@@ -140,7 +145,7 @@ func (s *Sampler) forkPending(live []*Seq) error {
 			continue
 		}
 		g := q.group
-		if src := g.source(); src != nil {
+		if src := g.source(s.m.Config.LinearLayers() > 0); src != nil {
 			if err := s.cache.Fork(q.slot, src.slot, g.forkLen); err != nil {
 				return fmt.Errorf("sampler: sharing the prompt: %w", err)
 			}
@@ -161,4 +166,22 @@ func (s *Sampler) forkPending(live []*Seq) error {
 		}
 	}
 	return nil
+}
+
+// forkPoint is where q, prefilling its group's prompt, must pause so that
+// members of this step can fork its state, or 0 for no pause. Only a
+// model with linear-attention layers pauses: its state after forkLen
+// tokens is gone once the prefiller consumes the last prompt token,
+// whereas KV blocks keep every position.
+func (s *Sampler) forkPoint(q *Seq) int {
+	g := q.group
+	if g == nil || s.m.Config.LinearLayers() == 0 || q.awaitsFork || q.cached >= g.forkLen {
+		return 0
+	}
+	for _, m := range g.members {
+		if m.awaitsFork && m.stepMark == s.stepMark {
+			return g.forkLen
+		}
+	}
+	return 0
 }

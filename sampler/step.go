@@ -96,6 +96,9 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		}
 		pending := len(q.tokens) - q.cached
 		n := min(pending, room)
+		if stop := s.forkPoint(q); stop > q.cached {
+			n = min(n, stop-q.cached)
+		}
 		b.Add(q.slot, q.cached, q.tokens[q.cached:q.cached+n]...)
 		s.spans = append(s.spans, span{q, n})
 		q.cached += n

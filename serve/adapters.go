@@ -84,14 +84,15 @@ func (as *adapters) names() []string {
 	return out
 }
 
-// load reads a PEFT adapter for m; it must run where m's backend may be
-// used (the scheduler goroutine).
-func loadAdapter(m *model.Model, name, dir string) (*adapterRef, error) {
-	a, err := lora.Load(dir, m)
+// loadAdapter builds a PEFT adapter for m from its checked files; it
+// must run where m's backend may be used (the scheduler goroutine, or
+// before it starts).
+func loadAdapter(m *model.Model, name string, f *adapterFiles) (*adapterRef, error) {
+	a, err := lora.FromBytes(f.dir, f.config, f.weights, m)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", name, err)
 	}
-	return &adapterRef{name: name, path: dir, ad: a, free: a.Free}, nil
+	return &adapterRef{name: name, path: f.dir, ad: a, free: a.Free}, nil
 }
 
 // put installs a under its name; with replace false an existing name is

@@ -44,6 +44,9 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 		return nil, badRequest("response_format", "response_format %q is not supported: grpo serve does not constrain decoding", rf.Type)
 	}
 	top := -1
+	if req.TopLogprobs != nil && *req.TopLogprobs < 0 {
+		return nil, badRequest("top_logprobs", "top_logprobs = %d: want 0 to %d", *req.TopLogprobs, sampler.MaxTopLogprobs)
+	}
 	if req.Logprobs {
 		top = 0
 		if req.TopLogprobs != nil {
@@ -56,7 +59,7 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 	if req.MaxCompletionTokens != nil {
 		maxTokens = req.MaxCompletionTokens
 	}
-	params, e := req.params(maxTokens, max(0, top), s.stops)
+	params, e := req.params(maxTokens, max(0, top), s.stops, s.limits())
 	if e != nil {
 		return nil, e
 	}
@@ -82,12 +85,15 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 	if err != nil {
 		return nil, badRequest("messages", "rendering the chat template: %v", err)
 	}
+	if e := s.checkPromptText(text, "messages"); e != nil {
+		return nil, e
+	}
 	return &chatPlan{req: *req, prompt: s.tok.Encode(text), params: params, top: top}, nil
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if e := decode(r.Body, &req); e != nil {
+	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -101,7 +107,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	j, e := s.submit(r.Context(), ad, plan.prompt, plan.params, -1, req.Stream)
+	j, e := s.submit(r.Context(), ad, plan.prompt, "messages", plan.params, -1, req.Stream)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -118,6 +124,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := endpoints.ChatResponse{ID: id, Object: "chat.completion", Created: s.created, Model: name}
 	pt, ct := usageOf(plan.prompt, outs)
+	countTokens(r, pt, ct)
 	resp.Usage = &endpoints.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct}
 	if req.ReturnTokenIDs {
 		resp.PromptTokenIDs = plan.prompt
@@ -125,7 +132,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	parse := s.parsesTools(&req)
 	for i := range outs {
 		o := &outs[i]
-		msg, finish := s.assistantMessage(o, parse, fmt.Sprint(id, "-", i))
+		msg, finish := s.assistantMessage(o, parse, req.Tools, fmt.Sprint(id, "-", i))
 		c := endpoints.ChatChoice{Index: i, Message: msg, FinishReason: finish}
 		if plan.top >= 0 {
 			c.Logprobs = &endpoints.ChatLogprobs{Content: s.chatLogprobs(o, 0, len(o.Tokens))}
@@ -237,7 +244,7 @@ func (k *chatStream) piece(i int, o *output, delta string, from int) (any, bool)
 	}
 	c := chatChunkChoice{Index: i, FinishReason: finishOf(o)}
 	if k.parse && o.Finish != "" {
-		msg, finish := k.s.assistantMessage(o, true, fmt.Sprint(k.id, "-", i))
+		msg, finish := k.s.assistantMessage(o, true, k.plan.req.Tools, fmt.Sprint(k.id, "-", i))
 		c.FinishReason = &finish
 		for n, tc := range msg.ToolCalls {
 			c.Delta.ToolCalls = append(c.Delta.ToolCalls, chunkToolCall{Index: n, ToolCallWire: tc})

@@ -27,7 +27,7 @@ func (s *Server) promptIDs(raw json.RawMessage) ([]int32, *apiError) {
 	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return s.tok.EncodeWithSpecialTokens(text), nil
+		return s.encodePrompt(text)
 	}
 	var ids []int32
 	if json.Unmarshal(raw, &ids) == nil {
@@ -35,7 +35,7 @@ func (s *Server) promptIDs(raw json.RawMessage) ([]int32, *apiError) {
 	}
 	var texts []string
 	if json.Unmarshal(raw, &texts) == nil && len(texts) == 1 {
-		return s.tok.EncodeWithSpecialTokens(texts[0]), nil
+		return s.encodePrompt(texts[0])
 	}
 	var idLists [][]int32
 	if json.Unmarshal(raw, &idLists) == nil && len(idLists) == 1 {
@@ -45,6 +45,14 @@ func (s *Server) promptIDs(raw json.RawMessage) ([]int32, *apiError) {
 		return nil, badRequest("prompt", "grpo serve takes one prompt per request; send the prompts as separate requests (they are batched on the server anyway)")
 	}
 	return nil, badRequest("prompt", "prompt: want a string, a list of token ids, or a one-element list of either")
+}
+
+// encodePrompt tokenizes a text prompt that can fit (checkPromptText).
+func (s *Server) encodePrompt(text string) ([]int32, *apiError) {
+	if e := s.checkPromptText(text, "prompt"); e != nil {
+		return nil, e
+	}
+	return s.tok.EncodeWithSpecialTokens(text), nil
 }
 
 func (s *Server) planCompletion(req *completionRequest) (*completionPlan, *apiError) {
@@ -57,14 +65,16 @@ func (s *Server) planCompletion(req *completionRequest) (*completionPlan, *apiEr
 	}
 	top := -1
 	if req.Logprobs != nil {
-		top = *req.Logprobs
+		if top = *req.Logprobs; top < 0 {
+			return nil, badRequest("logprobs", "logprobs = %d: want 0 to %d", top, sampler.MaxTopLogprobs)
+		}
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens == nil {
 		sixteen := 16 // OpenAI's default for the completions API
 		maxTokens = &sixteen
 	}
-	params, e := req.params(maxTokens, max(0, top), s.stops)
+	params, e := req.params(maxTokens, max(0, top), s.stops, s.limits())
 	if e != nil {
 		if e.param == "top_logprobs" {
 			e.param = "logprobs"
@@ -76,7 +86,7 @@ func (s *Server) planCompletion(req *completionRequest) (*completionPlan, *apiEr
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if e := decode(r.Body, &req); e != nil {
+	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -94,7 +104,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.Echo && plan.top >= 0 {
 		promptTop = plan.top
 	}
-	j, e := s.submit(r.Context(), ad, plan.prompt, plan.params, promptTop, req.Stream)
+	j, e := s.submit(r.Context(), ad, plan.prompt, "prompt", plan.params, promptTop, req.Stream)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -111,6 +121,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := endpoints.CompletionResponse{ID: id, Object: "text_completion", Created: s.created, Model: name}
 	pt, ct := usageOf(plan.prompt, outs)
+	countTokens(r, pt, ct)
 	resp.Usage = &endpoints.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct}
 	for i := range outs {
 		o := &outs[i]
@@ -235,6 +246,12 @@ func (k *completionStream) piece(i int, o *output, delta string, from int) (any,
 	req := &k.plan.req
 	c := completionChunkChoice{Index: i, FinishReason: finishOf(o)}
 	lp := &endpoints.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	toks := o.Tokens[from:]
+	if !k.first[i] && !req.Echo && delta == "" && len(toks) == 0 && o.Finish == "" {
+		// Nothing to send yet; the first piece sent carries the prompt's
+		// ids, so first[i] waits for it.
+		return nil, false
+	}
 	if !k.first[i] {
 		k.first[i] = true
 		if req.ReturnTokenIDs {
@@ -246,8 +263,7 @@ func (k *completionStream) piece(i int, o *output, delta string, from int) (any,
 		}
 	}
 	c.Text += delta
-	toks := o.Tokens[from:]
-	if c.Text == "" && len(toks) == 0 && o.Finish == "" {
+	if c.Text == "" && len(toks) == 0 && o.Finish == "" && c.PromptTokenIDs == nil {
 		return nil, false
 	}
 	if k.plan.top >= 0 {

@@ -25,7 +25,7 @@ func TestBadRequestsGetErrorObjects(t *testing.T) {
 		says   string
 	}{
 		{"/v1/chat/completions", "{not json", 400, "", "not a JSON object"},
-		{"/v1/chat/completions", map[string]any{"messages": "hi"}, 400, "messages", "want []serve.wireMessage"},
+		{"/v1/chat/completions", map[string]any{"messages": "hi"}, 400, "messages", "messages: want a list, got a JSON string"},
 		{"/v1/chat/completions", map[string]any{"messages": []any{}}, 400, "messages", "empty"},
 		{"/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "robot", "content": "x"}}}, 400, "messages[0].role", "robot"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "temperature": -1}, 400, "temperature", "temperature = -1"},
@@ -37,7 +37,7 @@ func TestBadRequestsGetErrorObjects(t *testing.T) {
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "frequency_penalty": 0.5}, 400, "frequency_penalty", "not supported"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "tool_choice": "required"}, 400, "tool_choice", "not supported"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "stop": []any{""}}, 400, "", "stop[0] is empty"},
-		{"/v1/chat/completions", map[string]any{"messages": user("x"), "seed": "x"}, 400, "", "want an integer"},
+		{"/v1/chat/completions", map[string]any{"messages": user("x"), "seed": "x"}, 400, "seed", "seed: want an integer"},
 		{"/v1/chat/completions", map[string]any{"messages": user(long)}, 400, "messages", "max_model_len is 64"},
 		{"/v1/chat/completions", map[string]any{"model": "nope", "messages": user("x")}, 404, "model", `"nope" does not exist`},
 		{"/v1/completions", map[string]any{"prompt": []int{1, 9999}}, 400, "prompt", "outside the model's vocabulary"},

@@ -14,7 +14,8 @@ import (
 // submit checks the prompt against the cache and queues a job for it;
 // the request's context is the job's, so a client that goes away frees
 // its slots.
-func (s *Server) submit(ctx context.Context, ad *adapterRef, prompt []int32, params []sampler.Params, promptTop int, stream bool) (*job, *apiError) {
+// param names the request's prompt key in errors.
+func (s *Server) submit(ctx context.Context, ad *adapterRef, prompt []int32, param string, params []sampler.Params, promptTop int, stream bool) (*job, *apiError) {
 	fail := func(e *apiError) (*job, *apiError) {
 		ad.release()
 		return nil, e
@@ -22,9 +23,9 @@ func (s *Server) submit(ctx context.Context, ad *adapterRef, prompt []int32, par
 	maxLen, vocab := s.engine.MaxLen(), s.m.Config.VocabSize
 	switch {
 	case len(prompt) == 0:
-		return fail(badRequest("prompt", "the prompt is empty: give at least one token"))
+		return fail(badRequest(param, "the prompt is empty: give at least one token"))
 	case len(prompt) >= maxLen:
-		return fail(badRequest("messages", "the prompt is %d tokens, and this server's max_model_len is %d (grpo serve --max-len): shorten it", len(prompt), maxLen))
+		return fail(badRequest(param, "the prompt is %d tokens, and this server's max_model_len is %d (grpo serve --max-len): shorten it", len(prompt), maxLen))
 	}
 	for i, t := range prompt {
 		if t < 0 || int(t) >= vocab {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/grpo-dev/grpo/model"
 )
@@ -17,20 +18,18 @@ type loraRequest struct {
 	LoadInplace bool `json:"load_inplace"`
 }
 
-// handleLoadLoRA loads a PEFT adapter between two steps of the scheduler
-// and serves it under lora_name; it answers vLLM's plain-text success.
+// handleLoadLoRA reads a PEFT adapter's files here, off the scheduler
+// goroutine (capped and timed: readAdapterFiles), then builds and installs
+// it between two steps of the scheduler and serves it under lora_name; it
+// answers vLLM's plain-text success.
 func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 	var req loraRequest
-	if e := decode(r.Body, &req); e != nil {
+	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
-	switch {
-	case req.Name == "" || req.Path == "":
-		writeError(w, badRequest("lora_name", "both lora_name and lora_path are required"))
-		return
-	case req.Name == s.cfg.ModelName:
-		writeError(w, badRequest("lora_name", "lora_name %q is the base model's name", req.Name))
+	if e := s.checkLoRARequest(&req, true); e != nil {
+		writeError(w, e)
 		return
 	}
 	if a, ok := s.adapters.get(req.Name); ok {
@@ -40,19 +39,31 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var ref *adapterRef
-	err := s.engine.do(r.Context(), func(m *model.Model) error {
-		var err error
-		ref, err = loadAdapter(m, req.Name, req.Path)
-		return err
-	})
+	files, err := s.readAdapterFiles(r.Context(), req.Path)
 	if err != nil {
-		writeError(w, badRequest("lora_path", "%v", err))
+		writeError(w, badRequest("lora_path", "adapter %s: %v", req.Name, err))
 		return
 	}
-	if err := s.adapters.put(ref, req.LoadInplace); err != nil {
-		ref.unload()
+	// Built and installed in one call, so an adapter whose client left
+	// while it waited is served, not leaked.
+	var taken error
+	err = s.engine.do(r.Context(), func(m *model.Model) error {
+		ref, err := loadAdapter(m, req.Name, files)
+		if err != nil {
+			return err
+		}
+		if taken = s.adapters.put(ref, req.LoadInplace); taken != nil {
+			ref.unload()
+			return taken
+		}
+		return nil
+	})
+	switch {
+	case err != nil && err == taken:
 		writeError(w, badRequest("lora_name", "%v", err))
+		return
+	case err != nil:
+		writeError(w, badRequest("lora_path", "%v", err))
 		return
 	}
 	s.logf("loaded adapter %s from %s", req.Name, req.Path)
@@ -60,11 +71,26 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", req.Name)
 }
 
+// checkLoRARequest checks a load (or unload) request's fields before any
+// file is touched.
+func (s *Server) checkLoRARequest(req *loraRequest, load bool) *apiError {
+	if req.Name == "" || load && req.Path == "" {
+		return badRequest("lora_name", "both lora_name and lora_path are required")
+	}
+	if err := s.checkAdapterName(req.Name); err != nil {
+		return badRequest("lora_name", "lora_name: %v", err)
+	}
+	if len(req.Path) > maxPathBytes || strings.IndexByte(req.Path, 0) >= 0 {
+		return badRequest("lora_path", "lora_path: want a directory path of at most %d bytes without NUL", maxPathBytes)
+	}
+	return nil
+}
+
 // handleUnloadLoRA stops serving an adapter; requests already using it
 // finish with it, and its weights are freed after the last one.
 func (s *Server) handleUnloadLoRA(w http.ResponseWriter, r *http.Request) {
 	var req loraRequest
-	if e := decode(r.Body, &req); e != nil {
+	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -5,19 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/sampler"
 )
-
-// maxBody bounds a request body (a long conversation with tools).
-const maxBody = 16 << 20
 
 // samplingFields are the request keys shared by chat and completions,
 // OpenAI's and vLLM's extras. Pointers tell "unset" from zero.
@@ -94,50 +90,68 @@ func (s *seedValue) UnmarshalJSON(b []byte) error {
 		*s = seedValue(uint64(i))
 		return nil
 	}
-	return errors.New("want an integer")
+	return badRequest("seed", "seed: want an integer")
 }
 
 // decode reads a JSON body into v, turning decoder errors into 400s that
-// name the field.
-func decode(body io.Reader, v any) *apiError {
-	data, err := io.ReadAll(io.LimitReader(body, maxBody+1))
-	if err != nil {
-		return badRequest("", "reading the request body: %v", err)
-	}
-	if len(data) > maxBody {
-		return badRequest("", "the request body exceeds %d MiB", maxBody>>20)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
+// name the request's key and the JSON it wants, never a Go type or field.
+func decode(data []byte, v any) *apiError {
+	// Unmarshal reads data in place (a Decoder would copy it) and refuses
+	// anything after the first value.
+	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
-		var ue interface{ Unwrap() error }
+		var ae *apiError
 		switch {
+		case errors.As(err, &ae): // from a field's own UnmarshalJSON
+			return ae
+		case errors.As(err, &te) && te.Field == "":
+			return badRequest("", "the request body: want %s, got a JSON %s", jsonKind(te.Type), te.Value)
 		case errors.As(err, &te):
 			field := keyPath(te.Field)
-			return badRequest(field, "%s: want %s, got a JSON %s", field, te.Type, te.Value)
-		case errors.As(err, &ue):
-			return badRequest("", "the request body is not valid: %v", err)
+			return badRequest(field, "%s: want %s, got a JSON %s", field, jsonKind(te.Type), te.Value)
 		}
 		return badRequest("", "the request body is not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return badRequest("", "the request body holds more than one JSON value")
 	}
 	return nil
 }
 
-// keyPath is a decoder error's field path without the Go names of
-// exported embedded structs (sampler.Overrides), which the decoder puts in
-// it: the request's keys are all lower case.
+// keyPath is a decoder error's field path without the names of embedded
+// structs (samplingFields, sampler.Overrides), which the decoder puts in
+// it: the request's keys are all in lower snake case.
 func keyPath(field string) string {
 	parts := strings.Split(field, ".")
 	keep := parts[:0]
 	for _, p := range parts {
-		if p == "" || !unicode.IsUpper(rune(p[0])) {
+		if p != "" && !embeddedNames[p] {
 			keep = append(keep, p)
 		}
 	}
 	return strings.Join(keep, ".")
+}
+
+// embeddedNames are the Go names of the structs embedded in the request
+// types.
+var embeddedNames = map[string]bool{"samplingFields": true, "Overrides": true}
+
+// jsonKind names what a Go type accepts in JSON terms.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
 }
 
 // text returns a message's content as text.
@@ -188,16 +202,66 @@ func (r *chatRequest) messages() ([]chat.Message, *apiError) {
 		if role == "developer" { // OpenAI's newer name for system
 			role = "system"
 		}
-		out[i] = chat.Message{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls, ReasoningContent: m.ReasoningContent}
+		calls := append([]chat.ToolCall(nil), m.ToolCalls...)
+		out[i] = chat.Message{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: calls, ReasoningContent: m.ReasoningContent}
+		for k := range calls {
+			args, err := argumentsValue(m.ToolCalls[k].Function.Arguments)
+			if err != nil {
+				field := fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k)
+				return nil, badRequest(field, "%s: %v", field, err)
+			}
+			calls[k].Function.Arguments = args
+		}
 	}
 	return out, nil
+}
+
+// limits are what a request's fields are checked against.
+type limits struct{ slots, vocab int }
+
+func (s *Server) limits() limits {
+	return limits{slots: s.engine.Slots(), vocab: s.m.Config.VocabSize}
+}
+
+// argumentsValue is a call's arguments as the chat template gets them.
+// Clients send them as OpenAI does, a string of JSON; like vLLM, the server
+// decodes that string (and makes a missing or empty one {}), since
+// templates iterate the arguments (Qwen3.5's writes one <parameter=…> per
+// key) or print them with tojson.
+func argumentsValue(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return raw, nil // already a JSON value
+	}
+	if strings.TrimSpace(s) == "" {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("%q is not JSON; send the arguments as a string of JSON, as OpenAI does", clip(s))
+	}
+	return json.RawMessage(s), nil
+}
+
+func clip(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }
 
 // params builds the per-choice sampling parameters: the request's
 // settings (max_tokens as the endpoint reads it) over
 // sampler.DefaultParams, checked by Params.Validate (whose
 // messages name the key), with stop tokens and seeds.
-func (f *samplingFields) params(maxTokens *int, topLogprobs int, stopTokens []int32) ([]sampler.Params, *apiError) {
+//
+// Every field is checked against the server's limits before the choices
+// are allocated: n above the slots is refused here, not after making n
+// parameter sets (n = 10⁹ would exhaust memory).
+func (f *samplingFields) params(maxTokens *int, topLogprobs int, stopTokens []int32, lim limits) ([]sampler.Params, *apiError) {
 	p := sampler.DefaultParams()
 	n := 1
 	if f.N != nil {
@@ -206,8 +270,13 @@ func (f *samplingFields) params(maxTokens *int, topLogprobs int, stopTokens []in
 	switch {
 	case n < 1:
 		return nil, badRequest("n", "n = %d: want at least 1", n)
+	case n > lim.slots:
+		return nil, badRequest("n", "n = %d exceeds the server's %d slots (grpo serve --slots)", n, lim.slots)
 	case f.BestOf != nil && *f.BestOf != n:
 		return nil, badRequest("best_of", "best_of is not supported (it must equal n)")
+	}
+	if e := checkStops(f.Stop, f.StopTokenIDs, lim.vocab); e != nil {
+		return nil, e
 	}
 	for _, pen := range []struct {
 		key string

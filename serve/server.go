@@ -27,7 +27,11 @@ type Config struct {
 	MaxQueue int
 	// Adapters are loaded at start: served name → PEFT adapter directory.
 	Adapters map[string]string
-	// Logf, if set, hears adapter loads and failed generations.
+	// AdapterTimeout bounds reading a load_lora_adapter request's files;
+	// 0 means 60 s.
+	AdapterTimeout time.Duration
+	// Logf, if set, hears adapter loads, failed generations and a line per
+	// request (requestLog).
 	Logf func(format string, args ...any)
 }
 
@@ -42,6 +46,10 @@ type Server struct {
 	adapters adapters
 	created  int64
 	ids      atomic.Uint64
+
+	bodies            *budget       // bytes of big request bodies in flight
+	adapterReaders    chan struct{} // a slot per adapter load reading files
+	maxAdapterWeights int64
 }
 
 // New builds a server over m and tok; Run starts its scheduler.
@@ -52,32 +60,53 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, cfg Config) (*Server, error) 
 	if cfg.Slots == 0 {
 		cfg.Slots = 64
 	}
+	ctxLen := m.Config.MaxPositions
 	if cfg.MaxLen == 0 {
 		cfg.MaxLen = 4096
-		if c := m.Config.MaxPositions; c > 0 {
-			cfg.MaxLen = min(cfg.MaxLen, c)
+		if ctxLen > 0 {
+			cfg.MaxLen = min(cfg.MaxLen, ctxLen)
 		}
 	}
 	if cfg.MaxQueue == 0 {
 		cfg.MaxQueue = 4 * cfg.Slots
 	}
-	if cfg.MaxQueue < 0 {
+	if cfg.AdapterTimeout == 0 {
+		cfg.AdapterTimeout = defaultAdapterTimeout
+	}
+	switch {
+	case cfg.Slots < 1:
+		return nil, fmt.Errorf("serve: slots = %d (--slots): want at least 1", cfg.Slots)
+	case cfg.MaxLen < 2:
+		return nil, fmt.Errorf("serve: max_len = %d (--max-len): want at least 2 tokens (a prompt and one generated token)", cfg.MaxLen)
+	case ctxLen > 0 && cfg.MaxLen > ctxLen:
+		return nil, fmt.Errorf("serve: max_len = %d (--max-len) is beyond the model's context of %d tokens (max_position_embeddings); give at most %d", cfg.MaxLen, ctxLen, ctxLen)
+	case cfg.MaxQueue < 0:
 		return nil, fmt.Errorf("serve: max queue %d is negative", cfg.MaxQueue)
+	case cfg.AdapterTimeout < 0:
+		return nil, fmt.Errorf("serve: adapter timeout %v is negative", cfg.AdapterTimeout)
+	}
+	if err := checkCacheFits(m, cfg.Slots, cfg.MaxLen); err != nil {
+		return nil, err
 	}
 	s, err := sampler.New(m, tok, sampler.Config{Slots: cfg.Slots, MaxLen: cfg.MaxLen})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	srv := &Server{cfg: cfg, m: m, tok: tok, stops: sampler.StopTokenIDs(tok), created: time.Now().Unix(),
-		adapters: adapters{byName: map[string]*adapterRef{}}}
+		adapters: adapters{byName: map[string]*adapterRef{}}, bodies: newBudget(bigBodies),
+		adapterReaders: make(chan struct{}, adapterReaders), maxAdapterWeights: maxAdapterWeights(m)}
 	srv.sched = NewScheduler(s, cfg.MaxQueue)
 	srv.engine = srv.sched
 	for name, dir := range cfg.Adapters {
 		if err := srv.checkAdapterName(name); err != nil {
 			s.Close()
-			return nil, err
+			return nil, fmt.Errorf("serve: adapter %q: %v", name, err)
 		}
-		a, err := loadAdapter(m, name, dir)
+		files, err := srv.readAdapterFiles(context.Background(), dir)
+		var a *adapterRef
+		if err == nil {
+			a, err = loadAdapter(m, name, files)
+		}
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -102,12 +131,18 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
+// checkAdapterName judges a served adapter name: printable (it is echoed
+// in responses and log lines), at most maxNameBytes, not the base model's.
 func (s *Server) checkAdapterName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("serve: an adapter needs a name")
+		return fmt.Errorf("an adapter needs a name")
+	case len(name) > maxNameBytes:
+		return fmt.Errorf("a name of %d bytes is too long; at most %d", len(name), maxNameBytes)
+	case !printable(name):
+		return fmt.Errorf("%q: want printable characters only (no control characters or invalid UTF-8)", name)
 	case name == s.cfg.ModelName:
-		return fmt.Errorf("serve: adapter name %q is the base model's name", name)
+		return fmt.Errorf("%q is the base model's name", name)
 	}
 	return nil
 }
@@ -123,9 +158,20 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("%s %s is not an endpoint of grpo serve (it serves /v1/models, /v1/chat/completions, /v1/completions, /v1/load_lora_adapter, /v1/unload_lora_adapter)", r.Method, r.URL.Path)})
+		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("%s %q is not an endpoint of grpo serve (it serves /v1/models, /v1/chat/completions, /v1/completions, /v1/load_lora_adapter, /v1/unload_lora_adapter)", r.Method, r.URL.Path)})
 	})
-	return mux
+	return s.requestLog(endsContext(mux))
+}
+
+// endsContext cancels each request's context when its handler returns,
+// as net/http's server does, so what is tied to it (a big body's share of
+// the budget: readBody) is released under any caller of Handler.
+func endsContext(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 type modelCard struct {

@@ -167,7 +167,7 @@ func runStreamCase(t *testing.T, s *Server, c streamCase) []byte {
 	switch c.path {
 	case "/v1/chat/completions":
 		var req chatRequest
-		if e := decode(strings.NewReader(c.body), &req); e != nil {
+		if e := decode([]byte(c.body), &req); e != nil {
 			t.Fatal(e.message)
 		}
 		plan, e := s.planChat(&req)
@@ -178,7 +178,7 @@ func runStreamCase(t *testing.T, s *Server, c streamCase) []byte {
 		stream = func() { s.streamChat(w, r, j, plan, "chatcmpl-7", s.responseModel(req.Model)) }
 	default:
 		var req completionRequest
-		if e := decode(strings.NewReader(c.body), &req); e != nil {
+		if e := decode([]byte(c.body), &req); e != nil {
 			t.Fatal(e.message)
 		}
 		plan, e := s.planCompletion(&req)

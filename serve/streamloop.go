@@ -61,8 +61,9 @@ func (s *Server) streamChoices(st *sse, r *http.Request, j *job, hold int, inclu
 			sent[i] = streamed{text: len(text), tokens: len(o.Tokens), finished: o.Finish != ""}
 		}
 		if done {
+			pt, ct := usageOf(j.prompt, outs)
+			countTokens(r, pt, ct)
 			if includeUsage {
-				pt, ct := usageOf(j.prompt, outs)
 				st.send(kind.usage(&endpoints.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct}))
 			}
 			st.done()

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/grpo-dev/grpo/endpoints"
@@ -14,11 +15,12 @@ const FinishToolCalls = "tool_calls"
 
 // toolCalls reads a finished turn's text with the model's tool-call parser
 // (vLLM's --tool-call-parser, chosen here from the chat template: Hermes
-// for Qwen, Llama 3's JSON). It returns the content left and the calls,
-// or ok false when the text holds no well-formed call: then the whole
-// text is the content, as a server without a parser would return it.
-func toolCalls(f tokenizer.ToolCallFormat, text string, id string) (content string, calls []endpoints.ToolCallWire, ok bool) {
-	parsed := f.Parse(text)
+// for Qwen2.5/3, qwen3_coder's XML for Qwen3.5, Llama 3's JSON), typing
+// XML values by the request's tools. It returns the content left and the
+// calls, or ok false when the text holds no well-formed call: then the
+// whole text is the content, as a server without a parser would return it.
+func toolCalls(f tokenizer.ToolCallFormat, text string, tools []json.RawMessage, id string) (content string, calls []endpoints.ToolCallWire, ok bool) {
+	parsed := f.ParseWithTools(text, tools)
 	if len(parsed.Calls) == 0 {
 		return text, nil, false
 	}
@@ -43,12 +45,12 @@ func (s *Server) parsesTools(req *chatRequest) bool {
 
 // assistantMessage is a finished choice's message: its text, or the tool
 // calls in it when the request parses them.
-func (s *Server) assistantMessage(o *output, parse bool, id string) (endpoints.ChatMessage, string) {
+func (s *Server) assistantMessage(o *output, parse bool, tools []json.RawMessage, id string) (endpoints.ChatMessage, string) {
 	text := s.visible(o, 0)
 	msg := endpoints.ChatMessage{Role: "assistant", Content: &text}
 	finish := o.Finish
 	if parse && o.Finish == sampler.FinishStop {
-		if content, calls, ok := toolCalls(s.tok.ToolCallFormat(), text, id); ok {
+		if content, calls, ok := toolCalls(s.tok.ToolCallFormat(), text, tools, id); ok {
 			msg.ToolCalls, finish = calls, FinishToolCalls
 			msg.Content = nil
 			if content != "" {

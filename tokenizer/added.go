@@ -52,8 +52,19 @@ type segment struct {
 // split cuts text into plain-text segments and added tokens. Empty text
 // segments are dropped.
 func (m *addedMatcher) split(text string, segs []segment) []segment {
+	m.each(text, func(s segment) bool {
+		segs = append(segs, s)
+		return true
+	})
+	return segs
+}
+
+// each calls f with split's segments in order, without collecting them,
+// until f returns false.
+func (m *addedMatcher) each(text string, f func(segment) bool) {
 	if m == nil {
-		return append(segs, segment{text: text})
+		f(segment{text: text})
+		return
 	}
 	prev := 0 // start of the pending plain text
 	for i := 0; i < len(text); i++ {
@@ -77,17 +88,18 @@ func (m *addedMatcher) split(text string, segs []segment) []segment {
 		if hit.rstrip {
 			end = len(text) - len(strings.TrimLeftFunc(text[end:], unicode.IsSpace))
 		}
-		if start > prev {
-			segs = append(segs, segment{text: text[prev:start]})
+		if start > prev && !f(segment{text: text[prev:start]}) {
+			return
 		}
-		segs = append(segs, segment{token: hit})
+		if !f(segment{token: hit}) {
+			return
+		}
 		prev = end
 		i = end - 1
 	}
 	if prev < len(text) {
-		segs = append(segs, segment{text: text[prev:]})
+		f(segment{text: text[prev:]})
 	}
-	return segs
 }
 
 // validAddedContent reports whether content can be matched at all.

@@ -195,6 +195,14 @@ var chatEnvironment = func() *exec.Environment {
 	if err := filters.Replace("tojson", filterToJSON); err != nil {
 		panic(err)
 	}
+	for name, fn := range pythonFilters {
+		if err := filters.Replace(name, fn); err != nil {
+			panic(err)
+		}
+	}
+	if err := filters.Register(getItemFilter, filterGetItem); err != nil {
+		panic(err)
+	}
 	if err := filters.Register(sizeFilter, filterSize); err != nil {
 		panic(err)
 	}

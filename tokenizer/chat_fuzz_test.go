@@ -24,6 +24,9 @@ func FuzzChatTemplate(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(cfg.ChatTemplate, "hello <think>x</think>")
+	qwen35 := readGz(f, filepath.Join(testdata, "qwen35/chat_template.jinja"))
+	f.Add(string(qwen35), "plan\n</think>\n\n<tool_call>\n<function=f>\n</function>\n</tool_call>")
+	f.Add("{{ messages[-3].content[-1] }}{{ messages[99] }}{{ 'é'[0] }}{{ (messages|list)[-1]['role'] }}{{ ns[0] }}", "x")
 	for _, tmpl := range []string{
 		"{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}",
 		"{{ bos_token }}{% for m in messages %}{{ '[INST] ' + m.content + ' [/INST]' if m.role == 'user' else m.content + eos_token }}{% endfor %}",

@@ -478,14 +478,14 @@ func opFilter(typ tokens.Type, val string) exec.FilterFunction {
 func instrument(root *nodes.Template, env *exec.Environment, maxDepth int) error {
 	// One level of the tree is a few levels of reflection (interface,
 	// pointer, struct); 8 leaves slack for real templates.
-	w := &rewriter{seen: map[uintptr]bool{}, done: map[*nodes.BinaryExpression]nodes.Expression{}, maxDepth: 8 * maxDepth, env: env}
+	w := &rewriter{seen: map[uintptr]bool{}, done: map[nodes.Node]nodes.Expression{}, maxDepth: 8 * maxDepth, env: env}
 	w.visit(reflect.ValueOf(root), 0)
 	return w.err
 }
 
 type rewriter struct {
 	seen     map[uintptr]bool
-	done     map[*nodes.BinaryExpression]nodes.Expression
+	done     map[nodes.Node]nodes.Expression
 	maxDepth int
 	env      *exec.Environment
 	err      error
@@ -524,6 +524,11 @@ func (w *rewriter) visit(v reflect.Value, depth int) {
 		}
 		// Only a settable slot whose type a FilteredExpression fits
 		// (nodes.Node, nodes.Expression) can take the rewrite.
+		if gi, ok := v.Interface().(*nodes.GetItem); ok && v.CanSet() && filteredType.AssignableTo(v.Type()) {
+			if w.rewriteGetItem(v, gi, depth) {
+				return
+			}
+		}
 		if be, ok := v.Interface().(*nodes.BinaryExpression); ok && v.CanSet() && filteredType.AssignableTo(v.Type()) {
 			if name, guarded := guardedOps[be.Operator.Token.Type]; guarded {
 				if done, ok := w.done[be]; ok {
@@ -558,7 +563,7 @@ func (w *rewriter) visit(v reflect.Value, depth int) {
 			// So is each filter's input, with the filter's arguments.
 			var chain []*nodes.FilterCall
 			for _, fc := range n.Filters {
-				if fc.Name != sizeFilter && !isGuardedOp(fc.Name) {
+				if fc.Name != sizeFilter && fc.Name != getItemFilter && !isGuardedOp(fc.Name) {
 					chain = append(chain, &nodes.FilterCall{Token: fc.Token, Name: sizeFilter, Args: fc.Args, Kwargs: fc.Kwargs})
 				}
 				chain = append(chain, fc)

@@ -104,3 +104,22 @@ func TestToJSONPythonStyle(t *testing.T) {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }
+
+// TestPythonSemantics: the filters and indexing that differ between gonja
+// and Jinja2 give what Python gives (the expected strings are Python's).
+func TestPythonSemantics(t *testing.T) {
+	tools := []json.RawMessage{json.RawMessage(`{"z": 1, "a": null, "m": [1, 2]}`)}
+	for tmpl, want := range map[string]string{
+		"{{ ['a'][-1] }}|{{ ['a', 'b'][-2] }}|{{ ['a'][-2] }}|{{ ['a'][1] }}":            "a|a||",
+		"{{ 'x'.split('<think>')[-1].upper() }}":                                         "X",
+		"{{ 'héllo'[1] }}{{ 'héllo'[-5] }}|{{ 'ab'[2] }}|{{ '😀x'[-1] }}":                 "éh||x",
+		"{% for k, v in tools[0]|items %}{{ k }}={{ v|string }},{% endfor %}":            "z=1,a=None,m=[1, 2],",
+		"{{ tools[0]['m'][-1] }}{{ tools[0].m[0] }}|{{ tools[0]['nope'] }}|":             "21||",
+		"{% set ns = namespace(v=3) %}{{ ns['v'] }}|{{ none|string }}|{{ true|string }}": "3|None|True",
+	} {
+		got, err := RenderChatTemplate(tmpl, nil, ChatOptions{Tools: tools}, nil)
+		if err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", tmpl, got, err, want)
+		}
+	}
+}

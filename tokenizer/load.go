@@ -11,10 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Load reads tokenizer.json and tokenizer_config.json from a model
-// directory, and generation_config.json when present (for extra stop ids).
+// directory, chat_template.jinja when present (it replaces the config's
+// chat_template, as in transformers: Qwen3.5 ships its template only
+// there), and generation_config.json when present (for extra stop ids).
 func Load(dir string) (*Tokenizer, error) {
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
 	if _, err := os.Stat(cfgPath); errors.Is(err, fs.ErrNotExist) {
@@ -22,6 +25,9 @@ func Load(dir string) (*Tokenizer, error) {
 	}
 	t, err := LoadFiles(filepath.Join(dir, "tokenizer.json"), cfgPath)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.readChatTemplateFile(filepath.Join(dir, "chat_template.jinja")); err != nil {
 		return nil, err
 	}
 	genPath := filepath.Join(dir, "generation_config.json")
@@ -213,5 +219,27 @@ func (t *Tokenizer) addGenerationConfig(name string, data []byte) error {
 			t.cfg.eos = append(t.cfg.eos, id)
 		}
 	}
+	return nil
+}
+
+// readChatTemplateFile makes a chat_template.jinja beside the config the
+// template, when there is one. transformers reads it in place of the
+// config's chat_template whatever the config holds, so a named list there
+// is dropped too.
+func (t *Tokenizer) readChatTemplateFile(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%s: not UTF-8 text; a chat template is a Jinja text file", path)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("%s: empty; remove it to use tokenizer_config.json's chat_template", path)
+	}
+	t.cfg.chatTemplate, t.cfg.templates, t.cfg.templateSource = string(data), nil, path
 	return nil
 }

@@ -14,10 +14,14 @@ type splitter interface {
 	split(text string, pieces []string) []string
 }
 
-// The split patterns of the model families we special-case. They differ only
-// in how many digits one piece may hold.
+// The split patterns of the model families we special-case. They differ
+// in how many digits one piece may hold and, from Qwen3.5 on, in whether
+// combining marks (\p{M}) belong to words: Qwen3.5's pattern lets a letter
+// run absorb them (so "e\u0301", Devanagari vowel signs and Thai tone marks
+// stay inside their word) where Qwen2/3's cut them off as punctuation.
 const (
 	qwenPattern   = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	qwen35Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// gpt2Pattern is what the ByteLevel pre-tokenizer splits with when its
 	// use_regex is true.
@@ -30,6 +34,8 @@ func newSplitter(pattern string) (splitter, error) {
 	switch pattern {
 	case qwenPattern:
 		return &scanner{maxDigits: 1}, nil
+	case qwen35Pattern:
+		return &scanner{maxDigits: 1, marksInWords: true}, nil
 	case llama3Pattern:
 		return &scanner{maxDigits: 3}, nil
 	}
@@ -42,6 +48,9 @@ const (
 	clsLetter
 	clsNumber
 	clsSpace
+	// clsMark is \p{M}: "other" for the Qwen2/3 and Llama 3 patterns, part
+	// of a word for Qwen3.5's (scanner.class decides).
+	clsMark
 )
 
 var asciiClass [128]uint8
@@ -62,6 +71,8 @@ func classOf(r rune) uint8 {
 		return clsNumber
 	case unicode.IsSpace(r):
 		return clsSpace
+	case unicode.IsMark(r):
+		return clsMark
 	}
 	return clsOther
 }
@@ -81,9 +92,31 @@ func runeAt(s string, i int) (rune, int, uint8) {
 	return r, w, classOf(r)
 }
 
-// scanner implements qwenPattern (maxDigits 1) and llama3Pattern
-// (maxDigits 3) by hand: a leftmost-first alternation, tried in order.
-type scanner struct{ maxDigits int }
+// scanner implements qwenPattern (maxDigits 1), llama3Pattern (maxDigits
+// 3) and qwen35Pattern (maxDigits 1, marksInWords) by hand: a
+// leftmost-first alternation, tried in order.
+//
+// Qwen3.5's pattern needs no rule of its own: with marks counted as
+// letters its word rule [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ is the letter rule,
+// and its punctuation class [^\s\p{L}\p{M}\p{N}] is "other". (The word
+// rule's optional prefix may itself be a mark, but a mark there is
+// followed by the same run the mark would start, so the piece is the same.)
+type scanner struct {
+	maxDigits    int
+	marksInWords bool
+}
+
+// at is runeAt with the scanner's view of marks.
+func (sc *scanner) at(s string, i int) (rune, int, uint8) {
+	r, w, c := runeAt(s, i)
+	if c == clsMark {
+		c = clsOther
+		if sc.marksInWords {
+			c = clsLetter
+		}
+	}
+	return r, w, c
+}
 
 func (sc *scanner) split(text string, pieces []string) []string {
 	for i := 0; i < len(text); {
@@ -99,7 +132,7 @@ func lowerASCII(c byte) byte { return c | 0x20 }
 // match returns the end of the piece that starts at byte offset i.
 func (sc *scanner) match(s string, i int) int {
 	n := len(s)
-	r0, w0, c0 := runeAt(s, i)
+	r0, w0, c0 := sc.at(s, i)
 
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d) — ASCII case folding only: HF does not
 	// fold U+017F (ſ) to s.
@@ -123,7 +156,7 @@ func (sc *scanner) match(s string, i int) int {
 		return sc.run(s, i, clsLetter)
 	}
 	if c0 != clsNumber && r0 != '\r' && r0 != '\n' && i+w0 < n {
-		if _, _, c1 := runeAt(s, i+w0); c1 == clsLetter {
+		if _, _, c1 := sc.at(s, i+w0); c1 == clsLetter {
 			return sc.run(s, i+w0, clsLetter)
 		}
 	}
@@ -132,7 +165,7 @@ func (sc *scanner) match(s string, i int) int {
 	if c0 == clsNumber {
 		j := i + w0
 		for k := 1; k < sc.maxDigits && j < n; k++ {
-			_, w, c := runeAt(s, j)
+			_, w, c := sc.at(s, j)
 			if c != clsNumber {
 				break
 			}
@@ -146,7 +179,7 @@ func (sc *scanner) match(s string, i int) int {
 	if c0 == clsOther {
 		start = i
 	} else if r0 == ' ' && i+1 < n {
-		if _, _, c1 := runeAt(s, i+1); c1 == clsOther {
+		if _, _, c1 := sc.at(s, i+1); c1 == clsOther {
 			start = i + 1
 		}
 	}
@@ -161,7 +194,7 @@ func (sc *scanner) match(s string, i int) int {
 	// c0 is whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
 	j, lastNL, lastStart := i, -1, i
 	for j < n {
-		r, w, c := runeAt(s, j)
+		r, w, c := sc.at(s, j)
 		if c != clsSpace {
 			break
 		}
@@ -185,7 +218,7 @@ func (sc *scanner) match(s string, i int) int {
 // run returns the end of the run of runes of class cls starting at i.
 func (sc *scanner) run(s string, i int, cls uint8) int {
 	for i < len(s) {
-		_, w, c := runeAt(s, i)
+		_, w, c := sc.at(s, i)
 		if c != cls {
 			break
 		}

@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,16 +47,19 @@ func TestScannerCases(t *testing.T) {
 func TestScannerMatchesRegexp2(t *testing.T) {
 	alphabet := []string{"a", "Z", "é", "中", "ж", "1", "٣", "½", "'", "s", "S", "t", "r", "e", "v", "m", "l", "L", "d",
 		" ", " ", "\t", "\n", "\r", "\u00a0", "\u3000", "\u0085", "\u2028", "\ufeff", ".", "!", "(", "😀", "\u0301", "_", "\x00"}
-	for _, c := range []struct {
+	// Marks of each kind (Mn, Mc, Me) and scripts that use them.
+	alphabet = append(alphabet, "\u0308", "\u20dd", "क", "\u093f", "\u094d", "ก", "\u0e48", "\u05b4", "\u200d")
+	for k, c := range []struct {
 		pattern   string
 		maxDigits int
-	}{{qwenPattern, 1}, {llama3Pattern, 3}} {
+		marks     bool
+	}{{qwenPattern, 1, false}, {llama3Pattern, 3, false}, {qwen35Pattern, 1, true}} {
 		re, err := newRegexSplitter(c.pattern)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := &scanner{maxDigits: c.maxDigits}
-		rng := rand.New(rand.NewPCG(1, uint64(c.maxDigits)))
+		sc := &scanner{maxDigits: c.maxDigits, marksInWords: c.marks}
+		rng := rand.New(rand.NewPCG(1, uint64(k)))
 		n := 3000
 		if testing.Short() {
 			n = 300
@@ -67,8 +72,48 @@ func TestScannerMatchesRegexp2(t *testing.T) {
 			s := b.String()
 			want := re.split(s, nil)
 			if got := sc.split(s, nil); !slices.Equal(got, want) {
-				t.Fatalf("maxDigits %d: scanner %q, regexp2 %q on %q", c.maxDigits, got, want, s)
+				t.Fatalf("pattern %d: scanner %q, regexp2 %q on %q", k, got, want, s)
 			}
 		}
+	}
+}
+
+// TestQwen35Split checks the scanner on Qwen3.5's pattern (and on Qwen3's,
+// which the same strings cut differently) against the `regex` module's
+// matches, written by scripts/chat-goldens/qwen35_split.py: combining
+// marks after Latin letters, in Devanagari, Thai, Vietnamese, Hebrew and
+// Arabic, after spaces, digits, punctuation and contractions.
+func TestQwen35Split(t *testing.T) {
+	var cases []struct {
+		Text   string   `json:"text"`
+		Qwen3  []string `json:"qwen3"`
+		Qwen35 []string `json:"qwen35"`
+	}
+	if err := json.Unmarshal(readGz(t, filepath.Join(testdata, "split-qwen35.json")), &cases); err != nil {
+		t.Fatal(err)
+	}
+	differ := 0
+	for _, c := range cases {
+		for _, p := range []struct {
+			pattern string
+			want    []string
+		}{{qwenPattern, c.Qwen3}, {qwen35Pattern, c.Qwen35}} {
+			sp, err := newSplitter(p.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, fast := sp.(*scanner); !fast {
+				t.Fatalf("pattern %q does not get the scanner", p.pattern)
+			}
+			if got := sp.split(c.Text, nil); !slices.Equal(got, p.want) {
+				t.Errorf("%q: got %q, want %q", c.Text, got, p.want)
+			}
+		}
+		if !slices.Equal(c.Qwen3, c.Qwen35) {
+			differ++
+		}
+	}
+	if len(cases) < 15 || differ < 10 {
+		t.Fatalf("split-qwen35.json has %d strings, %d split differently by the two patterns; regenerate it", len(cases), differ)
 	}
 }

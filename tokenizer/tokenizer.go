@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"sync"
+
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -20,6 +22,9 @@ type Tokenizer struct {
 	prefix, suffix []int32 // what the post-processor puts around a sequence
 
 	cfg tokConfig // from tokenizer_config.json and generation_config.json
+
+	longestOnce sync.Once
+	longest     int // longestPiece's value
 }
 
 // tokConfig is what tokenizer_config.json (and generation_config.json) add.

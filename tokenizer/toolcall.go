@@ -24,6 +24,11 @@ const (
 	// {"name": ..., "parameters": {...}} objects (separated by ';'),
 	// optionally after <|python_tag|>.
 	ToolCallsLlama3
+	// ToolCallsQwenXML is Qwen3.5/3.6's (and Qwen3-Coder's): each call
+	// <tool_call><function=NAME><parameter=ARG>VALUE</parameter>…
+	// </function></tool_call> with raw values typed by the tool's schema
+	// (vLLM's qwen3_coder parser).
+	ToolCallsQwenXML
 )
 
 func (f ToolCallFormat) String() string {
@@ -32,13 +37,17 @@ func (f ToolCallFormat) String() string {
 		return "hermes"
 	case ToolCallsLlama3:
 		return "llama3-json"
+	case ToolCallsQwenXML:
+		return "qwen3_coder"
 	}
 	return "none"
 }
 
 // ToolCallFormat tells the tool-call format from the chat template: a
-// template that writes <tool_call> is Hermes-style; one that knows
-// <|python_tag|> or the "parameters" key with an ipython role is Llama 3's.
+// template that writes <function= and <parameter= inside <tool_call> is
+// Qwen's XML form (llama.cpp tells it the same way); one that writes
+// <tool_call> otherwise is Hermes-style; one that knows <|python_tag|> or
+// the "parameters" key with an ipython role is Llama 3's.
 func (t *Tokenizer) ToolCallFormat() ToolCallFormat {
 	return TemplateToolCallFormat(t.cfg.chatTemplate)
 }
@@ -48,6 +57,8 @@ func TemplateToolCallFormat(template string) ToolCallFormat {
 	switch {
 	case !strings.Contains(template, "tools"):
 		return ToolCallsNone // the model would never see the tool schemas
+	case strings.Contains(template, "<tool_call>") && strings.Contains(template, xmlFuncOpen) && strings.Contains(template, xmlParamOpen):
+		return ToolCallsQwenXML
 	case strings.Contains(template, "<tool_call>"):
 		return ToolCallsHermes
 	case strings.Contains(template, "<|python_tag|>"), strings.Contains(template, "ipython") && strings.Contains(template, "parameters"):
@@ -79,12 +90,23 @@ type ParsedTurn struct {
 // Parse reads the tool calls in an assistant turn's text. Text with no
 // call comes back as Content with no Calls; a call whose text is not a
 // well-formed call is kept with Err set, so the model hears about it.
+// Formats whose values need the tools' schemas read every value as a
+// string here; use ParseWithTools.
 func (f ToolCallFormat) Parse(text string) ParsedTurn {
+	return f.ParseWithTools(text, nil)
+}
+
+// ParseWithTools is Parse with the tools the turn was offered (OpenAI
+// tool definitions, as in ChatOptions.Tools), which type the values of
+// ToolCallsQwenXML calls; JSON formats carry their types and ignore them.
+func (f ToolCallFormat) ParseWithTools(text string, tools []json.RawMessage) ParsedTurn {
 	switch f {
 	case ToolCallsHermes:
 		return parseHermes(text)
 	case ToolCallsLlama3:
 		return parseLlama3(text)
+	case ToolCallsQwenXML:
+		return parseQwenXML(text, tools)
 	}
 	return ParsedTurn{Content: text}
 }

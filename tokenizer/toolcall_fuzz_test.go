@@ -19,18 +19,20 @@ func FuzzToolCalls(f *testing.F) {
 		"<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": [1]}\"}</tool_call><tool_call>{",
 		"<think><tool_call></think>", `<|python_tag|>{"name": "a", "parameters": {}}; {"name": "b"}`,
 		`{"name": 3}`, `{"name": "x", "parameters": null};;`, "<tool_call></tool_call></tool_call>",
+		"<tool_call>\n<function=f>\n<parameter=o>\n{\"a\": [1, 2.5e3]}\n</parameter>\n<parameter=n>\n-0\n</parameter>\n</function>\n</tool_call>",
+		"<tool_call><function=f><parameter=s></parameter></parameter></function></tool_call><tool_call><function=",
 	} {
 		f.Add(s, "f", `{"k": "v"}`)
 	}
 	f.Fuzz(func(t *testing.T, text, name, args string) {
-		for _, format := range []ToolCallFormat{ToolCallsHermes, ToolCallsLlama3, ToolCallsNone} {
-			turn := format.Parse(text)
+		for _, format := range []ToolCallFormat{ToolCallsHermes, ToolCallsLlama3, ToolCallsQwenXML, ToolCallsNone} {
+			turn := format.ParseWithTools(text, xmlTools)
 			for i, c := range turn.Calls {
 				if c.Err == "" && (c.Name == "" || !json.Valid(c.Arguments) || !strings.HasPrefix(string(c.Arguments), "{")) {
 					t.Fatalf("%v %q: call %d has no error but name %q, arguments %q", format, text, i, c.Name, c.Arguments)
 				}
 			}
-			if format == ToolCallsHermes && len(turn.Calls) > strings.Count(text, hermesOpen) {
+			if (format == ToolCallsHermes || format == ToolCallsQwenXML) && len(turn.Calls) > strings.Count(text, hermesOpen) {
 				t.Fatalf("%q: %d calls from %d <tool_call>", text, len(turn.Calls), strings.Count(text, hermesOpen))
 			}
 		}
@@ -44,6 +46,38 @@ func FuzzToolCalls(f *testing.F) {
 		turn := ToolCallsHermes.Parse(text + "\n" + call)
 		if len(turn.Calls) != 1 || turn.Calls[0].Name != name || string(turn.Calls[0].Arguments) != string(compact) || turn.Content != text {
 			t.Fatalf("%q + canonical call %s: read back %+v", text, call, turn)
+		}
+	})
+}
+
+// FuzzQwenXML: a call in Qwen3.5's canonical form (as its template writes
+// one with a string argument) appended to any text without tool-call tags
+// reads back exactly, whatever the name, argument and value hold, unless
+// the value contains the closing tag itself. The value is read untyped and
+// typed by a schema ("i" an integer) alike without a panic.
+func FuzzQwenXML(f *testing.F) {
+	f.Add("Let me check.", "get_weather", "city", "Zürich\nline 2")
+	f.Add("", "f", "i", " 12 ")
+	f.Add("x\n\n", "a.b-c/d", "k", "\n<parameter=k>\n")
+	f.Fuzz(func(t *testing.T, text, name, arg, value string) {
+		if strings.Contains(text, hermesOpen) || strings.Contains(text, "</think>") || strings.Contains(value, xmlParamClose) ||
+			name == "" || strings.ContainsAny(name, "{}<>\"' \t\r\n") || arg == "" || strings.ContainsAny(arg, ">\n") ||
+			!utf8.ValidString(text) || !utf8.ValidString(name) || !utf8.ValidString(arg) || !utf8.ValidString(value) {
+			return
+		}
+		call := xmlCall(name, arg, value)
+		for _, tools := range [][]json.RawMessage{nil, {json.RawMessage(`{"name": "` + strings.ReplaceAll(name, "\\", "") + `", "parameters": {"properties": {"i": {"type": "integer"}}}}`)}} {
+			turn := ToolCallsQwenXML.ParseWithTools(text+"\n\n"+call, tools)
+			if len(turn.Calls) != 1 || turn.Calls[0].Err != "" || turn.Calls[0].Name != name || turn.Content != strings.TrimRight(text, "\n") {
+				t.Fatalf("%q + %q: read back %+v", text, call, turn)
+			}
+			var args map[string]any
+			if err := json.Unmarshal(turn.Calls[0].Arguments, &args); err != nil || len(args) != 1 {
+				t.Fatalf("%q: arguments %s: %v", call, turn.Calls[0].Arguments, err)
+			}
+			if s, isString := args[arg].(string); tools == nil && (!isString || s != value) {
+				t.Fatalf("%q: value %q read back as %#v", call, value, args[arg])
+			}
 		}
 	})
 }

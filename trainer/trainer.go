@@ -309,7 +309,8 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.readFreeMemory(); err != nil {
 		return nil, err
 	}
-	l, err := loader.Open(ctx, loader.Spec{Model: cfg.Model, Backend: r.be, Download: t.opts.download})
+	l, err := loader.Open(ctx, loader.Spec{Model: cfg.Model, Backend: r.be, Download: t.opts.download,
+		Log: func(line string) { r.dir.Logf("%s", line) }})
 	if err != nil {
 		return nil, err
 	}

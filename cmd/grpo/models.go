@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"text/tabwriter"
 
@@ -22,9 +23,9 @@ Example:
 				return usagef("models takes no arguments")
 			}
 			w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE")
+			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE\tSUPPORT")
 			for _, a := range model.Archs() {
-				fmt.Fprintf(w, "%s\t%s\t%s\n", a.ModelType, a.Name, a.Example)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.ModelType, a.Name, a.Example, cmp.Or(a.Partial, "full"))
 			}
 			w.Flush()
 			fmt.Println()

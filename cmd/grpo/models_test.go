@@ -19,6 +19,8 @@ func TestModelsListsQwen3MoE(t *testing.T) {
 		{"qwen2", "Qwen/Qwen2.5-0.5B-Instruct"},
 		{"llama", "meta-llama/Llama-3.2-1B-Instruct"},
 		{"qwen3-30b-a3b", "qwen3_moe", "30532.1M", "3353.0M"},
+		{"qwen3_5 ", "Qwen/Qwen3.5-4B", "the CUDA decode graph and prompt sharing in training still to come"},
+		{"qwen3_5_moe", "Qwen/Qwen3.6-35B-A3B"},
 	} {
 		found := false
 		for _, line := range strings.Split(out, "\n") {

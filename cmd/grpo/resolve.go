@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 
@@ -19,6 +20,7 @@ func openModel(s loader.Spec) (*loader.Loaded, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	s.Download = newDownloadProgress(os.Stderr)
+	s.Log = func(line string) { fmt.Fprintln(os.Stderr, line) }
 	return loader.Open(ctx, s)
 }
 

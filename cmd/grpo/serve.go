@@ -82,6 +82,17 @@ slots at the next step. Log-probs are the model's raw ones (temperature 1,
 untruncated), what a GRPO trainer uses as behaviour log-probs; with a seed
 each choice's tokens are the same whatever else is running.
 
+Every request is checked against the server's limits before work is done
+for it: n at most --slots; a text prompt that cannot fit in --max-len
+tokens is refused from its length before it is tokenized; bodies up to
+16 MiB; at most 64 stop strings of 1 KiB and 256 stop_token_ids. Adapter
+files must be regular files (a FIFO or /dev/zero is refused), the weights
+no larger than the config's rank allows for the model; they are read off
+the generation loop with a 60 s timeout. --max-len beyond the model's
+context, or slots whose KV cache exceeds free memory, are refused at
+start. Each request logs one line to stderr: client, request line,
+status, tokens, latency.
+
 Examples:
   grpo serve Qwen/Qwen3-0.6B --adapter rt=runs/reverse-1/adapter
   grpo serve ./qwen3 --port 8001 --slots 16 --max-len 2048

@@ -30,6 +30,18 @@ func TestServeHelpAndFlags(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "give one model") {
 		t.Errorf("no model: exit %d: %s", code, stderr)
 	}
+	// Limits the model cannot meet are refused at start, naming the flag
+	// (the host is not this machine's, as below).
+	tiny := filepath.Join(t.TempDir(), "tiny")
+	if err := tinymodel.Write(tiny, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ flags []string }{{[]string{"--max-len", "100000"}}, {[]string{"--slots", "1000000000"}}} {
+		code, _, stderr = runCLI(append([]string{"serve", tiny, "--host", "192.0.2.1"}, c.flags...)...)
+		if code != 1 || !strings.Contains(stderr, c.flags[0]) || strings.Contains(stderr, "listening") {
+			t.Errorf("%v: exit %d: %s", c.flags, code, stderr)
+		}
+	}
 	mismatch := filepath.Join(t.TempDir(), "mismatch")
 	if err := tinymodel.WriteVocabMismatch(mismatch, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
 		t.Fatal(err)

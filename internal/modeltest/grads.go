@@ -90,9 +90,12 @@ func gradFixture(t TB, m, ref *model.Model) (ad, cpuAd adapter, samples []loss.S
 			ab[routerModule(l)] = [2][]float32{uniform(rank*c.HiddenSize, 1/float64(c.HiddenSize)), uniform(c.NumExperts*rank, 0.05)}
 		}
 		for p := range model.NumProj {
+			if !c.HasProj(l, p) {
+				continue
+			}
 			in, out := c.Dims(p)
 			name, experts := moduleName(l, p), 1
-			if c.IsSparse(l) && p >= model.ProjGate {
+			if c.IsSparse(l) && p.IsMLP() {
 				// Every expert's adapter of p, stacked.
 				in, out = c.ExpertDims(p)
 				name, experts = expertModule(l, p), c.NumExperts

@@ -60,3 +60,26 @@ func (be *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 		}
 	})
 }
+
+// logistic is σ(g) in float64 without overflow: e^−|g| never exceeds 1.
+func logistic(g float64) float64 {
+	e := math.Exp(-math.Abs(g))
+	if g >= 0 {
+		return 1 / (1 + e)
+	}
+	return e / (1 + e)
+}
+
+// SigmoidGate reads x and gate at an index before writing out there, so
+// out may alias either.
+func (be *Backend) SigmoidGate(out, x, gate kernels.Buffer, n int) {
+	const op = "SigmoidGate"
+	positive(op, n)
+	os := f32(op, "out", out, n)
+	xs, gs := floats(op, "x", x, n), floats(op, "gate", gate, n)
+	be.parallel(n, 20, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			os[i] = float32(float64(xs[i]) * logistic(float64(gs[i])))
+		}
+	})
+}

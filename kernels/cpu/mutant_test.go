@@ -114,6 +114,36 @@ func (m overflowingSilu) SwiGLU(out, gate, up kernels.Buffer, n int) {
 	}
 }
 
+// overflowingSigmoid computes σ(g) as e^g/(1+e^g) in float32.
+type overflowingSigmoid struct{ *cpu.Backend }
+
+func (m overflowingSigmoid) SigmoidGate(out, x, gate kernels.Buffer, n int) {
+	gs, xs, os := cpu.Float32s(gate), cpu.Float32s(x), cpu.Float32s(out)
+	for i := range n {
+		e := float32(math.Exp(float64(gs[i])))
+		os[i] = xs[i] * e / (1 + e)
+	}
+}
+
+// rotatesWholeHead ignores partial rotary: it rotates all of each head,
+// repeating invFreq's rotaryDim/2 frequencies to fill headDim/2.
+type rotatesWholeHead struct{ *cpu.Backend }
+
+func (m rotatesWholeHead) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim, rotaryDim int, eps float32) {
+	f := make([]float32, rotaryDim/2)
+	m.Download(f, invFreq.Slice(0, rotaryDim/2))
+	wide := make([]float32, headDim/2)
+	for i := range wide {
+		wide[i] = f[i%len(f)]
+	}
+	inv := m.Alloc(kernels.F32, len(wide))
+	defer m.Free(inv)
+	m.Upload(inv, wide)
+	m.Backend.AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, inv, seq, pos,
+		pages, nTok, nHead, nKV, headDim, headDim, eps)
+}
+
 // clobbersInput computes out = a + b but leaves a scratch value in a.
 type clobbersInput struct{ *cpu.Backend }
 
@@ -172,6 +202,8 @@ func TestSuiteCatchesBrokenOps(t *testing.T) {
 		{"LogSoftmaxGather", "no max subtraction", noMaxSubtraction{base}},
 		{"RoPE", "ignores inverse", ignoresInverse{base}},
 		{"SwiGLU", "σ(g) = e^g/(1+e^g) overflows", overflowingSilu{base}},
+		{"SigmoidGate", "σ(g) = e^g/(1+e^g) overflows", overflowingSigmoid{base}},
+		{"AttentionInputs", "rotates the whole head", rotatesWholeHead{base}},
 		{"Add", "writes its input", clobbersInput{base}},
 	}
 	checked := map[string]bool{}

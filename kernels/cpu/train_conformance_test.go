@@ -67,6 +67,28 @@ func (m siluPrimeIsSigmoid) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buff
 	}
 }
 
+// sigmoidPrimeIsSigmoid uses σ(g) for σ'(g) in dgate, forgetting 1 − σ.
+type sigmoidPrimeIsSigmoid struct{ *cpu.Backend }
+
+func (m sigmoidPrimeIsSigmoid) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n int) {
+	dxs, dgs, dys, xs, gs := cpu.Float32s(dx), cpu.Float32s(dgate), cpu.Float32s(dy), cpu.Float32s(x), cpu.Float32s(gate)
+	for i := range n {
+		s := 1 / (1 + math.Exp(-float64(gs[i])))
+		d, xv := float64(dys[i]), float64(xs[i])
+		dxs[i], dgs[i] = float32(d*s), float32(d*xv*s)
+	}
+}
+
+// dropsDgate ignores dgate: dqkv comes out in the ungated layout, the
+// gate's gradient lost and the k and v gradients at the wrong columns.
+type dropsDgate struct{ *cpu.Backend }
+
+func (m dropsDgate) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim, rotaryDim int) {
+	m.Backend.AttentionInputsBackward(dqkv, dq, nil, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos,
+		pages, nTok, nHead, nKV, headDim, rotaryDim)
+}
+
 // overwritesKVGrads zeroes dk and dv before adding, so gradients from an
 // earlier call (another layer's share, or the caller's) are lost.
 type overwritesKVGrads struct{ *cpu.Backend }
@@ -190,6 +212,8 @@ func TestTrainSuiteCatchesBrokenOps(t *testing.T) {
 		{"RMSNormBackward", "ignores accumulate", ignoresAccumulate{base}, false},
 		{"RMSNormBackward", "treats rstd as a constant", treatsRstdAsConstant{base}, true},
 		{"SwiGLUBackward", "uses σ for silu'", siluPrimeIsSigmoid{base}, true},
+		{"SigmoidGateBackward", "uses σ for σ'", sigmoidPrimeIsSigmoid{base}, true},
+		{"AttentionInputsBackward", "ignores dgate", dropsDgate{base}, true},
 		{"AttentionBackward", "overwrites dk and dv", overwritesKVGrads{base}, false},
 		{"AttentionBackward", "drops the softmax correction D", dropsSoftmaxCorrection{base}, true},
 		{"LogSoftmaxGatherBackward", "flips the sign", flipsSoftmaxGradSign{base}, true},

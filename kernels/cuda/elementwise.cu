@@ -1,4 +1,4 @@
-// elementwise.cu: Add, AddBias, SwiGLU. One thread per element with a
+// elementwise.cu: Add, AddBias, SwiGLU, SigmoidGate. One thread per element with a
 // grid-stride loop, so any grid size covers any n.
 // nvcc -ptx -arch=compute_90 elementwise.cu
 #include "common.cuh"
@@ -34,5 +34,17 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_f32(float* out, const float* gate
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		float g = gate[i];
 		out[i] = g / (1.0f + expf(-g)) * up[i];
+	}
+}
+
+// out = x·σ(gate), σ formed from e = e^−|g| ≤ 1 so it never overflows
+// (g = ±1000 gives exactly 0 or 1). Each thread reads x and gate before
+// writing out at the same index, so out may alias either.
+GRPO_KERNEL void __launch_bounds__(256) sigmoid_gate_f32(float* out, const float* x, const float* gate, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float g = gate[i];
+		float e = expf(-fabsf(g));
+		float r = 1.0f / (1.0f + e);
+		out[i] = x[i] * (g >= 0.0f ? r : e * r);
 	}
 }

@@ -76,48 +76,62 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_u
 }
 
 // AttentionInputs. grid (nTok, nHead + 2·nKV): block (t, h) takes head h
-// of token t's fused q/k/v row — a q head for h < nHead, then the k and
-// the v heads — one thread per rotated pair (i, i + headDim/2). Each step
+// of token t's fused q/k/v row — a q head for h < nHead (with its output
+// gate after it when gate is not null), then the k and the v heads — one
+// thread per rotated pair (i, i + rotary_dim/2), then per unrotated dim
+// (partial rotary: dims from rotary_dim on), in strided loops. Each step
 // is the unfused kernel's arithmetic: the bias added as add_bias, the
-// norm as rmsnorm.cu's (a block_sum of squares, then x·rs·w), the rotation
-// as rope_f32's. Which part a block takes is uniform over the block, so
-// the block_sum is reached by every thread or by none.
+// norm as rmsnorm.cu's (a block_sum of squares over the whole head, then
+// x·rs·w), the rotation as rope_f32's. Which part a block takes is
+// uniform over the block, so the block_sum is reached by every thread or
+// by none.
 // store_kv writes a cache element: f32 as it is, bf16 rounded to nearest
 // even (as kv_write_bf16).
 __device__ __forceinline__ void store_kv(float* p, long long i, float v) { p[i] = v; }
 __device__ __forceinline__ void store_kv(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 template <class W, class C>
-__device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k, C* k_cache,
-						 C* v_cache, const float* qkv, const W* q_bias, const W* k_bias, const W* v_bias,
-						 const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq, const int* pos,
-						 const int* table, int n_head, int n_kv, int head_dim, int block_size, int max_blocks, float eps) {
+__device__ __forceinline__ void attention_inputs(float* q, float* gate, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k,
+						 C* k_cache, C* v_cache, const float* qkv, const W* q_bias, const W* k_bias,
+						 const W* v_bias, const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq,
+						 const int* pos, const int* table, int n_head, int n_kv, int head_dim, int rotary_dim,
+						 int block_size, int max_blocks, float eps) {
 	GRPO_SHARED(float, scratch, [32]);
-	int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
-	long long width = (long long)(n_head + 2 * n_kv) * head_dim;
-	const float* src = qkv + t * width + (long long)h * head_dim;
+	int t = blockIdx.x, h = blockIdx.y, half = rotary_dim / 2;
+	// A gated q head is the query followed by its gate: q_stride wide.
+	long long q_stride = gate ? 2LL * head_dim : head_dim, qw = n_head * q_stride, kd = (long long)n_kv * head_dim;
+	const float* row = qkv + t * (qw + 2 * kd);
 	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
+	const float* src;
 	const W* bias;
 	const W* norm;
 	float *pre, *rstd, *qd = nullptr;
-	C* kd = nullptr;
+	C* kdst = nullptr;
 	if (h < n_head) {
 		long long th = (long long)t * n_head + h;
-		bias = q_bias ? q_bias + (long long)h * head_dim : nullptr;
+		src = row + h * q_stride;
+		bias = q_bias ? q_bias + h * q_stride : nullptr;
 		norm = q_norm;
 		qd = q + th * head_dim;
 		pre = q_pre ? q_pre + th * head_dim : nullptr;
 		rstd = rstd_q ? rstd_q + th : nullptr;
+		if (gate) {
+			float* gd = gate + th * head_dim;
+			for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
+				gd[i] = bias ? src[head_dim + i] + ld(bias, head_dim + i) : src[head_dim + i];
+		}
 	} else if (h < n_head + n_kv) {
 		int j = h - n_head;
 		long long tj = (long long)t * n_kv + j;
+		src = row + qw + (long long)j * head_dim;
 		bias = k_bias ? k_bias + (long long)j * head_dim : nullptr;
 		norm = k_norm;
-		kd = k_cache + (cache_row + j) * head_dim;
+		kdst = k_cache + (cache_row + j) * head_dim;
 		pre = k_pre ? k_pre + tj * head_dim : nullptr;
 		rstd = rstd_k ? rstd_k + tj : nullptr;
 	} else {
 		int j = h - n_head - n_kv;
+		src = row + qw + kd + (long long)j * head_dim;
 		const W* vb = v_bias ? v_bias + (long long)j * head_dim : nullptr;
 		C* vd = v_cache + (cache_row + j) * head_dim;
 		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_kv(vd, i, vb ? src[i] + ld(vb, i) : src[i]);
@@ -153,20 +167,29 @@ __device__ __forceinline__ void attention_inputs(float* q, float* q_pre, float* 
 			qd[i] = y1;
 			qd[i + half] = y2;
 		} else {
-			store_kv(kd, i, y1);
-			store_kv(kd, i + half, y2);
+			store_kv(kdst, i, y1);
+			store_kv(kdst, i + half, y2);
 		}
+	}
+	for (int i = rotary_dim + threadIdx.x; i < head_dim; i += blockDim.x) {
+		float x = bias ? src[i] + ld(bias, i) : src[i];
+		if (pre) pre[i] = x;
+		if (norm) x = x * rs * ld(norm, i);
+		if (qd)
+			qd[i] = x;
+		else
+			store_kv(kdst, i, x);
 	}
 }
 
-#define ATTENTION_INPUTS_PARAMS(W, C)                                                                                        \
-	float *q, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache, const float *qkv,          \
-		const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm, const float *inv_freq,       \
-		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
-		int max_blocks, float eps
-#define ATTENTION_INPUTS_ARGS                                                                                             \
-	q, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
-		table, n_head, n_kv, head_dim, block_size, max_blocks, eps
+#define ATTENTION_INPUTS_PARAMS(W, C)                                                                                         \
+	float *q, float *gate, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache,                 \
+		const float *qkv, const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm,            \
+		const float *inv_freq, const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv,         \
+		int head_dim, int rotary_dim, int block_size, int max_blocks, float eps
+#define ATTENTION_INPUTS_ARGS                                                                                                   \
+	q, gate, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
+		table, n_head, n_kv, head_dim, rotary_dim, block_size, max_blocks, eps
 // Named for the weights' dtype (biases and norms: f32, wbf16) and, with
 // _kvbf16, a bf16 cache (the sampler's on a GPU).
 GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float, float)) { attention_inputs(ATTENTION_INPUTS_ARGS); }
@@ -183,77 +206,85 @@ GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16_kvbf16(ATTENTION_
 // AttentionInputsBackward. grid (nTok, nHead + 2·nKV), as attention_inputs:
 // block (t, h) writes head h of dqkv's row t. q and k heads: the gradient
 // (dq, or dk_cache at the token's cache row) rotated back as rope_f32 with
-// inverse, then, with a norm, rmsnorm_backward.cu's float64 formula (the
-// dot product over the head in a block_sum_f64, the rotation recomputed in
-// the second pass); v heads: dv_cache's row as it is.
+// inverse on the first rotary_dim dims (the others as they are), then,
+// with a norm, rmsnorm_backward.cu's float64 formula (the dot product
+// over the head in a block_sum_f64, the rotation recomputed in the second
+// pass); a q head's gate half: dgate's head as it is; v heads: dv_cache's
+// row as it is.
+// rotated_grad is element i of a head's gradient g rotated back: src
+// rotated by −angle for the pairs (i < half: with i + half), src as it is
+// from rotary_dim on.
+__device__ __forceinline__ float rotated_grad(const float* src, const float* inv_freq, int p, int i, int half) {
+	if (i >= 2 * half) return src[i];
+	int k = i < half ? i : i - half;
+	float ang = (float)p * inv_freq[k];
+	float s, co;
+	sincosf(ang, &s, &co);
+	s = -s;
+	return i < half ? src[i] * co - src[i + half] * s : src[i] * co + src[i - half] * s;
+}
+
 template <class W>
-__device__ __forceinline__ void attention_inputs_backward(float* dqkv, const float* dq, const float* dk_cache, const float* dv_cache,
-							  const float* q_pre, const float* k_pre, const float* rstd_q, const float* rstd_k,
-							  const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq,
-							  const int* pos, const int* table, int n_head, int n_kv, int head_dim,
-							  int block_size, int max_blocks) {
+__device__ __forceinline__ void attention_inputs_backward(float* dqkv, const float* dq, const float* dgate, const float* dk_cache,
+							  const float* dv_cache, const float* q_pre, const float* k_pre,
+							  const float* rstd_q, const float* rstd_k, const W* q_norm, const W* k_norm,
+							  const float* inv_freq, const int* seq, const int* pos, const int* table,
+							  int n_head, int n_kv, int head_dim, int rotary_dim, int block_size, int max_blocks) {
 	GRPO_SHARED(double, scratch, [32]);
-	int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
-	long long width = (long long)(n_head + 2 * n_kv) * head_dim;
-	float* dst = dqkv + t * width + (long long)h * head_dim;
+	int t = blockIdx.x, h = blockIdx.y, half = rotary_dim / 2;
+	long long q_stride = dgate ? 2LL * head_dim : head_dim, qw = n_head * q_stride, kd = (long long)n_kv * head_dim;
+	float* row = dqkv + t * (qw + 2 * kd);
 	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
 	const float *src, *x = nullptr;
+	float* dst;
 	const W* norm;
 	double r = 0.0;
 	if (h < n_head) {
 		long long th = (long long)t * n_head + h;
 		src = dq + th * head_dim;
+		dst = row + h * q_stride;
 		norm = q_norm;
 		if (norm) x = q_pre + th * head_dim, r = rstd_q[th];
+		if (dgate)
+			for (int i = threadIdx.x; i < head_dim; i += blockDim.x) dst[head_dim + i] = dgate[th * head_dim + i];
 	} else if (h < n_head + n_kv) {
 		int j = h - n_head;
 		long long tj = (long long)t * n_kv + j;
 		src = dk_cache + (cache_row + j) * head_dim;
+		dst = row + qw + (long long)j * head_dim;
 		norm = k_norm;
 		if (norm) x = k_pre + tj * head_dim, r = rstd_k[tj];
 	} else {
-		const float* dv = dv_cache + (cache_row + h - n_head - n_kv) * head_dim;
+		int j = h - n_head - n_kv;
+		const float* dv = dv_cache + (cache_row + j) * head_dim;
+		dst = row + qw + kd + (long long)j * head_dim;
 		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) dst[i] = dv[i];
 		return;
 	}
+	// Each thread rotates back its own elements of the head (reading a
+	// pair's partner from src), so no thread waits for another's result.
 	double c = 0.0;
 	if (norm) {
 		double dot = 0.0;
-		for (int i = threadIdx.x; i < half; i += blockDim.x) {
-			float ang = (float)pos[t] * inv_freq[i];
-			float s, co;
-			sincosf(ang, &s, &co);
-			s = -s;
-			float g1 = src[i] * co - src[i + half] * s, g2 = src[i + half] * co + src[i] * s;
-			dot += (double)ld(norm, i) * g1 * x[i] + (double)ld(norm, i + half) * g2 * x[i + half];
-		}
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
+			dot += (double)ld(norm, i) * rotated_grad(src, inv_freq, pos[t], i, half) * x[i];
 		dot = block_sum_f64(dot, scratch);
 		c = r * r * r * (dot / head_dim);
 	}
-	for (int i = threadIdx.x; i < half; i += blockDim.x) {
-		float ang = (float)pos[t] * inv_freq[i];
-		float s, co;
-		sincosf(ang, &s, &co);
-		s = -s;
-		float g1 = src[i] * co - src[i + half] * s, g2 = src[i + half] * co + src[i] * s;
-		if (norm) {
-			dst[i] = (float)(r * ld(norm, i) * g1 - x[i] * c);
-			dst[i + half] = (float)(r * ld(norm, i + half) * g2 - x[i + half] * c);
-		} else {
-			dst[i] = g1;
-			dst[i + half] = g2;
-		}
+	for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+		float g = rotated_grad(src, inv_freq, pos[t], i, half);
+		dst[i] = norm ? (float)(r * ld(norm, i) * g - x[i] * c) : g;
 	}
 }
 
-#define ATTENTION_INPUTS_BACKWARD_PARAMS(W)                                                                                 \
-	float *dqkv, const float *dq, const float *dk_cache, const float *dv_cache, const float *q_pre, const float *k_pre, \
-		const float *rstd_q, const float *rstd_k, const W *q_norm, const W *k_norm, const float *inv_freq,              \
-		const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv, int head_dim, int block_size, \
-		int max_blocks
-#define ATTENTION_INPUTS_BACKWARD_ARGS                                                                                     \
-	dqkv, dq, dk_cache, dv_cache, q_pre, k_pre, rstd_q, rstd_k, q_norm, k_norm, inv_freq, seq, pos, table, n_head, n_kv, \
-		head_dim, block_size, max_blocks
+#define ATTENTION_INPUTS_BACKWARD_PARAMS(W)                                                                                    \
+	float *dqkv, const float *dq, const float *dgate, const float *dk_cache, const float *dv_cache, const float *q_pre,    \
+		const float *k_pre, const float *rstd_q, const float *rstd_k, const W *q_norm, const W *k_norm,                    \
+		const float *inv_freq, const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv,          \
+		int head_dim, int rotary_dim, int block_size, int max_blocks
+#define ATTENTION_INPUTS_BACKWARD_ARGS                                                                                            \
+	dqkv, dq, dgate, dk_cache, dv_cache, q_pre, k_pre, rstd_q, rstd_k, q_norm, k_norm, inv_freq, seq, pos, table, n_head, n_kv, \
+		head_dim, rotary_dim, block_size, max_blocks
 GRPO_KERNEL void __launch_bounds__(128) attention_inputs_backward_f32(ATTENTION_INPUTS_BACKWARD_PARAMS(float)) {
 	attention_inputs_backward(ATTENTION_INPUTS_BACKWARD_ARGS);
 }

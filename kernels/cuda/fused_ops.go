@@ -67,18 +67,29 @@ func (b *Backend) SwiGLURowsBackward(dGateUp, dy, gateUp kernels.Buffer, rows, w
 	b.elementwise("swiglu_rows_backward_f32", rows*width, d.ptr, y.ptr, gu.ptr, int32(rows), int32(width))
 }
 
-func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
-	pages kernels.KVPages, nTok, nHead, nKV, headDim int, eps float32) {
-	const op = "AttentionInputs"
-	positive(op, nTok, nHead, nKV, headDim)
-	qd, kd := nHead*headDim, nKV*headDim
-	i32(op, nTok*(qd+2*kd))
-	if headDim%2 != 0 {
-		panic(fmt.Sprintf("cuda: %s: headDim %d is odd", op, headDim))
+// attentionInputsShape checks the head shape shared by AttentionInputs and
+// its backward: even dims, rotaryDim within the head, and a grid of at
+// most 65535 heads in y.
+func attentionInputsShape(op string, nHead, nKV, headDim, rotaryDim int) {
+	if headDim%2 != 0 || rotaryDim%2 != 0 || rotaryDim <= 0 || rotaryDim > headDim {
+		panic(fmt.Sprintf("cuda: %s: headDim %d, rotaryDim %d: want both even and 0 < rotaryDim ≤ headDim", op, headDim, rotaryDim))
 	}
 	if nHead+2*nKV > 65535 {
 		panic(fmt.Sprintf("cuda: %s: %d heads exceed the grid's y limit 65535", op, nHead+2*nKV))
 	}
+}
+
+func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim, rotaryDim int, eps float32) {
+	const op = "AttentionInputs"
+	positive(op, nTok, nHead, nKV, headDim)
+	qd, kd := nHead*headDim, nKV*headDim
+	qw := qd // the q part of a qkv row: with the gate, query | gate per head
+	if gate != nil {
+		qw = 2 * qd
+	}
+	i32(op, nTok*(qw+2*kd))
+	attentionInputsShape(op, nHead, nKV, headDim, rotaryDim)
 	if (qNorm == nil) != (kNorm == nil) {
 		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
 	}
@@ -93,18 +104,19 @@ func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, q
 	}
 	opt := func(name string, x kernels.Buffer, n int) *buffer { return b.optBufOf(op, name, x, n, wdt) }
 	qq := b.buf(op, "q", q, nTok*qd, kernels.F32)
+	g := b.optBuf(op, "gate", gate, nTok*qd)
 	qp, kp := b.optBuf(op, "qPre", qPre, nTok*qd), b.optBuf(op, "kPre", kPre, nTok*kd)
 	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
 	kc := b.buf(op, "kCache", kCache, kd, kernels.F32, kernels.BF16)
 	vc := b.buf(op, "vCache", vCache, kc.n, kc.dt)
 	tb := b.pages(op, pages, kc, kd)
-	src := b.buf(op, "qkv", qkv, nTok*(qd+2*kd), kernels.F32)
-	qb, kb, vb := opt("qBias", qBias, qd), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
+	src := b.buf(op, "qkv", qkv, nTok*(qw+2*kd), kernels.F32)
+	qb, kb, vb := opt("qBias", qBias, qw), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
 	qn, kn := opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)
-	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	f := b.buf(op, "invFreq", invFreq, rotaryDim/2, kernels.F32)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
-	if !usable(qq, qp, kp, rq, rk, kc, vc, tb, src, qb, kb, vb, qn, kn, f, s, p) {
+	if !usable(qq, g, qp, kp, rq, rk, kc, vc, tb, src, qb, kb, vb, qn, kn, f, s, p) {
 		return
 	}
 	name := "attention_inputs_f32"
@@ -115,27 +127,27 @@ func (b *Backend) AttentionInputs(q, qPre, kPre, rstdQ, rstdK, kCache, vCache, q
 		name += "_kvbf16" // k and v rounded to nearest even, as kv_write_bf16
 	}
 	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
-		qq.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps)
+		qq.ptr, g.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(rotaryDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps)
 }
 
-func (b *Backend) AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
-	pages kernels.KVPages, nTok, nHead, nKV, headDim int) {
+func (b *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
+	pages kernels.KVPages, nTok, nHead, nKV, headDim, rotaryDim int) {
 	const op = "AttentionInputsBackward"
 	positive(op, nTok, nHead, nKV, headDim)
 	qd, kd := nHead*headDim, nKV*headDim
-	i32(op, nTok*(qd+2*kd))
-	if headDim%2 != 0 {
-		panic(fmt.Sprintf("cuda: %s: headDim %d is odd", op, headDim))
+	qw := qd
+	if dgate != nil {
+		qw = 2 * qd
 	}
-	if nHead+2*nKV > 65535 {
-		panic(fmt.Sprintf("cuda: %s: %d heads exceed the grid's y limit 65535", op, nHead+2*nKV))
-	}
+	i32(op, nTok*(qw+2*kd))
+	attentionInputsShape(op, nHead, nKV, headDim, rotaryDim)
 	if (qNorm == nil) != (kNorm == nil) {
 		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
 	}
-	d := b.buf(op, "dqkv", dqkv, nTok*(qd+2*kd), kernels.F32)
+	d := b.buf(op, "dqkv", dqkv, nTok*(qw+2*kd), kernels.F32)
 	g := b.buf(op, "dq", dq, nTok*qd, kernels.F32)
+	dg := b.optBuf(op, "dgate", dgate, nTok*qd)
 	kc := b.buf(op, "dkCache", dkCache, kd, kernels.F32)
 	vc := b.buf(op, "dvCache", dvCache, kc.n, kernels.F32)
 	tb := b.pages(op, pages, kc, kd)
@@ -148,10 +160,10 @@ func (b *Backend) AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre
 		rq, rk = b.buf(op, "rstdQ", rstdQ, nTok*nHead, kernels.F32), b.buf(op, "rstdK", rstdK, nTok*nKV, kernels.F32)
 		qn, kn = b.buf(op, "qNorm", qNorm, headDim, wdt), b.buf(op, "kNorm", kNorm, headDim, wdt)
 	}
-	f := b.buf(op, "invFreq", invFreq, headDim/2, kernels.F32)
+	f := b.buf(op, "invFreq", invFreq, rotaryDim/2, kernels.F32)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
-	if !usable(d, g, kc, vc, tb, qp, kp, rq, rk, qn, kn, f, s, p) {
+	if !usable(d, g, dg, kc, vc, tb, qp, kp, rq, rk, qn, kn, f, s, p) {
 		return
 	}
 	name := "attention_inputs_backward_f32"
@@ -159,6 +171,6 @@ func (b *Backend) AttentionInputsBackward(dqkv, dq, dkCache, dvCache, qPre, kPre
 		name = "attention_inputs_backward_wbf16"
 	}
 	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
-		d.ptr, g.ptr, kc.ptr, vc.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks))
+		d.ptr, g.ptr, dg.ptr, kc.ptr, vc.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(rotaryDim), int32(pages.BlockSize), int32(pages.MaxBlocks))
 }

@@ -50,6 +50,7 @@ var kernelMaxBlock = map[string]int{
 	"swiglu_f32": elementwiseBlock, "f32_to_bf16": elementwiseBlock, "bf16_to_f32": elementwiseBlock,
 	"rope_f32": elementwiseBlock, "fill_f32": elementwiseBlock, "scale_f32": elementwiseBlock,
 	"swiglu_backward_f32": elementwiseBlock, "policy_loss_f32": elementwiseBlock, "adamw_f32": elementwiseBlock,
+	"sigmoid_gate_f32": elementwiseBlock, "sigmoid_gate_backward_f32": elementwiseBlock,
 	"gather_rows_f32": 256, "gather_rows_bf16": 256, "kv_write_f32": 256, "kv_write_bf16": 256, // warpRound(…, 256)
 	"scatter_rows_f32": 256, "copy_columns_f32": 256, // warpRound(…, 256)
 	"rmsnorm_f32": rowBlock, "rmsnorm_wbf16": rowBlock,

@@ -159,6 +159,18 @@ func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 	b.elementwise("swiglu_f32", n, o.ptr, g.ptr, u.ptr, int32(n))
 }
 
+func (b *Backend) SigmoidGate(out, x, gate kernels.Buffer, n int) {
+	const op = "SigmoidGate"
+	i32(op, n)
+	o := b.buf(op, "out", out, n, kernels.F32)
+	xx := b.buf(op, "x", x, n, kernels.F32)
+	g := b.buf(op, "gate", gate, n, kernels.F32)
+	if !usable(o, xx, g) {
+		return
+	}
+	b.elementwise("sigmoid_gate_f32", n, o.ptr, xx.ptr, g.ptr, int32(n))
+}
+
 func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, width int) {
 	const op = "KVWrite"
 	i32(op, nTok, width, nTok*width)

@@ -1,4 +1,5 @@
-// train_elementwise.cu: Fill, Scale and SwiGLUBackward — the elementwise
+// train_elementwise.cu: Fill, Scale, SwiGLUBackward and
+// SigmoidGateBackward — the elementwise
 // training ops. One thread per element with a grid-stride loop, so any grid
 // size covers any n.
 // nvcc -ptx -arch=compute_90 train_elementwise.cu
@@ -30,5 +31,22 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_backward_f32(float* dgate, float*
 		float om = g >= 0.0f ? e * r : r;    // 1 − σ(g)
 		dgate[i] = d * u * (sig * (1.0f + g * om));
 		dup[i] = d * (g * sig);
+	}
+}
+
+// dx = dy·σ(g), dgate = dy·x·σ(g)·(1 − σ(g)), σ and 1 − σ formed from e =
+// e^−|g| as in swiglu_backward_f32. Each thread reads dy, x and gate
+// before writing dx and dgate at the same index, so dx may alias dy or x
+// and dgate may alias gate.
+GRPO_KERNEL void __launch_bounds__(256) sigmoid_gate_backward_f32(float* dx, float* dgate, const float* dy, const float* x,
+								   const float* gate, int n) {
+	GRID_STRIDE(i, n) {
+		float g = gate[i], xv = x[i], d = dy[i];
+		float e = expf(-fabsf(g));
+		float r = 1.0f / (1.0f + e);
+		float sig = g >= 0.0f ? r : e * r;  // σ(g)
+		float om = g >= 0.0f ? e * r : r;   // 1 − σ(g)
+		dx[i] = d * sig;
+		dgate[i] = d * xv * (sig * om);
 	}
 }

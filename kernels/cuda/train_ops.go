@@ -109,6 +109,21 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int)
 	b.elementwise("swiglu_backward_f32", n, dg.ptr, du.ptr, g.ptr, ga.ptr, u.ptr, int32(n))
 }
 
+func (b *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n int) {
+	const op = "SigmoidGateBackward"
+	positive(op, n)
+	i32(op, n)
+	d := b.buf(op, "dx", dx, n, kernels.F32)
+	dg := b.buf(op, "dgate", dgate, n, kernels.F32)
+	y := b.buf(op, "dy", dy, n, kernels.F32)
+	xx := b.buf(op, "x", x, n, kernels.F32)
+	g := b.buf(op, "gate", gate, n, kernels.F32)
+	if !usable(d, dg, y, xx, g) {
+		return
+	}
+	b.elementwise("sigmoid_gate_backward_f32", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n))
+}
+
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
 	const op = "AttentionBackward"
 	positive(op, nTok, nHead, nKV, headDim)

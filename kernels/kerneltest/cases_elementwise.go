@@ -110,3 +110,44 @@ func swiGLUCases() []Case {
 	}
 	return cs
 }
+
+// sigmoidGateCases include gates of ±30, ±90 and ±1000, where σ computed
+// as e^g/(1+e^g) is Inf/Inf = NaN, and out aliasing x or gate.
+func sigmoidGateCases() []Case {
+	var cs []Case
+	for i, n := range []int{1, 13, 1000} {
+		for _, alias := range []string{"none", "out=x", "out=gate"} {
+			n, alias, seed := n, alias, uint64(850+10*i)
+			cs = append(cs, Case{Op: "SigmoidGate", Name: fmt.Sprintf("n=%d,alias=%s", n, alias),
+				check: func(b kernels.Backend) error {
+					e := newEnv(b, seed)
+					defer e.free()
+					gv := e.uniform(n, 8)
+					extremes := []float32{-1000, -90, -30, -1e-3, 0, 1e-3, 30, 90, 1000}
+					if n >= len(extremes) {
+						copy(gv, extremes)
+					}
+					xv := e.uniform(n, 2)
+					var x, gate, out *operand
+					switch alias {
+					case "out=x":
+						x, gate = e.out("x", xv), e.in("gate", gv)
+						out = x
+					case "out=gate":
+						x, gate = e.in("x", xv), e.out("gate", gv)
+						out = gate
+					default:
+						x, gate = e.in("x", xv), e.in("gate", gv)
+						out = e.out("out", nans(n))
+					}
+					want := RefSigmoidGate(x.values(), gate.values())
+					b.SigmoidGate(out.view, x.view, gate.view, n)
+					if err := e.checkAll(); err != nil {
+						return err
+					}
+					return Compare("out", out.result(b), want, tolElementwise)
+				}})
+		}
+	}
+	return cs
+}

@@ -321,13 +321,16 @@ func loRAExpandCases() []Case {
 	return cs
 }
 
-// attentionInputsCases cover the three architectures' shapes — Qwen3
-// (q/k norm, no bias), Qwen2 (bias, no norm), Llama (neither) — bf16
-// and f32 weights, GQA ratios 2 and 4, headDim 16 to 128, contiguous and
-// paged caches (shuffled blocks, partial last blocks), prefill and
-// decode tokens in one call, f32 and bf16 caches (the sampler's on a
-// GPU), and the optional training outputs (qPre, kPre, rstdQ, rstdK).
-// Cache rows no token writes hold values that must survive.
+// attentionInputsCases cover the architectures' shapes — Qwen3 (q/k
+// norm, no bias), Qwen2 (bias, no norm), Llama (neither), Qwen3.5's
+// gated attention (the gate in the q part, partial rotary over a quarter
+// of headDim 256) — bf16 and f32 weights, GQA ratios 2 and 4, headDim 16
+// to 256, full and partial rotary, gated with and without a q bias,
+// contiguous and paged caches (shuffled blocks, partial last blocks),
+// prefill and decode tokens in one call, f32 and bf16 caches (the
+// sampler's on a GPU), and the optional training outputs (qPre, kPre,
+// rstdQ, rstdK). Cache rows no token writes hold values that must
+// survive.
 func attentionInputsCases() []Case {
 	type shape struct {
 		nHead, nKV, headDim int
@@ -335,36 +338,58 @@ func attentionInputsCases() []Case {
 		w                   kernels.DType
 		train               bool
 		paging
+		gated  bool
+		rotary int // rotaryDim; 0: headDim
 	}
 	shapes := []shape{
-		{4, 2, 32, true, false, kernels.F32, true, paging{block: 16}},
-		{4, 2, 32, true, false, kernels.BF16, false, paging{}},
-		{4, 2, 32, true, false, kernels.BF16, false, paging{block: 16, bf16: true}},
-		{2, 1, 16, false, true, kernels.BF16, true, paging{}},
-		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}},
-		{2, 1, 16, false, true, kernels.F32, false, paging{block: 4, bf16: true}},
-		{4, 1, 64, true, true, kernels.BF16, true, paging{block: 5}},
+		{4, 2, 32, true, false, kernels.F32, true, paging{block: 16}, false, 0},
+		{4, 2, 32, true, false, kernels.BF16, false, paging{}, false, 0},
+		{4, 2, 32, true, false, kernels.BF16, false, paging{block: 16, bf16: true}, false, 0},
+		{2, 1, 16, false, true, kernels.BF16, true, paging{}, false, 0},
+		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}, false, 0},
+		{2, 1, 16, false, true, kernels.F32, false, paging{block: 4, bf16: true}, false, 0},
+		{4, 1, 64, true, true, kernels.BF16, true, paging{block: 5}, false, 0},
+		{4, 2, 256, true, false, kernels.BF16, true, paging{block: 16}, true, 64},
+		{4, 2, 256, true, false, kernels.BF16, false, paging{block: 16, bf16: true}, true, 64},
+		{4, 1, 64, true, true, kernels.F32, true, paging{block: 5}, true, 16},
+		{2, 1, 16, false, true, kernels.BF16, false, paging{}, true, 0},
+		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}, false, 32},
+		{2, 2, 34, true, false, kernels.F32, true, paging{}, true, 2},
 	}
 	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
 	const seqs, maxLen = 3, 12
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(4900+i)
+		rot := s.rotary
+		if rot == 0 {
+			rot = s.headDim
+		}
 		name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,bias=%v,w=%v,train=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.bias, s.w, s.train)
+		if s.gated || rot != s.headDim {
+			name += fmt.Sprintf(",gated=%v,rotaryDim=%d", s.gated, rot)
+		}
 		cs = append(cs, Case{Op: "AttentionInputs", Name: name, check: func(b kernels.Backend) error {
 			e := newEnv(b, seed)
 			defer e.free()
 			n, hd := len(toks), s.headDim
 			qd, kd := s.nHead*hd, s.nKV*hd
+			qw := qd
+			if s.gated {
+				qw = 2 * qd
+			}
 			seqv, posv, valid := seqsAndPositions(toks, seqs)
 			pg := s.layout(e, seqs, maxLen, valid)
-			qkv := e.in("qkv", e.uniform(n*(qd+2*kd), 2))
+			qkv := e.in("qkv", e.uniform(n*(qw+2*kd), 2))
 			kCache := e.floats("kCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
 			vCache := e.floats("vCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
 			q := e.out("q", nans(n*qd))
-			var qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
+			var gate, qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
+			if s.gated {
+				gate = e.out("gate", nans(n*qd))
+			}
 			if s.bias {
-				qb, kb, vb = e.floats("qBias", s.w, e.uniform(qd, 1), true), e.floats("kBias", s.w, e.uniform(kd, 1), true), e.floats("vBias", s.w, e.uniform(kd, 1), true)
+				qb, kb, vb = e.floats("qBias", s.w, e.uniform(qw, 1), true), e.floats("kBias", s.w, e.uniform(kd, 1), true), e.floats("vBias", s.w, e.uniform(kd, 1), true)
 			}
 			if s.norm {
 				qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
@@ -376,7 +401,7 @@ func attentionInputsCases() []Case {
 				}
 			}
 			posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
-			_, fv := ropeInputs(e, 1, hd, 1e6)
+			_, fv := ropeInputs(e, 1, rot, 1e6)
 			inv := e.in("invFreq", fv)
 			pages := e.pagesOperand(pg)
 			vals := func(o *operand) []float64 {
@@ -385,10 +410,10 @@ func attentionInputsCases() []Case {
 				}
 				return o.values()
 			}
-			wq, wk, wv, wqPre, wkPre, wrq, wrk := RefAttentionInputs(qkv.values(), kCache.values(), vCache.values(), vals(qb), vals(kb), vals(vb),
-				vals(qn), vals(kn), fv, seqv, posv, pg, n, s.nHead, s.nKV, hd, 1e-6)
-			b.AttentionInputs(q.view, view(qPre), view(kPre), view(rq), view(rk), kCache.view, vCache.view, qkv.view,
-				view(qb), view(kb), view(vb), view(qn), view(kn), inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd, 1e-6)
+			wq, wg, wk, wv, wqPre, wkPre, wrq, wrk := RefAttentionInputs(qkv.values(), kCache.values(), vCache.values(), vals(qb), vals(kb), vals(vb),
+				vals(qn), vals(kn), fv, seqv, posv, pg, n, s.nHead, s.nKV, hd, rot, s.gated, 1e-6)
+			b.AttentionInputs(q.view, view(gate), view(qPre), view(kPre), view(rq), view(rk), kCache.view, vCache.view, qkv.view,
+				view(qb), view(kb), view(vb), view(qn), view(kn), inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd, rot, 1e-6)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -396,7 +421,7 @@ func attentionInputsCases() []Case {
 				o    *operand
 				want []float64
 				tol  Tol
-			}{{q, wq, tolReduction}, {kCache, wk, tolReduction}, {vCache, wv, tolRounded},
+			}{{q, wq, tolReduction}, {gate, wg, tolRounded}, {kCache, wk, tolReduction}, {vCache, wv, tolRounded},
 				{qPre, wqPre, tolRounded}, {kPre, wkPre, tolRounded}, {rq, wrq, tolReduction}, {rk, wrk, tolReduction}} {
 				if c.o == nil {
 					continue

@@ -80,7 +80,15 @@ func RopeAngle(pos int32, invFreq float32) float64 {
 // (x[i]·cos − x[i+half]·sin, x[i+half]·cos + x[i]·sin) with angle
 // RopeAngle(pos[t], invFreq[i]), negated when inverse is set.
 func RefRoPE(x []float64, pos []int32, invFreq []float32, nTok, nHead, headDim int, inverse bool) []float64 {
-	half := headDim / 2
+	return RefRoPEPartial(x, pos, invFreq, nTok, nHead, headDim, headDim, inverse)
+}
+
+// RefRoPEPartial is RefRoPE on the first rotaryDim dims of each head only
+// (partial rotary, HF's partial_rotary_factor): the pairs (i, i +
+// rotaryDim/2) for i < rotaryDim/2 with invFreq[i]; the other dims are
+// returned as they are.
+func RefRoPEPartial(x []float64, pos []int32, invFreq []float32, nTok, nHead, headDim, rotaryDim int, inverse bool) []float64 {
+	half := rotaryDim / 2
 	out := append([]float64(nil), x...)
 	for t := 0; t < nTok; t++ {
 		for h := 0; h < nHead; h++ {
@@ -125,6 +133,15 @@ func RefSwiGLU(gate, up []float64) []float64 {
 	out := make([]float64, len(gate))
 	for i, g := range gate {
 		out[i] = g / (1 + math.Exp(-g)) * up[i]
+	}
+	return out
+}
+
+// RefSigmoidGate returns x·σ(gate).
+func RefSigmoidGate(x, gate []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, g := range gate {
+		out[i] = x[i] * sigmoid(g)
 	}
 	return out
 }

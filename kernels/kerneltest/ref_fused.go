@@ -146,12 +146,19 @@ func RefLoRAShrinkBackward(dxa, x, a []float64, rows, in, ranks int) (dx, da []f
 }
 
 // RefAttentionInputs returns AttentionInputs' q (nTok × nHead × headDim),
-// the caches after the k and v writes, qPre, kPre, rstdQ and rstdK, by
-// splitting qkv and applying RefAddBias, RefRMSNorm, RefRoPE and
-// RefKVWrite in turn (bias, qNorm, kNorm nil: skipped).
+// gate (the same shape; nil unless gated), the caches after the k and v
+// writes, qPre, kPre, rstdQ and rstdK, by splitting qkv (a gated q part
+// holds per head the query, then the gate) and applying RefAddBias,
+// RefRMSNorm, RefRoPEPartial and RefKVWrite in turn (bias, qNorm, kNorm
+// nil: skipped).
 func RefAttentionInputs(qkv, kCache, vCache, qBias, kBias, vBias, qNorm, kNorm []float64, invFreq []float32, seq, pos []int32, pg Pages,
-	nTok, nHead, nKV, headDim int, eps float64) (q, kc, vc, qPre, kPre, rstdQ, rstdK []float64) {
-	width := (nHead + 2*nKV) * headDim
+	nTok, nHead, nKV, headDim, rotaryDim int, gated bool, eps float64) (q, gate, kc, vc, qPre, kPre, rstdQ, rstdK []float64) {
+	qd, kd := nHead*headDim, nKV*headDim
+	qw := qd
+	if gated {
+		qw = 2 * qd
+	}
+	width := qw + 2*kd
 	part := func(off, cols int, bias []float64) []float64 {
 		x := make([]float64, nTok*cols)
 		for t := 0; t < nTok; t++ {
@@ -162,25 +169,39 @@ func RefAttentionInputs(qkv, kCache, vCache, qBias, kBias, vBias, qNorm, kNorm [
 		}
 		return x
 	}
-	qd, kd := nHead*headDim, nKV*headDim
-	qPre, kPre = part(0, qd, qBias), part(qd, kd, kBias)
-	v := part(qd+kd, kd, vBias)
+	qPre, kPre = part(0, qw, qBias), part(qw, kd, kBias)
+	v := part(qw+kd, kd, vBias)
+	if gated {
+		qPre, gate = splitHalves(qPre, nTok*nHead, headDim)
+	}
 	q, k := qPre, kPre
 	if qNorm != nil {
 		q, rstdQ = RefRMSNorm(qPre, qNorm, nTok*nHead, headDim, eps)
 		k, rstdK = RefRMSNorm(kPre, kNorm, nTok*nKV, headDim, eps)
 	}
-	q = RefRoPE(q, pos, invFreq, nTok, nHead, headDim, false)
-	k = RefRoPE(k, pos, invFreq, nTok, nKV, headDim, false)
-	return q, RefKVWrite(kCache, k, seq, pos, pg, nTok, kd), RefKVWrite(vCache, v, seq, pos, pg, nTok, kd), qPre, kPre, rstdQ, rstdK
+	q = RefRoPEPartial(q, pos, invFreq, nTok, nHead, headDim, rotaryDim, false)
+	k = RefRoPEPartial(k, pos, invFreq, nTok, nKV, headDim, rotaryDim, false)
+	return q, gate, RefKVWrite(kCache, k, seq, pos, pg, nTok, kd), RefKVWrite(vCache, v, seq, pos, pg, nTok, kd), qPre, kPre, rstdQ, rstdK
 }
 
-// RefAttentionInputsBackward returns dqkv (nTok × (nHead + 2·nKV)·headDim):
-// the k and v rows of the cache gradients gathered at each token's cache
-// row, q and k through RefRoPE's inverse and, with qNorm not nil,
-// RefRMSNormBackward, then joined per token as q | k | v.
-func RefAttentionInputsBackward(dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm []float64, invFreq []float32, seq, pos []int32,
-	pg Pages, nTok, nHead, nKV, headDim int) []float64 {
+// splitHalves splits each of rows rows of 2·width into its first and
+// second halves.
+func splitHalves(x []float64, rows, width int) (first, second []float64) {
+	first, second = make([]float64, rows*width), make([]float64, rows*width)
+	for r := 0; r < rows; r++ {
+		copy(first[r*width:(r+1)*width], x[2*r*width:])
+		copy(second[r*width:(r+1)*width], x[(2*r+1)*width:])
+	}
+	return first, second
+}
+
+// RefAttentionInputsBackward returns dqkv: the k and v rows of the cache
+// gradients gathered at each token's cache row, q and k through
+// RefRoPEPartial's inverse and, with qNorm not nil, RefRMSNormBackward,
+// then joined per token as q | k | v, each q head followed by its head of
+// dgate when dgate is not nil.
+func RefAttentionInputsBackward(dq, dgate, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm []float64, invFreq []float32, seq, pos []int32,
+	pg Pages, nTok, nHead, nKV, headDim, rotaryDim int) []float64 {
 	qd, kd := nHead*headDim, nKV*headDim
 	gather := func(c []float64) []float64 {
 		x := make([]float64, nTok*kd)
@@ -191,18 +212,28 @@ func RefAttentionInputsBackward(dq, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, 
 		return x
 	}
 	dk, dv := gather(dkCache), gather(dvCache)
-	dq = RefRoPE(dq, pos, invFreq, nTok, nHead, headDim, true)
-	dk = RefRoPE(dk, pos, invFreq, nTok, nKV, headDim, true)
+	dq = RefRoPEPartial(dq, pos, invFreq, nTok, nHead, headDim, rotaryDim, true)
+	dk = RefRoPEPartial(dk, pos, invFreq, nTok, nKV, headDim, rotaryDim, true)
 	if qNorm != nil {
 		dq = RefRMSNormBackward(dq, qPre, qNorm, rstdQ, nTok*nHead, headDim)
 		dk = RefRMSNormBackward(dk, kPre, kNorm, rstdK, nTok*nKV, headDim)
 	}
-	width := qd + 2*kd
+	qw := qd
+	if dgate != nil {
+		qw = 2 * qd
+		joined := make([]float64, nTok*qw)
+		for r := 0; r < nTok*nHead; r++ {
+			copy(joined[2*r*headDim:], dq[r*headDim:(r+1)*headDim])
+			copy(joined[(2*r+1)*headDim:], dgate[r*headDim:(r+1)*headDim])
+		}
+		dq = joined
+	}
+	width := qw + 2*kd
 	out := make([]float64, nTok*width)
 	for t := 0; t < nTok; t++ {
-		copy(out[t*width:], dq[t*qd:(t+1)*qd])
-		copy(out[t*width+qd:], dk[t*kd:(t+1)*kd])
-		copy(out[t*width+qd+kd:], dv[t*kd:(t+1)*kd])
+		copy(out[t*width:], dq[t*qw:(t+1)*qw])
+		copy(out[t*width+qw:], dk[t*kd:(t+1)*kd])
+		copy(out[t*width+qw+kd:], dv[t*kd:(t+1)*kd])
 	}
 	return out
 }

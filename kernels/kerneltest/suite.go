@@ -59,6 +59,7 @@ func Cases() []Case {
 		addBiasCases(),
 		addCases(),
 		swiGLUCases(),
+		sigmoidGateCases(),
 		kvWriteCases(),
 		attentionCases(),
 		sharedPrefixCases(),

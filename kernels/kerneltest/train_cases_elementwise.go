@@ -254,6 +254,72 @@ func swiGLUBackwardCases() []Case {
 	return cs
 }
 
+// sigmoidGateBackwardCases include the extreme gates of swiGLUBackwardCases
+// (where 1 − σ(g) computed as a difference loses everything), dx aliasing
+// dy or x and dgate aliasing gate (the model overwrites saved activations
+// with their gradients), and a finite-difference check of the forward.
+func sigmoidGateBackwardCases() []Case {
+	var cs []Case
+	for i, n := range []int{1, 13, 1000} {
+		for _, alias := range []string{"none", "dx=dy", "dx=x,dgate=gate"} {
+			n, alias, seed := n, alias, uint64(2460+i)
+			cs = append(cs, trainCase("SigmoidGateBackward", fmt.Sprintf("n=%d,alias=%s", n, alias), func(b kernels.Backend, tb kernels.TrainOps) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				gv := e.uniform(n, 8)
+				extremes := []float32{-1000, -90, -30, -1.2785, -1e-3, 0, 1e-3, 30, 90, 1000}
+				if n >= len(extremes) {
+					copy(gv, extremes)
+				}
+				xv, yv := e.uniform(n, 2), e.uniform(n, 1)
+				var dy, x, gate, dx, dgate *operand
+				switch alias {
+				case "dx=dy":
+					dy, x, gate = e.out("dy", yv), e.in("x", xv), e.in("gate", gv)
+					dx, dgate = dy, e.out("dgate", nans(n))
+				case "dx=x,dgate=gate":
+					dy, x, gate = e.in("dy", yv), e.out("x", xv), e.out("gate", gv)
+					dx, dgate = x, gate
+				default:
+					dy, x, gate = e.in("dy", yv), e.in("x", xv), e.in("gate", gv)
+					dx, dgate = e.out("dx", nans(n)), e.out("dgate", nans(n))
+				}
+				wantX, wantG := RefSigmoidGateBackward(dy.values(), x.values(), gate.values())
+				tb.SigmoidGateBackward(dx.view, dgate.view, dy.view, x.view, gate.view, n)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				if err := Compare("dx", dx.result(b), wantX, tolElementwise); err != nil {
+					return err
+				}
+				return Compare("dgate", dgate.result(b), wantG, tolElementwise)
+			}))
+		}
+	}
+	n, seed := 500, uint64(2470)
+	cs = append(cs, trainCase("SigmoidGateBackward", fmt.Sprintf("fd,n=%d", n), func(b kernels.Backend, tb kernels.TrainOps) error {
+		e := newEnv(b, seed)
+		defer e.free()
+		gv, xv, r := e.uniform(n, 6), e.uniform(n, 2), e.uniform(n, 1)
+		gate, x, dy := e.in("gate", gv), e.in("x", xv), e.in("dy", r)
+		y, dx, dgate := e.out("y", nans(n)), e.out("dx", nans(n)), e.out("dgate", nans(n))
+		tb.SigmoidGateBackward(dx.view, dgate.view, dy.view, x.view, gate.view, n)
+		if err := e.checkAll(); err != nil {
+			return err
+		}
+		loss := func() (float64, float64, error) {
+			b.SigmoidGate(y.view, x.view, gate.view, n)
+			l, labs := dotLoss(r, y.result(b))
+			return l, labs, b.Sync()
+		}
+		return checkFD(e, 1e-2, []fdInput{
+			{op: x, x: xv, grad: dx.result(b)},
+			{op: gate, x: gv, grad: dgate.result(b)},
+		}, loss)
+	}))
+	return cs
+}
+
 // ropeBackwardCases check that RoPE with inverse set is RoPE's backward:
 // for L = Σ r ⊙ RoPE(x), dx = RoPE⁻¹(r), against finite differences of
 // the forward, at positions up to 32767. (inverse∘forward = identity is

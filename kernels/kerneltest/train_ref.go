@@ -57,6 +57,18 @@ func RefSwiGLUBackward(dy, gate, up []float64) (dgate, dup []float64) {
 	return dgate, dup
 }
 
+// RefSigmoidGateBackward returns dx = dy·σ(gate) and dgate =
+// dy·x·σ(gate)·(1 − σ(gate)), with 1 − σ(g) taken as σ(−g) so it keeps
+// its precision where σ(g) rounds to 1.
+func RefSigmoidGateBackward(dy, x, gate []float64) (dx, dgate []float64) {
+	dx, dgate = make([]float64, len(dy)), make([]float64, len(dy))
+	for i, g := range gate {
+		dx[i] = dy[i] * sigmoid(g)
+		dgate[i] = dy[i] * x[i] * sigmoid(g) * sigmoid(-g)
+	}
+	return dx, dgate
+}
+
 // RefAttentionBackward returns the gradients of Σ dout ⊙ Attention(q, k, v)
 // with respect to q (nTok × nHead × headDim) and the caches (pg.Rows() ×
 // nKV × headDim; zero where no token reads; a row shared by several

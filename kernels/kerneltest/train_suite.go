@@ -23,7 +23,9 @@ import (
 // tolMatMul (AttentionBackward). The CPU backend's worst cases (NMSE /
 // max-abs relative to scale): AttentionBackward 1.6e-13 / 3.1e-7,
 // RMSNormBackward 1.7e-15 / 4.6e-8, SwiGLUBackward 2.1e-15 / 4.6e-8,
-// PolicyLoss 1.1e-15 / 3.7e-8, AdamW 1.8e-15 / 7.9e-8; its
+// PolicyLoss 1.1e-15 / 3.7e-8, AdamW 1.8e-15 / 7.9e-8,
+// SigmoidGateBackward 5.7e-16 / 3.0e-8, AttentionInputsBackward (gated,
+// partial rotary) 9.4e-16 / 6.2e-8 (emu: 8.9e-15 / 8.2e-8); its
 // finite-difference checks use at
 // most 1.6% of their tolerance (relative error ≤ 1.7e-4 against fdRel
 // 1e-2).
@@ -46,6 +48,7 @@ func TrainCases() []Case {
 		sumSquaresCases(),
 		rmsNormBackwardCases(),
 		swiGLUBackwardCases(),
+		sigmoidGateBackwardCases(),
 		ropeBackwardCases(),
 		scatterRowsCases(),
 		attentionBackwardCases(),

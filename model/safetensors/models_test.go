@@ -24,8 +24,12 @@ func TestCheckedInModels(t *testing.T) {
 			t.Errorf("%v", err)
 			continue
 		}
-		if _, ok := s.Tensor("model.embed_tokens.weight"); !ok {
-			t.Errorf("%s: no model.embed_tokens.weight", dir)
+		// Vision-language checkpoints (Qwen3.5) keep the text model under
+		// model.language_model.
+		_, plain := s.Tensor("model.embed_tokens.weight")
+		_, nested := s.Tensor("model.language_model.embed_tokens.weight")
+		if !plain && !nested {
+			t.Errorf("%s: no model.embed_tokens.weight nor model.language_model.embed_tokens.weight", dir)
 		}
 		for _, name := range s.Names() {
 			tensor, _ := s.Tensor(name)

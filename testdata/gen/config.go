@@ -15,6 +15,9 @@ import (
 // attention_bias; Qwen3's rope_theta is an integer; Llama's rope_scaling is
 // a llama3 object.
 func configJSON(s spec) string {
+	if s.arch == qwen35 || s.arch == qwen35MoE {
+		return qwen35ConfigJSON(s)
+	}
 	dtype := "float32"
 	if s.bf16 {
 		dtype = "bfloat16"

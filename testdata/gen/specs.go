@@ -4,10 +4,12 @@ package main
 type arch int
 
 const (
-	qwen3    arch = iota // q/k RMSNorm per head, no biases, explicit head_dim
-	qwen2                // q/k/v biases (always; Qwen2 configs have no attention_bias key)
-	llama                // Llama 3: llama3 rope scaling, no biases
-	qwen3MoE             // Qwen3 attention; mixture-of-experts MLPs (router mlp.gate, mlp.experts.{e})
+	qwen3     arch = iota // q/k RMSNorm per head, no biases, explicit head_dim
+	qwen2                 // q/k/v biases (always; Qwen2 configs have no attention_bias key)
+	llama                 // Llama 3: llama3 rope scaling, no biases
+	qwen3MoE              // Qwen3 attention; mixture-of-experts MLPs (router mlp.gate, mlp.experts.{e})
+	qwen35                // Qwen3.5 (qwen3_5): hybrid gated DeltaNet / gated attention, dense MLP, nested text_config
+	qwen35MoE             // Qwen3.5-MoE / Qwen3.6 (qwen3_5_moe): the same mixers, routed + shared experts
 )
 
 // spec is one tiny model. Shapes are small enough that every model is well
@@ -32,6 +34,22 @@ type spec struct {
 	experts, topK, moeInter int
 	normTopK                bool
 	mlpOnly                 []int // dense layers (mlp_only_layers)
+	// Qwen3.5 / Qwen3.5-MoE only (see qwen35.go).
+	linKHeads, linVHeads int    // gated DeltaNet key (= query) heads and value heads
+	linKDim, linVDim     int    // their head dims
+	convK                int    // depthwise causal conv1d kernel
+	sharedInter          int    // shared expert's intermediate size
+	perExpert            bool   // experts as mlp.experts.{e}.{gate,up,down}_proj instead of fused 3-D tensors
+	extras               bool   // tiny model.visual.* and mtp.* tensors a text-only loader must skip
+	seed                 string // draw the weights as for this model (default: name), so two layouts share them
+}
+
+// seedName is the model name the weights' streams are seeded with.
+func (s spec) seedName() string {
+	if s.seed != "" {
+		return s.seed
+	}
+	return s.name
 }
 
 var specs = []spec{
@@ -45,5 +63,13 @@ var specs = []spec{
 		experts: 4, topK: 2, moeInter: 32, mlpOnly: []int{1}},
 	{name: "qwen3-moe-tiny-bf16", arch: qwen3MoE, bf16: true, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
 		experts: 8, topK: 2, moeInter: 32, normTopK: true},
+	{name: "qwen3_5-tiny", arch: qwen35, tied: true, extras: true, vocab: 512, hidden: 64, layers: 4, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
+		linKHeads: 2, linVHeads: 4, linKDim: 16, linVDim: 24, convK: 4},
+	{name: "qwen3_5-tiny-bf16", arch: qwen35, bf16: true, shards: 2, vocab: 512, hidden: 64, layers: 4, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
+		linKHeads: 2, linVHeads: 4, linKDim: 16, linVDim: 24, convK: 4},
+	{name: "qwen3_5-moe-tiny", arch: qwen35MoE, vocab: 512, hidden: 64, layers: 4, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+		linKHeads: 2, linVHeads: 4, linKDim: 16, linVDim: 24, convK: 4, experts: 8, topK: 2, moeInter: 32, sharedInter: 48},
+	{name: "qwen3_5-moe-tiny-perexpert", seed: "qwen3_5-moe-tiny", perExpert: true, arch: qwen35MoE, vocab: 512, hidden: 64, layers: 4, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+		linKHeads: 2, linVHeads: 4, linKDim: 16, linVDim: 24, convK: 4, experts: 8, topK: 2, moeInter: 32, sharedInter: 48},
 	{name: "llama-tiny-bf16-sharded", arch: llama, bf16: true, tied: true, shards: 2, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 1, headDim: 16, intermediate: 128, maxPos: 512, eosList: true},
 }

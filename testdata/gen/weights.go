@@ -29,16 +29,21 @@ type param struct {
 	shape []int
 	mean  float64
 	std   float64
+	f32   bool                        // stored as F32 even in a bf16 checkpoint (Qwen3.5's A_log)
+	slice func(seed string) []float32 // when set, the values (a part of another tensor's stream) instead of a draw
 }
 
 // params lists the tensors of s in HF state-dict order (embeddings, layers
 // in order, final norm, head); sharding splits this list.
 func params(s spec) []param {
-	lin := func(name string, out, in int) param { return param{name, []int{out, in}, 0, linearStd} }
-	norm := func(name string, n int) param { return param{name, []int{n}, 1, normNoise} }
-	bias := func(name string, n int) param { return param{name, []int{n}, 0, biasStd} }
+	if s.arch == qwen35 || s.arch == qwen35MoE {
+		return qwen35Params(s)
+	}
+	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
+	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
+	bias := func(name string, n int) param { return param{name: name, shape: []int{n}, std: biasStd} }
 	q, kv := s.heads*s.headDim, s.kvHeads*s.headDim
-	ps := []param{{"model.embed_tokens.weight", []int{s.vocab, s.hidden}, 0, embedStd}}
+	ps := []param{{name: "model.embed_tokens.weight", shape: []int{s.vocab, s.hidden}, std: embedStd}}
 	for l := range s.layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		ps = append(ps, norm(p+"input_layernorm.weight", s.hidden),
@@ -66,7 +71,7 @@ func params(s spec) []param {
 	}
 	ps = append(ps, norm("model.norm.weight", s.hidden))
 	if !s.tied {
-		ps = append(ps, param{"lm_head.weight", []int{s.vocab, s.hidden}, 0, embedStd})
+		ps = append(ps, param{name: "lm_head.weight", shape: []int{s.vocab, s.hidden}, std: embedStd})
 	}
 	return ps
 }
@@ -93,12 +98,12 @@ func (s spec) sparse(l int) bool {
 // moeParams are a sparse layer's router and experts, in the order of HF's
 // Qwen3MoeSparseMoeBlock state dict.
 func moeParams(s spec, p string) []param {
-	ps := []param{{p + "mlp.gate.weight", []int{s.experts, s.hidden}, 0, routerStd}}
+	ps := []param{{name: p + "mlp.gate.weight", shape: []int{s.experts, s.hidden}, std: routerStd}}
 	for e := range s.experts {
 		x := fmt.Sprintf("%smlp.experts.%d.", p, e)
-		ps = append(ps, param{x + "gate_proj.weight", []int{s.moeInter, s.hidden}, 0, linearStd},
-			param{x + "up_proj.weight", []int{s.moeInter, s.hidden}, 0, linearStd},
-			param{x + "down_proj.weight", []int{s.hidden, s.moeInter}, 0, linearStd})
+		ps = append(ps, param{name: x + "gate_proj.weight", shape: []int{s.moeInter, s.hidden}, std: linearStd},
+			param{name: x + "up_proj.weight", shape: []int{s.moeInter, s.hidden}, std: linearStd},
+			param{name: x + "down_proj.weight", shape: []int{s.hidden, s.moeInter}, std: linearStd})
 	}
 	return ps
 }
@@ -146,10 +151,14 @@ func writeModel(dir string, s spec) error {
 	var tensors []safetensors.Tensor
 	for _, p := range params(s) {
 		newT := safetensors.NewF32
-		if s.bf16 {
+		if s.bf16 && !p.f32 {
 			newT = safetensors.NewBF16
 		}
-		t, err := newT(p.name, p.shape, values(s.name, p))
+		v := values(s.seedName(), p)
+		if p.slice != nil {
+			v = p.slice(s.seedName())
+		}
+		t, err := newT(p.name, p.shape, v)
 		if err != nil {
 			return err
 		}

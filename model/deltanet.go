@@ -1,0 +1,182 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// DeltaNetWeights are a gated DeltaNet token mixer's frozen weights (HF
+// Qwen3_5GatedDeltaNet, under linear_attn.). InProj is [in_proj_qkv;
+// in_proj_z; in_proj_b; in_proj_a] ((conv + value + 2·heads) × hidden),
+// one buffer of which QKV, Z, B and A are views, as Layer.QKV is for
+// attention.
+type DeltaNetWeights struct {
+	InProj     kernels.Buffer
+	QKV, Z     kernels.Buffer
+	B, A       kernels.Buffer
+	Conv       kernels.Buffer // conv1d.weight: conv channels × kernel
+	ALog       kernels.Buffer // A_log: value heads (f32 in real checkpoints)
+	DTBias     kernels.Buffer // dt_bias: value heads
+	Norm       kernels.Buffer // the gated norm's weight: value head dim
+	Out        kernels.Buffer // out_proj: hidden × value
+	inProjRows [4]int         // rows of qkv, z, b, a in InProj
+}
+
+// deltaNetSpecs appends a DeltaNet layer's tensors under prefix
+// ("model.layers.N.") to s.
+func (c *Config) deltaNetSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSpec {
+	h, conv, vd, hv := c.HiddenSize, c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+	w := &DeltaNetWeights{inProjRows: [4]int{conv, vd, hv, hv}}
+	l.Linear = w
+	in := &fusedSpec{dst: &w.InProj}
+	p := prefix + "linear_attn."
+	for i, m := range []struct {
+		name string
+		dst  *kernels.Buffer
+	}{{"in_proj_qkv", &w.QKV}, {"in_proj_z", &w.Z}, {"in_proj_b", &w.B}, {"in_proj_a", &w.A}} {
+		shape := []int{w.inProjRows[i], h}
+		s = append(s, tensorSpec{name: p + m.name + ".weight", shape: shape, dst: m.dst, fused: in, off: in.size})
+		in.size += numel(shape)
+		in.members = append(in.members, len(s)-1)
+	}
+	return append(s,
+		tensorSpec{name: p + "conv1d.weight", shape: []int{conv, 1, c.LinearConvKernel}, dst: &w.Conv},
+		tensorSpec{name: p + "A_log", shape: []int{hv}, dst: &w.ALog},
+		tensorSpec{name: p + "dt_bias", shape: []int{hv}, dst: &w.DTBias},
+		tensorSpec{name: p + "norm.weight", shape: []int{c.LinearValueHeadDim}, dst: &w.Norm},
+		tensorSpec{name: p + "out_proj.weight", shape: []int{h, vd}, dst: &w.Out})
+}
+
+// buffers are the DeltaNet weights' own allocations (not the views).
+func (w *DeltaNetWeights) buffers() []*kernels.Buffer {
+	return []*kernels.Buffer{&w.InProj, &w.Conv, &w.ALog, &w.DTBias, &w.Norm, &w.Out}
+}
+
+// reslice sets QKV, Z, B and A again after InProj was replaced.
+func (w *DeltaNetWeights) reslice(h int) {
+	views := []*kernels.Buffer{&w.QKV, &w.Z, &w.B, &w.A}
+	off := 0
+	for i, v := range views {
+		*v = w.InProj.Slice(off, w.inProjRows[i]*h)
+		off += w.inProjRows[i] * h
+	}
+}
+
+// deltaNetProjs are a DeltaNet token mixer's projections, in the order
+// of deltaNetActs.xa.
+var deltaNetProjs = [...]Proj{ProjInQKV, ProjInZ, ProjInB, ProjInA, ProjOut}
+
+// deltaNetActs are a DeltaNet layer's activations between its input norm
+// and out_proj (Config.DeltaNetActWidth per token). For inference one set
+// serves every layer and core is normed in place; a training layer keeps
+// its own set, with normed, rstd and each adapted projection's x·Aᵀ for
+// the backward.
+type deltaNetActs struct {
+	mixed, conv kernels.Buffer // n × conv channels: in_proj_qkv's output, the conv's
+	z, core     kernels.Buffer // n × value: in_proj_z's output, the delta rule's
+	a, b        kernels.Buffer // n × value heads: in_proj_a's and in_proj_b's outputs
+	g, beta     kernels.Buffer // n × value heads: decay and write strength
+	normed      kernels.Buffer // n × value: the gated norm's output (core itself for inference)
+	rstd        kernels.Buffer // n × value heads: the gated norm's 1/rms (training)
+	xa          [len(deltaNetProjs)]kernels.Buffer
+}
+
+// newDeltaNetActs allocates the set of layer l, or with l < 0 the
+// inference set every layer shares.
+func (m *Model) newDeltaNetActs(a *arena, l, n int) *deltaNetActs {
+	c := m.Config
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+	s := &deltaNetActs{mixed: f(n * conv), conv: f(n * conv), z: f(n * vd), core: f(n * vd),
+		a: f(n * hv), b: f(n * hv), g: f(n * hv), beta: f(n * hv)}
+	s.normed = s.core
+	for i, p := range deltaNetProjs {
+		if l >= 0 {
+			s.xa[i] = m.xaFor(a, l, p, n)
+		} else if r := maxRank(m, p); r > 0 {
+			// One x·Aᵀ per adapted projection, of the largest rank any
+			// layer has: the static decode step has no arena for scratch.
+			s.xa[i] = a.alloc(kernels.F32, n*r)
+		}
+	}
+	return s
+}
+
+// trainingDeltaNetActs is newDeltaNetActs for layer l of a training
+// trace: the norm's output and statistics kept apart from its input, and
+// x·Aᵀ of each adapted projection.
+func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
+	c := m.Config
+	s := m.newDeltaNetActs(a, l, n)
+	s.normed, s.rstd = a.alloc(kernels.F32, n*c.LinearValueDim()), a.alloc(kernels.F32, n*c.LinearNumValueHeads)
+	return s
+}
+
+// linearOps is the backend's gated DeltaNet ops, or an error naming the
+// backend that lacks them.
+func (m *Model) linearOps() (kernels.LinearOps, error) {
+	if lin, ok := m.Backend.(kernels.LinearOps); ok {
+		return lin, nil
+	}
+	return nil, fmt.Errorf("backend %s has no linear-attention (gated DeltaNet) ops; %s needs them", m.Backend.Name(), m.Config.Arch().Name)
+}
+
+// deltaNetForward is layer l's token mixer for a DeltaNet layer: from the
+// normed input h1 (n × hidden; h1b its bf16 cast or nil) it writes out
+// (n × hidden, out_proj's output), reading and updating the batch's
+// sequences' states in cache as idx.runs says.
+func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s *deltaNetActs, h1, h1b, out kernels.Buffer) {
+	c, w := m.Config, m.W.Layers[l].Linear
+	conv, hv := c.LinearConvDim(), c.LinearNumValueHeads
+	lin, _ := m.linearOps() // checked by Forward
+	m.project(a, l, ProjInQKV, s.mixed, h1, h1b, w.QKV, nil, n, s.xa[0])
+	m.project(a, l, ProjInZ, s.z, h1, h1b, w.Z, nil, n, s.xa[1])
+	m.project(a, l, ProjInB, s.b, h1, h1b, w.B, nil, n, s.xa[2])
+	m.project(a, l, ProjInA, s.a, h1, h1b, w.A, nil, n, s.xa[3])
+	convState, state := cache.linear.layer(l)
+	lin.CausalConv1D(s.conv, s.mixed, w.Conv, convState, idx.runs, idx.nRuns, n, conv, c.LinearConvKernel)
+	lin.DeltaGates(s.g, s.beta, s.a, s.b, w.ALog, w.DTBias, n, hv)
+	lin.GatedDeltaRule(s.core, s.conv, s.g, s.beta, state, idx.runs, idx.nRuns, n,
+		c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	lin.GatedRMSNorm(s.normed, s.rstd, s.core, s.z, w.Norm, n*hv, c.LinearValueHeadDim, float32(c.RMSNormEps))
+	m.project(a, l, ProjOut, out, s.normed, nil, w.Out, nil, n, s.xa[4])
+}
+
+// deltaNetBackward is the DeltaNet part of layerBackward: dx, the
+// gradient of the layer's xMid, gets the gradient through the token mixer
+// added to it (when needInput), and the mixer's adapters their gradients.
+// The runs start fresh (training's sequences begin at position 0), so no
+// state gradient flows.
+func (tr *Trace) deltaNetBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
+	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	w, d := m.W.Layers[l].Linear, s.linear
+	n, h := tr.n, c.HiddenSize
+	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+	lin, _ := m.linearOps()
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	dNormed := f(n * vd)
+	m.projectBackward(a, l, ProjOut, dNormed, dx, d.normed, w.Out, n, d.xa[4], false)
+	dCore, dZ := f(n*vd), f(n*vd)
+	lin.GatedRMSNormBackward(dCore, dZ, dNormed, d.core, d.z, w.Norm, d.rstd, n*hv, c.LinearValueHeadDim)
+	dConv, dg, dbeta := f(n*conv), f(n*hv), f(n*hv)
+	convState, state := tr.cache.linear.layer(l) // nil: a trace keeps no states
+	lin.GatedDeltaRuleBackward(dConv, dg, dbeta, nil, dCore, d.conv, d.g, d.beta, state, tr.idx.runs, tr.idx.nRuns, n,
+		c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	da, db := f(n*hv), f(n*hv)
+	lin.DeltaGatesBackward(da, db, dg, dbeta, d.a, d.b, w.ALog, w.DTBias, n, hv)
+	dMixed := f(n * conv)
+	lin.CausalConv1DBackward(dMixed, nil, dConv, d.mixed, w.Conv, convState, tr.idx.runs, tr.idx.nRuns, n, conv, c.LinearConvKernel)
+	var dh1 kernels.Buffer
+	if needInput {
+		dh1 = f(n * h)
+	}
+	for i, in := range []struct {
+		dy, w kernels.Buffer
+	}{{dMixed, w.QKV}, {dZ, w.Z}, {db, w.B}, {da, w.A}} {
+		m.projectBackward(a, l, deltaNetProjs[i], dh1, in.dy, s.h1, in.w, n, d.xa[i], i > 0)
+	}
+	if needInput {
+		be.RMSNormBackward(dx, dh1, s.xIn, m.W.Layers[l].InputNorm, s.rstd1, n, h, true)
+	}
+}

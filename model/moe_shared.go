@@ -1,0 +1,102 @@
+package model
+
+import "github.com/grpo-dev/grpo/kernels"
+
+// The shared expert of a Qwen3.5-MoE layer (HF
+// Qwen3_5MoeSparseMoeBlock): every token also goes through a dense
+// SwiGLU MLP, whose output is scaled by sigmoid(h·shared_expert_gateᵀ)
+// and added to the routed experts' sum:
+//
+//	out[t] += σ(h_t·g) · down(silu(gate(h_t)) ⊙ up(h_t))
+//
+// The per-token scale is applied as a one-choice MoECombine (weights
+// σ(s), rows the identity), the op that scales rows by per-token weights.
+
+// sharedExpertActs are a sparse layer's shared-expert activations.
+type sharedExpertActs struct {
+	gateUp, act, y kernels.Buffer // n × 2·inter, n × inter, n × hidden
+	score, scale   kernels.Buffer // n: h·gᵀ and σ of it
+	ones           kernels.Buffer // n ones: SigmoidGate's x, so it yields σ itself
+	rows           kernels.Buffer // n (I32): 0..n−1
+	scaled         kernels.Buffer // n × hidden: σ·y, added into the layer's output
+	// xa is x·Aᵀ of each adapted projection, sharedProjs' order, kept
+	// for the backward (nil where not adapted).
+	xa [len(sharedProjs)]kernels.Buffer
+}
+
+// sharedProjs are the shared expert's projections.
+var sharedProjs = [...]Proj{ProjSharedGate, ProjSharedUp, ProjSharedDown, ProjSharedScale}
+
+func (m *Model) newSharedExpertActs(a *arena, l, n int) *sharedExpertActs {
+	c := m.Config
+	si, h := c.SharedExpertIntermediateSize, c.HiddenSize
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	s := &sharedExpertActs{gateUp: f(n * 2 * si), act: f(n * si), y: f(n * h), score: f(n), scale: f(n),
+		ones: f(n), rows: a.alloc(kernels.I32, n), scaled: f(n * h)}
+	m.Backend.Fill(s.ones, 1, n)
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	m.Backend.UploadI32(s.rows, ids)
+	for i, p := range sharedProjs {
+		if l >= 0 {
+			s.xa[i] = m.xaFor(a, l, p, n)
+		} else if r := maxRank(m, p); r > 0 {
+			// The inference set serves every layer, and the static
+			// decode step has no arena for scratch.
+			s.xa[i] = a.alloc(kernels.F32, n*r)
+		}
+	}
+	return s
+}
+
+// sharedExpertForward adds layer l's shared expert applied to h (n ×
+// hidden) into out. a holds the LoRA scratch of an inference pass (whose
+// acts keep no x·Aᵀ).
+func (m *Model) sharedExpertForward(a *arena, l int, s *sharedExpertActs, h, out kernels.Buffer, n int) {
+	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
+	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
+	be.MatMul(s.gateUp, h, w.GateUp, n, 2*si, hd, false, true, 1, 0)
+	m.loraInto(a, l, ProjSharedGate, s.gateUp, 2*si, 0, h, n, s.xa[0])
+	m.loraInto(a, l, ProjSharedUp, s.gateUp, 2*si, si, h, n, s.xa[1])
+	be.SwiGLURows(s.act, nil, s.gateUp, n, si)
+	m.project(a, l, ProjSharedDown, s.y, s.act, nil, w.Down, nil, n, s.xa[2])
+	m.project(a, l, ProjSharedScale, s.score, h, nil, w.Scale, nil, n, s.xa[3])
+	be.SigmoidGate(s.scale, s.ones, s.score, n)
+	be.MoECombine(s.scaled, s.y, s.scale, s.rows, n, 1, hd)
+	be.Add(out, out, s.scaled, n*hd)
+}
+
+// sharedExpertBackward adds the shared expert's part of a sparse layer's
+// backward: with dout the gradient of the layer's MLP output (n ×
+// hidden), the gradient with respect to its input h is added into dh and
+// the shared expert's adapters get their gradients.
+func (m *Model) sharedExpertBackward(a *arena, l int, s *sharedExpertActs, dh, dout, h kernels.Buffer, n int) {
+	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
+	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
+	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+	dy, dscale := f(n*hd), f(n)
+	be.MoECombineBackward(dy, dscale, dout, s.y, s.scale, s.rows, n, 1, hd)
+	dones, dscore := f(n), f(n)
+	be.SigmoidGateBackward(dones, dscore, dscale, s.ones, s.score, n)
+	dAct := f(n * si)
+	m.projectBackward(a, l, ProjSharedDown, dAct, dy, s.act, w.Down, n, s.xa[2], false)
+	dGateUp := f(n * 2 * si)
+	be.SwiGLURowsBackward(dGateUp, dAct, s.gateUp, n, si)
+	be.MatMul(dh, dGateUp, w.GateUp, n, hd, 2*si, false, false, 1, 1)
+	m.loraIntoBackward(a, l, ProjSharedGate, dh, dGateUp, 2*si, 0, h, n, s.xa[0])
+	m.loraIntoBackward(a, l, ProjSharedUp, dh, dGateUp, 2*si, si, h, n, s.xa[1])
+	m.projectBackward(a, l, ProjSharedScale, dh, dscore, h, w.Scale, n, s.xa[3], true)
+}
+
+// SharedExpertActWidth is the 4-byte elements per token of a sparse
+// layer's shared-expert activations (newSharedExpertActs), 0 without a
+// shared expert.
+func (c *Config) SharedExpertActWidth() int {
+	si := c.SharedExpertIntermediateSize
+	if si == 0 {
+		return 0
+	}
+	return 3*si + 2*c.HiddenSize + 4
+}

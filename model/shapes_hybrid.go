@@ -1,0 +1,23 @@
+package model
+
+// Qwen3.5 / Qwen3.6 text-model shapes. Attention and MLP sizes are those
+// of the published checkpoints (as slime's scripts/models/qwen3.5-4B.sh
+// and qwen3.5-35B-A3B.sh list them; Qwen3.6-35B-A3B has Qwen3.5-35B-A3B's
+// topology); the DeltaNet sizes are Qwen3_5TextConfig's defaults, which
+// those checkpoints use.
+func init() {
+	delta := HybridConfig{FullAttentionInterval: 4, LinearConvKernel: 4, LinearKeyHeadDim: 128,
+		LinearValueHeadDim: 128, LinearNumKeyHeads: 16, LinearNumValueHeads: 32, PartialRotaryFactor: 0.25}
+	Shapes["qwen3.5-4b"] = Config{ModelType: "qwen3_5", HiddenSize: 2560, IntermediateSize: 9216, NumLayers: 32,
+		NumHeads: 16, NumKVHeads: 4, HeadDim: 256, VocabSize: 248320, RMSNormEps: 1e-6,
+		RopeTheta: 1e7, MaxPositions: 262144, TieWordEmbeddings: true, HiddenAct: "silu", TorchDType: "bfloat16",
+		HybridConfig: delta}
+	moe := delta
+	moe.SharedExpertIntermediateSize = 512
+	Shapes["qwen3.6-35b-a3b"] = Config{ModelType: "qwen3_5_moe", HiddenSize: 2048, NumLayers: 40,
+		NumHeads: 16, NumKVHeads: 2, HeadDim: 256, VocabSize: 248320, RMSNormEps: 1e-6,
+		RopeTheta: 1e7, MaxPositions: 262144, HiddenAct: "silu", TorchDType: "bfloat16",
+		MoEConfig: MoEConfig{NumExperts: 256, NumExpertsPerTok: 8, MoEIntermediateSize: 512, NormTopKProb: true,
+			DecoderSparseStep: 1, RouterAuxLossCoef: 0.001},
+		HybridConfig: moe}
+}
