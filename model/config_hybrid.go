@@ -199,15 +199,3 @@ func (c *Config) checkAttentionVariant(arch Arch, gate *bool, partial *float64) 
 	}
 	return nil
 }
-
-// checkMixers reports what the model's token mixers need and the
-// backend or this build lacks.
-func (m *Model) checkMixers() error {
-	c := m.Config
-	if c.LinearLayers() > 0 {
-		if _, err := m.linearOps(); err != nil {
-			return err
-		}
-	}
-	return nil
-}

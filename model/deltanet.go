@@ -1,10 +1,6 @@
 package model
 
-import (
-	"fmt"
-
-	"github.com/grpo-dev/grpo/kernels"
-)
+import "github.com/grpo-dev/grpo/kernels"
 
 // DeltaNetWeights are a gated DeltaNet token mixer's frozen weights (HF
 // Qwen3_5GatedDeltaNet, under linear_attn.). InProj is [in_proj_qkv;
@@ -113,15 +109,6 @@ func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
 	return s
 }
 
-// linearOps is the backend's gated DeltaNet ops, or an error naming the
-// backend that lacks them.
-func (m *Model) linearOps() (kernels.LinearOps, error) {
-	if lin, ok := m.Backend.(kernels.LinearOps); ok {
-		return lin, nil
-	}
-	return nil, fmt.Errorf("backend %s has no linear-attention (gated DeltaNet) ops; %s needs them", m.Backend.Name(), m.Config.Arch().Name)
-}
-
 // deltaNetForward is layer l's token mixer for a DeltaNet layer: from the
 // normed input h1 (n × hidden; h1b its bf16 cast or nil) it writes out
 // (n × hidden, out_proj's output), reading and updating the batch's
@@ -129,7 +116,7 @@ func (m *Model) linearOps() (kernels.LinearOps, error) {
 func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s *deltaNetActs, h1, h1b, out kernels.Buffer) {
 	c, w := m.Config, m.W.Layers[l].Linear
 	conv, hv := c.LinearConvDim(), c.LinearNumValueHeads
-	lin, _ := m.linearOps() // checked by Forward
+	lin := m.Backend
 	m.project(a, l, ProjInQKV, s.mixed, h1, h1b, w.QKV, nil, n, s.xa[0])
 	m.project(a, l, ProjInZ, s.z, h1, h1b, w.Z, nil, n, s.xa[1])
 	m.project(a, l, ProjInB, s.b, h1, h1b, w.B, nil, n, s.xa[2])
@@ -153,7 +140,7 @@ func (tr *Trace) deltaNetBackward(a *arena, l int, s *layerActs, dx kernels.Buff
 	w, d := m.W.Layers[l].Linear, s.linear
 	n, h := tr.n, c.HiddenSize
 	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
-	lin, _ := m.linearOps()
+	lin := m.Backend
 	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	dNormed := f(n * vd)
 	m.projectBackward(a, l, ProjOut, dNormed, dx, d.normed, w.Out, n, d.xa[4], false)

@@ -47,9 +47,6 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	if err := b.validate(m.Config, cache); err != nil {
 		return nil, err
 	}
-	if err := m.checkMixers(); err != nil {
-		return nil, err
-	}
 	if logitRows == nil {
 		logitRows = allRows(b.Len())
 	}

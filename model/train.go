@@ -58,9 +58,6 @@ type Trace struct {
 // comes back from the backend's next Sync (after the caller's downloads).
 func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	c := m.Config
-	if err := m.checkMixers(); err != nil {
-		return nil, err
-	}
 	r := b.Len()
 	if rows != nil {
 		r = len(rows)
