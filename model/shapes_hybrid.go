@@ -12,6 +12,13 @@ func init() {
 		NumHeads: 16, NumKVHeads: 4, HeadDim: 256, VocabSize: 248320, RMSNormEps: 1e-6,
 		RopeTheta: 1e7, MaxPositions: 262144, TieWordEmbeddings: true, HiddenAct: "silu", TorchDType: "bfloat16",
 		HybridConfig: delta}
+	// ~30M parameters, Qwen3.5 layout: the CPU benchmark hybrid (as
+	// qwen3-30m is for Qwen3).
+	small := HybridConfig{FullAttentionInterval: 4, LinearConvKernel: 4, LinearKeyHeadDim: 64,
+		LinearValueHeadDim: 64, LinearNumKeyHeads: 4, LinearNumValueHeads: 8, PartialRotaryFactor: 0.25}
+	Shapes["qwen3.5-30m"] = Config{ModelType: "qwen3_5", HiddenSize: 512, IntermediateSize: 1536, NumLayers: 8,
+		NumHeads: 8, NumKVHeads: 2, HeadDim: 64, VocabSize: 8192, RMSNormEps: 1e-6,
+		RopeTheta: 1e7, MaxPositions: 4096, TieWordEmbeddings: true, HiddenAct: "silu", HybridConfig: small}
 	moe := delta
 	moe.SharedExpertIntermediateSize = 512
 	Shapes["qwen3.6-35b-a3b"] = Config{ModelType: "qwen3_5_moe", HiddenSize: 2048, NumLayers: 40,
