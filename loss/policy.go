@@ -72,6 +72,7 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 		}
 	}
 	if trained == 0 {
+		st.Tokens = 0
 		return st, nil // nothing carries loss: no forward to run
 	}
 	stats := newStepStats(policy.Backend, trained, cfg.Beta != 0)

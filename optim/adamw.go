@@ -68,6 +68,9 @@ func (o *AdamW) Update(maxSteps int) (StepStats, error) {
 	return StepStats{GradNorm: norm, LR: lr}, be.Sync()
 }
 
+// NextLR is the learning rate the next Update would take.
+func (o *AdamW) NextLR(maxSteps int) float64 { return o.cfg.LRAt(o.Step+1, maxSteps) }
+
 // gradNorm reduces each parameter's squared gradient on the device into
 // its own element of one buffer and reads them back together: one wait
 // per optimiser step, not one per parameter. The host sums them in

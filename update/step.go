@@ -42,6 +42,11 @@ type Stats struct {
 	// apart because the step-time estimate scales the first with the
 	// tokens of a step and not the second.
 	PolicyGradientTime, OptimizerTime time.Duration
+	// Skipped reports a step with no token to train (every rollout
+	// failed, or every group's rewards were equal and filtered): no
+	// optimizer update was taken, since AdamW's momentum would move the
+	// adapter on zero gradients.
+	Skipped bool
 }
 
 // Step is one GRPO update from rollouts in consecutive groups of
@@ -113,6 +118,12 @@ func StepSamples(p Policy, samples []loss.Sample, s Settings) (Stats, error) {
 	if err != nil {
 		p.Adapter.ZeroGrad()
 		return st, fmt.Errorf("policy loss: %w", err)
+	}
+	if st.Loss.Tokens == 0 {
+		st.Skipped = true
+		st.Optimizer = optim.StepStats{LR: p.Optimizer.NextLR(s.MaxSteps)}
+		p.Adapter.ZeroGrad()
+		return st, nil
 	}
 	t0 = time.Now()
 	st.Optimizer, err = p.Optimizer.Update(s.MaxSteps)

@@ -297,3 +297,47 @@ func TestStepFiltersZeroAdvantageGroups(t *testing.T) {
 		t.Error("the unfiltered batch updates as the mixed groups alone: the test cannot tell the filter is on")
 	}
 }
+
+// TestFailedStepTakesNoUpdate (issue 27): a step in which every rollout
+// failed — nothing generated, or every group's rewards equal — applies no
+// optimizer update after an earlier real one: AdamW's momentum would
+// otherwise move the adapter on zero gradients. The adapter and moments
+// stay bit-identical, the optimizer's step count does not advance, and
+// Stats says the step was skipped, with the learning rate it would have
+// used.
+func TestFailedStepTakesNoUpdate(t *testing.T) {
+	base := tinyBase(t)
+	p := newPolicy(t, base)
+	s := Settings{Loss: loss.DefaultConfig(), MaxTokens: 8, MicroBatchTokens: 24, MaxSteps: 10}
+	if _, err := Step(p, scoredGroups(base.Config.VocabSize), 3, s); err != nil {
+		t.Fatal(err)
+	}
+	failed := scoredGroups(base.Config.VocabSize)
+	for i := range failed {
+		failed[i].Sample.Completion, failed[i].Sample.OldLogp, failed[i].Reward = nil, nil, 0
+	}
+	equal := scoredGroups(base.Config.VocabSize)
+	for i := range equal {
+		equal[i].Reward = 0.5
+	}
+	for name, rollouts := range map[string][]Scored{"nothing generated": failed, "equal rewards": equal} {
+		v0, _ := download(base.Backend, OptimizerParams(p.Adapter))
+		m0, _ := download(base.Backend, p.Optimizer.State())
+		step0 := p.Optimizer.Step
+		st, err := Step(p, rollouts, 3, s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v1, g1 := download(base.Backend, OptimizerParams(p.Adapter))
+		m1, _ := download(base.Backend, p.Optimizer.State())
+		if !sameBits(v0, v1) || !sameBits(m0, m1) || p.Optimizer.Step != step0 {
+			t.Errorf("%s: the adapter, its moments or the step count moved (step %d → %d)", name, step0, p.Optimizer.Step)
+		}
+		if !allZero(g1) {
+			t.Errorf("%s: gradients left behind", name)
+		}
+		if !st.Skipped || st.Optimizer.LR == 0 {
+			t.Errorf("%s: stats %+v: want Skipped and the learning rate it would have used", name, st)
+		}
+	}
+}
