@@ -119,6 +119,9 @@ func onePass(ctx context.Context, eng rollout.Engine, e env.Environment, name st
 		return res, fmt.Errorf("env %s: %w", name, err)
 	}
 	res.Examples, res.Rollouts, res.Trajectories = len(exs), len(trajs), trajs
+	if err := allFailed(trajs); err != nil {
+		return res, fmt.Errorf("env %s: %w", name, err)
+	}
 	var sum, pass1, passK float64
 	for i := range exs {
 		solved := 0
@@ -139,4 +142,22 @@ func onePass(ctx context.Context, eng rollout.Engine, e env.Environment, name st
 	res.PassAt1 = pass1 / float64(len(exs))
 	res.PassAtK = passK / float64(len(exs))
 	return res, nil
+}
+
+// allFailed is an error when every rollout failed before the model
+// answered once — an endpoint that cannot be reached, a key it refuses, a
+// model that cannot load: that is no score of the model, and a reward of
+// 0 would pass for one. It names the first rollout's error. Episodes
+// that failed after the model answered are scored 0 and counted, as the
+// environment's own failures.
+func allFailed(trajs []rollout.Trajectory) error {
+	if len(trajs) == 0 {
+		return nil
+	}
+	for _, t := range trajs {
+		if t.Turns > 0 || len(t.Errors) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("every one of the %d rollouts failed before the model answered; the first: %s", len(trajs), trajs[0].Errors[0])
 }
