@@ -2,6 +2,7 @@ package gepa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,10 +136,10 @@ func Run(ctx context.Context, s Student, t Teacher, o Options) (*Result, error) 
 		}
 		rec, err := op.iterate(ctx)
 		if err != nil {
-			return nil, err
+			return nil, op.failed(err)
 		}
 		if err := op.finishIteration(rec); err != nil {
-			return nil, err
+			return nil, op.failed(err)
 		}
 	}
 	if op.out != nil {
@@ -150,6 +151,19 @@ func Run(ctx context.Context, s Student, t Teacher, o Options) (*Result, error) 
 	res.Pool, res.Best = st.Pool, st.Pool[bestCandidate(st.Pool)]
 	res.Calls, res.Iterations, res.History = st.Calls, st.Iteration, st.History
 	return res, nil
+}
+
+// failed records in metadata.json that the run ended with err (its
+// status would otherwise still say "running"), and returns err. An
+// interrupted run is not a failed one: it resumes.
+func (op *optimizer) failed(err error) error {
+	if op.out == nil || op.st == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if werr := op.out.writeMetadata(op.st, op.o, failedPrefix+err.Error()); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
 }
 
 func (op *optimizer) logf(format string, args ...any) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/grpo-dev/grpo/internal/atomicfile"
@@ -128,6 +129,10 @@ type candidateInfo struct {
 	Fronts int `json:"fronts"`
 }
 
+// failedPrefix starts the stop reason of a run that ended with an error:
+// metadata.json's status says "failed: …" then, not "running".
+const failedPrefix = "failed: "
+
 func (w *outputs) writeMetadata(st *state, o Options, stop string) error {
 	fronts := Fronts(st.Pool)
 	cands := make([]candidateInfo, len(st.Pool))
@@ -141,7 +146,10 @@ func (w *outputs) writeMetadata(st *state, o Options, stop string) error {
 	}
 	best := bestCandidate(st.Pool)
 	status := "running"
-	if stop != "" {
+	switch {
+	case strings.HasPrefix(stop, failedPrefix):
+		status = stop
+	case stop != "":
 		status = "stopped: " + stop
 	}
 	meta := map[string]any{
