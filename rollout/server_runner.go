@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -199,6 +200,12 @@ func (r *serverRunner) turn(ctx context.Context, q *serverSeq) error {
 	for i, lp := range ch.Logprobs.TokenLogprobs {
 		if lp == nil {
 			return fmt.Errorf("endpoint %s returned no log-prob for token %d", r.c.ID(), i)
+		}
+		// A log-prob is finite and ≤ 0 (log_softmax's normaliser is at
+		// least the top logit's); anything else would enter the loss as
+		// the behaviour policy and train on garbage.
+		if v := *lp; v > 1e-6 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("endpoint %s returned log-prob %v for token %d (id %d); a log-prob is finite and ≤ 0: the server's sampling is broken or it is not a log-prob", r.c.ID(), v, i, toks[i])
 		}
 		lps[i] = float32(*lp)
 	}

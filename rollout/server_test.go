@@ -94,6 +94,15 @@ func TestServerEngineRequestsAndFailures(t *testing.T) {
 	if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), "returned no token ids") {
 		t.Errorf("reply without token ids: %v", err)
 	}
+	// A log-prob above 0 (issue 27) is the server's fault, named, and
+	// stops Play: it would train on a broken behaviour policy.
+	positive := fakeServer(t, func(map[string]any) (int, string) {
+		return 200, completion([]int{11, 12}, []float64{-0.5, 0.75}, "length")
+	})
+	eng, _ = NewServerEngine(context.Background(), positive, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: tok, Config: mc})
+	if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), "endpoint fake returned log-prob 0.75 for token 1") {
+		t.Errorf("positive log-prob: %v", err)
+	}
 	unknown := fakeServer(t, func(map[string]any) (int, string) {
 		return 404, `{"error": {"message": "The model step-3 does not exist."}}`
 	})
