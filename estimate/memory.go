@@ -190,9 +190,6 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s", count(e.TrainableParams), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ",")))
 	e.add(PhaseResident, "AdamW moments", e.TrainableParams*2*f32Bytes, "exp_avg + exp_avg_sq, f32")
 
-	if mc.LinearLayers() > 0 {
-		e.note("%s: the %d gated DeltaNet layers' training activations are sized as attention layers' (per-block training sizes still to come); sampling, the KV cache and the linear-attention states are exact", mc.Arch().Name, mc.LinearLayers())
-	}
 	train := o.Train
 	if train == nil {
 		train = TrainShapes(cfg)
@@ -553,6 +550,20 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 	return entries
 }
 
+// runsBytes is a micro-batch's runs for the linear-attention layers
+// (model.Batch runs: 4 int32 per sequence), for as many sequences as the
+// shortest shape packs into n rows; 0 without such layers.
+func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
+	if mc.LinearLayers() == 0 {
+		return 0
+	}
+	var most int64
+	for _, s := range seqs {
+		most = max(most, (n+int64(s.rows)-1)/int64(s.rows))
+	}
+	return 4 * 4 * most
+}
+
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
 // one forward/backward holds) under recompute plan pl. n =
 // max(micro_batch_tokens, the longest sequence), as a sample is never
@@ -622,7 +633,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		tokenCasts, rowCasts = (2*h+inter)*bf16Bytes, h*bf16Bytes
 	}
 	setting := pl.setting(mc.NumLayers)
-	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n)
+	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n) + runsBytes(mc, n, seqs)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
 	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table
 	var out phaseBytes
@@ -685,7 +696,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
 		// It replays the micro-batch's routing too.
 		none.replay = ad.replay
-		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts // with targets and rows, uploaded first
+		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts + runsBytes(mc, n, seqs) // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
 		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
 			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table

@@ -116,7 +116,7 @@ func moeTraceBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
 	rows := n * k
-	return (n*(ne+k+ad.routerRank()+ad.replayRows(mc)) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
+	return (n*(ne+k+ad.routerRank()+ad.replayRows(mc)+int64(mc.SharedExpertActWidth())) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
 }
 
 // moeCheckpointBytes is what the trace keeps of a checkpointed sparse
@@ -164,5 +164,11 @@ func moeSharedTraceBytes(mc *model.Config, n int64) int64 {
 func moeBackwardBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
 	k, ne, mi := moeDims(mc)
 	h := int64(mc.HiddenSize)
-	return (n*(h+ne+ad.routerRank()) + n*k*(3*h+1+6*mi+ad.experts[l]*int64(ad.rank))) * f32Bytes
+	b := (n*(h+ne+ad.routerRank()) + n*k*(3*h+1+6*mi+ad.experts[l]*int64(ad.rank))) * f32Bytes
+	if si := int64(mc.SharedExpertIntermediateSize); si > 0 {
+		// model/moe_shared.go sharedExpertBackward: dy (hidden), dscale,
+		// dones, dscore, dAct (inter), dGateUp (2·inter).
+		b += n * (h + 3 + 3*si) * f32Bytes
+	}
+	return b
 }

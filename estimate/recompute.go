@@ -130,7 +130,7 @@ func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int6
 // a sparse layer's experts' set (moeTraceBytes, with its routing) in place
 // of the dense MLP's gateUp and act.
 func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	per := fullPerLayer(mc, ad.denseRanks(l))
+	per := fullPerLayer(mc, l, ad.denseRanks(l))
 	if !mc.IsSparse(l) {
 		return n * per * f32Bytes
 	}
@@ -152,7 +152,13 @@ func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p m
 	case model.RecomputeSwiGLU:
 		return n * mlp * f32Bytes
 	case model.RecomputeSelective:
-		return n * (mlp + q + int64(mc.NumHeads)) * f32Bytes
+		attn := q + int64(mc.NumHeads)
+		if mc.Mixer(l) == model.MixGatedDeltaNet {
+			attn = 0 // no attention to rerun
+		} else if mc.Arch().OutputGate {
+			attn += q // attn × sigmoid(gate) too
+		}
+		return n * (mlp + attn) * f32Bytes
 	case model.RecomputeLayer:
 		b := layerFullBytes(mc, ad, n, l)
 		if mc.IsSparse(l) {
@@ -189,6 +195,15 @@ func layerKeptBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.R
 func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
 	h, q, kv, inter, _ := dims(mc)
 	per := 3*q + 4*kv + ad.denseRanks(l)
+	if mc.Arch().OutputGate {
+		per += 3 * q // dGated, dGate, and the gate's half of dQKV
+	}
+	if mc.Mixer(l) == model.MixGatedDeltaNet {
+		// model/deltanet.go deltaNetBackward: dNormed, dCore, dZ
+		// (value), dConv and dMixed (conv channels), dg, dbeta, da, db
+		// (value heads).
+		per = 3*int64(mc.LinearValueDim()) + 2*int64(mc.LinearConvDim()) + 4*int64(mc.LinearNumValueHeads) + ad.denseRanks(l)
+	}
 	if l > 0 {
 		per += h
 	}
@@ -236,15 +251,25 @@ const swigluFLOPs = 5
 // attn, lse, gateUp, act (k and v go straight to the KV cache). The
 // o_proj/down_proj output is a view of the trace's fused q/k/v GEMM
 // output, unless that is narrower than hidden.
-func fullPerLayer(mc *model.Config, lr int64) int64 {
+func fullPerLayer(mc *model.Config, l int, lr int64) int64 {
 	h, q, kv, inter, _ := dims(mc)
 	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
-	n := 4*h + 2 + 2*q + heads + 3*inter + lr
+	n := 4*h + 2 + 3*inter + lr
 	if int64(mc.QKVWidth()) < h {
 		n += h
 	}
+	if mc.Mixer(l) == model.MixGatedDeltaNet {
+		// model/deltanet.go trainingDeltaNetActs: mixed and conv (conv
+		// channels), z, core and normed (value), a, b, g, beta and the
+		// gated norm's rstd (value heads).
+		return n + 2*int64(mc.LinearConvDim()) + 3*int64(mc.LinearValueDim()) + 5*int64(mc.LinearNumValueHeads)
+	}
+	n += 2*q + heads
 	if mc.Arch().QKNorm {
 		n += q + kv + heads + kvHeads
+	}
+	if mc.Arch().OutputGate {
+		n += 2 * q // the gate and attn × sigmoid(gate)
 	}
 	return n
 }
