@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/grpo-dev/grpo/curriculum"
 	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
@@ -59,6 +60,9 @@ type Config struct {
 	Optimizer     optim.Config `toml:"optimizer"`
 	Checkpoint    Checkpoint   `toml:"checkpoint"`
 	Inference     Inference    `toml:"inference"`
+	// Buffer is the difficulty pools and online difficulty filtering (Lab's
+	// and prime-rl's [buffer]).
+	Buffer curriculum.Config `toml:"buffer"`
 
 	// LabKeys holds the Lab keys that are aliases of the settings above or
 	// that only mean something on Prime's hosted service.
@@ -232,7 +236,6 @@ type LabKeys struct {
 	EnvFiles            []string         `toml:"env_files"`
 	CheckpointID        string           `toml:"checkpoint_id"`
 	ClusterName         string           `toml:"cluster_name"`
-	Buffer              map[string]any   `toml:"buffer"`
 	Val                 map[string]any   `toml:"val"`
 	PreBatchFilters     []map[string]any `toml:"pre_batch_filters"`
 	PostBatchFilters    []map[string]any `toml:"post_batch_filters"`

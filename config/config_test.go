@@ -103,8 +103,7 @@ func TestExampleConfigs(t *testing.T) {
 	}
 	want := []string{
 		"wordle.toml:8: deprecated (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.); accepted and ignored locally because",
-		"wordle.toml:9: deprecated (prime lab doctor: `oversampling_factor` is outdated; remove it from Lab configs.); accepted and ignored locally because",
-		"wordle.toml:19: accepted and ignored locally: [buffer] because",
+		"wordle.toml:9: deprecated (prime lab doctor: `oversampling_factor` is outdated; remove it from Lab configs.); used here: a step refills the groups online difficulty filtering drops",
 	}
 	if len(w.Warnings) != len(want) {
 		t.Fatalf("wordle warnings: %q", w.Warnings)

@@ -67,8 +67,8 @@ func (c *Config) resolveLab(l *problems) {
 			e.Name = e.ID
 		}
 	}
-	filterWarnings := c.resolveLabFilters(l)
-	c.Warnings = c.ignoredKeys(filterWarnings)
+	warns := append(c.resolveLabFilters(l), c.resolveBuffer(l)...)
+	c.Warnings = c.ignoredKeys(warns)
 }
 
 // splitVersion moves a Hub version out of "owner/name@version", as Lab's

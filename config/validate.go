@@ -82,6 +82,9 @@ func (c *Config) check(l *problems) {
 	for _, err := range c.Loss.Problems() {
 		c.sectionError(l, "loss", err)
 	}
+	for _, err := range c.Buffer.Problems() {
+		c.sectionError(l, "buffer", err)
+	}
 	if err := c.Optimizer.Validate(); err != nil {
 		c.sectionError(l, "optimizer", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/grpo-dev/grpo/curriculum"
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
@@ -27,6 +28,8 @@ type checkpointState struct {
 	// drawn (batch_size / rollouts_per_example, which a resume may
 	// change): the cursors cannot sum to more than Step times it.
 	MaxExamplesPerStep int `json:"max_examples_per_step,omitempty"`
+	// Pools are the [buffer] difficulty pools, when the run has them.
+	Pools *curriculum.State `json:"pools,omitempty"`
 }
 
 // checkpointFormat is written; v1 (before checksums) is still read.

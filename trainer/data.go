@@ -39,6 +39,16 @@ func newSchedule(seed uint64, weights []float64, splits [][]env.Example) (*sched
 
 // counts splits n examples across envs for step.
 func (s *schedule) counts(step, n int) []int {
+	return s.countsSeeded(sampler.DeriveSeed(s.seed, 0x5c4ed, uint64(step)), n)
+}
+
+// refillCounts splits the n examples of a step's refill round (round ≥ 1)
+// across envs.
+func (s *schedule) refillCounts(step, round, n int) []int {
+	return s.countsSeeded(sampler.DeriveSeed(s.seed, 0x5c4ed, uint64(step), uint64(round)), n)
+}
+
+func (s *schedule) countsSeeded(seed uint64, n int) []int {
 	total := 0.0
 	for _, w := range s.weights {
 		total += w
@@ -49,7 +59,7 @@ func (s *schedule) counts(step, n int) []int {
 		frac float64
 		tie  uint64
 	}
-	rng := rand.New(rand.NewPCG(sampler.DeriveSeed(s.seed, 0x5c4ed, uint64(step)), 1))
+	rng := rand.New(rand.NewPCG(seed, 1))
 	var rems []rem
 	given := 0
 	for i, w := range s.weights {
@@ -71,17 +81,27 @@ func (s *schedule) counts(step, n int) []int {
 	return counts
 }
 
-// next returns the examples of env e for one step and advances its cursor.
-func (s *schedule) next(e, count int) []env.Example {
+// next returns count examples of env e for one step, with their indices
+// in its train split, and advances its cursor past them. Examples that
+// drawable refuses (set aside in a difficulty pool) are passed over; nil
+// draws every one; the caller makes sure that one is drawable.
+func (s *schedule) next(e, count int, drawable func(e, i int) bool) ([]env.Example, []int) {
 	split := s.splits[e]
-	out := make([]env.Example, count)
-	for k := range count {
+	out, idx := make([]env.Example, 0, count), make([]int, 0, count)
+	epoch, ord := -1, []int(nil)
+	for len(out) < count {
 		c := s.Cursors[e]
-		epoch, idx := c/len(split), c%len(split)
-		out[k] = split[s.order(e, epoch)[idx]]
+		if c/len(split) != epoch {
+			epoch = c / len(split)
+			ord = s.order(e, epoch)
+		}
+		i := ord[c%len(split)]
 		s.Cursors[e]++
+		if drawable == nil || drawable(e, i) {
+			out, idx = append(out, split[i]), append(idx, i)
+		}
 	}
-	return out
+	return out, idx
 }
 
 // order is env e's permutation of its split for one epoch.

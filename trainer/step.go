@@ -3,9 +3,11 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
+	"github.com/grpo-dev/grpo/curriculum"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/rollout"
@@ -36,32 +38,36 @@ func (r *run) trainStep(ctx context.Context) error {
 	if err := r.usePolicy(ctx); err != nil {
 		return fmt.Errorf("step %d: %w", step, err)
 	}
-	counts := r.sched.counts(step, cfg.BatchSize/R)
 	cursors := append([]int(nil), r.sched.Cursors...)
-	var trajs []rollout.Trajectory
-	var envOf []int
+	var pools *curriculum.Pools
+	if r.pools != nil {
+		pools = r.pools.Clone()
+	}
+	undo := func() { // the step did not happen
+		copy(r.sched.Cursors, cursors)
+		r.pools = pools
+	}
 	var timing rollout.Timing
-	for k, te := range r.envs {
-		if counts[k] == 0 {
-			continue
-		}
-		ts, err := r.rollouts(ctx, te.env, r.sched.next(k, counts[k]), R, r.samplingParams(), sampler.DeriveSeed(r.seed, uint64(step), uint64(k)), &timing)
-		if err != nil {
-			copy(r.sched.Cursors, cursors) // the step did not happen
-			return fmt.Errorf("step %d: rollouts of env %s: %w", step, te.name, err)
-		}
-		trajs = append(trajs, ts...)
-		for range ts {
-			envOf = append(envOf, k)
-		}
+	pl, err := r.playStep(ctx, step, &timing)
+	if err != nil {
+		undo()
+		return fmt.Errorf("step %d: %w", step, err)
+	}
+	trajs, envOf := pl.trajs, pl.envOf
+	drew := 0
+	for k, c := range r.sched.Cursors {
+		drew += c - cursors[k]
 	}
 	tGen := time.Since(t0)
 	r.releaseSampler()
 
 	rewards := make([]float32, len(trajs))
-	rollouts := make([]update.Scored, len(trajs))
+	rollouts := make([]update.Scored, 0, len(trajs))
 	for i, t := range trajs {
 		rewards[i] = float32(t.Reward)
+		if !pl.train[i] {
+			continue // dropped by online difficulty filtering
+		}
 		s := loss.Sample{Prompt: t.PromptTokens, Completion: t.Tokens, ModelMask: t.ModelMask,
 			OldLogp: t.Logprobs, Truncated: t.Truncated}
 		if len(t.Experts) == r.policy.Config.RoutingLen(s.SeqLen()) {
@@ -70,19 +76,26 @@ func (r *run) trainStep(ctx context.Context) error {
 			// has none recorded for it, and is routed afresh).
 			s.Experts = t.Experts
 		}
-		rollouts[i] = update.Scored{Sample: s, Reward: rewards[i]}
+		rollouts = append(rollouts, update.Scored{Sample: s, Reward: rewards[i]})
 	}
 	t1 := time.Now()
 	upd, err := update.Step(update.Policy{Model: r.policy, Adapter: r.adapter, Optimizer: r.opt}, rollouts, R,
 		update.Settings{Loss: cfg.Loss, MaxTokens: cfg.Sampling.MaxTokens, MicroBatchTokens: cfg.MicroBatchTokens, MaxSteps: cfg.MaxSteps})
 	if err != nil {
-		copy(r.sched.Cursors, cursors) // the step did not happen
+		undo()
 		return fmt.Errorf("step %d: %w", step, err)
 	}
 	tTrain := time.Since(t1)
 	r.step = step
+	// A checkpoint bounds its cursors by the most one step drew (pooled
+	// examples passed over and refills draw more than the batch).
+	r.maxPerStep = max(r.maxPerStep, drew)
 
 	m := r.stepMetrics(trajs, envOf, rewards, upd)
+	if r.pools != nil {
+		maps.Copy(m, r.pools.Metrics())
+		m["filter/refill_groups"] = float64(pl.refill)
+	}
 	m["time/generate"] = timing.Play.Seconds()
 	m["time/score"] = timing.Score.Seconds()
 	m["time/rollouts"] = tGen.Seconds()

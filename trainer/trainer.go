@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grpo-dev/grpo/curriculum"
 	"io"
 	"os"
 	"path/filepath"
@@ -141,6 +142,7 @@ type run struct {
 	opt     *optim.AdamW
 	envs    []trainEnv
 	sched   *schedule
+	pools   *curriculum.Pools // [buffer]'s difficulty pools; nil without
 	health  healthState
 	step    int
 	seed    uint64
@@ -244,6 +246,9 @@ func (r *run) checkpoint() error {
 		return nil
 	}
 	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health, MaxExamplesPerStep: r.maxPerStep}
+	if r.pools != nil {
+		st.Pools = r.pools.State()
+	}
 	if err := saveCheckpoint(r.ckDir, st, r.adapter, r.opt, r.modelID, r.opts.configText, r.cfg.Checkpoint.KeepLast); err != nil {
 		return err
 	}
@@ -388,6 +393,9 @@ func (r *run) setupEnvs() error {
 	}
 	var err error
 	r.sched, err = newSchedule(r.seed, weights, splits)
+	if err == nil {
+		r.newPools()
+	}
 	return err
 }
 

@@ -1,0 +1,117 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/grpo-dev/grpo/curriculum"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// played is one step's rollouts, in groups of rollouts_per_example, with
+// each group's environment and whether it is trained on ([buffer] online
+// difficulty filtering drops the groups that all failed or all
+// succeeded).
+type played struct {
+	trajs  []rollout.Trajectory
+	envOf  []int
+	train  []bool
+	refill int // groups played to replace dropped ones
+}
+
+// playStep draws and plays one step's groups: batch_size /
+// rollouts_per_example examples split by the envs' weights. Under online
+// difficulty filtering, the groups it drops are replaced in further
+// rounds of fresh examples until the step has a full batch to train on
+// or has played oversampling_factor (default 2) times the batch.
+// Examples in a difficulty pool are not drawn. Without [buffer] this is
+// one round, as it always was.
+func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*played, error) {
+	R := r.cfg.RolloutsPerExample
+	want := r.cfg.BatchSize / R
+	limit := want
+	if r.cfg.Buffer.OnlineDifficultyFiltering {
+		f := 2.0
+		if r.cfg.OversamplingFactor != nil {
+			f = *r.cfg.OversamplingFactor
+		}
+		limit = max(want, int(f*float64(want)))
+	}
+	var drawable func(e, i int) bool
+	if r.pools != nil {
+		drawable = r.pools.Drawable
+	}
+	p := &played{}
+	kept := 0
+	for round, drawn := 0, 0; kept < want && drawn < limit; round++ {
+		n := min(want-kept, limit-drawn)
+		counts := r.sched.counts(step, n)
+		if round > 0 {
+			counts = r.sched.refillCounts(step, round, n)
+			p.refill += n
+		}
+		for k, te := range r.envs {
+			if counts[k] == 0 {
+				continue
+			}
+			if r.pools != nil && r.pools.DrawableCount(k) == 0 {
+				return nil, fmt.Errorf("env %s: every one of its train examples is in the easy or hard pool ([buffer] easy_threshold/hard_threshold); loosen the thresholds, or resume with [buffer] easy_fraction/hard_fraction to bring some back", te.name)
+			}
+			exs, idx := r.sched.next(k, counts[k], drawable)
+			seed := sampler.DeriveSeed(r.seed, uint64(step), uint64(k))
+			if round > 0 {
+				seed = sampler.DeriveSeed(r.seed, uint64(step), uint64(k), uint64(round))
+			}
+			ts, err := r.rollouts(ctx, te.env, exs, R, r.samplingParams(), seed, timing)
+			if err != nil {
+				return nil, fmt.Errorf("rollouts of env %s: %w", te.name, err)
+			}
+			for g, i := range idx {
+				group := ts[g*R : (g+1)*R]
+				train := true
+				if r.pools != nil {
+					rewards := make([]float32, R)
+					for j, t := range group {
+						rewards[j] = float32(t.Reward)
+					}
+					train = r.pools.Observe(k, i, rewards)
+				}
+				if train {
+					kept++
+				}
+				for _, t := range group {
+					p.trajs, p.envOf, p.train = append(p.trajs, t), append(p.envOf, k), append(p.train, train)
+				}
+			}
+		}
+		drawn += n
+	}
+	return p, nil
+}
+
+// newPools sets up the difficulty state when [buffer] asks for it.
+func (r *run) newPools() {
+	if !r.cfg.Buffer.Active() {
+		return
+	}
+	sizes := make([]int, len(r.sched.splits))
+	for e, split := range r.sched.splits {
+		sizes[e] = len(split)
+	}
+	r.pools = curriculum.New(r.cfg.Buffer, sizes)
+}
+
+// restorePools puts a checkpoint's pools back (returning [buffer]
+// easy_fraction/hard_fraction of them, chosen with [buffer] seed or the
+// run's), or starts empty ones for a checkpoint written without.
+func (r *run) restorePools(st checkpointState) error {
+	if r.pools == nil || st.Pools == nil {
+		return nil
+	}
+	seed := r.seed
+	if s := r.cfg.Buffer.Seed; s != nil {
+		seed = uint64(*s)
+	}
+	return r.pools.Restore(st.Pools, sampler.DeriveSeed(seed, 0xb0ff, uint64(st.Step)))
+}
