@@ -73,3 +73,18 @@ func (c Config) Problems() []error {
 	}
 	return ps
 }
+
+// PlayLimit is the most groups a step may play to gather want groups to
+// train on: want itself, or under online difficulty filtering
+// oversampling (Lab's oversampling_factor; nil: 2) times it, so the
+// groups it drops can be replaced.
+func (c Config) PlayLimit(want int, oversampling *float64) int {
+	if !c.OnlineDifficultyFiltering {
+		return want
+	}
+	f := 2.0
+	if oversampling != nil {
+		f = *oversampling
+	}
+	return max(want, int(f*float64(want)))
+}

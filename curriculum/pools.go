@@ -149,15 +149,19 @@ func (p *Pools) State() *State {
 	return st
 }
 
-// Restore puts the pools of a checkpoint back, then returns [buffer]
-// easy_fraction of the easy pool and hard_fraction of the hard one to the
-// drawn examples, chosen with seed (so a resume is repeatable). A state
-// that does not fit these environments is an error naming what differs.
-func (p *Pools) Restore(st *State, seed uint64) error {
+// Restore puts the pools of the checkpoint of step back, then returns
+// [buffer] easy_fraction of the easy pool and hard_fraction of the hard
+// one to the drawn examples, chosen with [buffer] seed or else runSeed
+// (so a resume is repeatable). A state that does not fit these
+// environments is an error naming what differs.
+func (p *Pools) Restore(st *State, runSeed uint64, step int) error {
 	if len(st.Easy) != len(p.pooled) || len(st.Hard) != len(p.pooled) {
 		return fmt.Errorf("difficulty pools of %d/%d environments, but the run has %d; resume with the [[env]] blocks it was trained with", len(st.Easy), len(st.Hard), len(p.pooled))
 	}
-	rng := rand.New(rand.NewPCG(seed, 0xb0ff))
+	if p.cfg.Seed != nil {
+		runSeed = uint64(*p.cfg.Seed)
+	}
+	rng := rand.New(rand.NewPCG(runSeed, uint64(step)))
 	for e := range p.pooled {
 		p.pooled[e] = map[int]Pool{}
 		for _, set := range []struct {

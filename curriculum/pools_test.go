@@ -87,7 +87,7 @@ func TestRestoreReturnsFractions(t *testing.T) {
 	var back [2][]int
 	for k := range back {
 		p := New(cfg, []int{10})
-		if err := p.Restore(st, 7); err != nil {
+		if err := p.Restore(st, 7, 3); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 10 {
@@ -117,7 +117,7 @@ func TestRestoreRefusesForeignState(t *testing.T) {
 		{&State{Easy: [][]int{{4}}, Hard: [][]int{{}}}, "split changed"},
 		{&State{Easy: [][]int{{1}}, Hard: [][]int{{1}}}, "twice"},
 	} {
-		if err := p.Restore(c.st, 1); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := p.Restore(c.st, 1, 1); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Restore(%+v) = %v, want %q", c.st, err, c.want)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/grpo-dev/grpo/curriculum"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
@@ -30,14 +30,7 @@ type played struct {
 func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*played, error) {
 	R := r.cfg.RolloutsPerExample
 	want := r.cfg.BatchSize / R
-	limit := want
-	if r.cfg.Buffer.OnlineDifficultyFiltering {
-		f := 2.0
-		if r.cfg.OversamplingFactor != nil {
-			f = *r.cfg.OversamplingFactor
-		}
-		limit = max(want, int(f*float64(want)))
-	}
+	limit := r.cfg.Buffer.PlayLimit(want, r.cfg.OversamplingFactor)
 	var drawable func(e, i int) bool
 	if r.pools != nil {
 		drawable = r.pools.Drawable
@@ -46,9 +39,9 @@ func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*
 	kept := 0
 	for round, drawn := 0, 0; kept < want && drawn < limit; round++ {
 		n := min(want-kept, limit-drawn)
-		counts := r.sched.counts(step, n)
+		counts := r.sched.Counts(step, n)
 		if round > 0 {
-			counts = r.sched.refillCounts(step, round, n)
+			counts = r.sched.RefillCounts(step, round, n)
 			p.refill += n
 		}
 		for k, te := range r.envs {
@@ -58,7 +51,11 @@ func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*
 			if r.pools != nil && r.pools.DrawableCount(k) == 0 {
 				return nil, fmt.Errorf("env %s: every one of its train examples is in the easy or hard pool ([buffer] easy_threshold/hard_threshold); loosen the thresholds, or resume with [buffer] easy_fraction/hard_fraction to bring some back", te.name)
 			}
-			exs, idx := r.sched.next(k, counts[k], drawable)
+			idx := r.sched.Next(k, counts[k], drawable)
+			exs := make([]env.Example, len(idx))
+			for j, i := range idx {
+				exs[j] = r.splits[k][i]
+			}
 			seed := sampler.DeriveSeed(r.seed, uint64(step), uint64(k))
 			if round > 0 {
 				seed = sampler.DeriveSeed(r.seed, uint64(step), uint64(k), uint64(round))
@@ -88,30 +85,4 @@ func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*
 		drawn += n
 	}
 	return p, nil
-}
-
-// newPools sets up the difficulty state when [buffer] asks for it.
-func (r *run) newPools() {
-	if !r.cfg.Buffer.Active() {
-		return
-	}
-	sizes := make([]int, len(r.sched.splits))
-	for e, split := range r.sched.splits {
-		sizes[e] = len(split)
-	}
-	r.pools = curriculum.New(r.cfg.Buffer, sizes)
-}
-
-// restorePools puts a checkpoint's pools back (returning [buffer]
-// easy_fraction/hard_fraction of them, chosen with [buffer] seed or the
-// run's), or starts empty ones for a checkpoint written without.
-func (r *run) restorePools(st checkpointState) error {
-	if r.pools == nil || st.Pools == nil {
-		return nil
-	}
-	seed := r.seed
-	if s := r.cfg.Buffer.Seed; s != nil {
-		seed = uint64(*s)
-	}
-	return r.pools.Restore(st.Pools, sampler.DeriveSeed(seed, 0xb0ff, uint64(st.Step)))
 }

@@ -80,8 +80,10 @@ func (r *run) continueFrom(path string, st checkpointState) error {
 	r.step, r.health = st.Step, st.Health
 	r.maxPerStep = max(r.maxPerStep, st.MaxExamplesPerStep)
 	copy(r.sched.Cursors, st.Cursors)
-	if err := r.restorePools(st); err != nil {
-		return fmt.Errorf("checkpoint %s: state.json: %w", path, err)
+	if r.pools != nil && st.Pools != nil {
+		if err := r.pools.Restore(st.Pools, r.seed, st.Step); err != nil {
+			return fmt.Errorf("checkpoint %s: state.json: %w", path, err)
+		}
 	}
 	rows, err := rundir.ReadJSONL(filepath.Join(r.dir.Path, "metrics.jsonl"))
 	if err != nil {

@@ -141,7 +141,8 @@ type run struct {
 	adapter *lora.Adapter
 	opt     *optim.AdamW
 	envs    []trainEnv
-	sched   *schedule
+	sched   *curriculum.Schedule
+	splits  [][]env.Example   // each env's train split, which sched indexes
 	pools   *curriculum.Pools // [buffer]'s difficulty pools; nil without
 	health  healthState
 	step    int
@@ -392,9 +393,14 @@ func (r *run) setupEnvs() error {
 		splits = append(splits, exs)
 	}
 	var err error
-	r.sched, err = newSchedule(r.seed, weights, splits)
-	if err == nil {
-		r.newPools()
+	sizes := make([]int, len(splits))
+	for e, split := range splits {
+		sizes[e] = len(split)
+	}
+	r.splits = splits
+	r.sched, err = curriculum.NewSchedule(r.seed, weights, sizes)
+	if err == nil && r.cfg.Buffer.Active() {
+		r.pools = curriculum.New(r.cfg.Buffer, sizes)
 	}
 	return err
 }

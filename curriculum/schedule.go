@@ -1,4 +1,4 @@
-package trainer
+package curriculum
 
 import (
 	"fmt"
@@ -6,27 +6,29 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/sampler"
 )
 
-// schedule hands out training examples: each step takes a fixed number of
+// Schedule hands out training examples, as indices into each
+// environment's train split: each step takes a fixed number of
 // examples, split across the environments in proportion to their weights
 // (largest remainder, ties drawn with the step's RNG), and each environment
 // walks its train split in an order reshuffled every epoch. Cursors count
 // the examples each environment has handed out; with the seed they are the
 // whole state, saved in checkpoints.
-type schedule struct {
+type Schedule struct {
 	seed    uint64
 	weights []float64
-	splits  [][]env.Example
+	sizes   []int
 	Cursors []int
 }
 
-func newSchedule(seed uint64, weights []float64, splits [][]env.Example) (*schedule, error) {
+// NewSchedule returns the schedule of environments with these weights and
+// train splits of these sizes.
+func NewSchedule(seed uint64, weights []float64, sizes []int) (*Schedule, error) {
 	total := 0.0
 	for i, w := range weights {
-		if len(splits[i]) == 0 && w > 0 {
+		if sizes[i] == 0 && w > 0 {
 			return nil, fmt.Errorf("env %d has an empty train split", i)
 		}
 		total += w
@@ -34,21 +36,21 @@ func newSchedule(seed uint64, weights []float64, splits [][]env.Example) (*sched
 	if !(total > 0) {
 		return nil, fmt.Errorf("env weights sum to %v; give at least one env a positive weight", total)
 	}
-	return &schedule{seed: seed, weights: weights, splits: splits, Cursors: make([]int, len(weights))}, nil
+	return &Schedule{seed: seed, weights: weights, sizes: sizes, Cursors: make([]int, len(weights))}, nil
 }
 
-// counts splits n examples across envs for step.
-func (s *schedule) counts(step, n int) []int {
+// Counts splits n examples across envs for step.
+func (s *Schedule) Counts(step, n int) []int {
 	return s.countsSeeded(sampler.DeriveSeed(s.seed, 0x5c4ed, uint64(step)), n)
 }
 
-// refillCounts splits the n examples of a step's refill round (round ≥ 1)
+// RefillCounts splits the n examples of a step's refill round (round ≥ 1)
 // across envs.
-func (s *schedule) refillCounts(step, round, n int) []int {
+func (s *Schedule) RefillCounts(step, round, n int) []int {
 	return s.countsSeeded(sampler.DeriveSeed(s.seed, 0x5c4ed, uint64(step), uint64(round)), n)
 }
 
-func (s *schedule) countsSeeded(seed uint64, n int) []int {
+func (s *Schedule) countsSeeded(seed uint64, n int) []int {
 	total := 0.0
 	for _, w := range s.weights {
 		total += w
@@ -81,31 +83,31 @@ func (s *schedule) countsSeeded(seed uint64, n int) []int {
 	return counts
 }
 
-// next returns count examples of env e for one step, with their indices
-// in its train split, and advances its cursor past them. Examples that
-// drawable refuses (set aside in a difficulty pool) are passed over; nil
-// draws every one; the caller makes sure that one is drawable.
-func (s *schedule) next(e, count int, drawable func(e, i int) bool) ([]env.Example, []int) {
-	split := s.splits[e]
-	out, idx := make([]env.Example, 0, count), make([]int, 0, count)
+// Next returns the indices of count examples of env e for one step and
+// advances its cursor past them. Examples that drawable refuses (set
+// aside in a difficulty pool) are passed over; nil draws every one; the
+// caller makes sure that one is drawable.
+func (s *Schedule) Next(e, count int, drawable func(e, i int) bool) []int {
+	size := s.sizes[e]
+	idx := make([]int, 0, count)
 	epoch, ord := -1, []int(nil)
-	for len(out) < count {
+	for len(idx) < count {
 		c := s.Cursors[e]
-		if c/len(split) != epoch {
-			epoch = c / len(split)
+		if c/size != epoch {
+			epoch = c / size
 			ord = s.order(e, epoch)
 		}
-		i := ord[c%len(split)]
+		i := ord[c%size]
 		s.Cursors[e]++
 		if drawable == nil || drawable(e, i) {
-			out, idx = append(out, split[i]), append(idx, i)
+			idx = append(idx, i)
 		}
 	}
-	return out, idx
+	return idx
 }
 
 // order is env e's permutation of its split for one epoch.
-func (s *schedule) order(e, epoch int) []int {
+func (s *Schedule) order(e, epoch int) []int {
 	rng := rand.New(rand.NewPCG(sampler.DeriveSeed(s.seed, 0xda7a, uint64(e), uint64(epoch)), 2))
-	return rng.Perm(len(s.splits[e]))
+	return rng.Perm(s.sizes[e])
 }
