@@ -21,6 +21,9 @@ type Batch struct {
 	// nil, receives the routing Forward chose (layout: moe_routing.go).
 	Experts, RecordExperts []int32
 	shares                 []prefixShare // Share's declarations, for ForwardTrain
+	// split, in a reduced training batch whose groups share prompts, is
+	// the linear-attention layers' two calls (trainshare_linear.go).
+	split *linearSplit
 }
 
 // Len is the number of tokens in the batch.
@@ -59,7 +62,12 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 			return fmt.Errorf("position %d at index %d is beyond the cache length %d", p, i, cache.MaxLen)
 		}
 	}
-	if cache.hybrid {
+	switch {
+	case b.split != nil:
+		if err := b.split.check(b); err != nil {
+			return err
+		}
+	case cache.hybrid:
 		if _, err := b.runs(cache.linear != nil); err != nil {
 			return err
 		}
@@ -76,9 +84,14 @@ type batchIndex struct {
 	// (kernels.AttentionSharedPrefix): a decode step's, set at Load.
 	groups kernels.Buffer
 	// runs (nRuns × 4) cuts the batch into the linear-attention layers'
-	// runs (Batch.runs); nil for a model without them.
-	runs  kernels.Buffer
-	nRuns int
+	// runs (Batch.runs); nil for a model without them. With a linearSplit
+	// they are the rest's, and promptRuns (nPromptRuns × 4) the first
+	// promptRows rows' (linearCalls).
+	runs        kernels.Buffer
+	nRuns       int
+	promptRuns  kernels.Buffer
+	nPromptRuns int
+	promptRows  int
 }
 
 // upload copies the batch's index arrays to the backend, with the cache's
@@ -89,11 +102,23 @@ func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex 
 	be.UploadI32(idx.tokens, b.Tokens)
 	be.UploadI32(idx.slots, b.Slots)
 	be.UploadI32(idx.pos, b.Positions)
-	if cache.hybrid {
+	put := func(runs []int32) (kernels.Buffer, int) {
+		if len(runs) == 0 {
+			return nil, 0
+		}
+		buf := a.alloc(kernels.I32, len(runs))
+		be.UploadI32(buf, runs)
+		return buf, len(runs) / 4
+	}
+	switch {
+	case b.split != nil:
+		idx.promptRows = b.split.promptRows
+		idx.promptRuns, idx.nPromptRuns = put(b.split.prompt)
+		idx.runs, idx.nRuns = put(b.split.rest)
+	case cache.hybrid:
 		// validate checked that the batch cuts into runs.
 		runs, _ := b.runs(cache.linear != nil)
-		idx.runs, idx.nRuns = a.alloc(kernels.I32, len(runs)), len(runs)/4
-		be.UploadI32(idx.runs, runs)
+		idx.runs, idx.nRuns = put(runs)
 	}
 	return idx
 }

@@ -112,20 +112,27 @@ func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
 // deltaNetForward is layer l's token mixer for a DeltaNet layer: from the
 // normed input h1 (n × hidden; h1b its bf16 cast or nil) it writes out
 // (n × hidden, out_proj's output), reading and updating the batch's
-// sequences' states in cache as idx.runs says.
+// sequences' states in cache as idx's runs say (linearCalls: a training
+// batch whose groups share prompts runs the prompts first, leaving their
+// states for the continuations).
 func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s *deltaNetActs, h1, h1b, out kernels.Buffer) {
 	c, w := m.Config, m.W.Layers[l].Linear
-	conv, hv := c.LinearConvDim(), c.LinearNumValueHeads
+	conv, hv, vd := c.LinearConvDim(), c.LinearNumValueHeads, c.LinearValueDim()
 	lin := m.Backend
 	m.project(a, l, ProjInQKV, s.mixed, h1, h1b, w.QKV, nil, n, s.xa[0])
 	m.project(a, l, ProjInZ, s.z, h1, h1b, w.Z, nil, n, s.xa[1])
 	m.project(a, l, ProjInB, s.b, h1, h1b, w.B, nil, n, s.xa[2])
 	m.project(a, l, ProjInA, s.a, h1, h1b, w.A, nil, n, s.xa[3])
 	convState, state := cache.linear.layer(l)
-	lin.CausalConv1D(s.conv, s.mixed, w.Conv, convState, idx.runs, idx.nRuns, n, conv, c.LinearConvKernel)
+	calls := idx.linearCalls(n)
+	for _, lc := range calls {
+		lin.CausalConv1D(lc.rows(s.conv, conv), lc.rows(s.mixed, conv), w.Conv, convState, lc.runs, lc.nRuns, lc.n, conv, c.LinearConvKernel)
+	}
 	lin.DeltaGates(s.g, s.beta, s.a, s.b, w.ALog, w.DTBias, n, hv)
-	lin.GatedDeltaRule(s.core, s.conv, s.g, s.beta, state, idx.runs, idx.nRuns, n,
-		c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	for _, lc := range calls {
+		lin.GatedDeltaRule(lc.rows(s.core, vd), lc.rows(s.conv, conv), lc.rows(s.g, hv), lc.rows(s.beta, hv), state, lc.runs, lc.nRuns, lc.n,
+			c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	}
 	lin.GatedRMSNorm(s.normed, s.rstd, s.core, s.z, w.Norm, n*hv, c.LinearValueHeadDim, float32(c.RMSNormEps))
 	m.project(a, l, ProjOut, out, s.normed, nil, w.Out, nil, n, s.xa[4])
 }
@@ -133,8 +140,10 @@ func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex,
 // deltaNetBackward is the DeltaNet part of layerBackward: dx, the
 // gradient of the layer's xMid, gets the gradient through the token mixer
 // added to it (when needInput), and the mixer's adapters their gradients.
-// The runs start fresh (training's sequences begin at position 0), so no
-// state gradient flows.
+// The runs of an unshared batch start fresh and keep nothing (training's
+// sequences begin at position 0), so no state gradient flows; with shared
+// prompts the calls run in reverse, and the state gradients carry the
+// continuations' gradient back into their prompts (trainshare_linear.go).
 func (tr *Trace) deltaNetBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w, d := m.W.Layers[l].Linear, s.linear
@@ -147,13 +156,30 @@ func (tr *Trace) deltaNetBackward(a *arena, l int, s *layerActs, dx kernels.Buff
 	dCore, dZ := f(n*vd), f(n*vd)
 	lin.GatedRMSNormBackward(dCore, dZ, dNormed, d.core, d.z, w.Norm, d.rstd, n*hv, c.LinearValueHeadDim)
 	dConv, dg, dbeta := f(n*conv), f(n*hv), f(n*hv)
-	convState, state := tr.cache.linear.layer(l) // nil: a trace keeps no states
-	lin.GatedDeltaRuleBackward(dConv, dg, dbeta, nil, dCore, d.conv, d.g, d.beta, state, tr.idx.runs, tr.idx.nRuns, n,
-		c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	// nil without shared prompts: an unshared trace keeps no states.
+	convState, state := tr.cache.linear.layer(l)
+	var dConvState, dState kernels.Buffer
+	if state != nil {
+		// Zero: nothing downstream reads a prompt's final state but its
+		// continuations, which add their initial states' gradient here
+		// before the prompts' call reads it.
+		dConvState, dState = f(convState.Len()), f(state.Len())
+	}
+	calls := tr.idx.linearCalls(n)
+	for i := len(calls) - 1; i >= 0; i-- {
+		lc := calls[i]
+		lin.GatedDeltaRuleBackward(lc.rows(dConv, conv), lc.rows(dg, hv), lc.rows(dbeta, hv), dState, lc.rows(dCore, vd),
+			lc.rows(d.conv, conv), lc.rows(d.g, hv), lc.rows(d.beta, hv), state, lc.runs, lc.nRuns, lc.n,
+			c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
+	}
 	da, db := f(n*hv), f(n*hv)
 	lin.DeltaGatesBackward(da, db, dg, dbeta, d.a, d.b, w.ALog, w.DTBias, n, hv)
 	dMixed := f(n * conv)
-	lin.CausalConv1DBackward(dMixed, nil, dConv, d.mixed, w.Conv, convState, tr.idx.runs, tr.idx.nRuns, n, conv, c.LinearConvKernel)
+	for i := len(calls) - 1; i >= 0; i-- {
+		lc := calls[i]
+		lin.CausalConv1DBackward(lc.rows(dMixed, conv), dConvState, lc.rows(dConv, conv), lc.rows(d.mixed, conv), w.Conv, convState,
+			lc.runs, lc.nRuns, lc.n, conv, c.LinearConvKernel)
+	}
 	var dh1 kernels.Buffer
 	if needInput {
 		dh1 = f(n * h)

@@ -88,12 +88,17 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	var sb *sharedBatch
-	// A hybrid's completions would continue their prompt's
-	// linear-attention state, which a trace does not carry yet: each
-	// sequence runs its own prompt (the same loss, more work).
-	if !m.NoPrefixSharing && c.LinearLayers() == 0 {
+	if !m.NoPrefixSharing {
+		if c.LinearLayers() > 0 && len(b.shares) > 0 {
+			// The split into prompts and continuations
+			// (trainshare_linear.go) takes each sequence as one run
+			// from position 0, as an unshared trace does.
+			if _, err := b.runs(false); err != nil {
+				return nil, err
+			}
+		}
 		var err error
-		if sb, err = b.share(rows, slots, maxLen); err != nil {
+		if sb, err = b.share(rows, slots, maxLen, c.LinearLayers() > 0); err != nil {
 			return nil, err
 		}
 	}

@@ -44,8 +44,10 @@ type sharedBatch struct {
 }
 
 // share resolves b's Share declarations against the rows to be scored
-// (nil: every token). It returns nil when nothing is shared.
-func (b *Batch) share(rows []int32, slots, maxLen int) (*sharedBatch, error) {
+// (nil: every token). It returns nil when nothing is shared. For a model
+// with linear-attention layers (linear) the reduced batch is cut for them
+// as linearSplit says.
+func (b *Batch) share(rows []int32, slots, maxLen int, linear bool) (*sharedBatch, error) {
 	if len(b.shares) == 0 {
 		return nil, nil
 	}
@@ -103,11 +105,16 @@ func (b *Batch) share(rows []int32, slots, maxLen int) (*sharedBatch, error) {
 		}
 		shared[sh.child] = prefixShare{sh.child, sh.parent, k}
 	}
+	order := allRows(n)
+	if linear {
+		uniformPrompts(shared)
+		order = promptsFirst(b, shared)
+	}
 	sb := &sharedBatch{remap: make([]int32, n), table: make([]int32, slots*maxLen), maxLen: maxLen}
 	for i := range sb.table {
 		sb.table[i] = -1
 	}
-	for i := range n {
+	for _, i := range order {
 		s, p := b.Slots[i], b.Positions[i]
 		if sh, ok := shared[s]; ok && p < sh.n {
 			sb.remap[i] = -1
@@ -129,6 +136,13 @@ func (b *Batch) share(rows []int32, slots, maxLen int) (*sharedBatch, error) {
 	for _, sh := range shared {
 		for p := range sh.n {
 			sb.table[int(sh.child)*maxLen+int(p)] = sb.table[int(sh.parent)*maxLen+int(p)]
+		}
+	}
+	if linear {
+		// Without a group left (every share cut to 0 positions) the
+		// batch is cut into runs as an unshared one.
+		if sp := newLinearSplit(&sb.b, shared); sp.groups > 0 {
+			sb.b.split = sp
 		}
 	}
 	return sb, nil
@@ -153,8 +167,20 @@ func (sb *sharedBatch) rows(rows []int32) []int32 {
 // order, so each sequence's positions are at most two runs of consecutive
 // rows (the shared prefix, its own tokens), which the kernels read as
 // such.
+//
+// With a linearSplit the cache also holds the groups' linear-attention
+// states, one slot per group and every DeltaNet layer its own: the
+// backward reads them as the continuations' initial states. A hybrid's
+// attention layers keep their own keys and values, as in newTrainCache.
 func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
-	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), kernels.F32, m.checkpointedLayers())
+	shared := m.checkpointedLayers()
+	if m.Config.LinearLayers() > 0 {
+		shared = 0
+	}
+	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), kernels.F32, shared)
+	if sb.b.split != nil {
+		c.linear = m.newLinearStates(sb.b.split.groups)
+	}
 	copy(c.table, sb.table)
 	for i := range c.refs {
 		c.refs[i] = 1
