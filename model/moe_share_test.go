@@ -13,9 +13,16 @@ import (
 // the recorded routing and with an arbitrary one, which only a replay
 // reproduces. A child's record that differs from the parent's at a shared
 // position is not replayed (the parent's row is what runs) and counts as
-// mismatched.
+// mismatched. Qwen3-MoE, and the hybrid Qwen3.5-MoE, whose DeltaNet
+// layers hand a shared prompt on as their states (trainshare_linear.go).
 func TestSharedPrefixReplayMatchesUnshared(t *testing.T) {
-	m := loadTiny(t, "qwen3-moe-tiny-dense")
+	for _, name := range []string{"qwen3-moe-tiny-dense", "qwen3_5-moe-tiny"} {
+		t.Run(name, func(t *testing.T) { sharedPrefixReplayMatchesUnshared(t, name) })
+	}
+}
+
+func sharedPrefixReplayMatchesUnshared(t *testing.T, name string) {
+	m := loadTiny(t, name)
 	defer m.Free()
 	ad := newMoETestAdapter(m, 2, 9)
 	m = m.WithAdapter(ad)
@@ -65,11 +72,16 @@ func TestSharedPrefixReplayMatchesUnshared(t *testing.T) {
 				t.Errorf("%s: row %d: log-prob %g shared, %g unshared", what, rows[i], a.logp[i], b.logp[i])
 			}
 		}
+		// The bounds of TestSharedPrefixMatchesUnshared, which says why.
+		worst := 0.0
 		for g := range a.grads {
-			if d := maxAbsDiff(a.grads[g], b.grads[g]); d > 1e-5*(1+maxAbs(b.grads[g])) {
-				t.Errorf("%s: gradient %d: max |Δ| %g between shared and unshared prompts", what, g, d)
+			d, e := maxAbsDiff(a.grads[g], b.grads[g]), nmse(a.grads[g], b.grads[g])
+			if d > 1e-4*(1+maxAbs(b.grads[g])) || e > 1e-6 {
+				t.Errorf("%s: gradient %d: max |Δ| %g, NMSE %g between shared and unshared prompts", what, g, d, e)
 			}
+			worst = max(worst, e)
 		}
+		t.Logf("%s: log-probs max |Δ| %.3g; %d gradients, worst NMSE %.3g", what, maxAbsDiff(a.logp, b.logp), len(a.grads), worst)
 	}
 	recorded := record(t, m, b)
 	natural := run(nil, false)
