@@ -117,7 +117,13 @@ func TestHybridLoRAGradientsFiniteDifference(t *testing.T) {
 // golden (TestHybridLoRAGradientsMatchPyTorch) holds every element.
 func checkAlongGradient(t *testing.T, m *Model, b *Batch, targets []int32, c []float32, param, grad kernels.Buffer, l int, p Proj) {
 	t.Helper()
-	be := m.Backend
+	checkAlongGradientOf(t, m.Backend, func() float64 { return weightedLogp(t, m, b, targets, c) }, param, grad, l, p)
+}
+
+// checkAlongGradientOf is checkAlongGradient for any loss of the
+// parameters.
+func checkAlongGradientOf(t *testing.T, be kernels.Backend, loss func() float64, param, grad kernels.Buffer, l int, p Proj) {
+	t.Helper()
 	w, g := make([]float32, param.Len()), make([]float32, grad.Len())
 	be.Download(w, param)
 	be.Download(g, grad)
@@ -136,7 +142,7 @@ func checkAlongGradient(t *testing.T, m *Model, b *Batch, targets []int32, c []f
 			shifted[i] = w[i] + float32(step*float64(g[i])/norm)
 		}
 		be.Upload(param, shifted)
-		return weightedLogp(t, m, b, targets, c)
+		return loss()
 	}
 	// The step shrinks as the gradient grows: a steep direction curves
 	// more over a step, a flat one needs the longer step to rise above
