@@ -543,9 +543,20 @@ func TestMeasureStepTime(t *testing.T) {
 // prompt (the training forward runs it once, model.Batch.Share), a
 // micro-batch holds more rollouts and scores more rows per token; the
 // estimate, which prices whole groups, still bounds the measured peak on
-// the CPU backend, where pricing lone sequences would fall short.
+// the CPU backend, where pricing lone sequences would fall short. Here
+// whole groups fill the micro-batch, the layout the estimate prices, and
+// it lands on the peak exactly, under recompute policies with and
+// without the KL reference's trace: Qwen3 and Qwen3-MoE, and the hybrid
+// Qwen3.5 and Qwen3.5-MoE, whose traces also hold each group's prompt
+// states (promptStates).
 func TestEstimateBoundsSharedPrompts(t *testing.T) {
-	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3_5-moe-tiny", "qwen3-moe-tiny"} {
+		t.Run(name, func(t *testing.T) { estimateSharedPrompts(t, name) })
+	}
+}
+
+func estimateSharedPrompts(t *testing.T, name string) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,10 +585,6 @@ func TestEstimateBoundsSharedPrompts(t *testing.T) {
 			samples = append(samples, s)
 		}
 	}
-	got := be.phase(t, func() error {
-		_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
-		return err
-	})
 	est := func(rollouts int) int64 {
 		e, err := Memory(cfg, mc, Options{Device: "cpu",
 			Train: []EnvShape{{Name: "e", Examples: 2, Rollouts: rollouts, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}})
@@ -586,11 +593,25 @@ func TestEstimateBoundsSharedPrompts(t *testing.T) {
 		}
 		return e.PhaseBytes(PhaseTraining)
 	}
-	if e := est(group); e < got {
-		t.Errorf("shared prompts: %d bytes at peak, estimate only %d", got, e)
+	for _, beta := range []float64{0, 0.1} {
+		for _, setting := range []string{"none", "selective", "layer:1", "layer"} {
+			cfg.Loss.Beta, cfg.Recompute = beta, setting
+			policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
+			got := be.phase(t, func() error {
+				_, err := loss.PolicyGradient(policy, withRouting(mc, slices.Clone(samples)), cfg.Loss, maxTok, micro)
+				return err
+			})
+			e, lone := est(group), est(1)
+			t.Logf("beta %g, recompute %s: peak %d bytes; estimate %d pricing groups, %d pricing lone sequences", beta, setting, got, e, lone)
+			// Exact (the dense hybrid's fell 48,496 bytes short, without
+			// recompute, before the estimate priced the prompts' states,
+			// their gradients and runs).
+			if e != got {
+				t.Errorf("beta %g, recompute %s: shared prompts: %d bytes at peak, estimate %d (diff %d)", beta, setting, got, e, e-got)
+			}
+			if lone >= got {
+				t.Errorf("beta %g, recompute %s: pricing lone sequences gives %d bytes, not below the peak %d: the test no longer needs group pricing", beta, setting, lone, got)
+			}
+		}
 	}
-	if e := est(1); e >= got {
-		t.Errorf("pricing lone sequences gives %d bytes, not below the peak %d: the test no longer needs group pricing", e, got)
-	}
-	t.Logf("peak %d bytes; estimate %d pricing groups, %d pricing lone sequences", got, est(group), est(1))
 }

@@ -552,16 +552,41 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 
 // runsBytes is a micro-batch's runs for the linear-attention layers
 // (model.Batch runs: 4 int32 per sequence), for as many sequences as the
-// shortest shape packs into n rows; 0 without such layers.
+// shortest shape packs into n rows; 0 without such layers. A group whose
+// prompt runs once has a run for its prompt and one for each member's
+// continuation (model/trainshare_linear.go).
 func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
 	if mc.LinearLayers() == 0 {
 		return 0
 	}
 	var most int64
 	for _, s := range seqs {
-		most = max(most, (n+int64(s.rows)-1)/int64(s.rows))
+		k := (n + int64(s.rows) - 1) / int64(s.rows)
+		if s.members > 1 {
+			k *= int64(s.members) + 1
+		}
+		most = max(most, k)
 	}
 	return 4 * 4 * most
+}
+
+// promptStates is one DeltaNet layer's states of the shared prompts in a
+// micro-batch of n rows: per group, the conv and recurrent state its
+// prompt leaves for its members' continuations (f32; a trace holds them
+// in every DeltaNet layer, the backward their gradients one layer at a
+// time: model/trainshare_linear.go), for as many groups as a group shape
+// packs into n rows; 0 without groups or DeltaNet layers.
+func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
+	if mc.LinearLayers() == 0 {
+		return 0
+	}
+	var groups int64
+	for _, s := range seqs {
+		if s.members > 1 {
+			groups = max(groups, (n+int64(s.rows)-1)/int64(s.rows))
+		}
+	}
+	return groups * int64(mc.ConvStateWidth()+mc.RecurrentStateWidth()) * f32Bytes
 }
 
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
@@ -579,7 +604,9 @@ func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
 //	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
 //	  kv_heads] + rank per adapted proj; a checkpointed layer its output,
 //	  h), and its own KV cache: 2kv per layer (one for all the
-//	  checkpointed layers);
+//	  checkpointed layers); with groups sharing prompts on a hybrid
+//	  model, each group's prompt states in every DeltaNet layer
+//	  (promptStates), the runs one per prompt and one per member;
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
@@ -598,7 +625,8 @@ func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
 //	  scored row, freed before the layers) and one layer's, per token,
 //	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
 //	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
-//	  (dh1), and what pl recomputes for it (plan.recomputedBytes),
+//	  (dh1), and what pl recomputes for it (plan.recomputedBytes), and
+//	  in a DeltaNet layer the prompt states' gradients (promptStates),
 //	  freed before the next layer
 //	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
 //	  act, its experts' set (moeTraceBytes; when checkpointed its routing
@@ -635,7 +663,10 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	setting := pl.setting(mc.NumLayers)
 	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n) + runsBytes(mc, n, seqs)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
-	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table
+	// The shared prompts' states are the trace cache's, every DeltaNet
+	// layer's (the KL reference's trace holds its own).
+	states := int64(mc.LinearLayers()) * promptStates(mc, n, seqs)
+	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -674,7 +705,11 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	// and one layer (with dh1 and what pl recomputes).
 	var layer int64 // the largest one layer's scratch
 	for l := range mc.NumLayers {
-		layer = max(layer, backwardBytes(mc, ad, n, l)+pl.recomputedBytes(mc, ad, n, l))
+		b := backwardBytes(mc, ad, n, l) + pl.recomputedBytes(mc, ad, n, l)
+		if mc.Mixer(l) == model.MixGatedDeltaNet {
+			b += promptStates(mc, n, seqs) // dConvState, dState
+		}
+		layer = max(layer, b)
 	}
 	if ad.routers && mc.RouterAuxLossCoef > 0 {
 		// The load-balancing loss's gradient per router probability,
@@ -699,7 +734,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts + runsBytes(mc, n, seqs) // with targets and rows, uploaded first
 		layers := head + all.keptBytes(mc, none, n)
 		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
-			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table
+			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")
