@@ -35,8 +35,10 @@ type KVCache struct {
 	blocks
 	// linear holds the gated DeltaNet layers' per-slot states (nil for a
 	// model without them, and for a training trace's cache, whose
-	// sequences all start fresh and end with the batch); those layers' K
-	// and V are nil. hybrid says the model has such layers.
+	// sequences all start fresh and end with the batch — but for the
+	// states of the prompts its groups share, one slot per group:
+	// traceCache); those layers' K and V are nil. hybrid says the model
+	// has such layers.
 	linear *linearStates
 	hybrid bool
 }

@@ -36,8 +36,8 @@ func (m *Model) newLinearStates(slots int) *linearStates {
 }
 
 // layer is layer l's conv and recurrent state buffers; nil, nil for a
-// cache without states (a training trace's: its runs neither start from
-// nor keep a state).
+// cache without states (a training trace's whose sequences share no
+// prompt: its runs neither start from nor keep a state).
 func (s *linearStates) layer(l int) (conv, state kernels.Buffer) {
 	if s == nil {
 		return nil, nil

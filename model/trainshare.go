@@ -16,10 +16,14 @@ type prefixShare struct{ child, parent, n int32 }
 // positions once, for parent; child's queries attend to parent's keys and
 // values there, and their gradients flow back into parent's rows, so the
 // loss and every gradient are those of the unshared batch (up to summation
-// order) for a fraction of the work. Rows that are scored stay child's own,
-// so sharing stops before child's first scored row. Forward, which writes
-// a sampler's cache, ignores it (the sampler shares blocks with
-// KVCache.Fork instead).
+// order) for a fraction of the work. A linear-attention (gated DeltaNet)
+// layer, which keeps no keys and values, starts child's own rows from the
+// state parent's run leaves at the end of the shared positions, and the
+// state's gradient flows back into parent's rows (trainshare_linear.go);
+// there every child of a parent shares the shortest prefix any of them
+// does. Rows that are scored stay child's own, so sharing stops before
+// child's first scored row. Forward, which writes a sampler's cache,
+// ignores it (the sampler shares blocks with KVCache.Fork instead).
 //
 // A replayed routing (Batch.Experts) is reduced the same way: the rows run
 // replay their own tokens' records, so a shared position replays the
