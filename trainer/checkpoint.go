@@ -61,7 +61,7 @@ func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim
 		if err := atomicfile.WriteFile(filepath.Join(tmp, "state.json"), js, 0o644); err != nil {
 			return err
 		}
-		return writeChecksums(tmp)
+		return rundir.WriteChecksums(tmp)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", st.Step, err)
@@ -84,9 +84,9 @@ func loadCheckpoint(path string, step int, m *model.Model) (*lora.Adapter, check
 	}
 	// A v1 checkpoint has no checksums; a file that has them is checked
 	// whatever its state.json says, since a flipped bit may say v1.
-	_, statErr := os.Stat(filepath.Join(path, checksumsFile))
+	_, statErr := os.Stat(filepath.Join(path, rundir.ChecksumsFile))
 	if st.Format != checkpointFormatV1 || statErr == nil {
-		if err := verifyChecksums(path); err != nil {
+		if err := rundir.VerifyChecksums(path); err != nil {
 			return nil, st, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 	}

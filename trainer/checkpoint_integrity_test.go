@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/rundir"
 )
 
 // flipLastBit flips one bit of a file's last byte: for safetensors, a bit
@@ -35,7 +37,7 @@ func editState(t *testing.T, ckpt string, edit func(map[string]any)) {
 	edit(st)
 	b, _ = json.Marshal(st)
 	os.WriteFile(p, b, 0o644)
-	if err := writeChecksums(ckpt); err != nil {
+	if err := rundir.WriteChecksums(ckpt); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -121,7 +123,7 @@ func TestResumeFromV1Checkpoint(t *testing.T) {
 		st["format"] = checkpointFormatV1
 		delete(st, "max_examples_per_step")
 	})
-	os.Remove(filepath.Join(ckpt, checksumsFile))
+	os.Remove(filepath.Join(ckpt, rundir.ChecksumsFile))
 	var progress bytes.Buffer
 	if _, err := runConfig(t, cfg, WithResume(run), WithProgress(&progress)); err != nil {
 		t.Fatal(err)

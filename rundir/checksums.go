@@ -1,4 +1,4 @@
-package trainer
+package rundir
 
 import (
 	"bufio"
@@ -16,15 +16,15 @@ import (
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 )
 
-// checksumsFile lists the sha256 of every other file of a checkpoint, in
+// ChecksumsFile lists the sha256 of every other file of a checkpoint, in
 // sha256sum's format (`sha256sum -c checksums.sha256` checks it by hand).
 // A file that changed after it was written (a flipped bit on disk, a
 // partial copy) is found at resume, where a truncation would show only
 // if it broke the file's format.
-const checksumsFile = "checksums.sha256"
+const ChecksumsFile = "checksums.sha256"
 
-// writeChecksums hashes every file under dir into dir/checksums.sha256.
-func writeChecksums(dir string) error {
+// WriteChecksums hashes every file under dir into dir/checksums.sha256.
+func WriteChecksums(dir string) error {
 	sums, err := hashTree(dir)
 	if err != nil {
 		return err
@@ -38,15 +38,15 @@ func writeChecksums(dir string) error {
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s  %s\n", sums[n], n)
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, checksumsFile), b.Bytes(), 0o644)
+	return atomicfile.WriteFile(filepath.Join(dir, ChecksumsFile), b.Bytes(), 0o644)
 }
 
-// verifyChecksums checks every file checksums.sha256 lists; the error is
+// VerifyChecksums checks every file checksums.sha256 lists; the error is
 // one line naming the first file that is missing or differs.
-func verifyChecksums(dir string) error {
-	f, err := os.Open(filepath.Join(dir, checksumsFile))
+func VerifyChecksums(dir string) error {
+	f, err := os.Open(filepath.Join(dir, ChecksumsFile))
 	if err != nil {
-		return fmt.Errorf("%s is missing", checksumsFile)
+		return fmt.Errorf("%s is missing", ChecksumsFile)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -54,19 +54,19 @@ func verifyChecksums(dir string) error {
 	for sc.Scan() {
 		want, name, ok := strings.Cut(sc.Text(), "  ")
 		if !ok || len(want) != 64 || name == "" || !filepath.IsLocal(name) {
-			return fmt.Errorf("%s line %d is not `SHA256  FILE`", checksumsFile, n+1)
+			return fmt.Errorf("%s line %d is not `SHA256  FILE`", ChecksumsFile, n+1)
 		}
 		n++
 		got, err := hashFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
-			return fmt.Errorf("%s, listed in %s, cannot be read: %v", name, checksumsFile, err)
+			return fmt.Errorf("%s, listed in %s, cannot be read: %v", name, ChecksumsFile, err)
 		}
 		if got != want {
-			return fmt.Errorf("%s does not match its sha256 in %s: the file changed after the checkpoint was written", name, checksumsFile)
+			return fmt.Errorf("%s does not match its sha256 in %s: the file changed after the checkpoint was written", name, ChecksumsFile)
 		}
 	}
 	if err := sc.Err(); err != nil || n == 0 {
-		return fmt.Errorf("%s lists no files", checksumsFile)
+		return fmt.Errorf("%s lists no files", ChecksumsFile)
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func hashTree(dir string) (map[string]string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == checksumsFile {
+		if rel == ChecksumsFile {
 			return nil
 		}
 		sum, err := hashFile(p)
