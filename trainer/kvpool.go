@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"github.com/grpo-dev/grpo/estimate"
-	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/sampler"
 )
@@ -27,7 +26,7 @@ func (r *run) planKVPool() {
 	if r.cfg.Inference.On() {
 		return
 	}
-	e, av := r.memoryPlan()
+	e, av := estimate.ForRun(r.cfg, r.base.Config, r.be, r.trainShapes(), r.freeMemory)
 	if e == nil {
 		r.keepSampler = true
 		r.dir.Logf("sampler: kept across steps: no memory plan (free memory unknown)")
@@ -56,41 +55,12 @@ func (r *run) planKVPool() {
 	}
 }
 
-// memoryPlan is the run's memory estimate against the free memory
-// planKVPool reads, and that memory; nil when either is unknown.
-func (r *run) memoryPlan() (*estimate.Estimate, *estimate.Available) {
+// trainShapes are the run's [[env]] blocks as the estimate sees them
+// (estimate.TrainShapes), their prompts rendered by the model's tokenizer.
+func (r *run) trainShapes() []estimate.EnvShape {
 	shapes := estimate.TrainShapes(r.cfg)
 	for i, te := range r.envs {
 		estimate.ProbeEnv(&shapes[i], te.env, r.tok, "train", r.cfg.Sampling.EnableThinking)
 	}
-	opts := estimate.Options{Device: r.be.Name(), Train: shapes}
-	av := r.freeMemory
-	if av == nil || !av.Known {
-		free, ok := r.freeNow()
-		if !ok {
-			return nil, nil
-		}
-		e, err := estimate.Memory(r.cfg, r.base.Config, opts)
-		if err != nil {
-			return nil, nil
-		}
-		av = &estimate.Available{Bytes: free + e.PhaseBytes(estimate.PhaseResident), Known: true}
-	}
-	opts.Available = av
-	e, err := estimate.Memory(r.cfg, r.base.Config, opts)
-	if err != nil {
-		return nil, nil
-	}
-	return e, av
-}
-
-// freeNow is the device's free memory now: the backend's own report on a
-// GPU, the host's MemAvailable otherwise.
-func (r *run) freeNow() (int64, bool) {
-	if mr, ok := r.be.(kernels.MemoryReporter); ok && r.be.Describe().GPU {
-		free, _, err := mr.MemInfo()
-		return free, err == nil
-	}
-	av, err := estimate.AvailableMemory(r.be.Name())
-	return av.Bytes, err == nil && av.Known
+	return shapes
 }

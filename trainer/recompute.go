@@ -31,11 +31,7 @@ func (r *run) readFreeMemory() error {
 func (r *run) chooseRecompute() error {
 	why := "set in the config"
 	if r.cfg.Recompute == config.RecomputeAuto {
-		shapes := estimate.TrainShapes(r.cfg)
-		for i, te := range r.envs {
-			estimate.ProbeEnv(&shapes[i], te.env, r.tok, "train", r.cfg.Sampling.EnableThinking)
-		}
-		e, err := estimate.Memory(r.cfg, r.base.Config, estimate.Options{Device: r.be.Name(), Train: shapes, Available: r.freeMemory})
+		e, err := estimate.Memory(r.cfg, r.base.Config, estimate.Options{Device: r.be.Name(), Train: r.trainShapes(), Available: r.freeMemory})
 		if err != nil {
 			return fmt.Errorf("recompute = %q: %w", r.cfg.Recompute, err)
 		}
