@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -67,7 +66,7 @@ Examples:
 				return err
 			}
 			if asJSON {
-				return writeEstimateJSON(os.Stdout, e)
+				return e.WriteJSON(os.Stdout)
 			}
 			writeEstimate(os.Stdout, e)
 			return nil
@@ -173,85 +172,6 @@ func commas(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-type estimateJSON struct {
-	Model           string             `json:"model"`
-	Device          string             `json:"device"`
-	BaseParams      int64              `json:"base_params"`
-	TrainableParams int64              `json:"trainable_params"`
-	Items           []estimate.MemItem `json:"items"`
-	PeakBytes       int64              `json:"peak_bytes"`
-	PeakPhase       string             `json:"peak_phase"`
-	AvailableBytes  *int64             `json:"available_bytes"`
-	AvailableSource string             `json:"available_source,omitempty"`
-	Fits            *bool              `json:"fits"`
-	Verdict         string             `json:"verdict"`
-	Time            *timeJSON          `json:"time,omitempty"`
-	KVPlans         []kvPlanJSON       `json:"kv_plans"`
-	Assumptions     []string           `json:"assumptions"`
-	// Recompute is the chosen policy; Recomputes every policy's cost, with
-	// TrainFLOPs the micro-batch's arithmetic without recompute.
-	Recompute       string                   `json:"recompute"`
-	RecomputeReason string                   `json:"recompute_reason"`
-	Recomputes      []estimate.RecomputeCost `json:"recompute_policies"`
-	TrainFLOPs      float64                  `json:"train_flops_per_micro_batch"`
-}
-
-// kvPlanJSON is an estimate.KVPlan: the sampler's KV pool for a phase and
-// the concurrency cap it gives.
-type kvPlanJSON struct {
-	Phase        string `json:"phase"`
-	Env          string `json:"env"`
-	Rollouts     int    `json:"rollouts"`
-	Group        int    `json:"group"`
-	MaxLen       int    `json:"max_len"`
-	PromptTokens int    `json:"prompt_tokens"`
-	BlockSize    int    `json:"block_size"`
-	DType        string `json:"dtype"`
-	Blocks       int    `json:"blocks"`
-	BlocksAll    int    `json:"blocks_all"`
-	Bytes        int64  `json:"bytes"`
-	Cap          int    `json:"cap"`
-	Passes       int    `json:"passes"`
-	Bounded      bool   `json:"bounded"`
-}
-
-type timeJSON struct {
-	StepSeconds     float64  `json:"step_s"`
-	GenerateSeconds float64  `json:"generate_s"`
-	TrainSeconds    float64  `json:"train_s"`
-	TotalSeconds    float64  `json:"total_s"`
-	Steps           int      `json:"steps"`
-	WarmupSeconds   float64  `json:"warmup_s"`
-	Assumptions     []string `json:"assumptions"`
-}
-
-func writeEstimateJSON(w io.Writer, e *estimate.Estimate) error {
-	out := estimateJSON{Model: e.Model, Device: e.Device, BaseParams: e.BaseParams, TrainableParams: e.TrainableParams,
-		Items: e.Items, PeakBytes: e.Peak, PeakPhase: e.PeakPhase, Verdict: e.Verdict(), Assumptions: e.Assumptions,
-		Recompute: e.RecomputeSetting, RecomputeReason: e.RecomputeWhy, Recomputes: e.Recomputes, TrainFLOPs: e.TrainFLOPs}
-	if e.Available != nil {
-		out.AvailableSource = e.Available.Source
-		if e.Available.Known {
-			out.AvailableBytes = &e.Available.Bytes
-		}
-	}
-	if fits, ok := e.Fits(); ok {
-		out.Fits = &fits
-	}
-	for _, p := range e.KV {
-		out.KVPlans = append(out.KVPlans, kvPlanJSON{Phase: p.Phase, Env: p.Env, Rollouts: p.Rollouts, Group: p.Group, MaxLen: p.MaxLen,
-			PromptTokens: p.PromptTokens, BlockSize: p.BlockSize, DType: p.DType.String(), Blocks: p.Blocks, BlocksAll: p.BlocksAll,
-			Bytes: p.Bytes(), Cap: p.Cap, Passes: p.Passes, Bounded: p.Bounded})
-	}
-	if t := e.Time; t != nil {
-		out.Time = &timeJSON{StepSeconds: t.Step.Seconds(), GenerateSeconds: t.Generate.Seconds(), TrainSeconds: t.Train.Seconds(),
-			TotalSeconds: t.Total.Seconds(), Steps: t.Steps, WarmupSeconds: t.Warmup.Seconds(), Assumptions: t.Assumptions}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }
 
 // checkFits is grpo train's guard: estimate the run without a warm-up and
