@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,6 @@ import (
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/eval"
-	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/schollz/progressbar/v3"
@@ -250,7 +248,7 @@ func runEval(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	bar := newEvalProgress(os.Stderr)
-	results, runErr, err := streamEvalResults(out, func(rows func([]eval.Row) error) ([]eval.Result, error) {
+	results, runErr, err := eval.StreamRows(out, func(rows func([]eval.Row) error) ([]eval.Result, error) {
 		return eval.RunSpecs(ctx, specs, eval.SpecOptions{
 			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
 			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg,
@@ -258,7 +256,7 @@ func runEval(args []string) error {
 	})
 	bar.finish()
 	if err != nil {
-		return err
+		return fmt.Errorf("--output %s: %w", out, err)
 	}
 	if len(results) > 0 {
 		if err := printEvalTable(stdout, results, specs); err != nil {
@@ -289,43 +287,6 @@ func loadEndpoints(path string) (*endpoints.Registry, error) {
 		return nil, fmt.Errorf("--endpoints: %w", err)
 	}
 	return reg, nil
-}
-
-// streamEvalResults runs the evals with a sink that writes each pass's
-// rows to path as JSONL as soon as the pass ends, so the results never sit
-// in memory all at once. The file goes through a temporary one: it appears
-// only complete, and not at all when the evals fail before the first row
-// (an interrupted or failed eval keeps the rows of the passes it finished).
-// err is a problem writing the file; runErr the evals' own.
-func streamEvalResults(path string, run func(rows func([]eval.Row) error) ([]eval.Result, error)) (results []eval.Result, runErr, err error) {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("--output %s: %w", path, err)
-		}
-	}
-	errNoRows := errors.New("no results")
-	written := 0
-	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		bw := bufio.NewWriter(w)
-		results, runErr = run(func(rows []eval.Row) error {
-			written += len(rows)
-			if err := eval.WriteRows(bw, rows); err != nil {
-				return err
-			}
-			return bw.Flush()
-		})
-		if written == 0 {
-			return errNoRows
-		}
-		return bw.Flush()
-	})
-	if errors.Is(err, errNoRows) {
-		err = nil
-	}
-	if err != nil {
-		return results, runErr, fmt.Errorf("--output %s: %w", path, err)
-	}
-	return results, runErr, nil
 }
 
 func printEvalTable(w io.Writer, results []eval.Result, specs []config.EvalSpec) error {
