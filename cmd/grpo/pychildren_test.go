@@ -68,6 +68,7 @@ func evalKilled(t *testing.T, sig os.Signal) {
 	marker := fmt.Sprintf("grpo-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	c, stderr := grpoChild("eval", filepath.Join(dir, "spawner.py"), "-m", tinyModelDir(t), "-n", "1", "-r", "1", "--max-tokens", "2")
 	c.Env = append(c.Env, "PYTHONPATH="+stub, "GRPO_PYTHON=", "GRPO_HOME="+t.TempDir(), "GRPO_TEST_MARKER="+marker)
+	c.Dir = dir // where grpo eval writes its results file
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
