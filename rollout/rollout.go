@@ -45,7 +45,9 @@ type Options struct {
 }
 
 // Timing accumulates where Play spent its time: playing the episodes
-// (generation and the environment's replies) and scoring them.
+// (generation and the environment's replies) and then waiting for the
+// scoring that had not finished by the time the last episode ended (each
+// episode is scored as soon as it ends, while the others play on).
 type Timing struct {
 	Play, Score time.Duration
 }
@@ -145,11 +147,25 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 		}
 	}
 	t0 := time.Now()
-	if err := d.play(ctx, e, queue); err != nil {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.scorer = newScorer(sctx, e.Rubric(), opts.ScoreWorkers, len(trajs))
+	err := d.play(ctx, e, queue)
+	t1 := time.Now()
+	if err != nil {
+		cancel() // Play fails: the scores would be thrown away
+	}
+	// Episodes that never started (a prompt too long, a failed start) are
+	// scored now: reward 0 for their error.
+	for i := range trajs {
+		if !trajs[i].queued {
+			d.scorer.add(&trajs[i])
+		}
+	}
+	d.scorer.wait()
+	if err != nil {
 		return nil, err
 	}
-	t1 := time.Now()
-	score(ctx, e.Rubric(), trajs, opts.ScoreWorkers)
 	if opts.Timing != nil {
 		opts.Timing.Play += t1.Sub(t0)
 		opts.Timing.Score += time.Since(t1)
@@ -167,6 +183,8 @@ type driver struct {
 	// fatal is the first Respond error wrapping env.ErrFatal: the
 	// environment is down, so Play stops rather than fail every episode.
 	fatal error
+	// scorer scores each episode as it ends (end), while others play.
+	scorer *scorer
 }
 
 // episode is one trajectory being played.
@@ -226,6 +244,10 @@ func (d *driver) end(p *episode) {
 	}
 	if d.tools != nil && p.t.toolCallsBy != nil {
 		p.t.ToolMetrics = d.tools.toolMetrics(p.t)
+	}
+	if d.scorer != nil {
+		p.t.queued = true
+		d.scorer.add(p.t)
 	}
 }
 

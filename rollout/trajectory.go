@@ -56,6 +56,8 @@ type Trajectory struct {
 	// trainer's step metrics and eval rows report beside the rubric's.
 	ToolMetrics map[string]float64
 	toolCallsBy map[string]int
+	// queued: the episode ended and went to the scorer.
+	queued bool
 	// Errors holds one line per problem: the episode's (then the episode
 	// ended and scored 0) and the rubric's failed terms.
 	Errors []string
