@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/pelletier/go-toml/v2"
@@ -231,6 +232,9 @@ func checkEvalSettings(src *tomlschema.Source, prefix string, s EvalSettings) er
 		if err := checkSampling(sa.Overrides); err != nil {
 			return at(p+paramKey(err), "%v", err)
 		}
+		if err := chat.CheckReasoningEffort(sa.ReasoningEffort); err != nil {
+			return at(p+"reasoning_effort", "%v", err)
+		}
 		switch {
 		case sa.MaxTokens != nil && s.MaxTokens != nil && *sa.MaxTokens != *s.MaxTokens:
 			return at(p+"max_tokens", "sampling_args.max_tokens = %d conflicts with max_tokens = %d; keep one of them", *sa.MaxTokens, *s.MaxTokens)
@@ -261,8 +265,8 @@ var evalIgnored = map[string]string{
 	"resume_path":                    "grpo does not resume evaluations",
 	"save_to_hf_hub":                 "grpo does not upload results",
 	"hf_hub_dataset_name":            "grpo does not upload results",
-	"sampling_args.reasoning_effort": "it only applies to GPT-OSS chat templates",
-	"sampling_args.extra_body":       "grpo has no inference server",
+	"sampling_args.reasoning_effort": chat.ReasoningEffortIgnored,
+	"sampling_args.extra_body":       "grpo sends no extra request fields, in-process or to an endpoint",
 }
 
 // evalWarnings lists the ignored keys the file sets, once each, sorted.

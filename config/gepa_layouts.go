@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/grpo-dev/grpo/sampler"
 )
@@ -152,8 +153,10 @@ func gepaSamplingOverrides(sa map[string]any) (o sampler.Overrides, bad []string
 			o.TopK = &topK
 		case "reasoning_effort":
 			// Lab's GPT-OSS key: checked, then ignored (ParseGEPA warns).
-			if e, ok := v.(string); !ok || (e != "low" && e != "medium" && e != "high") {
+			if e, ok := v.(string); !ok {
 				bad = append(bad, fmt.Sprintf(`reasoning_effort = %v: want "low", "medium" or "high"`, v))
+			} else if err := chat.CheckReasoningEffort(e); err != nil {
+				bad = append(bad, err.Error())
 			}
 		case "stop":
 			list, ok := v.([]any)

@@ -114,7 +114,7 @@ func TestGEPAReasoningEffort(t *testing.T) {
 		t.Errorf("warnings %q, params %+v", g.Warnings, g.SamplingParams())
 	}
 	_, err = ParseGEPA([]byte(strings.Replace(file, "%q", `"max"`, 1)), "gpt-oss.toml")
-	if err == nil || !strings.Contains(err.Error(), `gpt-oss.toml:9:1: [sampling] reasoning_effort = max: want "low", "medium" or "high"`) {
+	if err == nil || !strings.Contains(err.Error(), `gpt-oss.toml:9:1: [sampling] reasoning_effort = "max": want "low", "medium" or "high"`) {
 		t.Errorf("bad effort: %v", err)
 	}
 }

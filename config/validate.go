@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
 )
@@ -104,8 +105,8 @@ func (c *Config) checkSampling(l *problems) {
 		l.at("[sampling] "+err.Error(), "sampling."+paramKey(err))
 	}
 	switch {
-	case s.ReasoningEffort != "" && s.ReasoningEffort != "low" && s.ReasoningEffort != "medium" && s.ReasoningEffort != "high":
-		l.at(fmt.Sprintf(`[sampling] reasoning_effort = %q: want "low", "medium" or "high"`, s.ReasoningEffort), "sampling.reasoning_effort")
+	case chat.CheckReasoningEffort(s.ReasoningEffort) != nil:
+		l.at("[sampling] "+chat.CheckReasoningEffort(s.ReasoningEffort).Error(), "sampling.reasoning_effort")
 	case s.EnableThinking != nil && s.ReasoningEffort != "":
 		l.at(`[sampling] enable_thinking and reasoning_effort cannot both be set (as on Lab); keep enable_thinking for Qwen3`, "sampling.reasoning_effort")
 	}
@@ -208,6 +209,9 @@ func (c *Config) checkEval(l *problems) {
 	}
 	if e.RolloutsPerExample < 1 {
 		l.at(fmt.Sprintf("[eval] rollouts_per_example = %d: must be at least 1", e.RolloutsPerExample), "eval.rollouts_per_example")
+	}
+	if err := chat.CheckReasoningEffort(e.Sampling.ReasoningEffort); err != nil {
+		l.at("[eval.sampling] "+err.Error(), "eval.sampling.reasoning_effort")
 	}
 	if e.Sampling.MaxTokens < 0 {
 		l.at(fmt.Sprintf("[eval.sampling] max_tokens = %d: must be ≥ 1, or left out to use [sampling]'s", e.Sampling.MaxTokens), "eval.sampling.max_tokens")

@@ -117,6 +117,17 @@ func New(eps []Endpoint, o Options) (*Client, error) {
 // ID is the endpoint id.
 func (c *Client) ID() string { return c.id }
 
+// Where names the endpoint with its replicas' URLs, "id (url, …)", for
+// messages about what a server sent: an id alone ([inference] url's is
+// "inference") does not say which server to look at.
+func (c *Client) Where() string {
+	urls := make([]string, len(c.replicas))
+	for i, r := range c.replicas {
+		urls[i] = strings.TrimRight(r.ep.URL, "/")
+	}
+	return fmt.Sprintf("%s (%s)", c.id, strings.Join(urls, ", "))
+}
+
 // Model is the first replica's model name, the one requests default to.
 func (c *Client) Model() string { return c.replicas[0].ep.Model }
 
@@ -285,7 +296,7 @@ func (c *Client) attempt(ctx context.Context, r *replica, method, path string, p
 	}
 	resp, err := c.o.HTTPClient.Do(req)
 	if err != nil {
-		e := c.errorf(r, path, 0, "%v", err)
+		e := c.transportError(r, path, err)
 		// Connection failures and attempt timeouts are retried; the
 		// caller's own cancellation is not.
 		e.retryable = ctx.Err() == nil

@@ -2,10 +2,12 @@ package endpoints
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -19,7 +21,16 @@ type Error struct {
 	// Attempts is how many tries were made (0 or 1: one).
 	Attempts  int
 	retryable bool
+	cause     error // the transport's error when no reply came
 }
+
+// Unwrap is the transport's error (nil when the server replied), so
+// errors.Is(err, syscall.ECONNREFUSED) tells a server that is not running.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Refused reports a connection the server's host refused: nothing listens
+// at the URL, which advice about the server's settings cannot fix.
+func (e *Error) Refused() bool { return errors.Is(e.cause, syscall.ECONNREFUSED) }
 
 func (e *Error) Error() string {
 	s := fmt.Sprintf("endpoint %s (%s): %s", e.Endpoint, e.URL, e.short())
@@ -44,6 +55,21 @@ func (c *Client) errorf(r *replica, path string, status int, format string, args
 		msg = strings.ReplaceAll(msg, key, "[key redacted]")
 	}
 	return &Error{Endpoint: c.id, URL: strings.TrimRight(r.ep.URL, "/") + path, Status: status, Message: msg}
+}
+
+// transportError is the Error for a request that got no reply: a refused
+// connection says so in one line with the endpoint's URL (Go's own text,
+// "dial tcp 127.0.0.1:8000: connect: connection refused", reads as a bug
+// of grpo's), anything else keeps the transport's words.
+func (c *Client) transportError(r *replica, path string, err error) *Error {
+	var e *Error
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		e = c.errorf(r, path, 0, "connection refused at %s: is the server running?", strings.TrimRight(r.ep.URL, "/"))
+	} else {
+		e = c.errorf(r, path, 0, "%v", err)
+	}
+	e.cause = err
+	return e
 }
 
 // serverMessage is the message of an OpenAI error object, or the start of

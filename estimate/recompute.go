@@ -446,6 +446,11 @@ func chooseRecompute(setting string, L int, costs []RecomputeCost, avail *Availa
 		}
 	}
 	switch {
+	case best < 0 && costs[len(costs)-1].Peak <= avail.Bytes:
+		// Within the free memory but not the headroom: the verdict will
+		// say the run fits, so this line must not say nothing does.
+		last := len(costs) - 1
+		return last, fmt.Sprintf("auto: %s needs the least, %s: within the %s free, but above the %s (%.0f%%) auto aims for", costs[last].Setting, FormatBytes(costs[last].Peak), FormatBytes(avail.Bytes), FormatBytes(budget), 100*(1-autoHeadroom)), nil
 	case best < 0:
 		last := len(costs) - 1
 		return last, fmt.Sprintf("auto: no setting fits %s; %s needs the least, %s", room, costs[last].Setting, FormatBytes(costs[last].Peak)), nil

@@ -41,6 +41,9 @@ func TestChooseRecompute(t *testing.T) {
 		{"auto", &Available{Bytes: 700, Known: true}, "layer:2", "peak 500 B fits 665 B"},
 		{"auto", &Available{Bytes: 400, Known: true}, "layer", "peak 300 B"},
 		{"auto", &Available{Bytes: 100, Known: true}, "layer", "no setting fits"},
+		// 300 B fits 310 B but not its 95%: not "no setting fits" beside
+		// a verdict of "fits" (issue 27).
+		{"auto", &Available{Bytes: 310, Known: true}, "layer", "layer needs the least, 300 B: within the 310 B free, but above the 294 B (95%) auto aims for"},
 		{"auto", &Available{Source: "unknown"}, "none", "free memory unknown"},
 		{"auto", nil, "none", "free memory unknown"},
 		{"layer:1", &Available{Bytes: 100, Known: true}, "layer:1", "set in the config"},

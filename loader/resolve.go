@@ -23,10 +23,35 @@ func Resolve(ctx context.Context, id string, download func(hub.FileProgress)) (s
 		if err := model.CheckHubID(id); err != nil {
 			return "", fmt.Errorf("model = %q: %w", id, err)
 		}
+		if err := checkHubConfig(ctx, id); err != nil {
+			return "", fmt.Errorf("model = %q: %w", id, err)
+		}
 	}
 	dir, err := hub.Resolve(ctx, id, hub.Options{Progress: download})
 	if err != nil {
 		return "", fmt.Errorf("model = %q: %w", id, err)
 	}
 	return dir, nil
+}
+
+// checkHubConfig reads a hub model's config.json alone, before its
+// weights, when the model is not in the cache yet: a model type or an
+// architecture grpo cannot run is refused in seconds, not after gigabytes
+// of safetensors (eval and train --force, which no estimate precedes).
+func checkHubConfig(ctx context.Context, id string) error {
+	if _, err := hub.Resolve(ctx, id, hub.Options{Offline: true}); err == nil {
+		return nil // cached: model.Load checks the config, with nothing to download
+	}
+	path, err := hub.DownloadFile(ctx, id, "config.json", hub.Options{})
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := model.ParseConfig(data); err != nil {
+		return fmt.Errorf("config.json: %w (checked before downloading the weights)", err)
+	}
+	return nil
 }

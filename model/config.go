@@ -206,14 +206,18 @@ func configJSONError(data []byte, err error) error {
 // key transformers ties the head of the whole model by).
 func ParseConfig(data []byte) (*Config, error) {
 	var top struct {
-		ModelType  string          `json:"model_type"`
-		TextConfig json.RawMessage `json:"text_config"`
-		Tie        *bool           `json:"tie_word_embeddings"`
-		DType      string          `json:"torch_dtype"`
-		DType5     string          `json:"dtype"`
+		ModelType     string          `json:"model_type"`
+		Architectures []string        `json:"architectures"`
+		TextConfig    json.RawMessage `json:"text_config"`
+		Tie           *bool           `json:"tie_word_embeddings"`
+		DType         string          `json:"torch_dtype"`
+		DType5        string          `json:"dtype"`
 	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, configJSONError(data, err)
+	}
+	if err := checkArchitectures(top.Architectures); err != nil {
+		return nil, err
 	}
 	arch, ok := archs[top.ModelType]
 	if !ok || !arch.Nested || len(top.TextConfig) == 0 || string(top.TextConfig) == "null" {

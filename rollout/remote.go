@@ -136,6 +136,7 @@ func (r RemoteEngine) episode(ctx context.Context, e env.Environment, t *Traject
 			}
 			if ctx.Err() == nil {
 				t.fail(fmt.Sprintf("turn %d: generate: %v", turn+1, err))
+				t.FailedGenerating = true
 			}
 			return nil
 		}

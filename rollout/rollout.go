@@ -342,6 +342,7 @@ func (d *driver) dropFailed(active []*episode) []*episode {
 	for _, p := range active {
 		if err := p.seq.Failed(); err != nil {
 			p.t.fail(fmt.Sprintf("turn %d: generate: %v", p.t.Turns+1, err))
+			p.t.FailedGenerating = true
 			d.end(p)
 			continue
 		}

@@ -153,6 +153,11 @@ func (s *ServerEngine) SetPolicy(ctx context.Context, step int, a *lora.Adapter)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
+		if errors.As(err, &ee) && ee.Status == 0 {
+			// No reply at all: the server is down or unreachable, which
+			// its LoRA settings cannot explain.
+			return fmt.Errorf("loading adapter %s on the inference server: %w; start the server (grpo serve MODEL, or vLLM as docs/inference.md says) and resume the run", name, err)
+		}
 		return fmt.Errorf("loading adapter %s on the inference server: %w; the server must load LoRA adapters at run time and read %s (vLLM: --enable-lora, --max-lora-rank at least the adapter's rank, and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; grpo serve always can)", name, err, dir)
 	}
 	old := s.current

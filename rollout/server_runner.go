@@ -188,30 +188,34 @@ func (r *serverRunner) turn(ctx context.Context, q *serverSeq) error {
 	ch := resp.Choices[0]
 	toks := ch.TokenIDs
 	if len(toks) == 0 {
-		return fmt.Errorf("endpoint %s returned no token ids; rollouts need a server that returns them (return_token_ids: vLLM or grpo serve)", r.c.ID())
+		return fmt.Errorf("endpoint %s returned no token ids; rollouts need a server that returns them (return_token_ids: vLLM or grpo serve)", r.c.Where())
 	}
 	if ch.Logprobs == nil || len(ch.Logprobs.TokenLogprobs) != len(toks) {
-		return fmt.Errorf("endpoint %s returned %d token ids without a log-prob for each; rollouts need vLLM or grpo serve", r.c.ID(), len(toks))
+		n := 0
+		if ch.Logprobs != nil {
+			n = len(ch.Logprobs.TokenLogprobs)
+		}
+		return fmt.Errorf("endpoint %s returned %d token ids and %d log-probs; rollouts need one log-prob per token (logprobs: 0 on vLLM or grpo serve)", r.c.Where(), len(toks), n)
 	}
 	if len(toks) > maxTokens {
-		return fmt.Errorf("endpoint %s returned %d tokens for max_tokens = %d", r.c.ID(), len(toks), maxTokens)
+		return fmt.Errorf("endpoint %s returned %d tokens for max_tokens = %d", r.c.Where(), len(toks), maxTokens)
 	}
 	lps := make([]float32, len(toks))
 	for i, lp := range ch.Logprobs.TokenLogprobs {
 		if lp == nil {
-			return fmt.Errorf("endpoint %s returned no log-prob for token %d", r.c.ID(), i)
+			return fmt.Errorf("endpoint %s returned no log-prob for token %d", r.c.Where(), i)
 		}
 		// A log-prob is finite and ≤ 0 (log_softmax's normaliser is at
 		// least the top logit's); anything else would enter the loss as
 		// the behaviour policy and train on garbage.
 		if v := *lp; v > 1e-6 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("endpoint %s returned log-prob %v for token %d (id %d); a log-prob is finite and ≤ 0: the server's sampling is broken or it is not a log-prob", r.c.ID(), v, i, toks[i])
+			return fmt.Errorf("endpoint %s returned log-prob %v for token %d (id %d); a log-prob is finite and ≤ 0: the server's sampling is broken or it is not a log-prob", r.c.Where(), v, i, toks[i])
 		}
 		lps[i] = float32(*lp)
 	}
 	for _, t := range toks {
 		if t < 0 || int(t) >= q.vocab {
-			return fmt.Errorf("endpoint %s returned token %d, outside the trainer's model's vocabulary of %d; is the server serving the same model?", r.c.ID(), t, q.vocab)
+			return fmt.Errorf("endpoint %s returned token %d, outside the trainer's model's vocabulary of %d; is the server serving the same model?", r.c.Where(), t, q.vocab)
 		}
 	}
 	q.tokens = append(q.tokens, toks...)
@@ -223,7 +227,7 @@ func (r *serverRunner) turn(ctx context.Context, q *serverSeq) error {
 		// The sampler checks max_tokens before the end of the slot.
 		q.turn.CacheFull = len(toks) == room && !(p.MaxTokens > 0 && len(toks) >= p.MaxTokens)
 	default:
-		return fmt.Errorf("endpoint %s: finish_reason %q; want \"stop\" or \"length\"", r.c.ID(), ch.FinishReason)
+		return fmt.Errorf("endpoint %s: finish_reason %q; want \"stop\" or \"length\"", r.c.Where(), ch.FinishReason)
 	}
 	return nil
 }

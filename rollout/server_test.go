@@ -14,6 +14,8 @@ import (
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -100,8 +102,18 @@ func TestServerEngineRequestsAndFailures(t *testing.T) {
 		return 200, completion([]int{11, 12}, []float64{-0.5, 0.75}, "length")
 	})
 	eng, _ = NewServerEngine(context.Background(), positive, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: tok, Config: mc})
-	if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), "endpoint fake returned log-prob 0.75 for token 1") {
+	if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), "returned log-prob 0.75 for token 1") || !strings.Contains(err.Error(), "endpoint fake (http://127.0.0.1:") {
 		t.Errorf("positive log-prob: %v", err)
+	}
+	// A log-prob missing or extra is the server's fault too: the loss
+	// would pair tokens with another token's log-prob.
+	for _, lps := range [][]float64{{-0.5}, {-0.5, -0.25, -0.125}} {
+		short := fakeServer(t, func(map[string]any) (int, string) { return 200, completion([]int{11, 12}, lps, "length") })
+		eng, _ = NewServerEngine(context.Background(), short, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: tok, Config: mc})
+		want := fmt.Sprintf("/v1) returned 2 token ids and %d log-probs", len(lps))
+		if _, err := eng.Play(context.Background(), echoEnv{turns: 1}, exs, 2, p, 7, Options{}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "endpoint fake (http://127.0.0.1:") {
+			t.Errorf("%d log-probs for 2 tokens: %v", len(lps), err)
+		}
 	}
 	unknown := fakeServer(t, func(map[string]any) (int, string) {
 		return 404, `{"error": {"message": "The model step-3 does not exist."}}`
@@ -121,4 +133,36 @@ func toIDs(v any) []int32 {
 		ids = append(ids, int32(x.(float64)))
 	}
 	return ids
+}
+
+// TestSetPolicyOnStoppedServer: a server that went away between the check
+// and the first adapter load is named as not running, with its URL, and
+// the advice is to start it — not vLLM's LoRA flags, which a server that
+// never answered cannot be missing (issue 27).
+func TestSetPolicyOnStoppedServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object": "list", "data": [{"id": "base"}]}`)
+	}))
+	c, err := endpoints.New([]endpoints.Endpoint{{ID: "fake", Model: "base", URL: srv.URL + "/v1"}}, endpoints.Options{MaxRetries: -1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &model.Config{ModelType: "qwen3", HiddenSize: 16, IntermediateSize: 32, NumLayers: 1, NumHeads: 2,
+		NumKVHeads: 1, HeadDim: 8, VocabSize: 32, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu"}
+	m := model.NewRandom(cfg, cpu.New(), 1)
+	defer m.Free()
+	a, err := lora.New(m, lora.Config{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewServerEngine(context.Background(), c, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: qwen3Tokenizer(t), Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	err = eng.SetPolicy(context.Background(), 0, a)
+	if err == nil || !strings.Contains(err.Error(), "connection refused at "+srv.URL+"/v1: is the server running?") ||
+		strings.Contains(err.Error(), "--enable-lora") || !strings.Contains(err.Error(), "start the server") {
+		t.Errorf("SetPolicy on a stopped server: %v", err)
+	}
 }

@@ -58,6 +58,11 @@ type Trajectory struct {
 	toolCallsBy map[string]int
 	// queued: the episode ended and went to the scorer.
 	queued bool
+	// FailedGenerating is true when the episode ended because a model
+	// turn could not be generated — the sampler's or the inference
+	// server's failure, not the environment's — so a run whose every
+	// rollout failed can name the server instead of the environment.
+	FailedGenerating bool
 	// Errors holds one line per problem: the episode's (then the episode
 	// ended and scored 0) and the rubric's failed terms.
 	Errors []string

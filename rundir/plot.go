@@ -17,16 +17,34 @@ import (
 // window steps) and the eval reward from metrics.jsonl and eval.jsonl into
 // rewards.png of the run directory.
 func PlotRewards(runDir string, window int) error {
-	metrics, err := ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
+	p, err := rewardsPlot(runDir, window)
 	if err != nil {
 		return err
+	}
+	png, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(runDir, "rewards.png"), 0o644, func(w io.Writer) error {
+		_, err := png.WriteTo(w)
+		return err
+	})
+}
+
+// rewardsPlot is PlotRewards' plot, titled with the run's name: the
+// PNG travels alone (W&B media, a chat, a report), where "reward" says
+// nothing about which run it is.
+func rewardsPlot(runDir string, window int) (*plot.Plot, error) {
+	metrics, err := ReadJSONL(filepath.Join(runDir, "metrics.jsonl"))
+	if err != nil {
+		return nil, err
 	}
 	evals, err := ReadJSONL(filepath.Join(runDir, "eval.jsonl"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := plot.New()
-	p.Title.Text = "reward"
+	p.Title.Text = "reward: " + runName(runDir)
 	p.X.Label.Text = "step"
 	p.Y.Label.Text = "mean reward"
 	p.Y.Min, p.Y.Max = 0, 1
@@ -35,7 +53,7 @@ func PlotRewards(runDir string, window int) error {
 	if len(train) > 0 {
 		pts, err := plotter.NewScatter(train)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pts.Color = color.RGBA{R: 120, G: 160, B: 220, A: 255}
 		pts.Radius = vg.Points(1.5)
@@ -43,7 +61,7 @@ func PlotRewards(runDir string, window int) error {
 		p.Legend.Add("train (per step)", pts)
 		smooth, err := plotter.NewLine(runningMean(train, window))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		smooth.Color = color.RGBA{R: 20, G: 60, B: 160, A: 255}
 		smooth.Width = vg.Points(2)
@@ -53,7 +71,7 @@ func PlotRewards(runDir string, window int) error {
 	if ev := series(evals, "reward"); len(ev) > 0 {
 		line, pts, err := plotter.NewLinePoints(ev)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		line.Color = color.RGBA{R: 200, G: 60, B: 30, A: 255}
 		pts.Color = line.Color
@@ -62,14 +80,16 @@ func PlotRewards(runDir string, window int) error {
 	}
 	p.Legend.Top = false
 	p.Legend.Left = false
-	png, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "png")
-	if err != nil {
-		return err
+	return p, nil
+}
+
+// runName is the run directory's own name (runs/gsm8k-3 → gsm8k-3), the
+// name grpo runs list shows.
+func runName(runDir string) string {
+	if abs, err := filepath.Abs(runDir); err == nil {
+		runDir = abs
 	}
-	return atomicfile.Write(filepath.Join(runDir, "rewards.png"), 0o644, func(w io.Writer) error {
-		_, err := png.WriteTo(w)
-		return err
-	})
+	return filepath.Base(runDir)
 }
 
 func series(rows []map[string]any, key string) plotter.XYs {

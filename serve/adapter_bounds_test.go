@@ -143,6 +143,12 @@ func TestAdapterNamesArePrintable(t *testing.T) {
 		if code != 400 || paramOf(eb) != "lora_name" {
 			t.Errorf("name %.20q: %d %s", name, code, body)
 		}
+		// Unload checks the name as load does: a 400 at the key, not a
+		// 404 that echoes the control characters back.
+		code, body = f.post(t, "/v1/unload_lora_adapter", map[string]any{"lora_name": name})
+		if eb := decodeJSON[endpoints.ErrorBody](t, body); code != 400 || paramOf(eb) != "lora_name" {
+			t.Errorf("unload %.20q: %d %s", name, code, body)
+		}
 	}
 	if code, body := f.post(t, "/v1/load_lora_adapter", map[string]any{"lora_name": "réglé-1.0", "lora_path": goodAdapter(t)}); code != 200 {
 		t.Errorf("a printable name: %d %s", code, body)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
@@ -39,6 +40,9 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 	}
 	if c := string(bytes.TrimSpace(req.ToolChoice)); c != "" && c != "null" && c != `"auto"` && c != `"none"` {
 		return nil, badRequest("tool_choice", "tool_choice %s is not supported: grpo serve does not constrain decoding; use \"auto\" or \"none\"", c)
+	}
+	if err := chat.CheckReasoningEffort(req.ReasoningEffort); err != nil {
+		return nil, badRequest("reasoning_effort", "%v; grpo serve ignores it: %s", err, chat.ReasoningEffortIgnored)
 	}
 	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
 		return nil, badRequest("response_format", "response_format %q is not supported: grpo serve does not constrain decoding", rf.Type)

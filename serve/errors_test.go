@@ -36,6 +36,8 @@ func TestBadRequestsGetErrorObjects(t *testing.T) {
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "top_logprobs": 2}, 400, "top_logprobs", "needs logprobs"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "frequency_penalty": 0.5}, 400, "frequency_penalty", "not supported"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "tool_choice": "required"}, 400, "tool_choice", "not supported"},
+		{"/v1/chat/completions", map[string]any{"messages": user("x"), "reasoning_effort": "max"}, 400, "reasoning_effort", `reasoning_effort = "max": want "low", "medium" or "high"`},
+		{"/v1/chat/completions", map[string]any{"messages": user("x"), "reasoning_effort": 2}, 400, "reasoning_effort", "reasoning_effort: want a string"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "stop": []any{""}}, 400, "", "stop[0] is empty"},
 		{"/v1/chat/completions", map[string]any{"messages": user("x"), "seed": "x"}, 400, "seed", "seed: want an integer"},
 		{"/v1/chat/completions", map[string]any{"messages": user(long)}, 400, "messages", "max_model_len is 64"},

@@ -74,8 +74,11 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 // checkLoRARequest checks a load (or unload) request's fields before any
 // file is touched.
 func (s *Server) checkLoRARequest(req *loraRequest, load bool) *apiError {
-	if req.Name == "" || load && req.Path == "" {
+	switch {
+	case load && (req.Name == "" || req.Path == ""):
 		return badRequest("lora_name", "both lora_name and lora_path are required")
+	case req.Name == "":
+		return badRequest("lora_name", "lora_name is required")
 	}
 	if err := s.checkAdapterName(req.Name); err != nil {
 		return badRequest("lora_name", "lora_name: %v", err)
@@ -94,8 +97,8 @@ func (s *Server) handleUnloadLoRA(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if req.Name == "" {
-		writeError(w, badRequest("lora_name", "lora_name is required"))
+	if e := s.checkLoRARequest(&req, false); e != nil {
+		writeError(w, e)
 		return
 	}
 	// Freed on the scheduler goroutine, where the backend is used.

@@ -51,6 +51,9 @@ type chatRequest struct {
 	ResponseFormat      *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
+	// ReasoningEffort is checked and ignored, as train, eval and GEPA
+	// do with Lab's key (chat.ReasoningEffortIgnored says why).
+	ReasoningEffort string `json:"reasoning_effort"`
 	// vLLM extras
 	ChatTemplateKwargs  map[string]any `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool          `json:"add_generation_prompt"`

@@ -7,26 +7,27 @@ import (
 	"github.com/grpo-dev/grpo/sampler"
 )
 
-// FuzzRequestDecoder feeds arbitrary bodies to the chat and completions
-// decoders and planners: none may panic, an error names no Go type, and a
-// request they accept must have valid sampling parameters for each of its
-// choices (no more than the slots) and a prompt that fits.
-func FuzzRequestDecoder(f *testing.F) {
-	for _, seed := range []string{
-		`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"n":2,"stop":"x","seed":-3}`,
-		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"logprobs":true,"top_logprobs":2,"tools":[{"type":"function","function":{"name":"f"}}]}`,
-		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}],"chat_template_kwargs":{"enable_thinking":false}}`,
-		`{"prompt":[1,2,3],"logprobs":1,"echo":true,"max_tokens":4,"stop":["a","b"],"seed":18446744073709551615}`,
-		`{"prompt":"abc","top_k":-1,"min_p":0.1,"ignore_eos":true,"stop_token_ids":[5]}`,
-		`{"prompt":"abc","n":1000000000,"logprobs":-1,"max_tokens":"x"}`,
-		`{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":-1,"stop":["a","b"]}`,
-	} {
-		f.Add([]byte(seed))
-	}
+// One fuzz target per request decoder of the API, so `go test -fuzz`
+// spends its time on each body type alone (scripts/fuzz-all.sh runs them
+// all). Their seeds are in testdata/fuzz/<target>/: requests as clients
+// send them, and the attack's (issue 27) — absurd n, negative logprobs,
+// wrong JSON kinds, control characters in names.
+
+// fuzzServer is a server on the tiny model with 2 slots of 64 tokens
+// whose scheduler is not running: the fuzz targets decode and plan
+// requests, and never generate.
+func fuzzServer(f *testing.F) *Server {
 	dir := f.TempDir()
 	writeTestModel(f, dir)
-	fx := newFixtureStopped(f, dir, Config{Slots: 2, MaxLen: 64})
-	s := fx.srv
+	return newFixtureStopped(f, dir, Config{Slots: 2, MaxLen: 64}).srv
+}
+
+// FuzzChatRequest feeds arbitrary bodies to the chat completions decoder
+// and planner: no panic, an error names no Go type, and a request they
+// accept has valid sampling parameters for each of its choices (no more
+// than the slots) and a prompt that fits.
+func FuzzChatRequest(f *testing.F) {
+	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var cr chatRequest
 		e := decode(body, &cr)
@@ -37,8 +38,16 @@ func FuzzRequestDecoder(f *testing.F) {
 			}
 		}
 		checkError(t, "chat", e)
+	})
+}
+
+// FuzzCompletionRequest is FuzzChatRequest for the completions decoder
+// (prompt as text, token ids, or a list of one of either).
+func FuzzCompletionRequest(f *testing.F) {
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
 		var pr completionRequest
-		e = decode(body, &pr)
+		e := decode(body, &pr)
 		if e == nil {
 			var plan *completionPlan
 			if plan, e = s.planCompletion(&pr); e == nil && len(plan.prompt) > 0 { // submit refuses an empty token list
@@ -49,38 +58,43 @@ func FuzzRequestDecoder(f *testing.F) {
 	})
 }
 
+// FuzzLoadLoRARequest feeds arbitrary bodies to the load_lora_adapter
+// decoder and checks: no panic, and a name it accepts is printable and
+// short, not the base model's, with a path without NUL.
+func FuzzLoadLoRARequest(f *testing.F) {
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fuzzLoRA(t, s, body, true)
+	})
+}
+
+// FuzzUnloadLoRARequest is FuzzLoadLoRARequest for unload_lora_adapter,
+// which needs a name and no path.
+func FuzzUnloadLoRARequest(f *testing.F) {
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fuzzLoRA(t, s, body, false)
+	})
+}
+
+func fuzzLoRA(t *testing.T, s *Server, body []byte, load bool) {
+	var req loraRequest
+	e := decode(body, &req)
+	if e == nil {
+		e = s.checkLoRARequest(&req, load)
+		if e == nil && (!printable(req.Name) || len(req.Name) > maxNameBytes || req.Name == "tiny" || strings.ContainsRune(req.Path, 0) || load && req.Path == "") {
+			t.Fatalf("accepted %+v", req)
+		}
+	}
+	checkError(t, "lora", e)
+}
+
 // checkError: a refusal is a 400 whose message names no Go type or field.
 func checkError(t *testing.T, what string, e *apiError) {
 	t.Helper()
 	if e != nil && (e.status != 400 || e.message == "" || strings.Contains(e.message, "serve.") || strings.Contains(e.message+e.param, "Fields") || strings.Contains(e.message, "Overrides")) {
 		t.Fatalf("%s: error %+v", what, e)
 	}
-}
-
-// FuzzLoRARequest feeds arbitrary bodies to the load/unload_lora_adapter
-// decoder and checks: no panic, and a name it accepts is printable and
-// short, a path without NUL.
-func FuzzLoRARequest(f *testing.F) {
-	for _, seed := range []string{
-		`{"lora_name":"rt","lora_path":"/tmp/x"}`, `{"lora_name":"rt","lora_path":"/tmp/x","load_inplace":true}`,
-		`{"lora_name":"a\nb","lora_path":"x"}`, `{"lora_name":"tiny","lora_path":"x"}`, `{"lora_name":"\u0000"}`, `[]`,
-	} {
-		f.Add([]byte(seed))
-	}
-	dir := f.TempDir()
-	writeTestModel(f, dir)
-	s := newFixtureStopped(f, dir, Config{Slots: 1, MaxLen: 64}).srv
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req loraRequest
-		e := decode(body, &req)
-		if e == nil {
-			e = s.checkLoRARequest(&req, true)
-			if e == nil && (!printable(req.Name) || len(req.Name) > maxNameBytes || req.Name == "tiny" || strings.ContainsRune(req.Path, 0)) {
-				t.Fatalf("accepted %+v", req)
-			}
-		}
-		checkError(t, "lora", e)
-	})
 }
 
 func checkPlan(t *testing.T, prompt []int32, ps []sampler.Params, n *int) {

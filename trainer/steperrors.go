@@ -12,7 +12,10 @@ import (
 // the rest (a rubric that fails on one rollout fails on all).
 type stepErrors struct {
 	failed, total int
-	first         string
+	// generating counts the failed rollouts whose model turn could not be
+	// generated (on a server: the server's failure).
+	generating int
+	first      string
 }
 
 func countErrors(trajs []rollout.Trajectory) stepErrors {
@@ -22,6 +25,9 @@ func countErrors(trajs []rollout.Trajectory) stepErrors {
 			continue
 		}
 		s.failed++
+		if t.FailedGenerating {
+			s.generating++
+		}
 		if s.first == "" {
 			s.first = t.Errors[0]
 		}
@@ -59,6 +65,12 @@ func (r *run) checkErrorSteps(step int, s stepErrors) error {
 	limit := r.cfg.MaxErrorSteps
 	if limit <= 0 || r.health.ErrorSteps < limit {
 		return nil
+	}
+	if in := r.cfg.Inference; in.On() && s.generating == s.failed {
+		// The server refused or failed every request: the environment
+		// is not at fault, and the server is the one to look at.
+		return fmt.Errorf("step %d: every rollout of the last %d steps failed generating on the inference server ([inference] %s; first: %s); check the server's log and limits, or raise max_error_steps (0 never stops)",
+			step, r.health.ErrorSteps, serverName(in), oneLine(s.first, 300))
 	}
 	return fmt.Errorf("step %d: every rollout of the last %d steps failed (first: %s); fix the environment or its rubric ('grpo env score ENV --input FILE' runs the rubric alone), or raise max_error_steps (0 never stops)",
 		step, r.health.ErrorSteps, oneLine(s.first, 300))

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +70,38 @@ func TestRubricErrorsShowAndStop(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d step lines:\n%s", n, progress.String())
+	}
+}
+
+// TestServerErrorsNameTheServer: when the inference server refuses every
+// completion (an HTTP 400 per request, which fails each rollout alone),
+// the stop after max_error_steps names the server from [inference], not
+// the environment or its rubric (issue 27).
+func TestServerErrorsNameTheServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object": "list", "data": [{"id": "base"}]}`)
+		case "/v1/completions":
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error": {"message": "this server takes no prompt ids"}}`)
+		default: // adapter loads and unloads
+			fmt.Fprint(w, `{}`)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfgPath := writeRunFixture(t, dir, 10, 0)
+	text, _ := os.ReadFile(cfgPath)
+	doc := fmt.Sprintf("max_error_steps = 1\n%s\n[inference]\nurl = %q\nmodel = \"base\"\n", text, srv.URL+"/v1")
+	cfg, err := config.Parse([]byte(doc), "run.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(cfg, WithOutput(filepath.Join(dir, "run"))).Run(context.Background())
+	want := fmt.Sprintf(`failed generating on the inference server ([inference] url = "%s/v1"; first: `, srv.URL)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "this server takes no prompt ids") ||
+		strings.Contains(err.Error(), "fix the environment") {
+		t.Fatalf("want a stop naming the server, got %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
@@ -294,9 +295,13 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The directory is locked from here on; a setup that fails lets go.
+	// The directory is locked from here on; a setup that fails says why
+	// in log.txt — grpo runs list reads a run's state from its last line,
+	// and without one a run that never started shows as running, then as
+	// interrupted — and lets go.
 	defer func() {
 		if err != nil {
+			r.dir.Logf("error: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 			r.dir.Close()
 		}
 	}()

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +15,8 @@ import (
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/estimate"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/model/hub"
 )
 
 func init() {
@@ -63,7 +67,7 @@ Examples:
 			e, err := estimate.Run(ctx, cfg, estimate.RunOptions{
 				Shape: shape, Device: device, Measure: !noMeasure, Log: os.Stderr})
 			if err != nil {
-				return err
+				return withShapeHint(err, cfg.Model, shape)
 			}
 			if asJSON {
 				return e.WriteJSON(os.Stdout)
@@ -72,6 +76,20 @@ Examples:
 			return nil
 		},
 	})
+}
+
+// withShapeHint adds to a failure to read the model's config.json from
+// the hub (offline, or the hub out of reach) the way to estimate without
+// it: --shape, naming the shape of the model's own name when there is one.
+func withShapeHint(err error, modelID, shape string) error {
+	if shape != "" || !errors.Is(err, hub.ErrNotCached) && !errors.Is(err, hub.ErrTransfer) {
+		return err
+	}
+	name := "NAME"
+	if _, ok := model.Shape(strings.ToLower(path.Base(modelID))); ok {
+		name = strings.ToLower(path.Base(modelID))
+	}
+	return fmt.Errorf("%w; without the hub, estimate a known shape: grpo estimate CONFIG --shape %s (shapes: %s)", err, name, strings.Join(model.ShapeNames(), ", "))
 }
 
 // loadTrainConfig parses and checks a run config as grpo train does.

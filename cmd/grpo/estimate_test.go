@@ -260,3 +260,16 @@ args = { dataset_name = "synthetic" }
 		t.Errorf("the table does not show the KV plan:\n%s", text2)
 	}
 }
+
+// TestEstimateOfflineNamesShape: offline with the model not cached, the
+// error says how to estimate anyway — --shape, with the model's own shape
+// when grpo knows it (issue 27).
+func TestEstimateOfflineNamesShape(t *testing.T) {
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	code, _, errOut := runCaptured(t, "estimate", writeConfig(t, "Qwen/Qwen3-1.7B"), "--no-measure")
+	if code == 0 || !strings.Contains(errOut, "not in the cache") || !strings.Contains(errOut, "grpo estimate CONFIG --shape qwen3-1.7b (shapes: ") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("exit %d: %q", code, errOut)
+	}
+}

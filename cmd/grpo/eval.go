@@ -321,12 +321,12 @@ func newEvalProgress(w *os.File) *evalProgress {
 func (p *evalProgress) start(s config.EvalSpec, total int) {
 	p.finish()
 	if !p.tty {
-		fmt.Fprintf(p.w, "eval %s: %d rollouts (%d per example) of %s\n", s.Name, total, s.RolloutsPerExample, s.Model)
+		fmt.Fprintf(p.w, "eval %s: %d rollouts (%d per example) of %s\n", s.Name, total, s.RolloutsPerExample, evalSubject(s))
 		return
 	}
 	p.bar = progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(p.w),
-		progressbar.OptionSetDescription("eval "+s.Name),
+		progressbar.OptionSetDescription(fmt.Sprintf("eval %s of %s", s.Name, evalSubject(s))),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetElapsedTime(true),
@@ -334,6 +334,16 @@ func (p *evalProgress) start(s config.EvalSpec, total int) {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+}
+
+// evalSubject is what an eval scores: the model, and the adapter when
+// there is one — a base model's score and an adapter's must not read
+// alike.
+func evalSubject(s config.EvalSpec) string {
+	if s.Adapter == "" {
+		return s.Model
+	}
+	return fmt.Sprintf("%s with adapter %s", s.Model, s.Adapter)
 }
 
 func (p *evalProgress) done(n int) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -131,13 +132,27 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
+// unreachable holds the endpoints that gave no answer through a whole
+// retry loop in this process. One grpo command asks the hub several
+// times (the estimate's config.json, the model's, its files, a dataset);
+// once the hub has proved unreachable, each later request tries once
+// instead of spending the backoff again, and any answer clears the mark.
+var unreachable sync.Map // endpoint → struct{}
+
 // doRetry is do with bounded retries of transient failures. A final
 // non-2xx/3xx response is returned (unconsumed) for the caller to map
 // into an Error; only transport failures become err.
 func (c *client) doRetry(ctx context.Context, method, rawURL string, header http.Header, followAll bool) (*http.Response, error) {
 	var lastErr error
+	tries := maxAttempts
+	if _, down := unreachable.Load(c.s.Endpoint); down {
+		tries = 1
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.do(ctx, method, rawURL, header, followAll)
+		if err == nil {
+			unreachable.Delete(c.s.Endpoint)
+		}
 		if err == nil && !transientStatus(resp.StatusCode) {
 			return resp, nil
 		}
@@ -149,7 +164,13 @@ func (c *client) doRetry(ctx context.Context, method, rawURL string, header http
 			resp.Body.Close()
 		} else {
 			lastErr = err
-			if !transientErr(err) || attempt >= maxAttempts {
+			switch {
+			case !transientErr(err):
+				return nil, fmt.Errorf("%w (after %d attempts)", lastErr, attempt)
+			case tries == 1:
+				return nil, fmt.Errorf("%w (tried once: it did not answer earlier in this command either)", lastErr)
+			case attempt >= tries:
+				unreachable.Store(c.s.Endpoint, struct{}{})
 				return nil, fmt.Errorf("%w (after %d attempts)", lastErr, attempt)
 			}
 		}
