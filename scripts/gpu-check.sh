@@ -19,13 +19,17 @@
 #                                  correctness check (conformance, full model,
 #                                  sanitizers, benches, a short train)
 #
-# Each writes exactly two files under $OUT (the run tool returns at most 8,
+# Each writes exactly three files under $OUT (the run tool returns at most 8,
 # small): gpu-check-results.txt, one line per step — name, PASS/FAIL,
 # seconds, key figures or the reason it failed — at most 10,000 characters,
-# and gpu-check-log.txt, the tail of each step's output (at most 4,000
-# characters a step); `run bars` names them gpu-check-bars-*.txt, so one
-# call can run both. Run directories, full outputs and the unpacked
-# binaries live in a temporary directory outside $OUT. The results file is
+# gpu-check-log.txt, the tail of each step's output (at most 4,000
+# characters a step), and gpu-check-work.tar.gz, everything the steps
+# wrote but the binaries; `run bars` names them gpu-check-bars-*, so one
+# call can run both. A first step, smoke, says in seconds whether the
+# machine can run grpo at all; a step that runs out of time gets SIGQUIT
+# (a Go binary's goroutine stacks) and a failed one the driver's state
+# (Xid lines of dmesg, nvidia-smi -q) in the archive. The steps work in a
+# temporary directory outside $OUT. The results file is
 # the last thing written to stdout, so it also comes back in the tool's
 # last 12,000 characters of output. Every step has its own time limit and
 # all steps together at most GPU_CHECK_BUDGET seconds (200 for `run bars`,
@@ -409,13 +413,26 @@ run() {
 			return
 		fi
 		local t0=$SECONDS
-		timeout -k 5 "$limit" "$@" >"$WORK/$name.out" 2>&1
+		# SIGQUIT first: a Go binary that hangs prints every goroutine's
+		# stack before it dies (kept in the work archive).
+		timeout -s QUIT -k 5 "$limit" "$@" >"$WORK/$name.out" 2>&1
 		RC=$?
 		SECS=$((SECONDS - t0))
-		[ "$RC" = 124 ] || [ "$RC" = 137 ] && echo "timed out after ${limit}s" >>"$WORK/$name.out"
+		[ "$RC" = 124 ] || [ "$RC" = 137 ] || [ "$RC" = 131 ] && echo "timed out after ${limit}s" >>"$WORK/$name.out"
+		if [ "$RC" != 0 ] && [ "${gpu:-0}" = 1 ]; then
+			# What the driver said of a failed step: Xid errors in the kernel
+			# log and the GPU's state (clocks, ECC, retired pages, throttling).
+			{
+				echo "--- dmesg (NVRM/Xid) after $name"
+				(dmesg 2>&1 || true) | grep -iE 'nvrm|xid' | tail -20
+				echo "--- nvidia-smi -q after $name"
+				nvidia-smi -q 2>&1 | head -150
+			} >"$WORK/$name.driver.txt" 2>&1
+		fi
 		{
 			echo "=== $name (exit $RC, ${SECS}s): $*"
 			tail -40 "$WORK/$name.out" | cut -c 1-300 | tail -c 4000
+			[ -f "$WORK/$name.driver.txt" ] && grep -iE 'xid' "$WORK/$name.driver.txt" | tail -3
 		} >>"$LOG"
 	}
 	# reason NAME: the most telling line of a failed step's output.
@@ -434,7 +451,7 @@ run() {
 			awk '{ v = $(NF-1); $(NF-1) = sprintf("%.4g", v); print }' | paste -sd ';' - | sed 's/;/; /g'
 	}
 
-	# --- 1. environment: recorded before anything runs on the GPU.
+	# --- 1. environment: found before anything runs on the GPU, recorded after the smoke step.
 	local t0=$SECONDS env="" gpu=1
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >"$WORK/smi" 2>&1; then
 		env="$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 | head -1)"
@@ -453,9 +470,9 @@ run() {
 	if [ $gpu = 1 ]; then
 		env="$env; $(timeout 20 python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "peft", peft.__version__)' 2>&1 | tail -1)"
 	fi
-	local st=PASS
+	{ echo "$env"; cat "$WORK/smi" 2>/dev/null; env | grep -E '^(CUDA|NVIDIA|LD_LIBRARY_PATH|GRPO)' ; } >"$WORK/environment.txt"
+	local st=PASS envsecs=$((SECONDS - t0))
 	[ $gpu = 1 ] && [ -n "$libcuda" ] && [ -n "$cublas" ] || st=FAIL
-	record environment $st $((SECONDS - t0)) "$env"
 	# libcuda is linked (NEEDED libcuda.so.1): put the directory it is in
 	# on the loader path before a binary starts.
 	[ -n "$libcuda" ] && export LD_LIBRARY_PATH="$(dirname "$libcuda")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -468,9 +485,26 @@ run() {
 	# nobin NAME: the step cannot run: the build was not carried.
 	nobin() { record "$1" FAIL 0 "not run:$missing missing (run scripts/gpu-check.sh build here and carry $DIR)"; }
 
+	# --- 0. smoke, 15 s, before anything longer: the driver and device,
+	# each PTX module's load time, one product, one graph captured and
+	# replayed (kernels/cuda TestSmokeOnGPU).
+	if [ $gpu = 0 ]; then record smoke FAIL 0 "not run: no GPU (nvidia-smi); $env"
+	elif [ $have = 0 ]; then nobin smoke
+	else
+		step smoke 15 bash -c "cd kernels/cuda && exec '$BIN' -test.v -test.run '^TestSmokeOnGPU\$' -test.timeout 15s"
+		if [ "$RC" = 0 ]; then record smoke PASS "$SECS" "$(grep -o 'smoke: .*' "$WORK/smoke.out" | sed 's/^smoke: //' | paste -sd ';' - | clip 540)"
+		else record smoke FAIL "$SECS" "$(reason smoke)"; fi
+	fi
+	record environment $st $envsecs "$env"
+
 	if [ "$mode" = bars ]; then bar_steps; else check_steps; fi
 
 	echo "# total $((SECONDS - START))s of a ${BUDGET}s budget; failed: ${FAILED[*]:-none}" >>"$RES"
+	# Everything the steps wrote (full outputs, goroutine dumps, driver
+	# state after failures, the train run's directory) but the unpacked
+	# binaries, as one archive beside the two files.
+	tar -C "$WORK" --exclude=cuda.test --exclude=modeltest.test --exclude=grpo-cuda -czf "$OUTDIR/$prefix-work.tar.gz" . 2>>"$LOG" ||
+		echo "# the work archive could not be written" >>"$RES"
 	# Bound the file (the tool keeps 12,000 characters of output).
 	head -c 10000 "$RES" >"$WORK/res" && cp "$WORK/res" "$RES"
 	echo "gpu-check: log in $LOG"

@@ -12,21 +12,21 @@ import (
 )
 
 // gpuCheckSteps are the steps scripts/gpu-check.sh run reports, in order.
-var gpuCheckSteps = []string{"environment", "conformance-forward", "conformance-train", "conformance-sample",
+var gpuCheckSteps = []string{"smoke", "environment", "conformance-forward", "conformance-train", "conformance-sample",
 	"full-model", "bench-b1", "bench-b64", "bench-b256", "torch-ref",
 	"sanitizer-memcheck", "sanitizer-racecheck", "train"}
 
 // gpuBarSteps are the steps scripts/gpu-check.sh run bars reports, in
-// order: the measured ceilings, then one line per open bar (issue 13's
+// order: the smoke step (as in run), the measured ceilings, then one line per open bar (issue 13's
 // decode roofline share, issue 18's 8B train MFU and whole GRPO step).
-var gpuBarSteps = []string{"environment", "ceilings", "bar13-decode", "bar18-mfu",
+var gpuBarSteps = []string{"smoke", "environment", "ceilings", "bar13-decode", "bar18-mfu",
 	"bar18-step-grpo", "bar18-step-torch", "bar18-step"}
 
 // TestGPUCheckWithoutGPU runs scripts/gpu-check.sh run and run bars on
 // this machine, which has no GPU: every step must be reported failed with
-// its reason, each results file (at most 10,000 characters, one line per
-// step) must be the last thing on stdout, only it and its log may be left
-// in $OUT, and each run must end before the shortest step limit (20 s,
+// its reason, the smoke step first, each results file (at most 10,000
+// characters, one line per step) must be the last thing on stdout, only
+// it, its log and the work archive may be left in $OUT, and each run must end before the shortest step limit (20 s,
 // bar18-estimate's): a step that waited for its limit instead of failing
 // at once would take longer. (`run` took 1.4 s with the binaries on an
 // idle machine; on a shared 2-core machine under a load of 10, 11 to 14 s,
@@ -51,9 +51,9 @@ func TestGPUCheckWithoutGPU(t *testing.T) {
 		steps  []string
 		why    map[string]string // a step's reason must contain this
 	}{
-		{[]string{"run"}, "gpu-check", gpuCheckSteps, map[string]string{"torch-ref": "no GPU"}},
+		{[]string{"run"}, "gpu-check", gpuCheckSteps, map[string]string{"smoke": "no GPU", "torch-ref": "no GPU"}},
 		{[]string{"run", "bars"}, "gpu-check-bars", gpuBarSteps, map[string]string{
-			"ceilings": "no GPU", "bar18-step-torch": "no GPU",
+			"smoke": "no GPU", "ceilings": "no GPU", "bar18-step-torch": "no GPU",
 			"bar18-step": "not decided: the grpo step"}},
 	} {
 		t.Run(strings.Join(c.args, "-"), func(t *testing.T) {
@@ -93,8 +93,14 @@ func checkGPUCheckRun(t *testing.T, built string, args []string, prefix string, 
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, " ") != prefix+"-log.txt "+prefix+"-results.txt" {
-		t.Errorf("$OUT holds %v, want only %s-results.txt and %s-log.txt", names, prefix, prefix)
+	if strings.Join(names, " ") != prefix+"-log.txt "+prefix+"-results.txt "+prefix+"-work.tar.gz" {
+		t.Errorf("$OUT holds %v, want only %s-results.txt, %s-log.txt and %s-work.tar.gz", names, prefix, prefix, prefix)
+	}
+	// The archive holds what the steps wrote: here, where nothing ran,
+	// what the environment step found.
+	list, err := exec.Command("tar", "-tzf", filepath.Join(out, prefix+"-work.tar.gz")).Output()
+	if err != nil || !strings.Contains(string(list), "./environment.txt\n") {
+		t.Errorf("work archive: %v, holding\n%s", err, list)
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(res)), "\n") {
@@ -167,7 +173,7 @@ func TestGPUCheckBarsVerdicts(t *testing.T) {
 		script := []byte("#!/bin/bash\n" + body + "\n")
 		if name == "grpo-cuda" {
 			writeGzip(t, filepath.Join(built, "grpo-cuda.gz"), script)
-			writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
+			writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\ncase \"$*\" in *TestSmokeOnGPU*) echo '    smoke_test.go:40: smoke: driver CUDA 13.0, sm90, 132 SMs, 227 KiB shared memory per block by opt-in'; echo '    smoke_test.go:48: smoke: 19 PTX modules loaded in 2.1s'; exit 0 ;; esac\nexit 1\n"))
 			writeGzip(t, filepath.Join(built, "modeltest.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
 			continue
 		}
@@ -194,6 +200,7 @@ func TestGPUCheckBarsVerdicts(t *testing.T) {
 		t.Fatalf("no results: %v\n%s", err, stdout)
 	}
 	want := []struct{ step, verdict, text string }{
+		{"smoke", "PASS", "driver CUDA 13.0, sm90, 132 SMs, 227 KiB shared memory per block by opt-in;19 PTX modules loaded in 2.1s"},
 		{"environment", "PASS", "NVIDIA H200"},
 		{"ceilings", "PASS", "4.30 TB/s D2D copy, read + write (datasheet 4.8); 780 TFLOP/s bf16 GEMM 8192³ (datasheet 989)"},
 		// 64.0625 % of 4.8 TB/s; 3.075 / 4.3 = 71.5 %.

@@ -42,6 +42,14 @@ static CUresult grpo_graph_exec_destroy(CUgraphExec e) { return cuGraphExecDestr
 // cuEventQuery: CUDA_SUCCESS when done, CUDA_ERROR_NOT_READY while not.
 static CUresult grpo_event_query(CUevent e) { return cuEventQuery(e); }
 static int grpo_not_ready(CUresult r) { return r == CUDA_ERROR_NOT_READY; }
+// The figures the GPU check's smoke step reports (smoke_test.go).
+static CUresult grpo_device_facts(CUdevice dev, int* sms, int* optin, int* driver) {
+	CUresult r = cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuDeviceGetAttribute(optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+	if (r != CUDA_SUCCESS) return r;
+	return cuDriverGetVersion(driver);
+}
 static const char* grpo_err(CUresult r) {
 	const char* s = 0;
 	cuGetErrorString(r, &s);
@@ -54,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -81,8 +90,11 @@ type driverDevice struct {
 	figs  map[string]KernelFigures
 	optIn map[string]int
 	mods  []cu.Module
-	blas  *cublas
-	arch  string
+	// loadTimes is how long the driver took over each PTX module (its
+	// JIT compile), in load order.
+	loadTimes []moduleLoad
+	blas      *cublas
+	arch      string
 	// events by handle (cu.Event's handle is unexported, so Event is an
 	// index); only the owner goroutine touches the map.
 	events    map[Event]cu.Event
@@ -91,6 +103,25 @@ type driverDevice struct {
 	// graphs are the instantiated graphs by handle.
 	graphs    map[Graph]C.CUgraphExec
 	lastGraph Graph
+}
+
+// moduleLoad is one PTX module's load (and JIT) time.
+type moduleLoad struct {
+	file string
+	took time.Duration
+}
+
+// deviceFacts are what the smoke step reports of the GPU: multiprocessors,
+// the dynamic shared memory a kernel may opt into, the driver's CUDA
+// version (e.g. 13000).
+type deviceFacts struct{ SMs, SharedOptIn, Driver int }
+
+func (d *driverDevice) facts() (deviceFacts, error) {
+	var sms, optin, driver C.int
+	err := d.do(func() error {
+		return cuErr("device attributes", C.grpo_device_facts(d.dev, &sms, &optin, &driver))
+	})
+	return deviceFacts{int(sms), int(optin), int(driver)}, err
 }
 
 func cuErr(what string, r C.CUresult) error {
@@ -153,10 +184,12 @@ func (d *driverDevice) loadPTX() error {
 		if err != nil {
 			return err
 		}
+		t0 := time.Now()
 		mod, err := cu.LoadData(string(src))
 		if err != nil {
 			return fmt.Errorf("cuda: loading %s: %w", f, err)
 		}
+		d.loadTimes = append(d.loadTimes, moduleLoad{f, time.Since(t0)})
 		d.mods = append(d.mods, mod)
 		for _, m := range ptxEntry.FindAllStringSubmatch(string(src), -1) {
 			fn, err := mod.Function(m[1])
