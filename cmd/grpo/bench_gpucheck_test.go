@@ -173,7 +173,7 @@ func TestGPUCheckBarsVerdicts(t *testing.T) {
 		script := []byte("#!/bin/bash\n" + body + "\n")
 		if name == "grpo-cuda" {
 			writeGzip(t, filepath.Join(built, "grpo-cuda.gz"), script)
-			writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\ncase \"$*\" in *TestSmokeOnGPU*) echo '    smoke_test.go:40: smoke: driver CUDA 13.0, sm90, 132 SMs, 227 KiB shared memory per block by opt-in'; echo '    smoke_test.go:48: smoke: 19 PTX modules loaded in 2.1s'; exit 0 ;; esac\nexit 1\n"))
+			writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\ncase \"$*\" in *TestSmokeOnGPU*) echo '    smoke_test.go:40: smoke: driver CUDA 13.0, sm90, 132 SMs, 227 KiB shared memory per block by opt-in'; echo '    smoke_test.go:48: smoke: 31 kernel modules loaded in 0.2s, 31 from cubins'; exit 0 ;; esac\nexit 1\n"))
 			writeGzip(t, filepath.Join(built, "modeltest.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
 			continue
 		}
@@ -200,7 +200,7 @@ func TestGPUCheckBarsVerdicts(t *testing.T) {
 		t.Fatalf("no results: %v\n%s", err, stdout)
 	}
 	want := []struct{ step, verdict, text string }{
-		{"smoke", "PASS", "driver CUDA 13.0, sm90, 132 SMs, 227 KiB shared memory per block by opt-in;19 PTX modules loaded in 2.1s"},
+		{"smoke", "PASS", "driver CUDA 13.0, sm90, 132 SMs, 227 KiB shared memory per block by opt-in;31 kernel modules loaded in 0.2s, 31 from cubins"},
 		{"environment", "PASS", "NVIDIA H200"},
 		{"ceilings", "PASS", "4.30 TB/s D2D copy, read + write (datasheet 4.8); 780 TFLOP/s bf16 GEMM 8192³ (datasheet 989)"},
 		// 64.0625 % of 4.8 TB/s; 3.075 / 4.3 = 71.5 %.

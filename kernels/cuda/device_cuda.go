@@ -5,6 +5,8 @@ package cuda
 /*
 #cgo LDFLAGS: -lcuda
 #include <cuda.h>
+#include <stdlib.h>
+#include <string.h>
 
 // The primary context, not cuCtxCreate: its signature changed in CUDA 13
 // (gorgonia.org/cu v0.9.6 still calls the old one), and the primary context
@@ -50,6 +52,16 @@ static CUresult grpo_device_facts(CUdevice dev, int* sms, int* optin, int* drive
 	if (r != CUDA_SUCCESS) return r;
 	return cuDriverGetVersion(driver);
 }
+// A module from PTX through the driver's JIT, with its error log and the
+// wall time it took (CU_JIT_WALL_TIME writes a float into its value slot).
+static CUresult grpo_load_ptx(CUmodule* mod, const char* ptx, char* log, unsigned logSize, float* wallMs) {
+	CUjit_option opts[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_WALL_TIME};
+	void* vals[3] = {log, (void*)(size_t)logSize, 0};
+	CUresult r = cuModuleLoadDataEx(mod, ptx, 3, opts, vals);
+	memcpy(wallMs, &vals[2], sizeof(float));
+	return r;
+}
+static CUresult grpo_load_cubin(CUmodule* mod, const void* image) { return cuModuleLoadData(mod, image); }
 static const char* grpo_err(CUresult r) {
 	const char* s = 0;
 	cuGetErrorString(r, &s);
@@ -59,9 +71,11 @@ static const char* grpo_err(CUresult r) {
 import "C"
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -105,10 +119,14 @@ type driverDevice struct {
 	lastGraph Graph
 }
 
-// moduleLoad is one PTX module's load (and JIT) time.
+// moduleLoad is how one kernel module was loaded: from its cubin, or
+// from PTX by the driver's JIT (after the cubin was refused, why), and how
+// long it took.
 type moduleLoad struct {
-	file string
-	took time.Duration
+	file      string
+	cubin     bool
+	cubinErr  string
+	took, jit time.Duration
 }
 
 // deviceFacts are what the smoke step reports of the GPU: multiprocessors,
@@ -174,6 +192,9 @@ func (d *driverDevice) setup(ordinal int) error {
 	return err
 }
 
+// loadPTX loads every kernel module for the GPU's architecture: its
+// cubin where the driver takes it, else its PTX through the JIT, whose
+// error log an error carries.
 func (d *driverDevice) loadPTX() error {
 	files, err := fs.Glob(ptxFiles, "ptx/*."+d.arch+".ptx")
 	if err != nil || len(files) == 0 {
@@ -184,12 +205,11 @@ func (d *driverDevice) loadPTX() error {
 		if err != nil {
 			return err
 		}
-		t0 := time.Now()
-		mod, err := cu.LoadData(string(src))
+		mod, load, err := d.loadModule(f, src)
 		if err != nil {
-			return fmt.Errorf("cuda: loading %s: %w", f, err)
+			return err
 		}
-		d.loadTimes = append(d.loadTimes, moduleLoad{f, time.Since(t0)})
+		d.loadTimes = append(d.loadTimes, load)
 		d.mods = append(d.mods, mod)
 		for _, m := range ptxEntry.FindAllStringSubmatch(string(src), -1) {
 			fn, err := mod.Function(m[1])
@@ -203,6 +223,34 @@ func (d *driverDevice) loadPTX() error {
 		}
 	}
 	return nil
+}
+
+// loadModule loads the cubin beside ptxFile when the driver takes it (a
+// newer architecture than the cubin's does not), else the PTX itself.
+func (d *driverDevice) loadModule(ptxFile string, ptx []byte) (cu.Module, moduleLoad, error) {
+	load := moduleLoad{file: ptxFile}
+	t0 := time.Now()
+	if bin, err := ptxFiles.ReadFile(strings.TrimSuffix(ptxFile, ".ptx") + ".cubin"); err == nil {
+		var mod C.CUmodule
+		r := C.grpo_load_cubin(&mod, unsafe.Pointer(&bin[0]))
+		if r == C.CUDA_SUCCESS {
+			load.cubin, load.took = true, time.Since(t0)
+			return *(*cu.Module)(unsafe.Pointer(&mod)), load, nil
+		}
+		load.cubinErr = cuErr("cuModuleLoadData(cubin)", r).Error()
+	}
+	cptx := C.CString(string(ptx))
+	defer C.free(unsafe.Pointer(cptx))
+	logBuf := make([]byte, 8192)
+	var mod C.CUmodule
+	var wallMs C.float
+	r := C.grpo_load_ptx(&mod, cptx, (*C.char)(unsafe.Pointer(&logBuf[0])), C.uint(len(logBuf)), &wallMs)
+	load.took, load.jit = time.Since(t0), time.Duration(float64(wallMs)*float64(time.Millisecond))
+	if r != C.CUDA_SUCCESS {
+		msg := strings.TrimRight(string(logBuf[:bytes.IndexByte(append(logBuf, 0), 0)]), "\n")
+		return cu.Module{}, load, fmt.Errorf("cuda: loading %s (the driver's JIT, %v): %w; JIT log: %s", ptxFile, load.took.Round(time.Millisecond), cuErr("cuModuleLoadDataEx", r), msg)
+	}
+	return *(*cu.Module)(unsafe.Pointer(&mod)), load, nil
 }
 
 // checkLoaded reads what the driver's JIT made of a kernel and checks it

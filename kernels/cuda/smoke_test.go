@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // TestSmokeOnGPU is the GPU check's first step, seconds long, so that a
 // machine that cannot run grpo says why before anything longer starts:
 // the driver and the device (multiprocessors, the shared memory a kernel
-// may opt into), how long the driver took over each PTX module, one
+// may opt into), how each kernel module loaded (its cubin, or the PTX
+// through the driver's JIT, and how long that took), one
 // matrix product against a plain loop, and one graph captured and
 // replayed twice.
 func TestSmokeOnGPU(t *testing.T) {
@@ -39,11 +41,21 @@ func TestSmokeOnGPU(t *testing.T) {
 		f.Driver/1000, f.Driver%1000/10, d.arch, f.SMs, f.SharedOptIn>>10, opened.Round(time.Millisecond), CublasPath())
 	var loads []string
 	var total time.Duration
+	cubins := 0
 	for _, l := range d.loadTimes {
 		total += l.took
-		loads = append(loads, strings.TrimSuffix(strings.TrimPrefix(l.file, "ptx/"), ".ptx")+" "+l.took.Round(time.Millisecond).String())
+		how := "cubin"
+		if l.cubin {
+			cubins++
+		} else {
+			how = fmt.Sprintf("JIT %v", l.jit.Round(time.Millisecond))
+			if l.cubinErr != "" {
+				how += " (cubin refused: " + l.cubinErr + ")"
+			}
+		}
+		loads = append(loads, fmt.Sprintf("%s %v %s", strings.TrimSuffix(strings.TrimPrefix(l.file, "ptx/"), ".ptx"), l.took.Round(time.Millisecond), how))
 	}
-	t.Logf("smoke: %d PTX modules loaded in %v: %s", len(d.loadTimes), total.Round(time.Millisecond), strings.Join(loads, ", "))
+	t.Logf("smoke: %d kernel modules loaded in %v, %d from cubins: %s", len(d.loadTimes), total.Round(time.Millisecond), cubins, strings.Join(loads, ", "))
 	if f.SharedOptIn < 96<<10 {
 		t.Errorf("the device lets a kernel opt into %d KiB of shared memory; the attention kernels need 96 KiB or more (sm_80+)", f.SharedOptIn>>10)
 	}

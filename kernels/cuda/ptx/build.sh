@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the committed PTX from kernels/cuda/*.cu: one file per source
-# and virtual architecture (compute_80: A100; compute_90: H100/H200), which
-# the driver JIT-compiles for the GPU at hand. Then runs ptxas for sm_90 on
+# and virtual architecture (compute_80: A100; compute_90: H100/H200), and
+# ptxas's cubin of each for the real architecture (sm_80, sm_90), which the
+# driver loads without compiling; the PTX is what it JIT-compiles for a GPU
+# the cubins do not fit. Then runs ptxas for sm_90 on
 # every file and writes the per-kernel registers/spills/shared memory to
 # ptx/ptxas-sm90.txt (quoted in CUDA.md). Needs nvcc (scripts/install-cuda.sh).
 #
@@ -42,6 +44,20 @@ for cu in *.cu; do
 		"${norand[@]}" nvcc -ptx "${NVCCFLAGS[@]}" -arch=compute_$arch -o "$out/$base.sm$arch.ptx" "$cu" &
 		pids+=($!)
 	done
+done
+for p in "${pids[@]}"; do
+	wait "$p"
+done
+
+# Cubins for the real architectures (sm_80: A100; sm_90: H100/H200): the
+# driver loads them as they are, with no JIT at start; the PTX stays the
+# fallback for a GPU they do not fit (a newer architecture).
+pids=()
+for ptx in "$out"/*.ptx; do
+	base=${ptx%.ptx}
+	arch=${base##*.sm}
+	"${norand[@]}" ptxas -arch=sm_$arch -O3 -o "$base.cubin" "$ptx" &
+	pids+=($!)
 done
 for p in "${pids[@]}"; do
 	wait "$p"
