@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/model"
 )
@@ -93,35 +94,57 @@ func sharePrompts() [][]int32 {
 	return out
 }
 
-// TestSharedPromptMatchesOwnPrefill is the prefix-sharing bar on the CPU:
-// groups of 4 sequences that share their prompt's cache blocks sample the
-// same tokens as sequences that each prefill the prompt (same seeds),
-// with log-probs within 1e-5, through a second turn that continues in
-// each sequence's own blocks; the prompt goes through Forward once per
-// group instead of once per sequence.
+// TestSharedPromptMatchesOwnPrefill is the prefix-sharing bar on the CPU,
+// for a transformer and a hybrid: groups of 4 sequences that share their
+// prompt's cache blocks (and copy its recurrent states) sample the same
+// tokens as sequences that each prefill the prompt (same seeds), with
+// log-probs within 1e-5, through a second turn that continues in each
+// sequence's own blocks; the prompt goes through Forward once per group
+// instead of once per sequence.
 func TestSharedPromptMatchesOwnPrefill(t *testing.T) {
-	m := tinyModel(t)
-	prompts := sharePrompts()
+	hybrid := func(t testing.TB) *model.Model {
+		m, err := model.Load("../testdata/models/qwen3_5-tiny", cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
 	const g = 4
-	cfg := Config{Slots: 8, MaxLen: 48, BlockSize: 4}
-	shared := playGroups(t, m, cfg, prompts, g)
-	cfg.NoPrefixSharing = true
-	own := playGroups(t, m, cfg, prompts, g)
-	compareRuns(t, shared, own, 1e-5)
-	if shared.stats.Forked != len(prompts)*(g-1) {
-		t.Errorf("%d sequences forked a prompt, want %d", shared.stats.Forked, len(prompts)*(g-1))
-	}
-	promptTokens := 21 + 16
-	if saved := own.stats.ForwardTokens - shared.stats.ForwardTokens; saved != (g-1)*(promptTokens-2) {
-		t.Errorf("sharing saved %d forward tokens, want (g−1)·(prompt − 1) per prompt = %d", saved, (g-1)*(promptTokens-2))
-	}
-	// The 16-token prompt's forked positions 0..14 end in a partly filled
-	// block that each of its 4 sequences writes position 15 into, so all
-	// but the last writer copy it; the 21-token prompt's forked positions
-	// 0..19 fill whole blocks, and position 20 starts a block of each
-	// sequence's own.
-	if shared.copies != g-1 {
-		t.Errorf("%d blocks copied on write, want %d", shared.copies, g-1)
+	for _, c := range []struct {
+		name  string
+		model func(testing.TB) *model.Model
+	}{
+		{"qwen3", tinyModel},
+		// Three gated DeltaNet layers and one gated attention layer: the
+		// followers take a copy of the prompt's linear-attention states
+		// (and share its KV blocks), and a second turn continues each
+		// sequence's own state.
+		{"qwen3_5-hybrid", hybrid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.model(t)
+			prompts := sharePrompts()
+			cfg := Config{Slots: 8, MaxLen: 48, BlockSize: 4}
+			shared := playGroups(t, m, cfg, prompts, g)
+			cfg.NoPrefixSharing = true
+			own := playGroups(t, m, cfg, prompts, g)
+			compareRuns(t, shared, own, 1e-5)
+			if shared.stats.Forked != len(prompts)*(g-1) {
+				t.Errorf("%d sequences forked a prompt, want %d", shared.stats.Forked, len(prompts)*(g-1))
+			}
+			promptTokens := 21 + 16
+			if saved := own.stats.ForwardTokens - shared.stats.ForwardTokens; saved != (g-1)*(promptTokens-2) {
+				t.Errorf("sharing saved %d forward tokens, want (g−1)·(prompt − 1) per prompt = %d", saved, (g-1)*(promptTokens-2))
+			}
+			// The 16-token prompt's forked positions 0..14 end in a partly
+			// filled block that each of its 4 sequences writes position 15
+			// into, so all but the last writer copy it; the 21-token
+			// prompt's forked positions 0..19 fill whole blocks, and
+			// position 20 starts a block of each sequence's own.
+			if shared.copies != g-1 {
+				t.Errorf("%d blocks copied on write, want %d", shared.copies, g-1)
+			}
+		})
 	}
 }
 
