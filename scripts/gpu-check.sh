@@ -58,7 +58,7 @@ build() {
 		nvcc --version 2>/dev/null | grep release || true
 	} >"$DIR/build-info.txt"
 	ls -l "$DIR"
-	echo "gpu-check: built $DIR; on the GPU machine run: scripts/gpu-check.sh run bars; scripts/gpu-check.sh run (carry $DIR; CUDA.md, \"The GPU check\")"
+	echo "gpu-check: built $DIR; on the GPU machine run: scripts/gpu-check.sh run; scripts/gpu-check.sh run bars (carry $DIR; CUDA.md, \"The GPU check\")"
 }
 
 # find_lib VAR NAME...: the first file named NAME (in order) in $VAR (a file
@@ -182,17 +182,32 @@ PY
 		record torch-ref FAIL 0 "not run: no GPU (nvidia-smi)"
 	fi
 
-	# --- 6. a short subset of the conformance suite under compute-sanitizer's
+	# --- 6. a subset of the conformance suite under compute-sanitizer's
 	# memcheck (out-of-bounds and misaligned device accesses) and racecheck
-	# (shared-memory hazards).
+	# (shared-memory hazards): norms, attention (prefill, the split-KV
+	# decode, the flash backward), log-softmax and sampling.
 	local tool
-	for tool in memcheck:40 racecheck:30; do
+	for tool in memcheck:60 racecheck:40; do
 		local t=${tool%%:*} lim=${tool##*:} name=sanitizer-${tool%%:*}
 		if [ $have = 0 ]; then nobin "$name"; continue; fi
 		if ! command -v compute-sanitizer >/dev/null 2>&1; then record "$name" FAIL 0 "not run: compute-sanitizer not found"; continue; fi
-		step "$name" "$lim" bash -c "cd kernels/cuda && exec compute-sanitizer --tool $t --error-exitcode 3 '$BIN' -test.v -test.run '^TestConformanceOnGPU\$/^forward\$/^(RMSNorm|Attention|LogSoftmaxGather)\$' -test.timeout ${lim}s"
+		step "$name" "$lim" bash -c "cd kernels/cuda && exec compute-sanitizer --tool $t --error-exitcode 3 '$BIN' -test.v -test.run '^TestConformanceOnGPU\$/^(forward|train|sample)\$/^(RMSNorm|Attention|LogSoftmaxGather|AttentionBackward|Sample|SampleStream)\$' -test.timeout ${lim}s"
 		if [ "$RC" = 0 ]; then record "$name" PASS "$SECS" "$(grep -o 'ERROR SUMMARY: [0-9]* error[s]*' "$WORK/$name.out" | tail -1); $(grep -c -- '--- PASS' "$WORK/$name.out") cases"; else record "$name" FAIL "$SECS" "$(grep -m2 -E '=+ (Invalid|Race|Error|.*hazard)' "$WORK/$name.out" | clip 200) $(reason "$name")"; fi
 	done
+
+	# --- 6b. Nsight Compute on the training attention kernels: time and
+	# shared-memory bank conflicts of their first launches (profiling
+	# counters may be off limits to this user: the line says so).
+	name=ncu-attention
+	if [ $have = 0 ]; then nobin $name
+	elif [ $gpu = 0 ]; then record $name FAIL 0 "not run: no GPU (nvidia-smi)"
+	elif ! command -v ncu >/dev/null 2>&1; then record $name FAIL 0 "not run: ncu not found"
+	else
+		step $name 60 bash -c "cd kernels/cuda && exec ncu --kernel-name regex:attention_flash --launch-count 6 --csv --metrics gpu__time_duration.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum '$BIN' -test.run '^TestConformanceOnGPU\$/^train\$/^AttentionBackward\$' -test.timeout 55s"
+		if [ "$RC" = 0 ] && grep -q '"gpu__time_duration.sum"' "$WORK/$name.out"; then
+			record $name PASS "$SECS" "$(awk -F'","' '/gpu__time_duration|bank_conflicts/ { k = $5; sub(/.*::/, "", k); m = $(NF-2); v = $NF; gsub(/"/, "", v); sub(/l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_/, "conflicts ", m); print k " " m " " v }' "$WORK/$name.out" | head -12 | paste -sd ';' -)"
+		else record $name FAIL "$SECS" "$(reason $name)"; fi
+	fi
 
 	# --- 7. a short `grpo train --device cuda` of the demo config; its run
 	# directory stays in $WORK (11 files: too many to come back).
@@ -209,7 +224,9 @@ PY
 # bar_steps: `run bars`' steps after the environment, in run()'s scope: the
 # measured ceilings first (every later figure is read against them as well
 # as the datasheet), then each open bar as its own line whose PASS means the
-# bar is met, cheapest first, so a budget cut leaves the most decided. The
+# bar is met: the decode roofline, the whole GRPO step against PyTorch,
+# then training MFU at a small shape (no bar; seconds) before the 8B one,
+# so a budget cut leaves the most decided. The
 # 8B limits assume `grpo bench`'s bf16 random init of a --shape (seconds
 # for 8B); the older f32-then-convert init takes minutes there and would
 # time these steps out.
@@ -267,6 +284,56 @@ PY
 		else record $name FAIL "$SECS" "$(failure $name 'decode batch 128 of HBM peak')"; fi
 	else nobin $name; fi
 
+	# --- issue 18: one whole GRPO step at the 8B shape, grpo (bench
+	# --grpo-step: 4 prompts × 8 rollouts × 64 sampled tokens after 32-token
+	# prompts, LoRA r16 on all seven projections, DAPO loss, AdamW) against
+	# scripts/grpo_step_torch.py --impl peft doing the same in PyTorch +
+	# PEFT (transformers' Qwen3, bf16, sdpa), each the best of 2 steps after
+	# a warm-up. The bar: grpo's step takes less time.
+	local gs="" ts="" why18=""
+	name=bar18-step-grpo
+	if [ $have = 1 ]; then
+		step $name 60 "$GRPO" bench --device cuda --shape qwen3-8b --grpo-step --repeat 2 --json
+		gs=$(jnum "$WORK/$name.out" step_s)
+		if [ "$RC" = 0 ] && [ -n "$gs" ]; then
+			record $name PASS "$SECS" "step $gs s: generate $(jnum "$WORK/$name.out" generate_s) s, train $(jnum "$WORK/$name.out" train_s) s; $(jnum "$WORK/$name.out" gen_tokens) tokens sampled, prefix sharing on (the trainer's default)"
+		else
+			gs="" why18="the grpo step failed"
+			record $name FAIL "$SECS" "$(failure $name step_s)"
+		fi
+	else
+		nobin $name
+		why18="the grpo step did not run"
+	fi
+	name=bar18-step-torch
+	if [ $gpu = 1 ]; then
+		step $name 90 python3 scripts/grpo_step_torch.py --impl peft --device cuda --dtype bf16 --preset qwen3-8b --repeats 2
+		ts=$(jnum "$WORK/$name.out" step_s)
+		if [ "$RC" = 0 ] && [ -n "$ts" ]; then
+			record $name PASS "$SECS" "step $ts s: generate $(jnum "$WORK/$name.out" generate_s) s, train $(jnum "$WORK/$name.out" train_s) s; $(grep -oE '"(torch|transformers|peft)": ?"[^"]*"' "$WORK/$name.out" | tr -d '"' | paste -sd ' ' -), bf16, sdpa, no gradient checkpointing, built in $(jnum "$WORK/$name.out" build_s) s after its tiny-shape check against the reference"
+		else
+			ts=""
+			record $name FAIL "$SECS" "$(failure $name step_s)"
+		fi
+	else record $name FAIL 0 "not run: no GPU (nvidia-smi)"; fi
+	[ -z "$ts" ] && why18="${why18:+$why18; }the PyTorch + PEFT step did not give a time"
+	if [ -n "$gs" ] && [ -n "$ts" ]; then
+		record bar18-step "$(verdict "$gs < $ts")" 0 "grpo $gs s against PyTorch + PEFT $ts s per GRPO step at the Qwen3-8B shape: $(calc '%.2f' "$gs / $ts")× PyTorch's time; bar: grpo < PyTorch"
+	else record bar18-step FAIL 0 "not decided: $why18"; fi
+
+	# --- MFU at a small shape first (Qwen3-0.6B, 4 × 1024, recompute
+	# none): seconds, so a slow training path shows before the 8B step.
+	name=mfu-small
+	if [ $have = 1 ]; then
+		step $name 40 "$GRPO" bench --device cuda --shape qwen3-0.6b --batch 1 --prefill 16 --decode 0 --train-seqs 4 --train-len 1024 --recompute none --repeat 2 --no-matmul --json
+		local stps stf satt
+		stps=$(value "$WORK/$name.out" 'lora train 4x1024 r16( recompute [^"]*)?') stf=$(value "$WORK/$name.out" 'lora train 4x1024 TFLOP/s at 4N')
+		satt=$(value "$WORK/$name.out" 'lora train 4x1024 MFU of bf16 peak')
+		if [ "$RC" = 0 ] && [ -n "$stps" ] && [ -n "$stf" ]; then
+			record $name PASS "$SECS" "4N MFU $(calc '%.1f' "100 * $stf / $peakTF") % of $peakTF TFLOP/s$(measured "$stf" "$gemm" TFLOP/s): $(calc '%.1f' "$stf") TFLOP/s, $(calc '%.0f' "$stps") tok/s; with attention $(calc '%.1f' "${satt:-0}") %; no bar (Qwen3-0.6B, 4 × 1024)"
+		else record $name FAIL "$SECS" "$(failure $name 'lora train 4x1024 r16…')"; fi
+	else nobin $name; fi
+
 	# --- issue 18: the LoRA train step of Qwen3-8B over 4 × 4096 tokens at
 	# the recompute setting the trainer would choose on this GPU (grpo
 	# estimate with recompute = "auto" on a 4096-token, 16384-token
@@ -310,43 +377,6 @@ TOML
 			record $name "$(verdict "$mfu >= 45")" $((esecs + SECS)) "4N MFU $mfu % of $peakTF TFLOP/s$(measured "$tf" "$gemm" TFLOP/s): $tf TFLOP/s, $(calc '%.0f' "$tps") tok/s, recompute $rc ($why); with attention $(calc '%.1f' "${att:-0}") %; bar: ≥ 45 %"
 		else record $name FAIL $((esecs + SECS)) "$(failure $name 'lora train 4x4096 r16…'); recompute $rc ($why)"; fi
 	else nobin $name; fi
-
-	# --- issue 18: one whole GRPO step at the 8B shape, grpo (bench
-	# --grpo-step: 4 prompts × 8 rollouts × 64 sampled tokens after 32-token
-	# prompts, LoRA r16 on all seven projections, DAPO loss, AdamW) against
-	# scripts/grpo_step_torch.py --impl peft doing the same in PyTorch +
-	# PEFT (transformers' Qwen3, bf16, sdpa), each the best of 2 steps after
-	# a warm-up. The bar: grpo's step takes less time.
-	local gs="" ts="" why18=""
-	name=bar18-step-grpo
-	if [ $have = 1 ]; then
-		step $name 60 "$GRPO" bench --device cuda --shape qwen3-8b --grpo-step --repeat 2 --json
-		gs=$(jnum "$WORK/$name.out" step_s)
-		if [ "$RC" = 0 ] && [ -n "$gs" ]; then
-			record $name PASS "$SECS" "step $gs s: generate $(jnum "$WORK/$name.out" generate_s) s, train $(jnum "$WORK/$name.out" train_s) s; $(jnum "$WORK/$name.out" gen_tokens) tokens sampled, prefix sharing on (the trainer's default)"
-		else
-			gs="" why18="the grpo step failed"
-			record $name FAIL "$SECS" "$(failure $name step_s)"
-		fi
-	else
-		nobin $name
-		why18="the grpo step did not run"
-	fi
-	name=bar18-step-torch
-	if [ $gpu = 1 ]; then
-		step $name 90 python3 scripts/grpo_step_torch.py --impl peft --device cuda --dtype bf16 --preset qwen3-8b --repeats 2
-		ts=$(jnum "$WORK/$name.out" step_s)
-		if [ "$RC" = 0 ] && [ -n "$ts" ]; then
-			record $name PASS "$SECS" "step $ts s: generate $(jnum "$WORK/$name.out" generate_s) s, train $(jnum "$WORK/$name.out" train_s) s; $(grep -oE '"(torch|transformers|peft)": ?"[^"]*"' "$WORK/$name.out" | tr -d '"' | paste -sd ' ' -), bf16, sdpa, no gradient checkpointing, built in $(jnum "$WORK/$name.out" build_s) s after its tiny-shape check against the reference"
-		else
-			ts=""
-			record $name FAIL "$SECS" "$(failure $name step_s)"
-		fi
-	else record $name FAIL 0 "not run: no GPU (nvidia-smi)"; fi
-	[ -z "$ts" ] && why18="${why18:+$why18; }the PyTorch + PEFT step did not give a time"
-	if [ -n "$gs" ] && [ -n "$ts" ]; then
-		record bar18-step "$(verdict "$gs < $ts")" 0 "grpo $gs s against PyTorch + PEFT $ts s per GRPO step at the Qwen3-8B shape: $(calc '%.2f' "$gs / $ts")× PyTorch's time; bar: grpo < PyTorch"
-	else record bar18-step FAIL 0 "not decided: $why18"; fi
 }
 
 # value FILE NAME: the value of the first figure of a grpo bench --json

@@ -14,13 +14,15 @@ import (
 // gpuCheckSteps are the steps scripts/gpu-check.sh run reports, in order.
 var gpuCheckSteps = []string{"smoke", "environment", "conformance-forward", "conformance-train", "conformance-sample",
 	"full-model", "bench-b1", "bench-b64", "bench-b256", "torch-ref",
-	"sanitizer-memcheck", "sanitizer-racecheck", "train"}
+	"sanitizer-memcheck", "sanitizer-racecheck", "ncu-attention", "train"}
 
 // gpuBarSteps are the steps scripts/gpu-check.sh run bars reports, in
-// order: the smoke step (as in run), the measured ceilings, then one line per open bar (issue 13's
-// decode roofline share, issue 18's 8B train MFU and whole GRPO step).
-var gpuBarSteps = []string{"smoke", "environment", "ceilings", "bar13-decode", "bar18-mfu",
-	"bar18-step-grpo", "bar18-step-torch", "bar18-step"}
+// order: the smoke step (as in run), the measured ceilings, then one line
+// per open bar (issue 13's decode roofline share, issue 18's whole GRPO
+// step against PyTorch), the train MFU at a small shape, then issue 18's
+// 8B train MFU.
+var gpuBarSteps = []string{"smoke", "environment", "ceilings", "bar13-decode",
+	"bar18-step-grpo", "bar18-step-torch", "bar18-step", "mfu-small", "bar18-mfu"}
 
 // TestGPUCheckWithoutGPU runs scripts/gpu-check.sh run and run bars on
 // this machine, which has no GPU: every step must be reported failed with
@@ -147,6 +149,7 @@ esac`,
 estimate*) printf '{\n  "recompute": "selective+layer:9",\n  "recompute_reason": "auto"\n}\n' ;;
 *--grpo-step*) echo '{"engine":"grpo","gen_tokens":2048,"generate_s":1.1,"train_s":0.4,"step_s":1.5}' ;;
 *"--batch 128"*) echo '{"results":[{"name":"prefill 128x512","value":90000,"unit":"tok/s"},{"name":"decode batch 128","value":9000,"unit":"tok/s"},{"name":"decode batch 128 HBM","value":3075,"unit":"GB/s"},{"name":"decode batch 128 of HBM peak","value":64.0625,"unit":"%"}]}' ;;
+*"--train-len 1024 --recompute none "*) echo '{"results":[{"name":"lora train 4x1024 r16 recompute none","value":50000,"unit":"tok/s"},{"name":"lora train 4x1024 MFU of bf16 peak","value":20,"unit":"%"},{"name":"lora train 4x1024 TFLOP/s at 4N","value":150,"unit":"TFLOP/s"}]}' ;;
 *"--train-len 4096 --recompute selective+layer:9 "*) echo '{"results":[{"name":"lora train 4x4096 r16 recompute selective+layer:9","value":12000,"unit":"tok/s"},{"name":"lora train 4x4096 MFU of bf16 peak","value":44,"unit":"%"},{"name":"lora train 4x4096 TFLOP/s at 4N","value":363.27,"unit":"TFLOP/s"}]}' ;;
 *) echo "fake grpo: unexpected arguments $*" >&2; exit 3 ;;
 esac`,
@@ -205,11 +208,13 @@ func TestGPUCheckBarsVerdicts(t *testing.T) {
 		{"ceilings", "PASS", "4.30 TB/s D2D copy, read + write (datasheet 4.8); 780 TFLOP/s bf16 GEMM 8192³ (datasheet 989)"},
 		// 64.0625 % of 4.8 TB/s; 3.075 / 4.3 = 71.5 %.
 		{"bar13-decode", "PASS", "64.1 % of 4.8 TB/s (71.5 % of measured 4.3 TB/s): 3075 GB/s of weight + KV reads, 9000 tok/s; bar: ≥ 60 %"},
-		// 4 × 8,190,735,360 × 12,000 = 393.2 TFLOP/s: 39.8 % of 989, 50.4 % of 780.
-		{"bar18-mfu", "FAIL", "4N MFU 36.7 % of 989 TFLOP/s (46.6 % of measured 780 TFLOP/s): 363.3 TFLOP/s, 12000 tok/s, recompute selective+layer:9 (grpo estimate's choice here); with attention 44.0 %; bar: ≥ 45 %"},
 		{"bar18-step-grpo", "PASS", "step 1.5 s: generate 1.1 s, train 0.4 s; 2048 tokens sampled"},
 		{"bar18-step-torch", "PASS", "step 3.0 s: generate 2.5 s, train 0.5 s; torch: 2.11.0 transformers: 5.17.0 peft: 0.18.0"},
 		{"bar18-step", "PASS", "grpo 1.5 s against PyTorch + PEFT 3.0 s per GRPO step at the Qwen3-8B shape: 0.50× PyTorch's time; bar: grpo < PyTorch"},
+		// 150 / 989 = 15.2 %, 150 / 780 = 19.2 %.
+		{"mfu-small", "PASS", "4N MFU 15.2 % of 989 TFLOP/s (19.2 % of measured 780 TFLOP/s): 150.0 TFLOP/s, 50000 tok/s; with attention 20.0 %; no bar"},
+		// 4 × 8,190,735,360 × 12,000 = 393.2 TFLOP/s: 39.8 % of 989, 50.4 % of 780.
+		{"bar18-mfu", "FAIL", "4N MFU 36.7 % of 989 TFLOP/s (46.6 % of measured 780 TFLOP/s): 363.3 TFLOP/s, 12000 tok/s, recompute selective+layer:9 (grpo estimate's choice here); with attention 44.0 %; bar: ≥ 45 %"},
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(res)), "\n") {
