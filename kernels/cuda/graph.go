@@ -87,9 +87,14 @@ func (b *Backend) EndCapture() (kernels.Graph, error) {
 	g, err := b.dev.EndCapture()
 	if qerr := b.err; qerr != nil {
 		b.err = nil
-		if err == nil {
+		switch {
+		case err == nil:
 			err = qerr
 			b.fail(b.dev.DestroyGraph(g))
+		case qerr.Error() != err.Error():
+			// The op that failed first is the root cause; the device's
+			// refusal to end the capture follows from it. Keep both.
+			err = fmt.Errorf("%w; then %w", qerr, err)
 		}
 	}
 	if err != nil {

@@ -132,3 +132,25 @@ func TestCaptureRefusesHostWork(t *testing.T) {
 		t.Fatalf("Sync after the spoiled capture: %v", err)
 	}
 }
+
+// TestCaptureKeepsRootCause: when an op fails inside a capture (an Alloc,
+// refused by the backend) and the device then refuses to end it (an
+// upload spoiled it), EndCapture's error names the first failure as well
+// as the device's, not the device's alone.
+func TestCaptureKeepsRootCause(t *testing.T) {
+	b := New()
+	defer b.Close()
+	x := b.Alloc(kernels.F32, 8)
+	if err := b.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	b.Alloc(kernels.F32, 4)
+	b.Upload(x, make([]float32, 8))
+	_, err := b.EndCapture()
+	if err == nil || !strings.Contains(err.Error(), "while capturing a graph: allocate every buffer") || !strings.Contains(err.Error(), "during stream capture") {
+		t.Fatalf("EndCapture: %v; want the Alloc (the root cause) and the device's refusal both named", err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatalf("Sync after the spoiled capture: %v", err)
+	}
+}
