@@ -177,7 +177,12 @@ func (p *Producer) Next(ctx context.Context, policy int) (*Batch, error) {
 			p.done = append(p.done[:0], p.done[p.o.Groups:]...)
 			p.dropped = 0
 			p.waiting = false
-			p.dispatch() // the window moved on by a batch
+			// The window moved on by a batch: fill it while the caller
+			// trains.
+			if err := p.topUp(); err != nil {
+				return nil, err
+			}
+			p.dispatch()
 			return b, nil
 		}
 		if p.err != nil {

@@ -171,6 +171,9 @@ func (s *ServerEngine) SetPolicy(ctx context.Context, step int, a *lora.Adapter)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr // interrupted: the run checkpoints, the server is not at fault
+		}
 		if errors.As(err, &ee) && ee.Status == 0 {
 			// No reply at all: the server is down or unreachable, which
 			// its LoRA settings cannot explain.
