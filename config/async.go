@@ -39,7 +39,7 @@ func (c *Config) asyncWarning() []warning {
 	where := fmt.Sprintf("%s:%d", c.src.Name, pos.Line)
 	doctor := keyInfos["max_async_level"].deprecated
 	if k > 0 && c.Inference.On() {
-		return []warning{{pos.Line, pos.Column, fmt.Sprintf("%s: deprecated (prime lab doctor: %s); used here: rollouts are generated on the [inference] server while the trainer trains, from a policy at most %d steps old", where, doctor, k)}}
+		return []warning{{pos.Line, pos.Column, fmt.Sprintf("%s: deprecated (prime lab doctor: %s); used here: rollouts are generated on the [inference] server while the trainer trains, each by a policy at most max_async_level = %d optimiser step(s) behind the trainer's", where, doctor, k)}}
 	}
 	return []warning{{pos.Line, pos.Column, fmt.Sprintf("%s: deprecated (prime lab doctor: %s); accepted and ignored locally because only a run with [inference] generates rollouts ahead of the trainer; in this process each step samples with the current policy", where, doctor)}}
 }

@@ -18,7 +18,7 @@ func TestMaxAsyncLevel(t *testing.T) {
 	}{
 		{minimalConfig, 0, ""},
 		{"max_async_level = 2\n" + minimalConfig, 0, "r.toml:1: deprecated (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.); accepted and ignored locally because only a run with [inference]"},
-		{"max_async_level = 2\n" + minimalConfig + server, 2, "r.toml:1: deprecated (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.); used here: rollouts are generated on the [inference] server while the trainer trains, from a policy at most 2 steps old"},
+		{"max_async_level = 2\n" + minimalConfig + server, 2, "r.toml:1: deprecated (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.); used here: rollouts are generated on the [inference] server while the trainer trains, each by a policy at most max_async_level = 2 optimiser step(s) behind the trainer's"},
 		{"max_async_level = 0\n" + minimalConfig + server, 0, "accepted and ignored locally"},
 	} {
 		c, err := Parse([]byte(tc.text), "r.toml")
