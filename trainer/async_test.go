@@ -89,9 +89,9 @@ func newScriptedServer(t *testing.T) *scriptedServer {
 
 // inferenceRun writes the resume fixture with [inference] on s and the
 // extra top-level lines, and returns its config's path.
-func inferenceRun(t *testing.T, s *scriptedServer, steps int, extra string) string {
+func inferenceRun(t *testing.T, s *scriptedServer, steps, ckInterval int, extra string) string {
 	dir := t.TempDir()
-	path := writeRunFixture(t, dir, steps, 0)
+	path := writeRunFixture(t, dir, steps, ckInterval)
 	text, _ := os.ReadFile(path)
 	text = append([]byte(extra+"\n"), text...)
 	text = fmt.Appendf(text, "\n[inference]\nurl = %q\nmodel = \"tiny\"\ntimeout = 30\n", s.URL+"/v1")
@@ -122,7 +122,7 @@ func TestAsyncLevelZeroIsSynchronous(t *testing.T) {
 	runs := map[string][]map[string]any{}
 	adapters := map[string]string{}
 	for _, extra := range []string{"", "max_async_level = 0", "max_async_level = 1"} {
-		res, err := runConfig(t, inferenceRun(t, s, 3, extra), WithOutput(filepath.Join(t.TempDir(), "run")))
+		res, err := runConfig(t, inferenceRun(t, s, 3, 0, extra), WithOutput(filepath.Join(t.TempDir(), "run")))
 		if err != nil {
 			t.Fatalf("%q: %v", extra, err)
 		}
@@ -178,7 +178,7 @@ func TestAsyncLevelOne(t *testing.T) {
 	}
 	t.Cleanup(func() { close(release) }) // before the server closes
 	const steps = 6
-	res, err := runConfig(t, inferenceRun(t, s, steps, "max_async_level = 1"), WithOutput(filepath.Join(t.TempDir(), "run")),
+	res, err := runConfig(t, inferenceRun(t, s, steps, 0, "max_async_level = 1"), WithOutput(filepath.Join(t.TempDir(), "run")),
 		WithStepCallback(func(StepResult) { time.Sleep(150 * time.Millisecond) }))
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestAsyncLevelOne(t *testing.T) {
 // logged once each, at most one step old).
 func TestAsyncInterruptAndResume(t *testing.T) {
 	s := newScriptedServer(t)
-	path := inferenceRun(t, s, 6, "max_async_level = 1")
+	path := inferenceRun(t, s, 6, 0, "max_async_level = 1")
 	text, _ := os.ReadFile(path)
 	cfg, err := config.Parse(text, path)
 	if err != nil {
@@ -253,4 +253,46 @@ func TestAsyncInterruptAndResume(t *testing.T) {
 		}
 	}
 	noProducerLeft(t)
+}
+
+// TestAsyncKillAndResume: killed with SIGKILL and resumed, a run on an
+// [inference] server at max_async_level = 0 ends with the metrics and
+// adapter of the run never killed, bit for bit; at max_async_level = 1 it
+// loses only what was in flight: it resumes to the end, each step logged
+// once and at most one policy step old.
+func TestAsyncKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three times")
+	}
+	s := newScriptedServer(t)
+	const steps = 8
+	cfg := inferenceRun(t, s, steps, 2, "max_async_level = 0")
+	ref := filepath.Join(t.TempDir(), "uninterrupted")
+	if _, err := runConfig(t, cfg, WithOutput(ref)); err != nil {
+		t.Fatal(err)
+	}
+	killed := filepath.Join(t.TempDir(), "killed")
+	killAndResume(t, cfg, killed, steps, 5)
+	want, got := deterministicMetrics(t, ref), deterministicMetrics(t, killed)
+	if len(want) != steps || !reflect.DeepEqual(got, want) {
+		t.Errorf("max_async_level = 0: resumed run logged\n%v\nthe uninterrupted one\n%v", got, want)
+	}
+	a, _ := os.ReadFile(filepath.Join(ref, "adapter", "adapter_model.safetensors"))
+	b, _ := os.ReadFile(filepath.Join(killed, "adapter", "adapter_model.safetensors"))
+	if len(a) == 0 || string(a) != string(b) {
+		t.Error("max_async_level = 0: the resumed run trained another adapter")
+	}
+
+	cfg = inferenceRun(t, s, steps, 2, "max_async_level = 1")
+	killed = filepath.Join(t.TempDir(), "killed-async")
+	killAndResume(t, cfg, killed, steps, 5)
+	rows := deterministicMetrics(t, killed)
+	if len(rows) != steps {
+		t.Fatalf("max_async_level = 1: %d steps logged after the resume", len(rows))
+	}
+	for i, row := range rows {
+		if row["step"] != float64(i+1) || row["off_policy/age_max"].(float64) > 1 {
+			t.Errorf("max_async_level = 1: row %d after the resume: %v", i+1, row)
+		}
+	}
 }
