@@ -77,7 +77,9 @@ func TestProducerStalenessBound(t *testing.T) {
 	defer p.Stop()
 	ctx := context.Background()
 	dropped, aged := 0, false
-	for v := range 6 {
+	// Eight steps: the held group is cancelled at policy 2 and counted by
+	// whichever later Next follows its end, however loaded the machine.
+	for v := range 8 {
 		if err := eng.SetPolicy(ctx, v, a); err != nil {
 			t.Fatal(err)
 		}
@@ -111,11 +113,11 @@ func TestProducerStalenessBound(t *testing.T) {
 	if dropped < 2 || dropped%2 != 0 {
 		t.Errorf("%d rollouts dropped; want the held group's 2 at least, in whole groups", dropped)
 	}
-	t.Logf("%d rollouts dropped over 6 steps", dropped)
+	t.Logf("%d rollouts dropped over 8 steps", dropped)
 	if !aged {
 		t.Error("no batch had a rollout of an older policy: the producer did not run ahead")
 	}
-	if draws[0] != 1 || len(draws) < 6 {
+	if draws[0] != 1 || len(draws) < 8 {
 		t.Errorf("batches drawn: %v", draws)
 	}
 	p.Stop()
