@@ -67,7 +67,7 @@ func (c *Config) resolveLab(l *problems) {
 			e.Name = e.ID
 		}
 	}
-	warns := append(c.resolveLabFilters(l), c.resolveBuffer(l)...)
+	warns := append(append(c.resolveLabFilters(l), c.resolveBuffer(l)...), c.asyncWarning()...)
 	c.Warnings = c.ignoredKeys(warns)
 }
 

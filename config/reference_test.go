@@ -77,7 +77,7 @@ func TestConfigDocDefaults(t *testing.T) {
 		"| `loss_type` | string | `\"dapo\"` |",
 		"| `weight` | number | 1 |",
 		"| `device` | string | `\"cpu\"` |",
-		"| `max_async_level` | integer | unset | **Deprecated** (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.) **Ignored locally:** ",
+		"| `max_async_level` | integer | unset (0) | **Deprecated** (prime lab doctor: `max_async_level` is outdated; remove it from Lab configs.) How many optimiser steps",
 		"| `max_inflight_rollouts` | integer | unset | **Ignored locally:** ",
 		"### `[[env]]`",
 		"### `[eval.sampling]`",

@@ -60,6 +60,7 @@ func (c *Config) check(l *problems) {
 	}
 	c.checkSampling(l)
 	c.checkInference(l)
+	c.checkAsync(l)
 	c.checkEnvs(l)
 	c.checkEval(l)
 	if c.Wandb.On() && c.Wandb.Project == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/grpo-dev/grpo/endpoints"
@@ -89,11 +90,19 @@ type ServerOptions struct {
 // server's prefix cache from serving keys computed under an older
 // adapter; the previous step's adapter is then unloaded and its
 // directory removed. Requests name the adapter as their model.
+//
+// A Producer plays on the engine from other goroutines while the trainer
+// calls SetPolicy: each of its groups pins the adapter it started with,
+// which stays loaded, after a newer one replaced it, until the last
+// group playing it unpins it.
 type ServerEngine struct {
-	c       *endpoints.Client
-	o       ServerOptions
+	c *endpoints.Client
+	o ServerOptions
+
+	mu      sync.Mutex
 	current string // the loaded adapter's name; "" before the first SetPolicy
 	step    int
+	pins    map[string]int // groups in flight per adapter (Producer)
 }
 
 // NewServerEngine checks that every replica of c is up and serves the
@@ -113,7 +122,7 @@ func NewServerEngine(ctx context.Context, c *endpoints.Client, o ServerOptions) 
 	if err := c.CheckServes(cctx, o.Model); err != nil {
 		return nil, err
 	}
-	return &ServerEngine{c: c, o: o, step: -1}, nil
+	return &ServerEngine{c: c, o: o, step: -1, pins: map[string]int{}}, nil
 }
 
 // Client is the engine's endpoint client.
@@ -122,6 +131,12 @@ func (s *ServerEngine) Client() *endpoints.Client { return s.c }
 // Adapter is the name requests use as their model: the loaded step's
 // adapter, or the base model's name before any.
 func (s *ServerEngine) Adapter() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.adapterLocked()
+}
+
+func (s *ServerEngine) adapterLocked() string {
 	if s.current != "" {
 		return s.current
 	}
@@ -131,7 +146,10 @@ func (s *ServerEngine) Adapter() string {
 // SetPolicy saves a as step's adapter and has the server serve it (see
 // ServerEngine).
 func (s *ServerEngine) SetPolicy(ctx context.Context, step int, a *lora.Adapter) error {
-	if step == s.step && s.current != "" {
+	s.mu.Lock()
+	same := step == s.step && s.current != ""
+	s.mu.Unlock()
+	if same {
 		return nil
 	}
 	name := fmt.Sprintf("step-%d", step)
@@ -144,7 +162,7 @@ func (s *ServerEngine) SetPolicy(ctx context.Context, step int, a *lora.Adapter)
 	}
 	err = s.c.LoadLoRA(ctx, name, dir)
 	var ee *endpoints.Error
-	if errors.As(err, &ee) && ee.Status == 400 && name != s.current {
+	if errors.As(err, &ee) && ee.Status == 400 && name != s.Adapter() {
 		// A server that outlived an earlier run may hold this name
 		// already (vLLM and grpo serve refuse to load it twice).
 		if s.c.UnloadLoRA(ctx, name) == nil {
@@ -153,6 +171,9 @@ func (s *ServerEngine) SetPolicy(ctx context.Context, step int, a *lora.Adapter)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr // interrupted: the run checkpoints, the server is not at fault
+		}
 		if errors.As(err, &ee) && ee.Status == 0 {
 			// No reply at all: the server is down or unreachable, which
 			// its LoRA settings cannot explain.
@@ -160,10 +181,40 @@ func (s *ServerEngine) SetPolicy(ctx context.Context, step int, a *lora.Adapter)
 		}
 		return fmt.Errorf("loading adapter %s on the inference server: %w; the server must load LoRA adapters at run time and read %s (vLLM: --enable-lora, --max-lora-rank at least the adapter's rank, and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; grpo serve always can)", name, err, dir)
 	}
+	s.mu.Lock()
 	old := s.current
 	s.current, s.step = name, step
-	if old != "" && old != name {
+	pinned := s.pins[old] > 0
+	s.mu.Unlock()
+	if old != "" && old != name && !pinned {
 		return s.drop(ctx, old)
+	}
+	return nil
+}
+
+// pin is the adapter a group of the Producer starts with, and its policy
+// step; it stays loaded until unpin.
+func (s *ServerEngine) pin() (name string, step int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name = s.adapterLocked()
+	s.pins[name]++
+	return name, max(s.step, 0)
+}
+
+// unpin lets go of a group's adapter, and unloads it when no group plays
+// it any more and SetPolicy has replaced it.
+func (s *ServerEngine) unpin(ctx context.Context, name string) error {
+	s.mu.Lock()
+	s.pins[name]--
+	idle := s.pins[name] == 0
+	if idle {
+		delete(s.pins, name)
+	}
+	retired := idle && name != s.current && name != s.o.Model && name != ""
+	s.mu.Unlock()
+	if retired {
+		return s.drop(ctx, name)
 	}
 	return nil
 }
@@ -180,16 +231,27 @@ func (s *ServerEngine) drop(ctx context.Context, name string) error {
 
 // Close unloads the current adapter and removes its directory.
 func (s *ServerEngine) Close(ctx context.Context) error {
-	if s.current == "" {
-		return nil
-	}
+	s.mu.Lock()
 	name := s.current
 	s.current, s.step = "", -1
+	s.mu.Unlock()
+	if name == "" {
+		return nil
+	}
 	return s.drop(ctx, name)
 }
 
 // Play plays and scores the episodes, as Local does, on the server.
 func (s *ServerEngine) Play(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
+	s.mu.Lock()
+	model, step := s.adapterLocked(), max(s.step, 0)
+	s.mu.Unlock()
+	return s.playAs(ctx, model, step, e, exs, perExample, p, seed, opts)
+}
+
+// playAs is Play with the requests naming model (an adapter, or the base
+// model), policy step's, which the trajectories record.
+func (s *ServerEngine) playAs(ctx context.Context, model string, step int, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts Options) ([]Trajectory, error) {
 	switch {
 	case e == nil:
 		return nil, errors.New("rollouts: an environment is required")
@@ -212,6 +274,10 @@ func (s *ServerEngine) Play(ctx context.Context, e env.Environment, exs []env.Ex
 		}
 	}
 	maxLen := CacheLenReplies(s.o.Config, longest, p.MaxTokens, sizingTurns(e, opts.MaxTurns), ReplyTokens(e))
-	run := &serverRunner{c: s.c, model: s.Adapter(), maxLen: max(2, maxLen), vocab: s.o.Config.VocabSize}
-	return play(ctx, run, s.o.Tok, e, exs, prompts, perExample, p, seed, opts, st)
+	run := &serverRunner{c: s.c, model: model, maxLen: max(2, maxLen), vocab: s.o.Config.VocabSize}
+	trajs, err := play(ctx, run, s.o.Tok, e, exs, prompts, perExample, p, seed, opts, st)
+	for i := range trajs {
+		trajs[i].Policy = step
+	}
+	return trajs, err
 }

@@ -30,6 +30,11 @@ type Trajectory struct {
 	// assistant turn's decoded text (without its stop token) and the
 	// environment's replies, in order.
 	Messages []chat.Message
+	// Policy is the policy step whose adapter generated the episode (the
+	// optimiser steps behind it; 0: the initial adapter). A Producer's
+	// rollouts may be older than the trainer's policy. ServerEngine sets
+	// it; in process it is 0, the caller knowing the policy it plays.
+	Policy int
 	// Turns counts the model's turns.
 	Turns int
 	// Truncated is true when a length limit ended the episode: the last

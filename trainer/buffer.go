@@ -18,6 +18,8 @@ type played struct {
 	envOf  []int
 	train  []bool
 	refill int // groups played to replace dropped ones
+	// metrics are the producer's off-policy figures (playAsync).
+	metrics map[string]float64
 }
 
 // playStep draws and plays one step's groups: batch_size /
@@ -28,6 +30,9 @@ type played struct {
 // Examples in a difficulty pool are not drawn. Without [buffer] this is
 // one round, as it always was.
 func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*played, error) {
+	if r.producer != nil {
+		return r.playAsync(ctx)
+	}
 	R := r.cfg.RolloutsPerExample
 	want := r.cfg.BatchSize / R
 	limit := r.cfg.Buffer.PlayLimit(want, r.cfg.OversamplingFactor)

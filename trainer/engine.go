@@ -40,7 +40,7 @@ func (r *run) openEngine(ctx context.Context) error {
 		eng = rollout.LocalEngine{Model: r.policy, Tok: r.tok}
 	}
 	r.engine = eng
-	return nil
+	return r.openProducer()
 }
 
 // releaser is an engine that can free what it keeps between Plays
@@ -75,6 +75,9 @@ func (r *run) usePolicy(ctx context.Context) error {
 // closeEngine lets go of what the engine holds on a server, even when
 // the run was cancelled.
 func (r *run) closeEngine() {
+	if r.producer != nil {
+		r.producer.Stop() // before the adapters its groups pin are unloaded
+	}
 	if r.engine == nil {
 		return
 	}

@@ -128,36 +128,9 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 		t.Fatalf("uninterrupted run logged %d steps, want %d", len(want), steps)
 	}
 
-	killed := filepath.Join(dir, "killed")
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "GRPO_TEST_TRAIN_CHILD="+cfg, "GRPO_TEST_TRAIN_OUT="+killed)
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill it once it is past the step-4 checkpoint and into step 7.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		rows, _ := rundir.ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
-		if len(rows) >= 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("the child run did not reach step 6 in 60 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
-	rows, _ := rundir.ReadJSONL(filepath.Join(killed, "metrics.jsonl"))
-	if len(rows) >= steps {
-		t.Fatalf("the child finished (%d steps) before it was killed; the test proves nothing", len(rows))
-	}
-	t.Logf("killed after %d logged steps", len(rows))
-
-	if _, err := runConfig(t, cfg, WithResume(killed)); err != nil {
-		t.Fatal(err)
-	}
+	killed := filepath.Join(dir, "killed")
+	killAndResume(t, cfg, killed, steps, 6)
 	got := deterministicMetrics(t, killed)
 	if len(got) != steps {
 		t.Fatalf("resumed run logged %d steps, want %d", len(got), steps)
@@ -172,6 +145,40 @@ func TestKillAndResumeIsBitExact(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(killed, "adapter", "adapter_model.safetensors"))
 	if len(a) == 0 || string(a) != string(b) {
 		t.Error("final adapters differ between the resumed and the uninterrupted run")
+	}
+}
+
+// killAndResume runs cfg in a child process, kills it with SIGKILL once
+// it has logged killAfter steps (before the last of steps), and resumes
+// it in out to the end.
+func killAndResume(t *testing.T, cfg, out string, steps, killAfter int) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "GRPO_TEST_TRAIN_CHILD="+cfg, "GRPO_TEST_TRAIN_OUT="+out)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rows, _ := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl"))
+		if len(rows) >= killAfter {
+			break
+		}
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatalf("the child run did not reach step %d in 60 s", killAfter)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	rows, _ := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl"))
+	if len(rows) >= steps {
+		t.Fatalf("the child finished (%d steps) before it was killed; the test proves nothing", len(rows))
+	}
+	t.Logf("killed after %d logged steps", len(rows))
+	if _, err := runConfig(t, cfg, WithResume(out)); err != nil {
+		t.Fatal(err)
 	}
 }
 

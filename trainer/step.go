@@ -92,6 +92,7 @@ func (r *run) trainStep(ctx context.Context) error {
 	r.maxPerStep = max(r.maxPerStep, drew)
 
 	m := r.stepMetrics(trajs, envOf, rewards, upd)
+	maps.Copy(m, pl.metrics)
 	if r.pools != nil {
 		maps.Copy(m, r.pools.Metrics())
 		m["filter/refill_groups"] = float64(pl.refill)
@@ -153,53 +154,17 @@ func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []flo
 		// whose recomputed top-k differs from the sampled routing.
 		m["routing/mismatch"], m["routing/replayed_tokens"] = ls.RoutingMismatch, float64(ls.RoutingReplayed)
 	}
-	var sum, sq, total, completion, truncated, errs float64
-	truncatedBy := map[string]float64{rollout.TruncatedMaxTokens: 0, rollout.TruncatedContext: 0}
+	maps.Copy(m, rollout.Summarize(trajs))
 	perEnv := make([]float64, len(r.envs))
 	perEnvN := make([]float64, len(r.envs))
-	metricSums := map[string]float64{}
-	for i, t := range trajs {
-		x := float64(rewards[i])
-		sum += x
-		sq += x * x
-		perEnv[envOf[i]] += x
+	for i := range trajs {
+		perEnv[envOf[i]] += float64(rewards[i])
 		perEnvN[envOf[i]]++
-		total += float64(len(t.PromptTokens) + len(t.Tokens))
-		completion += float64(len(t.Tokens))
-		if t.Truncated {
-			truncated++
-			truncatedBy[t.TruncatedBy]++
-		}
-		errs += float64(len(t.Errors))
-		for k, v := range t.Metrics {
-			metricSums["reward/"+k] += v
-		}
-		// Tool counters are the episode's, not the rubric's: tool_calls,
-		// tool_errors, tool_calls/<name>, as means per rollout.
-		for k, v := range t.ToolMetrics {
-			metricSums[k] += v
-		}
 	}
-	n := float64(len(trajs))
-	m["reward"] = sum / n
-	m["reward/std"] = math.Sqrt(math.Max(sq/n-m["reward"]*m["reward"], 0))
 	for k, te := range r.envs {
 		if perEnvN[k] > 0 {
 			m["env/"+te.name+"/reward"] = perEnv[k] / perEnvN[k]
 		}
 	}
-	for k, v := range metricSums {
-		m[k] = v / n
-	}
-	m["tokens/total"] = total
-	m["completion_len/mean"] = completion / n
-	m["truncated_frac"] = truncated / n
-	// Why episodes were truncated: a last turn at max_tokens, or a
-	// conversation that outgrew its KV slot (the context), which ends an
-	// episode early and so must not pass unseen.
-	for why, k := range truncatedBy {
-		m["truncated/"+why] = k / n
-	}
-	m["errors"] = errs
 	return m
 }

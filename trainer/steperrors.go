@@ -7,44 +7,24 @@ import (
 	"github.com/grpo-dev/grpo/rollout"
 )
 
-// stepErrors summarises the failed rollouts of a step: how many of them
-// recorded an error, and the first error, which is usually the cause of
-// the rest (a rubric that fails on one rollout fails on all).
-type stepErrors struct {
-	failed, total int
-	// generating counts the failed rollouts whose model turn could not be
-	// generated (on a server: the server's failure).
-	generating int
-	first      string
-}
+// stepErrors is a step's rollout.Failures, as its step line and the
+// max_error_steps check read them.
+type stepErrors struct{ rollout.Failures }
 
 func countErrors(trajs []rollout.Trajectory) stepErrors {
-	s := stepErrors{total: len(trajs)}
-	for _, t := range trajs {
-		if len(t.Errors) == 0 {
-			continue
-		}
-		s.failed++
-		if t.FailedGenerating {
-			s.generating++
-		}
-		if s.first == "" {
-			s.first = t.Errors[0]
-		}
-	}
-	return s
+	return stepErrors{rollout.CountFailures(trajs)}
 }
 
 // all is true for a step in which every rollout failed.
-func (s stepErrors) all() bool { return s.total > 0 && s.failed == s.total }
+func (s stepErrors) all() bool { return s.Total > 0 && s.Failed == s.Total }
 
 // suffix is what the step line adds when rollouts failed, so a broken
 // rubric shows on the screen and not only as "errors" in metrics.jsonl.
 func (s stepErrors) suffix() string {
-	if s.failed == 0 {
+	if s.Failed == 0 {
 		return ""
 	}
-	return fmt.Sprintf("  errors %d/%d rollouts (first: %s)", s.failed, s.total, oneLine(s.first, 200))
+	return fmt.Sprintf("  errors %d/%d rollouts (first: %s)", s.Failed, s.Total, oneLine(s.First, 200))
 }
 
 // oneLine keeps an error message to one line of at most n runes.
@@ -66,12 +46,12 @@ func (r *run) checkErrorSteps(step int, s stepErrors) error {
 	if limit <= 0 || r.health.ErrorSteps < limit {
 		return nil
 	}
-	if in := r.cfg.Inference; in.On() && s.generating == s.failed {
+	if in := r.cfg.Inference; in.On() && s.Generating == s.Failed {
 		// The server refused or failed every request: the environment
 		// is not at fault, and the server is the one to look at.
 		return fmt.Errorf("step %d: every rollout of the last %d steps failed generating on the inference server ([inference] %s; first: %s); check the server's log and limits, or raise max_error_steps (0 never stops)",
-			step, r.health.ErrorSteps, serverName(in), oneLine(s.first, 300))
+			step, r.health.ErrorSteps, serverName(in), oneLine(s.First, 300))
 	}
 	return fmt.Errorf("step %d: every rollout of the last %d steps failed (first: %s); fix the environment or its rubric ('grpo env score ENV --input FILE' runs the rubric alone), or raise max_error_steps (0 never stops)",
-		step, r.health.ErrorSteps, oneLine(s.first, 300))
+		step, r.health.ErrorSteps, oneLine(s.First, 300))
 }

@@ -139,16 +139,18 @@ type run struct {
 	base    *model.Model
 	policy  *model.Model
 	engine  rollout.PolicyEngine // where rollouts are generated (engine.go)
-	adapter *lora.Adapter
-	opt     *optim.AdamW
-	envs    []trainEnv
-	sched   *curriculum.Schedule
-	splits  [][]env.Example   // each env's train split, which sched indexes
-	pools   *curriculum.Pools // [buffer]'s difficulty pools; nil without
-	health  healthState
-	step    int
-	seed    uint64
-	bar     *progress
+	// producer plays them ahead of the trainer (max_async_level); nil: each step plays its own.
+	producer *rollout.Producer
+	adapter  *lora.Adapter
+	opt      *optim.AdamW
+	envs     []trainEnv
+	sched    *curriculum.Schedule
+	splits   [][]env.Example   // each env's train split, which sched indexes
+	pools    *curriculum.Pools // [buffer]'s difficulty pools; nil without
+	health   healthState
+	step     int
+	seed     uint64
+	bar      *progress
 	// kvBlocks bounds the sampler's KV pool (planKVPool); 0: unbounded.
 	kvBlocks int
 	// keepSampler lets the in-process sampler live through the policy

@@ -245,3 +245,60 @@ func TestTrainInferenceErrors(t *testing.T) {
 		t.Errorf("no runtime LoRA loading: exit %d: %s", code, stderr)
 	}
 }
+
+// TestTrainAsyncOnGrpoServe is issue 29's bar for max_async_level = 1 on
+// `grpo serve` in another process: the producer keeps the server busy
+// while the trainer trains, so every step's rollouts are at most one
+// policy step old (off_policy/age_max ≤ 1) and some are one step old
+// (off_policy/age_mean > 0); the server never gets a request for an
+// adapter it no longer holds (the run would fail), and the run leaves no
+// adapter loaded or in its inference directory.
+func TestTrainAsyncOnGrpoServe(t *testing.T) {
+	cfg := tinyTrainConfig(t, 6, 0, "max_async_level = 1")
+	model := filepath.Join(filepath.Dir(cfg), "model")
+	srv, srvErr := grpoChild("serve", model, "--port", "0", "--slots", "4", "--max-len", "512", "--served-model-name", "tiny")
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Signal(os.Interrupt)
+		srv.Wait()
+	}()
+	url := serverURL(t, stdout, srvErr)
+	text, _ := os.ReadFile(cfg)
+	text = fmt.Appendf(text, "\n[inference]\nurl = %q\nmodel = \"tiny\"\ntimeout = 60\n", url)
+	if err := os.WriteFile(cfg, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := runCLI("train", cfg, "--output", out); code != 0 {
+		t.Fatalf("run on grpo serve: exit %d: %s\nserver: %s", code, stderr, srvErr)
+	}
+	rows := readJSONL(t, filepath.Join(out, "metrics.jsonl"))
+	if len(rows) != 6 {
+		t.Fatalf("%d steps logged", len(rows))
+	}
+	aged := false
+	for i, row := range rows {
+		most, mean := row["off_policy/age_max"].(float64), row["off_policy/age_mean"].(float64)
+		t.Logf("step %d: age_mean %.3f age_max %v dropped %v", i+1, mean, most, row["off_policy/dropped_rollouts"])
+		if most > 1 {
+			t.Errorf("step %d: off_policy/age_max = %v", i+1, most)
+		}
+		aged = aged || mean > 0
+	}
+	if !aged {
+		t.Error("off_policy/age_mean is 0 every step: the producer never ran ahead of the trainer")
+	}
+	time.Sleep(100 * time.Millisecond) // the server logs the last unload after it answers
+	if log := srvErr.String(); !strings.Contains(log, "unloaded adapter step-5") {
+		t.Errorf("the run's last adapter was not unloaded at its end:\n%s", log)
+	}
+	if left, _ := os.ReadDir(filepath.Join(out, "inference")); len(left) != 0 {
+		t.Errorf("adapters left in the run's inference directory: %v", left)
+	}
+}
