@@ -27,6 +27,8 @@ type adapterShape struct {
 	// int32 per token. Not an adapter's, but every trace sizing that
 	// takes the shape needs it, the KL reference's too (it replays).
 	replay bool
+	// m is the shape as model sizes its buffers by.
+	m model.AdapterShape
 }
 
 // replayRows is the recomputed top-k's int32 per token of a sparse layer
@@ -49,7 +51,7 @@ func (s adapterShape) routerRank() int64 {
 // shapeOf sizes an adapter of rank on projs for mc.
 func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapterShape {
 	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
-		routers: routers && mc.SparseLayers() > 0}
+		routers: routers && mc.SparseLayers() > 0, m: model.UniformAdapterShape(mc, rank, projs, routers)}
 	for l := range mc.NumLayers {
 		for _, p := range projs {
 			if !mc.HasProj(l, p) {
@@ -136,7 +138,8 @@ func moeCheckpointBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 
 // noAdapter is the shape of no adapter (the KL reference's forward).
 func noAdapter(mc *model.Config) adapterShape {
-	return adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+	return adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
+		m: model.UniformAdapterShape(mc, 0, nil, false)}
 }
 
 // denseRanks is the Σ rank of layer l's adapted dense projections: the

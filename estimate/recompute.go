@@ -126,50 +126,38 @@ func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int6
 }
 
 // layerFullBytes is every activation layer l of a trace of n tokens keeps
-// without recompute (model/layer.go trainingActs): fullPerLayer per token,
-// a sparse layer's experts' set (moeTraceBytes, with its routing) in place
-// of the dense MLP's gateUp and act.
+// without recompute: the layer's own (model.Config.TrainingActBytes), and
+// a sparse layer's experts' set (moeTraceBytes, with its routing).
 func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	per := fullPerLayer(mc, l, ad.denseRanks(l))
-	if !mc.IsSparse(l) {
-		return n * per * f32Bytes
+	b, _ := mc.TrainingActBytes(l, int(n), ad.m, model.RecomputeNone)
+	if mc.IsSparse(l) {
+		b += moeTraceBytes(mc, n, l, ad)
+		// The shared expert's x·Aᵀ (model/moe_shared.go).
+		for _, p := range []model.Proj{model.ProjSharedGate, model.ProjSharedUp, model.ProjSharedDown, model.ProjSharedScale} {
+			b += n * int64(ad.m.Ranks[l][p]) * f32Bytes
+		}
 	}
-	return n*(per-3*int64(mc.IntermediateSize))*f32Bytes + moeTraceBytes(mc, n, l, ad)
+	return b
 }
 
-// layerRecomputedBytes is what the backward of layer l recomputes under p
-// (model/recompute.go): SwiGLU's output (a dense layer's: a sparse one's
-// experts recompute theirs under every policy, moeBackwardBytes); also
-// attention's output and log-sum-exp; or the layer's whole set, its
-// routing aside (the rerun replays the kept one).
+// layerRecomputedBytes is what the backward of layer l recomputes under p:
+// what p drops (model.Config.TrainingActBytes; a sparse layer's experts
+// recompute theirs under every policy, moeBackwardBytes), or under
+// RecomputeLayer the layer's whole set, its routing aside (the rerun
+// replays the kept one).
 func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
-	_, q, _, inter, _ := dims(mc)
-	var mlp int64
-	if !mc.IsSparse(l) {
-		mlp = inter
+	if p != model.RecomputeLayer {
+		_, dropped := mc.TrainingActBytes(l, int(n), ad.m, p)
+		return dropped
 	}
-	switch p {
-	case model.RecomputeSwiGLU:
-		return n * mlp * f32Bytes
-	case model.RecomputeSelective:
-		attn := q + int64(mc.NumHeads)
-		if mc.Mixer(l) == model.MixGatedDeltaNet {
-			attn = 0 // no attention to rerun
-		} else if mc.Arch().OutputGate {
-			attn += q // attn × sigmoid(gate) too
-		}
-		return n * (mlp + attn) * f32Bytes
-	case model.RecomputeLayer:
-		b := layerFullBytes(mc, ad, n, l)
-		if mc.IsSparse(l) {
-			// The rerun replays the kept routing and recomputes no
-			// top-k of its own.
-			k, _, _ := moeDims(mc)
-			b -= n * (k + ad.replayRows(mc)) * f32Bytes
-		}
-		return b
+	b := layerFullBytes(mc, ad, n, l)
+	if mc.IsSparse(l) {
+		// The rerun replays the kept routing and recomputes no
+		// top-k of its own.
+		k, _, _ := moeDims(mc)
+		b -= n * (k + ad.replayRows(mc)) * f32Bytes
 	}
-	return 0
+	return b
 }
 
 // layerKeptBytes is what the trace keeps of layer l under p: under
@@ -244,35 +232,6 @@ const autoHeadroom = 0.05
 // swigluFLOPs counts SwiGLU's silu(g)·u per element: exp, add, divide and
 // two multiplies.
 const swigluFLOPs = 5
-
-// fullPerLayer is every activation a training trace keeps per token and
-// layer without recompute (model/layer.go trainingActs), f32 elements, lr
-// the LoRA shrinks' Σ ranks: xMid, xOut, h1, h2, the two norms' rstd, q,
-// attn, lse, gateUp, act (k and v go straight to the KV cache). The
-// o_proj/down_proj output is a view of the trace's fused q/k/v GEMM
-// output, unless that is narrower than hidden.
-func fullPerLayer(mc *model.Config, l int, lr int64) int64 {
-	h, q, kv, inter, _ := dims(mc)
-	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
-	n := 4*h + 2 + 3*inter + lr
-	if int64(mc.QKVWidth()) < h {
-		n += h
-	}
-	if mc.Mixer(l) == model.MixGatedDeltaNet {
-		// model/deltanet.go trainingDeltaNetActs: mixed and conv (conv
-		// channels), z, core and normed (value), a, b, g, beta and the
-		// gated norm's rstd (value heads).
-		return n + 2*int64(mc.LinearConvDim()) + 3*int64(mc.LinearValueDim()) + 5*int64(mc.LinearNumValueHeads)
-	}
-	n += 2*q + heads
-	if mc.Arch().QKNorm {
-		n += q + kv + heads + kvHeads
-	}
-	if mc.Arch().OutputGate {
-		n += 2 * q // the gate and attn × sigmoid(gate)
-	}
-	return n
-}
 
 // layerFLOPs are one layer's forward and backward FLOPs per token of a
 // LoRA micro-batch of sequences of seqLen tokens, and the parts the

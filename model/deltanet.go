@@ -79,34 +79,39 @@ type deltaNetActs struct {
 }
 
 // newDeltaNetActs allocates the set of layer l, or with l < 0 the
-// inference set every layer shares.
+// inference set every layer shares (deltaNetActSpecs).
 func (m *Model) newDeltaNetActs(a *arena, l, n int) *deltaNetActs {
-	c := m.Config
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
-	s := &deltaNetActs{mixed: f(n * conv), conv: f(n * conv), z: f(n * vd), core: f(n * vd),
-		a: f(n * hv), b: f(n * hv), g: f(n * hv), beta: f(n * hv)}
+	s := &deltaNetActs{}
+	ad := m.adapterShape()
+	m.Config.deltaNetActSpecs(s, l, n, &ad, false).alloc(a)
 	s.normed = s.core
-	for i, p := range deltaNetProjs {
-		if l >= 0 {
-			s.xa[i] = m.xaFor(a, l, p, n)
-		} else if r := maxRank(m, p); r > 0 {
-			// One x·Aᵀ per adapted projection, of the largest rank any
-			// layer has: the static decode step has no arena for scratch.
-			s.xa[i] = a.alloc(kernels.F32, n*r)
-		}
-	}
 	return s
 }
 
-// trainingDeltaNetActs is newDeltaNetActs for layer l of a training
-// trace: the norm's output and statistics kept apart from its input, and
-// x·Aᵀ of each adapted projection.
-func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
-	c := m.Config
-	s := m.newDeltaNetActs(a, l, n)
-	s.normed, s.rstd = a.alloc(kernels.F32, n*c.LinearValueDim()), a.alloc(kernels.F32, n*c.LinearNumValueHeads)
-	return s
+// deltaNetActSpecs lists a DeltaNet layer's activations for n tokens
+// (Config.DeltaNetActWidth per token) and the x·Aᵀ of each adapted
+// projection: layer l's, or with l < 0 one per projection of the largest
+// rank any layer has (the static decode step has no arena for scratch).
+// A training set (training) keeps the gated norm's output and statistics
+// apart from its input, for the backward.
+func (c *Config) deltaNetActSpecs(s *deltaNetActs, l, n int, ad *AdapterShape, training bool) bufSpecs {
+	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+	var b bufSpecs
+	b.f32(&s.mixed, n*conv)
+	b.f32(&s.conv, n*conv)
+	b.f32(&s.z, n*vd)
+	b.f32(&s.core, n*vd)
+	for _, dst := range []*kernels.Buffer{&s.a, &s.b, &s.g, &s.beta} {
+		b.f32(dst, n*hv)
+	}
+	for i, p := range deltaNetProjs {
+		b.f32(&s.xa[i], n*ad.rank(l, p))
+	}
+	if training {
+		b.f32(&s.normed, n*vd)
+		b.f32(&s.rstd, n*hv)
+	}
+	return b
 }
 
 // deltaNetForward is layer l's token mixer for a DeltaNet layer: from the

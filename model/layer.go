@@ -119,64 +119,81 @@ func (m *Model) sharedTrainingActs(a *arena, n int) *layerActs {
 	return s
 }
 
-// trainingActs allocates a layer's own activations for the backward pass;
-// shared holds the trace's buffers that every layer uses
-// (sharedTrainingActs). The ones that drop recomputes in the backward
-// (SwiGLU's output; attention's output and log-sum-exp) are left nil for
-// the caller (recompute.go).
+// trainingActs allocates a layer's own activations for the backward pass
+// (trainingActSpecs); shared holds the trace's buffers that every layer
+// uses (sharedTrainingActs). The ones that drop recomputes in the
+// backward (SwiGLU's output; attention's output and log-sum-exp) are left
+// nil for the caller (recompute.go).
 func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, drop Recompute) *layerActs {
 	c := m.Config
-	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n),
-		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
-	attention := c.Mixer(l) == MixAttention
-	if attention {
-		s.q = f(n * q)
-	} else {
-		s.linear = m.trainingDeltaNetActs(a, l, n)
-	}
-	if !c.IsSparse(l) {
-		s.gateUp = f(n * 2 * inter)
-	}
+	s := &layerActs{xIn: xIn, fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
+	ad := m.adapterShape()
+	c.trainingActSpecs(s, l, n, &ad, drop).alloc(a)
 	// o lives from a projection to the residual add that follows it (the
 	// next layer's norm for down_proj's), while the shared q/k/v output is
 	// dead (read by AttentionInputs before, rewritten by the next layer's
 	// q/k/v GEMM after), and the backward never reads it: it is a view of
 	// fused when that is wide enough. (A sparse layer's experts write it
 	// from their own scratch, moeScratch.)
-	if c.groupWidth(groupQKV) >= h {
-		s.o = shared.fused.Slice(0, n*h)
+	if s.o == nil {
+		s.o = shared.fused.Slice(0, n*c.HiddenSize)
+	}
+	return s
+}
+
+// trainingActSpecs lists layer l's own training activations for n tokens
+// under the adapter ad, less what drop recomputes (droppedSpecs): the
+// residual stream, both norms' outputs and statistics, the token mixer's
+// (attention's, or a DeltaNet layer's in s.linear), a dense MLP's
+// gate/up output and SwiGLU, and each adapted projection's x·Aᵀ. A sparse
+// layer's experts are newMoEActs'.
+func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs {
+	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
+	var b bufSpecs
+	for _, dst := range []*kernels.Buffer{&s.xMid, &s.xOut, &s.h1, &s.h2} {
+		b.f32(dst, n*h)
+	}
+	b.f32(&s.rstd1, n)
+	b.f32(&s.rstd2, n)
+	attention := c.Mixer(l) == MixAttention
+	if attention {
+		b.f32(&s.q, n*q)
 	} else {
-		s.o = f(n * h)
+		s.linear = &deltaNetActs{}
+		b = append(b, c.deltaNetActSpecs(s.linear, l, n, ad, true)...)
+	}
+	if !c.IsSparse(l) {
+		b.f32(&s.gateUp, n*2*inter)
+	}
+	if c.groupWidth(groupQKV) < h {
+		b.f32(&s.o, n*h) // else a view of the shared q/k/v output (trainingActs)
 	}
 	if attention && drop < RecomputeSelective {
-		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
+		b.f32(&s.attn, n*q)
+		b.f32(&s.lse, n*c.NumHeads)
 		if c.Arch().OutputGate {
-			s.gated = f(n * q)
+			b.f32(&s.gated, n*q)
 		}
 	}
 	if attention && c.Arch().OutputGate {
-		s.gate = f(n * q)
+		b.f32(&s.gate, n*q)
 	}
 	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
-		s.act = f(n * inter)
+		b.f32(&s.act, n*inter)
 	}
 	if attention && c.Arch().QKNorm {
-		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
+		b.f32(&s.qPre, n*q)
+		b.f32(&s.kPre, n*kv)
+		b.f32(&s.rstdQ, n*c.NumHeads)
+		b.f32(&s.rstdK, n*c.NumKVHeads)
 	}
 	for _, p := range []Proj{ProjO, ProjDown} {
-		if lr := m.lora(l, p); lr != nil {
-			s.xa[p] = f(n * lr.Rank)
-		}
+		b.f32(&s.xa[p], n*ad.Ranks[l][p])
 	}
 	for g := range numGroups {
-		if gl := m.groupLoRA(l, g); gl != nil {
-			s.xaG[g] = f(gl.ranks * n)
-		}
+		b.f32(&s.xaG[g], n*ad.groupRanks(l, g))
 	}
-	return s
+	return b
 }
 
 // layerForward applies decoder layer l, writing the layer's keys and

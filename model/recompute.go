@@ -212,18 +212,28 @@ func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, experts kernels.Buff
 }
 
 // allocDropped allocates in a the activations that trainingActs left out
-// under p.
+// under p (droppedSpecs).
 func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) {
-	c := m.Config
+	m.Config.droppedSpecs(s, l, n, p).alloc(a)
+}
+
+// droppedSpecs lists what layer l's trace drops under p for the backward
+// to recompute: a dense layer's SwiGLU output (swiglu and finer), and
+// attention's output, log-sum-exp and gated output (selective).
+func (c *Config) droppedSpecs(s *layerActs, l, n int, p Recompute) bufSpecs {
+	var b bufSpecs
 	if p >= RecomputeSwiGLU && !c.IsSparse(l) {
-		s.act = a.alloc(kernels.F32, n*c.IntermediateSize)
+		b.f32(&s.act, n*c.IntermediateSize)
 	}
 	if p >= RecomputeSelective && c.Mixer(l) == MixAttention {
-		s.attn, s.lse = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim), a.alloc(kernels.F32, n*c.NumHeads)
-		if s.gate != nil {
-			s.gated = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim)
+		q := c.NumHeads * c.HeadDim
+		b.f32(&s.attn, n*q)
+		b.f32(&s.lse, n*c.NumHeads)
+		if c.Arch().OutputGate {
+			b.f32(&s.gated, n*q)
 		}
 	}
+	return b
 }
 
 // kept is what the trace holds of a layer's forward activations under p:
