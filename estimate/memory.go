@@ -598,11 +598,8 @@ func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
 //	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
 //	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
 //	  layer reads in place (model.Config.QKVWidth); and per layer what
-//	  pl keeps (plan.keptBytes: without recompute, model/layer.go trainingActs:
-//	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
-//	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
-//	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
-//	  kv_heads] + rank per adapted proj; a checkpointed layer its output,
+//	  pl keeps (plan.keptBytes: model.Config.TrainingLayerBytes, the
+//	  sizes model's allocators allocate; a checkpointed layer its output,
 //	  h), and its own KV cache: 2kv per layer (one for all the
 //	  checkpointed layers); with groups sharing prompts on a hybrid
 //	  model, each group's prompt states in every DeltaNet layer
@@ -629,10 +626,11 @@ func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
 //	  in a DeltaNet layer the prompt states' gradients (promptStates),
 //	  freed before the next layer
 //	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
-//	  act, its experts' set (moeTraceBytes; when checkpointed its routing
-//	  alone, and the router's logits and offsets with a router adapter:
-//	  moeCheckpointBytes), and its backward's MLP part is moeBackwardBytes;
-//	  the sparse layers share one forward scratch (moeSharedTraceBytes);
+//	  act, its experts' set (model.TrainingLayer.Experts: when
+//	  checkpointed its routing alone, and the router's logits and offsets
+//	  with a router adapter), and its backward's MLP part is
+//	  moeBackwardBytes; the sparse layers share one forward scratch
+//	  (model.Config.MoEScratchBytes);
 //	  under routing replay (loss.routing_replay) every sparse layer also
 //	  keeps the top-k it recomputes, k int32 per token, the KL reference's
 //	  trace too (adapterShape.replay);

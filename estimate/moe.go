@@ -108,34 +108,6 @@ func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 		int64(mc.SparseLayers())*rows) * f32Bytes
 }
 
-// moeTraceBytes is what one sparse layer of a training trace keeps
-// (newMoEActs): per token router logits and weights (experts + k) and,
-// under routing replay, the recomputed top-k (k int32); per permuted row
-// tokens, rows and its experts (the routing's buffer: 3 int32), the expert
-// output (h), gate and up (2·moe_inter) and x·Aᵀ per adapted expert
-// projection (rank); offsets (experts + 1).
-func moeTraceBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
-	k, ne, mi := moeDims(mc)
-	h := int64(mc.HiddenSize)
-	rows := n * k
-	return (n*(ne+k+ad.routerRank()+ad.replayRows(mc)+int64(mc.SharedExpertActWidth())) + rows*(3+h+2*mi+ad.experts[l]*int64(ad.rank)) + ne + 1) * f32Bytes
-}
-
-// moeCheckpointBytes is what the trace keeps of a checkpointed sparse
-// layer (model/recompute.go kept): its routing (k int32 per token, which
-// the backward's rerun replays), under routing replay the recomputed top-k
-// (k more), and, with a router adapter, the router's logits (experts per
-// token) and the grouping's offsets (experts + 1), which the
-// load-balancing loss reads before the rerun.
-func moeCheckpointBytes(mc *model.Config, n int64, ad adapterShape) int64 {
-	k, ne, _ := moeDims(mc)
-	b := n * (k + ad.replayRows(mc))
-	if ad.routers {
-		b += n*ne + ne + 1
-	}
-	return b * f32Bytes
-}
-
 // noAdapter is the shape of no adapter (the KL reference's forward).
 func noAdapter(mc *model.Config) adapterShape {
 	return adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
@@ -145,17 +117,6 @@ func noAdapter(mc *model.Config) adapterShape {
 // denseRanks is the Σ rank of layer l's adapted dense projections: the
 // columns of x·Aᵀ the layer keeps per token.
 func (s adapterShape) denseRanks(l int) int64 { return s.perLayer[l] * int64(s.rank) }
-
-// moeSharedTraceBytes is the forward scratch the sparse layers of a trace
-// share (newMoEScratch): per permuted row the gathered input (h), SwiGLU's
-// output (moe_inter) and the gate/up GEMM's output (2·moe_inter).
-func moeSharedTraceBytes(mc *model.Config, n int64) int64 {
-	if mc.SparseLayers() == 0 {
-		return 0
-	}
-	k, _, mi := moeDims(mc)
-	return n * k * (int64(mc.HiddenSize) + 3*mi) * f32Bytes
-}
 
 // moeBackwardBytes is a sparse layer's MLP backward scratch (model/moe.go
 // moeBackward, with layerBackward's dh2): dh2 (h per token), router

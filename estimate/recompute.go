@@ -82,20 +82,26 @@ func (pl plan) policy(l, L int) model.Recompute {
 	return pl.rest
 }
 
+// layer is layer l of a trace of n tokens under the plan, as model
+// allocates it.
+func (pl plan) layer(mc *model.Config, ad adapterShape, n int64, l int) model.TrainingLayer {
+	return mc.TrainingLayerBytes(l, int(n), ad.m, pl.policy(l, mc.NumLayers), ad.replay)
+}
+
 // keptBytes is what the trace of n tokens keeps of its layers under the
 // plan: each layer's kept set, and the sparse layers' shared forward
 // scratch.
 func (pl plan) keptBytes(mc *model.Config, ad adapterShape, n int64) int64 {
-	b := moeSharedTraceBytes(mc, n)
+	b := mc.MoEScratchBytes(int(n))
 	for l := range mc.NumLayers {
-		b += layerKeptBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+		b += pl.layer(mc, ad, n, l).Kept
 	}
 	return b
 }
 
 // recomputedBytes is what layer l's backward recomputes under the plan.
 func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	return layerRecomputedBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+	return pl.layer(mc, ad, n, l).Rerun
 }
 
 // forwardPeakBytes is the most the layers of a forward of n tokens hold at
@@ -104,74 +110,15 @@ func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int
 // layer's forward scratch (what it recomputes, or a checkpointed layer's
 // whole set but what the trace keeps of it).
 func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int64 {
-	k, _, _ := moeDims(mc)
-	routing := n * k * f32Bytes
-	upfront := moeSharedTraceBytes(mc, n) + int64(mc.SparseLayers())*routing
+	upfront := mc.MoEScratchBytes(int(n))
 	var kept, peak int64
 	for l := range mc.NumLayers {
-		p := pl.policy(l, mc.NumLayers)
-		lk := layerKeptBytes(mc, ad, n, l, p)
-		scratch := layerRecomputedBytes(mc, ad, n, l, p)
-		if p == model.RecomputeLayer {
-			// Its own output is kept; the set it computes from is not.
-			scratch = layerFullBytes(mc, ad, n, l) - (lk - n*int64(mc.HiddenSize)*f32Bytes)
-		}
-		if mc.IsSparse(l) {
-			lk -= routing
-		}
-		kept += lk
-		peak = max(peak, kept+scratch)
+		lb := pl.layer(mc, ad, n, l)
+		upfront += lb.Routing
+		kept += lb.Kept - lb.Routing
+		peak = max(peak, kept+lb.Forward)
 	}
 	return upfront + peak
-}
-
-// layerFullBytes is every activation layer l of a trace of n tokens keeps
-// without recompute: the layer's own (model.Config.TrainingActBytes), and
-// a sparse layer's experts' set (moeTraceBytes, with its routing).
-func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	b, _ := mc.TrainingActBytes(l, int(n), ad.m, model.RecomputeNone)
-	if mc.IsSparse(l) {
-		b += moeTraceBytes(mc, n, l, ad)
-		// The shared expert's x·Aᵀ (model/moe_shared.go).
-		for _, p := range []model.Proj{model.ProjSharedGate, model.ProjSharedUp, model.ProjSharedDown, model.ProjSharedScale} {
-			b += n * int64(ad.m.Ranks[l][p]) * f32Bytes
-		}
-	}
-	return b
-}
-
-// layerRecomputedBytes is what the backward of layer l recomputes under p:
-// what p drops (model.Config.TrainingActBytes; a sparse layer's experts
-// recompute theirs under every policy, moeBackwardBytes), or under
-// RecomputeLayer the layer's whole set, its routing aside (the rerun
-// replays the kept one).
-func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
-	if p != model.RecomputeLayer {
-		_, dropped := mc.TrainingActBytes(l, int(n), ad.m, p)
-		return dropped
-	}
-	b := layerFullBytes(mc, ad, n, l)
-	if mc.IsSparse(l) {
-		// The rerun replays the kept routing and recomputes no
-		// top-k of its own.
-		k, _, _ := moeDims(mc)
-		b -= n * (k + ad.replayRows(mc)) * f32Bytes
-	}
-	return b
-}
-
-// layerKeptBytes is what the trace keeps of layer l under p: under
-// RecomputeLayer the layer's output (the next layer's input) and, for a
-// sparse layer, moeCheckpointBytes.
-func layerKeptBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
-	if p == model.RecomputeLayer {
-		b := n * int64(mc.HiddenSize) * f32Bytes
-		if mc.IsSparse(l) {
-			b += moeCheckpointBytes(mc, n, ad)
-		}
-		return b
-	}
-	return layerFullBytes(mc, ad, n, l) - layerRecomputedBytes(mc, ad, n, l, p)
 }
 
 // backwardBytes is layer l's backward scratch without what it recomputes
@@ -361,14 +308,16 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 		r, n)
 	if s := mc.SparseLayers(); s > 0 {
 		k := int64(mc.NumExpertsPerTok)
-		var moe int64
+		none, all := plan{model.RecomputeNone, 0}, plan{model.RecomputeNone, L}
+		var moe, checkpoint int64
 		for l := range L {
 			if mc.IsSparse(l) {
-				moe += moeTraceBytes(mc, n, l, ad)
+				moe += none.layer(mc, ad, n, l).Experts
+				checkpoint = all.layer(mc, ad, n, l).Experts
 			}
 		}
 		e.note("without recompute, of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output; a checkpointed sparse layer keeps %s of its (its routing, which the rerun replays, and with a router adapter the router's logits)",
-			FormatBytes(moe), s, n*k, n, k, FormatBytes(moeSharedTraceBytes(mc, n)), FormatBytes(moeCheckpointBytes(mc, n, ad)))
+			FormatBytes(moe), s, n*k, n, k, FormatBytes(mc.MoEScratchBytes(int(n))), FormatBytes(checkpoint))
 	}
 	return nil
 }

@@ -232,12 +232,3 @@ func (m *Model) loraIntoBackward(a *arena, layer int, p Proj, dx, dy kernels.Buf
 	m.Backend.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, cols, off)}, n)
 	m.Backend.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
 }
-
-// xaFor returns a buffer of n × the rank of layer's adapter of p, for the
-// backward, or nil when p is not adapted.
-func (m *Model) xaFor(a *arena, layer int, p Proj, n int) kernels.Buffer {
-	if lr := m.lora(layer, p); lr != nil {
-		return a.alloc(kernels.F32, n*lr.Rank)
-	}
-	return nil
-}

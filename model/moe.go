@@ -49,13 +49,22 @@ type moeScratch struct {
 // newMoEScratch allocates the scratch of n tokens' permuted rows; act
 // aliases gate when nil (inference, which keeps no gate).
 func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
-	c := m.Config
-	rows := n * c.NumExpertsPerTok
-	s := &moeScratch{xp: a.alloc(kernels.F32, rows*c.HiddenSize), fused: a.alloc(kernels.F32, rows*2*c.MoEIntermediateSize)}
-	if withAct {
-		s.act = a.alloc(kernels.F32, rows*c.MoEIntermediateSize)
-	}
+	s := &moeScratch{}
+	m.Config.moeScratchSpecs(s, n, withAct).alloc(a)
 	return s
+}
+
+// moeScratchSpecs lists the scratch of n tokens' permuted rows: the
+// gathered input, the gate/up GEMM's output and (withAct) SwiGLU's.
+func (c *Config) moeScratchSpecs(s *moeScratch, n int, withAct bool) bufSpecs {
+	rows := n * c.NumExpertsPerTok
+	var b bufSpecs
+	b.f32(&s.xp, rows*c.HiddenSize)
+	b.f32(&s.fused, rows*2*c.MoEIntermediateSize)
+	if withAct {
+		b.f32(&s.act, rows*c.MoEIntermediateSize)
+	}
+	return b
 }
 
 // newMoEActs allocates one set for n tokens of layer l (l < 0: a set for
@@ -69,59 +78,76 @@ func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
 // load-balancing loss reads before the backward reruns the layer; a gets
 // the rest (keep is a when the trace keeps everything).
 func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
-	c := m.Config
-	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
-	rows := n * k
-	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
-	router := a
-	if m.TrainsRouter() {
-		router = keep
+	s := &moeActs{experts: experts, replay: replay}
+	if scratch != nil {
+		s.moeScratch = *scratch
 	}
-	s := &moeActs{logits: router.alloc(kernels.F32, n*ne), weights: f(n * k), experts: experts,
-		offsets: router.alloc(kernels.I32, ne+1), tokens: a.alloc(kernels.I32, rows), rows: a.alloc(kernels.I32, rows),
-		gate: f(rows * mi), up: f(rows * mi), yp: f(rows * h)}
-	if scratch == nil {
-		scratch = m.newMoEScratch(a, n, false)
-	}
-	s.moeScratch = *scratch
+	ad := m.adapterShape()
+	rest, kept := m.Config.moeActSpecs(s, l, n, &ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
+	rest.alloc(a)
+	kept.alloc(keep)
 	if s.act == nil {
 		s.act = s.gate
 	}
-	s.useRouting(keep, experts, replay)
-	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
-		if r := m.expertRank(l, p); r > 0 {
-			s.xa[p] = f(rows * r)
-		}
-	}
-	if r := m.routerRank(l); r > 0 {
-		s.routerXA = f(n * r)
-	}
-	if c.SharedExpertIntermediateSize > 0 {
-		s.shared = m.newSharedExpertActs(a, l, n)
+	if s.shared != nil {
+		m.initSharedExpertActs(s.shared, n)
 	}
 	return s
 }
 
-// expertRank is the rank of layer l's expert adapter of p, or with l < 0
-// the largest over the sparse layers (the inference set serves them all).
-func (m *Model) expertRank(l int, p Proj) int {
-	r := 0
-	for i := range m.Config.NumLayers {
-		if (l < 0 || i == l) && m.Config.IsSparse(i) {
-			if lr := m.expertLoRA(i, p); lr != nil {
-				r = max(r, lr.Rank)
-			}
-		}
+// moeOwn says what a sparse layer's set allocates beside its own
+// buffers: its experts buffer (a training trace allocates every sparse
+// layer's up front, newRouting), the forward scratch (a trace shares one)
+// and under replay the recomputed top-k.
+type moeOwn struct{ experts, scratch, replay bool }
+
+// moeActSpecs lists sparse layer l's set for n tokens (newMoEActs), the
+// part a checkpointed layer's trace keeps apart (kept): per token the
+// router's logits (and its adapter's x·Aᵀ) and the routing weights; per
+// permuted row the grouping's tokens and rows, gate, up, the experts'
+// output and each adapted expert projection's x·Aᵀ; the grouping's
+// offsets; the experts buffer and the forward scratch when the set owns
+// them (own), the recomputed top-k under replay; and the shared expert's
+// set.
+func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn) (rest, kept bufSpecs) {
+	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	rows := n * k
+	router := &rest
+	if ad.TrainsRouter() {
+		router = &kept
 	}
-	return r
+	router.f32(&s.logits, n*ne)
+	rest.f32(&s.weights, n*k)
+	router.i32(&s.offsets, ne+1)
+	rest.i32(&s.tokens, rows)
+	rest.i32(&s.rows, rows)
+	rest.f32(&s.gate, rows*mi)
+	rest.f32(&s.up, rows*mi)
+	rest.f32(&s.yp, rows*h)
+	if own.scratch {
+		rest = append(rest, c.moeScratchSpecs(&s.moeScratch, n, false)...)
+	}
+	if own.experts {
+		kept = append(kept, c.routingSpec(&s.experts, n))
+	}
+	if own.replay {
+		kept.i32(&s.recomputed, rows)
+	}
+	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
+		rest.f32(&s.xa[p], rows*ad.expertRank(l, p))
+	}
+	rest.f32(&s.routerXA, n*ad.routerRank(l))
+	if c.SharedExpertIntermediateSize > 0 {
+		s.shared = &sharedExpertActs{}
+		rest = append(rest, c.sharedExpertSpecs(s.shared, l, n, ad)...)
+	}
+	return rest, kept
 }
 
-// useRouting makes experts (a.alloc'd when nil) the layer's experts
-// buffer, holding a recorded routing when replay is set.
+// useRouting makes experts the shared inference set's experts buffer
+// for the layer it runs next, holding a recorded routing when replay is
+// set (then the recomputed top-k gets a buffer of a, once).
 func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
-	if experts == nil {
-		experts = a.alloc(kernels.I32, s.tokens.Len())
-	}
 	s.experts, s.replay = experts, replay
 	if replay && s.recomputed == nil {
 		s.recomputed = a.alloc(kernels.I32, s.tokens.Len())

@@ -40,20 +40,6 @@ func (m *Model) TrainsRouter() bool {
 	return false
 }
 
-// routerRank is layer l's router adapter rank, or with l < 0 the largest
-// over the sparse layers.
-func (m *Model) routerRank(l int) int {
-	r := 0
-	for i := range m.Config.NumLayers {
-		if (l < 0 || i == l) && m.Config.IsSparse(i) {
-			if lr := m.routerLoRA(i); lr != nil {
-				r = max(r, lr.Rank)
-			}
-		}
-	}
-	return r
-}
-
 // routerForward writes layer l's router logits of h into s.logits.
 func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config

@@ -27,28 +27,36 @@ type sharedExpertActs struct {
 // sharedProjs are the shared expert's projections.
 var sharedProjs = [...]Proj{ProjSharedGate, ProjSharedUp, ProjSharedDown, ProjSharedScale}
 
-func (m *Model) newSharedExpertActs(a *arena, l, n int) *sharedExpertActs {
-	c := m.Config
+// sharedExpertSpecs lists layer l's shared-expert set for n tokens (with
+// l < 0 the inference set, whose x·Aᵀ are of the largest rank any layer
+// has: it serves every layer, and the static decode step has no arena
+// for scratch).
+func (c *Config) sharedExpertSpecs(s *sharedExpertActs, l, n int, ad *AdapterShape) bufSpecs {
 	si, h := c.SharedExpertIntermediateSize, c.HiddenSize
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	s := &sharedExpertActs{gateUp: f(n * 2 * si), act: f(n * si), y: f(n * h), score: f(n), scale: f(n),
-		ones: f(n), rows: a.alloc(kernels.I32, n), scaled: f(n * h)}
+	var b bufSpecs
+	b.f32(&s.gateUp, n*2*si)
+	b.f32(&s.act, n*si)
+	b.f32(&s.y, n*h)
+	b.f32(&s.score, n)
+	b.f32(&s.scale, n)
+	b.f32(&s.ones, n)
+	b.i32(&s.rows, n)
+	b.f32(&s.scaled, n*h)
+	for i, p := range sharedProjs {
+		b.f32(&s.xa[i], n*ad.rank(l, p))
+	}
+	return b
+}
+
+// initSharedExpertActs fills a new set's constants: ones and the identity
+// rows.
+func (m *Model) initSharedExpertActs(s *sharedExpertActs, n int) {
 	m.Backend.Fill(s.ones, 1, n)
 	ids := make([]int32, n)
 	for i := range ids {
 		ids[i] = int32(i)
 	}
 	m.Backend.UploadI32(s.rows, ids)
-	for i, p := range sharedProjs {
-		if l >= 0 {
-			s.xa[i] = m.xaFor(a, l, p, n)
-		} else if r := maxRank(m, p); r > 0 {
-			// The inference set serves every layer, and the static
-			// decode step has no arena for scratch.
-			s.xa[i] = a.alloc(kernels.F32, n*r)
-		}
-	}
-	return s
 }
 
 // sharedExpertForward adds layer l's shared expert applied to h (n ×

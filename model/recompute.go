@@ -182,12 +182,20 @@ func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared 
 		// The layer's output is the next layer's kept input; the rest is
 		// rebuilt by the backward's rerun.
 		s := m.trainingActs(tmp, l, xIn, shared, n, RecomputeNone)
-		s.xOut = keep.alloc(kernels.F32, n*m.Config.HiddenSize)
+		m.Config.checkpointSpecs(s, n).alloc(keep)
 		return s
 	}
 	s := m.trainingActs(keep, l, xIn, shared, n, p)
 	m.allocDropped(tmp, l, s, n, p)
 	return s
+}
+
+// checkpointSpecs is what the trace keeps of a checkpointed layer's own
+// activations: its output, the next layer's input.
+func (c *Config) checkpointSpecs(s *layerActs, n int) bufSpecs {
+	var b bufSpecs
+	b.f32(&s.xOut, n*c.HiddenSize)
+	return b
 }
 
 // closesOwnLayer reports whether a layer under p completes its own

@@ -6,13 +6,82 @@ package model
 // the adapter's shape (UniformAdapterShape) and keeps only its own
 // assumptions about the batch (its tokens, rows and sequences).
 
-// TrainingActBytes is layer l's own activations of a training trace of n
-// tokens under the adapter ad and policy p (none, swiglu or selective):
-// kept, what the trace keeps (trainingActs), and dropped, what the
-// backward recomputes (allocDropped). A sparse layer's experts are not
-// included.
-func (c *Config) TrainingActBytes(l, n int, ad AdapterShape, p Recompute) (kept, dropped int64) {
+// TrainingLayer is what layer l of a training trace of n tokens allocates
+// under its recompute policy (ForwardTrain, Backward's backwardActs).
+type TrainingLayer struct {
+	// Kept is what the trace holds of the layer until its backward: its
+	// activations under the policy (forwardActs, kept), and in a sparse
+	// layer its experts buffer (allocated before the first layer,
+	// newRouting) and what its experts keep (trainingMoEActs).
+	Kept int64
+	// Forward is what lives only through the layer's forward: what the
+	// policy drops, or a checkpointed layer's whole set but what Kept
+	// holds of it.
+	Forward int64
+	// Rerun is what the layer's backward allocates to recompute what the
+	// policy dropped (backwardActs), beside its scratch (BackwardBytes).
+	Rerun int64
+	// Experts is Kept's mixture-of-experts part, its routing included;
+	// 0 in a dense layer.
+	Experts int64
+	// Routing is a sparse layer's experts buffer (0 in a dense one),
+	// which the trace allocates for every sparse layer before the first
+	// layer runs.
+	Routing int64
+}
+
+// TrainingLayerBytes sizes layer l of a training trace of n tokens under
+// the adapter ad and policy p; replay is whether the batch replays a
+// recorded routing (Batch.Experts), whose recomputed top-k each sparse
+// layer keeps.
+func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, replay bool) TrainingLayer {
+	var out TrainingLayer
 	var s layerActs
-	kept = c.trainingActSpecs(&s, l, n, &ad, p).bytes()
-	return kept, c.droppedSpecs(&s, l, n, p).bytes()
+	own := RecomputeNone
+	if p != RecomputeLayer {
+		own = p
+	}
+	acts := c.trainingActSpecs(&s, l, n, &ad, own).bytes()
+	var moeRest, moeKept int64
+	if c.IsSparse(l) {
+		// The trace's sparse layers share one forward scratch
+		// (MoEScratchBytes): it is not the layer's.
+		var e moeActs
+		rest, kept := c.moeActSpecs(&e, l, n, &ad, moeOwn{experts: true, replay: replay})
+		moeRest, moeKept = rest.bytes(), kept.bytes()
+		out.Routing = bufSpecs{c.routingSpec(&e.experts, n)}.bytes()
+	}
+	switch p {
+	case RecomputeLayer:
+		out.Kept = c.checkpointSpecs(&s, n).bytes() + moeKept
+		out.Experts = moeKept
+		out.Forward = acts + moeRest
+		// The rerun replays the kept routing (no buffer of its own, no
+		// recomputed top-k) and keeps everything in the backward's
+		// scratch.
+		if c.IsSparse(l) {
+			var e moeActs
+			rest, kept := c.moeActSpecs(&e, l, n, &ad, moeOwn{})
+			out.Rerun = acts + rest.bytes() + kept.bytes()
+		} else {
+			out.Rerun = acts
+		}
+	default:
+		dropped := c.droppedSpecs(&s, l, n, p).bytes()
+		out.Kept = acts + moeRest + moeKept
+		out.Experts = moeRest + moeKept
+		out.Forward, out.Rerun = dropped, dropped
+	}
+	return out
+}
+
+// MoEScratchBytes is the forward scratch a training trace of n tokens
+// allocates for its sparse layers to share (newMoEScratch); 0 for a dense
+// model.
+func (c *Config) MoEScratchBytes(n int) int64 {
+	if c.SparseLayers() == 0 {
+		return 0
+	}
+	var s moeScratch
+	return c.moeScratchSpecs(&s, n, true).bytes()
 }
