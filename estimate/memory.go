@@ -570,23 +570,20 @@ func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
 	return 4 * 4 * most
 }
 
-// promptStates is one DeltaNet layer's states of the shared prompts in a
-// micro-batch of n rows: per group, the conv and recurrent state its
-// prompt leaves for its members' continuations (f32; a trace holds them
-// in every DeltaNet layer, the backward their gradients one layer at a
-// time: model/trainshare_linear.go), for as many groups as a group shape
-// packs into n rows; 0 without groups or DeltaNet layers.
-func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
-	if mc.LinearLayers() == 0 {
-		return 0
-	}
+// promptGroups is how many groups sharing a prompt a micro-batch of n
+// rows holds at most, for as many as a group shape packs into n rows (0
+// without groups): with DeltaNet layers the trace keeps each group's conv
+// and recurrent state at its prompt's end in every DeltaNet layer (the
+// backward their gradients one layer at a time:
+// model/trainshare_linear.go).
+func promptGroups(n int64, seqs []trainSeq) int64 {
 	var groups int64
 	for _, s := range seqs {
 		if s.members > 1 {
 			groups = max(groups, (n+int64(s.rows)-1)/int64(s.rows))
 		}
 	}
-	return groups * int64(mc.ConvStateWidth()+mc.RecurrentStateWidth()) * f32Bytes
+	return groups
 }
 
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
@@ -603,7 +600,7 @@ func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
 //	  h), and its own KV cache: 2kv per layer (one for all the
 //	  checkpointed layers); with groups sharing prompts on a hybrid
 //	  model, each group's prompt states in every DeltaNet layer
-//	  (promptStates), the runs one per prompt and one per member;
+//	  (promptGroups), the runs one per prompt and one per member;
 //	  per scored row: target and row index (2 × 4 B), the gathered final
 //	  norm input and its output (2h), final rstd, logp, entropy (3) and
 //	  the logits (vocab)
@@ -619,18 +616,16 @@ func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
 //	  ref freed before the backward; then dlogp, ref and the backward
 //	  scratch (model/train.go Backward): dx (h per token) for the whole
 //	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
-//	  scored row, freed before the layers) and one layer's, per token,
-//	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
-//	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
-//	  (dh1), and what pl recomputes for it (plan.recomputedBytes), and
-//	  in a DeltaNet layer the prompt states' gradients (promptStates),
+//	  scored row, freed before the layers) and one layer's
+//	  (model.Config.BackwardBytes: its blocks' gradients, each adapter's
+//	  dy·B, in a DeltaNet layer the shared prompts' state gradients) with
+//	  what pl recomputes for it (plan.recomputedBytes),
 //	  freed before the next layer
 //	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
 //	  act, its experts' set (model.TrainingLayer.Experts: when
 //	  checkpointed its routing alone, and the router's logits and offsets
-//	  with a router adapter), and its backward's MLP part is
-//	  moeBackwardBytes; the sparse layers share one forward scratch
-//	  (model.Config.MoEScratchBytes);
+//	  with a router adapter); the sparse layers share one forward
+//	  scratch (model.Config.MoEScratchBytes);
 //	  under routing replay (loss.routing_replay) every sparse layer also
 //	  keeps the top-k it recomputes, k int32 per token, the KL reference's
 //	  trace too (adapterShape.replay);
@@ -663,7 +658,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
 	// The shared prompts' states are the trace cache's, every DeltaNet
 	// layer's (the KL reference's trace holds its own).
-	states := int64(mc.LinearLayers()) * promptStates(mc, n, seqs)
+	groups := promptGroups(n, seqs)
+	states := groups * mc.LinearStateBytes()
 	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
@@ -703,10 +699,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	// and one layer (with dh1 and what pl recomputes).
 	var layer int64 // the largest one layer's scratch
 	for l := range mc.NumLayers {
-		b := backwardBytes(mc, ad, n, l) + pl.recomputedBytes(mc, ad, n, l)
-		if mc.Mixer(l) == model.MixGatedDeltaNet {
-			b += promptStates(mc, n, seqs) // dConvState, dState
-		}
+		// The trace's KV cache is taken as one row per token.
+		b := mc.BackwardBytes(l, int(n), int(n), int(groups), ad.m) + pl.recomputedBytes(mc, ad, n, l)
 		layer = max(layer, b)
 	}
 	if ad.routers && mc.RouterAuxLossCoef > 0 {

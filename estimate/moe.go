@@ -13,7 +13,6 @@ import "github.com/grpo-dev/grpo/model"
 type adapterShape struct {
 	rank     int
 	perLayer []int64 // adapted dense projections of each layer
-	experts  []int64 // adapted expert projections of each layer (0 in dense layers)
 	// expertProjs is the number of distinct expert projections adapted
 	// (the inference set keeps one x·Aᵀ per projection for all layers).
 	expertProjs int64
@@ -31,15 +30,6 @@ type adapterShape struct {
 	m model.AdapterShape
 }
 
-// replayRows is the recomputed top-k's int32 per token of a sparse layer
-// of a replaying trace (0 without replay).
-func (s adapterShape) replayRows(mc *model.Config) int64 {
-	if s.replay {
-		return int64(mc.NumExpertsPerTok)
-	}
-	return 0
-}
-
 // routerRank is the router adapter's x·Aᵀ columns per token (0 for none).
 func (s adapterShape) routerRank() int64 {
 	if s.routers {
@@ -50,16 +40,14 @@ func (s adapterShape) routerRank() int64 {
 
 // shapeOf sizes an adapter of rank on projs for mc.
 func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapterShape {
-	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
+	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers),
 		routers: routers && mc.SparseLayers() > 0, m: model.UniformAdapterShape(mc, rank, projs, routers)}
 	for l := range mc.NumLayers {
 		for _, p := range projs {
 			if !mc.HasProj(l, p) {
 				continue
 			}
-			if mc.IsSparse(l) && p.IsMLP() {
-				s.experts[l]++
-			} else {
+			if !mc.IsSparse(l) || !p.IsMLP() {
 				s.perLayer[l]++
 			}
 		}
@@ -77,7 +65,7 @@ func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapt
 // uniformShape is an adapter known only by its count of targets, taken
 // as dense projections of every layer (grpo eval's applied adapter).
 func uniformShape(mc *model.Config, rank, targets int) adapterShape {
-	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers)}
+	s := adapterShape{rank: rank, perLayer: make([]int64, mc.NumLayers)}
 	for l := range s.perLayer {
 		s.perLayer[l] = int64(targets)
 	}
@@ -110,29 +98,6 @@ func moeInferenceBytes(mc *model.Config, n int64, ad adapterShape) int64 {
 
 // noAdapter is the shape of no adapter (the KL reference's forward).
 func noAdapter(mc *model.Config) adapterShape {
-	return adapterShape{perLayer: make([]int64, mc.NumLayers), experts: make([]int64, mc.NumLayers),
+	return adapterShape{perLayer: make([]int64, mc.NumLayers),
 		m: model.UniformAdapterShape(mc, 0, nil, false)}
-}
-
-// denseRanks is the Σ rank of layer l's adapted dense projections: the
-// columns of x·Aᵀ the layer keeps per token.
-func (s adapterShape) denseRanks(l int) int64 { return s.perLayer[l] * int64(s.rank) }
-
-// moeBackwardBytes is a sparse layer's MLP backward scratch (model/moe.go
-// moeBackward, with layerBackward's dh2): dh2 (h per token), router
-// dlogits (experts per token); per permuted row the recomputed gathered
-// input and SwiGLU output (h + moe_inter), dyp and dxp (2h), dw (1), dAct,
-// dGate, dUp (3·moe_inter), the joined gate/up gradient (2·moe_inter) and
-// dy·B per adapted expert projection (rank); and the router adapter's
-// dLogits·B (rank per token).
-func moeBackwardBytes(mc *model.Config, n int64, l int, ad adapterShape) int64 {
-	k, ne, mi := moeDims(mc)
-	h := int64(mc.HiddenSize)
-	b := (n*(h+ne+ad.routerRank()) + n*k*(3*h+1+6*mi+ad.experts[l]*int64(ad.rank))) * f32Bytes
-	if si := int64(mc.SharedExpertIntermediateSize); si > 0 {
-		// model/moe_shared.go sharedExpertBackward: dy (hidden), dscale,
-		// dones, dscore, dAct (inter), dGateUp (2·inter).
-		b += n * (h + 3 + 3*si) * f32Bytes
-	}
-	return b
 }

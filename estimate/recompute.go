@@ -121,33 +121,6 @@ func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int6
 	return upfront + peak
 }
 
-// backwardBytes is layer l's backward scratch without what it recomputes
-// (model/train.go layerBackward), per token: 2q (dAttn, dq) + 2kv (dK,
-// dV cache-shaped) + q + 2kv (dQKV, AttentionInputsBackward's fused
-// gradient) + rank per adapted proj (dxa) + h (dh1, but in the first
-// layer: its input is the frozen embedding), and the MLP's: 3·inter
-// (dAct, dGateUp) + h (dh2), or a sparse layer's moeBackwardBytes.
-func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	h, q, kv, inter, _ := dims(mc)
-	per := 3*q + 4*kv + ad.denseRanks(l)
-	if mc.Arch().OutputGate {
-		per += 3 * q // dGated, dGate, and the gate's half of dQKV
-	}
-	if mc.Mixer(l) == model.MixGatedDeltaNet {
-		// model/deltanet.go deltaNetBackward: dNormed, dCore, dZ
-		// (value), dConv and dMixed (conv channels), dg, dbeta, da, db
-		// (value heads).
-		per = 3*int64(mc.LinearValueDim()) + 2*int64(mc.LinearConvDim()) + 4*int64(mc.LinearNumValueHeads) + ad.denseRanks(l)
-	}
-	if l > 0 {
-		per += h
-	}
-	if !mc.IsSparse(l) {
-		return n * (per + 3*inter + h) * f32Bytes
-	}
-	return n*per*f32Bytes + moeBackwardBytes(mc, n, l, ad)
-}
-
 // cacheLayers is how many layers' KV caches the trace of a model of
 // shape mc holds: one for all the checkpointed layers
 // (model/recompute.go newTrainCache); a hybrid's attention layers each

@@ -194,49 +194,84 @@ func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n
 	}
 }
 
+// moeGrads is a sparse MLP's backward scratch: the gradient of its input
+// h2 (layerBackward's), the forward scratch recomputed (the gathered
+// input and SwiGLU), the gradients of the experts' outputs and routing
+// weights, of SwiGLU's output and inputs, of the gate/up GEMM's output
+// and of the gathered input, of the router's logits, dy·B of each adapted
+// expert projection and of the router's adapter, and the shared expert's.
+type moeGrads struct {
+	dh2, xp, act       kernels.Buffer
+	dyp, dw            kernels.Buffer
+	dAct, dGate, dUp   kernels.Buffer
+	dFused, dxp        kernels.Buffer
+	dLogits, routerDyB kernels.Buffer
+	dyB                [NumProj]kernels.Buffer
+	shared             sharedExpertGrads
+}
+
+// moeGradSpecs lists sparse layer l's MLP backward scratch for n tokens.
+func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs {
+	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	rows := n * k
+	var b bufSpecs
+	b.f32(&g.dh2, n*hd)
+	b.f32(&g.xp, rows*hd)
+	b.f32(&g.act, rows*mi)
+	b.f32(&g.dyp, rows*hd)
+	b.f32(&g.dw, rows)
+	for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
+		b.f32(dst, rows*mi)
+	}
+	b.f32(&g.dFused, rows*2*mi)
+	b.f32(&g.dxp, rows*hd)
+	b.f32(&g.dLogits, n*ne)
+	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
+		b.f32(&g.dyB[p], rows*ad.expertRank(l, p))
+	}
+	b.f32(&g.routerDyB, n*ad.routerRank(l))
+	if c.SharedExpertIntermediateSize > 0 {
+		b = append(b, c.sharedExpertGradSpecs(&g.shared, l, n, ad)...)
+	}
+	return b
+}
+
 // moeBackward turns dout (n × hidden), the gradient of the sparse MLP's
 // output, into dh, the gradient of its input h (overwritten), adding the
-// expert adapters' gradients. The routing weights carry gradient back to
-// dh through the router: dh += dlogits·Router (+ its adapter's part, whose
-// gradients it adds too). dprobs, when not nil, is the load-balancing
-// loss's gradient with respect to every token's router probabilities.
-func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h, dprobs kernels.Buffer, n int) {
+// expert adapters' gradients, with g as scratch. The routing weights
+// carry gradient back to dh through the router: dh += dlogits·Router (+
+// its adapter's part, whose gradients it adds too). dprobs, when not nil,
+// is the load-balancing loss's gradient with respect to every token's
+// router probabilities.
+func (m *Model) moeBackward(l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
-	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
 	// The forward's scratch, recomputed: the gathered input and SwiGLU.
-	xp, act := f(rows*hd), f(rows*mi)
-	be.GatherRows(xp, h, s.tokens, rows, hd)
-	be.SwiGLU(act, s.gate, s.up, rows*mi)
-	dyp, dw := f(rows*hd), f(rows)
-	be.MoECombineBackward(dyp, dw, dout, s.yp, s.weights, s.rows, n, k, hd)
-	dAct := f(rows * mi)
-	be.GroupedMatMul(dAct, dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
+	be.GatherRows(g.xp, h, s.tokens, rows, hd)
+	be.SwiGLU(g.act, s.gate, s.up, rows*mi)
+	be.MoECombineBackward(g.dyp, g.dw, dout, s.yp, s.weights, s.rows, n, k, hd)
+	be.GroupedMatMul(g.dAct, g.dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
-		m.expertProjectBackward(a, lr, ProjDown, dAct, dyp, act, s.xa[ProjDown], s.offsets, rows)
+		m.expertProjectBackward(lr, ProjDown, g.dAct, g.dyp, g.act, s.xa[ProjDown], g.dyB[ProjDown], s.offsets, rows)
 	}
-	dGate, dUp := f(rows*mi), f(rows*mi)
-	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, rows*mi)
-	dFused := f(rows * 2 * mi)
-	be.CopyColumns(dFused, dGate, rows, mi, 2*mi, 0, mi, 0)
-	be.CopyColumns(dFused, dUp, rows, mi, 2*mi, mi, mi, 0)
-	dxp := f(rows * hd)
-	be.GroupedMatMul(dxp, dFused, w.GateUp, s.offsets, rows, ne, hd, 2*mi, false, 1, 0)
+	be.SwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi)
+	be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
+	be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
+	be.GroupedMatMul(g.dxp, g.dFused, w.GateUp, s.offsets, rows, ne, hd, 2*mi, false, 1, 0)
 	for _, p := range []Proj{ProjGate, ProjUp} {
 		if lr := m.expertLoRA(l, p); lr != nil {
-			dy := dGate
+			dy := g.dGate
 			if p == ProjUp {
-				dy = dUp
+				dy = g.dUp
 			}
-			m.expertProjectBackward(a, lr, p, dxp, dy, xp, s.xa[p], s.offsets, rows)
+			m.expertProjectBackward(lr, p, g.dxp, dy, g.xp, s.xa[p], g.dyB[p], s.offsets, rows)
 		}
 	}
-	be.MoECombine(dh, dxp, nil, s.rows, n, k, hd)
-	dLogits := f(n * ne)
-	be.MoERouteBackward(dLogits, dw, dprobs, s.logits, s.experts, n, ne, k, norm)
-	m.routerBackward(a, l, s, dh, dLogits, h, n)
+	be.MoECombine(dh, g.dxp, nil, s.rows, n, k, hd)
+	be.MoERouteBackward(g.dLogits, g.dw, dprobs, s.logits, s.experts, n, ne, k, norm)
+	m.routerBackward(l, s, dh, g.dLogits, h, g.routerDyB, n)
 	if s.shared != nil {
-		m.sharedExpertBackward(a, l, s.shared, dh, dout, h, n)
+		m.sharedExpertBackward(l, s.shared, &g.shared, dh, dout, h, n)
 	}
 }

@@ -52,8 +52,9 @@ func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 }
 
 // routerBackward adds the gradient through the router of dLogits (n ×
-// nExperts) into dh, and into the router adapter's DA and DB.
-func (m *Model) routerBackward(a *arena, l int, s *moeActs, dh, dLogits, h kernels.Buffer, n int) {
+// nExperts) into dh, and into the router adapter's DA and DB; dyB (n ×
+// rank, nil without a router adapter) receives dLogits·B.
+func (m *Model) routerBackward(l int, s *moeActs, dh, dLogits, h, dyB kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
 	hd, ne := c.HiddenSize, c.NumExperts
 	be.MatMul(dh, dLogits, m.W.Layers[l].MoE.Router, n, hd, ne, false, false, 1, 1)
@@ -61,7 +62,6 @@ func (m *Model) routerBackward(a *arena, l int, s *moeActs, dh, dLogits, h kerne
 	if lr == nil {
 		return
 	}
-	dyB := a.alloc(kernels.F32, n*lr.Rank)
 	be.MatMul(dyB, dLogits, lr.B, n, lr.Rank, ne, false, false, 1, 0)
 	be.MatMul(dh, dyB, lr.A, n, hd, lr.Rank, false, false, lr.Scale, 1)
 	if lr.DB != nil {

@@ -85,3 +85,15 @@ func (c *Config) MoEScratchBytes(n int) int64 {
 	var s moeScratch
 	return c.moeScratchSpecs(&s, n, true).bytes()
 }
+
+// BackwardBytes is layer l's backward scratch for n tokens under the
+// adapter ad (layerBackward: the block gradients, each adapter's dy·B),
+// beside what it recomputes (TrainingLayer.Rerun): attention's key and
+// value gradients are shaped as the layer's KV cache of cacheRows rows,
+// and a DeltaNet layer holds the gradients of the states of groups shared
+// prompts (0 without). The first layer's input, the frozen embedding,
+// gets no gradient.
+func (c *Config) BackwardBytes(l, n, cacheRows, groups int, ad AdapterShape) int64 {
+	var g layerGrads
+	return c.layerGradSpecs(&g, l, n, cacheRows, groups, &ad, l > 0).bytes()
+}
