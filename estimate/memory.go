@@ -550,15 +550,13 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 	return entries
 }
 
-// runsBytes is a micro-batch's runs for the linear-attention layers
-// (model.Batch runs: 4 int32 per sequence), for as many sequences as the
-// shortest shape packs into n rows; 0 without such layers. A group whose
-// prompt runs once has a run for its prompt and one for each member's
-// continuation (model/trainshare_linear.go).
-func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
-	if mc.LinearLayers() == 0 {
-		return 0
-	}
+// traceRuns is how many linear-attention runs a micro-batch of n rows is
+// cut into (model.Batch runs), for as many sequences as the shortest
+// shape packs into n rows. A group whose prompt runs once has a run for
+// its prompt and one for each member's continuation
+// (model/trainshare_linear.go). The model counts them only when it has
+// such layers (model.Config.TraceBytes).
+func traceRuns(n int64, seqs []trainSeq) int64 {
 	var most int64
 	for _, s := range seqs {
 		k := (n + int64(s.rows) - 1) / int64(s.rows)
@@ -567,7 +565,7 @@ func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
 		}
 		most = max(most, k)
 	}
-	return 4 * 4 * most
+	return most
 }
 
 // promptGroups is how many groups sharing a prompt a micro-batch of n
@@ -590,47 +588,38 @@ func promptGroups(n int64, seqs []trainSeq) int64 {
 // one forward/backward holds) under recompute plan pl. n =
 // max(micro_batch_tokens, the longest sequence), as a sample is never
 // split; r of its rows carry loss weight (lossRows) and are the only ones
-// scored. f32 unless noted:
+// scored. What model allocates, model sizes (model/train_sizes.go, from
+// the lists its allocators allocate from); the estimate puts together
+// the batch's geometry and which buffers live at once:
 //
-//	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
-//	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
-//	  layer reads in place (model.Config.QKVWidth); and per layer what
-//	  pl keeps (plan.keptBytes: model.Config.TrainingLayerBytes, the
-//	  sizes model's allocators allocate; a checkpointed layer its output,
-//	  h), and its own KV cache: 2kv per layer (one for all the
-//	  checkpointed layers); with groups sharing prompts on a hybrid
-//	  model, each group's prompt states in every DeltaNet layer
-//	  (promptGroups), the runs one per prompt and one per member;
-//	  per scored row: target and row index (2 × 4 B), the gathered final
-//	  norm input and its output (2h), final rstd, logp, entropy (3) and
-//	  the logits (vocab)
+//	trace (model/train.go ForwardTrain): its inputs and LM head
+//	  (model.Config.TraceBytes: n tokens, r scored rows, the runs of the
+//	  shortest shape's sequences, traceRuns), what pl keeps of each layer
+//	  (plan.keptBytes: model.Config.TrainingLayerBytes, and the sparse
+//	  layers' shared MoEScratchBytes), and its own KV cache: 2kv f32 per
+//	  token and layer (one layer for all the checkpointed layers; a
+//	  hybrid's attention layers only), the block table (traceTableEntries)
+//	  and, with groups sharing prompts on a hybrid model, each group's
+//	  prompt states in every DeltaNet layer (promptGroups)
 //	then either the KL reference (beta > 0): a second trace without LoRA,
 //	  every layer checkpointed (it has no backward; one layer's KV cache),
-//	  plus the copy of its logp (1 per scored row) that outlives it — or,
-//	  when larger, its layers while the last one's forward scratch is
-//	  alive; the trace is freed before anything below is allocated,
-//	or the loss buffers (loss/policyloss.go), per scored row: sampler
+//	  replaying the routing as the policy's does, plus the copy of its
+//	  logp (1 f32 per scored row) that outlives it — or, when larger, its
+//	  layers while the last one's forward scratch is alive
+//	  (plan.forwardPeakBytes); the trace is freed before anything below
+//	  is allocated,
+//	or the loss buffers (loss/policyloss.go), f32 per scored row: sampler
 //	  log-probs, adv, w, dlogp (4), ref (1 with beta > 0), π_old's copy
 //	  (1 with a behaviour correction), and each sequence's start (int32,
 //	  one per sequence of the micro-batch and one more), all but dlogp and
-//	  ref freed before the backward; then dlogp, ref and the backward
-//	  scratch (model/train.go Backward): dx (h per token) for the whole
-//	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
-//	  scored row, freed before the layers) and one layer's
-//	  (model.Config.BackwardBytes: its blocks' gradients, each adapter's
-//	  dy·B, in a DeltaNet layer the shared prompts' state gradients) with
-//	  what pl recomputes for it (plan.recomputedBytes),
-//	  freed before the next layer
-//	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
-//	  act, its experts' set (model.TrainingLayer.Experts: when
-//	  checkpointed its routing alone, and the router's logits and offsets
-//	  with a router adapter); the sparse layers share one forward
-//	  scratch (model.Config.MoEScratchBytes);
-//	  under routing replay (loss.routing_replay) every sparse layer also
-//	  keeps the top-k it recomputes, k int32 per token, the KL reference's
-//	  trace too (adapterShape.replay);
-//	  the load-balancing loss's gradient (experts) lives through the layers'
-//	  backward with a router adapter and router_aux_loss_coef > 0
+//	  ref freed before the backward; then dlogp, ref and the backward's
+//	  buffers (model.Config.BackwardHeadBytes): the residual gradient for
+//	  the whole pass, plus the larger of the LM head's scratch (freed
+//	  before the layers) and one layer's (model.Config.BackwardBytes, the
+//	  KV cache taken as n rows, with what pl recomputes for it:
+//	  plan.recomputedBytes), freed before the next layer; the
+//	  load-balancing loss's gradient lives through the layers' backward
+//	  with a router adapter and router_aux_loss_coef > 0
 //
 // so the phase holds trace + max(reference, loss + backward), plus, for
 // the whole step, the per-token metrics every micro-batch writes and the
@@ -643,18 +632,10 @@ func promptGroups(n int64, seqs []trainSeq) int64 {
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
-	h, _, _, inter, v := dims(mc)
-	tokenHead := h + 3 + int64(mc.QKVWidth()) // x, token/slot/position indices, fused q/k/v GEMM output
-	rowHead := 2 + 2*h + 3 + v                // target, row index, gathered x, hF, rstdF/logp/entropy, logits
-	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
-	// h2b: hidden; actb: intermediate) and the final norm's (hFb) of the
-	// scored rows.
-	var tokenCasts, rowCasts int64
-	if casts {
-		tokenCasts, rowCasts = (2*h+inter)*bf16Bytes, h*bf16Bytes
-	}
+	tb := mc.TraceBytes(int(n), int(r), int(traceRuns(n, seqs)), casts)
+	bh := mc.BackwardHeadBytes(int(n), int(r))
 	setting := pl.setting(mc.NumLayers)
-	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n) + runsBytes(mc, n, seqs)
+	trace := tb.Inputs + tb.Head + pl.keptBytes(mc, ad, n)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
 	// The shared prompts' states are the trace cache's, every DeltaNet
 	// layer's (the KL reference's trace holds its own).
@@ -706,13 +687,13 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	if ad.routers && mc.RouterAuxLossCoef > 0 {
 		// The load-balancing loss's gradient per router probability,
 		// alive while the layers run (model/moe_router.go).
-		layer += int64(mc.NumExperts) * f32Bytes
+		layer += bh.LoadBalance
 	}
 	kept := int64(1) // dlogp, and ref with beta > 0, outlive PolicyLoss
 	if cfg.Loss.Beta > 0 {
 		kept++
 	}
-	backward := max(r*loss*f32Bytes+starts*4, (r*kept+n*h)*f32Bytes+max(r*(v+h)*f32Bytes, layer))
+	backward := max(r*loss*f32Bytes+starts*4, r*kept*f32Bytes+bh.Residual+max(bh.LMHead, layer))
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		// The reference trace (loss/microbatch.go referenceLogp) has no
@@ -723,9 +704,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
 		// It replays the micro-batch's routing too.
 		none.replay = ad.replay
-		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts + runsBytes(mc, n, seqs) // with targets and rows, uploaded first
-		layers := head + all.keptBytes(mc, none, n)
-		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
+		layers := tb.Inputs + all.keptBytes(mc, none, n)
+		ref = max(layers+tb.Head+r*f32Bytes, tb.Inputs+all.forwardPeakBytes(mc, none, n)) +
 			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
 	}
 	if ref > backward {

@@ -71,18 +71,27 @@ func (m *Model) castsBF16() bool {
 	return w.DType() == kernels.BF16
 }
 
-// allocCasts allocates the bf16 casts (h1b, h2b, actb; h2b is h1b's buffer
-// when the two norms share one output) when the model uses them.
+// allocCasts allocates the bf16 casts (castSpecs) when the model uses
+// them.
 func (m *Model) allocCasts(a *arena, s *layerActs, n int, shareNorms bool) {
-	if !m.castsBF16() {
-		return
+	if m.castsBF16() {
+		m.Config.castSpecs(s, n, shareNorms).alloc(a)
 	}
-	c := m.Config
-	s.h1b, s.actb = a.alloc(kernels.BF16, n*c.HiddenSize), a.alloc(kernels.BF16, n*c.IntermediateSize)
-	s.h2b = s.h1b
+	if shareNorms {
+		s.h2b = s.h1b
+	}
+}
+
+// castSpecs lists the bf16 casts of n tokens: h1b, actb, and h2b unless
+// it is h1b's buffer (the two norms share one output: inference).
+func (c *Config) castSpecs(s *layerActs, n int, shareNorms bool) bufSpecs {
+	var b bufSpecs
+	b.add(&s.h1b, kernels.BF16, n*c.HiddenSize)
+	b.add(&s.actb, kernels.BF16, n*c.IntermediateSize)
 	if !shareNorms {
-		s.h2b = a.alloc(kernels.BF16, n*c.HiddenSize)
+		b.add(&s.h2b, kernels.BF16, n*c.HiddenSize)
 	}
+	return b
 }
 
 // inferenceActs allocates the one reusable set of activations, with x as
@@ -112,11 +121,22 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 }
 
 // sharedTrainingActs allocates what every layer of a training forward
-// shares: the q/k/v GEMM's output and the bf16 casts.
+// shares (sharedTrainingSpecs).
 func (m *Model) sharedTrainingActs(a *arena, n int) *layerActs {
-	s := &layerActs{fused: a.alloc(kernels.F32, n*m.Config.groupWidth(groupQKV))}
-	m.allocCasts(a, s, n, false)
+	s := &layerActs{}
+	m.Config.sharedTrainingSpecs(s, n, m.castsBF16()).alloc(a)
 	return s
+}
+
+// sharedTrainingSpecs lists what every layer of a training forward of n
+// tokens shares: the q/k/v GEMM's output and, with casts, the bf16 casts.
+func (c *Config) sharedTrainingSpecs(s *layerActs, n int, casts bool) bufSpecs {
+	var b bufSpecs
+	b.f32(&s.fused, n*c.groupWidth(groupQKV))
+	if casts {
+		b = append(b, c.castSpecs(s, n, false)...)
+	}
+	return b
 }
 
 // trainingActs allocates a layer's own activations for the backward pass

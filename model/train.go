@@ -118,14 +118,12 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
-	tr.targets = a.alloc(kernels.I32, r)
+	var x kernels.Buffer
+	c.traceInputSpecs(tr, &x, n, r, rows != nil).alloc(a)
 	be.UploadI32(tr.targets, targets)
 	if rows != nil {
-		tr.rows = a.alloc(kernels.I32, r)
 		be.UploadI32(tr.rows, rows)
 	}
-
-	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	shared := m.sharedTrainingActs(a, n)
 	routing := m.newRouting(a, b)
@@ -150,31 +148,25 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		tr.layers = append(tr.layers, m.kept(s, tr.recompute[l]))
 		x = s.xOut
 	}
-	tr.rstdF = a.alloc(kernels.F32, r)
-	hF := a.alloc(kernels.F32, r*h)
-	var hFb kernels.Buffer
-	if m.castsBF16() {
-		hFb = a.alloc(kernels.BF16, r*h)
-	}
+	var hF, hFb kernels.Buffer
+	c.traceHeadSpecs(tr, &hF, &hFb, r, tr.rows != nil, m.castsBF16()).alloc(a)
 	eps := float32(c.RMSNormEps)
-	tr.xFinal = x
 	switch {
 	case tr.rows == nil && prev != nil:
 		// Every token scored: the last layer's residual add is fused into
 		// the final norm.
+		tr.xFinal = x
 		be.AddRMSNorm(x, hF, hFb, tr.rstdF, prev.xMid, prev.o, m.W.Norm, n, h, eps)
 	case tr.rows == nil:
 		// The last layer closed its own add (closesOwnLayer).
+		tr.xFinal = x
 		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, x, nil, m.W.Norm, n, h, eps)
 	default:
 		m.finishLayers(prev, n)
-		tr.xFinal = a.alloc(kernels.F32, r*h)
 		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
 		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, tr.xFinal, nil, m.W.Norm, r, h, eps)
 	}
-	tr.logits = a.alloc(kernels.F32, r*v)
 	be.MatMul(tr.logits, gemmInput(hF, hFb), m.W.LMHead, r, v, h, false, true, 1, 0)
-	tr.Logp, tr.Entropy = a.alloc(kernels.F32, r), a.alloc(kernels.F32, r)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
 	// No Sync: the forward stays queued, so a micro-batch's forward and
 	// backward make the host wait for nothing (on a GPU the host runs
@@ -218,13 +210,13 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	// Scratch is freed as soon as it is dead: the head's (r × vocab) before
 	// the layers run, each layer's before the next, so the peak is the
 	// larger of the head's and one layer's, not their sum.
-	head := &arena{be: be}
-	dlogits := head.alloc(kernels.F32, r*v)
+	head, rest := &arena{be: be}, &arena{be: be}
+	defer rest.free()
+	var dlogits, dhF, dx kernels.Buffer
+	c.lmHeadGradSpecs(&dlogits, &dhF, r).alloc(head)
+	c.residualGradSpecs(&dx, n).alloc(rest)
 	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, r, v)
-	dhF := head.alloc(kernels.F32, r*h)
 	be.MatMul(dhF, dlogits, m.W.LMHead, r, h, v, false, false, 1, 0)
-	dx := be.Alloc(kernels.F32, n*h) // zero: unscored rows start with no gradient
-	defer be.Free(dx)
 	if tr.rows == nil {
 		be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
 	} else {
@@ -242,8 +234,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		for i := range grad {
 			grad[i] *= tr.AuxCoef
 		}
-		dprobs = be.Alloc(kernels.F32, len(grad))
-		defer be.Free(dprobs)
+		c.loadBalanceGradSpecs(&dprobs).alloc(rest)
 		be.Upload(dprobs, grad)
 	}
 	tr.dprobs = dprobs

@@ -1,5 +1,7 @@
 package model
 
+import "github.com/grpo-dev/grpo/kernels"
+
 // The sizes of what a training forward and backward allocate, summed from
 // the very buffer lists the allocators allocate from (bufSpecs), for the
 // memory estimate, which prices a run before there is a Model: it passes
@@ -96,4 +98,60 @@ func (c *Config) MoEScratchBytes(n int) int64 {
 func (c *Config) BackwardBytes(l, n, cacheRows, groups int, ad AdapterShape) int64 {
 	var g layerGrads
 	return c.layerGradSpecs(&g, l, n, cacheRows, groups, &ad, l > 0).bytes()
+}
+
+// TraceBytes is what a training trace of n tokens allocates beside its
+// layers (TrainingLayerBytes, MoEScratchBytes) and its KV cache, with r
+// scored rows listed (ForwardTrain's rows: the rows that carry loss).
+type TraceBytes struct {
+	// Inputs is allocated before the first layer: the batch's indices
+	// and its runs (runs linear-attention runs, in a model with DeltaNet
+	// layers), the targets and scored rows, the embedded input, and what
+	// every layer shares (the q/k/v GEMM's output; with casts, the bf16
+	// casts of the GEMMs' inputs).
+	Inputs int64
+	// Head is allocated after the last layer, on the scored rows: the
+	// final norm's gathered input, output (and its cast) and statistics,
+	// the logits, and the targets' log-probs and entropies.
+	Head int64
+}
+
+// TraceBytes sizes a trace of n tokens, r scored, cut into runs
+// linear-attention runs (ignored without DeltaNet layers); casts is
+// whether the layers write bf16 casts of their GEMMs' inputs (bf16
+// weights on a backend whose GEMMs round their input to bf16).
+func (c *Config) TraceBytes(n, r, runs int, casts bool) TraceBytes {
+	var tr Trace
+	var idx batchIndex
+	var x, hF, hFb kernels.Buffer
+	var s layerActs
+	in := indexSpecs(&idx, n)
+	if c.LinearLayers() > 0 && runs > 0 {
+		in = append(in, runsSpec(&idx.runs, runs))
+	}
+	in = append(in, c.traceInputSpecs(&tr, &x, n, r, true)...)
+	in = append(in, c.sharedTrainingSpecs(&s, n, casts)...)
+	return TraceBytes{Inputs: in.bytes(), Head: c.traceHeadSpecs(&tr, &hF, &hFb, r, true, casts).bytes()}
+}
+
+// BackwardHead is what Backward allocates outside the layers.
+type BackwardHead struct {
+	// LMHead is the LM head's scratch of the scored rows, freed before
+	// the layers' backward.
+	LMHead int64
+	// Residual is the residual stream's gradient of every token, alive
+	// through the whole backward.
+	Residual int64
+	// LoadBalance is the load-balancing loss's router gradient, alive
+	// through the layers' backward when the trace adds that loss
+	// (Trace.AuxCoef, with an adapted router).
+	LoadBalance int64
+}
+
+// BackwardHeadBytes sizes Backward's buffers outside the layers for a
+// trace of n tokens, r of them scored.
+func (c *Config) BackwardHeadBytes(n, r int) BackwardHead {
+	var dlogits, dhF, dx, dprobs kernels.Buffer
+	return BackwardHead{LMHead: c.lmHeadGradSpecs(&dlogits, &dhF, r).bytes(), Residual: c.residualGradSpecs(&dx, n).bytes(),
+		LoadBalance: c.loadBalanceGradSpecs(&dprobs).bytes()}
 }

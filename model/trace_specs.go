@@ -1,0 +1,71 @@
+package model
+
+import "github.com/grpo-dev/grpo/kernels"
+
+// The buffers of a training trace and its backward outside the layers:
+// listed here so that ForwardTrain and Backward allocate them and
+// TraceBytes and BackwardHeadBytes (train_sizes.go) sum the same lists.
+
+// traceInputSpecs lists what ForwardTrain allocates before the layers
+// beside the batch's indices: the r targets, the scored rows' batch
+// indices (scored: not every token, in order) and the embedded input of n
+// tokens, which the first layer reads as its residual stream.
+func (c *Config) traceInputSpecs(tr *Trace, x *kernels.Buffer, n, r int, scored bool) bufSpecs {
+	var b bufSpecs
+	b.i32(&tr.targets, r)
+	if scored {
+		b.i32(&tr.rows, r)
+	}
+	b.f32(x, n*c.HiddenSize)
+	return b
+}
+
+// traceHeadSpecs lists what ForwardTrain allocates after the layers for
+// r scored rows: the final norm's statistics and output hF (and its bf16
+// cast hFb, with casts), its input gathered from the scored rows
+// (gather: not every token, in order), the logits, and the log-probs and
+// entropies of the targets.
+func (c *Config) traceHeadSpecs(tr *Trace, hF, hFb *kernels.Buffer, r int, gather, casts bool) bufSpecs {
+	h := c.HiddenSize
+	var b bufSpecs
+	b.f32(&tr.rstdF, r)
+	b.f32(hF, r*h)
+	if casts {
+		b.add(hFb, kernels.BF16, r*h)
+	}
+	if gather {
+		b.f32(&tr.xFinal, r*h)
+	}
+	b.f32(&tr.logits, r*c.VocabSize)
+	b.f32(&tr.Logp, r)
+	b.f32(&tr.Entropy, r)
+	return b
+}
+
+// lmHeadGradSpecs lists the LM head's backward scratch of r scored rows:
+// the logits' gradient and the final norm output's, freed before the
+// layers' backward.
+func (c *Config) lmHeadGradSpecs(dlogits, dhF *kernels.Buffer, r int) bufSpecs {
+	var b bufSpecs
+	b.f32(dlogits, r*c.VocabSize)
+	b.f32(dhF, r*c.HiddenSize)
+	return b
+}
+
+// residualGradSpecs lists the gradient of the residual stream of n
+// tokens, which the backward carries through every layer (zero when
+// allocated: unscored rows start with no gradient).
+func (c *Config) residualGradSpecs(dx *kernels.Buffer, n int) bufSpecs {
+	var b bufSpecs
+	b.f32(dx, n*c.HiddenSize)
+	return b
+}
+
+// loadBalanceGradSpecs lists the load-balancing loss's gradient with
+// respect to each expert's router probability (Trace.AuxCoef), alive
+// through the layers' backward.
+func (c *Config) loadBalanceGradSpecs(dprobs *kernels.Buffer) bufSpecs {
+	var b bufSpecs
+	b.f32(dprobs, c.NumExperts)
+	return b
+}
