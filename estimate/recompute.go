@@ -122,16 +122,8 @@ func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int6
 }
 
 // cacheLayers is how many layers' KV caches the trace of a model of
-// shape mc holds: one for all the checkpointed layers
-// (model/recompute.go newTrainCache); a hybrid's attention layers each
-// keep their own, and its linear-attention layers have none.
-func (pl plan) cacheLayers(mc *model.Config) int {
-	if mc.LinearLayers() > 0 {
-		return mc.AttentionLayers()
-	}
-	L := mc.NumLayers
-	return L - pl.layers + min(pl.layers, 1)
-}
+// shape mc holds under the plan (model.Config.TraceCacheLayers).
+func (pl plan) cacheLayers(mc *model.Config) int { return mc.TraceCacheLayers(pl.layers) }
 
 // extraFLOPs is what the plan recomputes per token over the model, fs
 // each layer's FLOPs.

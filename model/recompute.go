@@ -140,14 +140,7 @@ func (m *Model) layerRecompute() []Recompute {
 // its slot from position 0, and attention reads positions up to its own),
 // so what another layer left there does not matter.
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	shared := m.checkpointedLayers()
-	if m.Config.LinearLayers() > 0 {
-		// The shared buffer would be the first checkpointed layer's,
-		// which may have no K and V; a hybrid's attention layers keep
-		// their own.
-		shared = 0
-	}
-	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
+	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -155,6 +148,32 @@ func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
 	}
 	c.free = c.free[:0]
 	return c
+}
+
+// traceCacheShared is how many of a trace's last layers share one K
+// and V buffer when checkpointed of them are (newCache's shared): all of
+// them, but in a hybrid none — the shared buffer would be the first
+// checkpointed layer's, which may have no K and V, so a hybrid's
+// attention layers keep their own.
+func (c *Config) traceCacheShared(checkpointed int) int {
+	if c.LinearLayers() > 0 {
+		return 0
+	}
+	return checkpointed
+}
+
+// TraceCacheLayers is how many layers' K and V buffers a training trace's
+// KV cache allocates when the last checkpointed layers run under
+// RecomputeLayer: one per attention layer, one for all the checkpointed
+// ones (newTrainCache).
+func (c *Config) TraceCacheLayers(checkpointed int) int {
+	shared, n := c.traceCacheShared(checkpointed), 0
+	for l := range c.NumLayers {
+		if c.cacheOwner(l, shared) == l {
+			n++
+		}
+	}
+	return n
 }
 
 // checkpointedLayers is how many layers run under RecomputeLayer: the
