@@ -79,11 +79,11 @@ type deltaNetActs struct {
 }
 
 // newDeltaNetActs allocates the set of layer l, or with l < 0 the
-// inference set every layer shares (deltaNetActSpecs).
-func (m *Model) newDeltaNetActs(a *arena, l, n int) *deltaNetActs {
+// inference set every layer shares (deltaNetActSpecs), for the adapter
+// ad.
+func (m *Model) newDeltaNetActs(a *arena, l, n int, ad *AdapterShape) *deltaNetActs {
 	s := &deltaNetActs{}
-	ad := m.adapterShape()
-	m.Config.deltaNetActSpecs(s, l, n, &ad, false).alloc(a)
+	m.Config.deltaNetActSpecs(s, l, n, ad, false).alloc(a)
 	s.normed = s.core
 	return s
 }

@@ -97,6 +97,7 @@ func (c *Config) castSpecs(s *layerActs, n int, shareNorms bool) bufSpecs {
 // inferenceActs allocates the one reusable set of activations, with x as
 // the residual stream.
 func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
+	ad := m.adapterShape()
 	c := m.Config
 	q := c.NumHeads * c.HeadDim
 	s := &layerActs{xIn: x, xMid: x, xOut: x,
@@ -108,10 +109,10 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	s.h2, s.gateUp = s.h1, s.fused
 	m.allocCasts(a, s, n, true)
 	if c.SparseLayers() > 0 {
-		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
+		s.moe = m.newMoEActs(a, a, -1, n, &ad, nil, nil, false)
 	}
 	if c.LinearLayers() > 0 {
-		s.linear = m.newDeltaNetActs(a, -1, n)
+		s.linear = m.newDeltaNetActs(a, -1, n, &ad)
 	}
 	if c.Arch().OutputGate {
 		s.gate = a.alloc(kernels.F32, n*q)
@@ -141,14 +142,13 @@ func (c *Config) sharedTrainingSpecs(s *layerActs, n int, casts bool) bufSpecs {
 
 // trainingActs allocates a layer's own activations for the backward pass
 // (trainingActSpecs); shared holds the trace's buffers that every layer
-// uses (sharedTrainingActs). The ones that drop recomputes in the
-// backward (SwiGLU's output; attention's output and log-sum-exp) are left
-// nil for the caller (recompute.go).
-func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, drop Recompute) *layerActs {
+// uses (sharedTrainingActs); ad is the adapter's shape (Trace.ad). The
+// ones that drop recomputes in the backward (SwiGLU's output; attention's
+// output and log-sum-exp) are left nil for the caller (recompute.go).
+func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, ad *AdapterShape, drop Recompute) *layerActs {
 	c := m.Config
 	s := &layerActs{xIn: xIn, fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
-	ad := m.adapterShape()
-	c.trainingActSpecs(s, l, n, &ad, drop).alloc(a)
+	c.trainingActSpecs(s, l, n, ad, drop).alloc(a)
 	// o lives from a projection to the residual add that follows it (the
 	// next layer's norm for down_proj's), while the shared q/k/v output is
 	// dead (read by AttentionInputs before, rewritten by the next layer's

@@ -68,7 +68,7 @@ func (c *Config) moeScratchSpecs(s *moeScratch, n int, withAct bool) bufSpecs {
 }
 
 // newMoEActs allocates one set for n tokens of layer l (l < 0: a set for
-// every sparse layer, for inference); experts, when not nil, is the
+// every sparse layer, for inference) under the adapter ad; experts, when not nil, is the
 // layer's experts buffer, holding a recorded routing when replay is set;
 // scratch, when not nil, is the forward scratch a training trace's sparse
 // layers share. keep receives what the trace of a checkpointed layer
@@ -77,13 +77,12 @@ func (c *Config) moeScratchSpecs(s *moeScratch, n int, withAct bool) bufSpecs {
 // model trains a router its logits and the grouping's offsets, which the
 // load-balancing loss reads before the backward reruns the layer; a gets
 // the rest (keep is a when the trace keeps everything).
-func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
+func (m *Model) newMoEActs(a, keep *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
 	s := &moeActs{experts: experts, replay: replay}
 	if scratch != nil {
 		s.moeScratch = *scratch
 	}
-	ad := m.adapterShape()
-	rest, kept := m.Config.moeActSpecs(s, l, n, &ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
+	rest, kept := m.Config.moeActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
 	rest.alloc(a)
 	kept.alloc(keep)
 	if s.act == nil {

@@ -193,18 +193,18 @@ func (m *Model) checkpointedLayers() int {
 // tmp (freed once the layer's forward is done); shared is the trace's
 // buffers that every layer uses (sharedTrainingActs). Under RecomputeNone
 // it is trainingActs, everything in keep.
-func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, p Recompute) *layerActs {
+func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, ad *AdapterShape, p Recompute) *layerActs {
 	switch p {
 	case RecomputeNone:
-		return m.trainingActs(keep, l, xIn, shared, n, RecomputeNone)
+		return m.trainingActs(keep, l, xIn, shared, n, ad, RecomputeNone)
 	case RecomputeLayer:
 		// The layer's output is the next layer's kept input; the rest is
 		// rebuilt by the backward's rerun.
-		s := m.trainingActs(tmp, l, xIn, shared, n, RecomputeNone)
+		s := m.trainingActs(tmp, l, xIn, shared, n, ad, RecomputeNone)
 		m.Config.checkpointSpecs(s, n).alloc(keep)
 		return s
 	}
-	s := m.trainingActs(keep, l, xIn, shared, n, p)
+	s := m.trainingActs(keep, l, xIn, shared, n, ad, p)
 	m.allocDropped(tmp, l, s, n, p)
 	return s
 }
@@ -224,18 +224,18 @@ func (c *Config) checkpointSpecs(s *layerActs, n int) bufSpecs {
 func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 
 // trainingMoEActs allocates sparse layer l's mixture-of-experts
-// activations for a training forward under p (experts, scratch and replay
+// activations for a training forward under p (ad, experts, scratch and replay
 // as newMoEActs takes them). Every policy but RecomputeLayer keeps them
 // all: the experts' SwiGLU and gathered inputs are recomputed by
 // moeBackward whatever the policy, so swiglu and selective have nothing
 // more to drop there. A checkpointed layer keeps its experts (the
 // routing's buffer, in the trace already) and what newMoEActs puts in
 // keep; the rest lives through the layer's forward, in tmp.
-func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
+func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
 	if p == RecomputeLayer {
-		return m.newMoEActs(tmp, keep, l, n, experts, scratch, replay)
+		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
 	}
-	return m.newMoEActs(keep, keep, l, n, experts, scratch, replay)
+	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
 }
 
 // allocDropped allocates in a the activations that trainingActs left out
@@ -306,14 +306,14 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 		// own add, or this layer's first norm in the forward wrote it), so
 		// the rerun starts from it with no previous layer; it stops short
 		// of xOut, which the backward never reads.
-		s := m.trainingActs(a, l, kept.xIn, kept, n, RecomputeNone)
+		s := m.trainingActs(a, l, kept.xIn, kept, n, &tr.ad, RecomputeNone)
 		if kept.moe != nil {
 			// The rerun replays the experts the forward routed to (or
 			// replayed): on a backend whose reductions are not
 			// deterministic a near-tie could otherwise flip, and the
 			// backward would differentiate another routing than the
 			// forward's. Its fresh top-k is not wanted (recomputed nil).
-			s.moe = m.newMoEActs(a, a, l, n, kept.moe.experts, tr.moe, false)
+			s.moe = m.newMoEActs(a, a, l, n, &tr.ad, kept.moe.experts, tr.moe, false)
 			s.moe.replay = true
 		}
 		m.layerForward(a, l, tr.cache, tr.idx, n, s, nil)

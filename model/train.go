@@ -18,6 +18,7 @@ type Trace struct {
 	cache     *KVCache
 	layers    []*layerActs   // what each layer keeps, by its recompute policy
 	recompute []Recompute    // each layer's policy (m.layerRecompute)
+	ad        AdapterShape   // the adapter's ranks, which size the buffers of its x·Aᵀ and dy·B
 	moe       *moeScratch    // the sparse layers' shared forward scratch (a checkpointed one's rerun too)
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
@@ -115,7 +116,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute(), ad: m.adapterShape()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
 	var x kernels.Buffer
@@ -134,9 +135,9 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	for l := range m.W.Layers {
 		// What the backward recomputes lives only through the layer's forward.
 		tmp := &arena{be: be}
-		s := m.forwardActs(a, tmp, l, x, shared, n, tr.recompute[l])
+		s := m.forwardActs(a, tmp, l, x, shared, n, &tr.ad, tr.recompute[l])
 		if c.IsSparse(l) {
-			s.moe = m.trainingMoEActs(a, tmp, l, n, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
+			s.moe = m.trainingMoEActs(a, tmp, l, n, &tr.ad, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
 		}
 		m.layerForward(a, l, cache, tr.idx, n, s, prev)
 		prev = s
@@ -259,8 +260,7 @@ func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer,
 	n, h := tr.n, c.HiddenSize
 	var g layerGrads
 	cacheRows, groups := tr.gradShape(l)
-	ad := m.adapterShape()
-	c.layerGradSpecs(&g, l, n, cacheRows, groups, &ad, needInput).alloc(a)
+	c.layerGradSpecs(&g, l, n, cacheRows, groups, &tr.ad, needInput).alloc(a)
 	if s.moe != nil {
 		m.moeBackward(l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, n)
 		be.RMSNormBackward(dx, g.moe.dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
