@@ -140,8 +140,10 @@ const f32Bytes = 4
 const bf16Bytes = 2
 
 // Memory estimates the memory a run of cfg on a model of shape mc
-// holds, item by item, from the sizes the code allocates (model/cache.go,
-// model/layer.go, model/train.go, loss, lora, AdamW).
+// holds, item by item, from the sizes the code allocates: the training
+// phase's as model reports them (model/train_sizes.go), the sampling
+// phase's by formula (model/layer.go inferenceActs, model/forward.go),
+// the KV caches', loss's, lora's and AdamW's.
 func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -2,11 +2,16 @@ package estimate
 
 import "github.com/grpo-dev/grpo/model"
 
-// Sizing of adapters and of the mixture-of-experts (Qwen3-MoE) layers,
-// from what model/moe.go and lora allocate. In a sparse layer a token is
-// n·k permuted rows (k = num_experts_per_tok) through the experts.
+// The adapter as the estimate sizes it, and the sampling phase's
+// mixture-of-experts set. The training phase's sizes are model's own
+// (model.Config.TrainingLayerBytes and the others of
+// model/train_sizes.go, for the adapter's model.AdapterShape); the
+// sampling phase's are still worked out here (samplingBytes). In a sparse
+// layer a token is n·k permuted rows (k = num_experts_per_tok) through
+// the experts.
 
-// adapterShape is what an adapter adds per token to the activations: rank
+// adapterShape is what an adapter adds per token to the activations: as
+// model sizes its buffers (m), and for the sampling phase's formulas rank
 // columns of x·Aᵀ for each dense projection it adapts, per layer, and for
 // each expert projection (gate/up/down adapted on every expert of the
 // sparse layers), per permuted row.
@@ -26,7 +31,7 @@ type adapterShape struct {
 	// int32 per token. Not an adapter's, but every trace sizing that
 	// takes the shape needs it, the KL reference's too (it replays).
 	replay bool
-	// m is the shape as model sizes its buffers by.
+	// m is the shape model sizes its buffers by (the training phase).
 	m model.AdapterShape
 }
 
