@@ -140,10 +140,9 @@ const f32Bytes = 4
 const bf16Bytes = 2
 
 // Memory estimates the memory a run of cfg on a model of shape mc
-// holds, item by item, from the sizes the code allocates: the training
-// phase's as model reports them (model/train_sizes.go), the sampling
-// phase's by formula (model/layer.go inferenceActs, model/forward.go),
-// the KV caches', loss's, lora's and AdamW's.
+// holds, item by item, from the sizes the code allocates: the forwards'
+// and the backward's as model reports them (model/train_sizes.go,
+// model/forward_sizes.go), the KV caches', loss's, lora's and AdamW's.
 func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -402,42 +401,34 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 // held at once and the next decodes every held rollout (with the
 // followers' last prompt token), while a bounded pool also mixes new
 // groups' prefill into running decode steps; at most max(2048, slots)
-// tokens (sampler.Config.PrefillTokens). The activations are the
-// inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
-// attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// model.Config.FusedWidth, which AttentionInputs and SwiGLURows read in
-// place), three int32 index vectors, the LoRA x·Aᵀ
-// scratch that the arena keeps for every adapted projection of every
-// layer, and the logits of each held rollout (a host copy too on the CPU);
-// a mixture-of-experts model adds its experts' activations
-// (moeInferenceBytes).
+// tokens (sampler.Config.PrefillTokens). What Forward allocates for a
+// call of n tokens and rows logits rows, model reports
+// (model.Config.ForwardBytes: the inference set, every layer's LoRA x·Aᵀ,
+// a mixture-of-experts model's experts' set, the logits rows); an
+// adapter known only by its count of targets (grpo eval's) is taken as
+// that many dense projections of every layer, each an x·Aᵀ per layer.
 func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, casts bool) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
-	h, q, _, inter, v := dims(mc)
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
 	prompt := int64(max(s.PromptTokens, 1))
 	chunk := max(2048, slots)
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+int64(mc.FusedWidth())+int64(mc.DeltaNetActWidth()))*f32Bytes + 3*4
-	for _, t := range ad.perLayer {
-		perToken += t * int64(ad.rank) * f32Bytes
+	forward := func(n, rows int64) (acts, moe, head int64) {
+		f := mc.ForwardBytes(int(n), int(rows), ad.m, casts)
+		acts = f.Acts + f.LoRA
+		if ad.byCount {
+			for _, t := range ad.perLayer {
+				acts += n * t * int64(ad.rank) * f32Bytes
+			}
+		}
+		return acts, f.MoE, f.Head
 	}
-	perRow := (h+v)*f32Bytes + 4
-	if mc.Arch().OutputGate {
-		perToken += q * f32Bytes // the output gate's pre-activation (gated attention)
+	peak := func(n, rows int64) int64 {
+		acts, moe, head := forward(n, rows)
+		return acts + moe + head
 	}
-	if mc.LinearLayers() > 0 {
-		perRow += 4 * 4 // a sequence's run for the linear-attention layers
-	}
-	if casts {
-		// The layers' bf16 casts (h1b, shared by both norms; actb) and
-		// the final norm's of each logits row (hFb).
-		perToken += (h + inter) * bf16Bytes
-		perRow += h * bf16Bytes
-	}
-	peak := func(n, rows int64) int64 { return n*perToken + moeInferenceBytes(mc, n, ad) + rows*perRow }
 	n, rows := min(chunk, groups*prompt), groups
 	if peak(n, rows) < peak(held, held) {
 		n, rows = held, held
@@ -466,16 +457,17 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 		p.items = append(p.items, MemItem{Name: "linear-attention states " + s.Name, Bytes: (slots + int64(plan.Pad)) * st,
 			Detail: fmt.Sprintf("%d slots × %d DeltaNet layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
 	}
-	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
+	acts, moe, head := forward(n, rows)
+	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
-	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
+	if moe > 0 {
 		p.items = append(p.items, MemItem{Name: "expert activations and grouping (MoE)", Bytes: moe,
 			Detail: fmt.Sprintf("%d tokens × %d experts each = %d permuted rows: router logits, top-k, grouping indices, gathered inputs, expert outputs, gate/up", n, mc.NumExpertsPerTok, n*int64(mc.NumExpertsPerTok))})
 	}
 	// The logits stay on the backend (Backend.Sample returns only tokens and
 	// log-probs).
-	p.items = append(p.items, MemItem{Name: "logits", Bytes: rows * perRow,
-		Detail: fmt.Sprintf("%d rows × %d vocab", rows, v)})
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: head,
+		Detail: fmt.Sprintf("%d rows × %d vocab", rows, mc.VocabSize)})
 	return p
 }
 

@@ -208,6 +208,10 @@ func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers boo
 	return out
 }
 
+func moeDims(mc *model.Config) (k, experts, mi int64) {
+	return int64(mc.NumExpertsPerTok), int64(mc.NumExperts), int64(mc.MoEIntermediateSize)
+}
+
 // extra is what p adds per token and layer: the SwiGLU, attention too, or
 // the whole forward.
 func (f layerFLOPs) extra(p model.Recompute) float64 {

@@ -33,6 +33,14 @@ func (s bufSpecs) alloc(a *arena) {
 	}
 }
 
+// allocOn allocates every buffer straight on be: buffers a caller owns
+// and frees.
+func (s bufSpecs) allocOn(be kernels.Backend) {
+	for _, b := range s {
+		*b.dst = be.Alloc(b.dt, b.n)
+	}
+}
+
 // bytes is what the set allocates, each buffer at its dtype's size.
 func (s bufSpecs) bytes() int64 {
 	var n int64

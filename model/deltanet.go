@@ -78,16 +78,6 @@ type deltaNetActs struct {
 	xa          [len(deltaNetProjs)]kernels.Buffer
 }
 
-// newDeltaNetActs allocates the set of layer l, or with l < 0 the
-// inference set every layer shares (deltaNetActSpecs), for the adapter
-// ad.
-func (m *Model) newDeltaNetActs(a *arena, l, n int, ad *AdapterShape) *deltaNetActs {
-	s := &deltaNetActs{}
-	m.Config.deltaNetActSpecs(s, l, n, ad, false).alloc(a)
-	s.normed = s.core
-	return s
-}
-
 // deltaNetActSpecs lists a DeltaNet layer's activations for n tokens
 // (Config.DeltaNetActWidth per token) and the x·Aᵀ of each adapted
 // projection: layer l's, or with l < 0 one per projection of the largest

@@ -71,17 +71,6 @@ func (m *Model) castsBF16() bool {
 	return w.DType() == kernels.BF16
 }
 
-// allocCasts allocates the bf16 casts (castSpecs) when the model uses
-// them.
-func (m *Model) allocCasts(a *arena, s *layerActs, n int, shareNorms bool) {
-	if m.castsBF16() {
-		m.Config.castSpecs(s, n, shareNorms).alloc(a)
-	}
-	if shareNorms {
-		s.h2b = s.h1b
-	}
-}
-
 // castSpecs lists the bf16 casts of n tokens: h1b, actb, and h2b unless
 // it is h1b's buffer (the two norms share one output: inference).
 func (c *Config) castSpecs(s *layerActs, n int, shareNorms bool) bufSpecs {
@@ -94,31 +83,56 @@ func (c *Config) castSpecs(s *layerActs, n int, shareNorms bool) bufSpecs {
 	return b
 }
 
-// inferenceActs allocates the one reusable set of activations, with x as
-// the residual stream.
+// inferenceActs allocates the one reusable set of activations
+// (inferenceActSpecs), with x as the residual stream.
 func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	ad := m.adapterShape()
-	c := m.Config
-	q := c.NumHeads * c.HeadDim
-	s := &layerActs{xIn: x, xMid: x, xOut: x,
-		h1: a.alloc(kernels.F32, n*c.HiddenSize), o: a.alloc(kernels.F32, n*c.HiddenSize),
-		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
-		act:   a.alloc(kernels.F32, n*c.IntermediateSize),
-		fused: a.alloc(kernels.F32, n*c.FusedWidth()),
+	s := &layerActs{xIn: x, xMid: x, xOut: x}
+	acts, moe := m.Config.inferenceActSpecs(s, n, &ad, m.castsBF16())
+	acts.alloc(a)
+	moe.alloc(a)
+	// One norm output serves both norms, and the fused output both
+	// groups' GEMMs; the gated attention output is attn itself.
+	s.h2, s.h2b, s.gateUp, s.gated = s.h1, s.h1b, s.fused, s.attn
+	if s.moe != nil {
+		m.finishMoEActs(s.moe, n)
 	}
-	s.h2, s.gateUp = s.h1, s.fused
-	m.allocCasts(a, s, n, true)
-	if c.SparseLayers() > 0 {
-		s.moe = m.newMoEActs(a, a, -1, n, &ad, nil, nil, false)
-	}
-	if c.LinearLayers() > 0 {
-		s.linear = m.newDeltaNetActs(a, -1, n, &ad)
-	}
-	if c.Arch().OutputGate {
-		s.gate = a.alloc(kernels.F32, n*q)
-		s.gated = s.attn
+	if s.linear != nil {
+		s.linear.normed = s.linear.core // normed in place
 	}
 	return s
+}
+
+// inferenceActSpecs lists the inference set of n tokens under the
+// adapter ad (casts: with the bf16 casts of the GEMMs' inputs): the
+// normed input, the projections' output, q, attention's output, SwiGLU's
+// output, the fused GEMMs' output (FusedWidth), the output gate's
+// pre-activation, a DeltaNet layer's set; and apart (moe) a sparse
+// layer's set, with its own experts buffer and forward scratch.
+func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts bool) (acts, moe bufSpecs) {
+	h, q := c.HiddenSize, c.NumHeads*c.HeadDim
+	acts.f32(&s.h1, n*h)
+	acts.f32(&s.o, n*h)
+	acts.f32(&s.q, n*q)
+	acts.f32(&s.attn, n*q)
+	acts.f32(&s.act, n*c.IntermediateSize)
+	acts.f32(&s.fused, n*c.FusedWidth())
+	if casts {
+		acts = append(acts, c.castSpecs(s, n, true)...)
+	}
+	if c.Arch().OutputGate {
+		acts.f32(&s.gate, n*q)
+	}
+	if c.LinearLayers() > 0 {
+		s.linear = &deltaNetActs{}
+		acts = append(acts, c.deltaNetActSpecs(s.linear, -1, n, ad, false)...)
+	}
+	if c.SparseLayers() > 0 {
+		s.moe = &moeActs{}
+		rest, kept := c.moeActSpecs(s.moe, -1, n, ad, moeOwn{experts: true, scratch: true})
+		moe = append(rest, kept...)
+	}
+	return acts, moe
 }
 
 // sharedTrainingActs allocates what every layer of a training forward

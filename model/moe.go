@@ -85,13 +85,20 @@ func (m *Model) newMoEActs(a, keep *arena, l, n int, ad *AdapterShape, experts k
 	rest, kept := m.Config.moeActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
 	rest.alloc(a)
 	kept.alloc(keep)
+	m.finishMoEActs(s, n)
+	return s
+}
+
+// finishMoEActs completes a new set: act is gate's buffer when the set
+// keeps no SwiGLU output of its own (inference), and the shared expert's
+// constants are filled in.
+func (m *Model) finishMoEActs(s *moeActs, n int) {
 	if s.act == nil {
 		s.act = s.gate
 	}
 	if s.shared != nil {
 		m.initSharedExpertActs(s.shared, n)
 	}
-	return s
 }
 
 // moeOwn says what a sparse layer's set allocates beside its own
