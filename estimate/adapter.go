@@ -12,8 +12,6 @@ type adapterShape struct {
 	rank     int
 	perLayer []int64
 	byCount  bool
-	// routers: the sparse layers' routers are adapted.
-	routers bool
 	// replay: the training forward replays the recorded routing
 	// (loss.routing_replay on a mixture-of-experts model), and each
 	// sparse layer of its trace keeps the top-k it recomputes beside the
@@ -27,7 +25,7 @@ type adapterShape struct {
 
 // shapeOf sizes an adapter of rank on projs for mc.
 func shapeOf(mc *model.Config, rank int, projs []model.Proj, routers bool) adapterShape {
-	return adapterShape{rank: rank, routers: routers && mc.SparseLayers() > 0, m: model.UniformAdapterShape(mc, rank, projs, routers)}
+	return adapterShape{m: model.UniformAdapterShape(mc, rank, projs, routers)}
 }
 
 // uniformShape is an adapter known only by its count of targets, taken

@@ -136,9 +136,6 @@ type Options struct {
 
 const f32Bytes = 4
 
-// bf16Bytes is a bf16 element: the casts of the GEMMs' inputs on a GPU.
-const bf16Bytes = 2
-
 // Memory estimates the memory a run of cfg on a model of shape mc
 // holds, item by item, from the sizes the code allocates: the forwards'
 // and the backward's as model reports them (model/train_sizes.go,
@@ -678,7 +675,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		b := mc.BackwardBytes(l, int(n), int(n), int(groups), ad.m) + pl.recomputedBytes(mc, ad, n, l)
 		layer = max(layer, b)
 	}
-	if ad.routers && mc.RouterAuxLossCoef > 0 {
+	if ad.m.TrainsRouter() && mc.RouterAuxLossCoef > 0 {
 		// The load-balancing loss's gradient per router probability,
 		// alive while the layers run (model/moe_router.go).
 		layer += bh.LoadBalance

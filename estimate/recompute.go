@@ -234,7 +234,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	seqLen := int(max(1, min(n, int64(longest-1))))
-	fs := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, ad.routers, seqLen)
+	fs := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, ad.m.TrainsRouter(), seqLen)
 	L, h, v := mc.NumLayers, float64(mc.HiddenSize), float64(mc.VocabSize)
 	e.TrainFLOPs = 4 * h * v * float64(r)
 	for _, f := range fs {
