@@ -57,6 +57,8 @@ func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, repl
 	case RecomputeLayer:
 		out.Kept = c.checkpointSpecs(&s, n).bytes() + moeKept
 		out.Experts = moeKept
+		// The forward's scratch holds the whole set, its own output
+		// too, though forwardActs gives the layer the kept one instead.
 		out.Forward = acts + moeRest
 		// The rerun replays the kept routing (no buffer of its own, no
 		// recomputed top-k) and keeps everything in the backward's
