@@ -548,7 +548,7 @@ func TestMeasureStepTime(t *testing.T) {
 // it lands on the peak exactly, under recompute policies with and
 // without the KL reference's trace: Qwen3 and Qwen3-MoE, and the hybrid
 // Qwen3.5 and Qwen3.5-MoE, whose traces also hold each group's prompt
-// states (promptStates).
+// states (promptGroups).
 func TestEstimateBoundsSharedPrompts(t *testing.T) {
 	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3_5-moe-tiny", "qwen3-moe-tiny"} {
 		t.Run(name, func(t *testing.T) { estimateSharedPrompts(t, name) })

@@ -136,12 +136,10 @@ type Options struct {
 
 const f32Bytes = 4
 
-// bf16Bytes is a bf16 element: the casts of the GEMMs' inputs on a GPU.
-const bf16Bytes = 2
-
 // Memory estimates the memory a run of cfg on a model of shape mc
-// holds, item by item, from the sizes the code allocates (model/cache.go,
-// model/layer.go, model/train.go, loss, lora, AdamW).
+// holds, item by item, from the sizes the code allocates: the forwards'
+// and the backward's as model reports them (model/train_sizes.go,
+// model/forward_sizes.go), the KV caches', loss's, lora's and AdamW's.
 func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -400,42 +398,34 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 // held at once and the next decodes every held rollout (with the
 // followers' last prompt token), while a bounded pool also mixes new
 // groups' prefill into running decode steps; at most max(2048, slots)
-// tokens (sampler.Config.PrefillTokens). The activations are the
-// inference set of model/layer.go inferenceActs (x, h1, o: hidden; q,
-// attn: q; act: intermediate; the fused q/k/v and gate/up GEMMs' output,
-// model.Config.FusedWidth, which AttentionInputs and SwiGLURows read in
-// place), three int32 index vectors, the LoRA x·Aᵀ
-// scratch that the arena keeps for every adapted projection of every
-// layer, and the logits of each held rollout (a host copy too on the CPU);
-// a mixture-of-experts model adds its experts' activations
-// (moeInferenceBytes).
+// tokens (sampler.Config.PrefillTokens). What Forward allocates for a
+// call of n tokens and rows logits rows, model reports
+// (model.Config.ForwardBytes: the inference set, every layer's LoRA x·Aᵀ,
+// a mixture-of-experts model's experts' set, the logits rows); an
+// adapter known only by its count of targets (grpo eval's) is taken as
+// that many dense projections of every layer, each an x·Aᵀ per layer.
 func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, casts bool) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
-	h, q, _, inter, v := dims(mc)
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
 	prompt := int64(max(s.PromptTokens, 1))
 	chunk := max(2048, slots)
 	// Unbounded, the peak is the larger of the prompts' prefill (a logits
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
-	perToken := (3*h+2*q+inter+int64(mc.FusedWidth())+int64(mc.DeltaNetActWidth()))*f32Bytes + 3*4
-	for _, t := range ad.perLayer {
-		perToken += t * int64(ad.rank) * f32Bytes
+	forward := func(n, rows int64) (acts, moe, head int64) {
+		f := mc.ForwardBytes(int(n), int(rows), ad.m, casts)
+		acts = f.Acts + f.LoRA
+		if ad.byCount {
+			for _, t := range ad.perLayer {
+				acts += n * t * int64(ad.rank) * f32Bytes
+			}
+		}
+		return acts, f.MoE, f.Head
 	}
-	perRow := (h+v)*f32Bytes + 4
-	if mc.Arch().OutputGate {
-		perToken += q * f32Bytes // the output gate's pre-activation (gated attention)
+	peak := func(n, rows int64) int64 {
+		acts, moe, head := forward(n, rows)
+		return acts + moe + head
 	}
-	if mc.LinearLayers() > 0 {
-		perRow += 4 * 4 // a sequence's run for the linear-attention layers
-	}
-	if casts {
-		// The layers' bf16 casts (h1b, shared by both norms; actb) and
-		// the final norm's of each logits row (hFb).
-		perToken += (h + inter) * bf16Bytes
-		perRow += h * bf16Bytes
-	}
-	peak := func(n, rows int64) int64 { return n*perToken + moeInferenceBytes(mc, n, ad) + rows*perRow }
 	n, rows := min(chunk, groups*prompt), groups
 	if peak(n, rows) < peak(held, held) {
 		n, rows = held, held
@@ -464,16 +454,17 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 		p.items = append(p.items, MemItem{Name: "linear-attention states " + s.Name, Bytes: (slots + int64(plan.Pad)) * st,
 			Detail: fmt.Sprintf("%d slots × %d DeltaNet layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
 	}
-	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: n * perToken,
+	acts, moe, head := forward(n, rows)
+	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
-	if moe := moeInferenceBytes(mc, n, ad); moe > 0 {
+	if moe > 0 {
 		p.items = append(p.items, MemItem{Name: "expert activations and grouping (MoE)", Bytes: moe,
 			Detail: fmt.Sprintf("%d tokens × %d experts each = %d permuted rows: router logits, top-k, grouping indices, gathered inputs, expert outputs, gate/up", n, mc.NumExpertsPerTok, n*int64(mc.NumExpertsPerTok))})
 	}
 	// The logits stay on the backend (Backend.Sample returns only tokens and
 	// log-probs).
-	p.items = append(p.items, MemItem{Name: "logits", Bytes: rows * perRow,
-		Detail: fmt.Sprintf("%d rows × %d vocab", rows, v)})
+	p.items = append(p.items, MemItem{Name: "logits", Bytes: head,
+		Detail: fmt.Sprintf("%d rows × %d vocab", rows, mc.VocabSize)})
 	return p
 }
 
@@ -550,15 +541,13 @@ func traceTableEntries(n int64, longest int, seqs []trainSeq) int64 {
 	return entries
 }
 
-// runsBytes is a micro-batch's runs for the linear-attention layers
-// (model.Batch runs: 4 int32 per sequence), for as many sequences as the
-// shortest shape packs into n rows; 0 without such layers. A group whose
-// prompt runs once has a run for its prompt and one for each member's
-// continuation (model/trainshare_linear.go).
-func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
-	if mc.LinearLayers() == 0 {
-		return 0
-	}
+// traceRuns is how many linear-attention runs a micro-batch of n rows is
+// cut into (model.Batch runs), for as many sequences as the shortest
+// shape packs into n rows. A group whose prompt runs once has a run for
+// its prompt and one for each member's continuation
+// (model/trainshare_linear.go). The model counts them only when it has
+// such layers (model.Config.TraceBytes).
+func traceRuns(n int64, seqs []trainSeq) int64 {
 	var most int64
 	for _, s := range seqs {
 		k := (n + int64(s.rows) - 1) / int64(s.rows)
@@ -567,77 +556,61 @@ func runsBytes(mc *model.Config, n int64, seqs []trainSeq) int64 {
 		}
 		most = max(most, k)
 	}
-	return 4 * 4 * most
+	return most
 }
 
-// promptStates is one DeltaNet layer's states of the shared prompts in a
-// micro-batch of n rows: per group, the conv and recurrent state its
-// prompt leaves for its members' continuations (f32; a trace holds them
-// in every DeltaNet layer, the backward their gradients one layer at a
-// time: model/trainshare_linear.go), for as many groups as a group shape
-// packs into n rows; 0 without groups or DeltaNet layers.
-func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
-	if mc.LinearLayers() == 0 {
-		return 0
-	}
+// promptGroups is how many groups sharing a prompt a micro-batch of n
+// rows holds at most, for as many as a group shape packs into n rows (0
+// without groups): with DeltaNet layers the trace keeps each group's conv
+// and recurrent state at its prompt's end in every DeltaNet layer (the
+// backward their gradients one layer at a time:
+// model/trainshare_linear.go).
+func promptGroups(n int64, seqs []trainSeq) int64 {
 	var groups int64
 	for _, s := range seqs {
 		if s.members > 1 {
 			groups = max(groups, (n+int64(s.rows)-1)/int64(s.rows))
 		}
 	}
-	return groups * int64(mc.ConvStateWidth()+mc.RecurrentStateWidth()) * f32Bytes
+	return groups
 }
 
 // trainingBytes sizes one micro-batch of PolicyGradient (the most tokens
 // one forward/backward holds) under recompute plan pl. n =
 // max(micro_batch_tokens, the longest sequence), as a sample is never
 // split; r of its rows carry loss weight (lossRows) and are the only ones
-// scored. f32 unless noted:
+// scored. What model allocates, model sizes (model/train_sizes.go, from
+// the lists its allocators allocate from); the estimate puts together
+// the batch's geometry and which buffers live at once:
 //
-//	trace (model/train.go ForwardTrain), per token: embed x h; 3 int32
-//	  indices (3 × 4 B); the fused q/k/v GEMM's output that every
-//	  layer reads in place (model.Config.QKVWidth); and per layer what
-//	  pl keeps (plan.keptBytes: without recompute, model/layer.go trainingActs:
-//	  4h (xMid, xOut, h1, h2; o is a view of the q/k/v output when that
-//	  is at least hidden wide) + 2 (rstd1, rstd2) + 2q (q, attn) + heads
-//	  (lse) + 3·inter (gateUp, act) + [Qwen3 q/k norm: q + kv + heads +
-//	  kv_heads] + rank per adapted proj; a checkpointed layer its output,
-//	  h), and its own KV cache: 2kv per layer (one for all the
-//	  checkpointed layers); with groups sharing prompts on a hybrid
-//	  model, each group's prompt states in every DeltaNet layer
-//	  (promptStates), the runs one per prompt and one per member;
-//	  per scored row: target and row index (2 × 4 B), the gathered final
-//	  norm input and its output (2h), final rstd, logp, entropy (3) and
-//	  the logits (vocab)
+//	trace (model/train.go ForwardTrain): its inputs and LM head
+//	  (model.Config.TraceBytes: n tokens, r scored rows, the runs of the
+//	  shortest shape's sequences, traceRuns), what pl keeps of each layer
+//	  (plan.keptBytes: model.Config.TrainingLayerBytes, and the sparse
+//	  layers' shared MoEScratchBytes), and its own KV cache: 2kv f32 per
+//	  token and layer (one layer for all the checkpointed layers; a
+//	  hybrid's attention layers only), the block table (traceTableEntries)
+//	  and, with groups sharing prompts on a hybrid model, each group's
+//	  prompt states in every DeltaNet layer (promptGroups)
 //	then either the KL reference (beta > 0): a second trace without LoRA,
 //	  every layer checkpointed (it has no backward; one layer's KV cache),
-//	  plus the copy of its logp (1 per scored row) that outlives it — or,
-//	  when larger, its layers while the last one's forward scratch is
-//	  alive; the trace is freed before anything below is allocated,
-//	or the loss buffers (loss/policyloss.go), per scored row: sampler
+//	  replaying the routing as the policy's does, plus the copy of its
+//	  logp (1 f32 per scored row) that outlives it — or, when larger, its
+//	  layers while the last one's forward scratch is alive
+//	  (plan.forwardPeakBytes); the trace is freed before anything below
+//	  is allocated,
+//	or the loss buffers (loss/policyloss.go), f32 per scored row: sampler
 //	  log-probs, adv, w, dlogp (4), ref (1 with beta > 0), π_old's copy
 //	  (1 with a behaviour correction), and each sequence's start (int32,
 //	  one per sequence of the micro-batch and one more), all but dlogp and
-//	  ref freed before the backward; then dlogp, ref and the backward
-//	  scratch (model/train.go Backward): dx (h per token) for the whole
-//	  pass, plus the larger of the head's dlogits + dhF (vocab + h per
-//	  scored row, freed before the layers) and one layer's, per token,
-//	  3·inter (dAct, dGateUp) + h (dh2) + 2q (dAttn, dq) + 2kv (dK, dV
-//	  cache-shaped) + q + 2kv (dQKV) + rank per adapted proj (dxa) + h
-//	  (dh1), and what pl recomputes for it (plan.recomputedBytes), and
-//	  in a DeltaNet layer the prompt states' gradients (promptStates),
-//	  freed before the next layer
-//	a sparse (mixture-of-experts) layer keeps, in place of gateUp and
-//	  act, its experts' set (moeTraceBytes; when checkpointed its routing
-//	  alone, and the router's logits and offsets with a router adapter:
-//	  moeCheckpointBytes), and its backward's MLP part is moeBackwardBytes;
-//	  the sparse layers share one forward scratch (moeSharedTraceBytes);
-//	  under routing replay (loss.routing_replay) every sparse layer also
-//	  keeps the top-k it recomputes, k int32 per token, the KL reference's
-//	  trace too (adapterShape.replay);
-//	  the load-balancing loss's gradient (experts) lives through the layers'
-//	  backward with a router adapter and router_aux_loss_coef > 0
+//	  ref freed before the backward; then dlogp, ref and the backward's
+//	  buffers (model.Config.BackwardHeadBytes): the residual gradient for
+//	  the whole pass, plus the larger of the LM head's scratch (freed
+//	  before the layers) and one layer's (model.Config.BackwardBytes, the
+//	  KV cache taken as n rows, with what pl recomputes for it:
+//	  plan.recomputedBytes), freed before the next layer; the
+//	  load-balancing loss's gradient lives through the layers' backward
+//	  with a router adapter and router_aux_loss_coef > 0
 //
 // so the phase holds trace + max(reference, loss + backward), plus, for
 // the whole step, the per-token metrics every micro-batch writes and the
@@ -650,22 +623,15 @@ func promptStates(mc *model.Config, n int64, seqs []trainSeq) int64 {
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
-	h, _, _, inter, v := dims(mc)
-	tokenHead := h + 3 + int64(mc.QKVWidth()) // x, token/slot/position indices, fused q/k/v GEMM output
-	rowHead := 2 + 2*h + 3 + v                // target, row index, gathered x, hF, rstdF/logp/entropy, logits
-	// With casts, a trace also holds the layers' shared bf16 casts (h1b,
-	// h2b: hidden; actb: intermediate) and the final norm's (hFb) of the
-	// scored rows.
-	var tokenCasts, rowCasts int64
-	if casts {
-		tokenCasts, rowCasts = (2*h+inter)*bf16Bytes, h*bf16Bytes
-	}
+	tb := mc.TraceBytes(int(n), int(r), int(traceRuns(n, seqs)), casts)
+	bh := mc.BackwardHeadBytes(int(n), int(r))
 	setting := pl.setting(mc.NumLayers)
-	trace := (n*tokenHead+r*rowHead)*f32Bytes + n*tokenCasts + r*rowCasts + pl.keptBytes(mc, ad, n) + runsBytes(mc, n, seqs)
+	trace := tb.Inputs + tb.Head + pl.keptBytes(mc, ad, n)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
 	// The shared prompts' states are the trace cache's, every DeltaNet
 	// layer's (the KL reference's trace holds its own).
-	states := int64(mc.LinearLayers()) * promptStates(mc, n, seqs)
+	groups := promptGroups(n, seqs)
+	states := groups * mc.LinearStateBytes()
 	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
@@ -705,22 +671,20 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	// and one layer (with dh1 and what pl recomputes).
 	var layer int64 // the largest one layer's scratch
 	for l := range mc.NumLayers {
-		b := backwardBytes(mc, ad, n, l) + pl.recomputedBytes(mc, ad, n, l)
-		if mc.Mixer(l) == model.MixGatedDeltaNet {
-			b += promptStates(mc, n, seqs) // dConvState, dState
-		}
+		// The trace's KV cache is taken as one row per token.
+		b := mc.BackwardBytes(l, int(n), int(n), int(groups), ad.m) + pl.recomputedBytes(mc, ad, n, l)
 		layer = max(layer, b)
 	}
-	if ad.routers && mc.RouterAuxLossCoef > 0 {
+	if ad.m.TrainsRouter() && mc.RouterAuxLossCoef > 0 {
 		// The load-balancing loss's gradient per router probability,
 		// alive while the layers run (model/moe_router.go).
-		layer += int64(mc.NumExperts) * f32Bytes
+		layer += bh.LoadBalance
 	}
 	kept := int64(1) // dlogp, and ref with beta > 0, outlive PolicyLoss
 	if cfg.Loss.Beta > 0 {
 		kept++
 	}
-	backward := max(r*loss*f32Bytes+starts*4, (r*kept+n*h)*f32Bytes+max(r*(v+h)*f32Bytes, layer))
+	backward := max(r*loss*f32Bytes+starts*4, r*kept*f32Bytes+bh.Residual+max(bh.LMHead, layer))
 	ref := int64(0)
 	if cfg.Loss.Beta > 0 {
 		// The reference trace (loss/microbatch.go referenceLogp) has no
@@ -731,9 +695,8 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
 		// It replays the micro-batch's routing too.
 		none.replay = ad.replay
-		head := (n*tokenHead+2*r)*f32Bytes + n*tokenCasts + runsBytes(mc, n, seqs) // with targets and rows, uploaded first
-		layers := head + all.keptBytes(mc, none, n)
-		ref = max(layers+r*(rowHead-2+1)*f32Bytes+r*rowCasts, head+all.forwardPeakBytes(mc, none, n)) +
+		layers := tb.Inputs + all.keptBytes(mc, none, n)
+		ref = max(layers+tb.Head+r*f32Bytes, tb.Inputs+all.forwardPeakBytes(mc, none, n)) +
 			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
 	}
 	if ref > backward {

@@ -82,20 +82,26 @@ func (pl plan) policy(l, L int) model.Recompute {
 	return pl.rest
 }
 
+// layer is layer l of a trace of n tokens under the plan, as model
+// allocates it.
+func (pl plan) layer(mc *model.Config, ad adapterShape, n int64, l int) model.TrainingLayer {
+	return mc.TrainingLayerBytes(l, int(n), ad.m, pl.policy(l, mc.NumLayers), ad.replay)
+}
+
 // keptBytes is what the trace of n tokens keeps of its layers under the
 // plan: each layer's kept set, and the sparse layers' shared forward
 // scratch.
 func (pl plan) keptBytes(mc *model.Config, ad adapterShape, n int64) int64 {
-	b := moeSharedTraceBytes(mc, n)
+	b := mc.MoEScratchBytes(int(n))
 	for l := range mc.NumLayers {
-		b += layerKeptBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+		b += pl.layer(mc, ad, n, l).Kept
 	}
 	return b
 }
 
 // recomputedBytes is what layer l's backward recomputes under the plan.
 func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	return layerRecomputedBytes(mc, ad, n, l, pl.policy(l, mc.NumLayers))
+	return pl.layer(mc, ad, n, l).Rerun
 }
 
 // forwardPeakBytes is the most the layers of a forward of n tokens hold at
@@ -104,126 +110,20 @@ func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int
 // layer's forward scratch (what it recomputes, or a checkpointed layer's
 // whole set but what the trace keeps of it).
 func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int64 {
-	k, _, _ := moeDims(mc)
-	routing := n * k * f32Bytes
-	upfront := moeSharedTraceBytes(mc, n) + int64(mc.SparseLayers())*routing
+	upfront := mc.MoEScratchBytes(int(n))
 	var kept, peak int64
 	for l := range mc.NumLayers {
-		p := pl.policy(l, mc.NumLayers)
-		lk := layerKeptBytes(mc, ad, n, l, p)
-		scratch := layerRecomputedBytes(mc, ad, n, l, p)
-		if p == model.RecomputeLayer {
-			// Its own output is kept; the set it computes from is not.
-			scratch = layerFullBytes(mc, ad, n, l) - (lk - n*int64(mc.HiddenSize)*f32Bytes)
-		}
-		if mc.IsSparse(l) {
-			lk -= routing
-		}
-		kept += lk
-		peak = max(peak, kept+scratch)
+		lb := pl.layer(mc, ad, n, l)
+		upfront += lb.Routing
+		kept += lb.Kept - lb.Routing
+		peak = max(peak, kept+lb.Forward)
 	}
 	return upfront + peak
 }
 
-// layerFullBytes is every activation layer l of a trace of n tokens keeps
-// without recompute (model/layer.go trainingActs): fullPerLayer per token,
-// a sparse layer's experts' set (moeTraceBytes, with its routing) in place
-// of the dense MLP's gateUp and act.
-func layerFullBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	per := fullPerLayer(mc, l, ad.denseRanks(l))
-	if !mc.IsSparse(l) {
-		return n * per * f32Bytes
-	}
-	return n*(per-3*int64(mc.IntermediateSize))*f32Bytes + moeTraceBytes(mc, n, l, ad)
-}
-
-// layerRecomputedBytes is what the backward of layer l recomputes under p
-// (model/recompute.go): SwiGLU's output (a dense layer's: a sparse one's
-// experts recompute theirs under every policy, moeBackwardBytes); also
-// attention's output and log-sum-exp; or the layer's whole set, its
-// routing aside (the rerun replays the kept one).
-func layerRecomputedBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
-	_, q, _, inter, _ := dims(mc)
-	var mlp int64
-	if !mc.IsSparse(l) {
-		mlp = inter
-	}
-	switch p {
-	case model.RecomputeSwiGLU:
-		return n * mlp * f32Bytes
-	case model.RecomputeSelective:
-		attn := q + int64(mc.NumHeads)
-		if mc.Mixer(l) == model.MixGatedDeltaNet {
-			attn = 0 // no attention to rerun
-		} else if mc.Arch().OutputGate {
-			attn += q // attn × sigmoid(gate) too
-		}
-		return n * (mlp + attn) * f32Bytes
-	case model.RecomputeLayer:
-		b := layerFullBytes(mc, ad, n, l)
-		if mc.IsSparse(l) {
-			// The rerun replays the kept routing and recomputes no
-			// top-k of its own.
-			k, _, _ := moeDims(mc)
-			b -= n * (k + ad.replayRows(mc)) * f32Bytes
-		}
-		return b
-	}
-	return 0
-}
-
-// layerKeptBytes is what the trace keeps of layer l under p: under
-// RecomputeLayer the layer's output (the next layer's input) and, for a
-// sparse layer, moeCheckpointBytes.
-func layerKeptBytes(mc *model.Config, ad adapterShape, n int64, l int, p model.Recompute) int64 {
-	if p == model.RecomputeLayer {
-		b := n * int64(mc.HiddenSize) * f32Bytes
-		if mc.IsSparse(l) {
-			b += moeCheckpointBytes(mc, n, ad)
-		}
-		return b
-	}
-	return layerFullBytes(mc, ad, n, l) - layerRecomputedBytes(mc, ad, n, l, p)
-}
-
-// backwardBytes is layer l's backward scratch without what it recomputes
-// (model/train.go layerBackward), per token: 2q (dAttn, dq) + 2kv (dK,
-// dV cache-shaped) + q + 2kv (dQKV, AttentionInputsBackward's fused
-// gradient) + rank per adapted proj (dxa) + h (dh1, but in the first
-// layer: its input is the frozen embedding), and the MLP's: 3·inter
-// (dAct, dGateUp) + h (dh2), or a sparse layer's moeBackwardBytes.
-func backwardBytes(mc *model.Config, ad adapterShape, n int64, l int) int64 {
-	h, q, kv, inter, _ := dims(mc)
-	per := 3*q + 4*kv + ad.denseRanks(l)
-	if mc.Arch().OutputGate {
-		per += 3 * q // dGated, dGate, and the gate's half of dQKV
-	}
-	if mc.Mixer(l) == model.MixGatedDeltaNet {
-		// model/deltanet.go deltaNetBackward: dNormed, dCore, dZ
-		// (value), dConv and dMixed (conv channels), dg, dbeta, da, db
-		// (value heads).
-		per = 3*int64(mc.LinearValueDim()) + 2*int64(mc.LinearConvDim()) + 4*int64(mc.LinearNumValueHeads) + ad.denseRanks(l)
-	}
-	if l > 0 {
-		per += h
-	}
-	if !mc.IsSparse(l) {
-		return n * (per + 3*inter + h) * f32Bytes
-	}
-	return n*per*f32Bytes + moeBackwardBytes(mc, n, l, ad)
-}
-
 // cacheLayers is how many layers' KV caches the trace of a model of
-// shape mc holds: one for all the checkpointed layers
-// (model/recompute.go newTrainCache); a hybrid's attention layers each
-// keep their own, and its linear-attention layers have none.
-func (pl plan) cacheLayers(mc *model.Config) int {
-	if mc.LinearLayers() > 0 {
-		return mc.AttentionLayers()
-	}
-	L := mc.NumLayers
-	return L - pl.layers + min(pl.layers, 1)
-}
+// shape mc holds under the plan (model.Config.TraceCacheLayers).
+func (pl plan) cacheLayers(mc *model.Config) int { return mc.TraceCacheLayers(pl.layers) }
 
 // extraFLOPs is what the plan recomputes per token over the model, fs
 // each layer's FLOPs.
@@ -244,35 +144,6 @@ const autoHeadroom = 0.05
 // swigluFLOPs counts SwiGLU's silu(g)·u per element: exp, add, divide and
 // two multiplies.
 const swigluFLOPs = 5
-
-// fullPerLayer is every activation a training trace keeps per token and
-// layer without recompute (model/layer.go trainingActs), f32 elements, lr
-// the LoRA shrinks' Σ ranks: xMid, xOut, h1, h2, the two norms' rstd, q,
-// attn, lse, gateUp, act (k and v go straight to the KV cache). The
-// o_proj/down_proj output is a view of the trace's fused q/k/v GEMM
-// output, unless that is narrower than hidden.
-func fullPerLayer(mc *model.Config, l int, lr int64) int64 {
-	h, q, kv, inter, _ := dims(mc)
-	heads, kvHeads := int64(mc.NumHeads), int64(mc.NumKVHeads)
-	n := 4*h + 2 + 3*inter + lr
-	if int64(mc.QKVWidth()) < h {
-		n += h
-	}
-	if mc.Mixer(l) == model.MixGatedDeltaNet {
-		// model/deltanet.go trainingDeltaNetActs: mixed and conv (conv
-		// channels), z, core and normed (value), a, b, g, beta and the
-		// gated norm's rstd (value heads).
-		return n + 2*int64(mc.LinearConvDim()) + 3*int64(mc.LinearValueDim()) + 5*int64(mc.LinearNumValueHeads)
-	}
-	n += 2*q + heads
-	if mc.Arch().QKNorm {
-		n += q + kv + heads + kvHeads
-	}
-	if mc.Arch().OutputGate {
-		n += 2 * q // the gate and attn × sigmoid(gate)
-	}
-	return n
-}
 
 // layerFLOPs are one layer's forward and backward FLOPs per token of a
 // LoRA micro-batch of sequences of seqLen tokens, and the parts the
@@ -337,6 +208,10 @@ func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers boo
 	return out
 }
 
+func moeDims(mc *model.Config) (k, experts, mi int64) {
+	return int64(mc.NumExpertsPerTok), int64(mc.NumExperts), int64(mc.MoEIntermediateSize)
+}
+
 // extra is what p adds per token and layer: the SwiGLU, attention too, or
 // the whole forward.
 func (f layerFLOPs) extra(p model.Recompute) float64 {
@@ -359,7 +234,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	n := int64(max(cfg.MicroBatchTokens, longest-1))
 	r := lossRows(n, seqs)
 	seqLen := int(max(1, min(n, int64(longest-1))))
-	fs := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, ad.routers, seqLen)
+	fs := modelLayerFLOPs(mc, cfg.LoRA.Rank, projs, ad.m.TrainsRouter(), seqLen)
 	L, h, v := mc.NumLayers, float64(mc.HiddenSize), float64(mc.VocabSize)
 	e.TrainFLOPs = 4 * h * v * float64(r)
 	for _, f := range fs {
@@ -402,14 +277,16 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 		r, n)
 	if s := mc.SparseLayers(); s > 0 {
 		k := int64(mc.NumExpertsPerTok)
-		var moe int64
+		none, all := plan{model.RecomputeNone, 0}, plan{model.RecomputeNone, L}
+		var moe, checkpoint int64
 		for l := range L {
 			if mc.IsSparse(l) {
-				moe += moeTraceBytes(mc, n, l, ad)
+				moe += none.layer(mc, ad, n, l).Experts
+				checkpoint = all.layer(mc, ad, n, l).Experts
 			}
 		}
 		e.note("without recompute, of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output; a checkpointed sparse layer keeps %s of its (its routing, which the rerun replays, and with a router adapter the router's logits)",
-			FormatBytes(moe), s, n*k, n, k, FormatBytes(moeSharedTraceBytes(mc, n)), FormatBytes(moeCheckpointBytes(mc, n, ad)))
+			FormatBytes(moe), s, n*k, n, k, FormatBytes(mc.MoEScratchBytes(int(n))), FormatBytes(checkpoint))
 	}
 	return nil
 }

@@ -98,7 +98,8 @@ type batchIndex struct {
 // block table (mapped for the batch first).
 func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex {
 	n := len(b.Tokens)
-	idx := batchIndex{tokens: a.alloc(kernels.I32, n), slots: a.alloc(kernels.I32, n), pos: a.alloc(kernels.I32, n), pages: cache.Pages()}
+	idx := batchIndex{pages: cache.Pages()}
+	indexSpecs(&idx, n).alloc(a)
 	be.UploadI32(idx.tokens, b.Tokens)
 	be.UploadI32(idx.slots, b.Slots)
 	be.UploadI32(idx.pos, b.Positions)
@@ -106,9 +107,10 @@ func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex 
 		if len(runs) == 0 {
 			return nil, 0
 		}
-		buf := a.alloc(kernels.I32, len(runs))
+		var buf kernels.Buffer
+		bufSpecs{runsSpec(&buf, len(runs)/runFields)}.alloc(a)
 		be.UploadI32(buf, runs)
-		return buf, len(runs) / 4
+		return buf, len(runs) / runFields
 	}
 	switch {
 	case b.split != nil:
@@ -121,4 +123,23 @@ func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex 
 		idx.runs, idx.nRuns = put(runs)
 	}
 	return idx
+}
+
+// runFields is the int32 of one linear-attention run: its first row, its
+// rows, its initial and its final state slot (Batch.runs).
+const runFields = 4
+
+// indexSpecs lists a batch's index arrays for n tokens: its tokens, slots
+// and positions.
+func indexSpecs(idx *batchIndex, n int) bufSpecs {
+	var b bufSpecs
+	b.i32(&idx.tokens, n)
+	b.i32(&idx.slots, n)
+	b.i32(&idx.pos, n)
+	return b
+}
+
+// runsSpec is the buffer of runs linear-attention runs.
+func runsSpec(dst *kernels.Buffer, runs int) bufSpec {
+	return bufSpec{dst, kernels.I32, runs * runFields}
 }

@@ -88,16 +88,15 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 	if shared > 1 {
 		c.shared = shared
 	}
-	n, first := numBlocks*blockSize*width, m.Config.NumLayers-max(c.shared, 1)
+	n := numBlocks * blockSize * width
 	for l := range m.Config.NumLayers {
-		if m.Config.Mixer(l) != MixAttention {
+		switch o := m.Config.cacheOwner(l, shared); {
+		case o < 0:
 			c.K, c.V = append(c.K, nil), append(c.V, nil)
-			continue
-		}
-		if l <= first {
+		case o == l:
 			c.K, c.V = append(c.K, m.Backend.Alloc(dt, n)), append(c.V, m.Backend.Alloc(dt, n))
-		} else {
-			c.K, c.V = append(c.K, c.K[first]), append(c.V, c.V[first])
+		default:
+			c.K, c.V = append(c.K, c.K[o]), append(c.V, c.V[o])
 		}
 	}
 	c.hybrid = m.Config.LinearLayers() > 0
@@ -105,6 +104,17 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
 	c.dirty = true
 	return c
+}
+
+// cacheOwner is the layer whose K and V buffers layer l uses in a cache
+// whose last shared layers alias one (shared > 1: the first of them
+// owns it), l itself otherwise, or -1 for a layer without keys and
+// values (a DeltaNet layer).
+func (c *Config) cacheOwner(l, shared int) int {
+	if c.Mixer(l) != MixAttention {
+		return -1
+	}
+	return min(l, c.NumLayers-max(shared, 1))
 }
 
 // Pages is the block table as the kernels read it, uploaded first if it

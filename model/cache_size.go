@@ -36,7 +36,7 @@ func (c *Config) LinearStateBytes() int64 {
 }
 
 // DeltaNetActWidth is the f32 elements per token of a DeltaNet token
-// mixer's activations in a forward (newDeltaNetActs): in_proj_qkv's and
+// mixer's activations in a forward (deltaNetActSpecs): in_proj_qkv's and
 // the conv's outputs, in_proj_z's and the delta rule's, and the four
 // per-head vectors a, b, g and beta; 0 without DeltaNet layers.
 func (c *Config) DeltaNetActWidth() int {

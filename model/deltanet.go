@@ -78,35 +78,30 @@ type deltaNetActs struct {
 	xa          [len(deltaNetProjs)]kernels.Buffer
 }
 
-// newDeltaNetActs allocates the set of layer l, or with l < 0 the
-// inference set every layer shares.
-func (m *Model) newDeltaNetActs(a *arena, l, n int) *deltaNetActs {
-	c := m.Config
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
+// deltaNetActSpecs lists a DeltaNet layer's activations for n tokens
+// (Config.DeltaNetActWidth per token) and the x·Aᵀ of each adapted
+// projection: layer l's, or with l < 0 one per projection of the largest
+// rank any layer has (the static decode step has no arena for scratch).
+// A training set (training) keeps the gated norm's output and statistics
+// apart from its input, for the backward.
+func (c *Config) deltaNetActSpecs(s *deltaNetActs, l, n int, ad *AdapterShape, training bool) bufSpecs {
 	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
-	s := &deltaNetActs{mixed: f(n * conv), conv: f(n * conv), z: f(n * vd), core: f(n * vd),
-		a: f(n * hv), b: f(n * hv), g: f(n * hv), beta: f(n * hv)}
-	s.normed = s.core
-	for i, p := range deltaNetProjs {
-		if l >= 0 {
-			s.xa[i] = m.xaFor(a, l, p, n)
-		} else if r := maxRank(m, p); r > 0 {
-			// One x·Aᵀ per adapted projection, of the largest rank any
-			// layer has: the static decode step has no arena for scratch.
-			s.xa[i] = a.alloc(kernels.F32, n*r)
-		}
+	var b bufSpecs
+	b.f32(&s.mixed, n*conv)
+	b.f32(&s.conv, n*conv)
+	b.f32(&s.z, n*vd)
+	b.f32(&s.core, n*vd)
+	for _, dst := range []*kernels.Buffer{&s.a, &s.b, &s.g, &s.beta} {
+		b.f32(dst, n*hv)
 	}
-	return s
-}
-
-// trainingDeltaNetActs is newDeltaNetActs for layer l of a training
-// trace: the norm's output and statistics kept apart from its input, and
-// x·Aᵀ of each adapted projection.
-func (m *Model) trainingDeltaNetActs(a *arena, l, n int) *deltaNetActs {
-	c := m.Config
-	s := m.newDeltaNetActs(a, l, n)
-	s.normed, s.rstd = a.alloc(kernels.F32, n*c.LinearValueDim()), a.alloc(kernels.F32, n*c.LinearNumValueHeads)
-	return s
+	for i, p := range deltaNetProjs {
+		b.f32(&s.xa[i], n*ad.rank(l, p))
+	}
+	if training {
+		b.f32(&s.normed, n*vd)
+		b.f32(&s.rstd, n*hv)
+	}
+	return b
 }
 
 // deltaNetForward is layer l's token mixer for a DeltaNet layer: from the
@@ -137,6 +132,48 @@ func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex,
 	m.project(a, l, ProjOut, out, s.normed, nil, w.Out, nil, n, s.xa[4])
 }
 
+// deltaNetGrads is a DeltaNet token mixer's backward scratch: the
+// gradients of the gated norm's output and inputs (core, z), of the
+// conv's output and input (mixed), of the gates (g, beta) and of
+// in_proj_a's and in_proj_b's outputs, of the shared prompts' states
+// (when the trace holds any), of the block's input h1 (when needed), and
+// dy·B of each adapted projection.
+type deltaNetGrads struct {
+	dNormed, dCore, dZ kernels.Buffer
+	dConv, dMixed      kernels.Buffer
+	dg, dbeta, da, db  kernels.Buffer
+	dConvState, dState kernels.Buffer
+	dh1                kernels.Buffer
+	dxa                [len(deltaNetProjs)]kernels.Buffer
+}
+
+// deltaNetGradSpecs lists layer l's DeltaNet backward scratch for n
+// tokens, with the states of groups shared prompts (0: none; zero when
+// allocated: nothing downstream reads a prompt's final state but its
+// continuations, which add their initial states' gradient there before
+// the prompts' call reads it).
+func (c *Config) deltaNetGradSpecs(g *deltaNetGrads, l, n, groups int, ad *AdapterShape, needInput bool) bufSpecs {
+	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
+	var b bufSpecs
+	for _, dst := range []*kernels.Buffer{&g.dNormed, &g.dCore, &g.dZ} {
+		b.f32(dst, n*vd)
+	}
+	b.f32(&g.dConv, n*conv)
+	b.f32(&g.dMixed, n*conv)
+	for _, dst := range []*kernels.Buffer{&g.dg, &g.dbeta, &g.da, &g.db} {
+		b.f32(dst, n*hv)
+	}
+	b.f32(&g.dConvState, groups*c.ConvStateWidth())
+	b.f32(&g.dState, groups*c.RecurrentStateWidth())
+	if needInput {
+		b.f32(&g.dh1, n*c.HiddenSize)
+	}
+	for i, p := range deltaNetProjs {
+		b.f32(&g.dxa[i], n*ad.Ranks[l][p])
+	}
+	return b
+}
+
 // deltaNetBackward is the DeltaNet part of layerBackward: dx, the
 // gradient of the layer's xMid, gets the gradient through the token mixer
 // added to it (when needInput), and the mixer's adapters their gradients.
@@ -144,52 +181,36 @@ func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex,
 // sequences begin at position 0), so no state gradient flows; with shared
 // prompts the calls run in reverse, and the state gradients carry the
 // continuations' gradient back into their prompts (trainshare_linear.go).
-func (tr *Trace) deltaNetBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
+func (tr *Trace) deltaNetBackward(l int, s *layerActs, g *deltaNetGrads, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w, d := m.W.Layers[l].Linear, s.linear
 	n, h := tr.n, c.HiddenSize
 	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
 	lin := m.Backend
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	dNormed := f(n * vd)
-	m.projectBackward(a, l, ProjOut, dNormed, dx, d.normed, w.Out, n, d.xa[4], false)
-	dCore, dZ := f(n*vd), f(n*vd)
-	lin.GatedRMSNormBackward(dCore, dZ, dNormed, d.core, d.z, w.Norm, d.rstd, n*hv, c.LinearValueHeadDim)
-	dConv, dg, dbeta := f(n*conv), f(n*hv), f(n*hv)
-	// nil without shared prompts: an unshared trace keeps no states.
+	m.projectBackward(l, ProjOut, g.dNormed, dx, d.normed, w.Out, n, d.xa[4], g.dxa[4], false)
+	lin.GatedRMSNormBackward(g.dCore, g.dZ, g.dNormed, d.core, d.z, w.Norm, d.rstd, n*hv, c.LinearValueHeadDim)
+	// nil without shared prompts: an unshared trace keeps no states (and
+	// its dConvState and dState are nil too).
 	convState, state := tr.cache.linear.layer(l)
-	var dConvState, dState kernels.Buffer
-	if state != nil {
-		// Zero: nothing downstream reads a prompt's final state but its
-		// continuations, which add their initial states' gradient here
-		// before the prompts' call reads it.
-		dConvState, dState = f(convState.Len()), f(state.Len())
-	}
 	calls := tr.idx.linearCalls(n)
 	for i := len(calls) - 1; i >= 0; i-- {
 		lc := calls[i]
-		lin.GatedDeltaRuleBackward(lc.rows(dConv, conv), lc.rows(dg, hv), lc.rows(dbeta, hv), dState, lc.rows(dCore, vd),
+		lin.GatedDeltaRuleBackward(lc.rows(g.dConv, conv), lc.rows(g.dg, hv), lc.rows(g.dbeta, hv), g.dState, lc.rows(g.dCore, vd),
 			lc.rows(d.conv, conv), lc.rows(d.g, hv), lc.rows(d.beta, hv), state, lc.runs, lc.nRuns, lc.n,
 			c.LinearNumKeyHeads, hv, c.LinearKeyHeadDim, c.LinearValueHeadDim)
 	}
-	da, db := f(n*hv), f(n*hv)
-	lin.DeltaGatesBackward(da, db, dg, dbeta, d.a, d.b, w.ALog, w.DTBias, n, hv)
-	dMixed := f(n * conv)
+	lin.DeltaGatesBackward(g.da, g.db, g.dg, g.dbeta, d.a, d.b, w.ALog, w.DTBias, n, hv)
 	for i := len(calls) - 1; i >= 0; i-- {
 		lc := calls[i]
-		lin.CausalConv1DBackward(lc.rows(dMixed, conv), dConvState, lc.rows(dConv, conv), lc.rows(d.mixed, conv), w.Conv, convState,
+		lin.CausalConv1DBackward(lc.rows(g.dMixed, conv), g.dConvState, lc.rows(g.dConv, conv), lc.rows(d.mixed, conv), w.Conv, convState,
 			lc.runs, lc.nRuns, lc.n, conv, c.LinearConvKernel)
-	}
-	var dh1 kernels.Buffer
-	if needInput {
-		dh1 = f(n * h)
 	}
 	for i, in := range []struct {
 		dy, w kernels.Buffer
-	}{{dMixed, w.QKV}, {dZ, w.Z}, {db, w.B}, {da, w.A}} {
-		m.projectBackward(a, l, deltaNetProjs[i], dh1, in.dy, s.h1, in.w, n, d.xa[i], i > 0)
+	}{{g.dMixed, w.QKV}, {g.dZ, w.Z}, {g.db, w.B}, {g.da, w.A}} {
+		m.projectBackward(l, deltaNetProjs[i], g.dh1, in.dy, s.h1, in.w, n, d.xa[i], g.dxa[i], i > 0)
 	}
 	if needInput {
-		be.RMSNormBackward(dx, dh1, s.xIn, m.W.Layers[l].InputNorm, s.rstd1, n, h, true)
+		be.RMSNormBackward(dx, g.dh1, s.xIn, m.W.Layers[l].InputNorm, s.rstd1, n, h, true)
 	}
 }

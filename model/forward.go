@@ -60,15 +60,18 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	defer a.free()
 	n, h := b.Len(), c.HiddenSize
 	idx := b.upload(be, a, cache)
-
-	x := a.alloc(kernels.F32, n*h)
+	var x kernels.Buffer
+	c.embedSpecs(&x, n).alloc(a)
 	be.GatherRows(x, m.W.Embed, idx.tokens, n, h)
 	acts := m.inferenceActs(a, x, n)
 	routing := m.newRouting(a, b)
+	ad := m.adapterShape()
 	for l := range m.W.Layers {
 		if routing != nil && routing[l] != nil {
 			acts.moe.useRouting(a, routing[l], b.Experts != nil)
 		}
+		acts.xa, acts.xaG = [NumProj]kernels.Buffer{}, [numGroups]kernels.Buffer{}
+		c.inferenceLoRASpecs(acts, l, n, &ad).alloc(a)
 		prev := acts
 		if l == 0 {
 			prev = nil
@@ -77,23 +80,21 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	}
 
 	r, eps := len(logitRows), float32(c.RMSNormEps)
-	hF := a.alloc(kernels.F32, r*h) // the final norm's output, the LM head's input
-	var hFb kernels.Buffer
-	if m.castsBF16() {
-		hFb = a.alloc(kernels.BF16, r*h)
-	}
-	if inOrder(logitRows, n) {
+	gather := !inOrder(logitRows, n)
+	var hF, hFb, rows, logits kernels.Buffer // hF: the final norm's output, the LM head's input
+	c.forwardHeadSpecs(&hF, &hFb, &rows, r, gather, m.castsBF16()).alloc(a)
+	// The logits are the caller's.
+	c.logitsSpecs(&logits, r).allocOn(be)
+	if !gather {
 		// Every token in order (a decode step): the last layer's residual
 		// add is fused into the final norm.
 		be.AddRMSNorm(x, hF, hFb, nil, acts.xMid, acts.o, m.W.Norm, n, h, eps)
 	} else {
 		m.finishLayers(acts, n)
-		rows := a.alloc(kernels.I32, r)
 		be.UploadI32(rows, logitRows)
 		be.GatherRows(hF, x, rows, r, h)
 		be.AddRMSNorm(nil, hF, hFb, nil, hF, nil, m.W.Norm, r, h, eps)
 	}
-	logits := be.Alloc(kernels.F32, r*c.VocabSize)
 	be.MatMul(logits, gemmInput(hF, hFb), m.W.LMHead, r, c.VocabSize, h, false, true, 1, 0)
 	if err := be.Sync(); err != nil {
 		be.Free(logits)

@@ -65,6 +65,7 @@ func (m *Model) groupLoRA(layer int, g group) *groupLoRA {
 type loraUnit struct {
 	a, da kernels.Buffer
 	xa    kernels.Buffer // n × ranks: the shrink's output, kept for the backward
+	dxa   kernels.Buffer // n × ranks: the backward's dy·B (nil in a forward)
 	ranks int
 	parts []kernels.LoRAPart
 }
@@ -74,17 +75,18 @@ type loraUnit struct {
 // the member's first column.
 type yFunc func(i int) (y kernels.Buffer, cols, off int)
 
-// units splits xa (n × Σ ranks elements) among the group's LoRA units:
-// one unit with every member over the grouped A, or one per member over
-// its own A and its n × rank share of xa.
-func (gl *groupLoRA) units(g group, xa kernels.Buffer, n int, y yFunc) []loraUnit {
+// units splits xa and dxa (n × Σ ranks elements each; dxa nil in a
+// forward) among the group's LoRA units: one unit with every member over
+// the grouped A, or one per member over its own A and its n × rank share
+// of xa and dxa.
+func (gl *groupLoRA) units(g group, xa, dxa kernels.Buffer, n int, y yFunc) []loraUnit {
 	part := func(i int) kernels.LoRAPart {
 		lr := gl.loras[i]
 		yb, cols, off := y(groupIndex(g, gl.projs[i]))
 		return kernels.LoRAPart{B: lr.B, DB: lr.DB, Rank: lr.Rank, Out: gl.outDim[i], Scale: lr.Scale, Y: yb, YCols: cols, YOff: off}
 	}
 	if gl.a != nil {
-		u := loraUnit{a: gl.a, da: gl.da, xa: xa, ranks: gl.ranks}
+		u := loraUnit{a: gl.a, da: gl.da, xa: xa, dxa: dxa, ranks: gl.ranks}
 		for i := range gl.loras {
 			u.parts = append(u.parts, part(i))
 		}
@@ -93,6 +95,9 @@ func (gl *groupLoRA) units(g group, xa kernels.Buffer, n int, y yFunc) []loraUni
 	us := make([]loraUnit, len(gl.loras))
 	for i, lr := range gl.loras {
 		us[i] = loraUnit{a: lr.A, da: lr.DA, xa: xa.Slice(gl.rows[i]*n, lr.Rank*n), ranks: lr.Rank, parts: []kernels.LoRAPart{part(i)}}
+		if dxa != nil {
+			us[i].dxa = dxa.Slice(gl.rows[i]*n, lr.Rank*n)
+		}
 	}
 	return us
 }
@@ -135,7 +140,7 @@ func (m *Model) projectGroup(a *arena, layer int, g group, fused, in, inBF16, w 
 	if xa == nil {
 		xa = a.alloc(kernels.F32, gl.ranks*n)
 	}
-	for _, u := range gl.units(g, xa, n, func(i int) (kernels.Buffer, int, int) { return fused, width, c.groupOffset(g, i) }) {
+	for _, u := range gl.units(g, xa, nil, n, func(i int) (kernels.Buffer, int, int) { return fused, width, c.groupOffset(g, i) }) {
 		be.LoRAShrink(u.xa, in, u.a, n, inDim, u.ranks)
 		be.LoRAExpand(u.xa, u.parts, n)
 	}
@@ -163,16 +168,16 @@ func groupIndex(g group, p Proj) int {
 // each member's output gradient: Scale·(dy·B)·A into dx (which holds the
 // base part, dy·W; skipped when dx is nil) and every member's A and B
 // gradients, with one LoRAExpandBackward and one LoRAShrinkBackward per
-// unit. x and xa are the forward's input and shrink output.
-func (m *Model) loraGroupBackward(a *arena, layer int, g group, dx, x kernels.Buffer, n int, xa kernels.Buffer, y yFunc) {
+// unit. x and xa are the forward's input and shrink output; dxa (n × Σ
+// ranks, like xa) receives dy·B.
+func (m *Model) loraGroupBackward(layer int, g group, dx, x kernels.Buffer, n int, xa, dxa kernels.Buffer, y yFunc) {
 	be := m.Backend
 	gl := m.groupLoRA(layer, g)
 	if gl == nil {
 		return
 	}
-	for _, u := range gl.units(g, xa, n, y) {
-		dxa := a.alloc(kernels.F32, n*u.ranks)
-		be.LoRAExpandBackward(dxa, u.xa, u.parts, n)
-		be.LoRAShrinkBackward(dx, u.da, dxa, x, u.a, n, gl.inDim, u.ranks)
+	for _, u := range gl.units(g, xa, dxa, n, y) {
+		be.LoRAExpandBackward(u.dxa, u.xa, u.parts, n)
+		be.LoRAShrinkBackward(dx, u.da, u.dxa, x, u.a, n, gl.inDim, u.ranks)
 	}
 }

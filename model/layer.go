@@ -71,112 +71,163 @@ func (m *Model) castsBF16() bool {
 	return w.DType() == kernels.BF16
 }
 
-// allocCasts allocates the bf16 casts (h1b, h2b, actb; h2b is h1b's buffer
-// when the two norms share one output) when the model uses them.
-func (m *Model) allocCasts(a *arena, s *layerActs, n int, shareNorms bool) {
-	if !m.castsBF16() {
-		return
-	}
-	c := m.Config
-	s.h1b, s.actb = a.alloc(kernels.BF16, n*c.HiddenSize), a.alloc(kernels.BF16, n*c.IntermediateSize)
-	s.h2b = s.h1b
+// castSpecs lists the bf16 casts of n tokens: h1b, actb, and h2b unless
+// it is h1b's buffer (the two norms share one output: inference).
+func (c *Config) castSpecs(s *layerActs, n int, shareNorms bool) bufSpecs {
+	var b bufSpecs
+	b.add(&s.h1b, kernels.BF16, n*c.HiddenSize)
+	b.add(&s.actb, kernels.BF16, n*c.IntermediateSize)
 	if !shareNorms {
-		s.h2b = a.alloc(kernels.BF16, n*c.HiddenSize)
+		b.add(&s.h2b, kernels.BF16, n*c.HiddenSize)
 	}
+	return b
 }
 
-// inferenceActs allocates the one reusable set of activations, with x as
-// the residual stream.
+// inferenceActs allocates the one reusable set of activations
+// (inferenceActSpecs), with x as the residual stream.
 func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
-	c := m.Config
-	q := c.NumHeads * c.HeadDim
-	s := &layerActs{xIn: x, xMid: x, xOut: x,
-		h1: a.alloc(kernels.F32, n*c.HiddenSize), o: a.alloc(kernels.F32, n*c.HiddenSize),
-		q: a.alloc(kernels.F32, n*q), attn: a.alloc(kernels.F32, n*q),
-		act:   a.alloc(kernels.F32, n*c.IntermediateSize),
-		fused: a.alloc(kernels.F32, n*c.FusedWidth()),
+	ad := m.adapterShape()
+	s := &layerActs{xIn: x, xMid: x, xOut: x}
+	acts, moe := m.Config.inferenceActSpecs(s, n, &ad, m.castsBF16())
+	acts.alloc(a)
+	moe.alloc(a)
+	// One norm output serves both norms, and the fused output both
+	// groups' GEMMs; the gated attention output is attn itself.
+	s.h2, s.h2b, s.gateUp, s.gated = s.h1, s.h1b, s.fused, s.attn
+	if s.moe != nil {
+		m.finishMoEActs(s.moe, n)
 	}
-	s.h2, s.gateUp = s.h1, s.fused
-	m.allocCasts(a, s, n, true)
-	if c.SparseLayers() > 0 {
-		s.moe = m.newMoEActs(a, a, -1, n, nil, nil, false)
-	}
-	if c.LinearLayers() > 0 {
-		s.linear = m.newDeltaNetActs(a, -1, n)
-	}
-	if c.Arch().OutputGate {
-		s.gate = a.alloc(kernels.F32, n*q)
-		s.gated = s.attn
+	if s.linear != nil {
+		s.linear.normed = s.linear.core // normed in place
 	}
 	return s
+}
+
+// inferenceActSpecs lists the inference set of n tokens under the
+// adapter ad (casts: with the bf16 casts of the GEMMs' inputs): the
+// normed input, the projections' output, q, attention's output, SwiGLU's
+// output, the fused GEMMs' output (FusedWidth), the output gate's
+// pre-activation, a DeltaNet layer's set; and apart (moe) a sparse
+// layer's set, with its own experts buffer and forward scratch.
+func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts bool) (acts, moe bufSpecs) {
+	h, q := c.HiddenSize, c.NumHeads*c.HeadDim
+	acts.f32(&s.h1, n*h)
+	acts.f32(&s.o, n*h)
+	acts.f32(&s.q, n*q)
+	acts.f32(&s.attn, n*q)
+	acts.f32(&s.act, n*c.IntermediateSize)
+	acts.f32(&s.fused, n*c.FusedWidth())
+	if casts {
+		acts = append(acts, c.castSpecs(s, n, true)...)
+	}
+	if c.Arch().OutputGate {
+		acts.f32(&s.gate, n*q)
+	}
+	if c.LinearLayers() > 0 {
+		s.linear = &deltaNetActs{}
+		acts = append(acts, c.deltaNetActSpecs(s.linear, -1, n, ad, false)...)
+	}
+	if c.SparseLayers() > 0 {
+		s.moe = &moeActs{}
+		rest, kept := c.moeActSpecs(s.moe, -1, n, ad, moeOwn{experts: true, scratch: true})
+		moe = append(rest, kept...)
+	}
+	return acts, moe
 }
 
 // sharedTrainingActs allocates what every layer of a training forward
-// shares: the q/k/v GEMM's output and the bf16 casts.
+// shares (sharedTrainingSpecs).
 func (m *Model) sharedTrainingActs(a *arena, n int) *layerActs {
-	s := &layerActs{fused: a.alloc(kernels.F32, n*m.Config.groupWidth(groupQKV))}
-	m.allocCasts(a, s, n, false)
+	s := &layerActs{}
+	m.Config.sharedTrainingSpecs(s, n, m.castsBF16()).alloc(a)
 	return s
 }
 
-// trainingActs allocates a layer's own activations for the backward pass;
-// shared holds the trace's buffers that every layer uses
-// (sharedTrainingActs). The ones that drop recomputes in the backward
-// (SwiGLU's output; attention's output and log-sum-exp) are left nil for
-// the caller (recompute.go).
-func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, drop Recompute) *layerActs {
+// sharedTrainingSpecs lists what every layer of a training forward of n
+// tokens shares: the q/k/v GEMM's output and, with casts, the bf16 casts.
+func (c *Config) sharedTrainingSpecs(s *layerActs, n int, casts bool) bufSpecs {
+	var b bufSpecs
+	b.f32(&s.fused, n*c.groupWidth(groupQKV))
+	if casts {
+		b = append(b, c.castSpecs(s, n, false)...)
+	}
+	return b
+}
+
+// trainingActs allocates a layer's own activations for the backward pass
+// (trainingActSpecs); shared holds the trace's buffers that every layer
+// uses (sharedTrainingActs); ad is the adapter's shape (Trace.ad). The
+// ones that drop recomputes in the backward (SwiGLU's output; attention's
+// output and log-sum-exp) are left nil for the caller (recompute.go).
+func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, ad *AdapterShape, drop Recompute) *layerActs {
 	c := m.Config
-	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	s := &layerActs{xIn: xIn, xMid: f(n * h), xOut: f(n * h), h1: f(n * h), h2: f(n * h),
-		rstd1: f(n), rstd2: f(n),
-		fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
-	attention := c.Mixer(l) == MixAttention
-	if attention {
-		s.q = f(n * q)
-	} else {
-		s.linear = m.trainingDeltaNetActs(a, l, n)
-	}
-	if !c.IsSparse(l) {
-		s.gateUp = f(n * 2 * inter)
-	}
+	s := &layerActs{xIn: xIn, fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
+	c.trainingActSpecs(s, l, n, ad, drop).alloc(a)
 	// o lives from a projection to the residual add that follows it (the
 	// next layer's norm for down_proj's), while the shared q/k/v output is
 	// dead (read by AttentionInputs before, rewritten by the next layer's
 	// q/k/v GEMM after), and the backward never reads it: it is a view of
 	// fused when that is wide enough. (A sparse layer's experts write it
 	// from their own scratch, moeScratch.)
-	if c.groupWidth(groupQKV) >= h {
-		s.o = shared.fused.Slice(0, n*h)
+	if s.o == nil {
+		s.o = shared.fused.Slice(0, n*c.HiddenSize)
+	}
+	return s
+}
+
+// trainingActSpecs lists layer l's own training activations for n tokens
+// under the adapter ad, less what drop recomputes (droppedSpecs): the
+// residual stream, both norms' outputs and statistics, the token mixer's
+// (attention's, or a DeltaNet layer's in s.linear), a dense MLP's
+// gate/up output and SwiGLU, and each adapted projection's x·Aᵀ. A sparse
+// layer's experts are newMoEActs'.
+func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs {
+	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
+	var b bufSpecs
+	for _, dst := range []*kernels.Buffer{&s.xMid, &s.xOut, &s.h1, &s.h2} {
+		b.f32(dst, n*h)
+	}
+	b.f32(&s.rstd1, n)
+	b.f32(&s.rstd2, n)
+	attention := c.Mixer(l) == MixAttention
+	if attention {
+		b.f32(&s.q, n*q)
 	} else {
-		s.o = f(n * h)
+		s.linear = &deltaNetActs{}
+		b = append(b, c.deltaNetActSpecs(s.linear, l, n, ad, true)...)
+	}
+	if !c.IsSparse(l) {
+		b.f32(&s.gateUp, n*2*inter)
+	}
+	if c.groupWidth(groupQKV) < h {
+		b.f32(&s.o, n*h) // else a view of the shared q/k/v output (trainingActs)
 	}
 	if attention && drop < RecomputeSelective {
-		s.attn, s.lse = f(n*q), f(n*c.NumHeads)
+		b.f32(&s.attn, n*q)
+		b.f32(&s.lse, n*c.NumHeads)
 		if c.Arch().OutputGate {
-			s.gated = f(n * q)
+			b.f32(&s.gated, n*q)
 		}
 	}
 	if attention && c.Arch().OutputGate {
-		s.gate = f(n * q)
+		b.f32(&s.gate, n*q)
 	}
 	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
-		s.act = f(n * inter)
+		b.f32(&s.act, n*inter)
 	}
 	if attention && c.Arch().QKNorm {
-		s.qPre, s.kPre, s.rstdQ, s.rstdK = f(n*q), f(n*kv), f(n*c.NumHeads), f(n*c.NumKVHeads)
+		b.f32(&s.qPre, n*q)
+		b.f32(&s.kPre, n*kv)
+		b.f32(&s.rstdQ, n*c.NumHeads)
+		b.f32(&s.rstdK, n*c.NumKVHeads)
 	}
 	for _, p := range []Proj{ProjO, ProjDown} {
-		if lr := m.lora(l, p); lr != nil {
-			s.xa[p] = f(n * lr.Rank)
-		}
+		b.f32(&s.xa[p], n*ad.Ranks[l][p])
 	}
 	for g := range numGroups {
-		if gl := m.groupLoRA(l, g); gl != nil {
-			s.xaG[g] = f(gl.ranks * n)
-		}
+		b.f32(&s.xaG[g], n*ad.groupRanks(l, g))
 	}
-	return s
+	return b
 }
 
 // layerForward applies decoder layer l, writing the layer's keys and

@@ -221,23 +221,14 @@ func (m *Model) loraInto(a *arena, layer int, p Proj, y kernels.Buffer, cols, of
 
 // loraIntoBackward is loraInto's backward: dy's columns [off, off+out)
 // (n × cols) are p's output gradient; Scale·(dy·B)·A is added into dx
-// (skipped when nil) and the adapter's gradients into DA and DB.
-func (m *Model) loraIntoBackward(a *arena, layer int, p Proj, dx, dy kernels.Buffer, cols, off int, x kernels.Buffer, n int, xa kernels.Buffer) {
+// (skipped when nil) and the adapter's gradients into DA and DB. dxa (n ×
+// rank) receives dy·B.
+func (m *Model) loraIntoBackward(layer int, p Proj, dx, dy kernels.Buffer, cols, off int, x kernels.Buffer, n int, xa, dxa kernels.Buffer) {
 	lr := m.lora(layer, p)
 	if lr == nil {
 		return
 	}
 	inDim, outDim := m.Config.Dims(p)
-	dxa := a.alloc(kernels.F32, n*lr.Rank)
 	m.Backend.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, cols, off)}, n)
 	m.Backend.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
-}
-
-// xaFor returns a buffer of n × the rank of layer's adapter of p, for the
-// backward, or nil when p is not adapted.
-func (m *Model) xaFor(a *arena, layer int, p Proj, n int) kernels.Buffer {
-	if lr := m.lora(layer, p); lr != nil {
-		return a.alloc(kernels.F32, n*lr.Rank)
-	}
-	return nil
 }

@@ -49,17 +49,26 @@ type moeScratch struct {
 // newMoEScratch allocates the scratch of n tokens' permuted rows; act
 // aliases gate when nil (inference, which keeps no gate).
 func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
-	c := m.Config
-	rows := n * c.NumExpertsPerTok
-	s := &moeScratch{xp: a.alloc(kernels.F32, rows*c.HiddenSize), fused: a.alloc(kernels.F32, rows*2*c.MoEIntermediateSize)}
-	if withAct {
-		s.act = a.alloc(kernels.F32, rows*c.MoEIntermediateSize)
-	}
+	s := &moeScratch{}
+	m.Config.moeScratchSpecs(s, n, withAct).alloc(a)
 	return s
 }
 
+// moeScratchSpecs lists the scratch of n tokens' permuted rows: the
+// gathered input, the gate/up GEMM's output and (withAct) SwiGLU's.
+func (c *Config) moeScratchSpecs(s *moeScratch, n int, withAct bool) bufSpecs {
+	rows := n * c.NumExpertsPerTok
+	var b bufSpecs
+	b.f32(&s.xp, rows*c.HiddenSize)
+	b.f32(&s.fused, rows*2*c.MoEIntermediateSize)
+	if withAct {
+		b.f32(&s.act, rows*c.MoEIntermediateSize)
+	}
+	return b
+}
+
 // newMoEActs allocates one set for n tokens of layer l (l < 0: a set for
-// every sparse layer, for inference); experts, when not nil, is the
+// every sparse layer, for inference) under the adapter ad; experts, when not nil, is the
 // layer's experts buffer, holding a recorded routing when replay is set;
 // scratch, when not nil, is the forward scratch a training trace's sparse
 // layers share. keep receives what the trace of a checkpointed layer
@@ -68,60 +77,83 @@ func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
 // model trains a router its logits and the grouping's offsets, which the
 // load-balancing loss reads before the backward reruns the layer; a gets
 // the rest (keep is a when the trace keeps everything).
-func (m *Model) newMoEActs(a, keep *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
-	c := m.Config
-	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
-	rows := n * k
-	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
-	router := a
-	if m.TrainsRouter() {
-		router = keep
+func (m *Model) newMoEActs(a, keep *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool) *moeActs {
+	s := &moeActs{experts: experts, replay: replay}
+	if scratch != nil {
+		s.moeScratch = *scratch
 	}
-	s := &moeActs{logits: router.alloc(kernels.F32, n*ne), weights: f(n * k), experts: experts,
-		offsets: router.alloc(kernels.I32, ne+1), tokens: a.alloc(kernels.I32, rows), rows: a.alloc(kernels.I32, rows),
-		gate: f(rows * mi), up: f(rows * mi), yp: f(rows * h)}
-	if scratch == nil {
-		scratch = m.newMoEScratch(a, n, false)
-	}
-	s.moeScratch = *scratch
-	if s.act == nil {
-		s.act = s.gate
-	}
-	s.useRouting(keep, experts, replay)
-	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
-		if r := m.expertRank(l, p); r > 0 {
-			s.xa[p] = f(rows * r)
-		}
-	}
-	if r := m.routerRank(l); r > 0 {
-		s.routerXA = f(n * r)
-	}
-	if c.SharedExpertIntermediateSize > 0 {
-		s.shared = m.newSharedExpertActs(a, l, n)
-	}
+	rest, kept := m.Config.moeActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
+	rest.alloc(a)
+	kept.alloc(keep)
+	m.finishMoEActs(s, n)
 	return s
 }
 
-// expertRank is the rank of layer l's expert adapter of p, or with l < 0
-// the largest over the sparse layers (the inference set serves them all).
-func (m *Model) expertRank(l int, p Proj) int {
-	r := 0
-	for i := range m.Config.NumLayers {
-		if (l < 0 || i == l) && m.Config.IsSparse(i) {
-			if lr := m.expertLoRA(i, p); lr != nil {
-				r = max(r, lr.Rank)
-			}
-		}
+// finishMoEActs completes a new set: act is gate's buffer when the set
+// keeps no SwiGLU output of its own (inference), and the shared expert's
+// constants are filled in.
+func (m *Model) finishMoEActs(s *moeActs, n int) {
+	if s.act == nil {
+		s.act = s.gate
 	}
-	return r
+	if s.shared != nil {
+		m.initSharedExpertActs(s.shared, n)
+	}
 }
 
-// useRouting makes experts (a.alloc'd when nil) the layer's experts
-// buffer, holding a recorded routing when replay is set.
-func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
-	if experts == nil {
-		experts = a.alloc(kernels.I32, s.tokens.Len())
+// moeOwn says what a sparse layer's set allocates beside its own
+// buffers: its experts buffer (a training trace allocates every sparse
+// layer's up front, newRouting), the forward scratch (a trace shares one)
+// and under replay the recomputed top-k.
+type moeOwn struct{ experts, scratch, replay bool }
+
+// moeActSpecs lists sparse layer l's set for n tokens (newMoEActs), the
+// part a checkpointed layer's trace keeps apart (kept): per token the
+// router's logits (and its adapter's x·Aᵀ) and the routing weights; per
+// permuted row the grouping's tokens and rows, gate, up, the experts'
+// output and each adapted expert projection's x·Aᵀ; the grouping's
+// offsets; the experts buffer and the forward scratch when the set owns
+// them (own), the recomputed top-k under replay; and the shared expert's
+// set.
+func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn) (rest, kept bufSpecs) {
+	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	rows := n * k
+	router := &rest
+	if ad.TrainsRouter() {
+		router = &kept
 	}
+	router.f32(&s.logits, n*ne)
+	rest.f32(&s.weights, n*k)
+	router.i32(&s.offsets, ne+1)
+	rest.i32(&s.tokens, rows)
+	rest.i32(&s.rows, rows)
+	rest.f32(&s.gate, rows*mi)
+	rest.f32(&s.up, rows*mi)
+	rest.f32(&s.yp, rows*h)
+	if own.scratch {
+		rest = append(rest, c.moeScratchSpecs(&s.moeScratch, n, false)...)
+	}
+	if own.experts {
+		kept = append(kept, c.routingSpec(&s.experts, n))
+	}
+	if own.replay {
+		kept.i32(&s.recomputed, rows)
+	}
+	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
+		rest.f32(&s.xa[p], rows*ad.expertRank(l, p))
+	}
+	rest.f32(&s.routerXA, n*ad.routerRank(l))
+	if c.SharedExpertIntermediateSize > 0 {
+		s.shared = &sharedExpertActs{}
+		rest = append(rest, c.sharedExpertSpecs(s.shared, l, n, ad)...)
+	}
+	return rest, kept
+}
+
+// useRouting makes experts the shared inference set's experts buffer
+// for the layer it runs next, holding a recorded routing when replay is
+// set (then the recomputed top-k gets a buffer of a, once).
+func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 	s.experts, s.replay = experts, replay
 	if replay && s.recomputed == nil {
 		s.recomputed = a.alloc(kernels.I32, s.tokens.Len())
@@ -168,49 +200,84 @@ func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n
 	}
 }
 
+// moeGrads is a sparse MLP's backward scratch: the gradient of its input
+// h2 (layerBackward's), the forward scratch recomputed (the gathered
+// input and SwiGLU), the gradients of the experts' outputs and routing
+// weights, of SwiGLU's output and inputs, of the gate/up GEMM's output
+// and of the gathered input, of the router's logits, dy·B of each adapted
+// expert projection and of the router's adapter, and the shared expert's.
+type moeGrads struct {
+	dh2, xp, act       kernels.Buffer
+	dyp, dw            kernels.Buffer
+	dAct, dGate, dUp   kernels.Buffer
+	dFused, dxp        kernels.Buffer
+	dLogits, routerDyB kernels.Buffer
+	dyB                [NumProj]kernels.Buffer
+	shared             sharedExpertGrads
+}
+
+// moeGradSpecs lists sparse layer l's MLP backward scratch for n tokens.
+func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs {
+	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	rows := n * k
+	var b bufSpecs
+	b.f32(&g.dh2, n*hd)
+	b.f32(&g.xp, rows*hd)
+	b.f32(&g.act, rows*mi)
+	b.f32(&g.dyp, rows*hd)
+	b.f32(&g.dw, rows)
+	for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
+		b.f32(dst, rows*mi)
+	}
+	b.f32(&g.dFused, rows*2*mi)
+	b.f32(&g.dxp, rows*hd)
+	b.f32(&g.dLogits, n*ne)
+	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
+		b.f32(&g.dyB[p], rows*ad.expertRank(l, p))
+	}
+	b.f32(&g.routerDyB, n*ad.routerRank(l))
+	if c.SharedExpertIntermediateSize > 0 {
+		b = append(b, c.sharedExpertGradSpecs(&g.shared, l, n, ad)...)
+	}
+	return b
+}
+
 // moeBackward turns dout (n × hidden), the gradient of the sparse MLP's
 // output, into dh, the gradient of its input h (overwritten), adding the
-// expert adapters' gradients. The routing weights carry gradient back to
-// dh through the router: dh += dlogits·Router (+ its adapter's part, whose
-// gradients it adds too). dprobs, when not nil, is the load-balancing
-// loss's gradient with respect to every token's router probabilities.
-func (m *Model) moeBackward(a *arena, l int, s *moeActs, dh, dout, h, dprobs kernels.Buffer, n int) {
+// expert adapters' gradients, with g as scratch. The routing weights
+// carry gradient back to dh through the router: dh += dlogits·Router (+
+// its adapter's part, whose gradients it adds too). dprobs, when not nil,
+// is the load-balancing loss's gradient with respect to every token's
+// router probabilities.
+func (m *Model) moeBackward(l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
-	f := func(size int) kernels.Buffer { return a.alloc(kernels.F32, size) }
 	// The forward's scratch, recomputed: the gathered input and SwiGLU.
-	xp, act := f(rows*hd), f(rows*mi)
-	be.GatherRows(xp, h, s.tokens, rows, hd)
-	be.SwiGLU(act, s.gate, s.up, rows*mi)
-	dyp, dw := f(rows*hd), f(rows)
-	be.MoECombineBackward(dyp, dw, dout, s.yp, s.weights, s.rows, n, k, hd)
-	dAct := f(rows * mi)
-	be.GroupedMatMul(dAct, dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
+	be.GatherRows(g.xp, h, s.tokens, rows, hd)
+	be.SwiGLU(g.act, s.gate, s.up, rows*mi)
+	be.MoECombineBackward(g.dyp, g.dw, dout, s.yp, s.weights, s.rows, n, k, hd)
+	be.GroupedMatMul(g.dAct, g.dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
-		m.expertProjectBackward(a, lr, ProjDown, dAct, dyp, act, s.xa[ProjDown], s.offsets, rows)
+		m.expertProjectBackward(lr, ProjDown, g.dAct, g.dyp, g.act, s.xa[ProjDown], g.dyB[ProjDown], s.offsets, rows)
 	}
-	dGate, dUp := f(rows*mi), f(rows*mi)
-	be.SwiGLUBackward(dGate, dUp, dAct, s.gate, s.up, rows*mi)
-	dFused := f(rows * 2 * mi)
-	be.CopyColumns(dFused, dGate, rows, mi, 2*mi, 0, mi, 0)
-	be.CopyColumns(dFused, dUp, rows, mi, 2*mi, mi, mi, 0)
-	dxp := f(rows * hd)
-	be.GroupedMatMul(dxp, dFused, w.GateUp, s.offsets, rows, ne, hd, 2*mi, false, 1, 0)
+	be.SwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi)
+	be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
+	be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
+	be.GroupedMatMul(g.dxp, g.dFused, w.GateUp, s.offsets, rows, ne, hd, 2*mi, false, 1, 0)
 	for _, p := range []Proj{ProjGate, ProjUp} {
 		if lr := m.expertLoRA(l, p); lr != nil {
-			dy := dGate
+			dy := g.dGate
 			if p == ProjUp {
-				dy = dUp
+				dy = g.dUp
 			}
-			m.expertProjectBackward(a, lr, p, dxp, dy, xp, s.xa[p], s.offsets, rows)
+			m.expertProjectBackward(lr, p, g.dxp, dy, g.xp, s.xa[p], g.dyB[p], s.offsets, rows)
 		}
 	}
-	be.MoECombine(dh, dxp, nil, s.rows, n, k, hd)
-	dLogits := f(n * ne)
-	be.MoERouteBackward(dLogits, dw, dprobs, s.logits, s.experts, n, ne, k, norm)
-	m.routerBackward(a, l, s, dh, dLogits, h, n)
+	be.MoECombine(dh, g.dxp, nil, s.rows, n, k, hd)
+	be.MoERouteBackward(g.dLogits, g.dw, dprobs, s.logits, s.experts, n, ne, k, norm)
+	m.routerBackward(l, s, dh, g.dLogits, h, g.routerDyB, n)
 	if s.shared != nil {
-		m.sharedExpertBackward(a, l, s.shared, dh, dout, h, n)
+		m.sharedExpertBackward(l, s.shared, &g.shared, dh, dout, h, n)
 	}
 }

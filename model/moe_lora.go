@@ -40,11 +40,10 @@ func (m *Model) expertProject(lr *ExpertLoRA, p Proj, out, x, xa, offsets kernel
 
 // expertProjectBackward is expertProject's backward: given dy (rows ×
 // out) it adds Scale·(dy·B_e)·A_e into dx (when not nil) and the
-// adapter's gradients into DA and DB.
-func (m *Model) expertProjectBackward(a *arena, lr *ExpertLoRA, p Proj, dx, dy, x, xa, offsets kernels.Buffer, rows int) {
+// adapter's gradients into DA and DB; dyB (rows × Rank) receives dy·B_e.
+func (m *Model) expertProjectBackward(lr *ExpertLoRA, p Proj, dx, dy, x, xa, dyB, offsets kernels.Buffer, rows int) {
 	be, c := m.Backend, m.Config
 	in, o := c.ExpertDims(p)
-	dyB := a.alloc(kernels.F32, rows*lr.Rank)
 	be.GroupedMatMul(dyB, dy, lr.B, offsets, rows, c.NumExperts, lr.Rank, o, false, 1, 0)
 	if dx != nil {
 		be.GroupedMatMul(dx, dyB, lr.A, offsets, rows, c.NumExperts, in, lr.Rank, false, lr.Scale, 1)

@@ -40,20 +40,6 @@ func (m *Model) TrainsRouter() bool {
 	return false
 }
 
-// routerRank is layer l's router adapter rank, or with l < 0 the largest
-// over the sparse layers.
-func (m *Model) routerRank(l int) int {
-	r := 0
-	for i := range m.Config.NumLayers {
-		if (l < 0 || i == l) && m.Config.IsSparse(i) {
-			if lr := m.routerLoRA(i); lr != nil {
-				r = max(r, lr.Rank)
-			}
-		}
-	}
-	return r
-}
-
 // routerForward writes layer l's router logits of h into s.logits.
 func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
@@ -66,8 +52,9 @@ func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 }
 
 // routerBackward adds the gradient through the router of dLogits (n ×
-// nExperts) into dh, and into the router adapter's DA and DB.
-func (m *Model) routerBackward(a *arena, l int, s *moeActs, dh, dLogits, h kernels.Buffer, n int) {
+// nExperts) into dh, and into the router adapter's DA and DB; dyB (n ×
+// rank, nil without a router adapter) receives dLogits·B.
+func (m *Model) routerBackward(l int, s *moeActs, dh, dLogits, h, dyB kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
 	hd, ne := c.HiddenSize, c.NumExperts
 	be.MatMul(dh, dLogits, m.W.Layers[l].MoE.Router, n, hd, ne, false, false, 1, 1)
@@ -75,7 +62,6 @@ func (m *Model) routerBackward(a *arena, l int, s *moeActs, dh, dLogits, h kerne
 	if lr == nil {
 		return
 	}
-	dyB := a.alloc(kernels.F32, n*lr.Rank)
 	be.MatMul(dyB, dLogits, lr.B, n, lr.Rank, ne, false, false, 1, 0)
 	be.MatMul(dh, dyB, lr.A, n, hd, lr.Rank, false, false, lr.Scale, 1)
 	if lr.DB != nil {

@@ -62,13 +62,19 @@ func (m *Model) newRouting(a *arena, b *Batch) layerRouting {
 		if !c.IsSparse(l) {
 			continue
 		}
-		r[l] = a.alloc(kernels.I32, n*k)
+		bufSpecs{c.routingSpec(&r[l], n)}.alloc(a)
 		if b.Experts != nil {
 			m.Backend.UploadI32(r[l], routingColumn(b.Experts, n, sl, s, k))
 		}
 		s++
 	}
 	return r
+}
+
+// routingSpec is a sparse layer's experts buffer for n tokens: k int32
+// per token.
+func (c *Config) routingSpec(dst *kernels.Buffer, n int) bufSpec {
+	return bufSpec{dst, kernels.I32, n * c.NumExpertsPerTok}
 }
 
 // routingColumn gathers sparse layer s's n × k block out of the

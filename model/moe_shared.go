@@ -27,28 +27,36 @@ type sharedExpertActs struct {
 // sharedProjs are the shared expert's projections.
 var sharedProjs = [...]Proj{ProjSharedGate, ProjSharedUp, ProjSharedDown, ProjSharedScale}
 
-func (m *Model) newSharedExpertActs(a *arena, l, n int) *sharedExpertActs {
-	c := m.Config
+// sharedExpertSpecs lists layer l's shared-expert set for n tokens (with
+// l < 0 the inference set, whose x·Aᵀ are of the largest rank any layer
+// has: it serves every layer, and the static decode step has no arena
+// for scratch).
+func (c *Config) sharedExpertSpecs(s *sharedExpertActs, l, n int, ad *AdapterShape) bufSpecs {
 	si, h := c.SharedExpertIntermediateSize, c.HiddenSize
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	s := &sharedExpertActs{gateUp: f(n * 2 * si), act: f(n * si), y: f(n * h), score: f(n), scale: f(n),
-		ones: f(n), rows: a.alloc(kernels.I32, n), scaled: f(n * h)}
+	var b bufSpecs
+	b.f32(&s.gateUp, n*2*si)
+	b.f32(&s.act, n*si)
+	b.f32(&s.y, n*h)
+	b.f32(&s.score, n)
+	b.f32(&s.scale, n)
+	b.f32(&s.ones, n)
+	b.i32(&s.rows, n)
+	b.f32(&s.scaled, n*h)
+	for i, p := range sharedProjs {
+		b.f32(&s.xa[i], n*ad.rank(l, p))
+	}
+	return b
+}
+
+// initSharedExpertActs fills a new set's constants: ones and the identity
+// rows.
+func (m *Model) initSharedExpertActs(s *sharedExpertActs, n int) {
 	m.Backend.Fill(s.ones, 1, n)
 	ids := make([]int32, n)
 	for i := range ids {
 		ids[i] = int32(i)
 	}
 	m.Backend.UploadI32(s.rows, ids)
-	for i, p := range sharedProjs {
-		if l >= 0 {
-			s.xa[i] = m.xaFor(a, l, p, n)
-		} else if r := maxRank(m, p); r > 0 {
-			// The inference set serves every layer, and the static
-			// decode step has no arena for scratch.
-			s.xa[i] = a.alloc(kernels.F32, n*r)
-		}
-	}
-	return s
 }
 
 // sharedExpertForward adds layer l's shared expert applied to h (n ×
@@ -68,26 +76,46 @@ func (m *Model) sharedExpertForward(a *arena, l int, s *sharedExpertActs, h, out
 	be.Add(out, out, s.scaled, n*hd)
 }
 
+// sharedExpertGrads is a shared expert's backward scratch: the
+// gradients of its output and scale, of SigmoidGate's inputs, of SwiGLU's
+// output and of the gate/up GEMM's output, and dy·B of each adapted
+// projection (sharedProjs' order).
+type sharedExpertGrads struct {
+	dy, dscale, dones, dscore kernels.Buffer
+	dAct, dGateUp             kernels.Buffer
+	dxa                       [len(sharedProjs)]kernels.Buffer
+}
+
+func (c *Config) sharedExpertGradSpecs(g *sharedExpertGrads, l, n int, ad *AdapterShape) bufSpecs {
+	si := c.SharedExpertIntermediateSize
+	var b bufSpecs
+	b.f32(&g.dy, n*c.HiddenSize)
+	for _, dst := range []*kernels.Buffer{&g.dscale, &g.dones, &g.dscore} {
+		b.f32(dst, n)
+	}
+	b.f32(&g.dAct, n*si)
+	b.f32(&g.dGateUp, n*2*si)
+	for i, p := range sharedProjs {
+		b.f32(&g.dxa[i], n*ad.Ranks[l][p])
+	}
+	return b
+}
+
 // sharedExpertBackward adds the shared expert's part of a sparse layer's
 // backward: with dout the gradient of the layer's MLP output (n ×
 // hidden), the gradient with respect to its input h is added into dh and
-// the shared expert's adapters get their gradients.
-func (m *Model) sharedExpertBackward(a *arena, l int, s *sharedExpertActs, dh, dout, h kernels.Buffer, n int) {
+// the shared expert's adapters get their gradients; g is its scratch.
+func (m *Model) sharedExpertBackward(l int, s *sharedExpertActs, g *sharedExpertGrads, dh, dout, h kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
 	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
-	dy, dscale := f(n*hd), f(n)
-	be.MoECombineBackward(dy, dscale, dout, s.y, s.scale, s.rows, n, 1, hd)
-	dones, dscore := f(n), f(n)
-	be.SigmoidGateBackward(dones, dscore, dscale, s.ones, s.score, n)
-	dAct := f(n * si)
-	m.projectBackward(a, l, ProjSharedDown, dAct, dy, s.act, w.Down, n, s.xa[2], false)
-	dGateUp := f(n * 2 * si)
-	be.SwiGLURowsBackward(dGateUp, dAct, s.gateUp, n, si)
-	be.MatMul(dh, dGateUp, w.GateUp, n, hd, 2*si, false, false, 1, 1)
-	m.loraIntoBackward(a, l, ProjSharedGate, dh, dGateUp, 2*si, 0, h, n, s.xa[0])
-	m.loraIntoBackward(a, l, ProjSharedUp, dh, dGateUp, 2*si, si, h, n, s.xa[1])
-	m.projectBackward(a, l, ProjSharedScale, dh, dscore, h, w.Scale, n, s.xa[3], true)
+	be.MoECombineBackward(g.dy, g.dscale, dout, s.y, s.scale, s.rows, n, 1, hd)
+	be.SigmoidGateBackward(g.dones, g.dscore, g.dscale, s.ones, s.score, n)
+	m.projectBackward(l, ProjSharedDown, g.dAct, g.dy, s.act, w.Down, n, s.xa[2], g.dxa[2], false)
+	be.SwiGLURowsBackward(g.dGateUp, g.dAct, s.gateUp, n, si)
+	be.MatMul(dh, g.dGateUp, w.GateUp, n, hd, 2*si, false, false, 1, 1)
+	m.loraIntoBackward(l, ProjSharedGate, dh, g.dGateUp, 2*si, 0, h, n, s.xa[0], g.dxa[0])
+	m.loraIntoBackward(l, ProjSharedUp, dh, g.dGateUp, 2*si, si, h, n, s.xa[1], g.dxa[1])
+	m.projectBackward(l, ProjSharedScale, dh, g.dscore, h, w.Scale, n, s.xa[3], g.dxa[3], true)
 }
 
 // SharedExpertActWidth is the 4-byte elements per token of a sparse

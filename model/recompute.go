@@ -140,14 +140,7 @@ func (m *Model) layerRecompute() []Recompute {
 // its slot from position 0, and attention reads positions up to its own),
 // so what another layer left there does not matter.
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	shared := m.checkpointedLayers()
-	if m.Config.LinearLayers() > 0 {
-		// The shared buffer would be the first checkpointed layer's,
-		// which may have no K and V; a hybrid's attention layers keep
-		// their own.
-		shared = 0
-	}
-	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
+	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {
@@ -155,6 +148,32 @@ func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
 	}
 	c.free = c.free[:0]
 	return c
+}
+
+// traceCacheShared is how many of a trace's last layers share one K
+// and V buffer when checkpointed of them are (newCache's shared): all of
+// them, but in a hybrid none — the shared buffer would be the first
+// checkpointed layer's, which may have no K and V, so a hybrid's
+// attention layers keep their own.
+func (c *Config) traceCacheShared(checkpointed int) int {
+	if c.LinearLayers() > 0 {
+		return 0
+	}
+	return checkpointed
+}
+
+// TraceCacheLayers is how many layers' K and V buffers a training trace's
+// KV cache allocates when the last checkpointed layers run under
+// RecomputeLayer: one per attention layer, one for all the checkpointed
+// ones (newTrainCache).
+func (c *Config) TraceCacheLayers(checkpointed int) int {
+	shared, n := c.traceCacheShared(checkpointed), 0
+	for l := range c.NumLayers {
+		if c.cacheOwner(l, shared) == l {
+			n++
+		}
+	}
+	return n
 }
 
 // checkpointedLayers is how many layers run under RecomputeLayer: the
@@ -174,20 +193,28 @@ func (m *Model) checkpointedLayers() int {
 // tmp (freed once the layer's forward is done); shared is the trace's
 // buffers that every layer uses (sharedTrainingActs). Under RecomputeNone
 // it is trainingActs, everything in keep.
-func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, p Recompute) *layerActs {
+func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, ad *AdapterShape, p Recompute) *layerActs {
 	switch p {
 	case RecomputeNone:
-		return m.trainingActs(keep, l, xIn, shared, n, RecomputeNone)
+		return m.trainingActs(keep, l, xIn, shared, n, ad, RecomputeNone)
 	case RecomputeLayer:
 		// The layer's output is the next layer's kept input; the rest is
 		// rebuilt by the backward's rerun.
-		s := m.trainingActs(tmp, l, xIn, shared, n, RecomputeNone)
-		s.xOut = keep.alloc(kernels.F32, n*m.Config.HiddenSize)
+		s := m.trainingActs(tmp, l, xIn, shared, n, ad, RecomputeNone)
+		m.Config.checkpointSpecs(s, n).alloc(keep)
 		return s
 	}
-	s := m.trainingActs(keep, l, xIn, shared, n, p)
+	s := m.trainingActs(keep, l, xIn, shared, n, ad, p)
 	m.allocDropped(tmp, l, s, n, p)
 	return s
+}
+
+// checkpointSpecs is what the trace keeps of a checkpointed layer's own
+// activations: its output, the next layer's input.
+func (c *Config) checkpointSpecs(s *layerActs, n int) bufSpecs {
+	var b bufSpecs
+	b.f32(&s.xOut, n*c.HiddenSize)
+	return b
 }
 
 // closesOwnLayer reports whether a layer under p completes its own
@@ -197,33 +224,43 @@ func (m *Model) forwardActs(keep, tmp *arena, l int, xIn kernels.Buffer, shared 
 func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 
 // trainingMoEActs allocates sparse layer l's mixture-of-experts
-// activations for a training forward under p (experts, scratch and replay
+// activations for a training forward under p (ad, experts, scratch and replay
 // as newMoEActs takes them). Every policy but RecomputeLayer keeps them
 // all: the experts' SwiGLU and gathered inputs are recomputed by
 // moeBackward whatever the policy, so swiglu and selective have nothing
 // more to drop there. A checkpointed layer keeps its experts (the
 // routing's buffer, in the trace already) and what newMoEActs puts in
 // keep; the rest lives through the layer's forward, in tmp.
-func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
+func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
 	if p == RecomputeLayer {
-		return m.newMoEActs(tmp, keep, l, n, experts, scratch, replay)
+		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
 	}
-	return m.newMoEActs(keep, keep, l, n, experts, scratch, replay)
+	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
 }
 
 // allocDropped allocates in a the activations that trainingActs left out
-// under p.
+// under p (droppedSpecs).
 func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) {
-	c := m.Config
+	m.Config.droppedSpecs(s, l, n, p).alloc(a)
+}
+
+// droppedSpecs lists what layer l's trace drops under p for the backward
+// to recompute: a dense layer's SwiGLU output (swiglu and finer), and
+// attention's output, log-sum-exp and gated output (selective).
+func (c *Config) droppedSpecs(s *layerActs, l, n int, p Recompute) bufSpecs {
+	var b bufSpecs
 	if p >= RecomputeSwiGLU && !c.IsSparse(l) {
-		s.act = a.alloc(kernels.F32, n*c.IntermediateSize)
+		b.f32(&s.act, n*c.IntermediateSize)
 	}
 	if p >= RecomputeSelective && c.Mixer(l) == MixAttention {
-		s.attn, s.lse = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim), a.alloc(kernels.F32, n*c.NumHeads)
-		if s.gate != nil {
-			s.gated = a.alloc(kernels.F32, n*c.NumHeads*c.HeadDim)
+		q := c.NumHeads * c.HeadDim
+		b.f32(&s.attn, n*q)
+		b.f32(&s.lse, n*c.NumHeads)
+		if c.Arch().OutputGate {
+			b.f32(&s.gated, n*q)
 		}
 	}
+	return b
 }
 
 // kept is what the trace holds of a layer's forward activations under p:
@@ -269,14 +306,14 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 		// own add, or this layer's first norm in the forward wrote it), so
 		// the rerun starts from it with no previous layer; it stops short
 		// of xOut, which the backward never reads.
-		s := m.trainingActs(a, l, kept.xIn, kept, n, RecomputeNone)
+		s := m.trainingActs(a, l, kept.xIn, kept, n, &tr.ad, RecomputeNone)
 		if kept.moe != nil {
 			// The rerun replays the experts the forward routed to (or
 			// replayed): on a backend whose reductions are not
 			// deterministic a near-tie could otherwise flip, and the
 			// backward would differentiate another routing than the
 			// forward's. Its fresh top-k is not wanted (recomputed nil).
-			s.moe = m.newMoEActs(a, a, l, n, kept.moe.experts, tr.moe, false)
+			s.moe = m.newMoEActs(a, a, l, n, &tr.ad, kept.moe.experts, tr.moe, false)
 			s.moe.replay = true
 		}
 		m.layerForward(a, l, tr.cache, tr.idx, n, s, nil)

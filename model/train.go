@@ -18,6 +18,7 @@ type Trace struct {
 	cache     *KVCache
 	layers    []*layerActs   // what each layer keeps, by its recompute policy
 	recompute []Recompute    // each layer's policy (m.layerRecompute)
+	ad        AdapterShape   // the adapter's ranks, which size the buffers of its x·Aᵀ and dy·B
 	moe       *moeScratch    // the sparse layers' shared forward scratch (a checkpointed one's rerun too)
 	rows      kernels.Buffer // batch index of each scored row; nil: every token, in order
 	xFinal    kernels.Buffer // the final norm's input, scored rows only (r × hidden)
@@ -115,17 +116,15 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		return nil, err
 	}
 	be := m.Backend
-	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute()}
+	tr := &Trace{m: m, a: &arena{be: be}, n: b.Len(), r: r, cache: cache, recompute: m.layerRecompute(), ad: m.adapterShape()}
 	a, n, h, v := tr.a, b.Len(), c.HiddenSize, c.VocabSize
 	tr.idx = b.upload(be, a, cache)
-	tr.targets = a.alloc(kernels.I32, r)
+	var x kernels.Buffer
+	c.traceInputSpecs(tr, &x, n, r, rows != nil).alloc(a)
 	be.UploadI32(tr.targets, targets)
 	if rows != nil {
-		tr.rows = a.alloc(kernels.I32, r)
 		be.UploadI32(tr.rows, rows)
 	}
-
-	x := a.alloc(kernels.F32, n*h)
 	be.GatherRows(x, m.W.Embed, tr.idx.tokens, n, h)
 	shared := m.sharedTrainingActs(a, n)
 	routing := m.newRouting(a, b)
@@ -136,9 +135,9 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	for l := range m.W.Layers {
 		// What the backward recomputes lives only through the layer's forward.
 		tmp := &arena{be: be}
-		s := m.forwardActs(a, tmp, l, x, shared, n, tr.recompute[l])
+		s := m.forwardActs(a, tmp, l, x, shared, n, &tr.ad, tr.recompute[l])
 		if c.IsSparse(l) {
-			s.moe = m.trainingMoEActs(a, tmp, l, n, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
+			s.moe = m.trainingMoEActs(a, tmp, l, n, &tr.ad, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
 		}
 		m.layerForward(a, l, cache, tr.idx, n, s, prev)
 		prev = s
@@ -150,31 +149,25 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		tr.layers = append(tr.layers, m.kept(s, tr.recompute[l]))
 		x = s.xOut
 	}
-	tr.rstdF = a.alloc(kernels.F32, r)
-	hF := a.alloc(kernels.F32, r*h)
-	var hFb kernels.Buffer
-	if m.castsBF16() {
-		hFb = a.alloc(kernels.BF16, r*h)
-	}
+	var hF, hFb kernels.Buffer
+	c.traceHeadSpecs(tr, &hF, &hFb, r, tr.rows != nil, m.castsBF16()).alloc(a)
 	eps := float32(c.RMSNormEps)
-	tr.xFinal = x
 	switch {
 	case tr.rows == nil && prev != nil:
 		// Every token scored: the last layer's residual add is fused into
 		// the final norm.
+		tr.xFinal = x
 		be.AddRMSNorm(x, hF, hFb, tr.rstdF, prev.xMid, prev.o, m.W.Norm, n, h, eps)
 	case tr.rows == nil:
 		// The last layer closed its own add (closesOwnLayer).
+		tr.xFinal = x
 		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, x, nil, m.W.Norm, n, h, eps)
 	default:
 		m.finishLayers(prev, n)
-		tr.xFinal = a.alloc(kernels.F32, r*h)
 		be.GatherRows(tr.xFinal, x, tr.rows, r, h)
 		be.AddRMSNorm(nil, hF, hFb, tr.rstdF, tr.xFinal, nil, m.W.Norm, r, h, eps)
 	}
-	tr.logits = a.alloc(kernels.F32, r*v)
 	be.MatMul(tr.logits, gemmInput(hF, hFb), m.W.LMHead, r, v, h, false, true, 1, 0)
-	tr.Logp, tr.Entropy = a.alloc(kernels.F32, r), a.alloc(kernels.F32, r)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
 	// No Sync: the forward stays queued, so a micro-batch's forward and
 	// backward make the host wait for nothing (on a GPU the host runs
@@ -218,13 +211,13 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	// Scratch is freed as soon as it is dead: the head's (r × vocab) before
 	// the layers run, each layer's before the next, so the peak is the
 	// larger of the head's and one layer's, not their sum.
-	head := &arena{be: be}
-	dlogits := head.alloc(kernels.F32, r*v)
+	head, rest := &arena{be: be}, &arena{be: be}
+	defer rest.free()
+	var dlogits, dhF, dx kernels.Buffer
+	c.lmHeadGradSpecs(&dlogits, &dhF, r).alloc(head)
+	c.residualGradSpecs(&dx, n).alloc(rest)
 	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, r, v)
-	dhF := head.alloc(kernels.F32, r*h)
 	be.MatMul(dhF, dlogits, m.W.LMHead, r, h, v, false, false, 1, 0)
-	dx := be.Alloc(kernels.F32, n*h) // zero: unscored rows start with no gradient
-	defer be.Free(dx)
 	if tr.rows == nil {
 		be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
 	} else {
@@ -242,8 +235,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		for i := range grad {
 			grad[i] *= tr.AuxCoef
 		}
-		dprobs = be.Alloc(kernels.F32, len(grad))
-		defer be.Free(dprobs)
+		c.loadBalanceGradSpecs(&dprobs).alloc(rest)
 		be.Upload(dprobs, grad)
 	}
 	tr.dprobs = dprobs
@@ -260,96 +252,100 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 // layerBackward turns dx, the gradient of layer l's output, into the
 // gradient of its input (when needInput; the first layer's input is the
 // frozen embedding), accumulating LoRA gradients on the way; s holds the
-// layer's activations (backwardActs: kept or recomputed).
+// layer's activations (backwardActs: kept or recomputed). Its scratch
+// (layerGradSpecs) comes from a at the start.
 func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w := &m.W.Layers[l]
 	n, h := tr.n, c.HiddenSize
+	var g layerGrads
+	cacheRows, groups := tr.gradShape(l)
+	c.layerGradSpecs(&g, l, n, cacheRows, groups, &tr.ad, needInput).alloc(a)
 	if s.moe != nil {
-		dh2 := a.alloc(kernels.F32, n*h)
-		m.moeBackward(a, l, s.moe, dh2, dx, s.h2, tr.dprobs, n)
-		be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+		m.moeBackward(l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, n)
+		be.RMSNormBackward(dx, g.moe.dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 	} else {
-		tr.mlpBackward(a, l, s, dx)
+		tr.mlpBackward(l, s, &g.mlp, dx)
 	}
 	if w.Linear != nil {
-		tr.deltaNetBackward(a, l, s, dx, needInput)
+		tr.deltaNetBackward(l, s, &g.linear, dx, needInput)
 		return
 	}
-	tr.attentionBackward(a, l, s, dx, needInput)
+	tr.attentionBackward(l, s, &g.attn, dx, needInput)
+}
+
+// gradShape is what layer l's backward scratch takes from the trace's
+// cache: the rows of its keys and values (0 in a DeltaNet layer), and the
+// shared prompts whose DeltaNet states it holds (0 without).
+func (tr *Trace) gradShape(l int) (cacheRows, groups int) {
+	c := tr.m.Config
+	if k := tr.cache.K[l]; k != nil {
+		cacheRows = k.Len() / c.KVWidth()
+	}
+	if conv, _ := tr.cache.linear.layer(l); conv != nil {
+		groups = conv.Len() / c.ConvStateWidth()
+	}
+	return cacheRows, groups
 }
 
 // mlpBackward is the dense MLP's part of layerBackward: it adds the
 // gradient through the MLP branch into dx.
-func (tr *Trace) mlpBackward(a *arena, l int, s *layerActs, dx kernels.Buffer) {
+func (tr *Trace) mlpBackward(l int, s *layerActs, g *mlpGrads, dx kernels.Buffer) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w := &m.W.Layers[l]
 	n, h, inter := tr.n, c.HiddenSize, c.IntermediateSize
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
 	// gate and up are the halves of the fused gateUp, and so are their
 	// gradients: the base part of dh2 is one GEMM with the fused weight.
-	dAct := f(n * inter)
-	m.projectBackward(a, l, ProjDown, dAct, dx, s.act, w.Down, n, s.xa[ProjDown], false)
-	dGateUp := f(n * 2 * inter)
-	be.SwiGLURowsBackward(dGateUp, dAct, s.gateUp, n, inter)
-	dh2 := f(n * h)
-	be.MatMul(dh2, dGateUp, w.GateUp, n, h, 2*inter, false, false, 1, 0)
-	m.loraGroupBackward(a, l, groupGateUp, dh2, s.h2, n, s.xaG[groupGateUp], func(i int) (kernels.Buffer, int, int) {
-		return dGateUp, 2 * inter, i * inter
+	m.projectBackward(l, ProjDown, g.dAct, dx, s.act, w.Down, n, s.xa[ProjDown], g.dxaDown, false)
+	be.SwiGLURowsBackward(g.dGateUp, g.dAct, s.gateUp, n, inter)
+	be.MatMul(g.dh2, g.dGateUp, w.GateUp, n, h, 2*inter, false, false, 1, 0)
+	m.loraGroupBackward(l, groupGateUp, g.dh2, s.h2, n, s.xaG[groupGateUp], g.dxaGateUp, func(i int) (kernels.Buffer, int, int) {
+		return g.dGateUp, 2 * inter, i * inter
 	})
-	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+	be.RMSNormBackward(dx, g.dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 }
 
 // attentionBackward is the attention part of layerBackward: dx, the
 // gradient of xMid, becomes the gradient of the layer's input.
-func (tr *Trace) attentionBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
+func (tr *Trace) attentionBackward(l int, s *layerActs, g *attentionGrads, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w := &m.W.Layers[l]
 	n, h, hd := tr.n, c.HiddenSize, c.HeadDim
 	q := c.NumHeads * hd
-	f := func(k int) kernels.Buffer { return a.alloc(kernels.F32, k) }
 
 	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
-	dAttn := f(n * q)
-	var dGate kernels.Buffer
 	if s.gate != nil {
 		// o_proj read attn × sigmoid(gate).
-		dGated := f(n * q)
-		m.projectBackward(a, l, ProjO, dGated, dx, s.gated, w.O, n, s.xa[ProjO], false)
-		dGate = f(n * q)
-		be.SigmoidGateBackward(dAttn, dGate, dGated, s.attn, s.gate, n*q)
+		m.projectBackward(l, ProjO, g.dGated, dx, s.gated, w.O, n, s.xa[ProjO], g.dxaO, false)
+		be.SigmoidGateBackward(g.dAttn, g.dGate, g.dGated, s.attn, s.gate, n*q)
 	} else {
-		m.projectBackward(a, l, ProjO, dAttn, dx, s.attn, w.O, n, s.xa[ProjO], false)
+		m.projectBackward(l, ProjO, g.dAttn, dx, s.attn, w.O, n, s.xa[ProjO], g.dxaO, false)
 	}
-	cacheLen := tr.cache.K[l].Len()
-	dq, dkC, dvC := f(n*q), f(cacheLen), f(cacheLen)
-	be.AttentionBackward(dq, dkC, dvC, dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
+	be.AttentionBackward(g.dq, g.dk, g.dv, g.dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
 		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
 	// q, k and v's gradients join in the fused layout (AttentionInputs'
 	// backward), so the base part of dh1 is one GEMM with the fused
 	// weight and the LoRA part reads them in place.
 	width := c.groupWidth(groupQKV)
-	dQKV := f(n * width)
-	be.AttentionInputsBackward(dQKV, dq, dGate, dkC, dvC, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
+	be.AttentionInputsBackward(g.dQKV, g.dq, g.dGate, g.dk, g.dv, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
 		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim())
-	var dh1 kernels.Buffer
 	if needInput {
-		dh1 = f(n * h)
-		be.MatMul(dh1, dQKV, w.QKV, n, h, width, false, false, 1, 0)
+		be.MatMul(g.dh1, g.dQKV, w.QKV, n, h, width, false, false, 1, 0)
 	}
-	m.loraGroupBackward(a, l, groupQKV, dh1, s.h1, n, s.xaG[groupQKV], func(i int) (kernels.Buffer, int, int) {
-		return dQKV, width, c.groupOffset(groupQKV, i)
+	m.loraGroupBackward(l, groupQKV, g.dh1, s.h1, n, s.xaG[groupQKV], g.dxaQKV, func(i int) (kernels.Buffer, int, int) {
+		return g.dQKV, width, c.groupOffset(groupQKV, i)
 	})
 	if needInput {
-		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+		be.RMSNormBackward(dx, g.dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}
 }
 
 // projectBackward is the backward of project: given dy (n × out) it writes
 // (or, with accumulate, adds) dx = dy·W + Scale·(dy·B)·A, skipped when dx is
-// nil, and adds Scale·dyᵀ·xa into DB and Scale·(dy·B)ᵀ·x into DA.
-func (m *Model) projectBackward(a *arena, layer int, p Proj, dx, dy, x, w kernels.Buffer, n int, xa kernels.Buffer, accumulate bool) {
+// nil, and adds Scale·dyᵀ·xa into DB and Scale·(dy·B)ᵀ·x into DA; dxa (n ×
+// rank, nil when p is not adapted) receives dy·B.
+func (m *Model) projectBackward(layer int, p Proj, dx, dy, x, w kernels.Buffer, n int, xa, dxa kernels.Buffer, accumulate bool) {
 	be := m.Backend
 	inDim, outDim := m.Config.Dims(p)
 	var beta float32
@@ -363,7 +359,6 @@ func (m *Model) projectBackward(a *arena, layer int, p Proj, dx, dy, x, w kernel
 	if lr == nil {
 		return
 	}
-	dxa := a.alloc(kernels.F32, n*lr.Rank)
 	be.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{lr.part(outDim, dy, outDim, 0)}, n)
 	be.LoRAShrinkBackward(dx, lr.DA, dxa, x, lr.A, n, inDim, lr.Rank)
 }

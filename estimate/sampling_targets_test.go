@@ -1,0 +1,71 @@
+package estimate
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/sampler"
+)
+
+// TestEstimateSamplingAdaptedLinearAndSharedExpert: the sampling phase is
+// priced as allocated with the DeltaNet layers' and the shared expert's
+// projections adapted, whose x·Aᵀ the inference set keeps once per
+// projection (at the largest rank, for every layer) rather than once per
+// layer. Priced per layer by formula, the estimate was 25,600 bytes over
+// for qwen3_5-tiny with in_proj_qkv and out_proj adapted.
+func TestEstimateSamplingAdaptedLinearAndSharedExpert(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		targets []string
+	}{
+		{"qwen3_5-tiny", []string{"q_proj", "in_proj_qkv", "out_proj", "up_proj"}},
+		{"qwen3_5-moe-tiny", []string{"q_proj", "in_proj_z", "gate_proj", "shared_expert_gate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", tc.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const slots, prompt, maxTok = 4, 25, 8
+			cfg := estimateConfig(slots, 2, maxTok)
+			cfg.LoRA.TargetModules = tc.targets
+			cfg.Loss.RoutingReplay = false
+			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := &countingBackend{Backend: cpu.New()}
+			m := model.NewRandom(mc, be, 1)
+			ad, err := lora.New(m, cfg.LoRA, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy := m.WithAdapter(ad)
+			gen := be.phase(t, func() error {
+				s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
+				for i := range prompts {
+					prompts[i] = make([]int32, prompt)
+					prompts[i][0] = int32(i)
+					params[i] = sampler.DefaultParams()
+					params[i].MaxTokens = maxTok
+				}
+				_, err = s.Generate(context.Background(), prompts, params)
+				return err
+			})
+			if want := e.PhaseBytes(PhaseSampling); gen != want {
+				t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
+			}
+		})
+	}
+}
