@@ -437,12 +437,20 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	p.maxLen = plan.MaxLen
 	// The static decode step's workspaces (model.Decoder), which a kept
 	// sampler holds between steps: one per padded bucket (1, 2, 4, … and
-	// the slots), each its rows of the same activations and a logits row.
-	rowsAll := slots
-	for b := int64(1); b < slots; b <<= 1 {
-		rowsAll += b
+	// the slots), each as model allocates it. An adapter known only by
+	// its count of targets is priced as a forward of all those rows.
+	if ad.byCount {
+		rowsAll := slots
+		for b := int64(1); b < slots; b <<= 1 {
+			rowsAll += b
+		}
+		p.decode = peak(rowsAll, rowsAll)
+	} else {
+		for b := int64(1); b < slots; b <<= 1 {
+			p.decode += mc.DecodeBucketBytes(int(b), ad.m, casts)
+		}
+		p.decode += mc.DecodeBucketBytes(int(slots), ad.m, casts)
 	}
-	p.decode = peak(rowsAll, rowsAll)
 	blocks := fmt.Sprint(plan.Blocks)
 	if plan.Pad > 0 {
 		blocks = fmt.Sprintf("(%d + %d for the decode step's padding slot)", plan.Blocks, plan.Pad)

@@ -283,52 +283,19 @@ func decodeRuns(slot, pos []int32, real int) []int32 {
 func (d *Decoder) newBucket(n int) *decodeBucket {
 	m, be, c := d.m, d.m.Backend, d.m.Config
 	a := &arena{be: be}
-	i32 := func(k int) kernels.Buffer { return a.alloc(kernels.I32, k) }
-	out := i32(n + c.RoutingLen(n))
-	b := &decodeBucket{rows: n, a: a, out: out, tok: out.Slice(0, n), slot: i32(n), pos: i32(n), delta: i32(n),
-		params: i32(n * kernels.SampleParamWords), state: i32(n * kernels.PCGWords), groups: i32(n * kernels.PrefixGroupWords),
-		lp: a.alloc(kernels.F32, n), x: a.alloc(kernels.F32, n*c.HiddenSize),
-		logits:  a.alloc(kernels.F32, n*c.VocabSize),
-		hostOut: make([]int32, out.Len()), hostParams: make([]int32, n*kernels.SampleParamWords), hostState: make([]int32, n*kernels.PCGWords)}
+	b := &decodeBucket{rows: n, a: a}
+	// The inference set's x is the bucket's embedded input, allocated with
+	// the bucket's own buffers (decodeBucketSpecs).
+	var x kernels.Buffer
+	b.acts = m.inferenceActs(a, x, n)
+	ad := m.adapterShape()
+	c.decodeBucketSpecs(b, b.acts, n, &ad).alloc(a)
+	b.acts.xIn, b.acts.xMid, b.acts.xOut = b.x, b.x, b.x
+	b.tok = b.out.Slice(0, n)
+	b.hostOut, b.hostParams, b.hostState = make([]int32, b.out.Len()), make([]int32, n*kernels.SampleParamWords), make([]int32, n*kernels.PCGWords)
 	b.hostTok = b.hostOut[:n]
-	if c.LinearLayers() > 0 {
-		b.runs = i32(4 * n)
-	}
-	b.routing = m.decodeRouting(out, n)
-	b.acts = m.inferenceActs(a, b.x, n)
-	for l := range m.W.Layers {
-		for _, p := range []Proj{ProjO, ProjDown} {
-			if lr := m.lora(l, p); lr != nil && (b.acts.xa[p] == nil || b.acts.xa[p].Len() < n*lr.Rank) {
-				b.acts.xa[p] = a.alloc(kernels.F32, n*maxRank(m, p))
-			}
-		}
-		for g := range numGroups {
-			if gl := m.groupLoRA(l, g); gl != nil && (b.acts.xaG[g] == nil || b.acts.xaG[g].Len() < gl.ranks*n) {
-				b.acts.xaG[g] = a.alloc(kernels.F32, n*maxGroupRanks(m, g))
-			}
-		}
-	}
+	b.routing = m.decodeRouting(b.out, n)
 	return b
-}
-
-func maxRank(m *Model, p Proj) int {
-	r := 0
-	for l := range m.W.Layers {
-		if lr := m.lora(l, p); lr != nil {
-			r = max(r, lr.Rank)
-		}
-	}
-	return r
-}
-
-func maxGroupRanks(m *Model, g group) int {
-	r := 0
-	for l := range m.W.Layers {
-		if gl := m.groupLoRA(l, g); gl != nil {
-			r = max(r, gl.ranks)
-		}
-	}
-	return r
 }
 
 // Step runs one decode step over the loaded rows and writes each row's

@@ -120,3 +120,37 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeBucketBytesMatchAllocations: the static decode step's
+// workspace of n rows allocates what DecodeBucketBytes says, for a dense
+// model, a hybrid and the MoEs, adapted on every projection, at bucket
+// sizes 1, 4 and 8 — what the estimate holds a kept sampler's workspaces
+// to.
+func TestDecodeBucketBytesMatchAllocations(t *testing.T) {
+	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3-moe-tiny", "qwen3_5-moe-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			be := &byteLedger{Backend: cpu.New()}
+			m, err := Load(filepath.Join("..", "testdata", "models", name), be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Config.SparseLayers() > 0 {
+				m = m.WithAdapter(newMoETestAdapter(m, 3, 1))
+			} else {
+				m = m.WithAdapter(newTestAdapter(m, 3, 1))
+			}
+			d := m.NewDecoder(8)
+			defer d.Free()
+			for _, n := range []int{1, 4, 8} {
+				before := be.live
+				b := d.newBucket(n)
+				got := be.live - before
+				want := m.Config.DecodeBucketBytes(n, m.adapterShape(), m.castsBF16())
+				if got != want {
+					t.Errorf("bucket of %d rows allocated %d bytes, DecodeBucketBytes says %d", n, got, want)
+				}
+				b.a.free()
+			}
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package model
+
+import "github.com/grpo-dev/grpo/kernels"
+
+// decodeBucketSpecs lists a static decode step's workspace of n rows
+// beside its inference set: the token/routing record (out: the tokens,
+// then each sparse layer's experts), slots, positions and their advance,
+// the sampling parameters and PCG states, the prefix groups, the
+// log-probs, the embedded input, the logits, a hybrid's runs; and the
+// x·Aᵀ of o_proj, down_proj and each fused group, one each at the largest
+// rank any layer has (the layers run one after another in it).
+func (c *Config) decodeBucketSpecs(b *decodeBucket, s *layerActs, n int, ad *AdapterShape) bufSpecs {
+	var sp bufSpecs
+	sp.i32(&b.out, n+c.RoutingLen(n))
+	sp.i32(&b.slot, n)
+	sp.i32(&b.pos, n)
+	sp.i32(&b.delta, n)
+	sp.i32(&b.params, n*kernels.SampleParamWords)
+	sp.i32(&b.state, n*kernels.PCGWords)
+	sp.i32(&b.groups, n*kernels.PrefixGroupWords)
+	sp.f32(&b.lp, n)
+	sp.f32(&b.x, n*c.HiddenSize)
+	sp.f32(&b.logits, n*c.VocabSize)
+	if c.LinearLayers() > 0 {
+		sp.i32(&b.runs, 4*n)
+	}
+	for _, p := range []Proj{ProjO, ProjDown} {
+		r := 0
+		for l := range c.NumLayers {
+			r = max(r, ad.Ranks[l][p])
+		}
+		sp.f32(&s.xa[p], n*r)
+	}
+	for g := range numGroups {
+		r := 0
+		for l := range c.NumLayers {
+			r = max(r, ad.groupRanks(l, g))
+		}
+		sp.f32(&s.xaG[g], n*r)
+	}
+	return sp
+}
+
+// DecodeBucketBytes is what the static decode step's workspace of n rows
+// (model.Decoder's bucket) allocates under the adapter ad, with the bf16
+// casts of the GEMMs' inputs when casts: what a sampler kept across steps
+// holds for each bucket that has run.
+func (c *Config) DecodeBucketBytes(n int, ad AdapterShape, casts bool) int64 {
+	var b decodeBucket
+	s := &layerActs{}
+	acts, moe := c.inferenceActSpecs(s, n, &ad, casts)
+	return acts.bytes() + moe.bytes() + c.decodeBucketSpecs(&b, s, n, &ad).bytes()
+}
