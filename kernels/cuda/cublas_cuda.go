@@ -136,18 +136,18 @@ func openCublas(stream unsafe.Pointer) (*cublas, error) {
 	}
 	var h unsafe.Pointer
 	if st := C.grpo_blas_create(&h); st != 0 {
-		return nil, fmt.Errorf("cuda: cublasCreate: status %d", int(st))
+		return nil, fmt.Errorf("cuda: cublasCreate: %s", cublasStatus(int(st)))
 	}
 	if st := C.grpo_blas_set_stream(h, stream); st != 0 {
 		C.grpo_blas_destroy(h)
-		return nil, fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
+		return nil, fmt.Errorf("cuda: cublasSetStream: %s", cublasStatus(int(st)))
 	}
 	return &cublas{h: h}, nil
 }
 
 func (b *cublas) close() error {
 	if st := C.grpo_blas_destroy(b.h); st != 0 {
-		return fmt.Errorf("cuda: cublasDestroy: status %d", int(st))
+		return fmt.Errorf("cuda: cublasDestroy: %s", cublasStatus(int(st)))
 	}
 	return nil
 }
@@ -159,7 +159,7 @@ func (b *cublas) sgemm(transA, transB bool, m, n, k int, alpha float32, a Device
 	st := C.grpo_blas_sgemm(b.h, op(transA), op(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
 		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
 	if st != 0 {
-		return fmt.Errorf("cuda: cublasSgemm(m=%d n=%d k=%d): status %d", m, n, k, int(st))
+		return fmt.Errorf("cuda: cublasSgemm(m=%d n=%d k=%d): %s", m, n, k, cublasStatus(int(st)))
 	}
 	return nil
 }
@@ -172,7 +172,7 @@ func (b *cublas) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a Dev
 	st := C.grpo_blas_gemm_bf16(b.h, op(transA), op(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
 		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
 	if st != 0 {
-		return fmt.Errorf("cuda: cublasGemmEx bf16×bf16→f32 (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d): status %d", m, n, k, lda, ldb, ldc, int(st))
+		return fmt.Errorf("cuda: cublasGemmEx bf16×bf16→f32 (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d): %s", m, n, k, lda, ldb, ldc, cublasStatus(int(st)))
 	}
 	return nil
 }
