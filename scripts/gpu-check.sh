@@ -82,7 +82,16 @@ find_lib() {
 	done
 	local pys=()
 	local IFS=:
-	for d in ${PATH:-}; do compgen -G "$d/python3*" >/dev/null && pys+=("$(dirname "$d")"); done
+	local py
+	for d in ${PATH:-}; do
+		compgen -G "$d/python3*" >/dev/null || continue
+		pys+=("$(dirname "$d")")
+		# A python on PATH may be a link into another install
+		# (kernels/cuda/libfind.go): that install's prefix too.
+		for py in "$d"/python3*; do
+			py=$(readlink -f "$py" 2>/dev/null) && pys+=("$(dirname "$(dirname "$py")")")
+		done
+	done
 	unset IFS
 	for n in "$@"; do
 		for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 /usr/local/cuda/targets/*/lib /usr/local/cuda-*/targets/*/lib \

@@ -119,8 +119,17 @@ func (s libSearch) libDirs() []string {
 		prefixes = append(prefixes, filepath.Join(h, ".local"))
 	}
 	for _, dir := range filepath.SplitList(s.getenv("PATH")) {
-		if py, _ := s.glob(filepath.Join(dir, "python3*")); len(py) > 0 {
+		py, _ := s.glob(filepath.Join(dir, "python3*"))
+		if len(py) > 0 {
 			prefixes = append(prefixes, filepath.Dir(dir))
+		}
+		// A python on PATH may be a link into another install
+		// (/usr/local/bin/python3 → /opt/python/3.12/bin/python3.12), whose
+		// wheels are under that install's prefix.
+		for _, p := range py {
+			if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+				prefixes = append(prefixes, filepath.Dir(filepath.Dir(r)))
+			}
 		}
 	}
 	for _, p := range prefixes {

@@ -89,3 +89,38 @@ func TestOpenFirstNamesEveryPlace(t *testing.T) {
 		t.Errorf("openFirst = %q, %v; want the second candidate", p, err)
 	}
 }
+
+// TestLibCandidatesFollowLinkedPython: a python on PATH that is a link
+// into another install (here bin/python3 → opt/py/bin/python3.12) has its
+// wheels found under that install's prefix, where the link's own
+// directory would miss them.
+func TestLibCandidatesFollowLinkedPython(t *testing.T) {
+	root := t.TempDir()
+	wheel := filepath.Join(root, "opt/py/lib/python3.12/site-packages/nvidia/cublas/lib/libcublas.so.12")
+	real := filepath.Join(root, "opt/py/bin/python3.12")
+	for _, p := range []string{wheel, real} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "links/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(root, "links/bin/python3")); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PATH": filepath.Join(root, "links/bin")}
+	s := libSearch{
+		getenv:   func(k string) string { return env[k] },
+		glob:     filepath.Glob,
+		ldconfig: func() string { return "" },
+		stat:     func(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() },
+		root:     root,
+	}
+	if got := s.libCandidates("GRPO_CUBLAS", cublasNames); !slices.Contains(got, wheel) {
+		t.Errorf("candidates %v lack the linked python's wheel %s", got, wheel)
+	}
+}
