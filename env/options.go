@@ -19,6 +19,10 @@ type Options struct {
 	// stderr goes. The zero value uses $GRPO_PYTHON or python3 and logs
 	// to stderr.
 	Python pybridge.Options
+	// Version is the behaviour to build (a Spec.Versions name). New sets
+	// it to the canonical name of the one a config selected, or the
+	// default, before calling Spec.New.
+	Version string
 }
 
 // Option sets one field of Options.

@@ -39,6 +39,10 @@ type Spec struct {
 	// environment validates them itself (a Python environment's
 	// load_environment does). Args is then empty.
 	RawArgs bool
+	// Versions are the behaviours a config may select with its version
+	// key, the default first; New gets the chosen one's Name in
+	// Options.Version. Empty for an environment with one behaviour.
+	Versions []Version
 }
 
 // primePrefix is the owner of Prime Intellect's hub environments; a config
@@ -193,6 +197,9 @@ func New(id string, args map[string]any, opts ...Option) (Environment, error) {
 	s, err := find(id, o)
 	if err != nil {
 		return nil, err
+	}
+	if o.Version, err = resolveVersion(s, o.Version); err != nil {
+		return nil, fmt.Errorf("env %s: %w", s.ID, err)
 	}
 	a := Args(args)
 	if !s.RawArgs {

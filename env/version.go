@@ -1,0 +1,56 @@
+package env
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Version is one selectable behaviour of an environment. The Lab's
+// environments were rewritten (verifiers' v1 tasksets) and changed their
+// prompts and rewards; a builtin keeps the older behaviour selectable so
+// that a run started before reproduces.
+type Version struct {
+	// Name is what a config's `version` key (or "id@version") gives:
+	// "v1", "v0".
+	Name string
+	// Hub lists the Hub (pyproject) version strings that name this
+	// behaviour and no other.
+	Hub []string
+	// About says in a few words what the behaviour follows, for
+	// `grpo env show` and errors ("verifiers a60a606 taskset").
+	About string
+}
+
+// WithVersion selects the behaviour a config's `version` key names; ""
+// selects the environment's default (its first Version).
+func WithVersion(v string) Option { return func(x *Options) { x.Version = v } }
+
+// resolveVersion maps a config's version to the canonical name of one of
+// s's Versions ("" when s has none and none was given).
+func resolveVersion(s Spec, given string) (string, error) {
+	given = strings.TrimSpace(given)
+	if len(s.Versions) == 0 {
+		if given == "" || s.Dir != "" || s.RawArgs {
+			// An installed or Python environment is the version that was
+			// installed; `grpo env install owner/name@version` picks it.
+			return given, nil
+		}
+		return "", fmt.Errorf("version %q given, but %s has one behaviour only; remove the version key", given, s.ID)
+	}
+	if given == "" || given == "latest" {
+		return s.Versions[0].Name, nil
+	}
+	var names []string
+	for _, v := range s.Versions {
+		if strings.EqualFold(v.Name, given) {
+			return v.Name, nil
+		}
+		for _, h := range v.Hub {
+			if h == given {
+				return v.Name, nil
+			}
+		}
+		names = append(names, fmt.Sprintf("%s (%s)", v.Name, v.About))
+	}
+	return "", fmt.Errorf("version %q is not one %s has; use %s (the first is the default)", given, s.ID, strings.Join(names, " or "))
+}
