@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -14,14 +15,18 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// goldenCase is one line of testdata/verifiers_golden.jsonl: a completion
-// for a builtin environment and what verifiers' own code (8d4b33247, with
-// math-verify 0.8.0 and TextArena's Wordle) computed for it; see
-// testdata/reference/verifiers_golden.py. Source is "ran" for values
+// goldenCase is one line of a golden file (testdata/verifiers*_golden.jsonl):
+// a completion for a builtin environment and what verifiers' own code
+// computed for it: verifiers_golden.jsonl from 8d4b33247 (with
+// math-verify 0.8.0 and TextArena's Wordle; see
+// testdata/reference/verifiers_golden.py), the others from a60a606's v1
+// tasksets, each from the script its header names. Version selects the
+// builtin's behaviour the row was computed for ("" for the default). Source is "ran" for values
 // computed by running that code and "read" for values derived by reading
 // it.
 type goldenCase struct {
 	Env        string             `json:"env"`
+	Version    string             `json:"version"`
 	Name       string             `json:"name"`
 	Args       map[string]any     `json:"args"`
 	Prompt     []chat.Message     `json:"prompt"`
@@ -37,10 +42,24 @@ type goldenCase struct {
 	GameOver bool `json:"game_over"`
 }
 
-// loadGoldenCases reads the golden file, which `grpo env score` reuses.
+// loadGoldenCases reads every golden file, which `grpo env score`'s tests
+// reuse.
 func loadGoldenCases(t *testing.T) []goldenCase {
 	t.Helper()
-	f, err := os.Open("../testdata/verifiers_golden.jsonl")
+	files, err := filepath.Glob("../testdata/verifiers*_golden.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	var cases []goldenCase
+	for _, name := range files {
+		cases = append(cases, loadGoldenFile(t, name)...)
+	}
+	return cases
+}
+
+func loadGoldenFile(t *testing.T, name string) []goldenCase {
+	t.Helper()
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +70,7 @@ func loadGoldenCases(t *testing.T) []goldenCase {
 	for sc.Scan() {
 		var c goldenCase
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("line %d: %v", len(cases)+1, err)
+			t.Fatalf("%s line %d: %v", name, len(cases)+1, err)
 		}
 		cases = append(cases, c)
 	}
@@ -73,7 +92,7 @@ func TestRewardsMatchVerifiers(t *testing.T) {
 		if c.Source != "ran" && c.Source != "read" {
 			t.Errorf("%s/%s: source %q, want ran or read", c.Env, c.Name, c.Source)
 		}
-		e, err := env.New(c.Env, c.Args)
+		e, err := env.New(c.Env, c.Args, env.WithVersion(c.Version))
 		if err != nil {
 			t.Fatalf("%s/%s: %v", c.Env, c.Name, err)
 		}

@@ -65,7 +65,7 @@ func TestScoreReplaysGolden(t *testing.T) {
 			}
 		}
 		spec, _ := env.Lookup(c.Env)
-		e := envtest.NewEnv(t, c.Env, c.Args)
+		e := envtest.NewEnv(t, c.Env, c.Args, env.WithVersion(c.Version))
 		row := env.ScoreRow{Prompt: c.Prompt, Completion: turns, Answer: c.Answer, Info: c.Info}
 		res, err := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{})
 		if err != nil || !envtest.Near(res.VerifiersReward, c.Reward) || res.EpisodeDone != c.GameOver {
