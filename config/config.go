@@ -113,9 +113,23 @@ type Env struct {
 	// Name labels the env's metrics; defaults to ID.
 	Name string `toml:"name"`
 
+	// Version selects the environment's behaviour (a builtin's "v1",
+	// "v0"); "id@version" in ID sets it too.
+	Version string `toml:"version"`
+
 	// Lab keys with no local effect.
-	Version    string `toml:"version"`
-	MaxRetries int    `toml:"max_retries"`
+	MaxRetries int `toml:"max_retries"`
+}
+
+// Ref is the environment as the registry takes it: "id@version" when a
+// version is selected, else the id.
+func (e Env) Ref() string { return envRef(e.ID, e.Version) }
+
+func envRef(id, version string) string {
+	if version == "" {
+		return id
+	}
+	return id + "@" + version
 }
 
 // Eval is the [eval] section: periodic evaluation during training.
@@ -151,6 +165,9 @@ type EvalEnv struct {
 	Version    string `toml:"version"`
 	MaxRetries int    `toml:"max_retries"`
 }
+
+// Ref is the environment as the registry takes it; see Env.Ref.
+func (e EvalEnv) Ref() string { return envRef(e.ID, e.Version) }
 
 // EvalSampling is [eval.sampling]: overrides laid over [sampling]'s
 // sampler.Params, unset unless given; the result is checked by

@@ -95,6 +95,9 @@ type EvalBlock struct {
 	EnvArgs map[string]any `toml:"env_args"`
 	// Name labels the env in tables and results; default the id.
 	Name string `toml:"name"`
+	// Version selects the environment's behaviour, as [[env]]'s; the id
+	// may pin it too ("gsm8k@v0").
+	Version string `toml:"version"`
 	EvalSettings
 }
 
@@ -176,6 +179,12 @@ func ParseEval(data []byte, name string) (*EvalFile, error) {
 		}
 		if b.ID == "" {
 			return nil, src.At(fmt.Sprintf(`[[eval]] %d has no id; set id = "reverse-text" (an environment id, see grpo env list)`, i+1), p)
+		}
+		if b.Version != "" {
+			if at := strings.LastIndex(b.ID, "@"); at >= 0 && b.ID[at+1:] != b.Version {
+				return nil, src.At(fmt.Sprintf("[[eval]] %d: id = %q pins version %q but version = %q; keep one of them", i+1, b.ID, b.ID[at+1:], b.Version), p+".version")
+			}
+			b.ID = envRef(strings.Split(b.ID, "@")[0], b.Version)
 		}
 		if b.Args != nil && b.EnvArgs != nil {
 			return nil, src.At(fmt.Sprintf("[[eval]] %d (id = %q): both args and env_args are set; keep one of them", i+1, b.ID), p+".env_args")

@@ -47,11 +47,11 @@ var keyInfos = map[string]keyInfo{
 	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo sends no extra request fields, in-process or with [inference]"},
 
 	"env":               {doc: "One `[[env]]` block per environment (double brackets: an array of tables). At least one."},
-	"env.*.id":          {doc: "Environment id: a builtin (`reverse-text`, `alphabet-sort`, `gsm8k`, `wordle`) or its Lab id (`primeintellect/gsm8k`); `id@version` pins a Hub version.", def: "required"},
+	"env.*.id":          {doc: "Environment id: a builtin (`reverse-text`, `alphabet-sort`, `gsm8k`, `wordle`) or its Lab id (`primeintellect/gsm8k`); `id@version` selects a version (see `env.*.version`).", def: "required"},
 	"env.*.args":        {doc: "Arguments of the environment (checked by the env registry: unknown or ill-typed args are errors)."},
 	"env.*.weight":      {doc: "Relative share of each batch; weights must be ≥ 0 and sum to more than 0.", def: "1"},
 	"env.*.name":        {doc: "Label of the env's metrics; must be unique.", def: "the id"},
-	"env.*.version":     {doc: "Lab: Hub version of the environment.", ignored: "builtin environments are compiled into grpo and have no Hub version"},
+	"env.*.version":     {doc: "Which behaviour of the environment: for builtins `v1` (the default: verifiers a60a606's taskset, today's Hub) or `v0` (verifiers 8d4b33247, grpo's earlier builtins), or a Hub version string of either; `id@version` is the same. An installed environment runs as installed: pin its version with `grpo env install owner/name@version` instead."},
 	"env.*.max_retries": {doc: "Lab: retries of a failing env server.", ignored: "environments run in-process, with no env server to retry"},
 
 	"eval":                            {doc: "Evaluation during training."},
@@ -67,7 +67,7 @@ var keyInfos = map[string]keyInfo{
 	"eval.env.*.name":                 {doc: "Label of the env's eval metrics.", def: "the id"},
 	"eval.env.*.num_examples":         {doc: "Overrides `[eval] num_examples` for this env.", def: "[eval]'s"},
 	"eval.env.*.rollouts_per_example": {doc: "Overrides `[eval] rollouts_per_example` for this env.", def: "[eval]'s"},
-	"eval.env.*.version":              {doc: "Lab: Hub version.", ignored: "builtin environments have no Hub version"},
+	"eval.env.*.version":              {doc: "Which behaviour of the environment, as `env.*.version`."},
 	"eval.env.*.max_retries":          {doc: "Lab: env server retries.", ignored: "environments run in-process"},
 	"eval.sampling":                   {doc: "Overrides of `[sampling]` for evaluation; unset keys inherit."},
 	"eval.sampling.max_tokens":        {doc: "Longest eval completion; 0 inherits `[sampling] max_tokens`."},

@@ -55,14 +55,18 @@ func (c *Config) resolveLab(l *problems) {
 		if !s.Has(fmt.Sprintf("env.%d.weight", i)) {
 			e.Weight = 1
 		}
-		splitVersion(&e.ID, &e.Version)
+		if !splitVersion(&e.ID, &e.Version) {
+			l.at(fmt.Sprintf("[[env]] %d: id pins a version other than version = %q; keep one of them", i+1, e.Version), fmt.Sprintf("env.%d.version", i))
+		}
 		if e.Name == "" {
 			e.Name = e.ID
 		}
 	}
 	for i := range c.Eval.Env {
 		e := &c.Eval.Env[i]
-		splitVersion(&e.ID, &e.Version)
+		if !splitVersion(&e.ID, &e.Version) {
+			l.at(fmt.Sprintf("[[eval.env]] %d: id pins a version other than version = %q; keep one of them", i+1, e.Version), fmt.Sprintf("eval.env.%d.version", i))
+		}
 		if e.Name == "" {
 			e.Name = e.ID
 		}
@@ -71,15 +75,19 @@ func (c *Config) resolveLab(l *problems) {
 	c.Warnings = c.ignoredKeys(warns)
 }
 
-// splitVersion moves a Hub version out of "owner/name@version", as Lab's
-// CLI does; an explicit version key wins.
-func splitVersion(id, version *string) {
-	if i := strings.LastIndex(*id, "@"); i >= 0 {
-		if *version == "" {
-			*version = (*id)[i+1:]
-		}
-		*id = (*id)[:i]
+// splitVersion moves a version out of "owner/name@version", as Lab's CLI
+// does; it reports false when a version key says otherwise.
+func splitVersion(id, version *string) bool {
+	i := strings.LastIndex(*id, "@")
+	if i < 0 {
+		return true
 	}
+	pinned := (*id)[i+1:]
+	*id = (*id)[:i]
+	if *version == "" {
+		*version = pinned
+	}
+	return *version == pinned
 }
 
 // warning is one line of Config.Warnings at its place in the file.

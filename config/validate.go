@@ -289,16 +289,16 @@ func (c *Config) checkEnvIDs(l *problems, check EnvChecker) {
 		if strings.TrimSpace(e.ID) == "" {
 			continue
 		}
-		if err := check(e.ID, e.Args); err != nil {
-			c.envError(l, fmt.Sprintf("env[%d]", i), fmt.Sprintf("env.%d", i), e.ID, err)
+		if err := check(e.Ref(), e.Args); err != nil {
+			c.envError(l, fmt.Sprintf("env[%d]", i), fmt.Sprintf("env.%d", i), e.Ref(), err)
 		}
 	}
 	for i, e := range c.Eval.Env {
 		if strings.TrimSpace(e.ID) == "" {
 			continue
 		}
-		if err := check(e.ID, e.Args); err != nil {
-			c.envError(l, fmt.Sprintf("eval.env[%d]", i), fmt.Sprintf("eval.env.%d", i), e.ID, err)
+		if err := check(e.Ref(), e.Args); err != nil {
+			c.envError(l, fmt.Sprintf("eval.env[%d]", i), fmt.Sprintf("eval.env.%d", i), e.Ref(), err)
 		}
 	}
 }

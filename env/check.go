@@ -11,7 +11,8 @@ import (
 
 // Check is the config.EnvChecker backed by the registry: the id must
 // name a registered or installed environment (a Lab id "primeintellect/X"
-// names builtin X) and every arg must be one the environment declares.
+// names builtin X), a version it pins ("id@version") must be one it has,
+// and every arg must be one the environment declares.
 // Arg types are checked when New builds the environment: Check does not
 // build it (which may load a dataset). Config parsing takes it injected,
 // so that package config needs no environments.
@@ -26,6 +27,11 @@ func Check(id string, args map[string]any) error {
 			ids = append(ids, s.ID)
 		}
 		return fmt.Errorf("unknown environment; known: %s (or install one with `grpo env install DIR`)", strings.Join(ids, ", "))
+	}
+	if _, v := SplitVersion(id); v != "" {
+		if _, err := resolveVersion(spec, v); err != nil {
+			return err
+		}
 	}
 	if spec.RawArgs {
 		return nil // the environment checks its own args when it loads

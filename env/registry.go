@@ -131,7 +131,8 @@ func Lookup(id string, opts ...Option) (Spec, bool) {
 	return s, err == nil
 }
 
-func find(id string, o Options) (Spec, error) {
+func find(ref string, o Options) (Spec, error) {
+	id, _ := SplitVersion(ref)
 	registry.RLock()
 	s, ok := registry.specs[FoldID(id)]
 	if !ok && strings.HasPrefix(FoldID(id), primePrefix) {
@@ -150,7 +151,7 @@ func find(id string, o Options) (Spec, error) {
 			return Spec{}, err
 		}
 	}
-	if err := needsError(id); err != nil {
+	if err := needsError(ref); err != nil {
 		return Spec{}, err
 	}
 	var ids []string
@@ -191,12 +192,16 @@ func List() []Spec {
 }
 
 // New builds environment id with args from a config (nil for none). Args
-// are validated against the environment's ArgSpecs first.
+// are validated against the environment's ArgSpecs first. id may end in
+// "@version" (the Lab's spelling of a pinned version), as WithVersion.
 func New(id string, args map[string]any, opts ...Option) (Environment, error) {
 	o := Apply(opts...)
 	s, err := find(id, o)
 	if err != nil {
 		return nil, err
+	}
+	if o.Version, err = refVersion(id, o.Version); err != nil {
+		return nil, fmt.Errorf("env %s: %w", s.ID, err)
 	}
 	if o.Version, err = resolveVersion(s, o.Version); err != nil {
 		return nil, fmt.Errorf("env %s: %w", s.ID, err)

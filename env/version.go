@@ -30,10 +30,13 @@ func WithVersion(v string) Option { return func(x *Options) { x.Version = v } }
 func resolveVersion(s Spec, given string) (string, error) {
 	given = strings.TrimSpace(given)
 	if len(s.Versions) == 0 {
-		if given == "" || s.Dir != "" || s.RawArgs {
-			// An installed or Python environment is the version that was
-			// installed; `grpo env install owner/name@version` picks it.
-			return given, nil
+		if given == "" {
+			return "", nil
+		}
+		if s.Dir != "" || s.RawArgs {
+			// grpo runs the installed copy and does not know its version,
+			// so it cannot honour a pin.
+			return "", fmt.Errorf("version %q given, but %s runs as installed; install that version (`grpo env install owner/name@%s`) and remove the version key", given, s.ID, given)
 		}
 		return "", fmt.Errorf("version %q given, but %s has one behaviour only; remove the version key", given, s.ID)
 	}
@@ -53,4 +56,26 @@ func resolveVersion(s Spec, given string) (string, error) {
 		names = append(names, fmt.Sprintf("%s (%s)", v.Name, v.About))
 	}
 	return "", fmt.Errorf("version %q is not one %s has; use %s (the first is the default)", given, s.ID, strings.Join(names, " or "))
+}
+
+// SplitVersion splits the Lab's "owner/name@version" into the id and the
+// version ("" when none is pinned).
+func SplitVersion(ref string) (id, version string) {
+	if i := strings.LastIndex(ref, "@"); i >= 0 {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, ""
+}
+
+// refVersion is the version an "id@version" pins, or the option's; both
+// given and different is an error rather than a silent choice.
+func refVersion(ref, opt string) (string, error) {
+	_, pinned := SplitVersion(ref)
+	switch {
+	case pinned == "":
+		return opt, nil
+	case opt == "" || opt == pinned:
+		return pinned, nil
+	}
+	return "", fmt.Errorf("%q pins version %q but version %q is also given; keep one", ref, pinned, opt)
 }

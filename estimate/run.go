@@ -193,7 +193,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 	}
 	train = TrainShapes(cfg)
 	for i, ec := range cfg.Env {
-		if e := build(ec.ID, ec.Args); e != nil {
+		if e := build(ec.Ref(), ec.Args); e != nil {
 			measure(&train[i], e, "train")
 		}
 	}
@@ -217,7 +217,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 	}
 	if len(cfg.Eval.Env) == 0 {
 		for i, ec := range cfg.Env {
-			add(train[i].Name, ec.ID, ec.Args, cfg.Eval.NumExamples, cfg.Eval.RolloutsPerExample)
+			add(train[i].Name, ec.Ref(), ec.Args, cfg.Eval.NumExamples, cfg.Eval.RolloutsPerExample)
 		}
 	}
 	for _, ec := range cfg.Eval.Env {
@@ -233,7 +233,7 @@ func probeEnvs(cfg *config.Config, tok *tokenizer.Tokenizer) (train, eval []EnvS
 			name = ec.ID
 		}
 		// As the trainer does, a training env of the same id is reused.
-		add(name, ec.ID, ec.Args, n, k)
+		add(name, ec.Ref(), ec.Args, n, k)
 	}
 	return train, eval, notes
 }

@@ -41,12 +41,14 @@ func Targets(ev config.Eval, training []Target, logf func(format string, args ..
 			e.Rollouts = *ec.RolloutsPerExample
 		}
 		for _, te := range training {
-			if te.Env.ID() == ec.ID || te.Name == ec.ID {
+			// A block naming a version builds that one; without one, a
+			// training env's own (versioned) instance is meant.
+			if ec.Version == "" && (te.Env.ID() == ec.ID || te.Name == ec.ID) {
 				e.Env = te.Env
 			}
 		}
 		if e.Env == nil {
-			if built, err := env.New(ec.ID, ec.Args); err == nil {
+			if built, err := env.New(ec.Ref(), ec.Args); err == nil {
 				e.Env = built
 			} else {
 				logf("warning: eval env %s: %v", ec.ID, err)

@@ -379,7 +379,7 @@ func (r *run) setupEnvs() error {
 		e, ok := given[ec.ID]
 		if !ok {
 			var err error
-			if e, err = env.New(ec.ID, ec.Args); err != nil {
+			if e, err = env.New(ec.Ref(), ec.Args); err != nil {
 				return fmt.Errorf("[[env]] %d (id = %q): %w", i+1, ec.ID, err)
 			}
 		}

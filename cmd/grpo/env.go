@@ -176,6 +176,20 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 	if s.Dir != "" {
 		fmt.Fprintf(w, "  directory: %s\n", s.Dir)
 	}
+	if len(s.Versions) > 0 {
+		fmt.Fprintln(w, "  versions (select with version = \"...\" in [[env]], or id@version):")
+		for i, v := range s.Versions {
+			def := ""
+			if i == 0 {
+				def = ", the default"
+			}
+			hub := ""
+			if len(v.Hub) > 0 {
+				hub = "; Hub " + strings.Join(v.Hub, ", ")
+			}
+			fmt.Fprintf(w, "    %s: %s%s%s\n", v.Name, v.About, def, hub)
+		}
+	}
 	if s.RewardScale != 0 {
 		fmt.Fprintf(w, "  reward scale: verifiers' weighted sum × 1/%g, to keep the reward in [0, 1]; the sub-metrics are verifiers' own, unscaled\n", 1/s.RewardScale)
 	}
