@@ -180,7 +180,7 @@ trajectoryStrategy = "branching"
 env_file = ["secrets.env"]
 oversampling_factor = 2.0
 max_async_level = 2
-max_off_policy_steps = 4
+max_off_policy_steps = 2
 
 [[env]]
 id = "reverse-text"

@@ -71,6 +71,7 @@ func (c *Config) resolveLab(l *problems) {
 			e.Name = e.ID
 		}
 	}
+	c.resolveOffPolicy(l)
 	warns := append(append(c.resolveLabFilters(l), c.resolveBuffer(l)...), c.asyncWarning()...)
 	c.Warnings = c.ignoredKeys(warns)
 }

@@ -18,6 +18,9 @@ type Job struct {
 	// EnvIndex is the caller's index of Env (the trainer's mixture).
 	EnvIndex int
 	Example  env.Example
+	// Index is Example's index in its environment's split (the caller's
+	// curriculum keys its difficulty pools by it).
+	Index int
 	// Seed seeds the group's rollouts as Play's seed does.
 	Seed uint64
 }
@@ -52,6 +55,16 @@ type ProducerOptions struct {
 	// no lock and is checkpointed between steps as it is without a
 	// Producer.
 	Draw func(batch int) ([]Job, error)
+	// Keep, when set, decides whether a played group is trained on (the
+	// trainer's difficulty filter); a group it passes over is handed out
+	// as Filtered and its place refilled. Next calls it in its caller's
+	// goroutine, once per group, in the order the groups finished.
+	Keep func(Group) bool
+	// Examine bounds the groups one Next looks at, kept or passed over,
+	// so that a filter passing over most groups cannot stall a step
+	// (oversampling_factor × Groups); 0 means Groups. Next hands out
+	// fewer than Groups when it is reached.
+	Examine int
 }
 
 // Producer plays groups on a ServerEngine in the background while its
@@ -77,6 +90,7 @@ type Producer struct {
 	jobs    []Job // drawn, not started
 	flights map[*flight]bool
 	done    []Group // played, in the order they finished
+	taken   int     // groups a waiting Next has kept (they hold their place in the window)
 	waiting bool    // a Next waits for its batch
 	dropped int     // groups dropped since the last Next returned
 	err     error   // why a group failed (the server is down): ends the run
@@ -100,6 +114,7 @@ func NewProducer(eng *ServerEngine, o ProducerOptions) (*Producer, error) {
 	if o.InFlight < 1 {
 		o.InFlight = o.Groups
 	}
+	o.Examine = max(o.Examine, o.Groups)
 	o.Options.Timing = nil
 	return &Producer{eng: eng, o: o, wake: make(chan struct{}, 1), flights: map[*flight]bool{}}, nil
 }
@@ -107,6 +122,9 @@ func NewProducer(eng *ServerEngine, o ProducerOptions) (*Producer, error) {
 // Batch is the groups one step trains on.
 type Batch struct {
 	Groups []Group
+	// Filtered are the groups Keep passed over: played and scored, not
+	// trained on.
+	Filtered []Group
 	// Policy is the trainer's policy step the batch was handed out at.
 	Policy int
 	// Dropped counts the rollouts dropped since the previous batch for
@@ -143,8 +161,9 @@ func (b *Batch) Metrics() map[string]float64 {
 // Next returns the groups of a step taken by a trainer at policy step
 // policy (the optimiser steps taken; its adapter is the engine's current
 // one): the first Groups finished whose policy is at least policy −
-// MaxAsync. It blocks until they are played, and fails when a group's
-// Play failed (the server is down) or ctx ends.
+// MaxAsync and that Keep keeps, with those it passed over; fewer when
+// Examine groups were looked at first. It blocks until they are played,
+// and fails when a group's Play failed (the server is down) or ctx ends.
 func (p *Producer) Next(ctx context.Context, policy int) (*Batch, error) {
 	oldest := policy - p.o.MaxAsync
 	p.mu.Lock()
@@ -161,22 +180,26 @@ func (p *Producer) Next(ctx context.Context, policy int) (*Batch, error) {
 		}
 	}
 	p.waiting = true
-	defer func() { p.waiting = false }()
+	var taken, passed []Group
+	defer func() { p.waiting, p.taken = false, 0 }()
 	for {
-		kept := p.done[:0]
-		for _, g := range p.done {
-			if g.Policy < oldest {
+		for len(p.done) > 0 && len(taken) < p.o.Groups && len(taken)+len(passed) < p.o.Examine {
+			g := p.done[0]
+			p.done = p.done[1:]
+			switch {
+			case g.Policy < oldest:
 				p.dropped++
-				continue
+			case p.o.Keep == nil || p.o.Keep(g):
+				taken = append(taken, g)
+			default:
+				passed = append(passed, g)
 			}
-			kept = append(kept, g)
 		}
-		p.done = kept
-		if len(p.done) >= p.o.Groups {
-			b := &Batch{Groups: append([]Group(nil), p.done[:p.o.Groups]...), Policy: policy, Dropped: p.dropped * p.o.PerExample}
-			p.done = append(p.done[:0], p.done[p.o.Groups:]...)
+		p.taken = len(taken)
+		if len(taken) == p.o.Groups || len(taken)+len(passed) == p.o.Examine {
+			b := &Batch{Groups: taken, Filtered: passed, Policy: policy, Dropped: p.dropped * p.o.PerExample}
 			p.dropped = 0
-			p.waiting = false
+			p.waiting, p.taken = false, 0
 			// The window moved on by a batch: fill it while the caller
 			// trains.
 			if err := p.topUp(); err != nil {
@@ -219,7 +242,7 @@ func (p *Producer) window() int {
 // the producer stays busy until the next Next however long the trainer
 // takes.
 func (p *Producer) topUp() error {
-	for len(p.jobs)+len(p.flights)+len(p.done) < p.window() {
+	for len(p.jobs)+len(p.flights)+len(p.done)+p.taken < p.window() {
 		jobs, err := p.o.Draw(p.batch)
 		if err != nil {
 			return err
@@ -236,7 +259,7 @@ func (p *Producer) topUp() error {
 // dispatch starts waiting jobs while there is room in flight and in the
 // window; p.mu is held.
 func (p *Producer) dispatch() {
-	for len(p.jobs) > 0 && len(p.flights) < p.o.InFlight && len(p.flights)+len(p.done) < p.window() && p.ctx.Err() == nil {
+	for len(p.jobs) > 0 && len(p.flights) < p.o.InFlight && len(p.flights)+len(p.done)+p.taken < p.window() && p.ctx.Err() == nil {
 		job := p.jobs[0]
 		p.jobs = p.jobs[1:]
 		fctx, cancel := context.WithCancel(p.ctx)

@@ -167,3 +167,81 @@ func TestProducerServerDown(t *testing.T) {
 		t.Error("a producer with max_async_level = 0")
 	}
 }
+
+// TestProducerKeepRefills: with a Keep that passes over some groups, each
+// Next hands out Groups kept ones, the passed-over ones as Filtered, and
+// no group twice; when Keep passes over everything, Next stops after
+// Examine groups instead of waiting for ever.
+func TestProducerKeepRefills(t *testing.T) {
+	tok := qwen3Tokenizer(t)
+	m := vocabModel(t, tok)
+	c := fakeServer(t, func(map[string]any) (int, string) {
+		return 200, completion([]int{11, int(tok.EOS()[0])}, []float64{-0.5, -0.25}, "stop")
+	})
+	eng, err := NewServerEngine(context.Background(), c, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: tok, Config: m.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := lora.New(m, lora.Config{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		keep      func(Group) bool
+		wantKept  int
+		wantSeen  int // kept + filtered, at most
+		mustEqual bool
+	}{
+		{"every other", func(g Group) bool { return g.Index%2 == 0 }, 2, 4, false},
+		{"none", func(Group) bool { return false }, 0, 4, true},
+	} {
+		var mu sync.Mutex
+		next := 0
+		p, err := NewProducer(eng, ProducerOptions{MaxAsync: 1, Groups: 2, PerExample: 2, InFlight: 2, Examine: 4, Params: rolloutParams(), Keep: tc.keep,
+			Draw: func(batch int) ([]Job, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				var jobs []Job
+				for range 2 {
+					id := fmt.Sprintf("e%d", next)
+					jobs = append(jobs, Job{Env: echoEnv{turns: 1}, Index: next, Example: env.Example{ID: id, Prompt: []chat.Message{{Role: "user", Content: id}}}, Seed: uint64(next)})
+					next++
+				}
+				return jobs, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for v := range 4 {
+			if err := eng.SetPolicy(context.Background(), v, a); err != nil {
+				t.Fatal(err)
+			}
+			b, err := p.Next(context.Background(), v)
+			if err != nil {
+				t.Fatalf("%s, policy %d: %v", tc.name, v, err)
+			}
+			// A full batch, or Examine groups looked at first.
+			n := len(b.Groups) + len(b.Filtered)
+			if len(b.Groups) > tc.wantKept || n > tc.wantSeen || (len(b.Groups) < tc.wantKept || tc.mustEqual) && n != tc.wantSeen {
+				t.Errorf("%s, policy %d: %d kept, %d filtered", tc.name, v, len(b.Groups), len(b.Filtered))
+			}
+			for _, g := range b.Groups {
+				if !tc.keep(g) {
+					t.Errorf("%s, policy %d: group %s handed out to train though Keep passed it over", tc.name, v, g.Example.ID)
+				}
+			}
+			for _, g := range append(b.Groups, b.Filtered...) {
+				if seen[g.Example.ID] {
+					t.Errorf("%s: group %s handed out twice", tc.name, g.Example.ID)
+				}
+				seen[g.Example.ID] = true
+			}
+		}
+		p.Stop()
+	}
+	if err := eng.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -54,7 +54,7 @@ func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*
 				continue
 			}
 			if r.pools != nil && r.pools.DrawableCount(k) == 0 {
-				return nil, fmt.Errorf("env %s: every one of its train examples is in the easy or hard pool ([buffer] easy_threshold/hard_threshold); loosen the thresholds, or resume with [buffer] easy_fraction/hard_fraction to bring some back", te.name)
+				return nil, errAllPooled(te.name)
 			}
 			idx := r.sched.Next(k, counts[k], drawable)
 			exs := make([]env.Example, len(idx))
@@ -90,4 +90,10 @@ func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*
 		drawn += n
 	}
 	return p, nil
+}
+
+// errAllPooled says that env's examples are all set aside, and how to
+// bring some back.
+func errAllPooled(env string) error {
+	return fmt.Errorf("env %s: every one of its train examples is in the easy or hard pool ([buffer] easy_threshold/hard_threshold); loosen the thresholds, or resume with [buffer] easy_fraction/hard_fraction to bring some back", env)
 }

@@ -180,3 +180,99 @@ hard_threshold = 0.1
 		t.Errorf("resumed run ends with\n%s\nthe uninterrupted one with\n%s", js2, js)
 	}
 }
+
+// stampedEnv records the step the trainer is in when each episode starts.
+type stampedEnv struct {
+	*byAnswerEnv
+	step  int
+	plays map[string][]int // example id → the step of each episode
+}
+
+func (s *stampedEnv) NewEpisode(ex env.Example) env.Episode {
+	s.mu.Lock()
+	s.plays[ex.ID] = append(s.plays[ex.ID], s.step)
+	s.mu.Unlock()
+	return s.byAnswerEnv.NewEpisode(ex)
+}
+
+// TestAsyncDifficultyBuffer runs [buffer] with max_async_level = 1 on an
+// [inference] server: the pools judge each group the producer hands out,
+// the dropped ones are refilled from groups played ahead (at most
+// oversampling_factor × the batch looked at), and an example set aside is
+// not drawn again: over two epochs, no easy or hard example starts an
+// episode more than three steps after the step that pooled it (a draw
+// made before the pools saw its group may still play, within the
+// producer's window of two batches).
+func TestAsyncDifficultyBuffer(t *testing.T) {
+	s := newScriptedServer(t)
+	const steps = 14
+	path := inferenceRun(t, s, steps, 0, "max_async_level = 1\noversampling_factor = 1.5")
+	dir := filepath.Dir(path)
+	inner, err := env.New(filepath.Join(dir, "env"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &stampedEnv{byAnswerEnv: &byAnswerEnv{Environment: inner, played: map[string]int{}, answer: map[string]string{}}, plays: map[string][]int{}}
+	text, _ := os.ReadFile(path)
+	doc := strings.Replace(string(text), "id = \""+filepath.Join(dir, "env")+"\"", "id = \""+inner.ID()+"\"", 1) + `
+[buffer]
+online_difficulty_filtering = true
+easy_threshold = 0.9
+hard_threshold = 0.1
+`
+	cfg, err := config.Parse([]byte(doc), "run.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pooledAt := map[string]int{}
+	onStep := func(StepResult) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.step++
+		for id := range e.plays {
+			if a := e.answer[id]; (easyAnswers[a] || hardAnswers[a]) && pooledAt[id] == 0 {
+				pooledAt[id] = e.step
+			}
+		}
+	}
+	out := filepath.Join(dir, "run")
+	if _, err := New(cfg, WithOutput(out), WithEnvironment(e), WithStepCallback(onStep)).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl"))
+	if err != nil || len(rows) != steps {
+		t.Fatalf("%d metric rows, %v", len(rows), err)
+	}
+	filtered := 0.0
+	for i, row := range rows {
+		easy, _ := row["filtered_rollouts/easy"].(float64)
+		hard, _ := row["filtered_rollouts/hard"].(float64)
+		filtered += easy + hard
+		// 4 groups a batch, at most 1.5 × 4 looked at.
+		if r := row["filter/refill_groups"].(float64); r < 0 || r > 2 {
+			t.Errorf("step %d refilled %v groups, want 0..2", i+1, r)
+		}
+		if a := row["off_policy/age_max"].(float64); a > 1 {
+			t.Errorf("step %d: off_policy/age_max %v", i+1, a)
+		}
+	}
+	if filtered == 0 {
+		t.Error("no group was filtered: the pools did not judge the producer's groups")
+	}
+	if p := rows[steps-1]["pool/easy"].(float64) + rows[steps-1]["pool/hard"].(float64); p <= 0 {
+		t.Errorf("nothing pooled after %d steps: %v", steps, rows[steps-1])
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	total := 0
+	for id, at := range e.plays {
+		total += len(at)
+		if p, ok := pooledAt[id]; ok && at[len(at)-1] > p+3 {
+			t.Errorf("example %s (%q), pooled at step %d, started episodes at steps %v", id, e.answer[id], p, at)
+		}
+	}
+	if total <= 2*24*4 {
+		t.Errorf("%d rollouts played: fewer than two epochs of draws, so the test shows nothing", total)
+	}
+	noProducerLeft(t)
+}

@@ -62,6 +62,12 @@ func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error)
 	if err != nil {
 		return Stats{}, err
 	}
+	if len(rollouts) == 0 {
+		// Every group of the step was dropped before the update (online
+		// difficulty filtering found none to train on): a skipped step,
+		// like one whose groups all have equal rewards.
+		return StepSamples(p, nil, s)
+	}
 	rewards := make([]float32, len(rollouts))
 	for i := range rollouts {
 		rewards[i] = rollouts[i].Reward

@@ -299,7 +299,8 @@ func TestStepFiltersZeroAdvantageGroups(t *testing.T) {
 }
 
 // TestFailedStepTakesNoUpdate (issue 27): a step in which every rollout
-// failed — nothing generated, or every group's rewards equal — applies no
+// failed — nothing generated, every group's rewards equal, or no group
+// left to train on — applies no
 // optimizer update after an earlier real one: AdamW's momentum would
 // otherwise move the adapter on zero gradients. The adapter and moments
 // stay bit-identical, the optimizer's step count does not advance, and
@@ -320,7 +321,9 @@ func TestFailedStepTakesNoUpdate(t *testing.T) {
 	for i := range equal {
 		equal[i].Reward = 0.5
 	}
-	for name, rollouts := range map[string][]Scored{"nothing generated": failed, "equal rewards": equal} {
+	// A step whose every group online difficulty filtering dropped has
+	// no rollout to train on at all.
+	for name, rollouts := range map[string][]Scored{"nothing generated": failed, "equal rewards": equal, "every group filtered": nil} {
 		v0, _ := download(base.Backend, OptimizerParams(p.Adapter))
 		m0, _ := download(base.Backend, p.Optimizer.State())
 		step0 := p.Optimizer.Step
