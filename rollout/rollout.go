@@ -38,6 +38,13 @@ type Options struct {
 	// memory); episodes beyond what it holds wait for others to finish.
 	// 0 sizes the cache for every episode at once.
 	KVBlocks int
+	// Overlap plays the episodes as two cohorts that take turns on the
+	// device, so that the environment's replies to one cohort (tool calls,
+	// sandboxed code, a Python environment, a judge) run while the other
+	// generates (playOverlapped); OverlapPays says when that is worth
+	// halving the batch. Which rollouts are generated does not depend on
+	// it or on timing.
+	Overlap bool
 	// NoPrefixSharing makes Local prefill each episode's prompt on its own
 	// instead of once per example (sampler.Config.NoPrefixSharing), for
 	// comparisons.
@@ -50,6 +57,15 @@ type Options struct {
 // episode is scored as soon as it ends, while the others play on).
 type Timing struct {
 	Play, Score time.Duration
+	// Generate is the part of Play spent generating turns, Respond the
+	// time the environment's replies took, phase by phase (in lock step,
+	// the device waited that long).
+	Generate, Respond time.Duration
+}
+
+// Add adds o's durations to t's.
+func (t *Timing) Add(o Timing) {
+	t.Play, t.Score, t.Generate, t.Respond = t.Play+o.Play, t.Score+o.Score, t.Generate+o.Generate, t.Respond+o.Respond
 }
 
 // Play plays perExample episodes of each example with s and scores them
@@ -169,6 +185,8 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 	if opts.Timing != nil {
 		opts.Timing.Play += t1.Sub(t0)
 		opts.Timing.Score += time.Since(t1)
+		opts.Timing.Generate += d.runTime
+		opts.Timing.Respond += d.respondTime
 	}
 	return trajs, nil
 }
@@ -185,6 +203,9 @@ type driver struct {
 	fatal error
 	// scorer scores each episode as it ends (end), while others play.
 	scorer *scorer
+	// runTime is the time spent generating turns, respondTime the time
+	// the environment's replies took (in lock step, the device's wait).
+	runTime, respondTime time.Duration
 }
 
 // episode is one trajectory being played.
@@ -253,8 +274,13 @@ func (d *driver) end(p *episode) {
 
 // play runs the episodes, admitting them from the queue while the
 // sampler's cache holds them (admit); each Run plays one turn of every
-// active episode.
+// active episode, then the environment replies to each (respondAll)
+// while the device waits. With Options.Overlap, playOverlapped hides the
+// replies behind the device's work instead.
 func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) error {
+	if d.opts.Overlap {
+		return d.playOverlapped(ctx, e, queue)
+	}
 	var active []*episode
 	defer func() {
 		for _, p := range active {
@@ -262,31 +288,21 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 		}
 	}()
 	for len(queue) > 0 || len(active) > 0 {
-		queue, active = d.admit(e, queue, active)
+		queue = d.admit(e, queue, len(active), nil, func(g []*episode) { active = append(active, g...) })
 		if len(active) == 0 {
 			if len(queue) > 0 {
-				return fmt.Errorf("rollouts: the sampler's cache cannot hold one more episode; release the sequences holding its slots and blocks")
+				return errCacheFull
 			}
 			break
 		}
-		seqs := make([]turnSeq, len(active))
-		for i, p := range active {
-			seqs[i] = p.seq
+		var err error
+		if active, err = d.turn(ctx, active); err != nil {
+			return err
 		}
-		if err := d.run.Run(ctx, seqs); err != nil {
-			return fmt.Errorf("rollouts: %w", err)
-		}
-		active = d.dropFailed(active)
-		goOn := d.afterTurns(ctx, active)
-		next := active[:0]
-		for i, p := range active {
-			if goOn[i] {
-				next = append(next, p)
-			} else {
-				d.end(p)
-			}
-		}
-		active = next
+		t0 := time.Now()
+		d.respondAll(ctx, active)
+		d.respondTime += time.Since(t0)
+		active = d.continueAll(active)
 		if d.fatal != nil {
 			return fmt.Errorf("rollouts: %w", d.fatal)
 		}
@@ -294,12 +310,50 @@ func (d *driver) play(ctx context.Context, e env.Environment, queue []*episode) 
 	return nil
 }
 
+var errCacheFull = errors.New("rollouts: the sampler's cache cannot hold one more episode; release the sequences holding its slots and blocks")
+
+// turn generates one turn of each episode (the device's work), drops
+// those it could not generate and records the turn of the others.
+func (d *driver) turn(ctx context.Context, eps []*episode) ([]*episode, error) {
+	seqs := make([]turnSeq, len(eps))
+	for i, p := range eps {
+		seqs[i] = p.seq
+	}
+	t0 := time.Now()
+	err := d.run.Run(ctx, seqs)
+	d.runTime += time.Since(t0)
+	if err != nil {
+		return eps, fmt.Errorf("rollouts: %w", err)
+	}
+	eps = d.dropFailed(eps)
+	for _, p := range eps {
+		d.recordTurn(p)
+	}
+	return eps, nil
+}
+
+// continueAll appends each episode's reply (continueEpisode), ends those
+// that are over, and returns the others.
+func (d *driver) continueAll(eps []*episode) []*episode {
+	next := eps[:0]
+	for _, p := range eps {
+		if d.continueEpisode(p) {
+			next = append(next, p)
+		} else {
+			d.end(p)
+		}
+	}
+	return next
+}
+
 // admit starts episodes from the head of the queue while the sampler can
 // hold them, an example's episodes together as one group (StartGroup: its
-// prompt prefilled once). A group waits until all of it fits, unless
-// nothing runs: then as much of it as fits starts.
-func (d *driver) admit(e env.Environment, queue, active []*episode) ([]*episode, []*episode) {
-	for len(queue) > 0 {
+// prompt prefilled once), and hands each started group to place, while
+// more (nil: always) allows; running counts the episodes already
+// playing. A group waits until all of it fits, unless nothing runs: then
+// as much of it as fits starts.
+func (d *driver) admit(e env.Environment, queue []*episode, running int, more func() bool, place func([]*episode)) []*episode {
+	for len(queue) > 0 && (more == nil || more()) {
 		n := 1
 		for n < len(queue) && queue[n].example == queue[0].example {
 			n++
@@ -309,7 +363,7 @@ func (d *driver) admit(e env.Environment, queue, active []*episode) ([]*episode,
 		for k > 0 && !d.run.CanStart(len(prompt), k) {
 			k--
 		}
-		if k == 0 || k < n && len(active) > 0 {
+		if k == 0 || k < n && running > 0 {
 			break
 		}
 		group := queue[:k]
@@ -319,6 +373,7 @@ func (d *driver) admit(e env.Environment, queue, active []*episode) ([]*episode,
 			params[i] = p.params
 		}
 		seqs, err := d.run.StartGroup(prompt, params)
+		var started []*episode
 		for i, p := range group {
 			if err != nil {
 				p.t.fail(fmt.Sprintf("start: %v", err))
@@ -329,10 +384,14 @@ func (d *driver) admit(e env.Environment, queue, active []*episode) ([]*episode,
 				d.end(p)
 				continue
 			}
-			active = append(active, p)
+			started = append(started, p)
+		}
+		running += len(started)
+		if len(started) > 0 {
+			place(started)
 		}
 	}
-	return queue, active
+	return queue
 }
 
 // dropFailed ends the episodes whose turn the runner could not generate
@@ -351,17 +410,12 @@ func (d *driver) dropFailed(active []*episode) []*episode {
 	return next
 }
 
-// afterTurns plays what follows the turn the sampler just played, for
-// every active episode: recordTurn, the episode's reply (respond), then
-// continueEpisode, which reports whether the episode goes on. A tool environment's
-// replies (tool calls: searches, HTTP requests, sandboxed code) run
-// concurrently across episodes, at most ToolWorkers at a time; other
-// environments reply one episode after another, as their Respond may not
-// expect concurrent calls.
-func (d *driver) afterTurns(ctx context.Context, active []*episode) []bool {
-	for _, p := range active {
-		d.recordTurn(p)
-	}
+// respondAll gets the environment's reply to every episode's latest turn
+// (respond). A tool environment's replies (tool calls: searches, HTTP
+// requests, sandboxed code) run concurrently across episodes, at most
+// ToolWorkers at a time; other environments reply one episode after
+// another, as their Respond may not expect concurrent calls.
+func (d *driver) respondAll(ctx context.Context, active []*episode) {
 	workers := 1
 	if d.tools != nil {
 		workers = d.opts.ToolWorkers
@@ -380,11 +434,6 @@ func (d *driver) afterTurns(ctx context.Context, active []*episode) []bool {
 		}()
 	}
 	wg.Wait()
-	goOn := make([]bool, len(active))
-	for i, p := range active {
-		goOn[i] = d.continueEpisode(p)
-	}
-	return goOn
 }
 
 // recordTurn appends the turn the sampler just played to the trajectory.

@@ -1,6 +1,10 @@
 package rollout
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // Summarize is what a training step reports of its trajectories, under
 // the trainer's metric names: the reward's mean and spread (of each
@@ -81,4 +85,25 @@ func CountFailures(trajs []Trajectory) Failures {
 		}
 	}
 	return f
+}
+
+// All is true for a batch in which every rollout failed.
+func (f Failures) All() bool { return f.Total > 0 && f.Failed == f.Total }
+
+// Suffix is what a step's line adds when rollouts failed, so a broken
+// rubric shows on the screen and not only as "errors" in metrics.
+func (f Failures) Suffix() string {
+	if f.Failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  errors %d/%d rollouts (first: %s)", f.Failed, f.Total, f.FirstLine(200))
+}
+
+// FirstLine is the first error on one line of at most n runes.
+func (f Failures) FirstLine(n int) string {
+	msg := strings.Join(strings.Fields(f.First), " ")
+	if r := []rune(msg); len(r) > n {
+		msg = string(r[:n]) + "…"
+	}
+	return msg
 }

@@ -65,7 +65,7 @@ func (r *run) playStep(ctx context.Context, step int, timing *rollout.Timing) (*
 			if round > 0 {
 				seed = sampler.DeriveSeed(r.seed, uint64(step), uint64(k), uint64(round))
 			}
-			ts, err := r.rollouts(ctx, te.env, exs, R, r.samplingParams(), seed, timing)
+			ts, err := r.rollouts(ctx, k, exs, R, r.samplingParams(), seed, timing)
 			if err != nil {
 				return nil, fmt.Errorf("rollouts of env %s: %w", te.name, err)
 			}

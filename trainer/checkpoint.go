@@ -30,6 +30,9 @@ type checkpointState struct {
 	MaxExamplesPerStep int `json:"max_examples_per_step,omitempty"`
 	// Pools are the [buffer] difficulty pools, when the run has them.
 	Pools *curriculum.State `json:"pools,omitempty"`
+	// Overlap is, per env, whether its next step's rollouts hide the
+	// environment's replies (rollout.OverlapPlan).
+	Overlap []bool `json:"overlap,omitempty"`
 }
 
 // checkpointFormat is written; v1 (before checksums) is still read.

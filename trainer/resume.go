@@ -80,6 +80,9 @@ func (r *run) continueFrom(path string, st checkpointState) error {
 	r.step, r.health = st.Step, st.Health
 	r.maxPerStep = max(r.maxPerStep, st.MaxExamplesPerStep)
 	copy(r.sched.Cursors, st.Cursors)
+	if len(st.Overlap) == len(r.overlap.On) {
+		copy(r.overlap.On, st.Overlap)
+	}
 	if r.pools != nil && st.Pools != nil {
 		if err := r.pools.Restore(st.Pools, r.seed, st.Step); err != nil {
 			return fmt.Errorf("checkpoint %s: state.json: %w", path, err)

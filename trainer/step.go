@@ -24,9 +24,13 @@ func (r *run) samplingParams() sampler.Params {
 }
 
 // rollouts plays perExample episodes of each example of one environment.
-func (r *run) rollouts(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
-	return r.engine.Play(ctx, e, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: timing, KVBlocks: r.kvBlocks,
-		RecordExperts: r.cfg.Loss.RoutingReplay && r.policy.Config.SparseLayers() > 0})
+func (r *run) rollouts(ctx context.Context, k int, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
+	var t rollout.Timing
+	trajs, err := r.engine.Play(ctx, r.envs[k].env, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: &t, KVBlocks: r.kvBlocks,
+		RecordExperts: r.cfg.Loss.RoutingReplay && r.policy.Config.SparseLayers() > 0, Overlap: r.overlap.On[k]})
+	timing.Add(t)
+	r.overlap.Record(k, t)
+	return trajs, err
 }
 
 // trainStep runs one GRPO step: sample and score rollouts, compute
@@ -87,6 +91,8 @@ func (r *run) trainStep(ctx context.Context) error {
 	}
 	tTrain := time.Since(t1)
 	r.step = step
+	overlapped := r.overlap.Overlapped()
+	r.overlap.Decide()
 	// A checkpoint bounds its cursors by the most one step drew (pooled
 	// examples passed over and refills draw more than the batch).
 	r.maxPerStep = max(r.maxPerStep, drew)
@@ -101,6 +107,8 @@ func (r *run) trainStep(ctx context.Context) error {
 	m["time/score"] = timing.Score.Seconds()
 	m["time/rollouts"] = tGen.Seconds()
 	m["time/train"] = tTrain.Seconds()
+	m["time/env_replies"] = timing.Respond.Seconds()
+	m["rollouts/overlapped_envs"] = float64(overlapped)
 	m["time/step"] = time.Since(t0).Seconds()
 	m["tokens_per_s"] = m["tokens/total"] / time.Since(t0).Seconds()
 	if _, ok := r.engine.(releaser); ok {
@@ -118,13 +126,13 @@ func (r *run) trainStep(ctx context.Context) error {
 	if err := r.sinks.Step(row); err != nil {
 		return err
 	}
-	errs := countErrors(trajs)
-	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g%s", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"], errs.suffix())
+	errs := rollout.CountFailures(trajs)
+	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g%s", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"], errs.Suffix())
 	for _, w := range r.health.observe(rewards, upd.Advantages.FracZeroStd) {
 		r.dir.Logf("warning: %s", w)
 		r.bar.note("warning: %s", w)
 	}
-	r.bar.stepDoneLine(step, m, stepLine(step, m)+errs.suffix())
+	r.bar.stepDoneLine(step, m, stepLine(step, m)+errs.Suffix())
 	if r.opts.onStep != nil {
 		r.opts.onStep(StepResult{Step: step, Metrics: m})
 	}
@@ -133,27 +141,7 @@ func (r *run) trainStep(ctx context.Context) error {
 
 // stepMetrics gathers one step's numbers for metrics.jsonl.
 func (r *run) stepMetrics(trajs []rollout.Trajectory, envOf []int, rewards []float32, st update.Stats) map[string]float64 {
-	ls, adv := st.Loss, st.Advantages
-	m := map[string]float64{
-		"loss": ls.Loss, "grad_norm": st.Optimizer.GradNorm, "lr": st.Optimizer.LR, "kl": ls.KL, "entropy": ls.Entropy,
-		"clip_ratio/low": ls.ClipLow, "clip_ratio/high": ls.ClipHigh, "clip_ratio/region": ls.ClipRegion,
-		"frac_reward_zero_std": adv.FracZeroStd, "advantage/mean": adv.Mean, "advantage/std": adv.Std,
-		"advantage/min": adv.Min, "advantage/max": adv.Max, "tokens/trained": float64(ls.Tokens),
-	}
-	// The sampler/trainer mismatch (prime-rl's mismatch_kl), the share of
-	// tokens whose behaviour correction was truncated or masked, and what
-	// the zero-advantage filter left out before the forward.
-	m["mismatch_kl"] = ls.MismatchKL
-	m["is_clip_ratio/low"], m["is_clip_ratio/high"], m["is_clip_ratio/region"] = ls.ISLow, ls.ISHigh, ls.ISLow+ls.ISHigh
-	m["filter/zero_advantage_groups"], m["filter/zero_advantage_rollouts"] = float64(ls.FilteredGroups), float64(ls.FilteredSamples)
-	if ls.AuxLoss != 0 {
-		m["aux_loss"] = ls.AuxLoss // the routers' load-balancing loss, without its coefficient
-	}
-	if ls.RoutingReplayed > 0 {
-		// Mixture of experts with routing replay: the share of the tokens
-		// whose recomputed top-k differs from the sampled routing.
-		m["routing/mismatch"], m["routing/replayed_tokens"] = ls.RoutingMismatch, float64(ls.RoutingReplayed)
-	}
+	m := st.Metrics()
 	maps.Copy(m, rollout.Summarize(trajs))
 	perEnv := make([]float64, len(r.envs))
 	perEnvN := make([]float64, len(r.envs))

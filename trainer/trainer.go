@@ -145,8 +145,9 @@ type run struct {
 	opt      *optim.AdamW
 	envs     []trainEnv
 	sched    *curriculum.Schedule
-	splits   [][]env.Example   // each env's train split, which sched indexes
-	pools    *curriculum.Pools // [buffer]'s difficulty pools; nil without
+	splits   [][]env.Example      // each env's train split, which sched indexes
+	pools    *curriculum.Pools    // [buffer]'s difficulty pools; nil without
+	overlap  *rollout.OverlapPlan // which envs hide their replies behind generation
 	health   healthState
 	step     int
 	seed     uint64
@@ -249,7 +250,7 @@ func (r *run) checkpoint() error {
 	if steps, _ := rundir.Checkpoints(r.ckDir); len(steps) > 0 && steps[len(steps)-1] == r.step {
 		return nil
 	}
-	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health, MaxExamplesPerStep: r.maxPerStep}
+	st := checkpointState{Step: r.step, Seed: r.seed, Cursors: r.sched.Cursors, Health: r.health, MaxExamplesPerStep: r.maxPerStep, Overlap: r.overlap.On}
 	if r.pools != nil {
 		st.Pools = r.pools.State()
 	}
@@ -405,6 +406,7 @@ func (r *run) setupEnvs() error {
 		sizes[e] = len(split)
 	}
 	r.splits = splits
+	r.overlap = rollout.NewOverlapPlan(len(r.envs))
 	r.sched, err = curriculum.NewSchedule(r.seed, weights, sizes)
 	if err == nil && r.cfg.Buffer.Active() {
 		r.pools = curriculum.New(r.cfg.Buffer, sizes)
