@@ -21,6 +21,11 @@ type tokenMixer interface {
 	cacheKind() TokenMixer
 	// loraTargets are the projections of the mixer an adapter may adapt.
 	loraTargets() []Proj
+	// params is the mixer's parameter count; gemmWeight the weight of
+	// its first GEMM, whose dtype says whether the layers write bf16
+	// casts of their GEMMs' inputs (Model.castsBF16).
+	params(c *Config) int64
+	gemmWeight(w *Layer) kernels.Buffer
 	// weightSpecs appends the mixer's weight tensors under prefix
 	// ("model.layers.N.") to s, into w, and returns the ones listed after
 	// the channel mixer's (tail): the order NewRandom draws them in.
@@ -66,6 +71,7 @@ type channelMixer interface {
 	// layer keeps a routing record).
 	sparse() bool
 	loraTargets() []Proj
+	params(c *Config) int64
 	// weightSpecs appends the mixer's weight tensors under prefix to s.
 	weightSpecs(c *Config, s []tensorSpec, w *Layer, prefix string) []tensorSpec
 	weightBuffers(w *Layer) []*kernels.Buffer

@@ -27,6 +27,27 @@ func (attention) cacheKind() TokenMixer { return MixAttention }
 
 func (attention) loraTargets() []Proj { return []Proj{ProjQ, ProjK, ProjV, ProjO} }
 
+// params: q (twice as wide with an output gate), k, v and o, the q/k
+// norms and the biases.
+func (b attention) params(c *Config) int64 {
+	h, hd := int64(c.HiddenSize), int64(c.HeadDim)
+	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
+	_, qOut := c.Dims(ProjQ)
+	n := h*int64(qOut) + 2*h*kv + q*h
+	if b.qkNorm {
+		n += 2 * hd
+	}
+	if b.qkvBias {
+		n += int64(qOut) + 2*kv
+	}
+	if b.oBias {
+		n += h
+	}
+	return n
+}
+
+func (attention) gemmWeight(w *Layer) kernels.Buffer { return w.QKV }
+
 func (b attention) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) (out, tail []tensorSpec) {
 	h, q, kv := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	_, qOut := c.Dims(ProjQ)

@@ -15,6 +15,10 @@ func (deltaNet) cacheKind() TokenMixer { return MixGatedDeltaNet }
 
 func (deltaNet) loraTargets() []Proj { return deltaNetProjs[:] }
 
+func (deltaNet) params(c *Config) int64 { return c.linearLayerParams() }
+
+func (deltaNet) gemmWeight(w *Layer) kernels.Buffer { return w.Linear.InProj }
+
 func (deltaNet) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) (out, tail []tensorSpec) {
 	return c.deltaNetSpecs(s, w, p), nil
 }

@@ -24,6 +24,11 @@ func (b moe) loraTargets() []Proj {
 	return p
 }
 
+// params: the router and every expert, and the shared expert.
+func (moe) params(c *Config) int64 {
+	return c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams()
+}
+
 func (moe) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
 	return c.expertSpecs(s, w, p)
 }

@@ -11,6 +11,10 @@ func (swiGLU) sparse() bool { return false }
 
 func (swiGLU) loraTargets() []Proj { return []Proj{ProjGate, ProjUp, ProjDown} }
 
+func (swiGLU) params(c *Config) int64 {
+	return 3 * int64(c.HiddenSize) * int64(c.IntermediateSize)
+}
+
 func (swiGLU) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
 	h, inter := c.HiddenSize, c.IntermediateSize
 	gateUp := &fusedSpec{dst: &w.GateUp}

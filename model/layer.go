@@ -60,11 +60,7 @@ func (m *Model) castsBF16() bool {
 	if !m.Backend.Describe().BF16GEMM || len(m.W.Layers) == 0 {
 		return false
 	}
-	w := m.W.Layers[0].QKV
-	if lin := m.W.Layers[0].Linear; lin != nil {
-		w = lin.InProj
-	}
-	return w.DType() == kernels.BF16
+	return m.layer(0).mixer.gemmWeight(&m.W.Layers[0]).DType() == kernels.BF16
 }
 
 // castSpecs lists the bf16 casts of n tokens: h1b, actb, and h2b unless
