@@ -26,6 +26,9 @@ type tokenMixer interface {
 	// casts of their GEMMs' inputs (Model.castsBF16).
 	params(c *Config) int64
 	gemmWeight(w *Layer) kernels.Buffer
+	// projWeight is projection p's frozen weight in w (nil: not the
+	// mixer's), which merging an adapter adds into (Layer.Weight).
+	projWeight(w *Layer, p Proj) kernels.Buffer
 	// weightSpecs appends the mixer's weight tensors under prefix
 	// ("model.layers.N.") to s, into w, and returns the ones listed after
 	// the channel mixer's (tail): the order NewRandom draws them in.
@@ -72,6 +75,7 @@ type channelMixer interface {
 	sparse() bool
 	loraTargets() []Proj
 	params(c *Config) int64
+	projWeight(w *Layer, p Proj) kernels.Buffer
 	// weightSpecs appends the mixer's weight tensors under prefix to s.
 	weightSpecs(c *Config, s []tensorSpec, w *Layer, prefix string) []tensorSpec
 	weightBuffers(w *Layer) []*kernels.Buffer
@@ -167,6 +171,16 @@ func (c *Config) blockKinds() (mixers []tokenMixer, channels []channelMixer) {
 		}
 	}
 	return mixers, channels
+}
+
+// Weight is projection p's frozen weight in the layer (a view of a fused
+// buffer for the members of one), nil where the layer has no such
+// projection or, in a sparse layer, for the experts' (MoEWeights).
+func (w *Layer) Weight(p Proj) kernels.Buffer {
+	if b := w.blocks.mixer.projWeight(w, p); b != nil {
+		return b
+	}
+	return w.blocks.channel.projWeight(w, p)
 }
 
 // layer is layer l's blocks: the model's composition (newModel), or for

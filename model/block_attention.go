@@ -48,6 +48,13 @@ func (b attention) params(c *Config) int64 {
 
 func (attention) gemmWeight(w *Layer) kernels.Buffer { return w.QKV }
 
+func (attention) projWeight(w *Layer, p Proj) kernels.Buffer {
+	if p <= ProjO {
+		return [...]kernels.Buffer{w.Q, w.K, w.V, w.O}[p]
+	}
+	return nil
+}
+
 func (b attention) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) (out, tail []tensorSpec) {
 	h, q, kv := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	_, qOut := c.Dims(ProjQ)

@@ -19,6 +19,14 @@ func (deltaNet) params(c *Config) int64 { return c.linearLayerParams() }
 
 func (deltaNet) gemmWeight(w *Layer) kernels.Buffer { return w.Linear.InProj }
 
+func (deltaNet) projWeight(w *Layer, p Proj) kernels.Buffer {
+	if p >= ProjInQKV && p <= ProjOut {
+		l := w.Linear
+		return [...]kernels.Buffer{l.QKV, l.Z, l.B, l.A, l.Out}[p-ProjInQKV]
+	}
+	return nil
+}
+
 func (deltaNet) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) (out, tail []tensorSpec) {
 	return c.deltaNetSpecs(s, w, p), nil
 }

@@ -29,6 +29,15 @@ func (moe) params(c *Config) int64 {
 	return c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams()
 }
 
+// projWeight: the shared expert's; the routed experts' are stacked
+// (MoEWeights), no one projection's.
+func (moe) projWeight(w *Layer, p Proj) kernels.Buffer {
+	if sh := w.MoE.Shared; sh != nil && p >= ProjSharedGate && p <= ProjSharedScale {
+		return [...]kernels.Buffer{sh.Gate, sh.Up, sh.Down, sh.Scale}[p-ProjSharedGate]
+	}
+	return nil
+}
+
 func (moe) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
 	return c.expertSpecs(s, w, p)
 }

@@ -15,6 +15,13 @@ func (swiGLU) params(c *Config) int64 {
 	return 3 * int64(c.HiddenSize) * int64(c.IntermediateSize)
 }
 
+func (swiGLU) projWeight(w *Layer, p Proj) kernels.Buffer {
+	if p >= ProjGate && p <= ProjDown {
+		return [...]kernels.Buffer{w.Gate, w.Up, w.Down}[p-ProjGate]
+	}
+	return nil
+}
+
 func (swiGLU) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
 	h, inter := c.HiddenSize, c.IntermediateSize
 	gateUp := &fusedSpec{dst: &w.GateUp}

@@ -29,6 +29,8 @@ type Layer struct {
 	// Linear is the gated DeltaNet token mixer of a linear-attention
 	// layer (the attention weights are nil then); nil in attention layers.
 	Linear *DeltaNetWeights
+	// blocks is the layer's composition, whose weights these are.
+	blocks decoderLayer
 }
 
 // Weights are a model's frozen base parameters on a Backend.
@@ -76,6 +78,7 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 	s := []tensorSpec{{name: root + "embed_tokens.weight", shape: []int{v, h}, dst: &w.Embed}}
 	for i, d := range c.decoderLayers() {
 		l := &w.Layers[i]
+		l.blocks = d
 		p := fmt.Sprintf("%slayers.%d.", root, i)
 		s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm, plusOne: norm})
 		var tail []tensorSpec
