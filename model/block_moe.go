@@ -128,3 +128,18 @@ func (moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Bu
 	tr.m.moeBackward(l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, tr.n)
 	return g.moe.dh2
 }
+
+// trainingMoEActs allocates sparse layer l's mixture-of-experts
+// activations for a training forward under p (ad, experts, scratch and replay
+// as newMoEActs takes them). Every policy but RecomputeLayer keeps them
+// all: the experts' SwiGLU and gathered inputs are recomputed by
+// moeBackward whatever the policy, so swiglu and selective have nothing
+// more to drop there. A checkpointed layer keeps its experts (the
+// routing's buffer, in the trace already) and what newMoEActs puts in
+// keep; the rest lives through the layer's forward, in tmp.
+func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
+	if p == RecomputeLayer {
+		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
+	}
+	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
+}

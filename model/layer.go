@@ -2,10 +2,13 @@ package model
 
 import "github.com/grpo-dev/grpo/kernels"
 
-// layerActs are one decoder layer's activations. For inference a single
-// set is reused by every layer and the residual stream is updated in place
-// (xIn, xMid and xOut are one buffer; statistics are not kept). For training
-// each layer has its own set, keeping what its backward needs.
+// layerActs are one decoder layer's activations: the residual stream and
+// norms', and each block's (block.go: a block's specs fill its own
+// fields; attention's q … lse, SwiGLU's gateUp and act, a DeltaNet's in
+// linear, the experts' in moe). For inference a single set is reused by
+// every layer and the residual stream is updated in place (xIn, xMid and
+// xOut are one buffer; statistics are not kept). For training each layer
+// has its own set, keeping what its backward needs.
 type layerActs struct {
 	xIn, xMid, xOut kernels.Buffer // residual stream: n × hidden
 	h1, h2          kernels.Buffer // normed inputs of attention and MLP

@@ -223,21 +223,6 @@ func (c *Config) checkpointSpecs(s *layerActs, n int) bufSpecs {
 // forward's scratch, freed before the next layer runs.
 func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 
-// trainingMoEActs allocates sparse layer l's mixture-of-experts
-// activations for a training forward under p (ad, experts, scratch and replay
-// as newMoEActs takes them). Every policy but RecomputeLayer keeps them
-// all: the experts' SwiGLU and gathered inputs are recomputed by
-// moeBackward whatever the policy, so swiglu and selective have nothing
-// more to drop there. A checkpointed layer keeps its experts (the
-// routing's buffer, in the trace already) and what newMoEActs puts in
-// keep; the rest lives through the layer's forward, in tmp.
-func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
-	if p == RecomputeLayer {
-		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
-	}
-	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
-}
-
 // allocDropped allocates in a the activations that trainingActs left out
 // under p (droppedSpecs).
 func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) {
