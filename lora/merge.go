@@ -112,16 +112,6 @@ func (a *Adapter) compatible(c *model.Config) error {
 	return a.compatibleExperts(c)
 }
 
-func weightOf(l *model.Layer, p model.Proj) kernels.Buffer {
-	switch {
-	case p <= model.ProjDown:
-		return [...]kernels.Buffer{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down}[p]
-	case p <= model.ProjOut && l.Linear != nil:
-		w := l.Linear
-		return [...]kernels.Buffer{w.QKV, w.Z, w.B, w.A, w.Out}[p-model.ProjInQKV]
-	case l.MoE != nil && l.MoE.Shared != nil:
-		sh := l.MoE.Shared
-		return [...]kernels.Buffer{sh.Gate, sh.Up, sh.Down, sh.Scale}[p-model.ProjSharedGate]
-	}
-	return nil
-}
+// weightOf is p's frozen weight in layer l (model.Layer.Weight: the
+// layer's blocks know their weights).
+func weightOf(l *model.Layer, p model.Proj) kernels.Buffer { return l.Weight(p) }

@@ -94,6 +94,19 @@ func (s *AdapterShape) groupRanks(l int, g group) int {
 	return r
 }
 
+// groupRank is groupRanks of layer l, or with l < 0 the largest over
+// the layers.
+func (s *AdapterShape) groupRank(l int, g group) int {
+	if l >= 0 {
+		return s.groupRanks(l, g)
+	}
+	r := 0
+	for i := range s.Ranks {
+		r = max(r, s.groupRanks(i, g))
+	}
+	return r
+}
+
 // expertRank is layer l's expert adapter rank of p, or with l < 0 the
 // largest over the sparse layers.
 func (s *AdapterShape) expertRank(l int, p Proj) int {

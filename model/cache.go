@@ -111,7 +111,7 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 // owns it), l itself otherwise, or -1 for a layer without keys and
 // values (a DeltaNet layer).
 func (c *Config) cacheOwner(l, shared int) int {
-	if c.Mixer(l) != MixAttention {
+	if c.decoderLayer(l).mixer.cacheKind() != MixAttention {
 		return -1
 	}
 	return min(l, c.NumLayers-max(shared, 1))

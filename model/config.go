@@ -120,31 +120,10 @@ func (c *Config) Arch() Arch { return archs[c.ModelType] }
 // ParamCount is the number of parameters the config describes, counting a
 // tied head once.
 func (c *Config) ParamCount() int64 {
-	h, i, hd := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.HeadDim)
-	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
-	_, qOut := c.Dims(ProjQ)
-	attn := h*int64(qOut) + 2*h*kv + q*h
-	if c.Arch().QKNorm {
-		attn += 2 * hd
-	}
-	if c.Arch().QKVBias || c.AttentionBias {
-		attn += int64(qOut) + 2*kv
-	}
-	if c.AttentionBias {
-		attn += h
-	}
+	h := int64(c.HiddenSize)
 	n := int64(c.NumLayers)*2*h + int64(c.VocabSize)*h + h
-	for l := range c.NumLayers {
-		if c.Mixer(l) == MixGatedDeltaNet {
-			n += c.linearLayerParams()
-		} else {
-			n += attn
-		}
-		if c.IsSparse(l) {
-			n += c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams()
-		} else {
-			n += 3 * h * i
-		}
+	for _, d := range c.decoderLayers() {
+		n += d.mixer.params(c) + d.channel.params(c)
 	}
 	if !c.TieWordEmbeddings {
 		n += int64(c.VocabSize) * h

@@ -6,9 +6,10 @@ import "github.com/grpo-dev/grpo/kernels"
 // beside its inference set: the token/routing record (out: the tokens,
 // then each sparse layer's experts), slots, positions and their advance,
 // the sampling parameters and PCG states, the prefix groups, the
-// log-probs, the embedded input, the logits, a hybrid's runs; and the
-// x·Aᵀ of o_proj, down_proj and each fused group, one each at the largest
-// rank any layer has (the layers run one after another in it).
+// log-probs, the embedded input, the logits, a hybrid's runs; and each
+// block kind's x·Aᵀ outside the inference set (o_proj's, down_proj's and
+// each fused group's), one each at the largest rank any layer has (the
+// layers run one after another in it).
 func (c *Config) decodeBucketSpecs(b *decodeBucket, s *layerActs, n int, ad *AdapterShape) bufSpecs {
 	var sp bufSpecs
 	sp.i32(&b.out, n+c.RoutingLen(n))
@@ -24,19 +25,12 @@ func (c *Config) decodeBucketSpecs(b *decodeBucket, s *layerActs, n int, ad *Ada
 	if c.LinearLayers() > 0 {
 		sp.i32(&b.runs, 4*n)
 	}
-	for _, p := range []Proj{ProjO, ProjDown} {
-		r := 0
-		for l := range c.NumLayers {
-			r = max(r, ad.Ranks[l][p])
-		}
-		sp.f32(&s.xa[p], n*r)
+	mixers, channels := c.blockKinds()
+	for _, b := range mixers {
+		sp = append(sp, b.loraSpecs(c, s, -1, n, ad)...)
 	}
-	for g := range numGroups {
-		r := 0
-		for l := range c.NumLayers {
-			r = max(r, ad.groupRanks(l, g))
-		}
-		sp.f32(&s.xaG[g], n*r)
+	for _, b := range channels {
+		sp = append(sp, b.loraSpecs(c, s, -1, n, ad)...)
 	}
 	return sp
 }

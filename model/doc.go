@@ -1,7 +1,27 @@
 // Package model owns the transformer architectures grpo trains — Qwen3,
-// Qwen2 (Qwen2.5) and Llama 3 — read from Hugging Face model directories
-// (config.json + safetensors) and run as an explicit forward pass over a
-// kernels.Backend, llm.c style: no autograd engine, every op a Backend call.
+// Qwen3-MoE, Qwen2 (Qwen2.5), Llama 3, Qwen3.5 and Qwen3.5-MoE — read from
+// Hugging Face model directories (config.json + safetensors) and run as an
+// explicit forward and backward pass over a kernels.Backend, llm.c style:
+// no autograd engine, every op a Backend call.
+//
+// An architecture is a list of decoder layers, each composed of blocks
+// (block.go): an input norm, a token mixer (attention with its variants,
+// block_attention.go; gated DeltaNet, block_deltanet.go), a post norm and
+// a channel mixer (dense SwiGLU, block_swiglu.go; mixture of experts with
+// an optional shared expert, block_moe.go). Each block owns its forward,
+// its explicit backward, what it recomputes under each Recompute policy,
+// its buffers (inference, training, backward scratch: the lists the
+// passes allocate and the exported sizes sum), its weights, its LoRA
+// targets and its per-layer cache kind (paged KV or recurrent state). The
+// passes and sizes loop over the layers calling the blocks' methods.
+//
+// Adding a family is its config reader plus any new block: register its
+// model_type in archs (config.go) with the flags of the variants it uses,
+// read its keys into Config (layer kinds, MoE settings, shapes), and let
+// Config.decoderLayer map each layer to its blocks. A family whose layers
+// are all existing blocks needs nothing more; a new kind of layer (say
+// Mamba-2) is a new type implementing tokenMixer or channelMixer in its
+// own file, with its weights' tensor names, and a case in decoderLayer.
 //
 // Batches are packed: a Batch lists the new tokens of many sequences at
 // once, each token tagged with its sequence's KV-cache slot and its position

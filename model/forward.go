@@ -28,10 +28,12 @@ type Model struct {
 	// when none.
 	Skipped string
 	invFreq kernels.Buffer
+	// layers is the architecture as blocks (Config.decoderLayers).
+	layers []decoderLayer
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {
-	m := &Model{Config: cfg, Backend: be}
+	m := &Model{Config: cfg, Backend: be, layers: cfg.decoderLayers()}
 	inv := cfg.RopeInvFreq()
 	m.invFreq = be.Alloc(kernels.F32, len(inv))
 	be.Upload(m.invFreq, inv)

@@ -39,7 +39,7 @@ func (c *Config) ForwardBytes(n, r int, ad AdapterShape, casts bool) ForwardSize
 	var lora bufSpecs
 	for l := range c.NumLayers {
 		lora = append(lora, c.inferenceLoRASpecs(&s, l, n, &ad)...)
-		if c.IsSparse(l) {
+		if c.decoderLayer(l).channel.sparse() {
 			moe = append(moe, c.routingSpec(&routing, n))
 		}
 	}

@@ -1,15 +1,14 @@
 package model
 
-import (
-	"math"
+import "github.com/grpo-dev/grpo/kernels"
 
-	"github.com/grpo-dev/grpo/kernels"
-)
-
-// layerActs are one decoder layer's activations. For inference a single
-// set is reused by every layer and the residual stream is updated in place
-// (xIn, xMid and xOut are one buffer; statistics are not kept). For training
-// each layer has its own set, keeping what its backward needs.
+// layerActs are one decoder layer's activations: the residual stream and
+// norms', and each block's (block.go: a block's specs fill its own
+// fields; attention's q … lse, SwiGLU's gateUp and act, a DeltaNet's in
+// linear, the experts' in moe). For inference a single set is reused by
+// every layer and the residual stream is updated in place (xIn, xMid and
+// xOut are one buffer; statistics are not kept). For training each layer
+// has its own set, keeping what its backward needs.
 type layerActs struct {
 	xIn, xMid, xOut kernels.Buffer // residual stream: n × hidden
 	h1, h2          kernels.Buffer // normed inputs of attention and MLP
@@ -64,11 +63,7 @@ func (m *Model) castsBF16() bool {
 	if !m.Backend.Describe().BF16GEMM || len(m.W.Layers) == 0 {
 		return false
 	}
-	w := m.W.Layers[0].QKV
-	if lin := m.W.Layers[0].Linear; lin != nil {
-		w = lin.InProj
-	}
-	return w.DType() == kernels.BF16
+	return m.layer(0).mixer.gemmWeight(&m.W.Layers[0]).DType() == kernels.BF16
 }
 
 // castSpecs lists the bf16 casts of n tokens: h1b, actb, and h2b unless
@@ -91,46 +86,43 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 	acts, moe := m.Config.inferenceActSpecs(s, n, &ad, m.castsBF16())
 	acts.alloc(a)
 	moe.alloc(a)
-	// One norm output serves both norms, and the fused output both
-	// groups' GEMMs; the gated attention output is attn itself.
-	s.h2, s.h2b, s.gateUp, s.gated = s.h1, s.h1b, s.fused, s.attn
-	if s.moe != nil {
-		m.finishMoEActs(s.moe, n)
+	// One norm output serves both norms; each block kind makes its own
+	// aliases (the fused output serving gate/up's GEMM too, the gated
+	// attention output being attn itself, …).
+	s.h2, s.h2b = s.h1, s.h1b
+	mixers, channels := m.Config.blockKinds()
+	for _, b := range mixers {
+		b.finishInference(s)
 	}
-	if s.linear != nil {
-		s.linear.normed = s.linear.core // normed in place
+	for _, b := range channels {
+		b.finishInference(m, s, n)
 	}
 	return s
 }
 
 // inferenceActSpecs lists the inference set of n tokens under the
 // adapter ad (casts: with the bf16 casts of the GEMMs' inputs): the
-// normed input, the projections' output, q, attention's output, SwiGLU's
-// output, the fused GEMMs' output (FusedWidth), the output gate's
-// pre-activation, a DeltaNet layer's set; and apart (moe) a sparse
-// layer's set, with its own experts buffer and forward scratch.
+// normed input, the blocks' output, the fused GEMMs' output
+// (FusedWidth), and each block kind's set (attention's q and output,
+// SwiGLU's output, a DeltaNet layer's set, …); and apart (moe) a sparse
+// layer's set, with its own experts buffer and forward scratch. One set
+// serves every layer, so each kind the architecture uses adds its part
+// once.
 func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts bool) (acts, moe bufSpecs) {
-	h, q := c.HiddenSize, c.NumHeads*c.HeadDim
+	h := c.HiddenSize
 	acts.f32(&s.h1, n*h)
 	acts.f32(&s.o, n*h)
-	acts.f32(&s.q, n*q)
-	acts.f32(&s.attn, n*q)
-	acts.f32(&s.act, n*c.IntermediateSize)
 	acts.f32(&s.fused, n*c.FusedWidth())
 	if casts {
 		acts = append(acts, c.castSpecs(s, n, true)...)
 	}
-	if c.Arch().OutputGate {
-		acts.f32(&s.gate, n*q)
+	mixers, channels := c.blockKinds()
+	for _, b := range mixers {
+		acts = append(acts, b.inferenceSpecs(c, s, n, ad)...)
 	}
-	if c.LinearLayers() > 0 {
-		s.linear = &deltaNetActs{}
-		acts = append(acts, c.deltaNetActSpecs(s.linear, -1, n, ad, false)...)
-	}
-	if c.SparseLayers() > 0 {
-		s.moe = &moeActs{}
-		rest, kept := c.moeActSpecs(s.moe, -1, n, ad, moeOwn{experts: true, scratch: true})
-		moe = append(rest, kept...)
+	for _, b := range channels {
+		a, e := b.inferenceSpecs(c, s, n, ad)
+		acts, moe = append(acts, a...), append(moe, e...)
 	}
 	return acts, moe
 }
@@ -177,104 +169,43 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 
 // trainingActSpecs lists layer l's own training activations for n tokens
 // under the adapter ad, less what drop recomputes (droppedSpecs): the
-// residual stream, both norms' outputs and statistics, the token mixer's
-// (attention's, or a DeltaNet layer's in s.linear), a dense MLP's
-// gate/up output and SwiGLU, and each adapted projection's x·Aᵀ. A sparse
-// layer's experts are newMoEActs'.
+// residual stream, both norms' outputs and statistics, the output of
+// its blocks (unless a view, trainingActs), and each block's own
+// (tokenMixer.trainingSpecs, channelMixer.trainingSpecs). A sparse
+// layer's experts are traceActs'.
 func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs {
-	h, q, kv, inter := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
+	h, d := c.HiddenSize, c.decoderLayer(l)
 	var b bufSpecs
 	for _, dst := range []*kernels.Buffer{&s.xMid, &s.xOut, &s.h1, &s.h2} {
 		b.f32(dst, n*h)
 	}
 	b.f32(&s.rstd1, n)
 	b.f32(&s.rstd2, n)
-	attention := c.Mixer(l) == MixAttention
-	if attention {
-		b.f32(&s.q, n*q)
-	} else {
-		s.linear = &deltaNetActs{}
-		b = append(b, c.deltaNetActSpecs(s.linear, l, n, ad, true)...)
-	}
-	if !c.IsSparse(l) {
-		b.f32(&s.gateUp, n*2*inter)
-	}
 	if c.groupWidth(groupQKV) < h {
 		b.f32(&s.o, n*h) // else a view of the shared q/k/v output (trainingActs)
 	}
-	if attention && drop < RecomputeSelective {
-		b.f32(&s.attn, n*q)
-		b.f32(&s.lse, n*c.NumHeads)
-		if c.Arch().OutputGate {
-			b.f32(&s.gated, n*q)
-		}
-	}
-	if attention && c.Arch().OutputGate {
-		b.f32(&s.gate, n*q)
-	}
-	if drop < RecomputeSwiGLU && !c.IsSparse(l) {
-		b.f32(&s.act, n*inter)
-	}
-	if attention && c.Arch().QKNorm {
-		b.f32(&s.qPre, n*q)
-		b.f32(&s.kPre, n*kv)
-		b.f32(&s.rstdQ, n*c.NumHeads)
-		b.f32(&s.rstdK, n*c.NumKVHeads)
-	}
-	for _, p := range []Proj{ProjO, ProjDown} {
-		b.f32(&s.xa[p], n*ad.Ranks[l][p])
-	}
-	for g := range numGroups {
-		b.f32(&s.xaG[g], n*ad.groupRanks(l, g))
-	}
-	return b
+	b = append(b, d.mixer.trainingSpecs(c, s, l, n, ad, drop)...)
+	return append(b, d.channel.trainingSpecs(c, s, l, n, ad, drop)...)
 }
 
-// layerForward applies decoder layer l, writing the layer's keys and
-// values into cache. The residual add that ends a layer is fused with the
-// norm that starts the next: layer l first forms its input xIn =
-// prev.xMid + prev.o (prev is layer l−1's activations; nil for the first
-// layer, whose xIn is the embedding), and leaves xOut = xMid + o to the
-// next layer, or to finishLayers after the last.
+// layerForward applies decoder layer l: input norm, token mixer, post
+// norm, channel mixer (block.go), writing the layer's keys and values
+// into cache (or its recurrent states). The residual add that ends a
+// layer is fused with the norm that starts the next: layer l first forms
+// its input xIn = prev.xMid + prev.o (prev is layer l−1's activations;
+// nil for the first layer, whose xIn is the embedding), and leaves xOut =
+// xMid + o to the next layer, or to finishLayers after the last.
 func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s, prev *layerActs) {
-	be, c, w := m.Backend, m.Config, &m.W.Layers[l]
-	h, hd, eps := c.HiddenSize, c.HeadDim, float32(c.RMSNormEps)
-	inter := c.IntermediateSize
-
+	be, c, w, d := m.Backend, m.Config, &m.W.Layers[l], m.layer(l)
+	h, eps := c.HiddenSize, float32(c.RMSNormEps)
 	if prev == nil {
 		be.AddRMSNorm(nil, s.h1, s.h1b, s.rstd1, s.xIn, nil, w.InputNorm, n, h, eps)
 	} else {
 		be.AddRMSNorm(s.xIn, s.h1, s.h1b, s.rstd1, prev.xMid, prev.o, w.InputNorm, n, h, eps)
 	}
-	if w.Linear != nil {
-		m.deltaNetForward(a, l, cache, idx, n, s.linear, s.h1, s.h1b, s.o)
-	} else {
-		m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
-		be.AttentionInputs(s.q, s.gate, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
-			m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim(), eps)
-		m.attention(l, cache, idx, n, s)
-		oIn := s.attn
-		if s.gate != nil {
-			// Qwen3.5's output gate: attention's output × sigmoid(gate),
-			// o_proj's input.
-			be.SigmoidGate(s.gated, s.attn, s.gate, n*c.NumHeads*hd)
-			oIn = s.gated
-		}
-		m.project(a, l, ProjO, s.o, oIn, nil, w.O, w.OBias, n, s.xa[ProjO])
-	}
-
-	if w.MoE != nil {
-		// The experts read the f32 norm output (their gather and router
-		// GEMM take no bf16 cast), and their combined output is o, which
-		// the next layer's norm (or finishLayers) adds like down_proj's.
-		be.AddRMSNorm(s.xMid, s.h2, nil, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
-		m.moeForward(a, l, s.moe, s.h2, s.o, n)
-		return
-	}
-	be.AddRMSNorm(s.xMid, s.h2, s.h2b, s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
-	m.projectGroup(a, l, groupGateUp, s.gateUp, s.h2, s.h2b, w.GateUp, n, s.xaG[groupGateUp])
-	be.SwiGLURows(s.act, s.actb, s.gateUp, n, inter)
-	m.project(a, l, ProjDown, s.o, s.act, s.actb, w.Down, nil, n, s.xa[ProjDown])
+	d.mixer.forward(m, a, l, cache, idx, n, s)
+	be.AddRMSNorm(s.xMid, s.h2, d.channel.normCast(s), s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
+	d.channel.forward(m, a, l, s, n)
 }
 
 // finishLayers completes the last layer's residual add, xOut = xMid + o,
@@ -284,17 +215,3 @@ func (m *Model) finishLayers(last *layerActs, n int) {
 		m.Backend.Add(last.xOut, last.xMid, last.o, n*m.Config.HiddenSize)
 	}
 }
-
-// attention writes layer l's attention output and log-sum-exp from its
-// queries and cache: the one call the forward and the backward's recompute
-// (recompute.go) share, so both compute the same values.
-func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
-	c := m.Config
-	if idx.groups != nil {
-		m.Backend.AttentionSharedPrefix(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.groups, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
-		return
-	}
-	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
-}
-
-func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Config.HeadDim))) }

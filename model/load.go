@@ -157,18 +157,12 @@ func (m *Model) Free() {
 	if !m.Config.TieWordEmbeddings {
 		bufs = append(bufs, m.W.LMHead)
 	}
-	for _, l := range m.W.Layers {
-		// Q, K, V, Gate and Up are views of QKV and GateUp.
-		bufs = append(bufs, l.InputNorm, l.PostAttnNorm, l.QKV, l.O, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.GateUp, l.Down)
-		if l.MoE != nil {
-			for _, p := range l.MoE.buffers() {
-				bufs = append(bufs, *p)
-			}
-		}
-		if l.Linear != nil {
-			for _, p := range l.Linear.buffers() {
-				bufs = append(bufs, *p)
-			}
+	for i := range m.W.Layers {
+		l, d := &m.W.Layers[i], m.layer(i)
+		bufs = append(bufs, l.InputNorm, l.PostAttnNorm)
+		// The blocks' own buffers, not their views.
+		for _, p := range append(d.mixer.weightBuffers(l), d.channel.weightBuffers(l)...) {
+			bufs = append(bufs, *p)
 		}
 	}
 	for _, b := range bufs {
@@ -199,28 +193,17 @@ func (m *Model) MapWeights(f func(kernels.Buffer) kernels.Buffer) {
 		apply(&m.W.LMHead)
 	}
 	for i := range m.W.Layers {
-		l := &m.W.Layers[i]
-		for _, p := range []*kernels.Buffer{&l.InputNorm, &l.PostAttnNorm, &l.QKV, &l.O,
-			&l.QBias, &l.KBias, &l.VBias, &l.OBias, &l.QNorm, &l.KNorm, &l.GateUp, &l.Down} {
-			apply(p)
-		}
-		if l.Linear != nil {
-			for _, p := range l.Linear.buffers() {
+		l, d := &m.W.Layers[i], m.layer(i)
+		apply(&l.InputNorm)
+		apply(&l.PostAttnNorm)
+		for _, b := range []struct {
+			bufs    []*kernels.Buffer
+			reslice func(*Config, *Layer)
+		}{{d.mixer.weightBuffers(l), d.mixer.resliceWeights}, {d.channel.weightBuffers(l), d.channel.resliceWeights}} {
+			for _, p := range b.bufs {
 				apply(p)
 			}
-			l.Linear.reslice(m.Config.HiddenSize)
-		} else {
-			nq, nk := l.Q.Len(), l.K.Len()
-			l.Q, l.K, l.V = l.QKV.Slice(0, nq), l.QKV.Slice(nq, nk), l.QKV.Slice(nq+nk, l.V.Len())
+			b.reslice(m.Config, l)
 		}
-		if l.MoE != nil {
-			for _, p := range l.MoE.buffers() {
-				apply(p)
-			}
-			l.MoE.reslice(m.Config)
-			continue
-		}
-		ng := l.Gate.Len()
-		l.Gate, l.Up = l.GateUp.Slice(0, ng), l.GateUp.Slice(ng, l.Up.Len())
 	}
 }

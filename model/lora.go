@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -99,16 +100,8 @@ func (c *Config) HasProjAnywhere(p Proj) bool {
 // every layer (a sparse layer's are its experts'), the shared expert's
 // in a sparse layer of a model with one.
 func (c *Config) HasProj(l int, p Proj) bool {
-	switch {
-	case p <= ProjO:
-		return c.Mixer(l) == MixAttention
-	case p <= ProjDown:
-		return true
-	case p <= ProjOut:
-		return c.Mixer(l) == MixGatedDeltaNet
-	default:
-		return c.IsSparse(l) && c.SharedExpertIntermediateSize > 0
-	}
+	d := c.decoderLayer(l)
+	return slices.Contains(d.mixer.loraTargets(), p) || slices.Contains(d.channel.loraTargets(), p)
 }
 
 // Dims returns the projection's (in, out) features under cfg.

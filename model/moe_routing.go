@@ -71,6 +71,14 @@ func (m *Model) newRouting(a *arena, b *Batch) layerRouting {
 	return r
 }
 
+// layer is layer l's experts buffer; nil in a dense layer or model.
+func (r layerRouting) layer(l int) kernels.Buffer {
+	if r == nil {
+		return nil
+	}
+	return r[l]
+}
+
 // routingSpec is a sparse layer's experts buffer for n tokens: k int32
 // per token.
 func (c *Config) routingSpec(dst *kernels.Buffer, n int) bufSpec {

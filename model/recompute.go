@@ -223,21 +223,6 @@ func (c *Config) checkpointSpecs(s *layerActs, n int) bufSpecs {
 // forward's scratch, freed before the next layer runs.
 func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 
-// trainingMoEActs allocates sparse layer l's mixture-of-experts
-// activations for a training forward under p (ad, experts, scratch and replay
-// as newMoEActs takes them). Every policy but RecomputeLayer keeps them
-// all: the experts' SwiGLU and gathered inputs are recomputed by
-// moeBackward whatever the policy, so swiglu and selective have nothing
-// more to drop there. A checkpointed layer keeps its experts (the
-// routing's buffer, in the trace already) and what newMoEActs puts in
-// keep; the rest lives through the layer's forward, in tmp.
-func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
-	if p == RecomputeLayer {
-		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
-	}
-	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
-}
-
 // allocDropped allocates in a the activations that trainingActs left out
 // under p (droppedSpecs).
 func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) {
@@ -245,50 +230,31 @@ func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) 
 }
 
 // droppedSpecs lists what layer l's trace drops under p for the backward
-// to recompute: a dense layer's SwiGLU output (swiglu and finer), and
-// attention's output, log-sum-exp and gated output (selective).
+// to recompute: each block's (a dense layer's SwiGLU output under swiglu
+// and finer, attention's output, log-sum-exp and gated output under
+// selective).
 func (c *Config) droppedSpecs(s *layerActs, l, n int, p Recompute) bufSpecs {
-	var b bufSpecs
-	if p >= RecomputeSwiGLU && !c.IsSparse(l) {
-		b.f32(&s.act, n*c.IntermediateSize)
-	}
-	if p >= RecomputeSelective && c.Mixer(l) == MixAttention {
-		q := c.NumHeads * c.HeadDim
-		b.f32(&s.attn, n*q)
-		b.f32(&s.lse, n*c.NumHeads)
-		if c.Arch().OutputGate {
-			b.f32(&s.gated, n*q)
-		}
-	}
-	return b
+	d := c.decoderLayer(l)
+	return append(d.channel.droppedSpecs(c, s, n, p), d.mixer.droppedSpecs(c, s, n, p)...)
 }
 
 // kept is what the trace holds of a layer's forward activations under p:
 // the buffers freed with the layer's forward are dropped, so that a
 // backward that forgot to recompute one fails on a nil buffer instead of
 // reading freed memory.
-func (m *Model) kept(s *layerActs, p Recompute) *layerActs {
+func (m *Model) kept(l int, s *layerActs, p Recompute) *layerActs {
+	d := m.layer(l)
 	switch p {
 	case RecomputeNone:
 		return s
 	case RecomputeLayer:
 		k := &layerActs{xIn: s.xIn, xOut: s.xOut, fused: s.fused, h1b: s.h1b, h2b: s.h2b, actb: s.actb}
-		if e := s.moe; e != nil {
-			// The routing (the rerun replays it) and what newMoEActs put
-			// in the trace's arena: the replay's recomputed top-k; the
-			// router's logits and offsets when the model trains a router.
-			k.moe = &moeActs{experts: e.experts, replay: e.replay, recomputed: e.recomputed}
-			if m.TrainsRouter() {
-				k.moe.logits, k.moe.offsets = e.logits, e.offsets
-			}
-		}
+		d.channel.keepCheckpointed(m, s, k)
 		return k
 	}
 	k := *s
-	k.act = nil
-	if p >= RecomputeSelective {
-		k.attn, k.lse, k.gated = nil, nil, nil
-	}
+	d.channel.dropKept(&k, p)
+	d.mixer.dropKept(&k, p)
 	return &k
 }
 
@@ -296,7 +262,7 @@ func (m *Model) kept(s *layerActs, p Recompute) *layerActs {
 // ones, with what p dropped recomputed into buffers of a (the layer's
 // backward scratch) by the very ops the forward ran.
 func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
-	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+	m, d := tr.m, tr.m.layer(l)
 	kept, n, p := tr.layers[l], tr.n, tr.recompute[l]
 	switch p {
 	case RecomputeNone:
@@ -307,29 +273,13 @@ func (tr *Trace) backwardActs(a *arena, l int) *layerActs {
 		// the rerun starts from it with no previous layer; it stops short
 		// of xOut, which the backward never reads.
 		s := m.trainingActs(a, l, kept.xIn, kept, n, &tr.ad, RecomputeNone)
-		if kept.moe != nil {
-			// The rerun replays the experts the forward routed to (or
-			// replayed): on a backend whose reductions are not
-			// deterministic a near-tie could otherwise flip, and the
-			// backward would differentiate another routing than the
-			// forward's. Its fresh top-k is not wanted (recomputed nil).
-			s.moe = m.newMoEActs(a, a, l, n, &tr.ad, kept.moe.experts, tr.moe, false)
-			s.moe.replay = true
-		}
+		d.channel.rerunActs(m, a, l, n, s, kept, &tr.ad, tr.moe)
 		m.layerForward(a, l, tr.cache, tr.idx, n, s, nil)
 		return s
 	}
 	s := *kept
 	m.allocDropped(a, l, &s, n, p)
-	if p >= RecomputeSelective && c.Mixer(l) == MixAttention {
-		m.attention(l, tr.cache, tr.idx, n, &s)
-		if s.gate != nil {
-			be.SigmoidGate(s.gated, s.attn, s.gate, n*c.NumHeads*c.HeadDim)
-		}
-	}
-	if s.moe == nil {
-		// The bf16 cast fed only the forward's down_proj GEMM.
-		be.SwiGLURows(s.act, nil, s.gateUp, n, c.IntermediateSize)
-	}
+	d.mixer.recompute(m, l, tr.cache, tr.idx, n, &s, p)
+	d.channel.recompute(m, l, &s, n, p)
 	return &s
 }

@@ -15,19 +15,14 @@ func (c *Config) embedSpecs(x *kernels.Buffer, n int) bufSpecs {
 }
 
 // inferenceLoRASpecs lists layer l's x·Aᵀ in an inference forward of n
-// tokens: one per adapted projection of its attention and dense MLP, the
-// layer's own (the DeltaNet's, the shared expert's, the experts' and the
-// router's are the inference set's, one per projection at the largest
-// rank, which the static decode step needs too).
+// tokens: its blocks' loraSpecs, one per adapted projection of its
+// attention and dense MLP, the layer's own (the DeltaNet's, the shared
+// expert's, the experts' and the router's are the inference set's, one
+// per projection at the largest rank, which the static decode step needs
+// too).
 func (c *Config) inferenceLoRASpecs(s *layerActs, l, n int, ad *AdapterShape) bufSpecs {
-	var b bufSpecs
-	for _, p := range []Proj{ProjO, ProjDown} {
-		b.f32(&s.xa[p], n*ad.Ranks[l][p])
-	}
-	for g := range numGroups {
-		b.f32(&s.xaG[g], n*ad.groupRanks(l, g))
-	}
-	return b
+	d := c.decoderLayer(l)
+	return append(d.mixer.loraSpecs(c, s, l, n, ad), d.channel.loraSpecs(c, s, l, n, ad)...)
 }
 
 // forwardHeadSpecs lists Forward's buffers after the layers for r logits

@@ -136,9 +136,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 		// What the backward recomputes lives only through the layer's forward.
 		tmp := &arena{be: be}
 		s := m.forwardActs(a, tmp, l, x, shared, n, &tr.ad, tr.recompute[l])
-		if c.IsSparse(l) {
-			s.moe = m.trainingMoEActs(a, tmp, l, n, &tr.ad, routing[l], tr.moe, b.Experts != nil, tr.recompute[l])
-		}
+		m.layer(l).channel.traceActs(m, a, tmp, l, n, s, &tr.ad, routing.layer(l), tr.moe, b.Experts != nil, tr.recompute[l])
 		m.layerForward(a, l, cache, tr.idx, n, s, prev)
 		prev = s
 		if closesOwnLayer(tr.recompute[l]) {
@@ -146,7 +144,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 			prev = nil
 		}
 		tmp.free()
-		tr.layers = append(tr.layers, m.kept(s, tr.recompute[l]))
+		tr.layers = append(tr.layers, m.kept(l, s, tr.recompute[l]))
 		x = s.xOut
 	}
 	var hF, hFb kernels.Buffer
@@ -251,27 +249,23 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 
 // layerBackward turns dx, the gradient of layer l's output, into the
 // gradient of its input (when needInput; the first layer's input is the
-// frozen embedding), accumulating LoRA gradients on the way; s holds the
-// layer's activations (backwardActs: kept or recomputed). Its scratch
-// (layerGradSpecs) comes from a at the start.
+// frozen embedding), accumulating LoRA gradients on the way: the channel
+// mixer's backward and its norm's, then the token mixer's and its norm's
+// (block.go). s holds the layer's activations (backwardActs: kept or
+// recomputed). Its scratch (layerGradSpecs) comes from a at the start.
 func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	w := &m.W.Layers[l]
+	w, d := &m.W.Layers[l], m.layer(l)
 	n, h := tr.n, c.HiddenSize
 	var g layerGrads
 	cacheRows, groups := tr.gradShape(l)
 	c.layerGradSpecs(&g, l, n, cacheRows, groups, &tr.ad, needInput).alloc(a)
-	if s.moe != nil {
-		m.moeBackward(l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, n)
-		be.RMSNormBackward(dx, g.moe.dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
-	} else {
-		tr.mlpBackward(l, s, &g.mlp, dx)
+	dh2 := d.channel.backward(tr, l, s, &g, dx)
+	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+	dh1 := d.mixer.backward(tr, l, s, &g, dx, needInput)
+	if needInput {
+		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 	}
-	if w.Linear != nil {
-		tr.deltaNetBackward(l, s, &g.linear, dx, needInput)
-		return
-	}
-	tr.attentionBackward(l, s, &g.attn, dx, needInput)
 }
 
 // gradShape is what layer l's backward scratch takes from the trace's
@@ -286,59 +280,6 @@ func (tr *Trace) gradShape(l int) (cacheRows, groups int) {
 		groups = conv.Len() / c.ConvStateWidth()
 	}
 	return cacheRows, groups
-}
-
-// mlpBackward is the dense MLP's part of layerBackward: it adds the
-// gradient through the MLP branch into dx.
-func (tr *Trace) mlpBackward(l int, s *layerActs, g *mlpGrads, dx kernels.Buffer) {
-	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	w := &m.W.Layers[l]
-	n, h, inter := tr.n, c.HiddenSize, c.IntermediateSize
-	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
-	// gate and up are the halves of the fused gateUp, and so are their
-	// gradients: the base part of dh2 is one GEMM with the fused weight.
-	m.projectBackward(l, ProjDown, g.dAct, dx, s.act, w.Down, n, s.xa[ProjDown], g.dxaDown, false)
-	be.SwiGLURowsBackward(g.dGateUp, g.dAct, s.gateUp, n, inter)
-	be.MatMul(g.dh2, g.dGateUp, w.GateUp, n, h, 2*inter, false, false, 1, 0)
-	m.loraGroupBackward(l, groupGateUp, g.dh2, s.h2, n, s.xaG[groupGateUp], g.dxaGateUp, func(i int) (kernels.Buffer, int, int) {
-		return g.dGateUp, 2 * inter, i * inter
-	})
-	be.RMSNormBackward(dx, g.dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
-}
-
-// attentionBackward is the attention part of layerBackward: dx, the
-// gradient of xMid, becomes the gradient of the layer's input.
-func (tr *Trace) attentionBackward(l int, s *layerActs, g *attentionGrads, dx kernels.Buffer, needInput bool) {
-	m, be, c := tr.m, tr.m.Backend, tr.m.Config
-	w := &m.W.Layers[l]
-	n, h, hd := tr.n, c.HiddenSize, c.HeadDim
-	q := c.NumHeads * hd
-
-	// Attention: xMid = xIn + o(attn(rope(norm(q(h1))), rope(norm(k(h1))), v(h1))).
-	if s.gate != nil {
-		// o_proj read attn × sigmoid(gate).
-		m.projectBackward(l, ProjO, g.dGated, dx, s.gated, w.O, n, s.xa[ProjO], g.dxaO, false)
-		be.SigmoidGateBackward(g.dAttn, g.dGate, g.dGated, s.attn, s.gate, n*q)
-	} else {
-		m.projectBackward(l, ProjO, g.dAttn, dx, s.attn, w.O, n, s.xa[ProjO], g.dxaO, false)
-	}
-	be.AttentionBackward(g.dq, g.dk, g.dv, g.dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
-	// q, k and v's gradients join in the fused layout (AttentionInputs'
-	// backward), so the base part of dh1 is one GEMM with the fused
-	// weight and the LoRA part reads them in place.
-	width := c.groupWidth(groupQKV)
-	be.AttentionInputsBackward(g.dQKV, g.dq, g.dGate, g.dk, g.dv, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim())
-	if needInput {
-		be.MatMul(g.dh1, g.dQKV, w.QKV, n, h, width, false, false, 1, 0)
-	}
-	m.loraGroupBackward(l, groupQKV, g.dh1, s.h1, n, s.xaG[groupQKV], g.dxaQKV, func(i int) (kernels.Buffer, int, int) {
-		return g.dQKV, width, c.groupOffset(groupQKV, i)
-	})
-	if needInput {
-		be.RMSNormBackward(dx, g.dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
-	}
 }
 
 // projectBackward is the backward of project: given dy (n × out) it writes

@@ -37,43 +37,27 @@ type TrainingLayer struct {
 // recorded routing (Batch.Experts), whose recomputed top-k each sparse
 // layer keeps.
 func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, replay bool) TrainingLayer {
-	var out TrainingLayer
 	var s layerActs
 	own := RecomputeNone
 	if p != RecomputeLayer {
 		own = p
 	}
 	acts := c.trainingActSpecs(&s, l, n, &ad, own).bytes()
-	var moeRest, moeKept int64
-	if c.IsSparse(l) {
-		// The trace's sparse layers share one forward scratch
-		// (MoEScratchBytes): it is not the layer's.
-		var e moeActs
-		rest, kept := c.moeActSpecs(&e, l, n, &ad, moeOwn{experts: true, replay: replay})
-		moeRest, moeKept = rest.bytes(), kept.bytes()
-		out.Routing = bufSpecs{c.routingSpec(&e.experts, n)}.bytes()
-	}
+	// What the channel mixer allocates beside (a sparse layer's experts).
+	ch := c.decoderLayer(l).channel.traceBytes(c, l, n, &ad, replay)
+	out := TrainingLayer{Routing: ch.routing}
 	switch p {
 	case RecomputeLayer:
-		out.Kept = c.checkpointSpecs(&s, n).bytes() + moeKept
-		out.Experts = moeKept
+		out.Kept = c.checkpointSpecs(&s, n).bytes() + ch.kept
+		out.Experts = ch.kept
 		// The forward's scratch holds the whole set, its own output
 		// too, though forwardActs gives the layer the kept one instead.
-		out.Forward = acts + moeRest
-		// The rerun replays the kept routing (no buffer of its own, no
-		// recomputed top-k) and keeps everything in the backward's
-		// scratch.
-		if c.IsSparse(l) {
-			var e moeActs
-			rest, kept := c.moeActSpecs(&e, l, n, &ad, moeOwn{})
-			out.Rerun = acts + rest.bytes() + kept.bytes()
-		} else {
-			out.Rerun = acts
-		}
+		out.Forward = acts + ch.rest
+		out.Rerun = acts + ch.rerun
 	default:
 		dropped := c.droppedSpecs(&s, l, n, p).bytes()
-		out.Kept = acts + moeRest + moeKept
-		out.Experts = moeRest + moeKept
+		out.Kept = acts + ch.rest + ch.kept
+		out.Experts = ch.rest + ch.kept
 		out.Forward, out.Rerun = dropped, dropped
 	}
 	return out

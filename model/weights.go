@@ -29,6 +29,8 @@ type Layer struct {
 	// Linear is the gated DeltaNet token mixer of a linear-attention
 	// layer (the attention weights are nil then); nil in attention layers.
 	Linear *DeltaNetWeights
+	// blocks is the layer's composition, whose weights these are.
+	blocks decoderLayer
 }
 
 // Weights are a model's frozen base parameters on a Backend.
@@ -69,57 +71,24 @@ type fusedSpec struct {
 
 // specs lists every tensor the config requires, with HF names and shapes.
 func (c *Config) specs(w *Weights) []tensorSpec {
-	h, inter, v := c.HiddenSize, c.IntermediateSize, c.VocabSize
-	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
-	_, qOut := c.Dims(ProjQ)
+	h, v := c.HiddenSize, c.VocabSize
 	norm := c.Arch().ZeroCentredNorm
 	root := c.TensorPrefix()
 	w.Layers = make([]Layer, c.NumLayers)
 	s := []tensorSpec{{name: root + "embed_tokens.weight", shape: []int{v, h}, dst: &w.Embed}}
-	for i := range w.Layers {
+	for i, d := range c.decoderLayers() {
 		l := &w.Layers[i]
+		l.blocks = d
 		p := fmt.Sprintf("%slayers.%d.", root, i)
-		qkv, gateUp := &fusedSpec{dst: &l.QKV}, &fusedSpec{dst: &l.GateUp}
-		member := func(g *fusedSpec, name string, shape []int, dst *kernels.Buffer) tensorSpec {
-			sp := tensorSpec{name: name, shape: shape, dst: dst, fused: g, off: g.size}
-			g.size += numel(shape)
-			g.members = append(g.members, len(s))
-			return sp
-		}
 		s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm, plusOne: norm})
-		if c.Mixer(i) == MixGatedDeltaNet {
-			s = c.deltaNetSpecs(s, l, p)
-		} else {
-			s = append(s, member(qkv, p+"self_attn.q_proj.weight", []int{qOut, h}, &l.Q))
-			s = append(s, member(qkv, p+"self_attn.k_proj.weight", []int{kv, h}, &l.K))
-			s = append(s, member(qkv, p+"self_attn.v_proj.weight", []int{kv, h}, &l.V))
-			s = append(s, tensorSpec{name: p + "self_attn.o_proj.weight", shape: []int{h, q}, dst: &l.O})
-		}
+		var tail []tensorSpec
+		s, tail = d.mixer.weightSpecs(c, s, l, p)
 		s = append(s, tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm, plusOne: norm})
-		if c.IsSparse(i) {
-			s = c.expertSpecs(s, l, p)
-		} else {
-			s = append(s, member(gateUp, p+"mlp.gate_proj.weight", []int{inter, h}, &l.Gate))
-			s = append(s, member(gateUp, p+"mlp.up_proj.weight", []int{inter, h}, &l.Up))
-			s = append(s, tensorSpec{name: p + "mlp.down_proj.weight", shape: []int{h, inter}, dst: &l.Down})
-		}
-		if c.Mixer(i) == MixGatedDeltaNet {
-			continue
-		}
-		if c.Arch().QKVBias || c.AttentionBias {
-			s = append(s,
-				tensorSpec{name: p + "self_attn.q_proj.bias", shape: []int{qOut}, dst: &l.QBias},
-				tensorSpec{name: p + "self_attn.k_proj.bias", shape: []int{kv}, dst: &l.KBias},
-				tensorSpec{name: p + "self_attn.v_proj.bias", shape: []int{kv}, dst: &l.VBias})
-		}
-		if c.AttentionBias {
-			s = append(s, tensorSpec{name: p + "self_attn.o_proj.bias", shape: []int{h}, dst: &l.OBias})
-		}
-		if c.Arch().QKNorm {
-			s = append(s,
-				tensorSpec{name: p + "self_attn.q_norm.weight", shape: []int{c.HeadDim}, dst: &l.QNorm, plusOne: norm},
-				tensorSpec{name: p + "self_attn.k_norm.weight", shape: []int{c.HeadDim}, dst: &l.KNorm, plusOne: norm})
-		}
+		s = d.channel.weightSpecs(c, s, l, p)
+		// The token mixer's tail (attention's biases and q/k norms) comes
+		// after the channel mixer's tensors: the order NewRandom draws
+		// from its one stream, which tests' goldens depend on.
+		s = append(s, tail...)
 	}
 	s = append(s, tensorSpec{name: root + "norm.weight", shape: []int{h}, dst: &w.Norm, plusOne: norm})
 	if !c.TieWordEmbeddings {

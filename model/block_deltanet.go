@@ -2,6 +2,78 @@ package model
 
 import "github.com/grpo-dev/grpo/kernels"
 
+// deltaNet is gated DeltaNet linear attention (HF Qwen3_5GatedDeltaNet,
+// Qwen3.5's "linear_attention" layers): in_proj_qkv/z/b/a from the normed
+// input, a causal depthwise conv over q/k/v, the decay and write-strength
+// gates, the gated delta rule over a fixed-size recurrent state per
+// sequence (kernels.LinearOps), a norm gated by z, and out_proj. Its
+// per-sequence cache is that state (and the conv's last inputs), not a
+// KV cache: memory that does not grow with the sequence.
+type deltaNet struct{}
+
+func (deltaNet) cacheKind() TokenMixer { return MixGatedDeltaNet }
+
+func (deltaNet) loraTargets() []Proj { return deltaNetProjs[:] }
+
+func (deltaNet) params(c *Config) int64 { return c.linearLayerParams() }
+
+func (deltaNet) gemmWeight(w *Layer) kernels.Buffer { return w.Linear.InProj }
+
+func (deltaNet) projWeight(w *Layer, p Proj) kernels.Buffer {
+	if p >= ProjInQKV && p <= ProjOut {
+		l := w.Linear
+		return [...]kernels.Buffer{l.QKV, l.Z, l.B, l.A, l.Out}[p-ProjInQKV]
+	}
+	return nil
+}
+
+func (deltaNet) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) (out, tail []tensorSpec) {
+	return c.deltaNetSpecs(s, w, p), nil
+}
+
+func (deltaNet) weightBuffers(w *Layer) []*kernels.Buffer { return w.Linear.buffers() }
+
+func (deltaNet) resliceWeights(c *Config, w *Layer) { w.Linear.reslice(c.HiddenSize) }
+
+// inferenceSpecs: the one set every DeltaNet layer shares, its x·Aᵀ at
+// the largest rank (the static decode step has no arena for scratch).
+func (deltaNet) inferenceSpecs(c *Config, s *layerActs, n int, ad *AdapterShape) bufSpecs {
+	s.linear = &deltaNetActs{}
+	return c.deltaNetActSpecs(s.linear, -1, n, ad, false)
+}
+
+// finishInference: the gated norm writes in place.
+func (deltaNet) finishInference(s *layerActs) { s.linear.normed = s.linear.core }
+
+// loraSpecs: none beside the inference set's.
+func (deltaNet) loraSpecs(*Config, *layerActs, int, int, *AdapterShape) bufSpecs { return nil }
+
+// trainingSpecs: the layer's own set, gated norm output and statistics
+// included; no policy drops any of it.
+func (deltaNet) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, _ Recompute) bufSpecs {
+	s.linear = &deltaNetActs{}
+	return c.deltaNetActSpecs(s.linear, l, n, ad, true)
+}
+
+func (deltaNet) droppedSpecs(*Config, *layerActs, int, Recompute) bufSpecs { return nil }
+
+func (deltaNet) dropKept(*layerActs, Recompute) {}
+
+func (deltaNet) gradSpecs(c *Config, g *layerGrads, l, n, _, groups int, ad *AdapterShape, needInput bool) bufSpecs {
+	return c.deltaNetGradSpecs(&g.linear, l, n, groups, ad, needInput)
+}
+
+func (deltaNet) forward(m *Model, a *arena, l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
+	m.deltaNetForward(a, l, cache, idx, n, s.linear, s.h1, s.h1b, s.o)
+}
+
+func (deltaNet) recompute(*Model, int, *KVCache, batchIndex, int, *layerActs, Recompute) {}
+
+func (deltaNet) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer, _ bool) kernels.Buffer {
+	tr.deltaNetBackward(l, s, &g.linear, dx)
+	return g.linear.dh1
+}
+
 // DeltaNetWeights are a gated DeltaNet token mixer's frozen weights (HF
 // Qwen3_5GatedDeltaNet, under linear_attn.). InProj is [in_proj_qkv;
 // in_proj_z; in_proj_b; in_proj_a] ((conv + value + 2·heads) × hidden),
@@ -174,17 +246,17 @@ func (c *Config) deltaNetGradSpecs(g *deltaNetGrads, l, n, groups int, ad *Adapt
 	return b
 }
 
-// deltaNetBackward is the DeltaNet part of layerBackward: dx, the
-// gradient of the layer's xMid, gets the gradient through the token mixer
-// added to it (when needInput), and the mixer's adapters their gradients.
+// deltaNetBackward is the DeltaNet block's backward: dx, the gradient of
+// its output, becomes g.dh1, the gradient of its input h1 (when
+// needInput), and the mixer's adapters get their gradients.
 // The runs of an unshared batch start fresh and keep nothing (training's
 // sequences begin at position 0), so no state gradient flows; with shared
 // prompts the calls run in reverse, and the state gradients carry the
 // continuations' gradient back into their prompts (trainshare_linear.go).
-func (tr *Trace) deltaNetBackward(l int, s *layerActs, g *deltaNetGrads, dx kernels.Buffer, needInput bool) {
-	m, be, c := tr.m, tr.m.Backend, tr.m.Config
+func (tr *Trace) deltaNetBackward(l int, s *layerActs, g *deltaNetGrads, dx kernels.Buffer) {
+	m, c := tr.m, tr.m.Config
 	w, d := m.W.Layers[l].Linear, s.linear
-	n, h := tr.n, c.HiddenSize
+	n := tr.n
 	conv, vd, hv := c.LinearConvDim(), c.LinearValueDim(), c.LinearNumValueHeads
 	lin := m.Backend
 	m.projectBackward(l, ProjOut, g.dNormed, dx, d.normed, w.Out, n, d.xa[4], g.dxa[4], false)
@@ -209,8 +281,5 @@ func (tr *Trace) deltaNetBackward(l int, s *layerActs, g *deltaNetGrads, dx kern
 		dy, w kernels.Buffer
 	}{{g.dMixed, w.QKV}, {g.dZ, w.Z}, {g.db, w.B}, {g.da, w.A}} {
 		m.projectBackward(l, deltaNetProjs[i], g.dh1, in.dy, s.h1, in.w, n, d.xa[i], g.dxa[i], i > 0)
-	}
-	if needInput {
-		be.RMSNormBackward(dx, g.dh1, s.xIn, m.W.Layers[l].InputNorm, s.rstd1, n, h, true)
 	}
 }

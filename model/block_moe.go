@@ -1,0 +1,145 @@
+package model
+
+import "github.com/grpo-dev/grpo/kernels"
+
+// moe is the mixture-of-experts MLP of a sparse layer (Qwen3-MoE's
+// Qwen3MoeSparseMoeBlock, Qwen3.5-MoE's with a shared expert): a router
+// picks each token's top-k experts, each expert a SwiGLU MLP run as one
+// grouped GEMM over every expert's rows (moe.go), and with shared set a
+// dense shared expert scaled by a sigmoid gate is added (moe_shared.go).
+// Its activations are the layer's moeActs; its routing record, one
+// experts buffer per sparse layer, is what a sampler records and a
+// training batch replays.
+type moe struct{ shared bool }
+
+func (moe) sparse() bool { return true }
+
+// loraTargets: the experts' projections (the adapter's expert LoRA) and
+// the shared expert's.
+func (b moe) loraTargets() []Proj {
+	p := []Proj{ProjGate, ProjUp, ProjDown}
+	if b.shared {
+		p = append(p, sharedProjs[:]...)
+	}
+	return p
+}
+
+// params: the router and every expert, and the shared expert.
+func (moe) params(c *Config) int64 {
+	return c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams()
+}
+
+// projWeight: the shared expert's; the routed experts' are stacked
+// (MoEWeights), no one projection's.
+func (moe) projWeight(w *Layer, p Proj) kernels.Buffer {
+	if sh := w.MoE.Shared; sh != nil && p >= ProjSharedGate && p <= ProjSharedScale {
+		return [...]kernels.Buffer{sh.Gate, sh.Up, sh.Down, sh.Scale}[p-ProjSharedGate]
+	}
+	return nil
+}
+
+func (moe) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
+	return c.expertSpecs(s, w, p)
+}
+
+func (moe) weightBuffers(w *Layer) []*kernels.Buffer { return w.MoE.buffers() }
+
+func (moe) resliceWeights(c *Config, w *Layer) { w.MoE.reslice(c) }
+
+// normCast: none; the experts read the f32 norm output (their gather
+// and router GEMM take no bf16 cast).
+func (moe) normCast(*layerActs) kernels.Buffer { return nil }
+
+// inferenceSpecs: the one set every sparse layer shares, with its own
+// experts buffer and forward scratch (each layer's routing record is
+// put in place before it runs, moeActs.useRouting).
+func (moe) inferenceSpecs(c *Config, s *layerActs, n int, ad *AdapterShape) (acts, experts bufSpecs) {
+	s.moe = &moeActs{}
+	rest, kept := c.moeActSpecs(s.moe, -1, n, ad, moeOwn{experts: true, scratch: true})
+	return nil, append(rest, kept...)
+}
+
+func (moe) finishInference(m *Model, s *layerActs, n int) { m.finishMoEActs(s.moe, n) }
+
+// loraSpecs: none beside the inference set's.
+func (moe) loraSpecs(*Config, *layerActs, int, int, *AdapterShape) bufSpecs { return nil }
+
+// trainingSpecs: none in the layer's set; the experts' are traceActs'.
+func (moe) trainingSpecs(*Config, *layerActs, int, int, *AdapterShape, Recompute) bufSpecs {
+	return nil
+}
+
+// droppedSpecs: none; the experts' SwiGLU and gathered inputs are
+// recomputed by moeBackward under every policy.
+func (moe) droppedSpecs(*Config, *layerActs, int, Recompute) bufSpecs { return nil }
+
+func (moe) dropKept(*layerActs, Recompute) {}
+
+func (moe) traceActs(m *Model, keep, tmp *arena, l, n int, s *layerActs, ad *AdapterShape, routing kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) {
+	s.moe = m.trainingMoEActs(keep, tmp, l, n, ad, routing, scratch, replay, p)
+}
+
+// traceBytes: the trace's sparse layers share one forward scratch
+// (MoEScratchBytes), which is not the layer's. A checkpointed layer's
+// rerun replays the kept routing (no buffer of its own, no recomputed
+// top-k) and keeps everything in the backward's scratch.
+func (moe) traceBytes(c *Config, l, n int, ad *AdapterShape, replay bool) channelTraceBytes {
+	var e, r moeActs
+	rest, kept := c.moeActSpecs(&e, l, n, ad, moeOwn{experts: true, replay: replay})
+	rerunRest, rerunKept := c.moeActSpecs(&r, l, n, ad, moeOwn{})
+	return channelTraceBytes{rest: rest.bytes(), kept: kept.bytes(), routing: bufSpecs{c.routingSpec(&e.experts, n)}.bytes(),
+		rerun: rerunRest.bytes() + rerunKept.bytes()}
+}
+
+// keepCheckpointed: the routing (the rerun replays it) and what
+// newMoEActs put in the trace's arena: the replay's recomputed top-k; the
+// router's logits and offsets when the model trains a router.
+func (moe) keepCheckpointed(m *Model, s, k *layerActs) {
+	e := s.moe
+	k.moe = &moeActs{experts: e.experts, replay: e.replay, recomputed: e.recomputed}
+	if m.TrainsRouter() {
+		k.moe.logits, k.moe.offsets = e.logits, e.offsets
+	}
+}
+
+// rerunActs: the rerun replays the experts the forward routed to (or
+// replayed): on a backend whose reductions are not deterministic a
+// near-tie could otherwise flip, and the backward would differentiate
+// another routing than the forward's. Its fresh top-k is not wanted
+// (recomputed nil).
+func (moe) rerunActs(m *Model, a *arena, l, n int, s, kept *layerActs, ad *AdapterShape, scratch *moeScratch) {
+	s.moe = m.newMoEActs(a, a, l, n, ad, kept.moe.experts, scratch, false)
+	s.moe.replay = true
+}
+
+func (moe) gradSpecs(c *Config, g *layerGrads, l, n int, ad *AdapterShape) bufSpecs {
+	return c.moeGradSpecs(&g.moe, l, n, ad)
+}
+
+// forward: the combined experts' output is o, which the next layer's
+// norm (or finishLayers) adds like down_proj's.
+func (moe) forward(m *Model, a *arena, l int, s *layerActs, n int) {
+	m.moeForward(a, l, s.moe, s.h2, s.o, n)
+}
+
+func (moe) recompute(*Model, int, *layerActs, int, Recompute) {}
+
+func (moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer) kernels.Buffer {
+	tr.m.moeBackward(l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, tr.n)
+	return g.moe.dh2
+}
+
+// trainingMoEActs allocates sparse layer l's mixture-of-experts
+// activations for a training forward under p (ad, experts, scratch and replay
+// as newMoEActs takes them). Every policy but RecomputeLayer keeps them
+// all: the experts' SwiGLU and gathered inputs are recomputed by
+// moeBackward whatever the policy, so swiglu and selective have nothing
+// more to drop there. A checkpointed layer keeps its experts (the
+// routing's buffer, in the trace already) and what newMoEActs puts in
+// keep; the rest lives through the layer's forward, in tmp.
+func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
+	if p == RecomputeLayer {
+		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
+	}
+	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
+}
