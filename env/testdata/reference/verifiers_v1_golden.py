@@ -6,10 +6,11 @@ environments/{gsm8k,reverse_text,alphabet_sort}/*/taskset.py, gsm8k's
 verify.py (run as a program, as its uv script is) and
 verifiers/v1/utils/decorators.py (which finds a task's @vf.reward
 methods), with math-verify 0.8.0 (5d148cf) over latex2sympy2_extended
-1.10.2 (0873506). a60a606's uv.lock resolves math-verify 0.9.0 and
-latex2sympy2_extended 1.11.0; their sources were not to be had offline
-when this was run, and the gsm8k cases are answers both versions read
-alike (plain numbers, #### placement, boxes).
+1.10.2 (0873506), the pair grpo's rubric.MathVerify follows.
+a60a606's uv.lock resolves math-verify 0.9.0 over latex2sympy2_extended
+1.11.0; math-verify 0.9.0's source was not to be had offline when this
+was run, and with latex2sympy2_extended 1.11.0 (02999f5) under 0.8.0
+every case gave the same values.
 
 Nothing is pip-installed: the rest of verifiers.v1 (Task, Taskset,
 Trace, Runtime, configs) and the datasets package are replaced by the
