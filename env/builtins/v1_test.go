@@ -12,6 +12,7 @@ import (
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/internal/envtest"
+	"github.com/grpo-dev/grpo/rubric"
 )
 
 // The v1 behaviours (verifiers a60a606's tasksets) of gsm8k, reverse-text
@@ -175,4 +176,34 @@ func jsonRound(v any) any {
 	var out any
 	json.Unmarshal(b, &out)
 	return out
+}
+
+// TestVersionsSelectBehaviour: v1 is the default ("latest" too); "v0", or
+// the Hub version verifiers 8d4b33247's pyproject published, selects the
+// old behaviour, here told apart by its metric's name.
+func TestVersionsSelectBehaviour(t *testing.T) {
+	done := []chat.Message{{Role: "assistant", Content: "<reversed_text>x</reversed_text>"}}
+	for _, c := range []struct{ ref, version, metric string }{
+		{"reverse-text", "", "lcs"},
+		{"reverse-text", "latest", "lcs"},
+		{"reverse-text", "v0", "lcs_reward_func"},
+		{"reverse-text@0.1.4", "", "lcs_reward_func"},
+		{"gsm8k@v0", "", "correct_answer"},
+		{"gsm8k", "0.1.3", "correct_answer"},
+		{"gsm8k", "", "correct"},
+		{"alphabet-sort", "0.1.12", "weighted_reward"},
+		{"alphabet-sort", "v1", "alphabet_sort"},
+	} {
+		e, err := env.New(c.ref, nil, env.WithVersion(c.version))
+		if err != nil {
+			t.Fatalf("%s version %q: %v", c.ref, c.version, err)
+		}
+		r := e.Rubric().Score(context.Background(), rubric.Rollout{Completion: done, Answer: "x", Info: map[string]any{"num_turns": 1}})
+		if _, ok := r.Metrics[c.metric]; !ok || len(r.Metrics) != 1 {
+			t.Errorf("%s version %q: metrics %v, want %s", c.ref, c.version, r.Metrics, c.metric)
+		}
+	}
+	if _, err := env.New("gsm8k", nil, env.WithVersion("v2")); err == nil || !strings.Contains(err.Error(), "v1 (verifiers a60a606 taskset) or v0 (verifiers 8d4b33247)") {
+		t.Errorf("unknown version: %v", err)
+	}
 }
