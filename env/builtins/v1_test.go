@@ -207,3 +207,15 @@ func TestVersionsSelectBehaviour(t *testing.T) {
 		t.Errorf("unknown version: %v", err)
 	}
 }
+
+// TestV1AlphabetSortShortRows: when a whole pass over the rows gives no
+// task, v1 fails naming the dataset and the args to lower, as the Lab's
+// load raises, rather than looping forever.
+func TestV1AlphabetSortShortRows(t *testing.T) {
+	repo := "kalomaze/alphabetic-arxiv-authors-it1"
+	srv, _ := fakeDatasetHub(t, repo, map[string][]byte{"data/train.jsonl": []byte(`{"names": ["Only One"]}` + "\n")})
+	_, err := envtest.NewEnv(t, "alphabet-sort", nil, useFakeHub(t, srv.URL, false)).Examples("train")
+	if err == nil || !strings.Contains(err.Error(), repo) || !strings.Contains(err.Error(), "lower min_turns") {
+		t.Errorf("short rows: %v", err)
+	}
+}
