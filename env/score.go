@@ -24,8 +24,12 @@ import (
 // completion a list of texts, one per assistant turn. A non-string answer
 // is read as its JSON text (18 → "18").
 type ScoreRow struct {
-	Env        string         `json:"env,omitempty"`
-	Name       string         `json:"name,omitempty"`
+	Env  string `json:"env,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Version is the environment version the row was scored for ("v0");
+	// "" for the default. The caller builds the environment with it
+	// (WithVersion), as it does with Args.
+	Version    string         `json:"version,omitempty"`
 	Args       map[string]any `json:"args,omitempty"`
 	Prompt     []chat.Message `json:"prompt,omitempty"`
 	Completion []chat.Message `json:"completion"`
@@ -38,6 +42,7 @@ func ParseScoreRow(line []byte) (ScoreRow, error) {
 	var raw struct {
 		Env        string          `json:"env"`
 		Name       string          `json:"name"`
+		Version    string          `json:"version"`
 		Args       map[string]any  `json:"args"`
 		Prompt     json.RawMessage `json:"prompt"`
 		Completion json.RawMessage `json:"completion"`
@@ -49,7 +54,7 @@ func ParseScoreRow(line []byte) (ScoreRow, error) {
 	if err := d.Decode(&raw); err != nil {
 		return ScoreRow{}, fmt.Errorf("not a JSON object with completion, answer, …: %v", err)
 	}
-	row := ScoreRow{Env: raw.Env, Name: raw.Name, Args: raw.Args, Info: raw.Info}
+	row := ScoreRow{Env: raw.Env, Name: raw.Name, Version: raw.Version, Args: raw.Args, Info: raw.Info}
 	var err error
 	if row.Prompt, err = messagesField(raw.Prompt, "user"); err != nil {
 		return ScoreRow{}, fmt.Errorf("prompt: %v", err)

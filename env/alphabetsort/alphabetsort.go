@@ -20,25 +20,36 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// alphabet-sort follows Prime Intellect's alphabet_sort environment at
-// verifiers 8d4b33247: the
-// same prompts, turn structure, "// new name!" marking, argument names and
-// defaults, and its reward (difflib ratio of the lower-cased sorted lists,
-// raised to similarity_power per turn or on the average, a turn with
-// several answer blocks scoring only if each improved on the last), and
-// its data: the "names" lists of the hub dataset
-// kalomaze/alphabetic-arxiv-authors-it1 (dataset_name, dataset_split),
-// one example per row with enough names, a row's turn layout drawn from
-// seed. grpo's generator is not Python's random, so the layouts (not the
-// names, nor the scoring) differ from Lab's; verifiers evaluates on its
-// training examples, grpo holds out the last num_eval_examples.
-// dataset_name = "synthetic" draws names from builtin first and last name
-// lists instead, which needs no network.
+// alphabet-sort has two versions that score alike. v1 (the default)
+// follows verifiers a60a606's alphabet_sort taskset: the reward is named
+// alphabet_sort; Info holds user_turns (the opening prompt, then the
+// follow-ups), ground_truths and num_turns; and the examples are its
+// infinite task stream (stream.go): the dataset's rows cycled forever
+// with random.Random(seed) drawing every layout as Python does, so the
+// tasks are the Lab's, in its order, fresh layouts on each pass; training
+// takes the first num_train_examples (-1: one pass over the rows), eval
+// the first num_eval_examples, as the Lab's eval takes its first -n. v0
+// follows Prime Intellect's alphabet_sort environment at verifiers
+// 8d4b33247: weighted_reward, Info with follow_ups, turn_names and
+// sort_by_first, one example per row with grpo's own generator drawing
+// the layouts (not the names, nor the scoring) and the last
+// num_eval_examples held out. Both: the same prompts, turn structure,
+// "// new name!" marking, argument names and defaults, and reward
+// (difflib ratio of the lower-cased sorted lists, raised to
+// similarity_power per turn or on the average, a turn with several answer
+// blocks scoring only if each improved on the last), and data: the
+// "names" lists of the hub dataset kalomaze/alphabetic-arxiv-authors-it1
+// (dataset_name, dataset_split), a row's names the first ones a turn
+// layout needs, a row with too few skipped. dataset_name = "synthetic"
+// draws names from builtin first and last name lists instead (grpo's
+// generator, eval from a separate stream, in both versions), which needs
+// no network.
 
 func init() {
 	env.MustRegister(env.Spec{
 		ID:          "alphabet-sort",
-		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = weighted_reward: difflib ratio^power, as verifiers 8d4b33247",
+		Description: "multi-turn: sort names by first or last name, then merge the new names given each turn; reward = alphabet_sort: difflib ratio^power, as verifiers a60a606's taskset (v0: weighted_reward, the same score)",
+		Versions:    lab.Versions("0.1.12"),
 		Data:        "hub dataset " + alphabetSortDataset + ` (dataset_name, dataset_split), as Lab; dataset_name = "synthetic" for names from builtin lists`,
 		Args: []env.ArgSpec{
 			{Name: "max_turns", Type: env.ArgInt, Default: 3, Help: "most turns per episode"},
@@ -49,9 +60,9 @@ func init() {
 			{Name: "power_per_turn", Type: env.ArgBool, Default: true, Help: "raise each turn's similarity to the power before averaging (else the average)"},
 			{Name: "dataset_name", Type: env.ArgString, Default: alphabetSortDataset, Help: `hub dataset with a "names" list column, as Lab's; "synthetic" = names drawn from builtin lists (no network)`},
 			{Name: "dataset_split", Type: env.ArgString, Default: "train", Help: "split of dataset_name"},
-			{Name: "seed", Type: env.ArgInt, Default: 1337420, Help: "seed of the dataset"},
-			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "training examples (-1 = every example but the eval ones; synthetic: 1000)"},
-			{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "eval examples: the last ones built from the split (synthetic: a separate stream)"},
+			{Name: "seed", Type: env.ArgInt, Default: 1337420, Help: "seed of the dataset (v1: of Python's random.Random, as the Lab's SEED)"},
+			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "training examples: the first of the task stream (-1 = one pass over the rows; v0: every example but the eval ones; synthetic: 1000)"},
+			{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "eval examples: the first of the task stream (v0: the last ones built from the split; synthetic: a separate stream)"},
 		},
 		New: newAlphabetSort,
 	})
@@ -61,6 +72,7 @@ type alphabetSort struct {
 	args env.Args
 	opts env.Options
 	rb   *rubric.Rubric
+	v0   bool
 }
 
 const alphabetSortDataset = "kalomaze/alphabetic-arxiv-authors-it1"
@@ -82,8 +94,12 @@ func newAlphabetSort(a env.Args, o env.Options) (env.Environment, error) {
 	case synthetic && a.Int("max_turns")*a.Int("max_names_per_turn") > len(firstNames)*len(lastNames)/4:
 		return nil, fmt.Errorf("max_turns × max_names_per_turn = %d names is more than the builtin name lists can give distinct", a.Int("max_turns")*a.Int("max_names_per_turn"))
 	}
-	e := &alphabetSort{args: a, opts: o}
-	e.rb = lab.MustRubric(rubric.Term{Name: "weighted_reward", Weight: 1, Func: rubric.Reward(e.reward)})
+	e := &alphabetSort{args: a, opts: o, v0: lab.IsV0(o)}
+	name := "alphabet_sort"
+	if e.v0 {
+		name = "weighted_reward"
+	}
+	e.rb = lab.MustRubric(rubric.Term{Name: name, Weight: 1, Func: rubric.Reward(e.reward)})
 	return e, nil
 }
 
@@ -91,8 +107,10 @@ func (e *alphabetSort) ID() string             { return "alphabet-sort" }
 func (e *alphabetSort) Rubric() *rubric.Rubric { return e.rb }
 
 // sortInfo is what an example carries in Info: everything the harness and
-// the rubric need, as in Prime's dataset.
+// the rubric need, as in Prime's dataset: v1 has user_turns, v0
+// follow_ups, turn_names and sort_by_first.
 type sortInfo struct {
+	UserTurns    []string   `json:"user_turns,omitempty"`
 	FollowUps    []string   `json:"follow_ups"`
 	TurnNames    [][]string `json:"turn_names"`
 	GroundTruths [][]string `json:"ground_truths"`
@@ -117,8 +135,8 @@ func (e *alphabetSort) Examples(split string) ([]env.Example, error) {
 	r := lab.NewRNG(e.args.Int("seed"), stream)
 	out := make([]env.Example, 0, max(n, 0))
 	for i := 0; i < n; i++ {
-		prompt, info, _ := e.generate(r, syntheticNames)
-		out = append(out, sortExample(split, i, prompt, info))
+		prompt, info, _ := e.generate(r, func(need int) ([]string, bool) { return syntheticNames(r, need) })
+		out = append(out, e.example(split, i, prompt, info))
 	}
 	return out, nil
 }
@@ -132,6 +150,9 @@ func (e *alphabetSort) hubExamples(name, split string) ([]env.Example, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !e.v0 {
+		return e.stream(rows, split)
+	}
 	r := lab.NewRNG(e.args.Int("seed"), 0)
 	type built struct {
 		prompt string
@@ -143,7 +164,7 @@ func (e *alphabetSort) hubExamples(name, split string) ([]env.Example, error) {
 		if err != nil {
 			return nil, err
 		}
-		prompt, info, ok := e.generate(r, func(_ *lab.RNG, need int) ([]string, bool) {
+		prompt, info, ok := e.generate(r, func(need int) ([]string, bool) {
 			if len(names) < need {
 				return nil, false
 			}
@@ -163,7 +184,7 @@ func (e *alphabetSort) hubExamples(name, split string) ([]env.Example, error) {
 	}
 	out := make([]env.Example, len(part))
 	for i, b := range part {
-		out[i] = sortExample(split, i, b.prompt, b.info)
+		out[i] = e.example(split, i, b.prompt, b.info)
 	}
 	return out, nil
 }
@@ -208,15 +229,21 @@ func syntheticNames(r *lab.RNG, need int) ([]string, bool) {
 	return names, true
 }
 
-func sortExample(split string, i int, prompt string, info sortInfo) env.Example {
-	answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
-	return env.Example{
-		ID:     split + "-" + strconv.Itoa(i),
-		Prompt: []chat.Message{{Role: "user", Content: prompt}},
-		Answer: string(answer),
-		Info: map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
-			"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst},
+// example is one episode as the version's Info lays it out.
+func (e *alphabetSort) example(split string, i int, prompt string, info sortInfo) env.Example {
+	ex := env.Example{ID: split + "-" + strconv.Itoa(i), Prompt: []chat.Message{{Role: "user", Content: prompt}}}
+	if e.v0 {
+		answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths, "turn_names": info.TurnNames})
+		ex.Answer = string(answer)
+		ex.Info = map[string]any{"follow_ups": info.FollowUps, "turn_names": info.TurnNames,
+			"ground_truths": info.GroundTruths, "num_turns": info.NumTurns, "sort_by_first": info.SortByFirst}
+		return ex
 	}
+	answer, _ := json.Marshal(map[string]any{"ground_truths": info.GroundTruths})
+	ex.Answer = string(answer)
+	ex.Info = map[string]any{"user_turns": append([]string{prompt}, info.FollowUps...),
+		"ground_truths": info.GroundTruths, "num_turns": info.NumTurns}
+	return ex
 }
 
 // splitName cuts "VladimirDrinfeld" at its second capital, as Prime's
@@ -231,9 +258,11 @@ func splitName(combined string) (first, last string) {
 	return combined, ""
 }
 
-// generate builds one example the way Prime's build_dataset does, with
-// names(r, need) giving the names; ok is false when it has too few.
-func (e *alphabetSort) generate(r *lab.RNG, names func(r *lab.RNG, need int) ([]string, bool)) (prompt string, info sortInfo, ok bool) {
+// generate builds one example the way Prime's build_dataset (v0) and
+// load (v1) do, drawing in their order, with names(need) giving the
+// names; ok is false when it has too few (after the turn layout's draws,
+// as the Lab skips such a row).
+func (e *alphabetSort) generate(r lab.Rand, names func(need int) ([]string, bool)) (prompt string, info sortInfo, ok bool) {
 	a := e.args
 	minN, maxN := a.Int("min_names_per_turn"), a.Int("max_names_per_turn")
 	numTurns := r.Between(a.Int("min_turns"), a.Int("max_turns"))
@@ -243,7 +272,7 @@ func (e *alphabetSort) generate(r *lab.RNG, names func(r *lab.RNG, need int) ([]
 		perTurn[i] = r.Between(minN, maxN)
 		need += perTurn[i]
 	}
-	picked, ok := names(r, need)
+	picked, ok := names(need)
 	if !ok {
 		return "", sortInfo{}, false
 	}
@@ -334,7 +363,11 @@ type sortEpisode struct {
 
 func (e *alphabetSort) NewEpisode(ex env.Example) env.Episode {
 	info := decodeSortInfo(ex.Info)
-	return &sortEpisode{followUps: info.FollowUps, numTurns: info.NumTurns}
+	followUps := info.FollowUps
+	if len(info.UserTurns) > 0 {
+		followUps = info.UserTurns[1:] // v1: the first opened the episode
+	}
+	return &sortEpisode{followUps: followUps, numTurns: info.NumTurns}
 }
 
 func (s *sortEpisode) Respond(_ context.Context, _ string) ([]chat.Message, bool, error) {
@@ -360,7 +393,7 @@ func decodeSortInfo(m map[string]any) sortInfo {
 	return info
 }
 
-// reward is Prime's weighted_reward.
+// reward is Prime's weighted_reward (v0), alphabet_sort (v1).
 func (e *alphabetSort) reward(r rubric.Rollout) float64 {
 	info := decodeSortInfo(r.Info)
 	if info.NumTurns <= 0 {

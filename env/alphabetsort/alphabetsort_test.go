@@ -14,12 +14,12 @@ import (
 )
 
 func TestAlphabetSortEpisodeByHand(t *testing.T) {
-	e := envtest.NewEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 4})
+	e := envtest.NewEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 4}, env.WithVersion("v0"))
 	exs, err := e.Examples("train")
 	if err != nil || len(exs) != 4 {
 		t.Fatalf("%d examples, %v", len(exs), err)
 	}
-	again, _ := envtest.NewEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 4}).Examples("train")
+	again, _ := envtest.NewEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 3, "max_turns": 3, "num_train_examples": 4}, env.WithVersion("v0")).Examples("train")
 	if !reflect.DeepEqual(exs, again) {
 		t.Fatal("same seed, different examples")
 	}
@@ -115,5 +115,35 @@ func TestAlphabetSortArgs(t *testing.T) {
 		if _, err := env.New("alphabet-sort", args); err == nil {
 			t.Errorf("args %v accepted", args)
 		}
+	}
+}
+
+// TestAlphabetSortV1: the default lays Info out as the Lab's v1 taskset
+// (user_turns, the opening prompt first; ground_truths; num_turns), plays
+// the user turns after the first as the replies, and scores under
+// alphabet_sort.
+func TestAlphabetSortV1(t *testing.T) {
+	e := envtest.NewEnv(t, "alphabet-sort", map[string]any{"dataset_name": "synthetic", "min_turns": 2, "max_turns": 2, "num_train_examples": 1})
+	exs, err := e.Examples("train")
+	if err != nil || len(exs) != 1 {
+		t.Fatalf("%d examples, %v", len(exs), err)
+	}
+	ex := exs[0]
+	turns, _ := ex.Info["user_turns"].([]string)
+	if len(ex.Info) != 3 || len(turns) != 2 || turns[0] != ex.Prompt[0].Content {
+		t.Fatalf("info %+v", ex.Info)
+	}
+	info := decodeSortInfo(ex.Info)
+	var answers []string
+	ep := e.NewEpisode(ex)
+	for turn, tag := range []string{"alphabetical_sorted", "combined_alphabetical_sorted"} {
+		answers = append(answers, "<"+tag+">\n"+strings.Join(info.GroundTruths[turn], "\n")+"\n</"+tag+">")
+		reply, done, _ := ep.Respond(context.Background(), answers[turn])
+		if turn == 0 && (done || len(reply) != 1 || reply[0].Content != turns[1]) || turn == 1 && !done {
+			t.Fatalf("turn %d: reply %v, done %v", turn, reply, done)
+		}
+	}
+	if r := envtest.ScoreTurns(e, ex, answers...); r.Reward != 1 || r.Metrics["alphabet_sort"] != 1 {
+		t.Errorf("perfect episode scored %+v", r)
 	}
 }

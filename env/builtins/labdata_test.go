@@ -93,7 +93,15 @@ func TestLabDatasetsByDefault(t *testing.T) {
 
 		switch repo {
 		case "PrimeIntellect/Reverse-Text-RL":
-			e := envtest.NewEnv(t, "reverse-text", map[string]any{"num_eval_examples": 2}, hubOpt)
+			// v1 trains and evaluates on the split from its first row.
+			v1 := envtest.NewEnv(t, "reverse-text", map[string]any{"num_eval_examples": 2}, hubOpt)
+			if train, err := v1.Examples("train"); err != nil || len(train) != 5 {
+				t.Fatalf("reverse-text v1 train: %d, %v", len(train), err)
+			}
+			if ev, _ := v1.Examples("eval"); len(ev) != 2 || ev[1].Prompt[1].Content != "Hello world." {
+				t.Fatalf("reverse-text v1 eval: %+v", ev)
+			}
+			e := envtest.NewEnv(t, "reverse-text", map[string]any{"num_eval_examples": 2}, hubOpt, env.WithVersion("v0"))
 			train, err := e.Examples("train")
 			if err != nil || len(train) != 3 {
 				t.Fatalf("reverse-text train: %d, %v", len(train), err)
@@ -106,7 +114,7 @@ func TestLabDatasetsByDefault(t *testing.T) {
 				t.Errorf("reverse-text example %+v", ex)
 			}
 		case "kalomaze/alphabetic-arxiv-authors-it1":
-			e := envtest.NewEnv(t, "alphabet-sort", map[string]any{"min_turns": 2, "max_turns": 2, "max_names_per_turn": 3, "num_eval_examples": 1}, hubOpt)
+			e := envtest.NewEnv(t, "alphabet-sort", map[string]any{"min_turns": 2, "max_turns": 2, "max_names_per_turn": 3, "num_eval_examples": 1}, hubOpt, env.WithVersion("v0"))
 			train, err := e.Examples("train")
 			if err != nil || len(train) != 3 {
 				t.Fatalf("alphabet-sort train: %d, %v (want 4 rows with names, 1 held out)", len(train), err)

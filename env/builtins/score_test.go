@@ -26,7 +26,7 @@ func scoreLine(t *testing.T, id, line string, opts env.ScoreOptions) env.ScoreRe
 // TestScoreSimpleRows: text completions, a numeric answer and scripted
 // multi-turn turns (a list of texts) played through the harness.
 func TestScoreSimpleRows(t *testing.T) {
-	if r := scoreLine(t, "reverse-text", `{"completion": "<reversed_text>cba</reversed_text>", "answer": "cba"}`, env.ScoreOptions{}); r.Reward != 1 || r.VerifiersReward != 1 || r.Metrics["lcs_reward_func"] != 1 || r.Turns != 1 || !r.EpisodeDone {
+	if r := scoreLine(t, "reverse-text", `{"completion": "<reversed_text>cba</reversed_text>", "answer": "cba"}`, env.ScoreOptions{}); r.Reward != 1 || r.VerifiersReward != 1 || r.Metrics["lcs"] != 1 || r.Turns != 1 || !r.EpisodeDone {
 		t.Errorf("reverse-text: %+v", r)
 	}
 	if r := scoreLine(t, "gsm8k", `{"completion": "so \\boxed{18}", "answer": 18}`, env.ScoreOptions{}); r.Reward != 1 {

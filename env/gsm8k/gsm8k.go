@@ -1,6 +1,6 @@
 // Package gsm8k is the gsm8k builtin: grade-school math word problems
-// scored by verifiers' MathRubric, as Prime Intellect's gsm8k. It
-// registers itself with package env on init.
+// scored with math-verify, as Prime Intellect's gsm8k. It registers
+// itself with package env on init.
 package gsm8k
 
 import (
@@ -14,21 +14,26 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// gsm8k follows Prime Intellect's gsm8k environment at verifiers 8d4b33247:
-// the question as the user message after the boxed system prompt, the
-// reference answer being the text after "####", and verifiers'
-// MathRubric (labMathRubric: correct_answer, math-verify on the last
-// \boxed{}). Data: the hub's openai/gsm8k ("main" config) unless
-// dataset_path names a local directory with train and test files (.jsonl,
-// .jsonl.gz or .parquet) or a single file used for both splits.
+// gsm8k has two versions. v1 (the default) follows verifiers a60a606's
+// gsm8k taskset (v1.go): the instruction and question in one user
+// message, "#### N" on the last line as the answer, the correct reward.
+// v0 follows Prime Intellect's gsm8k environment at verifiers 8d4b33247:
+// the question as the user message after the boxed system prompt and
+// verifiers' MathRubric (lab.MathRubric: correct_answer, math-verify on
+// the last \boxed{}). Both take the reference answer from after "####".
+// Data: the hub's openai/gsm8k ("main" config) unless dataset_path names
+// a local directory with train and test files (.jsonl, .jsonl.gz or
+// .parquet) or a single file used for both splits.
 
 func init() {
 	env.MustRegister(env.Spec{
 		ID:          "gsm8k",
-		Description: `grade-school math word problems; reward = correct_answer: the last \boxed{} checked with math-verify, as verifiers 8d4b33247's MathRubric`,
-		Data:        `hub dataset openai/gsm8k, config "main" (train; eval = test), as Lab; dataset_path = DIR for local train/test files`,
+		Description: `grade-school math word problems; reward = correct: the last reply's last "#### N" checked with math-verify, as verifiers a60a606's taskset (v0: correct_answer, the last \boxed{})`,
+		Data:        `hub dataset openai/gsm8k, config "main": split "test" for both (v0: train; eval = test), as Lab; dataset_path = DIR for local train/test files`,
+		Versions:    lab.Versions("0.1.3"),
 		Args: []env.ArgSpec{
-			{Name: "system_prompt", Type: env.ArgString, Default: lab.BoxedSystemPrompt, Help: "system message"},
+			{Name: "system_prompt", Type: env.ArgString, Default: lab.BoxedSystemPrompt, Help: "system message (v1 sends none unless this is set to another text: its instruction is in the user message)"},
+			{Name: "split", Type: env.ArgString, Default: "", Help: `split read for both train and eval; "" = v1: "test", as the Lab's taskset; v0: train, and test for eval`},
 			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "first N training examples (-1: all)"},
 			{Name: "num_eval_examples", Type: env.ArgInt, Default: -1, Help: "first N test examples (-1: all)"},
 			{Name: "dataset_path", Type: env.ArgString, Default: "", Help: "local directory with train/test .jsonl[.gz] or .parquet files; \"\" = hub"},
@@ -41,7 +46,10 @@ func init() {
 					return nil, fmt.Errorf("dataset_path %q: %v; give a directory with train.jsonl and test.jsonl (or .parquet)", p, err)
 				}
 			}
-			return &gsm8k{args: a, opts: o}, nil
+			if s := a.String("split"); s != "" && s != "train" && s != "test" {
+				return nil, fmt.Errorf(`split %q: gsm8k has "train" and "test"; use one of them, or "" for the version's default`, s)
+			}
+			return &gsm8k{args: a, opts: o, v0: lab.IsV0(o)}, nil
 		},
 	})
 }
@@ -49,11 +57,18 @@ func init() {
 type gsm8k struct {
 	args env.Args
 	opts env.Options
+	v0   bool
 }
 
 func (e *gsm8k) ID() string                         { return "gsm8k" }
 func (e *gsm8k) NewEpisode(env.Example) env.Episode { return env.SingleTurnEpisode{} }
-func (e *gsm8k) Rubric() *rubric.Rubric             { return lab.MathRubric }
+
+func (e *gsm8k) Rubric() *rubric.Rubric {
+	if e.v0 {
+		return lab.MathRubric
+	}
+	return correctRubric
+}
 
 // hashAnswer is verifiers' extract_hash_answer: the text after "####", or
 // all of it when there is none.
@@ -75,6 +90,11 @@ func (e *gsm8k) Examples(split string) ([]env.Example, error) {
 	default:
 		return nil, env.SplitErr(e.ID(), split)
 	}
+	if s := e.args.String("split"); s != "" {
+		hubSplit = s
+	} else if !e.v0 {
+		hubSplit = "test" // the Lab's taskset trains and evaluates on one split
+	}
 	var rows []env.Row
 	var err error
 	if p := e.args.String("dataset_path"); p != "" {
@@ -91,6 +111,9 @@ func (e *gsm8k) Examples(split string) ([]env.Example, error) {
 	}
 	if n >= 0 && n < len(rows) {
 		rows = rows[:n]
+	}
+	if !e.v0 {
+		return v1Examples(rows, e.args.String("system_prompt"))
 	}
 	return env.QAExamples(rows, env.QAFields{Question: "question", Answer: "answer"}, e.args.String("system_prompt"), hashAnswer)
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
+// TestGSM8K is v0, verifiers 8d4b33247's gsm8k (v1_test.go tests v1).
 func TestGSM8K(t *testing.T) {
-	e := envtest.NewEnv(t, "gsm8k", map[string]any{"dataset_path": envtest.GSM8KDir, "num_eval_examples": 10})
+	v0 := env.WithVersion("v0")
+	e := envtest.NewEnv(t, "gsm8k", map[string]any{"dataset_path": envtest.GSM8KDir, "num_eval_examples": 10}, v0)
 	eval, err := e.Examples("eval")
 	if err != nil || len(eval) != 10 {
 		t.Fatalf("eval: %d, %v", len(eval), err)
@@ -47,7 +49,7 @@ func TestGSM8K(t *testing.T) {
 		t.Errorf("metrics %v, want only correct_answer = 1", r.Metrics)
 	}
 	// Every reference answer of the test split is a number the matcher reads.
-	all, _ := envtest.NewEnv(t, "gsm8k", map[string]any{"dataset_path": envtest.GSM8KDir}).Examples("eval")
+	all, _ := envtest.NewEnv(t, "gsm8k", map[string]any{"dataset_path": envtest.GSM8KDir}, v0).Examples("eval")
 	if len(all) != 1319 {
 		t.Fatalf("test split has %d examples", len(all))
 	}
@@ -62,7 +64,7 @@ func TestGSM8K(t *testing.T) {
 	if _, err := env.New("gsm8k", map[string]any{"dataset_path": "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "/nonexistent") {
 		t.Errorf("missing dataset_path: %v", err)
 	}
-	pq, err := envtest.NewEnv(t, "gsm8k", map[string]any{"dataset_path": envtest.GSM8KDir + "/sample.parquet"}).Examples("eval")
+	pq, err := envtest.NewEnv(t, "gsm8k", map[string]any{"dataset_path": envtest.GSM8KDir + "/sample.parquet"}, v0).Examples("eval")
 	if err != nil || len(pq) != 20 || pq[0].Answer != "18" {
 		t.Errorf("parquet file as dataset: %d examples, %v", len(pq), err)
 	}

@@ -13,16 +13,21 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// reverse-text follows Prime Intellect's reverse_text environment at
-// verifiers 8d4b33247: the same system prompt, XMLParser(["reversed_text"])
-// (the first tag of the latest assistant turn that has one; a tag inside
-// <think> counts like any other), the difflib ratio reward
-// (lcs_reward_func) against the reversed prompt, and the same data: the
-// "prompt" column of the hub dataset PrimeIntellect/Reverse-Text-RL
-// (dataset_name, dataset_split), through the HF cache. verifiers evaluates
-// on its training rows; grpo holds out the last num_eval_examples rows.
-// dataset_name = "synthetic" selects English-like sentences generated from
-// seed instead, which need no network (tests and offline runs use it).
+// reverse-text has two versions that score alike. v1 (the default)
+// follows verifiers a60a606's reverse_text taskset: the reward is named
+// lcs and reads the first <reversed_text> of the last reply only (no
+// tag: the empty string), one turn; training and eval both read the
+// split from its first row, as the Lab's single task list does. v0
+// follows Prime Intellect's reverse_text environment at verifiers
+// 8d4b33247: lcs_reward_func, XMLParser(["reversed_text"]) (the first tag
+// of the latest assistant turn that has one), and grpo holds out the last
+// num_eval_examples rows for eval. Both: the same system prompt, a tag
+// inside <think> counts like any other, the difflib ratio against the
+// reversed prompt, and the "prompt" column of the hub dataset
+// PrimeIntellect/Reverse-Text-RL (dataset_name, dataset_split) through
+// the HF cache. dataset_name = "synthetic" selects English-like sentences
+// generated from seed instead (eval from a separate stream), which need
+// no network (tests and offline runs use it).
 
 const (
 	reverseTextSystemPrompt = "Reverse the text character-by-character. Put your answer in <reversed_text> tags."
@@ -32,21 +37,22 @@ const (
 func init() {
 	env.MustRegister(env.Spec{
 		ID:          "reverse-text",
-		Description: "reverse a sentence character by character inside <reversed_text> tags; reward = lcs_reward_func: difflib ratio of the first tag, as verifiers 8d4b33247",
+		Description: "reverse a sentence character by character inside <reversed_text> tags; reward = lcs: difflib ratio of the last reply's first tag, as verifiers a60a606's taskset (v0: lcs_reward_func, the same score)",
 		Data:        "hub dataset " + reverseTextDataset + ` (dataset_name, dataset_split), as Lab; dataset_name = "synthetic" for generated sentences`,
+		Versions:    lab.Versions("0.1.4"),
 		Args: []env.ArgSpec{
 			{Name: "dataset_name", Type: env.ArgString, Default: reverseTextDataset, Help: `hub dataset with a "prompt" column, as Lab's; "synthetic" = sentences generated from seed (no network)`},
 			{Name: "dataset_split", Type: env.ArgString, Default: "train", Help: "split of dataset_name"},
 			{Name: "system_prompt", Type: env.ArgString, Default: reverseTextSystemPrompt, Help: "system message"},
-			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "training examples (-1 = every row but the eval ones; synthetic: 1000)"},
-			{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "eval examples: the last rows of the split (synthetic: a separate stream)"},
+			{Name: "num_train_examples", Type: env.ArgInt, Default: -1, Help: "training examples (-1 = every row; v0: but the eval ones; synthetic: 1000)"},
+			{Name: "num_eval_examples", Type: env.ArgInt, Default: 100, Help: "eval examples: the first rows of the split (v0: the last; synthetic: a separate stream)"},
 			{Name: "seed", Type: env.ArgInt, Default: 0, Help: "seed of the synthetic dataset"},
 		},
 		New: func(a env.Args, o env.Options) (env.Environment, error) {
 			if err := lab.CheckDatasetName(a); err != nil {
 				return nil, err
 			}
-			return &reverseText{args: a, opts: o}, nil
+			return &reverseText{args: a, opts: o, v0: lab.IsV0(o)}, nil
 		},
 	})
 }
@@ -54,13 +60,27 @@ func init() {
 type reverseText struct {
 	args env.Args
 	opts env.Options
+	v0   bool
 }
 
 func (e *reverseText) ID() string                         { return "reverse-text" }
 func (e *reverseText) NewEpisode(env.Example) env.Episode { return env.SingleTurnEpisode{} }
-func (e *reverseText) Rubric() *rubric.Rubric             { return reverseTextRubric }
 
-var reverseTextRubric = lab.MustRubric(rubric.Term{Name: "lcs_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+func (e *reverseText) Rubric() *rubric.Rubric {
+	if e.v0 {
+		return lcsRewardFuncRubric
+	}
+	return lcsRubric
+}
+
+// lcsRubric is v1's lcs: the last reply only.
+var lcsRubric = lab.MustRubric(rubric.Term{Name: "lcs", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+	got, _ := rubric.XMLTag(lab.LastReply(r), "reversed_text")
+	return rubric.Ratio(got, r.Answer)
+})})
+
+// lcsRewardFuncRubric is v0's lcs_reward_func: the latest turn with a tag.
+var lcsRewardFuncRubric = lab.MustRubric(rubric.Term{Name: "lcs_reward_func", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
 	got, _ := lab.ParseLast(r, func(t string) (string, bool) { return rubric.XMLTag(t, "reversed_text") })
 	return rubric.Ratio(got, r.Answer)
 })})
@@ -84,14 +104,15 @@ func (e *reverseText) Examples(split string) ([]env.Example, error) {
 			}
 			texts = append(texts, t)
 		}
-		cut := max(0, len(texts)-max(nEval, 0))
-		if split == "train" {
-			texts = texts[:cut]
-			if nTrain >= 0 && nTrain < len(texts) {
-				texts = texts[:nTrain]
-			}
-		} else {
-			texts = texts[cut:]
+		switch {
+		case !e.v0 && split == "train":
+			texts = limit(texts, nTrain)
+		case !e.v0:
+			texts = limit(texts, max(nEval, 0))
+		case split == "train":
+			texts = limit(texts[:max(0, len(texts)-max(nEval, 0))], nTrain)
+		default:
+			texts = texts[max(0, len(texts)-max(nEval, 0)):]
 		}
 	} else {
 		n, stream := nTrain, uint64(0)
@@ -111,6 +132,14 @@ func (e *reverseText) Examples(split string) ([]env.Example, error) {
 		out[i] = env.Example{ID: split + "-" + strconv.Itoa(i), Prompt: env.ChatPrompt(system, t), Answer: reverseRunes(t)}
 	}
 	return out, nil
+}
+
+// limit keeps the first n texts; n < 0 keeps them all.
+func limit(texts []string, n int) []string {
+	if n >= 0 && n < len(texts) {
+		return texts[:n]
+	}
+	return texts
 }
 
 // reverseRunes reverses by code point, as Python's s[::-1] does.

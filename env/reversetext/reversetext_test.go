@@ -1,9 +1,12 @@
 package reversetext
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/internal/envtest"
 	"github.com/grpo-dev/grpo/rubric"
 )
@@ -30,7 +33,7 @@ func TestReverseText(t *testing.T) {
 	if ex.Prompt[0].Content != reverseTextSystemPrompt || ex.Answer != reverseRunes(ex.Prompt[1].Content) {
 		t.Fatalf("example %+v", ex)
 	}
-	if r := envtest.ScoreTurns(e, ex, "<reversed_text>\n"+ex.Answer+"\n</reversed_text>"); r.Reward != 1 || r.Metrics["lcs_reward_func"] != 1 {
+	if r := envtest.ScoreTurns(e, ex, "<reversed_text>\n"+ex.Answer+"\n</reversed_text>"); r.Reward != 1 || r.Metrics["lcs"] != 1 {
 		t.Errorf("perfect reversal scored %+v", r)
 	}
 	// Partial: the text itself instead of its reversal scores the difflib ratio.
@@ -46,5 +49,20 @@ func TestReverseText(t *testing.T) {
 	}
 	if got := reverseRunes("añb→c"); got != "c→bña" {
 		t.Errorf("reverseRunes = %q", got)
+	}
+}
+
+// TestReverseTextVersions: v1 reads the last reply only, under lcs; v0
+// reads the latest turn with a tag, under lcs_reward_func.
+func TestReverseTextVersions(t *testing.T) {
+	two := rubric.Rollout{Answer: "olleh", Completion: []chat.Message{
+		{Role: "assistant", Content: "<reversed_text>olleh</reversed_text>"}, {Role: "user", Content: "again"}, {Role: "assistant", Content: "done"}}}
+	v1 := envtest.NewEnv(t, "reverse-text", map[string]any{"dataset_name": "synthetic"})
+	v0 := envtest.NewEnv(t, "reverse-text", map[string]any{"dataset_name": "synthetic"}, env.WithVersion("v0"))
+	if r := v1.Rubric().Score(context.Background(), two); r.Reward != 0 || len(r.Metrics) != 1 {
+		t.Errorf("v1: %+v", r)
+	}
+	if r := v0.Rubric().Score(context.Background(), two); r.Reward != 1 || r.Metrics["lcs_reward_func"] != 1 {
+		t.Errorf("v0: %+v", r)
 	}
 }

@@ -37,3 +37,11 @@ func (r *RNG) Shuffle(n int, swap func(i, j int)) {
 
 // Pick returns a random element of xs.
 func Pick[T any](r *RNG, xs []T) T { return xs[r.Intn(len(xs))] }
+
+// Rand is what a builtin's generator draws with: grpo's RNG, or PyRandom
+// where a Lab taskset's stream is reproduced draw for draw.
+type Rand interface {
+	Intn(n int) int
+	Between(lo, hi int) int
+	Shuffle(n int, swap func(i, j int))
+}

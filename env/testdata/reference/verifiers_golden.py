@@ -24,7 +24,8 @@ Usage (each variable names the root of a checkout at the commit above):
 
 Every case is a dict in CASES below; the script adds reward and metrics
 (each reward function's value, unweighted, named as in verifiers) and
-"source": "ran". The Go test (env/golden_test.go) scores the same
+"source": "ran", and "version": "v0" for the builtins that also have a v1
+behaviour (V0_ENVS). The Go test (env/golden_test.go) scores the same
 completions with grpo's builtins and compares.
 """
 
@@ -224,6 +225,10 @@ RUBRICS = {
 
 from golden_cases import CASES  # noqa: E402  (the case list, beside this file)
 
+# The builtins whose default is now verifiers a60a606's v1 taskset: these
+# rows test their "v0" behaviour (verifiers_v1_golden.py writes the v1 ones).
+V0_ENVS = {"gsm8k", "reverse-text", "alphabet-sort"}
+
 
 def main():
     rubrics = {}
@@ -239,6 +244,8 @@ def main():
         if key not in rubrics:
             rubrics[key] = RUBRICS[c["env"]](c.get("args", {}))
         reward, metrics = score(rubrics[key], c["completion"], c.get("answer", ""), c.get("info", {}))
+        if c["env"] in V0_ENVS:
+            c["version"] = "v0"
         c.update(reward=reward, metrics=metrics, source="ran")
         print(json.dumps(c, ensure_ascii=False))
 
