@@ -154,7 +154,7 @@ func TestEnvStudent(t *testing.T) {
 	if good[0].Input != val.Prompt[len(val.Prompt)-1].Content || strings.Contains(good[0].Input, "Reverse the text") {
 		t.Errorf("input %q", good[0].Input)
 	}
-	if fb := bad[0].Feedback; !strings.HasPrefix(fb, "reward 0.") || !strings.Contains(fb, "lcs_reward_func") ||
+	if fb := bad[0].Feedback; !strings.HasPrefix(fb, "reward 0.") || !strings.Contains(fb, "lcs") || strings.Contains(fb, "lcs_reward_func") ||
 		!strings.Contains(fb, "expected answer: "+s.Train[1].Answer) || !strings.Contains(fb, "turns: 1") || bad[0].Output != "?" {
 		t.Errorf("feedback %q, output %q", fb, bad[0].Output)
 	}

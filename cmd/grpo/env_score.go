@@ -96,7 +96,13 @@ func envScore(w io.Writer, id string, baseArgs map[string]any) error {
 				continue
 			}
 		}
-		e, err := scoreEnv(built, spec.ID, baseArgs, row.Args)
+		version := row.Version
+		if _, pinned := env.SplitVersion(id); pinned != "" && version != "" && version != pinned {
+			return fmt.Errorf("%s:%d: the row's version %q differs from the %s the command names; drop one of them", name, line, version, id)
+		} else if version == "" {
+			version = pinned
+		}
+		e, err := scoreEnv(built, spec.ID, version, baseArgs, row.Args)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v", name, line, err)
 		}
@@ -124,9 +130,9 @@ func envScore(w io.Writer, id string, baseArgs map[string]any) error {
 	return nil
 }
 
-// scoreEnv builds the environment for a row's args (laid over --args),
-// once per distinct set.
-func scoreEnv(built map[string]env.Environment, id string, base, own map[string]any) (env.Environment, error) {
+// scoreEnv builds the environment for a row's version and args (laid
+// over --args), once per distinct pair.
+func scoreEnv(built map[string]env.Environment, id, version string, base, own map[string]any) (env.Environment, error) {
 	args := map[string]any{}
 	for k, v := range base {
 		args[k] = v
@@ -134,15 +140,16 @@ func scoreEnv(built map[string]env.Environment, id string, base, own map[string]
 	for k, v := range own {
 		args[k] = v
 	}
-	key, _ := json.Marshal(args) // map keys marshal sorted: one key per set
-	if e, ok := built[string(key)]; ok {
+	js, _ := json.Marshal(args) // map keys marshal sorted: one key per set
+	key := version + " " + string(js)
+	if e, ok := built[key]; ok {
 		return e, nil
 	}
-	e, err := env.New(id, args)
+	e, err := env.New(id, args, env.WithVersion(version))
 	if err != nil {
 		return nil, err
 	}
-	built[string(key)] = e
+	built[key] = e
 	return e, nil
 }
 
