@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/rollout"
-	"github.com/grpo-dev/grpo/sampler"
 )
 
 // emuCountingBackend is the CUDA backend on the emulated device with a
@@ -87,22 +84,7 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := m.WithAdapter(ad)
-	gen := be.phase(t, func() error {
-		s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
-		for i := range prompts {
-			prompts[i] = make([]int32, prompt)
-			prompts[i][0] = int32(i) // distinct prompts: each rollout its own example
-			params[i] = sampler.DefaultParams()
-			params[i].MaxTokens = maxTok
-		}
-		_, err = s.Generate(context.Background(), prompts, params)
-		return err
-	})
+	gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 	if want := e.PhaseBytes(PhaseSampling); gen != want {
 		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
 	}

@@ -151,6 +151,29 @@ func (l *ledger) add(bytes int64) {
 	l.peak = max(l.peak, l.live)
 }
 
+// samplingPeak is the most bytes a sampler held, on top of what was
+// live, generating maxTok tokens for slots distinct prompts of prompt
+// tokens (each rollout its own example, as train samples them).
+func (l *ledger) samplingPeak(t *testing.T, policy *model.Model, slots, prompt, maxTok int) int64 {
+	t.Helper()
+	return l.phase(t, func() error {
+		s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(policy.Config, prompt, maxTok, 1)})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
+		for i := range prompts {
+			prompts[i] = make([]int32, prompt)
+			prompts[i][0] = int32(i)
+			params[i] = sampler.DefaultParams()
+			params[i].MaxTokens = maxTok
+		}
+		_, err = s.Generate(context.Background(), prompts, params)
+		return err
+	})
+}
+
 // phase runs f and returns the most bytes it held on top of what was live.
 func (l *ledger) phase(t *testing.T, f func() error) int64 {
 	t.Helper()
@@ -207,22 +230,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			}
 			policy := m.WithAdapter(ad)
 
-			gen := be.phase(t, func() error {
-				s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
-				for i := range prompts {
-					prompts[i] = make([]int32, prompt)
-					prompts[i][0] = int32(i) // distinct prompts: each rollout its own example, as train says
-					params[i] = sampler.DefaultParams()
-					params[i].MaxTokens = maxTok
-				}
-				_, err = s.Generate(context.Background(), prompts, params)
-				return err
-			})
+			gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 			if want := e.PhaseBytes(PhaseSampling); gen != want {
 				t.Errorf("sampling: allocated %d, estimate %d", gen, want)
 			}

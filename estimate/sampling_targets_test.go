@@ -1,15 +1,12 @@
 package estimate
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/rollout"
-	"github.com/grpo-dev/grpo/sampler"
 )
 
 // TestEstimateSamplingAdaptedLinearAndSharedExpert: the sampling phase is
@@ -47,22 +44,7 @@ func TestEstimateSamplingAdaptedLinearAndSharedExpert(t *testing.T) {
 				t.Fatal(err)
 			}
 			policy := m.WithAdapter(ad)
-			gen := be.phase(t, func() error {
-				s, err := sampler.New(policy, nil, sampler.Config{Slots: slots, MaxLen: rollout.CacheLen(mc, prompt, maxTok, 1)})
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				prompts, params := make([][]int32, slots), make([]sampler.Params, slots)
-				for i := range prompts {
-					prompts[i] = make([]int32, prompt)
-					prompts[i][0] = int32(i)
-					params[i] = sampler.DefaultParams()
-					params[i].MaxTokens = maxTok
-				}
-				_, err = s.Generate(context.Background(), prompts, params)
-				return err
-			})
+			gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 			if want := e.PhaseBytes(PhaseSampling); gen != want {
 				t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
 			}
