@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Regenerates env/testdata/verifiers_v1_games_golden.jsonl: the v1 (default)
+behaviour of grpo's wordle and wiki-search builtins, computed by running the
+reference code itself on each case:
+
+- verifiers a60a606 (a60a606ecc4d309247edf9ff92c3eabca362781f, 2026-08-21):
+  verifiers/v1/tasksets/textarena/taskset.py (TextArenaTaskset.load, the
+  seeded task stream and prompt; TextArenaEnv.run, which plays each reply
+  through the game and records game_reward), environments/wordle (pins
+  Wordle-v0), environments/wiki_search/wiki_search/{servers/wiki.py,
+  judge.py, judge_prompt.txt} and verifiers/v1/{judge.py,
+  judges/reference.py, utils/score.py} (the reference judge: prompt,
+  verdict parsing, the empty-reply rule);
+- TextArena 0ce4609 (0ce46093cd84cc81b9c4b6cb03c24a2b296a0d76): verifiers
+  pins textarena 0.7.4, whose Wordle env, core, state, wrappers and
+  registration are unchanged from 0.7.3 (687a87c) through 0ce4609.
+
+Nothing is pip-installed (pydantic 2 must be importable). Each reference
+file is loaded on its own; what it imports from the rest of its package is
+replaced by the small stubs below:
+- verifiers.v1's Task/Taskset/Env base classes only hold what they are
+  given; the agent's interaction plays scripted replies, stops at max_turns
+  as RolloutLimits does (checked before each model turn) or when the script
+  runs out (a rollout cut off by its context), and last_reply strips as
+  Segment.last_reply does;
+- NLTK is absent: its "en-basic" list (where Wordle draws secrets) is
+  grpo's builtin secret list (env/wordle/words.go, read by this script),
+  every word tagged a noun, and "en" is empty, so guesses are checked
+  against TextArena's bundled hunspell lists, as grpo checks them;
+- the MCP glue of wiki-search's tools is FastMCP 1.28.1's, restated in
+  mcp_reply below (a list result is one text block per item, each
+  pydantic_core.to_json(item, indent=2); "[]" for none; a raised error is
+  "Error executing tool NAME: ERROR"; the null harness joins blocks with
+  "\\n"); the corpus is grpo's bundled pages (env/wikisearch/wikidata);
+  search_pages (ChromaDB embeddings) is not run;
+- the judge's OpenAI client answers with each case's scripted reply and
+  records the prompt it was sent.
+
+Usage (each variable names the root of a checkout at the commit above):
+
+    VERIFIERS=... TEXTARENA=... python3 verifiers_v1_games_golden.py \\
+        > ../verifiers_v1_games_golden.jsonl
+
+Every row has "version": "v1" and "source": "ran". Wordle rows are games:
+the assistant turns with the game's replies (a cut-off game keeps the user
+turn run() handed to the refused turn), "replayed": true and "game_over".
+Wiki-search rows are judge rows (the final reply, the judge's scripted
+reply "judge_reply", the prompt it got "judge_prompt") or tool rows
+("tool", "arguments", "tool_reply").
+"""
+
+import asyncio
+import importlib
+import importlib.util
+import json
+import os
+import random
+import re
+import sys
+import types
+import typing
+
+VF = os.environ["VERIFIERS"]
+TA = os.environ["TEXTARENA"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+GRPO_ENV = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+
+def package(name, path=None):
+    m = types.ModuleType(name)
+    m.__path__ = [path] if path else []
+    sys.modules[name] = m
+    return m
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    sys.modules[name] = m
+    spec.loader.exec_module(m)
+    return m
+
+
+def module(name, **attrs):
+    m = types.ModuleType(name)
+    m.__dict__.update(attrs)
+    sys.modules[name] = m
+    return m
+
+
+# --- grpo's builtin secret words, as NLTK's en-basic --------------------------
+with open(os.path.join(GRPO_ENV, "wordle", "words.go")) as f:
+    SECRETS = re.search(r"strings\.Fields\(`(.*?)`\)", f.read(), re.S).group(1).split()
+
+nltk = module("nltk", download=lambda *a, **k: True, pos_tag=lambda ws: [(w, "NN") for w in ws])
+corpus = module("nltk.corpus", words=types.SimpleNamespace(words=lambda kind="en": list(SECRETS) if kind == "en-basic" else []))
+nltk.corpus = corpus
+
+# --- TextArena: the real Wordle env, state, wrappers and registry ------------
+ta = package("textarena", f"{TA}/textarena")
+for sub in ["envs", "envs.Wordle", "envs.utils", "wrappers", "wrappers.ObservationWrappers", "wrappers.ActionWrappers"]:
+    package(f"textarena.{sub}", f"{TA}/textarena/{sub.replace('.', '/')}")
+core = importlib.import_module("textarena.core")
+for k in dir(core):
+    if not k.startswith("_"):
+        setattr(ta, k, getattr(core, k))
+ta.SinglePlayerState = importlib.import_module("textarena.state").SinglePlayerState
+llm_obs = importlib.import_module("textarena.wrappers.ObservationWrappers.llm_observation_wrapper")
+act_fmt = importlib.import_module("textarena.wrappers.ActionWrappers.action_formatting_wrapper")
+registration = importlib.import_module("textarena.envs.registration")
+# textarena/envs/__init__.py's Wordle-v0 line, with its DEFAULT_WRAPPERS.
+registration.register_with_versions(
+    id="Wordle-v0", entry_point="textarena.envs.Wordle.env:WordleEnv",
+    wrappers={"default": [llm_obs.LLMObservationWrapper, act_fmt.ActionFormattingWrapper], "-train": []},
+    hardcore=False, word_length=5, num_guesses=6)
+ta.make = registration.make
+
+
+# --- verifiers.v1: stub bases, real taskset/env code -------------------------
+class Base:
+    """A pydantic-free stand-in: keeps keyword fields; subscriptable."""
+
+    def __init__(self, *args, **kw):
+        self.__dict__.update(kw)
+
+    def __class_getitem__(cls, _):
+        return cls
+
+
+class Task(Base):
+    def __init__(self, data, config=None):
+        self.data, self.config = data, config
+
+
+class Taskset(Base):
+    def __init__(self, config):
+        self.config = config
+
+
+vf = package("verifiers")
+v1 = package("verifiers.v1")
+package("verifiers.v1.tasksets")
+for name in ["TasksetConfig", "TaskData", "State", "TaskConfig", "EnvConfig", "AgentConfig", "Env", "Judges", "SharedToolsetConfig"]:
+    setattr(v1, name, type(name, (Base,), {}))
+v1.Task, v1.Taskset = Task, Taskset
+vf.v1 = v1
+textarena_ts = load("verifiers.v1.tasksets.textarena.taskset", f"{VF}/verifiers/v1/tasksets/textarena/taskset.py")
+
+
+class Segment:
+    def __init__(self, reply=None):
+        self.reply, self.terminated = reply, reply is None
+
+    @property
+    def last_reply(self):
+        return (self.reply or "").strip()  # Segment.last_reply
+
+
+class Trace:
+    def __init__(self):
+        self.rewards, self.info = {}, {}
+
+    def record_reward(self, name, value, weight=1.0):
+        self.rewards[name] = (float(value), float(weight))
+
+
+class Interaction:
+    """Plays scripted replies; max_turns is checked before each model turn."""
+
+    def __init__(self, replies, max_turns):
+        self.replies, self.max_turns = list(replies), max_turns
+        self.trace, self.messages, self.turns = Trace(), [], 0
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+    async def turn(self, message=None):
+        if message is not None:
+            self.messages.append({"role": "user", "content": message})
+        if self.turns >= len(self.replies) or (self.max_turns is not None and self.turns >= self.max_turns):
+            return Segment(None)
+        reply = self.replies[self.turns]
+        self.turns += 1
+        self.messages.append({"role": "assistant", "content": reply})
+        return Segment(reply)
+
+
+def play_wordle(task, replies, max_turns):
+    it = Interaction(replies, max_turns)
+    agents = types.SimpleNamespace(player=types.SimpleNamespace(interaction=lambda t: it))
+    env = textarena_ts.TextArenaEnv()
+    asyncio.run(env.run(task, agents))
+    return it
+
+
+def wordle_tasks(n):
+    cfg = types.SimpleNamespace(game="Wordle-v0", task=None)
+    out = []
+    for t in textarena_ts.TextArenaTaskset(cfg).load():
+        out.append(t)
+        if len(out) == n:
+            return out
+
+
+def secret_of(task):
+    """The secret run() draws for the task: its seed, then make + reset."""
+    random.seed(task.data.info["seed"])
+    game = ta.make(env_id=task.data.info["game"])
+    game.reset(num_players=1)
+    return game.state.game_state["secret_word"]
+
+
+from verifiers_v1_games_cases import WIKI_CASES, WIKI_TOOL_CASES, WORDLE_CASES  # noqa: E402
+
+
+def wordle_rows():
+    tasks = wordle_tasks(40)
+    rows = []
+    for c in WORDLE_CASES:
+        task = tasks[c["seed"]]
+        it = play_wordle(task, c["turns"], c.get("max_turns"))
+        reward, weight = it.trace.rewards["game_reward"]
+        assert weight == 1.0
+        row = dict(env="wordle", version="v1", name=c["name"],
+                   prompt=[{"role": "system", "content": task.data.system_prompt},
+                           {"role": "user", "content": task.data.prompt}],
+                   completion=it.messages, answer=secret_of(task),
+                   info={"game": "Wordle-v0", "seed": c["seed"]},
+                   reward=reward, metrics={"game_reward": reward},
+                   replayed=True, game_over="game_outcome" in it.trace.info, source="ran")
+        if c.get("max_turns") is not None:
+            row["args"] = {"max_turns": c["max_turns"]}
+        rows.append(row)
+    return rows
+
+
+def main():
+    for row in wordle_rows():
+        print(json.dumps(row, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
