@@ -41,5 +41,54 @@ WORDLE_CASES = [
         "[sinces]", "[crane]", "[slate]", "[moist]", "[pouch]", "[fjord]", "[spice]"]),
 ]
 
-WIKI_CASES = []
-WIKI_TOOL_CASES = []
+# Wiki-search: the reference judge on a final reply, with the judge's
+# scripted reply; and the toolset's replies over grpo's bundled corpus.
+Q = "What is the main town of Greater Holm?"
+A = "Skerrow"
+
+
+def reply(text):
+    return [{"role": "assistant", "content": text}]
+
+
+def judged(name, judge_reply, completion=None, question=Q, answer=A):
+    return dict(name=name, judge_reply=judge_reply, completion=completion or reply("It is Skerrow."),
+                question=question, answer=answer)
+
+
+WIKI_CASES = [
+    judged("bare yes", "yes"),
+    judged("bare no", "no"),
+    judged("capitalised with a full stop", "Yes."),
+    judged("the last standalone choice counts", "The response says yes, but no."),
+    judged("a verdict line wins over later text", "Verdict: no\nOn reflection, yes"),
+    judged("Answer: line", "Reasoning first.\nAnswer: yes"),
+    judged("FINAL ANSWER IS", "final answer is yes"),
+    judged("Judgment with a dash", "  Judgment - no"),
+    judged("a verdict line takes the first choice after it", "Verdict: unsure\nyes"),
+    judged("words containing the choices are not choices", "yesterday nobody knows"),
+    judged("judge thinking is skipped", "<think>no, wait</think>\nyes"),
+    judged("unclosed judge thinking", "<think>it is yes"),
+    judged("boxed verdict after thinking", "<think>\\boxed{yes}</think> I lean yes: \\boxed{no}"),
+    judged("unclosed box falls back to the text", "\\boxed{yes"),
+    judged("empty reply is 0, the judge not asked", "yes", completion=reply("")),
+    judged("blank reply is 0, the judge not asked", "yes", completion=reply("  \n\t ")),
+    judged("the model's thinking reaches the judge", "yes", completion=reply("<think>Orsk? No.</think>\n\nSkerrow.\n")),
+    judged("the last assistant message is the reply", "yes", completion=[
+        {"role": "assistant", "content": "Let me look."}, {"role": "tool", "content": "[]"},
+        {"role": "assistant", "content": "Skerrow, the main town."}]),
+    judged("placeholders in the fields are not expanded", "no", question="Is {answer} the town's name?",
+           completion=reply("{question} {response}")),
+]
+
+WIKI_TOOL_CASES = [
+    dict(name="sections of a page", tool="view_sections", arguments={"page_id": "mount_sefa"}),
+    dict(name="sections of a missing page", tool="view_sections", arguments={"page_id": "everest"}),
+    dict(name="the last section", tool="read_section", arguments={"section_id": "mount_sefa:climbing"}),
+    dict(name="a middle section", tool="read_section", arguments={"section_id": "mount_sefa:geology"}),
+    dict(name="the full page", tool="read_section", arguments={"section_id": "mount_sefa:full"}),
+    dict(name="section id without a colon", tool="read_section", arguments={"section_id": "mount_sefa"}),
+    dict(name="Section not found", tool="read_section", arguments={"section_id": "mount_sefa:lava"}),
+    dict(name="section ids are lower case", tool="read_section", arguments={"section_id": "mount_sefa:Climbing"}),
+    dict(name="section of a missing page", tool="read_section", arguments={"section_id": "everest:history"}),
+]

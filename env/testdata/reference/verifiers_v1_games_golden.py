@@ -213,6 +213,149 @@ def secret_of(task):
     return game.state.game_state["secret_word"]
 
 
+# --- wiki-search: the real toolset and judges --------------------------------
+import pydantic  # noqa: E402
+
+for name in ["verifiers.v1.utils", "verifiers.v1.configs", "verifiers.v1.judges", "verifiers.v1.dialects", "verifiers.v1.clients", "renderers", "wiki_search", "wiki_search.servers"]:
+    package(name)
+module("renderers.base", MultiModalData=typing.Any)
+module("math_verify", parse=None, verify=None)
+module("math_verify.errors", TimeoutException=TimeoutError)
+module("verifiers.v1.errors", SandboxError=OSError)
+module("verifiers.v1.task", TaskData=object)
+module("verifiers.v1.trace", Trace=object)
+module("verifiers.v1.dialects.chat", message_to_wire=lambda m: m)
+sys.modules["verifiers.v1.clients"].BaseClientConfig = type("BaseClientConfig", (pydantic.BaseModel,), {})
+load("verifiers.v1.types", f"{VF}/verifiers/v1/types.py")
+load("verifiers.v1.utils.generic", f"{VF}/verifiers/v1/utils/generic.py")
+load("verifiers.v1.utils.score", f"{VF}/verifiers/v1/utils/score.py")
+load("verifiers.v1.configs.judge", f"{VF}/verifiers/v1/configs/judge.py")
+JUDGE_CALLS = []
+
+
+class ScriptedClient:
+    """build_async_openai's client: answers with the case's scripted reply."""
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self.create))
+
+    async def create(self, **kwargs):
+        JUDGE_CALLS.append(kwargs)
+        message = types.SimpleNamespace(content=self.reply)
+        return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)], usage=None)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+JUDGE_REPLY = [None]
+module("verifiers.v1.clients.base", build_async_openai=lambda config: ScriptedClient(JUDGE_REPLY[0]))
+load("verifiers.v1.judge", f"{VF}/verifiers/v1/judge.py")
+reference = load("verifiers.v1.judges.reference", f"{VF}/verifiers/v1/judges/reference.py")
+v1.ReferenceJudgeConfig, v1.ReferenceJudge, v1.ID = reference.ReferenceJudgeConfig, reference.ReferenceJudge, str
+v1.tool = lambda f=None, name=None: f if f is not None else (lambda g: g)
+v1.Toolset = Base
+WS = f"{VF}/environments/wiki_search/wiki_search"
+wiki_judge = load("wiki_search.judge", f"{WS}/judge.py")
+wiki_tools = load("wiki_search.servers.wiki", f"{WS}/servers/wiki.py")
+
+
+class Rows(list):
+    """datasets.Dataset's select, over grpo's bundled questions."""
+
+    def select(self, indices):
+        return Rows(self[i] for i in indices)
+
+
+def bundled_questions(*a, **k):
+    with open(os.path.join(GRPO_ENV, "wikisearch", "wikidata", "questions.jsonl"), encoding="utf-8") as f:
+        return Rows(json.loads(line) for line in f if line.strip())
+
+
+module("datasets", load_dataset=bundled_questions)
+v1.Judges = list
+wiki_taskset = load("wiki_search.taskset", f"{WS}/taskset.py")
+
+
+def bundled_pages():
+    """grpo's bundled corpus as the toolset's pages: NAME.md is page NAME."""
+    pages = {}
+    folder = os.path.join(GRPO_ENV, "wikisearch", "wikidata", "pages")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".md"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                pages[name[:-3]] = {"title": "", "content": f.read()}
+    return pages
+
+
+def mcp_reply(tool, fn, **arguments):
+    """What the null harness puts in the tool message: FastMCP 1.28.1's
+    _convert_to_content of the result (a raised error as its ToolError
+    text), text blocks joined with "\n"."""
+    import pydantic_core
+    try:
+        result = fn(**arguments)
+    except Exception as e:  # noqa: BLE001 - FastMCP catches every error
+        return f"Error executing tool {tool}: {e}"
+    items = result if isinstance(result, (list, tuple)) else [result]
+    blocks = [i if isinstance(i, str) else pydantic_core.to_json(i, fallback=str, indent=2).decode() for i in items]
+    return "\n".join(blocks) if blocks else str(blocks)
+
+
+class WikiTrace:
+    """The trace the judge reads: last_reply as Trace.last_reply."""
+
+    def __init__(self, completion):
+        replies = [m for m in completion if m["role"] == "assistant"]
+        self.last_reply = (replies[-1]["content"] or "").strip() if replies else ""
+        self.transcript, self.info, self.extra_usage = "", {}, []
+
+    def record_judge(self, response):
+        pass
+
+
+def wiki_rows():
+    toolset = wiki_tools.WikiSearchToolset()
+    toolset.pages = bundled_pages()
+    rows = []
+    for c in WIKI_TOOL_CASES:
+        fn = getattr(toolset, c["tool"])
+        rows.append(dict(env="wiki-search", version="v1", name=c["name"], kind="tool", tool="wiki_" + c["tool"],
+                         arguments=c["arguments"], tool_reply=mcp_reply(c["tool"], fn, **c["arguments"]),
+                         completion=[], source="ran"))
+    tasks = wiki_taskset.WikiSearchTaskset(types.SimpleNamespace(task=None)).load()
+    rows.append(dict(env="wiki-search", version="v1", name="the taskset's tasks", kind="tasks", completion=[],
+                     tasks=[dict(prompt=t.data.prompt, system_prompt=getattr(t.data, "system_prompt", None), question=t.data.question,
+                                 answer=t.data.answer) for t in tasks], source="ran"))
+    judge = wiki_judge.WikiSearchJudge(wiki_judge.WikiSearchJudgeConfig())
+    key = judge.reward_name
+    for c in WIKI_CASES:
+        JUDGE_REPLY[0], JUDGE_CALLS[:] = c["judge_reply"], []
+        task = types.SimpleNamespace(question=c["question"], answer=c["answer"])
+        completion = c["completion"]
+        try:
+            value = asyncio.run(judge.score(task, WikiTrace(completion)))
+            error = None
+        except ValueError as e:  # the judge gave no verdict: the rollout errors
+            value, error = None, str(e)
+        prompt = wiki_taskset.SYSTEM
+        row = dict(env="wiki-search", version="v1", name=c["name"], kind="judge", args={"judge_base_url": "SCRIPTED", "judge_api_key_var": ""},
+                   prompt=[{"role": "user", "content": f"{prompt}\n\nQuestion: {c['question']}"}],
+                   completion=completion, answer=c["answer"], info={"question": c["question"]},
+                   judge_reply=c["judge_reply"], judge_called=bool(JUDGE_CALLS),
+                   judge_request=JUDGE_CALLS[0] if JUDGE_CALLS else None, source="ran")
+        if error is None:
+            row.update(reward=float(value) * judge.config.weight, metrics={key: float(value)})
+        else:
+            row.update(judge_error=error)
+        rows.append(row)
+    return rows
+
+
 from verifiers_v1_games_cases import WIKI_CASES, WIKI_TOOL_CASES, WORDLE_CASES  # noqa: E402
 
 
@@ -238,7 +381,7 @@ def wordle_rows():
 
 
 def main():
-    for row in wordle_rows():
+    for row in wordle_rows() + wiki_rows():
         print(json.dumps(row, ensure_ascii=False))
 
 
