@@ -48,6 +48,7 @@ type goldenCase struct {
 	Tool         string            `json:"tool"`
 	Arguments    map[string]string `json:"arguments"`
 	ToolReply    string            `json:"tool_reply"`
+	Description  string            `json:"description"`
 	Tasks        []goldenTask      `json:"tasks"`
 	JudgeReply   string            `json:"judge_reply"`
 	JudgeCalled  bool              `json:"judge_called"`

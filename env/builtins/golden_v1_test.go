@@ -84,6 +84,10 @@ func checkWikiTool(t *testing.T, c goldenCase) {
 		if got != c.ToolReply {
 			t.Errorf("%s: %s(%s) = %q, verifiers %q", c.Name, c.Tool, args, got, c.ToolReply)
 		}
+		var schema struct{ Function struct{ Description string } }
+		if err := json.Unmarshal(tl.Schema(), &schema); err != nil || schema.Function.Description != c.Description {
+			t.Errorf("%s: description %q (%v), verifiers %q", c.Tool, schema.Function.Description, err, c.Description)
+		}
 		return
 	}
 	t.Errorf("%s: no tool %s", c.Name, c.Tool)

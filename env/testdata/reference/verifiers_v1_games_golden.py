@@ -326,6 +326,7 @@ def wiki_rows():
         fn = getattr(toolset, c["tool"])
         rows.append(dict(env="wiki-search", version="v1", name=c["name"], kind="tool", tool="wiki_" + c["tool"],
                          arguments=c["arguments"], tool_reply=mcp_reply(c["tool"], fn, **c["arguments"]),
+                         description=(fn.__doc__ or "").strip(),  # Toolset.register's
                          completion=[], source="ran"))
     tasks = wiki_taskset.WikiSearchTaskset(types.SimpleNamespace(task=None)).load()
     rows.append(dict(env="wiki-search", version="v1", name="the taskset's tasks", kind="tasks", completion=[],
