@@ -23,8 +23,11 @@ import (
 // verifiers a60a606's wiki_search taskset: the instructions and the
 // question in one user message (no system message), the first 20
 // questions, the tools wiki_search_pages / wiki_view_sections /
-// wiki_read_section with FastMCP's replies (tools_v1.go), no turn cap, and
-// the plugged reference judge, reward "wiki-search" (judge_v1.go).
+// wiki_read_section with FastMCP's replies (tools_v1.go), and the plugged
+// reference judge, reward "wiki-search" (judge_v1.go). Its agent has no
+// turn cap; grpo keeps max_turns (10 by default) because a slot's cache
+// is sized for a number of turns, and with none an episode would be cut
+// by the context after its first.
 //
 // v0 is verifiers 8d4b33247's environments/wiki_search: a ToolEnv whose
 // model answers trivia questions with three tools over a Wikipedia corpus
@@ -81,7 +84,7 @@ func init() {
 			{Name: "v0", Hub: []string{"0.1.23"}, About: "verifiers 8d4b33247"},
 		},
 		Args: []env.ArgSpec{
-			{Name: "max_turns", Type: env.ArgInt, Default: -1, Help: "model turns per episode; -1 = the version's (v1: no cap, v0: 10)"},
+			{Name: "max_turns", Type: env.ArgInt, Default: 10, Help: "model turns per episode (v1's agent has no cap; a slot's cache is sized for this many)"},
 			{Name: "system_prompt", Type: env.ArgString, Default: "", Help: `system message; "" = the version's (v1: none, the instructions open the question; v0: "` + wikiSystemPrompt + `")`},
 			{Name: "judge_model", Type: env.ArgString, Default: "", Help: `judge model name; "" = the version's (v1: ` + wikiJudgeModelV1 + `, v0: gpt-4.1-mini)`},
 			{Name: "judge_base_url", Type: env.ArgString, Default: "", Help: `OpenAI-compatible judge API root; "" = exact_match (verifiers: https://api.openai.com/v1)`},
@@ -118,10 +121,8 @@ type wikiSearch struct {
 func newWikiSearch(a env.Args, o env.Options) (env.Environment, error) {
 	v1 := o.Version != "v0"
 	a = maps.Clone(a)
-	if n := a.Int("max_turns"); n == 0 || n < -1 {
-		return nil, fmt.Errorf("max_turns = %d: want at least 1, or -1 for the version's (v1: no cap, v0: 10)", n)
-	} else if n == -1 && !v1 {
-		a["max_turns"] = 10
+	if a.Int("max_turns") < 1 {
+		return nil, fmt.Errorf("max_turns = %d: want at least 1", a.Int("max_turns"))
 	}
 	if a.String("judge_model") == "" {
 		a["judge_model"] = "gpt-4.1-mini"
@@ -239,7 +240,7 @@ func normalizeAnswer(s string) string {
 
 func (e *wikiSearch) ID() string                         { return "wiki-search" }
 func (e *wikiSearch) Tools() []env.Tool                  { return e.tools }
-func (e *wikiSearch) MaxTurns() int                      { return max(e.args.Int("max_turns"), 0) }
+func (e *wikiSearch) MaxTurns() int                      { return e.args.Int("max_turns") }
 func (e *wikiSearch) ReplyTokens() int                   { return wikiReplyTokens }
 func (e *wikiSearch) Rubric() *rubric.Rubric             { return e.rubric }
 func (e *wikiSearch) NewEpisode(env.Example) env.Episode { return env.SingleTurnEpisode{} }
