@@ -44,9 +44,12 @@ Usage (each variable names the root of a checkout at the commit above):
 Every row has "version": "v1" and "source": "ran". Wordle rows are games:
 the assistant turns with the game's replies (a cut-off game keeps the user
 turn run() handed to the refused turn), "replayed": true and "game_over".
-Wiki-search rows are judge rows (the final reply, the judge's scripted
-reply "judge_reply", the prompt it got "judge_prompt") or tool rows
-("tool", "arguments", "tool_reply").
+Wiki-search rows have a "kind": "tasks" (what WikiSearchTaskset.load gives
+over grpo's bundled questions: prompt, question, answer), "tool" (a call's
+"tool_reply" and the tool's "description") or "judge" (a completion, the
+judge's scripted "judge_reply", the request the judge got "judge_request",
+and the reward, or "judge_error" when the judge gave no verdict). The
+cases are in verifiers_v1_games_cases.py beside this file.
 """
 
 import asyncio
