@@ -188,7 +188,7 @@ func (e *wordle) Examples(split string) ([]env.Example, error) {
 	if e.v1 {
 		for i := lo; i < hi; i++ {
 			seed := e.args.Int("seed") + i
-			w := e.words[newPyRandom(uint64(seed)).below(len(e.words))]
+			w := e.words[lab.NewPyRandom(uint64(seed)).Intn(len(e.words))] // random.seed(seed); random.choice(words)
 			out = append(out, env.Example{ID: split + "-" + strconv.Itoa(i), Prompt: prompt, Answer: w, Info: map[string]any{"game": "Wordle-v0", "seed": seed}})
 		}
 		return out, nil
