@@ -8,8 +8,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/env/internal/envtest"
+	"github.com/grpo-dev/grpo/rubric"
 )
 
 // TestV1GamesGolden: testdata/verifiers_v1_games_golden.jsonl (verifiers
@@ -118,5 +120,31 @@ func checkWikiJudge(t *testing.T, c goldenCase) {
 	}
 	if len(res.Errors) > 0 || res.VerifiersReward != c.Reward || !reflect.DeepEqual(res.Metrics, c.Metrics) {
 		t.Errorf("%s: %+v, verifiers %v %v", c.Name, res, c.Reward, c.Metrics)
+	}
+}
+
+// TestGameVersionsSelectBehaviour: wordle and wiki-search are v1 with no
+// version, v0 when named or by verifiers 8d4b33247's Hub version (also as
+// id@version).
+func TestGameVersionsSelectBehaviour(t *testing.T) {
+	for _, c := range []struct{ ref, version, metric, tool string }{
+		{"wordle", "", "game_reward", ""},
+		{"wordle", "v0", "correct_answer", ""},
+		{"wordle@0.1.7", "", "correct_answer", ""},
+		{"wiki-search", "latest", "exact_match", "wiki_search_pages"},
+		{"wiki-search", "0.1.23", "exact_match", "search_pages"},
+		{"wiki-search@v0", "", "exact_match", "search_pages"},
+	} {
+		e, err := env.New(c.ref, nil, env.WithVersion(c.version))
+		if err != nil {
+			t.Fatalf("%s version %q: %v", c.ref, c.version, err)
+		}
+		r := e.Rubric().Score(context.Background(), rubric.Rollout{Completion: []chat.Message{{Role: "assistant", Content: "[crane]"}}, Answer: "crane"})
+		if _, ok := r.Metrics[c.metric]; !ok {
+			t.Errorf("%s version %q: metrics %v, want %s", c.ref, c.version, r.Metrics, c.metric)
+		}
+		if te, ok := e.(env.ToolEnvironment); ok && te.Tools()[0].Name() != c.tool {
+			t.Errorf("%s version %q: first tool %s, want %s", c.ref, c.version, te.Tools()[0].Name(), c.tool)
+		}
 	}
 }
