@@ -190,7 +190,13 @@ func TestWordleLabArgs(t *testing.T) {
 	if err := os.WriteFile(p, []byte("Guess well.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := envtest.NewEnv(t, "wordle", map[string]any{"path_to_system_prompt": p, "max_turns": 2, "num_train_examples": 1, "words": []any{"crane"}})
+	args := map[string]any{"path_to_system_prompt": p, "max_turns": 2, "num_train_examples": 1, "words": []any{"crane"}}
+	// v1 leaves the cap to the rollout (MaxTurns) and plays the capped
+	// turn's move; v0's episode ends on it unplayed.
+	if n := envtest.NewEnv(t, "wordle", args).(env.TurnLimiter).MaxTurns(); n != 2 {
+		t.Errorf("v1 MaxTurns with max_turns 2: %d", n)
+	}
+	e := envtest.NewEnv(t, "wordle", args, env.WithVersion("v0"))
 	exs, err := e.Examples("train")
 	if err != nil || exs[0].Prompt[0].Content != "Guess well.\n" {
 		t.Fatalf("prompt %+v, %v", exs, err)

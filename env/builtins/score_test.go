@@ -36,9 +36,16 @@ func TestScoreSimpleRows(t *testing.T) {
 	if r := scoreLine(t, "gsm8k", `{"completion": ["\\boxed{18}", "\\boxed{19}", "x"], "answer": "18"}`, env.ScoreOptions{}); r.Reward != 1 || r.Unplayed != 2 {
 		t.Errorf("gsm8k scripted turns: %+v", r)
 	}
-	r := scoreLine(t, "wordle", `{"completion": ["<guess>[plant]</guess>", "<guess>[crane]</guess>"], "answer": "crane"}`, env.ScoreOptions{})
-	if !r.Played || r.Turns != 2 || !r.EpisodeDone || len(r.Completion) != 4 || r.Completion[1].Role != "user" || r.Metrics["correct_answer"] != 1 || !envtest.Near(r.VerifiersReward, 1+0.5+0.2) {
+	// v1 (the default): the game's reward; a won game sends no last reply.
+	r := scoreLine(t, "wordle", `{"completion": ["[plant]", "so: [crane]"], "answer": "crane"}`, env.ScoreOptions{})
+	if !r.Played || r.Turns != 2 || !r.EpisodeDone || len(r.Completion) != 3 || r.Completion[1].Role != "user" || r.Metrics["game_reward"] != 1 || r.VerifiersReward != 1 {
 		t.Errorf("wordle scripted: %+v", r)
+	}
+	row, _ := env.ParseScoreRow([]byte(`{"completion": ["<guess>[plant]</guess>", "<guess>[crane]</guess>"], "answer": "crane"}`))
+	v0 := envtest.NewEnv(t, "wordle", nil, env.WithVersion("v0"))
+	r, err := env.Score(context.Background(), v0, 1/2.2, row, env.ScoreOptions{})
+	if err != nil || !r.Played || len(r.Completion) != 4 || r.Metrics["correct_answer"] != 1 || !envtest.Near(r.VerifiersReward, 1+0.5+0.2) {
+		t.Errorf("wordle v0 scripted: %+v %v", r, err)
 	}
 	for _, bad := range []string{`{"answer": "x"}`, `{"completion": 3}`, `{"completion": [{"content": "x"}]}`, `not json`} {
 		if _, err := env.ParseScoreRow([]byte(bad)); err == nil {
@@ -74,6 +81,9 @@ func TestScoreReplaysGolden(t *testing.T) {
 		row.Completion = c.Completion
 		if res, _ := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "" || !envtest.Near(res.VerifiersReward, c.Reward) {
 			t.Errorf("%s/%s replayed: %+v", c.Env, c.Name, res)
+		}
+		if len(c.Completion) < 2 || c.Completion[1].Role != "user" {
+			continue // a game won on its first turn has no reply to change
 		}
 		wrong := append([]chat.Message(nil), c.Completion...)
 		wrong[1].Content = "something else"

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +19,23 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
-// wiki-search follows verifiers 8d4b33247's environments/wiki_search: a
-// ToolEnv whose model answers trivia questions with three tools over a
-// Wikipedia corpus — search_pages (the 10 pages whose titles best match),
-// view_sections (a page's '#' headings) and read_section — under the same
-// system prompt, max_turns 10 and an LLM judge (verifiers' prompt; reward
-// 1 on "yes"). Departures, each because the reference needs the network:
+// wiki-search has two behaviours (Spec.Versions). v1, the default, is
+// verifiers a60a606's wiki_search taskset: the instructions and the
+// question in one user message (no system message), the first 20
+// questions, the tools wiki_search_pages / wiki_view_sections /
+// wiki_read_section with FastMCP's replies (tools_v1.go), and the plugged
+// reference judge, reward "wiki-search" (judge_v1.go). Its agent has no
+// turn cap; grpo keeps max_turns (10 by default) because a slot's cache
+// is sized for a number of turns, and with none an episode would be cut
+// by the context after its first.
+//
+// v0 is verifiers 8d4b33247's environments/wiki_search: a ToolEnv whose
+// model answers trivia questions with three tools over a Wikipedia corpus
+// — search_pages (the 10 pages whose titles best match), view_sections (a
+// page's '#' headings) and read_section — under the same system prompt,
+// max_turns 10 and an LLM judge (verifiers' prompt; reward 1 on "yes").
+//
+// Departures of both, each because the reference needs the network:
 //   - data: the Lab's HF datasets (willcb/rare-wiki-pages for pages,
 //     willcb/wiki-trivia-questions-v4 for questions) only when
 //     corpus_dataset / dataset_name name them; by default a small bundled
@@ -40,9 +52,19 @@ import (
 //go:embed wikidata
 var wikiData embed.FS
 
+// wikiSystemPrompt is v0's system prompt.
 const wikiSystemPrompt = "Use the provided Wikipedia search tools to help answer questions."
 
-// wikiJudgePrompt is verifiers' JUDGE_PROMPT as Python evaluates it (the
+// wikiInstructionsV1 is v1's SYSTEM, which opens each question's user
+// message ("{SYSTEM}\n\nQuestion: {question}").
+const wikiInstructionsV1 = "Use the Wikipedia search tools \u2014 `wiki_search_pages` to find relevant pages, " +
+	"`wiki_view_sections` to list a page's sections, and `wiki_read_section` to read " +
+	"one \u2014 to answer the question. When confident, reply with a concise final answer."
+
+// wikiQuestionsV1 is v1's NUM_QUESTIONS: the taskset loads the first 20.
+const wikiQuestionsV1 = 20
+
+// wikiJudgePrompt is v0's judge prompt: verifiers' JUDGE_PROMPT as Python evaluates it (the
 // indentation of its source lines included).
 const wikiJudgePrompt = "Given a ground truth answer     and a response, determine if the response is both correct and coherent.\n\n    Question:\n    ```\n    {question}\n    ```\n\n    Ground truth answer:\n    ```\n    {answer}\n    ```\n\n    Response:\n    ```\n    {response}\n    ```\n\n    Respond either \"yes\" or \"no\" only.\n    \n    If a response contains incoherent text, respond with \"no\" even if the correct answer is also present.\n    "
 
@@ -54,12 +76,17 @@ const wikiReplyTokens = env.ToolReplyTokens
 func init() {
 	env.MustRegister(env.Spec{
 		ID: "wiki-search",
-		Description: "trivia questions answered with search_pages / view_sections / read_section over a wiki corpus (verifiers 8d4b33247's wiki_search); " +
-			"reward = judge_reward_func with judge_base_url, else exact_match; offline by default: bundled corpus, BM25 ranking",
+		Description: "trivia questions answered with search tools over a wiki corpus; v1 (default, verifiers a60a606): wiki_search_pages / wiki_view_sections / wiki_read_section, " +
+			"reward = the judge's (wiki-search) with judge_base_url; v0 (verifiers 8d4b33247): search_pages / view_sections / read_section, judge_reward_func; " +
+			"else exact_match; offline by default: bundled corpus, BM25 ranking",
+		Versions: []env.Version{
+			{Name: "v1", About: "verifiers a60a606 taskset"},
+			{Name: "v0", Hub: []string{"0.1.23"}, About: "verifiers 8d4b33247"},
+		},
 		Args: []env.ArgSpec{
-			{Name: "max_turns", Type: env.ArgInt, Default: 10, Help: "model turns per episode"},
-			{Name: "system_prompt", Type: env.ArgString, Default: wikiSystemPrompt, Help: "system message"},
-			{Name: "judge_model", Type: env.ArgString, Default: "gpt-4.1-mini", Help: "judge model name"},
+			{Name: "max_turns", Type: env.ArgInt, Default: 10, Help: "model turns per episode (v1's agent has no cap; a slot's cache is sized for this many)"},
+			{Name: "system_prompt", Type: env.ArgString, Default: "", Help: `system message; "" = the version's (v1: none, the instructions open the question; v0: "` + wikiSystemPrompt + `")`},
+			{Name: "judge_model", Type: env.ArgString, Default: "", Help: `judge model name; "" = the version's (v1: ` + wikiJudgeModelV1 + `, v0: gpt-4.1-mini)`},
 			{Name: "judge_base_url", Type: env.ArgString, Default: "", Help: `OpenAI-compatible judge API root; "" = exact_match (verifiers: https://api.openai.com/v1)`},
 			{Name: "judge_api_key_var", Type: env.ArgString, Default: "OPENAI_API_KEY", Help: "environment variable with the judge's API key"},
 			{Name: "embed_model", Type: env.ArgString, Default: "text-embedding-3-small", Help: "embedding model name"},
@@ -80,6 +107,7 @@ func init() {
 
 type wikiSearch struct {
 	args   env.Args
+	v1     bool
 	opts   env.Options
 	corpus *wikiCorpus
 	tools  []env.Tool
@@ -91,14 +119,25 @@ type wikiSearch struct {
 }
 
 func newWikiSearch(a env.Args, o env.Options) (env.Environment, error) {
+	v1 := o.Version != "v0"
+	a = maps.Clone(a)
 	if a.Int("max_turns") < 1 {
 		return nil, fmt.Errorf("max_turns = %d: want at least 1", a.Int("max_turns"))
+	}
+	if a.String("judge_model") == "" {
+		a["judge_model"] = "gpt-4.1-mini"
+		if v1 {
+			a["judge_model"] = wikiJudgeModelV1
+		}
+	}
+	if a.String("system_prompt") == "" && !v1 {
+		a["system_prompt"] = wikiSystemPrompt
 	}
 	corpus, cacheDir, err := loadWikiSource(a, o)
 	if err != nil {
 		return nil, err
 	}
-	e := &wikiSearch{args: a, opts: o, corpus: corpus}
+	e := &wikiSearch{args: a, opts: o, corpus: corpus, v1: v1}
 	var rank func(ctx context.Context, query string, k int) ([]int, error)
 	if base := a.String("embed_base_url"); base != "" {
 		emb, err := newTitleEmbedder(base, a.String("embed_model"), a.String("embed_api_key_var"), corpus, cacheDir)
@@ -110,8 +149,12 @@ func newWikiSearch(a env.Args, o env.Options) (env.Environment, error) {
 		ix := loadBM25(corpus, cacheDir) // built (or read) once, now
 		rank = func(_ context.Context, q string, k int) ([]int, error) { return ix.search(q, k), nil }
 	}
-	e.tools = wikiTools(corpus, rank)
-	if e.rubric, err = wikiRubric(a); err != nil {
+	if v1 {
+		e.tools = wikiToolsV1(corpus, rank)
+	} else {
+		e.tools = wikiTools(corpus, rank)
+	}
+	if e.rubric, err = wikiRubric(a, v1); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -157,8 +200,10 @@ func loadWikiSource(a env.Args, o env.Options) (*wikiCorpus, string, error) {
 	return c, "", err
 }
 
-func wikiRubric(a env.Args) (*rubric.Rubric, error) {
-	if base := a.String("judge_base_url"); base != "" {
+func wikiRubric(a env.Args, v1 bool) (*rubric.Rubric, error) {
+	if base := a.String("judge_base_url"); base != "" && v1 {
+		return rubric.Weighted(rubric.Term{Name: wikiJudgeMetricV1, Weight: 1, Func: judgeV1(base, a.String("judge_model"), a.String("judge_api_key_var"))})
+	} else if base != "" {
 		judge, err := rubric.Judge(rubric.JudgeConfig{BaseURL: base, Model: a.String("judge_model"),
 			APIKeyEnv: a.String("judge_api_key_var"), Template: wikiJudgePrompt})
 		if err != nil {
@@ -236,7 +281,19 @@ func (e *wikiSearch) questions() ([]env.Example, error) {
 	if err != nil {
 		return nil, fmt.Errorf("env wiki-search: %w", err)
 	}
-	return env.QAExamples(rows, env.QAFields{Question: "question", Answer: "answer"}, e.args.String("system_prompt"), nil)
+	exs, err := env.QAExamples(rows, env.QAFields{Question: "question", Answer: "answer"}, e.args.String("system_prompt"), nil)
+	if err != nil || !e.v1 {
+		return exs, err
+	}
+	// v1: the first 20 questions, the instructions before each, and the
+	// bare question kept for the judge's {question}.
+	exs = env.Limit(exs, wikiQuestionsV1)
+	for i := range exs {
+		user := &exs[i].Prompt[len(exs[i].Prompt)-1]
+		exs[i].Info = map[string]any{"question": user.Content}
+		user.Content = wikiInstructionsV1 + "\n\nQuestion: " + user.Content
+	}
+	return exs, nil
 }
 
 // bundledRows reads an embedded JSONL file (LoadJSONL reads from disk).

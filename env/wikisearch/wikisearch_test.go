@@ -13,9 +13,11 @@ import (
 	"github.com/grpo-dev/grpo/rubric"
 )
 
+// wikiEnv builds v0 (verifiers 8d4b33247), which these tests are about;
+// wikisearch_v1_test.go tests v1.
 func wikiEnv(t *testing.T, args map[string]any) *wikiSearch {
 	t.Helper()
-	e, err := env.New("wiki-search", args)
+	e, err := env.New("wiki-search", args, env.WithVersion("v0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,27 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/grpo-dev/grpo/env/internal/lab"
 	"github.com/grpo-dev/grpo/rubric"
 )
 
 // The four reward functions of Prime's wordle environment (verifiers
 // 8d4b33247, environments/wordle), unweighted, computed as there from the
-// completion's messages.
+// completion's messages: v0's rubric.
+
+// rubricV0 weighs them as Lab does (1, 1, 1, 0.2), scaled into [0, 1].
+func rubricV0() (*rubric.Rubric, error) {
+	format, err := rubric.XMLFormatReward("guess")
+	if err != nil {
+		return nil, err
+	}
+	return lab.MustRubric(
+		rubric.Term{Name: "correct_answer", Weight: wordleScale, Func: rubric.Reward(wordleCorrect)},
+		rubric.Term{Name: "partial_answer", Weight: wordleScale, Func: rubric.Reward(wordlePartial)},
+		rubric.Term{Name: "length_bonus", Weight: wordleScale, Func: rubric.Reward(wordleLengthBonus)},
+		rubric.Term{Name: "format_reward", Weight: 0.2 * wordleScale, Func: format},
+	), nil
+}
 
 // wordleCorrect is correct_answer: the guess parse_answer reads from the
 // completion is exactly "[secret]".

@@ -53,8 +53,9 @@ func playWordle(t *testing.T, e env.Environment, ex env.Example, turns ...string
 	return e.Rubric().Score(context.Background(), r)
 }
 
+// v0 (verifiers 8d4b33247): <guess> tags and four reward functions.
 func TestWordleEpisodeAndRewardOrdering(t *testing.T) {
-	e := envtest.NewEnv(t, "wordle", map[string]any{"num_train_examples": 10, "num_eval_examples": 2, "words": []any{"crane", "plant", "robot"}})
+	e := envtest.NewEnv(t, "wordle", map[string]any{"num_train_examples": 10, "num_eval_examples": 2, "words": []any{"crane", "plant", "robot"}}, env.WithVersion("v0"))
 	exs, err := e.Examples("train")
 	if err != nil || len(exs) != 10 {
 		t.Fatalf("%d, %v", len(exs), err)

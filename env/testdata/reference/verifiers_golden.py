@@ -227,7 +227,7 @@ from golden_cases import CASES  # noqa: E402  (the case list, beside this file)
 
 # The builtins whose default is now verifiers a60a606's v1 taskset: these
 # rows test their "v0" behaviour (verifiers_v1_golden.py writes the v1 ones).
-V0_ENVS = {"gsm8k", "reverse-text", "alphabet-sort"}
+V0_ENVS = {"gsm8k", "reverse-text", "alphabet-sort", "wordle"}
 
 
 def main():
