@@ -27,7 +27,7 @@ func TestWikiSearchScriptedEpisode(t *testing.T) {
 	}
 	qs := filepath.Join(t.TempDir(), "q.jsonl")
 	os.WriteFile(qs, []byte(`{"question": "Who made the first recorded ascent of Mount Sefa?", "answer": "Teodor Lisk"}`+"\n"), 0o644)
-	e, err := env.New("wiki-search", map[string]any{"questions_path": qs})
+	e, err := env.New("wiki-search", map[string]any{"questions_path": qs}, env.WithVersion("v0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func TestEnvScoreSimple(t *testing.T) {
 	if code, out, stderr = runCLI("env", "score", "reverse-text", "--input", in); code != 0 || !strings.Contains(out, `"reward":1,`) {
 		t.Errorf("integer row args: exit %d %s\n%s", code, stderr, out)
 	}
-	os.WriteFile(in, []byte(`{"completion": ["<guess>[plant]</guess>", "<guess>[crane]</guess>"], "answer": "crane"}`+"\n"), 0o644)
+	os.WriteFile(in, []byte(`{"completion": ["<guess>[plant]</guess>", "<guess>[crane]</guess>"], "answer": "crane", "version": "v0"}`+"\n"), 0o644)
 	code, out, stderr = runCLI("env", "score", "wordle", "--input", in)
 	var r struct {
 		VerifiersReward float64 `json:"verifiers_reward"`

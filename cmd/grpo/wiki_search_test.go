@@ -68,7 +68,7 @@ func TestLabWikiSearchConfig(t *testing.T) {
 	if err != nil || strings.Count(string(metrics), "\n") != 1 {
 		t.Fatalf("metrics.jsonl after one step: %q, %v", metrics, err)
 	}
-	for _, key := range []string{`"tool_calls":`, `"tool_errors":`, `"tool_calls/search_pages":`, `"reward/exact_match":`} {
+	for _, key := range []string{`"tool_calls":`, `"tool_errors":`, `"tool_calls/wiki_search_pages":`, `"reward/exact_match":`} {
 		if !strings.Contains(string(metrics), key) {
 			t.Errorf("step metrics lack %s: %s", key, metrics)
 		}
@@ -94,7 +94,7 @@ func TestEvalWikiSearch(t *testing.T) {
 		t.Fatalf("%d rows, want 2 × 2", len(rows))
 	}
 	for i, r := range rows {
-		if r.Env != "wiki-search" || r.Reward == nil || r.Answer == "" || len(r.Prompt) != 2 || r.Turns < 1 {
+		if r.Env != "wiki-search" || r.Reward == nil || r.Answer == "" || len(r.Prompt) != 1 || r.Turns < 1 {
 			t.Errorf("row %d: %+v", i, r)
 		}
 		if _, ok := r.Metrics["tool_calls"]; !ok {
@@ -109,7 +109,7 @@ func TestEvalWikiSearch(t *testing.T) {
 // grpo env show lists a tool environment's tools with the first line of
 // each schema's description, and its max_turns.
 func TestEnvShowTools(t *testing.T) {
-	code, out, errOut := runCaptured(t, "env", "show", "wiki-search", "--args", `{"max_turns": 6}`)
+	code, out, errOut := runCaptured(t, "env", "show", "wiki-search@v0", "--args", `{"max_turns": 6}`)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
