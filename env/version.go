@@ -19,6 +19,23 @@ type Version struct {
 	// About says in a few words what the behaviour follows, for
 	// `grpo env show` and errors ("verifiers a60a606 taskset").
 	About string
+	// RewardScale, when not 0, replaces Spec.RewardScale for this
+	// behaviour (1: its reward is verifiers' as it is).
+	RewardScale float64
+}
+
+// ScaleOf is the RewardScale of the behaviour version names (a Versions
+// name, a Hub string, or "" for the default): the version's own, else
+// the Spec's. An unknown version gets the Spec's; New refuses it anyway.
+func (s Spec) ScaleOf(version string) float64 {
+	if name, err := resolveVersion(s, version); err == nil {
+		for _, v := range s.Versions {
+			if v.Name == name && v.RewardScale != 0 {
+				return v.RewardScale
+			}
+		}
+	}
+	return s.RewardScale
 }
 
 // WithVersion selects the behaviour a config's `version` key names; ""

@@ -187,10 +187,14 @@ func envShow(w io.Writer, id string, args map[string]any) error {
 			if len(v.Hub) > 0 {
 				hub = "; Hub " + strings.Join(v.Hub, ", ")
 			}
-			fmt.Fprintf(w, "    %s: %s%s%s\n", v.Name, v.About, def, hub)
+			scale := ""
+			if sc := s.ScaleOf(v.Name); sc != 0 && sc != 1 {
+				scale = fmt.Sprintf("; reward = verifiers' × 1/%g", 1/sc)
+			}
+			fmt.Fprintf(w, "    %s: %s%s%s%s\n", v.Name, v.About, def, hub, scale)
 		}
 	}
-	if s.RewardScale != 0 {
+	if s.RewardScale != 0 && len(s.Versions) == 0 {
 		fmt.Fprintf(w, "  reward scale: verifiers' weighted sum × 1/%g, to keep the reward in [0, 1]; the sub-metrics are verifiers' own, unscaled\n", 1/s.RewardScale)
 	}
 	fmt.Fprintln(w, "\nArgs:")

@@ -55,6 +55,7 @@ type scoredRow struct {
 	Line int    `json:"line"`
 	Name string `json:"name,omitempty"`
 	env.ScoreResult
+	scale float64 // the row's version's RewardScale
 }
 
 func envScore(w io.Writer, id string, baseArgs map[string]any) error {
@@ -106,11 +107,11 @@ func envScore(w io.Writer, id string, baseArgs map[string]any) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v", name, line, err)
 		}
-		res, err := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{Replay: envScoreFlags.replay})
+		res, err := env.Score(context.Background(), e, spec.ScaleOf(version), row, env.ScoreOptions{Replay: envScoreFlags.replay})
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v", name, line, err)
 		}
-		rows = append(rows, scoredRow{Line: line, Name: row.Name, ScoreResult: res})
+		rows = append(rows, scoredRow{Line: line, Name: row.Name, ScoreResult: res, scale: spec.ScaleOf(version)})
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %v", name, err)
@@ -119,7 +120,7 @@ func envScore(w io.Writer, id string, baseArgs map[string]any) error {
 		fmt.Fprintf(os.Stderr, "grpo env score: skipped %d rows whose \"env\" is not %s\n", skipped, spec.ID)
 	}
 	if f, ok := w.(*os.File); ok && !envScoreFlags.jsonl && term.IsTerminal(int(f.Fd())) {
-		return printScoreTable(w, rows, spec.RewardScale)
+		return printScoreTable(w, rows)
 	}
 	enc := json.NewEncoder(w)
 	for _, r := range rows {
@@ -153,7 +154,7 @@ func scoreEnv(built map[string]env.Environment, id, version string, base, own ma
 	return e, nil
 }
 
-func printScoreTable(w io.Writer, rows []scoredRow, scale float64) error {
+func printScoreTable(w io.Writer, rows []scoredRow) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINE\tNAME\tREWARD\tVERIFIERS\tTURNS\tMETRICS")
 	sum, vsum := 0.0, 0.0
@@ -178,7 +179,13 @@ func printScoreTable(w io.Writer, rows []scoredRow, scale float64) error {
 	}
 	if n := float64(len(rows)); n > 0 {
 		fmt.Fprintf(w, "\nmean reward %.4f over %d rows (verifiers' scale: %.4f", sum/n, len(rows), vsum/n)
-		if scale != 0 {
+		scale := rows[0].scale
+		for _, r := range rows {
+			if r.scale != scale {
+				scale = 0 // rows of versions scaled differently: no one factor
+			}
+		}
+		if scale != 0 && scale != 1 {
 			fmt.Fprintf(w, "; grpo's reward = verifiers' × %.4g", scale)
 		}
 		fmt.Fprintln(w, ")")

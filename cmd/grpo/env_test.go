@@ -41,7 +41,7 @@ type = "exact"
 	if err := envShow(&out, "wordle", map[string]any{"num_train_examples": 1, "num_eval_examples": 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"verifiers 8d4b33247", "reward scale: verifiers' weighted sum × 1/2.2", "[GAME] You are Playing Wordle."} {
+	for _, want := range []string{"verifiers 8d4b33247", "v1: verifiers a60a606 taskset, the default\n", "v0: verifiers 8d4b33247; Hub 0.1.7; reward = verifiers' × 1/2.2", "[GAME] You are Playing Wordle."} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show wordle lacks %q:\n%s", want, out.String())
 		}

@@ -137,7 +137,7 @@ func TestRewardsMatchVerifiers(t *testing.T) {
 			}
 		}
 		spec, _ := env.Lookup(c.Env)
-		scale := spec.RewardScale
+		scale := spec.ScaleOf(c.Version)
 		if scale == 0 {
 			scale = 1
 		}

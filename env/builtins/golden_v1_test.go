@@ -105,7 +105,7 @@ func checkWikiJudge(t *testing.T, c goldenCase) {
 	args := map[string]any{"judge_base_url": srv.URL, "judge_api_key_var": ""}
 	e := envtest.NewEnv(t, "wiki-search", args, env.WithVersion("v1"))
 	spec, _ := env.Lookup("wiki-search")
-	res, err := env.Score(context.Background(), e, spec.RewardScale, env.ScoreRow{Prompt: c.Prompt, Completion: c.Completion, Answer: c.Answer, Info: c.Info}, env.ScoreOptions{})
+	res, err := env.Score(context.Background(), e, spec.ScaleOf("v1"), env.ScoreRow{Prompt: c.Prompt, Completion: c.Completion, Answer: c.Answer, Info: c.Info}, env.ScoreOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name, err)
 	}

@@ -16,7 +16,7 @@ func scoreLine(t *testing.T, id, line string, opts env.ScoreOptions) env.ScoreRe
 		t.Fatalf("%s: %v", line, err)
 	}
 	spec, _ := env.Lookup(id)
-	res, err := env.Score(context.Background(), envtest.NewEnv(t, id, row.Args), spec.RewardScale, row, opts)
+	res, err := env.Score(context.Background(), envtest.NewEnv(t, id, row.Args, env.WithVersion(row.Version)), spec.ScaleOf(row.Version), row, opts)
 	if err != nil {
 		t.Fatalf("%s: %v", line, err)
 	}
@@ -74,12 +74,12 @@ func TestScoreReplaysGolden(t *testing.T) {
 		spec, _ := env.Lookup(c.Env)
 		e := envtest.NewEnv(t, c.Env, c.Args, env.WithVersion(c.Version))
 		row := env.ScoreRow{Prompt: c.Prompt, Completion: turns, Answer: c.Answer, Info: c.Info}
-		res, err := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{})
+		res, err := env.Score(context.Background(), e, spec.ScaleOf(c.Version), row, env.ScoreOptions{})
 		if err != nil || !envtest.Near(res.VerifiersReward, c.Reward) || res.EpisodeDone != c.GameOver {
 			t.Errorf("%s/%s: %+v (%v), verifiers %v", c.Env, c.Name, res, err, c.Reward)
 		}
 		row.Completion = c.Completion
-		if res, _ := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "" || !envtest.Near(res.VerifiersReward, c.Reward) {
+		if res, _ := env.Score(context.Background(), e, spec.ScaleOf(c.Version), row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "" || !envtest.Near(res.VerifiersReward, c.Reward) {
 			t.Errorf("%s/%s replayed: %+v", c.Env, c.Name, res)
 		}
 		if len(c.Completion) < 2 || c.Completion[1].Role != "user" {
@@ -88,10 +88,10 @@ func TestScoreReplaysGolden(t *testing.T) {
 		wrong := append([]chat.Message(nil), c.Completion...)
 		wrong[1].Content = "something else"
 		row.Completion = wrong
-		if res, _ := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "turn 1" {
+		if res, _ := env.Score(context.Background(), e, spec.ScaleOf(c.Version), row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "turn 1" {
 			t.Errorf("%s/%s: a changed reply gave %q", c.Env, c.Name, res.ReplyDiffers)
 		}
-		if res, _ := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{}); res.Played || res.Turns == 0 {
+		if res, _ := env.Score(context.Background(), e, spec.ScaleOf(c.Version), row, env.ScoreOptions{}); res.Played || res.Turns == 0 {
 			t.Errorf("%s/%s: given replies were not scored as given: %+v", c.Env, c.Name, res)
 		}
 	}

@@ -52,14 +52,14 @@ func TestV1GoldenThroughScore(t *testing.T) {
 		}
 		spec, _ := env.Lookup(c.Env)
 		e := envtest.NewEnv(t, c.Env, row.Args, env.WithVersion(row.Version))
-		res, err := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{})
+		res, err := env.Score(context.Background(), e, spec.ScaleOf(row.Version), row, env.ScoreOptions{})
 		if err != nil || !envtest.Near(res.VerifiersReward, c.Reward) || !reflect.DeepEqual(res.Metrics, c.Metrics) && !nearMetrics(res.Metrics, c.Metrics) {
 			t.Errorf("%s/%s: %+v (%v); verifiers %v %v", c.Env, c.Name, res, err, c.Reward, c.Metrics)
 		}
 		if c.Env != "alphabet-sort" || !repliesAreUserTurns(c) {
 			continue
 		}
-		if res, _ := env.Score(context.Background(), e, spec.RewardScale, row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "" || !envtest.Near(res.VerifiersReward, c.Reward) {
+		if res, _ := env.Score(context.Background(), e, spec.ScaleOf(row.Version), row, env.ScoreOptions{Replay: true}); res.ReplyDiffers != "" || !envtest.Near(res.VerifiersReward, c.Reward) {
 			t.Errorf("%s/%s replayed: %+v", c.Env, c.Name, res)
 		}
 	}

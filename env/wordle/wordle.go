@@ -64,7 +64,7 @@ func init() {
 			"v0 (verifiers 8d4b33247): <guess> tags, reward = (correct_answer + partial_answer + length_bonus + 0.2·format_reward) / 2.2",
 		RewardScale: wordleScale,
 		Versions: []env.Version{
-			{Name: "v1", About: "verifiers a60a606 taskset"},
+			{Name: "v1", About: "verifiers a60a606 taskset", RewardScale: 1},
 			{Name: "v0", Hub: []string{"0.1.7"}, About: "verifiers 8d4b33247"},
 		},
 		Args: []env.ArgSpec{
