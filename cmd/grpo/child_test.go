@@ -34,6 +34,25 @@ func grpoChild(args ...string) (*exec.Cmd, *bytes.Buffer) {
 	return c, &stderr
 }
 
+// startServe starts `grpo serve MODEL ARGS… --port 0` as a child, stopped
+// when the test ends, and returns its URL and its stderr.
+func startServe(t *testing.T, model string, args ...string) (string, *bytes.Buffer) {
+	t.Helper()
+	srv, srvErr := grpoChild(append([]string{"serve", model, "--port", "0"}, args...)...)
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Process.Signal(os.Interrupt)
+		srv.Wait()
+	})
+	return serverURL(t, stdout, srvErr), srvErr
+}
+
 // tinyTrainConfig writes a tiny model, a reverse-words environment and a
 // run config of maxSteps steps with a checkpoint every ckInterval, and
 // returns the config's path.

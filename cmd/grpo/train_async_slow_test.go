@@ -30,19 +30,7 @@ func TestDemoAsyncOnGrpoServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := filepath.Join(root, "examples", "demo", "model")
-	srv, srvErr := grpoChild("serve", model, "--port", "0", "--slots", "64", "--max-len", "256", "--served-model-name", "demo")
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Process.Signal(os.Interrupt)
-		srv.Wait()
-	}()
-	url := serverURL(t, stdout, srvErr)
+	url, srvErr := startServe(t, model, "--slots", "64", "--max-len", "256", "--served-model-name", "demo")
 	demo, err := os.ReadFile(filepath.Join(root, "examples", "demo.toml"))
 	if err != nil {
 		t.Fatal(err)

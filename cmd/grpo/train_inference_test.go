@@ -59,19 +59,7 @@ rollouts_per_example = 2
 		t.Fatal(err)
 	}
 
-	srv, srvErr := grpoChild("serve", model, "--port", "0", "--slots", "3", "--max-len", "512", "--served-model-name", "tiny")
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Process.Signal(os.Interrupt)
-		srv.Wait()
-	}()
-	url := serverURL(t, stdout, srvErr)
+	url, srvErr := startServe(t, model, "--slots", "3", "--max-len", "512", "--served-model-name", "tiny")
 
 	local := filepath.Join(t.TempDir(), "local")
 	if code, _, stderr := runCLI("train", cfg, "--output", local); code != 0 {
@@ -256,19 +244,7 @@ func TestTrainInferenceErrors(t *testing.T) {
 func TestTrainAsyncOnGrpoServe(t *testing.T) {
 	cfg := tinyTrainConfig(t, 6, 0, "max_async_level = 1")
 	model := filepath.Join(filepath.Dir(cfg), "model")
-	srv, srvErr := grpoChild("serve", model, "--port", "0", "--slots", "4", "--max-len", "512", "--served-model-name", "tiny")
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Process.Signal(os.Interrupt)
-		srv.Wait()
-	}()
-	url := serverURL(t, stdout, srvErr)
+	url, srvErr := startServe(t, model, "--slots", "4", "--max-len", "512", "--served-model-name", "tiny")
 	text, _ := os.ReadFile(cfg)
 	text = fmt.Appendf(text, "\n[inference]\nurl = %q\nmodel = \"tiny\"\ntimeout = 60\n", url)
 	if err := os.WriteFile(cfg, text, 0o644); err != nil {
