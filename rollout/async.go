@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,7 +59,7 @@ type ProducerOptions struct {
 	// Keep, when set, decides whether a played group is trained on (the
 	// trainer's difficulty filter); a group it passes over is handed out
 	// as Filtered and its place refilled. Next calls it in its caller's
-	// goroutine, once per group, in the order the groups finished.
+	// goroutine, once per group, oldest policy first.
 	Keep func(Group) bool
 	// Examine bounds the groups one Next looks at, kept or passed over,
 	// so that a filter passing over most groups cannot stall a step
@@ -73,8 +74,9 @@ type ProducerOptions struct {
 // moment (pinned until the group ends, see ServerEngine). It runs at most
 // MaxAsync + 1 batches ahead of its caller (the groups in flight and
 // those played but not yet handed out), since a group started further
-// ahead could only be handed out too old (see window). Next hands out the first
-// groups finished that are recent enough; older ones, and the groups in
+// ahead could only be handed out too old (see window). Next hands out the
+// groups finished that are recent enough, oldest policy first (the ones a
+// later step could no longer take); older ones, and the groups in
 // flight that can no longer be, are dropped and counted. Stop ends it;
 // what was in flight is lost.
 type Producer struct {
@@ -160,8 +162,8 @@ func (b *Batch) Metrics() map[string]float64 {
 
 // Next returns the groups of a step taken by a trainer at policy step
 // policy (the optimiser steps taken; its adapter is the engine's current
-// one): the first Groups finished whose policy is at least policy −
-// MaxAsync and that Keep keeps, with those it passed over; fewer when
+// one): Groups finished whose policy is at least policy − MaxAsync,
+// oldest policy first, and that Keep keeps, with those it passed over; fewer when
 // Examine groups were looked at first. It blocks until they are played,
 // and fails when a group's Play failed (the server is down) or ctx ends.
 func (p *Producer) Next(ctx context.Context, policy int) (*Batch, error) {
@@ -183,6 +185,9 @@ func (p *Producer) Next(ctx context.Context, policy int) (*Batch, error) {
 	var taken, passed []Group
 	defer func() { p.waiting, p.taken = false, 0 }()
 	for {
+		// Oldest policy first: a group the next step could no longer
+		// take is used before a fresher one that it still could.
+		slices.SortStableFunc(p.done, func(a, b Group) int { return a.Policy - b.Policy })
 		for len(p.done) > 0 && len(taken) < p.o.Groups && len(taken)+len(passed) < p.o.Examine {
 			g := p.done[0]
 			p.done = p.done[1:]
