@@ -14,10 +14,7 @@
 // where G is the running sum of g within the chunk. Only differences
 // G_t − G_s (t ≥ s) and G itself are exponentiated, so nothing overflows.
 // nvcc -ptx -arch=compute_90 gated_delta_chunked.cu
-#include "linear.cuh"
-
-// DELTA_CHUNK is deltaChunk in linear_ops.go.
-#define DELTA_CHUNK 64
+#include "delta_chunk.cuh"
 
 // grid (nRuns, nHeadV), block (256), dynamic shared (linear_ops.go's
 // chunkedShared): S (dimK × dimV), K̂ and W/Q̂ (64 × dimK each), U/Δ
@@ -43,45 +40,7 @@ GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_f32(float* out, cons
 	for (int c0 = 0; c0 < r.count; c0 += C) {
 		int L = min(C, r.count - c0), first = r.first + c0;
 		delta_load_rows(K, qkv, width, first, L, d.kOff(h), dimK, 1.0f);
-		if (tid == 0) {
-			float acc = 0.0f;
-			for (int t = 0; t < L; t++) {
-				acc += g[(long long)(first + t) * nHeadV + h];
-				G[t] = acc;
-				B[t] = beta[(long long)(first + t) * nHeadV + h];
-			}
-		}
-		__syncthreads();
-		for (int e = tid; e < L * L; e += nt) {
-			int t = e / L, s = e % L;
-			float x = 0.0f;
-			if (s < t) {
-				for (int i = 0; i < dimK; i++) x += K[t * dimK + i] * K[s * dimK + i];
-				x *= B[t] * expf(G[t] - G[s]);
-			}
-			A[t * C + s] = x;
-		}
-		__syncthreads();
-		// Forward substitution, a column of U or W per thread: row t of a
-		// column needs only that column's rows s < t.
-		for (int col = tid; col < dimV + dimK; col += nt) {
-			bool isU = col < dimV;
-			int j = isU ? col : col - dimV, ld_ = isU ? dimV : dimK;
-			float* M = isU ? U : QW;
-			for (int t = 0; t < L; t++) {
-				float x = isU ? B[t] * qkv[(first + t) * width + d.vOff(h) + j] : B[t] * expf(G[t]) * K[t * dimK + j];
-				for (int s = 0; s < t; s++) x -= A[t * C + s] * M[s * ld_ + j];
-				M[t * ld_ + j] = x;
-			}
-		}
-		__syncthreads();
-		for (int e = tid; e < L * dimV; e += nt) {
-			int t = e / dimV, j = e % dimV;
-			float ws = 0.0f;
-			for (int i = 0; i < dimK; i++) ws += QW[t * dimK + i] * S[i * dimV + j];
-			U[e] -= ws;
-		}
-		__syncthreads();
+		delta_chunk_delta(U, QW, A, G, B, K, S, qkv, g, beta, d, h, first, L);
 		delta_load_rows(QW, qkv, width, first, L, d.qOff(h), dimK, rsqrtf((float)dimK));
 		__syncthreads();
 		for (int e = tid; e < L * L; e += nt) {

@@ -12,10 +12,7 @@
 // (gated_delta_l2_backward.cu) to sum over each key head's value heads and
 // take through the l2 norms.
 // nvcc -ptx -arch=compute_90 gated_delta_chunked_backward.cu
-#include "linear.cuh"
-
-// DELTA_CHUNK is deltaChunk in linear_ops.go.
-#define DELTA_CHUNK 64
+#include "delta_chunk.cuh"
 
 // delta_state_step applies one token to S (dimK × dimV, global or
 // shared): S ← a·S + k̂δᵀ with δ = β(v − a·k̂ᵀS) left in delta (shared).
@@ -95,46 +92,8 @@ GRPO_KERNEL void __launch_bounds__(256)
 		const float* S = start(c0 / C);
 		delta_load_rows(K, qkv, width, first, L, d.kOff(h), dimK, 1.0f);
 		for (int e = tid; e < L * dimV; e += nt) dO[e] = dout[((long long)(first + e / dimV) * nHeadV + h) * dimV + e % dimV];
-		if (tid == 0) {
-			float acc = 0.0f;
-			for (int t = 0; t < L; t++) {
-				acc += g[(long long)(first + t) * nHeadV + h];
-				G[t] = acc;
-				B[t] = beta[(long long)(first + t) * nHeadV + h];
-			}
-		}
-		__syncthreads();
+		delta_chunk_delta(D, QW, Ab, G, B, K, S, qkv, g, beta, d, h, first, L);
 		float gl = G[L - 1];
-		for (int e = tid; e < L * L; e += nt) {
-			int t = e / L, s = e % L;
-			float x = 0.0f;
-			if (s < t) {
-				for (int i = 0; i < dimK; i++) x += K[t * dimK + i] * K[s * dimK + i];
-				x *= B[t] * expf(G[t] - G[s]);
-			}
-			Ab[t * C + s] = x;
-		}
-		__syncthreads();
-		// U (into D) and W (into QW) by forward substitution, a column per
-		// thread; then Δ = U − W·S.
-		for (int col = tid; col < dimV + dimK; col += nt) {
-			bool isU = col < dimV;
-			int j = isU ? col : col - dimV, ldm = isU ? dimV : dimK;
-			float* Mx = isU ? D : QW;
-			for (int t = 0; t < L; t++) {
-				float x = isU ? B[t] * qkv[(first + t) * width + d.vOff(h) + j] : B[t] * expf(G[t]) * K[t * dimK + j];
-				for (int s = 0; s < t; s++) x -= Ab[t * C + s] * Mx[s * ldm + j];
-				Mx[t * ldm + j] = x;
-			}
-		}
-		__syncthreads();
-		for (int e = tid; e < L * dimV; e += nt) {
-			int t = e / dimV, j = e % dimV;
-			float ws = 0.0f;
-			for (int i = 0; i < dimK; i++) ws += QW[t * dimK + i] * S[i * dimV + j];
-			D[e] -= ws;
-		}
-		__syncthreads();
 		delta_load_rows(QW, qkv, width, first, L, d.qOff(h), dimK, qscale);
 		__syncthreads();
 		for (int e = tid; e < L * L; e += nt) {
