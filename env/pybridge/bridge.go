@@ -131,6 +131,9 @@ func (b *Bridge) startChild(ctx context.Context) (*child, error) {
 		if errors.As(err, &ce) && ce.Kind == KindMissingVerifiers {
 			return nil, fmt.Errorf("env %s: %s", b.target.ID, missingVerifiers(b.python))
 		}
+		if errors.As(err, &ce) && ce.Kind == KindMissingModule && ce.Missing != "" {
+			return nil, fmt.Errorf("env %s: %s", b.target.ID, MissingModule(b.python, ce.Missing))
+		}
 		return nil, err
 	}
 	if h.Protocol != Protocol {
@@ -251,6 +254,21 @@ func (b *Bridge) Score(ctx context.Context, episode string, input Row, completio
 	}
 	err := b.call(ctx, request{Op: "score", Episode: episode, Input: &input, Completion: &completion}, &s)
 	return s, err
+}
+
+// ScoreGroup scores the played episodes of one group together, as
+// verifiers' score_group does for a rubric with group reward functions
+// (Hello().GroupRewards). Scores are in the order of episodes; an episode
+// the child no longer holds (it restarted) gets nil.
+func (b *Bridge) ScoreGroup(ctx context.Context, episodes []string) ([]*Score, error) {
+	var g groupResult
+	if err := b.call(ctx, request{Op: "score_group", Episodes: episodes}, &g); err != nil {
+		return nil, err
+	}
+	if len(g.Scores) != len(episodes) {
+		return nil, fmt.Errorf("env %s: score_group: %d scores for %d episodes; this is a bug in grpo's bridge", b.target.ID, len(g.Scores), len(episodes))
+	}
+	return g.Scores, nil
 }
 
 // Drop tells the child to forget an episode that will not be scored.

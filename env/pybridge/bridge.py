@@ -1,14 +1,18 @@
 # grpo's bridge to a verifiers environment. grpo runs this script in the
-# user's own python (python -c) and speaks to it in one JSON object per line:
-# requests on stdin, responses on the protocol stream (the original stdout).
-# Everything the environment prints goes to stderr, which grpo logs.
+# environment's python (python -c) and speaks to it in one JSON object per
+# line: requests on stdin, responses on the protocol stream (the original
+# stdout). Everything the environment prints goes to stderr, which grpo
+# logs.
 #
-# grpo samples the model; this script plays the environment's side of
-# verifiers' MultiTurnEnv.rollout loop (init_state, setup_state, then per
-# model turn: add_trajectory_step, is_completed, env_response) and scores
-# with the environment's rubric (_finalize_rollout, score_rollout), keeping
-# each episode's verifiers State here, keyed by grpo's episode id.
+# grpo samples the model; this script plays the environment's side and
+# scores with its rubric, keeping each episode's state here, keyed by
+# grpo's episode id. The script is three files joined: legacy.py (v0
+# environments, load_environment), taskset.py (v1 tasksets) and this one
+# (the protocol), which runs last.
 import asyncio
+import importlib
+import inspect
+import itertools
 import json
 import os
 import sys
@@ -66,9 +70,10 @@ def send(obj):
 class Fail(Exception):
     """An error to report to grpo as it is, with a kind grpo can act on."""
 
-    def __init__(self, kind, message):
+    def __init__(self, kind, message, missing=""):
         super().__init__(message)
         self.kind = kind
+        self.missing = missing  # the module a missing_module failure lacks
 
 
 def one_line(s):
@@ -134,239 +139,68 @@ def messages_out(ms):
     return [message_out(m) for m in ms]
 
 
-class Bridge:
-    def __init__(self, vf, env, env_id):
-        self.vf = vf
-        self.env = env
-        self.env_id = env_id
-        self.states = {}
-        self.datasets = {}
-        self.client = grpo_client(vf)
-        try:
-            from verifiers.utils.message_utils import normalize_messages
-        except ImportError:
-            normalize_messages = None
-        self.normalize = normalize_messages
-
-    def messages_in(self, ms):
-        """Messages from grpo, in the form the environment's code gets from
-        verifiers itself (its Message types, where this verifiers has them)."""
-        ms = [dict(m) for m in ms]
-        return self.normalize(ms, field_name="messages") if self.normalize else ms
-
-    def dataset(self, split):
-        if split in self.datasets:
-            return self.datasets[split]
-        env = self.env
-        if split == "train":
-            ds = env.get_dataset()
-        elif split == "eval":
-            # get_eval_dataset falls back to the train split; grpo wants to
-            # know that there is none.
-            built = env.build_eval_dataset() if hasattr(env, "build_eval_dataset") else getattr(env, "eval_dataset", None)
-            if built is None:
-                raise Fail("no_split", "the environment has no eval dataset")
-            ds = env.get_eval_dataset()
-        else:
-            raise Fail("protocol", "unknown split %r" % (split,))
-        self.datasets[split] = ds
-        return ds
-
-    def row_out(self, row):
-        info = row.get("info") or {}
-        if isinstance(info, str):
-            info = json.loads(info) if info.strip() else {}
-        prompt = row.get("prompt")
-        if isinstance(prompt, str):
-            prompt = [{"role": "user", "content": prompt}]
-        return {
-            "example_id": jsonable(row.get("example_id")),
-            "prompt": messages_out(prompt),
-            "answer": jsonable(row.get("answer", "")),
-            "info": jsonable(info),
-            "task": jsonable(row.get("task")),
-        }
-
-    async def hello(self):
-        env, vf = self.env, self.vf
-        sizes = {"train": len(self.dataset("train"))}
-        try:
-            sizes["eval"] = len(self.dataset("eval"))
-        except Fail as e:
-            if e.kind != "no_split":
-                raise
-        multi = hasattr(vf, "MultiTurnEnv") and isinstance(env, vf.MultiTurnEnv)
-        return {
-            "protocol": PROTOCOL,
-            "env_id": self.env_id,
-            "env_class": type(env).__name__,
-            "verifiers_version": getattr(vf, "__version__", ""),
-            "python": sys.version.split()[0],
-            "multi_turn": multi,
-            "max_turns": int(getattr(env, "max_turns", 1) or 1),
-            "system_prompt": getattr(env, "system_prompt", None) or "",
-            "splits": sizes,
-        }
-
-    async def rows(self, req):
-        ds = self.dataset(req.get("split", "train"))
-        n = len(ds)
-        lo = max(0, int(req.get("offset", 0)))
-        hi = min(n, lo + max(0, int(req.get("limit", n))))
-        if hasattr(ds, "select") and hasattr(ds, "to_list"):
-            rows = ds.select(range(lo, hi)).to_list() if hi > lo else []
-        else:
-            rows = [ds[i] for i in range(lo, hi)]
-        return {"total": n, "rows": [self.row_out(r) for r in rows]}
-
-    async def new_state(self, inp):
-        """A fresh verifiers State for a row, as rollout() starts one."""
-        row = {
-            "prompt": inp.get("prompt") or [],
-            "answer": inp.get("answer", ""),
-            "info": inp.get("info") or {},
-        }
-        if inp.get("task"):
-            row["task"] = inp["task"]
-        if inp.get("example_id") is not None:
-            row["example_id"] = inp["example_id"]
-        state = await self.env.init_state(row, self.client, "grpo", None)
-        if hasattr(self.env, "setup_state"):
-            try:
-                await self.env.setup_state(state)
-            except self.vf.Error as e:
-                state["error"] = e
-        return state
-
-    async def add_turn(self, state, before, assistant):
-        """Record one model turn as verifiers' add_model_response would, from
-        grpo's decoded text instead of a client's response."""
-        step = {
-            "prompt": before,
-            "completion": [assistant],
-            "response": None,
-            "tokens": None,
-            "reward": None,
-            "advantage": None,
-            "is_truncated": False,
-            "trajectory_id": state.get("trajectory_id"),
-            "extras": {},
-        }
-        await self.env.add_trajectory_step(state, step)
-
-    async def reply(self, req):
-        ep = req["episode"]
-        state = self.states.get(ep)
-        if state is None:
-            if req.get("input") is None:
-                raise Fail("unknown_episode", "episode %s is unknown here (the python child restarted?)" % ep)
-            state = await self.new_state(req["input"])
-            self.states[ep] = state
-        try:
-            return await self.turn(state, self.messages_in(req["messages"]))
-        except BaseException:
-            self.states.pop(ep, None)
-            raise
-
-    async def turn(self, state, msgs):
-        if not msgs or msg_role(msgs[-1]) != "assistant":
-            raise Fail("protocol", "reply needs the conversation ending with the assistant's turn")
-        env = self.env
-        await self.add_turn(state, msgs[:-1], msgs[-1])
-        if await env.is_completed(state):
-            return {"messages": [], "done": True, "stop": state.get("stop_condition")}
-        try:
-            out = await env.env_response(msgs, state)
-        except self.vf.Error as e:
-            # verifiers ends the rollout on its own error type, and scores it.
-            state["error"] = e
-            await env.is_completed(state)
-            return {"messages": [], "done": True, "stop": state.get("stop_condition")}
-        final = state.get("final_env_response")
-        if final is not None:
-            await env.is_completed(state)
-            return {"messages": messages_out(final), "done": True, "stop": state.get("stop_condition")}
-        return {"messages": messages_out(out), "done": False, "stop": None}
-
-    async def score(self, req):
-        state = self.states.pop(req.get("episode"), None) if req.get("episode") else None
-        completion = self.messages_in(req.get("completion") or [])
-        if state is None:
-            # A rollout played elsewhere (or before a restart): rebuild the
-            # state from its row and replay the model turns into it.
-            state = await self.new_state(req.get("input") or {})
-            prompt = list(state["prompt"])
-            for i, m in enumerate(completion):
-                if msg_role(m) == "assistant":
-                    await self.add_turn(state, prompt + completion[:i], m)
-        env = self.env
-        if hasattr(env, "_finalize_rollout"):
-            await env._finalize_rollout(state)
-        else:
-            state["completion"] = completion
-        await env.rubric.score_rollout(state)
-        if hasattr(env.rubric, "cleanup"):
-            await env.rubric.cleanup(state)
-        metrics = {}
-        for k, v in (state.get("metrics") or {}).items():
-            try:
-                metrics[str(k)] = float(v)
-            except (TypeError, ValueError):
-                pass
-        return {"reward": float(state.get("reward") or 0.0), "metrics": metrics}
-
-    async def drop(self, req):
-        self.states.pop(req.get("episode"), None)
-        return {}
-
-
 def msg_role(m):
     return m.get("role") if isinstance(m, dict) else getattr(m, "role", None)
 
 
-def grpo_client(vf):
-    """A verifiers Client that is never asked for a completion: grpo samples
-    the model itself. init_state requires a client."""
-    base = getattr(vf, "Client", None)
-    if base is None:
-        return None
+def missing_module(e, own=""):
+    """Raises Fail("missing_module") when e, or an exception it was raised
+    from, is an import of a module this python does not have: a dependency
+    of the environment's package (own, the package itself, is not
+    installed: load_environment says so as verifiers does)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] != own:
+            raise Fail("missing_module", "cannot import %s: %s" % (e.name, one_line(e)), missing=e.name.split(".")[0])
+        e = e.__cause__ or e.__context__
 
-    class GrpoClient(base):
-        def setup_client(self, config):
-            return None
 
-        async def _not_here(self, *a, **k):
-            raise vf.Error("grpo samples the model; the environment asked its client for a completion")
-
-        to_native_tool = to_native_prompt = get_native_response = _not_here
-        raise_from_native_response = from_native_response = _not_here
-
-        async def close(self):
-            return None
-
-    return GrpoClient(None)
+def module_name(env_id):
+    """The module verifiers imports for an id (its load_environment and
+    v1's plugin loader agree): the last path part, '-' as '_'."""
+    return env_id.split("/")[-1].split("@")[0].replace("-", "_")
 
 
 def load(req):
+    """Loads the environment: a module exporting a verifiers v1 Taskset
+    subclass in __all__ is a v1 taskset; anything else goes to verifiers'
+    load_environment (v0), which says what it lacks."""
     try:
         import verifiers as vf
     except ImportError as e:
+        missing = getattr(e, "name", "") or ""
+        if missing and missing.split(".")[0] != "verifiers":
+            missing_module(e)  # verifiers itself lacks a dependency
         raise Fail("missing_verifiers", "cannot import verifiers: %s" % one_line(e))
     module_dir = req.get("module_dir") or ""
     if module_dir:
         sys.path.insert(0, module_dir)
     env_id = req.get("module") or req["env_id"]
+    args = dict(req.get("args") or {})
+    own = module_name(env_id)
     try:
-        env = vf.load_environment(env_id, **(req.get("args") or {}))
+        module = importlib.import_module(own)
     except Exception as e:
-        cause = e.__cause__ or e
-        raise Fail("load", "%s (%s)" % (one_line(e), one_line("%s: %s" % (type(cause).__name__, cause))))
-    return Bridge(vf, env, req["env_id"])
+        missing_module(e, own)
+        module = None  # load_environment reports it as verifiers does
+    taskset = v1_taskset_class(module)
+    if taskset is not None:
+        return load_taskset(module, taskset, req["env_id"], args)
+    return load_legacy(vf, env_id, own, args)
+
+
+def verifiers_version():
+    vf = sys.modules.get("verifiers")
+    return str(getattr(vf, "__version__", "") or "")
 
 
 def fail_response(rid, e):
     if isinstance(e, Fail):
-        return {"id": rid, "ok": False, "kind": e.kind, "error": one_line(e)}
+        out = {"id": rid, "ok": False, "kind": e.kind, "error": one_line(e)}
+        if e.missing:
+            out["missing"] = e.missing
+        return out
     tb = traceback.extract_tb(e.__traceback__)
     where = ""
     if tb:
@@ -391,11 +225,15 @@ async def serve(first):
     bridge = None
     try:
         bridge = load(first)
-        send({"id": first.get("id"), "ok": True, "result": await bridge.hello()})
+        hello = await bridge.hello()
+        hello.update(protocol=PROTOCOL, env_id=first["env_id"], generation=bridge.generation,
+                     verifiers_version=verifiers_version(), python=sys.version.split()[0])
+        send({"id": first.get("id"), "ok": True, "result": hello})
     except BaseException as e:
         send(fail_response(first.get("id"), e))
         return 3
-    ops = {"rows": bridge.rows, "reply": bridge.reply, "score": bridge.score, "drop": bridge.drop}
+    ops = {"rows": bridge.rows, "reply": bridge.reply, "score": bridge.score,
+           "score_group": bridge.score_group, "drop": bridge.drop}
     tasks = set()
 
     async def handle(req):

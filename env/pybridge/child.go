@@ -321,7 +321,7 @@ func (c *child) call(ctx context.Context, req request) (json.RawMessage, error) 
 
 func result(r response) (json.RawMessage, error) {
 	if !r.OK {
-		return nil, &ChildError{Kind: r.Kind, Msg: r.Error}
+		return nil, &ChildError{Kind: r.Kind, Msg: r.Error, Missing: r.Missing}
 	}
 	return r.Result, nil
 }

@@ -11,8 +11,11 @@
 // env_id, module, module_dir, args), answered with the environment's
 // metadata; then "rows" (split, offset, limit), "reply" (episode, input on
 // an episode's first turn, the conversation so far), "score" (episode,
-// input, completion), "drop" (episode) and "close", in any order and
-// concurrently: responses may come back out of order and are matched by id.
+// input, completion), "score_group" (episodes: one group's, scored
+// together by a rubric with group reward functions), "drop" (episode) and
+// "close", in any order and concurrently: responses may come back out of
+// order and are matched by id. A failure of kind "missing_module" names
+// the module in "missing".
 package pybridge
 
 import (
@@ -40,6 +43,7 @@ type request struct {
 	Offset    int            `json:"offset,omitempty"`
 	Limit     int            `json:"limit,omitempty"`
 	Episode   string         `json:"episode,omitempty"`
+	Episodes  []string       `json:"episodes,omitempty"`
 	Input     *Row           `json:"input,omitempty"`
 	Messages  []chat.Message `json:"messages,omitempty"`
 	// Completion is a pointer so that an empty completion is still sent.
@@ -53,13 +57,17 @@ type response struct {
 	Result json.RawMessage `json:"result"`
 	Kind   string          `json:"kind"`
 	Error  string          `json:"error"`
+	// Missing is the module a "missing_module" failure could not import.
+	Missing string `json:"missing"`
 }
 
 // Hello is the environment's metadata, the answer to the handshake.
 type Hello struct {
-	Protocol         int    `json:"protocol"`
-	EnvID            string `json:"env_id"`
-	EnvClass         string `json:"env_class"`
+	Protocol int    `json:"protocol"`
+	EnvID    string `json:"env_id"`
+	EnvClass string `json:"env_class"`
+	// Generation is "v0" (load_environment) or "v1" (a Taskset).
+	Generation       string `json:"generation"`
 	VerifiersVersion string `json:"verifiers_version"`
 	Python           string `json:"python"`
 	MultiTurn        bool   `json:"multi_turn"`
@@ -69,6 +77,9 @@ type Hello struct {
 	// Splits holds the number of rows of "train" and, when the environment
 	// has one, "eval".
 	Splits map[string]int `json:"splits"`
+	// GroupRewards is set when the rubric has group reward functions: its
+	// rollouts are scored a group at a time (ScoreGroup).
+	GroupRewards bool `json:"group_rewards"`
 }
 
 // Row is one dataset row as verifiers formats it.
@@ -80,6 +91,10 @@ type Row struct {
 	Answer any            `json:"answer,omitempty"`
 	Info   map[string]any `json:"info,omitempty"`
 	Task   string         `json:"task,omitempty"`
+}
+
+type groupResult struct {
+	Scores []*Score `json:"scores"`
 }
 
 type rowsResult struct {
@@ -111,11 +126,14 @@ const (
 	KindProtocol         = "protocol"          // a malformed request
 	KindEnv              = "env"               // the environment's code raised
 	KindUnknownEpisode   = "unknown_episode"   // a reply for a state the child lost
+	KindMissingModule    = "missing_module"    // the environment needs a module the python lacks
 )
 
 // ChildError is an error the child reported for one request.
 type ChildError struct {
 	Kind, Msg string
+	// Missing is the module of a KindMissingModule error.
+	Missing string
 }
 
 func (e *ChildError) Error() string { return e.Msg }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
@@ -29,6 +30,8 @@ type pythonEnv struct {
 	rb      *rubric.Rubric
 	pending *pendingEpisodes
 	nextEp  atomic.Int64
+	// groups is set for a rubric with group reward functions.
+	groups *groupScorer
 
 	mu     sync.Mutex
 	splits map[string][]env.Example
@@ -44,6 +47,13 @@ func newPythonEnv(t pybridge.Target, o pybridge.Options) (*pythonEnv, error) {
 	}
 	e := &pythonEnv{id: t.ID, b: b, splits: map[string][]env.Example{}, rows: map[string]pybridge.Row{}}
 	e.pending = newPendingEpisodes(func(ep string) { go b.Drop(context.Background(), ep) })
+	if b.Hello().GroupRewards {
+		wait := o.Timeout
+		if wait <= 0 {
+			wait = 2 * time.Minute
+		}
+		e.groups = newGroupScorer(b, wait)
+	}
 	// One term: verifiers' weighted reward, with each of its reward
 	// functions as a metric ("reward/<function>").
 	e.rb, err = rubric.Weighted(rubric.Term{Name: "reward", Weight: 1, Func: e.score})
@@ -126,6 +136,9 @@ func (e *pythonEnv) NewEpisode(ex env.Example) env.Episode {
 		row = pybridge.Row{Prompt: ex.Prompt, Answer: ex.Answer, Info: ex.Info}
 	}
 	id := "e" + strconv.FormatInt(e.nextEp.Add(1), 10)
+	if e.groups != nil {
+		e.groups.join(ex.ID, id)
+	}
 	return &pythonEpisode{e: e, id: id, row: row, conv: append([]chat.Message(nil), ex.Prompt...)}
 }
 
@@ -150,6 +163,12 @@ func (p *pythonEpisode) Respond(ctx context.Context, assistant string) ([]chat.M
 		input = &p.row
 	}
 	r, err := p.e.b.Reply(ctx, p.id, input, p.conv)
+	if g := p.e.groups; g != nil {
+		g.turn(p.id, err == nil)
+		if err != nil || r.Done {
+			g.end(p.id)
+		}
+	}
 	if err != nil {
 		p.e.pending.forget(p.id)
 		return nil, false, p.e.wrap(err)
@@ -170,6 +189,15 @@ func (p *pythonEpisode) Respond(ctx context.Context, assistant string) ([]chat.M
 	return r.Messages, r.Done, nil
 }
 
+// Close ends the episode however it ended (package rollout closes every
+// episode): the last of a group to end has the group scored.
+func (p *pythonEpisode) Close() error {
+	if p.e.groups != nil {
+		p.e.groups.end(p.id)
+	}
+	return nil
+}
+
 // score runs the verifiers rubric on a rollout: on the State of the
 // episode it came from when there is one, else on a State rebuilt from
 // the rollout's row (a rollout grpo did not play, as `grpo env score`
@@ -178,6 +206,14 @@ func (e *pythonEnv) score(ctx context.Context, r rubric.Rollout) (rubric.Score, 
 	ep, row := e.pending.take(fingerprint(r.Prompt, r.Completion))
 	if ep == "" {
 		row = pybridge.Row{Prompt: r.Prompt, Answer: r.Answer, Info: r.Info}
+	} else if e.groups != nil {
+		s, ok, err := e.groups.result(ctx, ep)
+		if err != nil {
+			return rubric.Score{}, e.wrap(err)
+		}
+		if ok {
+			return s, nil
+		}
 	}
 	s, err := e.b.Score(ctx, ep, row, r.Completion)
 	if err != nil {
