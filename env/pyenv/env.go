@@ -41,7 +41,7 @@ type pythonEnv struct {
 // newPythonEnv starts the child of target t with the bridge settings o
 // (env.Options.Python).
 func newPythonEnv(t pybridge.Target, o pybridge.Options) (*pythonEnv, error) {
-	b, err := pybridge.Start(context.Background(), t, o)
+	b, err := pybridge.Start(context.Background(), t, runtimeOptions(o))
 	if err != nil {
 		return nil, err
 	}

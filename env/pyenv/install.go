@@ -23,9 +23,11 @@ import (
 // $GRPO_ENV_HUB_URL replaces it (a mirror, or a test's server).
 const EnvironmentsHubURL = "https://api.primeintellect.ai/api/v1/environmentshub"
 
-// Install installs a verifiers environment into the python that Python
-// environments run in (that of opts, else $GRPO_PYTHON or python3), as
-// `prime env install` does:
+// Install installs a verifiers environment, as `prime env install` does,
+// into a virtual environment, never a system interpreter: grpo's own
+// (VenvDir, made with uv or python3 -m venv on first use; environments
+// then run in it), a $GRPO_PYTHON that is a virtual environment's python,
+// or the python of opts:
 //
 //   - owner/name[@version]: nothing when the module is already installed
 //     (and no version is asked for); else the hub's details for it give a
@@ -40,16 +42,12 @@ const EnvironmentsHubURL = "https://api.primeintellect.ai/api/v1/environmentshub
 // It reports what it did, in one line, and streams pip's output to log.
 func Install(ctx context.Context, target string, log io.Writer, opts ...env.Option) (string, error) {
 	o := env.Apply(opts...).Python
-	python := o.Python
-	if python == "" {
-		p, err := pybridge.FindPython()
+	if st, err := os.Stat(target); err == nil && st.IsDir() && fileExists(filepath.Join(target, "pyproject.toml")) {
+		python, err := installPython(ctx, o, log)
 		if err != nil {
 			return "", fmt.Errorf("env install %s: %v", target, err)
 		}
-		python = p
-	}
-	if st, err := os.Stat(target); err == nil && st.IsDir() && fileExists(filepath.Join(target, "pyproject.toml")) {
-		if err := runInstall(ctx, log, pipCommand(python, "install", "-e", target)); err != nil {
+		if err := runCommand(ctx, log, pipCommand(python, "install", "-e", target)); err != nil {
 			return "", fmt.Errorf("env install %s: %v", target, err)
 		}
 		abs, _ := filepath.Abs(target)
@@ -71,13 +69,18 @@ func Install(ctx context.Context, target string, log io.Writer, opts ...env.Opti
 	}
 	id := owner + "/" + name
 	mod := pythonModule(name)
-	if version == "" && moduleInstalled(mod, o) {
-		return fmt.Sprintf("%s is already installed in %s (module %s)", id, python, mod), nil
+	if rt := runtimeOptions(o); version == "" && moduleInstalled(mod, rt) {
+		return fmt.Sprintf("%s is already installed in %s (module %s)", id, pythonName(rt), mod), nil
 	}
 	d, err := hubDetails(ctx, owner, name, version)
 	if err != nil {
-		return "", fmt.Errorf("env install %s: %v; or install the package yourself with `%s -m pip install …`, or name a local path", target, err, python)
+		return "", fmt.Errorf("env install %s: %v; or install the package yourself into a virtual environment and set GRPO_PYTHON to its python, or name a local path", target, err)
 	}
+	python, err := installPython(ctx, o, log)
+	if err != nil {
+		return "", fmt.Errorf("env install %s: %v", target, err)
+	}
+	o.Python = python
 	args := []string{"install", "--upgrade", d.WheelURL}
 	if d.SimpleIndexURL != "" {
 		spec := mod
@@ -86,13 +89,24 @@ func Install(ctx context.Context, target string, log io.Writer, opts ...env.Opti
 		}
 		args = []string{"install", "--upgrade", spec, "--extra-index-url", d.SimpleIndexURL}
 	}
-	if err := runInstall(ctx, log, pipCommand(python, args...)); err != nil {
+	if err := runCommand(ctx, log, pipCommand(python, args...)); err != nil {
 		return "", fmt.Errorf("env install %s: %v", target, err)
 	}
 	if !moduleInstalled(mod, o) {
 		return "", fmt.Errorf("env install %s: pip succeeded but %s still cannot find module %s", target, python, mod)
 	}
 	return fmt.Sprintf("installed %s into %s (module %s)", id, python, mod), nil
+}
+
+// pythonName is the python o runs environments in, for messages.
+func pythonName(o pybridge.Options) string {
+	if o.Python != "" {
+		return o.Python
+	}
+	if p, err := pybridge.FindPython(); err == nil {
+		return p
+	}
+	return "python3"
 }
 
 // parseHubID splits owner/name[@version].

@@ -77,13 +77,13 @@ exec %q "$@"
 	if err := os.WriteFile(python, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("GRPO_PYTHON", python)
 	return python, record
 }
 
 func TestInstallPythonFromHub(t *testing.T) {
 	o := withStubVerifiers(t)
 	python, record := fakePip(t)
+	o.Python = python // a Go caller's python: installed into as it is
 	var asked []string
 	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked = append(asked, r.URL.Path)

@@ -106,7 +106,7 @@ sys.exit(0 if m not in getattr(sys, "stdlib_module_names", ()) and importlib.uti
 // moduleInstalled asks the python of o (without importing anything)
 // whether mod is installed. No python means no.
 func moduleInstalled(mod string, o pybridge.Options) bool {
-	python := o.Python
+	python := runtimeOptions(o).Python
 	if python == "" {
 		p, err := pybridge.FindPython()
 		if err != nil {
