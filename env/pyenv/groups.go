@@ -16,8 +16,8 @@ import (
 // example started together (package rollout starts an example's
 // rollouts_per_example episodes one after another, before any of them
 // plays) form a group, which is scored once every member has ended
-// (Close, or a final or failed Respond). Each member's score waits for
-// that, at most wait; a member a group was scored without (it ended after
+// (Close, a final or failed Respond, or its score being asked for). Each
+// member's score waits for that, at most wait; a member a group was scored without (it ended after
 // the wait) is scored on its own, as a group of one.
 type groupScorer struct {
 	b    *pybridge.Bridge
@@ -126,6 +126,9 @@ func (s *groupScorer) result(ctx context.Context, ep string) (sc rubric.Score, o
 	if g == nil {
 		return rubric.Score{}, false, nil
 	}
+	// A rollout is scored once its episode is over, however the caller
+	// ended it (a remote engine's max_turns cap closes nothing).
+	s.end(ep)
 	timer := time.NewTimer(s.wait)
 	defer timer.Stop()
 	select {

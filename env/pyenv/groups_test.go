@@ -76,3 +76,31 @@ func TestPythonEnvGroupLateMember(t *testing.T) {
 		t.Errorf("%+v, want 1.5: scored without the late member", res)
 	}
 }
+
+// Members that neither finish nor are closed (a remote engine's max_turns
+// cap) end when their scores are asked for: the group does not wait.
+func TestPythonEnvGroupEndsAtScoring(t *testing.T) {
+	o := withStubVerifiers(t)
+	o.Timeout = 30 * time.Second
+	log := filepath.Join(t.TempDir(), "cleanup.log")
+	e := newPython(t, "../pybridge/testdata/envs/legacy_env.py", map[string]any{"log": log}, o)
+	exs, _ := e.Examples("train")
+	var ro []rubric.Rollout
+	for _, text := range []string{"yes", "no"} {
+		ep := e.NewEpisode(exs[0])
+		reply, done, err := ep.Respond(context.Background(), text)
+		if err != nil || done {
+			t.Fatalf("%v, %v", done, err)
+		}
+		ro = append(ro, rubric.Rollout{Prompt: exs[0].Prompt, Answer: exs[0].Answer,
+			Completion: append([]chat.Message{{Role: "assistant", Content: text}}, reply...)})
+	}
+	start := time.Now()
+	res := e.Rubric().ScoreAll(context.Background(), ro, 2)
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("scoring waited %v for members that were being scored", time.Since(start))
+	}
+	if res[0].Metrics["reward"] != 1.5 || res[1].Metrics["reward"] != 0.5 {
+		t.Errorf("%+v", res)
+	}
+}
