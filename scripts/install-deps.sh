@@ -4,6 +4,7 @@
 #   libopenblas0-pthread  the CPU backend's optional sgemm (dlopen'd at run time)
 #   python3-torch         independent reference for golden files and benchmarks
 #   python3               runs the Python-environment bridge's tests (env/pybridge)
+#   python3-venv          `grpo env install` makes its own virtual environment (env/pyenv)
 #   nodejs, npm           run the official openai npm client against grpo serve (serve's TestOpenAINodeClient)
 #   bubblewrap, python3-numpy/sympy/scipy
 #                         the sandbox for model-written code (sandbox/, docs/sandbox.md):
@@ -14,7 +15,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 dpkg -s libopenblas0-pthread >/dev/null 2>&1 || need+=(libopenblas0-pthread)
-for p in bubblewrap python3 python3-numpy python3-sympy python3-scipy; do
+for p in bubblewrap python3 python3-venv python3-numpy python3-sympy python3-scipy; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ "${GRPO_SKIP_TORCH:-}" = "" ]; then

@@ -77,16 +77,18 @@ A custom environment is a directory with environment.toml and its data:
 
 Environments in ./environments/ of the workspace are found too.
 
-Verifiers (Python) environments, from the Environments Hub or your own, run
-in your python ($GRPO_PYTHON, else python3, with verifiers installed) through
-grpo's bridge; a config names them as the Lab does:
+Verifiers (Python) environments of both generations (v0 load_environment
+packages, v1 Taskset packages), from the Environments Hub or your own, run
+through grpo's bridge in grpo's own virtual environment ($GRPO_HOME/venv,
+made with uv when it is on PATH, else python3 -m venv; a $GRPO_PYTHON that is
+a venv's python is used instead); a config names them as the Lab does:
 
-  grpo env install owner/name        pip-installs the hub's package into that python
+  grpo env install owner/name        installs the hub's package into that venv
                                      (nothing when it is installed already)
-  grpo env install ./environments/my_env   pip install -e (a directory with pyproject.toml)
+  grpo env install ./environments/my_env   pip install -e into that venv (a directory with pyproject.toml)
   [[env]]
   id = "owner/name"                  # or "./environments/my_env/my_env.py"
-  args = { max_turns = 4 }           # passed to load_environment as they are`,
+  args = { max_turns = 4 }           # passed to load_environment (or the taskset's config) as they are`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&envFlags.args, "args", "", `environment args as a JSON object, e.g. '{"seed": 1}' (show, score)`)
 			fs.BoolVar(&envFlags.force, "force", false, "replace an installed environment of the same id (install)")
