@@ -30,6 +30,14 @@ type Trajectory struct {
 	// assistant turn's decoded text (without its stop token) and the
 	// environment's replies, in order.
 	Messages []chat.Message
+	// Rewritten, for an agent episode whose program rewrote its
+	// conversation's history, holds its other samples (agentSamples), in
+	// the order they started; PromptTokens … Logprobs are the sample of
+	// its last model call. Each trains with the trajectory's reward.
+	Rewritten []TokenSample
+	// AgentCalls, for an agent episode, records each model call the
+	// program made through the interception endpoint.
+	AgentCalls []AgentCall
 	// Policy is the policy step whose adapter generated the episode (the
 	// optimiser steps behind it; 0: the initial adapter). A Producer's
 	// rollouts may be older than the trainer's policy. ServerEngine sets

@@ -1,0 +1,182 @@
+package rollout
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/rubric"
+)
+
+// agentEnv is an environment played by an agent program.
+type agentEnv struct{ spec env.AgentSpec }
+
+func (agentEnv) ID() string                             { return "agent" }
+func (agentEnv) Examples(string) ([]env.Example, error) { return nil, nil }
+func (agentEnv) NewEpisode(env.Example) env.Episode {
+	panic("an agent environment's episodes are its program's")
+}
+func (agentEnv) Rubric() *rubric.Rubric { return answerRubric }
+func (e agentEnv) Agent() env.AgentSpec { return e.spec }
+func (agentEnv) MaxTurns() int          { return 5 }
+
+// answerRubric rewards a final assistant message equal to the answer.
+var answerRubric, _ = rubric.Weighted(rubric.Term{Name: "answer", Weight: 1, Func: rubric.Reward(func(r rubric.Rollout) float64 {
+	if n := len(r.Completion); n > 0 && r.Completion[n-1].Content == r.Answer {
+		return 1
+	}
+	return 0
+})})
+
+func scriptedAgent(t *testing.T, mode string, timeout time.Duration) agentEnv {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the scripted agent needs it")
+	}
+	return agentEnv{spec: env.AgentSpec{Command: []string{"python3", "testdata/scripted_agent.py"}, Env: []string{"AGENT_MODE=" + mode},
+		Timeout: timeout, PromptTokens: 64}}
+}
+
+func agentExamples() []env.Example {
+	return []env.Example{
+		{ID: "a", Answer: "1", Prompt: []chat.Message{{Role: "system", Content: "You are an agent."}, {Role: "user", Content: "Pick a number."}}},
+		{ID: "b", Answer: "0", Prompt: []chat.Message{{Role: "user", Content: "Pick another."}}},
+	}
+}
+
+// TestAgentEpisodeSamplesAreTheCalls plays the scripted agent — a call,
+// a call that extends it, a call that rewrites the history, then an
+// answer on standard output — in process, and checks that the
+// trajectory's samples are exactly the calls' tokens: the first two
+// calls one sample, the third another, each call's prompt and
+// completion where the call made them, the completions trained with
+// their log-probs, the prompt the program's first call rendered.
+func TestAgentEpisodeSamplesAreTheCalls(t *testing.T) {
+	e := scriptedAgent(t, "", time.Minute)
+	tok := qwen3Tokenizer(t)
+	m := vocabModel(t, tok)
+	exs := agentExamples()
+	trajs, err := Local(context.Background(), m, tok, e, exs, 2, rolloutParams(), 7, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range trajs {
+		if len(tr.Errors) > 0 {
+			t.Fatalf("trajectory %d failed: %v", i, tr.Errors)
+		}
+		if len(tr.AgentCalls) != 3 || tr.Turns != 3 || len(tr.Rewritten) != 1 {
+			t.Fatalf("trajectory %d: %d calls, %d turns, %d other samples; want 3, 3, 1", i, len(tr.AgentCalls), tr.Turns, len(tr.Rewritten))
+		}
+		want, err := RenderPrompt(tok, exs[i/2].Prompt, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tr.AgentCalls
+		if !slices.Equal(c[0].Prompt, want) {
+			t.Errorf("trajectory %d: the first call's prompt is not the example's rendered", i)
+		}
+		first := tr.Rewritten[0]
+		own := TokenSample{PromptTokens: tr.PromptTokens, Tokens: tr.Tokens, ModelMask: tr.ModelMask, Logprobs: tr.Logprobs}
+		checkCallIn(t, i, 0, c[0], first, 0)
+		checkCallIn(t, i, 1, c[1], first, len(c[0].Prompt)+len(c[0].Completion)-len(first.PromptTokens))
+		checkCallIn(t, i, 2, c[2], own, 0)
+		if n := len(first.PromptTokens) + len(first.Tokens); n != len(c[1].Prompt)+len(c[1].Completion) {
+			t.Errorf("trajectory %d: the first sample has %d tokens, more than its calls'", i, n)
+		}
+		if n := len(own.PromptTokens) + len(own.Tokens); n != len(c[2].Prompt)+len(c[2].Completion) {
+			t.Errorf("trajectory %d: the last sample has %d tokens, more than its call's", i, n)
+		}
+		last := tr.Messages[len(tr.Messages)-1]
+		if last.Role != "assistant" || (last.Content != "0" && last.Content != "1") {
+			t.Errorf("trajectory %d: the final message %+v is not the program's answer", i, last)
+		}
+		if wantR := map[bool]float64{true: 1, false: 0}[last.Content == tr.Answer]; tr.Reward != wantR {
+			t.Errorf("trajectory %d: reward %v, want %v", i, tr.Reward, wantR)
+		}
+	}
+}
+
+// checkCallIn checks that call c's tokens are sample s's where the call
+// made them: its prompt is the sample's tokens up to the completion's
+// start (off tokens after the sample's prompt), its completion follows,
+// trained, with its log-probs.
+func checkCallIn(t *testing.T, traj, call int, c AgentCall, s TokenSample, off int) {
+	t.Helper()
+	full := append(slices.Clone(s.PromptTokens), s.Tokens...)
+	end := len(c.Prompt) + len(c.Completion)
+	if end > len(full) || !slices.Equal(full[:len(c.Prompt)], c.Prompt) || !slices.Equal(full[len(c.Prompt):end], c.Completion) {
+		t.Errorf("trajectory %d call %d: its tokens are not its sample's", traj, call)
+		return
+	}
+	start := len(c.Prompt) - len(s.PromptTokens)
+	for j := range c.Completion {
+		if !s.ModelMask[start+j] || s.Logprobs[start+j] != c.Logprobs[j] {
+			t.Errorf("trajectory %d call %d: completion token %d is not trained with its log-prob", traj, call, j)
+			return
+		}
+	}
+	for j := off; j < start; j++ {
+		if s.ModelMask[j] {
+			t.Errorf("trajectory %d call %d: its new prompt token %d is marked as the model's", traj, call, j)
+			return
+		}
+	}
+}
+
+// TestAgentEpisodeTimeouts: a program that never calls, one that calls
+// once and then hangs, and one that fails end their episodes with one
+// line each, within their deadline, and the run goes on.
+func TestAgentEpisodeTimeouts(t *testing.T) {
+	tok := qwen3Tokenizer(t)
+	m := vocabModel(t, tok)
+	silent := agentEnv{spec: env.AgentSpec{Command: []string{"sleep", "60"}, Timeout: 300 * time.Millisecond, PromptTokens: 64}}
+	for _, c := range []struct {
+		name string
+		e    agentEnv
+		want string
+	}{
+		{"never calls", silent, "ran past its timeout"},
+		{"hangs", scriptedAgent(t, "hang", time.Second), "ran past its timeout"},
+		{"fails", scriptedAgent(t, "fail", time.Minute), "exit status 3 (stderr: giving up)"},
+		{"not found", agentEnv{spec: env.AgentSpec{Command: []string{"/nonexistent/agent"}}}, "starting the agent program"},
+	} {
+		t0 := time.Now()
+		trajs, err := Local(context.Background(), m, tok, c.e, agentExamples()[:1], 2, rolloutParams(), 1, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if d := time.Since(t0); d > 20*time.Second {
+			t.Errorf("%s: took %v", c.name, d)
+		}
+		for _, tr := range trajs {
+			if len(tr.Errors) != 1 || !strings.Contains(tr.Errors[0], c.want) || tr.Reward != 0 {
+				t.Errorf("%s: errors %q reward %v, want one naming %q", c.name, tr.Errors, tr.Reward, c.want)
+			}
+		}
+	}
+}
+
+// TestAgentEpisodeMaxTurns: an episode cut by the environment's turn
+// limit answers the program's pending call with an error and kills it;
+// its calls so far are its sample.
+func TestAgentEpisodeMaxTurns(t *testing.T) {
+	tok := qwen3Tokenizer(t)
+	m := vocabModel(t, tok)
+	e := scriptedAgent(t, "", time.Minute)
+	trajs, err := Local(context.Background(), m, tok, e, agentExamples()[:1], 1, rolloutParams(), 1, Options{MaxTurns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajs[0]
+	if len(tr.Errors) > 0 || tr.Turns != 1 || len(tr.AgentCalls) != 1 || len(tr.Rewritten) != 0 {
+		t.Fatalf("errors %v, %d turns, %d calls, %d other samples; want none, 1, 1, 0", tr.Errors, tr.Turns, len(tr.AgentCalls), len(tr.Rewritten))
+	}
+	if c := tr.AgentCalls[0]; !slices.Equal(tr.PromptTokens, c.Prompt) || !slices.Equal(tr.Tokens, c.Completion) {
+		t.Errorf("the sample is not the call's tokens")
+	}
+}

@@ -1,0 +1,50 @@
+"""A scripted agent program for the interception endpoint's tests.
+
+Standard library only. It reads the task from standard input, makes three
+chat calls to OPENAI_BASE_URL — the second extends the first's
+conversation, the third rewrites the history (a fresh conversation that
+summarises the first) — then prints an answer and exits. AGENT_MODE
+changes that: "hang" calls once and then never calls or exits again,
+"fail" calls once and exits with status 3.
+"""
+
+import json
+import os
+import sys
+import time
+import urllib.request
+
+BASE = os.environ["OPENAI_BASE_URL"]
+MODE = os.environ.get("AGENT_MODE", "")
+
+
+def ask(messages):
+    body = json.dumps({"model": "any", "messages": messages, "temperature": 0.5}).encode()
+    req = urllib.request.Request(
+        BASE + "/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]},
+    )
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        return json.load(resp)["choices"][0]["message"]["content"]
+
+
+task = json.load(sys.stdin)
+prompt = task["prompt"]
+first = ask(prompt)
+if MODE == "hang":
+    time.sleep(3600)
+if MODE == "fail":
+    print("giving up", file=sys.stderr)
+    sys.exit(3)
+conversation = prompt + [
+    {"role": "assistant", "content": first},
+    {"role": "user", "content": "Check your answer once more."},
+]
+second = ask(conversation)
+# Rewrite the history: keep the system prompt, replace the rest by a note.
+fresh = [m for m in prompt if m["role"] == "system"] + [
+    {"role": "user", "content": "Notes so far: %d and %d characters. Final answer?" % (len(first), len(second))}
+]
+third = ask(fresh)
+print("1" if (len(first) + len(second) + len(third)) % 2 == 0 else "0")
