@@ -38,7 +38,7 @@ func scriptedAgent(t *testing.T, mode string, timeout time.Duration) agentEnv {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed: the scripted agent needs it")
 	}
-	return agentEnv{spec: env.AgentSpec{Command: []string{"python3", "testdata/scripted_agent.py"}, Env: []string{"AGENT_MODE=" + mode},
+	return agentEnv{spec: env.AgentSpec{Command: []string{"python3", "../testdata/agents/scripted_agent.py"}, Env: []string{"AGENT_MODE=" + mode},
 		Timeout: timeout, PromptTokens: 64}}
 }
 

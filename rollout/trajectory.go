@@ -3,6 +3,7 @@ package rollout
 import (
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/loss"
 )
 
 // Trajectory is one played and scored episode, kept as the exact tokens
@@ -96,3 +97,14 @@ const (
 	// of the slot, or the environment's reply did not fit in it.
 	TruncatedContext = "context"
 )
+
+// OtherSamples is the trajectory's samples besides its own tokens (an
+// agent episode's Rewritten), as the policy update takes them: each
+// trains with the trajectory's advantage (update.Scored.Others).
+func (t *Trajectory) OtherSamples() []loss.Sample {
+	var out []loss.Sample
+	for _, s := range t.Rewritten {
+		out = append(out, loss.Sample{Prompt: s.PromptTokens, Completion: s.Tokens, ModelMask: s.ModelMask, OldLogp: s.Logprobs})
+	}
+	return out
+}

@@ -5,7 +5,9 @@ chat calls to OPENAI_BASE_URL — the second extends the first's
 conversation, the third rewrites the history (a fresh conversation that
 summarises the first) — then prints an answer and exits. AGENT_MODE
 changes that: "hang" calls once and then never calls or exits again,
-"fail" calls once and exits with status 3.
+"fail" calls once and exits with status 3. With AGENT_LOG set, each
+call's usage (as the endpoint reports it) is appended to that file as a
+JSON line.
 """
 
 import json
@@ -26,7 +28,11 @@ def ask(messages):
         headers={"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]},
     )
     with urllib.request.urlopen(req, timeout=600) as resp:
-        return json.load(resp)["choices"][0]["message"]["content"]
+        out = json.load(resp)
+    if os.environ.get("AGENT_LOG"):
+        with open(os.environ["AGENT_LOG"], "a") as log:
+            log.write(json.dumps(out["usage"]) + "\n")
+    return out["choices"][0]["message"]["content"]
 
 
 task = json.load(sys.stdin)
