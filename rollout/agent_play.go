@@ -99,3 +99,16 @@ func (d *driver) restart(p *episode) bool {
 	a.started(ids)
 	return true
 }
+
+// abandonAgents kills the programs of episodes that never started or
+// never ended (ended ones are closed already), leaving their
+// trajectories as they are.
+func abandonAgents(eps []*episode) {
+	for _, p := range eps {
+		if a := p.agent; a != nil && !a.closed {
+			a.closed = true
+			a.link.end()
+			a.prog.stop()
+		}
+	}
+}

@@ -236,3 +236,24 @@ func TestAgentEpisodeOnServer(t *testing.T) {
 	checkCallIn(t, 0, 1, tr.AgentCalls[1], tr.Rewritten[0], len(tr.AgentCalls[0].Prompt)+3-len(tr.Rewritten[0].PromptTokens))
 	checkCallIn(t, 0, 2, tr.AgentCalls[2], TokenSample{PromptTokens: tr.PromptTokens, Tokens: tr.Tokens, ModelMask: tr.ModelMask, Logprobs: tr.Logprobs}, 0)
 }
+
+// TestAgentEpisodePromptTooLong: a program whose first call does not fit
+// the sampler's slots fails its own rollout, named, and Play goes on.
+func TestAgentEpisodePromptTooLong(t *testing.T) {
+	e := scriptedAgent(t, "", time.Minute)
+	tok := qwen3Tokenizer(t)
+	s, err := sampler.New(vocabModel(t, tok), tok, sampler.Config{Slots: 2, MaxLen: 8, PrefillTokens: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	trajs, err := Play(context.Background(), s, tok, e, agentExamples()[:1], 2, rolloutParams(), 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trajs {
+		if len(tr.Errors) != 1 || !strings.Contains(tr.Errors[0], "start:") {
+			t.Errorf("errors %q, want the start's", tr.Errors)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -170,6 +171,9 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 		defer ic.close()
 		queue = d.startAgents(ctx, ic, ag.Agent(), queue)
 		d.agents = true
+		// Programs whose episode never started (no room, Play failing)
+		// are killed now rather than at their deadline.
+		defer abandonAgents(slices.Clone(queue))
 	}
 	t0 := time.Now()
 	sctx, cancel := context.WithCancel(ctx)
