@@ -68,6 +68,9 @@ func TestAgentEpisodeSamplesAreTheCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m := Summarize(trajs); m["agent/calls"] != 3 || m["agent/samples"] != 2 {
+		t.Errorf("agent/calls %v, agent/samples %v; want 3 and 2", m["agent/calls"], m["agent/samples"])
+	}
 	for i, tr := range trajs {
 		if len(tr.Errors) > 0 {
 			t.Fatalf("trajectory %d failed: %v", i, tr.Errors)
