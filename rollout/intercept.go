@@ -2,13 +2,14 @@ package rollout
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,14 +21,15 @@ import (
 // chat completions server (127.0.0.1, a port of its own) that agent
 // programs call as their model. Each episode gets a path of its own,
 // /e/<id>/v1, so the program's calls reach its episode, which answers
-// them with the turns the driver generates. Only chat completions
+// them with the turns the driver generates. The paths are random, so
+// that another local user cannot guess one and slip calls into an
+// episode's samples. Only chat completions
 // without streaming or tools are served: a call it cannot serve is
 // answered with an error the program sees.
 type interceptor struct {
 	srv  *http.Server
 	addr string
 	mu   sync.Mutex
-	next int
 	eps  map[string]*agentLink
 }
 
@@ -70,10 +72,11 @@ func newInterceptor() (*interceptor, error) {
 // open makes a path for one episode: its base URL (OPENAI_BASE_URL) and
 // the link its calls arrive on.
 func (ic *interceptor) open() (string, *agentLink) {
+	var b [12]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	ic.next++
-	id := strconv.Itoa(ic.next)
 	l := &agentLink{calls: make(chan *agentCall), over: make(chan struct{})}
 	ic.eps[id] = l
 	return "http://" + ic.addr + "/e/" + id + "/v1", l

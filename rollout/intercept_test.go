@@ -69,7 +69,7 @@ func TestInterceptorRoundTrip(t *testing.T) {
 		t.Fatalf("status %d, response %+v", status, got)
 	}
 	var e struct{ Error struct{ Message string } }
-	if status := post(t, strings.Replace(base, "/e/1/", "/e/9/", 1)+"/chat/completions", `{}`, &e); status != 404 || !strings.Contains(e.Error.Message, "OPENAI_BASE_URL") {
+	if status := post(t, base[:strings.Index(base, "/e/")]+"/e/1/v1/chat/completions", `{}`, &e); status != 404 || !strings.Contains(e.Error.Message, "OPENAI_BASE_URL") {
 		t.Errorf("unknown episode: status %d, %q", status, e.Error.Message)
 	}
 	link.end()
