@@ -97,6 +97,8 @@ func (d *driver) restart(p *episode) bool {
 	p.seq = seqs[0]
 	p.conv = slices.Clone(msgs)
 	a.started(ids)
+	// The episode goes on, so a turn cut by max_tokens does not truncate it.
+	t.Truncated, t.TruncatedBy = false, ""
 	return true
 }
 
