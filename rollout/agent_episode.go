@@ -9,6 +9,7 @@ import (
 
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // agentEpisode is an episode played by an agent program through the
@@ -27,11 +28,16 @@ type agentEpisode struct {
 	pending *agentCall     // the call the next turn answers
 	cur     []int32        // the current sequence's tokens: what the next turn is generated after
 	calls   []AgentCall
-	// rewrite holds a call's messages that did not extend the
-	// conversation: the driver starts a new sequence on them.
-	rewrite []chat.Message
+	// rewrite is a call that did not extend the conversation: the driver
+	// starts a new sequence on its messages.
+	rewrite *agentCall
 	finish  string // the latest turn's finish reason
-	closed  bool
+	// chat renders the episode's prompts and replies: Play's options with
+	// the tools the program offers (its latest sequence's first call's);
+	// format reads the model's calls of them.
+	chat   tokenizer.ChatOptions
+	format tokenizer.ToolCallFormat
+	closed bool
 }
 
 // errAgentOver is what a program's later calls are answered with once
@@ -52,7 +58,10 @@ func (a *agentEpisode) firstCall(ctx context.Context) ([]chat.Message, error) {
 		}
 		return nil, err
 	}
-	a.pending, a.conv = c, c.messages
+	if len(c.tools) > 0 && a.format == tokenizer.ToolCallsNone {
+		return nil, errors.New("the agent program offers tools, but this model's chat template renders no tool calls grpo can read (Hermes <tool_call> as Qwen2.5/Qwen3, Qwen3.5's XML calls, or Llama 3.1's JSON); use a model whose template has tools, or call without tools")
+	}
+	a.pending, a.conv, a.chat.Tools = c, c.messages, c.tools
 	return c.messages, nil
 }
 
@@ -91,12 +100,11 @@ func (a *agentEpisode) appended(ids []int32) { a.cur = append(a.cur, ids...) }
 // failed when its status is not 0.
 func (a *agentEpisode) Respond(ctx context.Context, text string) ([]chat.Message, bool, error) {
 	last := a.calls[len(a.calls)-1]
-	a.pending.answer <- agentAnswer{content: text, finish: a.finish, promptTokens: len(last.Prompt), completion: len(last.Completion)}
+	ans := a.answer(text)
+	ans.promptTokens, ans.completion = len(last.Prompt), len(last.Completion)
+	a.pending.answer <- ans
 	a.pending = nil
-	// The program reads the text through JSON, which turns each invalid
-	// UTF-8 byte (a turn cut inside a character) into U+FFFD, as
-	// converting to runes does: what it sends back restates this.
-	a.conv = append(a.conv, chat.Message{Role: "assistant", Content: string([]rune(text))})
+	a.conv = append(a.conv, chat.Message{Role: "assistant", Content: ans.content, ToolCalls: ans.toolCalls})
 	c, err := a.nextCall(ctx)
 	switch {
 	case err != nil:
@@ -105,12 +113,40 @@ func (a *agentEpisode) Respond(ctx context.Context, text string) ([]chat.Message
 		return nil, true, a.prog.exitError()
 	}
 	a.pending = c
-	if reply, ok := conversationExtends(a.conv, c.messages); ok {
+	// Other tools change the prompt's start (the template writes them
+	// there): a rewrite, like other messages.
+	if reply, ok := conversationExtends(a.conv, c.messages); ok && sameTools(a.chat.Tools, c.tools) {
 		a.conv = c.messages
 		return reply, false, nil
 	}
-	a.conv, a.rewrite = c.messages, c.messages
+	a.conv, a.rewrite = c.messages, c
 	return nil, false, nil
+}
+
+// answer is the turn as the pending call's answer: its text and, when
+// the call offered tools and the model called them (all readably), the
+// calls, with finish reason "tool_calls". The program reads the text
+// through JSON, which turns each invalid UTF-8 byte (a turn cut inside a
+// character) into U+FFFD, as converting to runes does, so that what it
+// sends back restates the answer.
+func (a *agentEpisode) answer(text string) agentAnswer {
+	ans := agentAnswer{content: string([]rune(text)), finish: a.finish}
+	if len(a.pending.tools) == 0 {
+		return ans
+	}
+	parsed := a.format.ParseWithTools(text, a.pending.tools)
+	for _, c := range parsed.Calls {
+		if c.Err != "" {
+			return ans // the program gets the text and sees what went wrong
+		}
+		var tc chat.ToolCall
+		tc.Type, tc.Function.Name, tc.Function.Arguments = "function", c.Name, c.Arguments
+		ans.toolCalls = append(ans.toolCalls, tc)
+	}
+	if len(ans.toolCalls) > 0 {
+		ans.content, ans.finish = string([]rune(parsed.Content)), "tool_calls"
+	}
+	return ans
 }
 
 // Close ends the episode however it ended: later calls are refused, the

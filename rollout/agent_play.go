@@ -28,14 +28,14 @@ func (d *driver) startAgents(ctx context.Context, ic *interceptor, spec env.Agen
 			errs[i] = err
 			continue
 		}
-		p.agent = &agentEpisode{prog: prog, link: link, t: p.t}
+		p.agent = &agentEpisode{prog: prog, link: link, t: p.t, chat: d.chat, format: d.tok.ToolCallFormat()}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			msgs, err := p.agent.firstCall(ctx)
 			if err == nil {
 				p.t.Prompt = msgs
-				p.t.PromptTokens, err = renderPrompt(d.tok, msgs, d.chat)
+				p.t.PromptTokens, err = renderPrompt(d.tok, msgs, p.agent.chat)
 			}
 			errs[i] = err
 		}()
@@ -74,9 +74,10 @@ func (d *driver) startAgents(ctx context.Context, ic *interceptor, spec env.Agen
 // whether the episode goes on.
 func (d *driver) restart(p *episode) bool {
 	a, t := p.agent, p.t
-	msgs := a.rewrite
+	msgs := a.rewrite.messages
+	a.chat.Tools = a.rewrite.tools
 	a.rewrite = nil
-	ids, err := renderPrompt(d.tok, msgs, d.chat)
+	ids, err := renderPrompt(d.tok, msgs, a.chat)
 	if err != nil {
 		t.fail(fmt.Sprintf("turn %d: rendering the agent's rewritten conversation: %v", t.Turns, err))
 		return false

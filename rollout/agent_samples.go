@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -113,7 +115,52 @@ func sameMessage(a, b chat.Message) bool {
 	if a.Role != "assistant" {
 		return a.Content == b.Content
 	}
-	return assistantText(a) == assistantText(b)
+	return assistantText(a) == assistantText(b) && sameToolCalls(a.ToolCalls, b.ToolCalls)
+}
+
+// sameToolCalls compares calls by name and arguments as JSON values, so
+// that arguments sent back as a JSON string (OpenAI's form) or as an
+// object, or spaced otherwise, are the same.
+func sameToolCalls(a, b []chat.ToolCall) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Function.Name != b[i].Function.Name || !reflect.DeepEqual(jsonArgs(a[i].Function.Arguments), jsonArgs(b[i].Function.Arguments)) {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonArgs is a call's arguments as a JSON value: a JSON string holding
+// JSON is read through.
+func jsonArgs(raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	if s, ok := v.(string); ok {
+		var inner any
+		if json.Unmarshal([]byte(s), &inner) == nil {
+			return inner
+		}
+	}
+	return v
+}
+
+// sameTools reports whether two calls offer the same tools (as JSON
+// values: spacing and key order do not count).
+func sameTools(a, b []json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !reflect.DeepEqual(jsonArgs(a[i]), jsonArgs(b[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 // assistantText is an assistant turn's text with its reasoning, however

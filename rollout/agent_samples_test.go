@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -76,5 +77,28 @@ func TestConversationExtends(t *testing.T) {
 		if ok && !reflect.DeepEqual(reply, []chat.Message{next}) {
 			t.Errorf("%s: reply = %v, want the new user message", c.name, reply)
 		}
+	}
+}
+
+// TestConversationExtendsToolCalls: a turn's tool calls restated with
+// their arguments as a JSON string (OpenAI's form) are the same calls;
+// other arguments or a dropped call rewrite the turn.
+func TestConversationExtendsToolCalls(t *testing.T) {
+	call := func(args string) chat.ToolCall {
+		var c chat.ToolCall
+		c.Type, c.Function.Name, c.Function.Arguments = "function", "add", json.RawMessage(args)
+		return c
+	}
+	user := chat.Message{Role: "user", Content: "q"}
+	conv := []chat.Message{user, {Role: "assistant", ToolCalls: []chat.ToolCall{call(`{"a": 1}`)}}}
+	result := chat.Message{Role: "tool", Content: "2", ToolCallID: "call_0"}
+	for args, want := range map[string]bool{`"{\"a\":1}"`: true, `{"a":1}`: true, `"{\"a\": 2}"`: false} {
+		req := []chat.Message{user, {Role: "assistant", ToolCalls: []chat.ToolCall{call(args)}}, result}
+		if _, ok := conversationExtends(conv, req); ok != want {
+			t.Errorf("arguments %s: extends = %v, want %v", args, ok, want)
+		}
+	}
+	if _, ok := conversationExtends(conv, []chat.Message{user, {Role: "assistant"}, result}); ok {
+		t.Error("a turn restated without its call extends the conversation")
 	}
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/rubric"
 	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // agentEnv is an environment played by an agent program.
@@ -258,5 +260,50 @@ func TestAgentEpisodePromptTooLong(t *testing.T) {
 		if len(tr.Errors) != 1 || !strings.Contains(tr.Errors[0], "start:") {
 			t.Errorf("errors %q, want the start's", tr.Errors)
 		}
+	}
+}
+
+// TestAgentEpisodeToolCalls: a program that offers tools gets the
+// model's tool calls (read in the chat template's format) as OpenAI
+// tool_calls, and its next call — the calls sent back with their results
+// — extends the same sample: the tool results are appended as tokens,
+// and the first prompt is rendered with the tools.
+func TestAgentEpisodeToolCalls(t *testing.T) {
+	e := scriptedAgent(t, "tools", time.Minute)
+	tok := qwen3Tokenizer(t)
+	turn := append(tok.Encode("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"), tok.EOS()[0])
+	ids := make([]int, len(turn))
+	lps := make([]float64, len(turn))
+	for i, id := range turn {
+		ids[i], lps[i] = int(id), -0.5
+	}
+	c := fakeServer(t, func(map[string]any) (int, string) { return 200, completion(ids, lps, "stop") })
+	eng, err := NewServerEngine(context.Background(), c, ServerOptions{Model: "base", AdapterDir: t.TempDir(), Tok: tok, Config: &model.Config{VocabSize: tok.VocabSize(), MaxPositions: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rolloutParams()
+	p.MaxTokens = 64
+	trajs, err := eng.Play(context.Background(), e, agentExamples()[:1], 1, p, 7, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajs[0]
+	if len(tr.Errors) > 0 || len(tr.AgentCalls) != 2 || len(tr.Rewritten) != 0 {
+		t.Fatalf("errors %v, %d calls, %d other samples; want none, 2, 0", tr.Errors, len(tr.AgentCalls), len(tr.Rewritten))
+	}
+	tools := []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "add", "description": "Add one to a.", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}`)}
+	text, err := tok.ApplyChatTemplate(agentExamples()[0].Prompt, tokenizer.ChatOptions{Tools: tools, AddGenerationPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tr.AgentCalls[0].Prompt, tok.Encode(text)) {
+		t.Error("the first call's prompt is not rendered with the program's tools")
+	}
+	own := TokenSample{PromptTokens: tr.PromptTokens, Tokens: tr.Tokens, ModelMask: tr.ModelMask, Logprobs: tr.Logprobs}
+	checkCallIn(t, 0, 0, tr.AgentCalls[0], own, 0)
+	checkCallIn(t, 0, 1, tr.AgentCalls[1], own, len(turn))
+	if reply := tok.Decode(tr.AgentCalls[1].Prompt[len(tr.AgentCalls[0].Prompt)+len(turn):]); !strings.Contains(reply, "<tool_response>\n2\n</tool_response>") {
+		t.Errorf("the tool result is not appended as the template writes it: %q", reply)
 	}
 }

@@ -44,12 +44,14 @@ type agentLink struct {
 // agentCall is one chat completion request waiting for its answer.
 type agentCall struct {
 	messages []chat.Message
+	tools    []json.RawMessage
 	answer   chan agentAnswer // buffered: answering never blocks
 }
 
 // agentAnswer is a generated turn for the call, or why there is none.
 type agentAnswer struct {
 	content, finish          string
+	toolCalls                []chat.ToolCall // read from the turn when the call offered tools
 	promptTokens, completion int
 	err                      error
 }
@@ -122,12 +124,11 @@ func (ic *interceptor) chat(w http.ResponseWriter, r *http.Request, l *agentLink
 		apiError(w, http.StatusBadRequest, "reading the request: "+err.Error())
 		return
 	}
-	msgs, model, err := decodeAgentRequest(body)
+	c, model, err := decodeAgentRequest(body)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	c := &agentCall{messages: msgs, answer: make(chan agentAnswer, 1)}
 	select {
 	case l.calls <- c:
 	case <-l.over:
@@ -153,9 +154,26 @@ func (ic *interceptor) chat(w http.ResponseWriter, r *http.Request, l *agentLink
 	}
 	writeJSON(w, map[string]any{
 		"id": "chatcmpl-grpo", "object": "chat.completion", "created": time.Now().Unix(), "model": model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": a.content}, "finish_reason": a.finish}},
+		"choices": []any{map[string]any{"index": 0, "message": answerMessage(a), "finish_reason": a.finish}},
 		"usage":   map[string]int{"prompt_tokens": a.promptTokens, "completion_tokens": a.completion, "total_tokens": a.promptTokens + a.completion},
 	})
+}
+
+// answerMessage is the answer as an OpenAI assistant message: its text
+// and, when the model called tools, the calls, their arguments as a JSON
+// string as OpenAI writes them.
+func answerMessage(a agentAnswer) map[string]any {
+	m := map[string]any{"role": "assistant", "content": a.content}
+	if len(a.toolCalls) == 0 {
+		return m
+	}
+	var calls []any
+	for i, c := range a.toolCalls {
+		calls = append(calls, map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
+			"function": map[string]any{"name": c.Function.Name, "arguments": string(c.Function.Arguments)}})
+	}
+	m["tool_calls"] = calls
+	return m
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

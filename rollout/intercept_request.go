@@ -6,12 +6,14 @@ import (
 	"fmt"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/env"
 )
 
 // agentRequest is the part of a chat completion request the
 // interception endpoint reads. Sampling parameters (temperature,
-// max_tokens, ...) are ignored: the run's [sampling] generates every
-// turn, so that all rollouts are sampled alike.
+// max_tokens, ...) and tool_choice are ignored: the run's [sampling]
+// generates every turn, so that all rollouts are sampled alike, and the
+// model calls tools when it does.
 type agentRequest struct {
 	Model    string            `json:"model"`
 	Messages []json.RawMessage `json:"messages"`
@@ -31,9 +33,10 @@ type agentMessage struct {
 	ToolCallID       string          `json:"tool_call_id"`
 }
 
-// decodeAgentRequest returns a request's messages and model, or one line
+// decodeAgentRequest returns a request's messages, tools (OpenAI function
+// definitions, as the chat template takes them) and model, or one line
 // saying what the endpoint cannot serve and what to do instead.
-func decodeAgentRequest(body []byte) ([]chat.Message, string, error) {
+func decodeAgentRequest(body []byte) (*agentCall, string, error) {
 	var req agentRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, "", fmt.Errorf("the request is not a chat completion request: %v", err)
@@ -43,10 +46,13 @@ func decodeAgentRequest(body []byte) ([]chat.Message, string, error) {
 		return nil, "", errors.New("stream: true is not served by the interception endpoint; call with stream false")
 	case req.N != nil && *req.N != 1:
 		return nil, "", fmt.Errorf("n = %d: the interception endpoint generates one choice per request; call with n = 1", *req.N)
-	case len(req.Tools) > 0:
-		return nil, "", errors.New("tools are not served by the interception endpoint yet; describe tools in the prompt and parse the reply in the program")
 	case len(req.Messages) == 0:
 		return nil, "", errors.New("messages is empty; send the conversation so far")
+	}
+	for i, t := range req.Tools {
+		if _, err := env.ParseToolSchema(t); err != nil {
+			return nil, "", fmt.Errorf("tools[%d]: %v", i, err)
+		}
 	}
 	msgs := make([]chat.Message, len(req.Messages))
 	for i, raw := range req.Messages {
@@ -64,7 +70,7 @@ func decodeAgentRequest(body []byte) ([]chat.Message, string, error) {
 		msgs[i] = chat.Message{Role: m.Role, Content: text, ReasoningContent: m.ReasoningContent,
 			ToolCalls: m.ToolCalls, Name: m.Name, ToolCallID: m.ToolCallID}
 	}
-	return msgs, req.Model, nil
+	return &agentCall{messages: msgs, tools: req.Tools, answer: make(chan agentAnswer, 1)}, req.Model, nil
 }
 
 // contentText reads a message's content: a string, null, or text parts

@@ -11,20 +11,22 @@ import (
 )
 
 func TestDecodeAgentRequest(t *testing.T) {
-	msgs, model, err := decodeAgentRequest([]byte(`{"model":"m","messages":[
+	c, model, err := decodeAgentRequest([]byte(`{"model":"m","messages":[
 		{"role":"system","content":"s"},
 		{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
-		{"role":"assistant","content":null,"reasoning_content":"r"}],"temperature":0.2}`))
+		{"role":"assistant","content":null,"reasoning_content":"r"}],"temperature":0.2,
+		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if model != "m" || len(msgs) != 3 || msgs[1].Content != "ab" || msgs[2].Content != "" || *msgs[2].ReasoningContent != "r" {
+	msgs := c.messages
+	if model != "m" || len(msgs) != 3 || len(c.tools) != 1 || msgs[1].Content != "ab" || msgs[2].Content != "" || *msgs[2].ReasoningContent != "r" {
 		t.Fatalf("decoded %q %+v", model, msgs)
 	}
 	for body, want := range map[string]string{
 		`{"messages":[{"role":"user","content":"x"}],"stream":true}`:                 "stream",
 		`{"messages":[{"role":"user","content":"x"}],"n":2}`:                         "n = 2",
-		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`: "tools",
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`: "tools[0]",
 		`{"messages":[]}`:                "empty",
 		`{"messages":[{"content":"x"}]}`: "no role",
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`: "image_url",

@@ -538,7 +538,11 @@ func (d *driver) continueEpisode(p *episode) bool {
 		t.fail(fmt.Sprintf("turn %d: respond returned no reply and did not end the episode", t.Turns))
 		return false
 	}
-	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, d.chat)
+	opts := d.chat
+	if p.agent != nil {
+		opts = p.agent.chat // with the tools the program offers
+	}
+	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, opts)
 	if err != nil {
 		t.fail(fmt.Sprintf("turn %d: rendering the reply: %v", t.Turns, err))
 		return false

@@ -5,7 +5,9 @@ chat calls to OPENAI_BASE_URL — the second extends the first's
 conversation, the third rewrites the history (a fresh conversation that
 summarises the first) — then prints an answer and exits. AGENT_MODE
 changes that: "hang" calls once and then never calls or exits again,
-"fail" calls once and exits with status 3. With AGENT_LOG set, each
+"fail" calls once and exits with status 3, "tools" offers a tool, sends
+the model's tool calls back with their results (one extending call) and
+fails unless the first answer called the tool. With AGENT_LOG set, each
 call's usage (as the endpoint reports it) is appended to that file as a
 JSON line.
 """
@@ -20,8 +22,15 @@ BASE = os.environ["OPENAI_BASE_URL"]
 MODE = os.environ.get("AGENT_MODE", "")
 
 
-def ask(messages):
-    body = json.dumps({"model": "any", "messages": messages, "temperature": 0.5}).encode()
+TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add one to a.",
+          "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}]
+
+
+def call(messages, tools=None):
+    request = {"model": "any", "messages": messages, "temperature": 0.5}
+    if tools:
+        request["tools"] = tools
+    body = json.dumps(request).encode()
     req = urllib.request.Request(
         BASE + "/chat/completions",
         data=body,
@@ -32,11 +41,23 @@ def ask(messages):
     if os.environ.get("AGENT_LOG"):
         with open(os.environ["AGENT_LOG"], "a") as log:
             log.write(json.dumps(out["usage"]) + "\n")
-    return out["choices"][0]["message"]["content"]
+    return out["choices"][0]["message"]
+
+
+def ask(messages):
+    return call(messages)["content"]
 
 
 task = json.load(sys.stdin)
 prompt = task["prompt"]
+if MODE == "tools":
+    message = call(prompt, TOOLS)
+    if not message.get("tool_calls"):
+        sys.exit("the answer called no tool: " + json.dumps(message))
+    results = [{"role": "tool", "tool_call_id": c["id"], "content": "2"} for c in message["tool_calls"]]
+    call(prompt + [message] + results, TOOLS)
+    print("1")
+    sys.exit(0)
 first = ask(prompt)
 if MODE == "hang":
     time.sleep(3600)
