@@ -7,4 +7,11 @@
 // (Local, Play) or, turn by turn on token ids, by an OpenAI-compatible
 // server that loads the adapter being trained (ServerEngine: vLLM, grpo
 // serve); RemoteEngine plays chat episodes on a hosted API for evals.
+//
+// An environment played by an external agent program (env.AgentProgram)
+// runs the program once per rollout against the interception endpoint, a
+// local OpenAI-compatible path of its own (intercept.go): its first call
+// is the prompt, each call that extends the conversation is the reply to
+// the turn before, appended as tokens, and a call that rewrites the
+// history starts a new sample (agent_samples.go).
 package rollout

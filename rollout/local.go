@@ -49,6 +49,11 @@ func sizeLocal(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs 
 			longest = max(longest, len(pr.ids))
 		}
 	}
+	if ag, ok := e.(env.AgentProgram); ok {
+		// An agent's prompt is its program's first call, unknown until it
+		// runs: the environment says how much room to keep for it.
+		longest = max(longest, ag.Agent().PromptTokens)
+	}
 	turns := sizingTurns(e, opts.MaxTurns)
 	maxLen := CacheLenReplies(m.Config, longest, p.MaxTokens, turns, ReplyTokens(e))
 	blocks := opts.KVBlocks

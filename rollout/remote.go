@@ -66,6 +66,9 @@ func (r RemoteEngine) Play(ctx context.Context, e env.Environment, exs []env.Exa
 	case e.Rubric() == nil:
 		return nil, fmt.Errorf("rollouts: environment %q has no rubric", e.ID())
 	}
+	if _, ok := e.(env.AgentProgram); ok {
+		return nil, fmt.Errorf("rollouts: environment %q is played by an agent program, which the interception endpoint serves from a model in this process or a grpo serve/vLLM server, not from a hosted chat API; evaluate it with a local model or a server", e.ID())
+	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("rollouts: [sampling] %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -162,6 +163,18 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 			queue = append(queue, &episode{t: t, params: p, example: i})
 		}
 	}
+	if ag, ok := e.(env.AgentProgram); ok {
+		ic, err := newInterceptor()
+		if err != nil {
+			return nil, fmt.Errorf("rollouts: %w", err)
+		}
+		defer ic.close()
+		queue = d.startAgents(ctx, ic, ag.Agent(), queue)
+		d.agents = true
+		// Programs whose episode never started (no room, Play failing)
+		// are killed now rather than at their deadline.
+		defer abandonAgents(slices.Clone(queue))
+	}
 	t0 := time.Now()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -198,6 +211,8 @@ type driver struct {
 	opts  Options
 	chat  tokenizer.ChatOptions
 	tools *toolBox // nil for an environment without tools
+	// agents: the episodes are agent programs' (env.AgentProgram).
+	agents bool
 	// fatal is the first Respond error wrapping env.ErrFatal: the
 	// environment is down, so Play stops rather than fail every episode.
 	fatal error
@@ -217,6 +232,7 @@ type episode struct {
 	seq      turnSeq
 	conv     []chat.Message // prompt and completion so far
 	tools    map[string]env.Tool
+	agent    *agentEpisode // an agent program's episode; nil otherwise
 	maxTurns int
 	// the latest turn and its reply, between the phases of afterTurns
 	text, stopText string
@@ -228,17 +244,23 @@ type episode struct {
 
 // begin starts p's episode; false when it fails to (recorded).
 func (d *driver) begin(e env.Environment, p *episode) bool {
-	p.ep = e.NewEpisode(p.t.Example)
 	p.conv = append([]chat.Message(nil), p.t.Prompt...)
 	p.maxTurns = d.opts.MaxTurns
-	if d.tools == nil {
+	if d.tools == nil && p.agent == nil {
+		p.ep = e.NewEpisode(p.t.Example)
 		return true
 	}
-	// A tool episode ends at the environment's max_turns, as verifiers'
-	// ToolEnv does: the model may keep calling tools otherwise.
+	// A tool or agent episode ends at the environment's max_turns, as
+	// verifiers' ToolEnv does: the model may keep calling otherwise.
 	if tl, ok := e.(env.TurnLimiter); ok && tl.MaxTurns() > 0 && (p.maxTurns == 0 || tl.MaxTurns() < p.maxTurns) {
 		p.maxTurns = tl.MaxTurns()
 	}
+	if p.agent != nil {
+		p.ep = p.agent
+		p.agent.started(p.t.PromptTokens)
+		return true
+	}
+	p.ep = e.NewEpisode(p.t.Example)
 	p.t.toolCallsBy = map[string]int{}
 	tools, err := d.tools.episodeTools(p.ep)
 	if err != nil {
@@ -417,7 +439,12 @@ func (d *driver) dropFailed(active []*episode) []*episode {
 // another, as their Respond may not expect concurrent calls.
 func (d *driver) respondAll(ctx context.Context, active []*episode) {
 	workers := 1
-	if d.tools != nil {
+	switch {
+	case d.agents:
+		// An agent episode's Respond waits on its program, not on this
+		// process: all of them wait at once.
+		workers = max(1, len(active))
+	case d.tools != nil:
 		workers = d.opts.ToolWorkers
 		if workers <= 0 {
 			workers = 8
@@ -461,6 +488,9 @@ func (d *driver) recordTurn(p *episode) {
 		p.stopText, _ = d.tok.Token(last)
 	}
 	p.text = d.tok.Decode(content)
+	if p.agent != nil {
+		p.agent.record(turn)
+	}
 }
 
 // respond gets the reply to the latest turn: for a turn with tool calls,
@@ -502,11 +532,17 @@ func (d *driver) continueEpisode(p *episode) bool {
 		return false
 	case p.done || turn.CacheFull || p.maxTurns > 0 && t.Turns >= p.maxTurns:
 		return false
+	case p.agent != nil && p.agent.rewrite != nil:
+		return d.restart(p)
 	case len(p.reply) == 0:
 		t.fail(fmt.Sprintf("turn %d: respond returned no reply and did not end the episode", t.Turns))
 		return false
 	}
-	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, d.chat)
+	opts := d.chat
+	if p.agent != nil {
+		opts = p.agent.chat // with the tools the program offers
+	}
+	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, opts)
 	if err != nil {
 		t.fail(fmt.Sprintf("turn %d: rendering the reply: %v", t.Turns, err))
 		return false
@@ -528,6 +564,9 @@ func (d *driver) continueEpisode(p *episode) bool {
 	// The episode goes on, so a turn cut by max_tokens does not truncate it.
 	t.Truncated, t.TruncatedBy = false, ""
 	t.Tokens = append(t.Tokens, ids...)
+	if p.agent != nil {
+		p.agent.appended(ids)
+	}
 	for range ids {
 		t.ModelMask = append(t.ModelMask, false)
 		t.Logprobs = append(t.Logprobs, 0)

@@ -13,7 +13,10 @@ import (
 // tool_calls/NAME), tokens/total (prompt and completion), the mean
 // completion length, the share of truncated episodes with the limit that
 // cut them (truncated/max_tokens, truncated/context), and the episodes'
-// error lines.
+// error lines. With agent programs' episodes, tokens/total and the
+// completion length count every sample, and agent/calls and
+// agent/samples are the means of the programs' model calls and of the
+// samples they made (prime-rl's num_turns and num_branches).
 func Summarize(trajs []Trajectory) map[string]float64 {
 	m := map[string]float64{}
 	var sum, sq, total, completion, truncated, errs float64
@@ -25,6 +28,14 @@ func Summarize(trajs []Trajectory) map[string]float64 {
 		sq += x * x
 		total += float64(len(t.PromptTokens) + len(t.Tokens))
 		completion += float64(len(t.Tokens))
+		for _, r := range t.Rewritten {
+			total += float64(len(r.PromptTokens) + len(r.Tokens))
+			completion += float64(len(r.Tokens))
+		}
+		if len(t.AgentCalls) > 0 {
+			metricSums["agent/calls"] += float64(len(t.AgentCalls))
+			metricSums["agent/samples"] += float64(1 + len(t.Rewritten))
+		}
 		if t.Truncated {
 			truncated++
 			truncatedBy[t.TruncatedBy]++

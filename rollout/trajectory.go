@@ -3,6 +3,7 @@ package rollout
 import (
 	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/loss"
 )
 
 // Trajectory is one played and scored episode, kept as the exact tokens
@@ -30,6 +31,14 @@ type Trajectory struct {
 	// assistant turn's decoded text (without its stop token) and the
 	// environment's replies, in order.
 	Messages []chat.Message
+	// Rewritten, for an agent episode whose program rewrote its
+	// conversation's history, holds its other samples (agentSamples), in
+	// the order they started; PromptTokens … Logprobs are the sample of
+	// its last model call. Each trains with the trajectory's reward.
+	Rewritten []TokenSample
+	// AgentCalls, for an agent episode, records each model call the
+	// program made through the interception endpoint.
+	AgentCalls []AgentCall
 	// Policy is the policy step whose adapter generated the episode (the
 	// optimiser steps behind it; 0: the initial adapter). A Producer's
 	// rollouts may be older than the trainer's policy. ServerEngine sets
@@ -88,3 +97,14 @@ const (
 	// of the slot, or the environment's reply did not fit in it.
 	TruncatedContext = "context"
 )
+
+// OtherSamples is the trajectory's samples besides its own tokens (an
+// agent episode's Rewritten), as the policy update takes them: each
+// trains with the trajectory's advantage (update.Scored.Others).
+func (t *Trajectory) OtherSamples() []loss.Sample {
+	var out []loss.Sample
+	for _, s := range t.Rewritten {
+		out = append(out, loss.Sample{Prompt: s.PromptTokens, Completion: s.Tokens, ModelMask: s.ModelMask, OldLogp: s.Logprobs})
+	}
+	return out
+}

@@ -80,7 +80,7 @@ func (r *run) trainStep(ctx context.Context) error {
 			// has none recorded for it, and is routed afresh).
 			s.Experts = t.Experts
 		}
-		rollouts = append(rollouts, update.Scored{Sample: s, Reward: rewards[i]})
+		rollouts = append(rollouts, update.Scored{Sample: s, Reward: rewards[i], Others: t.OtherSamples()})
 	}
 	t1 := time.Now()
 	upd, err := update.Step(update.Policy{Model: r.policy, Adapter: r.adapter, Optimizer: r.opt}, rollouts, R,

@@ -31,6 +31,12 @@ type Settings struct {
 type Scored struct {
 	Sample loss.Sample
 	Reward float32
+	// Others are the rollout's other samples: an agent program's episode
+	// whose program rewrote its conversation's history is several token
+	// sequences (rollout.Trajectory.Rewritten). Each trains with the
+	// rollout's advantage, as prime-rl trains every sample of a rollout;
+	// the group's advantages still count the rollout once.
+	Others []loss.Sample
 }
 
 // Stats report one update.
@@ -53,7 +59,8 @@ type Stats struct {
 // groupSize: group-relative advantages of their rewards (scaled as
 // s.Loss says), then StepSamples over every rollout that has a prompt and
 // a completion. A failed episode with nothing generated still counts in
-// its group's advantages but carries no gradient. With
+// its group's advantages but carries no gradient; a rollout's Others
+// train with its advantage. With
 // s.Loss.FilterZeroAdvantages the groups whose rewards are all equal
 // (every advantage exactly 0) are left out before the forward, so the
 // update is that of the other groups alone, normaliser included.
@@ -85,12 +92,17 @@ func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error)
 			continue
 		}
 		for i := g; i < g+groupSize; i++ {
-			smp := rollouts[i].Sample
-			if len(smp.Prompt) == 0 || len(smp.Completion) == 0 {
-				continue
+			for j := -1; j < len(rollouts[i].Others); j++ {
+				smp := rollouts[i].Sample
+				if j >= 0 {
+					smp = rollouts[i].Others[j]
+				}
+				if len(smp.Prompt) == 0 || len(smp.Completion) == 0 {
+					continue
+				}
+				smp.Advantage = adv[i]
+				samples = append(samples, smp)
 			}
-			smp.Advantage = adv[i]
-			samples = append(samples, smp)
 		}
 	}
 	st, err := StepSamples(p, samples, s)

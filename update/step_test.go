@@ -344,3 +344,55 @@ func TestFailedStepTakesNoUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestStepTrainsEveryRolloutSample: a rollout with other samples (an
+// agent episode whose program rewrote its history) counts once in its
+// group's advantages, and each of its samples trains with its advantage:
+// the update is bit for bit that of the samples listed one by one with
+// the advantages set by hand.
+func TestStepTrainsEveryRolloutSample(t *testing.T) {
+	base := tinyBase(t)
+	rollouts := scoredGroups(base.Config.VocabSize)
+	extra := scoredGroups(base.Config.VocabSize)
+	rollouts[1].Others = []loss.Sample{extra[0].Sample, extra[2].Sample}
+	rollouts[4].Others = []loss.Sample{extra[5].Sample} // nothing generated: no gradient
+	s := Settings{Loss: loss.DefaultConfig(), MaxTokens: 8, MicroBatchTokens: 24, MaxSteps: 10}
+	got, want := newPolicy(t, base), newPolicy(t, base)
+	st, err := Step(got, rollouts, 3, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewards := make([]float32, len(rollouts))
+	for i := range rollouts {
+		rewards[i] = rollouts[i].Reward
+	}
+	scale, _ := s.Loss.AdvantageScale()
+	adv, _, err := loss.Advantages(rewards, 3, scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []loss.Sample
+	for i, r := range rollouts {
+		for _, smp := range append([]loss.Sample{r.Sample}, r.Others...) {
+			if len(smp.Completion) > 0 {
+				smp.Advantage = adv[i]
+				samples = append(samples, smp)
+			}
+		}
+	}
+	if len(samples) != 7 {
+		t.Fatalf("%d samples to train by hand, want 7", len(samples))
+	}
+	ws, err := StepSamples(want, samples, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Loss.Tokens != ws.Loss.Tokens || st.Loss.Loss != ws.Loss.Loss {
+		t.Errorf("trained %d tokens, loss %v; want %d, %v", st.Loss.Tokens, st.Loss.Loss, ws.Loss.Tokens, ws.Loss.Loss)
+	}
+	gv, _ := download(base.Backend, OptimizerParams(got.Adapter))
+	wv, _ := download(base.Backend, OptimizerParams(want.Adapter))
+	if !sameBits(gv, wv) {
+		t.Error("the update differs from that of every sample listed with its rollout's advantage")
+	}
+}

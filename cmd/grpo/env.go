@@ -75,6 +75,9 @@ A custom environment is a directory with environment.toml and its data:
   timeout = "10s"                  # headers = { Authorization = "Bearer ${TOKEN}" }
   # command = ["python3", "tool.py"] instead of url: arguments on stdin, result on stdout, in the sandbox
 
+  [agent]                          # instead of tools: your agent program plays each rollout, calling
+  command = ["python3", "agent.py"]  # the policy at $OPENAI_BASE_URL; timeout = "10m", env, prompt_tokens (docs/agents.md)
+
 Environments in ./environments/ of the workspace are found too.
 
 Verifiers (Python) environments of both generations (v0 load_environment

@@ -32,6 +32,8 @@ type customConfig struct {
 	// max_turns turns (tools.go).
 	MaxTurns int          `toml:"max_turns"`
 	Tool     []toolConfig `toml:"tool"`
+	// Agent makes an external agent program play the episodes (agent.go).
+	Agent *agentConfig `toml:"agent"`
 }
 
 // datasetConfig says where the rows come from: local files (paths relative
@@ -221,7 +223,10 @@ func (c *customConfig) check(f *configFile) error {
 		// make every reward 0, which trains on nothing.
 		return fmt.Errorf("%s: every [[rubric]] term has weight = 0, so every reward would be 0 and training would learn nothing; give at least one term a positive weight, e.g. weight = 1.0", f.at("weight", 0))
 	}
-	return c.checkTools(f)
+	if err := c.checkTools(f); err != nil {
+		return err
+	}
+	return c.checkAgent(f)
 }
 
 // allZeroWeights is true when every rubric term's weight is given as 0

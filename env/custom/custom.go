@@ -63,7 +63,14 @@ func LoadDir(dir string) (env.Spec, error) {
 		Args:        customArgs(cfg),
 		Dir:         dir,
 		New: func(a env.Args, o env.Options) (env.Environment, error) {
-			return newCustomEnv(dir, cfg, a, o)
+			e, err := newCustomEnv(dir, cfg, a, o)
+			switch {
+			case err != nil:
+				return nil, err
+			case cfg.Agent != nil:
+				return agentEnv{e}, nil
+			}
+			return e, nil
 		},
 	}, nil
 }

@@ -50,8 +50,8 @@ func (c *customConfig) checkTools(f *configFile) error {
 		return fmt.Errorf("%s: max_turns = %d: want a count of model turns ≥ 1", f.at("max_turns", -1), c.MaxTurns)
 	}
 	if len(c.Tool) == 0 {
-		if c.MaxTurns > 0 {
-			return fmt.Errorf("%s: max_turns without [[tool]] tables: an environment without tools answers in one turn; declare its tools or drop max_turns", f.at("max_turns", -1))
+		if c.MaxTurns > 0 && c.Agent == nil {
+			return fmt.Errorf("%s: max_turns without [[tool]] tables or [agent]: an environment without tools answers in one turn; declare its tools or drop max_turns", f.at("max_turns", -1))
 		}
 		return nil
 	}
