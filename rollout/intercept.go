@@ -23,9 +23,10 @@ import (
 // /e/<id>/v1, so the program's calls reach its episode, which answers
 // them with the turns the driver generates. The paths are random, so
 // that another local user cannot guess one and slip calls into an
-// episode's samples. Only chat completions
-// without streaming or tools are served: a call it cannot serve is
-// answered with an error the program sees.
+// episode's samples. Only chat completions without streaming are served
+// (tools included: they are rendered into the prompt and the turn's calls
+// come back as tool_calls); a call it cannot serve is answered with an
+// error the program sees.
 type interceptor struct {
 	srv  *http.Server
 	addr string
