@@ -38,6 +38,8 @@ type agentEpisode struct {
 	chat   tokenizer.ChatOptions
 	format tokenizer.ToolCallFormat
 	closed bool
+	// admitted: a cache slot took the episode (its deadline restarted).
+	admitted bool
 }
 
 // errAgentOver is what a program's later calls are answered with once
@@ -58,6 +60,7 @@ func (a *agentEpisode) firstCall(ctx context.Context) ([]chat.Message, error) {
 		}
 		return nil, err
 	}
+	a.prog.hold() // until started: waiting for a slot is not the program's time
 	if len(c.tools) > 0 && a.format == tokenizer.ToolCallsNone {
 		return nil, errors.New("the agent program offers tools, but this model's chat template renders no tool calls grpo can read (Hermes <tool_call> as Qwen2.5/Qwen3, Qwen3.5's XML calls, or Llama 3.1's JSON); use a model whose template has tools, or call without tools")
 	}
@@ -89,7 +92,13 @@ func (a *agentEpisode) record(turn *sampler.Turn) {
 
 // started is called when a sequence starts on prompt (the first call's,
 // or a rewritten conversation's).
-func (a *agentEpisode) started(prompt []int32) { a.cur = slices.Clone(prompt) }
+func (a *agentEpisode) started(prompt []int32) {
+	a.cur = slices.Clone(prompt)
+	if !a.admitted {
+		a.admitted = true
+		a.prog.restart()
+	}
+}
 
 // appended is called when the reply's tokens are appended to the sequence.
 func (a *agentEpisode) appended(ids []int32) { a.cur = append(a.cur, ids...) }

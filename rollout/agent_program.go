@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,16 +21,23 @@ import (
 // agentProgram is one run of an environment's agent program: a child
 // process of this one (the user's own configured program, not
 // model-written code, so it runs outside the sandbox) in a process group
-// of its own, killed whole at its deadline or when its episode ends.
+// of its own, killed whole at its deadline or when its episode ends. The
+// timeout bounds the time to its first call and, apart, its episode from
+// the moment a cache slot takes it.
 type agentProgram struct {
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
-	ctx    context.Context // the episode's deadline
+	ctx    context.Context // ends at the deadline, or when the program exits
 	spec   env.AgentSpec
-	exited chan struct{} // closed when the program has exited
-	err    error         // why it exited, once exited is closed
-	out    capped        // its standard output: the answer the rubric reads
-	errOut capped        // the tail of its standard error, for messages
+	// deadline fires timeout after the start and again after admission
+	// (hold and restart); expired says that it did.
+	deadline *time.Timer
+	timeout  time.Duration
+	expired  atomic.Bool
+	exited   chan struct{} // closed when the program has exited
+	err      error         // why it exited, once exited is closed
+	out      capped        // its standard output: the answer the rubric reads
+	errOut   capped        // the tail of its standard error, for messages
 }
 
 // agentTimeout is an episode's deadline when the environment sets none.
@@ -47,8 +55,9 @@ func startAgent(ctx context.Context, spec env.AgentSpec, ex env.Example, base st
 	if timeout <= 0 {
 		timeout = agentTimeout
 	}
-	a := &agentProgram{spec: spec, exited: make(chan struct{}), out: capped{max: 1 << 20}, errOut: capped{max: 4 << 10, tail: true}}
-	a.ctx, a.cancel = context.WithTimeout(ctx, timeout)
+	a := &agentProgram{spec: spec, timeout: timeout, exited: make(chan struct{}), out: capped{max: 1 << 20}, errOut: capped{max: 4 << 10, tail: true}}
+	a.ctx, a.cancel = context.WithCancel(ctx)
+	a.deadline = time.AfterFunc(timeout, func() { a.expired.Store(true); a.cancel() })
 	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = spec.Dir
 	last := ""
@@ -80,10 +89,23 @@ func startAgent(ctx context.Context, spec env.AgentSpec, ex env.Example, base st
 	}()
 	go func() {
 		a.err = cmd.Wait()
+		a.deadline.Stop()
 		close(a.exited)
 		a.cancel()
 	}()
 	return a, nil
+}
+
+// hold stops the deadline while the program waits, its first call made,
+// for a cache slot to take its episode: a step with more episodes than
+// the cache holds at once must not time out the ones only queued.
+func (a *agentProgram) hold() { a.deadline.Stop() }
+
+// restart gives the admitted episode a whole timeout of its own.
+func (a *agentProgram) restart() {
+	if !a.expired.Load() {
+		a.deadline.Reset(a.timeout)
+	}
 }
 
 // kill ends the program's whole process group.
@@ -105,7 +127,7 @@ func (a *agentProgram) exitError() error {
 	switch {
 	case a.err == nil:
 		return nil
-	case errors.Is(a.ctx.Err(), context.DeadlineExceeded):
+	case a.expired.Load():
 		return fmt.Errorf("the agent program ran past its timeout; raise [agent] timeout or make it finish sooner%s", a.stderrTail())
 	default:
 		return fmt.Errorf("the agent program failed: %v%s", a.err, a.stderrTail())

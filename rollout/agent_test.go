@@ -307,3 +307,30 @@ func TestAgentEpisodeToolCalls(t *testing.T) {
 		t.Errorf("the tool result is not appended as the template writes it: %q", reply)
 	}
 }
+
+// TestAgentDeadlineHeldWhileQueued: a program whose first call came in
+// and whose episode waits for a cache slot (hold) is not killed however
+// long it waits; once admitted (restart) it has the whole timeout again,
+// and past it it is killed and its error says so.
+func TestAgentDeadlineHeldWhileQueued(t *testing.T) {
+	a, err := startAgent(context.Background(), env.AgentSpec{Command: []string{"sleep", "30"}, Timeout: 400 * time.Millisecond}, env.Example{}, "http://127.0.0.1:1/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.stop()
+	a.hold()
+	select {
+	case <-a.exited:
+		t.Fatal("a held program was killed")
+	case <-time.After(time.Second):
+	}
+	a.restart()
+	select {
+	case <-a.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted deadline did not kill the program")
+	}
+	if err := a.exitError(); err == nil || !strings.Contains(err.Error(), "ran past its timeout") {
+		t.Errorf("exit error %v, want one naming the timeout", err)
+	}
+}

@@ -9,7 +9,8 @@ changes that: "hang" calls once and then never calls or exits again,
 the model's tool calls back with their results (one extending call) and
 fails unless the first answer called the tool. With AGENT_LOG set, each
 call's usage (as the endpoint reports it) is appended to that file as a
-JSON line.
+JSON line. AGENT_SLEEP (seconds) is slept before each call after the
+first, as an agent's own work between calls.
 """
 
 import json
@@ -44,7 +45,15 @@ def call(messages, tools=None):
     return out["choices"][0]["message"]
 
 
+SLEEP = float(os.environ.get("AGENT_SLEEP", "0"))
+calls = 0
+
+
 def ask(messages):
+    global calls
+    if calls and SLEEP:
+        time.sleep(SLEEP)
+    calls += 1
     return call(messages)["content"]
 
 
