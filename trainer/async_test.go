@@ -144,8 +144,14 @@ func TestAsyncLevelZeroIsSynchronous(t *testing.T) {
 			}
 		}
 	}
+	// Other seeds and adapters: some step's token count or reward differs
+	// (one step's may agree by chance: a tiny model's rewards are often 0).
 	async := runs["max_async_level = 1"]
-	if len(async) != 3 || async[0]["off_policy/age_max"] == nil || reflect.DeepEqual(async[0]["tokens/total"], want[0]["tokens/total"]) && reflect.DeepEqual(async[0]["reward"], want[0]["reward"]) {
+	same := len(async) == len(want)
+	for i := 0; same && i < len(async); i++ {
+		same = reflect.DeepEqual(async[i]["tokens/total"], want[i]["tokens/total"]) && reflect.DeepEqual(async[i]["reward"], want[i]["reward"])
+	}
+	if len(async) != 3 || async[0]["off_policy/age_max"] == nil || same {
 		t.Errorf("max_async_level = 1 logged the synchronous rollouts: %v", async)
 	}
 	s.mu.Lock()
