@@ -30,6 +30,25 @@ type MoEOps interface {
 	// load-balancing loss's), added before the softmax's backward.
 	MoERouteBackward(dlogits, dweights, dprobs, logits, experts Buffer, n, nExperts, topK int, normTopK bool)
 
+	// MoERouteSigmoid routes each token as GLM-4.5 and DeepSeek-V3 do
+	// (SigmoidRouting): s = sigmoid(logits[t]) in f32; the choice score
+	// c = s + bias (bias, nExperts f32, nil for none, chooses and never
+	// weighs); with r.Groups > 1 the experts split into r.Groups equal
+	// groups of consecutive experts, each scored by the sum of its two
+	// largest c, and only the r.TopKGroups best groups stay eligible (the
+	// others' c counts as 0); the topK largest eligible c (ties to the
+	// lower expert index), in decreasing order, into experts; weights =
+	// s at those experts, divided by their sum (+1e-20) with r.NormTopK,
+	// times r.Scale. With replay, experts is an input and only the
+	// weights are computed.
+	MoERouteSigmoid(weights, experts, logits, bias Buffer, n, nExperts, topK int, r SigmoidRouting, replay bool)
+
+	// MoERouteSigmoidBackward is MoERouteSigmoid's backward for fixed
+	// experts: given dweights (n × topK) it writes dlogits (n × nExperts,
+	// overwritten; 0 at the experts a token did not use), through the
+	// scale, the renormalisation and the sigmoid.
+	MoERouteSigmoidBackward(dlogits, dweights, logits, experts Buffer, n, nExperts, topK int, r SigmoidRouting)
+
 	// MoEGroup computes the grouped order of the assignments in experts
 	// (n × topK, each in [0, nExperts)): offsets (nExperts+1) with
 	// offsets[e] the first permuted row of expert e and offsets[nExperts] =

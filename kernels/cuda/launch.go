@@ -69,6 +69,7 @@ var kernelMaxBlock = map[string]int{
 	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,
 	"moe_route_f32": elementwiseBlock, "moe_route_backward_f32": elementwiseBlock,
+	"moe_route_sigmoid_f32": elementwiseBlock, "moe_route_sigmoid_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
 	"grouped_matmul_f32": 256, "grouped_matmul_bf16": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
 	"moe_combine_f32": 256, "moe_combine_backward_f32": 256, // warpRound(…, 256)

@@ -98,6 +98,114 @@ GRPO_KERNEL void __launch_bounds__(256) moe_route_backward_f32(float* dlogits, c
 	}
 }
 
+// moe_sigmoid: a token's sigmoid score s_i in f32, as the CPU backend
+// computes it.
+__device__ __forceinline__ float moe_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+// moe_choice is expert i's choice score: s_i plus the correction bias.
+__device__ __forceinline__ float moe_choice(const float* l, const float* bias, int i) {
+	float c = moe_sigmoid(l[i]);
+	return bias ? c + bias[i] : c;
+}
+
+// moe_top_groups returns the mask of the topKGroups groups (of per
+// consecutive experts) whose two largest choice scores sum highest, ties
+// to the lower group; all groups when topKGroups ≥ groups.
+__device__ unsigned long long moe_top_groups(const float* l, const float* bias, int groups, int per, int topKGroups) {
+	if (topKGroups >= groups) return ~0ULL;
+	unsigned long long chosen = 0;
+	for (int q = 0; q < topKGroups; q++) {
+		int best = -1;
+		float bs = 0.0f;
+		for (int g = 0; g < groups; g++) {
+			if (chosen >> g & 1ULL) continue;
+			int first = 0, second = -1;
+			for (int i = 1; i < per; i++)
+				if (moe_choice(l, bias, g * per + i) > moe_choice(l, bias, g * per + first)) first = i;
+			for (int i = 0; i < per; i++)
+				if (i != first && (second < 0 || moe_choice(l, bias, g * per + i) > moe_choice(l, bias, g * per + second))) second = i;
+			float v = moe_choice(l, bias, g * per + first) + moe_choice(l, bias, g * per + second);
+			if (best < 0 || v > bs) {
+				best = g;
+				bs = v;
+			}
+		}
+		chosen |= 1ULL << best;
+	}
+	return chosen;
+}
+
+// grid-stride over tokens, block (256): kernels.MoEOps.MoERouteSigmoid,
+// one thread per token in the CPU backend's order (the group scores, then
+// top-k of the masked choice scores, then the weights).
+GRPO_KERNEL void __launch_bounds__(256) moe_route_sigmoid_f32(float* weights, int* experts, const float* logits, const float* bias, int n,
+							      int nExperts, int topK, int groups, int topKGroups, int normTopK, float scale,
+							      int replay) {
+	int per = nExperts / groups;
+	for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
+		const float* l = logits + t * nExperts;
+		int* e = experts + t * topK;
+		float* w = weights + t * topK;
+		int chosen[MOE_MAX_TOPK];
+		unsigned long long eligible = replay ? 0ULL : moe_top_groups(l, bias, groups, per, topKGroups);
+		for (int j = 0; j < topK; j++) {
+			if (replay) {
+				chosen[j] = e[j];
+				continue;
+			}
+			int best = -1;
+			float bc = 0.0f;
+			for (int i = 0; i < nExperts; i++) {
+				bool used = false;
+				for (int q = 0; q < j; q++) used |= chosen[q] == i;
+				if (used) continue;
+				float c = (eligible >> (i / per) & 1ULL) ? moe_choice(l, bias, i) : 0.0f;
+				if (best < 0 || c > bc) {
+					best = i;
+					bc = c;
+				}
+			}
+			chosen[j] = best;
+			e[j] = best;
+		}
+		float sum = 0.0f;
+		for (int j = 0; j < topK; j++) {
+			w[j] = moe_sigmoid(l[chosen[j]]);
+			sum += w[j];
+		}
+		for (int j = 0; j < topK; j++) {
+			if (normTopK) w[j] /= sum + 1e-20f;
+			w[j] *= scale;
+		}
+	}
+}
+
+// grid-stride over tokens, block (256): MoERouteSigmoid's backward for
+// fixed experts, in double as the CPU backend.
+GRPO_KERNEL void __launch_bounds__(256) moe_route_sigmoid_backward_f32(float* dlogits, const float* dweights, const float* logits,
+								       const int* experts, int n, int nExperts, int topK, int normTopK,
+								       float scale) {
+	for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
+		const float* l = logits + t * nExperts;
+		const int* e = experts + t * topK;
+		const float* dw = dweights + t * topK;
+		float* dl = dlogits + t * nExperts;
+		for (int i = 0; i < nExperts; i++) dl[i] = 0.0f;
+		double s[MOE_MAX_TOPK];
+		double sum = 0.0, dws = 0.0;
+		for (int j = 0; j < topK; j++) {
+			s[j] = (double)moe_sigmoid(l[e[j]]);
+			sum += s[j];
+			dws += (double)dw[j] * s[j];
+		}
+		sum += 1e-20;
+		for (int j = 0; j < topK; j++) {
+			double ds = normTopK ? (double)dw[j] / sum - dws / (sum * sum) : (double)dw[j];
+			dl[e[j]] = (float)((double)scale * ds * s[j] * (1.0 - s[j]));
+		}
+	}
+}
+
 // block_count_i32 sums an int over a 1-D block of 256 threads.
 __device__ __forceinline__ int block_count_i32(int v, int* scratch) {
 	scratch[threadIdx.x] = v;

@@ -49,6 +49,41 @@ func (b *Backend) MoERouteBackward(dlogits, dweights, dprobs, logits, experts ke
 	b.elementwise("moe_route_backward_f32", n, dl.ptr, dw.ptr, dp.ptr, l.ptr, e.ptr, int32(n), int32(nExperts), int32(topK), flag(normTopK))
 }
 
+func sigmoidRouteShape(op string, n, nExperts, topK int, r kernels.SigmoidRouting) {
+	moeShape(op, n, nExperts, topK)
+	if err := r.Check(nExperts, topK); err != nil {
+		panic(fmt.Sprintf("cuda: %s: %v", op, err))
+	}
+}
+
+func (b *Backend) MoERouteSigmoid(weights, experts, logits, bias kernels.Buffer, n, nExperts, topK int, r kernels.SigmoidRouting, replay bool) {
+	const op = "MoERouteSigmoid"
+	sigmoidRouteShape(op, n, nExperts, topK, r)
+	w := b.buf(op, "weights", weights, n*topK, kernels.F32)
+	e := b.buf(op, "experts", experts, n*topK, kernels.I32)
+	l := b.buf(op, "logits", logits, n*nExperts, kernels.F32)
+	bs := b.optBuf(op, "bias", bias, nExperts)
+	if !usable(w, e, l, bs) {
+		return
+	}
+	b.elementwise("moe_route_sigmoid_f32", n, w.ptr, e.ptr, l.ptr, bs.ptr, int32(n), int32(nExperts), int32(topK),
+		int32(r.Groups), int32(r.TopKGroups), flag(r.NormTopK), r.Scale, flag(replay))
+}
+
+func (b *Backend) MoERouteSigmoidBackward(dlogits, dweights, logits, experts kernels.Buffer, n, nExperts, topK int, r kernels.SigmoidRouting) {
+	const op = "MoERouteSigmoidBackward"
+	sigmoidRouteShape(op, n, nExperts, topK, r)
+	dl := b.buf(op, "dlogits", dlogits, n*nExperts, kernels.F32)
+	dw := b.buf(op, "dweights", dweights, n*topK, kernels.F32)
+	l := b.buf(op, "logits", logits, n*nExperts, kernels.F32)
+	e := b.buf(op, "experts", experts, n*topK, kernels.I32)
+	if !usable(dl, dw, l, e) {
+		return
+	}
+	b.elementwise("moe_route_sigmoid_backward_f32", n, dl.ptr, dw.ptr, l.ptr, e.ptr, int32(n), int32(nExperts), int32(topK),
+		flag(r.NormTopK), r.Scale)
+}
+
 func (b *Backend) MoEGroup(offsets, tokens, rows, experts kernels.Buffer, n, nExperts, topK int) {
 	const op = "MoEGroup"
 	moeShape(op, n, nExperts, topK)

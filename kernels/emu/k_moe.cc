@@ -5,6 +5,8 @@
 extern "C" void emu_register_moe(const char* prefix) {
 	EMU_REG(moe_route_f32);
 	EMU_REG(moe_route_backward_f32);
+	EMU_REG(moe_route_sigmoid_f32);
+	EMU_REG(moe_route_sigmoid_backward_f32);
 	EMU_REG(moe_count_i32);
 	EMU_REG(moe_place_i32);
 	EMU_REG(grouped_matmul_f32);

@@ -15,7 +15,7 @@ import (
 
 func moeCases() []Case {
 	var cs []Case
-	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), moeGroupCases(),
+	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), sigmoidRouteCases(), sigmoidRouteBackwardCases(), moeGroupCases(),
 		groupedMatMulCases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases()} {
 		cs = append(cs, g...)
 	}
