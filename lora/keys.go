@@ -74,6 +74,11 @@ func parseKey(name, prefix string) (tensorKey, bool) {
 		// An expert has the MLP's projections: "mlp.gate_proj" below.
 		rest = "mlp." + r
 	}
+	// GLM-4.5's shared experts (mlp.shared_experts.) are the projections
+	// Qwen3.5-MoE names mlp.shared_expert.; a model has one or the other.
+	if r, ok := strings.CutPrefix(rest, "mlp.shared_experts."); ok {
+		rest = "mlp.shared_expert." + r
+	}
 	for p := range model.NumProj {
 		if expert >= 0 && !p.IsMLP() {
 			continue
@@ -98,7 +103,7 @@ func index(num string, ok bool) (int, bool) {
 // moduleName is a projection's module path in the HF model, the name
 // target_modules and the patterns are matched against.
 func moduleName(c *model.Config, layer int, p model.Proj) string {
-	return fmt.Sprintf("%s%d.%s", layersPrefix(c), layer, p.Module())
+	return fmt.Sprintf("%s%d.%s", layersPrefix(c), layer, c.ProjModule(p))
 }
 
 // peftKey is the key PEFT's save_pretrained writes for a LoRA matrix

@@ -144,11 +144,12 @@ func (c *Config) decoderLayer(l int) decoderLayer {
 	if c.Mixer(l) == MixGatedDeltaNet {
 		d.mixer = deltaNet{}
 	} else {
-		d.mixer = attention{outputGate: c.Arch().OutputGate, qkNorm: c.Arch().QKNorm,
-			qkvBias: c.Arch().QKVBias || c.AttentionBias, oBias: c.AttentionBias}
+		d.mixer = attention{outputGate: c.Arch().OutputGate, qkNorm: c.Arch().QKNorm || c.UseQKNorm,
+			qkvBias: c.Arch().QKVBias || c.AttentionBias, oBias: c.AttentionBias && !c.Arch().BiasNotO}
 	}
 	if c.IsSparse(l) {
-		d.channel = moe{shared: c.SharedExpertIntermediateSize > 0}
+		shared := c.SharedExpertIntermediateSize > 0
+		d.channel = moe{shared: shared, sharedGate: shared && !c.Arch().SigmoidRouter, sigmoidRouter: c.Arch().SigmoidRouter}
 	} else {
 		d.channel = swiGLU{}
 	}

@@ -10,7 +10,11 @@ import "github.com/grpo-dev/grpo/kernels"
 // Its activations are the layer's moeActs; its routing record, one
 // experts buffer per sparse layer, is what a sampler records and a
 // training batch replays.
-type moe struct{ shared bool }
+//
+// GLM-4.5's variant (sigmoidRouter) routes by sigmoid scores with a
+// correction bias and group-limited top-k (kernels.SigmoidRouting), and
+// its shared experts are added ungated (sharedGate false).
+type moe struct{ shared, sharedGate, sigmoidRouter bool }
 
 func (moe) sparse() bool { return true }
 
@@ -19,7 +23,10 @@ func (moe) sparse() bool { return true }
 func (b moe) loraTargets() []Proj {
 	p := []Proj{ProjGate, ProjUp, ProjDown}
 	if b.shared {
-		p = append(p, sharedProjs[:]...)
+		p = append(p, ProjSharedGate, ProjSharedUp, ProjSharedDown)
+	}
+	if b.sharedGate {
+		p = append(p, ProjSharedScale)
 	}
 	return p
 }

@@ -23,6 +23,9 @@ type Arch struct {
 	// QKVBias: q/k/v projections always carry a bias (Qwen2), whatever
 	// attention_bias says.
 	QKVBias bool
+	// BiasNotO: attention_bias gives q/k/v biases and none to o_proj
+	// (GLM-4.5); elsewhere it gives all four (Llama).
+	BiasNotO bool
 	// MoE: the MLP of sparse layers is a mixture of experts (Qwen3-MoE).
 	MoE bool
 	// Hybrid: layers mix tokens by full attention or gated DeltaNet, as
@@ -38,8 +41,19 @@ type Arch struct {
 	// and the checkpoint its tensors under model.language_model.
 	// (Qwen3_5ForConditionalGeneration); vision and MTP tensors are
 	// skipped.
-	Nested  bool
-	Example string // a hub id of a real model of this family
+	Nested bool
+	// SigmoidRouter: sparse layers route by sigmoid scores with a
+	// correction bias and group-limited top-k, their shared experts
+	// ungated, the dense layers the first first_k_dense_replace
+	// (GLMMoEConfig; GLM-4.5).
+	SigmoidRouter bool
+	// PartialRotary: partial_rotary_factor applies to every attention
+	// layer (GLM-4.5, default DefaultPartialRotary).
+	PartialRotary bool
+	// DefaultPartialRotary is partial_rotary_factor where config.json
+	// leaves it out (0: rotate whole heads).
+	DefaultPartialRotary float64
+	Example              string // a hub id of a real model of this family
 	// Partial, when not "", says what of the family works so far; ""
 	// means everything (train, sample, eval, serve).
 	Partial string
@@ -54,7 +68,12 @@ var archs = map[string]Arch{
 		ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.5-4B", Partial: hybridPartial},
 	"qwen3_5_moe": {ModelType: "qwen3_5_moe", Name: "Qwen3.5-MoE / Qwen3.6 (gated DeltaNet hybrid, MoE)", QKNorm: true, MoE: true,
 		Hybrid: true, ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.6-35B-A3B", Partial: hybridPartial},
+	"glm4_moe": {ModelType: "glm4_moe", Name: "GLM-4.5 / INTELLECT-3 (MoE)", MoE: true, SigmoidRouter: true,
+		BiasNotO: true, PartialRotary: true, DefaultPartialRotary: 0.5, Example: "PrimeIntellect/INTELLECT-3", Partial: glmPartial},
 }
+
+// glmPartial is how far GLM-4.5 support has come.
+const glmPartial = "forward and LoRA training checked on the CPU path and emu; no real checkpoint run yet"
 
 // hybridPartial is how far Qwen3.5/3.6 support has come.
 const hybridPartial = "forward, sampling and LoRA training on the CPU path; the CUDA decode graph and prompt sharing in training still to come"
@@ -112,6 +131,7 @@ type Config struct {
 	BOSTokenID  *int  `json:"bos_token_id"`
 	MoEConfig
 	HybridConfig
+	GLMMoEConfig
 }
 
 // Arch returns the architecture of a validated config.
@@ -244,6 +264,7 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 	raw.HiddenAct = "silu"
 	raw.MoEConfig = defaultMoE
 	raw.HybridConfig = defaultHybrid
+	raw.GLMMoEConfig = defaultGLM
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, configJSONError(data, err)
 	}
@@ -343,6 +364,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		return nil, err
 	}
 	if err := c.validateHybrid(arch); err != nil {
+		return nil, err
+	}
+	if err := c.validateGLM(arch, data); err != nil {
 		return nil, err
 	}
 	if err := c.checkAttentionVariant(arch, raw.AttnOutputGate, raw.PartialRotary); err != nil {

@@ -181,13 +181,16 @@ func (c *Config) checkAttentionVariant(arch Arch, gate *bool, partial *float64) 
 	if gate != nil && *gate != arch.OutputGate {
 		return fmt.Errorf("attn_output_gate: %v is not supported for model_type %q, whose attention layers are always %s", *gate, c.ModelType, map[bool]string{true: "gated", false: "ungated"}[arch.OutputGate])
 	}
+	if partial == nil && arch.DefaultPartialRotary > 0 {
+		partial = &arch.DefaultPartialRotary
+	}
 	if partial == nil {
 		return nil
 	}
 	if f := *partial; !(f > 0 && f <= 1) {
 		return fmt.Errorf("partial_rotary_factor must be in (0, 1], got %v", f)
 	}
-	if arch.Hybrid {
+	if arch.Hybrid || arch.PartialRotary {
 		c.PartialRotaryFactor = *partial
 		if r := c.RotaryDim(); r <= 0 || r%2 != 0 {
 			return fmt.Errorf("head_dim %d × partial_rotary_factor %v = %d rotary dims: want a positive even number", c.HeadDim, *partial, r)

@@ -62,7 +62,7 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 			return nil, fmt.Errorf("%s: tensor %q has shape %v but config.json implies %v", dir, sp.name, t.Shape, sp.shape)
 		}
 		dt := kernels.F32
-		if t.DType == safetensors.BF16 && !sp.plusOne {
+		if t.DType == safetensors.BF16 && !sp.plusOne && !sp.f32 {
 			dt = kernels.BF16
 		}
 		buf := sp.place(be, dt, groupDT)

@@ -57,6 +57,15 @@ func (p Proj) Module() string {
 	return "mlp." + projNames[p]
 }
 
+// ProjModule is p's module path in the config's layers: Module, but
+// GLM-4.5 names its shared expert mlp.shared_experts.
+func (c *Config) ProjModule(p Proj) string {
+	if p >= ProjSharedGate && p <= ProjSharedDown {
+		return c.sharedExpertModule() + "." + projNames[p]
+	}
+	return p.Module()
+}
+
 // ParseProj maps a PEFT target module name ("q_proj") to a Proj; for the
 // names a shared expert repeats (gate_proj, up_proj, down_proj) it is the
 // MLP's (ProjsNamed lists both).

@@ -168,13 +168,13 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
-	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
+	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	rows := n * k
 	m.routerForward(l, s, h, n)
 	if replay && s.recomputed != nil {
-		be.MoERoute(s.weights, s.recomputed, s.logits, n, ne, k, norm, false)
+		m.route(l, s.weights, s.recomputed, s.logits, n, false)
 	}
-	be.MoERoute(s.weights, s.experts, s.logits, n, ne, k, norm, replay)
+	m.route(l, s.weights, s.experts, s.logits, n, replay)
 	be.MoEGroup(s.offsets, s.tokens, s.rows, s.experts, n, ne, k)
 	be.GatherRows(s.xp, h, s.tokens, rows, hd)
 	be.GroupedMatMul(s.fused, s.xp, w.GateUp, s.offsets, rows, ne, 2*mi, hd, true, 1, 0)
@@ -275,9 +275,26 @@ func (m *Model) moeBackward(l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs 
 		}
 	}
 	be.MoECombine(dh, g.dxp, nil, s.rows, n, k, hd)
-	be.MoERouteBackward(g.dLogits, g.dw, dprobs, s.logits, s.experts, n, ne, k, norm)
+	if c.Arch().SigmoidRouter {
+		be.MoERouteSigmoidBackward(g.dLogits, g.dw, s.logits, s.experts, n, ne, k, c.SigmoidRouting())
+	} else {
+		be.MoERouteBackward(g.dLogits, g.dw, dprobs, s.logits, s.experts, n, ne, k, norm)
+	}
 	m.routerBackward(l, s, dh, g.dLogits, h, g.routerDyB, n)
 	if s.shared != nil {
 		m.sharedExpertBackward(l, s.shared, &g.shared, dh, dout, h, n)
 	}
+}
+
+// route writes the routing weights (and, unless replay, the experts) of
+// n tokens from their router logits: softmax top-k, or GLM-4.5's sigmoid
+// routing with layer l's correction bias.
+func (m *Model) route(l int, weights, experts, logits kernels.Buffer, n int, replay bool) {
+	c := m.Config
+	if c.Arch().SigmoidRouter {
+		m.Backend.MoERouteSigmoid(weights, experts, logits, m.W.Layers[l].MoE.RouterBias, n, c.NumExperts, c.NumExpertsPerTok,
+			c.SigmoidRouting(), replay)
+		return
+	}
+	m.Backend.MoERoute(weights, experts, logits, n, c.NumExperts, c.NumExpertsPerTok, c.NormTopKProb, replay)
 }

@@ -56,15 +56,20 @@ func (c *Config) SparseLayers() int {
 // plus its router.
 func (c *Config) expertParams(experts int64) int64 {
 	h, mi := int64(c.HiddenSize), int64(c.MoEIntermediateSize)
+	// GLM-4.5's correction bias is a buffer, not a parameter, in
+	// transformers' count.
 	return int64(c.NumExperts)*h + experts*3*h*mi
 }
 
-// sharedExpertParams is a Qwen3.5-MoE layer's shared expert (gate, up,
-// down) and its one-output gate.
+// sharedExpertParams is a sparse layer's shared expert (gate, up, down)
+// and Qwen3.5-MoE's one-output gate of it.
 func (c *Config) sharedExpertParams() int64 {
 	h, si := int64(c.HiddenSize), int64(c.SharedExpertIntermediateSize)
 	if si == 0 {
 		return 0
+	}
+	if c.Arch().SigmoidRouter {
+		return 3 * h * si
 	}
 	return 3*h*si + h
 }

@@ -84,6 +84,11 @@ func (m *Model) routerBackward(l int, s *moeActs, dh, dLogits, h, dyB kernels.Bu
 // the host.
 func (tr *Trace) loadBalance() (aux float64, grad []float32, err error) {
 	c, be := tr.m.Config, tr.m.Backend
+	if c.Arch().SigmoidRouter {
+		// HF's loss is over softmax probabilities; GLM-4.5 balances its
+		// load with the correction bias instead, and trains with none.
+		return 0, nil, fmt.Errorf("load-balancing loss: %s routes by sigmoid scores and has no softmax load-balancing loss; set the auxiliary coefficient to 0", c.Arch().Name)
+	}
 	ne, n := c.NumExperts, tr.n
 	counts := make([]float64, ne)
 	probs := make([]float64, ne)

@@ -70,6 +70,10 @@ func (m *Model) sharedExpertForward(a *arena, l int, s *sharedExpertActs, h, out
 	m.loraInto(a, l, ProjSharedUp, s.gateUp, 2*si, si, h, n, s.xa[1])
 	be.SwiGLURows(s.act, nil, s.gateUp, n, si)
 	m.project(a, l, ProjSharedDown, s.y, s.act, nil, w.Down, nil, n, s.xa[2])
+	if w.Scale == nil { // GLM-4.5: added ungated
+		be.Add(out, out, s.y, n*hd)
+		return
+	}
 	m.project(a, l, ProjSharedScale, s.score, h, nil, w.Scale, nil, n, s.xa[3])
 	be.SigmoidGate(s.scale, s.ones, s.score, n)
 	be.MoECombine(s.scaled, s.y, s.scale, s.rows, n, 1, hd)
@@ -108,14 +112,20 @@ func (c *Config) sharedExpertGradSpecs(g *sharedExpertGrads, l, n int, ad *Adapt
 func (m *Model) sharedExpertBackward(l int, s *sharedExpertActs, g *sharedExpertGrads, dh, dout, h kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
 	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
-	be.MoECombineBackward(g.dy, g.dscale, dout, s.y, s.scale, s.rows, n, 1, hd)
-	be.SigmoidGateBackward(g.dones, g.dscore, g.dscale, s.ones, s.score, n)
-	m.projectBackward(l, ProjSharedDown, g.dAct, g.dy, s.act, w.Down, n, s.xa[2], g.dxa[2], false)
+	dy := dout // ungated (GLM-4.5): the output's gradient as it is
+	if w.Scale != nil {
+		dy = g.dy
+		be.MoECombineBackward(g.dy, g.dscale, dout, s.y, s.scale, s.rows, n, 1, hd)
+		be.SigmoidGateBackward(g.dones, g.dscore, g.dscale, s.ones, s.score, n)
+	}
+	m.projectBackward(l, ProjSharedDown, g.dAct, dy, s.act, w.Down, n, s.xa[2], g.dxa[2], false)
 	be.SwiGLURowsBackward(g.dGateUp, g.dAct, s.gateUp, n, si)
 	be.MatMul(dh, g.dGateUp, w.GateUp, n, hd, 2*si, false, false, 1, 1)
 	m.loraIntoBackward(l, ProjSharedGate, dh, g.dGateUp, 2*si, 0, h, n, s.xa[0], g.dxa[0])
 	m.loraIntoBackward(l, ProjSharedUp, dh, g.dGateUp, 2*si, si, h, n, s.xa[1], g.dxa[1])
-	m.projectBackward(l, ProjSharedScale, dh, g.dscore, h, w.Scale, n, s.xa[3], g.dxa[3], true)
+	if w.Scale != nil {
+		m.projectBackward(l, ProjSharedScale, dh, g.dscore, h, w.Scale, n, s.xa[3], g.dxa[3], true)
+	}
 }
 
 // SharedExpertActWidth is the 4-byte elements per token of a sparse

@@ -12,7 +12,11 @@ import (
 // [gate_proj; up_proj] at e·2·inter·hidden, and Down nExperts × hidden ×
 // moe_intermediate. Experts[e] holds the views of expert e's matrices.
 type MoEWeights struct {
-	Router       kernels.Buffer // mlp.gate: nExperts × hidden
+	Router kernels.Buffer // mlp.gate: nExperts × hidden
+	// RouterBias is GLM-4.5's mlp.gate.e_score_correction_bias (nExperts,
+	// f32): added to the scores that choose experts, never to the
+	// weights; nil for a softmax router.
+	RouterBias   kernels.Buffer
 	GateUp, Down kernels.Buffer
 	Experts      []Expert
 	// Shared is Qwen3.5-MoE's shared expert, nil where there is none.
@@ -21,7 +25,8 @@ type MoEWeights struct {
 
 // SharedExpert is a dense SwiGLU MLP every token goes through beside its
 // routed experts, its output scaled by sigmoid(x·Gateᵀ) (HF
-// Qwen3_5MoeSparseMoeBlock's shared_expert and shared_expert_gate).
+// Qwen3_5MoeSparseMoeBlock's shared_expert and shared_expert_gate), or
+// added as it is where Scale is nil (GLM-4.5's shared_experts).
 // GateUp is [gate_proj; up_proj] (2·inter × hidden), as Layer.GateUp.
 type SharedExpert struct {
 	GateUp, Gate, Up, Down kernels.Buffer
@@ -45,7 +50,7 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 		g.members = append(g.members, len(s))
 		return sp
 	}
-	if c.Arch().Hybrid {
+	if c.Arch().Hybrid || c.Arch().SigmoidRouter {
 		// Qwen3.5-MoE checkpoints may store each layer's experts as two
 		// tensors, [experts, 2·inter, hidden] (gate then up per expert)
 		// and [experts, hidden, inter]: exactly the stacked buffers.
@@ -53,6 +58,10 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 		down.whole, down.wholeShape = prefix+"mlp.experts.down_proj", []int{ne, h, mi}
 	}
 	s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
+	if c.Arch().SigmoidRouter {
+		// transformers keeps the bias in f32 (_keep_in_fp32_modules).
+		s = append(s, tensorSpec{name: prefix + "mlp.gate.e_score_correction_bias", shape: []int{ne}, dst: &mw.RouterBias, f32: true})
+	}
 	for e := range ne {
 		ex := &mw.Experts[e]
 		p := fmt.Sprintf("%smlp.experts.%d.", prefix, e)
@@ -66,12 +75,13 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 		sh := &SharedExpert{}
 		mw.Shared = sh
 		gu := &fusedSpec{dst: &sh.GateUp}
-		p := prefix + "mlp.shared_expert."
+		p := prefix + c.sharedExpertModule() + "."
 		s = append(s, member(gu, p+"gate_proj.weight", []int{si, h}, &sh.Gate))
 		s = append(s, member(gu, p+"up_proj.weight", []int{si, h}, &sh.Up))
-		s = append(s,
-			tensorSpec{name: p + "down_proj.weight", shape: []int{h, si}, dst: &sh.Down},
-			tensorSpec{name: prefix + "mlp.shared_expert_gate.weight", shape: []int{1, h}, dst: &sh.Scale})
+		s = append(s, tensorSpec{name: p + "down_proj.weight", shape: []int{h, si}, dst: &sh.Down})
+		if !c.Arch().SigmoidRouter {
+			s = append(s, tensorSpec{name: prefix + "mlp.shared_expert_gate.weight", shape: []int{1, h}, dst: &sh.Scale})
+		}
 	}
 	return s
 }
@@ -87,8 +97,14 @@ func (c *Config) ExpertDims(p Proj) (in, out int) {
 // buffers are the MoE weights' own allocations (not the views).
 func (w *MoEWeights) buffers() []*kernels.Buffer {
 	b := []*kernels.Buffer{&w.Router, &w.GateUp, &w.Down}
+	if w.RouterBias != nil {
+		b = append(b, &w.RouterBias)
+	}
 	if sh := w.Shared; sh != nil {
-		b = append(b, &sh.GateUp, &sh.Down, &sh.Scale)
+		b = append(b, &sh.GateUp, &sh.Down)
+		if sh.Scale != nil {
+			b = append(b, &sh.Scale)
+		}
 	}
 	return b
 }
@@ -108,4 +124,13 @@ func (w *MoEWeights) reslice(c *Config) {
 		si := c.SharedExpertIntermediateSize
 		sh.Gate, sh.Up = sh.GateUp.Slice(0, si*h), sh.GateUp.Slice(si*h, si*h)
 	}
+}
+
+// sharedExpertModule is the shared expert's module path in a layer:
+// Qwen3.5-MoE's mlp.shared_expert, GLM-4.5's mlp.shared_experts.
+func (c *Config) sharedExpertModule() string {
+	if c.Arch().SigmoidRouter {
+		return "mlp.shared_experts"
+	}
+	return "mlp.shared_expert"
 }

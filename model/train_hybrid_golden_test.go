@@ -32,14 +32,28 @@ type loraGradGolden struct {
 // match the float64 reference within 1e-4 and the gradient of every LoRA
 // A and B has NMSE ≤ 1e-6 against autograd's.
 func TestHybridLoRAGradientsMatchPyTorch(t *testing.T) {
+	checkLoRAGradGolden(t, "qwen3_5_lora_grad.json")
+}
+
+// TestGLMLoRAGradientsMatchPyTorch is the same bar for GLM-4.5
+// (testdata/reference/glm4_moe_lora_grad.py): an all-linear adapter
+// (attention, the dense layer's MLP, the shared experts), whose lower
+// layers' gradients pass through the sparse layers' sigmoid routing.
+func TestGLMLoRAGradientsMatchPyTorch(t *testing.T) {
+	checkLoRAGradGolden(t, "glm4_moe_lora_grad.json")
+}
+
+// checkLoRAGradGolden checks the log-probs and LoRA gradients of every
+// model of the golden file (qwen3_5_lora_grad.py's format) on the CPU.
+func checkLoRAGradGolden(t *testing.T, file string) {
 	var g loraGradGolden
-	vals, err := golden.Read(filepath.Join("..", "testdata"), "qwen3_5_lora_grad.json", &g)
+	vals, err := golden.Read(filepath.Join("..", "testdata"), file, &g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Each module's A, B, grad_A and grad_B, from the raw manifest.
 	raw := map[string]any{}
-	if _, err := golden.Read(filepath.Join("..", "testdata"), "qwen3_5_lora_grad.json", &raw); err != nil {
+	if _, err := golden.Read(filepath.Join("..", "testdata"), file, &raw); err != nil {
 		t.Fatal(err)
 	}
 	for mi, gm := range g.Models {
@@ -142,7 +156,7 @@ func parseModule(c *Config, name string) (int, Proj, error) {
 	}
 	mod := rest[strings.Index(rest, ".")+1:]
 	for p := range NumProj {
-		if p.Module() == mod && c.HasProj(l, p) {
+		if c.ProjModule(p) == mod && c.HasProj(l, p) {
 			return l, p, nil
 		}
 	}

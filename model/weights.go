@@ -54,6 +54,9 @@ type tensorSpec struct {
 	// Load stores 1 + w in f32, the scale transformers computes in f32,
 	// so the norm kernels stay the plain RMSNorm.
 	plusOne bool
+	// f32 keeps the tensor in f32 whatever the checkpoint's dtype (the
+	// router's correction bias, which the routing kernels read as f32).
+	f32 bool
 }
 
 // fusedSpec is a buffer holding several projections' weights end to end.

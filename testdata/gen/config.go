@@ -18,6 +18,9 @@ func configJSON(s spec) string {
 	if s.arch == qwen35 || s.arch == qwen35MoE {
 		return qwen35ConfigJSON(s)
 	}
+	if s.arch == glm4MoE {
+		return glmConfigJSON(s)
+	}
 	dtype := "float32"
 	if s.bf16 {
 		dtype = "bfloat16"

@@ -10,6 +10,7 @@ const (
 	qwen3MoE              // Qwen3 attention; mixture-of-experts MLPs (router mlp.gate, mlp.experts.{e})
 	qwen35                // Qwen3.5 (qwen3_5): hybrid gated DeltaNet / gated attention, dense MLP, nested text_config
 	qwen35MoE             // Qwen3.5-MoE / Qwen3.6 (qwen3_5_moe): the same mixers, routed + shared experts
+	glm4MoE               // GLM-4.5 / INTELLECT-3 (glm4_moe): sigmoid-routed experts, ungated shared experts (glm.go)
 )
 
 // spec is one tiny model. Shapes are small enough that every model is well
@@ -41,6 +42,7 @@ type spec struct {
 	sharedInter          int    // shared expert's intermediate size
 	perExpert            bool   // experts as mlp.experts.{e}.{gate,up,down}_proj instead of fused 3-D tensors
 	extras               bool   // tiny model.visual.* and mtp.* tensors a text-only loader must skip
+	fused                bool   // GLM: experts as transformers' 3-D tensors instead of per expert
 	seed                 string // draw the weights as for this model (default: name), so two layouts share them
 }
 
@@ -71,5 +73,9 @@ var specs = []spec{
 		linKHeads: 2, linVHeads: 4, linKDim: 16, linVDim: 24, convK: 4, experts: 8, topK: 2, moeInter: 32, sharedInter: 48},
 	{name: "qwen3_5-moe-tiny-perexpert", seed: "qwen3_5-moe-tiny", perExpert: true, arch: qwen35MoE, vocab: 512, hidden: 64, layers: 4, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
 		linKHeads: 2, linVHeads: 4, linKDim: 16, linVDim: 24, convK: 4, experts: 8, topK: 2, moeInter: 32, sharedInter: 48},
+	{name: "glm4_moe-tiny", arch: glm4MoE, vocab: 512, hidden: 64, layers: 3, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
+		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
+	{name: "glm4_moe-tiny-fused", seed: "glm4_moe-tiny", fused: true, arch: glm4MoE, vocab: 512, hidden: 64, layers: 3, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
+		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
 	{name: "llama-tiny-bf16-sharded", arch: llama, bf16: true, tied: true, shards: 2, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 1, headDim: 16, intermediate: 128, maxPos: 512, eosList: true},
 }

@@ -39,6 +39,9 @@ func params(s spec) []param {
 	if s.arch == qwen35 || s.arch == qwen35MoE {
 		return qwen35Params(s)
 	}
+	if s.arch == glm4MoE {
+		return glmParams(s)
+	}
 	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
 	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
 	bias := func(name string, n int) param { return param{name: name, shape: []int{n}, std: biasStd} }
