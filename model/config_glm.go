@@ -69,6 +69,9 @@ func (c *Config) validateGLM(arch Arch, data []byte) error {
 		return fmt.Errorf("num_nextn_predict_layers must be ≥ 0, got %d", g.NumNextNPredictLayers)
 	}
 	c.NumExperts = g.NRoutedExperts
+	// Glm4MoeForCausalLM adds no load-balancing loss (the correction bias
+	// balances the load), and HF's is over softmax probabilities.
+	c.RouterAuxLossCoef = 0
 	c.DecoderSparseStep = 1
 	c.MLPOnlyLayers = nil
 	for l := range g.FirstKDenseReplace {

@@ -46,6 +46,12 @@ func TestGLMLoRAGradientsMatchPyTorch(t *testing.T) {
 // checkLoRAGradGolden checks the log-probs and LoRA gradients of every
 // model of the golden file (qwen3_5_lora_grad.py's format) on the CPU.
 func checkLoRAGradGolden(t *testing.T, file string) {
+	checkLoRAGradGoldenOn(t, file, func() kernels.Backend { return cpu.New() })
+}
+
+// checkLoRAGradGoldenOn is checkLoRAGradGolden on the backends newBackend
+// makes (one per model).
+func checkLoRAGradGoldenOn(t *testing.T, file string, newBackend func() kernels.Backend) {
 	var g loraGradGolden
 	vals, err := golden.Read(filepath.Join("..", "testdata"), file, &g)
 	if err != nil {
@@ -58,7 +64,7 @@ func checkLoRAGradGolden(t *testing.T, file string) {
 	}
 	for mi, gm := range g.Models {
 		t.Run(gm.Model, func(t *testing.T) {
-			be := cpu.New()
+			be := newBackend()
 			m, err := Load(filepath.Join("..", "testdata", "models", gm.Model), be)
 			if err != nil {
 				t.Fatal(err)
