@@ -96,6 +96,9 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 				continue
 			}
 			if isExpertProj(m.Config, layer, p) {
+				if !cfg.adaptsExperts(m.Config) {
+					continue
+				}
 				in, out := m.Config.ExpertDims(p)
 				var av, bv [][]float32
 				for e := range m.Config.NumExperts {

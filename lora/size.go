@@ -34,6 +34,9 @@ func (c Config) ParamCount(mc *model.Config) (int64, error) {
 			in, out := mc.Dims(p)
 			copies := int64(1)
 			if isExpertProj(mc, layer, p) {
+				if !c.adaptsExperts(mc) {
+					continue
+				}
 				in, out = mc.ExpertDims(p)
 				copies = int64(mc.NumExperts)
 			}

@@ -56,12 +56,17 @@ func (c Config) resolve(mc *model.Config) (projs []model.Proj, routers bool, err
 // nn.Linear mlp.experts.E.gate_proj, the router the nn.Linear mlp.gate;
 // vLLM loads that layout), where "all-linear" takes every expert and the
 // routers too.
+//
+// GLM-4.5 holds its experts as fused Parameters too (Glm4MoeNaiveMoe), but
+// its first first_k_dense_replace layers have a dense MLP of nn.Linears,
+// which "all-linear" adapts: there the MLP's projections stay, and
+// Config.adaptsExperts keeps them off the sparse layers' experts.
 func allLinearTargets(mc *model.Config) (projs []model.Proj, routers bool) {
 	for p := range model.NumProj {
 		if !mc.HasProjAnywhere(p) {
 			continue
 		}
-		if p.IsMLP() && fusedExperts(mc) {
+		if p.IsMLP() && fusedExperts(mc) && mc.SparseLayers() == mc.NumLayers {
 			continue
 		}
 		projs = append(projs, p)
@@ -74,7 +79,15 @@ func allLinearTargets(mc *model.Config) (projs []model.Proj, routers bool) {
 // nn.Linear per expert: Qwen3.5-MoE (Qwen3_5MoeExperts). PEFT adapts them
 // with target_parameters, and vLLM's Qwen3_5MoeForConditionalGeneration
 // sets is_3d_moe_weight, loading expert adapters only in that fused form
-// (experts_fused.go). Qwen3-MoE keeps grpo's per-expert layout.
+// (experts_fused.go); GLM-4.5 (Glm4MoeNaiveMoe) likewise. Qwen3-MoE
+// keeps grpo's per-expert layout.
 func fusedExperts(mc *model.Config) bool {
-	return mc.ModelType == "qwen3_5_moe"
+	return mc.ModelType == "qwen3_5_moe" || mc.ModelType == "glm4_moe"
+}
+
+// adaptsExperts reports whether c's MLP projections adapt the routed
+// experts of mc's sparse layers: not under "all-linear" where the experts
+// are fused Parameters, which PEFT reaches only with target_parameters.
+func (c Config) adaptsExperts(mc *model.Config) bool {
+	return !(c.allLinear() && fusedExperts(mc))
 }

@@ -17,7 +17,7 @@ import (
 // finite difference along itself within 1e-2 (checkAlongGradient says
 // why not along a random direction, as TestLoRAGradientsFiniteDifference).
 func TestHybridLoRAGradientsFiniteDifference(t *testing.T) {
-	for _, name := range []string{"qwen3_5-tiny", "qwen3_5-moe-tiny"} {
+	for _, name := range []string{"qwen3_5-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			be := cpu.New()
 			m, err := Load("../testdata/models/"+name, be)
@@ -96,6 +96,19 @@ func TestHybridLoRAGradientsFiniteDifference(t *testing.T) {
 			want := []Proj{ProjQ, ProjK, ProjV, ProjO, ProjGate, ProjUp, ProjDown, ProjInQKV, ProjInZ, ProjInB, ProjInA, ProjOut}
 			if m.Config.SparseLayers() > 0 {
 				want = append(want, ProjSharedGate, ProjSharedUp, ProjSharedDown, ProjSharedScale)
+			}
+			if m.Config.Arch().SigmoidRouter {
+				// GLM-4.5: attention, MLPs and ungated shared experts; and
+				// its routers' adapters, whose gradient comes through the
+				// sigmoid routing's backward.
+				want = []Proj{ProjQ, ProjK, ProjV, ProjO, ProjGate, ProjUp, ProjDown, ProjSharedGate, ProjSharedUp, ProjSharedDown}
+				for l, r := range experts.routers {
+					if r != nil {
+						for _, pair := range [][2]kernels.Buffer{{r.A, r.DA}, {r.B, r.DB}} {
+							checkAlongGradient(t, m, b, targets, c, pair[0], pair[1], l, ProjGate)
+						}
+					}
+				}
 			}
 			for _, p := range want {
 				if !checked[p] {
