@@ -73,7 +73,7 @@ var archs = map[string]Arch{
 }
 
 // glmPartial is how far GLM-4.5 support has come.
-const glmPartial = "forward and LoRA training checked on the CPU path and emu; no real checkpoint run yet"
+const glmPartial = "forward, decode graph and LoRA training checked on the CPU path and emu (tiny models); not yet on a GPU or a real checkpoint"
 
 // hybridPartial is how far Qwen3.5/3.6 support has come.
 const hybridPartial = "forward, sampling and LoRA training on the CPU path; the CUDA decode graph and prompt sharing in training still to come"

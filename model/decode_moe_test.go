@@ -28,18 +28,31 @@ import (
 // bucket's tokens, then each sparse layer's bucket × k experts) and the
 // log-probs, with their bytes computed here from the shapes.
 func TestStaticDecodeStepRecordsRouting(t *testing.T) {
+	t.Run("qwen3_moe", func(t *testing.T) {
+		staticDecodeStepRecordsRouting(t, `{"model_type":"qwen3_moe","hidden_size":64,"intermediate_size":96,
+		"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":256,
+		"num_experts":8,"num_experts_per_tok":2,"moe_intermediate_size":32,"mlp_only_layers":[1],"norm_topk_prob":true}`)
+	})
+	// GLM-4.5: layer 0 dense, sigmoid group-limited routing, shared experts.
+	t.Run("glm4_moe", func(t *testing.T) {
+		staticDecodeStepRecordsRouting(t, `{"model_type":"glm4_moe","hidden_size":64,"intermediate_size":96,
+		"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":256,
+		"n_routed_experts":8,"num_experts_per_tok":2,"moe_intermediate_size":32,"first_k_dense_replace":1,
+		"n_group":4,"topk_group":2,"routed_scaling_factor":2.5,"attention_bias":true}`)
+	})
+}
+
+func staticDecodeStepRecordsRouting(t *testing.T, config string) {
 	be := emu.New()
 	defer be.Close()
-	cfg, err := model.ParseConfig([]byte(`{"model_type":"qwen3_moe","hidden_size":64,"intermediate_size":96,
-		"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":256,
-		"num_experts":8,"num_experts_per_tok":2,"moe_intermediate_size":32,"mlp_only_layers":[1],"norm_topk_prob":true}`))
+	cfg, err := model.ParseConfig([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := model.NewRandom(cfg, be, 11)
 	defer m.Free()
 	if m.Config.SparseLayers() != 2 {
-		t.Fatalf("%d sparse layers, want 2 (layers 0 and 2)", m.Config.SparseLayers())
+		t.Fatalf("%d sparse layers, want 2", m.Config.SparseLayers())
 	}
 	const seqs, bucket, prompt, steps = 6, 8, 3, 4
 	vocab, per := m.Config.VocabSize, m.Config.RoutingLen(1)
