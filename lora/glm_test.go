@@ -1,6 +1,7 @@
 package lora
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -95,5 +96,49 @@ func roundTrip(t *testing.T, mm *model.Model, a *Adapter, targetParams []string)
 		if pa[i].Name != pb[i].Name || !slices.EqualFunc(va, vb, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
 			t.Fatalf("param %d: %s saved, %s loaded (values equal: %v)", i, pa[i].Name, pb[i].Name, slices.Equal(va, vb))
 		}
+	}
+}
+
+// TestGLMPEFTAllLinear: the PEFT-layout all-linear adapter
+// glm4_moe_lora_grad.py writes (testdata/lora/glm4_moe-tiny-all-linear)
+// loads with every matrix of the file, Save writes its tensors back byte
+// for byte, and New with ["all-linear"] builds exactly its modules and
+// shapes.
+func TestGLMPEFTAllLinear(t *testing.T) {
+	m := loadModel(t, "glm4_moe-tiny")
+	dir := filepath.Join(root, "testdata", "lora", "glm4_moe-tiny-all-linear")
+	want, _ := readTensors(t, filepath.Join(dir, WeightsFileName))
+	a, err := Load(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Params()) != len(want) {
+		t.Errorf("loaded %d matrices, the file holds %d", len(a.Params()), len(want))
+	}
+	out := filepath.Join(t.TempDir(), "a")
+	if err := Save(out, a, "x"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readTensors(t, filepath.Join(out, WeightsFileName))
+	if len(got) != len(want) {
+		t.Errorf("Save wrote %d tensors, the file has %d", len(got), len(want))
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok || g.dtype != w.dtype || !slices.Equal(g.shape, w.shape) || !bytes.Equal(g.raw, w.raw) {
+			t.Errorf("%s: wrote %v %v (present %v), file has %v %v", name, g.dtype, g.shape, ok, w.dtype, w.shape)
+		}
+	}
+	fresh, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: []string{AllLinear}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range fresh.Params() {
+		if w, ok := want[p.Name]; !ok || !slices.Equal(w.shape, p.Shape[:]) {
+			t.Errorf("all-linear adapts %s %v, which PEFT's adapter has not", p.Name, p.Shape)
+		}
+	}
+	if len(fresh.Params()) != len(want) {
+		t.Errorf("all-linear builds %d matrices, PEFT's adapter has %d", len(fresh.Params()), len(want))
 	}
 }

@@ -3,7 +3,9 @@
 
 An adapter on every linear layer that PEFT's target_modules="all-linear"
 adapts on transformers' Glm4MoeForCausalLM (rank 4, alpha 8, A and B both
-non-zero so that dL/dA is non-zero too), and in
+non-zero so that dL/dA is non-zero too), written in PEFT's layout under
+testdata/lora/glm4_moe-tiny-all-linear/ (keys
+base_model.model.model.layers.N.<module>.lora_{A,B}.weight), and in
 testdata/golden/glm4_moe_lora_grad.{json,f32}, in qwen3_5_lora_grad.py's
 format:
 
@@ -37,6 +39,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from glm4_moe_reference import Model, load_model  # noqa: E402
+from peft_check import read_adapter, write_safetensors  # noqa: E402
+from qwen3_5_lora_grad import adapter_config  # noqa: E402
 from reference import MIN_ROUTING_MARGIN, ROOT, token_cases  # noqa: E402
 
 MODEL = "glm4_moe-tiny"
@@ -89,6 +93,24 @@ def main():
         b = rng.normal(0, 0.05, size=(out_f, RANK)).astype(np.float32)
         lora[m] = (torch.tensor(a, dtype=torch.float64, requires_grad=True),
                    torch.tensor(b, dtype=torch.float64, requires_grad=True), SCALE)
+    arrays = {}
+    for m in mods:
+        for which, t in (("A", lora[m][0]), ("B", lora[m][1])):
+            v = t.detach().numpy().astype("<f4")
+            arrays[f"base_model.model.{m}.lora_{which}.weight"] = ("F32", v.shape, v.tobytes())
+    adir = os.path.join(ROOT, "testdata", "lora", f"{MODEL}-all-linear")
+    os.makedirs(adir, exist_ok=True)
+    write_safetensors(os.path.join(adir, "adapter_model.safetensors"), arrays)
+    with open(os.path.join(adir, "adapter_config.json"), "w") as f:
+        json.dump(adapter_config(MODEL, sorted({m.rsplit(".", 1)[-1] for m in mods})), f, indent=2, sort_keys=True)
+        f.write("\n")
+    # Read back by peft_check.py's PEFT-convention reader over the language
+    # model's modules: the fused checkpoint's names (its experts are 3-D
+    # Parameters, no *_proj.weight a suffix could claim), below the MTP layer.
+    _, fused = load_model(MODEL + "-fused")
+    text = {k: v for k, v in fused.items() if not k.startswith(f"model.layers.{cfg.layers}.")}
+    back = read_adapter(adir, text)
+    assert sorted(k[:-len(".weight")] for k in back) == sorted(mods), "the adapter read back adapts other modules"
     weights_t = rng.normal(0, 1, size=63).astype(np.float32)
     wt = torch.tensor(weights_t, dtype=torch.float64)
     tgt = torch.tensor(tokens[1:])
