@@ -37,11 +37,13 @@ func (c *Config) sharedExpertSpecs(s *sharedExpertActs, l, n int, ad *AdapterSha
 	b.f32(&s.gateUp, n*2*si)
 	b.f32(&s.act, n*si)
 	b.f32(&s.y, n*h)
-	b.f32(&s.score, n)
-	b.f32(&s.scale, n)
-	b.f32(&s.ones, n)
-	b.i32(&s.rows, n)
-	b.f32(&s.scaled, n*h)
+	if c.sharedExpertGated() {
+		b.f32(&s.score, n)
+		b.f32(&s.scale, n)
+		b.f32(&s.ones, n)
+		b.i32(&s.rows, n)
+		b.f32(&s.scaled, n*h)
+	}
 	for i, p := range sharedProjs {
 		b.f32(&s.xa[i], n*ad.rank(l, p))
 	}
@@ -51,6 +53,9 @@ func (c *Config) sharedExpertSpecs(s *sharedExpertActs, l, n int, ad *AdapterSha
 // initSharedExpertActs fills a new set's constants: ones and the identity
 // rows.
 func (m *Model) initSharedExpertActs(s *sharedExpertActs, n int) {
+	if s.ones == nil { // ungated: no gate, no constants
+		return
+	}
 	m.Backend.Fill(s.ones, 1, n)
 	ids := make([]int32, n)
 	for i := range ids {
@@ -93,9 +98,11 @@ type sharedExpertGrads struct {
 func (c *Config) sharedExpertGradSpecs(g *sharedExpertGrads, l, n int, ad *AdapterShape) bufSpecs {
 	si := c.SharedExpertIntermediateSize
 	var b bufSpecs
-	b.f32(&g.dy, n*c.HiddenSize)
-	for _, dst := range []*kernels.Buffer{&g.dscale, &g.dones, &g.dscore} {
-		b.f32(dst, n)
+	if c.sharedExpertGated() {
+		b.f32(&g.dy, n*c.HiddenSize)
+		for _, dst := range []*kernels.Buffer{&g.dscale, &g.dones, &g.dscore} {
+			b.f32(dst, n)
+		}
 	}
 	b.f32(&g.dAct, n*si)
 	b.f32(&g.dGateUp, n*2*si)
@@ -136,5 +143,13 @@ func (c *Config) SharedExpertActWidth() int {
 	if si == 0 {
 		return 0
 	}
+	if !c.sharedExpertGated() {
+		return 3*si + c.HiddenSize
+	}
 	return 3*si + 2*c.HiddenSize + 4
 }
+
+// sharedExpertGated reports whether the shared expert's output is scaled
+// by a sigmoid gate (Qwen3.5-MoE); GLM-4.5's is added as it is, and its
+// sets hold no gate buffers.
+func (c *Config) sharedExpertGated() bool { return !c.Arch().SigmoidRouter }
