@@ -192,8 +192,9 @@ func (l *ledger) phase(t *testing.T, f func() error) int64 {
 // and PolicyGradient run (the sampler's host copy of the logits aside), so
 // the per-token formulas track model/layer.go, model/train.go and loss.go.
 func TestEstimateMatchesAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only", "qwen3_5-tiny", "qwen3_5-moe-tiny/attention-only"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only", "qwen3_5-tiny", "qwen3_5-moe-tiny/attention-only", "glm4_moe-tiny/all-linear"} {
 		t.Run(name, func(t *testing.T) {
+			name, allLinear := strings.CutSuffix(name, "/all-linear")
 			name, attentionOnly := strings.CutSuffix(name, "/attention-only")
 			mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
 			if err != nil {
@@ -210,6 +211,11 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				// loss's gradient (router_aux_loss_coef 0.001); a
 				// checkpointed sparse layer keeps the router's logits.
 				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, model.RouterModule)
+			}
+			if allLinear {
+				// GLM-4.5: attention, the dense layer's MLP and the shared
+				// experts; not the fused routed experts, nor the routers.
+				cfg.LoRA.TargetModules = []string{lora.AllLinear}
 			}
 			if attentionOnly {
 				// No expert or router adapter, and no routing replay: a

@@ -168,6 +168,11 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		return nil, err
 	}
 	ad := shapeOf(mc, cfg.LoRA.Rank, projs, routers)
+	if !cfg.LoRA.AdaptsExperts(mc) {
+		// "all-linear" on GLM-4.5: its dense layers' MLP is adapted, the
+		// fused routed experts are not.
+		clear(ad.m.Experts)
+	}
 	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
 	if e.TrainableParams, err = cfg.LoRA.ParamCount(mc); err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 				continue
 			}
 			if isExpertProj(m.Config, layer, p) {
-				if !cfg.adaptsExperts(m.Config) {
+				if !cfg.AdaptsExperts(m.Config) {
 					continue
 				}
 				in, out := m.Config.ExpertDims(p)

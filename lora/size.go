@@ -34,7 +34,7 @@ func (c Config) ParamCount(mc *model.Config) (int64, error) {
 			in, out := mc.Dims(p)
 			copies := int64(1)
 			if isExpertProj(mc, layer, p) {
-				if !c.adaptsExperts(mc) {
+				if !c.AdaptsExperts(mc) {
 					continue
 				}
 				in, out = mc.ExpertDims(p)

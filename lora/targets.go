@@ -60,7 +60,7 @@ func (c Config) resolve(mc *model.Config) (projs []model.Proj, routers bool, err
 // GLM-4.5 holds its experts as fused Parameters too (Glm4MoeNaiveMoe), but
 // its first first_k_dense_replace layers have a dense MLP of nn.Linears,
 // which "all-linear" adapts: there the MLP's projections stay, and
-// Config.adaptsExperts keeps them off the sparse layers' experts.
+// Config.AdaptsExperts keeps them off the sparse layers' experts.
 func allLinearTargets(mc *model.Config) (projs []model.Proj, routers bool) {
 	for p := range model.NumProj {
 		if !mc.HasProjAnywhere(p) {
@@ -85,9 +85,9 @@ func fusedExperts(mc *model.Config) bool {
 	return mc.ModelType == "qwen3_5_moe" || mc.ModelType == "glm4_moe"
 }
 
-// adaptsExperts reports whether c's MLP projections adapt the routed
+// AdaptsExperts reports whether c's MLP projections adapt the routed
 // experts of mc's sparse layers: not under "all-linear" where the experts
 // are fused Parameters, which PEFT reaches only with target_parameters.
-func (c Config) adaptsExperts(mc *model.Config) bool {
+func (c Config) AdaptsExperts(mc *model.Config) bool {
 	return !(c.allLinear() && fusedExperts(mc))
 }
