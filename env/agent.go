@@ -21,8 +21,10 @@ type AgentSpec struct {
 	Dir string
 	// Env holds extra KEY=VALUE variables on top of the caller's.
 	Env []string
-	// Timeout bounds one episode from the program's start to its exit;
-	// past it the program's process group is killed and the episode fails.
+	// Timeout bounds the program's time to its first call and, apart, its
+	// episode from the moment a cache slot takes it to its exit (the wait
+	// for a slot does not count); past it the program's process group is
+	// killed and the episode fails.
 	Timeout time.Duration
 	// PromptTokens is the room a KV cache slot keeps for the program's
 	// first request, which is not known before the program runs.

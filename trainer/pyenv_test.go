@@ -16,7 +16,9 @@ import (
 // (stand-ins written from verifiers a60a606's API, run by the bridge in
 // python3 with the verifiers stand-in) each train one step through the
 // bridge: v1_reverse (single-turn, the null harness in-process),
-// v1_codeword (multi-turn, its Env's run) and legacy_env (v0: setup_state's
+// v1_codeword (multi-turn, its Env's run), v1_agent (its Harness's agent
+// program driving the model through the interception endpoint) and
+// legacy_env (v0: setup_state's
 // new State, cleanup, a RubricGroup with a group reward function scored
 // a group at a time).
 func TestTrainsOneStepThroughPythonBridge(t *testing.T) {
@@ -36,6 +38,9 @@ func TestTrainsOneStepThroughPythonBridge(t *testing.T) {
 		{"v1_reverse", `{ n = 4 }`, "lcs"},
 		{"v1_codeword", `{}`, "exact"},
 		{"legacy_env", fmt.Sprintf(`{ log = %q }`, log), "unique"},
+		// v1 with its own agent harness: a program whose model calls go
+		// through the interception endpoint (rollout's agent episodes).
+		{"v1_agent", `{}`, "answered"},
 	} {
 		t.Run(c.module, func(t *testing.T) {
 			dir := t.TempDir()
@@ -79,6 +84,10 @@ alpha = 4
 				if n, _ := v.(float64); strings.HasSuffix(k, "errors") && n > 0 {
 					t.Errorf("%s = %v: rollouts failed: %v", k, n, rows[0])
 				}
+			}
+			// Each of the 4 programs called the model once, its one sample.
+			if calls, _ := rows[0]["agent/calls"].(float64); c.module == "v1_agent" && calls != 1 {
+				t.Errorf("agent/calls = %v per rollout, want 1: %v", rows[0]["agent/calls"], rows[0])
 			}
 		})
 	}

@@ -115,6 +115,16 @@ func (b *Bridge) Hello() Hello { return b.hello }
 // Python is the interpreter the child runs in.
 func (b *Bridge) Python() string { return b.python }
 
+// HarnessCommand is the agent program of a v1 taskset with an agent
+// harness (Hello.Agent): this bridge's script in harness mode, which
+// loads the environment as the child did and launches the harness for the
+// task its standard input names, its model at OPENAI_BASE_URL.
+func (b *Bridge) HarnessCommand() []string {
+	req, _ := json.Marshal(request{Op: "hello", Protocol: Protocol, EnvID: b.target.ID, Module: b.target.Module,
+		ModuleDir: b.target.ModuleDir, Args: b.target.Args})
+	return []string{b.python, "-c", script, "harness", string(req)}
+}
+
 // startChild starts a child and does the handshake.
 func (b *Bridge) startChild(ctx context.Context) (*child, error) {
 	prefix := "env " + b.target.ID + ": "

@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import traceback
+import types
 
 PROTOCOL = 1
 
@@ -264,7 +265,21 @@ async def serve(first):
         t.add_done_callback(tasks.discard)
 
 
+def harness_main(req):
+    """Harness mode (argv: harness HELLO-JSON): one rollout of an agent
+    harness, the task on stdin as rollout gives it ({"id", "prompt"})."""
+    task_req = json.loads(sys.stdin.readline() or "{}")
+    try:
+        bridge = load(req)
+        return asyncio.run(run_harness(bridge, task_req))
+    except Fail as e:
+        print("grpo bridge: %s" % e, file=sys.stderr)
+        return 2
+
+
 def main():
+    if sys.argv[1:2] == ["harness"]:
+        return harness_main(json.loads(sys.argv[2]))
     first = json.loads(sys.stdin.readline() or "{}")
     if first.get("op") != "hello" or first.get("protocol") != PROTOCOL:
         send({"id": first.get("id"), "ok": False, "kind": "protocol",

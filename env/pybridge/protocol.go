@@ -80,6 +80,9 @@ type Hello struct {
 	// GroupRewards is set when the rubric has group reward functions: its
 	// rollouts are scored a group at a time (ScoreGroup).
 	GroupRewards bool `json:"group_rewards"`
+	// Agent is set for a v1 taskset whose harness runs an agent program:
+	// rollouts run HarnessCommand, whose model calls are the turns.
+	Agent bool `json:"agent"`
 }
 
 // Row is one dataset row as verifiers formats it.

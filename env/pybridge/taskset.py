@@ -9,9 +9,13 @@
 # exporting an Env subclass (SingleAgentEnv with its own run(task,
 # agents)) is multi-turn: its run drives the interaction, each
 # interaction.turn(messages) sending messages to the model through grpo.
-# A harness that runs an agent program (bash, claude_code, a package's own
-# Harness) needs grpo's interception endpoint and is refused at load.
-# Scoring builds a Trace of the conversation and calls task.score(trace).
+# A harness that runs an agent program (a package's own Harness, or one
+# named by args harness = {id = ...}) makes the environment an agent
+# environment: grpo runs this script once per rollout in harness mode
+# (run_harness), which launches the harness's program with grpo's
+# interception endpoint as its model; the program's calls become the
+# rollout's turns. Scoring builds a Trace of the conversation and calls
+# task.score(trace).
 
 MAX_INFINITE_TASKS = 100000  # rows taken from an INFINITE taskset
 
@@ -40,10 +44,36 @@ def v1_taskset_class(module):
     return exported(module, Taskset)
 
 
-def harness_refused(name):
-    return Fail("load", "harness %s runs an agent program, which drives the model through grpo's interception "
-                "endpoint (not available yet); give args harness = \"null\" to have grpo play the null harness in-process"
-                % name)
+def named_harness(hid):
+    """The Harness class verifiers has under hid (verifiers.v1.harnesses.<id>)."""
+    import verifiers.v1 as vf1
+
+    try:
+        module = importlib.import_module("verifiers.v1.harnesses." + str(hid).replace("-", "_"))
+    except ImportError as e:
+        if not (getattr(e, "name", "") or "").startswith("verifiers"):
+            missing_module(e)  # the harness is there but lacks a dependency
+        raise Fail("load", "harness %r is not one this verifiers has (verifiers.v1.harnesses.%s: %s); give args "
+                   "harness = \"null\" to have grpo play the null harness in-process" % (hid, hid, one_line(e)))
+    for obj in vars(module).values():
+        if isinstance(obj, type) and issubclass(obj, vf1.Harness) and obj is not vf1.Harness:
+            return obj
+    raise Fail("load", "verifiers.v1.harnesses.%s has no Harness subclass" % hid)
+
+
+def harness_config(vf1, cls, args):
+    """The harness's config (its HarnessConfig specialisation) from args."""
+    ctype = None
+    for klass in cls.__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            for a in getattr(base, "__args__", ()):
+                if isinstance(a, type) and issubclass(a, vf1.HarnessConfig):
+                    ctype = ctype or a
+    ctype = ctype or vf1.HarnessConfig
+    try:
+        return ctype.model_validate(args)
+    except Exception as e:
+        raise Fail("load", "harness args for %s: %s" % (ctype.__name__, one_line(e)))
 
 
 def taskset_config(vf1, cls, env_id, args):
@@ -73,12 +103,10 @@ def load_taskset(module, cls, env_id, args):
     import verifiers.v1 as vf1
 
     harness = args.pop("harness", None)
-    hid = harness.get("id") if isinstance(harness, dict) else harness
-    own = exported(module, vf1.Harness)
-    if hid is None and own is not None:
-        raise harness_refused("%s (exported by %s)" % (own.__name__, module.__name__))
-    if hid not in (None, "null"):
-        raise harness_refused(repr(hid))
+    hargs = dict(harness) if isinstance(harness, dict) else {"id": harness} if harness else {}
+    hid = hargs.get("id")
+    hcls = exported(module, vf1.Harness) if hid is None else None if hid == "null" else named_harness(hid)
+    agent = (hcls, harness_config(vf1, hcls, hargs)) if hcls is not None else None
     config = taskset_config(vf1, cls, env_id, args)
     try:
         taskset = cls(config)
@@ -91,7 +119,9 @@ def load_taskset(module, cls, env_id, args):
     env_cls = exported(module, vf1.Env)
     if env_cls is not None and env_cls.run is vf1.SingleAgentEnv.run:
         env_cls = None  # the plain single-agent run: the null harness alone
-    return TasksetBridge(vf1, taskset, env_cls, env_id)
+    if agent is not None and env_cls is not None:
+        raise Fail("load", "%s exports both an Env and an agent Harness; grpo runs one of them (give args harness = \"null\" for the Env)" % module.__name__)
+    return TasksetBridge(vf1, taskset, env_cls, env_id, agent)
 
 
 def call_named(fn, available):
@@ -106,11 +136,12 @@ def call_named(fn, available):
 class TasksetBridge:
     generation = "v1"
 
-    def __init__(self, vf1, taskset, env_cls, env_id):
+    def __init__(self, vf1, taskset, env_cls, env_id, agent=None):
         self.vf1 = vf1
         self.taskset = taskset
         self.env_cls = env_cls
         self.env_id = env_id
+        self.agent = agent  # (Harness class, its config) for an agent harness
         self.tasks = None
         self.episodes = {}  # episode id -> V1Episode
 
@@ -128,9 +159,11 @@ class TasksetBridge:
         cls = self.env_cls or type(self.taskset)
         return {
             "env_class": cls.__name__,
-            "multi_turn": self.env_cls is not None,
+            "multi_turn": self.env_cls is not None or self.agent is not None,
+            # The program's calls are the turns (run_harness).
+            "agent": self.agent is not None,
             # An Env's run decides its turns; MAX_TURNS where it says.
-            "max_turns": int(getattr(self.env_cls, "MAX_TURNS", -1)) if self.env_cls else 1,
+            "max_turns": int(getattr(self.env_cls, "MAX_TURNS", -1)) if self.env_cls else -1 if self.agent else 1,
             "system_prompt": self.taskset.system_prompt or "",
             "splits": {"train": len(self.all_tasks())},
             "group_rewards": False,
@@ -358,3 +391,51 @@ class Interaction:
 
     async def turn(self, message=None):
         return await self.episode.model_turn(message)
+
+
+class LocalRuntime:
+    """What a harness's launch runs its program in: a subprocess of this
+    one, with the harness's env on top of this process's (which holds the
+    rollout's OPENAI_BASE_URL). v1's runtime API as far as a local program
+    needs it; a harness that needs more (uv scripts, files in a sandbox)
+    fails with the missing attribute's name."""
+
+    async def run(self, argv, env):
+        proc = await asyncio.create_subprocess_exec(*argv, env={**os.environ, **(env or {})},
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        from verifiers.v1.runtimes import ProgramResult
+
+        return ProgramResult(exit_code=proc.returncode, stdout=out.decode(errors="replace"),
+                             stderr=err.decode(errors="replace"))
+
+    run_program = run
+
+    async def alive(self):
+        return True
+
+    def host_url(self, url):
+        return url
+
+
+async def run_harness(bridge, task_req):
+    """One rollout of an agent harness (grpo runs this script with
+    `harness` for each): the task named by the rollout's example id
+    ("train-<i>"), the harness set up and launched with the rollout's
+    interception endpoint as its model. The exit status is the program's."""
+    if not isinstance(bridge, TasksetBridge) or bridge.agent is None:
+        print("grpo bridge: %s has no agent harness" % getattr(bridge, "env_id", "?"), file=sys.stderr)
+        return 2
+    ident = str(task_req.get("id", ""))
+    task = bridge.task_of({"example_id": int(ident.rsplit("-", 1)[-1]) if ident.rsplit("-", 1)[-1].isdigit() else None})
+    cls, config = bridge.agent
+    harness = cls(config)
+    runtime = LocalRuntime()
+    await harness.setup(runtime)
+    ctx = types.SimpleNamespace(model=os.environ.get("OPENAI_MODEL", "grpo"))
+    result = await harness.launch(ctx, bridge.trace(task, []), runtime, os.environ["OPENAI_BASE_URL"],
+                                  os.environ.get("OPENAI_API_KEY", ""), {}, task.data)
+    if result.exit_code != 0:
+        print("harness %s: program exited %s: %s" % (cls.__name__, result.exit_code,
+                                                     ((result.stderr or result.stdout) or "").strip()[-2000:]), file=sys.stderr)
+    return result.exit_code or 0

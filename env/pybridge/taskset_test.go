@@ -99,8 +99,9 @@ func TestV1TasksetEnvRun(t *testing.T) {
 	}
 }
 
-// Harnesses that run an agent program, bad args and missing modules fail
-// at load in one line.
+// A harness verifiers does not have, bad args and missing modules fail at
+// load in one line; a package's own agent harness loads as an agent
+// environment (Hello.Agent), whose rollouts run HarnessCommand.
 func TestV1TasksetRefused(t *testing.T) {
 	py := stubPython(t)
 	dir, _ := filepath.Abs("testdata/envs")
@@ -108,11 +109,17 @@ func TestV1TasksetRefused(t *testing.T) {
 		_, err := Start(context.Background(), Target{ID: "t/" + module, Module: module, ModuleDir: dir, Args: args}, Options{Python: py, Log: func(string) {}})
 		return err
 	}
-	err := start("v1_agent", nil)
-	if err == nil || !strings.Contains(err.Error(), "harness AgentHarness (exported by v1_agent) runs an agent program, which drives the model through grpo's interception endpoint (not available yet)") {
-		t.Errorf("own harness: %v", err)
+	b, err := Start(context.Background(), Target{ID: "t/v1_agent", Module: "v1_agent", ModuleDir: dir}, Options{Python: py, Log: func(string) {}})
+	if err != nil || !b.Hello().Agent || !b.Hello().MultiTurn {
+		t.Errorf("own harness: %v, hello %+v", err, b)
+	} else {
+		cmd := b.HarnessCommand()
+		if len(cmd) != 5 || cmd[0] != py || cmd[3] != "harness" || !strings.Contains(cmd[4], `"module":"v1_agent"`) {
+			t.Errorf("harness command %q", cmd[3:])
+		}
+		b.Close()
 	}
-	if err := start("v1_reverse", map[string]any{"harness": "bash"}); err == nil || !strings.Contains(err.Error(), "harness 'bash' runs an agent program") {
+	if err := start("v1_reverse", map[string]any{"harness": "bash"}); err == nil || !strings.Contains(err.Error(), "harness 'bash' is not one this verifiers has") {
 		t.Errorf("bash harness: %v", err)
 	}
 	if err := start("v1_reverse", map[string]any{"harness": "null", "n": 1}); err != nil {

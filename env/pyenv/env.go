@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -206,6 +207,10 @@ func (e *pythonEnv) score(ctx context.Context, r rubric.Rollout) (rubric.Score, 
 	ep, row := e.pending.take(fingerprint(r.Prompt, r.Completion))
 	if ep == "" {
 		row = pybridge.Row{Prompt: r.Prompt, Answer: r.Answer, Info: r.Info}
+		if id, ok := r.Info[exampleIDKey]; ok { // an agent rollout (pythonAgentEnv)
+			row.ExampleID, row.Info = id, maps.Clone(r.Info)
+			delete(row.Info, exampleIDKey)
+		}
 	} else if e.groups != nil {
 		s, ok, err := e.groups.result(ctx, ep)
 		if err != nil {

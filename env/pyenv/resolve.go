@@ -58,7 +58,7 @@ func pythonSpec(t pybridge.Target) env.Spec {
 		Dir:         t.ModuleDir,
 		New: func(a env.Args, o env.Options) (env.Environment, error) {
 			t.Args = map[string]any(a)
-			return newPythonEnv(t, o.Python)
+			return asEnvironment(newPythonEnv(t, o.Python))
 		},
 	}
 }

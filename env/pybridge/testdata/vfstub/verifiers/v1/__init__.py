@@ -173,9 +173,24 @@ class Taskset(ABC, Generic[TaskT, ConfigT]):
         return []
 
 
+class HarnessConfig(Model):
+    id: str = ""
+
+
 class Harness(ABC):
+    """v1's Harness as grpo's bridge drives it: setup(runtime), then
+    launch(ctx, trace, runtime, endpoint, secret, mcp_urls, data) runs the
+    program, whose model calls go to endpoint, and returns its
+    ProgramResult."""
+
     def __init__(self, config):
         self.config = config
+
+    async def setup(self, runtime):
+        pass
+
+    @abstractmethod
+    async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data): ...
 
 
 class Env:
