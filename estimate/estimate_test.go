@@ -151,6 +151,30 @@ func (l *ledger) add(bytes int64) {
 	l.peak = max(l.peak, l.live)
 }
 
+// sampledPolicy is the estimate of cfg for slots single-turn rollouts of
+// prompt + maxTok tokens on mc, and a random policy with cfg's adapter on
+// a counting CPU backend, which the allocation checks hold it to.
+func sampledPolicy(t *testing.T, cfg *config.Config, mc *model.Config, slots, prompt, maxTok int) (*Estimate, *countingBackend, *model.Model) {
+	t.Helper()
+	e, err := Memory(cfg, mc, Options{Device: "cpu", Train: singleTurn(slots, prompt, maxTok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &countingBackend{Backend: cpu.New()}
+	m := model.NewRandom(mc, be, 1)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, be, m.WithAdapter(ad)
+}
+
+// singleTurn is one environment of slots single-turn rollouts of prompt
+// + maxTok tokens, one rollout per example.
+func singleTurn(slots, prompt, maxTok int) []EnvShape {
+	return []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+}
+
 // samplingPeak is the most bytes a sampler held, on top of what was
 // live, generating maxTok tokens for slots distinct prompts of prompt
 // tokens (each rollout its own example, as train samples them).
@@ -223,19 +247,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj"}
 				cfg.Loss.RoutingReplay = false
 			}
-			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
-			if err != nil {
-				t.Fatal(err)
-			}
-			be := &countingBackend{Backend: cpu.New()}
-			m := model.NewRandom(mc, be, 1)
-			ad, err := lora.New(m, cfg.LoRA, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			policy := m.WithAdapter(ad)
-
+			e, be, policy := sampledPolicy(t, cfg, mc, slots, prompt, maxTok)
 			gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 			if want := e.PhaseBytes(PhaseSampling); gen != want {
 				t.Errorf("sampling: allocated %d, estimate %d", gen, want)
@@ -251,7 +263,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				for i, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
 					// Every other setting with a behaviour correction: π_old's copy.
 					cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "token_truncate"}[i%2]
-					e, err = Memory(cfg, mc, Options{Device: "cpu", Train: train})
+					e, err := Memory(cfg, mc, Options{Device: "cpu", Train: singleTurn(slots, prompt, maxTok)})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/grpo-dev/grpo/kernels/cpu"
-	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -32,18 +30,7 @@ func TestEstimateSamplingAdaptedLinearAndSharedExpert(t *testing.T) {
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.LoRA.TargetModules = tc.targets
 			cfg.Loss.RoutingReplay = false
-			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-			e, err := Memory(cfg, mc, Options{Device: "cpu", Train: train})
-			if err != nil {
-				t.Fatal(err)
-			}
-			be := &countingBackend{Backend: cpu.New()}
-			m := model.NewRandom(mc, be, 1)
-			ad, err := lora.New(m, cfg.LoRA, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			policy := m.WithAdapter(ad)
+			e, be, policy := sampledPolicy(t, cfg, mc, slots, prompt, maxTok)
 			gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 			if want := e.PhaseBytes(PhaseSampling); gen != want {
 				t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
