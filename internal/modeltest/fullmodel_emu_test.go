@@ -24,17 +24,3 @@ func TestFullModel(t *testing.T) {
 	}
 	modeltest.Run(t, b, "../../testdata", modeltest.Options{MaxPrefill: 64, MaxDecode: 7, Reorder: reorder})
 }
-
-// TestFullModelPerturbedMath runs the full-model check with
-// expf/logf/rsqrtf 2 ulp off, as the GPU's may be: its tolerances must not
-// depend on glibc's accuracy (kernels/emu's TestPerturbedMath does the same
-// for the conformance suites).
-func TestFullModelPerturbedMath(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the full-model check again")
-	}
-	defer emu.SetMathULPs(emu.SetMathULPs(emu.GPUMathULPs))
-	b := emu.New()
-	defer b.Close()
-	modeltest.Run(t, b, "../../testdata", modeltest.Options{MaxPrefill: 64, MaxDecode: 7})
-}

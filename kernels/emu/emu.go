@@ -135,7 +135,7 @@ var mathULPs int
 // returns the previous setting. The GPU's versions are within 2 ulp of the
 // true value where glibc's are within 1, so the conformance and full-model
 // suites must pass at n = GPUMathULPs (TestPerturbedMath here,
-// TestFullModelPerturbedMath in internal/modeltest). GRPO_EMU_MATH_ULPS=n in the
+// TestFullModelPerturbedMath in internal/modeltest; both -tags slow). GRPO_EMU_MATH_ULPS=n in the
 // environment sets it for a whole process. Call it only while no kernel
 // runs.
 func SetMathULPs(n int) int {

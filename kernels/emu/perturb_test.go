@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels/cuda"
-	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
 // TestMathPerturbation checks the mode itself: with SetMathULPs(2) every
@@ -49,20 +48,4 @@ func TestMathPerturbation(t *testing.T) {
 	if up < n/2 || down < n/2 {
 		t.Errorf("perturbed %d results up and %d down; want both directions", up, down)
 	}
-}
-
-// TestPerturbedMath runs the conformance suites (forward, training,
-// sampling) with expf/logf/rsqrtf 2 ulp off, as the GPU's may be: their
-// tolerances must not depend on glibc's accuracy. (The full-model check
-// runs so in internal/modeltest: TestFullModelPerturbedMath.)
-func TestPerturbedMath(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the conformance suites again")
-	}
-	defer SetMathULPs(SetMathULPs(GPUMathULPs))
-	b := New()
-	defer b.Close()
-	t.Run("forward", func(t *testing.T) { kerneltest.Run(t, b) })
-	t.Run("train", func(t *testing.T) { kerneltest.RunTrain(t, b) })
-	t.Run("sample", func(t *testing.T) { kerneltest.RunSample(t, b) })
 }
