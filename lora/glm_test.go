@@ -3,7 +3,6 @@ package lora
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,16 +86,7 @@ func roundTrip(t *testing.T, mm *model.Model, a *Adapter, targetParams []string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, pb := a.Params(), b.Params()
-	if len(pa) != len(pb) {
-		t.Fatalf("%d params saved, %d loaded", len(pa), len(pb))
-	}
-	for i := range pa {
-		va, vb := download(mm.Backend, pa[i].Value), download(mm.Backend, pb[i].Value)
-		if pa[i].Name != pb[i].Name || !slices.EqualFunc(va, vb, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
-			t.Fatalf("param %d: %s saved, %s loaded (values equal: %v)", i, pa[i].Name, pb[i].Name, slices.Equal(va, vb))
-		}
-	}
+	sameParams(t, mm.Backend, a, b)
 }
 
 // TestGLMPEFTAllLinear: the PEFT-layout all-linear adapter

@@ -120,3 +120,25 @@ func download(be kernels.Backend, b kernels.Buffer) []float32 {
 	be.Download(v, b)
 	return v
 }
+
+// sameParams fails unless b's parameters are a's: the same names and
+// shapes, in the same order, with bit-identical values (a save/load round
+// trip).
+func sameParams(t testing.TB, be kernels.Backend, a, b *Adapter) {
+	t.Helper()
+	pa, pb := a.Params(), b.Params()
+	if len(pa) != len(pb) {
+		t.Fatalf("%d params saved, %d loaded", len(pa), len(pb))
+	}
+	for i := range pa {
+		if pa[i].Name != pb[i].Name || pa[i].Shape != pb[i].Shape {
+			t.Fatalf("param %d: %s %v vs %s %v", i, pa[i].Name, pa[i].Shape, pb[i].Name, pb[i].Shape)
+		}
+		va, vb := download(be, pa[i].Value), download(be, pb[i].Value)
+		for j := range va {
+			if math.Float32bits(va[j]) != math.Float32bits(vb[j]) {
+				t.Fatalf("%s[%d]: %v saved, %v loaded", pa[i].Name, j, va[j], vb[j])
+			}
+		}
+	}
+}

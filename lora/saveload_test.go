@@ -2,7 +2,6 @@ package lora
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,21 +31,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, pb := a.Params(), b.Params()
-	if len(pa) != len(pb) {
-		t.Fatalf("%d params saved, %d loaded", len(pa), len(pb))
-	}
-	for i := range pa {
-		va, vb := download(m.Backend, pa[i].Value), download(m.Backend, pb[i].Value)
-		if pa[i].Name != pb[i].Name || pa[i].Shape != pb[i].Shape {
-			t.Fatalf("param %d: %s %v vs %s %v", i, pa[i].Name, pa[i].Shape, pb[i].Name, pb[i].Shape)
-		}
-		for j := range va {
-			if math.Float32bits(va[j]) != math.Float32bits(vb[j]) {
-				t.Fatalf("%s[%d]: %v saved, %v loaded", pa[i].Name, j, va[j], vb[j])
-			}
-		}
-	}
+	sameParams(t, m.Backend, a, b)
 	if la, lb := a.LoRA(1, model.ProjDown), b.LoRA(1, model.ProjDown); la.Scale != lb.Scale || la.Rank != lb.Rank {
 		t.Errorf("scale/rank %v/%d saved, %v/%d loaded", la.Scale, la.Rank, lb.Scale, lb.Rank)
 	}
