@@ -190,8 +190,9 @@ func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPag
 		int32(nTok), int32(width), int32(pages.BlockSize), int32(pages.MaxBlocks))
 }
 
-func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "Attention"
+	unsupportedVariant(op, variant, nHead)
 	if headDim <= 0 || headDim > attentionMaxHeadDim {
 		panic(fmt.Sprintf("cuda: Attention: headDim %d outside 1..%d (attention.cu holds at most %d dims per thread)", headDim, attentionMaxHeadDim, attentionMaxHeadDim/attentionBlock))
 	}

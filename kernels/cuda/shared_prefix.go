@@ -12,10 +12,11 @@ import (
 // per row, and attention_decode_combine over them. Head dims above the
 // flash kernels' (the scalar attention.cu) run Attention: groups change
 // what is read, never the result.
-func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionSharedPrefix"
+	unsupportedVariant(op, variant, nHead)
 	if headDim > flashMaxHeadDim {
-		b.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+		b.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 		return
 	}
 	i32(op, nTok*kernels.PrefixGroupWords)

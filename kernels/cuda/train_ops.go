@@ -124,8 +124,9 @@ func (b *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n i
 	b.elementwise("sigmoid_gate_backward_f32", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n))
 }
 
-func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionBackward"
+	unsupportedVariant(op, variant, nHead)
 	positive(op, nTok, nHead, nKV, headDim)
 	i32(op, nTok*nHead*headDim, nKV*headDim)
 	if nHead%nKV != 0 {
