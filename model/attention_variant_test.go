@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -148,9 +149,11 @@ func checkDecodeEqualsPrefill(t *testing.T, m *Model, tol float64) {
 		}
 		got = append(got, step...)
 	}
-	if d := maxAbsDiff(logProbs(got, m.Config.VocabSize), want); d > tol {
+	d := maxAbsDiff(logProbs(got, m.Config.VocabSize), want)
+	if d > tol {
 		t.Errorf("decode vs prefill log-probs: max |Δ| = %g, want ≤ %g", d, tol)
 	}
+	t.Logf("decode vs prefill log-probs: max |Δ| = %.3g", d)
 }
 
 // logProbs is log_softmax of each row of logits.
@@ -212,5 +215,45 @@ func TestLoRAGradientsWithVariants(t *testing.T) {
 				checkDirectional(t, m, b, targets, c, lr.A, lr.DA, rng, l, p)
 			}
 		}
+	}
+}
+
+// TestAttentionVariantConfig: layer_types and sliding_window resolve to
+// per-layer windows (bad entries are errors naming the layer); a family
+// with sinks loads model.layers.N.self_attn.sinks, one f32 per query head,
+// counted in the parameters.
+func TestAttentionVariantConfig(t *testing.T) {
+	w, err := SlidingWindowsFrom([]string{"sliding_attention", "full_attention", "sliding_attention"}, 128)
+	if err != nil || len(w) != 3 || w[0] != 128 || w[1] != 0 || w[2] != 128 {
+		t.Errorf("SlidingWindowsFrom = %v, %v; want [128 0 128]", w, err)
+	}
+	if _, err := SlidingWindowsFrom([]string{"full_attention", "chunked_attention"}, 128); err == nil || !strings.Contains(err.Error(), "layer_types[1]") {
+		t.Errorf("an unknown layer type: err = %v, want one naming layer_types[1]", err)
+	}
+	if _, err := SlidingWindowsFrom([]string{"sliding_attention"}, 0); err == nil {
+		t.Error("a sliding layer with sliding_window 0 is accepted")
+	}
+	cfg := tinyConfig("qwen3")
+	plainParams := cfg.ParamCount()
+	cfg.AttentionSinks = true
+	if got, want := cfg.ParamCount()-plainParams, int64(cfg.NumLayers*cfg.NumHeads); got != want {
+		t.Errorf("sinks add %d parameters, want %d", got, want)
+	}
+	var ws Weights
+	found := 0
+	for _, sp := range cfg.specs(&ws) {
+		if strings.HasSuffix(sp.name, "self_attn.sinks") {
+			found++
+			if len(sp.shape) != 1 || sp.shape[0] != cfg.NumHeads || !sp.f32 {
+				t.Errorf("%s: shape %v, f32 %v; want [%d] kept f32", sp.name, sp.shape, sp.f32, cfg.NumHeads)
+			}
+		}
+	}
+	if found != cfg.NumLayers {
+		t.Errorf("%d sinks tensors for %d layers", found, cfg.NumLayers)
+	}
+	cfg.SlidingWindows = []int{3}
+	if err := cfg.validateAttentionVariants(); err == nil {
+		t.Error("one sliding window for two layers is accepted")
 	}
 }
