@@ -189,7 +189,7 @@ type Ops interface {
 	// which the backward pass uses to recompute probabilities. Cache rows
 	// past a sequence's largest queried position, and blocks no queried
 	// position maps to, may hold garbage (even NaN) and must not be read.
-	Attention(out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
+	Attention(out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32, variant AttentionVariant)
 
 	// LogSoftmaxGather computes, for each of rows rows of logits (rows ×
 	// vocab), logp[r] = log_softmax(logits[r])[target[r]]. If entropy is not

@@ -39,7 +39,7 @@ type DecodeOps interface {
 	// merging the two softmax partials. The groups must satisfy
 	// CheckPrefixGroups; a token in no group ({t, 1, 0}) is attended as
 	// Attention does.
-	AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
+	AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32, variant AttentionVariant)
 }
 
 // SampleParamWords is the I32 words of one row of SampleStream's params:

@@ -48,7 +48,7 @@ type TrainOps interface {
 	// gets the sum of their gradients. The caches are F32: training's
 	// contiguous cache is f32 on every backend (Description.KVCache is
 	// the sampler's).
-	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32)
+	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32, variant AttentionVariant)
 
 	// ScatterRows copies row i of src (n × cols) into row idx[i] of out,
 	// for i < n; rows of out that no index names keep their values. The

@@ -43,6 +43,9 @@ func (b attention) params(c *Config) int64 {
 	if b.oBias {
 		n += h
 	}
+	if c.AttentionSinks {
+		n += int64(c.NumHeads)
+	}
 	return n
 }
 
@@ -78,12 +81,16 @@ func (b attention) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) (o
 			tensorSpec{name: p + "self_attn.q_norm.weight", shape: []int{c.HeadDim}, dst: &w.QNorm, plusOne: norm},
 			tensorSpec{name: p + "self_attn.k_norm.weight", shape: []int{c.HeadDim}, dst: &w.KNorm, plusOne: norm})
 	}
+	if c.AttentionSinks {
+		// The sinks join the softmax's f32 arithmetic as they are.
+		tail = append(tail, tensorSpec{name: p + "self_attn.sinks", shape: []int{c.NumHeads}, dst: &w.Sinks, f32: true})
+	}
 	return s, tail
 }
 
 // weightBuffers: Q, K and V are views of QKV.
 func (attention) weightBuffers(w *Layer) []*kernels.Buffer {
-	return []*kernels.Buffer{&w.QKV, &w.O, &w.QBias, &w.KBias, &w.VBias, &w.OBias, &w.QNorm, &w.KNorm}
+	return []*kernels.Buffer{&w.QKV, &w.O, &w.QBias, &w.KBias, &w.VBias, &w.OBias, &w.QNorm, &w.KNorm, &w.Sinks}
 }
 
 func (attention) resliceWeights(_ *Config, w *Layer) {
@@ -206,10 +213,10 @@ func (attention) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kern
 func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
 	c := m.Config
 	if idx.groups != nil {
-		m.Backend.AttentionSharedPrefix(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.groups, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
+		m.Backend.AttentionSharedPrefix(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.groups, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale(), m.attnVariant(l))
 		return
 	}
-	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale())
+	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale(), m.attnVariant(l))
 }
 
 func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Config.HeadDim))) }
@@ -232,7 +239,7 @@ func (tr *Trace) attentionBackward(l int, s *layerActs, g *attentionGrads, dx ke
 		m.projectBackward(l, ProjO, g.dAttn, dx, s.attn, w.O, n, s.xa[ProjO], g.dxaO, false)
 	}
 	be.AttentionBackward(g.dq, g.dk, g.dv, g.dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale())
+		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale(), m.attnVariant(l))
 	// q, k and v's gradients join in the fused layout (AttentionInputs'
 	// backward), so the base part of dh1 is one GEMM with the fused
 	// weight and the LoRA part reads them in place.

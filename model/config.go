@@ -132,6 +132,7 @@ type Config struct {
 	MoEConfig
 	HybridConfig
 	GLMMoEConfig
+	AttentionVariantConfig
 }
 
 // Arch returns the architecture of a validated config.
@@ -367,6 +368,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		return nil, err
 	}
 	if err := c.validateGLM(arch, data); err != nil {
+		return nil, err
+	}
+	if err := c.validateAttentionVariants(); err != nil {
 		return nil, err
 	}
 	if err := c.checkAttentionVariant(arch, raw.AttnOutputGate, raw.PartialRotary); err != nil {

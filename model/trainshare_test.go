@@ -60,7 +60,7 @@ func groupBatch(rng *rand.Rand, vocab int, groups, g, promptLen int) (*Batch, []
 // without recompute and with every layer checkpointed, whose backward
 // reruns the prompts' call.
 func TestSharedPrefixMatchesUnshared(t *testing.T) {
-	for _, arch := range []string{"qwen3", "llama", "qwen3_5-tiny", "qwen3_5-tiny/layer"} {
+	for _, arch := range []string{"qwen3", "qwen3+window+sinks", "llama", "qwen3_5-tiny", "qwen3_5-tiny/layer"} {
 		t.Run(arch, func(t *testing.T) {
 			var m *Model
 			if name, policy, ok := strings.Cut(arch, "/"); strings.HasSuffix(name, "-tiny") {
@@ -69,6 +69,10 @@ func TestSharedPrefixMatchesUnshared(t *testing.T) {
 				if ok {
 					m.Recompute, _ = ParseRecompute(policy)
 				}
+			} else if arch == "qwen3+window+sinks" {
+				// A window of 3 in layer 0: the continuations see the shared
+				// prompt's last keys only there, all of it in layer 1.
+				m = variantModel(cpu.New(), 31, []int{3, 0}, randomSinks(rand.New(rand.NewPCG(7, 7))))
 			} else {
 				m = NewRandom(tinyConfig(arch), cpu.New(), 31)
 			}

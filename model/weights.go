@@ -15,7 +15,10 @@ type Layer struct {
 	QBias, KBias, VBias     kernels.Buffer
 	OBias                   kernels.Buffer
 	QNorm, KNorm            kernels.Buffer
-	Gate, Up, Down          kernels.Buffer
+	// Sinks is the attention sinks' logits, one per query head, f32
+	// (AttentionVariantConfig.AttentionSinks); nil without.
+	Sinks          kernels.Buffer
+	Gate, Up, Down kernels.Buffer
 	// QKV is [q_proj; k_proj; v_proj] ((q + 2·kv) × hidden) and GateUp
 	// [gate_proj; up_proj] (2·inter × hidden), each one buffer of which Q,
 	// K, V and Gate, Up are views: projections that read one input run as

@@ -68,15 +68,17 @@ func attnTasks(seq []int32, nKV int) []attnTask {
 
 // Attention works per (block of consecutive same-sequence tokens, KV
 // head): the block's queries for all query heads of that KV head are
-// packed into one matrix Q, the scores S = scale·Q·Kᵀ over positions 0..P
-// (P the block's largest position) come from one sgemm over K (read in
-// place when its rows are adjacent, gathered from the block table's runs
-// otherwise), each row is softmaxed over its own causal range 0..pos[t]
-// with everything after set to 0, and O = S·V is a second sgemm. Nothing
-// past P is read.
-func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+// packed into one matrix Q, the scores S = scale·Q·Kᵀ over positions L..P
+// (P the block's largest position, L its smallest first position: 0, or
+// the earliest window start) come from one sgemm over K (read in place
+// when its rows are adjacent, gathered from the block table's runs
+// otherwise), each row is softmaxed over its own range first(pos[t])..pos[t]
+// (with its head's sink in the denominator) with everything else set to
+// 0, and O = S·V is a second sgemm. Nothing outside L..P is read.
+func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "Attention"
 	positive(op, nTok, nHead, nKV, headDim)
+	av := variantOf(op, variant, nHead)
 	if nHead%nKV != 0 {
 		panic("cpu.Attention: nHead must be a multiple of nKV")
 	}
@@ -105,22 +107,20 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffe
 			buf = new(attnBuf)
 		}
 		for _, tk := range tasks[lo:hi] {
-			be.attendBlock(buf, &pt, tk, qs, ks, vs, os, ls, ss, ps, nHead, group, headDim, rowW, scale)
+			be.attendBlock(buf, &pt, tk, av, qs, ks, vs, os, ls, ss, ps, nHead, group, headDim, rowW, scale)
 		}
 		attnScratch.Put(buf)
 	})
 }
 
 // attendBlock computes one task in buf's scratch, growing it as needed.
-func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, qs, ks, vs, os, ls []float32, ss, ps []int32,
+func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attnVariant, qs, ks, vs, os, ls []float32, ss, ps []int32,
 	nHead, group, headDim, rowW int, scale float32) {
 	T := tk.t1 - tk.t0
 	R := T * group // packed rows: token-major, then head within the group
-	P := 0
-	for t := tk.t0; t < tk.t1; t++ {
-		P = max(P, int(ps[t])+1)
-	}
-	buf.segs = pt.segments(buf.segs, int(ss[tk.t0]), P)
+	L, P := av.span(ps[tk.t0:tk.t1])
+	buf.segs = pt.segments(buf.segs, int(ss[tk.t0]), L, P)
+	P -= L // score columns: positions L..L+P−1
 	// Keys and values in several runs (a paged cache whose blocks are not
 	// adjacent) are gathered into contiguous scratch first: one sgemm per
 	// product instead of one per run, which for a decode step's few query
@@ -148,38 +148,43 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, qs, ks,
 		for _, sg := range buf.segs {
 			for j := range sg.n {
 				src := (sg.row+j)*rowW + tk.g*headDim
-				copy(kg[(sg.pos+j)*headDim:][:headDim], ks[src:src+headDim])
-				copy(vg[(sg.pos+j)*headDim:][:headDim], vs[src:src+headDim])
+				copy(kg[(sg.pos-L+j)*headDim:][:headDim], ks[src:src+headDim])
+				copy(vg[(sg.pos-L+j)*headDim:][:headDim], vs[src:src+headDim])
 			}
 		}
 	}
 	be.gemm(false, true, R, P, headDim, scale, qp, headDim, kg, ld, 0, sc, P)
 	for r := range R {
 		t := tk.t0 + r/group
-		n := int(ps[t]) + 1
+		h := tk.g*group + r%group
+		lo, n := av.first(int(ps[t]))-L, int(ps[t])+1-L
 		row := sc[r*P : (r+1)*P]
 		var mx float32
 		var sum float64
 		if be.vec != nil {
-			mx, sum = be.vec.softmaxRow(row[:n])
+			mx, sum = be.vec.softmaxRow(row[lo:n])
 		} else {
 			mx = float32(math.Inf(-1))
-			for _, s := range row[:n] {
+			for _, s := range row[lo:n] {
 				mx = max(mx, s)
 			}
-			for j, s := range row[:n] {
+			for j, s := range row[lo:n] {
 				e := expNonPos(float64(s - mx))
-				row[j] = float32(e)
+				row[lo+j] = float32(e)
 				sum += e
 			}
 		}
-		inv := float32(1 / sum)
-		for j := range row[:n] {
-			row[j] *= inv
+		if av.sinks != nil {
+			mx, sum = addSink(row[lo:n], mx, sum, av.sinks[h])
 		}
+		inv := float32(1 / sum)
+		for j := range row[lo:n] {
+			row[lo+j] *= inv
+		}
+		clear(row[:lo])
 		clear(row[n:])
 		if ls != nil {
-			ls[t*nHead+tk.g*group+r%group] = mx + float32(math.Log(sum))
+			ls[t*nHead+h] = mx + float32(math.Log(sum))
 		}
 	}
 	be.gemm(false, false, R, headDim, P, 1, sc, P, vg, ld, 0, op, headDim)

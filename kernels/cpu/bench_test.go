@@ -70,7 +70,7 @@ func BenchmarkAttentionPrefill512(b *testing.B) {
 			pages := kernels.KVPages{Table: be.Alloc(kernels.I32, 1), BlockSize: nTok, MaxBlocks: 1}
 			scale := float32(1 / math.Sqrt(hd))
 			for b.Loop() {
-				be.Attention(out, nil, q, k, v, slot, pos, pages, nTok, nHead, nKV, hd, scale)
+				be.Attention(out, nil, q, k, v, slot, pos, pages, nTok, nHead, nKV, hd, scale, kernels.AttentionVariant{})
 			}
 			flops := 4.0 * nHead * hd * float64(nTok*(nTok+1)/2)
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
@@ -199,7 +199,7 @@ func BenchmarkAttentionDecodePaged(b *testing.B) {
 	}{{"contiguous", contiguous}, {"paged16", paged}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				be.Attention(out, nil, q, k, v, seq, pos, c.pages, seqs, nHead, nKV, hd, scale)
+				be.Attention(out, nil, q, k, v, seq, pos, c.pages, seqs, nHead, nKV, hd, scale, kernels.AttentionVariant{})
 			}
 		})
 	}

@@ -18,20 +18,20 @@ import (
 // the causal mask).
 type attendsOneFurther struct{ *cpu.Backend }
 
-func (m attendsOneFurther) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (m attendsOneFurther) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	shifted := m.Alloc(kernels.I32, nTok)
 	defer m.Free(shifted)
 	for t, p := range cpu.Int32s(pos)[:nTok] {
 		cpu.Int32s(shifted)[t] = min(p+1, int32(pages.MaxLen()-1))
 	}
-	m.Backend.Attention(out, lse, q, k, v, seq, shifted, pages, nTok, nHead, nKV, headDim, scale)
+	m.Backend.Attention(out, lse, q, k, v, seq, shifted, pages, nTok, nHead, nKV, headDim, scale, variant)
 }
 
 // ignoresBlockTable reads each sequence's positions from consecutive cache
 // rows starting at its first block, as a contiguous cache would.
 type ignoresBlockTable struct{ *cpu.Backend }
 
-func (m ignoresBlockTable) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (m ignoresBlockTable) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	table := cpu.Int32s(pages.Table)
 	flat := m.Alloc(kernels.I32, len(table))
 	defer m.Free(flat)
@@ -41,7 +41,7 @@ func (m ignoresBlockTable) Attention(out, lse, q, k, v, seq, pos kernels.Buffer,
 		}
 	}
 	pages.Table = flat
-	m.Backend.Attention(out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	m.Backend.Attention(out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 }
 
 // dropsEps normalises by sqrt(mean(x²)) without eps.
@@ -156,7 +156,7 @@ func (m clobbersInput) Add(out, a, b kernels.Buffer, n int) {
 // h / (nHead/nKV), which only matters when nHead > nKV > 1.
 type sharesKVHeadsWrongly struct{ *cpu.Backend }
 
-func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	group := nHead / nKV
 	// Permute q's heads so that the correct mapping applied to the permuted
 	// q is the wrong mapping applied to the original, then permute back.
@@ -169,7 +169,7 @@ func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, seq, pos kernels.Buff
 			copy(cpu.Float32s(pq)[(t*nHead+perm(h))*headDim:][:headDim], qs[(t*nHead+h)*headDim:][:headDim])
 		}
 	}
-	m.Backend.Attention(out, lse, pq, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	m.Backend.Attention(out, lse, pq, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 	os := cpu.Float32s(out)
 	tmp := append([]float32(nil), os[:nTok*nHead*headDim]...)
 	for t := range nTok {

@@ -96,12 +96,13 @@ func (pt pageTable) owners(seq, pos []int32) map[int32]int32 {
 // positions pos..pos+n−1 of a sequence are rows row..row+n−1.
 type segment struct{ pos, row, n int }
 
-// segments appends to dst the runs covering positions 0..n−1 of sequence
-// s. Physically adjacent blocks (a contiguous cache, or blocks allocated
-// in order) merge into one run, so each run is one sgemm operand.
-func (pt pageTable) segments(dst []segment, s, n int) []segment {
+// segments appends to dst the runs covering positions from..n−1 of
+// sequence s. Physically adjacent blocks (a contiguous cache, or blocks
+// allocated in order) merge into one run, so each run is one sgemm
+// operand.
+func (pt pageTable) segments(dst []segment, s, from, n int) []segment {
 	dst = dst[:0]
-	for p := 0; p < n; {
+	for p := from; p < n; {
 		r := pt.row(s, p)
 		k := min(pt.blockSize-p%pt.blockSize, n-p)
 		if l := len(dst) - 1; l >= 0 && dst[l].row+dst[l].n == r {

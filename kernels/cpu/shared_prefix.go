@@ -10,7 +10,7 @@ import (
 // with no launch cost and the cache in host memory, reading a shared
 // block once per group saves this backend nothing worth a second code
 // path, and Attention is the plain result the GPU kernels must equal.
-func (be *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (be *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionSharedPrefix"
 	positive(op, nTok, nHead, nKV, headDim)
 	pages.Check(op)
@@ -22,5 +22,5 @@ func (be *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, 
 	if err := kernels.CheckPrefixGroups(gs, table, pages.MaxBlocks, pages.BlockSize, ss, ps); err != nil {
 		panic(fmt.Sprintf("cpu.%s: %v", op, err))
 	}
-	be.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	be.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 }

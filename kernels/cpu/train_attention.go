@@ -7,7 +7,9 @@ import (
 )
 
 // AttentionBackward recomputes each block's probabilities from q, k and
-// lse, then, per block of consecutive same-sequence tokens and KV head g:
+// lse (which holds the sink, so P is the forward's; the sink has no value,
+// so it adds nothing else), over the block's positions L..P as the
+// forward reads them, then, per block of consecutive same-sequence tokens and KV head g:
 //
 //	dV += Pᵀ·dO,  dP = dO·Vᵀ,  dS = P ⊙ (dP − rowsum(dO ⊙ O)),
 //	dQ = scale·dS·K,  dK += scale·dSᵀ·Q
@@ -16,7 +18,7 @@ import (
 // with K and V. Blocks that share a (sequence, g) pair write the same
 // dK/dV rows, so one worker handles all blocks of a pair in turn;
 // sequences that share cache blocks count as one sequence for this.
-func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionBackward"
 	positive(op, nTok, nHead, nKV, headDim)
 	if nHead%nKV != 0 {
@@ -30,6 +32,7 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 		k: floats(op, "kCache", kCache, kCache.Len()), v: floats(op, "vCache", vCache, vCache.Len()),
 		seq: ints(op, "seq", seq, nTok), pos: ints(op, "pos", pos, nTok),
 		nHead: nHead, group: group, headDim: headDim, rowW: rowW, scale: scale,
+		variant: variantOf(op, variant, nHead),
 	}
 	a.dk, a.dv = f32(op, "dk", dk, len(a.k)), f32(op, "dv", dv, len(a.v))
 	if len(a.k) != len(a.v) || len(a.dk) != len(a.k) {
@@ -74,15 +77,16 @@ type attnGrad struct {
 	pages                           pageTable
 	nHead, group, headDim, rowW     int
 	scale                           float32
+	variant                         attnVariant
 }
 
 func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 	T, hd := tk.t1-tk.t0, a.headDim
 	R := T * a.group
-	P := 0
-	for t := tk.t0; t < tk.t1; t++ {
-		P = max(P, int(a.pos[t])+1)
-	}
+	L, P := a.variant.span(a.pos[tk.t0:tk.t1])
+	segs := a.pages.segments(buf.segs, int(a.seq[tk.t0]), L, P)
+	buf.segs = segs
+	P -= L // columns: positions L..L+P−1
 	need := 4*R*hd + 2*R*P
 	if cap(buf.f) < need {
 		buf.f = make([]float32, need)
@@ -106,31 +110,30 @@ func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 			delta[i*a.group+h] = float32(d)
 		}
 	}
-	buf.segs = a.pages.segments(buf.segs, int(a.seq[tk.t0]), P)
-	segs := buf.segs
 	at := func(sg segment) int { return sg.row*a.rowW + tk.g*hd }
 
 	// P = exp(scale·Q·Kᵀ − lse), zero past each row's own position.
 	for _, sg := range segs {
-		be.gemm(false, true, R, sg.n, hd, a.scale, qp, hd, a.k[at(sg):], a.rowW, 0, pr[sg.pos:], P)
+		be.gemm(false, true, R, sg.n, hd, a.scale, qp, hd, a.k[at(sg):], a.rowW, 0, pr[sg.pos-L:], P)
 	}
 	for r := range R {
 		t := tk.t0 + r/a.group
-		n := int(a.pos[t]) + 1
+		lo, n := a.variant.first(int(a.pos[t]))-L, int(a.pos[t])+1-L
 		l := float64(a.lse[t*a.nHead+tk.g*a.group+r%a.group])
 		row := pr[r*P : (r+1)*P]
 		if be.vec != nil {
-			be.vec.expBelow(row[:n], l)
+			be.vec.expBelow(row[lo:n], l)
 		} else {
-			for j := range row[:n] {
-				row[j] = float32(expNonPos(min(float64(row[j])-l, 0)))
+			for j := range row[lo:n] {
+				row[lo+j] = float32(expNonPos(min(float64(row[lo+j])-l, 0)))
 			}
 		}
+		clear(row[:lo])
 		clear(row[n:])
 	}
 	for _, sg := range segs {
-		be.gemm(true, false, sg.n, hd, R, 1, pr[sg.pos:], P, dop, hd, 1, a.dv[at(sg):], a.rowW) // dV += Pᵀ·dO
-		be.gemm(false, true, R, sg.n, hd, 1, dop, hd, a.v[at(sg):], a.rowW, 0, dp[sg.pos:], P)  // dP = dO·Vᵀ
+		be.gemm(true, false, sg.n, hd, R, 1, pr[sg.pos-L:], P, dop, hd, 1, a.dv[at(sg):], a.rowW) // dV += Pᵀ·dO
+		be.gemm(false, true, R, sg.n, hd, 1, dop, hd, a.v[at(sg):], a.rowW, 0, dp[sg.pos-L:], P)  // dP = dO·Vᵀ
 	}
 	for r := range R {
 		pRow, dRow := pr[r*P:(r+1)*P], dp[r*P:(r+1)*P]
@@ -143,8 +146,8 @@ func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 		if i == 0 {
 			beta = 0
 		}
-		be.gemm(false, false, R, hd, sg.n, a.scale, dp[sg.pos:], P, a.k[at(sg):], a.rowW, beta, dqp, hd) // dQ = scale·dS·K
-		be.gemm(true, false, sg.n, hd, R, a.scale, dp[sg.pos:], P, qp, hd, 1, a.dk[at(sg):], a.rowW)     // dK += scale·dSᵀ·Q
+		be.gemm(false, false, R, hd, sg.n, a.scale, dp[sg.pos-L:], P, a.k[at(sg):], a.rowW, beta, dqp, hd) // dQ = scale·dS·K
+		be.gemm(true, false, sg.n, hd, R, a.scale, dp[sg.pos-L:], P, qp, hd, 1, a.dk[at(sg):], a.rowW)     // dK += scale·dSᵀ·Q
 	}
 	for i := range T {
 		dst := ((tk.t0+i)*a.nHead + tk.g*a.group) * hd

@@ -93,20 +93,20 @@ func (m dropsDgate) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, q
 // earlier call (another layer's share, or the caller's) are lost.
 type overwritesKVGrads struct{ *cpu.Backend }
 
-func (m overwritesKVGrads) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (m overwritesKVGrads) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	m.Fill(dk, 0, dk.Len())
 	m.Fill(dv, 0, dv.Len())
-	m.Backend.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	m.Backend.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 }
 
 // dropsSoftmaxCorrection omits D = dout·out from dS = P·(dP − D), by
 // handing the backward out = 0.
 type dropsSoftmaxCorrection struct{ *cpu.Backend }
 
-func (m dropsSoftmaxCorrection) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (m dropsSoftmaxCorrection) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	zero := m.Alloc(kernels.F32, out.Len())
 	defer m.Free(zero)
-	m.Backend.AttentionBackward(dq, dk, dv, dout, zero, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	m.Backend.AttentionBackward(dq, dk, dv, dout, zero, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 }
 
 // flipsSoftmaxGradSign returns dlogp·(softmax − onehot).

@@ -13,7 +13,9 @@
 // its output dims (dims d ≡ threadIdx.x mod blockDim; headDim ≤
 // ATTN_MAX_DIM_PER_THREAD·blockDim). The same call serves prefill, decode
 // and packed batches because each token carries its own sequence and
-// position.
+// position. Variants (kernels.AttentionVariant): with window > 0 the keys
+// start at pos − window + 1 (no key before is read); sinks (one logit per
+// query head, or null) join the softmax's denominator after the last tile.
 // nvcc -ptx -arch=compute_90 attention.cu
 #include "common.cuh"
 
@@ -31,7 +33,7 @@
 template <class T>
 __device__ __forceinline__ void attention(float* out, float* lse, const float* q, const T* kCache, const T* vCache, const int* seq,
 					  const int* pos, const int* table, int nHead, int nKV, int headDim, int blockSize,
-					  int maxBlocks, float scale) {
+					  int maxBlocks, float scale, int window, const float* sinks) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	GRPO_SHARED(float, scratch, [32]);
 	float* qs = smem;                     // headDim
@@ -41,6 +43,7 @@ __device__ __forceinline__ void attention(float* out, float* lse, const float* q
 	int g = h / (nHead / nKV);
 	int s = seq[t];
 	int n = ATTN_VISIBLE(pos[t]);
+	int lo = window > 0 ? max(0, pos[t] - window + 1) : 0;
 	long long rowStride = (long long)nKV * headDim;
 	const T* kBase = kCache + (long long)g * headDim;
 	const T* vBase = vCache + (long long)g * headDim;
@@ -50,7 +53,7 @@ __device__ __forceinline__ void attention(float* out, float* lse, const float* q
 
 	float m = -INFINITY, l = 0.0f;
 	float acc[ATTN_MAX_DIM_PER_THREAD] = {};
-	for (int j0 = 0; j0 < n; j0 += bd) {
+	for (int j0 = lo; j0 < n; j0 += bd) {
 		int j = j0 + tid;
 		float sc = -INFINITY;
 		if (j < n) {
@@ -78,6 +81,13 @@ __device__ __forceinline__ void attention(float* out, float* lse, const float* q
 		m = mNew;
 		__syncthreads();  // ps and rows are rewritten by the next tile
 	}
+	if (sinks) {
+		// The sink joins the denominator: rescale to max(m, sink).
+		float mNew = fmaxf(m, sinks[h]), corr = expf(m - mNew);
+		l = l * corr + expf(sinks[h] - mNew);
+		for (int k = 0; k < ATTN_MAX_DIM_PER_THREAD; k++) acc[k] *= corr;
+		m = mNew;
+	}
 	float* oRow = out + ((long long)t * nHead + h) * headDim;
 	for (int k = 0; k < ATTN_MAX_DIM_PER_THREAD; k++) {
 		int d = tid + k * bd;
@@ -87,12 +97,13 @@ __device__ __forceinline__ void attention(float* out, float* lse, const float* q
 }
 GRPO_KERNEL void __launch_bounds__(128) attention_f32(float* out, float* lse, const float* q, const float* kCache, const float* vCache,
 						      const int* seq, const int* pos, const int* table, int nTok, int nHead, int nKV,
-						      int headDim, int blockSize, int maxBlocks, float scale) {
-	attention(out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale);
+						      int headDim, int blockSize, int maxBlocks, float scale, int window,
+						      const float* sinks) {
+	attention(out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale, window, sinks);
 }
 GRPO_KERNEL void __launch_bounds__(128) attention_bf16(float* out, float* lse, const float* q, const __nv_bfloat16* kCache,
 						       const __nv_bfloat16* vCache, const int* seq, const int* pos, const int* table,
 						       int nTok, int nHead, int nKV, int headDim, int blockSize, int maxBlocks,
-						       float scale) {
-	attention(out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale);
+						       float scale, int window, const float* sinks) {
+	attention(out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale, window, sinks);
 }

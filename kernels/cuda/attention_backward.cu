@@ -9,6 +9,11 @@
 //	dq  = scale·Σ_j ds_j·k_j          (written)
 //	dk_j += scale·ds_j·q,  dv_j += p_j·dout   (added into the cache layout)
 //
+// With a sliding window (window > 0) the visible keys are pos − window +
+// 1..pos and no key before is read. Sinks need nothing here: the
+// forward's lse holds them, so p_j is the forward's, and the sink has no
+// value (its column of dP is 0); the sinks are frozen, no gradient.
+//
 // Launch: grid (nTok, nKV), block (128), dynamic shared memory
 // (3·group·headDim + group + 2·group·blockDim + blockDim) floats, group =
 // nHead/nKV.
@@ -46,7 +51,7 @@ template <class T>
 __device__ __forceinline__ void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
 						   const float* lse, const float* q, const T* kCache, const T* vCache,
 						   const int* seq, const int* pos, const int* table, int nHead, int nKV,
-						   int headDim, int blockSize, int maxBlocks, float scale) {
+						   int headDim, int blockSize, int maxBlocks, float scale, int window) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	GRPO_SHARED(float, scratch, [32]);
 	int t = blockIdx.x, g = blockIdx.y, tid = threadIdx.x, bd = blockDim.x;
@@ -76,12 +81,12 @@ __device__ __forceinline__ void attention_backward(float* dq, float* dk, float* 
 	}
 	__syncthreads();
 
-	int n = pos[t] + 1, sq = seq[t];
+	int n = pos[t] + 1, sq = seq[t], lo = window > 0 ? max(0, pos[t] - window + 1) : 0;
 	long long rowStride = (long long)nKV * headDim;
 	long long base = (long long)g * headDim;
 	const T* kBase = kCache + base;
 	const T* vBase = vCache + base;
-	for (int j0 = 0; j0 < n; j0 += bd) {
+	for (int j0 = lo; j0 < n; j0 += bd) {
 		int j = j0 + tid;
 		if (j < n) {
 			long long r = kv_row(table, sq, j, blockSize, maxBlocks);
@@ -130,6 +135,6 @@ GRPO_KERNEL void __launch_bounds__(128) attention_backward_f32(float* dq, float*
 							       const float* lse, const float* q, const float* kCache,
 							       const float* vCache, const int* seq, const int* pos, const int* table,
 							       int nTok, int nHead, int nKV, int headDim, int blockSize, int maxBlocks,
-							       float scale) {
-	attention_backward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale);
+							       float scale, int window) {
+	attention_backward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos, table, nHead, nKV, headDim, blockSize, maxBlocks, scale, window);
 }

@@ -11,6 +11,11 @@
 // block's warps are merged through shared memory. With one split the block
 // writes out and lse itself; otherwise it writes its partial (max, sum,
 // unnormalised output) and attention_decode_combine merges the splits.
+// Under a sliding window (window > 0) the splits cover the window,
+// [attn_first(pos), pos], not the whole cache: the host sizes nSplit for
+// min(maxLen, window) keys. Sinks (one logit per query head, or null) join
+// the denominator once, where a row's result is final: in the tile with
+// one split, in attention_decode_combine otherwise.
 // nvcc -ptx -arch=compute_80 attention_decode.cu
 #include "flash.cuh"
 
@@ -28,23 +33,29 @@
 // hh is number base + hh of the pairs (first + p / group, g·group + p %
 // group): for plain decoding the chunk's heads of token first, for a
 // shared prefix the group's members × heads, so each K and V row read
-// serves all of them. With slots == 1 the block writes out and lse.
+// serves all of them. With slots == 1 the block writes out and lse. Under
+// a window each pair skips the keys before its own first position, and
+// the block starts at the earliest.
 template <int N, class T>
 __device__ __forceinline__ void attention_decode_tile(float* out, float* lse, float* pm, float* pl, float* po,
 						      const float* q, const T* kCache, const T* vCache,
 						      const int* table, int s, int from, int to, int first,
 						      int base, int nh, int g, int slots, int slot, int blockSize,
-						      int maxBlocks, int nHead, int nKV, int headDim, float scale) {
+						      int maxBlocks, int nHead, int nKV, int headDim, float scale,
+						      const int* pos, int window, const float* sinks) {
 	GRPO_DYNAMIC_SHARED(float, smem);
 	int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 	int group = nHead / nKV;
 	int width = nKV * headDim;
 
 	float qr[DECODE_HEADS][N], acc[DECODE_HEADS][N], m[DECODE_HEADS], l[DECODE_HEADS];
+	int lo[DECODE_HEADS], minLo = 0x7fffffff;
 	for (int hh = 0; hh < DECODE_HEADS; hh++) {
 		m[hh] = -INFINITY;
 		l[hh] = 0.0f;
 		int p = base + hh;
+		lo[hh] = hh < nh ? attn_first(pos[first + p / group], window) : 0;
+		if (hh < nh) minLo = min(minLo, lo[hh]);
 		long long row = (long long)(first + p / group) * nHead + g * group + p % group;
 		for (int i = 0; i < N; i++) {
 			int d = lane + 32 * i;
@@ -52,6 +63,7 @@ __device__ __forceinline__ void attention_decode_tile(float* out, float* lse, fl
 			acc[hh][i] = 0.0f;
 		}
 	}
+	from = max(from, minLo);
 	for (int j = from + warp; j < to; j += DECODE_WARPS) {
 		long long at = kv_row(table, s, j, blockSize, maxBlocks) * width + (long long)g * headDim;
 		float k[N], v[N];
@@ -61,7 +73,7 @@ __device__ __forceinline__ void attention_decode_tile(float* out, float* lse, fl
 			v[i] = d < headDim ? ld(vCache, at + d) : 0.0f;
 		}
 		for (int hh = 0; hh < DECODE_HEADS; hh++) {
-			if (hh >= nh) continue;  // constant trip count: qr, acc, m, l stay in registers
+			if (hh >= nh || j < lo[hh]) continue;  // constant trip count: qr, acc, m, l stay in registers
 			float dot = 0.0f;
 			for (int i = 0; i < N; i++) dot += qr[hh][i] * k[i];
 			float x = warp_sum(dot) * scale;
@@ -100,6 +112,13 @@ __device__ __forceinline__ void attention_decode_tile(float* out, float* lse, fl
 		int p = base + hh;
 		long long row = (long long)(first + p / group) * nHead + g * group + p % group;
 		if (slots == 1) {
+			if (sinks) {
+				// The sink joins the denominator: rescale to max(M, sink).
+				float sk = sinks[row % nHead], MN = fmaxf(M, sk), corr = expf(M - MN);
+				L = L * corr + expf(sk - MN);
+				A *= corr;
+				M = MN;
+			}
 			out[row * headDim + d] = A / L;
 			if (lse && d == 0) lse[row] = M + logf(L);
 		} else {
@@ -118,13 +137,13 @@ __device__ __forceinline__ void attention_decode(float* out, float* lse, float* 
 						 const float* q, const T* kCache, const T* vCache,
 						 const int* seq, const int* pos, const int* table, int blockSize,
 						 int maxBlocks, int nTok, int nHead, int nKV, int headDim, int splitLen,
-						 float scale) {
+						 float scale, int window, const float* sinks) {
 	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
 	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z;
-	int from = z * splitLen, to = min(pos[t] + 1, from + splitLen);
+	int from = attn_first(pos[t], window) + z * splitLen, to = min(pos[t] + 1, from + splitLen);
 	attention_decode_tile<N, T>(out, lse, pm, pl, po, q, kCache, vCache, table, seq[t], from, to, t,
 				    c * DECODE_HEADS, min(DECODE_HEADS, group - c * DECODE_HEADS), g, gridDim.z, z,
-				    blockSize, maxBlocks, nHead, nKV, headDim, scale);
+				    blockSize, maxBlocks, nHead, nKV, headDim, scale, pos, window, sinks);
 }
 
 // attention_prefix_dpl<N>_<kv> and attention_suffix_dpl<N>_<kv>:
@@ -138,12 +157,14 @@ __device__ __forceinline__ void attention_decode(float* out, float* lse, float* 
 // of (member, head) pairs, and reads split z of the shared keys once
 // from the first member's table row; a block past the tiles returns.
 // A token in no group has no shared keys: its prefix tiles write empty
-// partials (max −Inf).
+// partials (max −Inf). Under a window, shared keys before every member's
+// window are not read, and each member skips those before its own.
 template <int N, class T>
 __device__ __forceinline__ void attention_prefix(float* pm, float* pl, float* po, const float* q,
 						 const T* kCache, const T* vCache, const int* seq,
-						 const int* groups, const int* table, int blockSize, int maxBlocks,
-						 int nHead, int nKV, int headDim, int splitLen, float scale) {
+						 const int* pos, const int* groups, const int* table, int blockSize,
+						 int maxBlocks, int nHead, int nKV, int headDim, int splitLen, float scale,
+						 int window) {
 	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
 	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z, nSplit = gridDim.z;
 	int first = groups[3 * t], members = groups[3 * t + 1], shared = groups[3 * t + 2] * blockSize;
@@ -157,29 +178,29 @@ __device__ __forceinline__ void attention_prefix(float* pm, float* pl, float* po
 #endif
 	attention_decode_tile<N, T>(nullptr, nullptr, pm, pl, po, q, kCache, vCache, table, s, from, to, first,
 				    tile * DECODE_HEADS, min(DECODE_HEADS, pairs - tile * DECODE_HEADS), g, 2 * nSplit,
-				    nSplit + z, blockSize, maxBlocks, nHead, nKV, headDim, scale);
+				    nSplit + z, blockSize, maxBlocks, nHead, nKV, headDim, scale, pos, window, nullptr);
 }
 
 template <int N, class T>
 __device__ __forceinline__ void attention_suffix(float* pm, float* pl, float* po, const float* q, const T* kCache,
 						 const T* vCache, const int* seq, const int* pos, const int* groups,
 						 const int* table, int blockSize, int maxBlocks, int nHead, int nKV,
-						 int headDim, int splitLen, float scale) {
+						 int headDim, int splitLen, float scale, int window) {
 	int group = nHead / nKV, chunks = (group + DECODE_HEADS - 1) / DECODE_HEADS;
 	int t = blockIdx.x, g = blockIdx.y / chunks, c = blockIdx.y % chunks, z = blockIdx.z;
 	int from = max(z * splitLen, groups[3 * t + 2] * blockSize), to = min(pos[t] + 1, z * splitLen + splitLen);
 	attention_decode_tile<N, T>(nullptr, nullptr, pm, pl, po, q, kCache, vCache, table, seq[t], from, to, t,
 				    c * DECODE_HEADS, min(DECODE_HEADS, group - c * DECODE_HEADS), g, 2 * gridDim.z, z,
-				    blockSize, maxBlocks, nHead, nKV, headDim, scale);
+				    blockSize, maxBlocks, nHead, nKV, headDim, scale, pos, window, nullptr);
 }
 
 #define ATTENTION_DECODE(N, T, suffix)                                                                          \
 	GRPO_KERNEL void __launch_bounds__(DECODE_THREADS) attention_decode_dpl##N##_##suffix(                      \
 	    float* out, float* lse, float* pm, float* pl, float* po, const float* q, const T* kCache, const T* vCache, \
 	    const int* seq, const int* pos, const int* table, int blockSize, int maxBlocks, int nTok, int nHead,      \
-	    int nKV, int headDim, int splitLen, float scale) {                                                       \
+	    int nKV, int headDim, int splitLen, float scale, int window, const float* sinks) {                       \
 		attention_decode<N, T>(out, lse, pm, pl, po, q, kCache, vCache, seq, pos, table, blockSize, maxBlocks, \
-				       nTok, nHead, nKV, headDim, splitLen, scale);                                    \
+				       nTok, nHead, nKV, headDim, splitLen, scale, window, sinks);                     \
 	}
 ATTENTION_DECODE(1, __nv_bfloat16, bf16)
 ATTENTION_DECODE(2, __nv_bfloat16, bf16)
@@ -193,17 +214,17 @@ ATTENTION_DECODE(4, float, f32)
 #define ATTENTION_SHARED_PREFIX(N, T, suffix)                                                                   \
 	GRPO_KERNEL void __launch_bounds__(DECODE_THREADS) attention_prefix_dpl##N##_##suffix(                      \
 	    float* pm, float* pl, float* po, const float* q, const T* kCache, const T* vCache, const int* seq,        \
-	    const int* groups, const int* table, int blockSize, int maxBlocks, int nHead, int nKV, int headDim,     \
-	    int splitLen, float scale) {                                                                          \
-		attention_prefix<N, T>(pm, pl, po, q, kCache, vCache, seq, groups, table, blockSize, maxBlocks, nHead, \
-				       nKV, headDim, splitLen, scale);                                                \
+	    const int* pos, const int* groups, const int* table, int blockSize, int maxBlocks, int nHead, int nKV,  \
+	    int headDim, int splitLen, float scale, int window) {                                                 \
+		attention_prefix<N, T>(pm, pl, po, q, kCache, vCache, seq, pos, groups, table, blockSize, maxBlocks,   \
+				       nHead, nKV, headDim, splitLen, scale, window);                                 \
 	}                                                                                                         \
 	GRPO_KERNEL void __launch_bounds__(DECODE_THREADS) attention_suffix_dpl##N##_##suffix(                      \
 	    float* pm, float* pl, float* po, const float* q, const T* kCache, const T* vCache, const int* seq,        \
 	    const int* pos, const int* groups, const int* table, int blockSize, int maxBlocks, int nHead, int nKV,  \
-	    int headDim, int splitLen, float scale) {                                                             \
+	    int headDim, int splitLen, float scale, int window) {                                                 \
 		attention_suffix<N, T>(pm, pl, po, q, kCache, vCache, seq, pos, groups, table, blockSize, maxBlocks,   \
-				       nHead, nKV, headDim, splitLen, scale);                                         \
+				       nHead, nKV, headDim, splitLen, scale, window);                                 \
 	}
 ATTENTION_SHARED_PREFIX(1, __nv_bfloat16, bf16)
 ATTENTION_SHARED_PREFIX(2, __nv_bfloat16, bf16)
@@ -216,18 +237,21 @@ ATTENTION_SHARED_PREFIX(4, float, f32)
 
 // attention_decode_combine: grid (nTok·nHead), block DECODE_THREADS (over
 // dims). Merges a row's nSplit partials; a split with no key (past the
-// token's position) has max −Inf and weight 0.
+// token's position) has max −Inf and weight 0. A row's sink (sinks not
+// null; row = t·nHead + h) joins as one more partial with no value.
 GRPO_KERNEL void __launch_bounds__(DECODE_THREADS)
     attention_decode_combine(float* out, float* lse, const float* pm, const float* pl, const float* po, int nSplit,
-			     int headDim) {
+			     int headDim, const float* sinks, int nHead) {
 	long long row = blockIdx.x;
 	const float* m = pm + row * nSplit;
 	const float* l = pl + row * nSplit;
 	float M = -INFINITY;
 	for (int z = 0; z < nSplit; z++) M = fmaxf(M, m[z]);
+	if (sinks) M = fmaxf(M, sinks[row % nHead]);
 	float L = 0.0f;
 	for (int z = 0; z < nSplit; z++)
 		if (m[z] != -INFINITY) L += l[z] * expf(m[z] - M);
+	if (sinks) L += expf(sinks[row % nHead] - M);
 	for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 		float A = 0.0f;
 		for (int z = 0; z < nSplit; z++)

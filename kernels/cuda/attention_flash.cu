@@ -19,6 +19,11 @@
 //   in the lanes' own layout, not a fragment's);
 //   PV = P·V (into shared f32), which those lanes add to o.
 // On the bf16 path Q and P are rounded to bf16 as tensor cores take them.
+// Variants (kernels.AttentionVariant): under a sliding window (window > 0)
+// a row sees keys attn_first(pos)..pos, and a sequence's key tiles start
+// at the earliest first position of the block's rows in it — the tiles
+// and cache blocks before are never read; sinks (one logit per query
+// head, or null) join each row's l after its last tile, and the lse.
 // nvcc -ptx -arch=compute_80 attention_flash.cu
 #include "flash.cuh"
 
@@ -38,14 +43,14 @@ struct FlashFwdSmem {
 	static const int s = v + FLASH_KEYS * HD * sizeof(T);   // f32 FLASH_ROWS × FLASH_KEYS
 	static const int p = s + FLASH_ROWS * FLASH_KEYS * 4;   // T FLASH_ROWS × FLASH_KEYS
 	static const int pv = p + FLASH_ROWS * FLASH_KEYS * sizeof(T);  // f32 FLASH_ROWS × HD
-	static const int meta = pv + FLASH_ROWS * HD * 4;       // int: seq, pos, done per row; 2 ctl
-	static const int bytes = meta + (3 * FLASH_ROWS + 2) * 4;
+	static const int meta = pv + FLASH_ROWS * HD * 4;       // int: seq, pos, done per row; 3 ctl
+	static const int bytes = meta + (3 * FLASH_ROWS + 3) * 4;
 };
 
 template <int HD, class T>
 __device__ __forceinline__ void attention_flash(float* out, float* lse, const float* q, const T* kCache, const T* vCache, const int* seq, const int* pos,
 						const int* table, int blockSize, int maxBlocks, int nTok, int nHead,
-						int nKV, int headDim, float scale) {
+						int nKV, int headDim, float scale, int window, const float* sinks) {
 	typedef FlashFwdSmem<HD, T> L;
 	GRPO_DYNAMIC_SHARED(unsigned char, smem);
 	T* qs = (T*)(smem + L::q);
@@ -78,23 +83,27 @@ __device__ __forceinline__ void attention_flash(float* out, float* lse, const fl
 	for (;;) {
 		__syncthreads();  // rows' meta written (first pass) or marked done
 		if (tid == 0) {
-			int s = -1, last = -1;
+			int s = -1, last = -1, first = 0x7fffffff;
 			for (int r = 0; r < FLASH_ROWS; r++)
 				if (!rowDone[r]) {
 					if (s < 0) s = rowSeq[r];
-					if (rowSeq[r] == s) last = max(last, rowPos[r]);
+					if (rowSeq[r] == s) {
+						last = max(last, rowPos[r]);
+						first = min(first, attn_first(rowPos[r], window));
+					}
 				}
 			ctl[0] = s;
 			ctl[1] = last;
+			ctl[2] = first;
 		}
 		__syncthreads();
-		int s = ctl[0], last = ctl[1];
+		int s = ctl[0], last = ctl[1], first = ctl[2];
 		if (s < 0) break;
 		bool mine = rowSeq[row] == s && !rowDone[row];
-		int myPos = rowPos[row];
-		for (int j0 = 0; j0 <= last; j0 += FLASH_KEYS) {
-			load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, last, g, headDim, width);
-			load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, last, g, headDim, width);
+		int myPos = rowPos[row], myFirst = attn_first(myPos, window);
+		for (int j0 = first; j0 <= last; j0 += FLASH_KEYS) {
+			load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
+			load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
 			__syncthreads();
 			rows_by_keys<HD>(ss + 16 * warp * FLASH_KEYS, qs + 16 * warp * HD, ks);
 			__syncwarp();
@@ -103,7 +112,7 @@ __device__ __forceinline__ void attention_flash(float* out, float* lse, const fl
 			float tileMax = -INFINITY;
 			for (int c = 0; c < FLASH_KEYS / 2; c++) {
 				int key = j0 + half * (FLASH_KEYS / 2) + c;
-				float x = mine && FLASH_VISIBLE(key, myPos) ? sr[c] * scale : -INFINITY;
+				float x = mine && FLASH_VISIBLE(key, myPos) && key >= myFirst ? sr[c] * scale : -INFINITY;
 				sr[c] = x;
 				tileMax = fmaxf(tileMax, x);
 			}
@@ -136,6 +145,13 @@ __device__ __forceinline__ void attention_flash(float* out, float* lse, const fl
 	}
 
 	int r = r0 + row;
+	if (r < nRows && sinks) {
+		// The sink joins the denominator: rescale to max(m, sink).
+		float sk = sinks[g * group + r % group], mNew = fmaxf(m, sk), corr = expf(m - mNew);
+		l = l * corr + expf(sk - mNew);
+		for (int i = 0; i < HD / 2; i++) o[i] *= corr;
+		m = mNew;
+	}
 	if (r < nRows) {
 		float* orow = out + row_offset(r, group, g, nHead, headDim);
 		for (int i = 0; i < HD / 2; i++) {
@@ -151,9 +167,9 @@ __device__ __forceinline__ void attention_flash(float* out, float* lse, const fl
 	    attention_flash_hd##HD##_##suffix(float* out, float* lse, const float* q, const T* kCache,          \
 					      const T* vCache, const int* seq, const int* pos, const int* table, \
 					      int blockSize, int maxBlocks, int nTok, int nHead, int nKV,       \
-					      int headDim, float scale) {                                       \
+					      int headDim, float scale, int window, const float* sinks) {       \
 		attention_flash<HD, T>(out, lse, q, kCache, vCache, seq, pos, table, blockSize, maxBlocks, nTok,  \
-				       nHead, nKV, headDim, scale);                                               \
+				       nHead, nKV, headDim, scale, window, sinks);                                \
 	}
 ATTENTION_FLASH(16, __nv_bfloat16, bf16)
 ATTENTION_FLASH(32, __nv_bfloat16, bf16)

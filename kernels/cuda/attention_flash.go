@@ -78,7 +78,7 @@ func align128(n int) int { return (n + 127) / 128 * 128 }
 
 // flashForwardShared mirrors FlashFwdSmem<HD, T>::bytes.
 func flashForwardShared(hd, ts int) int {
-	return 3*flashRows*hd*ts + flashRows*flashKeys*4 + flashRows*flashKeys*ts + flashRows*hd*4 + (3*flashRows+2)*4
+	return 3*flashRows*hd*ts + flashRows*flashKeys*4 + flashRows*flashKeys*ts + flashRows*hd*4 + (3*flashRows+3)*4
 }
 
 // flashBackwardShared mirrors FlashBwdSmem<HD, T>::bytes.
@@ -103,7 +103,7 @@ func (b *Backend) decodeSplitLen(maxLen, base int) int {
 
 // attentionFlash runs Attention on the flash kernels; the operands are
 // checked.
-func (b *Backend) attentionFlash(o, l, qq, kc, vc, s, p, tb *buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) attentionFlash(o, l, qq, kc, vc, s, p, tb *buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, av attnVariant) {
 	group := nHead / nKV
 	kv := kvSuffix(kc.dt)
 	common := []any{s.ptr, p.ptr, tb.ptr, int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nTok), int32(nHead), int32(nKV), int32(headDim)}
@@ -113,17 +113,19 @@ func (b *Backend) attentionFlash(o, l, qq, kc, vc, s, p, tb *buffer, pages kerne
 		hd, ts := flashHD(headDim), kc.dt.Size()
 		args := append([]any{o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr}, common...)
 		b.launch(fmt.Sprintf("attention_flash_hd%d_%s", hd, kv), D2((nTok*group+flashRows-1)/flashRows, nKV), D1(flashThreads),
-			flashForwardShared(hd, ts), append(args, scale)...)
+			flashForwardShared(hd, ts), append(args, scale, av.window, av.sinks.ptr)...)
 		return
 	}
+	// The splits cover a token's window, at most span keys.
 	chunks := (group + decodeHeads - 1) / decodeHeads
-	splitLen := b.decodeSplitLen(pages.MaxLen(), nTok*nKV*chunks)
-	nSplit := (pages.MaxLen() + splitLen - 1) / splitLen
+	span := av.span(pages.MaxLen())
+	splitLen := b.decodeSplitLen(span, nTok*nKV*chunks)
+	nSplit := (span + splitLen - 1) / splitLen
 	dpl := (headDim + 31) / 32
 	name := fmt.Sprintf("attention_decode_dpl%d_%s", dpl, kv)
 	shared := 4 * decodeThreads / 32 * decodeHeads * (2 + 32*dpl)
 	grid := Dim3{uint32(nTok), uint32(nKV * chunks), uint32(nSplit)}
-	tail := append(common, int32(splitLen), scale)
+	tail := append(common, int32(splitLen), scale, av.window, av.sinks.ptr)
 	if nSplit == 1 {
 		b.launch(name, grid, D1(decodeThreads), shared, append([]any{o.ptr, l.ptr, DevicePtr(0), DevicePtr(0), DevicePtr(0), qq.ptr, kc.ptr, vc.ptr}, tail...)...)
 		return
@@ -139,12 +141,13 @@ func (b *Backend) attentionFlash(o, l, qq, kc, vc, s, p, tb *buffer, pages kerne
 	}
 	pm, pl, po := scratch, scratch+DevicePtr(4*parts), scratch+DevicePtr(8*parts)
 	b.launch(name, grid, D1(decodeThreads), shared, append([]any{o.ptr, l.ptr, pm, pl, po, qq.ptr, kc.ptr, vc.ptr}, tail...)...)
-	b.launch("attention_decode_combine", D1(nTok*nHead), D1(decodeThreads), 0, o.ptr, l.ptr, pm, pl, po, int32(nSplit), int32(headDim))
+	b.launch("attention_decode_combine", D1(nTok*nHead), D1(decodeThreads), 0, o.ptr, l.ptr, pm, pl, po, int32(nSplit), int32(headDim),
+		av.sinks.ptr, int32(nHead))
 	b.putScratch(scratch, bytes) // stream order: the next user runs after the combine
 }
 
 // attentionBackwardFlash runs AttentionBackward on the two flash passes.
-func (b *Backend) attentionBackwardFlash(dq, dk, dv, dout, out, lse, q, kc, vc, s, p, tb *buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) attentionBackwardFlash(dq, dk, dv, dout, out, lse, q, kc, vc, s, p, tb *buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, window int32) {
 	group := nHead / nKV
 	hd, ts, kv := flashHD(headDim), kc.dt.Size(), kvSuffix(kc.dt)
 	shared := flashBackwardShared(hd, ts)
@@ -152,10 +155,10 @@ func (b *Backend) attentionBackwardFlash(dq, dk, dv, dout, out, lse, q, kc, vc, 
 	tiles := (pages.BlockSize + flashKeys - 1) / flashKeys
 	b.launch(fmt.Sprintf("attention_flash_dkdv_hd%d_%s", hd, kv), D2(numBlocks*tiles, nKV), D1(flashThreads), shared,
 		dk.ptr, dv.ptr, dout.ptr, out.ptr, lse.ptr, q.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(pages.BlockSize), int32(pages.MaxBlocks), int32(pages.Seqs()), int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale)
+		int32(pages.BlockSize), int32(pages.MaxBlocks), int32(pages.Seqs()), int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, window)
 	b.launch(fmt.Sprintf("attention_flash_dq_hd%d_%s", hd, kv), D2((nTok*group+flashRows-1)/flashRows, nKV), D1(flashThreads), shared,
 		dq.ptr, dout.ptr, out.ptr, lse.ptr, q.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale)
+		int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, window)
 }
 
 func init() {

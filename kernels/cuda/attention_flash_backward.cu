@@ -25,6 +25,13 @@
 // attention_flash_dq_hd<HD>: grid (⌈nTok·group / FLASH_ROWS⌉, nKV), the
 // forward's tiling: a block owns FLASH_ROWS rows, loops over their
 // sequences and key tiles, and writes dQ (overwritten) once.
+//
+// Under a sliding window (window > 0) a row sees keys attn_first(pos)..pos:
+// the dK/dV pass skips query tiles whose rows' windows miss its keys, and
+// cache blocks no window reaches; the dQ pass starts each sequence's key
+// tiles at its rows' earliest first position. Sinks need nothing here:
+// the forward's lse holds them (P is the forward's), the sink has no
+// value, and the sinks are frozen.
 // nvcc -ptx -arch=compute_80 attention_flash_backward.cu
 #include "flash.cuh"
 
@@ -82,7 +89,7 @@ __device__ __forceinline__ void attention_flash_dkdv(float* dk, float* dv, const
 						     const float* lse, const float* q, const T* kCache, const T* vCache,
 						     const int* seq, const int* pos, const int* table, int blockSize,
 						     int maxBlocks, int seqs, int nTok, int nHead, int nKV, int headDim,
-						     float scale) {
+						     float scale, int window) {
 	typedef FlashBwdSmem<HD, T> L;
 	GRPO_DYNAMIC_SHARED(unsigned char, smem);
 	T* qs = (T*)(smem + L::q);
@@ -123,15 +130,19 @@ __device__ __forceinline__ void attention_flash_dkdv(float* dk, float* dv, const
 		// j0.. of s. It counts only if a query of s reaches them (an
 		// entry past a sequence's end may hold anything).
 		int s = entry / maxBlocks, j0 = entry % maxBlocks * blockSize + row0;
-		int last = -1;  // positions are below 2²⁴, exact as float
+		int last = -1, first = -(1 << 24);  // positions are below 2²⁴, exact as float; first negated
 		for (int t = tid; t < nTok; t += blockDim.x)
-			if (seq[t] == s) last = max(last, pos[t]);
+			if (seq[t] == s) {
+				last = max(last, pos[t]);
+				first = max(first, -attn_first(pos[t], window));
+			}
 		last = (int)block_max((float)last, st);
-		if (last < j0) continue;  // uniform
+		first = -(int)block_max((float)first, st);
+		if (last < j0 || first > j0 + nk - 1) continue;  // uniform: no window reaches the block
 		last = min(last, j0 + nk - 1);
 		written = max(written, last - j0 + 1);
-		load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, last, g, headDim, width);
-		load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, last, g, headDim, width);
+		load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
+		load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
 		for (int r0 = 0; r0 < nRows; r0 += FLASH_ROWS) {
 			__syncthreads();  // the previous tile's q, dO and meta are no longer read
 			load_row_meta(rowSeq, rowPos, rowLse, rowD, dout, out, lse, seq, pos, r0, nRows, group, g, nHead,
@@ -139,7 +150,8 @@ __device__ __forceinline__ void attention_flash_dkdv(float* dk, float* dv, const
 			__syncthreads();
 			// Does any row of the tile see a key of this block?
 			bool any = false;
-			for (int r = 0; r < FLASH_ROWS; r++) any = any || (rowSeq[r] == s && rowPos[r] >= j0);
+			for (int r = 0; r < FLASH_ROWS; r++)
+				any = any || (rowSeq[r] == s && rowPos[r] >= j0 && attn_first(rowPos[r], window) <= last);
 			if (!any) continue;  // uniform
 			load_rows<HD, T>(qs, q, r0, nRows, group, g, nHead, headDim);
 			load_rows<HD, T>(dos, dout, r0, nRows, group, g, nHead, headDim);
@@ -150,7 +162,8 @@ __device__ __forceinline__ void attention_flash_dkdv(float* dk, float* dv, const
 			__syncwarp();
 			for (int e = lane; e < 16 * FLASH_ROWS; e += 32) {
 				int c = 16 * warp + e / FLASH_ROWS, r = e % FLASH_ROWS, at = c * FLASH_ROWS + r;
-				bool vis = rowSeq[r] == s && j0 + c <= rowPos[r] && j0 + c <= last;
+				bool vis = rowSeq[r] == s && j0 + c <= rowPos[r] && j0 + c <= last &&
+					   j0 + c >= attn_first(rowPos[r], window);
 				float p = vis ? expf(st[at] * scale - rowLse[r]) : 0.0f;
 				to_tile(pt + at, p);
 				to_tile(dst + at, vis ? FLASH_DS(p, dpt[at], rowD[r]) : 0.0f);
@@ -183,7 +196,7 @@ __device__ __forceinline__ void attention_flash_dq(float* dq, const float* dout,
 						   const float* q, const T* kCache, const T* vCache, const int* seq,
 						   const int* pos,
 						   const int* table, int blockSize, int maxBlocks, int nTok, int nHead,
-						   int nKV, int headDim, float scale) {
+						   int nKV, int headDim, float scale, int window) {
 	typedef FlashBwdSmem<HD, T> L;
 	GRPO_DYNAMIC_SHARED(unsigned char, smem);
 	T* qs = (T*)(smem + L::q);
@@ -214,28 +227,33 @@ __device__ __forceinline__ void attention_flash_dq(float* dq, const float* dout,
 	for (;;) {
 		__syncthreads();
 		if (tid == 0) {
-			int s = -1, last = -1;
+			int s = -1, last = -1, first = 0x7fffffff;
 			for (int r = 0; r < FLASH_ROWS; r++)
 				if (!rowDone[r]) {
 					if (s < 0) s = rowSeq[r];
-					if (rowSeq[r] == s) last = max(last, rowPos[r]);
+					if (rowSeq[r] == s) {
+						last = max(last, rowPos[r]);
+						first = min(first, attn_first(rowPos[r], window));
+					}
 				}
 			ctl[0] = s;
 			ctl[1] = last;
+			ctl[2] = first;
 		}
 		__syncthreads();
-		int s = ctl[0], last = ctl[1];
+		int s = ctl[0], last = ctl[1], first = ctl[2];
 		if (s < 0) break;
-		for (int j0 = 0; j0 <= last; j0 += FLASH_KEYS) {
-			load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, last, g, headDim, width);
-			load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, last, g, headDim, width);
+		for (int j0 = first; j0 <= last; j0 += FLASH_KEYS) {
+			load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
+			load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
 			__syncthreads();
 			rows_by_keys<HD>(ss + 16 * warp * FLASH_KEYS, qs + 16 * warp * HD, ks);
 			rows_by_keys<HD>(dps + 16 * warp * FLASH_KEYS, dos + 16 * warp * HD, vs);
 			__syncwarp();
 			for (int e = lane; e < 16 * FLASH_KEYS; e += 32) {
 				int r = 16 * warp + e / FLASH_KEYS, c = e % FLASH_KEYS, at = r * FLASH_KEYS + c;
-				bool vis = rowSeq[r] == s && !rowDone[r] && j0 + c <= rowPos[r];
+				bool vis = rowSeq[r] == s && !rowDone[r] && j0 + c <= rowPos[r] &&
+					   j0 + c >= attn_first(rowPos[r], window);
 				float p = vis ? expf(ss[at] * scale - rowLse[r]) : 0.0f;
 				to_tile(dss + at, vis ? FLASH_DS(p, dps[at], rowD[r]) : 0.0f);
 			}
@@ -261,16 +279,16 @@ __device__ __forceinline__ void attention_flash_dq(float* dq, const float* dout,
 	GRPO_KERNEL void __launch_bounds__(FLASH_THREADS) attention_flash_dkdv_hd##HD##_##suffix(                    \
 	    float* dk, float* dv, const float* dout, const float* out, const float* lse, const float* q,             \
 	    const T* kCache, const T* vCache, const int* seq, const int* pos, const int* table, int blockSize,        \
-	    int maxBlocks, int seqs, int nTok, int nHead, int nKV, int headDim, float scale) {                        \
+	    int maxBlocks, int seqs, int nTok, int nHead, int nKV, int headDim, float scale, int window) {            \
 		attention_flash_dkdv<HD, T>(dk, dv, dout, out, lse, q, kCache, vCache, seq, pos, table, blockSize,   \
-					    maxBlocks, seqs, nTok, nHead, nKV, headDim, scale);                       \
+					    maxBlocks, seqs, nTok, nHead, nKV, headDim, scale, window);               \
 	}                                                                                                             \
 	GRPO_KERNEL void __launch_bounds__(FLASH_THREADS) attention_flash_dq_hd##HD##_##suffix(                      \
 	    float* dq, const float* dout, const float* out, const float* lse, const float* q, const T* kCache,        \
 	    const T* vCache, const int* seq, const int* pos, const int* table, int blockSize, int maxBlocks, int nTok, \
-	    int nHead, int nKV, int headDim, float scale) {                                                           \
+	    int nHead, int nKV, int headDim, float scale, int window) {                                               \
 		attention_flash_dq<HD, T>(dq, dout, out, lse, q, kCache, vCache, seq, pos, table, blockSize,         \
-					  maxBlocks, nTok, nHead, nKV, headDim, scale);                               \
+					  maxBlocks, nTok, nHead, nKV, headDim, scale, window);                       \
 	}
 ATTENTION_FLASH_BACKWARD(16, __nv_bfloat16, bf16)
 ATTENTION_FLASH_BACKWARD(32, __nv_bfloat16, bf16)

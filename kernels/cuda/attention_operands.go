@@ -10,6 +10,7 @@ import (
 // paged KV cache (Attention, AttentionSharedPrefix).
 type attentionOperands struct {
 	out, lse, q, k, v, table, seq, pos *buffer
+	variant                            attnVariant
 }
 
 // attentionOperands checks the operands Attention and
@@ -20,7 +21,7 @@ type attentionOperands struct {
 // (scalar, flash, split-KV decode, shared-prefix) computes per query head
 // and visible key the score q·k and its share of p·v: 2·headDim FLOPs
 // each.
-func (b *Backend) attentionOperands(op string, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int) (attentionOperands, bool) {
+func (b *Backend) attentionOperands(op string, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, variant kernels.AttentionVariant) (attentionOperands, bool) {
 	i32(op, nTok, nHead, nKV, headDim, nTok*nHead*headDim, nKV*headDim)
 	if nKV <= 0 || nHead%nKV != 0 {
 		panic(fmt.Sprintf("cuda: %s: nHead %d is not a multiple of nKV %d", op, nHead, nKV))
@@ -34,10 +35,11 @@ func (b *Backend) attentionOperands(op string, out, lse, q, kCache, vCache, seq,
 	a.table = b.pages(op, pages, a.k, nKV*headDim)
 	a.seq = b.buf(op, "seq", seq, nTok, kernels.I32)
 	a.pos = b.buf(op, "pos", pos, nTok, kernels.I32)
-	if nTok == 0 || !usable(a.out, a.lse, a.q, a.k, a.v, a.table, a.seq, a.pos) {
+	a.variant = b.variantOf(op, variant, nHead)
+	if nTok == 0 || !usable(a.out, a.lse, a.q, a.k, a.v, a.table, a.seq, a.pos, a.variant.sinks) {
 		return a, false
 	}
-	p := a.pos.ptr
-	b.afterEachRun(func() { b.dev.CountFLOPs(4 * int64(nHead*headDim) * b.host.visibleKeys(p, nTok, pages.MaxLen())) })
+	p, av := a.pos.ptr, a.variant
+	b.afterEachRun(func() { b.dev.CountFLOPs(4 * int64(nHead*headDim) * b.host.visibleKeys(p, nTok, pages.MaxLen(), av)) })
 	return a, true
 }

@@ -45,17 +45,24 @@ __host__ __device__ __forceinline__ int flash_align(int bytes) { return (bytes +
 __device__ __forceinline__ void to_tile(float* t, float v) { *t = v; }
 __device__ __forceinline__ void to_tile(__nv_bfloat16* t, float v) { *t = __float2bfloat16_rn(v); }
 
+// attn_first is the first key position a query at position p attends
+// to: p − window + 1 under a sliding window (window > 0), else 0
+// (kernels.AttentionVariant).
+__device__ __forceinline__ int attn_first(int p, int window) { return window > 0 ? max(0, p - window + 1) : 0; }
+
 // load_kv_tile fills tile (FLASH_KEYS × HD) with the keys j0.. of
-// sequence s of KV head g, zeros for dims ≥ headDim and for positions past
-// last (which are never read: the cache past a sequence's last queried
-// position may hold garbage and its block table entries may be unset).
+// sequence s of KV head g, zeros for dims ≥ headDim and for positions
+// outside first..last (which are never read: the cache past a sequence's
+// last queried position, or before every window, may hold garbage and
+// its block table entries may be unset).
 template <int HD, class T>
 __device__ __forceinline__ void load_kv_tile(T* tile, const T* cache, const int* table, int blockSize, int maxBlocks,
-					     int s, int j0, int last, int g, int headDim, int width) {
+					     int s, int j0, int first, int last, int g, int headDim, int width) {
 	for (int i = threadIdx.x; i < FLASH_KEYS * HD; i += blockDim.x) {
 		int c = i / HD, d = i % HD, p = j0 + c;
 		float v = 0.0f;
-		if (p <= last && d < headDim) v = ld(cache, kv_row(table, s, p, blockSize, maxBlocks) * width + (long long)g * headDim + d);
+		if (p >= first && p <= last && d < headDim)
+			v = ld(cache, kv_row(table, s, p, blockSize, maxBlocks) * width + (long long)g * headDim + d);
 		to_tile(tile + i, v);
 	}
 }

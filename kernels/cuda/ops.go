@@ -190,7 +190,7 @@ func (b *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPag
 		int32(nTok), int32(width), int32(pages.BlockSize), int32(pages.MaxBlocks))
 }
 
-func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "Attention"
 	if headDim <= 0 || headDim > attentionMaxHeadDim {
 		panic(fmt.Sprintf("cuda: Attention: headDim %d outside 1..%d (attention.cu holds at most %d dims per thread)", headDim, attentionMaxHeadDim, attentionMaxHeadDim/attentionBlock))
@@ -198,13 +198,13 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	if nHead > 65535 {
 		panic(fmt.Sprintf("cuda: Attention: nHead %d exceeds the grid's y limit 65535", nHead))
 	}
-	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim)
+	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, variant)
 	if !ok {
 		return
 	}
 	o, l, qq, kc, vc, tb, s, p := a.out, a.lse, a.q, a.k, a.v, a.table, a.seq, a.pos
 	if headDim <= flashMaxHeadDim {
-		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale)
+		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, a.variant)
 		return
 	}
 	// headDim 129..256: the scalar kernel (attention_bf16 widens a bf16
@@ -217,7 +217,8 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 	}
 	b.launch(name, D2(nTok, nHead), D1(attentionBlock), shared,
 		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale)
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale,
+		a.variant.window, a.variant.sinks.ptr)
 }
 
 func (b *Backend) LogSoftmaxGather(logp, entropy, logits, target kernels.Buffer, rows, vocab int) {

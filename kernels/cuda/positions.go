@@ -65,14 +65,14 @@ func (h hostI32) add(out, a, x DevicePtr, n int) {
 // visibleKeys is Σ (pos[t] + 1) over the nTok positions at p: the
 // (query, key) pairs of causal attention per head. Without a host copy it
 // is nTok·maxLen, every position a row could see: an upper bound.
-func (h hostI32) visibleKeys(p DevicePtr, nTok, maxLen int) int64 {
-	v := h.values(p, nTok)
-	if v == nil {
-		return int64(nTok) * int64(maxLen)
+func (h hostI32) visibleKeys(p DevicePtr, nTok, maxLen int, v attnVariant) int64 {
+	ps := h.values(p, nTok)
+	if ps == nil {
+		return int64(nTok) * int64(v.span(maxLen))
 	}
 	var n int64
-	for _, x := range v {
-		n += int64(x) + 1
+	for _, x := range ps {
+		n += int64(v.span(int(x) + 1))
 	}
 	return n
 }

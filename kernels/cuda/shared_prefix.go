@@ -12,17 +12,17 @@ import (
 // per row, and attention_decode_combine over them. Head dims above the
 // flash kernels' (the scalar attention.cu) run Attention: groups change
 // what is read, never the result.
-func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionSharedPrefix"
 	if headDim > flashMaxHeadDim {
-		b.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+		b.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 		return
 	}
 	i32(op, nTok*kernels.PrefixGroupWords)
 	if headDim <= 0 {
 		panic(fmt.Sprintf("cuda: %s: headDim %d must be positive", op, headDim))
 	}
-	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim)
+	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, variant)
 	gr := b.buf(op, "groups", groups, nTok*kernels.PrefixGroupWords, kernels.I32)
 	if !ok || !usable(gr) {
 		return
@@ -45,12 +45,13 @@ func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, g
 		return
 	}
 	pm, pl, po := scratch, scratch+DevicePtr(4*parts), scratch+DevicePtr(8*parts)
-	geom := []any{tb.ptr, int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nHead), int32(nKV), int32(headDim), int32(splitLen), scale}
+	geom := []any{tb.ptr, int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nHead), int32(nKV), int32(headDim), int32(splitLen), scale, a.variant.window}
 	b.launch(fmt.Sprintf("attention_prefix_dpl%d_%s", dpl, kv), grid, D1(decodeThreads), shared,
-		append([]any{pm, pl, po, qq.ptr, kc.ptr, vc.ptr, s.ptr, gr.ptr}, geom...)...)
+		append([]any{pm, pl, po, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, gr.ptr}, geom...)...)
 	b.launch(fmt.Sprintf("attention_suffix_dpl%d_%s", dpl, kv), grid, D1(decodeThreads), shared,
 		append([]any{pm, pl, po, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, gr.ptr}, geom...)...)
-	b.launch("attention_decode_combine", D1(nTok*nHead), D1(decodeThreads), 0, o.ptr, l.ptr, pm, pl, po, int32(2*nSplit), int32(headDim))
+	b.launch("attention_decode_combine", D1(nTok*nHead), D1(decodeThreads), 0, o.ptr, l.ptr, pm, pl, po, int32(2*nSplit), int32(headDim),
+		a.variant.sinks.ptr, int32(nHead))
 	b.putScratch(scratch, bytes)
 }
 

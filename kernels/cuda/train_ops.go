@@ -124,7 +124,7 @@ func (b *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n i
 	b.elementwise("sigmoid_gate_backward_f32", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n))
 }
 
-func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32) {
+func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionBackward"
 	positive(op, nTok, nHead, nKV, headDim)
 	i32(op, nTok*nHead*headDim, nKV*headDim)
@@ -164,7 +164,8 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		b.buf(op, "pos", pos, nTok, kernels.I32),
 		tb,
 	}
-	if !usable(ops...) {
+	av := b.variantOf(op, variant, nHead) // the sinks are in lse: the kernels take the window alone
+	if !usable(append(ops, av.sinks)...) {
 		return
 	}
 	// Per query head and visible key, 2·headDim FLOPs a product: the flash
@@ -176,17 +177,17 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		products = 5
 	}
 	b.afterEachRun(func() {
-		b.dev.CountFLOPs(2 * products * int64(nHead*headDim) * b.host.visibleKeys(ops[10].ptr, nTok, pages.MaxLen()))
+		b.dev.CountFLOPs(2 * products * int64(nHead*headDim) * b.host.visibleKeys(ops[10].ptr, nTok, pages.MaxLen(), av))
 	})
 	if headDim <= flashMaxHeadDim {
-		b.attentionBackwardFlash(ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], kc, vc, ops[9], ops[10], tb, pages, nTok, nHead, nKV, headDim, scale)
+		b.attentionBackwardFlash(ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], kc, vc, ops[9], ops[10], tb, pages, nTok, nHead, nKV, headDim, scale, av.window)
 		return
 	}
 	args := make([]any, 0, len(ops)+7)
 	for _, x := range ops {
 		args = append(args, x.ptr)
 	}
-	args = append(args, int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale)
+	args = append(args, int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(pages.BlockSize), int32(pages.MaxBlocks), scale, av.window)
 	b.launch("attention_backward_f32", D2(nTok, nKV), D1(attentionBackwardBlock), shared, args...)
 }
 

@@ -74,11 +74,11 @@ func backwardRun(t *testing.T, kvDT kernels.DType) (grads [3][]float32, atomics 
 	pages := kernels.KVPages{Table: upI(kernels.IdentityTable(len(lens))), BlockSize: maxLen, MaxBlocks: 1}
 	out, lse := b.Alloc(kernels.F32, nq), b.Alloc(kernels.F32, nTok*nHead)
 	scale := float32(0.125)
-	b.Attention(out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	b.Attention(out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale, kernels.AttentionVariant{})
 	dout := up(kernels.F32, fill(nq))
 	dq, dk, dv := b.Alloc(kernels.F32, nq), b.Alloc(kernels.F32, nc), b.Alloc(kernels.F32, nc)
 	before := d.AtomicsTotal()
-	b.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale)
+	b.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seq, pos, pages, nTok, nHead, nKV, headDim, scale, kernels.AttentionVariant{})
 	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestScalarAttentionBackwardUsesAtomics(t *testing.T) {
 	table := one(kernels.I32, 1)
 	pages := kernels.KVPages{Table: table, BlockSize: n, MaxBlocks: 1}
 	b.AttentionBackward(one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.F32, nq),
-		one(kernels.F32, n), one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.I32, n), pos, pages, n, nHead, nKV, headDim, 1)
+		one(kernels.F32, n), one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.F32, nq), one(kernels.I32, n), pos, pages, n, nHead, nKV, headDim, 1, kernels.AttentionVariant{})
 	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}

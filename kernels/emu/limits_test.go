@@ -126,9 +126,9 @@ func TestAttentionBackwardOptsIn(t *testing.T) {
 		slot, pos := ints([]int32{0, 0, 0}), ints([]int32{0, 1, 2})
 		pages := kernels.KVPages{Table: ints([]int32{0}), BlockSize: maxLen, MaxBlocks: 1}
 		out, lse := b.Alloc(kernels.F32, len(q)), b.Alloc(kernels.F32, nTok*nHead)
-		b.Attention(out, lse, qb, kb, vb, slot, pos, pages, nTok, nHead, nKV, headDim, scale)
+		b.Attention(out, lse, qb, kb, vb, slot, pos, pages, nTok, nHead, nKV, headDim, scale, kernels.AttentionVariant{})
 		gq, gk, gv := b.Alloc(kernels.F32, len(q)), b.Alloc(kernels.F32, len(kc)), b.Alloc(kernels.F32, len(kc))
-		b.(kernels.TrainOps).AttentionBackward(gq, gk, gv, db, out, lse, qb, kb, vb, slot, pos, pages, nTok, nHead, nKV, headDim, scale)
+		b.(kernels.TrainOps).AttentionBackward(gq, gk, gv, db, out, lse, qb, kb, vb, slot, pos, pages, nTok, nHead, nKV, headDim, scale, kernels.AttentionVariant{})
 		dq, dk, dv = make([]float32, len(q)), make([]float32, len(kc)), make([]float32, len(kc))
 		b.Download(dq, gq)
 		b.Download(dk, gk)

@@ -26,7 +26,7 @@ func TestAttentionBackwardSharedLimit(t *testing.T) {
 			t.Fatalf("want a panic naming the group and headDim, got %q", msg)
 		}
 	}()
-	b.AttentionBackward(f(q), f(kv), f(kv), f(q), f(q), f(nTok*nHead), f(q), f(kv), f(kv), slot, pos, pages, nTok, nHead, nKV, headDim, 1)
+	b.AttentionBackward(f(q), f(kv), f(kv), f(q), f(q), f(nTok*nHead), f(q), f(kv), f(kv), slot, pos, pages, nTok, nHead, nKV, headDim, 1, kernels.AttentionVariant{})
 }
 
 // TestPolicyLossNeedsRefAndKLWithBeta checks the operand rule PolicyLoss

@@ -180,24 +180,25 @@ func attentionCases() []Case {
 			s, seed := s, uint64(1000+i)
 			cs = append(cs, Case{Op: "Attention",
 				Name:  fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
-				check: func(b kernels.Backend) error { return checkAttention(b, seed, s, dt) }})
+				check: func(b kernels.Backend) error { return checkAttention(b, seed, s, dt, attnVar{}) }})
 		}
 	}
 	return cs
 }
 
-// checkAttention runs one case with caches of dtype kv: the reference
-// reads the caches as stored (bf16-rounded for BF16), and a BF16 case is
-// held to tolAttentionBF16, which allows the tensor-core path's rounding
-// of q and the probabilities.
-func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DType) error {
+// checkAttention runs one case with caches of dtype kv under variant av:
+// the reference reads the caches as stored (bf16-rounded for BF16), and a
+// BF16 case is held to tolAttentionBF16, which allows the tensor-core
+// path's rounding of q and the probabilities. Rows before every window
+// that reads them hold NaN, like rows past the positions.
+func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DType, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
 	n := len(s.toks)
 	seqv, posv, valid := seqsAndPositions(s.toks, s.slots)
 	pg := s.layout(e, s.slots, s.maxLen, valid)
 	row := s.nKV * s.headDim
-	readable := pg.readableRows(valid)
+	readable := pg.readableRowsFrom(av.firsts(seqv, posv, s.slots), valid)
 	kv := func() []float32 {
 		v := e.uniform(pg.Rows()*row, 1)
 		for r, ok := range readable {
@@ -221,8 +222,9 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DT
 		lseBuf = lse.view
 	}
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
-	wantOut, wantLse := RefAttention(q.values(), k.values(), v.values(), seqv, posv, pg, n, s.nHead, s.nKV, s.headDim, float64(scale))
-	b.Attention(out.view, lseBuf, q.view, k.view, v.view, seq.view, pos.view, pages, n, s.nHead, s.nKV, s.headDim, scale)
+	variant, ref := av.operands(e, s.nHead)
+	wantOut, wantLse := RefAttentionVariant(q.values(), k.values(), v.values(), seqv, posv, pg, n, s.nHead, s.nKV, s.headDim, float64(scale), ref)
+	b.Attention(out.view, lseBuf, q.view, k.view, v.view, seq.view, pos.view, pages, n, s.nHead, s.nKV, s.headDim, scale, variant)
 	if err := e.checkAll(); err != nil {
 		return err
 	}

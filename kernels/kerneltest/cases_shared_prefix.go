@@ -43,7 +43,7 @@ func sharedPrefixCases() []Case {
 			s, seed := s, uint64(4000+i)
 			cs = append(cs, Case{Op: "AttentionSharedPrefix",
 				Name:  fmt.Sprintf("%s,kv=%v,nHead=%d,nKV=%d,headDim=%d,block=%d", s.name, dt, s.nHead, s.nKV, s.headDim, s.block),
-				check: func(b kernels.Backend) error { return checkSharedPrefix(b, seed, s, dt) }})
+				check: func(b kernels.Backend) error { return checkSharedPrefix(b, seed, s, dt, attnVar{}) }})
 		}
 	}
 	return cs
@@ -98,8 +98,9 @@ func (s sharedShape) sharedPages(e *env) (pg Pages, seqv, posv, valid []int32) {
 
 // checkSharedPrefix runs AttentionSharedPrefix with the groups
 // kernels.PrefixGroups derives from the table and compares it with the
-// plain Attention reference; the derived groups must be the shape's.
-func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kernels.DType) error {
+// plain Attention reference under variant av; the derived groups must be
+// the shape's.
+func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kernels.DType, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
 	pg, seqv, posv, valid := s.sharedPages(e)
@@ -109,7 +110,7 @@ func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kerne
 		return err
 	}
 	row := s.nKV * s.headDim
-	readable := pg.readableRows(valid)
+	readable := pg.readableRowsFrom(av.firsts(seqv, posv, n), valid)
 	kv := func() []float32 {
 		v := e.uniform(pg.Rows()*row, 1)
 		for r, ok := range readable {
@@ -127,8 +128,9 @@ func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kerne
 	pages := e.pagesOperand(pg)
 	out, lse := e.out("out", nans(n*s.nHead*s.headDim)), e.out("lse", nans(n*s.nHead))
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
-	wantOut, wantLse := RefAttention(q.values(), k.values(), v.values(), seqv, posv, pg, n, s.nHead, s.nKV, s.headDim, float64(scale))
-	b.AttentionSharedPrefix(out.view, lse.view, q.view, k.view, v.view, seq.view, pos.view, gr.view, pages, n, s.nHead, s.nKV, s.headDim, scale)
+	variant, ref := av.operands(e, s.nHead)
+	wantOut, wantLse := RefAttentionVariant(q.values(), k.values(), v.values(), seqv, posv, pg, n, s.nHead, s.nKV, s.headDim, float64(scale), ref)
+	b.AttentionSharedPrefix(out.view, lse.view, q.view, k.view, v.view, seq.view, pos.view, gr.view, pages, n, s.nHead, s.nKV, s.headDim, scale, variant)
 	if err := e.checkAll(); err != nil {
 		return err
 	}

@@ -162,6 +162,30 @@ func RefKVWrite(cache, x []float64, seq, pos []int32, pg Pages, nTok, width int)
 // for j = 0..pos[t], row_j the cache row of position j of sequence seq[t],
 // out[t,h] = Σ_j softmax(s)_j · v[row_j,g] and lse[t,h] = log Σ_j e^{s_j}.
 func RefAttention(q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nKV, headDim int, scale float64) (out, lse []float64) {
+	return RefAttentionVariant(q, k, v, seq, pos, pg, nTok, nHead, nKV, headDim, scale, RefVariant{})
+}
+
+// RefVariant is kernels.AttentionVariant as the references read it: a
+// sliding window of Window keys (0: none) and one sink logit per query
+// head (nil: none).
+type RefVariant struct {
+	Window int
+	Sinks  []float64
+}
+
+// first is the first position a query at pos attends to.
+func (rv RefVariant) first(pos int) int {
+	if rv.Window > 0 {
+		return max(0, pos-rv.Window+1)
+	}
+	return 0
+}
+
+// RefAttentionVariant is RefAttention under a variant: token t attends
+// to positions first..pos[t] (first = pos[t]−Window+1 clipped at 0 with a
+// window), and head h's sink logit σ_h joins the denominator unscaled:
+// p_j = e^{s_j}/(Σ_k e^{s_k} + e^{σ_h}), lse = log(Σ_k e^{s_k} + e^{σ_h}).
+func RefAttentionVariant(q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nKV, headDim int, scale float64, rv RefVariant) (out, lse []float64) {
 	out = make([]float64, nTok*nHead*headDim)
 	lse = make([]float64, nTok*nHead)
 	group := nHead / nKV
@@ -172,10 +196,10 @@ func RefAttention(q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nK
 			kvAt := func(cache []float64, j int) []float64 {
 				return cache[(pg.Row(int(seq[t]), j)*nKV+g)*headDim:][:headDim]
 			}
-			n := int(pos[t]) + 1
+			lo, n := rv.first(int(pos[t])), int(pos[t])+1
 			s := make([]float64, n)
 			mx := math.Inf(-1)
-			for j := range s {
+			for j := lo; j < n; j++ {
 				kj := kvAt(k, j)
 				for d := range qv {
 					s[j] += qv[d] * kj[d]
@@ -183,12 +207,18 @@ func RefAttention(q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nK
 				s[j] *= scale
 				mx = math.Max(mx, s[j])
 			}
+			if rv.Sinks != nil {
+				mx = math.Max(mx, rv.Sinks[h])
+			}
 			z := 0.0
-			for j := range s {
+			for j := lo; j < n; j++ {
 				z += math.Exp(s[j] - mx)
 			}
+			if rv.Sinks != nil {
+				z += math.Exp(rv.Sinks[h] - mx)
+			}
 			o := out[(t*nHead+h)*headDim:][:headDim]
-			for j := range s {
+			for j := lo; j < n; j++ {
 				p := math.Exp(s[j]-mx) / z
 				vj := kvAt(v, j)
 				for d := range o {

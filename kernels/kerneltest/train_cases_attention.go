@@ -53,7 +53,9 @@ func attentionBackwardCases() []Case {
 			s, seed := s, uint64(2600+i)
 			cs = append(cs, trainCase("AttentionBackward",
 				fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
-				func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackward(b, tb, seed, s, dt) }))
+				func(b kernels.Backend, tb kernels.TrainOps) error {
+					return checkAttentionBackward(b, tb, seed, s, dt, attnVar{})
+				}))
 		}
 	}
 	fd := []attnBwdShape{
@@ -66,7 +68,9 @@ func attentionBackwardCases() []Case {
 		s, seed := s, uint64(2650+i)
 		cs = append(cs, trainCase("AttentionBackward",
 			fmt.Sprintf("fd,%s,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d", s.name, s.paging, s.nHead, s.nKV, s.headDim, len(s.toks)),
-			func(b kernels.Backend, tb kernels.TrainOps) error { return checkAttentionBackwardFD(b, tb, seed, s) }))
+			func(b kernels.Backend, tb kernels.TrainOps) error {
+				return checkAttentionBackwardFD(b, tb, seed, s, attnVar{})
+			}))
 	}
 	return cs
 }
@@ -84,21 +88,24 @@ type attnOperands struct {
 	cacheLen   int
 	scale      float32
 	scale64    float64
+	variant    kernels.AttentionVariant
+	ref        RefVariant
 }
 
-func newAttnOperands(e *env, s attnBwdShape) *attnOperands {
-	return newAttnOperandsKV(e, s, kernels.F32)
+func newAttnOperands(e *env, s attnBwdShape, av attnVar) *attnOperands {
+	return newAttnOperandsKV(e, s, kernels.F32, av)
 }
 
-// newAttnOperandsKV is newAttnOperands with caches of dtype kvDT.
-func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType) *attnOperands {
+// newAttnOperandsKV is newAttnOperands with caches of dtype kvDT. Rows
+// before every window that reads them are unreadable too.
+func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType, av attnVar) *attnOperands {
 	a := &attnOperands{nTok: len(s.toks)}
 	var valid []int32
 	a.seqv, a.posv, valid = seqsAndPositions(s.toks, s.slots)
 	a.pg = s.layout(e, s.slots, s.maxLen, valid)
 	row := s.nKV * s.headDim
 	a.cacheLen = a.pg.Rows() * row
-	rows := a.pg.readableRows(valid)
+	rows := a.pg.readableRowsFrom(av.firsts(a.seqv, a.posv, s.slots), valid)
 	a.readable = func(i int) bool { return rows[i/row] }
 	kv := func() []float32 {
 		v := e.uniform(a.cacheLen, 1)
@@ -117,20 +124,21 @@ func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType) *attnOperands
 	a.pages = e.pagesOperand(a.pg)
 	a.scale = float32(1 / math.Sqrt(float64(s.headDim)))
 	a.scale64 = float64(a.scale)
+	a.variant, a.ref = av.operands(e, s.nHead)
 	return a
 }
 
 // checkAttentionBackward runs one case with caches of dtype kvDT; BF16
 // cases are held to tolAttentionBF16 (see checkAttention).
-func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape, kvDT kernels.DType) error {
+func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape, kvDT kernels.DType, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
-	a := newAttnOperandsKV(e, s, kvDT)
+	a := newAttnOperandsKV(e, s, kvDT, av)
 	tol := tolMatMul
 	if kvDT == kernels.BF16 {
 		tol = tolAttentionBF16
 	}
-	outv, lsev := RefAttention(a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64)
+	outv, lsev := RefAttentionVariant(a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64, a.ref)
 	out, lse := e.in("out", f32s(outv)), e.in("lse", f32s(lsev))
 	dout := e.in("dout", e.uniform(a.qLen, 1))
 	zeros := make([]float32, a.cacheLen)
@@ -139,10 +147,10 @@ func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64,
 		dkInit, dvInit = e.uniform(a.cacheLen, 1), e.uniform(a.cacheLen, 1)
 	}
 	dq, dk, dv := e.out("dq", nans(a.qLen)), e.out("dk", dkInit), e.out("dv", dvInit)
-	wantQ, wantK, wantV := RefAttentionBackward(dout.values(), a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64)
+	wantQ, wantK, wantV := RefAttentionBackwardVariant(dout.values(), a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64, a.ref)
 	wantK, wantV = RefAdd(wantK, dk.values()), RefAdd(wantV, dv.values())
 	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages,
-		a.nTok, s.nHead, s.nKV, s.headDim, a.scale)
+		a.nTok, s.nHead, s.nKV, s.headDim, a.scale, a.variant)
 	if err := e.checkAll(); err != nil {
 		return err
 	}
@@ -158,20 +166,20 @@ func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64,
 // checkAttentionBackwardFD differentiates L = Σ r ⊙ Attention(q, k, v) on
 // the backend along random directions of q and of the readable part of
 // each cache.
-func checkAttentionBackwardFD(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape) error {
+func checkAttentionBackwardFD(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
-	a := newAttnOperands(e, s)
+	a := newAttnOperands(e, s, av)
 	r := e.uniform(a.qLen, 1)
 	out, lse := e.out("out", nans(a.qLen)), e.out("lse", nans(a.nTok*s.nHead))
 	dout := e.in("dout", r)
 	dq, dk, dv := e.out("dq", nans(a.qLen)), e.out("dk", make([]float32, a.cacheLen)), e.out("dv", make([]float32, a.cacheLen))
 	attend := func(lseBuf kernels.Buffer) {
-		b.Attention(out.view, lseBuf, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages, a.nTok, s.nHead, s.nKV, s.headDim, a.scale)
+		b.Attention(out.view, lseBuf, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages, a.nTok, s.nHead, s.nKV, s.headDim, a.scale, a.variant)
 	}
 	attend(lse.view)
 	tb.AttentionBackward(dq.view, dk.view, dv.view, dout.view, out.view, lse.view, a.q.view, a.k.view, a.v.view, a.seq.view, a.pos.view, a.pages,
-		a.nTok, s.nHead, s.nKV, s.headDim, a.scale)
+		a.nTok, s.nHead, s.nKV, s.headDim, a.scale, a.variant)
 	if err := e.checkAll(); err != nil {
 		return err
 	}

@@ -80,6 +80,15 @@ func RefSigmoidGateBackward(dy, x, gate []float64) (dx, dgate []float64) {
 //	dP_j = dout·v_j,  D = Σ_j P_j·dP_j,  dS_j = P_j·(dP_j − D)
 //	dq  = scale·Σ_j dS_j·k_j,  dk_j += scale·dS_j·q,  dv_j += P_j·dout.
 func RefAttentionBackward(dout, q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nKV, headDim int, scale float64) (dq, dk, dv []float64) {
+	return RefAttentionBackwardVariant(dout, q, k, v, seq, pos, pg, nTok, nHead, nKV, headDim, scale, RefVariant{})
+}
+
+// RefAttentionBackwardVariant is RefAttentionBackward under a variant
+// (see RefAttentionVariant): the sums run over each token's window, and
+// the sink joins P's denominator. The sink has no value, so its column of
+// dP is 0 and D = Σ_j P_j·dP_j over the keys alone; no sink gradient is
+// formed (the sinks are frozen).
+func RefAttentionBackwardVariant(dout, q, k, v []float64, seq, pos []int32, pg Pages, nTok, nHead, nKV, headDim int, scale float64, rv RefVariant) (dq, dk, dv []float64) {
 	dq = make([]float64, len(q))
 	dk = make([]float64, len(k))
 	dv = make([]float64, len(v))
@@ -90,24 +99,30 @@ func RefAttentionBackward(dout, q, k, v []float64, seq, pos []int32, pg Pages, n
 			at := func(j int) int { return (pg.Row(int(seq[t]), j)*nKV + g) * headDim }
 			qv := q[(t*nHead+h)*headDim:][:headDim]
 			do := dout[(t*nHead+h)*headDim:][:headDim]
-			n := int(pos[t]) + 1
+			lo, n := rv.first(int(pos[t])), int(pos[t])+1
 			s := make([]float64, n)
 			mx := math.Inf(-1)
-			for j := range s {
+			for j := lo; j < n; j++ {
 				for d := 0; d < headDim; d++ {
 					s[j] += qv[d] * k[at(j)+d]
 				}
 				s[j] *= scale
 				mx = math.Max(mx, s[j])
 			}
+			if rv.Sinks != nil {
+				mx = math.Max(mx, rv.Sinks[h])
+			}
 			z := 0.0
-			for j := range s {
+			for j := lo; j < n; j++ {
 				z += math.Exp(s[j] - mx)
+			}
+			if rv.Sinks != nil {
+				z += math.Exp(rv.Sinks[h] - mx)
 			}
 			p := make([]float64, n)
 			dp := make([]float64, n)
 			bigD := 0.0
-			for j := range s {
+			for j := lo; j < n; j++ {
 				p[j] = math.Exp(s[j]-mx) / z
 				for d := 0; d < headDim; d++ {
 					dp[j] += do[d] * v[at(j)+d]
@@ -115,7 +130,7 @@ func RefAttentionBackward(dout, q, k, v []float64, seq, pos []int32, pg Pages, n
 				bigD += p[j] * dp[j]
 			}
 			dqv := dq[(t*nHead+h)*headDim:][:headDim]
-			for j := range s {
+			for j := lo; j < n; j++ {
 				ds := p[j] * (dp[j] - bigD)
 				for d := 0; d < headDim; d++ {
 					dqv[d] += scale * ds * k[at(j)+d]

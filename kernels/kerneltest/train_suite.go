@@ -52,6 +52,7 @@ func TrainCases() []Case {
 		ropeBackwardCases(),
 		scatterRowsCases(),
 		attentionBackwardCases(),
+		attentionBackwardVariantCases(),
 		logSoftmaxGatherBackwardCases(),
 		policyLossCases(),
 		adamWCases(),
