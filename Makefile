@@ -35,6 +35,7 @@ golden: ## regenerate tiny models and every PyTorch golden file (needs python3-t
 	/usr/bin/python3 testdata/reference/grpo_loss.py --family
 	/usr/bin/python3 testdata/reference/policy_loss.py
 	/usr/bin/python3 testdata/reference/adamw.py
+	/usr/bin/python3 testdata/reference/attention_variant.py
 	/usr/bin/python3 testdata/reference/glm4_moe_reference.py
 	/usr/bin/python3 testdata/reference/glm4_moe_lora_grad.py
 	$(GO) test ./lora -run TestOursAdapterFiles -update

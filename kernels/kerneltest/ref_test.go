@@ -115,3 +115,27 @@ func TestCompare(t *testing.T) {
 		t.Errorf("Compare rejected an error within tolerance: %v", err)
 	}
 }
+
+func TestRefAttentionVariantByHand(t *testing.T) {
+	// The by-hand case above (s = (0, ln 3) for token 1) under variants.
+	k := []float64{0, math.Log(3)}
+	v := []float64{10, 20}
+	q := []float64{5, 1}
+	seq, pos, pg := []int32{0, 0}, []int32{0, 1}, IdentityPages(1, 2)
+	// Window 1: each token sees itself only: out = v_pos, lse = its score.
+	out, lse := RefAttentionVariant(q, k, v, seq, pos, pg, 2, 1, 1, 1, 1, RefVariant{Window: 1})
+	near(t, "window1 out", out, []float64{10, 20})
+	near(t, "window1 lse", lse, []float64{0, math.Log(3)})
+	// Window 2 covers both positions: the plain result.
+	out, _ = RefAttentionVariant(q, k, v, seq, pos, pg, 2, 1, 1, 1, 1, RefVariant{Window: 2})
+	near(t, "window2", out, []float64{10, 17.5})
+	// A sink of ln 4 (unscaled) beside token 1's e^0 + e^{ln 3} = 4: half
+	// the mass goes to the sink: out = 17.5/2, lse = ln 8. Token 0: e^0 +
+	// 4 = 5: out = 10/5, lse = ln 5.
+	out, lse = RefAttentionVariant(q, k, v, seq, pos, pg, 2, 1, 1, 1, 1, RefVariant{Sinks: []float64{math.Log(4)}})
+	near(t, "sink out", out, []float64{2, 8.75})
+	near(t, "sink lse", lse, []float64{math.Log(5), math.Log(8)})
+	// Sink and window 1: token 1 sees e^{ln 3} and the sink's 4: out = 20·3/7.
+	out, _ = RefAttentionVariant(q, k, v, seq, pos, pg, 2, 1, 1, 1, 1, RefVariant{Window: 1, Sinks: []float64{math.Log(4)}})
+	near(t, "sink+window", out, []float64{2, 20 * 3.0 / 7})
+}

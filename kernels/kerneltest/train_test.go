@@ -234,6 +234,35 @@ func TestRefBackwardsMatchFiniteDifferences(t *testing.T) {
 		}
 	})
 
+	t.Run("AttentionVariant", func(t *testing.T) {
+		// The Attention case above under a window of 2 and sinks (own
+		// stream, so the other subtests' values are unchanged).
+		rng := rand.New(rand.NewPCG(21, 22))
+		nHead, nKV, hd, maxLen := 4, 2, 3, 5
+		slot := []int32{1, 1, 1, 0, 0}
+		pos := []int32{0, 1, 2, 3, 4}
+		n := len(slot)
+		q := randVec(rng, n*nHead*hd, 1.5)
+		k, v := randVec(rng, 2*maxLen*nKV*hd, 1.5), randVec(rng, 2*maxLen*nKV*hd, 1)
+		r := randVec(rng, n*nHead*hd, 1)
+		rv := RefVariant{Window: 2, Sinks: randVec(rng, nHead, 2)}
+		sc := 0.7
+		dq, dk, dv := RefAttentionBackwardVariant(r, q, k, v, slot, pos, IdentityPages(2, maxLen), n, nHead, nKV, hd, sc, rv)
+		out := func(q, k, v []float64) float64 {
+			o, _ := RefAttentionVariant(q, k, v, slot, pos, IdentityPages(2, maxLen), n, nHead, nKV, hd, sc, rv)
+			return dotRef(r, o)
+		}
+		fdRef(t, "dq", q, dq, func(q []float64) float64 { return out(q, k, v) })
+		fdRef(t, "dk", k, dk, func(k []float64) float64 { return out(q, k, v) })
+		fdRef(t, "dv", v, dv, func(v []float64) float64 { return out(q, k, v) })
+		// Slot 0's tokens at 3 and 4 see positions 2..4: nothing reads 0, 1.
+		for j := 0; j < 2*nKV*hd; j++ {
+			if dk[j] != 0 || dv[j] != 0 {
+				t.Fatalf("gradient before every window at cache element %d: dk %v dv %v", j, dk[j], dv[j])
+			}
+		}
+	})
+
 	t.Run("LogSoftmaxGather", func(t *testing.T) {
 		rows, vocab := 3, 6
 		logits, r := randVec(rng, rows*vocab, 3), randVec(rng, rows, 1)
