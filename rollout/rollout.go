@@ -542,7 +542,7 @@ func (d *driver) continueEpisode(p *episode) bool {
 	if p.agent != nil {
 		opts = p.agent.chat // with the tools the program offers
 	}
-	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, opts)
+	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, opts, d.tok.ToolCallFormat())
 	if err != nil {
 		t.fail(fmt.Sprintf("turn %d: rendering the reply: %v", t.Turns, err))
 		return false

@@ -29,6 +29,11 @@ const (
 	// </function></tool_call> with raw values typed by the tool's schema
 	// (vLLM's qwen3_coder parser).
 	ToolCallsQwenXML
+	// ToolCallsHarmony is gpt-oss's harmony format: each call a message
+	// in the commentary channel addressed to=functions.NAME whose body is
+	// the JSON arguments, ended by <|call|>; the final channel is the
+	// content, analysis the reasoning.
+	ToolCallsHarmony
 )
 
 func (f ToolCallFormat) String() string {
@@ -39,6 +44,8 @@ func (f ToolCallFormat) String() string {
 		return "llama3-json"
 	case ToolCallsQwenXML:
 		return "qwen3_coder"
+	case ToolCallsHarmony:
+		return "openai"
 	}
 	return "none"
 }
@@ -47,7 +54,8 @@ func (f ToolCallFormat) String() string {
 // template that writes <function= and <parameter= inside <tool_call> is
 // Qwen's XML form (llama.cpp tells it the same way); one that writes
 // <tool_call> otherwise is Hermes-style; one that knows <|python_tag|> or
-// the "parameters" key with an ipython role is Llama 3's.
+// the "parameters" key with an ipython role is Llama 3's; one that writes
+// harmony's <|channel|> and <|call|> is gpt-oss's.
 func (t *Tokenizer) ToolCallFormat() ToolCallFormat {
 	return TemplateToolCallFormat(t.cfg.chatTemplate)
 }
@@ -57,6 +65,8 @@ func TemplateToolCallFormat(template string) ToolCallFormat {
 	switch {
 	case !strings.Contains(template, "tools"):
 		return ToolCallsNone // the model would never see the tool schemas
+	case strings.Contains(template, harmonyChannel) && strings.Contains(template, harmonyCall):
+		return ToolCallsHarmony
 	case strings.Contains(template, "<tool_call>") && strings.Contains(template, xmlFuncOpen) && strings.Contains(template, xmlParamOpen):
 		return ToolCallsQwenXML
 	case strings.Contains(template, "<tool_call>"):
@@ -84,7 +94,10 @@ type ParsedTurn struct {
 	// the calls gives the turn again when the model wrote the canonical
 	// form).
 	Content string
-	Calls   []ParsedToolCall
+	// Reasoning is the turn's thinking where the format sets it apart
+	// from the content (harmony's analysis channel); "" otherwise.
+	Reasoning string
+	Calls     []ParsedToolCall
 }
 
 // Parse reads the tool calls in an assistant turn's text. Text with no
@@ -107,6 +120,8 @@ func (f ToolCallFormat) ParseWithTools(text string, tools []json.RawMessage) Par
 		return parseLlama3(text)
 	case ToolCallsQwenXML:
 		return parseQwenXML(text, tools)
+	case ToolCallsHarmony:
+		return parseHarmony(text)
 	}
 	return ParsedTurn{Content: text}
 }

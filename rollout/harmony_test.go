@@ -1,0 +1,106 @@
+package rollout
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/sampler"
+	"github.com/grpo-dev/grpo/tokenizer"
+)
+
+func gptossTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	tok, err := tokenizer.Load("../testdata/tokenizer/gptoss/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestHarmonyToolTurn: a gpt-oss turn that ends in a call (as the model
+// writes it: analysis, then the call with its recipient after the channel,
+// stopped by <|call|>) runs the tool, and the tokens appended after
+// <|call|> are the tool's message and the next generation prompt exactly
+// as gpt-oss's template renders that conversation (the call with its
+// analysis, then the result) after the call's <|call|>; a second call turn
+// continues the same way, and a turn cut off before <|call|> gets it.
+func TestHarmonyToolTurn(t *testing.T) {
+	tok := gptossTokenizer(t)
+	e := newFactsEnv(t, 4)
+	b, err := newToolBox(tok, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := tokenizer.ChatOptions{Tools: b.schemas, ReasoningEffort: "low"}
+	conv := factsPrompt()
+	for _, c := range []struct {
+		sampled, stop, result string
+	}{
+		{`<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant<|channel|>commentary to=functions.lookup <|constrain|>json<|message|>{"key":"alpha"}`, "<|call|>", `"7"`},
+		{`<|channel|>analysis<|message|>Now add.<|end|><|start|>assistant<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a":2,"b":3}`, "", `"5"`},
+	} {
+		tt := b.run(context.Background(), b.tools, c.sampled)
+		if tt.total != 1 || tt.errors != 0 || tt.assistant.ReasoningContent == nil {
+			t.Fatalf("%q: turn %+v", c.sampled, tt)
+		}
+		conv = append(conv, tt.assistant)
+		got, err := replyText(tok.ApplyChatTemplate, conv, tt.results, c.stop, opts, tok.ToolCallFormat())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv = append(conv, tt.results...)
+		// The template's own rendering of the conversation so far, after
+		// the last call's <|call|>.
+		full, err := tok.ApplyChatTemplate(conv, tokenizer.ChatOptions{Tools: b.schemas, ReasoningEffort: "low", AddGenerationPrompt: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := full[strings.LastIndex(full, tokenizer.HarmonyCallEnd)+len(tokenizer.HarmonyCallEnd):]
+		if c.stop == "" {
+			want = tokenizer.HarmonyCallEnd + want
+		}
+		name := tt.assistant.ToolCalls[0].Function.Name
+		if got != want || !strings.HasPrefix(strings.TrimPrefix(got, tokenizer.HarmonyCallEnd), "<|start|>functions."+name+" to=assistant<|channel|>commentary<|message|>"+c.result+"<|end|>") ||
+			!strings.HasSuffix(got, "<|start|>assistant") {
+			t.Errorf("reply after %s:\n got %q\nwant %q", name, got, want)
+		}
+	}
+}
+
+// TestHarmonyStops: generation stops on harmony's two ends of a turn,
+// <|return|> and <|call|>, whether or not generation_config.json lists
+// them, and not on <|end|>, which ends a message within a turn.
+func TestHarmonyStops(t *testing.T) {
+	withConfig := gptossTokenizer(t)
+	bare, err := tokenizer.LoadFiles("../testdata/tokenizer/gptoss/tiny/tokenizer.json", "../testdata/tokenizer/gptoss/tiny/tokenizer_config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]*tokenizer.Tokenizer{"with generation_config.json": withConfig, "without": bare} {
+		stops := map[int32]bool{}
+		for _, id := range sampler.StopTokenIDs(tok) {
+			stops[id] = true
+		}
+		for s, want := range map[string]bool{"<|return|>": true, "<|call|>": true, "<|endoftext|>": true, "<|end|>": false} {
+			id, _ := tok.TokenID(s)
+			if stops[id] != want {
+				t.Errorf("%s: %s stops: %v, want %v", name, s, stops[id], want)
+			}
+		}
+	}
+}
+
+// TestHarmonyFinalTurn: a turn without a call is its final channel as the
+// content and its analysis as the reasoning.
+func TestHarmonyFinalTurn(t *testing.T) {
+	b, err := newToolBox(gptossTokenizer(t), newFactsEnv(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := b.run(context.Background(), b.tools, "<|channel|>analysis<|message|>7+5<|end|><|start|>assistant<|channel|>final<|message|>12")
+	if want := (chat.Message{Role: "assistant", Content: "12"}); tt.assistant.Content != want.Content || tt.assistant.ReasoningContent == nil || *tt.assistant.ReasoningContent != "7+5" || tt.total != 0 {
+		t.Errorf("turn %+v", tt)
+	}
+}
