@@ -2,10 +2,16 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/chat"
+	"github.com/grpo-dev/grpo/endpoints"
+	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/sampler"
 	"github.com/grpo-dev/grpo/tokenizer"
 )
@@ -102,5 +108,56 @@ func TestHarmonyFinalTurn(t *testing.T) {
 	tt := b.run(context.Background(), b.tools, "<|channel|>analysis<|message|>7+5<|end|><|start|>assistant<|channel|>final<|message|>12")
 	if want := (chat.Message{Role: "assistant", Content: "12"}); tt.assistant.Content != want.Content || tt.assistant.ReasoningContent == nil || *tt.assistant.ReasoningContent != "7+5" || tt.total != 0 {
 		t.Errorf("turn %+v", tt)
+	}
+}
+
+// TestReasoningEffortRendered: Options.ReasoningEffort is the template's
+// reasoning_effort, so a gpt-oss prompt's system message says it (and
+// "medium", the template's default, when unset).
+func TestReasoningEffortRendered(t *testing.T) {
+	tok := gptossTokenizer(t)
+	e := newFactsEnv(t, 1)
+	for effort, want := range map[string]string{"high": "Reasoning: high\n", "": "Reasoning: medium\n"} {
+		st, err := newSetup(tok, e, Options{ReasoningEffort: effort})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := renderPrompts(tok, []env.Example{{Prompt: factsPrompt()}}, st.chat)
+		if p[0].err != nil {
+			t.Fatal(p[0].err)
+		}
+		if text := tok.Decode(p[0].ids); !strings.Contains(text, want) || !strings.Contains(text, "type lookup = (_: {") {
+			t.Errorf("reasoning_effort %q: prompt %q", effort, text)
+		}
+	}
+}
+
+// TestEndpointSendsReasoningEffort: EndpointOptions.ReasoningEffort goes
+// out as the request's reasoning_effort, and is left out when unset.
+func TestEndpointSendsReasoningEffort(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		json.NewDecoder(r.Body).Decode(&req)
+		e, ok := req["reasoning_effort"].(string)
+		if !ok {
+			e = "<absent>"
+		}
+		got = append(got, e)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}`)
+	}))
+	defer srv.Close()
+	c, err := endpoints.New([]endpoints.Endpoint{{ID: "e", Model: "m", URL: srv.URL + "/v1"}}, endpoints.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, effort := range []string{"low", ""} {
+		if _, err := EndpointGenerator(c, EndpointOptions{ReasoningEffort: effort}).Generate(context.Background(), []chat.Message{{Role: "user", Content: "hi"}}, sampler.DefaultParams()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || got[0] != "low" || got[1] != "<absent>" {
+		t.Errorf("sent %q, want [low <absent>]", got)
 	}
 }

@@ -23,6 +23,9 @@ type Options struct {
 	// EnableThinking sets Qwen3's enable_thinking template variable; nil
 	// leaves it undefined (thinking on).
 	EnableThinking *bool
+	// ReasoningEffort sets gpt-oss's reasoning_effort template variable
+	// ("low", "medium", "high"); "" leaves it unset.
+	ReasoningEffort string
 	// ScoreWorkers bounds concurrent rubric calls; 0 means 8.
 	ScoreWorkers int
 	// ToolWorkers bounds the episodes whose tool calls run at once (tool
@@ -116,7 +119,7 @@ func newSetup(tok *tokenizer.Tokenizer, e env.Environment, opts Options) (setup,
 	if err != nil {
 		return setup{}, err
 	}
-	st := setup{chat: tokenizer.ChatOptions{EnableThinking: opts.EnableThinking}, tools: box}
+	st := setup{chat: tokenizer.ChatOptions{EnableThinking: opts.EnableThinking, ReasoningEffort: opts.ReasoningEffort}, tools: box}
 	if box != nil {
 		st.chat.Tools = box.schemas
 	}

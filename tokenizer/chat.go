@@ -51,6 +51,13 @@ type ChatOptions struct {
 // ("" if it has none).
 func (t *Tokenizer) ChatTemplate() string { return t.cfg.chatTemplate }
 
+// TemplateReads reports whether the chat template names the variable
+// name at all: a template that never does ignores whatever it is set to
+// (callers warn that a setting such as reasoning_effort changes nothing).
+func (t *Tokenizer) TemplateReads(name string) bool {
+	return strings.Contains(t.cfg.chatTemplate, name)
+}
+
 // ApplyChatTemplate renders messages with the model's chat template, as
 // transformers' apply_chat_template(tokenize=False) does. Encode the result
 // with Encode (the template already holds any BOS).

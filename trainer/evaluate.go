@@ -15,6 +15,10 @@ func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
 	cfg.Eval.Sampling.Overrides().Apply(&p)
+	effort := cfg.Sampling.ReasoningEffort
+	if cfg.Eval.Sampling.ReasoningEffort != "" {
+		effort = cfg.Eval.Sampling.ReasoningEffort
+	}
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	if err := r.usePolicy(ctx); err != nil {
@@ -23,7 +27,7 @@ func (r *run) evaluate(ctx context.Context) error {
 	for k, te := range r.evalEnvs() {
 		res, err := eval.Run(ctx, r.engine, te.Env, te.Name, eval.Options{
 			NumExamples: te.NumExamples, RolloutsPerExample: te.Rollouts, Sampling: p,
-			EnableThinking: cfg.Sampling.EnableThinking, Seed: sampler.DeriveSeed(r.seed, 0xe7a1, uint64(k))})
+			EnableThinking: cfg.Sampling.EnableThinking, ReasoningEffort: effort, Seed: sampler.DeriveSeed(r.seed, 0xe7a1, uint64(k))})
 		if err != nil {
 			return fmt.Errorf("eval at step %d: %w", r.step, err)
 		}
