@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
@@ -134,8 +133,8 @@ func engineFor(ctx context.Context, s config.EvalSpec, o SpecOptions) (rollout.E
 	if err != nil {
 		return nil, err
 	}
-	if s.ReasoningEffort != "" && !tok.TemplateReads(chat.ReasoningEffortVar) && o.Notes != nil {
-		o.Notes(fmt.Sprintf("eval %s: %s", s.Name, chat.ReasoningEffortUnread("sampling_args.reasoning_effort", s.ReasoningEffort)))
+	if w := tok.ReasoningEffortWarning("sampling_args.reasoning_effort", s.ReasoningEffort); w != "" && o.Notes != nil {
+		o.Notes(fmt.Sprintf("eval %s: %s", s.Name, w))
 	}
 	// Kept: the passes of every eval of this model share one sampler.
 	return rollout.NewKeptEngine(m, tok), nil

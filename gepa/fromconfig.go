@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
@@ -244,8 +243,8 @@ func (es *engineSet) engine(ctx context.Context, key, name, adapter string) (rol
 	}
 	es.be = l.Backend
 	es.local[name] = l
-	if key == "model" && es.reasoningEffort != "" && !l.Tokenizer.TemplateReads(chat.ReasoningEffortVar) {
-		note(es.o, chat.ReasoningEffortUnread("reasoning_effort", es.reasoningEffort))
+	if w := l.Tokenizer.ReasoningEffortWarning("reasoning_effort", es.reasoningEffort); key == "model" && w != "" {
+		note(es.o, w)
 	}
 	return rollout.LocalEngine{Model: l.Model, Tok: l.Tokenizer}, nil
 }

@@ -68,8 +68,8 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 		return nil, e
 	}
 	opts := tokenizer.ChatOptions{AddGenerationPrompt: true, Tools: req.Tools, ReasoningEffort: req.ReasoningEffort}
-	if req.ReasoningEffort != "" && !s.tok.TemplateReads(chat.ReasoningEffortVar) {
-		s.warnOnce.Do(func() { s.logf("warning: %s", chat.ReasoningEffortUnread("reasoning_effort", req.ReasoningEffort)) })
+	if w := s.tok.ReasoningEffortWarning("reasoning_effort", req.ReasoningEffort); w != "" {
+		s.warnOnce.Do(func() { s.logf("warning: %s", w) })
 	}
 	if req.AddGenerationPrompt != nil {
 		opts.AddGenerationPrompt = *req.AddGenerationPrompt

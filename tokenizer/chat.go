@@ -52,10 +52,19 @@ type ChatOptions struct {
 func (t *Tokenizer) ChatTemplate() string { return t.cfg.chatTemplate }
 
 // TemplateReads reports whether the chat template names the variable
-// name at all: a template that never does ignores whatever it is set to
-// (callers warn that a setting such as reasoning_effort changes nothing).
+// name at all: a template that never does ignores whatever it is set to.
 func (t *Tokenizer) TemplateReads(name string) bool {
 	return strings.Contains(t.cfg.chatTemplate, name)
+}
+
+// ReasoningEffortWarning is chat.ReasoningEffortUnread for a
+// reasoning_effort set under key when this model's template does not read
+// it, "" otherwise (unset, or read).
+func (t *Tokenizer) ReasoningEffortWarning(key, value string) string {
+	if value == "" || t.TemplateReads(chat.ReasoningEffortVar) {
+		return ""
+	}
+	return chat.ReasoningEffortUnread(key, value)
 }
 
 // ApplyChatTemplate renders messages with the model's chat template, as

@@ -1,21 +1,14 @@
 package trainer
 
-import (
-	"github.com/grpo-dev/grpo/chat"
-	"github.com/grpo-dev/grpo/rollout"
-)
+import "github.com/grpo-dev/grpo/rollout"
 
-// checkContext warns, for each training env, when the model's context is
-// shorter than its rollouts need (rollout.ContextWarning): they are cut at
-// the context rather than failing, so the run goes on. It also warns when
-// reasoning_effort is set for a model whose chat template does not read it.
+// checkContext warns of a reasoning_effort the chat template does not read
+// and, per training env, of a context shorter than its rollouts need
+// (rollout.ContextWarning): they are cut at it and the run goes on.
 func (r *run) checkContext() {
-	for _, e := range []struct{ key, effort string }{
-		{"[sampling] reasoning_effort", r.cfg.Sampling.ReasoningEffort},
-		{"[eval.sampling] reasoning_effort", r.cfg.Eval.Sampling.ReasoningEffort},
-	} {
-		if e.effort != "" && !r.tok.TemplateReads(chat.ReasoningEffortVar) {
-			r.warn("%s", chat.ReasoningEffortUnread(e.key, e.effort))
+	for _, w := range []string{r.tok.ReasoningEffortWarning("[sampling] reasoning_effort", r.cfg.Sampling.ReasoningEffort), r.tok.ReasoningEffortWarning("[eval.sampling] reasoning_effort", r.cfg.Eval.Sampling.ReasoningEffort)} {
+		if w != "" {
+			r.warn("%s", w)
 		}
 	}
 	for _, te := range r.envs {

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -15,10 +16,7 @@ func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
 	cfg.Eval.Sampling.Overrides().Apply(&p)
-	effort := cfg.Sampling.ReasoningEffort
-	if cfg.Eval.Sampling.ReasoningEffort != "" {
-		effort = cfg.Eval.Sampling.ReasoningEffort
-	}
+	effort := cmp.Or(cfg.Eval.Sampling.ReasoningEffort, cfg.Sampling.ReasoningEffort)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	if err := r.usePolicy(ctx); err != nil {
