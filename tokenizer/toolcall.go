@@ -34,6 +34,11 @@ const (
 	// the JSON arguments, ended by <|call|>; the final channel is the
 	// content, analysis the reasoning.
 	ToolCallsHarmony
+	// ToolCallsGLM is GLM-4.5's (INTELLECT-3's family): each call
+	// <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…
+	// </tool_call>, values typed by the tool's schema (vLLM's glm45
+	// parser).
+	ToolCallsGLM
 )
 
 func (f ToolCallFormat) String() string {
@@ -46,6 +51,8 @@ func (f ToolCallFormat) String() string {
 		return "qwen3_coder"
 	case ToolCallsHarmony:
 		return "openai"
+	case ToolCallsGLM:
+		return "glm45"
 	}
 	return "none"
 }
@@ -55,7 +62,8 @@ func (f ToolCallFormat) String() string {
 // Qwen's XML form (llama.cpp tells it the same way); one that writes
 // <tool_call> otherwise is Hermes-style; one that knows <|python_tag|> or
 // the "parameters" key with an ipython role is Llama 3's; one that writes
-// harmony's <|channel|> and <|call|> is gpt-oss's.
+// harmony's <|channel|> and <|call|> is gpt-oss's; one whose <tool_call>
+// holds <arg_key>/<arg_value> pairs is GLM-4.5's.
 func (t *Tokenizer) ToolCallFormat() ToolCallFormat {
 	return TemplateToolCallFormat(t.cfg.chatTemplate)
 }
@@ -69,6 +77,8 @@ func TemplateToolCallFormat(template string) ToolCallFormat {
 		return ToolCallsHarmony
 	case strings.Contains(template, "<tool_call>") && strings.Contains(template, xmlFuncOpen) && strings.Contains(template, xmlParamOpen):
 		return ToolCallsQwenXML
+	case strings.Contains(template, "<tool_call>") && strings.Contains(template, glmKeyOpen) && strings.Contains(template, glmValueOpen):
+		return ToolCallsGLM
 	case strings.Contains(template, "<tool_call>"):
 		return ToolCallsHermes
 	case strings.Contains(template, "<|python_tag|>"), strings.Contains(template, "ipython") && strings.Contains(template, "parameters"):
@@ -122,6 +132,8 @@ func (f ToolCallFormat) ParseWithTools(text string, tools []json.RawMessage) Par
 		return parseQwenXML(text, tools)
 	case ToolCallsHarmony:
 		return parseHarmony(text)
+	case ToolCallsGLM:
+		return parseGLM(text, tools)
 	}
 	return ParsedTurn{Content: text}
 }
