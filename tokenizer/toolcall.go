@@ -57,6 +57,17 @@ func (f ToolCallFormat) String() string {
 	return "none"
 }
 
+// ToolCallFormatNamed is the format whose String is name (model.Arch's
+// ToolCalls names one per family).
+func ToolCallFormatNamed(name string) (ToolCallFormat, bool) {
+	for f := ToolCallsNone; f <= ToolCallsGLM; f++ {
+		if f.String() == name {
+			return f, true
+		}
+	}
+	return ToolCallsNone, false
+}
+
 // ToolCallFormat tells the tool-call format from the chat template: a
 // template that writes <function= and <parameter= inside <tool_call> is
 // Qwen's XML form (llama.cpp tells it the same way); one that writes
