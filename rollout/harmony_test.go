@@ -161,3 +161,23 @@ func TestEndpointSendsReasoningEffort(t *testing.T) {
 		t.Errorf("sent %q, want [low <absent>]", got)
 	}
 }
+
+// TestHarmonyUserReply: after a final answer that ended on <|return|>, the
+// tokens appended for the user's next message are the template's user
+// message and generation prompt, without the <|end|> the template closes
+// an earlier answer with (the model's <|return|> closed it); a turn cut off
+// by max_tokens gets the <|end|>.
+func TestHarmonyUserReply(t *testing.T) {
+	tok := gptossTokenizer(t)
+	conv := []chat.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello."}}
+	reply := []chat.Message{{Role: "user", Content: "More?"}}
+	for stop, want := range map[string]string{
+		"<|return|>": "<|start|>user<|message|>More?<|end|><|start|>assistant",
+		"":           "<|end|><|start|>user<|message|>More?<|end|><|start|>assistant",
+	} {
+		got, err := replyText(tok.ApplyChatTemplate, conv, reply, stop, tokenizer.ChatOptions{}, tok.ToolCallFormat())
+		if err != nil || got != want {
+			t.Errorf("stop %q: got %q, %v; want %q", stop, got, err, want)
+		}
+	}
+}

@@ -81,5 +81,10 @@ func replyText(render renderFunc, conv, reply []chat.Message, stopText string, o
 	if stopText != "" {
 		after = strings.TrimPrefix(after, stopText)
 	}
+	if format == tokenizer.ToolCallsHarmony && stopText == tokenizer.HarmonyReturn {
+		// The template closes an earlier final answer with <|end|>; the
+		// model closed this one with <|return|>, which ends it as well.
+		after = strings.TrimPrefix(after, tokenizer.HarmonyEnd)
+	}
 	return after, nil
 }

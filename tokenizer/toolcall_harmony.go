@@ -8,8 +8,14 @@ import (
 )
 
 // HarmonyCallEnd ends a harmony turn that calls a tool: generation stops
-// on it and the tool's reply follows it.
-const HarmonyCallEnd = harmonyCall
+// on it and the tool's reply follows it. HarmonyReturn ends a turn with its
+// final answer; HarmonyEnd ends a message, and is how the template closes
+// a final answer in the conversation's history.
+const (
+	HarmonyCallEnd = harmonyCall
+	HarmonyReturn  = harmonyReturn
+	HarmonyEnd     = harmonyEnd
+)
 
 // The harmony format's special tokens (openai/harmony; gpt-oss's
 // vocabulary).
