@@ -181,3 +181,17 @@ func TestHarmonyUserReply(t *testing.T) {
 		}
 	}
 }
+
+// TestHarmonyAssistantMessage: the rubric and the episode see a gpt-oss
+// turn's final channel as its content (its analysis as reasoning), as a
+// vLLM server returns it; other formats' turns are their text.
+func TestHarmonyAssistantMessage(t *testing.T) {
+	text := "<|channel|>analysis<|message|>3 letters<|end|><|start|>assistant<|channel|>final<|message|><reversed_text>cba</reversed_text>"
+	m := assistantMessage(tokenizer.ToolCallsHarmony, text)
+	if m.Content != "<reversed_text>cba</reversed_text>" || m.ReasoningContent == nil || *m.ReasoningContent != "3 letters" {
+		t.Errorf("harmony: %+v", m)
+	}
+	if m := assistantMessage(tokenizer.ToolCallsHermes, text); m.Content != text || m.ReasoningContent != nil {
+		t.Errorf("hermes: %+v", m)
+	}
+}

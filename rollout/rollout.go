@@ -501,7 +501,7 @@ func (d *driver) recordTurn(p *episode) {
 // episode's Respond. It touches only p, so episodes respond concurrently.
 func (d *driver) respond(ctx context.Context, p *episode) {
 	p.reply, p.done, p.err = nil, false, nil
-	msg := chat.Message{Role: "assistant", Content: p.text}
+	msg := assistantMessage(d.tok.ToolCallFormat(), p.text)
 	if d.tools != nil && p.tools != nil {
 		tt := d.tools.run(ctx, p.tools, p.text)
 		msg = tt.assistant
@@ -517,7 +517,22 @@ func (d *driver) respond(ctx context.Context, p *episode) {
 		}
 	}
 	p.msg = msg
-	p.reply, p.done, p.err = respondSafely(ctx, p.ep, p.text)
+	p.reply, p.done, p.err = respondSafely(ctx, p.ep, msg.Content)
+}
+
+// assistantMessage is a sampled turn as the rubric and the episode see it:
+// its text, or for gpt-oss (harmony) its final channel with the analysis
+// as reasoning, as vLLM returns a gpt-oss turn's content.
+func assistantMessage(format tokenizer.ToolCallFormat, text string) chat.Message {
+	msg := chat.Message{Role: "assistant", Content: text}
+	if format == tokenizer.ToolCallsHarmony {
+		turn := format.Parse(text)
+		msg.Content = turn.Content
+		if turn.Reasoning != "" {
+			msg.ReasoningContent = &turn.Reasoning
+		}
+	}
+	return msg
 }
 
 // continueEpisode records the reply and appends it as tokens after the

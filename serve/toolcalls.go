@@ -46,7 +46,9 @@ func (s *Server) parsesTools(req *chatRequest) bool {
 }
 
 // assistantMessage is a finished choice's message: its text, or the tool
-// calls in it when the request parses them.
+// calls in it when the request parses them; a gpt-oss (harmony) turn
+// without calls is its final channel, the analysis as reasoning_content,
+// as vLLM answers for gpt-oss. (A stream sends the text as it comes.)
 func (s *Server) assistantMessage(o *output, parse bool, tools []json.RawMessage, id string) (endpoints.ChatMessage, string) {
 	text := s.visible(o, 0)
 	msg := endpoints.ChatMessage{Role: "assistant", Content: &text}
@@ -61,6 +63,13 @@ func (s *Server) assistantMessage(o *output, parse bool, tools []json.RawMessage
 			if reasoning != "" {
 				msg.ReasoningContent = &reasoning
 			}
+		}
+	}
+	if f := s.tok.ToolCallFormat(); f == tokenizer.ToolCallsHarmony && msg.ToolCalls == nil {
+		turn := f.Parse(text)
+		msg.Content = &turn.Content
+		if turn.Reasoning != "" {
+			msg.ReasoningContent = &turn.Reasoning
 		}
 	}
 	return msg, finish

@@ -84,3 +84,19 @@ func TestToolCallArgumentsDecoded(t *testing.T) {
 		t.Fatalf("malformed arguments: %v", apiErr)
 	}
 }
+
+// TestHarmonyAnswer: a finished gpt-oss turn without calls answers with
+// its final channel as the content and its analysis as reasoning_content.
+func TestHarmonyAnswer(t *testing.T) {
+	tok, err := tokenizer.Load("../testdata/tokenizer/gptoss/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{tok: tok}
+	ret, _ := tok.TokenID("<|return|>")
+	o := &output{Tokens: append(tok.Encode("<|channel|>analysis<|message|>2+2<|end|><|start|>assistant<|channel|>final<|message|>4"), ret), Finish: "stop", StopToken: true}
+	msg, finish := s.assistantMessage(o, false, nil, "x")
+	if msg.Content == nil || *msg.Content != "4" || msg.ReasoningContent == nil || *msg.ReasoningContent != "2+2" || finish != "stop" {
+		t.Errorf("message %+v, finish %q", msg, finish)
+	}
+}
