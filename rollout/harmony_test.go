@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,4 +195,73 @@ func TestHarmonyAssistantMessage(t *testing.T) {
 	if m := assistantMessage(tokenizer.ToolCallsHermes, text); m.Content != text || m.ReasoningContent != nil {
 		t.Errorf("hermes: %+v", m)
 	}
+}
+
+// TestHarmonyConversationTrainsWhatWasSampled is issue 32's bar: a gpt-oss
+// conversation with two tool calls — analysis and a call stopped by
+// <|call|>, the tool's answer, a second call, its answer, analysis and a
+// final answer stopped by <|return|> — played by a scripted policy through
+// the sampler, the tool loop and gpt-oss's template: the trajectory is
+// exactly the prompt (with Reasoning: low and the tools), the sampled
+// turns and the harmony tool messages between them, the model's tokens
+// only its turns (with their log-probs), and the messages the rubric sees
+// are the calls, the results and the final channel.
+func TestHarmonyConversationTrainsWhatWasSampled(t *testing.T) {
+	tok := gptossTokenizer(t)
+	turns := []string{
+		`<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant<|channel|>commentary to=functions.lookup <|constrain|>json<|message|>{"key":"alpha"}<|call|>`,
+		`<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a":2,"b":3}<|call|>`,
+		`<|channel|>analysis<|message|>Both in.<|end|><|start|>assistant<|channel|>final<|message|>alpha is 7 and 2+3 is 5.<|return|>`,
+	}
+	replies := []string{
+		`<|start|>functions.lookup to=assistant<|channel|>commentary<|message|>"7"<|end|><|start|>assistant`,
+		`<|start|>functions.add to=assistant<|channel|>commentary<|message|>"5"<|end|><|start|>assistant`,
+	}
+	m := scriptedModel(t, tok, turns...)
+	e := newFactsEnv(t, 10)
+	trajs, err := Local(context.Background(), m, tok, e, []env.Example{{ID: "q", Prompt: factsPrompt()}}, 1, rolloutParams100(), 1, Options{ReasoningEffort: "low"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajs[0]
+	if tr.Turns != 3 || len(tr.Errors) != 0 || tr.Reward != 1 {
+		t.Fatalf("%d turns, errors %q, reward %v; want 3 turns, none, 1", tr.Turns, tr.Errors, tr.Reward)
+	}
+	var wantIDs []int32
+	var wantMask []bool
+	for i, turn := range turns {
+		ids := tok.Encode(turn)
+		wantIDs = append(wantIDs, ids...)
+		for range ids {
+			wantMask = append(wantMask, true)
+		}
+		if i < len(replies) {
+			ids = tok.Encode(replies[i])
+			wantIDs = append(wantIDs, ids...)
+			for range ids {
+				wantMask = append(wantMask, false)
+			}
+		}
+	}
+	if !slices.Equal(tr.Tokens, wantIDs) || !slices.Equal(tr.ModelMask, wantMask) {
+		t.Errorf("trajectory:\ngot  %q\nwant %q", tok.Decode(tr.Tokens), tok.Decode(wantIDs))
+	}
+	if p := tok.Decode(tr.PromptTokens); !strings.Contains(p, "Reasoning: low\n") || !strings.Contains(p, "type add = (_: {") || !strings.HasSuffix(p, "<|start|>assistant") {
+		t.Errorf("prompt %q", p)
+	}
+	reasoning := []string{"Look it up.", "Both in."}
+	wantMsgs := []chat.Message{
+		{Role: "assistant", ReasoningContent: &reasoning[0], ToolCalls: []chat.ToolCall{call("lookup", `{"key":"alpha"}`)}},
+		{Role: "tool", Content: "7", Name: "lookup"},
+		{Role: "assistant", ToolCalls: []chat.ToolCall{call("add", `{"a":2,"b":3}`)}},
+		{Role: "tool", Content: "5", Name: "add"},
+		{Role: "assistant", Content: "alpha is 7 and 2+3 is 5.", ReasoningContent: &reasoning[1]},
+	}
+	got, _ := json.Marshal(tr.Messages)
+	want, _ := json.Marshal(wantMsgs)
+	if string(got) != string(want) {
+		t.Errorf("messages:\ngot  %s\nwant %s", got, want)
+	}
+	checkPartition(t, tok, tr)
+	checkLogprobs(t, m, tr)
 }
