@@ -60,6 +60,9 @@ func TestParseHarmony(t *testing.T) {
 			`<|channel|>commentary to=functions.f json<|message|>{}<|call|><|start|>functions.f to=assistant<|channel|>commentary<|message|>"made up"<|end|><|start|>assistant<|channel|>final<|message|>ok`,
 			ParsedTurn{Content: "ok", Calls: []ParsedToolCall{{Name: "f", Arguments: json.RawMessage(`{}`)}}}},
 		{"no harmony at all", "just text", ParsedTurn{Content: "just text"}},
+		{"the model writes the prompt's <|start|>assistant again, then opens a message it does not finish",
+			"<|start|>assistant<|channel|>final<|message|>ok<|end|><|start|>assistant",
+			ParsedTurn{Content: "ok"}},
 	} {
 		got := ToolCallsHarmony.Parse(c.text)
 		if !reflect.DeepEqual(got, c.want) {
