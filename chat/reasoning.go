@@ -2,12 +2,11 @@ package chat
 
 import "fmt"
 
-// ReasoningEffortIgnored says why reasoning_effort (Lab's [sampling] key,
-// OpenAI's request field, read only by GPT-OSS chat templates) changes
-// nothing here. train, eval, GEPA and serve all accept the key, check its
-// value with CheckReasoningEffort and ignore it, in these same words, so
-// one config or request means the same thing on every surface.
-const ReasoningEffortIgnored = "it only applies to GPT-OSS chat templates, and grpo does not run GPT-OSS models yet"
+// ReasoningEffortVar is the chat-template variable that reasoning_effort
+// (Lab's [sampling] key, OpenAI's request field) sets: gpt-oss's harmony
+// template writes it into its system message ("Reasoning: low"). train,
+// eval, GEPA and serve all pass it to the template as it is.
+const ReasoningEffortVar = "reasoning_effort"
 
 // CheckReasoningEffort accepts "" (unset) and OpenAI's values.
 func CheckReasoningEffort(v string) error {
@@ -16,4 +15,11 @@ func CheckReasoningEffort(v string) error {
 		return nil
 	}
 	return fmt.Errorf(`reasoning_effort = %q: want "low", "medium" or "high"`, v)
+}
+
+// ReasoningEffortUnread is the one-line warning for a reasoning_effort set
+// under key for a model whose chat template never reads the variable, so
+// that the setting changes nothing.
+func ReasoningEffortUnread(key, value string) string {
+	return fmt.Sprintf("%s = %q changes nothing: this model's chat template does not read reasoning_effort (gpt-oss's harmony template does)", key, value)
 }

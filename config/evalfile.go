@@ -107,9 +107,10 @@ type EvalSamplingArgs struct {
 	sampler.Overrides
 	// Seed seeds the evaluation, not one sequence; Specs reads it.
 	Seed *int64 `toml:"seed"`
-	// Accepted and ignored: API-server request fields.
-	ReasoningEffort string         `toml:"reasoning_effort"`
-	ExtraBody       map[string]any `toml:"extra_body"`
+	// ReasoningEffort is gpt-oss's template variable (chat.ReasoningEffortVar).
+	ReasoningEffort string `toml:"reasoning_effort"`
+	// Accepted and ignored: an API server's extra request fields.
+	ExtraBody map[string]any `toml:"extra_body"`
 }
 
 // checkSampling validates an override laid over the sampler's defaults
@@ -256,26 +257,25 @@ func checkEvalSettings(src *tomlschema.Source, prefix string, s EvalSettings) er
 
 // evalIgnored are the Prime keys accepted and ignored, with the reason.
 var evalIgnored = map[string]string{
-	"env_dir_path":                   "grpo finds environments by id (grpo env list)",
-	"endpoints_path":                 "grpo runs the model in-process, with no API endpoint",
-	"endpoint_id":                    "grpo runs the model in-process, with no API endpoint; set model",
-	"api_key_var":                    "grpo runs the model in-process, with no API",
-	"api_base_url":                   "grpo runs the model in-process, with no API",
-	"header":                         "grpo runs the model in-process, with no API",
-	"headers":                        "grpo runs the model in-process, with no API",
-	"max_concurrent":                 "grpo batches rollouts on the device (see --batch)",
-	"independent_scoring":            "grpo scores each rollout on its own already",
-	"max_retries":                    "environments run in-process, with nothing to retry",
-	"verbose":                        "use the command line instead",
-	"debug":                          "use the command line instead",
-	"state_columns":                  "results always hold every rollout's messages, reward and metrics",
-	"save_results":                   "grpo always writes the results JSONL",
-	"resume":                         "grpo does not resume evaluations",
-	"resume_path":                    "grpo does not resume evaluations",
-	"save_to_hf_hub":                 "grpo does not upload results",
-	"hf_hub_dataset_name":            "grpo does not upload results",
-	"sampling_args.reasoning_effort": chat.ReasoningEffortIgnored,
-	"sampling_args.extra_body":       "grpo sends no extra request fields, in-process or to an endpoint",
+	"env_dir_path":             "grpo finds environments by id (grpo env list)",
+	"endpoints_path":           "grpo runs the model in-process, with no API endpoint",
+	"endpoint_id":              "grpo runs the model in-process, with no API endpoint; set model",
+	"api_key_var":              "grpo runs the model in-process, with no API",
+	"api_base_url":             "grpo runs the model in-process, with no API",
+	"header":                   "grpo runs the model in-process, with no API",
+	"headers":                  "grpo runs the model in-process, with no API",
+	"max_concurrent":           "grpo batches rollouts on the device (see --batch)",
+	"independent_scoring":      "grpo scores each rollout on its own already",
+	"max_retries":              "environments run in-process, with nothing to retry",
+	"verbose":                  "use the command line instead",
+	"debug":                    "use the command line instead",
+	"state_columns":            "results always hold every rollout's messages, reward and metrics",
+	"save_results":             "grpo always writes the results JSONL",
+	"resume":                   "grpo does not resume evaluations",
+	"resume_path":              "grpo does not resume evaluations",
+	"save_to_hf_hub":           "grpo does not upload results",
+	"hf_hub_dataset_name":      "grpo does not upload results",
+	"sampling_args.extra_body": "grpo sends no extra request fields, in-process or to an endpoint",
 }
 
 // evalWarnings lists the ignored keys the file sets, once each, sorted.

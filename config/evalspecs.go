@@ -27,7 +27,10 @@ type EvalSpec struct {
 	RolloutsPerExample int
 	Sampling           sampler.Params
 	EnableThinking     *bool
-	Seed               uint64
+	// ReasoningEffort is sampling_args.reasoning_effort, the block's over
+	// the top level's ("": unset).
+	ReasoningEffort string
+	Seed            uint64
 }
 
 // EvalOverrides are command-line settings; set fields win over the file's
@@ -90,6 +93,9 @@ func (f *EvalFile) Specs(o EvalOverrides) ([]EvalSpec, error) {
 		for _, sa := range []*EvalSamplingArgs{f.SamplingArgs, b.SamplingArgs} {
 			if sa != nil && sa.Seed != nil {
 				s.Seed = uint64(*sa.Seed)
+			}
+			if sa != nil && sa.ReasoningEffort != "" {
+				s.ReasoningEffort = sa.ReasoningEffort
 			}
 		}
 		if v := firstInt64(b.Seed, o.Seed, f.Seed); v != nil {

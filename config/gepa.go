@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/grpo-dev/grpo/chat"
 	"github.com/grpo-dev/grpo/internal/tomlschema"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -199,12 +198,6 @@ func ParseGEPA(data []byte, name string) (*GEPA, error) {
 	g.check(l)
 	if err := l.err(); err != nil {
 		return nil, err
-	}
-	for _, path := range []string{"sampling.reasoning_effort", "execution.sampling_args.reasoning_effort"} {
-		if pos, ok := l.src.Pos[path]; ok {
-			// verifiers a60a606's configs/gepa/gpt-oss.toml sets it.
-			g.Warnings = append(g.Warnings, fmt.Sprintf("%s:%d: accepted and ignored locally: reasoning_effort because %s", name, pos.Line, chat.ReasoningEffortIgnored))
-		}
 	}
 	return &g, nil
 }

@@ -104,6 +104,14 @@ func (g *GEPA) SamplingParams() sampler.Params {
 	return p
 }
 
+// ReasoningEffort is the sampling args' reasoning_effort (the [sampling]
+// or execution.sampling_args key verifiers a60a606's gpt-oss.toml sets),
+// for the student's chat template; "" when unset.
+func (g *GEPA) ReasoningEffort() string {
+	e, _ := g.Execution.SamplingArgs["reasoning_effort"].(string)
+	return e
+}
+
 func (g *GEPA) samplingParams() (sampler.Params, []string) {
 	o, bad := gepaSamplingOverrides(g.Execution.SamplingArgs)
 	p := sampler.DefaultParams()
@@ -152,7 +160,8 @@ func gepaSamplingOverrides(sa map[string]any) (o sampler.Overrides, bad []string
 			topK := int(n)
 			o.TopK = &topK
 		case "reasoning_effort":
-			// Lab's GPT-OSS key: checked, then ignored (ParseGEPA warns).
+			// gpt-oss's template variable: checked here, read by
+			// ReasoningEffort.
 			if e, ok := v.(string); !ok {
 				bad = append(bad, fmt.Sprintf(`reasoning_effort = %v: want "low", "medium" or "high"`, v))
 			} else if err := chat.CheckReasoningEffort(e); err != nil {

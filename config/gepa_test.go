@@ -102,16 +102,16 @@ func TestGEPAProblems(t *testing.T) {
 }
 
 // TestGEPAReasoningEffort: Lab's gpt-oss GEPA config sets [sampling]
-// reasoning_effort; it parses with one warning saying grpo ignores it,
-// and a value Lab would refuse is an error.
+// reasoning_effort; it parses without a warning, the value is the
+// student's (ReasoningEffort), and a value Lab would refuse is an error.
 func TestGEPAReasoningEffort(t *testing.T) {
 	const file = "model = \"m\"\nreflection_model = \"m\"\n\n[[env]]\nenv_id = \"primeintellect/reverse-text\"\n\n[sampling]\nmax_tokens = 1024\nreasoning_effort = %q\n"
 	g, err := ParseGEPA([]byte(strings.Replace(file, "%q", `"low"`, 1)), "gpt-oss.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Warnings) != 1 || !strings.HasPrefix(g.Warnings[0], "gpt-oss.toml:9: accepted and ignored locally: reasoning_effort because") || g.SamplingParams().MaxTokens != 1024 {
-		t.Errorf("warnings %q, params %+v", g.Warnings, g.SamplingParams())
+	if len(g.Warnings) != 0 || g.ReasoningEffort() != "low" || g.SamplingParams().MaxTokens != 1024 {
+		t.Errorf("warnings %q, reasoning_effort %q, params %+v", g.Warnings, g.ReasoningEffort(), g.SamplingParams())
 	}
 	_, err = ParseGEPA([]byte(strings.Replace(file, "%q", `"max"`, 1)), "gpt-oss.toml")
 	if err == nil || !strings.Contains(err.Error(), `gpt-oss.toml:9:1: [sampling] reasoning_effort = "max": want "low", "medium" or "high"`) {

@@ -1,7 +1,5 @@
 package config
 
-import "github.com/grpo-dev/grpo/chat"
-
 // keyInfo documents one key of the schema for docs/config.md and for the
 // parser's warnings. A test checks that every key of the Config tree has
 // an entry and every entry a key.
@@ -42,7 +40,7 @@ var keyInfos = map[string]keyInfo{
 	"sampling.stop":             {doc: "Strings that end a completion early."},
 	"sampling.enable_thinking":  {doc: "Passed to the chat template as `enable_thinking` (Qwen3/Qwen3.5 thinking mode); unset leaves the template's default: thinking for Qwen3 and Qwen3.5-4B and larger, none for Qwen3.5-0.8B and -2B."},
 	"sampling.seed":             {doc: "Sampling seed; unset derives it from the top-level `seed`."},
-	"sampling.reasoning_effort": {doc: "Lab: GPT-OSS reasoning effort.", ignored: chat.ReasoningEffortIgnored},
+	"sampling.reasoning_effort": {doc: "Passed to the chat template as `reasoning_effort` (`low`, `medium` or `high`): gpt-oss's harmony template writes it into its system message (`Reasoning: low`; unset, the template says `medium`). A model whose template does not read it warns, once, that it changes nothing. Sent as `reasoning_effort` to an inference server."},
 	"sampling.temp_scheduler":   {doc: "Lab: temperature schedule over the run.", ignored: "grpo samples at the fixed [sampling] temperature"},
 	"sampling.extra_body":       {doc: "Lab: extra fields for the inference server's HTTP request.", ignored: "grpo sends no extra request fields, in-process or with [inference]"},
 
@@ -73,7 +71,7 @@ var keyInfos = map[string]keyInfo{
 	"eval.sampling.max_tokens":        {doc: "Longest eval completion; 0 inherits `[sampling] max_tokens`."},
 	"eval.sampling.temperature":       {doc: "Eval temperature; unset inherits `[sampling] temperature`."},
 	"eval.sampling.enable_thinking":   {doc: "Eval `enable_thinking`; unset inherits."},
-	"eval.sampling.reasoning_effort":  {doc: "Lab: GPT-OSS reasoning effort.", ignored: chat.ReasoningEffortIgnored},
+	"eval.sampling.reasoning_effort":  {doc: "Eval `reasoning_effort`; unset inherits `[sampling] reasoning_effort`."},
 	"eval.sampling.extra_body":        {doc: "Lab: extra inference-server request fields.", ignored: "grpo has no inference server"},
 
 	"wandb":         {doc: "Weights & Biases logging."},

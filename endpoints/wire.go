@@ -25,6 +25,9 @@ type ChatRequest struct {
 	Logprobs    bool  `json:"logprobs,omitempty"`
 	TopLogprobs int   `json:"top_logprobs,omitempty"`
 	Stream      bool  `json:"stream,omitempty"`
+	// ReasoningEffort is OpenAI's reasoning_effort ("low", "medium",
+	// "high"); vLLM and grpo serve pass it to gpt-oss's chat template.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 
 	TopK               *int           `json:"top_k,omitempty"`
 	MinP               *float64       `json:"min_p,omitempty"`

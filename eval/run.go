@@ -18,7 +18,9 @@ type Options struct {
 	RolloutsPerExample int
 	Sampling           sampler.Params
 	EnableThinking     *bool
-	Seed               uint64
+	// ReasoningEffort is gpt-oss's reasoning_effort ("": unset).
+	ReasoningEffort string
+	Seed            uint64
 	// PassThreshold is the reward at which a rollout counts as solved for
 	// pass@k; default 1 (fully correct).
 	PassThreshold float64
@@ -114,7 +116,7 @@ func onePass(ctx context.Context, eng rollout.Engine, e env.Environment, name st
 		return res, err
 	}
 	k := o.RolloutsPerExample
-	trajs, err := eng.Play(ctx, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking})
+	trajs, err := eng.Play(ctx, e, exs, k, o.Sampling, o.Seed, rollout.Options{EnableThinking: o.EnableThinking, ReasoningEffort: o.ReasoningEffort})
 	if err != nil {
 		return res, fmt.Errorf("env %s: %w", name, err)
 	}

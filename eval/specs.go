@@ -40,6 +40,9 @@ type SpecOptions struct {
 	// checked against before they start.
 	Rows       func([]Row) error
 	ResultsDir string
+	// Notes hears warnings (nil: dropped): a reasoning_effort that the
+	// model's chat template does not read.
+	Notes func(string)
 }
 
 // RunSpecs runs the evaluations of grpo eval in order, loading each
@@ -98,7 +101,7 @@ func RunSpecs(ctx context.Context, specs []config.EvalSpec, o SpecOptions) ([]Re
 		}
 		res, err := Run(ctx, eng, envs[i], s.Name, Options{
 			NumExamples: s.NumExamples, RolloutsPerExample: s.RolloutsPerExample,
-			Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: s.Seed, PassThreshold: o.PassThreshold,
+			Sampling: s.Sampling, EnableThinking: s.EnableThinking, ReasoningEffort: s.ReasoningEffort, Seed: s.Seed, PassThreshold: o.PassThreshold,
 			Batch: batch, OnDone: o.OnDone, Rows: o.Rows})
 		if err != nil {
 			return out, err
@@ -123,12 +126,15 @@ func engineFor(ctx context.Context, s config.EvalSpec, o SpecOptions) (rollout.E
 			if c.Type() != endpoints.TypeChat {
 				return nil, fmt.Errorf("eval %s: endpoint %s has type %s; grpo eval plays episodes as chat, so it needs type = %q", s.Name, s.Model, c.Type(), endpoints.TypeChat)
 			}
-			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: s.EnableThinking})}, nil
+			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: s.EnableThinking, ReasoningEffort: s.ReasoningEffort})}, nil
 		}
 	}
 	m, tok, err := loadModel(ctx, s, o)
 	if err != nil {
 		return nil, err
+	}
+	if w := tok.ReasoningEffortWarning("sampling_args.reasoning_effort", s.ReasoningEffort); w != "" && o.Notes != nil {
+		o.Notes(fmt.Sprintf("eval %s: %s", s.Name, w))
 	}
 	// Kept: the passes of every eval of this model share one sampler.
 	return rollout.NewKeptEngine(m, tok), nil

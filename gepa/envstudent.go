@@ -27,6 +27,8 @@ type EnvStudent struct {
 	Sampling sampler.Params
 	// EnableThinking is the chat template's enable_thinking (nil: unset).
 	EnableThinking *bool
+	// ReasoningEffort is the chat template's reasoning_effort ("": unset).
+	ReasoningEffort string
 	// MaxConcurrent bounds the episodes played at once (a local model's
 	// batch; an endpoint's requests in flight).
 	MaxConcurrent int
@@ -95,7 +97,7 @@ func (s *EnvStudent) Evaluate(ctx context.Context, r Request) ([]Rollout, error)
 	// MaxConcurrent (the first seeded by r.Seed, the pass at example i by
 	// DeriveSeed(r.Seed, i)).
 	res, err := eval.Run(ctx, s.Engine, s.Env, s.Env.ID(), eval.Options{Examples: exs, NumExamples: -1, RolloutsPerExample: 1,
-		Sampling: s.Sampling, EnableThinking: s.EnableThinking, Seed: r.Seed, Batch: max(s.MaxConcurrent, 1)})
+		Sampling: s.Sampling, EnableThinking: s.EnableThinking, ReasoningEffort: s.ReasoningEffort, Seed: r.Seed, Batch: max(s.MaxConcurrent, 1)})
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,8 @@ func RunConfig(ctx context.Context, g *config.GEPA, o ConfigOptions) (*Result, e
 			return nil, fmt.Errorf("endpoints_path = %q: %w", g.EndpointsPath, err)
 		}
 	}
-	engines := &engineSet{o: o, reg: reg, concurrency: g.Execution.MaxConcurrent, be: o.Backend, local: map[string]*loader.Loaded{}}
+	engines := &engineSet{o: o, reg: reg, concurrency: g.Execution.MaxConcurrent, be: o.Backend, local: map[string]*loader.Loaded{},
+		reasoningEffort: g.ReasoningEffort()}
 	studentEng, err := engines.engine(ctx, "model", g.Model, g.Adapter)
 	if err != nil {
 		return nil, err
@@ -87,6 +88,7 @@ func RunConfig(ctx context.Context, g *config.GEPA, o ConfigOptions) (*Result, e
 		note(o, n)
 	}
 	s.Sampling, s.EnableThinking, s.MaxConcurrent, s.StateColumns = g.SamplingParams(), o.EnableThinking, g.Execution.MaxConcurrent, g.GEPA.StateColumns
+	s.ReasoningEffort = g.ReasoningEffort()
 	tp := sampler.DefaultParams()
 	tp.MaxTokens = o.TeacherMaxTokens
 	if tp.MaxTokens == 0 {
@@ -206,6 +208,9 @@ type engineSet struct {
 	concurrency int
 	be          kernels.Backend
 	local       map[string]*loader.Loaded
+	// reasoningEffort is the student's: sent to its endpoint, or checked
+	// against its chat template (a note when that does not read it).
+	reasoningEffort string
 }
 
 func (es *engineSet) engine(ctx context.Context, key, name, adapter string) (rollout.Engine, error) {
@@ -221,7 +226,12 @@ func (es *engineSet) engine(ctx context.Context, key, name, adapter string) (rol
 			if c.Type() != endpoints.TypeChat {
 				return nil, fmt.Errorf("%s = %q: endpoint type %s; GEPA plays episodes as chat, so it needs type = %q", key, name, c.Type(), endpoints.TypeChat)
 			}
-			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: es.o.EnableThinking}), Concurrency: es.concurrency}, nil
+			eo := rollout.EndpointOptions{EnableThinking: es.o.EnableThinking}
+			if key == "model" {
+				// The sampling args are the student's.
+				eo.ReasoningEffort = es.reasoningEffort
+			}
+			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, eo), Concurrency: es.concurrency}, nil
 		}
 	}
 	if l, ok := es.local[name]; ok && adapter == "" {
@@ -233,6 +243,9 @@ func (es *engineSet) engine(ctx context.Context, key, name, adapter string) (rol
 	}
 	es.be = l.Backend
 	es.local[name] = l
+	if w := l.Tokenizer.ReasoningEffortWarning("reasoning_effort", es.reasoningEffort); key == "model" && w != "" {
+		note(es.o, w)
+	}
 	return rollout.LocalEngine{Model: l.Model, Tok: l.Tokenizer}, nil
 }
 

@@ -54,22 +54,27 @@ type Arch struct {
 	// leaves it out (0: rotate whole heads).
 	DefaultPartialRotary float64
 	Example              string // a hub id of a real model of this family
+	// ToolCalls names the tool-call format its checkpoints' chat
+	// templates write (tokenizer.ToolCallFormat's String, vLLM's
+	// --tool-call-parser); grpo reads a model's calls in the format its
+	// own template shows, and lists this one in grpo models.
+	ToolCalls string
 	// Partial, when not "", says what of the family works so far; ""
 	// means everything (train, sample, eval, serve).
 	Partial string
 }
 
 var archs = map[string]Arch{
-	"qwen3":     {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B"},
-	"qwen3_moe": {ModelType: "qwen3_moe", Name: "Qwen3-MoE", QKNorm: true, MoE: true, Example: "Qwen/Qwen3-30B-A3B-Instruct-2507"},
-	"qwen2":     {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct"},
-	"llama":     {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct"},
+	"qwen3":     {ModelType: "qwen3", Name: "Qwen3", QKNorm: true, Example: "Qwen/Qwen3-0.6B", ToolCalls: "hermes"},
+	"qwen3_moe": {ModelType: "qwen3_moe", Name: "Qwen3-MoE", QKNorm: true, MoE: true, Example: "Qwen/Qwen3-30B-A3B-Instruct-2507", ToolCalls: "hermes"},
+	"qwen2":     {ModelType: "qwen2", Name: "Qwen2 / Qwen2.5", QKVBias: true, Example: "Qwen/Qwen2.5-0.5B-Instruct", ToolCalls: "hermes"},
+	"llama":     {ModelType: "llama", Name: "Llama 3 (also Llama 2 layout)", Example: "meta-llama/Llama-3.2-1B-Instruct", ToolCalls: "llama3-json"},
 	"qwen3_5": {ModelType: "qwen3_5", Name: "Qwen3.5 (gated DeltaNet hybrid)", QKNorm: true, Hybrid: true,
-		ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.5-4B", Partial: hybridPartial},
+		ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.5-4B", Partial: hybridPartial, ToolCalls: "qwen3_coder"},
 	"qwen3_5_moe": {ModelType: "qwen3_5_moe", Name: "Qwen3.5-MoE / Qwen3.6 (gated DeltaNet hybrid, MoE)", QKNorm: true, MoE: true,
-		Hybrid: true, ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.6-35B-A3B", Partial: hybridPartial},
+		Hybrid: true, ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.6-35B-A3B", Partial: hybridPartial, ToolCalls: "qwen3_coder"},
 	"glm4_moe": {ModelType: "glm4_moe", Name: "GLM-4.5 / INTELLECT-3 (MoE)", MoE: true, SigmoidRouter: true,
-		BiasNotO: true, PartialRotary: true, DefaultPartialRotary: 0.5, Example: "PrimeIntellect/INTELLECT-3", Partial: glmPartial},
+		BiasNotO: true, PartialRotary: true, DefaultPartialRotary: 0.5, Example: "PrimeIntellect/INTELLECT-3", Partial: glmPartial, ToolCalls: "glm45"},
 }
 
 // glmPartial is how far GLM-4.5 support has come.

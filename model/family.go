@@ -13,11 +13,12 @@ import (
 type pendingFamily struct {
 	name, modelType, example string
 	idPrefixes               []string
+	toolCalls                string // as Arch.ToolCalls
 }
 
 var pendingFamilies = []pendingFamily{
-	{"Nemotron-3", "nemotron_h", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", []string{"nvidia/NVIDIA-Nemotron-3-", "nvidia/Nemotron-3-"}},
-	{"gpt-oss", "gpt_oss", "openai/gpt-oss-20b", []string{"openai/gpt-oss-"}},
+	{"Nemotron-3", "nemotron_h", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", []string{"nvidia/NVIDIA-Nemotron-3-", "nvidia/Nemotron-3-"}, "qwen3_coder"},
+	{"gpt-oss", "gpt_oss", "openai/gpt-oss-20b", []string{"openai/gpt-oss-"}, "openai"},
 }
 
 func (f pendingFamily) err() error {
@@ -28,13 +29,14 @@ func (f pendingFamily) err() error {
 type Pending struct {
 	Name, ModelType string
 	Example         string // a hub id of the family, as Lab's configs name it
+	ToolCalls       string // as Arch.ToolCalls
 }
 
 // PendingFamilies lists them, for `grpo models`.
 func PendingFamilies() []Pending {
 	out := make([]Pending, len(pendingFamilies))
 	for i, f := range pendingFamilies {
-		out[i] = Pending{f.name, f.modelType, f.example}
+		out[i] = Pending{f.name, f.modelType, f.example, f.toolCalls}
 	}
 	return out
 }

@@ -15,6 +15,9 @@ type EndpointOptions struct {
 	// EnableThinking, when set, is sent as chat_template_kwargs (vLLM's
 	// and grpo serve's; hosted APIs refuse it).
 	EnableThinking *bool
+	// ReasoningEffort, when set, is sent as reasoning_effort (OpenAI's
+	// field; vLLM hands it to gpt-oss's template, as grpo serve does).
+	ReasoningEffort string
 	// TokenIDs asks for token ids and raw log-probs (return_token_ids and
 	// logprobs: vLLM and grpo serve), so trajectories can be trained on.
 	TokenIDs bool
@@ -57,6 +60,7 @@ func (g endpointGen) Generate(ctx context.Context, conv []chat.Message, p sample
 	if g.o.EnableThinking != nil {
 		req.ChatTemplateKwargs = map[string]any{"enable_thinking": *g.o.EnableThinking}
 	}
+	req.ReasoningEffort = g.o.ReasoningEffort
 	if g.o.TokenIDs {
 		req.ReturnTokenIDs, req.Logprobs = true, true
 	}

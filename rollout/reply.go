@@ -34,7 +34,15 @@ const turnMarker = "\x1dgrpo-turn-marker-6c0f2b\x1d"
 // model's turn ("" when it ended otherwise): when the template's closing
 // starts with it, the model already wrote it and it is dropped; otherwise
 // the closing is kept, so a turn cut off by max_tokens is still closed.
-func replyText(render renderFunc, conv, reply []chat.Message, stopText string, opts tokenizer.ChatOptions) (string, error) {
+//
+// gpt-oss's template (format ToolCallsHarmony) names a tool result after
+// the call before it (<|start|>functions.NAME to=assistant…) and refuses a
+// result that follows no call, so there the marker turn keeps a call named
+// as the first result is; the template then writes that call again after
+// the marker, up to the <|call|> that ends it, and that is cut too (the
+// model wrote its call, and <|call|> when it stopped on it; a turn cut off
+// before gets the <|call|>, so it is closed).
+func replyText(render renderFunc, conv, reply []chat.Message, stopText string, opts tokenizer.ChatOptions, format tokenizer.ToolCallFormat) (string, error) {
 	if len(conv) == 0 || conv[len(conv)-1].Role != "assistant" {
 		return "", fmt.Errorf("conversation must end with the model's assistant turn")
 	}
@@ -43,7 +51,14 @@ func replyText(render renderFunc, conv, reply []chat.Message, stopText string, o
 	// The marker stands for the whole sampled turn: its tool calls and
 	// thinking are in the marker's place already, so the template must not
 	// write them again after it.
-	msgs[len(conv)-1] = chat.Message{Role: "assistant", Content: turnMarker}
+	marker := chat.Message{Role: "assistant", Content: turnMarker}
+	namesCall := format == tokenizer.ToolCallsHarmony && len(reply) > 0 && reply[0].Role == "tool"
+	if namesCall {
+		marker.ToolCalls = []chat.ToolCall{{Type: "function"}}
+		marker.ToolCalls[0].Function.Name = reply[0].Name
+		marker.ToolCalls[0].Function.Arguments = []byte("{}")
+	}
+	msgs[len(conv)-1] = marker
 	opts.AddGenerationPrompt = true
 	text, err := render(msgs, opts)
 	if err != nil {
@@ -53,8 +68,23 @@ func replyText(render renderFunc, conv, reply []chat.Message, stopText string, o
 		return "", fmt.Errorf("chat template wrote the assistant turn %d times instead of once; cannot tell where the environment's reply starts", n)
 	}
 	_, after, _ := strings.Cut(text, turnMarker)
+	if namesCall {
+		_, rest, ok := strings.Cut(after, tokenizer.HarmonyCallEnd)
+		if !ok {
+			return "", fmt.Errorf("chat template wrote no %s after the tool call; cannot tell where the tool's reply starts", tokenizer.HarmonyCallEnd)
+		}
+		if stopText == tokenizer.HarmonyCallEnd {
+			return rest, nil
+		}
+		return tokenizer.HarmonyCallEnd + rest, nil
+	}
 	if stopText != "" {
 		after = strings.TrimPrefix(after, stopText)
+	}
+	if format == tokenizer.ToolCallsHarmony && stopText == tokenizer.HarmonyReturn {
+		// The template closes an earlier final answer with <|end|>; the
+		// model closed this one with <|return|>, which ends it as well.
+		after = strings.TrimPrefix(after, tokenizer.HarmonyEnd)
 	}
 	return after, nil
 }

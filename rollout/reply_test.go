@@ -68,7 +68,7 @@ func TestReplyTokensRebuildQwen3Template(t *testing.T) {
 					stopText = "<|im_end|>"
 				}
 				conv = append(conv, chat.Message{Role: "assistant", Content: answers[turn]})
-				rt, err := replyText(tok.ApplyChatTemplate, conv, reply, stopText, opts)
+				rt, err := replyText(tok.ApplyChatTemplate, conv, reply, stopText, opts, tok.ToolCallFormat())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -109,7 +109,7 @@ func TestReplyTextLlama3(t *testing.T) {
 		text += answer + stop
 		conv = append(conv, chat.Message{Role: "assistant", Content: answer})
 		reply := []chat.Message{{Role: "user", Content: "More?"}}
-		rt, err := replyText(render, conv, reply, stop, tokenizer.ChatOptions{})
+		rt, err := replyText(render, conv, reply, stop, tokenizer.ChatOptions{}, tokenizer.ToolCallsNone)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,13 +124,13 @@ func TestReplyTextLlama3(t *testing.T) {
 
 func TestReplyTextErrors(t *testing.T) {
 	tok := qwen3Tokenizer(t)
-	if _, err := replyText(tok.ApplyChatTemplate, []chat.Message{{Role: "user", Content: "x"}}, nil, "", tokenizer.ChatOptions{}); err == nil {
+	if _, err := replyText(tok.ApplyChatTemplate, []chat.Message{{Role: "user", Content: "x"}}, nil, "", tokenizer.ChatOptions{}, tokenizer.ToolCallsNone); err == nil {
 		t.Error("a conversation not ending with the assistant's turn was accepted")
 	}
 	twice := func([]chat.Message, tokenizer.ChatOptions) (string, error) {
 		return turnMarker + turnMarker, nil
 	}
-	if _, err := replyText(twice, []chat.Message{{Role: "assistant", Content: "x"}}, nil, "", tokenizer.ChatOptions{}); err == nil {
+	if _, err := replyText(twice, []chat.Message{{Role: "assistant", Content: "x"}}, nil, "", tokenizer.ChatOptions{}, tokenizer.ToolCallsNone); err == nil {
 		t.Error("a template writing the turn twice was accepted")
 	}
 }
@@ -147,7 +147,7 @@ func TestReplyTextQwen35(t *testing.T) {
 	}
 	conv := []chat.Message{{Role: "user", Content: "Add 2 and 3."}, {Role: "assistant", Content: "sampled"}}
 	reply := []chat.Message{{Role: "tool", Content: "5"}, {Role: "tool", Content: "ok"}}
-	got, err := replyText(tok.ApplyChatTemplate, conv, reply, "<|im_end|>", tokenizer.ChatOptions{})
+	got, err := replyText(tok.ApplyChatTemplate, conv, reply, "<|im_end|>", tokenizer.ChatOptions{}, tok.ToolCallFormat())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@ type Options struct {
 	// EnableThinking sets Qwen3's enable_thinking template variable; nil
 	// leaves it undefined (thinking on).
 	EnableThinking *bool
+	// ReasoningEffort sets gpt-oss's reasoning_effort template variable
+	// ("low", "medium", "high"); "" leaves it unset.
+	ReasoningEffort string
 	// ScoreWorkers bounds concurrent rubric calls; 0 means 8.
 	ScoreWorkers int
 	// ToolWorkers bounds the episodes whose tool calls run at once (tool
@@ -116,7 +119,7 @@ func newSetup(tok *tokenizer.Tokenizer, e env.Environment, opts Options) (setup,
 	if err != nil {
 		return setup{}, err
 	}
-	st := setup{chat: tokenizer.ChatOptions{EnableThinking: opts.EnableThinking}, tools: box}
+	st := setup{chat: tokenizer.ChatOptions{EnableThinking: opts.EnableThinking, ReasoningEffort: opts.ReasoningEffort}, tools: box}
 	if box != nil {
 		st.chat.Tools = box.schemas
 	}
@@ -498,7 +501,7 @@ func (d *driver) recordTurn(p *episode) {
 // episode's Respond. It touches only p, so episodes respond concurrently.
 func (d *driver) respond(ctx context.Context, p *episode) {
 	p.reply, p.done, p.err = nil, false, nil
-	msg := chat.Message{Role: "assistant", Content: p.text}
+	msg := assistantMessage(d.tok.ToolCallFormat(), p.text)
 	if d.tools != nil && p.tools != nil {
 		tt := d.tools.run(ctx, p.tools, p.text)
 		msg = tt.assistant
@@ -514,7 +517,22 @@ func (d *driver) respond(ctx context.Context, p *episode) {
 		}
 	}
 	p.msg = msg
-	p.reply, p.done, p.err = respondSafely(ctx, p.ep, p.text)
+	p.reply, p.done, p.err = respondSafely(ctx, p.ep, msg.Content)
+}
+
+// assistantMessage is a sampled turn as the rubric and the episode see it:
+// its text, or for gpt-oss (harmony) its final channel with the analysis
+// as reasoning, as vLLM returns a gpt-oss turn's content.
+func assistantMessage(format tokenizer.ToolCallFormat, text string) chat.Message {
+	msg := chat.Message{Role: "assistant", Content: text}
+	if format == tokenizer.ToolCallsHarmony {
+		turn := format.Parse(text)
+		msg.Content = turn.Content
+		if turn.Reasoning != "" {
+			msg.ReasoningContent = &turn.Reasoning
+		}
+	}
+	return msg
 }
 
 // continueEpisode records the reply and appends it as tokens after the
@@ -542,7 +560,7 @@ func (d *driver) continueEpisode(p *episode) bool {
 	if p.agent != nil {
 		opts = p.agent.chat // with the tools the program offers
 	}
-	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, opts)
+	text, err := replyText(d.tok.ApplyChatTemplate, p.conv, p.reply, p.stopText, opts, d.tok.ToolCallFormat())
 	if err != nil {
 		t.fail(fmt.Sprintf("turn %d: rendering the reply: %v", t.Turns, err))
 		return false

@@ -102,8 +102,15 @@ type toolTurn struct {
 func (b *toolBox) run(ctx context.Context, tools map[string]env.Tool, text string) toolTurn {
 	parsed := b.format.ParseWithTools(text, b.schemas)
 	tt := toolTurn{assistant: chat.Message{Role: "assistant", Content: parsed.Content}, calls: map[string]int{}}
+	if parsed.Reasoning != "" {
+		tt.assistant.ReasoningContent = &parsed.Reasoning
+	}
 	if len(parsed.Calls) == 0 {
-		tt.assistant.Content = text
+		if b.format != tokenizer.ToolCallsHarmony {
+			// Formats whose turn is its content as written; harmony's
+			// content is its final channel.
+			tt.assistant.Content = text
+		}
 		return tt
 	}
 	for _, c := range parsed.Calls {

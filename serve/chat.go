@@ -42,7 +42,7 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 		return nil, badRequest("tool_choice", "tool_choice %s is not supported: grpo serve does not constrain decoding; use \"auto\" or \"none\"", c)
 	}
 	if err := chat.CheckReasoningEffort(req.ReasoningEffort); err != nil {
-		return nil, badRequest("reasoning_effort", "%v; grpo serve ignores it: %s", err, chat.ReasoningEffortIgnored)
+		return nil, badRequest("reasoning_effort", "%v", err)
 	}
 	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
 		return nil, badRequest("response_format", "response_format %q is not supported: grpo serve does not constrain decoding", rf.Type)
@@ -67,7 +67,10 @@ func (s *Server) planChat(req *chatRequest) (*chatPlan, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	opts := tokenizer.ChatOptions{AddGenerationPrompt: true, Tools: req.Tools}
+	opts := tokenizer.ChatOptions{AddGenerationPrompt: true, Tools: req.Tools, ReasoningEffort: req.ReasoningEffort}
+	if w := s.tok.ReasoningEffortWarning("reasoning_effort", req.ReasoningEffort); w != "" {
+		s.warnOnce.Do(func() { s.logf("warning: %s", w) })
+	}
 	if req.AddGenerationPrompt != nil {
 		opts.AddGenerationPrompt = *req.AddGenerationPrompt
 	}

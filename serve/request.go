@@ -51,8 +51,8 @@ type chatRequest struct {
 	ResponseFormat      *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
-	// ReasoningEffort is checked and ignored, as train, eval and GEPA
-	// do with Lab's key (chat.ReasoningEffortIgnored says why).
+	// ReasoningEffort is the chat template's reasoning_effort (gpt-oss's
+	// harmony template reads it), as train, eval and GEPA pass Lab's key.
 	ReasoningEffort string `json:"reasoning_effort"`
 	// vLLM extras
 	ChatTemplateKwargs  map[string]any `json:"chat_template_kwargs"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,9 @@ type Server struct {
 	adapters adapters
 	created  int64
 	ids      atomic.Uint64
+	// warnOnce logs that reasoning_effort changes nothing for this model,
+	// at the first request that sets it.
+	warnOnce sync.Once
 
 	bodies            *budget       // bytes of big request bodies in flight
 	adapterReaders    chan struct{} // a slot per adapter load reading files

@@ -41,8 +41,8 @@ func direct(t *testing.T, f *fixture, prompt []int32, p sampler.Params) sampler.
 // without the stop token; log-probs line up with token_ids.
 func TestChatMatchesTheSampler(t *testing.T) {
 	f := newFixture(t, Config{Slots: 4})
-	// reasoning_effort is accepted and changes nothing, as in train, eval
-	// and GEPA (chat.ReasoningEffortIgnored).
+	// reasoning_effort changes nothing for a template that does not read
+	// it (Qwen3's): the prompt is the sampler's (reasoning_test.go).
 	code, body := f.post(t, "/v1/chat/completions", map[string]any{"model": "tiny", "messages": user("hello"),
 		"temperature": 0.8, "seed": 42, "max_tokens": 12, "logprobs": true, "top_logprobs": 3, "return_token_ids": true, "reasoning_effort": "high"})
 	if code != 200 {

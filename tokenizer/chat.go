@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
@@ -33,6 +34,13 @@ type ChatOptions struct {
 	// Tools are JSON tool schemas, rendered by the template's tojson in the
 	// key order given here, as Python's json.dumps would.
 	Tools []json.RawMessage
+	// ReasoningEffort is the reasoning_effort variable gpt-oss's template
+	// reads ("low", "medium", "high"); "" leaves it undefined (the
+	// template's default).
+	ReasoningEffort string
+	// Now is the time strftime_now formats (zero: the current local time,
+	// as transformers' datetime.now()).
+	Now time.Time
 	// Vars are further template variables.
 	Vars map[string]any
 	// Limits bound the render (zero fields: DefaultChatLimits).
@@ -42,6 +50,22 @@ type ChatOptions struct {
 // ChatTemplate returns the Jinja chat template from tokenizer_config.json
 // ("" if it has none).
 func (t *Tokenizer) ChatTemplate() string { return t.cfg.chatTemplate }
+
+// TemplateReads reports whether the chat template names the variable
+// name at all: a template that never does ignores whatever it is set to.
+func (t *Tokenizer) TemplateReads(name string) bool {
+	return strings.Contains(t.cfg.chatTemplate, name)
+}
+
+// ReasoningEffortWarning is chat.ReasoningEffortUnread for a
+// reasoning_effort set under key when this model's template does not read
+// it, "" otherwise (unset, or read).
+func (t *Tokenizer) ReasoningEffortWarning(key, value string) string {
+	if value == "" || t.TemplateReads(chat.ReasoningEffortVar) {
+		return ""
+	}
+	return chat.ReasoningEffortUnread(key, value)
+}
 
 // ApplyChatTemplate renders messages with the model's chat template, as
 // transformers' apply_chat_template(tokenize=False) does. Encode the result
@@ -110,6 +134,14 @@ func renderChatTemplate(source, template string, messages []chat.Message, opts C
 	if opts.EnableThinking != nil {
 		vars["enable_thinking"] = *opts.EnableThinking
 	}
+	if opts.ReasoningEffort != "" {
+		vars["reasoning_effort"] = opts.ReasoningEffort
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	vars["strftime_now"] = strftimeNow(now)
 	if len(opts.Tools) > 0 {
 		tools := make([]any, len(opts.Tools))
 		for i, raw := range opts.Tools {
@@ -157,7 +189,9 @@ func firstLine(err error) string {
 func messageValue(m chat.Message, orders *keyOrders) (map[string]any, error) {
 	v := map[string]any{"role": m.Role, "content": m.Content}
 	if m.ReasoningContent != nil {
+		// Qwen's templates read reasoning_content, gpt-oss's thinking.
 		v["reasoning_content"] = *m.ReasoningContent
+		v["thinking"] = *m.ReasoningContent
 	}
 	if m.Name != "" {
 		v["name"] = m.Name
@@ -206,6 +240,9 @@ var chatEnvironment = func() *exec.Environment {
 	if err := filters.Register(sizeFilter, filterSize); err != nil {
 		panic(err)
 	}
+	if err := filters.Register(ifElseFilter, filterIfElse); err != nil {
+		panic(err)
+	}
 	for typ, name := range guardedOps {
 		val := map[tokens.Type]string{tokens.Addition: "+", tokens.Multiply: "*", tokens.Tilde: "~"}[typ]
 		if err := filters.Register(name, opFilter(typ, val)); err != nil {
@@ -222,7 +259,7 @@ var chatEnvironment = func() *exec.Environment {
 		Filters:           filters,
 		Tests:             builtins.Tests,
 		ControlStructures: guardedStructures(),
-		Methods:           builtins.Methods,
+		Methods:           chatMethods,
 	}
 }()
 
@@ -243,6 +280,7 @@ func compileTemplate(src string, maxDepth int) (*exec.Template, error) {
 	if err := checkNesting(src, cfg, maxDepth); err != nil {
 		return nil, err
 	}
+	src = rewriteInlineIfs(src, cfg)
 	// No sub-loader: the template is the only one there is.
 	loader, err := loaders.NewShiftedLoader("chat_template", strings.NewReader(src), noLoader{})
 	if err != nil {

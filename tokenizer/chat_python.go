@@ -145,3 +145,42 @@ func (w *rewriter) rewriteGetItem(v reflect.Value, gi *nodes.GetItem, depth int)
 	v.Set(reflect.ValueOf(f))
 	return true
 }
+
+// chatMethods are gonja's methods with a dict's keys(), values() and
+// items() in the order its JSON gave its keys, as a Python dict keeps
+// them: gpt-oss's template lists a tool's parameters with
+// `for name, spec in tool.parameters.properties.items()`, and gonja's
+// own methods sort them.
+var chatMethods = func() exec.Methods {
+	m := builtins.Methods
+	dict := map[string]exec.Method[map[string]any]{
+		"keys":   orderedDictMethod(func(k string, _ any) any { return k }),
+		"values": orderedDictMethod(func(_ string, v any) any { return v }),
+		"items":  orderedDictMethod(func(k string, v any) any { return []any{k, v} }),
+	}
+	for _, name := range []string{"get", "pop", "setdefault", "update", "copy", "clear"} {
+		if f, ok := m.Dict.Get(name); ok {
+			dict[name] = f
+		}
+	}
+	m.Dict = exec.NewMethodSet(dict)
+	return m
+}()
+
+func orderedDictMethod(entry func(k string, v any) any) exec.Method[map[string]any] {
+	return func(self map[string]any, selfValue *exec.Value, args *exec.VarArgs) (any, error) {
+		if err := args.Take(); err != nil {
+			return nil, exec.ErrInvalidCall(err)
+		}
+		// gonja hands self over as a copy; the key order is the
+		// original map's.
+		if orig, ok := selfValue.Interface().(map[string]any); ok {
+			self = orig
+		}
+		out := make([]any, 0, len(self))
+		for _, k := range orderedKeys(self) {
+			out = append(out, entry(k, self[k]))
+		}
+		return out, nil
+	}
+}

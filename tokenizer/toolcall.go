@@ -29,6 +29,16 @@ const (
 	// </function></tool_call> with raw values typed by the tool's schema
 	// (vLLM's qwen3_coder parser).
 	ToolCallsQwenXML
+	// ToolCallsHarmony is gpt-oss's harmony format: each call a message
+	// in the commentary channel addressed to=functions.NAME whose body is
+	// the JSON arguments, ended by <|call|>; the final channel is the
+	// content, analysis the reasoning.
+	ToolCallsHarmony
+	// ToolCallsGLM is GLM-4.5's (INTELLECT-3's family): each call
+	// <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…
+	// </tool_call>, values typed by the tool's schema (vLLM's glm45
+	// parser).
+	ToolCallsGLM
 )
 
 func (f ToolCallFormat) String() string {
@@ -39,15 +49,32 @@ func (f ToolCallFormat) String() string {
 		return "llama3-json"
 	case ToolCallsQwenXML:
 		return "qwen3_coder"
+	case ToolCallsHarmony:
+		return "openai"
+	case ToolCallsGLM:
+		return "glm45"
 	}
 	return "none"
+}
+
+// ToolCallFormatNamed is the format whose String is name (model.Arch's
+// ToolCalls names one per family).
+func ToolCallFormatNamed(name string) (ToolCallFormat, bool) {
+	for f := ToolCallsNone; f <= ToolCallsGLM; f++ {
+		if f.String() == name {
+			return f, true
+		}
+	}
+	return ToolCallsNone, false
 }
 
 // ToolCallFormat tells the tool-call format from the chat template: a
 // template that writes <function= and <parameter= inside <tool_call> is
 // Qwen's XML form (llama.cpp tells it the same way); one that writes
 // <tool_call> otherwise is Hermes-style; one that knows <|python_tag|> or
-// the "parameters" key with an ipython role is Llama 3's.
+// the "parameters" key with an ipython role is Llama 3's; one that writes
+// harmony's <|channel|> and <|call|> is gpt-oss's; one whose <tool_call>
+// holds <arg_key>/<arg_value> pairs is GLM-4.5's.
 func (t *Tokenizer) ToolCallFormat() ToolCallFormat {
 	return TemplateToolCallFormat(t.cfg.chatTemplate)
 }
@@ -57,8 +84,12 @@ func TemplateToolCallFormat(template string) ToolCallFormat {
 	switch {
 	case !strings.Contains(template, "tools"):
 		return ToolCallsNone // the model would never see the tool schemas
+	case strings.Contains(template, harmonyChannel) && strings.Contains(template, harmonyCall):
+		return ToolCallsHarmony
 	case strings.Contains(template, "<tool_call>") && strings.Contains(template, xmlFuncOpen) && strings.Contains(template, xmlParamOpen):
 		return ToolCallsQwenXML
+	case strings.Contains(template, "<tool_call>") && strings.Contains(template, glmKeyOpen) && strings.Contains(template, glmValueOpen):
+		return ToolCallsGLM
 	case strings.Contains(template, "<tool_call>"):
 		return ToolCallsHermes
 	case strings.Contains(template, "<|python_tag|>"), strings.Contains(template, "ipython") && strings.Contains(template, "parameters"):
@@ -84,7 +115,10 @@ type ParsedTurn struct {
 	// the calls gives the turn again when the model wrote the canonical
 	// form).
 	Content string
-	Calls   []ParsedToolCall
+	// Reasoning is the turn's thinking where the format sets it apart
+	// from the content (harmony's analysis channel); "" otherwise.
+	Reasoning string
+	Calls     []ParsedToolCall
 }
 
 // Parse reads the tool calls in an assistant turn's text. Text with no
@@ -107,6 +141,10 @@ func (f ToolCallFormat) ParseWithTools(text string, tools []json.RawMessage) Par
 		return parseLlama3(text)
 	case ToolCallsQwenXML:
 		return parseQwenXML(text, tools)
+	case ToolCallsHarmony:
+		return parseHarmony(text)
+	case ToolCallsGLM:
+		return parseGLM(text, tools)
 	}
 	return ParsedTurn{Content: text}
 }

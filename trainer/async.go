@@ -19,7 +19,7 @@ func (r *run) openProducer() error {
 	R := r.cfg.RolloutsPerExample
 	o := rollout.ProducerOptions{MaxAsync: r.cfg.AsyncLevel(), Groups: r.cfg.BatchSize / R, PerExample: R,
 		InFlight: max(1, r.cfg.Inference.MaxConcurrent/R), Params: r.samplingParams(), Draw: r.drawBatch,
-		Options: rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking}}
+		Options: rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, ReasoningEffort: r.cfg.Sampling.ReasoningEffort}}
 	if r.pools != nil {
 		// The difficulty pools judge each group as it is handed out; a
 		// group they drop is replaced by the next one played, up to

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ func (r *run) evaluate(ctx context.Context) error {
 	cfg := r.cfg
 	p := r.samplingParams()
 	cfg.Eval.Sampling.Overrides().Apply(&p)
+	effort := cmp.Or(cfg.Eval.Sampling.ReasoningEffort, cfg.Sampling.ReasoningEffort)
 	row := map[string]any{"step": r.step}
 	var sum, n float64
 	if err := r.usePolicy(ctx); err != nil {
@@ -23,7 +25,7 @@ func (r *run) evaluate(ctx context.Context) error {
 	for k, te := range r.evalEnvs() {
 		res, err := eval.Run(ctx, r.engine, te.Env, te.Name, eval.Options{
 			NumExamples: te.NumExamples, RolloutsPerExample: te.Rollouts, Sampling: p,
-			EnableThinking: cfg.Sampling.EnableThinking, Seed: sampler.DeriveSeed(r.seed, 0xe7a1, uint64(k))})
+			EnableThinking: cfg.Sampling.EnableThinking, ReasoningEffort: effort, Seed: sampler.DeriveSeed(r.seed, 0xe7a1, uint64(k))})
 		if err != nil {
 			return fmt.Errorf("eval at step %d: %w", r.step, err)
 		}

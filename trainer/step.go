@@ -26,7 +26,7 @@ func (r *run) samplingParams() sampler.Params {
 // rollouts plays perExample episodes of each example of one environment.
 func (r *run) rollouts(ctx context.Context, k int, exs []env.Example, perExample int, p sampler.Params, seed uint64, timing *rollout.Timing) ([]rollout.Trajectory, error) {
 	var t rollout.Timing
-	trajs, err := r.engine.Play(ctx, r.envs[k].env, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, Timing: &t, KVBlocks: r.kvBlocks,
+	trajs, err := r.engine.Play(ctx, r.envs[k].env, exs, perExample, p, seed, rollout.Options{EnableThinking: r.cfg.Sampling.EnableThinking, ReasoningEffort: r.cfg.Sampling.ReasoningEffort, Timing: &t, KVBlocks: r.kvBlocks,
 		RecordExperts: r.cfg.Loss.RoutingReplay && r.policy.Config.SparseLayers() > 0, Overlap: r.overlap.On[k]})
 	timing.Add(t)
 	r.overlap.Record(k, t)

@@ -252,6 +252,7 @@ func runEval(args []string) error {
 		return eval.RunSpecs(ctx, specs, eval.SpecOptions{
 			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
 			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg,
+			Notes: func(s string) { fmt.Fprintln(os.Stderr, "warning:", s) },
 		})
 	})
 	bar.finish()

@@ -25,14 +25,14 @@ Example:
 				return usagef("models takes no arguments")
 			}
 			w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE\tSUPPORT")
+			fmt.Fprintln(w, "MODEL_TYPE\tFAMILY\tEXAMPLE\tTOOL CALLS\tSUPPORT")
 			for _, a := range model.Archs() {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.ModelType, a.Name, a.Example, cmp.Or(a.Partial, "full"))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", a.ModelType, a.Name, a.Example, a.ToolCalls, cmp.Or(a.Partial, "full"))
 			}
 			// Families Lab's configs name that grpo refuses, so the list
 			// says so before a config does.
 			for _, p := range model.PendingFamilies() {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.ModelType, p.Name, p.Example, "not supported yet")
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.ModelType, p.Name, p.Example, p.ToolCalls, "not supported yet")
 			}
 			w.Flush()
 			fmt.Println()

@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/grpo-dev/grpo/model"
+	"github.com/grpo-dev/grpo/tokenizer"
 )
 
 // TestModelsListsQwen3MoE: grpo models names every architecture with an
@@ -21,9 +24,9 @@ func TestModelsListsQwen3MoE(t *testing.T) {
 		{"qwen3-30b-a3b", "qwen3_moe", "30532.1M", "3353.0M"},
 		{"qwen3_5 ", "Qwen/Qwen3.5-4B", "the CUDA decode graph and prompt sharing in training still to come"},
 		{"qwen3_5_moe", "Qwen/Qwen3.6-35B-A3B"},
-		{"glm4_moe", "GLM-4.5 / INTELLECT-3", "PrimeIntellect/INTELLECT-3"},
-		{"nemotron_h", "Nemotron-3", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "not supported yet"},
-		{"gpt_oss", "gpt-oss", "openai/gpt-oss-20b", "not supported yet"},
+		{"glm4_moe", "GLM-4.5 / INTELLECT-3", "PrimeIntellect/INTELLECT-3", "glm45"},
+		{"nemotron_h", "Nemotron-3", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "not supported yet"},
+		{"gpt_oss", "gpt-oss", "openai/gpt-oss-20b", "openai", "not supported yet"},
 	} {
 		found := false
 		for _, line := range strings.Split(out, "\n") {
@@ -35,6 +38,33 @@ func TestModelsListsQwen3MoE(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no line with %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestModelsToolCallFormats: every family, supported or not yet, names
+// the tool-call format its checkpoints' templates write, and each name is
+// one grpo parses (tokenizer.ToolCallFormatNamed): GLM-4.5's glm45,
+// Nemotron-3's qwen3_coder (its templates write Qwen3-Coder's XML calls,
+// which vLLM reads with --tool-call-parser qwen3_coder), gpt-oss's harmony
+// ("openai", vLLM's name).
+func TestModelsToolCallFormats(t *testing.T) {
+	names := map[string]string{}
+	for _, a := range model.Archs() {
+		names[a.ModelType] = a.ToolCalls
+	}
+	for _, p := range model.PendingFamilies() {
+		names[p.ModelType] = p.ToolCalls
+	}
+	want := map[string]tokenizer.ToolCallFormat{"glm4_moe": tokenizer.ToolCallsGLM, "nemotron_h": tokenizer.ToolCallsQwenXML,
+		"gpt_oss": tokenizer.ToolCallsHarmony, "qwen3_5": tokenizer.ToolCallsQwenXML, "qwen3": tokenizer.ToolCallsHermes, "llama": tokenizer.ToolCallsLlama3}
+	for typ, name := range names {
+		f, ok := tokenizer.ToolCallFormatNamed(name)
+		if !ok || f == tokenizer.ToolCallsNone {
+			t.Errorf("%s: tool calls %q is no format grpo reads", typ, name)
+		}
+		if w, listed := want[typ]; listed && f != w {
+			t.Errorf("%s: %v, want %v", typ, f, w)
 		}
 	}
 }

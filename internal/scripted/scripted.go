@@ -26,17 +26,30 @@ type Backend struct {
 }
 
 // New wraps inner with a script: turns in order, each encoded with tok and
-// ended by the chat format's end-of-turn token (<|im_end|> or <|eot_id|>).
+// ended by the chat format's end-of-turn token (<|im_end|>, <|eot_id|>, or
+// harmony's <|return|>), unless the turn's text already ends in one of
+// that format's turn ends (a gpt-oss call turn ends in <|call|>).
 func New(inner kernels.Backend, tok *tokenizer.Tokenizer, turns ...string) (*Backend, error) {
-	stop, ok := tok.TokenID("<|im_end|>")
-	if !ok {
-		if stop, ok = tok.TokenID("<|eot_id|>"); !ok {
-			return nil, fmt.Errorf("scripted: the tokenizer has neither <|im_end|> nor <|eot_id|> to end a turn")
+	var stop int32
+	ok := false
+	for _, s := range []string{"<|im_end|>", "<|eot_id|>", "<|return|>"} {
+		if stop, ok = tok.TokenID(s); ok {
+			break
 		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("scripted: the tokenizer has none of <|im_end|>, <|eot_id|>, <|return|> to end a turn")
 	}
 	b := &Backend{Backend: inner, stop: stop}
 	for _, t := range turns {
-		b.tokens = append(append(b.tokens, tok.Encode(t)...), stop)
+		ids := tok.Encode(t)
+		if n := len(ids); n > 0 {
+			if s, _ := tok.Token(ids[n-1]); ids[n-1] == stop || s == "<|call|>" {
+				b.tokens = append(b.tokens, ids...)
+				continue
+			}
+		}
+		b.tokens = append(append(b.tokens, ids...), stop)
 	}
 	return b, nil
 }
