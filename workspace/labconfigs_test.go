@@ -14,10 +14,9 @@ import (
 )
 
 // pendingFamily reports whether a Lab config file is for a model family
-// grpo cannot run yet (verifiers a60a606's nemotron and gpt-oss files).
+// grpo cannot run yet (verifiers a60a606's nemotron files).
 func pendingFamily(path string) bool {
-	base := filepath.Base(path)
-	return strings.HasPrefix(base, "nemotron") || strings.HasPrefix(base, "gpt-oss")
+	return strings.HasPrefix(filepath.Base(path), "nemotron")
 }
 
 // checkLabConfigs parses every config under ./configs through the loaders
@@ -43,7 +42,8 @@ func checkLabConfigs(t *testing.T, nRL, nEval, nGEPA int) {
 			wantPending(t, p, err, "model = ")
 		case err != nil:
 			t.Errorf("%v", err)
-		case len(cfg.Warnings) > 0:
+		case len(cfg.Warnings) > 0 && !(strings.HasPrefix(filepath.Base(p), "gpt-oss") && len(cfg.Warnings) == 1 && strings.Contains(cfg.Warnings[0], "reasoning_effort")):
+			// Only the gpt-oss file sets reasoning_effort, which grpo ignores.
 			t.Errorf("%s: warnings %q", p, cfg.Warnings)
 		}
 	}

@@ -1,0 +1,124 @@
+package model
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/grpo-dev/grpo/internal/golden"
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cpu"
+)
+
+// gptOssModels are the tiny gpt-oss checkpoints: bf16 experts, and the
+// same experts as MXFP4 blocks and scales.
+var gptOssModels = []string{"gpt_oss-tiny", "gpt_oss-tiny-mxfp4"}
+
+// gptOssGolden is the golden a tiny gpt-oss model is checked against:
+// testdata/reference/gpt_oss_reference.py's with the sinks at −inf and
+// no sliding window, until the attention applies them.
+func gptOssGolden(name string) string { return name + "-plainattn" }
+
+// TestGptOssLogitsMatchPyTorch compares the forward pass of the tiny
+// gpt-oss models with the float64 PyTorch reference, prefill and token by
+// token through the KV cache, within 5e-5 as the other families.
+func TestGptOssLogitsMatchPyTorch(t *testing.T) {
+	const tol = 5e-5
+	for _, name := range gptOssModels {
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(filepath.Join("..", "testdata", "models", name), cpu.New())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var manifest struct {
+				Cases []golden.LogitCase `json:"cases"`
+			}
+			vals, err := golden.Read(filepath.Join("..", "testdata"), gptOssGolden(name)+".json", &manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, gc := range manifest.Cases {
+				want, err := gc.Logits.Of(vals)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b Batch
+				b.Add(0, 0, gc.Tokens...)
+				got, err := m.Logits(m.NewKVCache(1, len(gc.Tokens)), &b, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := maxAbsDiff(got, want)
+				if d > tol {
+					t.Errorf("%s prefill: max |Δ| = %.3g > %g", gc.Name, d, tol)
+				}
+				t.Logf("%s prefill: max |Δ| = %.3g", gc.Name, d)
+				if len(gc.Tokens) > 64 {
+					continue
+				}
+				cache := m.NewKVCache(1, len(gc.Tokens))
+				var dec []float32
+				for i, id := range gc.Tokens {
+					var s Batch
+					s.Add(0, i, id)
+					step, err := m.Logits(cache, &s, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dec = append(dec, step...)
+				}
+				if d := maxAbsDiff(dec, want); d > tol {
+					t.Errorf("%s decode: max |Δ| = %.3g > %g", gc.Name, d, tol)
+				}
+			}
+		})
+	}
+}
+
+// TestGptOssMXFP4EqualsBF16 loads the MXFP4 checkpoint and its bf16 twin
+// (the dequantized values, as testdata/gen writes them): every expert
+// weight equal bit for bit, and so the logits.
+func TestGptOssMXFP4EqualsBF16(t *testing.T) {
+	be := cpu.New()
+	var ms [2]*Model
+	for i, name := range gptOssModels {
+		m, err := Load(filepath.Join("..", "testdata", "models", name), be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[i] = m
+	}
+	bits := func(b kernels.Buffer) []float32 {
+		v := make([]float32, b.Len())
+		be.Download(v, b)
+		return v
+	}
+	for l := range ms[0].W.Layers {
+		a, b := ms[0].W.Layers[l].MoE, ms[1].W.Layers[l].MoE
+		for _, p := range [][2]kernels.Buffer{{a.GateUp, b.GateUp}, {a.Down, b.Down}, {a.GateUpBias, b.GateUpBias}, {a.DownBias, b.DownBias}} {
+			if p[0].DType() != p[1].DType() {
+				t.Fatalf("layer %d: dtypes %v and %v", l, p[0].DType(), p[1].DType())
+			}
+			x, y := bits(p[0]), bits(p[1])
+			for i := range x {
+				if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+					t.Fatalf("layer %d: element %d: bf16 %g, MXFP4 %g", l, i, x[i], y[i])
+				}
+			}
+		}
+	}
+	var b Batch
+	tokens := []int32{5, 17, 300, 2, 99, 411, 7, 8, 250, 33}
+	b.Add(0, 0, tokens...)
+	var out [2][]float32
+	for i, m := range ms {
+		got, err := m.Logits(m.NewKVCache(1, len(tokens)), &b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = got
+	}
+	if d := maxAbsDiff(out[0], out[1]); d != 0 {
+		t.Errorf("logits differ by %g", d)
+	}
+}
