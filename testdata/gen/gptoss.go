@@ -16,7 +16,8 @@ import (
 // to [E, out, in] in blocks of 32 along in. The weights of the experts
 // are drawn as MXFP4 (random nibbles and block scales), so the bf16
 // checkpoint holds exactly their dequantized values and the two load to
-// the same model.
+// the same model. The tiny models keep the other tensors in f32 (the
+// published ones are bf16), which the f32 bars of the goldens need.
 
 // Init scales of the gpt-oss family: sinks of std 1 move a visible share
 // of each row's attention to the sink; MXFP4 block exponents 2^−7…2^−5
@@ -164,7 +165,7 @@ func gptOssConfigJSON(s spec) string {
 		"sliding_window":       gptOssWindow,
 		"swiglu_limit":         gptOssLimit,
 		"tie_word_embeddings":  false,
-		"torch_dtype":          "bfloat16",
+		"torch_dtype":          map[bool]string{true: "bfloat16", false: "float32"}[s.bf16],
 		"transformers_version": "4.55.0.dev0",
 		"use_cache":            true,
 		"vocab_size":           s.vocab,

@@ -79,9 +79,9 @@ var specs = []spec{
 		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
 	{name: "glm4_moe-tiny-fused", seed: "glm4_moe-tiny", fused: true, arch: glm4MoE, vocab: 512, hidden: 64, layers: 3, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
 		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
-	{name: "gpt_oss-tiny", arch: gptOss, bf16: true, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+	{name: "gpt_oss-tiny", arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
 		experts: 8, topK: 4, moeInter: 32},
-	{name: "gpt_oss-tiny-mxfp4", seed: "gpt_oss-tiny", mxfp4: true, arch: gptOss, bf16: true, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+	{name: "gpt_oss-tiny-mxfp4", seed: "gpt_oss-tiny", mxfp4: true, arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
 		experts: 8, topK: 4, moeInter: 32},
 	{name: "llama-tiny-bf16-sharded", arch: llama, bf16: true, tied: true, shards: 2, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 1, headDim: 16, intermediate: 128, maxPos: 512, eosList: true},
 }
