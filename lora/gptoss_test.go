@@ -31,8 +31,7 @@ func TestGptOssPEFTExperts(t *testing.T) {
 			Logprobs goldenfile.Array `json:"logprobs"`
 		} `json:"models"`
 	}
-	// The golden without sinks and windows, as model's tests (gptOssGolden).
-	vals, err := goldenfile.Read(filepath.Join(root, "testdata"), "gpt_oss_lora_grad-plainattn.json", &g)
+	vals, err := goldenfile.Read(filepath.Join(root, "testdata"), "gpt_oss_lora_grad.json", &g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,6 @@ type GptOssConfig struct {
 	QuantizationConfig *struct {
 		QuantMethod string `json:"quant_method"`
 	} `json:"quantization_config"`
-	// windows is each layer's sliding window from layer_types (0: full
-	// attention).
-	windows []int
 }
 
 // gptOssDefaults are GptOssConfig's defaults for every key config.json
@@ -60,10 +57,10 @@ func gptOssKeys(data []byte) map[string]json.RawMessage {
 	return keys
 }
 
-// validateGptOss maps gpt-oss's keys onto Config and checks them, and
-// resolves layer_types into each layer's window; other architectures drop
-// them. It runs before validateHybrid, which clears layer_types for a
-// non-hybrid architecture.
+// validateGptOss maps gpt-oss's keys onto Config and checks them: its
+// attention has sinks and, per layer_types, sliding windows
+// (AttentionVariantConfig); other architectures drop them. It runs before
+// validateHybrid, which clears layer_types for a non-hybrid architecture.
 func (c *Config) validateGptOss(arch Arch) error {
 	if !arch.GptOssExperts {
 		c.GptOssConfig = GptOssConfig{}
@@ -82,7 +79,6 @@ func (c *Config) validateGptOss(arch Arch) error {
 	c.NumExperts, c.MoEIntermediateSize = g.NumLocalExperts, c.IntermediateSize
 	c.NormTopKProb, c.DecoderSparseStep, c.MLPOnlyLayers = true, 1, nil
 	c.SharedExpertIntermediateSize = 0
-	g.windows = make([]int, c.NumLayers)
 	types := c.LayerTypes
 	if types == nil {
 		// GptOssConfig's default: sliding first, then alternating.
@@ -93,33 +89,21 @@ func (c *Config) validateGptOss(arch Arch) error {
 	if len(types) != c.NumLayers {
 		return fmt.Errorf("layer_types lists %d layers but num_hidden_layers is %d", len(types), c.NumLayers)
 	}
-	for l, t := range types {
-		switch t {
-		case "sliding_attention":
-			if g.Window == nil || *g.Window <= 0 {
-				return fmt.Errorf("layer_types[%d] is \"sliding_attention\" but sliding_window is not a positive integer", l)
-			}
-			g.windows[l] = *g.Window
-		case "full_attention":
-		default:
-			return fmt.Errorf("layer_types[%d] is %q; supported: \"sliding_attention\", \"full_attention\"", l, t)
-		}
+	window := 0 // null: no layer may slide
+	if g.Window != nil {
+		window = *g.Window
 	}
+	windows, err := SlidingWindowsFrom(types, window)
+	if err != nil {
+		return err
+	}
+	c.SlidingWindows, c.AttentionSinks = windows, true
 	return c.validateMoE(arch)
 }
 
 // ClampedGLU is the experts' activation (gpt-oss).
 func (c *Config) ClampedGLU() kernels.ClampedGLU {
 	return kernels.ClampedGLU{Alpha: float32(c.SwigluAlpha), Limit: float32(c.SwigluLimit)}
-}
-
-// SlidingWindowOf is layer l's sliding window (how many keys a query sees,
-// itself included); 0 for full attention.
-func (c *Config) SlidingWindowOf(l int) int {
-	if l < len(c.windows) {
-		return c.windows[l]
-	}
-	return 0
 }
 
 // MXFP4Experts reports whether the checkpoint stores the experts in

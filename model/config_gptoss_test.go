@@ -28,14 +28,14 @@ func TestGptOssConfig(t *testing.T) {
 		t.Errorf("rope_scaling: %+v", c.RopeScaling)
 	}
 	for l, want := range []int{16, 0, 16, 0} {
-		if got := c.SlidingWindowOf(l); got != want {
+		if got := c.SlidingWindow(l); got != want {
 			t.Errorf("layer %d: window %d, want %d", l, got, want)
 		}
 	}
 	for in, want := range map[string]string{
 		`{"model_type": "gpt_oss", "num_hidden_layers": 2, "layer_types": ["sliding_attention"]}`:                    "layer_types lists 1 layers",
-		`{"model_type": "gpt_oss", "num_hidden_layers": 1, "layer_types": ["linear_attention"]}`:                     "\"linear_attention\"",
-		`{"model_type": "gpt_oss", "num_hidden_layers": 1, "sliding_window": null}`:                                  "sliding_window is not a positive integer",
+		`{"model_type": "gpt_oss", "num_hidden_layers": 1, "layer_types": ["linear_attention"]}`:                     "\"linear_attention\"; want",
+		`{"model_type": "gpt_oss", "num_hidden_layers": 1, "sliding_window": null}`:                                  "sliding_window is 0",
 		`{"model_type": "gpt_oss", "quantization_config": {"quant_method": "fp8"}}`:                                  "quant_method \"fp8\"",
 		`{"model_type": "gpt_oss", "swiglu_limit": 0}`:                                                               "swiglu_limit 0",
 		`{"model_type": "gpt_oss", "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 4096}}`: "rope_scaling yarn needs factor",
@@ -52,8 +52,8 @@ func TestGptOssConfig(t *testing.T) {
 		if math.Abs(got[0]-want[0]) > 0.01 || math.Abs(got[1]-want[1]) > 0.01 {
 			t.Errorf("%s: %.2fB parameters (%.2fB active), want %.2fB (%.2fB)", name, got[0], got[1], want[0], want[1])
 		}
-		if s.SlidingWindowOf(0) != 128 || s.SlidingWindowOf(1) != 0 {
-			t.Errorf("%s: windows %d, %d", name, s.SlidingWindowOf(0), s.SlidingWindowOf(1))
+		if s.SlidingWindow(0) != 128 || s.SlidingWindow(1) != 0 {
+			t.Errorf("%s: windows %d, %d", name, s.SlidingWindow(0), s.SlidingWindow(1))
 		}
 	}
 }

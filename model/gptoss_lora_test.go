@@ -11,16 +11,15 @@ import (
 	"github.com/grpo-dev/grpo/kernels/cpu"
 )
 
-// gptOssLoRAGolden is testdata/reference/gpt_oss_lora_grad.py's golden
-// (with the sinks at −inf and no window, as gptOssGolden).
-const gptOssLoRAGolden = "gpt_oss_lora_grad-plainattn.json"
+// gptOssLoRAGolden is testdata/reference/gpt_oss_lora_grad.py's golden.
+const gptOssLoRAGolden = "gpt_oss_lora_grad.json"
 
 // TestGptOssLoRAGradientsMatchPyTorch is the gpt-oss training bar: an
 // adapter on q/k/v/o and, in PEFT's target_parameters form, on every
 // layer's experts (gate_up_proj and down_proj): log-probs of a 64-token
 // sequence within 1e-4 of the float64 reference and every gradient within
-// NMSE 1e-6 of autograd's, through the clamped SwiGLU, the expert biases
-// and the biased top-k router.
+// NMSE 1e-6 of autograd's, through the sinks and the sliding window, the
+// clamped SwiGLU, the expert biases and the biased top-k router.
 func TestGptOssLoRAGradientsMatchPyTorch(t *testing.T) {
 	checkGptOssLoRAGrad(t, cpu.New())
 }

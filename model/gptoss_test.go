@@ -14,14 +14,11 @@ import (
 // same experts as MXFP4 blocks and scales.
 var gptOssModels = []string{"gpt_oss-tiny", "gpt_oss-tiny-mxfp4"}
 
-// gptOssGolden is the golden a tiny gpt-oss model is checked against:
-// testdata/reference/gpt_oss_reference.py's with the sinks at −inf and
-// no sliding window, until the attention applies them.
-func gptOssGolden(name string) string { return name + "-plainattn" }
-
 // TestGptOssLogitsMatchPyTorch compares the forward pass of the tiny
-// gpt-oss models with the float64 PyTorch reference, prefill and token by
-// token through the KV cache, within 5e-5 as the other families.
+// gpt-oss models (attention sinks, sliding windows of 4 keys in layer 0,
+// YaRN, biased clamped-SwiGLU experts) with the float64 PyTorch reference
+// testdata/reference/gpt_oss_reference.py, prefill (1 to 256 tokens) and
+// token by token through the KV cache, within 5e-5 as the other families.
 func TestGptOssLogitsMatchPyTorch(t *testing.T) {
 	const tol = 5e-5
 	for _, name := range gptOssModels {
@@ -33,7 +30,7 @@ func TestGptOssLogitsMatchPyTorch(t *testing.T) {
 			var manifest struct {
 				Cases []golden.LogitCase `json:"cases"`
 			}
-			vals, err := golden.Read(filepath.Join("..", "testdata"), gptOssGolden(name)+".json", &manifest)
+			vals, err := golden.Read(filepath.Join("..", "testdata"), name+".json", &manifest)
 			if err != nil {
 				t.Fatal(err)
 			}

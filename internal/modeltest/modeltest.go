@@ -33,18 +33,6 @@ var Models = []string{"qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny
 	"qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16", "glm4_moe-tiny", "glm4_moe-tiny-fused",
 	"gpt_oss-tiny", "gpt_oss-tiny-mxfp4"}
 
-// goldenOf is the golden a model's logits are checked against, where it
-// is not the model's own name: gpt-oss's with the sinks at −inf and no
-// sliding window, until the attention applies them.
-var goldenOf = map[string]string{"gpt_oss-tiny": "gpt_oss-tiny-plainattn", "gpt_oss-tiny-mxfp4": "gpt_oss-tiny-mxfp4-plainattn"}
-
-func goldenName(model string) string {
-	if g, ok := goldenOf[model]; ok {
-		return g
-	}
-	return model
-}
-
 // Options bound the work, so that the emulator stays fast.
 type Options struct {
 	// MaxPrefill skips golden logit cases longer than this many tokens
@@ -152,7 +140,7 @@ func Run(t *testing.T, be kernels.Backend, testdata string, o Options) {
 	t.Run("logits", func(t *testing.T) {
 		for _, name := range Models {
 			t.Run(name, func(t *testing.T) {
-				checkLogits(t, be, testdata, filepath.Join(testdata, "models", name), goldenName(name), true, o)
+				checkLogits(t, be, testdata, filepath.Join(testdata, "models", name), name, true, o)
 			})
 		}
 		t.Run(bf16Qwen2, func(t *testing.T) {

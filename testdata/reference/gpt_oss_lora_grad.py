@@ -6,13 +6,12 @@ target_modules = [q_proj, k_proj, v_proj, o_proj] and target_parameters =
 [mlp.experts.gate_up_proj, mlp.experts.down_proj] (rank 4, alpha 8, A and B
 both non-zero), written in PEFT's layout under
 testdata/lora/gpt_oss-tiny-experts/ and in
-testdata/golden/gpt_oss_lora_grad{,-plainattn}.{json,f32}:
+testdata/golden/gpt_oss_lora_grad.{json,f32}:
 
     L = Σ_{t=0}^{62} w_t · log softmax(logits_t)[tokens[t+1]]
 
 over reference.py's len64 token case, with fixed weights w_t; the 63
-log-probs, L, and dL/d(every lora_A and lora_B). "-plainattn" is the same
-with the sinks at −inf and no sliding window (gpt_oss_reference.py's plain).
+log-probs, L, and dL/d(every lora_A and lora_B).
 
 PEFT's expert adapters (lora.ParamWrapper over a 3-D Parameter [E, d1, d2];
 GptOssExperts sets is_transposed, so in = d1 and out = d2): lora_A.weight
@@ -57,12 +56,12 @@ MAX_DIR_REL = 1e-6
 PARAMS = ("gate_up_proj", "down_proj")
 
 
-def run(plain, put, cfg, weights, lora, expert_lora, rng):
+def run(put, cfg, weights, lora, expert_lora, rng):
     tokens = token_cases(512)[2][1]
     weights_t = rng.normal(0, 1, size=63).astype(np.float32)
     wt = torch.tensor(weights_t, dtype=torch.float64)
     tgt = torch.tensor(tokens[1:])
-    model = Model(cfg, weights, lora=lora, expert_lora=expert_lora, plain=plain)
+    model = Model(cfg, weights, lora=lora, expert_lora=expert_lora)
 
     def loss_fn():
         lp = torch.log_softmax(model.forward(tokens), -1)[torch.arange(63), tgt]
@@ -74,7 +73,7 @@ def run(plain, put, cfg, weights, lora, expert_lora, rng):
     loss.backward()
     params = [(m, which, t) for m, (a, b, _) in list(lora.items()) + list(expert_lora.items()) for which, t in (("A", a), ("B", b))]
     with torch.no_grad():
-        base = Model(cfg, weights, plain=plain).forward(tokens)
+        base = Model(cfg, weights).forward(tokens)
         moved = (model.forward(tokens) - base).abs().max().item()
     assert moved > 0.05, f"the adapter moves the logits by only {moved}"
     fd, ad = [], []
@@ -123,7 +122,7 @@ def run(plain, put, cfg, weights, lora, expert_lora, rng):
         "lora": [entry("module", m, a, b) for m, (a, b, _) in lora.items()],
         "experts": [entry("parameter", m, a, b) for m, (a, b, _) in expert_lora.items()],
     }
-    print(f"{MODEL}{' (plain attention)' if plain else ''}: {len(lora)} modules, {len(expert_lora)} expert Parameters, "
+    print(f"{MODEL}: {len(lora)} modules, {len(expert_lora)} expert Parameters, "
           f"L = {float(loss):.6f}, adapter moves logits by {moved:.3f}; finite differences: NMSE {nmse:.2e} over {len(fd)} "
           f"entries, random direction rel. error {dir_rel:.2e}; min routing margin {model.min_margin:.3g}")
     return out
@@ -161,8 +160,7 @@ def main():
     with open(os.path.join(adir, "adapter_config.json"), "w") as f:
         json.dump(conf, f, indent=2, sort_keys=True)
         f.write("\n")
-    for plain in (False, True):
-        name = "gpt_oss_lora_grad" + ("-plainattn" if plain else "")
+    for name in ["gpt_oss_lora_grad"]:
         chunks, offset = [], 0
 
         def put(a):
@@ -175,13 +173,12 @@ def main():
 
         manifest = {
             "format": "little-endian float32; offset and shape count float32 elements; arrays are row-major",
-            "computed_in": "float64 by testdata/reference/gpt_oss_lora_grad.py (gpt_oss_reference.py's model), rounded to float32"
-            + ("; attention without sinks (−inf) and sliding windows" if plain else ""),
+            "computed_in": "float64 by testdata/reference/gpt_oss_lora_grad.py (gpt_oss_reference.py's model), rounded to float32",
             "loss": "L = sum over t = 0..62 of weights[t] * log_softmax(logits[t])[tokens[t+1]], logits of the 64-token forward",
             "experts_layout": "PEFT target_parameters: A [experts*rank, in], B [out, rank*experts]; expert e: A rows e*rank.., B columns k*experts+e; gate_up_proj's out interleaves gate (2j) and up (2j+1)",
             "rank": RANK, "lora_alpha": ALPHA, "scale": SCALE, "tokens": token_cases(512)[2][1],
             "data": name + ".f32",
-            "models": [run(plain, put, cfg, weights, lora, expert_lora, np.random.Generator(np.random.PCG64(SEED + 1)))],
+            "models": [run(put, cfg, weights, lora, expert_lora, np.random.Generator(np.random.PCG64(SEED + 1)))],
         }
         out = os.path.join(ROOT, "testdata", "golden")
         with open(os.path.join(out, name + ".f32"), "wb") as f:

@@ -36,10 +36,6 @@ written independently):
     [E, out, in] transposed to the Parameter's [E, in, out].
   * Untied lm_head.
 
-plain=True runs the same model with the sinks at −inf and no sliding
-window (both no-ops): the goldens of the attention grpo has before its
-sink and window kernels.
-
 Self-checks before anything is written: incremental decode through a KV
 cache equals the one-shot forward; a LoRA adapter equals its merged
 weights; the MXFP4 checkpoint dequantizes to exactly the bf16 checkpoint's
@@ -165,15 +161,15 @@ class Model:
     scale)}; expert_lora: {"model.layers.N.mlp.experts.<param>": (A [E·r, in],
     B [out, r·E], scale)} in PEFT's target_parameters layout, delta_e =
     scale · B_e A_e added to the Parameter [E, in, out] as its transpose.
-    plain: sinks at −inf and no sliding window."""
+    no_sinks: sinks at −inf; no_window: no sliding window (ablations)."""
 
-    def __init__(self, cfg, weights, lora=None, expert_lora=None, plain=False, no_sinks=False, no_window=False):
+    def __init__(self, cfg, weights, lora=None, expert_lora=None, no_sinks=False, no_window=False):
         self.cfg = cfg
         self.w = weights
         self.lora = lora or {}
         self.expert_lora = expert_lora or {}
-        self.no_sinks = plain or no_sinks
-        self.no_window = plain or no_window
+        self.no_sinks = no_sinks
+        self.no_window = no_window
         self.inv_freq, self.mscale = yarn(cfg)
         self.min_margin = math.inf
         self.clamped = 0
@@ -317,10 +313,10 @@ def check_lora(cfg, weights, name):
     return err
 
 
-def write_golden(name, out_dir, plain):
+def write_golden(name, out_dir):
     cfg, weights = load_model(name)
-    model = Model(cfg, weights, plain=plain)
-    gname = name + ("-plainattn" if plain else "")
+    model = Model(cfg, weights)
+    gname = name
     chunks, cases, offset = [], [], 0
 
     def put(t):
@@ -349,8 +345,7 @@ def write_golden(name, out_dir, plain):
         "model_dir": f"testdata/models/{name}",
         "data": gname + ".f32",
         "format": "little-endian float32; offset and shape count float32 elements; arrays are row-major",
-        "computed_in": "float64 by testdata/reference/gpt_oss_reference.py, rounded to float32"
-        + ("; attention without sinks (−inf) and sliding windows" if plain else ""),
+        "computed_in": "float64 by testdata/reference/gpt_oss_reference.py, rounded to float32",
         "hidden_states": "(cases up to 64 tokens) [num_hidden_layers + 2, T, hidden_size]: residual stream after the embedding, after each decoder layer, and after the final norm",
         "cases": cases,
     }
@@ -378,18 +373,17 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     data = {}
     for name in MODELS:
-        for plain in (False, True):
-            cfg, weights, model, data[name, plain] = write_golden(name, args.out, plain)
+        cfg, weights, model, data[name] = write_golden(name, args.out)
         dec = check_decode(model, name)
         lo = check_lora(cfg, weights, name)
         ds, dw = attention_effects(cfg, weights)
         assert ds > 1e-3 and dw > 1e-3, f"{name}: sinks ({ds}) or window ({dw}) change nothing"
-        print(f"wrote testdata/golden/{name}{{,-plainattn}}.{{json,f32}}: decode vs one-shot {dec:.1e}, LoRA vs merged {lo:.1e}, "
+        print(f"wrote testdata/golden/{name}.{{json,f32}}: decode vs one-shot {dec:.1e}, LoRA vs merged {lo:.1e}, "
               f"min routing margin {model.min_margin:.3g}, clamped values {model.clamped}; max |Δ logits| without sinks "
               f"{ds:.3g}, without the window {dw:.3g}")
     bf, mx = load_model(MODELS[0])[1], load_model(MODELS[1])[1]
     assert bf.keys() == mx.keys() and all(torch.equal(bf[k], mx[k]) for k in bf), "MXFP4 does not dequantize to gpt_oss-tiny's experts"
-    assert all(data[MODELS[0], p] == data[MODELS[1], p] for p in (False, True))
+    assert data[MODELS[0]] == data[MODELS[1]]
     print("MXFP4 checkpoint dequantizes to exactly gpt_oss-tiny's experts: identical goldens")
 
 
