@@ -3,11 +3,13 @@ package model
 import (
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/model/safetensors"
 )
 
 // gptOssModels are the tiny gpt-oss checkpoints: bf16 experts, and the
@@ -117,5 +119,31 @@ func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 	}
 	if d := maxAbsDiff(out[0], out[1]); d != 0 {
 		t.Errorf("logits differ by %g", d)
+	}
+}
+
+// TestMXFP4Planted decodes planted blocks: the low nibble is the even
+// element, code 8 is −0, the scale byte s multiplies by 2^(s−127), and
+// gate_up_proj's interleaved rows come out gate rows first.
+func TestMXFP4Planted(t *testing.T) {
+	p := &packedExperts{name: "x", experts: 1, in: 32, out: 2, interleaved: true}
+	blocks := make([]byte, 2*16)
+	blocks[0] = 0x21           // row 0 (gate 0): elements 0, 1 = 0.5, 1
+	blocks[1] = 0xf8           // elements 2, 3 = −0, −6
+	blocks[16] = 0x7c          // row 1 (up 0): elements 0, 1 = −2, 6
+	scales := []byte{130, 126} // ×8 and ×0.5
+	bt, _ := safetensors.NewTensor("x_blocks", safetensors.U8, []int{1, 2, 1, 16}, blocks)
+	st, _ := safetensors.NewTensor("x_scales", safetensors.U8, []int{1, 2, 1}, scales)
+	got, err := p.fromMXFP4(bt, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int]float32{0: 4, 1: 8, 2: float32(math.Copysign(0, -1)), 3: -48, 4: 0, 32: -1, 33: 3, 34: 0} {
+		if g := safetensors.BF16ToF32(got[i]); math.Float32bits(g) != math.Float32bits(want) {
+			t.Errorf("element %d: %g, want %g", i, g, want)
+		}
+	}
+	if _, err := p.fromMXFP4(st, st); err == nil || !strings.Contains(err.Error(), "shape") {
+		t.Errorf("scales as blocks: %v", err)
 	}
 }

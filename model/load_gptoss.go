@@ -141,6 +141,14 @@ func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, 
 			return nil, fmt.Errorf("tensor %q has shape %v but config.json implies %v", c.t.Name, c.t.Shape, c.shape)
 		}
 	}
+	// Every (scale, code) pair's bf16 value, once: a checkpoint has
+	// billions of elements and 256 × 16 distinct values.
+	var table [256][16]uint16
+	for s := range table {
+		for c := range table[s] {
+			table[s][c] = safetensors.F32ToBF16(float32(math.Ldexp(fp4Values[c], s-127)))
+		}
+	}
 	bs, ss := blocks.Bytes(), scales.Bytes()
 	out := make([]uint16, p.experts*p.out*p.in)
 	for e := range p.experts {
@@ -148,11 +156,10 @@ func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, 
 			src := e*p.out + p.srcRow(r)
 			dst := out[(e*p.out+r)*p.in : (e*p.out+r+1)*p.in]
 			for b := range nb {
-				exp := int(ss[src*nb+b]) - 127
-				for k := range 16 {
-					v := bs[(src*nb+b)*16+k]
-					dst[32*b+2*k] = safetensors.F32ToBF16(float32(math.Ldexp(fp4Values[v&0x0f], exp)))
-					dst[32*b+2*k+1] = safetensors.F32ToBF16(float32(math.Ldexp(fp4Values[v>>4], exp)))
+				t := &table[ss[src*nb+b]]
+				for k, v := range bs[(src*nb+b)*16 : (src*nb+b+1)*16] {
+					dst[32*b+2*k] = t[v&0x0f]
+					dst[32*b+2*k+1] = t[v>>4]
 				}
 			}
 		}
