@@ -76,7 +76,8 @@ func TestGptOssLogitsMatchPyTorch(t *testing.T) {
 
 // TestGptOssMXFP4EqualsBF16 loads the MXFP4 checkpoint and its bf16 twin
 // (the dequantized values, as testdata/gen writes them): every expert
-// weight equal bit for bit, and so the logits.
+// weight equal bit for bit, and so the logits, without an adapter and with
+// the same adapter on attention, experts and routers.
 func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 	be := cpu.New()
 	var ms [2]*Model
@@ -109,16 +110,21 @@ func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 	var b Batch
 	tokens := []int32{5, 17, 300, 2, 99, 411, 7, 8, 250, 33}
 	b.Add(0, 0, tokens...)
-	var out [2][]float32
-	for i, m := range ms {
-		got, err := m.Logits(m.NewKVCache(1, len(tokens)), &b, nil)
-		if err != nil {
-			t.Fatal(err)
+	for _, adapted := range []bool{false, true} {
+		var out [2][]float32
+		for i, m := range ms {
+			if adapted {
+				m = m.WithAdapter(newMoETestAdapter(m, 3, 11))
+			}
+			got, err := m.Logits(m.NewKVCache(1, len(tokens)), &b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = got
 		}
-		out[i] = got
-	}
-	if d := maxAbsDiff(out[0], out[1]); d != 0 {
-		t.Errorf("logits differ by %g", d)
+		if d := maxAbsDiff(out[0], out[1]); d != 0 {
+			t.Errorf("adapter %v: logits differ by %g", adapted, d)
+		}
 	}
 }
 
