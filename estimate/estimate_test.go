@@ -216,7 +216,7 @@ func (l *ledger) phase(t *testing.T, f func() error) int64 {
 // and PolicyGradient run (the sampler's host copy of the logits aside), so
 // the per-token formulas track model/layer.go, model/train.go and loss.go.
 func TestEstimateMatchesAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only", "qwen3_5-tiny", "qwen3_5-moe-tiny/attention-only", "glm4_moe-tiny/all-linear"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only", "qwen3_5-tiny", "qwen3_5-moe-tiny/attention-only", "glm4_moe-tiny/all-linear", "gpt_oss-tiny/attention-only", "gpt_oss-tiny/all-linear"} {
 		t.Run(name, func(t *testing.T) {
 			name, allLinear := strings.CutSuffix(name, "/all-linear")
 			name, attentionOnly := strings.CutSuffix(name, "/attention-only")

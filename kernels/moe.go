@@ -81,4 +81,21 @@ type MoEOps interface {
 	// weights[t·topK + j]·dout[t] (dx is rows × cols, every row written) and
 	// dweights[t·topK + j] = dout[t]·x[rows[t·topK + j]].
 	MoECombineBackward(dx, dweights, dout, x, weights, rows Buffer, n, topK, cols int)
+
+	// ClampedSwiGLU is gpt-oss's expert activation (ClampedGLU): with
+	// g = min(gate, Limit) and u = clamp(up, −Limit, Limit), out = (u + 1)·
+	// g·σ(Alpha·g), elementwise over n values.
+	ClampedSwiGLU(out, gate, up Buffer, n int, c ClampedGLU)
+
+	// ClampedSwiGLUBackward is its backward: dgate = dy·(u + 1)·σ(αg)·(1 +
+	// αg·(1 − σ(αg))) where gate ≤ Limit (0 above), dup = dy·g·σ(αg) where
+	// −Limit ≤ up ≤ Limit (0 outside), as torch's clamp passes gradient at
+	// its bounds. dgate and dup may alias gate and up.
+	ClampedSwiGLUBackward(dgate, dup, dy, gate, up Buffer, n int, c ClampedGLU)
+
+	// GroupedAddBias adds each expert's bias to its rows: for every expert
+	// e and permuted row r in [offsets[e], offsets[e+1]), y[r] += bias[e]
+	// over cols columns; y is rows × cols, bias nExperts × cols (f32), rows
+	// offsets[nExperts] (gpt-oss's per-expert gate_up and down biases).
+	GroupedAddBias(y, bias, offsets Buffer, rows, nExperts, cols int)
 }

@@ -71,6 +71,24 @@ func paramProjs(param string) []model.Proj {
 	return []model.Proj{model.ProjDown}
 }
 
+// paramRow is the row of a Parameter's per-expert update (its out index:
+// lora_B's row) that holds row o of projection p: gate_up_proj holds its
+// gate rows then its up rows, or in gpt-oss's (GptOssExperts) gate j at
+// 2j and up j at 2j+1, which its lora_B's rows follow too.
+func paramRow(c *model.Config, p model.Proj, o int) int {
+	switch {
+	case p == model.ProjDown:
+		return o
+	case c.Arch().GptOssExperts && p == model.ProjGate:
+		return 2 * o
+	case c.Arch().GptOssExperts:
+		return 2*o + 1
+	case p == model.ProjUp:
+		return c.MoEIntermediateSize + o
+	}
+	return o
+}
+
 // paramDims are a Parameter's per-expert (in, out).
 func paramDims(c *model.Config, param string) (in, out int) {
 	if param == gateUpParam {
@@ -156,14 +174,13 @@ func (a *Adapter) fuse(layer int, param string) (av, bv []float32, parts []fused
 	if rank == 0 {
 		rank = a.Config.Rank
 	}
-	ne, inter := a.cfg.NumExperts, a.cfg.MoEIntermediateSize
+	ne := a.cfg.NumExperts
 	in, out := paramDims(a.cfg, param)
 	av, bv = make([]float32, ne*rank*in), make([]float32, out*rank*ne)
-	off, row := 0, 0 // rank offset of the part; its first output row
+	off := 0 // rank offset of the part
 	for _, p := range paramProjs(param) {
 		m := a.experts[layer][p]
 		if m == nil {
-			row += inter
 			continue
 		}
 		_, pout := a.cfg.ExpertDims(p)
@@ -178,12 +195,11 @@ func (a *Adapter) fuse(layer int, param string) (av, bv []float32, parts []fused
 					if ratio != 1 {
 						v = float32(float64(v) * ratio)
 					}
-					bv[(row+o)*rank*ne+(off+k)*ne+e] = v
+					bv[paramRow(a.cfg, p, o)*rank*ne+(off+k)*ne+e] = v
 				}
 			}
 		}
 		off += r
-		row += pout
 	}
 	return av, bv, parts, rank
 }

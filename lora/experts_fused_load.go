@@ -205,16 +205,12 @@ func split(wPath string, c *model.Config, layer int, param string, av, bv []floa
 		}
 	}
 	scale := scaleOf(pc.alpha, pc.rank, pc.rsLoRA)
-	ne, inter := c.NumExperts, c.MoEIntermediateSize
+	ne := c.NumExperts
 	in, out := paramDims(c, param)
 	lo, hi := make([]int, out), make([]int, out) // per row of B: its part's columns k
 	off := 0
 	for _, pt := range parts {
 		p, _ := model.ParseProj(pt.Proj)
-		row := 0
-		if p == model.ProjUp {
-			row = inter // gate rows first
-		}
 		_, pout := c.ExpertDims(p)
 		r, pOff := pt.Rank, off
 		if !mine {
@@ -228,7 +224,7 @@ func split(wPath string, c *model.Config, layer int, param string, av, bv []floa
 			eb := make([]float32, pout*r)
 			for o := range pout {
 				for k := range r {
-					v := bv[(row+o)*rank*ne+(pOff+k)*ne+e]
+					v := bv[paramRow(c, p, o)*rank*ne+(pOff+k)*ne+e]
 					if mine && factor != 1 {
 						v = float32(float64(v) * factor)
 					}
@@ -238,7 +234,7 @@ func split(wPath string, c *model.Config, layer int, param string, av, bv []floa
 			avs, bvs = append(avs, ea), append(bvs, eb)
 		}
 		for o := range pout {
-			lo[row+o], hi[row+o] = pOff, pOff+r
+			lo[paramRow(c, p, o)], hi[paramRow(c, p, o)] = pOff, pOff+r
 		}
 		out0[p] = &expertPairs{rank: r, alpha: pt.Alpha, a: avs, b: bvs}
 		off += pt.Rank

@@ -80,9 +80,11 @@ func allLinearTargets(mc *model.Config) (projs []model.Proj, routers bool) {
 // with target_parameters, and vLLM's Qwen3_5MoeForConditionalGeneration
 // sets is_3d_moe_weight, loading expert adapters only in that fused form
 // (experts_fused.go); GLM-4.5 (Glm4MoeNaiveMoe) likewise. Qwen3-MoE
-// keeps grpo's per-expert layout.
+// keeps grpo's per-expert layout. gpt-oss (GptOssExperts) holds its
+// experts as Parameters used as x·W, [E, in, out] with gate and up
+// interleaved (experts_fused.go's paramRow).
 func fusedExperts(mc *model.Config) bool {
-	return mc.ModelType == "qwen3_5_moe" || mc.ModelType == "glm4_moe"
+	return mc.ModelType == "qwen3_5_moe" || mc.ModelType == "glm4_moe" || mc.Arch().GptOssExperts
 }
 
 // AdaptsExperts reports whether c's MLP projections adapt the routed

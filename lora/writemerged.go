@@ -69,6 +69,9 @@ func (a *Adapter) mergeFile(dst, src string, merged map[string]bool) error {
 	var out []safetensors.Tensor
 	for _, name := range f.Names() {
 		t, _ := f.Tensor(name)
+		if err := a.refuseMXFP4(name); err != nil {
+			return fmt.Errorf("%s: %v", src, err)
+		}
 		if w, ok := a.adaptedWeight(name); ok {
 			if t, err = a.mergeTensor(t, w); err != nil {
 				return fmt.Errorf("%s: %v", src, err)

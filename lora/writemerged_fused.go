@@ -2,6 +2,7 @@ package lora
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/model/safetensors"
@@ -38,12 +39,19 @@ func (a *Adapter) fusedWeightName(w adaptedWeight) string {
 	return fusedParamName(a.cfg, w.layer, param)
 }
 
-// mergeFused adds every adapted expert's update to its rows of t.
+// mergeFused adds every adapted expert's update to its rows of t
+// ([E, out, in]), or for gpt-oss to its columns of t ([E, in, out], gate
+// and up interleaved: paramRow).
 func (a *Adapter) mergeFused(t safetensors.Tensor, layer int, param string) (safetensors.Tensor, error) {
-	ne, inter := a.cfg.NumExperts, a.cfg.MoEIntermediateSize
+	ne := a.cfg.NumExperts
 	in, out := paramDims(a.cfg, param)
-	if len(t.Shape) != 3 || t.Shape[0] != ne || t.Shape[1] != out || t.Shape[2] != in {
-		return t, fmt.Errorf("tensor %q has shape %v, want [%d %d %d]", t.Name, t.Shape, ne, out, in)
+	want := []int{ne, out, in}
+	oss := a.cfg.Arch().GptOssExperts
+	if oss {
+		want = []int{ne, in, out}
+	}
+	if len(t.Shape) != 3 || t.Shape[0] != want[0] || t.Shape[1] != want[1] || t.Shape[2] != want[2] {
+		return t, fmt.Errorf("tensor %q has shape %v, want %v", t.Name, t.Shape, want)
 	}
 	w, err := float64s(t)
 	if err != nil {
@@ -53,14 +61,37 @@ func (a *Adapter) mergeFused(t safetensors.Tensor, layer int, param string) (saf
 		if a.experts[layer][p] == nil {
 			continue
 		}
-		row := 0
-		if p == model.ProjUp {
-			row = inter // gate rows first
-		}
 		_, pout := a.cfg.ExpertDims(p)
 		for e := range ne {
-			a.addExpertDelta(w[(e*out+row)*in:(e*out+row+pout)*in], layer, e, p)
+			delta := make([]float64, pout*in) // pout × in, as addExpertDelta adds
+			a.addExpertDelta(delta, layer, e, p)
+			for o := range pout {
+				row := paramRow(a.cfg, p, o)
+				for i := range in {
+					if oss {
+						w[(e*in+i)*out+row] += delta[o*in+i]
+					} else {
+						w[(e*out+row)*in+i] += delta[o*in+i]
+					}
+				}
+			}
 		}
 	}
 	return encodeLike(t, w)
+}
+
+// refuseMXFP4 returns an error when name is the MXFP4 blocks of an
+// adapted expert Parameter (gpt-oss's published checkpoints): merging
+// would requantize the experts to MXFP4, losing most of the update, so
+// WriteMerged refuses rather than write bf16 experts into a checkpoint
+// whose config.json says mxfp4.
+func (a *Adapter) refuseMXFP4(name string) error {
+	stem, ok := strings.CutSuffix(name, "_blocks")
+	if !ok {
+		return nil
+	}
+	if _, _, adapted := a.fusedWeight(stem); !adapted {
+		return nil
+	}
+	return fmt.Errorf("tensor %q: the adapter adapts these experts, which the checkpoint stores in MXFP4; grpo does not merge into MXFP4 weights (requantizing would lose most of the update): merge into a bf16 checkpoint of the model, or serve the adapter unmerged", name)
 }

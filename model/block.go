@@ -149,7 +149,9 @@ func (c *Config) decoderLayer(l int) decoderLayer {
 	}
 	if c.IsSparse(l) {
 		shared := c.SharedExpertIntermediateSize > 0
-		d.channel = moe{shared: shared, sharedGate: shared && !c.Arch().SigmoidRouter, sigmoidRouter: c.Arch().SigmoidRouter}
+		oss := c.Arch().GptOssExperts
+		d.channel = moe{shared: shared, sharedGate: shared && !c.Arch().SigmoidRouter, sigmoidRouter: c.Arch().SigmoidRouter,
+			routerBias: oss, expertBias: oss, clampedGLU: oss}
 	} else {
 		d.channel = swiGLU{}
 	}

@@ -219,7 +219,13 @@ func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layer
 	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale(), m.attnVariant(l))
 }
 
-func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Config.HeadDim))) }
+// attnScale is the softmax scale 1/√head_dim, times the square of the
+// rotary embedding's attention factor (YaRN's), which transformers
+// multiplies into both q's and k's cos and sin.
+func (m *Model) attnScale() float32 {
+	f := m.Config.RopeAttentionFactor()
+	return float32(f * f / math.Sqrt(float64(m.Config.HeadDim)))
+}
 
 // attentionBackward is the attention block's backward: dx, the gradient
 // of its output, becomes g.dh1, the gradient of its input h1 (when

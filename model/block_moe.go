@@ -14,7 +14,15 @@ import "github.com/grpo-dev/grpo/kernels"
 // GLM-4.5's variant (sigmoidRouter) routes by sigmoid scores with a
 // correction bias and group-limited top-k (kernels.SigmoidRouting), and
 // its shared experts are added ungated (sharedGate false).
-type moe struct{ shared, sharedGate, sigmoidRouter bool }
+//
+// gpt-oss's adds a bias to the router's logits (routerBias), to each
+// expert's gate/up and down outputs (expertBias: the down bias before
+// the routing weight) and activates with the clamped SwiGLU (clampedGLU,
+// kernels.ClampedGLU).
+type moe struct {
+	shared, sharedGate, sigmoidRouter  bool
+	routerBias, expertBias, clampedGLU bool
+}
 
 func (moe) sparse() bool { return true }
 
@@ -45,8 +53,8 @@ func (moe) projWeight(w *Layer, p Proj) kernels.Buffer {
 	return nil
 }
 
-func (moe) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
-	return c.expertSpecs(s, w, p)
+func (b moe) weightSpecs(c *Config, s []tensorSpec, w *Layer, p string) []tensorSpec {
+	return c.expertSpecs(s, w, p, b)
 }
 
 func (moe) weightBuffers(w *Layer) []*kernels.Buffer { return w.MoE.buffers() }
@@ -125,14 +133,14 @@ func (moe) gradSpecs(c *Config, g *layerGrads, l, n int, ad *AdapterShape) bufSp
 
 // forward: the combined experts' output is o, which the next layer's
 // norm (or finishLayers) adds like down_proj's.
-func (moe) forward(m *Model, a *arena, l int, s *layerActs, n int) {
-	m.moeForward(a, l, s.moe, s.h2, s.o, n)
+func (b moe) forward(m *Model, a *arena, l int, s *layerActs, n int) {
+	m.moeForward(b, a, l, s.moe, s.h2, s.o, n)
 }
 
 func (moe) recompute(*Model, int, *layerActs, int, Recompute) {}
 
-func (moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer) kernels.Buffer {
-	tr.m.moeBackward(l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, tr.n)
+func (b moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer) kernels.Buffer {
+	tr.m.moeBackward(b, l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, tr.n)
 	return g.moe.dh2
 }
 

@@ -53,7 +53,13 @@ type Arch struct {
 	// DefaultPartialRotary is partial_rotary_factor where config.json
 	// leaves it out (0: rotate whole heads).
 	DefaultPartialRotary float64
-	Example              string // a hub id of a real model of this family
+	// GptOssExperts: every layer is sparse, its router a Linear with a
+	// bias (top-k of the logits, softmax over the chosen), its experts
+	// with biases and the clamped SwiGLU (kernels.ClampedGLU), stored
+	// [experts, in, out] with gate and up interleaved, in bf16 or MXFP4
+	// (gpt-oss).
+	GptOssExperts bool
+	Example       string // a hub id of a real model of this family
 	// ToolCalls names the tool-call format its checkpoints' chat
 	// templates write (tokenizer.ToolCallFormat's String, vLLM's
 	// --tool-call-parser); grpo reads a model's calls in the format its
@@ -75,7 +81,12 @@ var archs = map[string]Arch{
 		Hybrid: true, ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.6-35B-A3B", Partial: hybridPartial, ToolCalls: "qwen3_coder"},
 	"glm4_moe": {ModelType: "glm4_moe", Name: "GLM-4.5 / INTELLECT-3 (MoE)", MoE: true, SigmoidRouter: true,
 		BiasNotO: true, PartialRotary: true, DefaultPartialRotary: 0.5, Example: "PrimeIntellect/INTELLECT-3", Partial: glmPartial, ToolCalls: "glm45"},
+	"gpt_oss": {ModelType: "gpt_oss", Name: "gpt-oss (MoE, MXFP4 experts)", MoE: true, GptOssExperts: true,
+		Example: "openai/gpt-oss-20b", Partial: gptOssPartial, ToolCalls: "openai"},
 }
+
+// gptOssPartial is how far gpt-oss support has come.
+const gptOssPartial = "forward, decode and LoRA training checked on the CPU path and emu (tiny models, MXFP4 experts dequantized to bf16 at load); not yet on a GPU or a real checkpoint"
 
 // glmPartial is how far GLM-4.5 support has come.
 const glmPartial = "forward, decode graph and LoRA training checked on the CPU path and emu (tiny models); not yet on a GPU or a real checkpoint"
@@ -101,8 +112,8 @@ func supportedTypes() string {
 	return strings.Join(names, ", ")
 }
 
-// RopeScaling is config.json's rope_scaling; only "llama3" (and no scaling)
-// are supported.
+// RopeScaling is config.json's rope_scaling; "llama3" and "yarn" (and no
+// scaling) are supported.
 type RopeScaling struct {
 	Type                          string  `json:"rope_type"`
 	LegacyType                    string  `json:"type"`
@@ -110,6 +121,16 @@ type RopeScaling struct {
 	LowFreqFactor                 float64 `json:"low_freq_factor"`
 	HighFreqFactor                float64 `json:"high_freq_factor"`
 	OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings"`
+	// YaRN's (rope.go): the correction range's rotations (0: 32 and 1,
+	// transformers' defaults), whether its ends are rounded outward
+	// (nil: true), and the cos/sin scale (nil: 0.1·ln(factor) + 1, or
+	// the ratio of mscale's and mscale_all_dim's when both are set).
+	BetaFast        float64  `json:"beta_fast"`
+	BetaSlow        float64  `json:"beta_slow"`
+	Truncate        *bool    `json:"truncate"`
+	AttentionFactor *float64 `json:"attention_factor"`
+	MScale          float64  `json:"mscale"`
+	MScaleAllDim    float64  `json:"mscale_all_dim"`
 }
 
 // Config is the subset of a Hugging Face config.json that defines the
@@ -138,6 +159,7 @@ type Config struct {
 	HybridConfig
 	GLMMoEConfig
 	AttentionVariantConfig
+	GptOssConfig
 }
 
 // Arch returns the architecture of a validated config.
@@ -271,6 +293,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 	raw.MoEConfig = defaultMoE
 	raw.HybridConfig = defaultHybrid
 	raw.GLMMoEConfig = defaultGLM
+	if keys := gptOssKeys(data); keys != nil {
+		raw.gptOssDefaults(keys)
+	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, configJSONError(data, err)
 	}
@@ -369,6 +394,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 	if err := c.validateMoE(arch); err != nil {
 		return nil, err
 	}
+	if err := c.validateGptOss(arch); err != nil {
+		return nil, err
+	}
 	if err := c.validateHybrid(arch); err != nil {
 		return nil, err
 	}
@@ -397,8 +425,12 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 			if rs.Factor <= 0 || rs.LowFreqFactor <= 0 || rs.HighFreqFactor <= rs.LowFreqFactor || rs.OriginalMaxPositionEmbeddings <= 0 {
 				return nil, fmt.Errorf("rope_scaling llama3 needs factor > 0, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0")
 			}
+		case "yarn":
+			if !(rs.Factor > 0) || rs.OriginalMaxPositionEmbeddings <= 0 || rs.BetaFast < 0 || rs.BetaSlow < 0 {
+				return nil, fmt.Errorf("rope_scaling yarn needs factor > 0, original_max_position_embeddings > 0 and beta_fast, beta_slow ≥ 0")
+			}
 		default:
-			return nil, fmt.Errorf("rope_scaling type %q is not supported; supported: llama3 (or none)", t)
+			return nil, fmt.Errorf("rope_scaling type %q is not supported; supported: llama3, yarn (or none)", t)
 		}
 	}
 	return &c, nil

@@ -34,18 +34,19 @@ func TestParseConfigDefaultsAndVariants(t *testing.T) {
 func TestParseConfigErrors(t *testing.T) {
 	base := `"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100`
 	cases := map[string]string{
-		`{"model_type":"gpt2",` + base + `}`:                                        "supported model types: glm4_moe, llama, qwen2, qwen3",
-		`{` + base + `}`:                                                            "no \"model_type\"",
-		`{"model_type":"llama","hidden_size":0}`:                                    "\"hidden_size\" must be a positive integer",
-		`{"model_type":"llama",` + base + `,"num_key_value_heads":3}`:               "not a multiple of num_key_value_heads 3",
-		`{"model_type":"llama",` + base + `,"hidden_act":"gelu"}`:                   "hidden_act \"gelu\"",
-		`{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"yarn"}}`:   "rope_scaling type \"yarn\"",
-		`{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"llama3"}}`: "rope_scaling llama3 needs",
-		`{"model_type":"qwen2",` + base + `,"use_sliding_window":true}`:             "use_sliding_window",
-		`{"model_type":"llama",` + base + `,"eos_token_id":"x"}`:                    "eos_token_id",
-		`{"model_type":"llama",`:                                                    "invalid JSON",
-		`{"model_type":"llama",` + base + `,"head_dim":7}`:                          "head_dim must be a positive even number",
-		`{"model_type":"llama",` + base + `,"rms_norm_eps":-1}`:                     "rms_norm_eps must be positive",
+		`{"model_type":"gpt2",` + base + `}`:                                         "supported model types: glm4_moe, gpt_oss, llama, qwen2, qwen3",
+		`{` + base + `}`:                                                             "no \"model_type\"",
+		`{"model_type":"llama","hidden_size":0}`:                                     "\"hidden_size\" must be a positive integer",
+		`{"model_type":"llama",` + base + `,"num_key_value_heads":3}`:                "not a multiple of num_key_value_heads 3",
+		`{"model_type":"llama",` + base + `,"hidden_act":"gelu"}`:                    "hidden_act \"gelu\"",
+		`{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"yarn"}}`:    "rope_scaling yarn needs factor",
+		`{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"dynamic"}}`: "rope_scaling type \"dynamic\"",
+		`{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"llama3"}}`:  "rope_scaling llama3 needs",
+		`{"model_type":"qwen2",` + base + `,"use_sliding_window":true}`:              "use_sliding_window",
+		`{"model_type":"llama",` + base + `,"eos_token_id":"x"}`:                     "eos_token_id",
+		`{"model_type":"llama",`:                                                     "invalid JSON",
+		`{"model_type":"llama",` + base + `,"head_dim":7}`:                           "head_dim must be a positive even number",
+		`{"model_type":"llama",` + base + `,"rms_norm_eps":-1}`:                      "rms_norm_eps must be positive",
 	}
 	for in, want := range cases {
 		_, err := ParseConfig([]byte(in))

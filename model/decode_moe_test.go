@@ -40,6 +40,13 @@ func TestStaticDecodeStepRecordsRouting(t *testing.T) {
 		"n_routed_experts":8,"num_experts_per_tok":2,"moe_intermediate_size":32,"first_k_dense_replace":1,
 		"n_group":4,"topk_group":2,"routed_scaling_factor":2.5,"attention_bias":true}`)
 	})
+	// gpt-oss: every layer sparse, router and expert biases, clamped
+	// SwiGLU; a sliding layer and a full one, with sinks.
+	t.Run("gpt_oss", func(t *testing.T) {
+		staticDecodeStepRecordsRouting(t, `{"model_type":"gpt_oss","hidden_size":64,"intermediate_size":32,
+		"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"vocab_size":256,
+		"num_local_experts":8,"num_experts_per_tok":2,"sliding_window":4}`)
+	})
 }
 
 func staticDecodeStepRecordsRouting(t *testing.T, config string) {

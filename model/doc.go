@@ -1,6 +1,6 @@
 // Package model owns the transformer architectures grpo trains — Qwen3,
-// Qwen3-MoE, Qwen2 (Qwen2.5), Llama 3, Qwen3.5, Qwen3.5-MoE and GLM-4.5
-// (INTELLECT-3) — read from
+// Qwen3-MoE, Qwen2 (Qwen2.5), Llama 3, Qwen3.5, Qwen3.5-MoE, GLM-4.5
+// (INTELLECT-3) and gpt-oss — read from
 // Hugging Face model directories (config.json + safetensors) and run as an
 // explicit forward and backward pass over a kernels.Backend, llm.c style:
 // no autograd engine, every op a Backend call.
@@ -10,7 +10,7 @@
 // block_attention.go; gated DeltaNet, block_deltanet.go), a post norm and
 // a channel mixer (dense SwiGLU, block_swiglu.go; mixture of experts with
 // an optional shared expert, softmax or GLM-4.5's sigmoid routing,
-// block_moe.go). Each block owns its forward,
+// gpt-oss's biases and clamped SwiGLU, block_moe.go). Each block owns its forward,
 // its explicit backward, what it recomputes under each Recompute policy,
 // its buffers (inference, training, backward scratch: the lists the
 // passes allocate and the exported sizes sum), its weights, its LoRA

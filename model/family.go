@@ -6,8 +6,7 @@ import (
 )
 
 // pendingFamily is a model family that Lab's configs name (verifiers
-// a60a606's configs/rl/nemotron.toml and gpt-oss.toml) and grpo cannot
-// run yet. It is known by its config.json model_type and by the prefixes
+// a60a606's configs/rl/nemotron.toml) and grpo cannot run yet. It is known by its config.json model_type and by the prefixes
 // of its hub ids, so a config naming one fails before a download of tens
 // of gigabytes, not after.
 type pendingFamily struct {
@@ -18,7 +17,6 @@ type pendingFamily struct {
 
 var pendingFamilies = []pendingFamily{
 	{"Nemotron-3", "nemotron_h", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", []string{"nvidia/NVIDIA-Nemotron-3-", "nvidia/Nemotron-3-"}, "qwen3_coder"},
-	{"gpt-oss", "gpt_oss", "openai/gpt-oss-20b", []string{"openai/gpt-oss-"}, "openai"},
 }
 
 func (f pendingFamily) err() error {

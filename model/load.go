@@ -36,6 +36,17 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 	}
 	loaded := map[*fusedSpec]bool{}
 	for _, sp := range specs {
+		if g := sp.fused; g != nil && g.packed != nil {
+			if !loaded[g] {
+				if err := g.packed.load(be, g, set); err != nil {
+					m.Free()
+					return nil, fmt.Errorf("%s: %v", dir, err)
+				}
+				loaded[g] = true
+			}
+			*sp.dst = (*g.dst).Slice(sp.off, numel(sp.shape))
+			continue
+		}
 		if g := sp.fused; g != nil && g.whole != "" {
 			if t, ok := set.Tensor(g.whole); ok && !loaded[g] {
 				if err := loadWhole(be, g, t); err != nil {
@@ -67,7 +78,7 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 		}
 		buf := sp.place(be, dt, groupDT)
 		*sp.dst = buf
-		if err := upload(be, buf, t, sp.plusOne); err != nil {
+		if err := upload(be, buf, t, sp.plusOne, sp.interleaved); err != nil {
 			m.Free()
 			return nil, fmt.Errorf("%s: tensor %q: %v", dir, sp.name, err)
 		}
@@ -81,8 +92,17 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 
 // upload writes t into buf: BF16 bits as they are (into a BF16 or F32
 // buffer), anything else converted to f32; with plusOne, 1 + t in f32
-// (a zero-centred norm weight).
-func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor, plusOne bool) error {
+// (a zero-centred norm weight); with interleaved, each row's gate/up
+// pairs as halves (deinterleave), in f32.
+func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor, plusOne, interleaved bool) error {
+	if interleaved {
+		vals, err := t.Float32s()
+		if err != nil {
+			return err
+		}
+		be.Upload(buf, deinterleave(vals, t.Shape[len(t.Shape)-1]))
+		return nil
+	}
 	if plusOne {
 		vals, err := t.Float32s()
 		if err != nil {
@@ -143,7 +163,7 @@ func loadWhole(be kernels.Backend, g *fusedSpec, t safetensors.Tensor) error {
 		dt = kernels.BF16
 	}
 	*g.dst = be.Alloc(dt, g.size)
-	if err := upload(be, *g.dst, t, false); err != nil {
+	if err := upload(be, *g.dst, t, false, false); err != nil {
 		return fmt.Errorf("tensor %q: %v", g.whole, err)
 	}
 	return nil

@@ -165,7 +165,7 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 // the weights are recomputed (and the fresh top-k goes to s.recomputed,
 // when there is one: a checkpointed layer's rerun replays its forward's
 // experts without).
-func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
+func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
@@ -178,6 +178,9 @@ func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n
 	be.MoEGroup(s.offsets, s.tokens, s.rows, s.experts, n, ne, k)
 	be.GatherRows(s.xp, h, s.tokens, rows, hd)
 	be.GroupedMatMul(s.fused, s.xp, w.GateUp, s.offsets, rows, ne, 2*mi, hd, true, 1, 0)
+	if w.GateUpBias != nil {
+		be.GroupedAddBias(s.fused, w.GateUpBias, s.offsets, rows, ne, 2*mi)
+	}
 	be.CopyColumns(s.gate, s.fused, rows, mi, mi, 0, 2*mi, 0)
 	be.CopyColumns(s.up, s.fused, rows, mi, mi, 0, 2*mi, mi)
 	for _, p := range []Proj{ProjGate, ProjUp} {
@@ -189,10 +192,14 @@ func (m *Model) moeForward(a *arena, l int, s *moeActs, h, out kernels.Buffer, n
 			m.expertProject(lr, p, dst, s.xp, s.xa[p], s.offsets, rows)
 		}
 	}
-	be.SwiGLU(s.act, s.gate, s.up, rows*mi)
+	m.expertActivation(b, s.act, s.gate, s.up, rows*mi)
 	be.GroupedMatMul(s.yp, s.act, w.Down, s.offsets, rows, ne, hd, mi, true, 1, 0)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
 		m.expertProject(lr, ProjDown, s.yp, s.act, s.xa[ProjDown], s.offsets, rows)
+	}
+	if w.DownBias != nil {
+		// Before the routing weight, which MoECombine applies.
+		be.GroupedAddBias(s.yp, w.DownBias, s.offsets, rows, ne, hd)
 	}
 	be.MoECombine(out, s.yp, s.weights, s.rows, n, k, hd)
 	if s.shared != nil {
@@ -249,19 +256,23 @@ func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs 
 // its adapter's part, whose gradients it adds too). dprobs, when not nil,
 // is the load-balancing loss's gradient with respect to every token's
 // router probabilities.
-func (m *Model) moeBackward(l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs kernels.Buffer, n int) {
+func (m *Model) moeBackward(b moe, l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
 	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
 	// The forward's scratch, recomputed: the gathered input and SwiGLU.
 	be.GatherRows(g.xp, h, s.tokens, rows, hd)
-	be.SwiGLU(g.act, s.gate, s.up, rows*mi)
+	m.expertActivation(b, g.act, s.gate, s.up, rows*mi)
 	be.MoECombineBackward(g.dyp, g.dw, dout, s.yp, s.weights, s.rows, n, k, hd)
 	be.GroupedMatMul(g.dAct, g.dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
 		m.expertProjectBackward(lr, ProjDown, g.dAct, g.dyp, g.act, s.xa[ProjDown], g.dyB[ProjDown], s.offsets, rows)
 	}
-	be.SwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi)
+	if b.clampedGLU {
+		be.ClampedSwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi, c.ClampedGLU())
+	} else {
+		be.SwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi)
+	}
 	be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
 	be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
 	be.GroupedMatMul(g.dxp, g.dFused, w.GateUp, s.offsets, rows, ne, hd, 2*mi, false, 1, 0)
@@ -297,4 +308,14 @@ func (m *Model) route(l int, weights, experts, logits kernels.Buffer, n int, rep
 		return
 	}
 	m.Backend.MoERoute(weights, experts, logits, n, c.NumExperts, c.NumExpertsPerTok, c.NormTopKProb, replay)
+}
+
+// expertActivation writes the experts' activation of their gate and up
+// outputs (n values): SwiGLU, or gpt-oss's clamped SwiGLU.
+func (m *Model) expertActivation(b moe, act, gate, up kernels.Buffer, n int) {
+	if b.clampedGLU {
+		m.Backend.ClampedSwiGLU(act, gate, up, n, m.Config.ClampedGLU())
+		return
+	}
+	m.Backend.SwiGLU(act, gate, up, n)
 }

@@ -57,7 +57,10 @@ func (c *Config) SparseLayers() int {
 func (c *Config) expertParams(experts int64) int64 {
 	h, mi := int64(c.HiddenSize), int64(c.MoEIntermediateSize)
 	// GLM-4.5's correction bias is a buffer, not a parameter, in
-	// transformers' count.
+	// transformers' count; gpt-oss's router and experts have biases.
+	if c.Arch().GptOssExperts {
+		return int64(c.NumExperts)*(h+1) + experts*(3*h*mi+2*mi+h)
+	}
 	return int64(c.NumExperts)*h + experts*3*h*mi
 }
 

@@ -45,6 +45,9 @@ func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
 	hd, ne := c.HiddenSize, c.NumExperts
 	be.MatMul(s.logits, h, m.W.Layers[l].MoE.Router, n, ne, hd, false, true, 1, 0)
+	if b := m.W.Layers[l].MoE.LogitBias; b != nil {
+		be.AddBias(s.logits, b, n, ne)
+	}
 	if lr := m.routerLoRA(l); lr != nil {
 		be.MatMul(s.routerXA, h, lr.A, n, lr.Rank, hd, false, true, 1, 0)
 		be.MatMul(s.logits, s.routerXA, lr.B, n, ne, lr.Rank, false, true, lr.Scale, 1)

@@ -16,9 +16,14 @@ type MoEWeights struct {
 	// RouterBias is GLM-4.5's mlp.gate.e_score_correction_bias (nExperts,
 	// f32): added to the scores that choose experts, never to the
 	// weights; nil for a softmax router.
-	RouterBias   kernels.Buffer
-	GateUp, Down kernels.Buffer
-	Experts      []Expert
+	RouterBias kernels.Buffer
+	// LogitBias is gpt-oss's mlp.router.bias (nExperts, f32), added to the
+	// router's logits; GateUpBias (nExperts × 2·moe_intermediate, each
+	// expert's gate then up, f32) and DownBias (nExperts × hidden, f32)
+	// its experts' biases. nil elsewhere.
+	LogitBias, GateUpBias, DownBias kernels.Buffer
+	GateUp, Down                    kernels.Buffer
+	Experts                         []Expert
 	// Shared is Qwen3.5-MoE's shared expert, nil where there is none.
 	Shared *SharedExpert
 }
@@ -39,11 +44,14 @@ type Expert struct{ Gate, Up, Down kernels.Buffer }
 // expertSpecs appends a sparse layer's router and expert tensors (HF names
 // mlp.gate.weight and mlp.experts.{e}.{gate,up,down}_proj.weight) to s,
 // the experts as members of the two stacked groups.
-func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSpec {
+func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []tensorSpec {
 	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	mw := &MoEWeights{Experts: make([]Expert, ne)}
 	l.MoE = mw
 	gateUp, down := &fusedSpec{dst: &mw.GateUp}, &fusedSpec{dst: &mw.Down}
+	if b.expertBias {
+		s = c.gptOssExpertSpecs(s, mw, gateUp, down, prefix)
+	}
 	member := func(g *fusedSpec, name string, shape []int, dst *kernels.Buffer) tensorSpec {
 		sp := tensorSpec{name: name, shape: shape, dst: dst, fused: g, off: g.size}
 		g.size += numel(shape)
@@ -57,7 +65,13 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string) []tensorSp
 		gateUp.whole, gateUp.wholeShape = prefix+"mlp.experts.gate_up_proj", []int{ne, 2 * mi, h}
 		down.whole, down.wholeShape = prefix+"mlp.experts.down_proj", []int{ne, h, mi}
 	}
-	s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
+	if b.routerBias {
+		// gpt-oss's router is mlp.router, a Linear with a bias.
+		s = append(s, tensorSpec{name: prefix + "mlp.router.weight", shape: []int{ne, h}, dst: &mw.Router},
+			tensorSpec{name: prefix + "mlp.router.bias", shape: []int{ne}, dst: &mw.LogitBias, f32: true})
+	} else {
+		s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
+	}
 	if c.Arch().SigmoidRouter {
 		// transformers keeps the bias in f32 (_keep_in_fp32_modules).
 		s = append(s, tensorSpec{name: prefix + "mlp.gate.e_score_correction_bias", shape: []int{ne}, dst: &mw.RouterBias, f32: true})
@@ -97,8 +111,10 @@ func (c *Config) ExpertDims(p Proj) (in, out int) {
 // buffers are the MoE weights' own allocations (not the views).
 func (w *MoEWeights) buffers() []*kernels.Buffer {
 	b := []*kernels.Buffer{&w.Router, &w.GateUp, &w.Down}
-	if w.RouterBias != nil {
-		b = append(b, &w.RouterBias)
+	for _, p := range []*kernels.Buffer{&w.RouterBias, &w.LogitBias, &w.GateUpBias, &w.DownBias} {
+		if *p != nil {
+			b = append(b, p)
+		}
 	}
 	if sh := w.Shared; sh != nil {
 		b = append(b, &sh.GateUp, &sh.Down)

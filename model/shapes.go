@@ -52,6 +52,13 @@ func Shape(name string) (*Config, bool) {
 		rs := *c.RopeScaling
 		c.RopeScaling = &rs
 	}
+	if c.Arch().GptOssExperts {
+		// Its windows resolved from the default layer_types, into a
+		// fresh slice.
+		if err := c.validateGptOss(c.Arch()); err != nil {
+			panic("model: shape " + name + ": " + err.Error())
+		}
+	}
 	if c.Arch().Hybrid {
 		c.LayerTypes = nil // resolved from the interval, into a fresh slice
 		if err := c.validateHybrid(c.Arch()); err != nil {

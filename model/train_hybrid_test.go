@@ -17,7 +17,7 @@ import (
 // finite difference along itself within 1e-2 (checkAlongGradient says
 // why not along a random direction, as TestLoRAGradientsFiniteDifference).
 func TestHybridLoRAGradientsFiniteDifference(t *testing.T) {
-	for _, name := range []string{"qwen3_5-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny"} {
+	for _, name := range []string{"qwen3_5-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny", "gpt_oss-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			be := cpu.New()
 			m, err := Load("../testdata/models/"+name, be)
@@ -97,11 +97,16 @@ func TestHybridLoRAGradientsFiniteDifference(t *testing.T) {
 			if m.Config.SparseLayers() > 0 {
 				want = append(want, ProjSharedGate, ProjSharedUp, ProjSharedDown, ProjSharedScale)
 			}
-			if m.Config.Arch().SigmoidRouter {
+			if a := m.Config.Arch(); a.SigmoidRouter || a.GptOssExperts {
 				// GLM-4.5: attention, MLPs and ungated shared experts; and
 				// its routers' adapters, whose gradient comes through the
-				// sigmoid routing's backward.
+				// sigmoid routing's backward. gpt-oss: attention and the
+				// experts (through the clamped SwiGLU and the biases), and
+				// the routers' through the biased top-k softmax.
 				want = []Proj{ProjQ, ProjK, ProjV, ProjO, ProjGate, ProjUp, ProjDown, ProjSharedGate, ProjSharedUp, ProjSharedDown}
+				if a.GptOssExperts {
+					want = want[:7]
+				}
 				for l, r := range experts.routers {
 					if r != nil {
 						for _, pair := range [][2]kernels.Buffer{{r.A, r.DA}, {r.B, r.DB}} {

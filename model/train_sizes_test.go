@@ -39,7 +39,7 @@ func (l *byteLedger) Free(b kernels.Buffer) {
 // per (sequence, position) of the batch's longest, more rows than tokens
 // here, as BackwardBytes' cacheRows says.
 func TestTrainingSizesMatchAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3-moe-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3-moe-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny", "gpt_oss-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			be := &byteLedger{Backend: cpu.New()}
 			m, err := Load(filepath.Join("..", "testdata", "models", name), be)
@@ -127,7 +127,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 // sizes 1, 4 and 8 — what the estimate holds a kept sampler's workspaces
 // to.
 func TestDecodeBucketBytesMatchAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3-moe-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "qwen3_5-tiny", "qwen3-moe-tiny", "qwen3_5-moe-tiny", "glm4_moe-tiny", "gpt_oss-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			be := &byteLedger{Backend: cpu.New()}
 			m, err := Load(filepath.Join("..", "testdata", "models", name), be)

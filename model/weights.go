@@ -60,6 +60,9 @@ type tensorSpec struct {
 	// f32 keeps the tensor in f32 whatever the checkpoint's dtype (the
 	// router's correction bias, which the routing kernels read as f32).
 	f32 bool
+	// interleaved marks gpt-oss's gate_up_proj_bias, whose rows pair gate
+	// and up values; Load stores each row's gates then its ups.
+	interleaved bool
 }
 
 // fusedSpec is a buffer holding several projections' weights end to end.
@@ -73,6 +76,9 @@ type fusedSpec struct {
 	// mlp.experts.gate_up_proj), of shape wholeShape.
 	whole      string
 	wholeShape []int
+	// packed, when not nil, is how gpt-oss stores the whole group
+	// (load_gptoss.go), which Load converts.
+	packed *packedExperts
 }
 
 // specs lists every tensor the config requires, with HF names and shapes.

@@ -58,9 +58,9 @@ func TestInitCommand(t *testing.T) {
 		t.Errorf("train llama.toml: exit %d %v %s\n%s", code, err, stderr, out)
 	}
 	// A family grpo cannot run yet: one line saying so, nothing downloaded.
-	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "configs/eval/gpt-oss.toml") })
-	if code == 0 || !strings.Contains(stderr, `model = "openai/gpt-oss-20b": the gpt-oss model family (model_type gpt_oss) is not supported yet`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
-		t.Errorf("eval gpt-oss.toml: exit %d %q", code, stderr)
+	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "configs/eval/nemotron-3.toml") })
+	if code == 0 || !strings.Contains(stderr, `the Nemotron-3 model family (model_type nemotron_h) is not supported yet`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("eval nemotron-3.toml: exit %d %q", code, stderr)
 	}
 	// A Hub environment of the configs that needs containers: uncommented,
 	// it fails before any model loads, in one line naming what is missing.
@@ -71,12 +71,9 @@ func TestInitCommand(t *testing.T) {
 	if flights == string(llama) || code == 0 || !strings.Contains(stderr, "env primeintellect/dspy-flights cannot run on this machine: it needs a container sandbox") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("eval with dspy-flights: exit %d %q", code, stderr)
 	}
-	// Its [sampling] reasoning_effort is the student's template variable
-	// now, so the config parses without a warning about it.
-	warned := withOSStderr(t, func() { code, out, stderr = runCLI("gepa", "run", "configs/gepa/gpt-oss.toml", "--quiet") })
-	if code == 0 || strings.Contains(warned, "reasoning_effort") ||
-		!strings.Contains(stderr, `model = "openai/gpt-oss-20b": the gpt-oss model family`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
-		t.Errorf("gepa run gpt-oss.toml: exit %d %q %q", code, warned, stderr)
+	withOSStderr(t, func() { code, out, stderr = runCLI("gepa", "run", "configs/gepa/nemotron-3.toml", "--quiet") })
+	if code == 0 || !strings.Contains(stderr, `the Nemotron-3 model family`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("gepa run nemotron-3.toml: exit %d %q", code, stderr)
 	}
 	code, _, stderr = runCLI("estimate", "configs/rl/nemotron.toml")
 	if code == 0 || !strings.Contains(stderr, "the Nemotron-3 model family") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {

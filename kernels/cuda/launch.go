@@ -73,7 +73,9 @@ var kernelMaxBlock = map[string]int{
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
 	"grouped_matmul_f32": 256, "grouped_matmul_bf16": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
 	"moe_combine_f32": 256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
-	"causal_conv1d_f32": 256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)
+	"clamped_swiglu_f32": elementwiseBlock, "clamped_swiglu_backward_f32": elementwiseBlock,
+	"grouped_add_bias_f32": 256,                             // warpRound(…, 256)
+	"causal_conv1d_f32":    256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)
 	"causal_conv1d_backward_f32": 256, "causal_conv1d_backward_wbf16": 256,
 	"delta_gates_f32": elementwiseBlock, "delta_gates_wbf16": elementwiseBlock,
 	"delta_gates_backward_f32": elementwiseBlock, "delta_gates_backward_wbf16": elementwiseBlock,

@@ -29,6 +29,7 @@ void emu_register_decode(const char* prefix);
 void emu_register_fused(const char* prefix);
 void emu_register_lora(const char* prefix);
 void emu_register_moe(const char* prefix);
+void emu_register_moe_glu(const char* prefix);
 void emu_register_causal_conv1d(const char* prefix);
 void emu_register_delta_gates(const char* prefix);
 void emu_register_gated_rmsnorm(const char* prefix);
@@ -70,6 +71,7 @@ extern "C" void emu_register_all(void) {
 		emu_register_fused("");
 		emu_register_lora("");
 		emu_register_moe("");
+		emu_register_moe_glu("");
 		emu_register_causal_conv1d("");
 		emu_register_delta_gates("");
 		emu_register_gated_rmsnorm("");

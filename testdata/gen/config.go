@@ -21,6 +21,9 @@ func configJSON(s spec) string {
 	if s.arch == glm4MoE {
 		return glmConfigJSON(s)
 	}
+	if s.arch == gptOss {
+		return gptOssConfigJSON(s)
+	}
 	dtype := "float32"
 	if s.bf16 {
 		dtype = "bfloat16"

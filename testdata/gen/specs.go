@@ -11,6 +11,7 @@ const (
 	qwen35                // Qwen3.5 (qwen3_5): hybrid gated DeltaNet / gated attention, dense MLP, nested text_config
 	qwen35MoE             // Qwen3.5-MoE / Qwen3.6 (qwen3_5_moe): the same mixers, routed + shared experts
 	glm4MoE               // GLM-4.5 / INTELLECT-3 (glm4_moe): sigmoid-routed experts, ungated shared experts (glm.go)
+	gptOss                // gpt-oss (gpt_oss): sinks, sliding windows, YaRN, biased clamped-SwiGLU experts, MXFP4 (gptoss.go)
 )
 
 // spec is one tiny model. Shapes are small enough that every model is well
@@ -43,6 +44,7 @@ type spec struct {
 	perExpert            bool   // experts as mlp.experts.{e}.{gate,up,down}_proj instead of fused 3-D tensors
 	extras               bool   // tiny model.visual.* and mtp.* tensors a text-only loader must skip
 	fused                bool   // GLM: experts as transformers' 3-D tensors instead of per expert
+	mxfp4                bool   // gpt-oss: experts as MXFP4 blocks and scales instead of bf16
 	seed                 string // draw the weights as for this model (default: name), so two layouts share them
 }
 
@@ -77,5 +79,9 @@ var specs = []spec{
 		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
 	{name: "glm4_moe-tiny-fused", seed: "glm4_moe-tiny", fused: true, arch: glm4MoE, vocab: 512, hidden: 64, layers: 3, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
 		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
+	{name: "gpt_oss-tiny", arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+		experts: 8, topK: 4, moeInter: 32},
+	{name: "gpt_oss-tiny-mxfp4", seed: "gpt_oss-tiny", mxfp4: true, arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+		experts: 8, topK: 4, moeInter: 32},
 	{name: "llama-tiny-bf16-sharded", arch: llama, bf16: true, tied: true, shards: 2, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 1, headDim: 16, intermediate: 128, maxPos: 512, eosList: true},
 }

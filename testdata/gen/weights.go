@@ -31,6 +31,7 @@ type param struct {
 	std   float64
 	f32   bool                        // stored as F32 even in a bf16 checkpoint (Qwen3.5's A_log)
 	slice func(seed string) []float32 // when set, the values (a part of another tensor's stream) instead of a draw
+	raw   []byte                      // when set, a U8 tensor of these bytes (gpt-oss's MXFP4 blocks and scales)
 }
 
 // params lists the tensors of s in HF state-dict order (embeddings, layers
@@ -41,6 +42,9 @@ func params(s spec) []param {
 	}
 	if s.arch == glm4MoE {
 		return glmParams(s)
+	}
+	if s.arch == gptOss {
+		return gptOssParams(s)
 	}
 	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
 	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
@@ -153,6 +157,14 @@ func writeModel(dir string, s spec) error {
 	}
 	var tensors []safetensors.Tensor
 	for _, p := range params(s) {
+		if p.raw != nil {
+			t, err := safetensors.NewTensor(p.name, safetensors.U8, p.shape, p.raw)
+			if err != nil {
+				return err
+			}
+			tensors = append(tensors, t)
+			continue
+		}
 		newT := safetensors.NewF32
 		if s.bf16 && !p.f32 {
 			newT = safetensors.NewBF16

@@ -1,0 +1,181 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model/safetensors"
+)
+
+// gpt-oss's checkpoint layout of its experts (transformers' GptOssExperts
+// and integrations/mxfp4.py). Each layer's experts are two Parameters
+// used as x·W, so stored [experts, in, out]:
+//
+//	mlp.experts.gate_up_proj  [E, hidden, 2·I]  column 2j gate j, 2j+1 up j
+//	mlp.experts.down_proj     [E, I, hidden]
+//
+// with biases gate_up_proj_bias [E, 2·I] (interleaved alike) and
+// down_proj_bias [E, hidden]. The published checkpoints store the two
+// Parameters in MXFP4 instead, transposed to [E, out, in] and cut into
+// blocks of 32 along in:
+//
+//	<name>_blocks  [E, out, in/32, 16]  U8: two e2m1 values a byte, the
+//	                                    low nibble first
+//	<name>_scales  [E, out, in/32]      U8: the block's power of two, 2^(s−127)
+//
+// which convert_moe_packed_tensors dequantizes and transposes back. Load
+// turns either form into grpo's stacked experts (MoEWeights: [E, out, in]
+// with each expert's gate rows before its up rows) in bf16 — MXFP4 values
+// are exact in bf16, so an MXFP4 checkpoint loads bit for bit as the bf16
+// checkpoint of its dequantized weights. (Keeping them MXFP4 on the device
+// and dequantizing inside the grouped GEMM is later work.)
+
+// packedExperts is one of a layer's expert Parameters as gpt-oss stores
+// it: name the bf16 Parameter (or the stem of its MXFP4 pair), in × out
+// per expert, interleaved for gate_up_proj.
+type packedExperts struct {
+	name             string
+	experts, in, out int
+	interleaved      bool
+}
+
+// gptOssExpertSpecs sets the stacked groups' packed forms and appends the
+// experts' biases.
+func (c *Config) gptOssExpertSpecs(s []tensorSpec, mw *MoEWeights, gateUp, down *fusedSpec, prefix string) []tensorSpec {
+	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	p := prefix + "mlp.experts."
+	gateUp.packed = &packedExperts{name: p + "gate_up_proj", experts: ne, in: h, out: 2 * mi, interleaved: true}
+	down.packed = &packedExperts{name: p + "down_proj", experts: ne, in: mi, out: h}
+	return append(s, tensorSpec{name: p + "gate_up_proj_bias", shape: []int{ne, 2 * mi}, dst: &mw.GateUpBias, f32: true, interleaved: true},
+		tensorSpec{name: p + "down_proj_bias", shape: []int{ne, h}, dst: &mw.DownBias, f32: true})
+}
+
+// srcRow is the Parameter's output index of grpo's row r: with gate and up
+// interleaved, gate row j is 2j and up row j is 2j+1.
+func (p *packedExperts) srcRow(r int) int {
+	if !p.interleaved {
+		return r
+	}
+	if half := p.out / 2; r < half {
+		return 2 * r
+	}
+	return 2*(r-p.out/2) + 1
+}
+
+// load fills the group's buffer from the checkpoint's bf16 Parameter or
+// its MXFP4 blocks and scales.
+func (p *packedExperts) load(be kernels.Backend, g *fusedSpec, set *safetensors.Set) error {
+	var bits []uint16
+	var err error
+	if t, ok := set.Tensor(p.name); ok {
+		bits, err = p.fromParameter(t)
+	} else {
+		blocks, okB := set.Tensor(p.name + "_blocks")
+		scales, okS := set.Tensor(p.name + "_scales")
+		if !okB || !okS {
+			return fmt.Errorf("neither tensor %q nor %q and %q is there; is this a gpt-oss checkpoint with this config.json?", p.name, p.name+"_blocks", p.name+"_scales")
+		}
+		bits, err = p.fromMXFP4(blocks, scales)
+	}
+	if err != nil {
+		return err
+	}
+	*g.dst = be.Alloc(kernels.BF16, g.size)
+	be.UploadBF16(*g.dst, bits)
+	return nil
+}
+
+// fromParameter transposes a [E, in, out] Parameter into [E, out, in]
+// bf16, rows reordered (srcRow). An f32 or f16 Parameter is rounded to
+// bf16, as the GEMM reads it anyway.
+func (p *packedExperts) fromParameter(t safetensors.Tensor) ([]uint16, error) {
+	if want := []int{p.experts, p.in, p.out}; !shapeEqual(t.Shape, want) {
+		return nil, fmt.Errorf("tensor %q has shape %v but config.json implies %v ([experts, in, out])", p.name, t.Shape, want)
+	}
+	src, ok := t.BF16Bits()
+	if !ok {
+		vals, err := t.Float32s()
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %v", p.name, err)
+		}
+		src = make([]uint16, len(vals))
+		for i, v := range vals {
+			src[i] = safetensors.F32ToBF16(v)
+		}
+	}
+	out := make([]uint16, len(src))
+	for e := range p.experts {
+		base := e * p.in * p.out
+		for r := range p.out {
+			sr := p.srcRow(r)
+			for i := range p.in {
+				out[base+r*p.in+i] = src[base+i*p.out+sr]
+			}
+		}
+	}
+	return out, nil
+}
+
+// fp4Values are the e2m1 values of a nibble: sign bit 3, then
+// 0, 0.5, 1, 1.5, 2, 3, 4, 6 (code 8 is −0, as transformers' table has
+// it; a Go constant −0 would be +0).
+var fp4Values = [16]float64{0, 0.5, 1, 1.5, 2, 3, 4, 6, math.Copysign(0, -1), -0.5, -1, -1.5, -2, -3, -4, -6}
+
+// fromMXFP4 dequantizes the blocks and scales into [E, out, in] bf16,
+// rows reordered (srcRow): element 32·b + 2·k + h of row r is nibble h
+// (0: low) of byte k of block b, times 2^(scale − 127).
+func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, error) {
+	if p.in%32 != 0 {
+		return nil, fmt.Errorf("tensor %q: MXFP4 needs in_features %d to be a multiple of 32", blocks.Name, p.in)
+	}
+	nb := p.in / 32
+	for _, c := range []struct {
+		t     safetensors.Tensor
+		shape []int
+	}{{blocks, []int{p.experts, p.out, nb, 16}}, {scales, []int{p.experts, p.out, nb}}} {
+		if c.t.DType != safetensors.U8 {
+			return nil, fmt.Errorf("tensor %q is %s, want U8 (MXFP4)", c.t.Name, c.t.DType)
+		}
+		if !shapeEqual(c.t.Shape, c.shape) {
+			return nil, fmt.Errorf("tensor %q has shape %v but config.json implies %v", c.t.Name, c.t.Shape, c.shape)
+		}
+	}
+	// Every (scale, code) pair's bf16 value, once: a checkpoint has
+	// billions of elements and 256 × 16 distinct values.
+	var table [256][16]uint16
+	for s := range table {
+		for c := range table[s] {
+			table[s][c] = safetensors.F32ToBF16(float32(math.Ldexp(fp4Values[c], s-127)))
+		}
+	}
+	bs, ss := blocks.Bytes(), scales.Bytes()
+	out := make([]uint16, p.experts*p.out*p.in)
+	for e := range p.experts {
+		for r := range p.out {
+			src := e*p.out + p.srcRow(r)
+			dst := out[(e*p.out+r)*p.in : (e*p.out+r+1)*p.in]
+			for b := range nb {
+				t := &table[ss[src*nb+b]]
+				for k, v := range bs[(src*nb+b)*16 : (src*nb+b+1)*16] {
+					dst[32*b+2*k] = t[v&0x0f]
+					dst[32*b+2*k+1] = t[v>>4]
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// deinterleave reorders each row of width w from gate/up pairs (g0, u0,
+// g1, u1, …) to grpo's halves (g0, g1, …, u0, u1, …).
+func deinterleave(vals []float32, w int) []float32 {
+	out := make([]float32, len(vals))
+	for r := 0; r < len(vals)/w; r++ {
+		for j := range w / 2 {
+			out[r*w+j] = vals[r*w+2*j]
+			out[r*w+w/2+j] = vals[r*w+2*j+1]
+		}
+	}
+	return out
+}
