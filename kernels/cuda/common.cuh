@@ -18,6 +18,12 @@
 // pattern at the start of every block (a bare __shared__ does not compile
 // there).
 #define GRPO_SHARED(T, name, dims) __shared__ T name dims
+// GRPO_COUNT_READ(bytes) marks a read of device memory that the emulator
+// counts (emu's Device.ReadBytes, per kernel), so a test can bound the
+// passes a kernel makes over its input; on a GPU it is nothing.
+#define GRPO_COUNT_READ(bytes) ((void)0)
+#else
+#define GRPO_COUNT_READ(bytes) ::emu::count_read(bytes)
 #endif
 
 #define GRPO_FULL_MASK 0xffffffffu
