@@ -83,6 +83,15 @@ __device__ __forceinline__ double block_sum_f64(double v, double* scratch) {
 // type, instantiated once per dtype under an extern "C" name.
 __device__ __forceinline__ float ld(const float* p, long long i) { return p[i]; }
 __device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }
+// ldc is ld with the read counted under emu (GRPO_COUNT_READ): the GEMM-like
+// kernels read their operands through it, so a test can compare the bytes
+// two kernels for one op request (L1/L2 hits included: an upper bound on
+// what reaches HBM).
+template <class T>
+__device__ __forceinline__ float ldc(const T* p, long long i) {
+	GRPO_COUNT_READ(sizeof(T));
+	return ld(p, i);
+}
 
 // The paged KV cache (kernels.KVPages): position p of sequence s lives in
 // cache row table[s·maxBlocks + p/blockSize]·blockSize + p % blockSize.
