@@ -1,7 +1,9 @@
 package emu
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,12 +58,16 @@ func loraGroupStep(t *testing.T, act kernels.DType, rows, in, r int) (reads uint
 	}
 	launches = b.Counts().Sub(before).Launches
 	d.mu.Lock()
+	var each []string
 	for name, n := range d.reads {
 		if strings.HasPrefix(name, "lora_") {
 			reads += n
+			each = append(each, fmt.Sprintf("%s %d", name, n))
 		}
 	}
 	d.mu.Unlock()
+	slices.Sort(each)
+	t.Logf("%v activations, rows %d, in %d: %s", act, rows, in, strings.Join(each, ", "))
 	return reads, launches
 }
 
@@ -72,6 +78,11 @@ func loraGroupStep(t *testing.T, act kernels.DType, rows, in, r int) (reads uint
 // per tile), at two micro-batch shapes: the tensor-core kernels must read
 // at most a tenth as much, in the same number of launches (four per group,
 // one per op). Writes are the same in both (every output element once).
+// The counts are bytes requested by thread loads: where the lanes of a
+// warp read one address (the f32 expand's xa row, the dB and dx sums'
+// broadcast operand) a GPU serves them in one transaction, so the f32
+// figures overstate those kernels' traffic; the shrinks, which reread x
+// per rank with no broadcast, carry most of the difference.
 func TestLoRATensorCoresReadLess(t *testing.T) {
 	for _, s := range []struct{ rows, in, r int }{{128, 256, 16}, {256, 512, 16}} {
 		f32Reads, f32Launches := loraGroupStep(t, kernels.F32, s.rows, s.in, s.r)
