@@ -18,15 +18,24 @@ type LoRAPart struct {
 // LoRAOps are LoRA's two halves, y += Scale·(x·Aᵀ)·Bᵀ, for projections
 // that share an input: one shrink over their A matrices stored end to end
 // and one expand that adds every part into its base output.
+//
+// Precision: the parameters A, B (and their gradients) are F32 masters.
+// An op whose activation operand is BF16 — x or xa of the shrink, xa of
+// the expand and of its backward, x of the shrink's backward — may run as
+// a bf16 GEMM with f32 accumulation, rounding the F32 operands to bf16
+// (kernels/cuda does, on tensor cores; the CPU backend multiplies in f32);
+// with F32 activations every backend multiplies in f32.
 type LoRAOps interface {
-	// LoRAShrink writes xa = x·Aᵀ (rows × ranks, overwritten) with A the
-	// ranks × in F32 matrix [A_0; A_1; …] of the parts. x (rows × in) is
-	// F32 or BF16 (an AddRMSNorm cast); products are accumulated in f32.
+	// LoRAShrink writes xa = x·Aᵀ (rows × ranks, overwritten; F32, or
+	// BF16 rounded from the f32 sums) with A the ranks × in F32 matrix
+	// [A_0; A_1; …] of the parts. x (rows × in) is F32 or BF16 (an
+	// AddRMSNorm cast); products are accumulated in f32.
 	LoRAShrink(xa, x, a Buffer, rows, in, ranks int)
 
 	// LoRAExpand adds, for each part p (its xa columns starting at o_p =
 	// Σ ranks of the parts before it), p.Y[r, p.YOff+j] += p.Scale ·
-	// Σ_k xa[r, o_p+k] · p.B[j, k]. The parts' Y columns must not overlap.
+	// Σ_k xa[r, o_p+k] · p.B[j, k]. xa is F32 or BF16. The parts' Y
+	// columns must not overlap.
 	LoRAExpand(xa Buffer, parts []LoRAPart, rows int)
 }
 
@@ -37,11 +46,13 @@ type LoRATrainOps interface {
 	// LoRAExpandBackward writes dxa[r, o_p+k] = p.Scale · Σ_j p.Y[r,
 	// p.YOff+j] · p.B[j, k] (rows × Σ ranks, overwritten; p.Y holds the
 	// output gradient) and adds p.Scale · Σ_r p.Y[r, p.YOff+j] · xa[r,
-	// o_p+k] into p.DB[j, k] where p.DB is not nil; xa is the forward's.
+	// o_p+k] into p.DB[j, k] where p.DB is not nil; xa is the forward's
+	// (F32 or BF16).
 	LoRAExpandBackward(dxa, xa Buffer, parts []LoRAPart, rows int)
 
 	// LoRAShrinkBackward adds dxa·A into dx (rows × in; skipped when dx is
 	// nil) and dxaᵀ·x into da (ranks × in; skipped when nil), for the A
-	// (ranks × in) and x (rows × in, F32) of the forward's LoRAShrink.
+	// (ranks × in) and x (rows × in, F32 or BF16) of the forward's
+	// LoRAShrink.
 	LoRAShrinkBackward(dx, da, dxa, x, a Buffer, rows, in, ranks int)
 }

@@ -40,18 +40,23 @@ func loraParts(op string, parts []kernels.LoRAPart, rows int) ([]loraPart, int) 
 	return ps, o
 }
 
+// LoRAShrink writes an F32 xa, or a BF16 one rounded from the f32 sums
+// (the operand a tensor-core expand reads: kernels.LoRAOps).
 func (be *Backend) LoRAShrink(xa, x, a kernels.Buffer, rows, in, ranks int) {
 	const op = "LoRAShrink"
 	positive(op, rows, in, ranks)
-	xs := f32(op, "xa", xa, rows*ranks)
+	xs := floats(op, "xa", xa, rows*ranks)
 	be.gemm2D(false, true, rows, ranks, in, 1, floats(op, "x", x, rows*in), in, f32(op, "a", a, ranks*in), in, 0, xs, ranks)
+	if xa.DType() == kernels.BF16 {
+		castBF16(xs, xs)
+	}
 }
 
 func (be *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
 	const op = "LoRAExpand"
 	positive(op, rows)
 	ps, ranks := loraParts(op, parts, rows)
-	xs := f32(op, "xa", xa, rows*ranks)
+	xs := floats(op, "xa", xa, rows*ranks)
 	for _, p := range ps {
 		be.gemm2D(false, true, rows, p.Out, p.Rank, p.Scale, xs[p.o:], ranks, p.b, p.Rank, 1, p.y[p.YOff:], p.YCols)
 	}
@@ -61,7 +66,7 @@ func (be *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.Lo
 	const op = "LoRAExpandBackward"
 	positive(op, rows)
 	ps, ranks := loraParts(op, parts, rows)
-	ds, xs := f32(op, "dxa", dxa, rows*ranks), f32(op, "xa", xa, rows*ranks)
+	ds, xs := f32(op, "dxa", dxa, rows*ranks), floats(op, "xa", xa, rows*ranks)
 	for _, p := range ps {
 		dy := p.y[p.YOff:]
 		be.gemm2D(false, false, rows, p.Rank, p.Out, p.Scale, dy, p.YCols, p.b, p.Rank, 0, ds[p.o:], ranks)
@@ -79,6 +84,6 @@ func (be *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in
 		be.gemm2D(false, false, rows, in, ranks, 1, ds, ranks, f32(op, "a", a, ranks*in), in, 1, f32(op, "dx", dx, rows*in), in)
 	}
 	if da != nil {
-		be.gemm2D(true, false, ranks, in, rows, 1, ds, ranks, f32(op, "x", x, rows*in), in, 1, f32(op, "da", da, ranks*in), in)
+		be.gemm2D(true, false, ranks, in, rows, 1, ds, ranks, floats(op, "x", x, rows*in), in, 1, f32(op, "da", da, ranks*in), in)
 	}
 }

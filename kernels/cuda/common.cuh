@@ -18,6 +18,12 @@
 // pattern at the start of every block (a bare __shared__ does not compile
 // there).
 #define GRPO_SHARED(T, name, dims) __shared__ T name dims
+// GRPO_COUNT_READ(bytes) marks a read of device memory that the emulator
+// counts (emu's Device.ReadBytes, per kernel), so a test can bound the
+// passes a kernel makes over its input; on a GPU it is nothing.
+#define GRPO_COUNT_READ(bytes) ((void)0)
+#else
+#define GRPO_COUNT_READ(bytes) ::emu::count_read(bytes)
 #endif
 
 #define GRPO_FULL_MASK 0xffffffffu
@@ -77,6 +83,15 @@ __device__ __forceinline__ double block_sum_f64(double v, double* scratch) {
 // type, instantiated once per dtype under an extern "C" name.
 __device__ __forceinline__ float ld(const float* p, long long i) { return p[i]; }
 __device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }
+// ldc is ld with the read counted under emu (GRPO_COUNT_READ): the GEMM-like
+// kernels read their operands through it, so a test can compare the bytes
+// two kernels for one op request (L1/L2 hits included: an upper bound on
+// what reaches HBM).
+template <class T>
+__device__ __forceinline__ float ldc(const T* p, long long i) {
+	GRPO_COUNT_READ(sizeof(T));
+	return ld(p, i);
+}
 
 // The paged KV cache (kernels.KVPages): position p of sequence s lives in
 // cache row table[s·maxBlocks + p/blockSize]·blockSize + p % blockSize.

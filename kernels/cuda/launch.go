@@ -30,8 +30,8 @@ const (
 	sumSquaresBlock     = 256
 	sumSquaresMaxBlocks = 1024
 	// sampleMaxBlock threads per row of sample_f32 (one block per row):
-	// each of its ~100 passes over a 151k-token row is then 149 loads per
-	// thread, and a decode step of 128 sequences is 128 blocks.
+	// each of its three passes over a 151k-token row is then 149 loads
+	// per thread, and a decode step of 128 sequences is 128 blocks.
 	sampleMaxBlock = 1024
 	// attentionInputsBlock caps the threads of an AttentionInputs block
 	// (one per rotated pair of a head: 64 for headDim 128).
@@ -66,13 +66,16 @@ var kernelMaxBlock = map[string]int{
 	"attention_inputs_f32": attentionInputsBlock, "attention_inputs_wbf16": attentionInputsBlock,
 	"attention_inputs_f32_kvbf16": attentionInputsBlock, "attention_inputs_wbf16_kvbf16": attentionInputsBlock,
 	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
-	"lora_shrink_f32": loraBlock, "lora_shrink_xbf16": loraBlock, "lora_expand_f32": loraBlock,
+	"lora_shrink_f32": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,
+	"lora_shrink_tc_xbf16": tcThreads, "lora_shrink_tc_xabf16": tcThreads, "lora_shrink_tc_bf16": tcThreads,
+	"lora_expand_tc": tcThreads, "lora_expand_backward_tc": tcThreads, "lora_shrink_backward_tc": tcThreads,
 	"moe_route_f32": elementwiseBlock, "moe_route_backward_f32": elementwiseBlock,
 	"moe_route_sigmoid_f32": elementwiseBlock, "moe_route_sigmoid_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
-	"grouped_matmul_f32": 256, "grouped_matmul_bf16": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
-	"moe_combine_f32": 256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
+	"grouped_matmul_f32": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
+	"grouped_matmul_tc_bf16": tcThreads,
+	"moe_combine_f32":        256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
 	"clamped_swiglu_f32": elementwiseBlock, "clamped_swiglu_backward_f32": elementwiseBlock,
 	"grouped_add_bias_f32": 256,                             // warpRound(…, 256)
 	"causal_conv1d_f32":    256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)

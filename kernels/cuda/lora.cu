@@ -1,8 +1,9 @@
 // lora.cu: the LoRA shrink x·Aᵀ over a group's A matrices stored end to
 // end, the expand that adds Scale·(x·Aᵀ)·Bᵀ of up to LORA_PARTS
 // projections into their base outputs in place, and their backwards.
-// Products are f32 (x may be bf16, widened exactly), sums f32 in a fixed
-// order: no atomics, so results do not depend on scheduling.
+// Products and sums are f32, in a fixed order: no atomics, so results do
+// not depend on scheduling. These are the f32-activation kernels; a bf16
+// x or xa takes lora_tc.cu's tensor-core ones instead.
 // nvcc -ptx -arch=compute_90 lora.cu
 #include "common.cuh"
 
@@ -12,22 +13,7 @@
 #define LORA_WARPS 8
 #define LORA_MAX_RANK_PER_LANE 8
 
-// Up to three parts per launch (q/k/v), passed by value: the part of a
-// block is blockIdx.z (expand) or derived from blockIdx.x (backward).
-struct lora_part {
-	const float* b;  // out × rank
-	float* db;       // out × rank, or null
-	float* y;        // rows × y_cols, the part's columns from y_off
-	int rank, out, y_cols, y_off, xa_off;
-	float scale;
-};
-#define LORA_PART_PARAMS(n)                                                                                          \
-	const float *b##n, float *db##n, float *y##n, int rank##n, int out##n, int y_cols##n, int y_off##n, int xa_off##n, \
-		float scale##n
-#define LORA_PICK(z)                                                                                                            \
-	lora_part p = (z) == 0 ? lora_part{b0, db0, y0, rank0, out0, y_cols0, y_off0, xa_off0, scale0}                              \
-		      : (z) == 1 ? lora_part{b1, db1, y1, rank1, out1, y_cols1, y_off1, xa_off1, scale1}                            \
-				 : lora_part{b2, db2, y2, rank2, out2, y_cols2, y_off2, xa_off2, scale2}
+#include "lora.cuh"
 
 // xa[r, k] = Σ_i x[r, i]·a[k, i]. grid (rows, ⌈ranks/8⌉): warp w of block
 // (r, y) takes k = 8y + w, its lanes stride over i, and warp_sum reduces.
@@ -37,14 +23,11 @@ __device__ __forceinline__ void lora_shrink(float* xa, const X* x, const float* 
 	if (k >= ranks) return;  // whole warps leave; no block barrier follows
 	long long r = blockIdx.x;
 	float s = 0.0f;
-	for (int i = lane; i < in; i += 32) s += ld(x, r * in + i) * a[(long long)k * in + i];
+	for (int i = lane; i < in; i += 32) s += ldc(x, r * in + i) * ldc(a, (long long)k * in + i);
 	s = warp_sum(s);
 	if (lane == 0) xa[r * ranks + k] = s;
 }
 GRPO_KERNEL void __launch_bounds__(256) lora_shrink_f32(float* xa, const float* x, const float* a, int rows, int in, int ranks) {
-	lora_shrink(xa, x, a, in, ranks);
-}
-GRPO_KERNEL void __launch_bounds__(256) lora_shrink_xbf16(float* xa, const __nv_bfloat16* x, const float* a, int rows, int in, int ranks) {
 	lora_shrink(xa, x, a, in, ranks);
 }
 
@@ -59,8 +42,9 @@ GRPO_KERNEL void __launch_bounds__(256) lora_expand_f32(const float* xa, int row
 	const float* xr = xa + r * ranks + p.xa_off;
 	const float* br = p.b + (long long)j * p.rank;
 	float s = 0.0f;
-	for (int k = 0; k < p.rank; k++) s += xr[k] * br[k];
-	p.y[r * p.y_cols + p.y_off + j] += p.scale * s;
+	for (int k = 0; k < p.rank; k++) s += ldc(xr, k) * ldc(br, k);
+	long long o = r * p.y_cols + p.y_off + j;
+	p.y[o] = ldc(p.y, o) + p.scale * s;
 }
 
 // LoRAExpandBackward in one launch: grid (rows·dxa_y·parts + db_x·parts),
@@ -74,7 +58,7 @@ __device__ __forceinline__ void lora_dxa(const lora_part& p, float* dxa, long lo
 	if (k >= p.rank) return;
 	const float* dy = p.y + r * p.y_cols + p.y_off;
 	float s = 0.0f;
-	for (int j = lane; j < p.out; j += 32) s += dy[j] * p.b[(long long)j * p.rank + k];
+	for (int j = lane; j < p.out; j += 32) s += ldc(dy, j) * ldc(p.b, (long long)j * p.rank + k);
 	s = warp_sum(s);
 	if (lane == 0) dxa[r * ranks + p.xa_off + k] = p.scale * s;
 }
@@ -88,16 +72,16 @@ __device__ __forceinline__ void lora_db(const lora_part& p, const float* xa, int
 	float acc[LORA_MAX_RANK_PER_LANE];
 	for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) acc[m] = 0.0f;
 	for (long long r = 0; r < rows; r++) {
-		float dy = p.y[r * p.y_cols + p.y_off + j];
+		float dy = ldc(p.y, r * p.y_cols + p.y_off + j);
 		const float* xr = xa + r * ranks + p.xa_off;
 		for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) {
 			int k = lane + 32 * m;
-			if (k < p.rank) acc[m] += dy * xr[k];
+			if (k < p.rank) acc[m] += dy * ldc(xr, k);
 		}
 	}
 	for (int m = 0; m < LORA_MAX_RANK_PER_LANE; m++) {
 		int k = lane + 32 * m;
-		if (k < p.rank) p.db[(long long)j * p.rank + k] += p.scale * acc[m];
+		if (k < p.rank) p.db[(long long)j * p.rank + k] = ldc(p.db, (long long)j * p.rank + k) + p.scale * acc[m];
 	}
 }
 
@@ -131,8 +115,8 @@ GRPO_KERNEL void __launch_bounds__(256) lora_shrink_backward_f32(float* dx, floa
 		int i = (blockIdx.x % in_blocks) * blockDim.x + threadIdx.x;
 		if (i >= in) return;
 		float s = 0.0f;
-		for (int k = 0; k < ranks; k++) s += dxa[r * ranks + k] * a[(long long)k * in + i];
-		dx[r * in + i] += s;
+		for (int k = 0; k < ranks; k++) s += ldc(dxa, r * ranks + k) * ldc(a, (long long)k * in + i);
+		dx[r * in + i] = ldc(dx, r * in + i) + s;
 		return;
 	}
 	int b = blockIdx.x - dx_blocks;
@@ -141,11 +125,11 @@ GRPO_KERNEL void __launch_bounds__(256) lora_shrink_backward_f32(float* dx, floa
 	float acc[LORA_WARPS];
 	for (int m = 0; m < LORA_WARPS; m++) acc[m] = 0.0f;
 	for (long long r = 0; r < rows; r++) {
-		float xv = x[r * in + i];
+		float xv = ldc(x, r * in + i);
 		const float* g = dxa + r * ranks + k0;
 		for (int m = 0; m < LORA_WARPS; m++)
-			if (k0 + m < ranks) acc[m] += g[m] * xv;
+			if (k0 + m < ranks) acc[m] += ldc(g, m) * xv;
 	}
 	for (int m = 0; m < LORA_WARPS; m++)
-		if (k0 + m < ranks) da[(long long)(k0 + m) * in + i] += acc[m];
+		if (k0 + m < ranks) da[(long long)(k0 + m) * in + i] = ldc(da, (long long)(k0 + m) * in + i) + acc[m];
 }

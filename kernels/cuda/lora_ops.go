@@ -6,9 +6,14 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// The LoRA ops (kernels.LoRAOps, kernels.LoRATrainOps, lora.cu). The
-// expand kernels take up to loraParts parts per launch (a projection
-// group: q/k/v is three), as kernel arguments.
+// The LoRA ops (kernels.LoRAOps, kernels.LoRATrainOps). The expand
+// kernels take up to loraParts parts per launch (a projection group: q/k/v
+// is three), as kernel arguments. An op whose activation operand is BF16
+// (x or xa of the shrink, xa of the expand and its backward, x of the
+// shrink's backward) runs on tensor cores (lora_tc.cu: 64 × 64 tiles,
+// every f32 operand rounded to bf16 as it is staged, f32 accumulation);
+// with f32 activations it runs lora.cu's f32 kernels, which the f32 model
+// paths (and their f32 tolerances against the CPU backend) rely on.
 
 const (
 	loraParts = 3
@@ -81,18 +86,20 @@ func (b *Backend) LoRAShrink(xa, x, a kernels.Buffer, rows, in, ranks int) {
 	const op = "LoRAShrink"
 	positive(op, rows, in, ranks)
 	i32(op, rows*in, ranks*in, rows*ranks)
-	o := b.buf(op, "xa", xa, rows*ranks, kernels.F32)
+	o := b.buf(op, "xa", xa, rows*ranks, kernels.F32, kernels.BF16)
 	xx := b.buf(op, "x", x, rows*in, kernels.F32, kernels.BF16)
 	aa := b.buf(op, "a", a, ranks*in, kernels.F32)
 	if !usable(o, xx, aa) {
 		return
 	}
-	name := "lora_shrink_f32"
-	if xx.dt == kernels.BF16 {
-		name = "lora_shrink_xbf16"
-	}
 	b.dev.CountFLOPs(gemmFLOPs(rows, ranks, in)) // xa = x·Aᵀ
-	b.launch(name, D2(rows, ceilDiv(ranks, loraWarps)), D1(loraBlock), 0, o.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks))
+	if xx.dt == kernels.BF16 || o.dt == kernels.BF16 {
+		name := map[[2]kernels.DType]string{{kernels.BF16, kernels.F32}: "lora_shrink_tc_xbf16",
+			{kernels.F32, kernels.BF16}: "lora_shrink_tc_xabf16", {kernels.BF16, kernels.BF16}: "lora_shrink_tc_bf16"}[[2]kernels.DType{xx.dt, o.dt}]
+		b.launch(name, D2(ceilDiv(rows, tcTile), ceilDiv(ranks, tcTile)), D1(tcThreads), 0, o.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks))
+		return
+	}
+	b.launch("lora_shrink_f32", D2(rows, ceilDiv(ranks, loraWarps)), D1(loraBlock), 0, o.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks))
 }
 
 func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows int) {
@@ -100,7 +107,7 @@ func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows i
 	positive(op, rows)
 	ps, ranks, ok := b.loraParts(op, parts, rows)
 	i32(op, rows*ranks)
-	x := b.buf(op, "xa", xa, rows*ranks, kernels.F32)
+	x := b.buf(op, "xa", xa, rows*ranks, kernels.F32, kernels.BF16)
 	if !ok || !usable(x) {
 		return
 	}
@@ -111,6 +118,11 @@ func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows i
 	b.dev.CountFLOPs(flops)
 	eachLaunch(ps, func(g []loraPart) {
 		args, maxOut, _ := partArgs(g)
+		if x.dt == kernels.BF16 {
+			grid := Dim3{uint32(ceilDiv(rows, tcTile)), uint32(ceilDiv(maxOut, tcTile)), uint32(len(g))}
+			b.launch("lora_expand_tc", grid, D1(tcThreads), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
+			return
+		}
 		grid := Dim3{uint32(rows), uint32(ceilDiv(maxOut, loraBlock)), uint32(len(g))}
 		b.launch("lora_expand_f32", grid, D1(loraBlock), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
 	})
@@ -124,7 +136,7 @@ func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoR
 	ps, ranks, ok := b.loraParts(op, parts, rows)
 	i32(op, rows*ranks)
 	d := b.buf(op, "dxa", dxa, rows*ranks, kernels.F32)
-	x := b.buf(op, "xa", xa, rows*ranks, kernels.F32)
+	x := b.buf(op, "xa", xa, rows*ranks, kernels.F32, kernels.BF16)
 	if !ok || !usable(d, x) {
 		return
 	}
@@ -138,6 +150,10 @@ func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoR
 	b.dev.CountFLOPs(flops)
 	eachLaunch(ps, func(g []loraPart) {
 		args, maxOut, maxRank := partArgs(g)
+		if x.dt == kernels.BF16 {
+			b.expandBackwardTC(d, x, g, args, rows, ranks, maxOut, maxRank)
+			return
+		}
 		dxaY, dbX := ceilDiv(maxRank, loraWarps), 0
 		for _, p := range g {
 			if p.DB != nil {
@@ -151,29 +167,59 @@ func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoR
 	})
 }
 
+// expandBackwardTC is LoRAExpandBackward's launch on tensor cores for the
+// parts g: dxa's 64 × 64 tiles (rows × rank) of every part, then dB's (out
+// × rank) of every part when some part wants dB.
+func (b *Backend) expandBackwardTC(d, x *buffer, g []loraPart, args []any, rows, ranks, maxOut, maxRank int) {
+	rowTiles, rankTiles, outTiles := ceilDiv(rows, tcTile), ceilDiv(maxRank, tcTile), 0
+	for _, p := range g {
+		if p.DB != nil {
+			outTiles = ceilDiv(maxOut, tcTile)
+		}
+	}
+	dxaBlocks := len(g) * rowTiles * rankTiles
+	blocks := dxaBlocks + len(g)*outTiles*rankTiles
+	i32("LoRAExpandBackward", blocks)
+	b.launch("lora_expand_backward_tc", D1(blocks), D1(tcThreads), 0, append([]any{d.ptr, x.ptr, int32(rows), int32(ranks),
+		int32(dxaBlocks), int32(rowTiles), int32(rankTiles), int32(outTiles)}, args...)...)
+}
+
 // LoRAShrinkBackward is one launch: dx's blocks (rows × ⌈in/256⌉), then
-// dA's (⌈in/256⌉ × ⌈ranks/8⌉), each part empty when its output is nil.
+// dA's (⌈in/256⌉ × ⌈ranks/8⌉), each part empty when its output is nil; on
+// tensor cores (x BF16) 64 × 64 tiles of each.
 func (b *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in, ranks int) {
 	const op = "LoRAShrinkBackward"
 	positive(op, rows, in, ranks)
 	i32(op, rows*in, ranks*in, rows*ranks)
 	g := b.buf(op, "dxa", dxa, rows*ranks, kernels.F32)
 	d, aa := b.optBuf(op, "dx", dx, rows*in), b.buf(op, "a", a, ranks*in, kernels.F32)
-	dA, xx := b.optBuf(op, "da", da, ranks*in), b.buf(op, "x", x, rows*in, kernels.F32)
+	dA, xx := b.optBuf(op, "da", da, ranks*in), b.buf(op, "x", x, rows*in, kernels.F32, kernels.BF16)
 	if !usable(g, d, aa, dA, xx) {
 		return
 	}
+	tc := xx.dt == kernels.BF16
 	dxBlocks, daBlocks := 0, 0
 	if dx != nil {
 		dxBlocks = rows * ceilDiv(in, loraBlock)
+		if tc {
+			dxBlocks = ceilDiv(rows, tcTile) * ceilDiv(in, tcTile)
+		}
 		b.dev.CountFLOPs(gemmFLOPs(rows, in, ranks)) // dx gets dxa·A
 	}
 	if da != nil {
 		daBlocks = ceilDiv(in, loraBlock) * ceilDiv(ranks, loraWarps)
+		if tc {
+			daBlocks = ceilDiv(ranks, tcTile) * ceilDiv(in, tcTile)
+		}
 		b.dev.CountFLOPs(gemmFLOPs(ranks, in, rows)) // dA = dxaᵀ·x
 	}
 	i32(op, dxBlocks+daBlocks)
 	if dxBlocks+daBlocks == 0 {
+		return
+	}
+	if tc {
+		b.launch("lora_shrink_backward_tc", D1(dxBlocks+daBlocks), D1(tcThreads), 0,
+			d.ptr, dA.ptr, g.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks), int32(dxBlocks))
 		return
 	}
 	b.launch("lora_shrink_backward_f32", D1(dxBlocks+daBlocks), D1(loraBlock), 0,

@@ -307,7 +307,7 @@ __device__ __forceinline__ void grouped_matmul(float* c, const float* a, const W
 	for (int k0 = 0; k0 < k; k0 += GMM_TK) {
 		for (int i = threadIdx.x; i < GMM_TM * GMM_TK; i += blockDim.x) {
 			int rr = i / GMM_TK, kk = i % GMM_TK, r = r0 + rr, kc = k0 + kk;
-			As[kk][rr] = r < rEnd && kc < k ? a[(long long)r * k + kc] : 0.0f;
+			As[kk][rr] = r < rEnd && kc < k ? ldc(a, (long long)r * k + kc) : 0.0f;
 		}
 		for (int i = threadIdx.x; i < GMM_TK * GMM_TN; i += blockDim.x) {
 			int kk, cc;
@@ -320,7 +320,7 @@ __device__ __forceinline__ void grouped_matmul(float* c, const float* a, const W
 			}
 			int col = c0 + cc, kc = k0 + kk;
 			float v = 0.0f;
-			if (col < n && kc < k) v = transB ? ld(be, (long long)col * k + kc) : ld(be, (long long)kc * n + col);
+			if (col < n && kc < k) v = transB ? ldc(be, (long long)col * k + kc) : ldc(be, (long long)kc * n + col);
 			Bs[kk][cc] = v;
 		}
 		__syncthreads();
@@ -341,7 +341,7 @@ __device__ __forceinline__ void grouped_matmul(float* c, const float* a, const W
 			if (col >= n) break;
 			long long o = (long long)r * n + col;
 			float v = alpha * acc[i][j];
-			if (beta != 0.0f) v += beta * c[o];
+			if (beta != 0.0f) v += beta * ldc(c, o);
 			c[o] = v;
 		}
 	}
@@ -349,10 +349,6 @@ __device__ __forceinline__ void grouped_matmul(float* c, const float* a, const W
 
 GRPO_KERNEL void __launch_bounds__(256) grouped_matmul_f32(float* c, const float* a, const float* b, const int* offsets, int nExperts, int n,
 							   int k, int transB, float alpha, float beta) {
-	grouped_matmul(c, a, b, offsets, nExperts, n, k, transB, alpha, beta);
-}
-GRPO_KERNEL void __launch_bounds__(256) grouped_matmul_bf16(float* c, const float* a, const __nv_bfloat16* b, const int* offsets, int nExperts,
-							    int n, int k, int transB, float alpha, float beta) {
 	grouped_matmul(c, a, b, offsets, nExperts, n, k, transB, alpha, beta);
 }
 

@@ -16,6 +16,13 @@ const moeMaxTopK = 32
 // gmmTile is GMM_TM and GMM_TN in moe.cu.
 const gmmTile = 64
 
+// tcTile is TC_TM and TC_TN, tcThreads TC_THREADS (tensor_core.cuh): the
+// output tile and block of the tensor-core kernels.
+const (
+	tcTile    = 64
+	tcThreads = 128
+)
+
 func moeShape(op string, n, nExperts, topK int) {
 	i32(op, n, nExperts, topK, n*topK, n*nExperts)
 	if n <= 0 || nExperts <= 0 || topK <= 0 || topK > nExperts || topK > moeMaxTopK {
@@ -120,13 +127,16 @@ func (b *Backend) GroupedMatMul(c, a, bm, offsets kernels.Buffer, rows, nExperts
 	if !usable(cc, aa, bb, off) {
 		return
 	}
-	name := "grouped_matmul_f32"
+	b.dev.CountFLOPs(gemmFLOPs(rows, n, k)) // each row times its expert's n×k matrix
 	if bb.dt == kernels.BF16 {
-		name = "grouped_matmul_bf16"
+		// bf16 experts on tensor cores (grouped_matmul_tc.cu): A rounded
+		// to bf16 as it is staged, f32 accumulation.
+		grid := D2((rows+tcTile-1)/tcTile+nExperts, (n+tcTile-1)/tcTile)
+		b.launch("grouped_matmul_tc_bf16", grid, D1(tcThreads), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
+		return
 	}
 	grid := D2((rows+gmmTile-1)/gmmTile+nExperts, (n+gmmTile-1)/gmmTile)
-	b.dev.CountFLOPs(gemmFLOPs(rows, n, k)) // each row times its expert's n×k matrix
-	b.launch(name, grid, D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
+	b.launch("grouped_matmul_f32", grid, D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
 }
 
 func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExperts, m, n int, alpha, beta float32) {

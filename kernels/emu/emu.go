@@ -80,6 +80,8 @@ type Device struct {
 	lastGraph cuda.Graph
 	// atomics counts the atomic operations each kernel has made.
 	atomics map[string]uint64
+	// reads counts the bytes each kernel counted as read (GRPO_COUNT_READ).
+	reads map[string]uint64
 }
 
 var _ cuda.Device = (*Device)(nil)
@@ -88,8 +90,8 @@ var _ cuda.Device = (*Device)(nil)
 func NewDevice() *Device {
 	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
 		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{}, graphs: map[cuda.Graph][]func() error{},
-		atomics: map[string]uint64{},
-		stream:  stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
+		atomics: map[string]uint64{}, reads: map[string]uint64{},
+		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
 }
 
 // SetFigures makes launches of kernel name check against f instead of the
@@ -178,6 +180,16 @@ func (d *Device) Atomics(name string) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.atomics[name]
+}
+
+// ReadBytes is the bytes of device memory kernel name has counted as read
+// (GRPO_COUNT_READ in kernels/cuda/common.cuh) on this device, summed over
+// its launches: only the reads its source marks, typically its main
+// operand, so a test can bound the passes it makes over that operand.
+func (d *Device) ReadBytes(name string) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reads[name]
 }
 
 // AtomicsTotal is Atomics summed over every kernel.
@@ -360,9 +372,10 @@ func (d *Device) launch(name string, grid, block cuda.Dim3, sharedBytes int, arg
 		}
 		wg.Wait()
 	}
-	atomics := uint64(C.emu_launch_atomics(L))
+	atomics, reads := uint64(C.emu_launch_atomics(L)), uint64(C.emu_launch_reads(L))
 	d.mu.Lock()
 	d.atomics[launched] += atomics
+	d.reads[launched] += reads
 	d.mu.Unlock()
 	if C.emu_launch_finish(L, &cerr[0], errLen) != 0 {
 		return fmt.Errorf("emu: kernel %s: %s", name, C.GoString(&cerr[0]))

@@ -134,6 +134,7 @@ struct Worker {
 	Fiber* running = nullptr;
 	bool forward = true;  // alternates so a race shows in either direction
 	uint64_t atomics = 0;  // atomic operations of the blocks run for the current launch
+	uint64_t reads = 0;    // bytes its blocks counted with GRPO_COUNT_READ
 	~Worker() {
 		for (auto& f : fibers)
 			if (f.stack) munmap(f.stack - pageSize(), kStackBytes + pageSize());
@@ -165,6 +166,7 @@ struct Launch {
 	std::string err;
 	std::atomic<bool> failed{false};
 	std::atomic<uint64_t> atomics{0};
+	std::atomic<uint64_t> reads{0};
 	void fail(const std::string& why) {
 		std::lock_guard<std::mutex> l(errMu);
 		if (err.empty()) err = why;
@@ -395,6 +397,7 @@ int math_ulps = 0;
 int block_order = 0;  // emu_set_block_order
 
 void count_atomic() { tw->atomics++; }
+void count_read(unsigned long long bytes) { tw->reads += bytes; }
 
 float perturb(float r, float x) {
 	if (math_ulps == 0 || r == 0 || !isfinite(r)) return r;
@@ -481,6 +484,8 @@ extern "C" void emu_set_block_order(int reversed) { emu::block_order = reversed;
 
 extern "C" uint64_t emu_launch_atomics(void* launch) { return ((Launch*)launch)->atomics.load(); }
 
+extern "C" uint64_t emu_launch_reads(void* launch) { return ((Launch*)launch)->reads.load(); }
+
 extern "C" int emu_kernel_count(void) {
 	std::lock_guard<std::mutex> l(regMu);
 	return (int)registry().size();
@@ -549,12 +554,14 @@ extern "C" void emu_launch_run(void* launch) {
 	if (w->dynShared.size() < L->shared + kSharedAlign) w->dynShared.resize(L->shared + kSharedAlign);
 	w->launch = L;
 	w->atomics = 0;
+	w->reads = 0;
 	for (;;) {
 		uint64_t b = L->next.fetch_add(1);
 		if (b >= L->nBlocks || L->failed) break;
 		runBlock(w, L, block_order ? L->nBlocks - 1 - b : b);
 	}
 	L->atomics += w->atomics;
+	L->reads += w->reads;
 	w->launch = nullptr;
 	cur_thread = nullptr;
 	cur_block = nullptr;

@@ -27,6 +27,9 @@ void emu_launch_run(void* launch);
 // emu_launch_atomics is the number of atomic operations the launch's
 // blocks made (once every emu_launch_run call has returned).
 uint64_t emu_launch_atomics(void* launch);
+// emu_launch_reads is the bytes of device memory the launch's blocks
+// counted as read (GRPO_COUNT_READ in kernels/cuda/common.cuh).
+uint64_t emu_launch_reads(void* launch);
 // emu_launch_finish frees the launch and returns 0, or 1 with the first
 // error any block raised in err.
 int emu_launch_finish(void* launch, char* err, size_t errLen);

@@ -145,6 +145,8 @@ inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
 	return emu::from_bits<T>(emu::shfl(mask, emu::to_bits(v), src));
 }
 inline unsigned __ballot_sync(unsigned mask, int pred) { return emu::vote(mask, pred != 0); }
+// __ffs: the 1-based position of the lowest set bit, 0 for none.
+inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __all_sync(unsigned mask, int pred) { return emu::vote(mask, pred != 0) == emu::vote(mask, true); }
 inline int __any_sync(unsigned mask, int pred) { return emu::vote(mask, pred != 0) != 0; }
 
@@ -154,6 +156,9 @@ inline int __any_sync(unsigned mask, int pred) { return emu::vote(mask, pred != 
 
 namespace emu {
 void count_atomic();
+// count_read adds bytes to the launch's counted reads (GRPO_COUNT_READ:
+// Device.ReadBytes reports them per kernel).
+void count_read(unsigned long long bytes);
 }
 
 inline int atomicAdd(int* p, int v) {

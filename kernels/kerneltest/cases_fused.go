@@ -196,28 +196,36 @@ func matMulBF16ACases() []Case {
 }
 
 // loRAShrinkCases cover degenerate sizes, a decode-sized q/k/v group (48
-// ranks over 64 inputs) with x in f32 and bf16, and many rows.
+// ranks over 64 inputs) and many rows, with x and xa in f32 and bf16
+// (a bf16 one may take a bf16 GEMM: lora_bf16.go), tiles with ragged
+// edges (130 rows, 80 inputs, 72 ranks against 64 × 64 × 32 tiles).
 func loRAShrinkCases() []Case {
 	type shape struct {
 		rows, in, ranks int
-		x               kernels.DType
+		x, xa           kernels.DType
 	}
-	shapes := []shape{{1, 1, 1, kernels.F32}, {3, 17, 5, kernels.F32}, {9, 64, 48, kernels.F32}, {9, 64, 48, kernels.BF16}, {130, 96, 24, kernels.BF16}}
+	f, h := kernels.F32, kernels.BF16
+	shapes := []shape{{1, 1, 1, f, f}, {3, 17, 5, f, f}, {9, 64, 48, f, f}, {9, 64, 48, h, f}, {130, 96, 24, h, f},
+		{130, 80, 72, h, h}, {70, 96, 40, f, h}}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(4700+i)
-		cs = append(cs, Case{Op: "LoRAShrink", Name: fmt.Sprintf("rows=%d,in=%d,ranks=%d,x=%v", s.rows, s.in, s.ranks, s.x), check: func(b kernels.Backend) error {
+		cs = append(cs, Case{Op: "LoRAShrink", Name: fmt.Sprintf("rows=%d,in=%d,ranks=%d,x=%v,xa=%v", s.rows, s.in, s.ranks, s.x, s.xa), check: func(b kernels.Backend) error {
 			e := newEnv(b, seed)
 			defer e.free()
 			x := e.floats("x", s.x, e.uniform(s.rows*s.in, 1), true)
 			a := e.in("A", e.uniform(s.ranks*s.in, 1))
-			xa := e.out("xa", nans(s.rows*s.ranks))
+			xa := e.floats("xa", s.xa, nans(s.rows*s.ranks), false)
 			want := RefLoRAShrink(x.values(), a.values(), s.rows, s.in, s.ranks)
 			b.LoRAShrink(xa.view, x.view, a.view, s.rows, s.in, s.ranks)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
-			return Compare("xa", xa.result(b), want, tolMatMul)
+			if s.x == kernels.F32 && s.xa == kernels.F32 {
+				return Compare("xa", xa.result(b), want, tolMatMul)
+			}
+			wantRounded := RefLoRAShrink(roundedBF16(x.values()), roundedBF16(a.values()), s.rows, s.in, s.ranks)
+			return compareBF16GEMM("xa", xa.result(b), want, wantRounded, s.xa == kernels.BF16)
 		}})
 	}
 	return cs
@@ -293,24 +301,39 @@ func (l loraLayout) refParts(bs []*operand) []RefLoRAPart {
 func loRAExpandCases() []Case {
 	var cs []Case
 	for li, l := range loraLayouts {
-		for ri, rows := range []int{1, 5, 70} {
+		for ri, rows := range []int{1, 5, 70, -70} {
+			// rows −70: 70 rows with a BF16 xa (a bf16 GEMM may take it).
+			xaDT := kernels.F32
+			if rows < 0 {
+				rows, xaDT = -rows, kernels.BF16
+			}
 			l, rows, seed := l, rows, uint64(4800+10*li+ri)
-			cs = append(cs, Case{Op: "LoRAExpand", Name: fmt.Sprintf("%s,rows=%d", l.name, rows), check: func(b kernels.Backend) error {
+			cs = append(cs, Case{Op: "LoRAExpand", Name: fmt.Sprintf("%s,rows=%d,xa=%v", l.name, rows, xaDT), check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
 				parts, ys, bs, _ := l.operands(e, rows, false, false)
-				xa := e.in("xa", e.uniform(rows*l.ranks(), 1))
+				xa := e.floats("xa", xaDT, e.uniform(rows*l.ranks(), 1), true)
 				var ysv [][]float64
 				for _, y := range ys {
 					ysv = append(ysv, y.values())
 				}
 				want := RefLoRAExpand(xa.values(), l.refParts(bs), ysv, rows)
+				roundedParts := l.refParts(bs)
+				for i := range roundedParts {
+					roundedParts[i].B = roundedBF16(roundedParts[i].B)
+				}
+				wantRounded := RefLoRAExpand(xa.values(), roundedParts, ysv, rows)
 				b.LoRAExpand(xa.view, parts, rows)
 				if err := e.checkAll(); err != nil {
 					return err
 				}
 				for i, y := range ys {
-					if err := Compare(y.name, y.result(b), want[i], tolMatMul); err != nil {
+					got := y.result(b)
+					if xaDT == kernels.F32 {
+						if err := Compare(y.name, got, want[i], tolMatMul); err != nil {
+							return err
+						}
+					} else if err := compareBF16GEMM(y.name, got, want[i], wantRounded[i], false); err != nil {
 						return err
 					}
 				}

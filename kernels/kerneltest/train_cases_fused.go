@@ -42,35 +42,53 @@ func swiGLURowsBackwardCases() []Case {
 func loRAExpandBackwardCases() []Case {
 	var cs []Case
 	for li, l := range loraLayouts {
-		for ri, rows := range []int{1, 5, 70} {
+		for ri, rows := range []int{1, 5, 70, -70} {
+			// rows −70: 70 rows with a BF16 xa (a bf16 GEMM may take it:
+			// lora_bf16.go).
+			xaDT := kernels.F32
+			if rows < 0 {
+				rows, xaDT = -rows, kernels.BF16
+			}
 			l, rows, seed := l, rows, uint64(5500+10*li+ri)
-			cs = append(cs, trainCase("LoRAExpandBackward", fmt.Sprintf("%s,rows=%d", l.name, rows), func(b kernels.Backend, tb kernels.TrainOps) error {
+			cs = append(cs, trainCase("LoRAExpandBackward", fmt.Sprintf("%s,rows=%d,xa=%v", l.name, rows, xaDT), func(b kernels.Backend, tb kernels.TrainOps) error {
 				e := newEnv(b, seed)
 				defer e.free()
 				parts, ys, bs, dbs := l.operands(e, rows, true, true)
-				xa := e.in("xa", e.uniform(rows*l.ranks(), 1))
+				xa := e.floats("xa", xaDT, e.uniform(rows*l.ranks(), 1), true)
 				dxa := e.out("dxa", nans(rows*l.ranks()))
-				var ysv [][]float64
+				var ysv, ysRounded [][]float64
 				for _, y := range ys {
-					ysv = append(ysv, y.values())
+					ysv, ysRounded = append(ysv, y.values()), append(ysRounded, roundedBF16(y.values()))
 				}
 				wantDxa, wantDB := RefLoRAExpandBackward(xa.values(), l.refParts(bs), ysv, rows)
+				roundedParts := l.refParts(bs)
+				for i := range roundedParts {
+					roundedParts[i].B = roundedBF16(roundedParts[i].B)
+				}
+				roundedDxa, roundedDB := RefLoRAExpandBackward(xa.values(), roundedParts, ysRounded, rows)
 				tb.LoRAExpandBackward(dxa.view, xa.view, parts, rows)
 				if err := e.checkAll(); err != nil {
 					return err
 				}
-				if err := Compare("dxa", dxa.result(b), wantDxa, tolMatMul); err != nil {
+				cmp := func(what string, got []float32, want, rounded []float64) error {
+					if xaDT == kernels.F32 {
+						return Compare(what, got, want, tolMatMul)
+					}
+					return compareBF16GEMM(what, got, want, rounded, false)
+				}
+				if err := cmp("dxa", dxa.result(b), wantDxa, roundedDxa); err != nil {
 					return err
 				}
 				for i, db := range dbs {
 					if db == nil {
 						continue
 					}
-					want := db.values()
+					want, rounded := db.values(), db.values()
 					for j := range want {
 						want[j] += wantDB[i][j]
+						rounded[j] += roundedDB[i][j]
 					}
-					if err := Compare(db.name, db.result(b), want, tolMatMul); err != nil {
+					if err := cmp(db.name, db.result(b), want, rounded); err != nil {
 						return err
 					}
 				}
@@ -87,15 +105,18 @@ func loRAShrinkBackwardCases() []Case {
 	type shape struct {
 		rows, in, ranks int
 		dx, da          bool
+		x               kernels.DType
 	}
-	shapes := []shape{{1, 1, 1, true, true}, {3, 17, 5, true, false}, {9, 64, 48, false, true}, {130, 96, 24, true, true}}
+	f, h := kernels.F32, kernels.BF16
+	shapes := []shape{{1, 1, 1, true, true, f}, {3, 17, 5, true, false, f}, {9, 64, 48, false, true, f}, {130, 96, 24, true, true, f},
+		{130, 96, 24, true, true, h}, {70, 80, 72, true, false, h}, {9, 64, 48, false, true, h}}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(5600+i)
-		cs = append(cs, trainCase("LoRAShrinkBackward", fmt.Sprintf("rows=%d,in=%d,ranks=%d,dx=%v,da=%v", s.rows, s.in, s.ranks, s.dx, s.da), func(b kernels.Backend, tb kernels.TrainOps) error {
+		cs = append(cs, trainCase("LoRAShrinkBackward", fmt.Sprintf("rows=%d,in=%d,ranks=%d,dx=%v,da=%v,x=%v", s.rows, s.in, s.ranks, s.dx, s.da, s.x), func(b kernels.Backend, tb kernels.TrainOps) error {
 			e := newEnv(b, seed)
 			defer e.free()
-			x := e.in("x", e.uniform(s.rows*s.in, 1))
+			x := e.floats("x", s.x, e.uniform(s.rows*s.in, 1), true)
 			a := e.in("A", e.uniform(s.ranks*s.in, 1))
 			dxa := e.in("dxa", e.uniform(s.rows*s.ranks, 1))
 			var dx, da *operand
@@ -106,22 +127,29 @@ func loRAShrinkBackwardCases() []Case {
 				da = e.out("dA", e.uniform(s.ranks*s.in, 1))
 			}
 			wantDx, wantDa := RefLoRAShrinkBackward(dxa.values(), x.values(), a.values(), s.rows, s.in, s.ranks)
+			roundedDx, roundedDa := RefLoRAShrinkBackward(roundedBF16(dxa.values()), x.values(), roundedBF16(a.values()), s.rows, s.in, s.ranks)
 			tb.LoRAShrinkBackward(view(dx), view(da), dxa.view, x.view, a.view, s.rows, s.in, s.ranks)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
 			for _, c := range []struct {
-				o    *operand
-				grad []float64
-			}{{dx, wantDx}, {da, wantDa}} {
+				o             *operand
+				grad, rounded []float64
+			}{{dx, wantDx, roundedDx}, {da, wantDa, roundedDa}} {
 				if c.o == nil {
 					continue
 				}
-				want := c.o.values()
+				want, rounded := c.o.values(), c.o.values()
 				for j := range want {
 					want[j] += c.grad[j]
+					rounded[j] += c.rounded[j]
 				}
-				if err := Compare(c.o.name, c.o.result(b), want, tolMatMul); err != nil {
+				got := c.o.result(b)
+				if s.x == kernels.F32 {
+					if err := Compare(c.o.name, got, want, tolMatMul); err != nil {
+						return err
+					}
+				} else if err := compareBF16GEMM(c.o.name, got, want, rounded, false); err != nil {
 					return err
 				}
 			}

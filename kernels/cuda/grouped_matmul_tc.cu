@@ -1,0 +1,57 @@
+// grouped_matmul_tc.cu: kernels.MoEOps' GroupedMatMul with bf16 expert
+// weights on tensor cores (tensor_core.cuh): C[r, :] = alpha·A[r, :]·B_eᵀ
+// (+ beta·C) for each row r in expert e's range [offsets[e],
+// offsets[e+1]), B_e stored n × k (transB, the forward's gate/up and down
+// projections) or k × n (the backward's dy·W). A is f32 (the grouped
+// activations) and is rounded to bf16 as it is staged; B is read exactly.
+// Expert row ranges are ragged: a tile's rows past its expert's end, and
+// columns past n or k past its end, are staged as zeros and not written,
+// so any n and k take this kernel — the hub models' expert sizes (GLM-4.5
+// 1408 by default, Qwen3-MoE 768 and 1536, Qwen3.5 512, hidden sizes 2048
+// to 5120) happen to be multiples of 64, the tiny test models' (32, 48)
+// are not. f32 expert weights (and
+// LoRA's expert products, f32 operands) keep moe.cu's grouped_matmul_f32.
+// nvcc -ptx -arch=compute_90 grouped_matmul_tc.cu
+#include "common.cuh"
+#include "tensor_core.cuh"
+
+// grid (⌈rows/TC_TM⌉ + nExperts, ⌈n/TC_TN⌉), block TC_THREADS: row tile x
+// of the flattened per-expert tile list (the same list as moe.cu's
+// grouped_matmul); blocks past its end return.
+GRPO_KERNEL void __launch_bounds__(TC_THREADS) grouped_matmul_tc_bf16(float* c, const float* a, const __nv_bfloat16* b, const int* offsets,
+								       int nExperts, int n, int k, int transB, float alpha, float beta) {
+	GRPO_SHARED(TcSmem, s, );
+	GRPO_SHARED(int, tile, [2]);
+	if (threadIdx.x == 0) {
+		int t = blockIdx.x, found = -1, r0 = 0;
+		for (int e = 0; e < nExperts; e++) {
+			int tiles = (offsets[e + 1] - offsets[e] + TC_TM - 1) / TC_TM;
+			if (t < tiles) {
+				found = e;
+				r0 = offsets[e] + t * TC_TM;
+				break;
+			}
+			t -= tiles;
+		}
+		tile[0] = found;
+		tile[1] = r0;
+	}
+	__syncthreads();
+	int e = tile[0];
+	if (e < 0) return;  // the whole block: e is shared
+	int r0 = tile[1], rEnd = offsets[e + 1], c0 = blockIdx.y * TC_TN;
+	const __nv_bfloat16* be = b + (long long)e * k * n;
+	auto la = [&](int r, int kk) { return r0 + r < rEnd ? ldc(a, (long long)(r0 + r) * k + kk) : 0.0f; };
+	if (transB)
+		tc_tile<true, true>(s, k, la, [&](int kk, int cc) { return c0 + cc < n ? ldc(be, (long long)(c0 + cc) * k + kk) : 0.0f; });
+	else
+		tc_tile<true, false>(s, k, la, [&](int kk, int cc) { return c0 + cc < n ? ldc(be, (long long)kk * n + c0 + cc) : 0.0f; });
+	for (int i = threadIdx.x; i < TC_TM * TC_TN; i += blockDim.x) {
+		int r = r0 + i / TC_TN, col = c0 + i % TC_TN;
+		if (r >= rEnd || col >= n) continue;
+		float* cp = c + (long long)r * n + col;
+		float v = alpha * s.c[(i / TC_TN) * TC_LDC + i % TC_TN];
+		if (beta != 0.0f) v += beta * ldc(cp, 0);
+		*cp = v;
+	}
+}

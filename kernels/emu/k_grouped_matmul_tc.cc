@@ -1,0 +1,5 @@
+#include "shim.h"
+#include "runtime.h"
+#include "../cuda/grouped_matmul_tc.cu"
+
+extern "C" void emu_register_grouped_matmul_tc(const char* prefix) { EMU_REG(grouped_matmul_tc_bf16); }
