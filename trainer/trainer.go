@@ -285,6 +285,10 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	device, err := cfg.SingleDevice() // several devices: refused until data parallel training is built
+	if err != nil {
+		return nil, err
+	}
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
 	if t.opts.resume {
 		r.dir, err = rundir.Open(t.opts.output)
@@ -331,7 +335,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	}
 	r.be = t.opts.backend
 	if r.be == nil {
-		if r.be, err = loader.OpenBackend(cfg.Device); err != nil {
+		if r.be, err = loader.OpenBackend(device); err != nil {
 			return nil, err
 		}
 	}

@@ -182,3 +182,18 @@ func (r Rank) OnRankZero(f func() error) error {
 func (r Rank) String() string {
 	return fmt.Sprintf("rank %d of %d (%s)", r.Rank, r.WorldSize, r.Launcher)
 }
+
+// CheckSingle reads the rank from the environment (FromEnv's checks) and
+// refuses a job of several ranks: until the data-parallel trainer joins
+// them, each node would run the whole job on its own and write its own run
+// directory.
+func CheckSingle(getenv func(string) string) error {
+	r, err := FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if r.WorldSize > 1 {
+		return fmt.Errorf("ranks: launched as %s: multi-node training is not built yet (docs/scale.md); run one process", r)
+	}
+	return nil
+}
