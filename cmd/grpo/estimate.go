@@ -68,10 +68,10 @@ Examples:
 			}
 			ctx, stop := interruptContext()
 			defer stop()
-			if devices != "" {
-				cfg.Devices = []string{devices}
-			}
 			ids, err := cfg.DeviceList()
+			if devices != "" {
+				ids, err = config.DevicesFromList("--devices "+devices, devices)
+			}
 			if err != nil {
 				return err
 			}
@@ -80,8 +80,8 @@ Examples:
 			} else if len(ids) > 1 {
 				return usagef("--json prints one device's estimate: drop --json to see the plan of %d devices", len(ids))
 			}
-			if len(cfg.Devices) > 0 && device == "" {
-				device = ids[0].String()
+			if device == "" {
+				device = ids[0].Backend
 			}
 			e, err := estimate.Run(ctx, cfg, estimate.RunOptions{
 				Shape: shape, Device: device, Measure: !noMeasure, Log: os.Stderr})
