@@ -31,7 +31,9 @@ type ncclComm struct {
 
 // NewNCCL joins rank of size to the communicator of id (ncclGetUniqueId's
 // bytes, the same on every rank: NCCLUniqueID on rank 0, handed out by the
-// rendezvous), on backend b's device. ncclCommInitRank waits for every
+// rendezvous), on backend b's device. A rank is a device, not a process:
+// a process driving D devices calls NewNCCL once per device, each from
+// its own goroutine (the call blocks until all have joined). ncclCommInitRank waits for every
 // rank: the rendezvous has seen them all alive just before. timeout bounds
 // each later collective's wait for its peers.
 func NewNCCL(b kernels.Backend, id [NCCLUniqueIDBytes]byte, rank, size int, timeout time.Duration) (kernels.Collective, error) {
