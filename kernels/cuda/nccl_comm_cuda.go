@@ -92,13 +92,14 @@ func (c *ncclComm) allReduce(p DevicePtr, n int, what string) error {
 	}
 	var ev Event
 	err := c.d.do(func() error {
+		// Held while issuing, so an Abort from another goroutine cannot
+		// free the communicator under the call.
 		c.mu.Lock()
-		comm := c.comm
-		c.mu.Unlock()
-		if comm == nil {
+		defer c.mu.Unlock()
+		if c.comm == nil {
 			return nil
 		}
-		return ncclAllReduceSumF32(what, p, p, n, comm, unsafe.Pointer(c.d.stream.C()))
+		return ncclAllReduceSumF32(what, p, p, n, c.comm, unsafe.Pointer(c.d.stream.C()))
 	})
 	if err == nil {
 		if ev, err = c.d.NewEvent(); err == nil {
