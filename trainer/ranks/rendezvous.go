@@ -44,48 +44,79 @@ const (
 // all alive a moment before. Nothing waits longer than timeout: a rank
 // that never arrives, a world size or version that does not match, or a
 // rank number given twice ends every waiting rank with a message naming
-// it. A single-rank job returns newID's id at once.
+// it. A single-rank job returns newID's id at once. Meet does the same and
+// keeps the connections to watch the ranks.
 func Rendezvous(ctx context.Context, r Rank, newID func() ([IDBytes]byte, error), timeout time.Duration) ([IDBytes]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if r.WorldSize == 1 {
-		return newID()
+	j, err := Meet(ctx, r, newID, timeout)
+	if err != nil {
+		return [IDBytes]byte{}, err
 	}
-	if r.Rank == 0 {
-		return serve(ctx, r, newID, timeout)
-	}
-	return join(ctx, r, timeout)
+	j.Close()
+	return j.ID, nil
 }
 
+// Meet is Rendezvous that keeps the job's connections (rank 0 to every
+// other rank) open, so a rank whose process dies is known by name: see
+// Job.Lost.
+func Meet(ctx context.Context, r Rank, newID func() ([IDBytes]byte, error), timeout time.Duration) (*Job, error) {
+	wait := timeout
+	if r.Rank != 0 {
+		// A little longer than rank 0 waits, so rank 0's verdict — which
+		// names the missing rank — arrives before this rank gives up.
+		wait += time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if r.WorldSize == 1 {
+		id, err := newID()
+		if err != nil {
+			return nil, err
+		}
+		return watch(r, id, nil), nil
+	}
+	if r.Rank == 0 {
+		id, peers, err := serve(ctx, r, newID, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return watch(r, id, peers), nil
+	}
+	id, c, err := join(ctx, r, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return watch(r, id, map[int]net.Conn{0: c}), nil
+}
+
+// keepAlive makes the kernel notice a peer whose node stopped answering
+// (no FIN: a power loss, a partition) within about 20 s.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}
+
 // serve is rank 0's side.
-func serve(ctx context.Context, r Rank, newID func() ([IDBytes]byte, error), timeout time.Duration) ([IDBytes]byte, error) {
+func serve(ctx context.Context, r Rank, newID func() ([IDBytes]byte, error), timeout time.Duration) ([IDBytes]byte, map[int]net.Conn, error) {
 	var id [IDBytes]byte
 	_, port, err := net.SplitHostPort(r.Addr)
 	if err != nil {
-		return id, fmt.Errorf("ranks: rendezvous address %q: %w", r.Addr, err)
+		return id, nil, fmt.Errorf("ranks: rendezvous address %q: %w", r.Addr, err)
 	}
 	// Listen on every interface: MASTER_ADDR is how the others reach this
 	// node, which need not be an address it can bind (a NAT, a service).
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("", port))
+	ln, err := (&net.ListenConfig{KeepAliveConfig: keepAlive}).Listen(ctx, "tcp", net.JoinHostPort("", port))
 	if err != nil {
-		return id, fmt.Errorf("ranks: rank 0 cannot listen on port %s for the rendezvous: %w (MASTER_PORT in use?)", port, err)
+		return id, nil, fmt.Errorf("ranks: rank 0 cannot listen on port %s for the rendezvous: %w (MASTER_PORT in use?)", port, err)
 	}
 	defer ln.Close()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 
 	peers := map[int]net.Conn{}
-	defer func() {
-		for _, c := range peers {
-			c.Close()
-		}
-	}()
 	// failAll tells every rank that arrived why the rendezvous failed.
-	failAll := func(err error) ([IDBytes]byte, error) {
+	failAll := func(err error) ([IDBytes]byte, map[int]net.Conn, error) {
 		for _, c := range peers {
 			writeError(c, err.Error())
+			c.Close()
 		}
-		return id, err
+		return id, nil, err
 	}
 	for len(peers) < r.WorldSize-1 {
 		c, err := ln.Accept()
@@ -128,57 +159,65 @@ func serve(ctx context.Context, r Rank, newID func() ([IDBytes]byte, error), tim
 		if _, err := c.Write(append([]byte{replyID}, id[:]...)); err != nil {
 			return failAll(fmt.Errorf("ranks: sending rank %d the id: %w", rank, err))
 		}
+		c.SetDeadline(time.Time{})
 	}
-	return id, nil
+	return id, peers, nil
 }
 
 // join is the side of every rank but 0.
-func join(ctx context.Context, r Rank, timeout time.Duration) ([IDBytes]byte, error) {
-	var id [IDBytes]byte
+func join(ctx context.Context, r Rank, timeout time.Duration) (id [IDBytes]byte, conn net.Conn, err error) {
 	var c net.Conn
 	var lastErr error
 	for c == nil {
 		var err error
-		c, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", r.Addr)
+		c, err = (&net.Dialer{Timeout: time.Second, KeepAliveConfig: keepAlive}).DialContext(ctx, "tcp", r.Addr)
 		if err == nil {
 			break
 		}
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			return id, fmt.Errorf("ranks: rank %d could not reach rank 0 at %s within %v: %v", r.Rank, r.Addr, timeout, lastErr)
+			return id, nil, fmt.Errorf("ranks: rank %d could not reach rank 0 at %s within %v: %v", r.Rank, r.Addr, timeout, lastErr)
 		case <-time.After(100 * time.Millisecond): // rank 0 may not be listening yet
 		}
 	}
-	defer c.Close()
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
 	h := hello{Magic: magic, Version: protocolVersion, Rank: uint32(r.Rank), World: uint32(r.WorldSize)}
 	if err := binary.Write(c, binary.BigEndian, h); err != nil {
-		return id, fmt.Errorf("ranks: rank %d saying hello to rank 0 at %s: %w", r.Rank, r.Addr, err)
+		return id, nil, fmt.Errorf("ranks: rank %d saying hello to rank 0 at %s: %w", r.Rank, r.Addr, err)
 	}
 	br := bufio.NewReader(c)
 	status, err := br.ReadByte()
 	if err != nil {
 		if ctx.Err() != nil {
-			return id, fmt.Errorf("ranks: rank %d: rank 0 at %s sent no id within %v (other ranks missing?)", r.Rank, r.Addr, timeout)
+			return id, nil, fmt.Errorf("ranks: rank %d: rank 0 at %s sent no id within %v (other ranks missing?)", r.Rank, r.Addr, timeout)
 		}
-		return id, fmt.Errorf("ranks: rank %d: rank 0 at %s closed the rendezvous: %w", r.Rank, r.Addr, err)
+		return id, nil, fmt.Errorf("ranks: rank %d: rank 0 at %s closed the rendezvous: %w", r.Rank, r.Addr, err)
 	}
 	switch status {
 	case replyID:
 		if _, err := io.ReadFull(br, id[:]); err != nil {
-			return id, fmt.Errorf("ranks: rank %d reading the id from rank 0: %w", r.Rank, err)
+			return id, nil, fmt.Errorf("ranks: rank %d reading the id from rank 0: %w", r.Rank, err)
 		}
-		return id, nil
+		if !stop() {
+			return id, nil, fmt.Errorf("ranks: rank %d: the rendezvous timed out as the id arrived", r.Rank)
+		}
+		c.SetDeadline(time.Time{})
+		return id, bufConn{c, br}, nil
 	case replyError:
 		msg, err := readMessage(br)
 		if err != nil {
-			return id, fmt.Errorf("ranks: rank %d: rank 0 refused the rendezvous (its reason unreadable: %w)", r.Rank, err)
+			return id, nil, fmt.Errorf("ranks: rank %d: rank 0 refused the rendezvous (its reason unreadable: %w)", r.Rank, err)
 		}
-		return id, fmt.Errorf("ranks: rank 0 ended the rendezvous: %s", strings.TrimPrefix(msg, "ranks: "))
+		return id, nil, fmt.Errorf("ranks: rank 0 ended the rendezvous: %s", strings.TrimPrefix(msg, "ranks: "))
 	}
-	return id, fmt.Errorf("ranks: rank %d: rank 0 at %s answered with status %d: not a grpo rendezvous", r.Rank, r.Addr, status)
+	return id, nil, fmt.Errorf("ranks: rank %d: rank 0 at %s answered with status %d: not a grpo rendezvous", r.Rank, r.Addr, status)
 }
 
 func readHello(ctx context.Context, c net.Conn) (hello, error) {
@@ -224,3 +263,12 @@ func absent(peers map[int]net.Conn, world int) []int {
 	}
 	return out
 }
+
+// bufConn reads through the reader that read the id, which may hold what
+// rank 0 sent next.
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
