@@ -53,6 +53,15 @@ func (c *Config) SingleDevice() (string, error) {
 	return SingleDeviceOf(ids, "devices = "+quoteList(c.Devices))
 }
 
+// ValidateOneDevice is Validate, then SingleDevice: the check of a run
+// that drives one device.
+func (c *Config) ValidateOneDevice() (string, error) {
+	if err := c.Validate(); err != nil {
+		return "", err
+	}
+	return c.SingleDevice()
+}
+
 // SingleDeviceOf is SingleDevice for a list from elsewhere (a flag), named
 // by what in the refusal.
 func SingleDeviceOf(ids []kernels.DeviceID, what string) (string, error) {

@@ -49,3 +49,17 @@ func TestDevicesKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAddEnv: an id no block names is appended with its weight, on a copy;
+// a named one leaves the config as it is.
+func TestAddEnv(t *testing.T) {
+	c := DefaultConfig()
+	c.Env = []Env{{ID: "gsm8k", Weight: 2}}
+	got := c.AddEnv("wordle", 1)
+	if len(got.Env) != 2 || got.Env[1].ID != "wordle" || got.Env[1].Weight != 1 || len(c.Env) != 1 {
+		t.Errorf("added: %+v; original %+v", got.Env, c.Env)
+	}
+	if again := got.AddEnv("gsm8k", 1); again != got {
+		t.Error("a named env was added again")
+	}
+}
