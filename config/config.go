@@ -41,6 +41,10 @@ type Config struct {
 	Seed int64 `toml:"seed"`
 	// Device names the backend, one of kernels.Devices(): cpu or cuda.
 	Device string `toml:"device"`
+	// Devices names the devices a run uses ("cuda:0-7", "cuda:0,2"; see
+	// kernels.ParseDevices), overriding Device; empty is one device,
+	// Device's first. DeviceList resolves the two.
+	Devices []string `toml:"devices"`
 	// MicroBatchTokens bounds the tokens of one forward/backward pass; a
 	// step's rollouts are split into micro-batches of at most this many
 	// tokens and their gradients accumulated (the update is the same as

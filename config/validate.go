@@ -48,6 +48,8 @@ func (c *Config) check(l *problems) {
 	}
 	if err := checkDevice(c.Device); err != nil {
 		bad("device", "%v", err)
+	} else if _, err := c.DeviceList(); err != nil {
+		bad("devices", "%v", err)
 	}
 	if c.MicroBatchTokens < 1 {
 		bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)

@@ -236,3 +236,15 @@ func (r *Registry) Client(id string, o Options) (*Client, error) {
 	}
 	return New(eps, o)
 }
+
+// LoadOrDefault reads the registry at path when given (it must exist),
+// else DefaultPath when there is one; nil when neither.
+func LoadOrDefault(path string) (*Registry, error) {
+	if path == "" {
+		if _, err := os.Stat(DefaultPath); err != nil {
+			return nil, nil
+		}
+		path = DefaultPath
+	}
+	return Load(path)
+}

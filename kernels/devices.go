@@ -1,6 +1,9 @@
 package kernels
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // devices are the device names a run may ask for, each with the
 // description its backend returns. They are known in every build, so a
@@ -28,6 +31,7 @@ func Devices() []string {
 // whether or not this build has it (Available tells), or false for a name
 // that is not a device.
 func DescribeDevice(name string) (Description, bool) {
+	name, _, _ = strings.Cut(name, ":") // "cuda:3" is a cuda device
 	i := slices.IndexFunc(devices, func(d Description) bool { return d.Name == name })
 	if i < 0 {
 		return Description{}, false

@@ -138,6 +138,14 @@ check_steps() {
 		if [ "$RC" = 0 ]; then record full-model PASS "$SECS" "$(grep -c -- '--- PASS' "$WORK/full-model.out") cases passed"; else record full-model FAIL "$SECS" "$(reason full-model)"; fi
 	else nobin full-model; fi
 
+	# --- 3b. NCCL: a communicator over every GPU (up to 4) in this
+	# process, an exact all-reduce and a barrier; with two GPUs, a peer that
+	# never joins ends the collective at the watchdog's timeout.
+	if [ $have = 1 ]; then
+		step nccl 45 bash -c "cd kernels/cuda && exec '$BIN' -test.v -test.run '^TestNCCLOnGPU\$' -test.timeout 45s"
+		if [ "$RC" = 0 ]; then record nccl PASS "$SECS" "$(grep -o 'NCCL [0-9]* from .*' "$WORK/nccl.out" | head -1)"; else record nccl FAIL "$SECS" "$(reason nccl)"; fi
+	else nobin nccl; fi
+
 	# --- 4. grpo bench at batch 1, 64 and 256 (bf16 weights, logits
 	# at the last prompt token, sampling on the device); batch 1 also the
 	# LoRA train step and matmul. Figures: tok/s and the roofline shares.

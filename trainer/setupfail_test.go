@@ -33,3 +33,35 @@ func TestSetupFailureShowsAsFailed(t *testing.T) {
 		t.Errorf("runs list: %s %q", info.Status, info.Detail)
 	}
 }
+
+// TestSeveralDevicesRefused: a config naming two devices (here CPU
+// replicas) is refused before the run directory is made, in one line
+// saying multi-device runs are not built yet, rather than train on one of
+// them; one device at an index (cpu:1) trains as the config says.
+func TestSeveralDevicesRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeRunFixture(t, dir, 1, 0)
+	text, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := filepath.Join(dir, "two.toml")
+	if err := os.WriteFile(two, append([]byte("devices = [\"cpu:0-1\"]\n"), text...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	_, err = runConfig(t, two, WithOutput(out))
+	if err == nil || !strings.Contains(err.Error(), `devices = ["cpu:0-1"] names 2 devices: multi-device runs are not built yet`) {
+		t.Fatalf("two devices: %v", err)
+	}
+	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+		t.Errorf("the refused run made its directory: %v", serr)
+	}
+	one := filepath.Join(dir, "one.toml")
+	if err := os.WriteFile(one, append([]byte("devices = [\"cpu:1\"]\n"), text...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := runConfig(t, one, WithOutput(filepath.Join(dir, "run1"))); err != nil || res.Steps != 1 {
+		t.Fatalf("devices = [\"cpu:1\"]: %+v, %v", res, err)
+	}
+}

@@ -272,17 +272,10 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	// Environments given in Go join the mixture as [[env]] blocks of
 	// weight 1 unless a block already names them.
 	for _, ne := range t.opts.envs {
-		named := false
-		for _, ec := range cfg.Env {
-			named = named || ec.ID == ne.env.ID()
-		}
-		if !named {
-			c := *cfg
-			c.Env = append(append([]config.Env(nil), cfg.Env...), config.Env{ID: ne.env.ID(), Weight: ne.weight})
-			cfg = &c
-		}
+		cfg = cfg.AddEnv(ne.env.ID(), ne.weight)
 	}
-	if err := cfg.Validate(); err != nil {
+	device, err := cfg.ValidateOneDevice() // several devices: refused until data parallel training is built
+	if err != nil {
 		return nil, err
 	}
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
@@ -331,7 +324,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	}
 	r.be = t.opts.backend
 	if r.be == nil {
-		if r.be, err = loader.OpenBackend(cfg.Device); err != nil {
+		if r.be, err = loader.OpenBackend(device); err != nil {
 			return nil, err
 		}
 	}

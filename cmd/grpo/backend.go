@@ -7,3 +7,8 @@ import "flag"
 func deviceFlag(fs *flag.FlagSet, dst *string) {
 	fs.StringVar(dst, "device", "cpu", "compute backend: cpu, or cuda in a binary built with -tags cuda")
 }
+
+// devicesFlag declares --devices (config.OneDevice, UseDevicesFlag).
+func devicesFlag(fs *flag.FlagSet, dst *string) {
+	fs.StringVar(dst, "devices", "", `devices to use, overriding --device: "cuda:1", "cuda:0-7", "cuda:0,2" (indices count the devices CUDA_VISIBLE_DEVICES leaves visible); one device until multi-device runs are built`)
+}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/grpo-dev/grpo/bench"
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/estimate/perf"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/loader"
@@ -110,6 +111,7 @@ step runs that path. It ignores the other flags and takes a minute or two
 			fs.BoolVar(&o.perfModel, "perf-model", false, "print the decode performance model (Markdown table; see above) instead of measuring")
 			fs.Float64Var(&o.nodeMicros, "node-us", 1.5, "--perf-model: assumed µs per graph node added to the roofline time")
 			deviceFlag(fs, &o.device)
+			devicesFlag(fs, &o.devices)
 			stepBenchFlags(fs, &o.Step) // --grpo-step, bench_step.go
 		},
 		run: func(args []string) error {
@@ -126,6 +128,7 @@ step runs that path. It ignores the other flags and takes a minute or two
 type benchOpts struct {
 	bench.Options
 	model, shape, device string
+	devices              string // --devices: one device until multi-device runs are built
 	dtype                string // weights of a --shape model
 	json                 bool
 	perfModel            bool    // --perf-model (estimate/perf)
@@ -136,6 +139,11 @@ type benchOpts struct {
 // the model, runs the bench and prints its figures: each to stderr as it
 // is measured, then the table or the JSON object on stdout.
 func runBench(o benchOpts) error {
+	device, err := config.OneDevice(o.device, o.devices)
+	if err != nil {
+		return err
+	}
+	o.device = device
 	if o.perfModel {
 		return runPerfModel(o)
 	}

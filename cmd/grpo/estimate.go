@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,17 +13,16 @@ import (
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/estimate"
-	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/model/hub"
+	"github.com/grpo-dev/grpo/kernels"
 )
 
 func init() {
 	var noMeasure, asJSON bool
-	var shape, device string
+	var shape, device, devices string
 	register(&command{
 		name:    "estimate",
 		summary: "estimate a config's memory and time per step before training",
-		usage:   "CONFIG.toml [--no-measure] [--json] [--shape NAME] [--device cpu|cuda]",
+		usage:   "CONFIG.toml [--no-measure] [--json] [--shape NAME] [--device cpu|cuda] [--devices cuda:0-7]",
 		help: `Prints the parameters, the memory the run will hold (base weights, LoRA
 parameters and AdamW moments, the sampler's paged KV cache for batch_size
 rollouts of prompt + max_tokens — cut to the free memory when all of them do
@@ -38,6 +35,12 @@ per step from a short measured
 warm-up on the real model (random weights of the same shape when the weights
 are not downloaded). The exit code is 0 whether or not the run fits;
 'grpo train' refuses to start a run that does not fit unless --force.
+
+With several devices (--devices or the config's devices key) it prints the
+data-parallel plan per device — every device holds the weights, the adapter
+and its optimizer state, and samples and trains its share of each step's
+groups — and exits 1 naming the first device that does not fit and its
+largest item.
 
 The model's shape comes from its local directory or the Hugging Face cache, or
 else from its config.json alone; --shape estimates for a named shape without
@@ -53,6 +56,7 @@ Examples:
 			fs.BoolVar(&asJSON, "json", false, "print the estimate as JSON")
 			fs.StringVar(&shape, "shape", "", "estimate for a named model shape instead of the config's model (grpo bench --help lists them)")
 			fs.StringVar(&device, "device", "", "override the config's device: cpu or cuda")
+			fs.StringVar(&devices, "devices", "", `the devices of a data-parallel run, overriding the config's devices: "cuda:0-7", "cuda:0,2"`)
 		},
 		run: func(args []string) error {
 			if len(args) != 1 {
@@ -64,10 +68,25 @@ Examples:
 			}
 			ctx, stop := interruptContext()
 			defer stop()
+			ids, err := cfg.DeviceList()
+			if devices != "" {
+				ids, err = config.DevicesFromList("--devices "+devices, devices)
+			}
+			if err != nil {
+				return err
+			}
+			if len(ids) > 1 && !asJSON {
+				return estimateDevices(ctx, cfg, ids, estimate.RunOptions{Shape: shape, Measure: !noMeasure, Log: os.Stderr})
+			} else if len(ids) > 1 {
+				return usagef("--json prints one device's estimate: drop --json to see the plan of %d devices", len(ids))
+			}
+			if device == "" {
+				device = ids[0].Backend
+			}
 			e, err := estimate.Run(ctx, cfg, estimate.RunOptions{
 				Shape: shape, Device: device, Measure: !noMeasure, Log: os.Stderr})
 			if err != nil {
-				return withShapeHint(err, cfg.Model, shape)
+				return estimate.WithShapeHint(err, cfg.Model, shape)
 			}
 			if asJSON {
 				return e.WriteJSON(os.Stdout)
@@ -76,20 +95,6 @@ Examples:
 			return nil
 		},
 	})
-}
-
-// withShapeHint adds to a failure to read the model's config.json from
-// the hub (offline, or the hub out of reach) the way to estimate without
-// it: --shape, naming the shape of the model's own name when there is one.
-func withShapeHint(err error, modelID, shape string) error {
-	if shape != "" || !errors.Is(err, hub.ErrNotCached) && !errors.Is(err, hub.ErrTransfer) {
-		return err
-	}
-	name := "NAME"
-	if _, ok := model.Shape(strings.ToLower(path.Base(modelID))); ok {
-		name = strings.ToLower(path.Base(modelID))
-	}
-	return fmt.Errorf("%w; without the hub, estimate a known shape: grpo estimate CONFIG --shape %s (shapes: %s)", err, name, strings.Join(model.ShapeNames(), ", "))
 }
 
 // loadTrainConfig parses and checks a run config as grpo train does.
@@ -205,4 +210,21 @@ func checkFits(ctx context.Context, cfg *config.Config) error {
 			estimate.FormatBytes(e.Peak), e.PeakPhase, estimate.FormatBytes(e.Available.Bytes), e.Available.Source, e.Advice())
 	}
 	return nil
+}
+
+// estimateDevices prints a data-parallel plan: the first device's full
+// estimate (the others differ only in their share's sampling items), then
+// a line per device.
+func estimateDevices(ctx context.Context, cfg *config.Config, ids []kernels.DeviceID, o estimate.RunOptions) error {
+	plan, err := estimate.PlanDevices(ctx, cfg, ids, o)
+	if err != nil {
+		return err
+	}
+	writeEstimate(os.Stdout, plan[0].Estimate)
+	fmt.Printf("\ndata parallel over %d devices: each holds the base weights, the adapter and its AdamW state and trains its share of a step's %d groups\n",
+		len(plan), cfg.BatchSize/cfg.RolloutsPerExample)
+	for _, s := range plan {
+		fmt.Println("  " + s.Summary())
+	}
+	return estimate.Misfit(plan)
 }

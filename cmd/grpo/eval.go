@@ -87,6 +87,7 @@ func (o *optFloat) ptr() *float64 {
 // on every call, so in-process tests start from the defaults.
 type evalOptions struct {
 	model, adapter, device, args, output string
+	devices                              string // --devices: one device until multi-device evals are built
 	endpointsPath                        string
 	n, r, maxTokens, batch, seed         optInt
 	temperature                          optFloat
@@ -163,6 +164,7 @@ Examples:
 			fs.Float64Var(&f.passThreshold, "pass-threshold", 1, "reward at which a rollout counts as solved for pass@k")
 			fs.BoolVar(&f.noThinking, "no-thinking", false, "pass enable_thinking=false to the chat template (Qwen3)")
 			fs.StringVar(&f.device, "device", "", `compute backend: "cpu" (the default) or "cuda" in a binary built with -tags cuda`)
+			devicesFlag(fs, &f.devices)
 			fs.StringVar(&f.endpointsPath, "endpoints", "", "endpoints.toml whose endpoint ids -m may name (default "+endpoints.DefaultPath+" when it exists)")
 		},
 		run: runEval,
@@ -216,7 +218,11 @@ func runEval(args []string) error {
 		}
 		file = &config.EvalFile{Eval: []config.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
 	}
-	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: f.device,
+	device, err := config.OneDevice(f.device, f.devices)
+	if err != nil {
+		return err
+	}
+	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: device,
 		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(),
 		Sampling: sampler.Overrides{MaxTokens: f.maxTokens.ptr(), Temperature: f.temperature.ptr()}}
 	if f.seed.set {
@@ -241,9 +247,9 @@ func runEval(args []string) error {
 		}
 		out = fmt.Sprintf("eval-%s-%s.jsonl", strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(name), time.Now().Format("20060102-150405"))
 	}
-	reg, err := loadEndpoints(f.endpointsPath)
+	reg, err := endpoints.LoadOrDefault(f.endpointsPath)
 	if err != nil {
-		return err
+		return fmt.Errorf("--endpoints: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -272,22 +278,6 @@ func runEval(args []string) error {
 		return runErr
 	}
 	return nil
-}
-
-// loadEndpoints reads the endpoints registry: path when given (it must
-// exist), else endpoints.DefaultPath when there is one (nil otherwise).
-func loadEndpoints(path string) (*endpoints.Registry, error) {
-	if path == "" {
-		if _, err := os.Stat(endpoints.DefaultPath); err != nil {
-			return nil, nil
-		}
-		path = endpoints.DefaultPath
-	}
-	reg, err := endpoints.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("--endpoints: %w", err)
-	}
-	return reg, nil
 }
 
 func printEvalTable(w io.Writer, results []eval.Result, specs []config.EvalSpec) error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/config"
+	"github.com/grpo-dev/grpo/endpoints"
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/gepa"
 	"github.com/schollz/progressbar/v3"
@@ -118,9 +119,9 @@ func runGEPA(args []string) error {
 	if out == "" {
 		out = filepath.Join("runs", "gepa-"+strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	}
-	reg, err := loadEndpoints(f.endpointsPath)
+	reg, err := endpoints.LoadOrDefault(f.endpointsPath)
 	if err != nil {
-		return err
+		return fmt.Errorf("--endpoints: %w", err)
 	}
 	var thinking *bool
 	if f.noThinking {

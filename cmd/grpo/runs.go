@@ -81,7 +81,7 @@ func runRuns(w io.Writer, args []string) error {
 	if len(rest) != 1 {
 		return usagef("runs %s takes one run directory or name (see grpo runs list)", sub)
 	}
-	path, err := findRun(rest[0], runsFlags.dir)
+	path, err := rundir.Find(rest[0], runsFlags.dir, trainer.ReadRunConfig)
 	if err != nil {
 		return err
 	}
@@ -105,28 +105,6 @@ func runRuns(w io.Writer, args []string) error {
 	// A step of a large model can take minutes; follow until the run has
 	// been silent for five times the running window before giving up.
 	return rundir.FollowLog(ctx, path, w, runsFlags.poll, 5*rundir.RunningWindow)
-}
-
-// findRun resolves RUN: a run directory as given, or a name under dir.
-func findRun(arg, dir string) (string, error) {
-	for _, p := range []string{arg, filepath.Join(dir, arg)} {
-		if rundir.Is(p) {
-			return p, nil
-		}
-	}
-	var names []string
-	if runs, err := rundir.List(dir, time.Now(), trainer.ReadRunConfig); err == nil {
-		for _, r := range runs {
-			names = append(names, r.Name)
-		}
-	}
-	msg := fmt.Sprintf("run %q not found: neither it nor %s is a run directory", arg, filepath.Join(dir, arg))
-	if len(names) > 0 {
-		msg += "; runs in " + dir + ": " + strings.Join(names, ", ")
-	} else {
-		msg += "; start one with grpo train CONFIG.toml"
-	}
-	return "", fmt.Errorf("%s", msg)
 }
 
 func runsList(w io.Writer, dir string) error {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/serve"
 )
@@ -36,6 +37,7 @@ func (a adapterFlags) Set(s string) error {
 
 type serveOptions struct {
 	host, name, device string
+	devices            string // --devices: one device until replicas are built
 	port               int
 	slots, maxLen      int
 	maxQueue           int
@@ -108,6 +110,7 @@ Examples:
 			fs.IntVar(&f.maxLen, "max-len", 0, "most tokens per sequence, prompt included (default the model's context, at most 4096)")
 			fs.IntVar(&f.maxQueue, "max-queue", 0, "requests that may wait for a slot before 429 (default 4 × slots)")
 			deviceFlag(fs, &f.device)
+			devicesFlag(fs, &f.devices)
 		},
 		run: runServe,
 	})
@@ -125,7 +128,11 @@ func runServe(args []string) error {
 	case f.port < 0 || f.port > 65535:
 		return usagef("--port %d: want 0 to 65535", f.port)
 	}
-	l, err := openModel(loader.Spec{Model: args[0], Device: f.device})
+	device, err := config.OneDevice(f.device, f.devices)
+	if err != nil {
+		return err
+	}
+	l, err := openModel(loader.Spec{Model: args[0], Device: device})
 	if err != nil {
 		return err
 	}

@@ -11,17 +11,18 @@ import (
 	"github.com/grpo-dev/grpo/env"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
+	"github.com/grpo-dev/grpo/trainer/ranks"
 )
 
 func init() {
-	var output, resume, device string
+	var output, resume, device, devices string
 	var force bool   // grpo estimate's guard: start even when the estimate does not fit
 	var verbose bool // report the CPU backend's BLAS and kernels (cpureport.go)
 	var overrides []config.Override
 	register(&command{
 		name:    "train",
 		summary: "train a LoRA adapter with GRPO from a config file",
-		usage:   "CONFIG.toml [--output DIR] [--max-steps N] [--batch-size N] [--seed N] [--set KEY=VALUE]... [--device cpu|cuda] [--force] [--verbose] | --resume RUN_DIR",
+		usage:   "CONFIG.toml [--output DIR] [--max-steps N] [--batch-size N] [--seed N] [--set KEY=VALUE]... [--device cpu|cuda] [--devices cuda:N] [--force] [--verbose] | --resume RUN_DIR",
 		help: `Runs GRPO with LoRA as the config says (the TOML schema of Prime Intellect
 Lab's configs/rl/*.toml plus grpo's [lora], [loss], [optimizer], [checkpoint];
 every key is documented in docs/config.md). Shows a progress bar and one line
@@ -63,6 +64,7 @@ Examples:
 			fs.StringVar(&output, "output", "", "run directory (default runs/<name>-<time>)")
 			fs.StringVar(&resume, "resume", "", "continue the run in this directory from its newest checkpoint")
 			fs.StringVar(&device, "device", "", "override the config's device: cpu, or cuda in a binary built with -tags cuda")
+			devicesFlag(fs, &devices)
 			fs.BoolVar(&force, "force", false, "start even when the memory estimate (grpo estimate) exceeds the free memory")
 			overrides = nil // flags are set up afresh for every call (and test)
 			for _, k := range []struct{ flag, key string }{{"max-steps", "max_steps"}, {"batch-size", "batch_size"}, {"seed", "seed"}} {
@@ -111,6 +113,12 @@ Examples:
 			}
 			if device != "" {
 				cfg.Device = device
+			}
+			if err := cfg.UseDevicesFlag(devices); err != nil { // several: not built yet
+				return err
+			}
+			if err := ranks.CheckSingle(os.Getenv); err != nil { // srun/torchrun: likewise
+				return err
 			}
 			for _, w := range cfg.Warnings {
 				fmt.Fprintln(os.Stderr, "warning:", w)

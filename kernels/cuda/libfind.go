@@ -194,3 +194,12 @@ func (e *libError) Error() string {
 	}
 	return "cuda: cannot load " + e.what + "; tried, in order:\n" + strings.Join(e.tried, "\n")
 }
+
+// ncclNames are the NCCL sonames the collectives accept (nccl_cuda.go):
+// libnccl.so.2 is NCCL 2's, from the nvidia-nccl-cu12/cu13 wheels
+// (nvidia/nccl/lib, found by libDirs' nvidia/*/lib), Debian's or NVIDIA's
+// libnccl2 package (the loader cache) or GRPO_NCCL_LIB.
+var ncclNames = []string{"libnccl.so.2", "libnccl.so"}
+
+// ncclOverride is the variable naming NCCL's file or directory.
+const ncclOverride = "GRPO_NCCL_LIB"

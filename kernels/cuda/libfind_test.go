@@ -124,3 +124,46 @@ func TestLibCandidatesFollowLinkedPython(t *testing.T) {
 		t.Errorf("candidates %v lack the linked python's wheel %s", got, wheel)
 	}
 }
+
+// TestNCCLCandidates: NCCL is found as cuBLAS is — GRPO_NCCL_LIB first,
+// then the loader cache, then the nvidia-nccl-cu12 wheel of a python on
+// PATH (nvidia/nccl/lib), the bare sonames last; a cuBLAS beside it is not
+// a candidate.
+func TestNCCLCandidates(t *testing.T) {
+	root := t.TempDir()
+	mk := func(rel string) string {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	override := mk("override/libnccl.so.2")
+	cached := mk("cache/libnccl.so.2")
+	wheel := mk("venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2")
+	mk("venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublas.so.12")
+	mk("venv/bin/python3")
+	env := map[string]string{ncclOverride: filepath.Dir(override), "PATH": filepath.Join(root, "venv/bin")}
+	s := libSearch{
+		getenv: func(k string) string { return env[k] },
+		glob:   filepath.Glob,
+		ldconfig: func() string {
+			return "\tlibnccl.so.2 (libc6,x86-64) => " + cached + "\n\tlibcublas.so.12 (libc6,x86-64) => /elsewhere/libcublas.so.12\n"
+		},
+		stat: func(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() },
+		root: root,
+	}
+	got := s.libCandidates(ncclOverride, ncclNames)
+	want := append([]string{override, cached, wheel}, ncclNames...)
+	if !slices.Equal(got, want) {
+		t.Fatalf("candidates:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	env[ncclOverride] = wheel
+	delete(env, "PATH")
+	if got := s.libCandidates(ncclOverride, ncclNames); got[0] != wheel || slices.Contains(got, override) {
+		t.Errorf("GRPO_NCCL_LIB naming a file: %v", got)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/grpo-dev/grpo/estimate"
+)
+
+// TestDevicesFlagRefusesSeveral: train, eval, serve and bench given
+// several devices stop before loading anything, with one line saying
+// multi-device runs are not built yet; a malformed list names the flag and
+// the fault; a config's devices key of several is refused by train too.
+func TestDevicesFlagRefusesSeveral(t *testing.T) {
+	cfg := writeConfig(t, "Qwen/Qwen3-0.6B")
+	for _, args := range [][]string{
+		{"train", cfg, "--devices", "cpu:0-1"},
+		{"eval", "reverse-text", "-m", "Qwen/Qwen3-0.6B", "--devices", "cpu:0-1"},
+		{"serve", "Qwen/Qwen3-0.6B", "--devices", "cpu:0-1"},
+		{"bench", "--shape", "qwen3-30m", "--devices", "cpu:0-1"},
+	} {
+		code, _, errOut := runCaptured(t, args...)
+		want := "--devices cpu:0-1 names 2 devices: multi-device runs are not built yet"
+		if code == 0 || !strings.Contains(errOut, want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("grpo %s: exit %d, stderr %q; want one line containing %q", strings.Join(args, " "), code, errOut, want)
+		}
+	}
+	code, _, errOut := runCaptured(t, "train", cfg, "--devices", "cuda:0,cuda:0")
+	if code == 0 || !strings.Contains(errOut, "--devices cuda:0,cuda:0: cuda:0 is named twice") {
+		t.Errorf("duplicate: exit %d, %q", code, errOut)
+	}
+	text, _ := os.ReadFile(cfg)
+	two := filepath.Join(t.TempDir(), "two.toml")
+	os.WriteFile(two, append([]byte("devices = [\"cpu:0-1\"]\n"), text...), 0o644)
+	code, _, errOut = runCaptured(t, "train", two)
+	if code == 0 || !strings.Contains(errOut, `devices = ["cpu:0-1"] names 2 devices: multi-device runs are not built yet`) {
+		t.Errorf("config devices key: exit %d, %q", code, errOut)
+	}
+}
+
+// TestEstimateDevices: grpo estimate --devices prints a line per device
+// with its share of the step's groups (32 groups on 3 devices: 11, 11,
+// 10) and exits 0 when each fits; with too little memory it exits 1 naming
+// what does not fit.
+func TestEstimateDevices(t *testing.T) {
+	cfg := writeConfig(t, "Qwen/Qwen3-0.6B")
+	t.Setenv(estimate.FakeMemAvailableEnv, "1T")
+	code, out, errOut := runCaptured(t, "estimate", cfg, "--shape", "qwen3-0.6b", "--no-measure", "--devices", "cpu:0-2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"data parallel over 3 devices", "cpu:0: 11 groups", "cpu:1: 11 groups", "cpu:2: 10 groups"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Setenv(estimate.FakeMemAvailableEnv, "4G")
+	code, _, errOut = runCaptured(t, "estimate", cfg, "--shape", "qwen3-0.6b", "--no-measure", "--devices", "cpu:0-2")
+	if code == 0 || !strings.Contains(errOut, "3 cpu replicas need") {
+		t.Errorf("4G: exit %d, %q", code, errOut)
+	}
+}
+
+// TestTrainRefusesSeveralRanks: grpo train under srun with 2 tasks stops
+// at once rather than train the whole job twice.
+func TestTrainRefusesSeveralRanks(t *testing.T) {
+	cfg := writeConfig(t, "Qwen/Qwen3-0.6B")
+	for k, v := range map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"} {
+		t.Setenv(k, v)
+	}
+	code, _, errOut := runCaptured(t, "train", cfg)
+	if code == 0 || !strings.Contains(errOut, "launched as rank 1 of 2 (slurm): multi-node training is not built yet") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// DeviceList resolves the run's devices: the `devices` key's list, or one
+// device, `device`'s first. A `device` written in the file must agree with
+// the list's backend; CUDA indices are checked against
+// CUDA_VISIBLE_DEVICES (the driver's count is checked on opening).
+func (c *Config) DeviceList() ([]kernels.DeviceID, error) {
+	if len(c.Devices) == 0 {
+		return []kernels.DeviceID{{Backend: c.Device}}, nil
+	}
+	ids, err := DevicesFromList("devices = "+quoteList(c.Devices), c.Devices...)
+	if err != nil {
+		return nil, err
+	}
+	if c.src != nil && c.src.Has("device") && c.Device != ids[0].Backend {
+		return nil, fmt.Errorf("devices = %s names %s devices but device = %q: drop device, or make the two agree", quoteList(c.Devices), ids[0].Backend, c.Device)
+	}
+	return ids, nil
+}
+
+// DevicesFromList parses a device list given as what (`devices = [...]`,
+// `--devices cuda:0-7`) and checks it against CUDA_VISIBLE_DEVICES; errors
+// name what and the fix, in one line.
+func DevicesFromList(what string, specs ...string) ([]kernels.DeviceID, error) {
+	ids, err := kernels.ParseDevices(specs...)
+	if err == nil {
+		err = kernels.CheckDeviceCount(ids, -1, os.LookupEnv)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", what, err)
+	}
+	return ids, nil
+}
+
+// SingleDevice is the one device a run that drives one device opens
+// ("cuda", "cuda:3", "cpu"), or an error when the config names several:
+// training, eval, serve and bench do not yet spread over devices, and must
+// not silently use one of them.
+func (c *Config) SingleDevice() (string, error) {
+	ids, err := c.DeviceList()
+	if err != nil {
+		return "", err
+	}
+	return SingleDeviceOf(ids, "devices = "+quoteList(c.Devices))
+}
+
+// ValidateOneDevice is Validate, then SingleDevice: the check of a run
+// that drives one device.
+func (c *Config) ValidateOneDevice() (string, error) {
+	if err := c.Validate(); err != nil {
+		return "", err
+	}
+	return c.SingleDevice()
+}
+
+// SingleDeviceOf is SingleDevice for a list from elsewhere (a flag), named
+// by what in the refusal.
+func SingleDeviceOf(ids []kernels.DeviceID, what string) (string, error) {
+	if len(ids) > 1 {
+		return "", fmt.Errorf("%s names %d devices: multi-device runs are not built yet (data parallel training is issue 30's next step); name one device, e.g. %s", what, len(ids), ids[0])
+	}
+	if ids[0].Index == 0 {
+		return ids[0].Backend, nil
+	}
+	return ids[0].String(), nil
+}
+
+// OneDevice is the device a single-device command opens: the --devices
+// flag's one device ("cuda:1") when given, else device; a list of several
+// is refused in one line naming the flag.
+func OneDevice(device, devicesFlag string) (string, error) {
+	if devicesFlag == "" {
+		return device, nil
+	}
+	ids, err := DevicesFromList("--devices "+devicesFlag, devicesFlag)
+	if err != nil {
+		return "", err
+	}
+	return SingleDeviceOf(ids, "--devices "+devicesFlag)
+}
+
+// UseDevicesFlag makes a --devices flag's list the config's devices (""
+// leaves them) and refuses several devices, naming the flag or the key,
+// as a single-device run must.
+func (c *Config) UseDevicesFlag(devicesFlag string) error {
+	if devicesFlag != "" {
+		if _, err := OneDevice("", devicesFlag); err != nil {
+			return err
+		}
+		c.Devices = []string{devicesFlag}
+	}
+	_, err := c.SingleDevice()
+	return err
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

@@ -1,0 +1,132 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"gorgonia.org/cu"
+)
+
+// TestNCCLOnGPU forms one communicator over every GPU of the machine (up
+// to 4; one rank per GPU, all in this process) and checks: the all-reduce
+// sums exactly (rank r holds (r+1)·x with x a small multiple of 1/4, so
+// every partial sum is exact in f32 and the result is x·n(n+1)/2) with the
+// same bits on every rank; a barrier returns; and, with two GPUs or more,
+// a collective that rank 1 never joins ends rank 0 at the watchdog's
+// timeout with an aborted-collective error instead of hanging. Needs a GPU
+// and libnccl.so.2 (the torch wheels' nvidia/nccl/lib is found).
+func TestNCCLOnGPU(t *testing.T) {
+	path, err := NCCLPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NCCLVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := cu.NumDevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = min(n, 4)
+	t.Logf("NCCL %d from %s; %d rank(s), one per GPU", v, path, n)
+	id, err := NCCLUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := make([]*Backend, n)
+	comms := make([]kernels.Collective, n)
+	for r := range backends {
+		d, err := openDriver(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		backends[r] = New(d)
+		defer backends[r].Close()
+	}
+	// ncclCommInitRank waits for every rank: one goroutine each.
+	const timeout = 5 * time.Second
+	each(t, n, func(r int) error {
+		var err error
+		comms[r], err = NewNCCL(backends[r], id, r, n, timeout)
+		return err
+	})
+	const size = 1 << 20
+	got := make([][]float32, n)
+	each(t, n, func(r int) error {
+		b := backends[r]
+		buf := b.Alloc(kernels.F32, size)
+		defer b.Free(buf)
+		host := make([]float32, size)
+		for i := range host {
+			host[i] = float32(r+1) * float32(i%1024-512) / 4
+		}
+		b.Upload(buf, host)
+		if err := comms[r].AllReduceSum(buf); err != nil {
+			return err
+		}
+		got[r] = make([]float32, size)
+		b.Download(got[r], buf)
+		return comms[r].Barrier()
+	})
+	tri := float32(n * (n + 1) / 2)
+	for r := range got {
+		for i, x := range got[r] {
+			want := tri * float32(i%1024-512) / 4
+			if math.Float32bits(x) != math.Float32bits(want) || math.Float32bits(x) != math.Float32bits(got[0][i]) {
+				t.Fatalf("rank %d element %d: %v, want %v (rank 0: %v)", r, i, x, want, got[0][i])
+			}
+		}
+	}
+	if n < 2 {
+		t.Log("one GPU: the missing-peer check needs two")
+		for _, c := range comms {
+			c.Close()
+		}
+		return
+	}
+	// Rank 1 stays away: rank 0's all-reduce must end at the timeout.
+	start := time.Now()
+	buf := backends[0].Alloc(kernels.F32, size)
+	err = comms[0].AllReduceSum(buf)
+	took := time.Since(start)
+	t.Logf("with rank 1 absent: %v after %v", err, took)
+	if err == nil || !errors.Is(err, kernels.ErrCollectiveAborted) || !strings.Contains(err.Error(), "a peer is hung") {
+		t.Errorf("want an aborted collective naming a hung peer, got %v", err)
+	}
+	if took > 3*timeout {
+		t.Errorf("took %v with a %v timeout", took, timeout)
+	}
+	for r := 1; r < n; r++ {
+		comms[r].Abort(errors.New("test over"))
+	}
+}
+
+// each runs f for every rank in its own goroutine and fails the test with
+// the ranks' errors; it gives up after a minute (a hang).
+func each(t *testing.T, n int, f func(r int) error) {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = f(r) }()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the ranks did not return within a minute")
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,173 @@
+// Package inproc is kernels.Collective for backends of one process — cpu
+// replicas, emu devices — exchanging through host memory with NCCL's
+// semantics, so multi-device training runs whole in go test and on any
+// machine. Every rank must make the same calls with the same counts; a
+// sum adds the ranks' values in rank order (0, 1, 2, …), so every rank
+// gets the same bits; a rank that does not arrive within the timeout, or a
+// mismatched call, aborts the group and every rank's call returns an
+// error instead of waiting for ever.
+package inproc
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// Group is the shared state of size ranks; Join hands out each rank's
+// kernels.Collective.
+type Group struct {
+	size    int
+	timeout time.Duration
+
+	mu      sync.Mutex
+	current *round // the call the ranks are gathering for; nil between calls
+	seq     int    // calls completed
+	err     error  // set once the group is aborted
+	joined  []bool
+	calls   map[string]int
+}
+
+// round is one collective call on its way: each rank's contribution until
+// the last arrives, then the result every rank copies out.
+type round struct {
+	seq     int
+	op      string
+	n       int
+	first   int // the rank that opened the round, for mismatch messages
+	arrived []bool
+	data    [][]float32
+	count   int
+	result  []float32
+	err     error
+	done    chan struct{}
+	timer   *time.Timer
+}
+
+// NewGroup makes a group of size ranks; a call waits at most timeout for
+// the last rank to arrive.
+func NewGroup(size int, timeout time.Duration) (*Group, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("inproc: a group of %d ranks: want at least 1", size)
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("inproc: timeout %v: want a positive wait for a missing rank", timeout)
+	}
+	return &Group{size: size, timeout: timeout, joined: make([]bool, size), calls: map[string]int{}}, nil
+}
+
+// Join returns rank's Collective, which moves data through backend b.
+func (g *Group) Join(rank int, b kernels.Backend) (kernels.Collective, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if rank < 0 || rank >= g.size {
+		return nil, fmt.Errorf("inproc: rank %d of a group of %d", rank, g.size)
+	}
+	if g.joined[rank] {
+		return nil, fmt.Errorf("inproc: rank %d joined twice", rank)
+	}
+	g.joined[rank] = true
+	return &member{g: g, rank: rank, b: b}, nil
+}
+
+// Calls returns how many completed calls of op ("all-reduce", "barrier")
+// the group has made (each counted once, not once per rank), so tests can
+// count a step's collectives as they count launches.
+func (g *Group) Calls(op string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls[op]
+}
+
+// Abort ends the group: waiting calls return reason, and so do later ones.
+func (g *Group) Abort(reason error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.abortLocked(reason)
+}
+
+func (g *Group) abortLocked(reason error) {
+	if g.err != nil {
+		return
+	}
+	g.err = fmt.Errorf("%w: %w", kernels.ErrCollectiveAborted, reason)
+	if r := g.current; r != nil {
+		r.finish(nil, g.err)
+		g.current = nil
+	}
+}
+
+// exchange is one rank's part of a call: it contributes data (nil for a
+// barrier) and waits for the sum of every rank's data.
+func (g *Group) exchange(rank int, op string, data []float32) ([]float32, error) {
+	g.mu.Lock()
+	if g.err != nil {
+		err := g.err
+		g.mu.Unlock()
+		return nil, err
+	}
+	r := g.current
+	if r == nil {
+		r = &round{seq: g.seq + 1, op: op, n: len(data), first: rank, arrived: make([]bool, g.size),
+			data: make([][]float32, g.size), done: make(chan struct{})}
+		seq := r.seq
+		r.timer = time.AfterFunc(g.timeout, func() { g.expire(seq) })
+		g.current = r
+	}
+	if r.op != op || r.n != len(data) {
+		g.abortLocked(fmt.Errorf("inproc: call #%d: rank %d called %s of %d elements but rank %d called %s of %d; every rank must make the same calls with the same counts",
+			r.seq, rank, op, len(data), r.first, r.op, r.n))
+		err := g.err
+		g.mu.Unlock()
+		return nil, err
+	}
+	r.arrived[rank] = true
+	r.data[rank] = data
+	r.count++
+	if r.count == g.size {
+		g.current = nil
+		g.seq++
+		g.calls[op]++
+		r.finish(sumInRankOrder(r.data, r.n), nil)
+	}
+	g.mu.Unlock()
+	<-r.done
+	return r.result, r.err
+}
+
+// expire aborts call seq if some rank has still not arrived.
+func (g *Group) expire(seq int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.current
+	if r == nil || r.seq != seq {
+		return
+	}
+	var missing []int
+	for i, ok := range r.arrived {
+		if !ok {
+			missing = append(missing, i)
+		}
+	}
+	g.abortLocked(fmt.Errorf("inproc: %s #%d: rank(s) %v of %d did not arrive within %v", r.op, r.seq, missing, g.size, g.timeout))
+}
+
+func (r *round) finish(result []float32, err error) {
+	r.timer.Stop()
+	r.result, r.err = result, err
+	close(r.done)
+}
+
+// sumInRankOrder adds the ranks' slices elementwise, rank 0 first, in
+// float32 as the device would: the order is fixed, so the bits are too.
+func sumInRankOrder(data [][]float32, n int) []float32 {
+	out := make([]float32, n)
+	for _, d := range data {
+		for i, v := range d {
+			out[i] += v
+		}
+	}
+	return out
+}
