@@ -21,7 +21,7 @@ const gptOssLoRAGolden = "gpt_oss_lora_grad.json"
 // NMSE 1e-6 of autograd's, through the sinks and the sliding window, the
 // clamped SwiGLU, the expert biases and the biased top-k router.
 func TestGptOssLoRAGradientsMatchPyTorch(t *testing.T) {
-	checkGptOssLoRAGrad(t, cpu.New())
+	checkGptOssLoRAGrad(t, cpu.New(), 1e-4, 1e-6)
 }
 
 // gptOssExpertGolden is one expert Parameter's adapter in the golden: its
@@ -35,7 +35,8 @@ type gptOssExpertGolden struct {
 
 // checkGptOssLoRAGrad runs the golden's adapter through ForwardTrain and
 // Backward on be.
-func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend) {
+// maxLogp and maxNMSE are the bars on the log-probs and each gradient.
+func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, maxLogp, maxNMSE float64) {
 	var g loraGradGolden
 	vals, err := golden.Read(filepath.Join("..", "testdata"), gptOssLoRAGolden, &g)
 	if err != nil {
@@ -137,8 +138,8 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend) {
 	}
 	defer tr.Free()
 	lp := download(tr.Logp)
-	if d := maxAbsDiff(lp, wantLp); d > 1e-4 {
-		t.Errorf("log-probs: max |Δ| %.3g > 1e-4", d)
+	if d := maxAbsDiff(lp, wantLp); d > maxLogp {
+		t.Errorf("log-probs: max |Δ| %.3g > %g", d, maxLogp)
 	} else {
 		t.Logf("log-probs: max |Δ| %.3g", d)
 	}
@@ -150,8 +151,8 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend) {
 	check := func(what string, got, want []float32) {
 		e := nmse(got, want)
 		worst = max(worst, e)
-		if e > 1e-6 {
-			t.Errorf("%s: gradient NMSE %.3g > 1e-6", what, e)
+		if e > maxNMSE {
+			t.Errorf("%s: gradient NMSE %.3g > %g", what, e, maxNMSE)
 		}
 	}
 	for _, w := range wants {

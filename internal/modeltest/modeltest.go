@@ -85,6 +85,13 @@ var (
 var (
 	TolLogitsBF16 = kerneltest.Tol{NMSE: 2e-4, MaxAbs: 3e-2}
 	TolGradBF16   = kerneltest.Tol{NMSE: 1e-3, MaxAbs: 3e-3}
+	// TolGradClampedBF16 is gpt-oss's: its clamped SwiGLU has kinks at
+	// ±swiglu_limit (about a fifth of the tiny model's gate/up values are
+	// clamped), where an activation rounded to bf16 on one side of the
+	// bound and f32 on the other gives a zero and a non-zero gradient;
+	// measured under emu: NMSE 1.9e-3 (up_proj's B), everything else
+	// within TolGradBF16.
+	TolGradClampedBF16 = kerneltest.Tol{NMSE: 5e-3, MaxAbs: 3e-3}
 	// TolLossBF16 bounds |Δ|/|loss|; TolStatsBF16 bounds |Δ| of mean
 	// entropy and KL, × max(1, value).
 	TolLossBF16  = 3e-2
@@ -117,13 +124,28 @@ type bounds struct {
 	routingFlips float64 // the fraction of a run's tokens
 }
 
-// boundsFor picks the bounds by the dtype of the model's projections: that
-// decides which GEMM MatMul runs.
+// boundsFor picks the bounds by the dtype of the model's projections and
+// experts: that decides which GEMM MatMul and the grouped expert GEMM run
+// (both round their activations to bf16 for bf16 weights on the GPU).
 func boundsFor(m *model.Model) bounds {
-	if m.W.Layers[0].Q.DType() == kernels.BF16 {
-		return bounds{TolLogitsBF16, TolGradBF16, TolLossBF16, TolStatsBF16, ClipTokensBF16, GoldenLogitsBF16, RoutingFlipsBF16}
+	if m.W.Layers[0].Q.DType() == kernels.BF16 || bf16Experts(m) {
+		b := bounds{TolLogitsBF16, TolGradBF16, TolLossBF16, TolStatsBF16, ClipTokensBF16, GoldenLogitsBF16, RoutingFlipsBF16}
+		if m.Config.Arch().GptOssExperts {
+			b.grad = TolGradClampedBF16
+		}
+		return b
 	}
 	return bounds{TolLogits, TolGrad, TolLoss, TolLoss, 0, goldenLogitsMaxAbs, 0}
+}
+
+// bf16Experts reports whether any layer's routed experts are stored bf16.
+func bf16Experts(m *model.Model) bool {
+	for _, l := range m.W.Layers {
+		if l.MoE != nil && l.MoE.GateUp != nil && l.MoE.GateUp.DType() == kernels.BF16 {
+			return true
+		}
+	}
+	return false
 }
 
 // The PyTorch bars, the same as the CPU backend's own golden tests
