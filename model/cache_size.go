@@ -111,3 +111,25 @@ func (c *Config) WindowPoolBlocks(slots, maxLen, blockSize, batchTokens int) int
 func (c *Config) KVWindowBlockBytes(blockSize int, dt kernels.DType) int64 {
 	return int64(blockSize) * int64(c.SlidingLayers()) * c.KVLayerBytes(dt)
 }
+
+// KVContextBytes is what a token at context ctx reads of every attention
+// layer's cache: ctx positions of a full layer, min(ctx, W) of a layer
+// with a sliding window of W keys.
+func (c *Config) KVContextBytes(dt kernels.DType, ctx float64) float64 {
+	if c.SlidingLayers() == 0 {
+		return float64(c.KVPositionBytes(dt)) * ctx
+	}
+	return float64(c.KVPositionBytes(dt)-c.KVWindowBlockBytes(1, dt))*ctx + c.KVWindowContextBytes(dt, ctx)
+}
+
+// KVWindowContextBytes is KVContextBytes' part of the sliding-window
+// layers: min(ctx, W) positions of each.
+func (c *Config) KVWindowContextBytes(dt kernels.DType, ctx float64) float64 {
+	var n float64
+	for l := range c.NumLayers {
+		if w := c.SlidingWindow(l); w > 0 && c.decoderLayer(l).mixer.cacheKind() == MixAttention {
+			n += float64(c.KVLayerBytes(dt)) * min(ctx, float64(w))
+		}
+	}
+	return n
+}
