@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -94,5 +96,43 @@ func TestSlidingPoolSized(t *testing.T) {
 	}
 	for _, q := range qs {
 		s.Release(q)
+	}
+}
+
+// TestSlidingPoolEmuMatchesCPU is TestSharedPromptEmuMatchesCPU with a
+// window of 5 in layer 0: on the emulated GPU the static decode step
+// reads the full layer's shared prompt blocks once per group
+// (AttentionSharedPrefix) and the sliding layer's own table row by row,
+// while blocks go back behind the windows; each sampled token's log-prob
+// is the CPU's f32 forward over the emu's own sequence within the bf16
+// cache's 2e-3.
+func TestSlidingPoolEmuMatchesCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emu: -short")
+	}
+	cfg := *tinyModel(t).Config
+	cfg.SlidingWindows = []int{5, 0}
+	cpuModel := model.NewRandom(&cfg, cpu.New(), 7)
+	be := emu.New()
+	t.Cleanup(func() { be.Close() })
+	emuModel := model.NewRandom(&cfg, kernels.Backend(be), 7)
+	got := playGroups(t, emuModel, Config{Slots: 8, MaxLen: 48, BlockSize: 4, PrefillTokens: 8}, sharePrompts(), 4)
+	var worst float64
+	for i, full := range got.full {
+		want, err := cpuModel.TokenLogprobs(full, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, at := range got.gen[i] {
+			d := math.Abs(float64(got.lps[i][j] - want[at-1]))
+			worst = max(worst, d)
+			if d > 2e-3 {
+				t.Errorf("sequence %d token %d: emu log-prob %v, cpu %v (|Δ| %.2g > 2e-3)", i, j, got.lps[i][j], want[at-1], d)
+			}
+		}
+	}
+	t.Logf("emu (bf16 cache) vs cpu (f32) log-probs, teacher-forced: max |Δ| = %.2g", worst)
+	if got.stats.SharedPrefixRows == 0 || got.window.Dropped == 0 || got.windowFree != got.window.Blocks {
+		t.Errorf("shared-prefix rows %d, sliding pool %+v (%d free after the release): want shared rows, blocks returned, all free", got.stats.SharedPrefixRows, got.window, got.windowFree)
 	}
 }
