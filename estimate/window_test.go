@@ -57,8 +57,8 @@ func TestEstimateMatchesAllocationsWithWindows(t *testing.T) {
 	}
 }
 
-// TestGptOss20bWindowSaving prices gpt-oss-20b's cache shape (24 layers,
-// every other one sliding over 128 keys, 8 KV heads × 64; bf16 on a GPU,
+// TestGptOss20bWindowSaving prices gpt-oss-20b's cache (model.Shape: 24
+// layers, every other one sliding over 128 keys, 8 KV heads × 64; bf16 on a GPU,
 // whose sampler adds a padding slot and block) for 256 single-turn
 // rollouts of 1024 tokens in blocks of 16: 16,384 + 1 blocks of 16
 // positions × 24 layers × 2 (K,V) × 8 × 64 × 2 B = 768 KiB before, 12 GiB;
@@ -66,16 +66,14 @@ func TestEstimateMatchesAllocationsWithWindows(t *testing.T) {
 // (BlocksFor(127) + 1 = 9) + BlocksFor(2048) + 257 = 2,698 blocks, with a
 // second table of 257 × 64 int32: 6.99 GiB, 5.01 GiB (41.8%) less.
 func TestGptOss20bWindowSaving(t *testing.T) {
-	mc := &model.Config{ModelType: "qwen3", HiddenSize: 2880, IntermediateSize: 2880, NumLayers: 24, NumHeads: 64,
-		NumKVHeads: 8, HeadDim: 64, VocabSize: 201088, MaxPositions: 131072}
-	mc.SlidingWindows = make([]int, 24)
-	for l := 0; l < 24; l += 2 {
-		mc.SlidingWindows[l] = 128
+	mc, ok := model.Shape("gpt-oss-20b")
+	if !ok || mc.NumLayers != 24 || mc.SlidingLayers() != 12 || mc.LargestWindow() != 128 || mc.KVWidth() != 8*64 {
+		t.Fatalf("gpt-oss-20b's shape: %v", mc)
 	}
 	shape := EnvShape{Name: "e", Examples: 256, Rollouts: 1, PromptTokens: 512, MaxTurns: 1, MaxTokens: 512}
 	windowed := newKVPlan(mc, shape, "cuda")
 	plain := *mc
-	plain.SlidingWindows = nil
+	plain.SlidingWindows = nil // as every layer was priced before
 	before := newKVPlan(&plain, shape, "cuda")
 	const layerBlock = 16 * 2 * 8 * 64 * 2 // one layer's block, bf16
 	table := int64(257 * 64 * 4)
