@@ -175,3 +175,63 @@ func TestCacheAllocationsByWindows(t *testing.T) {
 		c.Free()
 	}
 }
+
+// TestWindowPoolGptOssTiny runs the tiny gpt-oss checkpoint (layer 0
+// sliding over 4 keys with sinks, layer 1 full; biased router, clamped
+// SwiGLU experts) through a 7-token prompt and 24 decode steps of two
+// forked rollouts, blocks of 4: logits bit for bit those of a cache that
+// frees nothing, and each rollout ends holding BlocksFor(3)+1 = 2 sliding
+// blocks or fewer.
+func TestWindowPoolGptOssTiny(t *testing.T) {
+	m, err := Load("../testdata/models/gpt_oss-tiny", cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.SlidingLayers() != 1 || m.Config.LargestWindow() != 4 {
+		t.Fatalf("gpt_oss-tiny: %d sliding layers, window %d; want 1, 4", m.Config.SlidingLayers(), m.Config.LargestWindow())
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	v := m.Config.VocabSize
+	const seqs, steps, maxLen, bs = 2, 24, 32, 4
+	prompt := randomIDs(rng, 7, v)
+	pooled, err := m.NewPagedKVCache(seqs, maxLen, bs, seqs*8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pooled.Free()
+	plain := unpooledCache(m, seqs, maxLen, bs, seqs*8)
+	defer plain.Free()
+	var pre Batch
+	pre.Add(0, 0, prompt...)
+	batches := []*Batch{&pre}
+	for i := range steps {
+		var b Batch
+		for s := range seqs {
+			b.Add(s, len(prompt)+i, randomIDs(rng, 1, v)...)
+		}
+		batches = append(batches, &b)
+	}
+	for i, b := range batches {
+		if i == 1 {
+			for _, c := range []*KVCache{pooled, plain} {
+				if err := c.Fork(1, 0, len(prompt)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := m.Logits(pooled, b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := m.Logits(plain, b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(got, want); d != 0 {
+			t.Fatalf("batch %d: max |Δlogit| = %g, want 0", i, d)
+		}
+	}
+	if w := pooled.WindowPool(); w.Blocks-w.Free > seqs*m.Config.WindowSeqBlocks(maxLen, bs) || w.Dropped == 0 {
+		t.Errorf("sliding pool after decoding: %+v; want at most %d in use, some returned", w, seqs*m.Config.WindowSeqBlocks(maxLen, bs))
+	}
+}
