@@ -113,3 +113,43 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateMatchesAllocationsWithWindowsOnEmu is the sampling half of
+// TestEstimateMatchesAllocationsOnEmu with a sliding window of 32 in
+// layer 0 (bf16 weights and cache, the padding slot and block): the
+// sampler's two pools, each with its table, equal the estimate's
+// sampling phase exactly. At 4 rollouts of 65 tokens the sliding pool is
+// capped at the full pool's 4 · 5 + 1 blocks (one Forward call's 2048
+// positions alone would take 128).
+func TestEstimateMatchesAllocationsWithWindowsOnEmu(t *testing.T) {
+	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.SlidingWindows = make([]int, mc.NumLayers)
+	mc.SlidingWindows[0] = 32
+	const slots, prompt, maxTok = 4, 25, 40
+	cfg := estimateConfig(slots, 2, maxTok)
+	cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
+	train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
+	e, err := Memory(cfg, mc, Options{Device: "cuda", WeightDType: "bf16", Train: train})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := emu.New()
+	defer inner.Close()
+	be := &emuCountingBackend{Backend: inner}
+	m := model.NewRandom(mc, be, 1)
+	weightsToBF16(t, m)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := be.samplingPeak(t, m.WithAdapter(ad), slots, prompt, maxTok)
+	if want := e.PhaseBytes(PhaseSampling); gen != want {
+		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
+	}
+	if p := e.KV[0]; p.Pad != 1 || p.WindowBlocks != slots*5+1 || p.WindowBlockBytes == 0 {
+		t.Errorf("plan: pad %d, %d sliding blocks of %d B; want 1, %d, nonzero", p.Pad, p.WindowBlocks, p.WindowBlockBytes, slots*5+1)
+	}
+}

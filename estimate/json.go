@@ -44,10 +44,13 @@ type kvPlanJSON struct {
 	DType        string `json:"dtype"`
 	Blocks       int    `json:"blocks"`
 	BlocksAll    int    `json:"blocks_all"`
-	Bytes        int64  `json:"bytes"`
-	Cap          int    `json:"cap"`
-	Passes       int    `json:"passes"`
-	Bounded      bool   `json:"bounded"`
+	// WindowBlocks is the sliding-window layers' pool (KVPlan), absent
+	// for a model without them.
+	WindowBlocks int   `json:"window_blocks,omitempty"`
+	Bytes        int64 `json:"bytes"`
+	Cap          int   `json:"cap"`
+	Passes       int   `json:"passes"`
+	Bounded      bool  `json:"bounded"`
 }
 
 type timeJSON struct {
@@ -77,7 +80,7 @@ func (e *Estimate) WriteJSON(w io.Writer) error {
 	for _, p := range e.KV {
 		out.KVPlans = append(out.KVPlans, kvPlanJSON{Phase: p.Phase, Env: p.Env, Rollouts: p.Rollouts, Group: p.Group, MaxLen: p.MaxLen,
 			PromptTokens: p.PromptTokens, BlockSize: p.BlockSize, DType: p.DType.String(), Blocks: p.Blocks, BlocksAll: p.BlocksAll,
-			Bytes: p.Bytes(), Cap: p.Cap, Passes: p.Passes, Bounded: p.Bounded})
+			WindowBlocks: p.WindowBlocks, Bytes: p.Bytes(), Cap: p.Cap, Passes: p.Passes, Bounded: p.Bounded})
 	}
 	if t := e.Time; t != nil {
 		out.Time = &timeJSON{StepSeconds: t.Step.Seconds(), GenerateSeconds: t.Generate.Seconds(), TrainSeconds: t.Train.Seconds(),

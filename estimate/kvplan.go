@@ -27,8 +27,15 @@ type KVPlan struct {
 	MaxLen, PromptTokens int
 	BlockSize            int
 	DType                kernels.DType
-	// BlockBytes is one block's keys and values over every layer.
-	BlockBytes int64
+	// BlockBytes is one block's keys and values over every layer of the
+	// pool: every attention layer, or, for a model with sliding-window
+	// layers, the full ones; those keep WindowBlocks blocks of
+	// WindowBlockBytes in a pool of their own (model.KVCache's sliding
+	// pool, sampler.WindowBlocks: each rollout's window and one Forward
+	// call's positions), padding included; 0 without such layers.
+	BlockBytes       int64
+	WindowBlocks     int
+	WindowBlockBytes int64
 	// Blocks is the pool; BlocksAll what every rollout's worst case at
 	// once takes (a sampler's default pool).
 	Blocks, BlocksAll int
@@ -42,6 +49,7 @@ type KVPlan struct {
 	Cap, Passes int
 	// Bounded reports a pool cut to the free memory.
 	Bounded bool
+	mc      *model.Config
 	// DecodeBytes is the static decode step's workspaces a sampler of
 	// this plan holds once every padded bucket (1, 2, 4, …, the
 	// rollouts) has run: what a sampler kept across steps holds beside
@@ -60,11 +68,21 @@ func newKVPlan(mc *model.Config, s EnvShape, dev string) KVPlan {
 	if d, ok := kernels.DescribeDevice(dev); ok && d.Graphs {
 		p.Pad = 1
 	}
-	p.BlockBytes = mc.KVBlockBytes(p.BlockSize, p.DType)
+	p.WindowBlockBytes = mc.KVWindowBlockBytes(p.BlockSize, p.DType)
+	p.BlockBytes = mc.KVBlockBytes(p.BlockSize, p.DType) - p.WindowBlockBytes
 	p.BlocksAll = p.Rollouts * model.BlocksFor(p.MaxLen, p.BlockSize)
+	p.mc = mc
 	p.bound(p.BlocksAll)
 	p.Bounded = false
 	return p
+}
+
+// windowBlocks is the sliding pool the sampler allocates beside a full
+// pool of blocks: sampler.WindowBlocks with the rollout's sampler sizes
+// (a slot per rollout, the default Forward call of max(2048, slots)
+// positions).
+func (p KVPlan) windowBlocks(blocks int) int {
+	return sampler.WindowBlocks(p.mc, p.Rollouts, p.MaxLen, p.BlockSize, blocks, max(2048, p.Rollouts), p.Pad)
 }
 
 // kvDType is the dtype the sampler's cache has on dev (f32 for a name
@@ -79,6 +97,7 @@ func kvDType(dev string) kernels.DType {
 // bound makes the pool blocks (at most BlocksAll) and recomputes the cap.
 func (p *KVPlan) bound(blocks int) {
 	p.Blocks = max(0, min(blocks, p.BlocksAll))
+	p.WindowBlocks = p.windowBlocks(p.Blocks)
 	p.Bounded = p.Blocks < p.BlocksAll
 	p.Cap = sampler.ConcurrencyCap(p.Blocks, p.Rollouts, p.PromptTokens, p.Group, p.MaxLen, p.BlockSize, true)
 	p.Passes = 0
@@ -88,9 +107,25 @@ func (p *KVPlan) bound(blocks int) {
 }
 
 // Bytes is the pool and its block table (an int32 per slot and block of
-// a rollout's worst case), the padding slot's row and block included.
+// a rollout's worst case), the padding slot's row and block included,
+// and the sliding pool with its own table (WindowBytes).
 func (p KVPlan) Bytes() int64 {
-	return int64(p.Blocks+p.Pad)*p.BlockBytes + model.KVTableBytes(int64(p.Rollouts+p.Pad)*int64(model.BlocksFor(p.MaxLen, p.BlockSize)))
+	return int64(p.Blocks+p.Pad)*p.BlockBytes + p.tableBytes() + p.WindowBytes()
+}
+
+// WindowBytes is the sliding-window layers' pool and its table, 0 for a
+// model without them.
+func (p KVPlan) WindowBytes() int64 {
+	if p.WindowBlockBytes == 0 {
+		return 0
+	}
+	return int64(p.WindowBlocks)*p.WindowBlockBytes + p.tableBytes()
+}
+
+// tableBytes is one block table: an int32 per slot and block of a
+// rollout's worst case.
+func (p KVPlan) tableBytes() int64 {
+	return model.KVTableBytes(int64(p.Rollouts+p.Pad) * int64(model.BlocksFor(p.MaxLen, p.BlockSize)))
 }
 
 // Summary is the plan in one line.

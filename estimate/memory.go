@@ -460,9 +460,15 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	if plan.Pad > 0 {
 		blocks = fmt.Sprintf("(%d + %d for the decode step's padding slot)", plan.Blocks, plan.Pad)
 	}
+	pools := fmt.Sprintf("%s blocks × %d tokens × %d layers", blocks, plan.BlockSize, mc.AttentionLayers())
+	if n := mc.SlidingLayers(); n > 0 {
+		// The sliding-window layers' own pool (KVPlan.WindowBlocks).
+		pools = fmt.Sprintf("(%s blocks × %d full layers + %d blocks × %d sliding-window layers (window %d: %d blocks a rollout)) × %d tokens",
+			blocks, mc.AttentionLayers()-n, plan.WindowBlocks, n, mc.LargestWindow(), mc.WindowSeqBlocks(plan.MaxLen, plan.BlockSize), plan.BlockSize)
+	}
 	p.items = append(p.items, MemItem{Name: "KV cache " + s.Name, Bytes: plan.Bytes(),
-		Detail: fmt.Sprintf("%s blocks × %d tokens × %d layers × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
-			blocks, plan.BlockSize, mc.AttentionLayers(), mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
+		Detail: fmt.Sprintf("%s × %d kv heads × %d head_dim × 2 (K,V) × %d B (%v); %d of %d rollouts of %d tokens (%s) at once",
+			pools, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
 	if st := mc.LinearStateBytes(); st > 0 {
 		p.items = append(p.items, MemItem{Name: "linear-attention states " + s.Name, Bytes: (slots + int64(plan.Pad)) * st,
 			Detail: fmt.Sprintf("%d slots × %d DeltaNet layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
@@ -500,8 +506,10 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 	if room >= plan.Bytes() {
 		return p, plan
 	}
-	table := plan.Bytes() - int64(plan.Blocks)*plan.BlockBytes // with the padding slot's row and block
-	plan.bound(int(max(0, room-table) / plan.BlockBytes))
+	// The table, the padding slot's row and block, and the sliding pool
+	// (which shrinks only if the full pool falls below it) stay.
+	fixed := plan.Bytes() - int64(plan.Blocks)*plan.BlockBytes
+	plan.bound(int(max(0, room-fixed) / plan.BlockBytes))
 	if plan.Cap == 0 {
 		// Not one rollout fits: keep the full pool, so the peak shows by
 		// how much the run is short.

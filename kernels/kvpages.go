@@ -12,8 +12,10 @@ import "fmt"
 // sequence s is block s.
 //
 // The ops read only the table entries of blocks that hold positions a
-// token writes or attends to (0..pos[t] of its sequence); the others may
-// hold anything, such as -1 for a block not yet mapped.
+// token writes or attends to (0..pos[t] of its sequence, or under a
+// sliding window of W keys max(0, pos[t]−W+1)..pos[t]); the others may
+// hold anything, such as -1 for a block not yet mapped or one returned
+// behind every window.
 type KVPages struct {
 	Table     Buffer // I32, seqs × MaxBlocks
 	BlockSize int

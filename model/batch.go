@@ -80,6 +80,9 @@ func (b *Batch) validate(cfg *Config, cache *KVCache) error {
 type batchIndex struct {
 	tokens, slots, pos kernels.Buffer
 	pages              kernels.KVPages
+	// windowPages is the sliding-window layers' table (pagesFor): pages
+	// itself unless the cache keeps those layers in a pool of their own.
+	windowPages kernels.KVPages
 	// groups, when not nil, says which tokens read a shared prompt
 	// (kernels.AttentionSharedPrefix): a decode step's, set at Load.
 	groups kernels.Buffer
@@ -98,7 +101,7 @@ type batchIndex struct {
 // block table (mapped for the batch first).
 func (b *Batch) upload(be kernels.Backend, a *arena, cache *KVCache) batchIndex {
 	n := len(b.Tokens)
-	idx := batchIndex{pages: cache.Pages()}
+	idx := batchIndex{pages: cache.Pages(), windowPages: cache.windowPages()}
 	indexSpecs(&idx, n).alloc(a)
 	be.UploadI32(idx.tokens, b.Tokens)
 	be.UploadI32(idx.slots, b.Slots)

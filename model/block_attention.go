@@ -177,7 +177,7 @@ func (attention) forward(m *Model, a *arena, l int, cache *KVCache, idx batchInd
 	hd, eps := c.HeadDim, float32(c.RMSNormEps)
 	m.projectGroup(a, l, groupQKV, s.fused, s.h1, s.h1b, w.QKV, n, s.xaG[groupQKV])
 	be.AttentionInputs(s.q, s.gate, s.qPre, s.kPre, s.rstdQ, s.rstdK, cache.K[l], cache.V[l], s.fused, w.QBias, w.KBias, w.VBias, w.QNorm, w.KNorm,
-		m.invFreq, idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim(), eps)
+		m.invFreq, idx.slots, idx.pos, idx.pagesFor(cache, l), n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim(), eps)
 	m.attention(l, cache, idx, n, s)
 	oIn := s.attn
 	if s.gate != nil {
@@ -210,13 +210,17 @@ func (attention) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kern
 // attention writes layer l's attention output and log-sum-exp from its
 // queries and cache: the one call the forward and the backward's recompute
 // share, so both compute the same values.
+//
+// A layer in the cache's sliding pool reads its own table and runs plain
+// Attention: the groups are derived from the full layers' table, and a
+// window reads few blocks, shared or not.
 func (m *Model) attention(l int, cache *KVCache, idx batchIndex, n int, s *layerActs) {
 	c := m.Config
-	if idx.groups != nil {
+	if idx.groups != nil && !cache.windowed(l) {
 		m.Backend.AttentionSharedPrefix(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.groups, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale(), m.attnVariant(l))
 		return
 	}
-	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pages, n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale(), m.attnVariant(l))
+	m.Backend.Attention(s.attn, s.lse, s.q, cache.K[l], cache.V[l], idx.slots, idx.pos, idx.pagesFor(cache, l), n, c.NumHeads, c.NumKVHeads, c.HeadDim, m.attnScale(), m.attnVariant(l))
 }
 
 // attnScale is the softmax scale 1/√head_dim, times the square of the
@@ -245,13 +249,13 @@ func (tr *Trace) attentionBackward(l int, s *layerActs, g *attentionGrads, dx ke
 		m.projectBackward(l, ProjO, g.dAttn, dx, s.attn, w.O, n, s.xa[ProjO], g.dxaO, false)
 	}
 	be.AttentionBackward(g.dq, g.dk, g.dv, g.dAttn, s.attn, s.lse, s.q, tr.cache.K[l], tr.cache.V[l],
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, m.attnScale(), m.attnVariant(l))
+		tr.idx.slots, tr.idx.pos, tr.idx.pagesFor(tr.cache, l), n, c.NumHeads, c.NumKVHeads, hd, m.attnScale(), m.attnVariant(l))
 	// q, k and v's gradients join in the fused layout (AttentionInputs'
 	// backward), so the base part of dh1 is one GEMM with the fused
 	// weight and the LoRA part reads them in place.
 	width := c.groupWidth(groupQKV)
 	be.AttentionInputsBackward(g.dQKV, g.dq, g.dGate, g.dk, g.dv, s.qPre, s.kPre, s.rstdQ, s.rstdK, w.QNorm, w.KNorm, m.invFreq,
-		tr.idx.slots, tr.idx.pos, tr.idx.pages, n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim())
+		tr.idx.slots, tr.idx.pos, tr.idx.pagesFor(tr.cache, l), n, c.NumHeads, c.NumKVHeads, hd, c.RotaryDim())
 	if needInput {
 		be.MatMul(g.dh1, g.dQKV, w.QKV, n, h, width, false, false, 1, 0)
 	}

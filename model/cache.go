@@ -41,6 +41,11 @@ type KVCache struct {
 	// has such layers.
 	linear *linearStates
 	hybrid bool
+	// window is the sliding-window layers' own pool (a paged cache of a
+	// model with such layers: cache_window.go), whose blocks behind every
+	// sliding layer's window go back to it as sequences advance; nil
+	// otherwise, and every attention layer uses the blocks above.
+	window *windowPool
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
@@ -50,7 +55,7 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCach
 // contiguousCache is NewKVCache whose last shared layers use one K (and
 // V) buffer (newTrainCache).
 func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, shared)
+	c := m.newCache(slots, maxLen, maxLen, slots, 0, kernels.F32, shared)
 	c.linear = m.newLinearStates(slots)
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
@@ -64,8 +69,17 @@ func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
 // NewPagedKVCache allocates a pool of numBlocks blocks of blockSize
 // positions, shared by slots sequences of up to maxLen tokens each. Blocks
 // are mapped as Forward writes positions, shared by Fork and returned by
-// Release.
+// Release. A model with sliding-window layers gets their pool of as many
+// blocks (NewPagedKVCacheWindowed sizes it smaller).
 func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCache, error) {
+	return m.NewPagedKVCacheWindowed(slots, maxLen, blockSize, numBlocks, numBlocks)
+}
+
+// NewPagedKVCacheWindowed is NewPagedKVCache whose sliding-window layers
+// keep windowBlocks blocks (Config.WindowPoolBlocks: what the sequences'
+// windows and one batch's new positions take at most) instead of
+// numBlocks. A model without such layers ignores windowBlocks.
+func (m *Model) NewPagedKVCacheWindowed(slots, maxLen, blockSize, numBlocks, windowBlocks int) (*KVCache, error) {
 	switch {
 	case slots < 1 || maxLen < 1:
 		return nil, fmt.Errorf("paged KV cache: %d slots of %d tokens: want at least one of each", slots, maxLen)
@@ -73,23 +87,36 @@ func (m *Model) NewPagedKVCache(slots, maxLen, blockSize, numBlocks int) (*KVCac
 		return nil, fmt.Errorf("paged KV cache: block size %d: want at least 1 token", blockSize)
 	case numBlocks < 1:
 		return nil, fmt.Errorf("paged KV cache: %d blocks: want at least 1", numBlocks)
+	case m.Config.SlidingLayers() > 0 && windowBlocks < 1:
+		return nil, fmt.Errorf("paged KV cache: %d blocks for the sliding-window layers: want at least 1", windowBlocks)
 	}
-	c := m.newCache(slots, maxLen, blockSize, numBlocks, m.Backend.Describe().KVCache, 0)
+	if m.Config.SlidingLayers() == 0 {
+		windowBlocks = 0
+	}
+	c := m.newCache(slots, maxLen, blockSize, numBlocks, windowBlocks, m.Backend.Describe().KVCache, 0)
 	c.linear = m.newLinearStates(slots)
 	return c, nil
 }
 
 // newCache allocates the blocks of every layer in dt; with shared > 1 the
-// last shared layers alias one buffer (KVCache.shared).
-func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DType, shared int) *KVCache {
+// last shared layers alias one buffer (KVCache.shared). With windowBlocks
+// > 0 the sliding-window layers get a pool of their own of that many
+// blocks (windowPool).
+func (m *Model) newCache(slots, maxLen, blockSize, numBlocks, windowBlocks int, dt kernels.DType, shared int) *KVCache {
 	width := m.Config.KVWidth()
 	c := &KVCache{Slots: slots, MaxLen: maxLen, BlockSize: blockSize, MaxBlocks: BlocksFor(maxLen, blockSize),
 		NumBlocks: numBlocks, backend: m.Backend, width: width}
 	if shared > 1 {
 		c.shared = shared
 	}
-	n := numBlocks * blockSize * width
+	if windowBlocks > 0 {
+		c.window = m.newWindowPool(slots, c.MaxBlocks, blockSize, windowBlocks)
+	}
 	for l := range m.Config.NumLayers {
+		n := numBlocks * blockSize * width
+		if c.windowed(l) {
+			n = windowBlocks * blockSize * width
+		}
 		switch o := m.Config.cacheOwner(l, shared); {
 		case o < 0:
 			c.K, c.V = append(c.K, nil), append(c.V, nil)
@@ -100,7 +127,7 @@ func (m *Model) newCache(slots, maxLen, blockSize, numBlocks int, dt kernels.DTy
 		}
 	}
 	c.hybrid = m.Config.LinearLayers() > 0
-	c.blocks = newBlocks(slots, c.MaxBlocks, numBlocks)
+	c.blocks = newBlocks(slots, c.MaxBlocks, blockSize, numBlocks)
 	c.tableBuf = m.Backend.Alloc(kernels.I32, len(c.table))
 	c.dirty = true
 	return c
@@ -119,13 +146,7 @@ func (c *Config) cacheOwner(l, shared int) int {
 
 // Pages is the block table as the kernels read it, uploaded first if it
 // changed since the last call.
-func (c *KVCache) Pages() kernels.KVPages {
-	if c.dirty {
-		c.backend.UploadI32(c.tableBuf, c.table)
-		c.dirty = false
-	}
-	return kernels.KVPages{Table: c.tableBuf, BlockSize: c.BlockSize, MaxBlocks: c.MaxBlocks}
-}
+func (c *KVCache) Pages() kernels.KVPages { return c.blocks.pages(c.backend) }
 
 // Bytes is the cache's memory footprint: keys and values as the backend
 // stores them (Description.Storage), and the block table.
@@ -134,6 +155,9 @@ func (c *KVCache) Bytes() int64 {
 	d := c.backend.Describe()
 	for _, i := range c.owned() {
 		n += int64(c.K[i].Len()+c.V[i].Len()) * int64(d.Storage(c.K[i].DType()).Size())
+	}
+	if c.window != nil {
+		n += KVTableBytes(int64(len(c.window.table)))
 	}
 	return n + KVTableBytes(int64(len(c.table))) + c.linear.bytes()
 }
@@ -158,6 +182,10 @@ func (c *KVCache) Free() {
 	}
 	if c.tableBuf != nil {
 		c.backend.Free(c.tableBuf)
+	}
+	if c.window != nil {
+		c.backend.Free(c.window.tableBuf)
+		c.window = nil
 	}
 	c.linear.free(c.backend)
 	c.K, c.V, c.tableBuf, c.linear = nil, nil, nil, nil

@@ -342,7 +342,7 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 	if err := cache.mapBatch(bt); err != nil {
 		return err
 	}
-	pages := cache.Pages()
+	pages := [2]kernels.KVPages{cache.Pages(), cache.windowPages()}
 	g, graphs := be.(kernels.Graphs)
 	mode := b.mode()
 	switch {
@@ -393,7 +393,7 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 }
 
 // capture records one step into a graph.
-func (d *Decoder) capture(g kernels.Graphs, b *decodeBucket, cache *KVCache, pages kernels.KVPages) (kernels.Graph, error) {
+func (d *Decoder) capture(g kernels.Graphs, b *decodeBucket, cache *KVCache, pages [2]kernels.KVPages) (kernels.Graph, error) {
 	if err := g.BeginCapture(); err != nil {
 		return nil, fmt.Errorf("decode step: %w", err)
 	}
@@ -411,11 +411,13 @@ func (d *Decoder) GraphErr() error { return d.graphErr }
 
 // decodeOps queues one step: embedding of the current tokens, the layers,
 // the final norm and LM head over every row, SampleStream into the token
-// buffer (the next step's input) and the positions' advance.
-func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages kernels.KVPages) {
+// buffer (the next step's input) and the positions' advance. pages are
+// the cache's two tables (Pages, windowPages), whose buffers a captured
+// graph holds.
+func (m *Model) decodeOps(b *decodeBucket, cache *KVCache, pages [2]kernels.KVPages) {
 	be, c := m.Backend, m.Config
 	n, h := b.rows, c.HiddenSize
-	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages, runs: b.runs}
+	idx := batchIndex{tokens: b.tok, slots: b.slot, pos: b.pos, pages: pages[0], windowPages: pages[1], runs: b.runs}
 	if b.runs != nil {
 		idx.nRuns = n
 	}

@@ -140,7 +140,7 @@ func (m *Model) layerRecompute() []Recompute {
 // its slot from position 0, and attention reads positions up to its own),
 // so what another layer left there does not matter.
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
+	c := m.newCache(slots, maxLen, maxLen, slots, 0, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {

@@ -177,7 +177,7 @@ func (sb *sharedBatch) rows(rows []int32) []int32 {
 // backward reads them as the continuations' initial states. A hybrid's
 // attention layers keep their own keys and values, as in newTrainCache.
 func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
-	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
+	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), 0, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
 	if sb.b.split != nil {
 		c.linear = m.newLinearStates(sb.b.split.groups)
 	}

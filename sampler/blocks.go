@@ -55,3 +55,16 @@ func ConcurrencyCap(blocks, slots, promptLen, n, maxLen, blockSize int, share bo
 	}
 	return total
 }
+
+// WindowBlocks is the sliding-window layers' pool a sampler allocates for
+// slots sequences of maxLen tokens in blocks of blockSize, a full pool of
+// blocks, Forward calls of prefillTokens positions and pad padding slots
+// and blocks (New): each slot's window and one call's positions
+// (model.Config.WindowPoolBlocks). A step runs every sequence it
+// prefilled in the step before (a prompt is followed by its decode), so
+// no slot keeps more than its window between steps. Never more than the
+// full pool: a slot's sliding blocks hold a subset of its positions
+// there, shared at least as much. 0 for a model without sliding layers.
+func WindowBlocks(mc *model.Config, slots, maxLen, blockSize, blocks, prefillTokens, pad int) int {
+	return min(blocks+pad, mc.WindowPoolBlocks(slots+pad, maxLen, blockSize, prefillTokens))
+}

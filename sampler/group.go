@@ -3,6 +3,8 @@ package sampler
 import (
 	"fmt"
 	"slices"
+
+	"github.com/grpo-dev/grpo/model"
 )
 
 // group is the sequences StartGroup started on one prompt: one of them
@@ -27,10 +29,13 @@ func (g *group) leave(q *Seq) {
 // With exact set (a model with linear-attention layers, whose per-slot
 // state holds every token a sequence has consumed, not just positions
 // the way KV blocks do) only a member that has consumed exactly the
-// prompt can be forked from.
-func (g *group) source(exact bool) *Seq {
+// prompt can be forked from. A member must also still map the blocks a
+// fork needs: one past the prompt may have returned sliding-window blocks
+// (model.KVCache.CanFork), and then the sequence prefills the prompt
+// itself.
+func (g *group) source(exact bool, cache *model.KVCache) *Seq {
 	for _, m := range g.members {
-		if !m.awaitsFork && (m.cached == g.forkLen || !exact && m.cached > g.forkLen) {
+		if !m.awaitsFork && (m.cached == g.forkLen || !exact && m.cached > g.forkLen) && cache.CanFork(m.slot, g.forkLen) {
 			return m
 		}
 	}
@@ -145,7 +150,7 @@ func (s *Sampler) forkPending(live []*Seq) error {
 			continue
 		}
 		g := q.group
-		if src := g.source(s.m.Config.LinearLayers() > 0); src != nil {
+		if src := g.source(s.m.Config.LinearLayers() > 0, s.cache); src != nil {
 			if err := s.cache.Fork(q.slot, src.slot, g.forkLen); err != nil {
 				return fmt.Errorf("sampler: sharing the prompt: %w", err)
 			}

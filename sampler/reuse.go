@@ -12,14 +12,18 @@ import "fmt"
 // Fits reports whether cfg (defaults filled in as New fills them) can run
 // on this sampler's cache: no more slots, no longer sequences and no more
 // blocks than it holds for sequences (Capacity), in blocks of the same
-// size.
+// size, and, for a model with sliding-window layers, a sliding pool no
+// larger than the cache's (windowBlocks: a larger prefill chunk needs
+// more).
 func (s *Sampler) Fits(cfg Config) bool {
 	cfg, err := cfg.withDefaults()
 	if err != nil || s.cache == nil {
 		return false
 	}
 	c := s.Capacity()
-	return cfg.Slots <= c.Slots && cfg.MaxLen <= c.MaxLen && cfg.Blocks <= c.Blocks && cfg.BlockSize == c.BlockSize
+	pad := s.cache.Slots - c.Slots
+	return cfg.Slots <= c.Slots && cfg.MaxLen <= c.MaxLen && cfg.Blocks <= c.Blocks && cfg.BlockSize == c.BlockSize &&
+		windowBlocks(s.m, cfg, pad) <= s.cache.WindowPool().Blocks
 }
 
 // Capacity is the largest Config the sampler's cache holds (slots, max

@@ -94,7 +94,7 @@ func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
 	if _, ok := m.Backend.(kernels.Graphs); ok {
 		pad = 1
 	}
-	cache, err := m.NewPagedKVCache(cfg.Slots+pad, cfg.MaxLen, cfg.BlockSize, cfg.Blocks+pad)
+	cache, err := m.NewPagedKVCacheWindowed(cfg.Slots+pad, cfg.MaxLen, cfg.BlockSize, cfg.Blocks+pad, windowBlocks(m, cfg, pad))
 	if err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}
@@ -105,6 +105,11 @@ func New(m *model.Model, dec Decoder, cfg Config) (*Sampler, error) {
 	}
 	s.freeAllSlots()
 	return s, nil
+}
+
+// windowBlocks is WindowBlocks for cfg (its defaults filled in).
+func windowBlocks(m *model.Model, cfg Config, pad int) int {
+	return WindowBlocks(m.Config, cfg.Slots, cfg.MaxLen, cfg.BlockSize, cfg.Blocks, cfg.PrefillTokens, pad)
 }
 
 // withDefaults checks cfg and fills in its defaults, as New sizes a cache.

@@ -25,6 +25,10 @@ type groupRun struct {
 	gen    [][]int
 	stats  Stats
 	copies int
+	// window is the sliding-window pool's counts before the release
+	// (model.KVCache.WindowPool), windowFree its free blocks after.
+	window     model.WindowPoolStats
+	windowFree int
 }
 
 // playGroups starts groups of g sequences on each prompt with StartGroup
@@ -66,7 +70,7 @@ func playGroups(t *testing.T, m *model.Model, cfg Config, prompts [][]int32, g i
 			}
 		}
 	}
-	r.stats, r.copies = s.Stats(), s.Cache().Copies
+	r.stats, r.copies, r.window = s.Stats(), s.Cache().Copies, s.Cache().WindowPool()
 	for _, q := range seqs {
 		r.full = append(r.full, append([]int32(nil), q.Tokens()...))
 	}
@@ -76,6 +80,7 @@ func playGroups(t *testing.T, m *model.Model, cfg Config, prompts [][]int32, g i
 	if c := s.Cache(); c.FreeBlocks() != c.NumBlocks || s.reserved != 0 {
 		t.Fatalf("after releasing everything %d of %d blocks are free and %d reserved", c.FreeBlocks(), c.NumBlocks, s.reserved)
 	}
+	r.windowFree = s.Cache().WindowPool().Free
 	return r
 }
 

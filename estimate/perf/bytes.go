@@ -34,7 +34,7 @@ func DecodeBytes(c *model.Config, batch int, ctx float64, rank int, kv kernels.D
 	return StepBytes{
 		Weights: 2 * params,
 		LoRA:    4 * loraParams(c, rank),
-		KV:      float64(batch) * float64(c.KVPositionBytes(kv)) * ctx,
+		KV:      contextKVBytes(c, batch, ctx, kv),
 		Logits:  2 * 4 * float64(batch) * float64(c.VocabSize),
 	}
 }
@@ -58,24 +58,38 @@ func DecodeBytesShared(c *model.Config, batch, group int, ctx float64, prompt, r
 // nothing shared. The prefix pass's tiles of one group's (rollout, head)
 // pairs, DECODE_HEADS at a time, read the same rows in neighbouring
 // blocks of one launch; the model counts those repeats as L2 hits.
+//
+// Sliding-window layers read min(ctx, W) positions per row, shared or not:
+// a decode step runs their attention row by row (model's sliding pool).
 func SharedKVBytes(c *model.Config, batch, group int, ctx float64, prompt int, kv kernels.DType) float64 {
-	pos := float64(c.KVPositionBytes(kv))
 	if group < 2 || prompt < 1 {
-		return float64(batch) * ctx * pos
+		return contextKVBytes(c, batch, ctx, kv)
 	}
+	pos := float64(c.KVPositionBytes(kv) - c.KVWindowBlockBytes(1, kv))
+	window := float64(batch) * c.KVWindowContextBytes(kv, ctx)
 	bs := sampler.DefaultBlockSize
 	shared := float64(min(prompt, int(ctx)) / bs * bs)
 	readers := batch / group
 	if batch%group > 0 {
 		readers++
 	}
-	return (float64(readers)*shared + float64(batch)*(ctx-shared)) * pos
+	return (float64(readers)*shared+float64(batch)*(ctx-shared))*pos + window
+}
+
+// contextKVBytes is what batch rows at context ctx read of the cache,
+// each its own (model.Config.KVContextBytes).
+func contextKVBytes(c *model.Config, batch int, ctx float64, kv kernels.DType) float64 {
+	if c.SlidingLayers() == 0 {
+		return float64(batch) * float64(c.KVPositionBytes(kv)) * ctx
+	}
+	return float64(batch) * c.KVContextBytes(kv, ctx)
 }
 
 // DecodeKVBytes is the K and V a decode step reads: per sequence at
-// position pos, pos+1 cached positions in kv elements.
+// position pos, pos+1 cached positions in kv elements (min(pos+1, W) of a
+// sliding-window layer).
 func DecodeKVBytes(c *model.Config, batch, pos int, kv kernels.DType) int64 {
-	return int64(batch) * int64(pos+1) * c.KVPositionBytes(kv)
+	return int64(batch) * int64(c.KVContextBytes(kv, float64(pos+1)))
 }
 
 // loraParams is the adapter of rank r on all seven projections

@@ -43,9 +43,44 @@ func ReadParams(c *model.Config, batch int) float64 {
 }
 
 // AttentionFLOPs is the work per token of attention over ctx cached
-// positions: QKᵀ and P·V, 2·headDim FLOPs each per head and position.
+// positions: QKᵀ and P·V, 2·headDim FLOPs each per head and position
+// read — ctx in a full layer, min(ctx, W) in a sliding-window one.
 func AttentionFLOPs(c *model.Config, ctx float64) float64 {
-	return 4 * float64(c.NumLayers*c.NumHeads*c.HeadDim) * ctx
+	if c.SlidingWindows == nil {
+		return 4 * float64(c.NumLayers*c.NumHeads*c.HeadDim) * ctx
+	}
+	var read float64
+	for l := range c.NumLayers {
+		read += ctx
+		if w := float64(c.SlidingWindow(l)); w > 0 {
+			read += min(ctx, w) - ctx
+		}
+	}
+	return 4 * float64(c.NumHeads*c.HeadDim) * read
+}
+
+// causalAttentionFLOPs is the mean work per token of attention in a
+// causal pass over n tokens: token t reads t+1 positions, (n+1)/2 on
+// average, or min(t+1, W) in a sliding-window layer.
+func causalAttentionFLOPs(c *model.Config, n int) float64 {
+	if c.SlidingWindows == nil {
+		return AttentionFLOPs(c, float64(n+1)/2)
+	}
+	var read float64
+	for l := range c.NumLayers {
+		read += meanCausalRead(n, c.SlidingWindow(l))
+	}
+	return 4 * float64(c.NumHeads*c.HeadDim) * read
+}
+
+// meanCausalRead is the positions token t of 0..n−1 reads, on average,
+// under a window of w keys (0: none): (n+1)/2 while n ≤ w; past it the
+// first w tokens read 1..w and the rest w each.
+func meanCausalRead(n, w int) float64 {
+	if w == 0 || n <= w {
+		return float64(n+1) / 2
+	}
+	return (float64(w)*float64(w+1)/2 + float64(n-w)*float64(w)) / float64(n)
 }
 
 // DecodeFLOPs is one decode step's work: every token's projections, LM
@@ -64,7 +99,7 @@ func PrefillFLOPs(c *model.Config, prompt int, allLogits bool) float64 {
 	if allLogits {
 		lmHead = 0
 	}
-	return LinearFLOPs(c) - lmHead + AttentionFLOPs(c, float64(prompt+1)/2)
+	return LinearFLOPs(c) - lmHead + causalAttentionFLOPs(c, prompt)
 }
 
 // TrainFLOPs is the model count per trained token of sequences of seqLen
@@ -73,5 +108,5 @@ func PrefillFLOPs(c *model.Config, prompt int, allLogits bool) float64 {
 // backward of twice its work. The rank-r LoRA products add 2·r·(in+out)
 // per projection, under 1% at rank 16, and are left out.
 func TrainFLOPs(c *model.Config, seqLen int) float64 {
-	return 2*LinearFLOPs(c) + 3*AttentionFLOPs(c, float64(seqLen+1)/2)
+	return 2*LinearFLOPs(c) + 3*causalAttentionFLOPs(c, seqLen)
 }

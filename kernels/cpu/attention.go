@@ -17,7 +17,7 @@ func (be *Backend) KVWrite(cache, x, seq, pos kernels.Buffer, pages kernels.KVPa
 	ps := ints("KVWrite", "pos", pos, nTok)
 	cs := floats("KVWrite", "cache", cache, cache.Len())
 	pt := pagesOf("KVWrite", pages, len(cs), width)
-	pt.check("KVWrite", ss, ps)
+	pt.checkWrites("KVWrite", ss, ps)
 	bf16 := cache.DType() == kernels.BF16
 	for t := range nTok {
 		dst := cs[pt.row(int(ss[t]), int(ps[t]))*width:][:width]
@@ -94,7 +94,7 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffe
 	ss := ints(op, "seq", seq, nTok)
 	ps := ints(op, "pos", pos, nTok)
 	pt := pagesOf(op, pages, len(ks), rowW)
-	pt.check(op, ss, ps)
+	pt.check(op, ss, ps, av.window)
 	var ls []float32
 	if lse != nil {
 		ls = f32(op, "lse", lse, nTok*nHead)

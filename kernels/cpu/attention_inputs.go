@@ -69,7 +69,7 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 	if kCache.DType() == kernels.BF16 {
 		store = func(dst []float32, i int, v float32) { dst[i] = roundBF16(v) }
 	}
-	pt.check(op, ss, ps)
+	pt.checkWrites(op, ss, ps)
 	be.parallel(nTok, 20*width, func(lo, hi int) {
 		sin, cos := make([]float64, half), make([]float64, half)
 		row := make([]float32, headDim)
@@ -190,7 +190,7 @@ func (be *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qP
 	fs := floats(op, "invFreq", invFreq, half)
 	ss, ps := ints(op, "seq", seq, nTok), ints(op, "pos", pos, nTok)
 	pt := pagesOf(op, pages, len(dkc), kd)
-	pt.check(op, ss, ps)
+	pt.checkWrites(op, ss, ps)
 	be.parallel(nTok, 20*width, func(lo, hi int) {
 		sin, cos := make([]float64, half), make([]float64, half)
 		row := make([]float32, headDim)

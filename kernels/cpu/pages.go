@@ -32,23 +32,48 @@ func (pt pageTable) row(s, pos int) int {
 }
 
 // check validates every token's sequence and position, and every table
-// entry the tokens read: blocks 0..pos[t]/blockSize of sequence seq[t].
-func (pt pageTable) check(op string, seq, pos []int32) {
+// entry the tokens read: under a sliding window of window keys (0: none)
+// blocks first/blockSize..last/blockSize of each sequence, first being
+// the earliest key its tokens attend to and last its largest position.
+// Blocks behind every window may be unmapped (a sliding-window pool
+// returns them as sequences advance).
+func (pt pageTable) check(op string, seq, pos []int32, window int) {
 	index(op, "seq", seq, pt.seqs)
 	index(op, "pos", pos, pt.blockSize*pt.maxBlocks)
-	last := make(map[int32]int32, 8) // per sequence, its largest position
+	av := attnVariant{window: window}
+	span := make(map[int32][2]int, 8) // per sequence, its first key and largest position
 	for t, s := range seq {
-		if p, ok := last[s]; !ok || pos[t] > p {
-			last[s] = pos[t]
+		f, p := av.first(int(pos[t])), int(pos[t])
+		if r, ok := span[s]; ok {
+			span[s] = [2]int{min(r[0], f), max(r[1], p)}
+		} else {
+			span[s] = [2]int{f, p}
 		}
 	}
-	for s, p := range last {
-		row := pt.table[int(s)*pt.maxBlocks:][:int(p)/pt.blockSize+1]
-		for j, b := range row {
-			if b < 0 || int(b) >= pt.numBlocks {
-				panic(fmt.Sprintf("cpu.%s: pages.Table[%d·%d+%d] = %d (sequence %d reads position %d), outside the cache's %d blocks",
-					op, s, pt.maxBlocks, j, b, s, p, pt.numBlocks))
-			}
+	for s, r := range span {
+		pt.checkBlocks(op, int(s), r[0]/pt.blockSize, r[1])
+	}
+}
+
+// checkWrites validates every token's sequence and position and the table
+// entry of the block it writes: an op that only writes rows reads no
+// other entry.
+func (pt pageTable) checkWrites(op string, seq, pos []int32) {
+	index(op, "seq", seq, pt.seqs)
+	index(op, "pos", pos, pt.blockSize*pt.maxBlocks)
+	for t, s := range seq {
+		pt.checkBlocks(op, int(s), int(pos[t])/pt.blockSize, int(pos[t]))
+	}
+}
+
+// checkBlocks panics unless blocks from..p/blockSize of sequence s name
+// blocks of the cache (p: the position read).
+func (pt pageTable) checkBlocks(op string, s, from, p int) {
+	row := pt.table[s*pt.maxBlocks:][:p/pt.blockSize+1]
+	for j := from; j < len(row); j++ {
+		if b := row[j]; b < 0 || int(b) >= pt.numBlocks {
+			panic(fmt.Sprintf("cpu.%s: pages.Table[%d·%d+%d] = %d (sequence %d reads position %d), outside the cache's %d blocks",
+				op, s, pt.maxBlocks, j, b, s, p, pt.numBlocks))
 		}
 	}
 }

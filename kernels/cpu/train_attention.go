@@ -39,7 +39,7 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 		panic("cpu.AttentionBackward: kCache, vCache, dk and dv must have the same length")
 	}
 	a.pages = pagesOf(op, pages, len(a.k), rowW)
-	a.pages.check(op, a.seq, a.pos)
+	a.pages.check(op, a.seq, a.pos, a.variant.window)
 
 	// Group blocks by (sequence, KV head): each group is one unit of
 	// parallel work. Sequences that share cache blocks (a GRPO group's

@@ -198,7 +198,11 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DT
 	seqv, posv, valid := seqsAndPositions(s.toks, s.slots)
 	pg := s.layout(e, s.slots, s.maxLen, valid)
 	row := s.nKV * s.headDim
-	readable := pg.readableRowsFrom(av.firsts(seqv, posv, s.slots), valid)
+	firsts := av.firsts(seqv, posv, s.slots)
+	readable := pg.readableRowsFrom(firsts, valid)
+	if av.window > 0 && s.paging.block > 0 {
+		pg.unmapBehind(firsts)
+	}
 	kv := func() []float32 {
 		v := e.uniform(pg.Rows()*row, 1)
 		for r, ok := range readable {

@@ -59,6 +59,18 @@ func (p Pages) readableRowsFrom(first, valid []int32) []bool {
 	return r
 }
 
+// unmapBehind sets to −1 the table entries of the blocks wholly before
+// each sequence's first read position, as a sliding-window pool returns
+// them (model's windowPool): an op that reads such an entry indexes
+// outside the cache.
+func (p Pages) unmapBehind(first []int32) {
+	for s, f := range first {
+		for j := range int(f) / p.BlockSize {
+			p.Table[s*p.MaxBlocks+j] = -1
+		}
+	}
+}
+
 // attentionVariantCases run Attention's shapes under sliding windows and
 // sinks: a window of 1 (each token sees itself only), windows crossing
 // page-block and flash-tile boundaries (prefill of 300 in blocks of 16
@@ -66,7 +78,9 @@ func (p Pages) readableRowsFrom(first, valid []int32) []bool {
 // window at least the sequence's length (the full result), sinks alone
 // (with scores large enough to need max-subtraction), sinks with a
 // window, GQA ratios 1 to 4, the scalar kernels' head dim 256, and the
-// lse. Rows before every window hold NaN, so reading them fails.
+// lse. Rows before every window hold NaN, so reading them fails, and in
+// a paged cache the table entries of blocks wholly before every window
+// are −1 (unmapBehind), so reading those fails too.
 func attentionVariantCases() []Case {
 	type vshape struct {
 		attnShape
