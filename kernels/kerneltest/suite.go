@@ -75,6 +75,8 @@ func Cases() []Case {
 		attentionInputsCases(),
 		moeCases(),
 		linearCases(),
+		ssdScanCases(),
+		ssdScanBackwardCases(),
 	} {
 		cs = append(cs, group...)
 	}
