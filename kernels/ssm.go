@@ -38,4 +38,19 @@ type SSMOps interface {
 	// through the softplus), and moves the state gradients through dState
 	// as LinearOps' doc says. aLog, dtBias and d are frozen.
 	SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int)
+
+	// GroupedGatedRMSNorm is the gated norm that ends a Mamba-2 layer
+	// (transformers' MambaRMSNormGated with group_size): the gate goes in
+	// before the norm, and each row of width dim is normalised in groups
+	// groups of dim/groups columns (Mamba-2's n_groups): with u = x·silu(z),
+	//   out[r, k·gs + i] = w[k·gs + i] · u[r, k·gs + i] / sqrt(mean_i(u[r, k·gs + i]²) + eps)
+	// x, z and out are rows × dim; w (dim, possibly BF16) is
+	// ones-initialised; rstd (if not nil, rows × groups) receives each
+	// group's 1/rms. out may alias x. (LinearOps.GatedRMSNorm is the
+	// other order: norm, then gate.)
+	GroupedGatedRMSNorm(out, rstd, x, z, w Buffer, rows, dim, groups int, eps float32)
+
+	// GroupedGatedRMSNormBackward writes dx and dz (rows × dim,
+	// overwritten) from dy, the forward's x, z and rstd; w is frozen.
+	GroupedGatedRMSNormBackward(dx, dz, dy, x, z, w, rstd Buffer, rows, dim, groups int)
 }

@@ -6,9 +6,10 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// The Mamba-2 scan (kernels.SSMOps): ssd_scan.cu's two kernels, one
-// block per (state row, head, run), one thread per state element. The
-// forward is also the decode step: no scratch, nothing the host waits for.
+// The Mamba-2 ops (kernels.SSMOps): ssd_scan.cu's two kernels, one block
+// per (state row, head, run), one thread per state element — the forward
+// is also the decode step: no scratch, nothing the host waits for — and
+// grouped_gated_rmsnorm.cu's, one block per (row, group).
 
 const (
 	// ssdMaxState bounds stateSize: a block holds one state row, a thread
@@ -79,4 +80,42 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 	b.launch("ssd_scan_backward_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0,
 		dx.ptr, ddt.ptr, dst.ptr, ck, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
 		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+}
+
+func groupShape(op string, rows, dim, groups int) int {
+	positive(op, rows, dim, groups)
+	i32(op, rows*dim)
+	if dim%groups != 0 {
+		panic(fmt.Sprintf("cuda: %s: dim %d not a multiple of groups %d", op, dim, groups))
+	}
+	return dim / groups
+}
+
+func (b *Backend) GroupedGatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim, groups int, eps float32) {
+	const op = "GroupedGatedRMSNorm"
+	gs := groupShape(op, rows, dim, groups)
+	o := b.buf(op, "out", out, rows*dim, kernels.F32)
+	r := b.optBuf(op, "rstd", rstd, rows*groups)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	if !usable(o, r, xx, zz, ww) {
+		return
+	}
+	b.launch(weightKernel(op, "grouped_gated_rmsnorm_f32", "grouped_gated_rmsnorm_wbf16", ww), D1(rows*groups), D1(warpRound(gs, rowBlock)), 0,
+		o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(gs), int32(groups), eps)
+}
+
+func (b *Backend) GroupedGatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim, groups int) {
+	const op = "GroupedGatedRMSNormBackward"
+	gs := groupShape(op, rows, dim, groups)
+	dX, dZ := b.buf(op, "dx", dx, rows*dim, kernels.F32), b.buf(op, "dz", dz, rows*dim, kernels.F32)
+	dY := b.buf(op, "dy", dy, rows*dim, kernels.F32)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	r := b.buf(op, "rstd", rstd, rows*groups, kernels.F32)
+	if !usable(dX, dZ, dY, xx, zz, ww, r) {
+		return
+	}
+	b.launch(weightKernel(op, "grouped_gated_rmsnorm_backward_f32", "grouped_gated_rmsnorm_backward_wbf16", ww), D1(rows*groups),
+		D1(warpRound(gs, rowBlock)), 0, dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(gs), int32(groups))
 }

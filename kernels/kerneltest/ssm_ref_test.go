@@ -40,3 +40,27 @@ func TestRefSSDScanBackwardMatchesFD(t *testing.T) {
 	fdCheck(t, "ddtRaw", dtRaw, ddt, loss)
 	fdCheck(t, "dState[0]", st[:hs], dst[:hs], loss)
 }
+
+func TestRefGroupedGatedRMSNormByHand(t *testing.T) {
+	// One row, two groups of two: z = 50 makes silu(z) = 50 up to 1e-20,
+	// so u = 50·x; group (3, 4)·50 has rms 50·sqrt(12.5), group (1, 1)·50
+	// has rms 50. With w = (1, 2, 3, 4) and eps 0:
+	z := []float64{50, 50, 50, 50}
+	out, _ := RefGroupedGatedRMSNorm([]float64{3, 4, 1, 1}, z, []float64{1, 2, 3, 4}, 1, 4, 2, 0)
+	r := math.Sqrt(12.5)
+	near(t, "out", out, []float64{3 / r, 8 / r, 3, 4})
+}
+
+func TestRefGroupedGatedRMSNormBackwardMatchesFD(t *testing.T) {
+	const rows, dim, groups, eps = 3, 8, 2, 1e-5
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, z, w, dy := uniform64(rng, rows*dim), uniform64(rng, rows*dim), uniform64(rng, dim), uniform64(rng, rows*dim)
+	loss := func() float64 {
+		out, _ := RefGroupedGatedRMSNorm(x, z, w, rows, dim, groups, eps)
+		return dot64(dy, out)
+	}
+	_, rstd := RefGroupedGatedRMSNorm(x, z, w, rows, dim, groups, eps)
+	dx, dz := RefGroupedGatedRMSNormBackward(dy, x, z, w, rstd, rows, dim, groups)
+	fdCheck(t, "dx", x, dx, loss)
+	fdCheck(t, "dz", z, dz, loss)
+}

@@ -77,6 +77,7 @@ func Cases() []Case {
 		linearCases(),
 		ssdScanCases(),
 		ssdScanBackwardCases(),
+		groupedGatedRMSNormCases(),
 	} {
 		cs = append(cs, group...)
 	}
