@@ -104,6 +104,7 @@ type Backend interface {
 	DecodeOps
 	MoEOps
 	LinearOps
+	SSMOps
 }
 
 // Ops are the numeric operations. Each is documented by the plain-loop

@@ -47,23 +47,27 @@ package kernels
 // nil when every run has init −1 and final −1.
 type LinearOps interface {
 	// CausalConv1D is the depthwise causal convolution with SiLU of a
-	// DeltaNet layer: for token t at offset i of its run and channel c,
-	//   out[t,c] = silu(Σ_{j<kernel} w[c·kernel + j] · u[i − kernel + 1 + j, c])
+	// DeltaNet or Mamba-2 layer: for token t at offset i of its run and
+	// channel c,
+	//   out[t,c] = silu(Σ_{j<kernel} w[c·kernel + j] · u[i − kernel + 1 + j, c] + bias[c])
 	// where u[i'] for i' ≥ 0 is x at the run's token i' and for i' < 0 is
 	// row kernel−1+i' of convState[init] (zero when init is −1). x and out
 	// are nTok × channels; w is channels × kernel (the checkpoint's conv1d
-	// weight [channels, 1, kernel]), possibly BF16. kernel ≥ 2 (Qwen3.5's
-	// is 4; the CUDA backend takes up to 8). The run's final slot
-	// receives the last kernel−1 rows of u (state and tokens together).
-	CausalConv1D(out, x, w, convState, runs Buffer, nRuns, nTok, channels, kernel int)
+	// weight [channels, 1, kernel]), possibly BF16; bias (channels, the
+	// conv1d bias Mamba-2 has and DeltaNet has not) is nil for none, else
+	// of w's dtype. kernel ≥ 2 (Qwen3.5's and Nemotron-3's are 4; the
+	// CUDA backend takes up to 8). The run's final slot receives the last
+	// kernel−1 rows of u (state and tokens together).
+	CausalConv1D(out, x, w, bias, convState, runs Buffer, nRuns, nTok, channels, kernel int)
 
 	// CausalConv1DBackward writes dx (nTok × channels, overwritten) from
 	// dout through the SiLU (the pre-activation recomputed from x and the
-	// initial states) and the convolution, and moves the conv-state
-	// gradients as the LinearOps doc says: the final state's gradient
-	// reaches the x rows it was made of, the initial state's is added into
-	// dConvState[init]. The weight is frozen: no gradient.
-	CausalConv1DBackward(dx, dConvState, dout, x, w, convState, runs Buffer, nRuns, nTok, channels, kernel int)
+	// initial states, bias included) and the convolution, and moves the
+	// conv-state gradients as the LinearOps doc says: the final state's
+	// gradient reaches the x rows it was made of, the initial state's is
+	// added into dConvState[init]. The weight and bias are frozen: no
+	// gradient.
+	CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, runs Buffer, nRuns, nTok, channels, kernel int)
 
 	// GatedDeltaRule is the gated delta rule of a DeltaNet layer over runs.
 	// Row t of qkv (nTok × (2·nHeadK·dimK + nHeadV·dimV)) is q | k | v:

@@ -193,7 +193,7 @@ func (m *Model) deltaNetForward(a *arena, l int, cache *KVCache, idx batchIndex,
 	convState, state := cache.linear.layer(l)
 	calls := idx.linearCalls(n)
 	for _, lc := range calls {
-		lin.CausalConv1D(lc.rows(s.conv, conv), lc.rows(s.mixed, conv), w.Conv, convState, lc.runs, lc.nRuns, lc.n, conv, c.LinearConvKernel)
+		lin.CausalConv1D(lc.rows(s.conv, conv), lc.rows(s.mixed, conv), w.Conv, nil, convState, lc.runs, lc.nRuns, lc.n, conv, c.LinearConvKernel)
 	}
 	lin.DeltaGates(s.g, s.beta, s.a, s.b, w.ALog, w.DTBias, n, hv)
 	for _, lc := range calls {
@@ -274,7 +274,7 @@ func (tr *Trace) deltaNetBackward(l int, s *layerActs, g *deltaNetGrads, dx kern
 	lin.DeltaGatesBackward(g.da, g.db, g.dg, g.dbeta, d.a, d.b, w.ALog, w.DTBias, n, hv)
 	for i := len(calls) - 1; i >= 0; i-- {
 		lc := calls[i]
-		lin.CausalConv1DBackward(lc.rows(g.dMixed, conv), g.dConvState, lc.rows(g.dConv, conv), lc.rows(d.mixed, conv), w.Conv, convState,
+		lin.CausalConv1DBackward(lc.rows(g.dMixed, conv), g.dConvState, lc.rows(g.dConv, conv), lc.rows(d.mixed, conv), w.Conv, nil, convState,
 			lc.runs, lc.nRuns, lc.n, conv, c.LinearConvKernel)
 	}
 	for i, in := range []struct {

@@ -33,13 +33,26 @@ func convWindow(u, x, st []float32, r run, channels, kernel, c int) {
 	}
 }
 
-func (be *Backend) CausalConv1D(out, x, w, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
+// convBias returns the bias operand, or zeros for none: adding a zero
+// leaves every sum as it was without one.
+func convBias(op string, bias, w kernels.Buffer, channels int) []float32 {
+	if bias == nil {
+		return make([]float32, channels)
+	}
+	if bias.DType() != w.DType() {
+		panic(fmt.Sprintf("cpu.%s: bias is %v, w %v: want one dtype", op, bias.DType(), w.DType()))
+	}
+	return floats(op, "bias", bias, channels)
+}
+
+func (be *Backend) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	const op = "CausalConv1D"
 	per := convShape(op, channels, kernel)
 	rs, slots := linearRuns(op, runs, nRuns, nTok, convState, per)
 	o := f32(op, "out", out, nTok*channels)
 	xs := floats(op, "x", x, nTok*channels)
 	ws := floats(op, "w", w, channels*kernel)
+	bs := convBias(op, bias, w, channels)
 	var st []float32
 	if slots > 0 {
 		st = f32(op, "convState", convState, slots*per)
@@ -52,7 +65,7 @@ func (be *Backend) CausalConv1D(out, x, w, convState, runs kernels.Buffer, nRuns
 			for _, r := range rs {
 				convWindow(u, xs, st, r, channels, kernel, c)
 				for i := range r.count {
-					var p float32
+					p := bs[c]
 					for j, wj := range wc {
 						p += wj * u[i+j]
 					}
@@ -70,7 +83,7 @@ func (be *Backend) CausalConv1D(out, x, w, convState, runs kernels.Buffer, nRuns
 	})
 }
 
-func (be *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
+func (be *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	const op = "CausalConv1DBackward"
 	per := convShape(op, channels, kernel)
 	rs, slots := linearRuns(op, runs, nRuns, nTok, convState, per)
@@ -78,6 +91,7 @@ func (be *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, r
 	do := floats(op, "dout", dout, nTok*channels)
 	xs := floats(op, "x", x, nTok*channels)
 	ws := floats(op, "w", w, channels*kernel)
+	bs := convBias(op, bias, w, channels)
 	var st, dst []float32
 	if slots > 0 {
 		st = floats(op, "convState", convState, slots*per)
@@ -99,7 +113,7 @@ func (be *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, r
 					}
 				}
 				for i := range r.count {
-					var p float32
+					p := bs[c]
 					for j, wj := range wc {
 						p += wj * u[i+j]
 					}

@@ -52,9 +52,9 @@ func chunksForget(rs []int32) []int32 {
 
 type convIgnoresInit struct{ *cpu.Backend }
 
-func (m convIgnoresInit) CausalConv1D(out, x, w, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
+func (m convIgnoresInit) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	withRuns(m.Backend, runs, nRuns, freshInit, func(r kernels.Buffer, n int) {
-		m.Backend.CausalConv1D(out, x, w, convState, r, n, nTok, channels, kernel)
+		m.Backend.CausalConv1D(out, x, w, bias, convState, r, n, nTok, channels, kernel)
 	})
 }
 
@@ -85,14 +85,14 @@ func (m overwritesInitGradient) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, 
 // dropsFinalGradient ignores the gradient arriving at the final slots.
 type dropsFinalGradient struct{ *cpu.Backend }
 
-func (m dropsFinalGradient) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
+func (m dropsFinalGradient) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	withRuns(m.Backend, runs, nRuns, func(rs []int32) []int32 {
 		for i := 3; i < len(rs); i += 4 {
 			rs[i] = -1
 		}
 		return rs
 	}, func(r kernels.Buffer, n int) {
-		m.Backend.CausalConv1DBackward(dx, dConvState, dout, x, w, convState, r, n, nTok, channels, kernel)
+		m.Backend.CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, r, n, nTok, channels, kernel)
 	})
 }
 

@@ -1,5 +1,6 @@
 // causal_conv1d.cu: the depthwise causal convolution with SiLU of a
-// DeltaNet layer and its backward (kernels.LinearOps.CausalConv1D), one
+// DeltaNet or Mamba-2 layer (the bias, null for none, is Mamba-2's) and
+// its backward (kernels.LinearOps.CausalConv1D), one
 // thread per channel of a run: a channel's taps, state rows and tokens
 // are its own, so the thread walks the run with the last kernel−1 inputs
 // in registers. Its CPU twin is kernels/cpu/linear_conv.go.
@@ -12,7 +13,7 @@
 
 // grid (⌈channels/256⌉, nRuns), block (256).
 template <class W>
-__device__ __forceinline__ void causal_conv1d(float* out, const float* x, const W* w, float* convState, const int* runs, int nTok, int slots,
+__device__ __forceinline__ void causal_conv1d(float* out, const float* x, const W* w, const W* bias, float* convState, const int* runs, int nTok, int slots,
 					      int channels, int kernel) {
 	int c = blockIdx.x * blockDim.x + threadIdx.x;
 	LinearRun r;
@@ -20,11 +21,13 @@ __device__ __forceinline__ void causal_conv1d(float* out, const float* x, const 
 	long long per = (long long)(kernel - 1) * channels;
 	float wc[CONV_MAX_KERNEL], win[CONV_MAX_KERNEL];
 	for (int j = 0; j < kernel; j++) wc[j] = ld(w, (long long)c * kernel + j);
+	float b = bias ? ld(bias, c) : 0.0f;
 	// win[0..kernel−2]: the inputs before the current token, oldest first.
 	for (int m = 0; m < kernel - 1; m++) win[m] = r.init >= 0 ? convState[r.init * per + (long long)m * channels + c] : 0.0f;
 	for (int i = 0; i < r.count; i++) {
 		long long at = (long long)(r.first + i) * channels + c;
-		float xi = x[at], p = 0.0f;
+		// The bias first, as the CPU twin sums: without one, p is the sum it was.
+		float xi = x[at], p = b;
 		for (int j = 0; j < kernel - 1; j++) p += wc[j] * win[j];
 		p += wc[kernel - 1] * xi;
 		out[at] = siluf_(p);
@@ -36,13 +39,13 @@ __device__ __forceinline__ void causal_conv1d(float* out, const float* x, const 
 		for (int m = 0; m < kernel - 1; m++) convState[r.fin * per + (long long)m * channels + c] = win[m];
 }
 
-GRPO_KERNEL void __launch_bounds__(256) causal_conv1d_f32(float* out, const float* x, const float* w, float* convState, const int* runs, int nTok,
+GRPO_KERNEL void __launch_bounds__(256) causal_conv1d_f32(float* out, const float* x, const float* w, const float* bias, float* convState, const int* runs, int nTok,
 							  int slots, int channels, int kernel) {
-	causal_conv1d(out, x, w, convState, runs, nTok, slots, channels, kernel);
+	causal_conv1d(out, x, w, bias, convState, runs, nTok, slots, channels, kernel);
 }
-GRPO_KERNEL void __launch_bounds__(256) causal_conv1d_wbf16(float* out, const float* x, const __nv_bfloat16* w, float* convState, const int* runs,
+GRPO_KERNEL void __launch_bounds__(256) causal_conv1d_wbf16(float* out, const float* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, float* convState, const int* runs,
 							    int nTok, int slots, int channels, int kernel) {
-	causal_conv1d(out, x, w, convState, runs, nTok, slots, channels, kernel);
+	causal_conv1d(out, x, w, bias, convState, runs, nTok, slots, channels, kernel);
 }
 
 // conv_input is u[i] of a run (i ≥ −(kernel−1)): token i, or row
@@ -59,7 +62,7 @@ __device__ __forceinline__ float conv_input(const float* x, const float* convSta
 // may share an init slot), to dConvState[init] for the state's rows.
 template <class W>
 __device__ __forceinline__ void causal_conv1d_backward(float* dx, float* dConvState, const float* dout, const float* x, const W* w,
-						       const float* convState, const int* runs, int nTok, int slots, int channels, int kernel) {
+						       const W* bias, const float* convState, const int* runs, int nTok, int slots, int channels, int kernel) {
 	int c = blockIdx.x * blockDim.x + threadIdx.x;
 	LinearRun r;
 	if (c >= channels || !linear_run(runs, blockIdx.y, nTok, slots, &r)) return;
@@ -69,12 +72,13 @@ __device__ __forceinline__ void causal_conv1d_backward(float* dx, float* dConvSt
 		wc[j] = ld(w, (long long)c * kernel + j);
 		dp[j] = 0.0f;
 	}
+	float b = bias ? ld(bias, c) : 0.0f;
 	for (int i = r.count - 1; i >= -(kernel - 1); i--) {
 		// dp[j] = the pre-activation gradient of token i + j.
 		for (int j = kernel - 1; j > 0; j--) dp[j] = dp[j - 1];
 		dp[0] = 0.0f;
 		if (i >= 0) {
-			float p = 0.0f;
+			float p = b;
 			for (int j = 0; j < kernel; j++) p += wc[j] * conv_input(x, convState, r, per, channels, kernel, c, i - kernel + 1 + j);
 			dp[0] = dout[(long long)(r.first + i) * channels + c] * silu_gradf_(p);
 		}
@@ -90,12 +94,12 @@ __device__ __forceinline__ void causal_conv1d_backward(float* dx, float* dConvSt
 }
 
 GRPO_KERNEL void __launch_bounds__(256) causal_conv1d_backward_f32(float* dx, float* dConvState, const float* dout, const float* x, const float* w,
-								   const float* convState, const int* runs, int nTok, int slots, int channels,
+								   const float* bias, const float* convState, const int* runs, int nTok, int slots, int channels,
 								   int kernel) {
-	causal_conv1d_backward(dx, dConvState, dout, x, w, convState, runs, nTok, slots, channels, kernel);
+	causal_conv1d_backward(dx, dConvState, dout, x, w, bias, convState, runs, nTok, slots, channels, kernel);
 }
 GRPO_KERNEL void __launch_bounds__(256) causal_conv1d_backward_wbf16(float* dx, float* dConvState, const float* dout, const float* x,
-								     const __nv_bfloat16* w, const float* convState, const int* runs, int nTok,
+								     const __nv_bfloat16* w, const __nv_bfloat16* bias, const float* convState, const int* runs, int nTok,
 								     int slots, int channels, int kernel) {
-	causal_conv1d_backward(dx, dConvState, dout, x, w, convState, runs, nTok, slots, channels, kernel);
+	causal_conv1d_backward(dx, dConvState, dout, x, w, bias, convState, runs, nTok, slots, channels, kernel);
 }

@@ -86,6 +86,9 @@ var kernelMaxBlock = map[string]int{
 	"gated_rmsnorm_backward_f32": rowBlock, "gated_rmsnorm_backward_wbf16": rowBlock,
 	"gated_delta_step_f32": deltaStepBlock, "gated_delta_chunked_f32": deltaBlock,
 	"gated_delta_chunked_backward_f32": deltaBlock, "gated_delta_l2_backward_f32": deltaStepBlock,
+	"ssd_scan_f32": ssdMaxState, "ssd_scan_backward_f32": ssdMaxState, // warpRound(stateSize, ssdMaxState)
+	"grouped_gated_rmsnorm_f32": rowBlock, "grouped_gated_rmsnorm_wbf16": rowBlock,
+	"grouped_gated_rmsnorm_backward_f32": rowBlock, "grouped_gated_rmsnorm_backward_wbf16": rowBlock,
 }
 
 // elementwise launches a grid-stride kernel over n elements.

@@ -49,15 +49,16 @@ func convShape(op string, nRuns, nTok, channels, kernel int) int {
 	return (kernel - 1) * channels
 }
 
-func (b *Backend) CausalConv1D(out, x, w, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
+func (b *Backend) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	const op = "CausalConv1D"
 	per := convShape(op, nRuns, nTok, channels, kernel)
 	o := b.buf(op, "out", out, nTok*channels, kernels.F32)
 	xx := b.buf(op, "x", x, nTok*channels, kernels.F32)
 	ww := b.buf(op, "w", w, channels*kernel, kernels.F32, kernels.BF16)
+	bb := b.optBufOf(op, "bias", bias, channels, ww.dt)
 	st, slots := b.slotsOf(op, "convState", convState, per)
 	rr := b.buf(op, "runs", runs, 4*nRuns, kernels.I32)
-	if nRuns == 0 || !usable(o, xx, ww, st, rr) {
+	if nRuns == 0 || !usable(o, xx, ww, bb, st, rr) {
 		return
 	}
 	name := "causal_conv1d_f32"
@@ -65,23 +66,24 @@ func (b *Backend) CausalConv1D(out, x, w, convState, runs kernels.Buffer, nRuns,
 		name = "causal_conv1d_wbf16"
 	}
 	b.launch(name, D2((channels+255)/256, nRuns), D1(warpRound(channels, 256)), 0,
-		o.ptr, xx.ptr, ww.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel))
+		o.ptr, xx.ptr, ww.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel))
 }
 
-func (b *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
+func (b *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	const op = "CausalConv1DBackward"
 	per := convShape(op, nRuns, nTok, channels, kernel)
 	d := b.buf(op, "dx", dx, nTok*channels, kernels.F32)
 	do := b.buf(op, "dout", dout, nTok*channels, kernels.F32)
 	xx := b.buf(op, "x", x, nTok*channels, kernels.F32)
 	ww := b.buf(op, "w", w, channels*kernel, kernels.F32, kernels.BF16)
+	bb := b.optBufOf(op, "bias", bias, channels, ww.dt)
 	st, slots := b.slotsOf(op, "convState", convState, per)
 	dst := &buffer{owner: b}
 	if slots > 0 {
 		dst = b.buf(op, "dConvState", dConvState, slots*per, kernels.F32)
 	}
 	rr := b.buf(op, "runs", runs, 4*nRuns, kernels.I32)
-	if nRuns == 0 || !usable(d, do, xx, ww, st, dst, rr) {
+	if nRuns == 0 || !usable(d, do, xx, ww, bb, st, dst, rr) {
 		return
 	}
 	name := "causal_conv1d_backward_f32"
@@ -89,7 +91,7 @@ func (b *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, convState, ru
 		name = "causal_conv1d_backward_wbf16"
 	}
 	b.launch(name, D2((channels+255)/256, nRuns), D1(warpRound(channels, 256)), 0,
-		d.ptr, dst.ptr, do.ptr, xx.ptr, ww.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel))
+		d.ptr, dst.ptr, do.ptr, xx.ptr, ww.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel))
 }
 
 // deltaOperands checks a GatedDeltaRule call's sizes and returns the

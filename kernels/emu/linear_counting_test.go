@@ -178,7 +178,7 @@ func TestDecodeLinearMixerOpsAreFourKernels(t *testing.T) {
 	b.Fill(nw, 1, c.dimV)
 	step := func() {
 		b.DeltaGates(c.g, c.beta, a, bb, aLog, dt, seqs, heads)
-		b.CausalConv1D(conv, x, w, convState, c.runs, seqs, seqs, channels, kernel)
+		b.CausalConv1D(conv, x, w, nil, convState, c.runs, seqs, seqs, channels, kernel)
 		c.forward(b)
 		b.GatedRMSNorm(normed, nil, c.out, z, nw, seqs*heads, c.dimV, 1e-6)
 	}

@@ -97,26 +97,41 @@ func zeroOutside(v []float32, keep map[int]bool, per int) []float32 {
 	return out
 }
 
+// convBiasOperand is the conv1d bias of a case (Mamba-2's, in ±1) and
+// the reference's view of it, or nil and nil for none.
+func convBiasOperand(e *env, dt kernels.DType, channels int, bias bool) (kernels.Buffer, []float64) {
+	if !bias {
+		return nil, nil
+	}
+	o := e.floats("bias", dt, e.uniform(channels, 1), true)
+	return o.view, o.values()
+}
+
 func causalConv1DCases() []Case {
 	var cs []Case
 	for i, l := range linearLayouts(false) {
 		for _, k := range []struct {
 			channels, kernel int
 			w                kernels.DType
-		}{{37, 4, kernels.F32}, {20, 3, kernels.BF16}} {
+			bias             bool
+		}{{37, 4, kernels.F32, false}, {20, 3, kernels.BF16, false}, {33, 4, kernels.F32, true}, {21, 4, kernels.BF16, true}} {
 			l, k, seed := l, k, uint64(6000+i)
 			name := fmt.Sprintf("%s,ch=%d,kernel=%d,w=%v", l.name, k.channels, k.kernel, k.w)
+			if k.bias {
+				name += ",bias"
+			}
 			cs = append(cs, Case{Op: "CausalConv1D", Name: name, check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
 				x := e.in("x", e.uniform(l.nTok*k.channels, 2))
 				w := e.floats("w", k.w, e.uniform(k.channels*k.kernel, 1), true)
+				bias, biasRef := convBiasOperand(e, k.w, k.channels, k.bias)
 				st := e.out("convState", e.uniform(l.slots*(k.kernel-1)*k.channels, 2))
 				runs := e.ints("runs", flattenRuns(l.runs))
 				out := e.out("out", nans(l.nTok*k.channels))
 				wantSt := st.values()
-				want := RefCausalConv1D(x.values(), w.values(), wantSt, l.runs, l.nTok, k.channels, k.kernel)
-				b.CausalConv1D(out.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, k.channels, k.kernel)
+				want := RefCausalConv1D(x.values(), w.values(), biasRef, wantSt, l.runs, l.nTok, k.channels, k.kernel)
+				b.CausalConv1D(out.view, x.view, w.view, bias, st.view, runs.view, len(l.runs), l.nTok, k.channels, k.kernel)
 				if err := e.checkAll(); err != nil {
 					return err
 				}
@@ -134,13 +149,14 @@ func causalConv1DBackwardCases() []Case {
 	var cs []Case
 	for i, l := range linearLayouts(true) {
 		const channels, kernel = 29, 4
-		l, seed := l, uint64(6100+i)
+		l, seed, withBias := l, uint64(6100+i), i%2 == 1 // Mamba-2's bias on every other layout
 		per := (kernel - 1) * channels
 		run := func(b kernels.Backend, fd bool) error {
 			e := newEnv(b, seed)
 			defer e.free()
 			x := e.in("x", e.uniform(l.nTok*channels, 2))
 			w := e.in("w", e.uniform(channels*kernel, 1))
+			bias, biasRef := convBiasOperand(e, kernels.F32, channels, withBias)
 			st := e.in("convState", e.uniform(l.slots*per, 2))
 			runs := e.ints("runs", flattenRuns(l.runs))
 			dout := e.in("dout", e.uniform(l.nTok*channels, 1))
@@ -150,8 +166,8 @@ func causalConv1DBackwardCases() []Case {
 			dst := e.out("dConvState", d0)
 			dx := e.out("dx", nans(l.nTok*channels))
 			wantD := dst.values()
-			want := RefCausalConv1DBackward(wantD, dout.values(), x.values(), w.values(), st.values(), l.runs, l.nTok, channels, kernel)
-			b.CausalConv1DBackward(dx.view, dst.view, dout.view, x.view, w.view, st.view, runs.view, len(l.runs), l.nTok, channels, kernel)
+			want := RefCausalConv1DBackward(wantD, dout.values(), x.values(), w.values(), biasRef, st.values(), l.runs, l.nTok, channels, kernel)
+			b.CausalConv1DBackward(dx.view, dst.view, dout.view, x.view, w.view, bias, st.view, runs.view, len(l.runs), l.nTok, channels, kernel)
 			if err := e.checkAll(); err != nil {
 				return err
 			}
@@ -176,7 +192,7 @@ func causalConv1DBackwardCases() []Case {
 				{op: st, x: stv, grad: dInit, frozen: frozenOutside(l.inits(), per)},
 			}, func() (float64, float64, error) {
 				b.Copy(sc.view, st.view)
-				b.CausalConv1D(out.view, x.view, w.view, sc.view, runs.view, len(l.runs), l.nTok, channels, kernel)
+				b.CausalConv1D(out.view, x.view, w.view, bias, sc.view, runs.view, len(l.runs), l.nTok, channels, kernel)
 				if err := b.Sync(); err != nil {
 					return 0, 0, err
 				}
@@ -185,8 +201,12 @@ func causalConv1DBackwardCases() []Case {
 				return l1 + l2, a1 + a2, nil
 			})
 		}
-		cs = append(cs, Case{Op: "CausalConv1DBackward", Name: l.name, check: func(b kernels.Backend) error { return run(b, false) }})
-		cs = append(cs, Case{Op: "CausalConv1DBackward", Name: "fd," + l.name, check: func(b kernels.Backend) error { return run(b, true) }})
+		name := l.name
+		if withBias {
+			name += ",bias"
+		}
+		cs = append(cs, Case{Op: "CausalConv1DBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
+		cs = append(cs, Case{Op: "CausalConv1DBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
 	}
 	return cs
 }

@@ -41,9 +41,17 @@ func convInputs(x, convState []float64, r LinearRun, channels, kernel, c int) []
 	return u
 }
 
+// convBiasOf is bias[c], or 0 for no bias (nil).
+func convBiasOf(bias []float64, c int) float64 {
+	if bias == nil {
+		return 0
+	}
+	return bias[c]
+}
+
 // RefCausalConv1D returns out (nTok × channels; rows no run covers stay 0)
-// and writes each run's final conv state into convState.
-func RefCausalConv1D(x, w, convState []float64, runs []LinearRun, nTok, channels, kernel int) []float64 {
+// and writes each run's final conv state into convState. bias may be nil.
+func RefCausalConv1D(x, w, bias, convState []float64, runs []LinearRun, nTok, channels, kernel int) []float64 {
 	out := make([]float64, nTok*channels)
 	finals := map[int][]float64{}
 	for _, r := range runs {
@@ -51,7 +59,7 @@ func RefCausalConv1D(x, w, convState []float64, runs []LinearRun, nTok, channels
 		for c := range channels {
 			u := convInputs(x, convState, r, channels, kernel, c)
 			for i := range r.Count {
-				p := 0.0
+				p := convBiasOf(bias, c)
 				for j := range kernel {
 					p += w[c*kernel+j] * u[i+j]
 				}
@@ -74,7 +82,7 @@ func RefCausalConv1D(x, w, convState []float64, runs []LinearRun, nTok, channels
 
 // RefCausalConv1DBackward returns dx and adds the initial states'
 // gradients into dConvState (read at final slots first).
-func RefCausalConv1DBackward(dConvState, dout, x, w, convState []float64, runs []LinearRun, nTok, channels, kernel int) []float64 {
+func RefCausalConv1DBackward(dConvState, dout, x, w, bias, convState []float64, runs []LinearRun, nTok, channels, kernel int) []float64 {
 	dx := make([]float64, nTok*channels)
 	dInit := make([]float64, len(dConvState))
 	for _, r := range runs {
@@ -87,7 +95,7 @@ func RefCausalConv1DBackward(dConvState, dout, x, w, convState []float64, runs [
 				}
 			}
 			for i := range r.Count {
-				p := 0.0
+				p := convBiasOf(bias, c)
 				for j := range kernel {
 					p += w[c*kernel+j] * u[i+j]
 				}

@@ -14,13 +14,17 @@ func TestRefCausalConv1DByHand(t *testing.T) {
 	// Run of two tokens x = (1, 2): pre-activations
 	// 1·10 + 2·20 + 3·1 = 53 and 1·20 + 2·1 + 3·2 = 28.
 	st := []float64{10, 20, 0, 0}
-	out := RefCausalConv1D([]float64{1, 2}, []float64{1, 2, 3}, st, []LinearRun{{0, 2, 0, 1}}, 2, 1, 3)
+	out := RefCausalConv1D([]float64{1, 2}, []float64{1, 2, 3}, nil, st, []LinearRun{{0, 2, 0, 1}}, 2, 1, 3)
 	near(t, "out", out, []float64{refSilu(53), refSilu(28)})
 	near(t, "final state", st, []float64{10, 20, 1, 2})
 	// A run of one token keeps the init state's last row.
 	st = []float64{10, 20, 0, 0}
-	RefCausalConv1D([]float64{5}, []float64{1, 2, 3}, st, []LinearRun{{0, 1, 0, 1}}, 1, 1, 3)
+	RefCausalConv1D([]float64{5}, []float64{1, 2, 3}, nil, st, []LinearRun{{0, 1, 0, 1}}, 1, 1, 3)
 	near(t, "short run's final state", st, []float64{10, 20, 20, 5})
+	// Mamba-2's bias joins before the SiLU: 53 − 3 and 28 − 3.
+	st = []float64{10, 20, 0, 0}
+	out = RefCausalConv1D([]float64{1, 2}, []float64{1, 2, 3}, []float64{-3}, st, []LinearRun{{0, 2, 0, 1}}, 2, 1, 3)
+	near(t, "out with bias", out, []float64{refSilu(50), refSilu(25)})
 }
 
 func TestRefGatedDeltaRuleByHand(t *testing.T) {
@@ -131,7 +135,7 @@ var linearRefRuns = []LinearRun{{0, 3, -1, 1}, {3, 4, 0, 2}, {7, 2, 0, -1}}
 func TestRefCausalConv1DBackwardMatchesFD(t *testing.T) {
 	const nTok, ch, kern, slots = 9, 3, 4, 3
 	rng := rand.New(rand.NewPCG(1, 2))
-	x, w := uniform64(rng, nTok*ch), uniform64(rng, ch*kern)
+	x, w, bias := uniform64(rng, nTok*ch), uniform64(rng, ch*kern), uniform64(rng, ch)
 	st := uniform64(rng, slots*(kern-1)*ch)
 	dout, dFinal := uniform64(rng, nTok*ch), uniform64(rng, slots*(kern-1)*ch)
 	for i := range dFinal[:(kern-1)*ch] {
@@ -140,11 +144,11 @@ func TestRefCausalConv1DBackwardMatchesFD(t *testing.T) {
 	// L = dout·out + dFinal·(final states).
 	loss := func() float64 {
 		s := append([]float64(nil), st...)
-		out := RefCausalConv1D(x, w, s, linearRefRuns, nTok, ch, kern)
+		out := RefCausalConv1D(x, w, bias, s, linearRefRuns, nTok, ch, kern)
 		return dot64(dout, out) + dot64(dFinal[(kern-1)*ch:], s[(kern-1)*ch:])
 	}
 	dst := append([]float64(nil), dFinal...)
-	dx := RefCausalConv1DBackward(dst, dout, x, w, st, linearRefRuns, nTok, ch, kern)
+	dx := RefCausalConv1DBackward(dst, dout, x, w, bias, st, linearRefRuns, nTok, ch, kern)
 	fdCheck(t, "dx", x, dx, loss)
 	dInit := make([]float64, len(st))
 	copy(dInit, dst[:(kern-1)*ch]) // only slot 0 is an init slot

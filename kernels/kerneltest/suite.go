@@ -75,6 +75,9 @@ func Cases() []Case {
 		attentionInputsCases(),
 		moeCases(),
 		linearCases(),
+		ssdScanCases(),
+		ssdScanBackwardCases(),
+		groupedGatedRMSNormCases(),
 	} {
 		cs = append(cs, group...)
 	}

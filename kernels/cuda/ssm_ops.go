@@ -1,0 +1,121 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// The Mamba-2 ops (kernels.SSMOps): ssd_scan.cu's two kernels, one block
+// per (state row, head, run), one thread per state element — the forward
+// is also the decode step: no scratch, nothing the host waits for — and
+// grouped_gated_rmsnorm.cu's, one block per (row, group).
+
+const (
+	// ssdMaxState bounds stateSize: a block holds one state row, a thread
+	// per element (Nemotron-3's rows are 128).
+	ssdMaxState = 256
+	// ssdChunk is SSD_CHUNK in ssd_scan.cu.
+	ssdChunk = 32
+)
+
+func ssmOperands(op string, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) (width, perSlot int) {
+	width, perSlot = nHeads*headDim+2*nGroups*stateSize, nHeads*headDim*stateSize
+	i32(op, nRuns, nTok, nTok*width, nTok*nHeads*headDim, 4*nRuns, perSlot, nHeads*headDim)
+	if nHeads <= 0 || headDim <= 0 || nGroups <= 0 || nHeads%nGroups != 0 || stateSize <= 0 || stateSize > ssdMaxState || nRuns > 65535 {
+		panic(fmt.Sprintf("cuda: %s: nHeads %d (a multiple of nGroups %d), headDim %d, stateSize %d (≤ %d), nRuns %d (≤ 65535)",
+			op, nHeads, nGroups, headDim, stateSize, ssdMaxState, nRuns))
+	}
+	return width, perSlot
+}
+
+func (b *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) {
+	const op = "SSDScan"
+	width, per := ssmOperands(op, nRuns, nTok, nHeads, headDim, nGroups, stateSize)
+	yy := b.buf(op, "y", y, nTok*nHeads*headDim, kernels.F32)
+	xx := b.buf(op, "xBC", xBC, nTok*width, kernels.F32)
+	dt := b.buf(op, "dtRaw", dtRaw, nTok*nHeads, kernels.F32)
+	al, db, dd := b.buf(op, "aLog", aLog, nHeads, kernels.F32), b.buf(op, "dtBias", dtBias, nHeads, kernels.F32), b.buf(op, "d", d, nHeads, kernels.F32)
+	st, slots := b.slotsOf(op, "state", state, per)
+	rr := b.buf(op, "runs", runs, 4*nRuns, kernels.I32)
+	if nRuns == 0 || !usable(yy, xx, dt, al, db, dd, st, rr) {
+		return
+	}
+	b.launch("ssd_scan_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0,
+		yy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
+		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+}
+
+// SSDScanBackward takes scratch from the pool for the saved chunk-start
+// states: (⌊nTok/ssdChunk⌋ + nRuns) × nHeads states bound Σ over runs of
+// ⌈count/ssdChunk⌉. dxBC and ddtRaw are zeroed first: the kernel adds
+// into them.
+func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) {
+	const op = "SSDScanBackward"
+	width, per := ssmOperands(op, nRuns, nTok, nHeads, headDim, nGroups, stateSize)
+	dx := b.buf(op, "dxBC", dxBC, nTok*width, kernels.F32)
+	ddt := b.buf(op, "ddtRaw", ddtRaw, nTok*nHeads, kernels.F32)
+	dyy := b.buf(op, "dy", dy, nTok*nHeads*headDim, kernels.F32)
+	xx := b.buf(op, "xBC", xBC, nTok*width, kernels.F32)
+	dt := b.buf(op, "dtRaw", dtRaw, nTok*nHeads, kernels.F32)
+	al, db, dd := b.buf(op, "aLog", aLog, nHeads, kernels.F32), b.buf(op, "dtBias", dtBias, nHeads, kernels.F32), b.buf(op, "d", d, nHeads, kernels.F32)
+	st, slots := b.slotsOf(op, "state", state, per)
+	dst := &buffer{owner: b}
+	if slots > 0 {
+		dst = b.buf(op, "dState", dState, slots*per, kernels.F32)
+	}
+	rr := b.buf(op, "runs", runs, 4*nRuns, kernels.I32)
+	if nRuns == 0 || !usable(dx, ddt, dyy, xx, dt, al, db, dd, st, dst, rr) {
+		return
+	}
+	saved := (nTok/ssdChunk + nRuns) * per
+	i32(op, saved)
+	ck, ok := b.scratch(4 * saved)
+	if !ok {
+		return
+	}
+	defer b.putScratch(ck, 4*saved)
+	b.elementwise("fill_f32", nTok*width, dx.ptr, float32(0), int32(nTok*width))
+	b.elementwise("fill_f32", nTok*nHeads, ddt.ptr, float32(0), int32(nTok*nHeads))
+	b.launch("ssd_scan_backward_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0,
+		dx.ptr, ddt.ptr, dst.ptr, ck, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
+		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+}
+
+func groupShape(op string, rows, dim, groups int) int {
+	positive(op, rows, dim, groups)
+	i32(op, rows*dim)
+	if dim%groups != 0 {
+		panic(fmt.Sprintf("cuda: %s: dim %d not a multiple of groups %d", op, dim, groups))
+	}
+	return dim / groups
+}
+
+func (b *Backend) GroupedGatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim, groups int, eps float32) {
+	const op = "GroupedGatedRMSNorm"
+	gs := groupShape(op, rows, dim, groups)
+	o := b.buf(op, "out", out, rows*dim, kernels.F32)
+	r := b.optBuf(op, "rstd", rstd, rows*groups)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	if !usable(o, r, xx, zz, ww) {
+		return
+	}
+	b.launch(weightKernel(op, "grouped_gated_rmsnorm_f32", "grouped_gated_rmsnorm_wbf16", ww), D1(rows*groups), D1(warpRound(gs, rowBlock)), 0,
+		o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(gs), int32(groups), eps)
+}
+
+func (b *Backend) GroupedGatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim, groups int) {
+	const op = "GroupedGatedRMSNormBackward"
+	gs := groupShape(op, rows, dim, groups)
+	dX, dZ := b.buf(op, "dx", dx, rows*dim, kernels.F32), b.buf(op, "dz", dz, rows*dim, kernels.F32)
+	dY := b.buf(op, "dy", dy, rows*dim, kernels.F32)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
+	r := b.buf(op, "rstd", rstd, rows*groups, kernels.F32)
+	if !usable(dX, dZ, dY, xx, zz, ww, r) {
+		return
+	}
+	b.launch(weightKernel(op, "grouped_gated_rmsnorm_backward_f32", "grouped_gated_rmsnorm_backward_wbf16", ww), D1(rows*groups),
+		D1(warpRound(gs, rowBlock)), 0, dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(gs), int32(groups))
+}
