@@ -10,34 +10,17 @@ Usage (from the repository root; needs only Jinja2):
     python3 scripts/chat-goldens/glm45_chat.py
 """
 
-import json
 import os
 import random
-import sys
 
-import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+import chat_env
+from chat_env import SEED, call
 
 ROOT = os.path.join("testdata", "tokenizer")
 TEMPLATE = os.path.join(ROOT, "glm45", "chat_template.jinja")
 OUT = os.path.join(ROOT, "chat-glm45.json")
 
 
-def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
-                      separators=separators, sort_keys=sort_keys)
-
-
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
-
-
-def environment():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=["jinja2.ext.loopcontrols"])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    return env
 
 
 WEATHER = {"type": "function", "function": {
@@ -51,9 +34,6 @@ SEARCH = {"type": "function", "function": {
         "query": {"type": "string"}, "limit": {"type": "number"},
         "filters": {"type": "object"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}
 
-
-def call(name, args):
-    return {"type": "function", "function": {"name": name, "arguments": args}}
 
 
 CASES = [
@@ -91,30 +71,11 @@ CASES = [
      "tools": [WEATHER], "add_generation_prompt": True},
 ]
 
-SEED = 20261205
 PIECES = ["hi", " ", "\n", "\t", "é", "中文", "\"", "\\", "'", "<b>", "&", "<think>", "</think>",
           "<arg_key>", "</arg_value>", "None", "True", "{", "}"]
 
-
-def random_text(rng, n=6):
-    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, n)))
-
-
-def random_value(rng, depth=0):
-    kind = rng.randint(0, 9 if depth < 2 else 6)
-    if kind == 0:
-        return rng.choice([0, -1, 7, 2 ** 40, -(2 ** 63)])
-    if kind == 1:
-        return rng.choice([0.5, -2.25, 1e-05, 0.1, 1e16, 123456789.125, 3.0, -0.0, 1e22])
-    if kind == 2:
-        return rng.choice([True, False])
-    if kind == 3:
-        return None
-    if kind in (4, 5, 6):
-        return random_text(rng)
-    if kind in (7, 8):
-        return {random_text(rng, 3) or "k": random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
-    return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+VALUES = chat_env.Values(PIECES, [0.5, -2.25, 1e-05, 0.1, 1e16, 123456789.125, 3.0, -0.0, 1e22])
+random_text, random_value = VALUES.text, VALUES.value
 
 
 def random_case(rng, i):
@@ -147,24 +108,16 @@ def random_case(rng, i):
 
 
 def main():
-    tpl = environment().from_string(open(TEMPLATE, encoding="utf-8").read())
+    tpl = chat_env.load(chat_env.environment(), TEMPLATE)
     rng = random.Random(SEED)
     out = []
     for case in CASES + [random_case(rng, i) for i in range(40)]:
-        c = dict(case)
         kwargs = {"messages": case["messages"], "tools": case.get("tools"),
                   "add_generation_prompt": case.get("add_generation_prompt", False)}
         if "enable_thinking" in case:
             kwargs["enable_thinking"] = case["enable_thinking"]
-        try:
-            c["rendered"] = tpl.render(**kwargs)
-        except jinja2.exceptions.TemplateError as e:
-            c["error"] = str(e)
-        out.append(c)
-    with open(OUT, "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"wrote {len(out)} cases to {OUT} with Jinja2 {jinja2.__version__}", file=sys.stderr)
+        out.append(chat_env.render(tpl, case, kwargs))
+    chat_env.write(OUT, out, len(out))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ python3-jinja2):
     python3 scripts/chat-goldens/gptoss_chat.py
 
 The template is testdata/tokenizer/gptoss/chat_template.jinja (its source:
-the README there). The environment is qwen35_chat.py's (transformers'
+the README there). The environment is chat_env.py's (transformers'
 utils/chat_template_utils.py) plus strftime_now, which transformers defines
 as datetime.now().strftime(format); here it formats a fixed date so the
 file is deterministic, and the Go test passes the same date.
@@ -22,13 +22,11 @@ passes them.
 """
 
 import datetime
-import json
 import os
 import random
-import sys
 
-import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+import chat_env
+from chat_env import SEED, call
 
 ROOT = os.path.join("testdata", "tokenizer")
 TEMPLATE = os.path.join(ROOT, "gptoss", "chat_template.jinja")
@@ -36,26 +34,10 @@ OUT = os.path.join(ROOT, "chat-gptoss.json")
 NOW = datetime.datetime(2026, 3, 7, 9, 5, 2)
 
 
-def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
-                      separators=separators, sort_keys=sort_keys)
-
-
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
-
 
 def strftime_now(fmt):
     return NOW.strftime(fmt)
 
-
-def environment():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=["jinja2.ext.loopcontrols"])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    return env
 
 
 WEATHER = {"type": "function", "function": {
@@ -93,9 +75,6 @@ SEARCH = {"type": "function", "function": {
 PING = {"type": "function", "function": {"name": "ping", "description": "Checks the link.",
                                          "parameters": {"type": "object", "properties": {}}}}
 
-
-def call(name, args):
-    return {"type": "function", "function": {"name": name, "arguments": args}}
 
 
 SEARCH_ARGS = {"query": "line one\nline two <b>&</b>", "limit": 2.5, "exact": True,
@@ -171,30 +150,11 @@ CASES = [
 
 
 # Random conversations (fixed seed) over values that stress a renderer.
-SEED = 20261205
 PIECES = ["hi", " ", "\n", "\t", "é", "中文", "😀", "\"", "\\", "'", "<b>", "&", "\u2028", "\x01",
           "<|end|>", "<|call|>", "to=", "None", "True", "{", "}"]
 
-
-def random_text(rng, n=6):
-    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, n)))
-
-
-def random_value(rng, depth=0):
-    kind = rng.randint(0, 9 if depth < 2 else 6)
-    if kind == 0:
-        return rng.choice([0, -1, 7, 2 ** 40, -(2 ** 63)])
-    if kind == 1:
-        return rng.choice([0.5, -2.25, 1e-05, 0.1, 1e16, 1.5e-300, 123456789.125, 3.0, -0.0, 1e22])
-    if kind == 2:
-        return rng.choice([True, False])
-    if kind == 3:
-        return None
-    if kind in (4, 5, 6):
-        return random_text(rng)
-    if kind in (7, 8):
-        return {random_text(rng, 3) or "k": random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
-    return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+VALUES = chat_env.Values(PIECES, [0.5, -2.25, 1e-05, 0.1, 1e16, 1.5e-300, 123456789.125, 3.0, -0.0, 1e22])
+random_text, random_value = VALUES.text, VALUES.value
 
 
 def random_case(rng, i):
@@ -240,26 +200,17 @@ def template_messages(msgs):
 
 
 def main():
-    env = environment()
-    tpl = env.from_string(open(TEMPLATE, encoding="utf-8").read())
+    tpl = chat_env.load(chat_env.environment(strftime_now=strftime_now), TEMPLATE)
     rng = random.Random(SEED)
     out = []
     for case in CASES + [random_case(rng, i) for i in range(40)]:
-        c = dict(case)
         kwargs = {"messages": template_messages(case["messages"]), "tools": case.get("tools"),
                   "add_generation_prompt": case.get("add_generation_prompt", False)}
         if "reasoning_effort" in case:
             kwargs["reasoning_effort"] = case["reasoning_effort"]
         kwargs.update(case.get("vars", {}))
-        try:
-            c["rendered"] = tpl.render(**kwargs)
-        except jinja2.exceptions.TemplateError as e:
-            c["error"] = str(e)
-        out.append(c)
-    with open(OUT, "w", encoding="utf-8") as f:
-        json.dump({"date": NOW.strftime("%Y-%m-%dT%H:%M:%S"), "cases": out}, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"wrote {len(out)} cases to {OUT} with Jinja2 {jinja2.__version__}", file=sys.stderr)
+        out.append(chat_env.render(tpl, case, kwargs))
+    chat_env.write(OUT, {"date": NOW.strftime("%Y-%m-%dT%H:%M:%S"), "cases": out}, len(out))
 
 
 if __name__ == "__main__":

@@ -9,21 +9,16 @@ python3-jinja2):
     python3 scripts/chat-goldens/qwen35_chat.py
 
 The templates are testdata/tokenizer/qwen35/*.jinja (sources in the README
-there). The environment mirrors transformers'
-utils/chat_template_utils.py: an ImmutableSandboxedEnvironment with
-trim_blocks, lstrip_blocks and the loopcontrols extension, tojson as
-json.dumps(ensure_ascii=False), raise_exception raising TemplateError, and
-tools passed as None when a conversation has none. A case whose template
-raises records the message under "error" instead of "rendered".
+there). The environment is chat_env.py's (transformers'
+utils/chat_template_utils.py); tools are passed as None when a conversation
+has none.
 """
 
-import json
 import os
 import random
-import sys
 
-import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+import chat_env
+from chat_env import SEED, call
 
 ROOT = os.path.join("testdata", "tokenizer")
 TEMPLATES = {
@@ -35,21 +30,6 @@ TEMPLATES = {
 OUT = os.path.join(ROOT, "chat-qwen35.json")
 
 
-def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
-                      separators=separators, sort_keys=sort_keys)
-
-
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
-
-
-def environment():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=["jinja2.ext.loopcontrols"])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    return env
 
 
 WEATHER = {"type": "function", "function": {
@@ -72,9 +52,6 @@ SEARCH = {"type": "function", "function": {
         "cursor": {"anyOf": [{"type": "string"}, {"type": "null"}]},
     }}}}
 
-
-def call(name, args):
-    return {"type": "function", "function": {"name": name, "arguments": args}}
 
 
 SEARCH_ARGS = {"query": "line one\nline two <b>&</b>", "limit": 2.5, "exact": True,
@@ -154,30 +131,11 @@ CASES = [
 # floats at the edges of Python's repr, big and negative integers, empty and
 # nested containers, strings with quotes, backslashes, control and
 # non-ASCII characters, whitespace that |trim removes, think tags.
-SEED = 20261205
 PIECES = ["hi", " ", "\n", "\t", "é", "中文", "😀", "\"", "\\", "'", "<b>", "&", "\u2028", "\x01",
           "<think>", "</think>", "<tool_response>", "</tool_response>", "None", "True", "{", "}"]
 
-
-def random_text(rng, n=6):
-    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, n)))
-
-
-def random_value(rng, depth=0):
-    kind = rng.randint(0, 9 if depth < 2 else 6)
-    if kind == 0:
-        return rng.choice([0, -1, 7, 2 ** 40, -(2 ** 63)])
-    if kind == 1:
-        return rng.choice([0.5, -2.25, 1e-05, 0.1, 1e16, 1.5e-300, 123456789.125, 3.0, -0.0, 1e22])
-    if kind == 2:
-        return rng.choice([True, False])
-    if kind == 3:
-        return None
-    if kind in (4, 5, 6):
-        return random_text(rng)
-    if kind in (7, 8):
-        return {random_text(rng, 3) or "k": random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
-    return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+VALUES = chat_env.Values(PIECES, [0.5, -2.25, 1e-05, 0.1, 1e16, 1.5e-300, 123456789.125, 3.0, -0.0, 1e22])
+random_text, random_value = VALUES.text, VALUES.value
 
 
 def random_case(rng, i):
@@ -210,28 +168,19 @@ def random_case(rng, i):
 
 
 def main():
-    env = environment()
-    templates = {k: env.from_string(open(p, encoding="utf-8").read()) for k, p in TEMPLATES.items()}
+    env = chat_env.environment()
+    templates = {k: chat_env.load(env, p) for k, p in TEMPLATES.items()}
     rng = random.Random(SEED)
     out = []
     for case in CASES + [random_case(rng, i) for i in range(40)]:
         for variant, tpl in templates.items():
-            c = dict(case)
-            c["name"] = variant + ": " + case["name"]
-            c["template"] = os.path.basename(TEMPLATES[variant])
             kwargs = {"messages": case["messages"], "tools": case.get("tools"),
                       "add_generation_prompt": case.get("add_generation_prompt", False)}
             if "enable_thinking" in case:
                 kwargs["enable_thinking"] = case["enable_thinking"]
-            try:
-                c["rendered"] = tpl.render(**kwargs)
-            except jinja2.exceptions.TemplateError as e:
-                c["error"] = str(e)
-            out.append(c)
-    with open(OUT, "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"wrote {len(out)} cases to {OUT} with Jinja2 {jinja2.__version__}", file=sys.stderr)
+            named = dict(case, name=variant + ": " + case["name"], template=os.path.basename(TEMPLATES[variant]))
+            out.append(chat_env.render(tpl, named, kwargs))
+    chat_env.write(OUT, out, len(out))
 
 
 if __name__ == "__main__":
