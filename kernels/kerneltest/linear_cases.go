@@ -428,77 +428,28 @@ func deltaGatesCases() []Case {
 	return append(cs, bs...)
 }
 
+// gatedRMSNormCases: GatedRMSNorm (norm, then gate) over one element,
+// rows with out aliasing x, Qwen3.5-like rows with bf16 w, and a wide row.
 func gatedRMSNormCases() []Case {
-	var cs, bs []Case
-	for i, s := range []struct {
-		rows, dim int
-		w         kernels.DType
-		alias     bool
-	}{{1, 1, kernels.F32, false}, {5, 24, kernels.F32, true}, {64, 128, kernels.BF16, false}, {3, 1000, kernels.F32, false}} {
-		s, seed := s, uint64(6500+i)
-		const eps = 1e-6
-		name := fmt.Sprintf("rows=%d,dim=%d,w=%v,alias=%v", s.rows, s.dim, s.w, s.alias)
-		cs = append(cs, Case{Op: "GatedRMSNorm", Name: name, check: func(b kernels.Backend) error {
-			e := newEnv(b, seed)
-			defer e.free()
-			var x, out *operand
-			if s.alias {
-				x = e.out("x", e.uniform(s.rows*s.dim, 3))
-				out = x
-			} else {
-				x = e.in("x", e.uniform(s.rows*s.dim, 3))
-				out = e.out("out", nans(s.rows*s.dim))
-			}
-			z := e.in("z", e.uniform(s.rows*s.dim, 4))
-			w := e.floats("w", s.w, e.uniform(s.dim, 2), true)
-			rstd := e.out("rstd", nans(s.rows))
-			want, wantR := RefGatedRMSNorm(x.values(), z.values(), w.values(), s.rows, s.dim, eps)
-			b.GatedRMSNorm(out.view, rstd.view, x.view, z.view, w.view, s.rows, s.dim, eps)
-			if err := e.checkAll(); err != nil {
-				return err
-			}
-			if err := Compare("out", out.result(b), want, tolReduction); err != nil {
-				return err
-			}
-			return Compare("rstd", rstd.result(b), wantR, tolReduction)
-		}})
-		run := func(b kernels.Backend, fd bool) error {
-			e := newEnv(b, seed)
-			defer e.free()
-			x := e.in("x", e.uniform(s.rows*s.dim, 3))
-			z := e.in("z", e.uniform(s.rows*s.dim, 4))
-			w := e.floats("w", s.w, e.uniform(s.dim, 2), true)
-			_, rv := RefGatedRMSNorm(x.values(), z.values(), w.values(), s.rows, s.dim, eps)
-			rstd := e.in("rstd", f32s(rv))
-			dy := e.in("dy", e.uniform(s.rows*s.dim, 1))
-			dx, dz := e.out("dx", nans(s.rows*s.dim)), e.out("dz", nans(s.rows*s.dim))
-			wx, wz := RefGatedRMSNormBackward(dy.values(), x.values(), z.values(), w.values(), rstd.values(), s.rows, s.dim)
-			b.GatedRMSNormBackward(dx.view, dz.view, dy.view, x.view, z.view, w.view, rstd.view, s.rows, s.dim)
-			if err := e.checkAll(); err != nil {
-				return err
-			}
-			gx, gz := dx.result(b), dz.result(b)
-			if !fd {
-				if err := Compare("dx", gx, wx, tolReduction); err != nil {
-					return err
-				}
-				return Compare("dz", gz, wz, tolReduction)
-			}
-			out := e.out("out", nans(s.rows*s.dim))
-			r := dy.result(b)
-			return checkFD(e, 1e-2, []fdInput{{op: x, x: x.result(b), grad: gx}, {op: z, x: z.result(b), grad: gz}}, func() (float64, float64, error) {
-				b.GatedRMSNorm(out.view, nil, x.view, z.view, w.view, s.rows, s.dim, eps)
-				if err := b.Sync(); err != nil {
-					return 0, 0, err
-				}
-				l, a := dotLoss(r, out.result(b))
-				return l, a, nil
-			})
-		}
-		bs = append(bs, Case{Op: "GatedRMSNormBackward", Name: name, check: func(b kernels.Backend) error { return run(b, false) }})
-		bs = append(bs, Case{Op: "GatedRMSNormBackward", Name: "fd," + name, check: func(b kernels.Backend) error { return run(b, true) }})
-	}
-	return append(cs, bs...)
+	const eps = 1e-6
+	return gatedNorm{
+		op: "GatedRMSNorm", seed: 6500,
+		name: func(s gatedNormShape) string {
+			return fmt.Sprintf("rows=%d,dim=%d,w=%v,alias=%v", s.rows, s.dim, s.w, s.alias)
+		},
+		forward: func(b kernels.Backend, out, rstd, x, z, w kernels.Buffer, s gatedNormShape) {
+			b.GatedRMSNorm(out, rstd, x, z, w, s.rows, s.dim, eps)
+		},
+		backward: func(b kernels.Backend, dx, dz, dy, x, z, w, rstd kernels.Buffer, s gatedNormShape) {
+			b.GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd, s.rows, s.dim)
+		},
+		ref: func(x, z, w []float64, s gatedNormShape) ([]float64, []float64) {
+			return RefGatedRMSNorm(x, z, w, s.rows, s.dim, eps)
+		},
+		refBack: func(dy, x, z, w, rstd []float64, s gatedNormShape) ([]float64, []float64) {
+			return RefGatedRMSNormBackward(dy, x, z, w, rstd, s.rows, s.dim)
+		},
+	}.cases([]gatedNormShape{{1, 1, 1, kernels.F32, false}, {5, 24, 1, kernels.F32, true}, {64, 128, 1, kernels.BF16, false}, {3, 1000, 1, kernels.F32, false}})
 }
 
 // linearCases are every LinearOps case, in the suite's order.
