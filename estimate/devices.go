@@ -108,7 +108,7 @@ func expertDegrees(mc *model.Config, n int) []int {
 
 // priceShares estimates each device's share under expert-parallel degree
 // ep: device i is rank i mod ep of its group, holding that rank's block
-// of experts.
+// of experts (blocks of as even a size as the count allows).
 func priceShares(ctx context.Context, cfg *config.Config, devices []kernels.DeviceID, o RunOptions, ep int) ([]DeviceShare, error) {
 	groups := cfg.BatchSize / cfg.RolloutsPerExample
 	byShare := map[int]*Estimate{} // each distinct share is priced once
@@ -144,8 +144,11 @@ func priceShares(ctx context.Context, cfg *config.Config, devices []kernels.Devi
 		share.Device = d.String()
 		ds := DeviceShare{Device: d, Examples: n, Estimate: &share}
 		if share.ep.split() {
-			ds.FirstExpert = i % ep * share.ep.per
-			ds.Experts = min(share.ep.total-ds.FirstExpert, share.ep.per)
+			// Rank k of the group holds experts [k·E/ep, (k+1)·E/ep): at
+			// most share.ep.per, the count the estimate prices.
+			k, total := i%ep, share.ep.total
+			ds.FirstExpert = k * total / ep
+			ds.Experts = (k+1)*total/ep - ds.FirstExpert
 		}
 		out = append(out, ds)
 	}

@@ -8,13 +8,13 @@ import (
 
 // expertShard is what one device of an expert-parallel group holds of a
 // mixture-of-experts model: the routed experts of every sparse layer are
-// split over the group's ep devices (device i holds experts
-// [i·per, (i+1)·per)), while attention, DeltaNet, dense MLPs,
+// split over the group's ep devices (rank k holds experts
+// [k·E/ep, (k+1)·E/ep), at most per of them), while attention, DeltaNet, dense MLPs,
 // embeddings, the head, the routers and the shared experts stay whole on
 // every device. A routed expert's adapter and its AdamW moments live with
 // the expert.
 type expertShard struct {
-	ep, per int // devices of the group; routed experts per sparse layer on one device
+	ep, per int // devices of the group; the most routed experts per sparse layer one device holds
 	total   int // routed experts per sparse layer
 	hidden  int64
 	topK    int64
