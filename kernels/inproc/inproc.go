@@ -81,9 +81,9 @@ func (g *Group) Join(rank int, b kernels.Backend) (kernels.Collective, error) {
 }
 
 // Calls returns how many completed calls of op ("all-reduce", "barrier",
-// "all-to-all", "counts")
-// the group has made (each counted once, not once per rank), so tests can
-// count a step's collectives as they count launches.
+// "all-to-all", "counts") the group has made (each counted once, not once
+// per rank), so tests can count a step's collectives as they count
+// launches.
 func (g *Group) Calls(op string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
