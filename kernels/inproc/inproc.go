@@ -3,9 +3,10 @@
 // semantics, so multi-device training runs whole in go test and on any
 // machine. Every rank must make the same calls with the same counts; a
 // sum adds the ranks' values in rank order (0, 1, 2, …), so every rank
-// gets the same bits; a rank that does not arrive within the timeout, or a
-// mismatched call, aborts the group and every rank's call returns an
-// error instead of waiting for ever.
+// gets the same bits; an all-to-all copies each rank's rows to the ranks
+// they are addressed to, once every rank's counts agree; a rank that does
+// not arrive within the timeout, or a mismatched call, aborts the group
+// and every rank's call returns an error instead of waiting for ever.
 package inproc
 
 import (
