@@ -23,10 +23,14 @@ func TestPlanDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := PlanDevices(ctx, cfg, ids, RunOptions{Shape: "qwen3-30m"})
+	p, err := PlanDevices(ctx, cfg, ids, RunOptions{Shape: "qwen3-30m"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p.EP != 1 || p.DP != 3 || !strings.HasPrefix(p.Why, "data parallel: the whole model fits each device") {
+		t.Errorf("a dense model that fits: EP %d × DP %d, why %q", p.EP, p.DP, p.Why)
+	}
+	plan := p.Shares
 	whole, err := Run(ctx, cfg, RunOptions{Shape: "qwen3-30m"})
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +60,11 @@ func TestPlanDevices(t *testing.T) {
 	}
 	// The three replicas together overflow a host that holds two of them.
 	t.Setenv(FakeMemAvailableEnv, "1G")
-	small, err := PlanDevices(ctx, cfg, ids, RunOptions{Shape: "qwen3-30m"})
+	sp, err := PlanDevices(ctx, cfg, ids, RunOptions{Shape: "qwen3-30m"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	small := sp.Shares
 	sum := small[0].Peak + small[1].Peak + small[2].Peak
 	if sum <= 1<<30 {
 		t.Fatalf("the replicas' peaks sum to %d, under 1G: pick a smaller fake", sum)

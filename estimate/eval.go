@@ -52,7 +52,7 @@ func EvalMemory(mc *model.Config, device string, p EvalPass) *Estimate {
 	// bf16 casts of their inputs (as Memory prices them).
 	desc, _ := kernels.DescribeDevice(device)
 	casts := desc.BF16GEMM && (mc.TorchDType == "bfloat16" || mc.TorchDType == "bf16")
-	samplingBytes(mc, uniformShape(mc, p.LoRARank, p.LoRATargets), shape, plan, casts).emit(e, PhaseEval)
+	samplingBytes(mc, uniformShape(mc, p.LoRARank, p.LoRATargets), shape, plan, casts, expertShard{}).emit(e, PhaseEval)
 	e.KV = append(e.KV, plan)
 	perResult := int64(p.PromptTokens)*12 + int64(p.MaxTokens*max(1, p.MaxTurns))*resultBytesPerToken + resultOverhead
 	// Saturate far below MaxInt64: an absurd rollout count must neither

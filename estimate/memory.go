@@ -56,6 +56,10 @@ type Estimate struct {
 	// without recompute (perTokenLayerFLOPs, and the LM head's 4·h·vocab
 	// per scored row).
 	TrainFLOPs float64
+	// ExpertParallel is how many devices the routed experts are split
+	// over (1: each device holds the whole model); ep is that shard.
+	ExpertParallel int
+	ep             expertShard
 	// casts is whether forwards write bf16 casts of their GEMMs' inputs.
 	casts bool
 }
@@ -132,6 +136,9 @@ type Options struct {
 	// what recompute = "auto" chooses by; nil or unknown leaves the pool
 	// unbounded and no recompute.
 	Available *Available
+	// ExpertParallel splits a mixture-of-experts model's routed experts
+	// over that many devices (expertShard); 0 or 1 holds them all.
+	ExpertParallel int
 }
 
 const f32Bytes = 4
@@ -182,16 +189,22 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	// multiplies bf16 weights in bf16 (model/layer.go allocCasts: the
 	// model's castsBF16, bf16 weights on a BF16GEMM backend).
 	e.casts = stored == kernels.BF16 && desc.BF16GEMM
-	e.add(PhaseResident, "base weights", e.BaseParams*int64(e.WeightBytes),
-		fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
+	e.ep = newExpertShard(mc, o.ExpertParallel)
+	e.ExpertParallel = e.ep.ep
+	e.weightItems(mc, stored)
 	if stored == kernels.BF16 && desc.BF16GEMM {
 		tokens := max(cfg.MicroBatchTokens, 2048, cfg.BatchSize)
 		e.add(PhaseResident, "bf16 activation copies for cublasGemmEx", bf16Scratch(mc, tokens),
 			fmt.Sprintf("kernels/cuda rounds each GEMM's activations (up to %d tokens) to bf16 in pooled buffers, one per power-of-two size", tokens))
 	}
-	e.add(PhaseResident, "LoRA params + grads", e.TrainableParams*2*f32Bytes,
-		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s", count(e.TrainableParams), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ",")))
-	e.add(PhaseResident, "AdamW moments", e.TrainableParams*2*f32Bytes, "exp_avg + exp_avg_sq, f32")
+	held, where := e.TrainableParams, ""
+	if experts := expertLoRAParams(mc, ad.m); e.ep.split() && experts > 0 {
+		held = e.TrainableParams - experts + e.ep.held(experts)
+		where = fmt.Sprintf("; the routed experts' %s live with their experts (%d of %d here)", count(experts), e.ep.per, e.ep.total)
+	}
+	e.add(PhaseResident, "LoRA params + grads", held*2*f32Bytes,
+		fmt.Sprintf("%s params × (4 B + 4 B grad), rank %d on %s%s", count(held), cfg.LoRA.Rank, strings.Join(cfg.LoRA.TargetModules, ","), where))
+	e.add(PhaseResident, "AdamW moments", held*2*f32Bytes, "exp_avg + exp_avg_sq, f32"+where)
 
 	train := o.Train
 	if train == nil {
@@ -409,7 +422,7 @@ func slotTokens(mc *model.Config, s EnvShape, maxLen int) string {
 // a mixture-of-experts model's experts' set, the logits rows); an
 // adapter known only by its count of targets (grpo eval's) is taken as
 // that many dense projections of every layer, each an x·Aᵀ per layer.
-func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, casts bool) phaseBytes {
+func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, casts bool, ep expertShard) phaseBytes {
 	slots, held := int64(plan.Rollouts), int64(max(1, plan.Cap))
 	groups := min(int64(max(1, s.Examples)), (held+int64(plan.Group)-1)/int64(plan.Group))
 	prompt := int64(max(s.PromptTokens, 1))
@@ -425,7 +438,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 				acts += n * t * int64(ad.rank) * f32Bytes
 			}
 		}
-		return acts, f.MoE, f.Head
+		return acts, f.MoE + ep.a2aBytes(n), f.Head
 	}
 	peak := func(n, rows int64) int64 {
 		acts, moe, head := forward(n, rows)
@@ -452,9 +465,9 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 		p.decode = peak(rowsAll, rowsAll)
 	} else {
 		for b := int64(1); b < slots; b <<= 1 {
-			p.decode += mc.DecodeBucketBytes(int(b), ad.m, casts)
+			p.decode += mc.DecodeBucketBytes(int(b), ad.m, casts) + ep.a2aBytes(b)
 		}
-		p.decode += mc.DecodeBucketBytes(int(slots), ad.m, casts)
+		p.decode += mc.DecodeBucketBytes(int(slots), ad.m, casts) + ep.a2aBytes(slots)
 	}
 	blocks := fmt.Sprint(plan.Blocks)
 	if plan.Pad > 0 {
@@ -476,6 +489,10 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	acts, moe, head := forward(n, rows)
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,
 		Detail: fmt.Sprintf("forward of %d tokens", n)})
+	if a2a := ep.a2aBytes(n); a2a > 0 {
+		moe -= a2a
+		p.items = append(p.items, MemItem{Name: "all-to-all buffers (expert parallel)", Bytes: a2a, Detail: ep.a2aDetail(n)})
+	}
 	if moe > 0 {
 		p.items = append(p.items, MemItem{Name: "expert activations and grouping (MoE)", Bytes: moe,
 			Detail: fmt.Sprintf("%d tokens × %d experts each = %d permuted rows: router logits, top-k, grouping indices, gathered inputs, expert outputs, gate/up", n, mc.NumExpertsPerTok, n*int64(mc.NumExpertsPerTok))})
@@ -497,7 +514,7 @@ const kvHeadroom = 0.05
 func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, dev, phase string, av *Available) (phaseBytes, KVPlan) {
 	plan := newKVPlan(mc, s, dev)
 	plan.Phase = phase
-	p := samplingBytes(mc, ad, s, plan, e.casts)
+	p := samplingBytes(mc, ad, s, plan, e.casts, e.ep)
 	plan.DecodeBytes = p.decode
 	if av == nil || !av.Known {
 		return p, plan
@@ -515,11 +532,11 @@ func (e *Estimate) planSampling(mc *model.Config, ad adapterShape, s EnvShape, d
 		// how much the run is short.
 		plan.bound(plan.BlocksAll)
 		plan.Cap, plan.Passes = 0, 0
-		p = samplingBytes(mc, ad, s, plan, e.casts)
+		p = samplingBytes(mc, ad, s, plan, e.casts, e.ep)
 		plan.DecodeBytes = p.decode
 		return p, plan
 	}
-	p = samplingBytes(mc, ad, s, plan, e.casts)
+	p = samplingBytes(mc, ad, s, plan, e.casts, e.ep)
 	plan.DecodeBytes = p.decode
 	return p, plan
 }
@@ -643,7 +660,7 @@ func promptGroups(n int64, seqs []trainSeq) int64 {
 //
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
-func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool) phaseBytes {
+func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool, ep expertShard) phaseBytes {
 	tb := mc.TraceBytes(int(n), int(r), int(traceRuns(n, seqs)), casts)
 	bh := mc.BackwardHeadBytes(int(n), int(r))
 	setting := pl.setting(mc.NumLayers)
@@ -672,6 +689,12 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	}
 	add("per-token metrics of the step", metrics*stepTrained*f32Bytes,
 		fmt.Sprintf("%d trained tokens; read back once per step", stepTrained))
+	if a2a := ep.a2aBytes(n); a2a > 0 {
+		// The trace's forward and the backward each exchange one sparse
+		// layer's rows at a time (the backward sends the outputs'
+		// gradients to the experts and the inputs' gradients back).
+		add("all-to-all buffers (expert parallel)", a2a, ep.a2aDetail(n))
+	}
 	// The loss buffers (sampler log-probs, adv, w, dlogp; ref with beta >
 	// 0, π_old with a correction; the sequences' starts) are allocated
 	// after the KL reference trace is freed, with the backward scratch;

@@ -244,7 +244,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 	var costs []RecomputeCost
 	all := plans(L)
 	for _, pl := range all {
-		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, stepTrained, pl, e.casts)
+		tb := trainingBytes(cfg, mc, ad, longest, seqs, n, r, stepTrained, pl, e.casts, e.ep)
 		e.Items = append(slices.Clone(others), tb.items...)
 		e.finish()
 		p, _ := pl.model(L)

@@ -33,6 +33,9 @@ type RunOptions struct {
 	Log io.Writer
 	// Hub configures model resolution (cache, endpoint, offline).
 	Hub hub.Options
+	// ExpertParallel prices one device of an expert-parallel group of
+	// that many devices (Options.ExpertParallel); 0 or 1: the whole model.
+	ExpertParallel int
 }
 
 // promptSample bounds how many examples per environment are rendered to
@@ -74,7 +77,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) (*Estimate, erro
 		return nil, err
 	}
 	e, err := Memory(cfg, mc, Options{Device: device, Train: train, Eval: eval,
-		Assumptions: append(notes, envNotes...), Available: &av})
+		Assumptions: append(notes, envNotes...), Available: &av, ExpertParallel: o.ExpertParallel})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package model
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Shapes are named model shapes for benchmarks and memory estimates: the
 // real configs of popular checkpoints, plus small ones for CPU runs.
@@ -52,6 +55,8 @@ func Shape(name string) (*Config, bool) {
 		rs := *c.RopeScaling
 		c.RopeScaling = &rs
 	}
+	// GLM's dense first layers (mlp_only_layers), in a fresh slice.
+	c.MLPOnlyLayers = slices.Clone(c.MLPOnlyLayers)
 	if c.Arch().GptOssExperts {
 		// Its windows resolved from the default layer_types, into a
 		// fresh slice.

@@ -27,4 +27,23 @@ func init() {
 		MoEConfig: MoEConfig{NumExperts: 256, NumExpertsPerTok: 8, MoEIntermediateSize: 512, NormTopKProb: true,
 			DecoderSparseStep: 1, RouterAuxLossCoef: 0.001},
 		HybridConfig: moe}
+	// Qwen/Qwen3.5-122B-A10B and Qwen3.5-397B-A17B (text model): 48 and 60
+	// layers (every fourth full attention), 32 query and 2 key-value heads
+	// of 256, 256 experts of 1024 (8 per token) and 512 (10 per token),
+	// a shared expert of 1024, untied head; their DeltaNet has 64 value
+	// heads. The 397B's attention and MoE sizes are slime's
+	// scripts/models/qwen3.5-397B-A17B.sh's.
+	big := delta
+	big.LinearNumValueHeads = 64
+	big.SharedExpertIntermediateSize = 1024
+	qwen35MoE := func(hidden, layers, experts, perTok int) Config {
+		return Config{ModelType: "qwen3_5_moe", HiddenSize: hidden, NumLayers: layers,
+			NumHeads: 32, NumKVHeads: 2, HeadDim: 256, VocabSize: 248320, RMSNormEps: 1e-6,
+			RopeTheta: 1e7, MaxPositions: 262144, HiddenAct: "silu", TorchDType: "bfloat16",
+			MoEConfig: MoEConfig{NumExperts: experts, NumExpertsPerTok: perTok, MoEIntermediateSize: 1024, NormTopKProb: true,
+				DecoderSparseStep: 1, RouterAuxLossCoef: 0.001},
+			HybridConfig: big}
+	}
+	Shapes["qwen3.5-122b-a10b"] = qwen35MoE(3072, 48, 256, 8)
+	Shapes["qwen3.5-397b-a17b"] = qwen35MoE(4096, 60, 512, 10)
 }

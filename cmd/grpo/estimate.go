@@ -37,10 +37,11 @@ are not downloaded). The exit code is 0 whether or not the run fits;
 'grpo train' refuses to start a run that does not fit unless --force.
 
 With several devices (--devices or the config's devices key) it prints the
-data-parallel plan per device — every device holds the weights, the adapter
-and its optimizer state, and samples and trains its share of each step's
-groups — and exits 1 naming the first device that does not fit and its
-largest item.
+plan per device, each training its share of a step's groups, and exits 1
+naming the first device that does not fit and its largest item: data
+parallel when the whole model fits each device, else, for a mixture-of-
+experts model, expert parallel (EP × DP = devices) with the fewest devices
+per expert group that fits; a "why" line names the sizes that decided.
 
 The model's shape comes from its local directory or the Hugging Face cache, or
 else from its config.json alone; --shape estimates for a named shape without
@@ -56,7 +57,7 @@ Examples:
 			fs.BoolVar(&asJSON, "json", false, "print the estimate as JSON")
 			fs.StringVar(&shape, "shape", "", "estimate for a named model shape instead of the config's model (grpo bench --help lists them)")
 			fs.StringVar(&device, "device", "", "override the config's device: cpu or cuda")
-			fs.StringVar(&devices, "devices", "", `the devices of a data-parallel run, overriding the config's devices: "cuda:0-7", "cuda:0,2"`)
+			fs.StringVar(&devices, "devices", "", `the devices of a multi-device run, overriding the config's devices: "cuda:0-7", "cuda:0,2"`)
 		},
 		run: func(args []string) error {
 			if len(args) != 1 {
@@ -212,19 +213,19 @@ func checkFits(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// estimateDevices prints a data-parallel plan: the first device's full
-// estimate (the others differ only in their share's sampling items), then
-// a line per device.
+// estimateDevices prints a multi-device plan: the first device's full
+// estimate (the others differ only in their share's sampling items and,
+// under expert parallelism, their experts), the layout and why, then a
+// line per device.
 func estimateDevices(ctx context.Context, cfg *config.Config, ids []kernels.DeviceID, o estimate.RunOptions) error {
 	plan, err := estimate.PlanDevices(ctx, cfg, ids, o)
 	if err != nil {
-		return err
+		return estimate.WithShapeHint(err, cfg.Model, o.Shape)
 	}
-	writeEstimate(os.Stdout, plan[0].Estimate)
-	fmt.Printf("\ndata parallel over %d devices: each holds the base weights, the adapter and its AdamW state and trains its share of a step's %d groups\n",
-		len(plan), cfg.BatchSize/cfg.RolloutsPerExample)
-	for _, s := range plan {
+	writeEstimate(os.Stdout, plan.Shares[0].Estimate)
+	fmt.Printf("\n%s\nwhy: %s\n", plan.Layout(cfg.BatchSize/cfg.RolloutsPerExample), plan.Why)
+	for _, s := range plan.Shares {
 		fmt.Println("  " + s.Summary())
 	}
-	return estimate.Misfit(plan)
+	return estimate.Misfit(plan.Shares)
 }

@@ -273,3 +273,27 @@ func TestEstimateOfflineNamesShape(t *testing.T) {
 		t.Errorf("exit %d: %q", code, errOut)
 	}
 }
+
+// TestEstimateExpertParallelPlan: grpo estimate --devices prints the
+// expert-parallel layout, the why line and each device's experts for
+// Qwen3.5-122B-A10B on 4 H200s, and refuses 2 of them (exit 1) naming
+// the device and its largest item.
+func TestEstimateExpertParallelPlan(t *testing.T) {
+	t.Setenv(estimate.FakeMemAvailableEnv, "139G")
+	path := writeConfig(t, "Qwen/Qwen3.5-122B-A10B")
+	code, out, errOut := runCaptured(t, "estimate", path, "--shape", "qwen3.5-122b-a10b", "--devices", "cuda:0-3", "--no-measure")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"expert parallel over 4 devices, EP 4 × DP 1", "\nwhy: expert parallel, EP 4 × DP 1: EP 1 needs ",
+		"resident  routed experts", "all-to-all buffers (expert parallel)", "  cuda:3: 8 groups; experts 192–255; resident "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	code, out, errOut = runCaptured(t, "estimate", path, "--shape", "qwen3.5-122b-a10b", "--devices", "cuda:0-1", "--no-measure")
+	if code != 1 || !strings.Contains(out, "why: no layout fits (EP 2 × DP 1 is the largest split)") ||
+		!strings.Contains(errOut, "cuda:0 does not fit: it needs") || !strings.Contains(errOut, "its largest item is resident routed experts") {
+		t.Errorf("2 devices: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

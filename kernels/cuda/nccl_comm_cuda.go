@@ -83,6 +83,14 @@ func (c *ncclComm) Barrier() error {
 // allReduce issues ncclAllReduce(sum, f32) in place on the stream and
 // waits for it under the watchdog.
 func (c *ncclComm) allReduce(p DevicePtr, n int, what string) error {
+	return c.run(what, func(comm, stream unsafe.Pointer) error {
+		return ncclAllReduceSumF32(what, p, p, n, comm, stream)
+	})
+}
+
+// run issues a collective on the stream, after the work queued before
+// it, and waits for it under the watchdog.
+func (c *ncclComm) run(what string, issue func(comm, stream unsafe.Pointer) error) error {
 	if err := c.failed(); err != nil {
 		return err
 	}
@@ -99,7 +107,7 @@ func (c *ncclComm) allReduce(p DevicePtr, n int, what string) error {
 		if c.comm == nil {
 			return nil
 		}
-		return ncclAllReduceSumF32(what, p, p, n, c.comm, unsafe.Pointer(c.d.stream.C()))
+		return issue(c.comm, unsafe.Pointer(c.d.stream.C()))
 	})
 	if err == nil {
 		if ev, err = c.d.NewEvent(); err == nil {

@@ -75,6 +75,7 @@ import (
 
 // The values of nccl.h's enums that the collectives use.
 const (
+	ncclInt32   = 2
 	ncclFloat32 = 7
 	ncclSum     = 0
 )
@@ -176,23 +177,25 @@ func ncclAllReduceSumF32(what string, send, recv DevicePtr, n int, comm, stream 
 	return ncclCheck(what, C.grpo_nccl_all_reduce(C.ulonglong(send), C.ulonglong(recv), C.size_t(n), ncclFloat32, ncclSum, comm, stream))
 }
 
-// ncclSendRecvF32 issues, as one NCCL group (ncclGroupStart/End), a send
-// of sends[peer] floats from send[peer] and a receive of recvs[peer] into
-// recv[peer] for each peer with a non-zero count: the all-to-all of expert
-// parallelism's token dispatch.
-func ncclSendRecvF32(send, recv []DevicePtr, sends, recvs []int, comm, stream unsafe.Pointer) error {
+// ncclSendRecv issues, as one NCCL group (ncclGroupStart/End), a send
+// of sends[peer] elements of dtype (ncclFloat32, ncclInt32) from
+// send[peer] and a receive of recvs[peer] into recv[peer] for each peer
+// with a non-zero count, this rank itself included: the all-to-all of
+// expert parallelism's token dispatch (AllToAll) and of its counts
+// (ExchangeCounts).
+func ncclSendRecv(dtype int, send, recv []DevicePtr, sends, recvs []int, comm, stream unsafe.Pointer) error {
 	if err := ncclCheck("ncclGroupStart", C.grpo_nccl_group_start()); err != nil {
 		return err
 	}
 	var first error
 	for peer := range sends {
 		if sends[peer] > 0 && first == nil {
-			first = ncclCheck(fmt.Sprintf("ncclSend(%d floats to rank %d)", sends[peer], peer),
-				C.grpo_nccl_send(C.ulonglong(send[peer]), C.size_t(sends[peer]), ncclFloat32, C.int(peer), comm, stream))
+			first = ncclCheck(fmt.Sprintf("ncclSend(%d elements to rank %d)", sends[peer], peer),
+				C.grpo_nccl_send(C.ulonglong(send[peer]), C.size_t(sends[peer]), C.int(dtype), C.int(peer), comm, stream))
 		}
 		if recvs[peer] > 0 && first == nil {
-			first = ncclCheck(fmt.Sprintf("ncclRecv(%d floats from rank %d)", recvs[peer], peer),
-				C.grpo_nccl_recv(C.ulonglong(recv[peer]), C.size_t(recvs[peer]), ncclFloat32, C.int(peer), comm, stream))
+			first = ncclCheck(fmt.Sprintf("ncclRecv(%d elements from rank %d)", recvs[peer], peer),
+				C.grpo_nccl_recv(C.ulonglong(recv[peer]), C.size_t(recvs[peer]), C.int(dtype), C.int(peer), comm, stream))
 		}
 	}
 	// The group is closed even after a failed call, or NCCL stays in

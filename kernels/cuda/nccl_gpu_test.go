@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -18,7 +19,9 @@ import (
 // to 4; one rank per GPU, all in this process) and checks: the all-reduce
 // sums exactly (rank r holds (r+1)·x with x a small multiple of 1/4, so
 // every partial sum is exact in f32 and the result is x·n(n+1)/2) with the
-// same bits on every rank; a barrier returns; and, with two GPUs or more,
+// same bits on every rank; a barrier returns; the counts exchange and the
+// all-to-all move every rank's rows where checkAllToAllOnGPU's plain loop
+// puts them (one GPU: to itself); and, with two GPUs or more,
 // a collective that rank 1 never joins ends rank 0 at the watchdog's
 // timeout with an aborted-collective error instead of hanging. Needs a GPU
 // and libnccl.so.2 (the torch wheels' nvidia/nccl/lib is found).
@@ -85,6 +88,7 @@ func TestNCCLOnGPU(t *testing.T) {
 			}
 		}
 	}
+	checkAllToAllOnGPU(t, backends, comms)
 	if n < 2 {
 		t.Log("one GPU: the missing-peer check needs two")
 		for _, c := range comms {
@@ -129,4 +133,65 @@ func each(t *testing.T, n int, f func(r int) error) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkAllToAllOnGPU: rank r sends rank p (r + 2p) mod 3 rows of 5 floats
+// (zero rows included), each element naming its sender, receiver, row and
+// column; the counts go through ExchangeCounts first; each rank's receive
+// buffer must hold, bit for bit, the rows addressed to it in sender order,
+// and its tail past them the -1 it held.
+func checkAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Collective) {
+	t.Helper()
+	const width = 5
+	n := len(backends)
+	rows := func(from, to int) int { return (from + 2*to) % 3 }
+	value := func(from, to, row, col int) float32 { return float32(from*100000 + to*10000 + row*10 + col) }
+	each(t, n, func(r int) error {
+		b := backends[r]
+		sendRows := make([]int, n)
+		var send []float32
+		for p := range sendRows {
+			sendRows[p] = rows(r, p)
+			for i := range sendRows[p] * width {
+				send = append(send, value(r, p, i/width, i%width))
+			}
+		}
+		recvRows, err := comms[r].ExchangeCounts(sendRows)
+		if err != nil {
+			return err
+		}
+		var want []float32
+		for p := range recvRows {
+			if recvRows[p] != rows(p, r) {
+				return fmt.Errorf("rank %d: %d rows from rank %d, want %d", r, recvRows[p], p, rows(p, r))
+			}
+			for i := range recvRows[p] * width {
+				want = append(want, value(p, r, i/width, i%width))
+			}
+		}
+		sb, rb := b.Alloc(kernels.F32, max(1, len(send))), b.Alloc(kernels.F32, len(want)+3)
+		defer b.Free(sb)
+		defer b.Free(rb)
+		b.Upload(sb, append(send, make([]float32, sb.Len()-len(send))...))
+		tail := make([]float32, rb.Len())
+		for i := range tail {
+			tail[i] = -1
+		}
+		b.Upload(rb, tail)
+		if err := comms[r].AllToAll(sb, sendRows, rb, recvRows, width); err != nil {
+			return err
+		}
+		got := make([]float32, rb.Len())
+		b.Download(got, rb)
+		for i, x := range got {
+			w := float32(-1)
+			if i < len(want) {
+				w = want[i]
+			}
+			if math.Float32bits(x) != math.Float32bits(w) {
+				return fmt.Errorf("rank %d: received element %d is %v, want %v", r, i, x, w)
+			}
+		}
+		return nil
+	})
 }

@@ -3,9 +3,10 @@
 // semantics, so multi-device training runs whole in go test and on any
 // machine. Every rank must make the same calls with the same counts; a
 // sum adds the ranks' values in rank order (0, 1, 2, …), so every rank
-// gets the same bits; a rank that does not arrive within the timeout, or a
-// mismatched call, aborts the group and every rank's call returns an
-// error instead of waiting for ever.
+// gets the same bits; an all-to-all copies each rank's rows to the ranks
+// they are addressed to, once every rank's counts agree; a rank that does
+// not arrive within the timeout, or a mismatched call, aborts the group
+// and every rank's call returns an error instead of waiting for ever.
 package inproc
 
 import (
@@ -31,19 +32,27 @@ type Group struct {
 }
 
 // round is one collective call on its way: each rank's contribution until
-// the last arrives, then the result every rank copies out.
+// the last arrives, then the result every rank copies out (a sum), or
+// the contributions each rank picks its own part from (an all-to-all).
 type round struct {
 	seq     int
 	op      string
-	n       int
+	n       int // what every rank must agree on: elements, a row width, counts
 	first   int // the rank that opened the round, for mismatch messages
 	arrived []bool
-	data    [][]float32
+	parts   []part
 	count   int
 	result  []float32
 	err     error
 	done    chan struct{}
 	timer   *time.Timer
+}
+
+// part is one rank's contribution to a call.
+type part struct {
+	values             []float32 // all-reduce: its buffer; all-to-all: its send rows
+	sendRows, recvRows []int     // all-to-all
+	counts             []int     // count exchange
 }
 
 // NewGroup makes a group of size ranks; a call waits at most timeout for
@@ -72,9 +81,10 @@ func (g *Group) Join(rank int, b kernels.Backend) (kernels.Collective, error) {
 	return &member{g: g, rank: rank, b: b}, nil
 }
 
-// Calls returns how many completed calls of op ("all-reduce", "barrier")
-// the group has made (each counted once, not once per rank), so tests can
-// count a step's collectives as they count launches.
+// Calls returns how many completed calls of op ("all-reduce", "barrier",
+// "all-to-all", "counts") the group has made (each counted once, not once
+// per rank), so tests can count a step's collectives as they count
+// launches.
 func (g *Group) Calls(op string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -99,9 +109,10 @@ func (g *Group) abortLocked(reason error) {
 	}
 }
 
-// exchange is one rank's part of a call: it contributes data (nil for a
-// barrier) and waits for the sum of every rank's data.
-func (g *Group) exchange(rank int, op string, data []float32) ([]float32, error) {
+// exchange is one rank's part of a call of op over n elements (or a row
+// width, or counts): it contributes p and waits for every rank's; the
+// finished round holds the sum (all-reduce) and every rank's part.
+func (g *Group) exchange(rank int, op string, n int, p part) (*round, error) {
 	g.mu.Lock()
 	if g.err != nil {
 		err := g.err
@@ -110,31 +121,57 @@ func (g *Group) exchange(rank int, op string, data []float32) ([]float32, error)
 	}
 	r := g.current
 	if r == nil {
-		r = &round{seq: g.seq + 1, op: op, n: len(data), first: rank, arrived: make([]bool, g.size),
-			data: make([][]float32, g.size), done: make(chan struct{})}
+		r = &round{seq: g.seq + 1, op: op, n: n, first: rank, arrived: make([]bool, g.size),
+			parts: make([]part, g.size), done: make(chan struct{})}
 		seq := r.seq
 		r.timer = time.AfterFunc(g.timeout, func() { g.expire(seq) })
 		g.current = r
 	}
-	if r.op != op || r.n != len(data) {
+	if r.op != op || r.n != n {
 		g.abortLocked(fmt.Errorf("inproc: call #%d: rank %d called %s of %d elements but rank %d called %s of %d; every rank must make the same calls with the same counts",
-			r.seq, rank, op, len(data), r.first, r.op, r.n))
+			r.seq, rank, op, n, r.first, r.op, r.n))
 		err := g.err
 		g.mu.Unlock()
 		return nil, err
 	}
 	r.arrived[rank] = true
-	r.data[rank] = data
+	r.parts[rank] = p
 	r.count++
 	if r.count == g.size {
-		g.current = nil
-		g.seq++
-		g.calls[op]++
-		r.finish(sumInRankOrder(r.data, r.n), nil)
+		if err := r.check(); err != nil {
+			g.abortLocked(err) // finishes r, still current, with the error
+		} else {
+			g.current = nil
+			g.seq++
+			g.calls[op]++
+			var sum []float32
+			if op == "all-reduce" {
+				sum = sumInRankOrder(r.parts, r.n)
+			}
+			r.finish(sum, nil)
+		}
 	}
 	g.mu.Unlock()
 	<-r.done
-	return r.result, r.err
+	return r, r.err
+}
+
+// check is what a call's ranks must agree on beyond the op and count,
+// seen once all have arrived: in an all-to-all, the rows each rank sends
+// each other are the rows that one expects.
+func (r *round) check() error {
+	if r.op != "all-to-all" {
+		return nil
+	}
+	for from, p := range r.parts {
+		for to, rows := range p.sendRows {
+			if want := r.parts[to].recvRows[from]; rows != want {
+				return fmt.Errorf("inproc: all-to-all #%d: rank %d sends %d rows to rank %d, which expects %d from it; exchange the counts first (ExchangeCounts)",
+					r.seq, from, rows, to, want)
+			}
+		}
+	}
+	return nil
 }
 
 // expire aborts call seq if some rank has still not arrived.
@@ -160,12 +197,12 @@ func (r *round) finish(result []float32, err error) {
 	close(r.done)
 }
 
-// sumInRankOrder adds the ranks' slices elementwise, rank 0 first, in
+// sumInRankOrder adds the ranks' values elementwise, rank 0 first, in
 // float32 as the device would: the order is fixed, so the bits are too.
-func sumInRankOrder(data [][]float32, n int) []float32 {
+func sumInRankOrder(parts []part, n int) []float32 {
 	out := make([]float32, n)
-	for _, d := range data {
-		for i, v := range d {
+	for _, p := range parts {
+		for i, v := range p.values {
 			out[i] += v
 		}
 	}

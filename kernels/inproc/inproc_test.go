@@ -153,7 +153,7 @@ func TestMissingRankTimesOut(t *testing.T) {
 // exchangeBarrier is a barrier call by rank outside a member (for the
 // after-abort check).
 func (g *Group) exchangeBarrier(rank int) error {
-	_, err := g.exchange(rank, "barrier", nil)
+	_, err := g.exchange(rank, "barrier", 0, part{})
 	return err
 }
 

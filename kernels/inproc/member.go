@@ -31,16 +31,16 @@ func (m *member) AllReduceSum(buf kernels.Buffer) error {
 		m.g.Abort(fmt.Errorf("inproc: rank %d: its backend failed before the all-reduce: %w", m.rank, err))
 		return fmt.Errorf("inproc: rank %d: %w", m.rank, err)
 	}
-	sum, err := m.g.exchange(m.rank, "all-reduce", host)
+	r, err := m.g.exchange(m.rank, "all-reduce", len(host), part{values: host})
 	if err != nil {
 		return err
 	}
-	m.b.Upload(buf, sum)
+	m.b.Upload(buf, r.result)
 	return nil
 }
 
 func (m *member) Barrier() error {
-	_, err := m.g.exchange(m.rank, "barrier", nil)
+	_, err := m.g.exchange(m.rank, "barrier", 0, part{})
 	return err
 }
 

@@ -1,0 +1,114 @@
+package estimate
+
+import (
+	"fmt"
+
+	"github.com/grpo-dev/grpo/model"
+)
+
+// expertShard is what one device of an expert-parallel group holds of a
+// mixture-of-experts model: the routed experts of every sparse layer are
+// split over the group's ep devices (rank k holds experts
+// [k·E/ep, (k+1)·E/ep), at most per of them), while attention, DeltaNet, dense MLPs,
+// embeddings, the head, the routers and the shared experts stay whole on
+// every device. A routed expert's adapter and its AdamW moments live with
+// the expert.
+type expertShard struct {
+	ep, per int // devices of the group; the most routed experts per sparse layer one device holds
+	total   int // routed experts per sparse layer
+	hidden  int64
+	topK    int64
+}
+
+// newExpertShard is the shard of mc over ep devices; ep ≤ 1, or a model
+// without routed experts, keeps everything on every device.
+func newExpertShard(mc *model.Config, ep int) expertShard {
+	if ep <= 1 || mc.SparseLayers() == 0 {
+		return expertShard{ep: 1, per: mc.NumExperts, total: mc.NumExperts}
+	}
+	return expertShard{ep: ep, per: (mc.NumExperts + ep - 1) / ep, total: mc.NumExperts,
+		hidden: int64(mc.HiddenSize), topK: int64(mc.NumExpertsPerTok)}
+}
+
+func (s expertShard) split() bool { return s.ep > 1 }
+
+// held is the part of n, a count spread evenly over every routed expert,
+// that one device holds.
+func (s expertShard) held(n int64) int64 {
+	if !s.split() || s.total == 0 {
+		return n
+	}
+	return n / int64(s.total) * int64(s.per)
+}
+
+// routedExpertParams is the parameters of mc's routed experts, every
+// sparse layer's (not the routers, not the shared experts): what the
+// whole model holds beyond what one token uses is (experts − top-k) of
+// them per sparse layer (model.Config's ParamCount and
+// ActiveParamCount), so one expert of every layer is that difference
+// over experts − top-k.
+func routedExpertParams(mc *model.Config) int64 {
+	n, k := int64(mc.NumExperts), int64(mc.NumExpertsPerTok)
+	if mc.SparseLayers() == 0 || n <= k {
+		return 0
+	}
+	return (mc.ParamCount() - mc.ActiveParamCount()) / (n - k) * n
+}
+
+// expertLoRAParams is the adapter parameters of the routed experts (A
+// and B of each adapted expert projection, every expert of every sparse
+// layer), as ad sizes them.
+func expertLoRAParams(mc *model.Config, ad model.AdapterShape) int64 {
+	var n int64
+	for l := range ad.Experts {
+		for p, r := range ad.Experts[l] {
+			if r > 0 {
+				in, out := mc.ExpertDims(model.Proj(p))
+				n += int64(mc.NumExperts) * int64(r) * int64(in+out)
+			}
+		}
+	}
+	return n
+}
+
+// a2aBytes is one sparse layer's all-to-all buffers for a forward (or
+// backward) of n tokens on one device of the group: the dispatch sends
+// each token's top-k rows to the devices of their experts and the combine
+// sends the experts' outputs back. The permuted rows the MoE block
+// gathers anyway are the dispatch's send buffer and the expert outputs
+// the combine's; each exchange adds a receive buffer of n × top-k rows
+// of hidden f32 (the experts' activations are f32 on every path today)
+// when the routing is balanced, and the per-peer counts (int32, sent and
+// received). The layers run one at a time, so one layer's set is alive.
+func (s expertShard) a2aBytes(n int64) int64 {
+	if !s.split() {
+		return 0
+	}
+	return 2*n*s.topK*s.hidden*f32Bytes + 2*int64(s.ep)*4
+}
+
+func (s expertShard) a2aDetail(n int64) string {
+	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d hidden × 4 B (f32) each, one sparse layer at a time, routing taken as balanced over the %d devices",
+		n, s.topK, s.hidden, s.ep)
+}
+
+// weightItems adds the base weights: all of them, or, split over an
+// expert-parallel group, the replicated part and this device's routed
+// experts.
+func (e *Estimate) weightItems(mc *model.Config, stored fmt.Stringer) {
+	wb := int64(e.WeightBytes)
+	if !e.ep.split() {
+		e.add(PhaseResident, "base weights", e.BaseParams*wb,
+			fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
+		return
+	}
+	routed := routedExpertParams(mc)
+	e.add(PhaseResident, "base weights", (e.BaseParams-routed)*wb,
+		fmt.Sprintf("%s params × %d B (%s) on every device: attention, dense MLPs, embeddings, head, routers, shared experts", count(e.BaseParams-routed), e.WeightBytes, stored))
+	held := e.ep.held(routed)
+	e.note("expert parallel over %d devices: each holds %d of the %d routed experts of every sparse layer and their adapters; every device samples and trains its own groups and sends its tokens' rows to their experts' devices and back (all-to-all), taken as balanced: a skewed step receives more rows",
+		e.ep.ep, e.ep.per, e.ep.total)
+	e.add(PhaseResident, "routed experts", held*wb,
+		fmt.Sprintf("%d of %d experts of each of %d sparse layers (expert parallel over %d devices): %s of %s params × %d B",
+			e.ep.per, e.ep.total, mc.SparseLayers(), e.ep.ep, count(held), count(routed), e.WeightBytes))
+}
