@@ -26,6 +26,8 @@ type Backend struct {
 	optIn map[string]int
 	// attnPath is the forward attention kernel SetAttentionPath chose.
 	attnPath AttentionPath
+	// ssdPath is the scan's kernels SetSSDPath chose.
+	ssdPath SSDPath
 	// host are the host's copies of I32 values it uploaded (positions.go).
 	host hostI32
 }

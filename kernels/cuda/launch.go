@@ -87,6 +87,7 @@ var kernelMaxBlock = map[string]int{
 	"gated_delta_step_f32": deltaStepBlock, "gated_delta_chunked_f32": deltaBlock,
 	"gated_delta_chunked_backward_f32": deltaBlock, "gated_delta_l2_backward_f32": deltaStepBlock,
 	"ssd_scan_f32": ssdMaxState, "ssd_scan_backward_f32": ssdMaxState, // warpRound(stateSize, ssdMaxState)
+	"ssd_chunked_f32": ssdBlock, "ssd_chunked_backward_f32": ssdBlock,
 	"grouped_gated_rmsnorm_f32": rowBlock, "grouped_gated_rmsnorm_wbf16": rowBlock,
 	"grouped_gated_rmsnorm_backward_f32": rowBlock, "grouped_gated_rmsnorm_backward_wbf16": rowBlock,
 }

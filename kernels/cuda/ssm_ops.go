@@ -6,18 +6,76 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// The Mamba-2 ops (kernels.SSMOps): ssd_scan.cu's two kernels, one block
-// per (state row, head, run), one thread per state element — the forward
-// is also the decode step: no scratch, nothing the host waits for — and
-// grouped_gated_rmsnorm.cu's, one block per (row, group).
+// The Mamba-2 ops (kernels.SSMOps): the scan's recurrent kernels
+// (ssd_scan.cu: one block per (state row, head, run), one thread per state
+// element; the forward is also the decode step — no scratch, nothing the
+// host waits for) and its chunked ones (ssd_chunked.cu,
+// ssd_chunked_backward.cu: one block per (run, head) walking chunks of
+// ssdChunk tokens with matrix products), and grouped_gated_rmsnorm.cu's,
+// one block per (row, group).
+//
+// The runs stay on the device, so the scan's path is chosen by shape: the
+// chunked kernels when the runs average at least ssdChunkedMinRun tokens
+// and their shared memory fits, the recurrent ones otherwise — decode
+// steps (a token per run) among them.
 
 const (
-	// ssdMaxState bounds stateSize: a block holds one state row, a thread
-	// per element (Nemotron-3's rows are 128).
+	// ssdMaxState bounds stateSize: a recurrent block holds one state
+	// row, a thread per element (Nemotron-3's rows are 128).
 	ssdMaxState = 256
-	// ssdChunk is SSD_CHUNK in ssd_scan.cu.
-	ssdChunk = 32
+	// ssdReplay is SSD_REPLAY in ssd_scan.cu.
+	ssdReplay = 16
+	// ssdChunk is SSD_CHUNK in ssd.cuh; ssdBlock threads per (run, head)
+	// block of the chunked kernels.
+	ssdChunk = 64
+	ssdBlock = 256
+	// ssdChunkedMinRun is the mean run length from which SSDScan and its
+	// backward take the chunked kernels. The recurrent kernels have
+	// headDim times the blocks and no chunk to fill, and reread B and C
+	// per state row and token (BENCHMARKS.md counts both): below a
+	// quarter chunk the chunked kernels' shared memory sits mostly empty.
+	// Not tuned on a GPU.
+	ssdChunkedMinRun = 16
 )
+
+// SSDPath picks the scan's kernels. Both agree within the conformance
+// tolerances on every input, so the choice is speed only.
+type SSDPath int
+
+const (
+	// SSDAuto chooses by shape (above).
+	SSDAuto SSDPath = iota
+	// SSDRecurrent always runs ssd_scan.cu's kernels.
+	SSDRecurrent
+	// SSDChunked runs the chunked kernels wherever their shared memory
+	// fits (the recurrent ones otherwise).
+	SSDChunked
+)
+
+// SetSSDPath makes SSDScan and SSDScanBackward run path (for tests and
+// benchmarks).
+func (b *Backend) SetSSDPath(p SSDPath) { b.ssdPath = p }
+
+// ssdChunkedShared and ssdChunkedBackwardShared are the chunked kernels'
+// dynamic shared memory (their .cu files list what it holds).
+func ssdChunkedShared(headDim, stateSize int) int {
+	return 4 * (stateSize*(headDim+1) + 2*ssdChunk*(stateSize+1) + ssdChunk*headDim + ssdChunk*ssdChunk + 6*ssdChunk)
+}
+func ssdChunkedBackwardShared(headDim, stateSize int) int {
+	return 4 * (stateSize*(headDim+1) + 2*ssdChunk*(stateSize+1) + 2*ssdChunk*headDim + 3*ssdChunk*ssdChunk + 9*ssdChunk)
+}
+
+// ssdChunked reports whether a scan call takes the chunked kernels.
+func (b *Backend) ssdChunked(nRuns, nTok, headDim, stateSize int) bool {
+	fits := max(ssdChunkedShared(headDim, stateSize), ssdChunkedBackwardShared(headDim, stateSize)) <= deltaMaxShared
+	switch b.ssdPath {
+	case SSDRecurrent:
+		return false
+	case SSDChunked:
+		return fits
+	}
+	return fits && nTok >= ssdChunkedMinRun*nRuns
+}
 
 func ssmOperands(op string, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) (width, perSlot int) {
 	width, perSlot = nHeads*headDim+2*nGroups*stateSize, nHeads*headDim*stateSize
@@ -41,15 +99,21 @@ func (b *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Bu
 	if nRuns == 0 || !usable(yy, xx, dt, al, db, dd, st, rr) {
 		return
 	}
+	if b.ssdChunked(nRuns, nTok, headDim, stateSize) {
+		b.launch("ssd_chunked_f32", D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedShared(headDim, stateSize),
+			yy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
+			int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+		return
+	}
 	b.launch("ssd_scan_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0,
 		yy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
 		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
 }
 
-// SSDScanBackward takes scratch from the pool for the saved chunk-start
-// states: (⌊nTok/ssdChunk⌋ + nRuns) × nHeads states bound Σ over runs of
-// ⌈count/ssdChunk⌉. dxBC and ddtRaw are zeroed first: the kernel adds
-// into them.
+// SSDScanBackward takes scratch from the pool for the saved states
+// (every chunk's start, or every ssdReplay tokens' on the recurrent path):
+// (⌊nTok/k⌋ + nRuns) × nHeads states bound Σ over runs of ⌈count/k⌉.
+// dxBC and ddtRaw are zeroed first: the kernels add into them.
 func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) {
 	const op = "SSDScanBackward"
 	width, per := ssmOperands(op, nRuns, nTok, nHeads, headDim, nGroups, stateSize)
@@ -68,7 +132,12 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 	if nRuns == 0 || !usable(dx, ddt, dyy, xx, dt, al, db, dd, st, dst, rr) {
 		return
 	}
-	saved := (nTok/ssdChunk + nRuns) * per
+	chunked := b.ssdChunked(nRuns, nTok, headDim, stateSize)
+	every := ssdReplay
+	if chunked {
+		every = ssdChunk
+	}
+	saved := (nTok/every + nRuns) * per
 	i32(op, saved)
 	ck, ok := b.scratch(4 * saved)
 	if !ok {
@@ -77,9 +146,13 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 	defer b.putScratch(ck, 4*saved)
 	b.elementwise("fill_f32", nTok*width, dx.ptr, float32(0), int32(nTok*width))
 	b.elementwise("fill_f32", nTok*nHeads, ddt.ptr, float32(0), int32(nTok*nHeads))
-	b.launch("ssd_scan_backward_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0,
-		dx.ptr, ddt.ptr, dst.ptr, ck, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
-		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+	args := []any{dx.ptr, ddt.ptr, dst.ptr, ck, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
+		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize)}
+	if chunked {
+		b.launch("ssd_chunked_backward_f32", D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedBackwardShared(headDim, stateSize), args...)
+		return
+	}
+	b.launch("ssd_scan_backward_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0, args...)
 }
 
 func groupShape(op string, rows, dim, groups int) int {

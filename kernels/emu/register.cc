@@ -40,6 +40,8 @@ void emu_register_gated_delta_chunked(const char* prefix);
 void emu_register_gated_delta_chunked_backward(const char* prefix);
 void emu_register_gated_delta_l2_backward(const char* prefix);
 void emu_register_ssd_scan(const char* prefix);
+void emu_register_ssd_chunked(const char* prefix);
+void emu_register_ssd_chunked_backward(const char* prefix);
 void emu_register_grouped_gated_rmsnorm(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
@@ -86,6 +88,8 @@ extern "C" void emu_register_all(void) {
 		emu_register_gated_delta_chunked_backward("");
 		emu_register_gated_delta_l2_backward("");
 		emu_register_ssd_scan("");
+		emu_register_ssd_chunked("");
+		emu_register_ssd_chunked_backward("");
 		emu_register_grouped_gated_rmsnorm("");
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");
