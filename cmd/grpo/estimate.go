@@ -202,6 +202,9 @@ func commas(n int64) string {
 // refuse it when its peak exceeds the free memory. Unknown free memory
 // (the cuda backend cannot report it yet) lets the run start.
 func checkFits(ctx context.Context, cfg *config.Config) error {
+	if ids, _ := cfg.DeviceList(); len(ids) > 1 { // data parallel: each device's share
+		return estimate.DevicesFit(ctx, cfg, ids, "pass --force to skip the check")
+	}
 	e, err := estimate.Run(ctx, cfg, estimate.RunOptions{})
 	if err != nil {
 		return fmt.Errorf("memory estimate: %w (pass --force to skip the check)", err)

@@ -114,7 +114,7 @@ Examples:
 			if device != "" {
 				cfg.Device = device
 			}
-			if err := cfg.UseDevicesFlag(devices); err != nil { // several: not built yet
+			if err := cfg.UseDevicesFlag(devices); err != nil { // several: data parallel
 				return err
 			}
 			if err := ranks.CheckSingle(os.Getenv); err != nil { // srun/torchrun: likewise
