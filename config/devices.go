@@ -43,8 +43,8 @@ func DevicesFromList(what string, specs ...string) ([]kernels.DeviceID, error) {
 
 // SingleDevice is the one device a run that drives one device opens
 // ("cuda", "cuda:3", "cpu"), or an error when the config names several:
-// training, eval, serve and bench do not yet spread over devices, and must
-// not silently use one of them.
+// eval, serve and bench do not spread over devices (only training does,
+// data parallel), and must not silently use one of them.
 func (c *Config) SingleDevice() (string, error) {
 	ids, err := c.DeviceList()
 	if err != nil {
@@ -62,16 +62,37 @@ func (c *Config) ValidateOneDevice() (string, error) {
 	return c.SingleDevice()
 }
 
+// ValidateTrainDevices is Validate, then DeviceList: the check of a
+// training run, which spreads over several devices data parallel. Several
+// devices play their rollouts in process: with [inference] a server
+// generates, and one device trains.
+func (c *Config) ValidateTrainDevices() ([]kernels.DeviceID, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	ids, err := c.DeviceList()
+	if err == nil && len(ids) > 1 && c.Inference.On() {
+		err = fmt.Errorf("devices = %s names %d devices, but [inference] generates the rollouts on a server: data parallel training over several devices plays them in process; name one device, or drop [inference]", quoteList(c.Devices), len(ids))
+	}
+	return ids, err
+}
+
+// OpenName is the name a device is opened by (loader.OpenBackend): the
+// backend for its first device ("cuda", "cpu"), else "cuda:3".
+func OpenName(id kernels.DeviceID) string {
+	if id.Index == 0 {
+		return id.Backend
+	}
+	return id.String()
+}
+
 // SingleDeviceOf is SingleDevice for a list from elsewhere (a flag), named
 // by what in the refusal.
 func SingleDeviceOf(ids []kernels.DeviceID, what string) (string, error) {
 	if len(ids) > 1 {
-		return "", fmt.Errorf("%s names %d devices: multi-device runs are not built yet (data parallel training is issue 30's next step); name one device, e.g. %s", what, len(ids), ids[0])
+		return "", fmt.Errorf("%s names %d devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one — name one device, e.g. %s", what, len(ids), ids[0])
 	}
-	if ids[0].Index == 0 {
-		return ids[0].Backend, nil
-	}
-	return ids[0].String(), nil
+	return OpenName(ids[0]), nil
 }
 
 // OneDevice is the device a single-device command opens: the --devices
@@ -88,17 +109,16 @@ func OneDevice(device, devicesFlag string) (string, error) {
 	return SingleDeviceOf(ids, "--devices "+devicesFlag)
 }
 
-// UseDevicesFlag makes a --devices flag's list the config's devices (""
-// leaves them) and refuses several devices, naming the flag or the key,
-// as a single-device run must.
+// UseDevicesFlag makes grpo train's --devices flag's list the config's
+// devices ("" leaves them); a malformed list is refused naming the flag.
 func (c *Config) UseDevicesFlag(devicesFlag string) error {
 	if devicesFlag != "" {
-		if _, err := OneDevice("", devicesFlag); err != nil {
+		if _, err := DevicesFromList("--devices "+devicesFlag, devicesFlag); err != nil {
 			return err
 		}
 		c.Devices = []string{devicesFlag}
 	}
-	_, err := c.SingleDevice()
+	_, err := c.DeviceList()
 	return err
 }
 

@@ -9,8 +9,9 @@ import (
 // default device); no key is one device; a device written in the file
 // must agree; duplicates, unknown names and indices past
 // CUDA_VISIBLE_DEVICES are problems naming the key; a list of several is
-// refused by SingleDevice in one line saying multi-device runs are not
-// built yet.
+// refused by SingleDevice (eval, serve, bench) in one line saying only
+// grpo train spreads over several, and taken by ValidateTrainDevices
+// unless [inference] generates the rollouts.
 func TestDevicesKey(t *testing.T) {
 	const base = "model = \"Qwen/Qwen3-0.6B\"\nmax_steps = 1\nbatch_size = 8\nrollouts_per_example = 8\n[[env]]\nid = \"reverse-text\"\n"
 	parse := func(extra string) (*Config, error) {
@@ -25,8 +26,18 @@ func TestDevicesKey(t *testing.T) {
 		t.Errorf("DeviceList = %v, %v", ids, err)
 	}
 	if _, err := c.SingleDevice(); err == nil || strings.Contains(err.Error(), "\n") ||
-		!strings.Contains(err.Error(), `devices = ["cuda:0-1", "cuda:3"] names 3 devices: multi-device runs are not built yet`) {
+		!strings.Contains(err.Error(), `devices = ["cuda:0-1", "cuda:3"] names 3 devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one`) {
 		t.Errorf("several devices: %v", err)
+	}
+	if ids, err := c.ValidateTrainDevices(); err != nil || len(ids) != 3 {
+		t.Errorf("ValidateTrainDevices = %v, %v", ids, err)
+	}
+	c, err = Parse([]byte(`devices = ["cpu:0-1"]`+"\n"+base+"[inference]\nurl = \"http://localhost:8000/v1\"\n"), "run.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ValidateTrainDevices(); err == nil || !strings.Contains(err.Error(), "[inference] generates the rollouts on a server") {
+		t.Errorf("several devices with [inference]: %v", err)
 	}
 	c, err = parse(`devices = ["cuda:2"]` + "\n")
 	if d, err2 := c.SingleDevice(); err != nil || err2 != nil || d != "cuda:2" {

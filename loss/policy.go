@@ -49,6 +49,39 @@ type Stats struct {
 // adapter switched off. A policy whose routers are adapted also takes the
 // gradient of router_aux_loss_coef × the load-balancing loss.
 func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens, microTokens int) (Stats, error) {
+	return PolicyGradientOfShare(policy, samples, CountBatch(samples, cfg), cfg, maxTokens, microTokens)
+}
+
+// Batch is what a step's normalisers count over the whole batch: its
+// samples, its trained completion tokens and the tokens its forward
+// passes read (the routers' load-balancing loss weighs each micro-batch
+// by its share of these).
+type Batch struct {
+	Samples, Tokens, SeqTokens int
+}
+
+// CountBatch counts samples as the loss's normalisers do.
+func CountBatch(samples []Sample, cfg Config) Batch {
+	b := Batch{Samples: len(samples)}
+	for i := range samples {
+		for j := range samples[i].Completion {
+			if samples[i].trained(j, cfg) {
+				b.Tokens++
+			}
+		}
+		b.SeqTokens += samples[i].SeqLen()
+	}
+	return b
+}
+
+// PolicyGradientOfShare is PolicyGradient for samples that are one
+// device's share of a data-parallel step whose whole batch counts whole:
+// every token's weight is normalised by the whole batch (its token or
+// sample count, as cfg.Type says), so the devices' gradients, and their
+// losses, sum to the whole batch's. Stats.Tokens and the averages
+// (entropy, KL, clip and mismatch fractions) are over the share's own
+// trained tokens, for the caller to weigh.
+func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens int) (Stats, error) {
 	var st Stats
 	for i, s := range samples {
 		if len(s.Prompt) == 0 || len(s.Completion) == 0 {
@@ -58,7 +91,7 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 			return st, fmt.Errorf("sample %d: %d completion tokens but %d old log-probs and %d mask entries", i, len(s.Completion), len(s.OldLogp), len(s.ModelMask))
 		}
 	}
-	weights, total := tokenWeights(samples, cfg, maxTokens)
+	weights, total := tokenWeights(samples, whole, cfg, maxTokens)
 	st.Tokens = total
 	if total == 0 {
 		return st, nil
@@ -80,9 +113,7 @@ func PolicyGradient(policy *model.Model, samples []Sample, cfg Config, maxTokens
 	var sums lossSums
 	if coef := policy.Config.RouterAuxLossCoef; coef > 0 && policy.TrainsRouter() {
 		sums.auxCoef = coef
-		for i := range samples {
-			sums.auxTokens += samples[i].SeqLen()
-		}
+		sums.auxTokens = whole.SeqTokens
 	}
 	for lo := 0; lo < len(samples); {
 		hi, n := lo, 0

@@ -63,7 +63,7 @@ func TestPolicyLossMatchesPyTorch(t *testing.T) {
 					t.Fatal(err)
 				}
 				be := newBackend()
-				weights, total := tokenWeights(samples, cfg, g.MaxTokens)
+				weights, total := tokenWeights(samples, CountBatch(samples, cfg), cfg, g.MaxTokens)
 				var lr lossRows
 				var logp, ref []float32
 				start := int32(0)

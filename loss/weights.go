@@ -2,8 +2,9 @@ package loss
 
 // tokenWeights returns, per sample and completion token, the weight of its
 // loss term: the mask times the aggregation's normalisation, so that the
-// weighted sum over all tokens is the batch loss.
-func tokenWeights(samples []Sample, cfg Config, maxTokens int) ([][]float32, int) {
+// weighted sum over all tokens is the batch loss. The normalisers count
+// the whole batch, of which samples may be one device's share.
+func tokenWeights(samples []Sample, whole Batch, cfg Config, maxTokens int) ([][]float32, int) {
 	w := make([][]float32, len(samples))
 	total := 0
 	for i := range samples {
@@ -19,15 +20,15 @@ func tokenWeights(samples []Sample, cfg Config, maxTokens int) ([][]float32, int
 		var norm float64
 		switch cfg.Type {
 		case "dapo", "cispo", "dppo": // TRL's cispo and prime-rl's loss: the batch's token mean
-			norm = float64(total)
+			norm = float64(whole.Tokens)
 		case "grpo":
 			n := 0
 			for _, v := range w[i] {
 				n += int(v)
 			}
-			norm = float64(n) * float64(len(samples))
+			norm = float64(n) * float64(whole.Samples)
 		case "dr_grpo":
-			norm = float64(len(samples)) * float64(maxTokens)
+			norm = float64(whole.Samples) * float64(maxTokens)
 		}
 		for j := range w[i] {
 			if w[i][j] != 0 {

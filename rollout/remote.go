@@ -89,7 +89,7 @@ func (r RemoteEngine) Play(ctx context.Context, e env.Environment, exs []env.Exa
 			t := &trajs[i*perExample+j]
 			t.Example = ex
 			ps := p
-			ps.Seed = sampler.DeriveSeed(seed, uint64(i), uint64(j))
+			ps.Seed = sampler.DeriveSeed(seed, uint64(opts.FirstExample+i), uint64(j))
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {

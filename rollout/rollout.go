@@ -53,6 +53,12 @@ type Options struct {
 	// instead of once per example (sampler.Config.NoPrefixSharing), for
 	// comparisons.
 	NoPrefixSharing bool
+	// FirstExample is the place of examples[0] in the call this one is a
+	// share of: data-parallel devices each play a share of a step's
+	// examples, and seeds derive from an example's place in the whole
+	// call, so a share draws exactly what the whole call would. 0 for a
+	// call of its own.
+	FirstExample int
 }
 
 // Timing accumulates where Play spent its time: playing the episodes
@@ -162,7 +168,7 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 				continue
 			}
 			p := params
-			p.Seed = sampler.DeriveSeed(seed, uint64(i), uint64(j))
+			p.Seed = sampler.DeriveSeed(seed, uint64(opts.FirstExample+i), uint64(j))
 			queue = append(queue, &episode{t: t, params: p, example: i})
 		}
 	}

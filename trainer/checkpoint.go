@@ -12,6 +12,7 @@ import (
 	"github.com/grpo-dev/grpo/model"
 	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/rundir"
+	"github.com/grpo-dev/grpo/trainer/health"
 )
 
 // checkpointState is state.json of a checkpoint: what, besides the adapter
@@ -23,7 +24,7 @@ type checkpointState struct {
 	Cursors []int  `json:"cursors"`
 	// Health carries the warning counters so warnings fire as they would
 	// have without the interruption.
-	Health healthState `json:"health"`
+	Health health.State `json:"health"`
 	// MaxExamplesPerStep is the most examples one step of the run has
 	// drawn (batch_size / rollouts_per_example, which a resume may
 	// change): the cursors cannot sum to more than Step times it.

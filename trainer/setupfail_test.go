@@ -35,9 +35,10 @@ func TestSetupFailureShowsAsFailed(t *testing.T) {
 }
 
 // TestSeveralDevicesRefused: a config naming two devices (here CPU
-// replicas) is refused before the run directory is made, in one line
-// saying multi-device runs are not built yet, rather than train on one of
-// them; one device at an index (cpu:1) trains as the config says.
+// replicas) while [inference] generates the rollouts on a server is
+// refused before the run directory is made, in one line (data parallel
+// training plays its rollouts in process); one device at an index (cpu:1)
+// trains as the config says.
 func TestSeveralDevicesRefused(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeRunFixture(t, dir, 1, 0)
@@ -46,13 +47,13 @@ func TestSeveralDevicesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	two := filepath.Join(dir, "two.toml")
-	if err := os.WriteFile(two, append([]byte("devices = [\"cpu:0-1\"]\n"), text...), 0o644); err != nil {
+	if err := os.WriteFile(two, append(append([]byte("devices = [\"cpu:0-1\"]\n"), text...), "\n[inference]\nurl = \"http://127.0.0.1:9/v1\"\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
 	_, err = runConfig(t, two, WithOutput(out))
-	if err == nil || !strings.Contains(err.Error(), `devices = ["cpu:0-1"] names 2 devices: multi-device runs are not built yet`) {
-		t.Fatalf("two devices: %v", err)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), `devices = ["cpu:0-1"] names 2 devices, but [inference] generates the rollouts on a server`) {
+		t.Fatalf("two devices with [inference]: %v", err)
 	}
 	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
 		t.Errorf("the refused run made its directory: %v", serr)

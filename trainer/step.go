@@ -83,8 +83,7 @@ func (r *run) trainStep(ctx context.Context) error {
 		rollouts = append(rollouts, update.Scored{Sample: s, Reward: rewards[i], Others: t.OtherSamples()})
 	}
 	t1 := time.Now()
-	upd, err := update.Step(update.Policy{Model: r.policy, Adapter: r.adapter, Optimizer: r.opt}, rollouts, R,
-		update.Settings{Loss: cfg.Loss, MaxTokens: cfg.Sampling.MaxTokens, MicroBatchTokens: cfg.MicroBatchTokens, MaxSteps: cfg.MaxSteps})
+	upd, err := r.reps.Step(rollouts, R, update.Settings{Loss: cfg.Loss, MaxTokens: cfg.Sampling.MaxTokens, MicroBatchTokens: cfg.MicroBatchTokens, MaxSteps: cfg.MaxSteps})
 	if err != nil {
 		undo()
 		return fmt.Errorf("step %d: %w", step, err)
@@ -128,7 +127,7 @@ func (r *run) trainStep(ctx context.Context) error {
 	}
 	errs := rollout.CountFailures(trajs)
 	r.dir.Logf("step %d reward %.4f loss %.5f grad_norm %.4f kl %.5f entropy %.4f lr %.3g%s", step, m["reward"], m["loss"], m["grad_norm"], m["kl"], m["entropy"], m["lr"], errs.Suffix())
-	for _, w := range r.health.observe(rewards, upd.Advantages.FracZeroStd) {
+	for _, w := range r.health.Observe(rewards, upd.Advantages.FracZeroStd) {
 		r.dir.Logf("warning: %s", w)
 		r.bar.note("warning: %s", w)
 	}

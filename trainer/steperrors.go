@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/trainer/health"
 )
 
 // checkErrorSteps counts consecutive all-error steps (in the health state,
@@ -11,7 +12,7 @@ import (
 // max_error_steps of them: every reward was 0 by failure, so the steps
 // train on nothing.
 func (r *run) checkErrorSteps(step int, s rollout.Failures) error {
-	r.health.ErrorSteps = bump(r.health.ErrorSteps, s.All())
+	r.health.ErrorSteps = health.Bump(r.health.ErrorSteps, s.All())
 	limit := r.cfg.MaxErrorSteps
 	if limit <= 0 || r.health.ErrorSteps < limit {
 		return nil

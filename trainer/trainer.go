@@ -25,6 +25,8 @@ import (
 	"github.com/grpo-dev/grpo/rollout"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/tokenizer"
+	"github.com/grpo-dev/grpo/trainer/health"
+	"github.com/grpo-dev/grpo/trainer/replicas"
 	"github.com/grpo-dev/grpo/update"
 )
 
@@ -45,6 +47,8 @@ type options struct {
 	onStep     func(StepResult)
 	configText []byte
 	backend    kernels.Backend
+	// replicaBackends are WithBackends' after the first.
+	replicaBackends []kernels.Backend
 	// samplerPerCall plays every rollout and eval call on a new sampler.
 	samplerPerCall bool
 }
@@ -95,6 +99,12 @@ func WithConfigText(text []byte) Option { return func(o *options) { o.configText
 // WithBackend runs on be instead of opening the config's device.
 func WithBackend(be kernels.Backend) Option { return func(o *options) { o.backend = be } }
 
+// WithBackends trains data parallel on bes, one replica each, instead of
+// opening the config's devices (tests: emu devices, which no config names).
+func WithBackends(bes ...kernels.Backend) Option {
+	return func(o *options) { o.backend, o.replicaBackends = bes[0], bes[1:] }
+}
+
 // WithSamplerPerCall plays every rollout and eval call of the run on a
 // new sampler, allocated and closed around the call, as runs did before
 // the sampler was kept across steps: for comparisons (tests, benchmarks).
@@ -139,6 +149,7 @@ type run struct {
 	base    *model.Model
 	policy  *model.Model
 	engine  rollout.PolicyEngine // where rollouts are generated (engine.go)
+	reps    *replicas.Set        // one per device; the first is policy, adapter, opt (devices.go)
 	// producer plays them ahead of the trainer (max_async_level); nil: each step plays its own.
 	producer *rollout.Producer
 	adapter  *lora.Adapter
@@ -148,7 +159,7 @@ type run struct {
 	splits   [][]env.Example      // each env's train split, which sched indexes
 	pools    *curriculum.Pools    // [buffer]'s difficulty pools; nil without
 	overlap  *rollout.OverlapPlan // which envs hide their replies behind generation
-	health   healthState
+	health   health.State
 	step     int
 	seed     uint64
 	bar      *progress
@@ -274,7 +285,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	for _, ne := range t.opts.envs {
 		cfg = cfg.AddEnv(ne.env.ID(), ne.weight)
 	}
-	device, err := cfg.ValidateOneDevice() // several devices: refused until data parallel training is built
+	devices, err := cfg.ValidateTrainDevices() // several: data parallel (openReplicas)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +335,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	}
 	r.be = t.opts.backend
 	if r.be == nil {
-		if r.be, err = loader.OpenBackend(device); err != nil {
+		if r.be, err = loader.OpenBackend(config.OpenName(devices[0])); err != nil {
 			return nil, err
 		}
 	}
@@ -348,6 +359,9 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 		return nil, err
 	}
 	if err := r.openEngine(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.openReplicas(ctx, devices); err != nil {
 		return nil, err
 	}
 	r.planKVPool()

@@ -65,15 +65,42 @@ type Stats struct {
 // (every advantage exactly 0) are left out before the forward, so the
 // update is that of the other groups alone, normaliser included.
 func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error) {
-	scale, err := s.Loss.AdvantageScale()
+	b, err := Prepare(rollouts, groupSize, s)
 	if err != nil {
 		return Stats{}, err
 	}
-	if len(rollouts) == 0 {
-		// Every group of the step was dropped before the update (online
-		// difficulty filtering found none to train on): a skipped step,
-		// like one whose groups all have equal rewards.
-		return StepSamples(p, nil, s)
+	st, err := StepSamples(p, b.Samples, s)
+	b.Into(&st)
+	return st, err
+}
+
+// Batch is a step's samples with their advantages set, as Step trains
+// them.
+type Batch struct {
+	Samples []loss.Sample
+	// Group is each sample's group, the index of its first rollout over
+	// groupSize, so that a data-parallel step keeps a group on one device.
+	Group []int
+	// Advantages and the filter's counts, for the step's Stats.
+	Advantages                      loss.AdvantageStats
+	FilteredGroups, FilteredSamples int
+}
+
+// Into sets the parts of st that b holds.
+func (b Batch) Into(st *Stats) {
+	st.Advantages = b.Advantages
+	st.Loss.FilteredGroups, st.Loss.FilteredSamples = b.FilteredGroups, b.FilteredSamples
+}
+
+// Prepare is Step up to the policy gradient: the group-relative
+// advantages and the samples they weigh.
+func Prepare(rollouts []Scored, groupSize int, s Settings) (Batch, error) {
+	scale, err := s.Loss.AdvantageScale()
+	if err != nil || len(rollouts) == 0 {
+		// No rollouts: every group of the step was dropped before the
+		// update (online difficulty filtering found none to train on), a
+		// skipped step like one whose groups all have equal rewards.
+		return Batch{}, err
 	}
 	rewards := make([]float32, len(rollouts))
 	for i := range rollouts {
@@ -81,14 +108,13 @@ func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error)
 	}
 	adv, advStats, err := loss.Advantages(rewards, groupSize, scale)
 	if err != nil {
-		return Stats{}, err
+		return Batch{}, err
 	}
-	samples := make([]loss.Sample, 0, len(rollouts))
-	var filteredGroups, filtered int
+	b := Batch{Samples: make([]loss.Sample, 0, len(rollouts)), Advantages: advStats}
 	for g := 0; g < len(rollouts); g += groupSize {
 		if s.Loss.FilterZeroAdvantages && equalRewards(rewards[g:g+groupSize]) {
-			filteredGroups++
-			filtered += groupSize
+			b.FilteredGroups++
+			b.FilteredSamples += groupSize
 			continue
 		}
 		for i := g; i < g+groupSize; i++ {
@@ -101,14 +127,12 @@ func Step(p Policy, rollouts []Scored, groupSize int, s Settings) (Stats, error)
 					continue
 				}
 				smp.Advantage = adv[i]
-				samples = append(samples, smp)
+				b.Samples = append(b.Samples, smp)
+				b.Group = append(b.Group, g/groupSize)
 			}
 		}
 	}
-	st, err := StepSamples(p, samples, s)
-	st.Advantages = advStats
-	st.Loss.FilteredGroups, st.Loss.FilteredSamples = filteredGroups, filtered
-	return st, err
+	return b, nil
 }
 
 // equalRewards reports whether a group's rewards are all the same: its

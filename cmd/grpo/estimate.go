@@ -198,21 +198,6 @@ func commas(n int64) string {
 	return b.String()
 }
 
-// checkFits is grpo train's guard: estimate the run without a warm-up and
-// refuse it when its peak exceeds the free memory. Unknown free memory
-// (the cuda backend cannot report it yet) lets the run start.
-func checkFits(ctx context.Context, cfg *config.Config) error {
-	e, err := estimate.Run(ctx, cfg, estimate.RunOptions{})
-	if err != nil {
-		return fmt.Errorf("memory estimate: %w (pass --force to skip the check)", err)
-	}
-	if fits, ok := e.Fits(); ok && !fits {
-		return fmt.Errorf("the run needs an estimated %s at peak (%s) but only %s is free (%s); %s (see 'grpo estimate CONFIG'), or pass --force to start anyway",
-			estimate.FormatBytes(e.Peak), e.PeakPhase, estimate.FormatBytes(e.Available.Bytes), e.Available.Source, e.Advice())
-	}
-	return nil
-}
-
 // estimateDevices prints a multi-device plan: the first device's full
 // estimate (the others differ only in their share's sampling items and,
 // under expert parallelism, their experts), the layout and why, then a

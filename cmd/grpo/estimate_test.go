@@ -123,6 +123,24 @@ func TestTrainRefusesWhenTooBig(t *testing.T) {
 	}
 }
 
+// TestTrainRefusesDevicesThatCannotFit: with several devices grpo train's
+// guard checks each device's share (estimate.DevicesFit): two cpu
+// replicas that do not fit the host together are refused in one line
+// naming them and --force, before anything is created.
+func TestTrainRefusesDevicesThatCannotFit(t *testing.T) {
+	t.Setenv(estimate.FakeMemAvailableEnv, "1K")
+	cfg := writeConfig(t, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny"))
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, errOut := runCaptured(t, "train", cfg, "--output", out, "--devices", "cpu:0-1")
+	line := strings.TrimSpace(errOut)
+	if code != 1 || !strings.Contains(line, "2 cpu replicas need") || !strings.Contains(line, "--force") || strings.Count(line, "\n") != 0 {
+		t.Fatalf("exit %d, want 1 and one line naming the replicas and --force: %s", code, errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused run created %s", out)
+	}
+}
+
 // TestEstimateQwen3_8BOnH200 is issue 18's bar: Qwen3-8B (bf16 on cuda)
 // training 4096-token rollouts (a 256-token prompt + max_tokens 3840) in
 // micro-batches of 16384 tokens fits the 139 GiB an H200 reports, with the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/env"
+	"github.com/grpo-dev/grpo/estimate"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
 	"github.com/grpo-dev/grpo/trainer/ranks"
@@ -114,7 +115,7 @@ Examples:
 			if device != "" {
 				cfg.Device = device
 			}
-			if err := cfg.UseDevicesFlag(devices); err != nil { // several: not built yet
+			if err := cfg.UseDevicesFlag(devices); err != nil { // several: data parallel
 				return err
 			}
 			if err := ranks.CheckSingle(os.Getenv); err != nil { // srun/torchrun: likewise
@@ -128,9 +129,9 @@ Examples:
 			opts = append(opts, trainer.WithConfigText(cfg.Text()))
 			ctx, stop := interruptContext()
 			defer stop()
-			// grpo estimate's guard (estimate.go): refuse a run that cannot fit.
+			// grpo estimate's guard (estimate.CheckRun): refuse a run that cannot fit.
 			if !force {
-				if err := checkFits(ctx, cfg); err != nil {
+				if err := estimate.CheckRun(ctx, cfg, "pass --force"); err != nil {
 					return err
 				}
 			}

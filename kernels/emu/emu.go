@@ -52,6 +52,9 @@ func init() {
 		panic(fmt.Sprintf("emu: GRPO_EMU_BLOCK_ORDER=%q: want forward or reverse", v))
 	}
 	kernels.Register("emu", func() (kernels.Backend, error) { return New(), nil })
+	// emu:N is another emulated device of its own (its memory, stream
+	// and graphs), so a data-parallel run opens several in one process.
+	kernels.RegisterIndexed("emu", func(int) (kernels.Backend, error) { return New(), nil })
 }
 
 // New returns the CUDA backend running on a fresh emulated device.

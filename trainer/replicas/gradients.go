@@ -1,0 +1,81 @@
+package replicas
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+
+	"github.com/grpo-dev/grpo/kernels"
+)
+
+// allReduceGrads sums the replicas' adapter gradients with one
+// all-reduce: the adapter keeps its gradients in several buffers (per
+// projection, per layer's grouped A, per stacked experts), so they are
+// gathered end to end into one flat buffer on the device, summed, and
+// scattered back — two device copies per parameter, one collective per
+// step rather than one per parameter.
+func (r *Replica) allReduceGrads() error {
+	params := r.Policy.Adapter.Params()
+	if r.flat == nil {
+		r.flat = r.Backend.Alloc(kernels.F32, r.Policy.Adapter.NumParams())
+	}
+	be := r.Backend
+	off := 0
+	for _, p := range params {
+		be.Copy(r.flat.Slice(off, p.Grad.Len()), p.Grad)
+		off += p.Grad.Len()
+	}
+	if err := r.coll.AllReduceSum(r.flat); err != nil {
+		return err
+	}
+	off = 0
+	for _, p := range params {
+		be.Copy(p.Grad, r.flat.Slice(off, p.Grad.Len()))
+		off += p.Grad.Len()
+	}
+	return be.Sync()
+}
+
+// CheckIdentical hashes every replica's adapter values and fails, naming
+// the device and the first parameter that differs, unless they are all
+// replica 0's bit for bit.
+func (s *Set) CheckIdentical() error {
+	want, err := s.reps[0].adapterHash()
+	if err != nil {
+		return err
+	}
+	for i, rep := range s.reps[1:] {
+		got, err := rep.adapterHash()
+		if err != nil {
+			return err
+		}
+		for k := range want {
+			if got[k] != want[k] {
+				return fmt.Errorf("replicas: device %d (%s) holds another adapter than device 0 after the update (parameter %s differs): the replicas' updates diverged", i+1, rep.Backend.Name(), s.reps[0].Policy.Adapter.Params()[k].Name)
+			}
+		}
+	}
+	return nil
+}
+
+// adapterHash is an FNV-1a hash of each adapter parameter's float bits.
+func (r *Replica) adapterHash() ([]uint64, error) {
+	params := r.Policy.Adapter.Params()
+	out := make([]uint64, len(params))
+	for k, p := range params {
+		v := make([]float32, p.Value.Len())
+		r.Backend.Download(v, p.Value)
+		if err := r.Backend.Sync(); err != nil {
+			return nil, err
+		}
+		h := fnv.New64a()
+		var b [4]byte
+		for _, x := range v {
+			u := math.Float32bits(x)
+			b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+			h.Write(b[:])
+		}
+		out[k] = h.Sum64()
+	}
+	return out, nil
+}
