@@ -26,10 +26,11 @@ import (
 //
 // which convert_moe_packed_tensors dequantizes and transposes back. Load
 // turns either form into grpo's stacked experts (MoEWeights: [E, out, in]
-// with each expert's gate rows before its up rows) in bf16 — MXFP4 values
-// are exact in bf16, so an MXFP4 checkpoint loads bit for bit as the bf16
-// checkpoint of its dequantized weights. (Keeping them MXFP4 on the device
-// and dequantizing inside the grouped GEMM is later work.)
+// with each expert's gate rows before its up rows): bf16 and MXFP4 in
+// bf16 — MXFP4 values are exact in bf16, so an MXFP4 checkpoint loads bit
+// for bit as the bf16 checkpoint of its dequantized weights — and f32 in
+// f32. (Keeping them MXFP4 on the device and dequantizing inside the
+// grouped GEMM is later work.)
 
 // packedExperts is one of a layer's expert Parameters as gpt-oss stores
 // it: name the bf16 Parameter (or the stem of its MXFP4 pair), in × out
@@ -63,21 +64,34 @@ func (p *packedExperts) srcRow(r int) int {
 	return 2*(r-p.out/2) + 1
 }
 
-// load fills the group's buffer from the checkpoint's bf16 Parameter or
-// its MXFP4 blocks and scales.
+// load fills the group's buffer from the checkpoint's Parameter or its
+// MXFP4 blocks and scales: a bf16 Parameter or MXFP4 into bf16 (MXFP4
+// values are exact in bf16), an f32 or f16 one into f32, as every other
+// family's experts load.
 func (p *packedExperts) load(be kernels.Backend, g *fusedSpec, set *safetensors.Set) error {
-	var bits []uint16
-	var err error
 	if t, ok := set.Tensor(p.name); ok {
-		bits, err = p.fromParameter(t)
-	} else {
-		blocks, okB := set.Tensor(p.name + "_blocks")
-		scales, okS := set.Tensor(p.name + "_scales")
-		if !okB || !okS {
-			return fmt.Errorf("neither tensor %q nor %q and %q is there; is this a gpt-oss checkpoint with this config.json?", p.name, p.name+"_blocks", p.name+"_scales")
+		if want := []int{p.experts, p.in, p.out}; !shapeEqual(t.Shape, want) {
+			return fmt.Errorf("tensor %q has shape %v but config.json implies %v ([experts, in, out])", p.name, t.Shape, want)
 		}
-		bits, err = p.fromMXFP4(blocks, scales)
+		if bits, ok := t.BF16Bits(); ok {
+			*g.dst = be.Alloc(kernels.BF16, g.size)
+			be.UploadBF16(*g.dst, transposeExperts(p, bits))
+			return nil
+		}
+		vals, err := t.Float32s()
+		if err != nil {
+			return fmt.Errorf("tensor %q: %v", p.name, err)
+		}
+		*g.dst = be.Alloc(kernels.F32, g.size)
+		be.Upload(*g.dst, transposeExperts(p, vals))
+		return nil
 	}
+	blocks, okB := set.Tensor(p.name + "_blocks")
+	scales, okS := set.Tensor(p.name + "_scales")
+	if !okB || !okS {
+		return fmt.Errorf("neither tensor %q nor %q and %q is there; is this a gpt-oss checkpoint with this config.json?", p.name, p.name+"_blocks", p.name+"_scales")
+	}
+	bits, err := p.fromMXFP4(blocks, scales)
 	if err != nil {
 		return err
 	}
@@ -86,25 +100,10 @@ func (p *packedExperts) load(be kernels.Backend, g *fusedSpec, set *safetensors.
 	return nil
 }
 
-// fromParameter transposes a [E, in, out] Parameter into [E, out, in]
-// bf16, rows reordered (srcRow). An f32 or f16 Parameter is rounded to
-// bf16, as the GEMM reads it anyway.
-func (p *packedExperts) fromParameter(t safetensors.Tensor) ([]uint16, error) {
-	if want := []int{p.experts, p.in, p.out}; !shapeEqual(t.Shape, want) {
-		return nil, fmt.Errorf("tensor %q has shape %v but config.json implies %v ([experts, in, out])", p.name, t.Shape, want)
-	}
-	src, ok := t.BF16Bits()
-	if !ok {
-		vals, err := t.Float32s()
-		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %v", p.name, err)
-		}
-		src = make([]uint16, len(vals))
-		for i, v := range vals {
-			src[i] = safetensors.F32ToBF16(v)
-		}
-	}
-	out := make([]uint16, len(src))
+// transposeExperts turns a [E, in, out] Parameter's values into
+// [E, out, in], rows reordered (srcRow).
+func transposeExperts[T uint16 | float32](p *packedExperts, src []T) []T {
+	out := make([]T, len(src))
 	for e := range p.experts {
 		base := e * p.in * p.out
 		for r := range p.out {
@@ -114,7 +113,7 @@ func (p *packedExperts) fromParameter(t safetensors.Tensor) ([]uint16, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // fp4Values are the e2m1 values of a nibble: sign bit 3, then
