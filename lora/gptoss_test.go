@@ -9,6 +9,7 @@ import (
 
 	goldenfile "github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -129,5 +130,42 @@ func TestGptOssMerge(t *testing.T) {
 	err = WriteMerged(filepath.Join(t.TempDir(), "m4"), filepath.Join(root, "testdata", "models", "gpt_oss-tiny-mxfp4"), a)
 	if err == nil || !strings.Contains(err.Error(), "MXFP4") || !strings.Contains(err.Error(), "_proj_blocks") {
 		t.Errorf("merging into MXFP4 experts: %v", err)
+	}
+}
+
+// TestGptOssMergeRefusesKeptMXFP4: where the backend keeps MXFP4 experts
+// MXFP4 (emu, as cuda), Merge refuses an adapter on them before changing
+// any weight, saying why and what to do; an attention-only adapter merges.
+func TestGptOssMergeRefusesKeptMXFP4(t *testing.T) {
+	b := emu.New()
+	defer b.Close()
+	m, err := model.Load(filepath.Join(root, "testdata", "models", "gpt_oss-tiny-mxfp4"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.W.Layers[0].MoE.GateUpMX == nil {
+		t.Fatal("emu did not keep the experts MXFP4")
+	}
+	tokens := []int32{5, 77, 301, 9, 140}
+	before := logits(t, m, tokens)
+	a, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: AllModules}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonZeroB(t, m, a, 5)
+	err = Merge(m, a)
+	if err == nil || !strings.Contains(err.Error(), "MXFP4") || !strings.Contains(err.Error(), "unmerged") {
+		t.Fatalf("merging into kept MXFP4 experts: %v", err)
+	}
+	if d := maxAbsDiff(logits(t, m, tokens), before); d != 0 {
+		t.Errorf("the refused merge changed the logits by %g", d)
+	}
+	att, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj"}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonZeroB(t, m, att, 5)
+	if err := Merge(m, att); err != nil {
+		t.Errorf("attention-only adapter: %v", err)
 	}
 }

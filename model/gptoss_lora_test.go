@@ -38,8 +38,8 @@ type gptOssExpertGolden struct {
 // checkGptOssLoRAGrad runs the golden's adapter through ForwardTrain and
 // Backward of the tiny model name (the golden's or a twin holding the same
 // weights) on be. maxLogp and maxNMSE are the bars on the log-probs and
-// each gradient.
-func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, name string, maxLogp, maxNMSE float64) {
+// each gradient. It returns the log-probs and every gradient, in order.
+func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, name string, maxLogp, maxNMSE float64) (logp []float32, grads [][]float32) {
 	var g loraGradGolden
 	vals, err := golden.Read(filepath.Join("..", "testdata"), gptOssLoRAGolden, &g)
 	if err != nil {
@@ -155,6 +155,7 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, name string, maxLogp,
 	}
 	worst := 0.0
 	check := func(what string, got, want []float32) {
+		grads = append(grads, got)
 		e := nmse(got, want)
 		worst = max(worst, e)
 		if e > maxNMSE {
@@ -192,6 +193,7 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, name string, maxLogp,
 		check(eg.param+" lora_B", gotB, eg.gradB)
 	}
 	t.Logf("%d modules and %d expert Parameters: worst gradient NMSE %.3g", len(wants), len(experts), worst)
+	return lp, grads
 }
 
 // gptOssParamRow is the row of gpt-oss's gate_up_proj (interleaved: gate
