@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"github.com/grpo-dev/grpo/kernels"
 
 	"github.com/grpo-dev/grpo/model"
 )
@@ -97,9 +98,19 @@ func (s expertShard) a2aDetail(n int64) string {
 // experts.
 func (e *Estimate) weightItems(mc *model.Config, stored fmt.Stringer) {
 	wb := int64(e.WeightBytes)
+	// A backend that keeps bf16 weights bf16 keeps MXFP4 experts MXFP4
+	// (model/load_gptoss.go), 4.25 bits an element; the CPU dequantizes.
+	var mx int64
+	if stored == kernels.BF16 {
+		mx = mc.MXFP4ExpertParams()
+	}
 	if !e.ep.split() {
-		e.add(PhaseResident, "base weights", e.BaseParams*wb,
-			fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams), e.WeightBytes, stored))
+		if mx > 0 {
+			e.add(PhaseResident, "MXFP4 experts", kernels.MXFP4Bytes(mx),
+				fmt.Sprintf("%s params × 4.25 bits (e2m1 codes + a scale byte per 32), decoded inside the grouped GEMM", count(mx)))
+		}
+		e.add(PhaseResident, "base weights", (e.BaseParams-mx)*wb,
+			fmt.Sprintf("%s params × %d B (%s)", count(e.BaseParams-mx), e.WeightBytes, stored))
 		return
 	}
 	routed := routedExpertParams(mc)
@@ -108,7 +119,8 @@ func (e *Estimate) weightItems(mc *model.Config, stored fmt.Stringer) {
 	held := e.ep.held(routed)
 	e.note("expert parallel over %d devices: each holds %d of the %d routed experts of every sparse layer and their adapters; every device samples and trains its own groups and sends its tokens' rows to their experts' devices and back (all-to-all), taken as balanced: a skewed step receives more rows",
 		e.ep.ep, e.ep.per, e.ep.total)
-	e.add(PhaseResident, "routed experts", held*wb,
+	heldMX := e.ep.held(mx)
+	e.add(PhaseResident, "routed experts", kernels.MXFP4Bytes(heldMX)+(held-heldMX)*wb,
 		fmt.Sprintf("%d of %d experts of each of %d sparse layers (expert parallel over %d devices): %s of %s params × %d B",
 			e.ep.per, e.ep.total, mc.SparseLayers(), e.ep.ep, count(held), count(routed), e.WeightBytes))
 }

@@ -35,6 +35,10 @@ const (
 	BF16
 	// I32 holds token ids, positions, cache slots and other indices.
 	I32
+	// U8 is raw bytes: MXFP4 expert weights' codes and scales (MXFP4),
+	// uploaded as they are (UploadU8) and read only by the ops that
+	// decode them.
+	U8
 )
 
 func (d DType) String() string {
@@ -45,6 +49,8 @@ func (d DType) String() string {
 		return "bf16"
 	case I32:
 		return "i32"
+	case U8:
+		return "u8"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
@@ -56,6 +62,8 @@ func (d DType) Size() int {
 		return 4
 	case BF16:
 		return 2
+	case U8:
+		return 1
 	}
 	panic(fmt.Sprintf("kernels: unknown dtype %v", d))
 }
@@ -88,6 +96,8 @@ type Backend interface {
 	UploadBF16(dst Buffer, src []uint16)
 	// UploadI32 copies host int32 values into an I32 buffer.
 	UploadI32(dst Buffer, src []int32)
+	// UploadU8 copies host bytes into a U8 buffer.
+	UploadU8(dst Buffer, src []byte)
 	// Download copies an F32 or BF16 buffer into host memory as f32.
 	Download(dst []float32, src Buffer)
 	// DownloadI32 copies an I32 buffer into host memory.

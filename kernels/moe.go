@@ -13,6 +13,8 @@ package kernels
 // first, within an expert by assignment index, so the order is
 // deterministic), and a permuted row is an assignment's place in it.
 type MoEOps interface {
+	MXFP4Ops
+
 	// MoERoute routes each token: p = softmax(logits[t]) over nExperts in
 	// f32, the topK largest probabilities (ties go to the lower expert
 	// index), in decreasing order, into experts[t·topK + j] and

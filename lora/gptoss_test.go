@@ -9,6 +9,7 @@ import (
 
 	goldenfile "github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/kernels/cpu"
+	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -80,10 +81,11 @@ func TestGptOssExpertsSaveLoad(t *testing.T) {
 	}
 }
 
-// TestGptOssMerge: merging an expert adapter into the bf16-expert
-// checkpoint (its [E, in, out] Parameters, gate and up interleaved) gives
-// the model with the adapter, in memory (Merge) and written (WriteMerged);
-// WriteMerged refuses the MXFP4 checkpoint, saying why.
+// TestGptOssMerge: merging an expert adapter into the f32- and
+// bf16-expert checkpoints (their [E, in, out] Parameters, gate and up
+// interleaved) gives the model with the adapter, in memory (Merge) and
+// written (WriteMerged); WriteMerged refuses the MXFP4 checkpoint, saying
+// why.
 func TestGptOssMerge(t *testing.T) {
 	tokens := []int32{5, 77, 301, 9, 140, 2, 411, 63, 7, 250}
 	m := loadModel(t, "gpt_oss-tiny")
@@ -96,30 +98,74 @@ func TestGptOssMerge(t *testing.T) {
 	if d := maxAbsDiff(logits(t, m, tokens), applied); d < 0.05 {
 		t.Fatalf("the adapter moves the logits by only %g", d)
 	}
-	out := filepath.Join(t.TempDir(), "merged")
-	if err := WriteMerged(out, filepath.Join(root, "testdata", "models", "gpt_oss-tiny"), a); err != nil {
-		t.Fatal(err)
-	}
-	mm, err := model.Load(out, cpu.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The experts load into bf16 (the GEMM's), so the merged update is
-	// rounded once more than the adapter's path.
-	d := maxAbsDiff(logits(t, mm, tokens), applied)
-	if d > 5e-3 {
-		t.Errorf("written merged model vs adapter: logits differ by %g", d)
-	}
-	t.Logf("written merged model vs adapter: logits differ by %.3g", d)
-	mem := loadModel(t, "gpt_oss-tiny")
-	if err := Merge(mem, a); err != nil {
-		t.Fatal(err)
-	}
-	if d := maxAbsDiff(logits(t, mem, tokens), applied); d > 5e-3 {
-		t.Errorf("merged in memory vs adapter: logits differ by %g", d)
+	// f32 experts hold the merged update to f32 rounding; bf16 experts
+	// round it once more than the adapter's path.
+	for _, c := range []struct {
+		name string
+		tol  float64
+	}{{"gpt_oss-tiny", 1e-5}, {"gpt_oss-tiny-bf16", 5e-3}} {
+		out := filepath.Join(t.TempDir(), c.name)
+		if err := WriteMerged(out, filepath.Join(root, "testdata", "models", c.name), a); err != nil {
+			t.Fatal(err)
+		}
+		mm, err := model.Load(out, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := maxAbsDiff(logits(t, mm, tokens), applied)
+		if d > c.tol {
+			t.Errorf("%s: written merged model vs adapter: logits differ by %g", c.name, d)
+		}
+		t.Logf("%s: written merged model vs adapter: logits differ by %.3g", c.name, d)
+		mem := loadModel(t, c.name)
+		if err := Merge(mem, a); err != nil {
+			t.Fatal(err)
+		}
+		d = maxAbsDiff(logits(t, mem, tokens), applied)
+		if d > c.tol {
+			t.Errorf("%s: merged in memory vs adapter: logits differ by %g", c.name, d)
+		}
+		t.Logf("%s: merged in memory vs adapter: logits differ by %.3g", c.name, d)
 	}
 	err = WriteMerged(filepath.Join(t.TempDir(), "m4"), filepath.Join(root, "testdata", "models", "gpt_oss-tiny-mxfp4"), a)
 	if err == nil || !strings.Contains(err.Error(), "MXFP4") || !strings.Contains(err.Error(), "_proj_blocks") {
 		t.Errorf("merging into MXFP4 experts: %v", err)
+	}
+}
+
+// TestGptOssMergeRefusesKeptMXFP4: where the backend keeps MXFP4 experts
+// MXFP4 (emu, as cuda), Merge refuses an adapter on them before changing
+// any weight, saying why and what to do; an attention-only adapter merges.
+func TestGptOssMergeRefusesKeptMXFP4(t *testing.T) {
+	b := emu.New()
+	defer b.Close()
+	m, err := model.Load(filepath.Join(root, "testdata", "models", "gpt_oss-tiny-mxfp4"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.W.Layers[0].MoE.GateUpMX == nil {
+		t.Fatal("emu did not keep the experts MXFP4")
+	}
+	tokens := []int32{5, 77, 301, 9, 140}
+	before := logits(t, m, tokens)
+	a, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: AllModules}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonZeroB(t, m, a, 5)
+	err = Merge(m, a)
+	if err == nil || !strings.Contains(err.Error(), "MXFP4") || !strings.Contains(err.Error(), "unmerged") {
+		t.Fatalf("merging into kept MXFP4 experts: %v", err)
+	}
+	if d := maxAbsDiff(logits(t, m, tokens), before); d != 0 {
+		t.Errorf("the refused merge changed the logits by %g", d)
+	}
+	att, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj"}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonZeroB(t, m, att, 5)
+	if err := Merge(m, att); err != nil {
+		t.Errorf("attention-only adapter: %v", err)
 	}
 }

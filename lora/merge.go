@@ -3,6 +3,7 @@ package lora
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/model"
@@ -18,6 +19,11 @@ import (
 func Merge(m *model.Model, a *Adapter) error {
 	if err := a.compatible(m.Config); err != nil {
 		return err
+	}
+	for layer := range a.experts {
+		if mw := m.W.Layers[layer].MoE; mw != nil && (mw.GateUpMX != nil || mw.DownMX != nil) && slices.ContainsFunc(a.experts[layer][:], func(x *expertModule) bool { return x != nil }) {
+			return fmt.Errorf("layer %d: the adapter adapts experts this backend keeps in MXFP4; grpo does not merge into MXFP4 weights (requantizing would lose most of the update): serve the adapter unmerged, or load the model on the CPU backend (which dequantizes MXFP4 to bf16) to merge", layer)
+		}
 	}
 	be := m.Backend
 	for layer := range a.mods {

@@ -86,7 +86,7 @@ var archs = map[string]Arch{
 }
 
 // gptOssPartial is how far gpt-oss support has come.
-const gptOssPartial = "forward, decode and LoRA training checked on the CPU path and emu (tiny models, MXFP4 experts dequantized to bf16 at load); not yet on a GPU or a real checkpoint"
+const gptOssPartial = "forward, decode and LoRA training checked on the CPU path and emu (tiny models; MXFP4 experts kept MXFP4 on cuda/emu, dequantized to bf16 at load on the CPU); not yet on a GPU or a real checkpoint"
 
 // glmPartial is how far GLM-4.5 support has come.
 const glmPartial = "forward, decode graph and LoRA training checked on the CPU path and emu (tiny models); not yet on a GPU or a real checkpoint"

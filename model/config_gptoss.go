@@ -111,3 +111,14 @@ func (c *Config) ClampedGLU() kernels.ClampedGLU {
 func (c *Config) MXFP4Experts() bool {
 	return c.QuantizationConfig != nil && c.QuantizationConfig.QuantMethod == "mxfp4"
 }
+
+// MXFP4ExpertParams is how many of the parameters are MXFP4 expert
+// weights (every sparse layer's gate_up_proj and down_proj, not their
+// biases): what a GPU keeps at 4.25 bits each (kernels.MXFP4Bytes); 0
+// unless the checkpoint stores its experts in MXFP4.
+func (c *Config) MXFP4ExpertParams() int64 {
+	if !c.MXFP4Experts() {
+		return 0
+	}
+	return int64(c.SparseLayers()) * int64(c.NumExperts) * 3 * int64(c.HiddenSize) * int64(c.MoEIntermediateSize)
+}

@@ -21,7 +21,9 @@ const gptOssLoRAGolden = "gpt_oss_lora_grad.json"
 // NMSE 1e-6 of autograd's, through the sinks and the sliding window, the
 // clamped SwiGLU, the expert biases and the biased top-k router.
 func TestGptOssLoRAGradientsMatchPyTorch(t *testing.T) {
-	checkGptOssLoRAGrad(t, cpu.New(), 1e-4, 1e-6)
+	for _, name := range gptOssModels {
+		t.Run(name, func(t *testing.T) { checkGptOssLoRAGrad(t, cpu.New(), name, 1e-4, 1e-6) })
+	}
 }
 
 // gptOssExpertGolden is one expert Parameter's adapter in the golden: its
@@ -34,9 +36,10 @@ type gptOssExpertGolden struct {
 }
 
 // checkGptOssLoRAGrad runs the golden's adapter through ForwardTrain and
-// Backward on be.
-// maxLogp and maxNMSE are the bars on the log-probs and each gradient.
-func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, maxLogp, maxNMSE float64) {
+// Backward of the tiny model name (the golden's or a twin holding the same
+// weights) on be. maxLogp and maxNMSE are the bars on the log-probs and
+// each gradient. It returns the log-probs and every gradient, in order.
+func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, name string, maxLogp, maxNMSE float64) (logp []float32, grads [][]float32) {
 	var g loraGradGolden
 	vals, err := golden.Read(filepath.Join("..", "testdata"), gptOssLoRAGolden, &g)
 	if err != nil {
@@ -47,7 +50,10 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, maxLogp, maxNMSE floa
 		t.Fatal(err)
 	}
 	gm := g.Models[0]
-	m, err := Load(filepath.Join("..", "testdata", "models", gm.Model), be)
+	if !strings.HasPrefix(name, gm.Model) {
+		t.Fatalf("the golden is %s's, not %s's", gm.Model, name)
+	}
+	m, err := Load(filepath.Join("..", "testdata", "models", name), be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +155,7 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, maxLogp, maxNMSE floa
 	}
 	worst := 0.0
 	check := func(what string, got, want []float32) {
+		grads = append(grads, got)
 		e := nmse(got, want)
 		worst = max(worst, e)
 		if e > maxNMSE {
@@ -186,6 +193,7 @@ func checkGptOssLoRAGrad(t *testing.T, be kernels.Backend, maxLogp, maxNMSE floa
 		check(eg.param+" lora_B", gotB, eg.gradB)
 	}
 	t.Logf("%d modules and %d expert Parameters: worst gradient NMSE %.3g", len(wants), len(experts), worst)
+	return lp, grads
 }
 
 // gptOssParamRow is the row of gpt-oss's gate_up_proj (interleaved: gate

@@ -12,9 +12,9 @@ import (
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
 
-// gptOssModels are the tiny gpt-oss checkpoints: bf16 experts, and the
-// same experts as MXFP4 blocks and scales.
-var gptOssModels = []string{"gpt_oss-tiny", "gpt_oss-tiny-mxfp4"}
+// gptOssModels are the tiny gpt-oss checkpoints: f32 experts, the same
+// experts bf16, and as MXFP4 blocks and scales.
+var gptOssModels = []string{"gpt_oss-tiny", "gpt_oss-tiny-bf16", "gpt_oss-tiny-mxfp4"}
 
 // TestGptOssLogitsMatchPyTorch compares the forward pass of the tiny
 // gpt-oss models (attention sinks, sliding windows of 4 keys in layer 0,
@@ -77,10 +77,11 @@ func TestGptOssLogitsMatchPyTorch(t *testing.T) {
 // TestGptOssMXFP4EqualsBF16 loads the MXFP4 checkpoint and its bf16 twin
 // (the dequantized values, as testdata/gen writes them): every expert
 // weight equal bit for bit, and so the logits, without an adapter and with
-// the same adapter on attention, experts and routers.
+// the same adapter on attention, experts and routers. The f32 checkpoint
+// of the same values loads its experts f32, equal in value.
 func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 	be := cpu.New()
-	var ms [2]*Model
+	var ms [3]*Model
 	for i, name := range gptOssModels {
 		m, err := Load(filepath.Join("..", "testdata", "models", name), be)
 		if err != nil {
@@ -94,15 +95,18 @@ func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 		return v
 	}
 	for l := range ms[0].W.Layers {
-		a, b := ms[0].W.Layers[l].MoE, ms[1].W.Layers[l].MoE
-		for _, p := range [][2]kernels.Buffer{{a.GateUp, b.GateUp}, {a.Down, b.Down}, {a.GateUpBias, b.GateUpBias}, {a.DownBias, b.DownBias}} {
-			if p[0].DType() != p[1].DType() {
-				t.Fatalf("layer %d: dtypes %v and %v", l, p[0].DType(), p[1].DType())
+		f, a, b := ms[0].W.Layers[l].MoE, ms[1].W.Layers[l].MoE, ms[2].W.Layers[l].MoE
+		if f.GateUp.DType() != kernels.F32 || f.Down.DType() != kernels.F32 || a.GateUp.DType() != kernels.BF16 {
+			t.Fatalf("layer %d: f32 checkpoint's experts %v and %v, bf16's %v", l, f.GateUp.DType(), f.Down.DType(), a.GateUp.DType())
+		}
+		for _, p := range [][3]kernels.Buffer{{f.GateUp, a.GateUp, b.GateUp}, {f.Down, a.Down, b.Down}, {f.GateUpBias, a.GateUpBias, b.GateUpBias}, {f.DownBias, a.DownBias, b.DownBias}} {
+			if p[1].DType() != p[2].DType() {
+				t.Fatalf("layer %d: dtypes %v and %v", l, p[1].DType(), p[2].DType())
 			}
-			x, y := bits(p[0]), bits(p[1])
+			w, x, y := bits(p[0]), bits(p[1]), bits(p[2])
 			for i := range x {
-				if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-					t.Fatalf("layer %d: element %d: bf16 %g, MXFP4 %g", l, i, x[i], y[i])
+				if math.Float32bits(x[i]) != math.Float32bits(y[i]) || math.Float32bits(w[i]) != math.Float32bits(x[i]) {
+					t.Fatalf("layer %d: element %d: f32 %g, bf16 %g, MXFP4 %g", l, i, w[i], x[i], y[i])
 				}
 			}
 		}
@@ -112,7 +116,7 @@ func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 	b.Add(0, 0, tokens...)
 	for _, adapted := range []bool{false, true} {
 		var out [2][]float32
-		for i, m := range ms {
+		for i, m := range ms[1:] {
 			if adapted {
 				m = m.WithAdapter(newMoETestAdapter(m, 3, 11))
 			}

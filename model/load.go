@@ -44,7 +44,9 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 				}
 				loaded[g] = true
 			}
-			*sp.dst = (*g.dst).Slice(sp.off, numel(sp.shape))
+			if *g.dst != nil { // nil: kept MXFP4, no views
+				*sp.dst = (*g.dst).Slice(sp.off, numel(sp.shape))
+			}
 			continue
 		}
 		if g := sp.fused; g != nil && g.whole != "" {
@@ -183,6 +185,9 @@ func (m *Model) Free() {
 		// The blocks' own buffers, not their views.
 		for _, p := range append(d.mixer.weightBuffers(l), d.channel.weightBuffers(l)...) {
 			bufs = append(bufs, *p)
+		}
+		if l.MoE != nil {
+			bufs = append(bufs, l.MoE.mxfp4Buffers()...)
 		}
 	}
 	for _, b := range bufs {

@@ -26,10 +26,12 @@ import (
 //
 // which convert_moe_packed_tensors dequantizes and transposes back. Load
 // turns either form into grpo's stacked experts (MoEWeights: [E, out, in]
-// with each expert's gate rows before its up rows) in bf16 — MXFP4 values
-// are exact in bf16, so an MXFP4 checkpoint loads bit for bit as the bf16
-// checkpoint of its dequantized weights. (Keeping them MXFP4 on the device
-// and dequantizing inside the grouped GEMM is later work.)
+// with each expert's gate rows before its up rows): bf16 and MXFP4 in
+// bf16 — MXFP4 values are exact in bf16, so an MXFP4 checkpoint loads bit
+// for bit as the bf16 checkpoint of its dequantized weights — and f32 in
+// f32. A backend that keeps bf16 weights bf16 (cuda, emu) keeps MXFP4
+// experts MXFP4 instead (MoEWeights.GateUpMX, DownMX), decoded inside the
+// grouped GEMM (GroupedMatMulMXFP4), with the same results.
 
 // packedExperts is one of a layer's expert Parameters as gpt-oss stores
 // it: name the bf16 Parameter (or the stem of its MXFP4 pair), in × out
@@ -38,6 +40,8 @@ type packedExperts struct {
 	name             string
 	experts, in, out int
 	interleaved      bool
+	// mx is where MXFP4 experts go when the backend keeps them MXFP4.
+	mx **kernels.MXFP4
 }
 
 // gptOssExpertSpecs sets the stacked groups' packed forms and appends the
@@ -45,8 +49,8 @@ type packedExperts struct {
 func (c *Config) gptOssExpertSpecs(s []tensorSpec, mw *MoEWeights, gateUp, down *fusedSpec, prefix string) []tensorSpec {
 	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	p := prefix + "mlp.experts."
-	gateUp.packed = &packedExperts{name: p + "gate_up_proj", experts: ne, in: h, out: 2 * mi, interleaved: true}
-	down.packed = &packedExperts{name: p + "down_proj", experts: ne, in: mi, out: h}
+	gateUp.packed = &packedExperts{name: p + "gate_up_proj", experts: ne, in: h, out: 2 * mi, interleaved: true, mx: &mw.GateUpMX}
+	down.packed = &packedExperts{name: p + "down_proj", experts: ne, in: mi, out: h, mx: &mw.DownMX}
 	return append(s, tensorSpec{name: p + "gate_up_proj_bias", shape: []int{ne, 2 * mi}, dst: &mw.GateUpBias, f32: true, interleaved: true},
 		tensorSpec{name: p + "down_proj_bias", shape: []int{ne, h}, dst: &mw.DownBias, f32: true})
 }
@@ -63,21 +67,40 @@ func (p *packedExperts) srcRow(r int) int {
 	return 2*(r-p.out/2) + 1
 }
 
-// load fills the group's buffer from the checkpoint's bf16 Parameter or
-// its MXFP4 blocks and scales.
+// load fills the group's buffer from the checkpoint's Parameter or its
+// MXFP4 blocks and scales: a bf16 Parameter or MXFP4 into bf16 (MXFP4
+// values are exact in bf16), an f32 or f16 one into f32, as every other
+// family's experts load.
 func (p *packedExperts) load(be kernels.Backend, g *fusedSpec, set *safetensors.Set) error {
-	var bits []uint16
-	var err error
 	if t, ok := set.Tensor(p.name); ok {
-		bits, err = p.fromParameter(t)
-	} else {
-		blocks, okB := set.Tensor(p.name + "_blocks")
-		scales, okS := set.Tensor(p.name + "_scales")
-		if !okB || !okS {
-			return fmt.Errorf("neither tensor %q nor %q and %q is there; is this a gpt-oss checkpoint with this config.json?", p.name, p.name+"_blocks", p.name+"_scales")
+		if want := []int{p.experts, p.in, p.out}; !shapeEqual(t.Shape, want) {
+			return fmt.Errorf("tensor %q has shape %v but config.json implies %v ([experts, in, out])", p.name, t.Shape, want)
 		}
-		bits, err = p.fromMXFP4(blocks, scales)
+		if bits, ok := t.BF16Bits(); ok {
+			*g.dst = be.Alloc(kernels.BF16, g.size)
+			be.UploadBF16(*g.dst, transposeExperts(p, bits))
+			return nil
+		}
+		vals, err := t.Float32s()
+		if err != nil {
+			return fmt.Errorf("tensor %q: %v", p.name, err)
+		}
+		*g.dst = be.Alloc(kernels.F32, g.size)
+		be.Upload(*g.dst, transposeExperts(p, vals))
+		return nil
 	}
+	blocks, okB := set.Tensor(p.name + "_blocks")
+	scales, okS := set.Tensor(p.name + "_scales")
+	if !okB || !okS {
+		return fmt.Errorf("neither tensor %q nor %q and %q is there; is this a gpt-oss checkpoint with this config.json?", p.name, p.name+"_blocks", p.name+"_scales")
+	}
+	if be.Describe().BF16Storage == kernels.BF16 {
+		// A backend that reads bf16 weights as they are multiplies by
+		// MXFP4 ones too (GroupedMatMulMXFP4): 4.25 bits an element
+		// instead of bf16's 16.
+		return p.keepMXFP4(be, blocks, scales)
+	}
+	bits, err := p.fromMXFP4(blocks, scales)
 	if err != nil {
 		return err
 	}
@@ -86,25 +109,10 @@ func (p *packedExperts) load(be kernels.Backend, g *fusedSpec, set *safetensors.
 	return nil
 }
 
-// fromParameter transposes a [E, in, out] Parameter into [E, out, in]
-// bf16, rows reordered (srcRow). An f32 or f16 Parameter is rounded to
-// bf16, as the GEMM reads it anyway.
-func (p *packedExperts) fromParameter(t safetensors.Tensor) ([]uint16, error) {
-	if want := []int{p.experts, p.in, p.out}; !shapeEqual(t.Shape, want) {
-		return nil, fmt.Errorf("tensor %q has shape %v but config.json implies %v ([experts, in, out])", p.name, t.Shape, want)
-	}
-	src, ok := t.BF16Bits()
-	if !ok {
-		vals, err := t.Float32s()
-		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %v", p.name, err)
-		}
-		src = make([]uint16, len(vals))
-		for i, v := range vals {
-			src[i] = safetensors.F32ToBF16(v)
-		}
-	}
-	out := make([]uint16, len(src))
+// transposeExperts turns a [E, in, out] Parameter's values into
+// [E, out, in], rows reordered (srcRow).
+func transposeExperts[T uint16 | float32](p *packedExperts, src []T) []T {
+	out := make([]T, len(src))
 	for e := range p.experts {
 		base := e * p.in * p.out
 		for r := range p.out {
@@ -114,7 +122,7 @@ func (p *packedExperts) fromParameter(t safetensors.Tensor) ([]uint16, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // fp4Values are the e2m1 values of a nibble: sign bit 3, then
@@ -126,21 +134,10 @@ var fp4Values = [16]float64{0, 0.5, 1, 1.5, 2, 3, 4, 6, math.Copysign(0, -1), -0
 // rows reordered (srcRow): element 32·b + 2·k + h of row r is nibble h
 // (0: low) of byte k of block b, times 2^(scale − 127).
 func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, error) {
-	if p.in%32 != 0 {
-		return nil, fmt.Errorf("tensor %q: MXFP4 needs in_features %d to be a multiple of 32", blocks.Name, p.in)
+	if err := p.checkMXFP4(blocks, scales); err != nil {
+		return nil, err
 	}
 	nb := p.in / 32
-	for _, c := range []struct {
-		t     safetensors.Tensor
-		shape []int
-	}{{blocks, []int{p.experts, p.out, nb, 16}}, {scales, []int{p.experts, p.out, nb}}} {
-		if c.t.DType != safetensors.U8 {
-			return nil, fmt.Errorf("tensor %q is %s, want U8 (MXFP4)", c.t.Name, c.t.DType)
-		}
-		if !shapeEqual(c.t.Shape, c.shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v but config.json implies %v", c.t.Name, c.t.Shape, c.shape)
-		}
-	}
 	// Every (scale, code) pair's bf16 value, once: a checkpoint has
 	// billions of elements and 256 × 16 distinct values.
 	var table [256][16]uint16
@@ -165,6 +162,50 @@ func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, 
 		}
 	}
 	return out, nil
+}
+
+// checkMXFP4 checks the blocks' and scales' dtypes and shapes.
+func (p *packedExperts) checkMXFP4(blocks, scales safetensors.Tensor) error {
+	if p.in%32 != 0 {
+		return fmt.Errorf("tensor %q: MXFP4 needs in_features %d to be a multiple of 32", blocks.Name, p.in)
+	}
+	nb := p.in / 32
+	for _, c := range []struct {
+		t     safetensors.Tensor
+		shape []int
+	}{{blocks, []int{p.experts, p.out, nb, 16}}, {scales, []int{p.experts, p.out, nb}}} {
+		if c.t.DType != safetensors.U8 {
+			return fmt.Errorf("tensor %q is %s, want U8 (MXFP4)", c.t.Name, c.t.DType)
+		}
+		if !shapeEqual(c.t.Shape, c.shape) {
+			return fmt.Errorf("tensor %q has shape %v but config.json implies %v", c.t.Name, c.t.Shape, c.shape)
+		}
+	}
+	return nil
+}
+
+// keepMXFP4 uploads the blocks and scales as they are, rows reordered
+// (srcRow): the checkpoint's [E, out, in/32, 16] blocks are kernels.MXFP4's
+// layout of [E, out, in] already.
+func (p *packedExperts) keepMXFP4(be kernels.Backend, blocks, scales safetensors.Tensor) error {
+	if err := p.checkMXFP4(blocks, scales); err != nil {
+		return err
+	}
+	nb := p.in / 32
+	bs, ss := blocks.Bytes(), scales.Bytes()
+	codes, sc := make([]byte, len(bs)), make([]byte, len(ss))
+	for e := range p.experts {
+		for r := range p.out {
+			dst, src := e*p.out+r, e*p.out+p.srcRow(r)
+			copy(codes[dst*nb*16:(dst+1)*nb*16], bs[src*nb*16:(src+1)*nb*16])
+			copy(sc[dst*nb:(dst+1)*nb], ss[src*nb:(src+1)*nb])
+		}
+	}
+	w := &kernels.MXFP4{Codes: be.Alloc(kernels.U8, len(codes)), Scales: be.Alloc(kernels.U8, len(sc))}
+	be.UploadU8(w.Codes, codes)
+	be.UploadU8(w.Scales, sc)
+	*p.mx = w
+	return nil
 }
 
 // deinterleave reorders each row of width w from gate/up pairs (g0, u0,

@@ -177,7 +177,7 @@ func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Bu
 	m.route(l, s.weights, s.experts, s.logits, n, replay)
 	be.MoEGroup(s.offsets, s.tokens, s.rows, s.experts, n, ne, k)
 	be.GatherRows(s.xp, h, s.tokens, rows, hd)
-	be.GroupedMatMul(s.fused, s.xp, w.GateUp, s.offsets, rows, ne, 2*mi, hd, true, 1, 0)
+	w.gateUpGEMM(be, s.fused, s.xp, s.offsets, rows, ne, 2*mi, hd, true)
 	if w.GateUpBias != nil {
 		be.GroupedAddBias(s.fused, w.GateUpBias, s.offsets, rows, ne, 2*mi)
 	}
@@ -193,7 +193,7 @@ func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Bu
 		}
 	}
 	m.expertActivation(b, s.act, s.gate, s.up, rows*mi)
-	be.GroupedMatMul(s.yp, s.act, w.Down, s.offsets, rows, ne, hd, mi, true, 1, 0)
+	w.downGEMM(be, s.yp, s.act, s.offsets, rows, ne, hd, mi, true)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
 		m.expertProject(lr, ProjDown, s.yp, s.act, s.xa[ProjDown], s.offsets, rows)
 	}
@@ -264,7 +264,7 @@ func (m *Model) moeBackward(b moe, l int, s *moeActs, g *moeGrads, dh, dout, h, 
 	be.GatherRows(g.xp, h, s.tokens, rows, hd)
 	m.expertActivation(b, g.act, s.gate, s.up, rows*mi)
 	be.MoECombineBackward(g.dyp, g.dw, dout, s.yp, s.weights, s.rows, n, k, hd)
-	be.GroupedMatMul(g.dAct, g.dyp, w.Down, s.offsets, rows, ne, mi, hd, false, 1, 0)
+	w.downGEMM(be, g.dAct, g.dyp, s.offsets, rows, ne, mi, hd, false)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
 		m.expertProjectBackward(lr, ProjDown, g.dAct, g.dyp, g.act, s.xa[ProjDown], g.dyB[ProjDown], s.offsets, rows)
 	}
@@ -275,7 +275,7 @@ func (m *Model) moeBackward(b moe, l int, s *moeActs, g *moeGrads, dh, dout, h, 
 	}
 	be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
 	be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
-	be.GroupedMatMul(g.dxp, g.dFused, w.GateUp, s.offsets, rows, ne, hd, 2*mi, false, 1, 0)
+	w.gateUpGEMM(be, g.dxp, g.dFused, s.offsets, rows, ne, hd, 2*mi, false)
 	for _, p := range []Proj{ProjGate, ProjUp} {
 		if lr := m.expertLoRA(l, p); lr != nil {
 			dy := g.dGate

@@ -23,7 +23,12 @@ type MoEWeights struct {
 	// its experts' biases. nil elsewhere.
 	LogitBias, GateUpBias, DownBias kernels.Buffer
 	GateUp, Down                    kernels.Buffer
-	Experts                         []Expert
+	// GateUpMX and DownMX are gpt-oss's MXFP4 experts kept MXFP4 on a
+	// backend that keeps bf16 weights bf16 (cuda, emu), in GateUp's and
+	// Down's layouts; GateUp, Down and the Experts' views are nil then.
+	// nil elsewhere.
+	GateUpMX, DownMX *kernels.MXFP4
+	Experts          []Expert
 	// Shared is Qwen3.5-MoE's shared expert, nil where there is none.
 	Shared *SharedExpert
 }
@@ -125,11 +130,44 @@ func (w *MoEWeights) buffers() []*kernels.Buffer {
 	return b
 }
 
+// mxfp4Buffers are the MXFP4 experts' own allocations.
+func (w *MoEWeights) mxfp4Buffers() []kernels.Buffer {
+	var b []kernels.Buffer
+	for _, x := range []*kernels.MXFP4{w.GateUpMX, w.DownMX} {
+		if x != nil {
+			b = append(b, x.Codes, x.Scales)
+		}
+	}
+	return b
+}
+
+// gateUpGEMM and downGEMM are the experts' grouped GEMMs (GroupedMatMul's
+// c, a, offsets and shapes, alpha 1, beta 0) over the dense or the MXFP4
+// weights.
+func (w *MoEWeights) gateUpGEMM(be kernels.Backend, c, a, offsets kernels.Buffer, rows, ne, n, k int, transB bool) {
+	expertGEMM(be, c, a, w.GateUp, w.GateUpMX, offsets, rows, ne, n, k, transB)
+}
+
+func (w *MoEWeights) downGEMM(be kernels.Backend, c, a, offsets kernels.Buffer, rows, ne, n, k int, transB bool) {
+	expertGEMM(be, c, a, w.Down, w.DownMX, offsets, rows, ne, n, k, transB)
+}
+
+func expertGEMM(be kernels.Backend, c, a, dense kernels.Buffer, mx *kernels.MXFP4, offsets kernels.Buffer, rows, ne, n, k int, transB bool) {
+	if mx != nil {
+		be.GroupedMatMulMXFP4(c, a, *mx, offsets, rows, ne, n, k, transB, 1, 0)
+		return
+	}
+	be.GroupedMatMul(c, a, dense, offsets, rows, ne, n, k, transB, 1, 0)
+}
+
 // reslice sets the experts' views again after GateUp or Down was
-// replaced.
+// replaced (MXFP4 experts have none).
 func (w *MoEWeights) reslice(c *Config) {
 	h, mi := c.HiddenSize, c.MoEIntermediateSize
 	for e := range w.Experts {
+		if w.GateUpMX != nil {
+			break
+		}
 		w.Experts[e] = Expert{
 			Gate: w.GateUp.Slice(e*2*mi*h, mi*h),
 			Up:   w.GateUp.Slice(e*2*mi*h+mi*h, mi*h),

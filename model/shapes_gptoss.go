@@ -3,8 +3,8 @@ package model
 // gpt-oss shapes: openai/gpt-oss-20b's and -120b's config.json (24 and 36
 // layers alternating sliding-window (128) and full attention, 32 and 128
 // experts of which 4 per token, YaRN ×32 over 4096 positions). The
-// experts load dequantized to bf16 (MXFP4 kept on the device is later
-// work), which is what the estimate prices.
+// experts are MXFP4, which a GPU keeps MXFP4 (4.25 bits an element) and
+// the CPU dequantizes to bf16; the estimate prices each.
 func init() {
 	oss := func(layers, experts int) Config {
 		window := 128

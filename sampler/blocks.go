@@ -1,6 +1,9 @@
 package sampler
 
-import "github.com/grpo-dev/grpo/model"
+import (
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+)
 
 // The arithmetic of the sampler's block reservations, shared with the
 // estimate (which sizes the pool before anything is allocated). A
@@ -67,4 +70,24 @@ func ConcurrencyCap(blocks, slots, promptLen, n, maxLen, blockSize int, share bo
 // there, shared at least as much. 0 for a model without sliding layers.
 func WindowBlocks(mc *model.Config, slots, maxLen, blockSize, blocks, prefillTokens, pad int) int {
 	return min(blocks+pad, mc.WindowPoolBlocks(slots+pad, maxLen, blockSize, prefillTokens))
+}
+
+// KVBytes is the keys and values New allocates for cfg on m's backend
+// (block tables and recurrent state not counted): the full layers' pool of
+// cfg.Blocks blocks and the sliding layers' own pool of WindowBlocks,
+// each with the padding block of a backend with graphs. A model with
+// sliding windows needs less than every layer at full length.
+func KVBytes(m *model.Model, cfg Config) (int64, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	pad := 0
+	if _, ok := m.Backend.(kernels.Graphs); ok {
+		pad = 1
+	}
+	dt := model.PagedKVDType(m.Backend.Describe())
+	win := m.Config.KVWindowBlockBytes(cfg.BlockSize, dt)
+	full := m.Config.KVBlockBytes(cfg.BlockSize, dt) - win
+	return int64(cfg.Blocks+pad)*full + int64(windowBlocks(m, cfg, pad))*win, nil
 }

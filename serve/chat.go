@@ -190,9 +190,10 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []chunkToolCall `json:"tool_calls,omitempty"`
 }
 
 // chunkToolCall is a whole tool call in a stream's delta; index orders
@@ -213,10 +214,15 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job, plan
 	// With a tool-call parser the text is held until the turn ends, then
 	// sent as content or as whole tool calls.
 	parse := s.parsesTools(req)
-	if parse {
+	harmony := s.tok.ToolCallFormat() == tokenizer.ToolCallsHarmony
+	if parse && !harmony {
 		hold = 1 << 30
 	}
 	kind := &chatStream{s: s, plan: plan, id: id, name: name, parse: parse}
+	if harmony {
+		kind.harmony = make([]harmonySent, len(plan.params))
+		kind.hold = hold
+	}
 	empty := ""
 	for i := range plan.params {
 		c := kind.chunk(chatChunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}})
@@ -236,6 +242,11 @@ type chatStream struct {
 	plan     *chatPlan
 	id, name string
 	parse    bool // read the finished text for tool calls
+	// harmony, for a gpt-oss (harmony) template, is what each choice has
+	// sent of its reasoning and content (harmonyPiece); hold is the
+	// stream's hold-back for stop strings.
+	harmony []harmonySent
+	hold    int
 }
 
 func (k *chatStream) chunk(cs ...chatChunkChoice) chatChunk {
@@ -243,6 +254,9 @@ func (k *chatStream) chunk(cs ...chatChunkChoice) chatChunk {
 }
 
 func (k *chatStream) piece(i int, o *output, delta string, from int) (any, bool) {
+	if k.harmony != nil {
+		return k.harmonyPiece(i, o, from)
+	}
 	req := &k.plan.req
 	toks := o.Tokens[from:]
 	wantToks := len(toks) > 0 && (k.plan.top >= 0 || req.ReturnTokenIDs)

@@ -68,20 +68,33 @@ func checkStops(stop []string, ids []int32, vocab int) *apiError {
 
 // checkCacheFits refuses slots × maxLen whose KV cache alone exceeds the
 // device's free memory, at start rather than by dying while allocating it.
+// The cache is priced as sampler.New sizes it (sampler.KVBytes), windows
+// included.
 func checkCacheFits(m *model.Model, slots, maxLen int) error {
-	d := m.Backend.Describe()
-	blocks := float64(slots) * float64(model.BlocksFor(maxLen, sampler.DefaultBlockSize))
-	need := blocks * float64(m.Config.KVBlockBytes(sampler.DefaultBlockSize, model.PagedKVDType(d)))
 	free, known := int64(0), false
-	if mr, ok := m.Backend.(kernels.MemoryReporter); ok && d.GPU {
+	if mr, ok := m.Backend.(kernels.MemoryReporter); ok && m.Backend.Describe().GPU {
 		f, _, err := mr.MemInfo()
 		free, known = f, err == nil
 	} else if av, err := estimate.AvailableMemory("cpu"); err == nil && av.Known {
 		free, known = av.Bytes, true
 	}
-	if known && need > float64(free) {
+	if !known {
+		return nil
+	}
+	return cacheFits(m, slots, maxLen, free)
+}
+
+// cacheFits is checkCacheFits with free bytes free.
+func cacheFits(m *model.Model, slots, maxLen int, free int64) error {
+	// What sampler.New allocates: sliding-window layers keep only the
+	// blocks their windows reach, in a pool of their own.
+	need, err := sampler.KVBytes(m, sampler.Config{Slots: slots, MaxLen: maxLen})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if need > free {
 		return fmt.Errorf("serve: %d slots (--slots) of %d tokens (--max-len) need %.3g GiB of KV cache, but the device has %.3g GiB free; lower --slots or --max-len",
-			slots, maxLen, need/(1<<30), float64(free)/(1<<30))
+			slots, maxLen, float64(need)/(1<<30), float64(free)/(1<<30))
 	}
 	return nil
 }

@@ -138,10 +138,11 @@ func boundsFor(m *model.Model) bounds {
 	return bounds{TolLogits, TolGrad, TolLoss, TolLoss, 0, goldenLogitsMaxAbs, 0}
 }
 
-// bf16Experts reports whether any layer's routed experts are stored bf16.
+// bf16Experts reports whether any layer's routed experts are stored bf16
+// (or MXFP4, multiplied as bf16).
 func bf16Experts(m *model.Model) bool {
 	for _, l := range m.W.Layers {
-		if l.MoE != nil && l.MoE.GateUp != nil && l.MoE.GateUp.DType() == kernels.BF16 {
+		if l.MoE != nil && (l.MoE.GateUpMX != nil || l.MoE.GateUp != nil && l.MoE.GateUp.DType() == kernels.BF16) {
 			return true
 		}
 	}

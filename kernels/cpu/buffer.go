@@ -7,18 +7,22 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// buffer is a Go slice; F32 and BF16 use f, I32 uses i. A view shares the
-// parent's array through a capacity-limited subslice.
+// buffer is a Go slice; F32 and BF16 use f, I32 uses i, U8 u. A view
+// shares the parent's array through a capacity-limited subslice.
 type buffer struct {
 	dt   kernels.DType
 	f    []float32
 	i    []int32
+	u    []byte
 	view bool
 }
 
 func (b *buffer) Len() int {
-	if b.dt == kernels.I32 {
+	switch b.dt {
+	case kernels.I32:
 		return len(b.i)
+	case kernels.U8:
+		return len(b.u)
 	}
 	return len(b.f)
 }
@@ -30,9 +34,12 @@ func (b *buffer) Slice(off, n int) kernels.Buffer {
 		panic(fmt.Sprintf("cpu: Slice(%d, %d) of a %v buffer of %d elements", off, n, b.dt, b.Len()))
 	}
 	v := &buffer{dt: b.dt, view: true}
-	if b.dt == kernels.I32 {
+	switch b.dt {
+	case kernels.I32:
 		v.i = b.i[off : off+n : off+n]
-	} else {
+	case kernels.U8:
+		v.u = b.u[off : off+n : off+n]
+	default:
 		v.f = b.f[off : off+n : off+n]
 	}
 	return v
@@ -47,6 +54,8 @@ func (*Backend) Alloc(dt kernels.DType, n int) kernels.Buffer {
 		return &buffer{dt: dt, f: make([]float32, n)}
 	case kernels.I32:
 		return &buffer{dt: dt, i: make([]int32, n)}
+	case kernels.U8:
+		return &buffer{dt: dt, u: make([]byte, n)}
 	}
 	panic(fmt.Sprintf("cpu: Alloc of unknown %v", dt))
 }
@@ -58,7 +67,7 @@ func (*Backend) Free(b kernels.Buffer) {
 	if buf.view {
 		panic("cpu: Free of a view; free the buffer it was sliced from")
 	}
-	buf.f, buf.i = nil, nil
+	buf.f, buf.i, buf.u = nil, nil, nil
 }
 
 func (*Backend) Upload(dst kernels.Buffer, src []float32) {
@@ -86,6 +95,11 @@ func (*Backend) UploadI32(dst kernels.Buffer, src []int32) {
 	copy(ints("UploadI32", "dst", dst, len(src)), src)
 }
 
+func (*Backend) UploadU8(dst kernels.Buffer, src []byte) {
+	sameLen("UploadU8", dst, len(src))
+	copy(u8("UploadU8", "dst", dst, len(src)), src)
+}
+
 func (*Backend) Download(dst []float32, src kernels.Buffer) {
 	sameLen("Download", src, len(dst))
 	copy(dst, floats("Download", "src", src, len(dst)))
@@ -100,8 +114,12 @@ func (*Backend) Copy(dst, src kernels.Buffer) {
 	if dst.DType() != src.DType() || dst.Len() != src.Len() {
 		panic(fmt.Sprintf("cpu.Copy: dst is %v×%d, src is %v×%d", dst.DType(), dst.Len(), src.DType(), src.Len()))
 	}
-	if src.DType() == kernels.I32 {
+	switch src.DType() {
+	case kernels.I32:
 		copy(own("Copy", "dst", dst).i, own("Copy", "src", src).i)
+		return
+	case kernels.U8:
+		copy(own("Copy", "dst", dst).u, own("Copy", "src", src).u)
 		return
 	}
 	copy(own("Copy", "dst", dst).f, own("Copy", "src", src).f)
@@ -112,8 +130,8 @@ func (*Backend) Copy(dst, src kernels.Buffer) {
 // already be bf16-representable, or it stops behaving as bf16.
 func Float32s(b kernels.Buffer) []float32 {
 	buf := own("Float32s", "b", b)
-	if buf.dt == kernels.I32 {
-		panic("cpu.Float32s of an i32 buffer; use Int32s")
+	if buf.dt != kernels.F32 && buf.dt != kernels.BF16 {
+		panic(fmt.Sprintf("cpu.Float32s of a %v buffer", buf.dt))
 	}
 	return buf.f
 }

@@ -21,8 +21,8 @@ func own(op, name string, b kernels.Buffer) *buffer {
 // floats returns the first n elements of an F32 or BF16 operand.
 func floats(op, name string, b kernels.Buffer, n int) []float32 {
 	buf := own(op, name, b)
-	if buf.dt == kernels.I32 {
-		panic(fmt.Sprintf("cpu.%s: %s is i32, want f32 or bf16", op, name))
+	if buf.dt != kernels.F32 && buf.dt != kernels.BF16 {
+		panic(fmt.Sprintf("cpu.%s: %s is %v, want f32 or bf16", op, name, buf.dt))
 	}
 	if n < 0 || len(buf.f) < n {
 		panic(fmt.Sprintf("cpu.%s: %s has %d elements, shape needs %d", op, name, len(buf.f), n))
@@ -48,6 +48,18 @@ func ints(op, name string, b kernels.Buffer, n int) []int32 {
 		panic(fmt.Sprintf("cpu.%s: %s has %d elements, shape needs %d", op, name, len(buf.i), n))
 	}
 	return buf.i[:n:n]
+}
+
+// u8 returns the first n elements of a U8 operand.
+func u8(op, name string, b kernels.Buffer, n int) []byte {
+	buf := own(op, name, b)
+	if buf.dt != kernels.U8 {
+		panic(fmt.Sprintf("cpu.%s: %s is %v, want u8", op, name, buf.dt))
+	}
+	if n < 0 || len(buf.u) < n {
+		panic(fmt.Sprintf("cpu.%s: %s has %d elements, shape needs %d", op, name, len(buf.u), n))
+	}
+	return buf.u[:n:n]
 }
 
 // index checks that every value of idx is in [0, limit).

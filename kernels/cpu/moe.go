@@ -197,9 +197,13 @@ func (be *Backend) GroupedMatMul(c, a, b, offsets kernels.Buffer, rows, nExperts
 	if rows == 0 {
 		return
 	}
+	be.groupedMatMul(op, c, a, floats(op, "b", b, nExperts*k*n), offsets, rows, nExperts, n, k, transB, alpha, beta)
+}
+
+// groupedMatMul is GroupedMatMul over B's values bs.
+func (be *Backend) groupedMatMul(op string, c, a kernels.Buffer, bs []float32, offsets kernels.Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32) {
 	cs := f32(op, "c", c, rows*n)
 	as := f32(op, "a", a, rows*k)
-	bs := floats(op, "b", b, nExperts*k*n)
 	off := groupOffsets(op, offsets, nExperts, rows)
 	ldb := n
 	if transB {

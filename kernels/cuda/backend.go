@@ -208,7 +208,7 @@ func (b *Backend) Alloc(dt kernels.DType, n int) kernels.Buffer {
 }
 
 func (b *Backend) Free(x kernels.Buffer) {
-	bx := b.buf("Free", "buffer", x, 0, kernels.F32, kernels.BF16, kernels.I32)
+	bx := b.buf("Free", "buffer", x, 0, kernels.F32, kernels.BF16, kernels.I32, kernels.U8)
 	if !bx.root {
 		panic("cuda: Free of a view (Slice); free its parent")
 	}
@@ -284,6 +284,17 @@ func (b *Backend) UploadI32(dst kernels.Buffer, src []int32) {
 	b.keepUploaded(d.ptr, src)
 }
 
+func (b *Backend) UploadU8(dst kernels.Buffer, src []byte) {
+	d := b.buf("UploadU8", "dst", dst, len(src), kernels.U8)
+	if d.n != len(src) {
+		panic(fmt.Sprintf("cuda: UploadU8 of %d bytes into a buffer of %d", len(src), d.n))
+	}
+	if len(src) == 0 || !usable(d) {
+		return
+	}
+	b.upload(d.ptr, unsafe.Pointer(&src[0]), d.bytes())
+}
+
 func (b *Backend) Download(dst []float32, src kernels.Buffer) {
 	s := b.buf("Download", "src", src, len(dst), kernels.F32, kernels.BF16)
 	if s.n != len(dst) {
@@ -317,7 +328,7 @@ func (b *Backend) DownloadI32(dst []int32, src kernels.Buffer) {
 }
 
 func (b *Backend) Copy(dst, src kernels.Buffer) {
-	s := b.buf("Copy", "src", src, 0, kernels.F32, kernels.BF16, kernels.I32)
+	s := b.buf("Copy", "src", src, 0, kernels.F32, kernels.BF16, kernels.I32, kernels.U8)
 	d := b.buf("Copy", "dst", dst, s.n, s.dt)
 	if d.n != s.n {
 		panic(fmt.Sprintf("cuda: Copy of %d elements into %d", s.n, d.n))

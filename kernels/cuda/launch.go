@@ -74,8 +74,9 @@ var kernelMaxBlock = map[string]int{
 	"moe_route_sigmoid_f32": elementwiseBlock, "moe_route_sigmoid_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
 	"grouped_matmul_f32": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
-	"grouped_matmul_tc_bf16": tcThreads,
-	"moe_combine_f32":        256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
+	"grouped_matmul_tc_bf16":  tcThreads,
+	"grouped_matmul_tc_mxfp4": tcThreads,
+	"moe_combine_f32":         256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
 	"clamped_swiglu_f32": elementwiseBlock, "clamped_swiglu_backward_f32": elementwiseBlock,
 	"grouped_add_bias_f32": 256,                             // warpRound(…, 256)
 	"causal_conv1d_f32":    256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)

@@ -139,6 +139,33 @@ func (b *Backend) GroupedMatMul(c, a, bm, offsets kernels.Buffer, rows, nExperts
 	b.launch("grouped_matmul_f32", grid, D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
 }
 
+func (b *Backend) GroupedMatMulMXFP4(c, a kernels.Buffer, bm kernels.MXFP4, offsets kernels.Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32) {
+	const op = "GroupedMatMulMXFP4"
+	i32(op, rows, nExperts, n, k, rows*n, rows*k, nExperts*n*k)
+	if nExperts <= 0 || n <= 0 || k <= 0 {
+		panic(fmt.Sprintf("cuda: %s: nExperts %d, n %d, k %d must be positive", op, nExperts, n, k))
+	}
+	if (n*k)%32 != 0 || (transB && k%32 != 0) || (!transB && n%32 != 0) {
+		panic(fmt.Sprintf("cuda: %s: n %d, k %d: the stored rows are not whole blocks of 32", op, n, k))
+	}
+	if rows == 0 {
+		return
+	}
+	cc := b.buf(op, "C", c, rows*n, kernels.F32)
+	aa := b.buf(op, "A", a, rows*k, kernels.F32)
+	codes := b.buf(op, "B.Codes", bm.Codes, nExperts*n*k/2, kernels.U8)
+	scales := b.buf(op, "B.Scales", bm.Scales, nExperts*n*k/32, kernels.U8)
+	off := b.buf(op, "offsets", offsets, nExperts+1, kernels.I32)
+	if !usable(cc, aa, codes, scales, off) {
+		return
+	}
+	b.dev.CountFLOPs(gemmFLOPs(rows, n, k))
+	// grouped_matmul_tc.cu: the codes decoded as a tile is staged, then
+	// the bf16 kernel's path (A rounded to bf16, f32 accumulation).
+	grid := D2((rows+tcTile-1)/tcTile+nExperts, (n+tcTile-1)/tcTile)
+	b.launch("grouped_matmul_tc_mxfp4", grid, D1(tcThreads), 0, cc.ptr, aa.ptr, codes.ptr, scales.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
+}
+
 func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExperts, m, n int, alpha, beta float32) {
 	const op = "GroupedMatMulTN"
 	i32(op, rows, nExperts, m, n, rows*m, rows*n, nExperts*m*n)

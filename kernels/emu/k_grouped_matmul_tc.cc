@@ -2,4 +2,4 @@
 #include "runtime.h"
 #include "../cuda/grouped_matmul_tc.cu"
 
-extern "C" void emu_register_grouped_matmul_tc(const char* prefix) { EMU_REG(grouped_matmul_tc_bf16); }
+extern "C" void emu_register_grouped_matmul_tc(const char* prefix) { EMU_REG(grouped_matmul_tc_bf16); EMU_REG(grouped_matmul_tc_mxfp4); }

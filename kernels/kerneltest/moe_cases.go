@@ -16,7 +16,7 @@ import (
 func moeCases() []Case {
 	var cs []Case
 	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), sigmoidRouteCases(), sigmoidRouteBackwardCases(), moeGroupCases(),
-		groupedMatMulCases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
+		groupedMatMulCases(), groupedMatMulMXFP4Cases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
 		cs = append(cs, g...)
 	}
 	return cs

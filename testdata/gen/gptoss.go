@@ -14,10 +14,12 @@ import (
 // up interleaved by column, down_proj [E, I, hidden], each with a bias —
 // or (s.mxfp4) those two stored as MXFP4 *_blocks/*_scales, transposed
 // to [E, out, in] in blocks of 32 along in. The weights of the experts
-// are drawn as MXFP4 (random nibbles and block scales), so the bf16
-// checkpoint holds exactly their dequantized values and the two load to
-// the same model. The tiny models keep the other tensors in f32 (the
-// published ones are bf16), which the f32 bars of the goldens need.
+// are drawn as MXFP4 (random nibbles and block scales), so the f32 and
+// bf16 (s.bf16Experts) Parameters hold exactly their dequantized values
+// and the three checkpoints hold the same model: f32 experts take the f32
+// grouped GEMM, bf16 and MXFP4 ones the tensor cores'. The tiny models
+// keep the other tensors in f32 (the published ones are bf16), which the
+// f32 bars of the goldens need.
 
 // Init scales of the gpt-oss family: sinks of std 1 move a visible share
 // of each row's attention to the sink; MXFP4 block exponents 2^−7…2^−5
@@ -63,15 +65,15 @@ func gptOssParams(s spec) []param {
 }
 
 // gptOssExpert is one expert Parameter of in × out per expert: MXFP4
-// blocks and scales, or the bf16 Parameter [E, in, out] of their
-// dequantized values.
+// blocks and scales, or the Parameter [E, in, out] of their dequantized
+// values (f32, or bf16 with s.bf16Experts).
 func gptOssExpert(s spec, name string, in, out int) []param {
 	blocks, scales := mxfp4Draw(s.seedName(), name, s.experts, out, in)
 	if s.mxfp4 {
 		return []param{{name: name + "_blocks", shape: []int{s.experts, out, in / 32, 16}, raw: blocks},
 			{name: name + "_scales", shape: []int{s.experts, out, in / 32}, raw: scales}}
 	}
-	return []param{{name: name, shape: []int{s.experts, in, out}, slice: func(string) []float32 {
+	return []param{{name: name, shape: []int{s.experts, in, out}, bf16: s.bf16Experts, slice: func(string) []float32 {
 		w := mxfp4Dequant(blocks, scales, s.experts, out, in)
 		t := make([]float32, len(w))
 		for e := range s.experts {

@@ -44,7 +44,8 @@ type spec struct {
 	perExpert            bool   // experts as mlp.experts.{e}.{gate,up,down}_proj instead of fused 3-D tensors
 	extras               bool   // tiny model.visual.* and mtp.* tensors a text-only loader must skip
 	fused                bool   // GLM: experts as transformers' 3-D tensors instead of per expert
-	mxfp4                bool   // gpt-oss: experts as MXFP4 blocks and scales instead of bf16
+	mxfp4                bool   // gpt-oss: experts as MXFP4 blocks and scales instead of an f32 Parameter
+	bf16Experts          bool   // gpt-oss: experts as bf16 Parameters (the other tensors f32)
 	seed                 string // draw the weights as for this model (default: name), so two layouts share them
 }
 
@@ -80,6 +81,8 @@ var specs = []spec{
 	{name: "glm4_moe-tiny-fused", seed: "glm4_moe-tiny", fused: true, arch: glm4MoE, vocab: 512, hidden: 64, layers: 3, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, maxPos: 512,
 		experts: 8, topK: 2, moeInter: 32, sharedInter: 32},
 	{name: "gpt_oss-tiny", arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
+		experts: 8, topK: 4, moeInter: 32},
+	{name: "gpt_oss-tiny-bf16", seed: "gpt_oss-tiny", bf16Experts: true, arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
 		experts: 8, topK: 4, moeInter: 32},
 	{name: "gpt_oss-tiny-mxfp4", seed: "gpt_oss-tiny", mxfp4: true, arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
 		experts: 8, topK: 4, moeInter: 32},

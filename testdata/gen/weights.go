@@ -30,6 +30,7 @@ type param struct {
 	mean  float64
 	std   float64
 	f32   bool                        // stored as F32 even in a bf16 checkpoint (Qwen3.5's A_log)
+	bf16  bool                        // stored as BF16 even in an f32 checkpoint (gpt-oss's bf16 experts)
 	slice func(seed string) []float32 // when set, the values (a part of another tensor's stream) instead of a draw
 	raw   []byte                      // when set, a U8 tensor of these bytes (gpt-oss's MXFP4 blocks and scales)
 }
@@ -166,7 +167,7 @@ func writeModel(dir string, s spec) error {
 			continue
 		}
 		newT := safetensors.NewF32
-		if s.bf16 && !p.f32 {
+		if s.bf16 && !p.f32 || p.bf16 {
 			newT = safetensors.NewBF16
 		}
 		v := values(s.seedName(), p)

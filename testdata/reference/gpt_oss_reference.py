@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Independent float64 PyTorch reference for gpt-oss (gpt_oss).
 
-Reads the tiny checkpoints testdata/gen writes (gpt_oss-tiny with bf16
-experts, gpt_oss-tiny-mxfp4 with the experts as MXFP4 blocks and scales of
-the same values), runs the model written out here by hand (not
+Reads the tiny checkpoints testdata/gen writes (gpt_oss-tiny with f32
+experts, gpt_oss-tiny-bf16 with them bf16 and gpt_oss-tiny-mxfp4 with them
+as MXFP4 blocks and scales, all three of the same values), runs the model written out here by hand (not
 transformers) and writes goldens to testdata/golden in reference.py's
 format.
 
@@ -38,8 +38,8 @@ written independently):
 
 Self-checks before anything is written: incremental decode through a KV
 cache equals the one-shot forward; a LoRA adapter equals its merged
-weights; the MXFP4 checkpoint dequantizes to exactly the bf16 checkpoint's
-experts; routing margins (k-th vs (k+1)-th logit) are at least
+weights; the MXFP4 checkpoint dequantizes to exactly the f32 and bf16
+checkpoints' experts; routing margins (k-th vs (k+1)-th logit) are at least
 MIN_ROUTING_MARGIN; the sinks and the window each change the logits and
 the clamps act on some values.
 
@@ -60,7 +60,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference import MIN_ROUTING_MARGIN, ROOT, token_cases  # noqa: E402
 
-MODELS = ["gpt_oss-tiny", "gpt_oss-tiny-mxfp4"]
+MODELS = ["gpt_oss-tiny", "gpt_oss-tiny-bf16", "gpt_oss-tiny-mxfp4"]
 ALPHA = 1.702
 
 
@@ -381,10 +381,12 @@ def main():
         print(f"wrote testdata/golden/{name}.{{json,f32}}: decode vs one-shot {dec:.1e}, LoRA vs merged {lo:.1e}, "
               f"min routing margin {model.min_margin:.3g}, clamped values {model.clamped}; max |Δ logits| without sinks "
               f"{ds:.3g}, without the window {dw:.3g}")
-    bf, mx = load_model(MODELS[0])[1], load_model(MODELS[1])[1]
-    assert bf.keys() == mx.keys() and all(torch.equal(bf[k], mx[k]) for k in bf), "MXFP4 does not dequantize to gpt_oss-tiny's experts"
-    assert data[MODELS[0]] == data[MODELS[1]]
-    print("MXFP4 checkpoint dequantizes to exactly gpt_oss-tiny's experts: identical goldens")
+    f32 = load_model(MODELS[0])[1]
+    for name in MODELS[1:]:
+        w = load_model(name)[1]
+        assert f32.keys() == w.keys() and all(torch.equal(f32[k], w[k]) for k in f32), f"{name} does not hold gpt_oss-tiny's weights"
+        assert data[MODELS[0]] == data[name]
+    print("the bf16 and MXFP4 checkpoints hold exactly gpt_oss-tiny's weights: identical goldens")
 
 
 if __name__ == "__main__":
