@@ -182,9 +182,15 @@ func (c *Config) Arch() Arch { return archs[c.ModelType] }
 // tied head once.
 func (c *Config) ParamCount() int64 {
 	h := int64(c.HiddenSize)
-	n := int64(c.NumLayers)*2*h + int64(c.VocabSize)*h + h
+	n := int64(c.VocabSize)*h + h
 	for _, d := range c.decoderLayers() {
 		n += d.mixer.params(c) + d.channel.params(c)
+		// A norm before each block (one when the layer has one block).
+		for _, has := range []bool{d.hasMixer(), d.hasChannel()} {
+			if has {
+				n += h
+			}
+		}
 	}
 	if !c.TieWordEmbeddings {
 		n += int64(c.VocabSize) * h

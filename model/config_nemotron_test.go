@@ -112,3 +112,22 @@ func TestNemotronConfigErrors(t *testing.T) {
 		t.Errorf("layers_block_type: %v", err)
 	}
 }
+
+// TestNemotronNanoShape: Nemotron-3-Nano's published config.json parses
+// to 23 Mamba-2, 23 MoE and 6 attention layers, and its parameter counts
+// are the published 31.6B total and about 3.6B active (3.2B without the
+// embedding and head; NVIDIA's card says 3.5B, the paper 3.6B).
+func TestNemotronNanoShape(t *testing.T) {
+	c, ok := Shape("nemotron-3-nano-30b-a3b")
+	if !ok {
+		t.Fatal("no shape")
+	}
+	if c.LinearLayers() != 23 || c.SparseLayers() != 23 || c.AttentionLayers() != 6 {
+		t.Errorf("layers: %d Mamba-2, %d MoE, %d attention", c.LinearLayers(), c.SparseLayers(), c.AttentionLayers())
+	}
+	total, active := float64(c.ParamCount())/1e9, float64(c.ActiveParamCount())/1e9
+	t.Logf("%.2fB parameters, %.2fB active", total, active)
+	if total < 31.4 || total > 31.8 || active < 3.4 || active > 3.8 {
+		t.Errorf("%.2fB parameters (%.2fB active), want 31.6B (≈3.6B)", total, active)
+	}
+}
