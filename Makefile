@@ -38,6 +38,8 @@ golden: ## regenerate tiny models and every PyTorch golden file (needs python3-t
 	/usr/bin/python3 testdata/reference/attention_variant.py
 	/usr/bin/python3 testdata/reference/glm4_moe_reference.py
 	/usr/bin/python3 testdata/reference/glm4_moe_lora_grad.py
+	/usr/bin/python3 testdata/reference/nemotron_h_reference.py
+	/usr/bin/python3 testdata/reference/nemotron_h_lora_grad.py
 	/usr/bin/python3 testdata/reference/gpt_oss_reference.py
 	/usr/bin/python3 testdata/reference/gpt_oss_lora_grad.py
 	$(GO) test ./lora -run TestOursAdapterFiles -update

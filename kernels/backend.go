@@ -115,6 +115,7 @@ type Backend interface {
 	MoEOps
 	LinearOps
 	SSMOps
+	ReLU2Ops
 }
 
 // Ops are the numeric operations. Each is documented by the plain-loop

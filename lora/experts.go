@@ -31,8 +31,13 @@ func expertKey(c *model.Config, layer, e int, p model.Proj, which string) string
 }
 
 // expertModuleName is expert e's projection module in the HF model.
+// (Nemotron-H's under its layers' mixer.).
 func expertModuleName(c *model.Config, layer, e int, p model.Proj) string {
-	return fmt.Sprintf("%s%d.mlp.experts.%d.%s", layersPrefix(c), layer, e, p)
+	block := "mlp"
+	if c.Arch().Nemotron {
+		block = "mixer"
+	}
+	return fmt.Sprintf("%s%d.%s.experts.%d.%s", layersPrefix(c), layer, block, e, p)
 }
 
 // isExpertProj reports whether p of layer is adapted per expert.

@@ -48,6 +48,7 @@ func parseKey(name, prefix string) (tensorKey, bool) {
 	if !ok {
 		return tensorKey{}, false
 	}
+	rest = fromMixer(rest)
 	// matrix reads the tail after "lora_": "A.weight" or "B.default.weight".
 	matrix := func(tail string) (string, bool) {
 		if len(tail) < 2 || (tail[:1] != "A" && tail[:1] != "B") {
@@ -91,6 +92,32 @@ func parseKey(name, prefix string) (tensorKey, bool) {
 		return tensorKey{layer: layer, expert: expert, proj: p, which: which}, ok
 	}
 	return tensorKey{}, false
+}
+
+// fromMixer reads a Nemotron-H module path, where every block of a
+// layer is its mixer (mixer.q_proj, mixer.in_proj, mixer.up_proj,
+// mixer.experts.E.up_proj, mixer.shared_experts.up_proj, mixer.gate), as
+// the module paths the other families' names use, which parseKey matches
+// (model.Proj's Module): attention's under self_attn., the MLP's, the
+// experts', the shared experts' and the router under mlp., out_proj as
+// the token mixer's (ProjOut), in_proj as it is (ProjMambaIn).
+func fromMixer(rest string) string {
+	r, ok := strings.CutPrefix(rest, "mixer.")
+	if !ok {
+		return rest
+	}
+	for _, p := range []string{"q_proj.", "k_proj.", "v_proj.", "o_proj."} {
+		if strings.HasPrefix(r, p) {
+			return "self_attn." + r
+		}
+	}
+	switch {
+	case strings.HasPrefix(r, "out_proj."):
+		return model.ProjOut.Module() + r[len("out_proj"):]
+	case strings.HasPrefix(r, "in_proj."):
+		return rest
+	}
+	return "mlp." + r
 }
 
 // index parses a layer or expert number as PEFT writes it (no sign, no

@@ -66,13 +66,27 @@ func allLinearTargets(mc *model.Config) (projs []model.Proj, routers bool) {
 		if !mc.HasProjAnywhere(p) {
 			continue
 		}
-		if p.IsMLP() && fusedExperts(mc) && mc.SparseLayers() == mc.NumLayers {
+		if p.IsMLP() && paramExperts(mc) && mc.SparseLayers() == mc.NumLayers {
 			continue
 		}
 		projs = append(projs, p)
 	}
-	return projs, mc.SparseLayers() > 0 && !fusedExperts(mc)
+	return projs, mc.SparseLayers() > 0 && !paramExperts(mc)
 }
+
+// paramExperts reports whether transformers holds the architecture's
+// routed experts as Parameters, not nn.Linears, which "all-linear" leaves
+// alone: the fused ones (fusedExperts) and Nemotron-H's. transformers'
+// NemotronHExperts holds 3-D up_proj [E, inter, hidden] and down_proj
+// [E, hidden, inter] Parameters (PEFT reaches them only through
+// target_parameters) and its router NemotronHTopkRouter a bare weight
+// Parameter; so all-linear on NemotronHForCausalLM adapts the Mamba
+// mixers' in_proj/out_proj, attention's q/k/v/o_proj, the dense MLPs'
+// and the shared experts' up/down_proj. The published checkpoints and
+// vLLM (FusedMoE's per-expert mapping) name the experts one module each,
+// mixer.experts.E.up_proj, and grpo saves an adapter on them (the MLP
+// targets named explicitly) in that per-expert form.
+func paramExperts(mc *model.Config) bool { return fusedExperts(mc) || mc.Arch().Nemotron }
 
 // fusedExperts reports whether the architecture's routed experts are, in
 // Hugging Face transformers, fused 3-D Parameters rather than one
@@ -91,5 +105,5 @@ func fusedExperts(mc *model.Config) bool {
 // experts of mc's sparse layers: not under "all-linear" where the experts
 // are fused Parameters, which PEFT reaches only with target_parameters.
 func (c Config) AdaptsExperts(mc *model.Config) bool {
-	return !(c.allLinear() && fusedExperts(mc))
+	return !(c.allLinear() && paramExperts(mc))
 }

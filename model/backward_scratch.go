@@ -12,6 +12,7 @@ type layerGrads struct {
 	moe    moeGrads
 	attn   attentionGrads
 	linear deltaNetGrads
+	mamba  mambaGrads
 }
 
 // layerGradSpecs lists layer l's backward scratch for n tokens under the

@@ -140,6 +140,9 @@ func (c *Config) decoderLayers() []decoderLayer {
 
 // decoderLayer composes layer l.
 func (c *Config) decoderLayer(l int) decoderLayer {
+	if c.Arch().Nemotron {
+		return c.nemotronLayer(l)
+	}
 	var d decoderLayer
 	if c.Mixer(l) == MixGatedDeltaNet {
 		d.mixer = deltaNet{}
@@ -156,6 +159,20 @@ func (c *Config) decoderLayer(l int) decoderLayer {
 		d.channel = swiGLU{}
 	}
 	return d
+}
+
+// nemotronLayer composes Nemotron-H's layer l: its one block, the other
+// half absent (block_none.go).
+func (c *Config) nemotronLayer(l int) decoderLayer {
+	switch c.Block(l) {
+	case BlockMamba:
+		return decoderLayer{mixer: mamba2{}, channel: noChannel{}}
+	case BlockAttention:
+		return decoderLayer{mixer: attention{}, channel: noChannel{}}
+	case BlockMoE:
+		return decoderLayer{mixer: noMixer{}, channel: moe{shared: true, sigmoidRouter: true, relu2: true}}
+	}
+	return decoderLayer{mixer: noMixer{}, channel: relu2MLP{}}
 }
 
 // blockKinds are the distinct token and channel mixers of the

@@ -19,18 +19,37 @@ import "github.com/grpo-dev/grpo/kernels"
 // expert's gate/up and down outputs (expertBias: the down bias before
 // the routing weight) and activates with the clamped SwiGLU (clampedGLU,
 // kernels.ClampedGLU).
+//
+// Nemotron-H's (relu2) has experts of up and down only, activated by
+// relu², and a shared relu² MLP added ungated, with GLM-4.5's router.
 type moe struct {
 	shared, sharedGate, sigmoidRouter  bool
 	routerBias, expertBias, clampedGLU bool
+	relu2                              bool
 }
+
+// expertInputs are the experts' projections of the layer's input: gate
+// and up, or up alone for relu² experts.
+func (b moe) expertInputs() []Proj {
+	if b.relu2 {
+		return []Proj{ProjUp}
+	}
+	return []Proj{ProjGate, ProjUp}
+}
+
+// relu2Experts reports whether the sparse layers' experts and shared
+// expert are relu² MLPs of up and down (Nemotron-H).
+func (c *Config) relu2Experts() bool { return c.Arch().Nemotron }
 
 func (moe) sparse() bool { return true }
 
 // loraTargets: the experts' projections (the adapter's expert LoRA) and
 // the shared expert's.
 func (b moe) loraTargets() []Proj {
-	p := []Proj{ProjGate, ProjUp, ProjDown}
-	if b.shared {
+	p := append(b.expertInputs(), ProjDown)
+	if b.shared && b.relu2 {
+		p = append(p, ProjSharedUp, ProjSharedDown)
+	} else if b.shared {
 		p = append(p, ProjSharedGate, ProjSharedUp, ProjSharedDown)
 	}
 	if b.sharedGate {

@@ -27,7 +27,7 @@ func (m *Model) newLinearStates(slots int) *linearStates {
 	s := &linearStates{conv: make([]kernels.Buffer, c.NumLayers), state: make([]kernels.Buffer, c.NumLayers),
 		convWidth: c.ConvStateWidth(), stateWidth: c.RecurrentStateWidth()}
 	for l := range c.NumLayers {
-		if c.decoderLayer(l).mixer.cacheKind() == MixGatedDeltaNet {
+		if c.decoderLayer(l).mixer.cacheKind().recurrent() {
 			s.conv[l] = m.Backend.Alloc(kernels.F32, slots*c.ConvStateWidth())
 			s.state[l] = m.Backend.Alloc(kernels.F32, slots*c.RecurrentStateWidth())
 		}

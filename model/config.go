@@ -53,6 +53,13 @@ type Arch struct {
 	// DefaultPartialRotary is partial_rotary_factor where config.json
 	// leaves it out (0: rotate whole heads).
 	DefaultPartialRotary float64
+	// Nemotron: each layer is one block behind one pre-norm, as
+	// hybrid_override_pattern says (NemotronConfig): Mamba-2, attention
+	// without RoPE, relu² experts with a sigmoid router (SigmoidRouter's)
+	// and an ungated shared relu² MLP, or a dense relu² MLP; the
+	// checkpoint's tensors under backbone. (model. in transformers'
+	// current class).
+	Nemotron bool
 	// GptOssExperts: every layer is sparse, its router a Linear with a
 	// bias (top-k of the logits, softmax over the chosen), its experts
 	// with biases and the clamped SwiGLU (kernels.ClampedGLU), stored
@@ -81,12 +88,17 @@ var archs = map[string]Arch{
 		Hybrid: true, ZeroCentredNorm: true, OutputGate: true, Nested: true, Example: "Qwen/Qwen3.6-35B-A3B", Partial: hybridPartial, ToolCalls: "qwen3_coder"},
 	"glm4_moe": {ModelType: "glm4_moe", Name: "GLM-4.5 / INTELLECT-3 (MoE)", MoE: true, SigmoidRouter: true,
 		BiasNotO: true, PartialRotary: true, DefaultPartialRotary: 0.5, Example: "PrimeIntellect/INTELLECT-3", Partial: glmPartial, ToolCalls: "glm45"},
+	"nemotron_h": {ModelType: "nemotron_h", Name: "Nemotron-3 (Mamba-2 / attention / MoE hybrid)", MoE: true, SigmoidRouter: true,
+		Nemotron: true, Example: "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", Partial: nemotronPartial, ToolCalls: "qwen3_coder"},
 	"gpt_oss": {ModelType: "gpt_oss", Name: "gpt-oss (MoE, MXFP4 experts)", MoE: true, GptOssExperts: true,
 		Example: "openai/gpt-oss-20b", Partial: gptOssPartial, ToolCalls: "openai"},
 }
 
 // gptOssPartial is how far gpt-oss support has come.
 const gptOssPartial = "forward, decode and LoRA training checked on the CPU path and emu (tiny models; MXFP4 experts kept MXFP4 on cuda/emu, dequantized to bf16 at load on the CPU); not yet on a GPU or a real checkpoint"
+
+// nemotronPartial is how far Nemotron-3 support has come.
+const nemotronPartial = "config and blocks on the CPU path and emu (tiny models); not yet on a GPU or a real checkpoint"
 
 // glmPartial is how far GLM-4.5 support has come.
 const glmPartial = "forward, decode graph and LoRA training checked on the CPU path and emu (tiny models); not yet on a GPU or a real checkpoint"
@@ -160,6 +172,7 @@ type Config struct {
 	GLMMoEConfig
 	AttentionVariantConfig
 	GptOssConfig
+	NemotronConfig
 }
 
 // Arch returns the architecture of a validated config.
@@ -169,9 +182,15 @@ func (c *Config) Arch() Arch { return archs[c.ModelType] }
 // tied head once.
 func (c *Config) ParamCount() int64 {
 	h := int64(c.HiddenSize)
-	n := int64(c.NumLayers)*2*h + int64(c.VocabSize)*h + h
+	n := int64(c.VocabSize)*h + h
 	for _, d := range c.decoderLayers() {
 		n += d.mixer.params(c) + d.channel.params(c)
+		// A norm before each block (one when the layer has one block).
+		for _, has := range []bool{d.hasMixer(), d.hasChannel()} {
+			if has {
+				n += h
+			}
+		}
 	}
 	if !c.TieWordEmbeddings {
 		n += int64(c.VocabSize) * h
@@ -293,6 +312,7 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 	raw.MoEConfig = defaultMoE
 	raw.HybridConfig = defaultHybrid
 	raw.GLMMoEConfig = defaultGLM
+	raw.NemotronConfig = defaultNemotron
 	if keys := gptOssKeys(data); keys != nil {
 		raw.gptOssDefaults(keys)
 	}
@@ -313,6 +333,11 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 			return nil, err
 		}
 		return nil, fmt.Errorf("model_type %q is not supported; supported model types: %s", c.ModelType, supportedTypes())
+	}
+	if arch.Nemotron {
+		if err := c.nemotronDefaults(data); err != nil {
+			return nil, err
+		}
 	}
 	if raw.RopeParameters != nil {
 		if raw.RopeParameters.RopeTheta > 0 {
@@ -349,8 +374,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		key string
 		v   int
 	}{{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads}, {"vocab_size", c.VocabSize}}
-	// Qwen3.5-MoE has no dense MLP, so no intermediate_size.
-	if !(arch.MoE && arch.Hybrid) {
+	// Qwen3.5-MoE has no dense MLP, so no intermediate_size; Nemotron-H's
+	// is checked where the pattern has one (validateNemotron).
+	if !(arch.MoE && arch.Hybrid) && !arch.Nemotron {
 		sizes = append(sizes, struct {
 			key string
 			v   int
@@ -382,7 +408,7 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
 		return nil, fmt.Errorf("rope_theta must be positive, got %v", c.RopeTheta)
 	}
-	if c.HiddenAct != "silu" {
+	if c.HiddenAct != "silu" && !arch.Nemotron { // Nemotron-H's is mlp_hidden_act
 		return nil, fmt.Errorf("hidden_act %q is not supported; only \"silu\" (SwiGLU MLP) is", c.HiddenAct)
 	}
 	if raw.UseSliding {
@@ -401,6 +427,9 @@ func parseConfigBody(data []byte, modelType string, nested bool) (*Config, error
 		return nil, err
 	}
 	if err := c.validateGLM(arch, data); err != nil {
+		return nil, err
+	}
+	if err := c.validateNemotron(arch); err != nil {
 		return nil, err
 	}
 	if err := c.validateAttentionVariants(); err != nil {

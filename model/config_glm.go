@@ -50,6 +50,9 @@ func (c *Config) validateGLM(arch Arch, data []byte) error {
 		c.GLMMoEConfig = GLMMoEConfig{}
 		return nil
 	}
+	if arch.Nemotron {
+		return nil // the same router keys, Nemotron-H's own mapping (validateNemotron)
+	}
 	var present map[string]json.RawMessage
 	if err := json.Unmarshal(data, &present); err != nil {
 		return configJSONError(data, err)

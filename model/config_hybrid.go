@@ -17,14 +17,21 @@ const (
 	// "linear_attention" layers): no KV cache, a fixed-size recurrent
 	// state per sequence (kernels.LinearOps).
 	MixGatedDeltaNet
+	// MixMamba2 is a Mamba-2 mixer (Nemotron-H's M layers): a conv state
+	// and an SSM state per sequence (kernels.SSMOps).
+	MixMamba2
+	// MixNone is no token mixer: a layer of a channel mixer alone
+	// (Nemotron-H's E and - layers), which keeps nothing per sequence.
+	MixNone
 )
 
 func (k TokenMixer) String() string {
-	if k == MixGatedDeltaNet {
-		return "linear_attention"
-	}
-	return "full_attention"
+	return [...]string{"full_attention", "linear_attention", "mamba2", "none"}[k]
 }
+
+// recurrent reports whether the mixer keeps a fixed-size state per
+// sequence (the linear states of cache_linear.go) rather than a KV cache.
+func (k TokenMixer) recurrent() bool { return k == MixGatedDeltaNet || k == MixMamba2 }
 
 // HybridConfig holds the keys of Qwen3.5 / Qwen3.6 (Qwen3_5TextConfig and
 // Qwen3_5MoeTextConfig in HF transformers): which layers are linear
@@ -65,11 +72,12 @@ func (c *Config) Mixer(l int) TokenMixer {
 	return MixAttention
 }
 
-// LinearLayers is the number of gated DeltaNet layers.
+// LinearLayers is the number of layers with a recurrent state (gated
+// DeltaNet or Mamba-2).
 func (c *Config) LinearLayers() int {
 	n := 0
 	for l := range c.NumLayers {
-		if c.Mixer(l) == MixGatedDeltaNet {
+		if c.Mixer(l).recurrent() {
 			n++
 		}
 	}
@@ -77,10 +85,24 @@ func (c *Config) LinearLayers() int {
 }
 
 // AttentionLayers is the number of layers with a KV cache.
-func (c *Config) AttentionLayers() int { return c.NumLayers - c.LinearLayers() }
+func (c *Config) AttentionLayers() int {
+	n := 0
+	for l := range c.NumLayers {
+		if c.Mixer(l) == MixAttention {
+			n++
+		}
+	}
+	return n
+}
 
 // RotaryDim is the leading part of each attention head that RoPE rotates.
 func (c *Config) RotaryDim() int {
+	if c.Arch().Nemotron {
+		// No RoPE: the fused kernels rotate at least one pair, which
+		// RopeInvFreq's zero frequency leaves exactly as it is
+		// (cos 0 = 1, sin 0 = 0).
+		return 2
+	}
 	if f := c.PartialRotaryFactor; f > 0 && f < 1 {
 		return int(float64(c.HeadDim) * f)
 	}
@@ -96,8 +118,19 @@ func (c *Config) LinearConvDim() int  { return 2*c.LinearKeyDim() + c.LinearValu
 // ConvStateWidth and RecurrentStateWidth are one sequence's state in one
 // DeltaNet layer, in elements: the conv's last kernel−1 inputs and the
 // value heads' dimK × dimV matrices.
-func (c *Config) ConvStateWidth() int { return (c.LinearConvKernel - 1) * c.LinearConvDim() }
+// A Mamba-2 layer's are its conv's last kernel−1 inputs (x | B | C) and
+// its heads' headDim × stateSize matrices. A model has one kind of
+// recurrent layer.
+func (c *Config) ConvStateWidth() int {
+	if c.Arch().Nemotron {
+		return (c.ConvKernel - 1) * c.MambaConvDim()
+	}
+	return (c.LinearConvKernel - 1) * c.LinearConvDim()
+}
 func (c *Config) RecurrentStateWidth() int {
+	if c.Arch().Nemotron {
+		return c.MambaNumHeads * c.MambaHeadDim * c.SSMStateSize
+	}
 	return c.LinearNumValueHeads * c.LinearKeyHeadDim * c.LinearValueHeadDim
 }
 

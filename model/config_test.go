@@ -34,7 +34,7 @@ func TestParseConfigDefaultsAndVariants(t *testing.T) {
 func TestParseConfigErrors(t *testing.T) {
 	base := `"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100`
 	cases := map[string]string{
-		`{"model_type":"gpt2",` + base + `}`:                                         "supported model types: glm4_moe, gpt_oss, llama, qwen2, qwen3",
+		`{"model_type":"gpt2",` + base + `}`:                                         "supported model types: glm4_moe, gpt_oss, llama, nemotron_h, qwen2, qwen3",
 		`{` + base + `}`:                                                             "no \"model_type\"",
 		`{"model_type":"llama","hidden_size":0}`:                                     "\"hidden_size\" must be a positive integer",
 		`{"model_type":"llama",` + base + `,"num_key_value_heads":3}`:                "not a multiple of num_key_value_heads 3",

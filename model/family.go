@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// pendingFamily is a model family that Lab's configs name (verifiers
-// a60a606's configs/rl/nemotron.toml) and grpo cannot run yet. It is known by its config.json model_type and by the prefixes
+// pendingFamily is a model family that Lab's configs name and grpo
+// cannot run yet (none today: Nemotron-3, the last, runs since
+// nemotron_h's reader). It is known by its config.json model_type and by the prefixes
 // of its hub ids, so a config naming one fails before a download of tens
 // of gigabytes, not after.
 type pendingFamily struct {
@@ -15,9 +16,7 @@ type pendingFamily struct {
 	toolCalls                string // as Arch.ToolCalls
 }
 
-var pendingFamilies = []pendingFamily{
-	{"Nemotron-3", "nemotron_h", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", []string{"nvidia/NVIDIA-Nemotron-3-", "nvidia/Nemotron-3-"}, "qwen3_coder"},
-}
+var pendingFamilies []pendingFamily
 
 func (f pendingFamily) err() error {
 	return fmt.Errorf("the %s model family (model_type %s) is not supported yet; supported model types: %s", f.name, f.modelType, supportedTypes())

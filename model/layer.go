@@ -44,6 +44,9 @@ type layerActs struct {
 	// linear is a gated DeltaNet layer's token-mixer activations (the
 	// attention ones are unused then); nil for a model without such layers.
 	linear *deltaNetActs
+	// mamba is a Mamba-2 layer's token-mixer activations; nil for a model
+	// without such layers.
+	mamba *mambaActs
 }
 
 // FusedWidth is the widest group's fused output: the width of the one
@@ -60,10 +63,16 @@ func (c *Config) QKVWidth() int { return c.groupWidth(groupQKV) }
 // GEMMs: the weights are bf16 and the backend's GEMM would round its A to
 // bf16 itself (so the cast changes nothing but the launches).
 func (m *Model) castsBF16() bool {
-	if !m.Backend.Describe().BF16GEMM || len(m.W.Layers) == 0 {
+	if !m.Backend.Describe().BF16GEMM {
 		return false
 	}
-	return m.layer(0).mixer.gemmWeight(&m.W.Layers[0]).DType() == kernels.BF16
+	for l := range m.W.Layers {
+		// The first token mixer's (a layer may have none: Nemotron-H's).
+		if w := m.layer(l).mixer.gemmWeight(&m.W.Layers[l]); w != nil {
+			return w.DType() == kernels.BF16
+		}
+	}
+	return false
 }
 
 // castSpecs lists the bf16 casts of n tokens: h1b, actb, and h2b unless
@@ -155,6 +164,11 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 	c := m.Config
 	s := &layerActs{xIn: xIn, fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
 	c.trainingActSpecs(s, l, n, ad, drop).alloc(a)
+	if d := c.decoderLayer(l); !d.hasMixer() || !d.hasChannel() {
+		// One block behind one norm: its residual add is xIn + o, which
+		// the next layer's norm forms from xMid + o.
+		s.xMid = xIn
+	}
 	// o lives from a projection to the residual add that follows it (the
 	// next layer's norm for down_proj's), while the shared q/k/v output is
 	// dead (read by AttentionInputs before, rewritten by the next layer's
@@ -176,7 +190,11 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs {
 	h, d := c.HiddenSize, c.decoderLayer(l)
 	var b bufSpecs
-	for _, dst := range []*kernels.Buffer{&s.xMid, &s.xOut, &s.h1, &s.h2} {
+	bufs := []*kernels.Buffer{&s.xOut, &s.h1, &s.h2}
+	if d.hasMixer() && d.hasChannel() {
+		bufs = append(bufs, &s.xMid) // else xMid is xIn (trainingActs)
+	}
+	for _, dst := range bufs {
 		b.f32(dst, n*h)
 	}
 	b.f32(&s.rstd1, n)
@@ -198,12 +216,26 @@ func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop
 func (m *Model) layerForward(a *arena, l int, cache *KVCache, idx batchIndex, n int, s, prev *layerActs) {
 	be, c, w, d := m.Backend, m.Config, &m.W.Layers[l], m.layer(l)
 	h, eps := c.HiddenSize, float32(c.RMSNormEps)
-	if prev == nil {
-		be.AddRMSNorm(nil, s.h1, s.h1b, s.rstd1, s.xIn, nil, w.InputNorm, n, h, eps)
-	} else {
-		be.AddRMSNorm(s.xIn, s.h1, s.h1b, s.rstd1, prev.xMid, prev.o, w.InputNorm, n, h, eps)
+	// The layer's first norm, which forms its input from the previous
+	// layer's residual add: the token mixer's, or a channel mixer's that
+	// is alone in the layer (its xMid is xIn then).
+	first := func(out, cast, rstd, weight kernels.Buffer) {
+		if prev == nil {
+			be.AddRMSNorm(nil, out, cast, rstd, s.xIn, nil, weight, n, h, eps)
+		} else {
+			be.AddRMSNorm(s.xIn, out, cast, rstd, prev.xMid, prev.o, weight, n, h, eps)
+		}
 	}
+	if !d.hasMixer() {
+		first(s.h2, d.channel.normCast(s), s.rstd2, w.PostAttnNorm)
+		d.channel.forward(m, a, l, s, n)
+		return
+	}
+	first(s.h1, s.h1b, s.rstd1, w.InputNorm)
 	d.mixer.forward(m, a, l, cache, idx, n, s)
+	if !d.hasChannel() {
+		return // the mixer's o closes the layer: xIn (= xMid) + o
+	}
 	be.AddRMSNorm(s.xMid, s.h2, d.channel.normCast(s), s.rstd2, s.xIn, s.o, w.PostAttnNorm, n, h, eps)
 	d.channel.forward(m, a, l, s, n)
 }

@@ -22,6 +22,11 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 		return nil, err
 	}
 	defer set.Close()
+	if cfg.Arch().Nemotron {
+		if _, ok := set.Tensor("model.embeddings.weight"); ok {
+			cfg.nemotronRoot = "model."
+		}
+	}
 	m := newModel(cfg, be)
 	specs := cfg.specs(&m.W)
 	// A fused group is BF16 when all its checkpoint tensors are (the usual

@@ -16,10 +16,10 @@ var skippedParts = []struct{ prefix, what string }{
 // to a part Load skips; "" when there are none. Other unused tensors are
 // left unremarked, as before.
 func skippedTensors(c *Config, names []string) string {
-	if c.Arch().SigmoidRouter {
+	if c.Arch().SigmoidRouter && !c.Arch().Nemotron {
 		return skippedNextN(c, names)
 	}
-	if !c.Arch().Nested {
+	if !c.Arch().Nested && !c.Arch().Nemotron { // Nemotron-H may store MTP layers under mtp.
 		return ""
 	}
 	var parts []string

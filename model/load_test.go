@@ -68,7 +68,7 @@ func TestLoadRejectsBadModelDirs(t *testing.T) {
 			editFile(t, filepath.Join(d, "config.json"), func(b []byte) []byte {
 				return []byte(strings.Replace(string(b), `"model_type": "qwen3"`, `"model_type": "mistral"`, 1))
 			})
-		}, "supported model types: glm4_moe, gpt_oss, llama, qwen2, qwen3"},
+		}, "supported model types: glm4_moe, gpt_oss, llama, nemotron_h, qwen2, qwen3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

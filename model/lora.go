@@ -32,12 +32,15 @@ const (
 	ProjSharedUp
 	ProjSharedDown
 	ProjSharedScale
+	// A Mamba-2 mixer's in_proj (Nemotron-H's mixer.in_proj; its
+	// out_proj is ProjOut).
+	ProjMambaIn
 	NumProj
 )
 
 var projNames = [NumProj]string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
 	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
-	"gate_proj", "up_proj", "down_proj", "shared_expert_gate"}
+	"gate_proj", "up_proj", "down_proj", "shared_expert_gate", "in_proj"}
 
 // String is the HF module name ("q_proj"), the last part of Module.
 func (p Proj) String() string { return projNames[p] }
@@ -53,6 +56,8 @@ func (p Proj) Module() string {
 		return "linear_attn." + projNames[p]
 	case p <= ProjSharedDown:
 		return "mlp.shared_expert." + projNames[p]
+	case p == ProjMambaIn:
+		return "mixer." + projNames[p]
 	}
 	return "mlp." + projNames[p]
 }
@@ -60,6 +65,13 @@ func (p Proj) Module() string {
 // ProjModule is p's module path in the config's layers: Module, but
 // GLM-4.5 names its shared expert mlp.shared_experts.
 func (c *Config) ProjModule(p Proj) string {
+	if c.Arch().Nemotron {
+		// Every block of a Nemotron-H layer is its mixer.
+		if p >= ProjSharedGate && p <= ProjSharedDown {
+			return "mixer.shared_experts." + projNames[p]
+		}
+		return "mixer." + projNames[p]
+	}
 	if p >= ProjSharedGate && p <= ProjSharedDown {
 		return c.sharedExpertModule() + "." + projNames[p]
 	}
@@ -75,7 +87,7 @@ func ParseProj(name string) (Proj, error) {
 			return Proj(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj, shared_expert_gate (and gate, the routers of a mixture-of-experts model)", name)
+	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj, shared_expert_gate, in_proj (and gate, the routers of a mixture-of-experts model)", name)
 }
 
 // ProjsNamed lists every projection whose module name is name: one, or
@@ -138,7 +150,12 @@ func (c *Config) Dims(p Proj) (in, out int) {
 	case ProjInB, ProjInA:
 		return h, c.LinearNumValueHeads
 	case ProjOut:
+		if c.Arch().Nemotron {
+			return c.MambaDim(), h
+		}
 		return c.LinearValueDim(), h
+	case ProjMambaIn:
+		return h, c.MambaInProjDim()
 	case ProjSharedGate, ProjSharedUp:
 		return h, si
 	case ProjSharedDown:

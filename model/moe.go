@@ -177,13 +177,18 @@ func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Bu
 	m.route(l, s.weights, s.experts, s.logits, n, replay)
 	be.MoEGroup(s.offsets, s.tokens, s.rows, s.experts, n, ne, k)
 	be.GatherRows(s.xp, h, s.tokens, rows, hd)
-	w.gateUpGEMM(be, s.fused, s.xp, s.offsets, rows, ne, 2*mi, hd, true)
-	if w.GateUpBias != nil {
-		be.GroupedAddBias(s.fused, w.GateUpBias, s.offsets, rows, ne, 2*mi)
+	if b.relu2 {
+		// Up alone, no gate: the GEMM writes up's rows directly.
+		w.gateUpGEMM(be, s.up, s.xp, s.offsets, rows, ne, mi, hd, true)
+	} else {
+		w.gateUpGEMM(be, s.fused, s.xp, s.offsets, rows, ne, 2*mi, hd, true)
+		if w.GateUpBias != nil {
+			be.GroupedAddBias(s.fused, w.GateUpBias, s.offsets, rows, ne, 2*mi)
+		}
+		be.CopyColumns(s.gate, s.fused, rows, mi, mi, 0, 2*mi, 0)
+		be.CopyColumns(s.up, s.fused, rows, mi, mi, 0, 2*mi, mi)
 	}
-	be.CopyColumns(s.gate, s.fused, rows, mi, mi, 0, 2*mi, 0)
-	be.CopyColumns(s.up, s.fused, rows, mi, mi, 0, 2*mi, mi)
-	for _, p := range []Proj{ProjGate, ProjUp} {
+	for _, p := range b.expertInputs() {
 		if lr := m.expertLoRA(l, p); lr != nil {
 			dst := s.gate
 			if p == ProjUp {
@@ -268,15 +273,21 @@ func (m *Model) moeBackward(b moe, l int, s *moeActs, g *moeGrads, dh, dout, h, 
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {
 		m.expertProjectBackward(lr, ProjDown, g.dAct, g.dyp, g.act, s.xa[ProjDown], g.dyB[ProjDown], s.offsets, rows)
 	}
-	if b.clampedGLU {
+	switch {
+	case b.relu2:
+		be.ReLU2Backward(g.dUp, g.dAct, s.up, rows*mi)
+		w.gateUpGEMM(be, g.dxp, g.dUp, s.offsets, rows, ne, hd, mi, false)
+	case b.clampedGLU:
 		be.ClampedSwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi, c.ClampedGLU())
-	} else {
+	default:
 		be.SwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi)
 	}
-	be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
-	be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
-	w.gateUpGEMM(be, g.dxp, g.dFused, s.offsets, rows, ne, hd, 2*mi, false)
-	for _, p := range []Proj{ProjGate, ProjUp} {
+	if !b.relu2 {
+		be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
+		be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
+		w.gateUpGEMM(be, g.dxp, g.dFused, s.offsets, rows, ne, hd, 2*mi, false)
+	}
+	for _, p := range b.expertInputs() {
 		if lr := m.expertLoRA(l, p); lr != nil {
 			dy := g.dGate
 			if p == ProjUp {
@@ -313,6 +324,10 @@ func (m *Model) route(l int, weights, experts, logits kernels.Buffer, n int, rep
 // expertActivation writes the experts' activation of their gate and up
 // outputs (n values): SwiGLU, or gpt-oss's clamped SwiGLU.
 func (m *Model) expertActivation(b moe, act, gate, up kernels.Buffer, n int) {
+	if b.relu2 {
+		m.Backend.ReLU2(act, up, n)
+		return
+	}
 	if b.clampedGLU {
 		m.Backend.ClampedSwiGLU(act, gate, up, n, m.Config.ClampedGLU())
 		return

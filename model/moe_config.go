@@ -33,6 +33,9 @@ func (c *Config) IsSparse(l int) bool {
 	if !c.Arch().MoE || c.NumExperts == 0 {
 		return false
 	}
+	if c.Arch().Nemotron {
+		return c.blocks[l] == BlockMoE
+	}
 	for _, d := range c.MLPOnlyLayers {
 		if d == l {
 			return false
@@ -61,6 +64,9 @@ func (c *Config) expertParams(experts int64) int64 {
 	if c.Arch().GptOssExperts {
 		return int64(c.NumExperts)*(h+1) + experts*(3*h*mi+2*mi+h)
 	}
+	if c.relu2Experts() {
+		return int64(c.NumExperts)*h + experts*2*h*mi
+	}
 	return int64(c.NumExperts)*h + experts*3*h*mi
 }
 
@@ -70,6 +76,9 @@ func (c *Config) sharedExpertParams() int64 {
 	h, si := int64(c.HiddenSize), int64(c.SharedExpertIntermediateSize)
 	if si == 0 {
 		return 0
+	}
+	if c.relu2Experts() {
+		return 2 * h * si
 	}
 	if c.Arch().SigmoidRouter {
 		return 3 * h * si

@@ -70,6 +70,14 @@ func (m *Model) initSharedExpertActs(s *sharedExpertActs, n int) {
 func (m *Model) sharedExpertForward(a *arena, l int, s *sharedExpertActs, h, out kernels.Buffer, n int) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE.Shared
 	si, hd := c.SharedExpertIntermediateSize, c.HiddenSize
+	if c.relu2Experts() {
+		// Nemotron-H's shared expert: down(relu(up(h))²), added ungated.
+		m.project(a, l, ProjSharedUp, s.gateUp, h, nil, w.Up, nil, n, s.xa[1])
+		be.ReLU2(s.act, s.gateUp, n*si)
+		m.project(a, l, ProjSharedDown, s.y, s.act, nil, w.Down, nil, n, s.xa[2])
+		be.Add(out, out, s.y, n*hd)
+		return
+	}
 	be.MatMul(s.gateUp, h, w.GateUp, n, 2*si, hd, false, true, 1, 0)
 	m.loraInto(a, l, ProjSharedGate, s.gateUp, 2*si, 0, h, n, s.xa[0])
 	m.loraInto(a, l, ProjSharedUp, s.gateUp, 2*si, si, h, n, s.xa[1])
@@ -126,6 +134,11 @@ func (m *Model) sharedExpertBackward(l int, s *sharedExpertActs, g *sharedExpert
 		be.SigmoidGateBackward(g.dones, g.dscore, g.dscale, s.ones, s.score, n)
 	}
 	m.projectBackward(l, ProjSharedDown, g.dAct, dy, s.act, w.Down, n, s.xa[2], g.dxa[2], false)
+	if c.relu2Experts() {
+		be.ReLU2Backward(g.dGateUp, g.dAct, s.gateUp, n*si)
+		m.projectBackward(l, ProjSharedUp, dh, g.dGateUp, h, w.Up, n, s.xa[1], g.dxa[1], true)
+		return
+	}
 	be.SwiGLURowsBackward(g.dGateUp, g.dAct, s.gateUp, n, si)
 	be.MatMul(dh, g.dGateUp, w.GateUp, n, hd, 2*si, false, false, 1, 1)
 	m.loraIntoBackward(l, ProjSharedGate, dh, g.dGateUp, 2*si, 0, h, n, s.xa[0], g.dxa[0])

@@ -63,7 +63,13 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 		g.members = append(g.members, len(s))
 		return sp
 	}
-	if c.Arch().Hybrid || c.Arch().SigmoidRouter {
+	if c.relu2Experts() {
+		// transformers' NemotronHExperts holds [experts, inter, hidden]
+		// up_proj and [experts, hidden, inter] down_proj parameters; the
+		// published checkpoints one tensor per expert.
+		gateUp.whole, gateUp.wholeShape = prefix+"mlp.experts.up_proj", []int{ne, mi, h}
+		down.whole, down.wholeShape = prefix+"mlp.experts.down_proj", []int{ne, h, mi}
+	} else if c.Arch().Hybrid || c.Arch().SigmoidRouter {
 		// Qwen3.5-MoE checkpoints may store each layer's experts as two
 		// tensors, [experts, 2·inter, hidden] (gate then up per expert)
 		// and [experts, hidden, inter]: exactly the stacked buffers.
@@ -84,7 +90,9 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 	for e := range ne {
 		ex := &mw.Experts[e]
 		p := fmt.Sprintf("%smlp.experts.%d.", prefix, e)
-		s = append(s, member(gateUp, p+"gate_proj.weight", []int{mi, h}, &ex.Gate))
+		if !c.relu2Experts() { // relu² experts have no gate: GateUp holds the ups
+			s = append(s, member(gateUp, p+"gate_proj.weight", []int{mi, h}, &ex.Gate))
+		}
 		s = append(s, member(gateUp, p+"up_proj.weight", []int{mi, h}, &ex.Up))
 	}
 	for e := range ne {
@@ -95,8 +103,12 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 		mw.Shared = sh
 		gu := &fusedSpec{dst: &sh.GateUp}
 		p := prefix + c.sharedExpertModule() + "."
-		s = append(s, member(gu, p+"gate_proj.weight", []int{si, h}, &sh.Gate))
-		s = append(s, member(gu, p+"up_proj.weight", []int{si, h}, &sh.Up))
+		if c.relu2Experts() {
+			s = append(s, tensorSpec{name: p + "up_proj.weight", shape: []int{si, h}, dst: &sh.Up})
+		} else {
+			s = append(s, member(gu, p+"gate_proj.weight", []int{si, h}, &sh.Gate))
+			s = append(s, member(gu, p+"up_proj.weight", []int{si, h}, &sh.Up))
+		}
 		s = append(s, tensorSpec{name: p + "down_proj.weight", shape: []int{h, si}, dst: &sh.Down})
 		if !c.Arch().SigmoidRouter {
 			s = append(s, tensorSpec{name: prefix + "mlp.shared_expert_gate.weight", shape: []int{1, h}, dst: &sh.Scale})
@@ -121,7 +133,9 @@ func (w *MoEWeights) buffers() []*kernels.Buffer {
 			b = append(b, p)
 		}
 	}
-	if sh := w.Shared; sh != nil {
+	if sh := w.Shared; sh != nil && sh.GateUp == nil { // relu²: up alone
+		b = append(b, &sh.Up, &sh.Down)
+	} else if sh != nil {
 		b = append(b, &sh.GateUp, &sh.Down)
 		if sh.Scale != nil {
 			b = append(b, &sh.Scale)
@@ -164,6 +178,12 @@ func expertGEMM(be kernels.Backend, c, a, dense kernels.Buffer, mx *kernels.MXFP
 // replaced (MXFP4 experts have none).
 func (w *MoEWeights) reslice(c *Config) {
 	h, mi := c.HiddenSize, c.MoEIntermediateSize
+	if c.relu2Experts() {
+		for e := range w.Experts {
+			w.Experts[e] = Expert{Up: w.GateUp.Slice(e*mi*h, mi*h), Down: w.Down.Slice(e*h*mi, h*mi)}
+		}
+		return
+	}
 	for e := range w.Experts {
 		if w.GateUpMX != nil {
 			break

@@ -11,6 +11,9 @@ func (c *Config) RopeInvFreq() []float32 {
 	dim := c.RotaryDim()
 	half := dim / 2
 	out := make([]float32, half)
+	if c.Arch().Nemotron {
+		return out // attention without RoPE: one pair at frequency 0 (RotaryDim)
+	}
 	for i := range half {
 		inv := 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(dim))
 		if rs := c.RopeScaling; rs != nil && rs.Type == "llama3" {

@@ -260,11 +260,19 @@ func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer,
 	var g layerGrads
 	cacheRows, groups := tr.gradShape(l)
 	c.layerGradSpecs(&g, l, n, cacheRows, groups, &tr.ad, needInput).alloc(a)
-	dh2 := d.channel.backward(tr, l, s, &g, dx)
-	be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
-	dh1 := d.mixer.backward(tr, l, s, &g, dx, needInput)
-	if needInput {
-		be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+	// A layer of one block has one norm (layerForward): its xMid is xIn,
+	// and the gradient through that norm is wanted only when needInput.
+	if d.hasChannel() {
+		dh2 := d.channel.backward(tr, l, s, &g, dx)
+		if d.hasMixer() || needInput {
+			be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+		}
+	}
+	if d.hasMixer() {
+		dh1 := d.mixer.backward(tr, l, s, &g, dx, needInput)
+		if needInput {
+			be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+		}
 	}
 }
 

@@ -182,3 +182,12 @@ func nmse(got, want []float32) float64 {
 	}
 	return num / den
 }
+
+// TestNemotronLoRAGradientsMatchPyTorch is the same bar for Nemotron-3
+// (testdata/reference/nemotron_h_lora_grad.py): an all-linear adapter
+// (Mamba-2 in_proj/out_proj, attention, the dense MLP, the shared
+// experts), whose lower layers' gradients pass through the Mamba scans and
+// convs and the MoE layer's sigmoid routing.
+func TestNemotronLoRAGradientsMatchPyTorch(t *testing.T) {
+	checkLoRAGradGolden(t, "nemotron_h_lora_grad.json")
+}

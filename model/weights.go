@@ -1,7 +1,9 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -32,6 +34,9 @@ type Layer struct {
 	// Linear is the gated DeltaNet token mixer of a linear-attention
 	// layer (the attention weights are nil then); nil in attention layers.
 	Linear *DeltaNetWeights
+	// Mamba is the Mamba-2 token mixer of a Nemotron-H M layer; nil in
+	// other layers.
+	Mamba *MambaWeights
 	// blocks is the layer's composition, whose weights these are.
 	blocks decoderLayer
 }
@@ -92,10 +97,15 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 		l := &w.Layers[i]
 		l.blocks = d
 		p := fmt.Sprintf("%slayers.%d.", root, i)
-		s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm, plusOne: norm})
+		// A layer of one block has its one norm (layerForward).
+		if d.hasMixer() {
+			s = append(s, tensorSpec{name: p + "input_layernorm.weight", shape: []int{h}, dst: &l.InputNorm, plusOne: norm})
+		}
 		var tail []tensorSpec
 		s, tail = d.mixer.weightSpecs(c, s, l, p)
-		s = append(s, tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm, plusOne: norm})
+		if d.hasChannel() {
+			s = append(s, tensorSpec{name: p + "post_attention_layernorm.weight", shape: []int{h}, dst: &l.PostAttnNorm, plusOne: norm})
+		}
 		s = d.channel.weightSpecs(c, s, l, p)
 		// The token mixer's tail (attention's biases and q/k norms) comes
 		// after the channel mixer's tensors: the order NewRandom draws
@@ -106,6 +116,9 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 	if !c.TieWordEmbeddings {
 		s = append(s, tensorSpec{name: "lm_head.weight", shape: []int{v, h}, dst: &w.LMHead})
 	}
+	if c.Arch().Nemotron {
+		renameNemotron(s, root)
+	}
 	return s
 }
 
@@ -113,6 +126,9 @@ func (c *Config) specs(w *Weights) []tensorSpec {
 // "model." or, for a model whose checkpoint also holds a vision tower,
 // "model.language_model.".
 func (c *Config) TensorPrefix() string {
+	if c.Arch().Nemotron {
+		return cmp.Or(c.nemotronRoot, "backbone.")
+	}
 	if c.Arch().Nested {
 		return "model.language_model."
 	}
@@ -151,4 +167,38 @@ func shapeEqual(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// renameNemotron gives specs built with the Llama-style names the names
+// of a Nemotron-H checkpoint under root (backbone. in the published
+// ones, model. in transformers' current class): every block is the
+// layer's mixer, its one norm is norm, the embedding embeddings and the
+// final norm norm_f. The published checkpoints and transformers'
+// NemotronHForCausalLM agree on these below the root.
+func renameNemotron(s []tensorSpec, root string) {
+	rename := func(name string) string {
+		rest, ok := strings.CutPrefix(name, root)
+		if !ok {
+			return name // lm_head
+		}
+		switch rest {
+		case "embed_tokens.weight":
+			return root + "embeddings.weight"
+		case "norm.weight":
+			return root + "norm_f.weight"
+		}
+		for _, r := range [][2]string{{".self_attn.", ".mixer."}, {".mlp.", ".mixer."}, {".input_layernorm.", ".norm."},
+			{".post_attention_layernorm.", ".norm."}} {
+			rest = strings.Replace(rest, r[0], r[1], 1)
+		}
+		return root + rest
+	}
+	renamed := map[*fusedSpec]bool{}
+	for i := range s {
+		s[i].name = rename(s[i].name)
+		if g := s[i].fused; g != nil && g.whole != "" && !renamed[g] {
+			g.whole = rename(g.whole)
+			renamed[g] = true
+		}
+	}
 }

@@ -16,7 +16,12 @@ import (
 // pendingFamily reports whether a Lab config file is for a model family
 // grpo cannot run yet (verifiers a60a606's nemotron files).
 func pendingFamily(path string) bool {
-	return strings.HasPrefix(filepath.Base(path), "nemotron")
+	for _, p := range model.PendingFamilies() {
+		if strings.HasPrefix(filepath.Base(path), strings.ToLower(strings.Split(p.Name, "-")[0])) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLabConfigs parses every config under ./configs through the loaders

@@ -24,8 +24,7 @@ examples/LAB_FILES.md names each file's source), and grpo's own files:
                                grpo eval
   configs/gepa/{the same five}.toml                           grpo gepa run
                                (verifiers a60a606's model-family configs;
-                               grpo cannot run Nemotron-3 yet and
-                               says so; grpo models lists what it runs)
+                               grpo models lists what it runs and how far)
   AGENTS.md, CLAUDE.md, environments/AGENTS.md, .prime/skills/
                                the Lab's guidance for coding agents
   .gitignore                   the Lab's ignores and runs/, appended to an

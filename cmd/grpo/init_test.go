@@ -57,9 +57,10 @@ func TestInitCommand(t *testing.T) {
 	if _, err := os.Stat("runs/llama/adapter/adapter_config.json"); code != 0 || err != nil {
 		t.Errorf("train llama.toml: exit %d %v %s\n%s", code, err, stderr, out)
 	}
-	// A family grpo cannot run yet: one line saying so, nothing downloaded.
+	// Nemotron-3 is read as any family (no longer refused by name):
+	// offline, its uncached config.json is what stops it, in one line.
 	withOSStderr(t, func() { code, out, stderr = runCLI("eval", "configs/eval/nemotron-3.toml") })
-	if code == 0 || !strings.Contains(stderr, `the Nemotron-3 model family (model_type nemotron_h) is not supported yet`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+	if code == 0 || !strings.Contains(stderr, `NVIDIA-Nemotron-3-Nano-30B-A3B-BF16: config.json: not in the cache`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("eval nemotron-3.toml: exit %d %q", code, stderr)
 	}
 	// A Hub environment of the configs that needs containers: uncommented,
@@ -72,11 +73,11 @@ func TestInitCommand(t *testing.T) {
 		t.Errorf("eval with dspy-flights: exit %d %q", code, stderr)
 	}
 	withOSStderr(t, func() { code, out, stderr = runCLI("gepa", "run", "configs/gepa/nemotron-3.toml", "--quiet") })
-	if code == 0 || !strings.Contains(stderr, `the Nemotron-3 model family`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+	if code == 0 || !strings.Contains(stderr, `config.json: not in the cache`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("gepa run nemotron-3.toml: exit %d %q", code, stderr)
 	}
 	code, _, stderr = runCLI("estimate", "configs/rl/nemotron.toml")
-	if code == 0 || !strings.Contains(stderr, "the Nemotron-3 model family") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+	if code == 0 || !strings.Contains(stderr, "nemotron-3-nano-30b-a3b") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("estimate nemotron.toml: exit %d %q", code, stderr)
 	}
 	withOSStderr(t, func() {

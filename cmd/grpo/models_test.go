@@ -25,7 +25,7 @@ func TestModelsListsQwen3MoE(t *testing.T) {
 		{"qwen3_5 ", "Qwen/Qwen3.5-4B", "the CUDA decode graph and prompt sharing in training still to come"},
 		{"qwen3_5_moe", "Qwen/Qwen3.6-35B-A3B"},
 		{"glm4_moe", "GLM-4.5 / INTELLECT-3", "PrimeIntellect/INTELLECT-3", "glm45"},
-		{"nemotron_h", "Nemotron-3", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "not supported yet"},
+		{"nemotron_h", "Nemotron-3", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "config and blocks on the CPU path"},
 		{"gpt_oss", "gpt-oss", "openai/gpt-oss-20b", "openai", "MXFP4 experts kept MXFP4 on cuda/emu"},
 	} {
 		found := false

@@ -31,7 +31,7 @@ import (
 // Qwen3-MoE (norm_topk_prob on and off, a dense layer among sparse ones).
 var Models = []string{"qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded",
 	"qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16", "glm4_moe-tiny", "glm4_moe-tiny-fused",
-	"gpt_oss-tiny", "gpt_oss-tiny-mxfp4"}
+	"gpt_oss-tiny", "gpt_oss-tiny-mxfp4", "nemotron_h-tiny"}
 
 // Options bound the work, so that the emulator stays fast.
 type Options struct {
@@ -128,7 +128,7 @@ type bounds struct {
 // experts: that decides which GEMM MatMul and the grouped expert GEMM run
 // (both round their activations to bf16 for bf16 weights on the GPU).
 func boundsFor(m *model.Model) bounds {
-	if m.W.Layers[0].Q.DType() == kernels.BF16 || bf16Experts(m) {
+	if bf16Projections(m) || bf16Experts(m) {
 		b := bounds{TolLogitsBF16, TolGradBF16, TolLossBF16, TolStatsBF16, ClipTokensBF16, GoldenLogitsBF16, RoutingFlipsBF16}
 		if m.Config.Arch().GptOssExperts {
 			b.grad = TolGradClampedBF16
@@ -136,6 +136,20 @@ func boundsFor(m *model.Model) bounds {
 		return b
 	}
 	return bounds{TolLogits, TolGrad, TolLoss, TolLoss, 0, goldenLogitsMaxAbs, 0}
+}
+
+// bf16Projections reports whether the first layer's first projection is
+// stored bf16 (a checkpoint's projections share one dtype): attention's
+// q_proj, or where the layer has none (Nemotron-H's Mamba-2 and MLP
+// layers) its in_proj or up_proj.
+func bf16Projections(m *model.Model) bool {
+	l := m.W.Layers[0]
+	for _, w := range []kernels.Buffer{l.Q, l.Up} {
+		if w != nil {
+			return w.DType() == kernels.BF16
+		}
+	}
+	return l.Mamba != nil && l.Mamba.InProj.DType() == kernels.BF16
 }
 
 // bf16Experts reports whether any layer's routed experts are stored bf16

@@ -91,6 +91,7 @@ var kernelMaxBlock = map[string]int{
 	"ssd_chunked_f32": ssdBlock, "ssd_chunked_backward_f32": ssdBlock,
 	"grouped_gated_rmsnorm_f32": rowBlock, "grouped_gated_rmsnorm_wbf16": rowBlock,
 	"grouped_gated_rmsnorm_backward_f32": rowBlock, "grouped_gated_rmsnorm_backward_wbf16": rowBlock,
+	"relu2_f32": elementwiseBlock, "relu2_backward_f32": elementwiseBlock,
 }
 
 // elementwise launches a grid-stride kernel over n elements.

@@ -43,6 +43,7 @@ void emu_register_ssd_scan(const char* prefix);
 void emu_register_ssd_chunked(const char* prefix);
 void emu_register_ssd_chunked_backward(const char* prefix);
 void emu_register_grouped_gated_rmsnorm(const char* prefix);
+void emu_register_relu2(const char* prefix);
 void emu_register_planted(const char* prefix);
 void emu_register_planted_train(const char* prefix);
 void emu_register_planted_oob(const char* prefix);
@@ -91,6 +92,7 @@ extern "C" void emu_register_all(void) {
 		emu_register_ssd_chunked("");
 		emu_register_ssd_chunked_backward("");
 		emu_register_grouped_gated_rmsnorm("");
+		emu_register_relu2("");
 		emu_register_planted("planted/");
 		emu_register_planted_train("planted/");
 		emu_register_planted_oob("planted-oob/");

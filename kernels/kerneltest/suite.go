@@ -78,6 +78,7 @@ func Cases() []Case {
 		ssdScanCases(),
 		ssdScanBackwardCases(),
 		groupedGatedRMSNormCases(),
+		reLU2Cases(),
 	} {
 		cs = append(cs, group...)
 	}

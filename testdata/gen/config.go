@@ -21,6 +21,9 @@ func configJSON(s spec) string {
 	if s.arch == glm4MoE {
 		return glmConfigJSON(s)
 	}
+	if s.arch == nemotronH {
+		return nemotronConfigJSON(s)
+	}
 	if s.arch == gptOss {
 		return gptOssConfigJSON(s)
 	}

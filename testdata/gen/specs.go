@@ -11,6 +11,7 @@ const (
 	qwen35                // Qwen3.5 (qwen3_5): hybrid gated DeltaNet / gated attention, dense MLP, nested text_config
 	qwen35MoE             // Qwen3.5-MoE / Qwen3.6 (qwen3_5_moe): the same mixers, routed + shared experts
 	glm4MoE               // GLM-4.5 / INTELLECT-3 (glm4_moe): sigmoid-routed experts, ungated shared experts (glm.go)
+	nemotronH             // Nemotron-3 (nemotron_h): Mamba-2 / attention / relu² MoE / relu² MLP layers under backbone. (nemotron.go)
 	gptOss                // gpt-oss (gpt_oss): sinks, sliding windows, YaRN, biased clamped-SwiGLU experts, MXFP4 (gptoss.go)
 )
 
@@ -86,5 +87,7 @@ var specs = []spec{
 		experts: 8, topK: 4, moeInter: 32},
 	{name: "gpt_oss-tiny-mxfp4", seed: "gpt_oss-tiny", mxfp4: true, arch: gptOss, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 32, maxPos: 512,
 		experts: 8, topK: 4, moeInter: 32},
+	{name: "nemotron_h-tiny", arch: nemotronH, vocab: 512, hidden: 64, layers: len(nemotronPattern), heads: 4, kvHeads: 2, headDim: 16,
+		intermediate: 96, maxPos: 512, experts: 8, topK: 2, moeInter: 32, sharedInter: 48},
 	{name: "llama-tiny-bf16-sharded", arch: llama, bf16: true, tied: true, shards: 2, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 1, headDim: 16, intermediate: 128, maxPos: 512, eosList: true},
 }

@@ -44,6 +44,9 @@ func params(s spec) []param {
 	if s.arch == glm4MoE {
 		return glmParams(s)
 	}
+	if s.arch == nemotronH {
+		return nemotronParams(s)
+	}
 	if s.arch == gptOss {
 		return gptOssParams(s)
 	}
