@@ -29,7 +29,7 @@ func (b *Backend) attentionOperands(op string, out, lse, q, kCache, vCache, seq,
 	var a attentionOperands
 	a.out = b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
 	a.lse = b.optBuf(op, "lse", lse, nTok*nHead)
-	a.q = b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32)
+	a.q = b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32, kernels.BF16) // BF16: the tensor-core kernels (attention_flash_tc.go)
 	a.k = b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
 	a.v = b.buf(op, "vCache", vCache, nKV*headDim, a.k.dt)
 	a.table = b.pages(op, pages, a.k, nKV*headDim)

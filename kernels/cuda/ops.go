@@ -203,6 +203,10 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 		return
 	}
 	o, l, qq, kc, vc, tb, s, p := a.out, a.lse, a.q, a.k, a.v, a.table, a.seq, a.pos
+	if tensorCoreAttention(op, qq, kc, headDim) {
+		b.attentionFlashTC(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, a.variant)
+		return
+	}
 	if headDim <= flashMaxHeadDim {
 		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, a.variant)
 		return

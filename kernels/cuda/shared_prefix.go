@@ -23,6 +23,9 @@ func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, g
 		panic(fmt.Sprintf("cuda: %s: headDim %d must be positive", op, headDim))
 	}
 	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, variant)
+	if a.q != nil && a.q.dt != kernels.F32 {
+		panic(fmt.Sprintf("cuda: %s: q is %v; the shared-prefix kernels take f32 q", op, a.q.dt))
+	}
 	gr := b.buf(op, "groups", groups, nTok*kernels.PrefixGroupWords, kernels.I32)
 	if !ok || !usable(gr) {
 		return

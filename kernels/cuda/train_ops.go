@@ -135,20 +135,23 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		panic(fmt.Sprintf("cuda: AttentionBackward: nKV %d exceeds the grid's y limit 65535", nKV))
 	}
 	group := nHead / nKV
-	// Scalar fallback (headDim > flashMaxHeadDim): q, dout, dq of the group; D per head; p and ds of the tile; its keys' cache rows.
-	shared := 4 * (3*group*headDim + group + 2*group*attentionBackwardBlock + attentionBackwardBlock)
-	if headDim > flashMaxHeadDim && kCache.DType() != kernels.F32 {
-		panic(fmt.Sprintf("cuda: AttentionBackward: headDim %d above %d needs f32 caches (the scalar attention_backward.cu), got %v", headDim, flashMaxHeadDim, kCache.DType()))
-	}
-	if headDim > flashMaxHeadDim && shared > attentionBackwardMaxShared {
-		panic(fmt.Sprintf("cuda: AttentionBackward: nHead/nKV %d × headDim %d needs %d bytes of shared memory, more than %d (attention_backward.cu)",
-			group, headDim, shared, attentionBackwardMaxShared))
-	}
 	nq := nTok * nHead * headDim
 	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
 	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
 	if kc.n != vc.n {
 		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))
+	}
+	qq := b.buf(op, "q", q, nq, kernels.F32, kernels.BF16) // BF16: the tensor-core kernels (attention_flash_tc.go)
+	tc := tensorCoreAttention(op, qq, kc, headDim)
+	// Scalar fallback (f32 q, headDim > flashMaxHeadDim): q, dout, dq of the group; D per head; p and ds of the tile; its keys' cache rows.
+	scalar := !tc && headDim > flashMaxHeadDim
+	shared := 4 * (3*group*headDim + group + 2*group*attentionBackwardBlock + attentionBackwardBlock)
+	if scalar && kCache.DType() != kernels.F32 {
+		panic(fmt.Sprintf("cuda: AttentionBackward: headDim %d above %d needs f32 caches (the scalar attention_backward.cu), got %v", headDim, flashMaxHeadDim, kCache.DType()))
+	}
+	if scalar && shared > attentionBackwardMaxShared {
+		panic(fmt.Sprintf("cuda: AttentionBackward: nHead/nKV %d × headDim %d needs %d bytes of shared memory, more than %d (attention_backward.cu)",
+			group, headDim, shared, attentionBackwardMaxShared))
 	}
 	tb := b.pages(op, pages, kc, nKV*headDim)
 	ops := []*buffer{
@@ -158,7 +161,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 		b.buf(op, "dout", dout, nq, kernels.F32),
 		b.buf(op, "out", out, nq, kernels.F32),
 		b.buf(op, "lse", lse, nTok*nHead, kernels.F32),
-		b.buf(op, "q", q, nq, kernels.F32),
+		qq,
 		kc, vc,
 		b.buf(op, "seq", seq, nTok, kernels.I32),
 		b.buf(op, "pos", pos, nTok, kernels.I32),
@@ -170,15 +173,23 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 	}
 	// Per query head and visible key, 2·headDim FLOPs a product: the flash
 	// passes rebuild S = q·k and dP = dO·v twice (dk/dv pass, then dq
-	// pass) and form dV, dK and dQ — 7 products; the scalar kernel scores
-	// once, then dv, dk and dq — 5.
+	// pass) and form dV, dK and dQ — 7 products (8 for the tensor-core
+	// kernels at head dim 256, whose dV and dK passes each rebuild S); the
+	// scalar kernel scores once, then dv, dk and dq — 5.
 	products := int64(7)
-	if headDim > flashMaxHeadDim {
+	switch {
+	case tc && ftcHD(headDim) >= 256:
+		products = 8
+	case scalar:
 		products = 5
 	}
 	b.afterEachRun(func() {
 		b.dev.CountFLOPs(2 * products * int64(nHead*headDim) * b.host.visibleKeys(ops[10].ptr, nTok, pages.MaxLen(), av))
 	})
+	if tc {
+		b.attentionBackwardFlashTC(ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], kc, vc, ops[9], ops[10], tb, pages, nTok, nHead, nKV, headDim, scale, av.window)
+		return
+	}
 	if headDim <= flashMaxHeadDim {
 		b.attentionBackwardFlash(ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], kc, vc, ops[9], ops[10], tb, pages, nTok, nHead, nKV, headDim, scale, av.window)
 		return

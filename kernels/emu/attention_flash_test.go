@@ -10,9 +10,10 @@ import (
 
 // backwardRun is one AttentionBackward of a packed training batch (three
 // sequences of 70, 33 and 5 tokens in one identity-table cache, GQA 2,
-// headDim 64) on a fresh emulated device: dq, dk and dv as downloaded,
-// and the atomic operations the backward's kernels made.
-func backwardRun(t *testing.T, kvDT kernels.DType) (grads [3][]float32, atomics uint64) {
+// headDim 64) with caches of dtype kvDT and q of qDT on a fresh emulated
+// device: dq, dk and dv as downloaded, the atomic operations the
+// backward's kernels made, and the device (for its per-kernel counts).
+func backwardRun(t *testing.T, kvDT, qDT kernels.DType) (grads [3][]float32, atomics uint64, d *Device) {
 	t.Helper()
 	const nHead, nKV, headDim, maxLen = 4, 2, 64, 80
 	lens := []int{70, 33, 5}
@@ -31,7 +32,7 @@ func backwardRun(t *testing.T, kvDT kernels.DType) (grads [3][]float32, atomics 
 		}
 		return v
 	}
-	d := NewDevice()
+	d = NewDevice()
 	b := newBackend(d)
 	defer b.Close()
 	up := func(dt kernels.DType, v []float32) kernels.Buffer {
@@ -45,7 +46,7 @@ func backwardRun(t *testing.T, kvDT kernels.DType) (grads [3][]float32, atomics 
 		return x
 	}
 	nq, nc := nTok*nHead*headDim, len(lens)*maxLen*width
-	q, k, v := up(kernels.F32, fill(nq)), up(kvDT, fill(nc)), up(kvDT, fill(nc))
+	q, k, v := up(qDT, fill(nq)), up(kvDT, fill(nc)), up(kvDT, fill(nc))
 	seq, pos := upI(seqv), upI(posv)
 	pages := kernels.KVPages{Table: upI(kernels.IdentityTable(len(lens))), BlockSize: maxLen, MaxBlocks: 1}
 	out, lse := b.Alloc(kernels.F32, nq), b.Alloc(kernels.F32, nTok*nHead)
@@ -63,21 +64,32 @@ func backwardRun(t *testing.T, kvDT kernels.DType) (grads [3][]float32, atomics 
 		grads[i] = make([]float32, x.Len())
 		b.Download(grads[i], x)
 	}
-	return grads, atomics
+	return grads, atomics, d
 }
 
 // TestAttentionBackwardDeterministic: the FlashAttention-2 backward makes
 // no atomic operation, and gives bit-identical dq, dk and dv run after run
-// and with the blocks taken in reverse order, on f32 and bf16 caches.
+// and with the blocks taken in reverse order, on f32 and bf16 caches and
+// on the tensor-core kernels (bf16 q and caches), which must be the ones
+// that ran: attention_flash_tc.cu's and attention_flash_tc_backward.cu's
+// cp.async reads are counted.
 func TestAttentionBackwardDeterministic(t *testing.T) {
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
-		ref, atomics := backwardRun(t, dt)
+	for _, x := range []struct{ kv, q kernels.DType }{{kernels.F32, kernels.F32}, {kernels.BF16, kernels.F32}, {kernels.BF16, kernels.BF16}} {
+		dt := x.kv
+		ref, atomics, d := backwardRun(t, x.kv, x.q)
 		if atomics != 0 {
-			t.Errorf("kv %v: the attention backward made %d atomic operations, want 0", dt, atomics)
+			t.Errorf("kv %v, q %v: the attention backward made %d atomic operations, want 0", x.kv, x.q, atomics)
+		}
+		if x.q == kernels.BF16 {
+			for _, k := range []string{"attention_flash_tc_hd64", "attention_flash_tc_dq_hd64", "attention_flash_tc_dkdv_hd64_dkdv"} {
+				if d.ReadBytes(k) == 0 {
+					t.Errorf("bf16 q and caches: %s read nothing; the tensor-core kernels did not run", k)
+				}
+			}
 		}
 		for _, o := range []BlockOrder{Forward, Reverse} {
 			prev := SetBlockOrder(o)
-			got, _ := backwardRun(t, dt)
+			got, _, _ := backwardRun(t, x.kv, x.q)
 			SetBlockOrder(prev)
 			for i, name := range []string{"dq", "dk", "dv"} {
 				for j := range ref[i] {

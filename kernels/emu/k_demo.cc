@@ -6,6 +6,7 @@
 #include "runtime.h"
 #include "demo_kernels.cuh"
 #include "demo_wmma.cuh"
+#include "demo_mma.cuh"
 
 extern "C" void emu_register_demo(const char* prefix) {
 	EMU_REG(demo_block_sum);
@@ -26,4 +27,6 @@ extern "C" void emu_register_demo(const char* prefix) {
 	EMU_REG(demo_wmma_layout);
 	EMU_REG(demo_wmma_divergent);
 	EMU_REG(demo_wmma_misaligned);
+	EMU_REG(demo_mma_16x8x16);
+	EMU_REG(demo_cp_async);
 }

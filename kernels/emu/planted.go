@@ -33,4 +33,7 @@ func (d *Device) PlantAttentionBackwardWithoutD() {
 			}
 		}
 	}
+	for _, n := range []string{"dq_hd64", "dq_hd128", "dq_hd256", "dkdv_hd64_dkdv", "dkdv_hd128_dkdv", "dkdv_hd256_dv", "dkdv_hd256_dk"} {
+		d.Substitute("attention_flash_tc_"+n, "planted/attention_flash_tc_"+n)
+	}
 }

@@ -23,6 +23,8 @@ void emu_register_policy_loss(const char* prefix);
 void emu_register_attention_backward(const char* prefix);
 void emu_register_attention_flash(const char* prefix);
 void emu_register_attention_flash_backward(const char* prefix);
+void emu_register_attention_flash_tc(const char* prefix);
+void emu_register_attention_flash_tc_backward(const char* prefix);
 void emu_register_attention_decode(const char* prefix);
 void emu_register_sampling(const char* prefix);
 void emu_register_decode(const char* prefix);
@@ -72,6 +74,8 @@ extern "C" void emu_register_all(void) {
 		emu_register_attention_backward("");
 		emu_register_attention_flash("");
 		emu_register_attention_flash_backward("");
+		emu_register_attention_flash_tc("");
+		emu_register_attention_flash_tc_backward("");
 		emu_register_attention_decode("");
 		emu_register_sampling("");
 		emu_register_decode("");

@@ -92,6 +92,13 @@ struct Context {
 
 enum State { kRunnable, kAtBlockBarrier, kAtWarpBarrier, kDone };
 
+// CpCopy is a cp.async issued by a fiber and not yet completed: the 16
+// bytes it read and where they go.
+struct CpCopy {
+	void* dst;
+	unsigned char data[16];
+};
+
 struct Fiber {
 	ThreadState ts;
 	int linear;  // x + y·bx + z·bx·by
@@ -106,6 +113,10 @@ struct Fiber {
 	int gatherN;
 	char* stack;
 	Context ctx;
+	// cp.async (mma.h): copies in issue order, and the number of copies
+	// issued when each committed group was closed.
+	std::vector<CpCopy> cpPending;
+	std::vector<size_t> cpGroupEnds;
 };
 
 struct Launch;
@@ -329,6 +340,8 @@ void runBlock(Worker* w, Launch* L, uint64_t b) {
 		f.ts.tid = uint3{(unsigned)(i % d.x), (unsigned)(i / d.x % d.y), (unsigned)(i / ((size_t)d.x * d.y))};
 		f.ts.lane = (int)(i % 32);
 		f.state = kRunnable;
+		f.cpPending.clear();
+		f.cpGroupEnds.clear();
 		initStack(f);
 	}
 	cur_block = &w->block;
@@ -445,6 +458,33 @@ void warp_gather(unsigned mask, const uint64_t* in, int n, uint64_t* all) {
 	f->gatherN = n;
 	f->shflSrc = -3;
 	park(kAtWarpBarrier);
+}
+
+void cp_async16(void* dst, const void* src, bool valid) {
+	if ((uintptr_t)dst % 16 != 0 || (valid && (uintptr_t)src % 16 != 0)) trap("cp.async: a 16-byte copy not 16-byte aligned");
+	CpCopy c;
+	c.dst = dst;
+	if (valid)
+		memcpy(c.data, src, 16);
+	else
+		memset(c.data, 0, 16);
+	tw->running->cpPending.push_back(c);
+}
+
+void cp_async_commit() {
+	Fiber* f = tw->running;
+	f->cpGroupEnds.push_back(f->cpPending.size());
+}
+
+void cp_async_wait(int pending) {
+	Fiber* f = tw->running;
+	int groups = (int)f->cpGroupEnds.size();
+	if (groups <= pending) return;
+	size_t done = f->cpGroupEnds[groups - pending - 1];
+	for (size_t i = 0; i < done; i++) memcpy(f->cpPending[i].dst, f->cpPending[i].data, 16);
+	f->cpPending.erase(f->cpPending.begin(), f->cpPending.begin() + done);
+	f->cpGroupEnds.erase(f->cpGroupEnds.begin(), f->cpGroupEnds.begin() + (groups - pending));
+	for (auto& e : f->cpGroupEnds) e -= done;
 }
 
 int warp_lanes() {

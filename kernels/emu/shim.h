@@ -284,3 +284,7 @@ inline __nv_bfloat16 __float2bfloat16(float f) { return __float2bfloat16_rn(f); 
 // ---- nvcuda::wmma (mma.h) ------------------------------------------------
 
 #include "wmma.h"
+
+// ---- mma.sync m16n8k16 and cp.async (inline PTX on a GPU) ----------------
+
+#include "mma.h"

@@ -128,6 +128,40 @@ func kvWriteCases() []Case {
 	return cs
 }
 
+// attnDT is the dtypes of a case's attention operands: the K/V caches,
+// and q (BF16 only with BF16 caches: the all-bf16 operands that take
+// kernels/cuda's tensor-core kernels, attention_flash_tc.cu; the CPU
+// backend computes in f32 over the bf16-rounded values).
+type attnDT struct{ kv, q kernels.DType }
+
+// attnDTs are the dtype combinations every attention case runs with.
+var attnDTs = []attnDT{{kernels.F32, kernels.F32}, {kernels.BF16, kernels.F32}, {kernels.BF16, kernels.BF16}}
+
+func (dt attnDT) String() string {
+	if dt.q == kernels.BF16 {
+		return fmt.Sprintf("kv=%v,q=%v", dt.kv, dt.q)
+	}
+	return fmt.Sprintf("kv=%v", dt.kv)
+}
+
+// tol is the bound a case with these dtypes is held to.
+func (dt attnDT) tol() Tol {
+	if dt.kv == kernels.BF16 {
+		return tolAttentionBF16
+	}
+	return tolMatMul
+}
+
+// operand allocates q, k or v: with dtype dt, 16-byte aligned when it is
+// BF16 q or a cache beside it (the tensor-core kernels copy 16-byte
+// chunks), otherwise at the suite's misaligned guard.
+func (dt attnDT) operand(e *env, name string, odt kernels.DType, vals []float32) *operand {
+	if dt.q == kernels.BF16 {
+		return e.floatsAligned(name, odt, vals, true)
+	}
+	return e.floats(name, odt, vals, true)
+}
+
 type attnShape struct {
 	name                string
 	nHead, nKV, headDim int
@@ -175,23 +209,23 @@ func attentionCases() []Case {
 		{"headdim256", 2, 1, 256, 2, 12, cat(run(0, 0, 4), []tok{{1, 9}}), 1, true, paging{block: 4}},
 	}
 	var cs []Case
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+	for _, dt := range attnDTs {
 		for i, s := range shapes {
 			s, seed := s, uint64(1000+i)
 			cs = append(cs, Case{Op: "Attention",
-				Name:  fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
+				Name:  fmt.Sprintf("%s,%v,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
 				check: func(b kernels.Backend) error { return checkAttention(b, seed, s, dt, attnVar{}) }})
 		}
 	}
 	return cs
 }
 
-// checkAttention runs one case with caches of dtype kv under variant av:
-// the reference reads the caches as stored (bf16-rounded for BF16), and a
-// BF16 case is held to tolAttentionBF16, which allows the tensor-core
-// path's rounding of q and the probabilities. Rows before every window
-// that reads them hold NaN, like rows past the positions.
-func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DType, av attnVar) error {
+// checkAttention runs one case with operands of dtypes dt under variant
+// av: the reference reads q and the caches as stored (bf16-rounded for
+// BF16), and a BF16 case is held to tolAttentionBF16, which allows the
+// tensor-core paths' rounding of q and the probabilities. Rows before
+// every window that reads them hold NaN, like rows past the positions.
+func checkAttention(b kernels.Backend, seed uint64, s attnShape, dt attnDT, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
 	n := len(s.toks)
@@ -214,8 +248,8 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DT
 		}
 		return v
 	}
-	q := e.in("q", e.uniform(n*s.nHead*s.headDim, s.qScale))
-	k, v := e.floats("kCache", kvDT, kv(), true), e.floats("vCache", kvDT, kv(), true)
+	q := dt.operand(e, "q", dt.q, e.uniform(n*s.nHead*s.headDim, s.qScale))
+	k, v := dt.operand(e, "kCache", dt.kv, kv()), dt.operand(e, "vCache", dt.kv, kv())
 	seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
 	pages := e.pagesOperand(pg)
 	out := e.out("out", nans(n*s.nHead*s.headDim))
@@ -232,10 +266,7 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape, kvDT kernels.DT
 	if err := e.checkAll(); err != nil {
 		return err
 	}
-	tol := tolMatMul
-	if kvDT == kernels.BF16 {
-		tol = tolAttentionBF16
-	}
+	tol := dt.tol()
 	if err := Compare("out", out.result(b), wantOut, tol); err != nil {
 		return err
 	}

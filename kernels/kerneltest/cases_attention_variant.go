@@ -101,11 +101,11 @@ func attentionVariantCases() []Case {
 		{attnShape{"sinks-window-headdim256", 2, 1, 256, 2, 12, cat(run(0, 0, 4), []tok{{1, 9}}), 1, true, paging{block: 4}}, attnVar{3, true}},
 	}
 	var cs []Case
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+	for _, dt := range attnDTs {
 		for i, s := range shapes {
 			s, seed := s, uint64(1100+i)
 			cs = append(cs, Case{Op: "Attention",
-				Name: fmt.Sprintf("%s,%v,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v",
+				Name: fmt.Sprintf("%s,%v,%v,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,lse=%v",
 					s.name, s.attnVar, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.lse),
 				check: func(b kernels.Backend) error { return checkAttention(b, seed, s.attnShape, dt, s.attnVar) }})
 		}
@@ -157,13 +157,17 @@ func attentionBackwardVariantCases() []Case {
 		{attnBwdShape{"sinks-window-decode", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{block: 16}}, attnVar{20, true}},
 		{attnBwdShape{"sinks-window-shared-prompt", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, false, paging{block: 4, share: 2}}, attnVar{5, true}},
 		{attnBwdShape{"sinks-window-long", 2, 1, 128, 2, 150, cat(run(0, 0, 149), run(1, 0, 4)), 1, true, paging{}}, attnVar{70, true}},
+		{attnBwdShape{"sinks-window-headdim256", 2, 1, 256, 2, 40, cat(run(0, 0, 37), []tok{{1, 9}}), 1, true, paging{block: 4}}, attnVar{9, true}},
 	}
 	var cs []Case
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+	for _, dt := range attnDTs {
 		for i, s := range shapes {
+			if !dt.backwardRuns(s.headDim) {
+				continue
+			}
 			s, seed := s, uint64(2700+i)
 			cs = append(cs, trainCase("AttentionBackward",
-				fmt.Sprintf("%s,%v,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.attnVar, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
+				fmt.Sprintf("%s,%v,%v,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.attnVar, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
 				func(b kernels.Backend, tb kernels.TrainOps) error {
 					return checkAttentionBackward(b, tb, seed, s.attnBwdShape, dt, s.attnVar)
 				}))

@@ -59,6 +59,22 @@ func (e *env) free() {
 
 // floats allocates a guarded F32 or BF16 operand holding vals.
 func (e *env) floats(name string, dt kernels.DType, vals []float32, input bool) *operand {
+	return e.floatsGuard(name, dt, vals, input, guard)
+}
+
+// alignedGuard is the guard of operands whose view must start 16-byte
+// aligned even as BF16 (the cp.async loads of kernels/cuda's tensor-core
+// attention): 8 elements.
+const alignedGuard = 8
+
+// floatsAligned is floats with alignedGuard elements on each side.
+func (e *env) floatsAligned(name string, dt kernels.DType, vals []float32, input bool) *operand {
+	o := e.floatsGuard(name, dt, vals, input, alignedGuard)
+	o.guardOff = alignedGuard
+	return o
+}
+
+func (e *env) floatsGuard(name string, dt kernels.DType, vals []float32, input bool, guard int) *operand {
 	n := len(vals)
 	o := &operand{name: name, dt: dt, n: n, input: input}
 	o.f = make([]float32, n+2*guard)

@@ -46,13 +46,17 @@ func attentionBackwardCases() []Case {
 		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true, paging{block: 5}},
 		{"decode-gqa2", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{block: 16}},
 		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, false, paging{block: 4, share: 2}},
+		{"headdim256-gqa2", 4, 2, 256, 2, 70, cat(run(0, 0, 66), run(1, 0, 4)), 1, true, paging{block: 16}},
 	}
 	var cs []Case
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+	for _, dt := range attnDTs {
 		for i, s := range shapes {
+			if !dt.backwardRuns(s.headDim) {
+				continue
+			}
 			s, seed := s, uint64(2600+i)
 			cs = append(cs, trainCase("AttentionBackward",
-				fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
+				fmt.Sprintf("%s,%v,%v,nHead=%d,nKV=%d,headDim=%d,nTok=%d,accumulate=%v", s.name, s.paging, dt, s.nHead, s.nKV, s.headDim, len(s.toks), s.accumulate),
 				func(b kernels.Backend, tb kernels.TrainOps) error {
 					return checkAttentionBackward(b, tb, seed, s, dt, attnVar{})
 				}))
@@ -75,6 +79,13 @@ func attentionBackwardCases() []Case {
 	return cs
 }
 
+// backwardRuns reports whether AttentionBackward takes these dtypes at
+// headDim: a BF16 cache with an f32 q above head dim 128 has no kernel on
+// kernels/cuda (the scalar attention_backward.cu reads f32 caches only).
+func (dt attnDT) backwardRuns(headDim int) bool {
+	return headDim <= 128 || dt.kv == dt.q
+}
+
 // attnOperands are the inputs shared by the analytic and fd cases.
 type attnOperands struct {
 	seqv, posv []int32
@@ -93,12 +104,12 @@ type attnOperands struct {
 }
 
 func newAttnOperands(e *env, s attnBwdShape, av attnVar) *attnOperands {
-	return newAttnOperandsKV(e, s, kernels.F32, av)
+	return newAttnOperandsDT(e, s, attnDT{kernels.F32, kernels.F32}, av)
 }
 
-// newAttnOperandsKV is newAttnOperands with caches of dtype kvDT. Rows
-// before every window that reads them are unreadable too.
-func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType, av attnVar) *attnOperands {
+// newAttnOperandsDT is newAttnOperands with q and caches of dtypes dt.
+// Rows before every window that reads them are unreadable too.
+func newAttnOperandsDT(e *env, s attnBwdShape, dt attnDT, av attnVar) *attnOperands {
 	a := &attnOperands{nTok: len(s.toks)}
 	var valid []int32
 	a.seqv, a.posv, valid = seqsAndPositions(s.toks, s.slots)
@@ -117,9 +128,9 @@ func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType, av attnVar) *
 		return v
 	}
 	a.qLen = a.nTok * s.nHead * s.headDim
-	a.q = e.in("q", e.uniform(a.qLen, s.qScale))
+	a.q = dt.operand(e, "q", dt.q, e.uniform(a.qLen, s.qScale))
 	a.kv, a.vv = kv(), kv()
-	a.k, a.v = e.floats("kCache", kvDT, a.kv, true), e.floats("vCache", kvDT, a.vv, true)
+	a.k, a.v = dt.operand(e, "kCache", dt.kv, a.kv), dt.operand(e, "vCache", dt.kv, a.vv)
 	a.seq, a.pos = e.ints("seq", a.seqv), e.ints("pos", a.posv)
 	a.pages = e.pagesOperand(a.pg)
 	a.scale = float32(1 / math.Sqrt(float64(s.headDim)))
@@ -128,16 +139,13 @@ func newAttnOperandsKV(e *env, s attnBwdShape, kvDT kernels.DType, av attnVar) *
 	return a
 }
 
-// checkAttentionBackward runs one case with caches of dtype kvDT; BF16
-// cases are held to tolAttentionBF16 (see checkAttention).
-func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape, kvDT kernels.DType, av attnVar) error {
+// checkAttentionBackward runs one case with q and caches of dtypes dt;
+// BF16 cases are held to tolAttentionBF16 (see checkAttention).
+func checkAttentionBackward(b kernels.Backend, tb kernels.TrainOps, seed uint64, s attnBwdShape, dt attnDT, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
-	a := newAttnOperandsKV(e, s, kvDT, av)
-	tol := tolMatMul
-	if kvDT == kernels.BF16 {
-		tol = tolAttentionBF16
-	}
+	a := newAttnOperandsDT(e, s, dt, av)
+	tol := dt.tol()
 	outv, lsev := RefAttentionVariant(a.q.values(), a.k.values(), a.v.values(), a.seqv, a.posv, a.pg, a.nTok, s.nHead, s.nKV, s.headDim, a.scale64, a.ref)
 	out, lse := e.in("out", f32s(outv)), e.in("lse", f32s(lsev))
 	dout := e.in("dout", e.uniform(a.qLen, 1))
@@ -184,7 +192,7 @@ func checkAttentionBackwardFD(b kernels.Backend, tb kernels.TrainOps, seed uint6
 		return err
 	}
 	qv := make([]float32, a.qLen)
-	copy(qv, a.q.f[guard:])
+	copy(qv, a.q.f[a.q.g():])
 	unreadable := func(i int) bool { return !a.readable(i) }
 	loss := func() (float64, float64, error) {
 		attend(nil)
