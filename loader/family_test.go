@@ -6,18 +6,20 @@ import (
 	"testing"
 )
 
-// TestResolvePendingFamily: a hub id of a family grpo cannot run yet is
-// refused, in one line naming it, before any download (offline and with
-// an empty cache, a lookup would fail with another message).
-func TestResolvePendingFamily(t *testing.T) {
+// TestResolveNoPendingFamily: hub ids of the families Lab's configs name
+// pass the pending-family check that refuses, before any download, a
+// family grpo cannot run (model.CheckHubID).
+func TestResolveNoPendingFamily(t *testing.T) {
 	t.Setenv("HF_HUB_CACHE", t.TempDir())
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	_, err := Resolve(context.Background(), "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", nil)
-	if err == nil || !strings.HasPrefix(err.Error(), `model = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": the Nemotron-3 model family`) || strings.Contains(err.Error(), "\n") {
-		t.Errorf("Nemotron-3: %v", err)
-	}
-	_, err = Resolve(context.Background(), "Qwen/Qwen3.5-4B", nil)
-	if err == nil || strings.Contains(err.Error(), "family") {
-		t.Errorf("Qwen3.5 (offline, not cached): %v", err)
+	// No family Lab's configs name is pending today: Nemotron-3 and
+	// Qwen3.5 ids go on to the hub (here: offline, not cached), and
+	// Nemotron-3-Super is refused by its config.json (moe_latent_size),
+	// which is fetched before any weight.
+	for _, id := range []string{"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "Qwen/Qwen3.5-4B"} {
+		_, err := Resolve(context.Background(), id, nil)
+		if err == nil || strings.Contains(err.Error(), "family") || !strings.Contains(err.Error(), "not in the cache") {
+			t.Errorf("%s (offline, not cached): %v", id, err)
+		}
 	}
 }

@@ -69,7 +69,7 @@ func TestLogprobsBadInput(t *testing.T) {
 		{"missing model", []string{"logprobs", "--model", "/no/such/dir", "--ids", "1,2"}, []string{"/no/such/dir"}},
 		{"truncated weights", []string{"logprobs", "--model", truncated, "--ids", "1,2"}, []string{st}},
 		{"header beyond file", []string{"logprobs", "--model", headerBeyond, "--ids", "1,2"}, []string{hb}},
-		{"unsupported model_type", []string{"logprobs", "--model", badType, "--ids", "1,2"}, []string{"gpt_neox", "llama, qwen2, qwen3"}},
+		{"unsupported model_type", []string{"logprobs", "--model", badType, "--ids", "1,2"}, []string{"gpt_neox", "llama, nemotron_h, qwen2, qwen3"}},
 		{"no weights", []string{"logprobs", "--model", noWeights, "--ids", "1,2"}, []string{"model.safetensors"}},
 		{"tokenizer beyond the model's vocabulary", []string{"logprobs", "--model", mismatch, "--ids", "1,2"}, []string{"the tokenizer has 513 tokens but the model's vocab_size is 512"}},
 		{"prompt without completion", []string{"logprobs", "--model", tiny, "--prompt", "hi"}, []string{"--prompt and --completion go together"}},

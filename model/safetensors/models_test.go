@@ -26,11 +26,12 @@ func TestCheckedInModels(t *testing.T) {
 			continue
 		}
 		// Vision-language checkpoints (Qwen3.5) keep the text model under
-		// model.language_model.
+		// model.language_model; Nemotron-H's under backbone.
 		_, plain := s.Tensor("model.embed_tokens.weight")
 		_, nested := s.Tensor("model.language_model.embed_tokens.weight")
-		if !plain && !nested {
-			t.Errorf("%s: no model.embed_tokens.weight nor model.language_model.embed_tokens.weight", dir)
+		_, backbone := s.Tensor("backbone.embeddings.weight")
+		if !plain && !nested && !backbone {
+			t.Errorf("%s: no model.embed_tokens.weight, model.language_model.embed_tokens.weight nor backbone.embeddings.weight", dir)
 		}
 		for _, name := range s.Names() {
 			tensor, _ := s.Tensor(name)
