@@ -484,7 +484,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 			pools, mc.NumKVHeads, mc.HeadDim, plan.DType.Size(), plan.DType, plan.Cap, plan.Rollouts, plan.MaxLen, slotTokens(mc, s, plan.MaxLen))})
 	if st := mc.LinearStateBytes(); st > 0 {
 		p.items = append(p.items, MemItem{Name: "linear-attention states " + s.Name, Bytes: (slots + int64(plan.Pad)) * st,
-			Detail: fmt.Sprintf("%d slots × %d DeltaNet layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
+			Detail: fmt.Sprintf("%d slots × %d %s layers × (conv %d + recurrent %d) × 4 B (f32)", slots+int64(plan.Pad), mc.LinearLayers(), mc.RecurrentMixerName(), mc.ConvStateWidth(), mc.RecurrentStateWidth())})
 	}
 	acts, moe, head := forward(n, rows)
 	p.items = append(p.items, MemItem{Name: "forward activations", Bytes: acts,

@@ -84,6 +84,17 @@ func (c *Config) LinearLayers() int {
 	return n
 }
 
+// RecurrentMixerName names the kind of the layers LinearLayers counts, for
+// messages and estimates: "Mamba-2" or "DeltaNet" (a model has one kind).
+func (c *Config) RecurrentMixerName() string {
+	for l := range c.NumLayers {
+		if c.Mixer(l) == MixMamba2 {
+			return "Mamba-2"
+		}
+	}
+	return "DeltaNet"
+}
+
 // AttentionLayers is the number of layers with a KV cache.
 func (c *Config) AttentionLayers() int {
 	n := 0
