@@ -44,7 +44,7 @@ struct FlashFwdSmem {
 	static const int p = s + FLASH_ROWS * FLASH_KEYS * 4;   // T FLASH_ROWS × FLASH_KEYS
 	static const int pv = p + FLASH_ROWS * FLASH_KEYS * sizeof(T);  // f32 FLASH_ROWS × HD
 	static const int meta = pv + FLASH_ROWS * HD * 4;       // int: seq, pos, done per row; 3 ctl
-	static const int bytes = meta + (3 * FLASH_ROWS + 3) * 4;
+	static const int bytes = GRPO_SMEM_END(meta + (3 * FLASH_ROWS + 3) * 4);
 };
 
 template <int HD, class T>

@@ -78,8 +78,12 @@ func align128(n int) int { return (n + 127) / 128 * 128 }
 
 // flashForwardShared mirrors FlashFwdSmem<HD, T>::bytes.
 func flashForwardShared(hd, ts int) int {
-	return 3*flashRows*hd*ts + flashRows*flashKeys*4 + flashRows*flashKeys*ts + flashRows*hd*4 + (3*flashRows+3)*4
+	return smemEnd(3*flashRows*hd*ts + flashRows*flashKeys*4 + flashRows*flashKeys*ts + flashRows*hd*4 + (3*flashRows+3)*4)
 }
+
+// smemEnd mirrors GRPO_SMEM_END (common.cuh): shared bytes rounded up to
+// 16, since nvcc may read a region's last ints as one 16-byte load.
+func smemEnd(n int) int { return (n + 15) / 16 * 16 }
 
 // flashBackwardShared mirrors FlashBwdSmem<HD, T>::bytes.
 func flashBackwardShared(hd, ts int) int {
@@ -87,7 +91,7 @@ func flashBackwardShared(hd, ts int) int {
 	if ts == 4 {
 		n += flashKeys * hd * 4
 	}
-	return n
+	return smemEnd(n)
 }
 
 // decodeSplitLen is the keys per split of a decode launch over caches of

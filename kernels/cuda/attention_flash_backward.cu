@@ -58,7 +58,7 @@ struct FlashBwdSmem {
 	static const int ds = p + FLASH_ROWS * FLASH_KEYS * sizeof(T);
 	static const int meta = ds + FLASH_ROWS * FLASH_KEYS * sizeof(T);  // int seq, pos, done; f32 lse, D; 4 ctl
 	static const int stage = meta + (5 * FLASH_ROWS + 4) * 4;          // f32 64 × HD (bf16 path: reuses q, dO)
-	static const int bytes = sizeof(T) == 4 ? stage + 64 * HD * 4 : stage;
+	static const int bytes = GRPO_SMEM_END(sizeof(T) == 4 ? stage + 64 * HD * 4 : stage);
 	static const int stageAt = sizeof(T) == 4 ? stage : q;
 };
 

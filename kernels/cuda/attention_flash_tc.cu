@@ -34,7 +34,7 @@ struct FtcFwdSmem {
 	static const int k = q + FTC_ROWS * FTC_LD(HD) * 2;     // bf16 kt × FTC_LD(HD)
 	static const int v = k + kt * FTC_LD(HD) * 2;           // bf16 kt × FTC_LD(HD)
 	static const int meta = v + kt * FTC_LD(HD) * 2;        // int: seq, pos, done per row; 3 ctl
-	static const int bytes = meta + (3 * FTC_ROWS + 3) * 4;
+	static const int bytes = GRPO_SMEM_END(meta + (3 * FTC_ROWS + 3) * 4);
 };
 
 template <int HD>

@@ -50,14 +50,14 @@ func ftcLD(hd int) int { return hd + 8 }
 // ftcForwardShared, ftcDqShared and ftcDkdvShared mirror FtcFwdSmem,
 // FtcDqSmem and FtcDkdvSmem's bytes.
 func ftcForwardShared(hd int) int {
-	return (ftcRows+2*ftcKeys(hd))*ftcLD(hd)*2 + (3*ftcRows+3)*4
+	return smemEnd((ftcRows+2*ftcKeys(hd))*ftcLD(hd)*2 + (3*ftcRows+3)*4)
 }
 func ftcDqShared(hd int) int {
-	return (2*ftcRows+2*ftcKeys(hd))*ftcLD(hd)*2 + (6*ftcRows+3)*4
+	return smemEnd((2*ftcRows+2*ftcKeys(hd))*ftcLD(hd)*2 + (6*ftcRows+3)*4)
 }
 func ftcDkdvShared(hd int) int {
 	qr := ftcQRows(hd)
-	return (2*ftcRows+2*qr)*ftcLD(hd)*2 + (5*qr+33)*4
+	return smemEnd((2*ftcRows+2*qr)*ftcLD(hd)*2 + (5*qr+33)*4)
 }
 
 // tensorCoreAttention reports whether an attention op with these q and

@@ -53,7 +53,7 @@ struct FtcDqSmem {
 	static const int k = dO + FTC_ROWS * FTC_LD(HD) * 2;
 	static const int v = k + kt * FTC_LD(HD) * 2;
 	static const int meta = v + kt * FTC_LD(HD) * 2;
-	static const int bytes = meta + (6 * FTC_ROWS + 3) * 4;
+	static const int bytes = GRPO_SMEM_END(meta + (6 * FTC_ROWS + 3) * 4);
 };
 
 // Shared regions of the dK/dV pass: the block's K and V rows, a tile of q
@@ -67,7 +67,7 @@ struct FtcDkdvSmem {
 	static const int q = v + FTC_ROWS * FTC_LD(HD) * 2;
 	static const int dO = q + qr * FTC_LD(HD) * 2;
 	static const int meta = dO + qr * FTC_LD(HD) * 2;
-	static const int bytes = meta + (5 * qr + 32 + 1) * 4;
+	static const int bytes = GRPO_SMEM_END(meta + (5 * qr + 32 + 1) * 4);
 };
 
 template <int HD>

@@ -28,6 +28,13 @@
 
 #define GRPO_FULL_MASK 0xffffffffu
 
+// GRPO_SMEM_END rounds a kernel's dynamic shared bytes up to 16: nvcc
+// merges loads of neighbouring ints into one 16-byte ld.shared.v4 where it
+// knows the alignment, so the last control ints of a region are read as a
+// whole 16 bytes (compute-sanitizer memcheck on an H100 found 4 bytes read
+// past attention_flash_hd16_f32's end; TestFlashSharedAccessesInBounds).
+#define GRPO_SMEM_END(n) (((n) + 15) / 16 * 16)
+
 // warp_sum and warp_max reduce over the 32 lanes of a full warp; every
 // lane gets the result.
 __device__ __forceinline__ float warp_sum(float v) {
