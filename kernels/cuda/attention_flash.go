@@ -17,9 +17,13 @@ type AttentionPath int
 const (
 	// AttentionAuto runs split-KV decoding when there is at most one
 	// token per sequence row of the block table (a decode step) and the
-	// tiled flash kernel otherwise (prefill, training).
+	// tiled flash kernels otherwise (prefill, training): the tensor-core
+	// ones when the caches are bf16 (on a bf16 copy of an f32 q:
+	// prefillOnTensorCores), the f32 or bf16 ones of
+	// attention_flash.cu otherwise.
 	AttentionAuto AttentionPath = iota
-	// AttentionFlash always runs the tiled flash kernel.
+	// AttentionFlash always runs attention_flash.cu's tiled kernel for an
+	// f32 q (the tensor-core one for a bf16 q).
 	AttentionFlash
 	// AttentionDecode always runs split-KV decoding with the split
 	// length chosen for the GPU.

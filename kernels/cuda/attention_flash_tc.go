@@ -97,6 +97,35 @@ func (b *Backend) attentionFlashTC(o, l, qq, kc, vc, s, p, tb *buffer, pages ker
 		int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, av.window, av.sinks.ptr)
 }
 
+// prefillOnTensorCores reports whether an Attention call with an f32 q
+// over bf16 caches runs the tensor-core kernels on a bf16 copy of q: a
+// prefill or scoring pass (more tokens than sequences; a decode step
+// keeps the split-KV kernels, which read q as it is) under the automatic
+// path, with a head dim and cache alignment those kernels take. The
+// copy costs one pass over q; the bf16 flash kernels it replaces round q
+// to bf16 as their tensor cores take it anyway, and their f32 softmax
+// over a shared tile serialises on shared-memory banks (the H100 lease:
+// prefill saturated at 63 TFLOP/s), and head dims above 128 have only
+// the scalar kernel otherwise.
+func (b *Backend) prefillOnTensorCores(q, k, v *buffer, pages kernels.KVPages, nTok, headDim int) bool {
+	return q.dt == kernels.F32 && k.dt == kernels.BF16 && b.attnPath == AttentionAuto && nTok > pages.Seqs() &&
+		headDim <= ftcMaxHeadDim && headDim%8 == 0 && k.ptr%16 == 0 && v.ptr%16 == 0
+}
+
+// attentionFlashTCFromF32 runs Attention on attention_flash_tc.cu with q
+// rounded to bf16 in pooled scratch.
+func (b *Backend) attentionFlashTCFromF32(o, l, qq, kc, vc, s, p, tb *buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, av attnVariant) {
+	n := nTok * nHead * headDim
+	tmp, ok := b.scratch(2 * n)
+	if !ok {
+		return
+	}
+	defer b.putScratch(tmp, 2*n)
+	b.elementwise("f32_to_bf16", n, tmp, qq.ptr, int32(n))
+	qb := &buffer{owner: b, ptr: tmp, n: n, dt: kernels.BF16}
+	b.attentionFlashTC(o, l, qb, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, av)
+}
+
 // attentionBackwardFlashTC runs AttentionBackward on
 // attention_flash_tc_backward.cu: the dQ pass first, which leaves dO in
 // bf16 and D per row in scratch for the dK/dV pass (one pass, or at head

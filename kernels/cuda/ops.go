@@ -207,6 +207,10 @@ func (b *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffer
 		b.attentionFlashTC(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, a.variant)
 		return
 	}
+	if b.prefillOnTensorCores(qq, kc, vc, pages, nTok, headDim) {
+		b.attentionFlashTCFromF32(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, a.variant)
+		return
+	}
 	if headDim <= flashMaxHeadDim {
 		b.attentionFlash(o, l, qq, kc, vc, s, p, tb, pages, nTok, nHead, nKV, headDim, scale, a.variant)
 		return
