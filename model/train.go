@@ -174,6 +174,10 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	// exception: RoutingMismatch is a host value, computed here from the
 	// recomputed and replayed top-k read back, so that forward waits (as
 	// Backward does for the load-balancing loss, Trace.AuxCoef).
+	if err := m.exchangeErr(); err != nil {
+		tr.Free()
+		return nil, err
+	}
 	if b.Experts != nil {
 		if err := be.Sync(); err != nil {
 			tr.Free()
@@ -243,8 +247,9 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		layer.free()
 	}
 	// No Sync, as in ForwardTrain: the caller's next Sync reports a
-	// device error of the queued backward.
-	return nil
+	// device error of the queued backward (or a failed expert-parallel
+	// exchange, here).
+	return m.exchangeErr()
 }
 
 // layerBackward turns dx, the gradient of layer l's output, into the
