@@ -115,16 +115,10 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 		sums.auxCoef = coef
 		sums.auxTokens = whole.SeqTokens
 	}
-	for lo := 0; lo < len(samples); {
-		hi, n := lo, 0
-		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi, sums.sharePrompts()) <= microTokens) {
-			n += forwardLen(samples, lo, hi, sums.sharePrompts())
-			hi++
-		}
-		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums, stats); err != nil {
+	for _, mb := range microBatches(samples, weights, sums.sharePrompts(), microTokens) {
+		if err := policyMicroBatch(policy, samples[mb[0]:mb[1]], weights[mb[0]:mb[1]], cfg, &sums, stats); err != nil {
 			return st, err
 		}
-		lo = hi
 	}
 	// The step's metrics come back once, after its last micro-batch.
 	if err := stats.read(&sums); err != nil {
@@ -142,6 +136,47 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 		st.RoutingReplayed, st.RoutingMismatch = sums.replayed, sums.flipped/float64(sums.replayed)
 	}
 	return st, nil
+}
+
+// microBatches cuts samples into the micro-batches PolicyGradientOfShare
+// runs, as [lo, hi) ranges: consecutive samples of at most microTokens
+// forward tokens (one sample at least), leaving out those with no token
+// of non-zero weight, which run no forward.
+func microBatches(samples []Sample, weights [][]float32, share bool, microTokens int) [][2]int {
+	var out [][2]int
+	for lo := 0; lo < len(samples); {
+		hi, n := lo, 0
+		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi, share) <= microTokens) {
+			n += forwardLen(samples, lo, hi, share)
+			hi++
+		}
+		if weighted(weights[lo:hi]) {
+			out = append(out, [2]int{lo, hi})
+		}
+		lo = hi
+	}
+	return out
+}
+
+func weighted(weights [][]float32) bool {
+	for _, ws := range weights {
+		for _, w := range ws {
+			if w != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Passes is how many forward and backward passes PolicyGradientOfShare
+// runs over samples under policy. Expert-parallel ranks check that theirs
+// agree before a step: each pass's sparse layers exchange rows among all
+// the ranks, so every rank must run as many.
+func Passes(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens int) int {
+	weights, _ := tokenWeights(samples, whole, cfg, maxTokens)
+	share := policy.Config.RouterAuxLossCoef == 0 || !policy.TrainsRouter()
+	return len(microBatches(samples, weights, share, microTokens))
 }
 
 // forwardLen is the tokens sample i adds to a micro-batch that starts at

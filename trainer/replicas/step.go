@@ -32,6 +32,11 @@ func (s *Set) Step(rollouts []update.Scored, groupSize int, st update.Settings) 
 	b.Into(&out)
 	whole := loss.CountBatch(b.Samples, st.Loss)
 	shares := s.share(b)
+	if s.ep {
+		if err := s.samePasses(shares, whole, st); err != nil {
+			return out, err
+		}
+	}
 	lossStats := make([]loss.Stats, len(s.reps))
 	t0 := time.Now()
 	err = s.each(func(i int, rep *Replica) (err error) {
