@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -25,11 +26,17 @@ import (
 // Each sparse layer's forward makes one ExchangeCounts and two AllToAll
 // and its backward two AllToAll. On cpu: Qwen3-MoE's softmax router and
 // GLM-4.5's sigmoid router with a shared expert and a dense first layer.
+//
+// Checkpointed (every layer under RecomputeLayer) the backward reruns
+// each sparse layer's forward, exchange included: one ExchangeCounts and
+// two AllToAll more per sparse layer, and the same numbers.
 func TestExpertParallelMatchesOneDevice(t *testing.T) {
 	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny"} {
-		t.Run(name, func(t *testing.T) {
-			checkExpertParallel(t, name, func() kernels.Backend { return cpu.New() })
-		})
+		for _, checkpoint := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/checkpointed=%v", name, checkpoint), func(t *testing.T) {
+				checkExpertParallel(t, name, func() kernels.Backend { return cpu.New() }, checkpoint)
+			})
+		}
 	}
 }
 
@@ -43,16 +50,19 @@ func TestExpertParallelMatchesOneDeviceEmu(t *testing.T) {
 		b := emu.New()
 		t.Cleanup(func() { b.Close() })
 		return b
-	})
+	}, false)
 }
 
-func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend) {
+func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend, checkpoint bool) {
 	const ranks = 2
 	dir := filepath.Join("..", "testdata", "models", name)
 	load := func() *Model {
 		m, err := Load(dir, open())
 		if err != nil {
 			t.Fatal(err)
+		}
+		if checkpoint {
+			m.CheckpointLayers = m.Config.NumLayers
 		}
 		return m
 	}
@@ -125,8 +135,12 @@ func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend)
 		}
 		return models[r].Backend.Sync()
 	})
-	if c, a := g.Calls("counts"), g.Calls("all-to-all"); c != sparse || a != 4*sparse {
-		t.Errorf("backward: %d count exchanges and %d all-to-alls in all, want %d and %d (two per sparse layer)", c, a, sparse, 4*sparse)
+	reruns := 0
+	if checkpoint {
+		reruns = sparse
+	}
+	if c, a := g.Calls("counts"), g.Calls("all-to-all"); c != sparse+reruns || a != 4*sparse+2*reruns {
+		t.Errorf("backward: %d count exchanges and %d all-to-alls in all, want %d and %d (two per sparse layer, and a rerun forward's)", c, a, sparse+reruns, 4*sparse+2*reruns)
 	}
 	checkShardedGrads(t, one, full, models)
 }
@@ -293,4 +307,39 @@ func sumSq(v []float32) float64 {
 		s += float64(x) * float64(x)
 	}
 	return s
+}
+
+// TestExpertParallelPeerMissing: a rank whose peer never runs its
+// forward gets an error from ForwardTrain (the collective's abort, after
+// its timeout) instead of waiting for ever; a sharded model refuses to
+// sample; and ShardExperts refuses an uneven split.
+func TestExpertParallelPeerMissing(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "models", "qwen3-moe-tiny")
+	m, err := Load(dir, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g3, _ := inproc.NewGroup(3, time.Second)
+	c3, _ := g3.Join(0, m.Backend)
+	if err := m.ShardExperts(c3); err == nil {
+		t.Fatal("8 experts sharded over 3 ranks")
+	}
+	g, _ := inproc.NewGroup(2, 100*time.Millisecond)
+	coll, _ := g.Join(0, m.Backend)
+	if err := m.ShardExperts(coll); err != nil {
+		t.Fatal(err)
+	}
+	if first, n := m.LocalExperts(); first != 0 || n != 4 {
+		t.Fatalf("rank 0 of 2 holds experts [%d, %d), want [0, 4)", first, first+n)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	b, targets := packedTrainBatch(rng, m.Config.VocabSize)
+	if _, err := m.ForwardTrain(b, nil, targets); !errors.Is(err, kernels.ErrCollectiveAborted) {
+		t.Fatalf("forward without its peer: %v, want the collective's abort", err)
+	}
+	cache := m.NewKVCache(2, 16)
+	defer cache.Free()
+	if _, err := m.Forward(cache, b, nil); err == nil {
+		t.Fatal("a sharded model sampled")
+	}
 }
