@@ -94,13 +94,17 @@ func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend,
 	}
 	models := make([]*Model, ranks)
 	for r := range ranks {
-		m := load()
-		coll, err := g.Join(r, m.Backend)
+		be := open()
+		coll, err := g.Join(r, be)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.ShardExperts(coll); err != nil {
+		m, err := LoadExperts(dir, be, coll)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if checkpoint {
+			m.CheckpointLayers = m.Config.NumLayers
 		}
 		models[r] = m.WithAdapter(shardTestAdapter(full, one.Backend, m))
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // Expert parallelism in one process (EP × DP with dp = 1): each rank
-// holds its share of every sparse layer's experts (model.ShardExperts),
+// holds its share of every sparse layer's experts (model.LoadExperts),
 // their adapters and so their optimizer state, and everything else whole.
 // A step's groups are spread over the ranks as data parallelism spreads
 // them; each rank trains its own, its sparse layers exchanging rows with
@@ -49,8 +49,8 @@ type ExpertSpec struct {
 	Log     func(string)
 }
 
-// OpenExpertParallel loads the model on every rank, shards its experts
-// over the ranks, and builds each rank's adapter and optimizer.
+// OpenExpertParallel loads the model on every rank, each rank's experts
+// only (model.LoadExperts), and builds each rank's adapter and optimizer.
 func OpenExpertParallel(ctx context.Context, s ExpertSpec) (_ *Set, err error) {
 	if len(s.Backends) < 2 {
 		return nil, fmt.Errorf("expert parallel: %d backends: want two ranks or more", len(s.Backends))
@@ -83,15 +83,12 @@ func OpenExpertParallel(ctx context.Context, s ExpertSpec) (_ *Set, err error) {
 // adapter of those, and an optimizer whose norm counts every rank's
 // experts.
 func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kernels.Backend) (*Replica, error) {
-	l, err := loader.Open(ctx, loader.Spec{Model: s.Model, Backend: be, Log: s.Log})
-	if err != nil {
-		return nil, err
-	}
 	coll, err := g.Join(r, be)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.Base.ShardExperts(coll); err != nil {
+	l, err := loader.Open(ctx, loader.Spec{Model: s.Model, Backend: be, Experts: coll, Log: s.Log})
+	if err != nil {
 		return nil, err
 	}
 	ad, err := lora.New(l.Base, s.LoRA, s.Seed)
