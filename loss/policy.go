@@ -82,6 +82,16 @@ func CountBatch(samples []Sample, cfg Config) Batch {
 // (entropy, KL, clip and mismatch fractions) are over the share's own
 // trained tokens, for the caller to weigh.
 func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens int) (Stats, error) {
+	return PolicyGradientPadded(policy, samples, whole, cfg, maxTokens, microTokens, 0)
+}
+
+// PolicyGradientPadded is PolicyGradientOfShare that runs passes forward
+// and backward passes in all when its share takes fewer (Passes): after
+// its own, idle ones (idlePass). Expert-parallel ranks pad to the most
+// any of them takes: each pass's sparse layers exchange rows among all
+// the ranks, and a rank with nothing left to train still runs its
+// experts on the others' rows.
+func PolicyGradientPadded(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens, passes int) (Stats, error) {
 	var st Stats
 	for i, s := range samples {
 		if len(s.Prompt) == 0 || len(s.Completion) == 0 {
@@ -94,7 +104,7 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 	weights, total := tokenWeights(samples, whole, cfg, maxTokens)
 	st.Tokens = total
 	if total == 0 {
-		return st, nil
+		return st, idlePasses(policy, cfg, passes)
 	}
 	trained := 0
 	for _, ws := range weights {
@@ -106,7 +116,7 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 	}
 	if trained == 0 {
 		st.Tokens = 0
-		return st, nil // nothing carries loss: no forward to run
+		return st, idlePasses(policy, cfg, passes) // nothing carries loss: no forward of its own to run
 	}
 	stats := newStepStats(policy.Backend, trained, cfg.Beta != 0)
 	defer stats.free()
@@ -115,10 +125,14 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 		sums.auxCoef = coef
 		sums.auxTokens = whole.SeqTokens
 	}
-	for _, mb := range microBatches(samples, weights, sums.sharePrompts(), microTokens) {
+	mbs := microBatches(samples, weights, sums.sharePrompts(), microTokens)
+	for _, mb := range mbs {
 		if err := policyMicroBatch(policy, samples[mb[0]:mb[1]], weights[mb[0]:mb[1]], cfg, &sums, stats); err != nil {
 			return st, err
 		}
+	}
+	if err := idlePasses(policy, cfg, passes-len(mbs)); err != nil {
+		return st, err
 	}
 	// The step's metrics come back once, after its last micro-batch.
 	if err := stats.read(&sums); err != nil {

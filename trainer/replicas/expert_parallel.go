@@ -23,7 +23,9 @@ import (
 // the experts' ranks (model/moe_ep_exchange.go); the replicated
 // adapters' gradients are summed with one all-reduce, the experts' stay
 // where they are (each rank's are already the whole batch's, every
-// rank's tokens having passed through them); and the gradient norm is
+// rank's tokens having passed through them); a rank whose share takes
+// fewer passes than another's pads with idle ones (loss.PolicyGradientPadded),
+// since its experts serve the other ranks' passes; and the gradient norm is
 // the global one (optim.AdamW.ShardAcross). Sampling under expert
 // parallelism is not wired, so the set plays no rollouts; nor does the
 // trainer open one from a run's devices yet: OpenExpertParallel is the
@@ -110,22 +112,15 @@ func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kern
 		coll: coll, local: local}, nil
 }
 
-// samePasses checks, before a step, that every rank would run as many
-// forward and backward passes over its share: each pass's sparse layers
-// exchange rows among all the ranks, so a rank with one pass fewer would
-// leave the others waiting. Padding a rank with an empty pass is not
-// wired; micro_batch_tokens large enough for every share to run whole
-// (one pass each) always agrees.
-func (s *Set) samePasses(shares [][]loss.Sample, whole loss.Batch, st update.Settings) error {
-	passes := make([]int, len(s.reps))
+// mostPasses is the most forward and backward passes any rank's share
+// takes: every rank runs as many (loss.PolicyGradientPadded), since each
+// pass's sparse layers exchange rows among all the ranks.
+func (s *Set) mostPasses(shares [][]loss.Sample, whole loss.Batch, st update.Settings) int {
+	most := 0
 	for i, rep := range s.reps {
-		passes[i] = loss.Passes(rep.Policy.Model, shares[i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens)
-		if passes[i] != passes[0] {
-			return fmt.Errorf("expert parallel: the ranks' shares take %v forward passes of micro_batch_tokens %d; every rank must run as many (each pass exchanges rows among them) — padding a short rank is not wired yet, so raise micro_batch_tokens until each share runs whole",
-				passes, st.MicroBatchTokens)
-		}
+		most = max(most, loss.Passes(rep.Policy.Model, shares[i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens))
 	}
-	return nil
+	return most
 }
 
 // replicated lists the adapter parameters every rank holds alike: all,

@@ -32,8 +32,16 @@ var epLoRA = lora.Config{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "v
 // device's. Per step and pass (one per rank here): one ExchangeCounts and
 // two AllToAll per sparse layer forward, two AllToAll backward; and two
 // all-reduces per step (the replicated gradients, the norm's squares).
+//
+// With micro-batches of 32 tokens the ranks' shares take different
+// numbers of passes (checked), and the rank with fewer pads with idle
+// ones: the same numbers, a pass's collectives per pass of the most.
 func TestExpertParallelStepsMatchOneDevice(t *testing.T) {
-	checkExpertParallelSteps(t, func() kernels.Backend { return cpu.New() }, 1e-3)
+	for _, micro := range []int{1 << 12, 32} {
+		t.Run(fmt.Sprint("micro-batch tokens ", micro), func(t *testing.T) {
+			checkExpertParallelSteps(t, func() kernels.Backend { return cpu.New() }, 1e-3, micro)
+		})
+	}
 }
 
 // TestExpertParallelStepsMatchOneDeviceEmu is the same on emu devices.
@@ -45,12 +53,13 @@ func TestExpertParallelStepsMatchOneDeviceEmu(t *testing.T) {
 		b := emu.New()
 		t.Cleanup(func() { b.Close() })
 		return b
-	}, 1e-5)
+	}, 1e-5, 1<<12)
 }
 
-// checkExpertParallelSteps runs the steps on backends from open and
-// holds each adapter parameter to perParam (checkRanksAdapters).
-func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perParam float64) {
+// checkExpertParallelSteps runs the steps on backends from open, in
+// passes of micro tokens, and holds each adapter parameter to perParam
+// (checkRanksAdapters).
+func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perParam float64, micro int) {
 	dir := t.TempDir()
 	if err := tinymodel.Write(dir, filepath.Join("..", "..", "testdata", "models", "qwen3-moe-tiny")); err != nil {
 		t.Fatal(err)
@@ -84,10 +93,14 @@ func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perPara
 	for _, m := range []*model.Model{one.Model, s.Replica(0).Policy.Model, s.Replica(1).Policy.Model} {
 		m.Config.RouterAuxLossCoef = 0
 	}
-	set := update.Settings{Loss: loss.DefaultConfig(), MaxTokens: 8, MicroBatchTokens: 1 << 12, MaxSteps: 10}
+	set := update.Settings{Loss: loss.DefaultConfig(), MaxTokens: 8, MicroBatchTokens: micro, MaxSteps: 10}
 	sparse := one.Model.Config.SparseLayers()
+	passes, padded := 0, false
 	for step := 1; step <= 3; step++ {
 		rollouts := scored(4, uint64(step))
+		most, fewest := rankPasses(t, s, rollouts, set)
+		passes += most
+		padded = padded || fewest < most
 		want, err := update.Step(one, inRankOrder(t, s, rollouts, 4, set), 4, set)
 		if err != nil {
 			t.Fatal(err)
@@ -104,14 +117,34 @@ func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perPara
 				t.Errorf("step %d: %s %v under expert parallelism, %v on one device (relative %.2g)", step, c.what, c.got, c.want, d)
 			}
 		}
-		if c, a := s.Calls("counts"), s.Calls("all-to-all"); c != step*sparse || a != 4*step*sparse {
-			t.Errorf("after step %d: %d count exchanges and %d all-to-alls, want %d and %d", step, c, a, step*sparse, 4*step*sparse)
+		if c, a := s.Calls("counts"), s.Calls("all-to-all"); c != passes*sparse || a != 4*passes*sparse {
+			t.Errorf("after step %d (%d passes): %d count exchanges and %d all-to-alls, want %d and %d", step, passes, c, a, passes*sparse, 4*passes*sparse)
 		}
 		if r := s.Calls("all-reduce"); r != 2*step {
 			t.Errorf("after step %d: %d all-reduces, want %d", step, r, 2*step)
 		}
 	}
 	checkRanksAdapters(t, one, s, perParam)
+	if micro < 1<<12 && !padded {
+		t.Errorf("micro-batches of %d tokens: the ranks' shares took as many passes in every step; the test wants a step that pads", micro)
+	}
+}
+
+// rankPasses is the most and fewest passes the ranks' shares of a step of
+// rollouts take.
+func rankPasses(t *testing.T, s *Set, rollouts []update.Scored, st update.Settings) (most, fewest int) {
+	t.Helper()
+	b, err := update.Prepare(rollouts, 4, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := loss.CountBatch(b.Samples, st.Loss)
+	fewest = math.MaxInt
+	for i, share := range s.share(b) {
+		n := loss.Passes(s.Replica(i).Policy.Model, share, whole, st.Loss, st.MaxTokens, st.MicroBatchTokens)
+		most, fewest = max(most, n), min(fewest, n)
+	}
+	return most, fewest
 }
 
 // inRankOrder is rollouts with the groups s.Step gives rank 0 first,
