@@ -35,11 +35,16 @@ var epLoRA = lora.Config{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "v
 //
 // With micro-batches of 32 tokens the ranks' shares take different
 // numbers of passes (checked), and the rank with fewer pads with idle
-// ones: the same numbers, a pass's collectives per pass of the most.
+// ones: the same numbers, a pass's collectives per pass of the most. With
+// the KL penalty on, each pass adds the reference's forward (one
+// ExchangeCounts and two AllToAll per sparse layer).
 func TestExpertParallelStepsMatchOneDevice(t *testing.T) {
-	for _, micro := range []int{1 << 12, 32} {
-		t.Run(fmt.Sprint("micro-batch tokens ", micro), func(t *testing.T) {
-			checkExpertParallelSteps(t, func() kernels.Backend { return cpu.New() }, 1e-3, micro)
+	for _, c := range []struct {
+		micro int
+		beta  float64
+	}{{1 << 12, 0}, {32, 0}, {32, 0.05}} {
+		t.Run(fmt.Sprintf("micro-batch tokens %d, beta %g", c.micro, c.beta), func(t *testing.T) {
+			checkExpertParallelSteps(t, func() kernels.Backend { return cpu.New() }, 1e-3, c.micro, c.beta)
 		})
 	}
 }
@@ -53,13 +58,13 @@ func TestExpertParallelStepsMatchOneDeviceEmu(t *testing.T) {
 		b := emu.New()
 		t.Cleanup(func() { b.Close() })
 		return b
-	}, 1e-5, 1<<12)
+	}, 1e-5, 1<<12, 0)
 }
 
 // checkExpertParallelSteps runs the steps on backends from open, in
-// passes of micro tokens, and holds each adapter parameter to perParam
-// (checkRanksAdapters).
-func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perParam float64, micro int) {
+// passes of micro tokens with KL coefficient beta, and holds each adapter
+// parameter to perParam (checkRanksAdapters).
+func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perParam float64, micro int, beta float64) {
 	dir := t.TempDir()
 	if err := tinymodel.Write(dir, filepath.Join("..", "..", "testdata", "models", "qwen3-moe-tiny")); err != nil {
 		t.Fatal(err)
@@ -94,6 +99,11 @@ func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perPara
 		m.Config.RouterAuxLossCoef = 0
 	}
 	set := update.Settings{Loss: loss.DefaultConfig(), MaxTokens: 8, MicroBatchTokens: micro, MaxSteps: 10}
+	set.Loss.Beta = beta
+	forwards := 1 // per pass: the policy's, and the KL reference's
+	if beta != 0 {
+		forwards = 2
+	}
 	sparse := one.Model.Config.SparseLayers()
 	passes, padded := 0, false
 	for step := 1; step <= 3; step++ {
@@ -117,8 +127,9 @@ func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perPara
 				t.Errorf("step %d: %s %v under expert parallelism, %v on one device (relative %.2g)", step, c.what, c.got, c.want, d)
 			}
 		}
-		if c, a := s.Calls("counts"), s.Calls("all-to-all"); c != passes*sparse || a != 4*passes*sparse {
-			t.Errorf("after step %d (%d passes): %d count exchanges and %d all-to-alls, want %d and %d", step, passes, c, a, passes*sparse, 4*passes*sparse)
+		wantC, wantA := passes*sparse*forwards, passes*sparse*(2*forwards+2)
+		if c, a := s.Calls("counts"), s.Calls("all-to-all"); c != wantC || a != wantA {
+			t.Errorf("after step %d (%d passes): %d count exchanges and %d all-to-alls, want %d and %d", step, passes, c, a, wantC, wantA)
 		}
 		if r := s.Calls("all-reduce"); r != 2*step {
 			t.Errorf("after step %d: %d all-reduces, want %d", step, r, 2*step)
