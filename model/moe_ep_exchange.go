@@ -24,13 +24,14 @@ import "github.com/grpo-dev/grpo/kernels"
 
 // expertExchange is what a sparse layer's forward exchanged, kept for
 // its backward: the rows this rank sent each rank and received from each,
-// the permutation from received order to its experts' order, the
-// received rows' buffer (where each AllToAll lands or leaves from), and
-// the experts' rows with what their forward keeps.
+// the permutation from received order to its experts' order, and the
+// experts' rows with what their backward reads (the received input, gate,
+// up and each adapter's x·Aᵀ; its forward's activation, fused gate/up
+// and output, and the buffer the rows land in and leave from, live
+// through the layer's forward only).
 type expertExchange struct {
 	sent, received []int
 	perm           kernels.Buffer // I32: expert-major row i is received row perm[i]
-	moved          kernels.Buffer // rows × hidden, in received order
 	local          expertRows
 }
 
@@ -49,7 +50,9 @@ func (m *Model) expertsExchanged(b moe, a *arena, l int, s *moeActs, rows int) {
 	if ep.err != nil {
 		return // the group has failed; ForwardTrain reports it
 	}
-	ex, err := m.dispatch(a, l, s.xp, s.offsets)
+	tmp := &arena{be: m.Backend}
+	defer tmp.free()
+	ex, moved, err := m.dispatch(a, tmp, l, s.xp, s.offsets)
 	if err != nil {
 		ep.fail(err)
 		return
@@ -59,20 +62,22 @@ func (m *Model) expertsExchanged(b moe, a *arena, l int, s *moeActs, rows int) {
 	if e.rows > 0 {
 		m.expertsForward(b, l, e)
 	}
-	m.Backend.ScatterRows(ex.moved, e.y, ex.perm, e.rows, hd)
-	ep.fail(ep.coll.AllToAll(ex.moved, ex.received, s.yp, ex.sent, hd))
+	m.Backend.ScatterRows(moved, e.y, ex.perm, e.rows, hd)
+	ep.fail(ep.coll.AllToAll(moved, ex.received, s.yp, ex.sent, hd))
 }
 
 // dispatch exchanges the counts of xp's rows (grouped by expert,
 // offsets over every expert) and sends them to their experts' ranks,
-// gathering what this rank receives into its experts' order.
-func (m *Model) dispatch(a *arena, l int, xp, offsets kernels.Buffer) (*expertExchange, error) {
+// gathering what this rank receives into its experts' order. What the
+// backward reads goes into a, the rest into tmp; moved is the rows as
+// they arrived, in tmp.
+func (m *Model) dispatch(a, tmp *arena, l int, xp, offsets kernels.Buffer) (ex *expertExchange, moved kernels.Buffer, err error) {
 	be, c, coll := m.Backend, m.Config, m.ep.coll
 	ne, hd := c.NumExperts, c.HiddenSize
 	off := make([]int32, ne+1)
 	be.DownloadI32(off, offsets)
 	if err := be.Sync(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	counts := make([]int, ne)
 	for e := range counts {
@@ -80,20 +85,22 @@ func (m *Model) dispatch(a *arena, l int, xp, offsets kernels.Buffer) (*expertEx
 	}
 	got, err := coll.ExchangeCounts(counts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	_, per := m.LocalExperts()
-	ex := &expertExchange{sent: blockSums(counts, per), received: blockSums(got, per)}
+	ex = &expertExchange{sent: blockSums(counts, per), received: blockSums(got, per)}
 	perm, local := expertOrder(got, per)
-	m.exchangeSpecs(ex, l, len(perm), per).alloc(a)
+	kept, rest := m.exchangeSpecs(ex, &moved, l, len(perm), per)
+	kept.alloc(a)
+	rest.alloc(tmp)
 	ex.local.rows, ex.local.experts = len(perm), per
 	be.UploadI32(ex.perm, perm)
 	be.UploadI32(ex.local.offsets, local)
-	if err := coll.AllToAll(xp, ex.sent, ex.moved, ex.received, hd); err != nil {
-		return nil, err
+	if err := coll.AllToAll(xp, ex.sent, moved, ex.received, hd); err != nil {
+		return nil, nil, err
 	}
-	be.GatherRows(ex.local.x, ex.moved, ex.perm, len(perm), hd)
-	return ex, nil
+	be.GatherRows(ex.local.x, moved, ex.perm, len(perm), hd)
+	return ex, moved, nil
 }
 
 // blockSums sums counts in blocks of per: the rows for (or from) each
@@ -140,28 +147,28 @@ func expertOrder(got []int, per int) (perm, offsets []int32) {
 
 // exchangeSpecs lists a layer's exchange buffers for rows received rows
 // over per local experts (at least one row each: an arena buffer has
-// elements): the permutation and offsets, the received rows, and the
-// experts' input, gate, up, activation, fused gate/up, output and each
-// adapted projection's x·Aᵀ.
-func (m *Model) exchangeSpecs(ex *expertExchange, l, rows, per int) bufSpecs {
+// elements): kept for the backward, the permutation and offsets and the
+// experts' input, gate, up and each adapted projection's x·Aᵀ; the rest,
+// the received rows as they arrived (moved), the fused gate/up, the
+// activation and the output.
+func (m *Model) exchangeSpecs(ex *expertExchange, moved *kernels.Buffer, l, rows, per int) (kept, rest bufSpecs) {
 	c, e := m.Config, &ex.local
 	r, hd, mi := max(rows, 1), c.HiddenSize, c.MoEIntermediateSize
-	var b bufSpecs
-	b.i32(&ex.perm, r)
-	b.i32(&e.offsets, per+1)
-	b.f32(&ex.moved, r*hd)
-	b.f32(&e.x, r*hd)
-	for _, dst := range []*kernels.Buffer{&e.gate, &e.up, &e.act} {
-		b.f32(dst, r*mi)
-	}
-	b.f32(&e.fused, r*2*mi)
-	b.f32(&e.y, r*hd)
+	kept.i32(&ex.perm, r)
+	kept.i32(&e.offsets, per+1)
+	kept.f32(&e.x, r*hd)
+	kept.f32(&e.gate, r*mi)
+	kept.f32(&e.up, r*mi)
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
 		if lr := m.expertLoRA(l, p); lr != nil {
-			b.f32(&e.xa[p], r*lr.Rank)
+			kept.f32(&e.xa[p], r*lr.Rank)
 		}
 	}
-	return b
+	rest.f32(moved, r*hd)
+	rest.f32(&e.fused, r*2*mi)
+	rest.f32(&e.act, r*mi)
+	rest.f32(&e.y, r*hd)
+	return kept, rest
 }
 
 // expertsBackwardExchanged is moeBackward's experts under expert
@@ -177,26 +184,30 @@ func (m *Model) expertsBackwardExchanged(b moe, l int, s *moeActs, dyp, dxp kern
 	a := &arena{be: be}
 	defer a.free()
 	var g expertGrads
+	var moved kernels.Buffer
 	e := ex.local
-	m.exchangeGradSpecs(&g, l, e.rows).alloc(a)
-	if err := ep.coll.AllToAll(dyp, ex.sent, ex.moved, ex.received, hd); err != nil {
+	m.exchangeGradSpecs(&g, &moved, &e.act, l, e.rows).alloc(a)
+	if err := ep.coll.AllToAll(dyp, ex.sent, moved, ex.received, hd); err != nil {
 		ep.fail(err)
 		return
 	}
-	be.GatherRows(g.dy, ex.moved, ex.perm, e.rows, hd)
+	be.GatherRows(g.dy, moved, ex.perm, e.rows, hd)
 	if e.rows > 0 {
 		m.expertsBackward(b, l, e, g)
 	}
-	be.ScatterRows(ex.moved, g.dx, ex.perm, e.rows, hd)
-	ep.fail(ep.coll.AllToAll(ex.moved, ex.received, dxp, ex.sent, hd))
+	be.ScatterRows(moved, g.dx, ex.perm, e.rows, hd)
+	ep.fail(ep.coll.AllToAll(moved, ex.received, dxp, ex.sent, hd))
 }
 
 // exchangeGradSpecs lists the experts' backward scratch over rows
-// received rows (at least one).
-func (m *Model) exchangeGradSpecs(g *expertGrads, l, rows int) bufSpecs {
+// received rows (at least one): where the rows land and leave from, the
+// recomputed activation, and the gradients.
+func (m *Model) exchangeGradSpecs(g *expertGrads, moved, act *kernels.Buffer, l, rows int) bufSpecs {
 	c := m.Config
 	r, hd, mi := max(rows, 1), c.HiddenSize, c.MoEIntermediateSize
 	var b bufSpecs
+	b.f32(moved, r*hd)
+	b.f32(act, r*mi)
 	b.f32(&g.dy, r*hd)
 	b.f32(&g.dx, r*hd)
 	for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
