@@ -41,6 +41,10 @@ type moeActs struct {
 	// the experts' gate, up and x·Aᵀ live (this rank's experts' rows,
 	// not the layer's own); nil on one device.
 	ep *expertExchange
+	// exchange is the arena ep's buffers go into when it is not the
+	// forward's: a checkpointed layer's own, whose backward reruns the
+	// forward, exchange and all.
+	exchange *arena
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -86,7 +90,7 @@ func (m *Model) newMoEActs(a, keep *arena, l, n int, ad *AdapterShape, experts k
 	if scratch != nil {
 		s.moeScratch = *scratch
 	}
-	rest, kept := m.Config.moeActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay, ep: m.ep != nil})
+	rest, kept := m.Config.moeActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
 	rest.alloc(a)
 	kept.alloc(keep)
 	m.finishMoEActs(s, n)
@@ -108,10 +112,8 @@ func (m *Model) finishMoEActs(s *moeActs, n int) {
 // moeOwn says what a sparse layer's set allocates beside its own
 // buffers: its experts buffer (a training trace allocates every sparse
 // layer's up front, newRouting), the forward scratch (a trace shares one)
-// and under replay the recomputed top-k; and under expert parallelism
-// (ep) not the experts' gate, up and x·Aᵀ, which the exchange allocates
-// for the rows the rank receives.
-type moeOwn struct{ experts, scratch, replay, ep bool }
+// and under replay the recomputed top-k.
+type moeOwn struct{ experts, scratch, replay bool }
 
 // moeActSpecs lists sparse layer l's set for n tokens (newMoEActs), the
 // part a checkpointed layer's trace keeps apart (kept): per token the
@@ -120,10 +122,11 @@ type moeOwn struct{ experts, scratch, replay, ep bool }
 // output and each adapted expert projection's x·Aᵀ; the grouping's
 // offsets; the experts buffer and the forward scratch when the set owns
 // them (own), the recomputed top-k under replay; and the shared expert's
-// set.
+// set. An expert-parallel rank's (shardedExperts) has no gate, up or
+// expert x·Aᵀ: the exchange holds those of the rows it receives.
 func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn) (rest, kept bufSpecs) {
 	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
-	rows := n * k
+	rows, ep := n*k, c.shardedExperts()
 	router := &rest
 	if ad.TrainsRouter() {
 		router = &kept
@@ -133,7 +136,7 @@ func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn)
 	router.i32(&s.offsets, ne+1)
 	rest.i32(&s.tokens, rows)
 	rest.i32(&s.rows, rows)
-	if !own.ep {
+	if !ep {
 		rest.f32(&s.gate, rows*mi)
 		rest.f32(&s.up, rows*mi)
 	}
@@ -148,7 +151,7 @@ func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn)
 		kept.i32(&s.recomputed, rows)
 	}
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
-		if !own.ep {
+		if !ep {
 			rest.f32(&s.xa[p], rows*ad.expertRank(l, p))
 		}
 	}
@@ -220,24 +223,28 @@ func (g *moeGrads) expertGrads() expertGrads {
 	return expertGrads{dy: g.dyp, dx: g.dxp, dAct: g.dAct, dGate: g.dGate, dUp: g.dUp, dFused: g.dFused, dyB: g.dyB}
 }
 
-// moeGradSpecs lists sparse layer l's MLP backward scratch for n tokens.
+// moeGradSpecs lists sparse layer l's MLP backward scratch for n tokens;
+// an expert-parallel rank's (shardedExperts) leaves out the experts'
+// backward, which the exchange runs over the rows it received.
 func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs {
 	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	rows := n * k
 	var b bufSpecs
 	b.f32(&g.dh2, n*hd)
-	b.f32(&g.xp, rows*hd)
-	b.f32(&g.act, rows*mi)
 	b.f32(&g.dyp, rows*hd)
 	b.f32(&g.dw, rows)
-	for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
-		b.f32(dst, rows*mi)
-	}
-	b.f32(&g.dFused, rows*2*mi)
 	b.f32(&g.dxp, rows*hd)
 	b.f32(&g.dLogits, n*ne)
-	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
-		b.f32(&g.dyB[p], rows*ad.expertRank(l, p))
+	if !c.shardedExperts() {
+		b.f32(&g.xp, rows*hd)
+		b.f32(&g.act, rows*mi)
+		for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
+			b.f32(dst, rows*mi)
+		}
+		b.f32(&g.dFused, rows*2*mi)
+		for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
+			b.f32(&g.dyB[p], rows*ad.expertRank(l, p))
+		}
 	}
 	b.f32(&g.routerDyB, n*ad.routerRank(l))
 	if c.SharedExpertIntermediateSize > 0 {

@@ -21,6 +21,12 @@ type MoEConfig struct {
 	held struct{ first, n int }
 }
 
+// shardedExperts reports whether the config is an expert-parallel rank's
+// (LoadExperts, ShardExperts): its sparse layers' experts run on the rows
+// the exchange brings (moe_ep_exchange.go), which has their buffers, so
+// the layer's own sets leave them out.
+func (c *Config) shardedExperts() bool { return c.held.n != 0 }
+
 // heldExperts is the range of experts the weights' specs load: every
 // expert, or an expert-parallel rank's (LoadExperts).
 func (c *Config) heldExperts() (first, n int) {

@@ -63,6 +63,7 @@ func (m *Model) ShardExperts(coll kernels.Collective) error {
 		w.Experts = make([]Expert, n)
 		w.reslice(c)
 	}
+	c.held.first, c.held.n = first, n
 	m.ep = &expertParallel{coll: coll}
 	return be.Sync()
 }

@@ -44,11 +44,15 @@ func (ep *expertParallel) fail(err error) {
 
 // expertsExchanged is moeForward's experts under expert parallelism: from
 // s.xp (the layer's permuted rows, grouped by expert) into s.yp, through
-// the experts' ranks. The exchange goes into s.ep, its buffers into a.
+// the experts' ranks. The exchange goes into s.ep, its buffers into a
+// (s.exchange when set).
 func (m *Model) expertsExchanged(b moe, a *arena, l int, s *moeActs, rows int) {
 	ep, hd := m.ep, m.Config.HiddenSize
 	if ep.err != nil {
 		return // the group has failed; ForwardTrain reports it
+	}
+	if s.exchange != nil {
+		a = s.exchange
 	}
 	tmp := &arena{be: m.Backend}
 	defer tmp.free()
