@@ -153,3 +153,18 @@ func (r *Replica) freePolicy() {
 		r.Policy.Model.Free()
 	}
 }
+
+// SaveAdapter writes the set's adapter as one PEFT adapter directory:
+// replica 0's, or under expert parallelism every rank's experts with the
+// replicated parameters once (lora.SaveShards). baseModel is recorded as
+// lora.Save records it.
+func (s *Set) SaveAdapter(dir, baseModel string) error {
+	if !s.ep {
+		return lora.Save(dir, s.reps[0].Policy.Adapter, baseModel)
+	}
+	shards := make([]*lora.Adapter, len(s.reps))
+	for i, rep := range s.reps {
+		shards[i] = rep.Policy.Adapter
+	}
+	return lora.SaveShards(dir, shards, baseModel)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,8 +137,42 @@ func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perPara
 		}
 	}
 	checkRanksAdapters(t, one, s, perParam)
+	checkSavedAdapter(t, s, l.Base, dir)
 	if micro < 1<<12 && !padded {
 		t.Errorf("micro-batches of %d tokens: the ranks' shares took as many passes in every step; the test wants a step that pads", micro)
+	}
+}
+
+// checkSavedAdapter saves the ranks' adapter as one PEFT directory,
+// loads it onto base (every expert), and checks that it holds every
+// rank's values, bit for bit: the replicated ones once, each expert's
+// from its rank.
+func checkSavedAdapter(t *testing.T, s *Set, base *model.Model, modelDir string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "adapter")
+	if err := s.SaveAdapter(dir, modelDir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := lora.Load(dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Free()
+	want := map[string][]float32{}
+	for r := range s.Len() {
+		rep := s.Replica(r)
+		for _, p := range rep.Policy.Adapter.Params() {
+			want[p.Name] = download(rep.Backend, p.Value)
+		}
+	}
+	got := loaded.Params()
+	if len(got) != len(want) {
+		t.Fatalf("the saved adapter loads %d parameters, the ranks hold %d distinct ones", len(got), len(want))
+	}
+	for _, p := range got {
+		if v := download(base.Backend, p.Value); !slices.Equal(v, want[p.Name]) {
+			t.Errorf("saved %s differs from its rank's", p.Name)
+		}
 	}
 }
 
