@@ -20,7 +20,10 @@ import "github.com/grpo-dev/grpo/kernels"
 //
 // The backward sends yp's gradient out the same way, runs the experts'
 // backward there, and brings the input gradient home into dxp: two
-// AllToAll, with the forward's counts and permutation.
+// AllToAll, with the forward's counts and permutation. The counts are
+// host values (NCCL's sends take host counts), so each sparse layer's
+// forward waits for the device once, to read its grouping's offsets: the
+// one wait a training pass makes per layer under expert parallelism.
 
 // expertExchange is what a sparse layer's forward exchanged, kept for
 // its backward: the rows this rank sent each rank and received from each,

@@ -167,6 +167,11 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	}
 	be.MatMul(tr.logits, gemmInput(hF, hFb), m.W.LMHead, r, v, h, false, true, 1, 0)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
+	// An expert-parallel exchange that failed kept its error (moe_ep.go).
+	if err := m.exchangeErr(); err != nil {
+		tr.Free()
+		return nil, err
+	}
 	// No Sync: the forward stays queued, so a micro-batch's forward and
 	// backward make the host wait for nothing (on a GPU the host runs
 	// ahead); a device error surfaces at the caller's next Sync, where it
@@ -174,10 +179,6 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	// exception: RoutingMismatch is a host value, computed here from the
 	// recomputed and replayed top-k read back, so that forward waits (as
 	// Backward does for the load-balancing loss, Trace.AuxCoef).
-	if err := m.exchangeErr(); err != nil {
-		tr.Free()
-		return nil, err
-	}
 	if b.Experts != nil {
 		if err := be.Sync(); err != nil {
 			tr.Free()
