@@ -30,11 +30,20 @@ import (
 // Checkpointed (every layer under RecomputeLayer) the backward reruns
 // each sparse layer's forward, exchange included: one ExchangeCounts and
 // two AllToAll more per sparse layer, and the same numbers.
+//
+// Nemotron-H's relu² experts (with Mamba-2 layers) hold to 1e-5 too;
+// Qwen3.5-MoE to 1e-4 (measured 3.1e-5): its gated DeltaNet layers'
+// gradients on one device already differ by up to 9.5e-5 (relative L2,
+// qwen3_5-tiny, no experts) between the union batch and the two batches
+// run apart, so the batches' split, not the exchange, sets the bound.
 func TestExpertParallelMatchesOneDevice(t *testing.T) {
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny"} {
+	for _, c := range []struct {
+		name string
+		tol  float64
+	}{{"qwen3-moe-tiny", 1e-5}, {"glm4_moe-tiny", 1e-5}, {"nemotron_h-tiny", 1e-5}, {"qwen3_5-moe-tiny", 1e-4}} {
 		for _, checkpoint := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/checkpointed=%v", name, checkpoint), func(t *testing.T) {
-				checkExpertParallel(t, name, func() kernels.Backend { return cpu.New() }, checkpoint)
+			t.Run(fmt.Sprintf("%s/checkpointed=%v", c.name, checkpoint), func(t *testing.T) {
+				checkExpertParallel(t, c.name, func() kernels.Backend { return cpu.New() }, checkpoint, c.tol)
 			})
 		}
 	}
@@ -50,10 +59,12 @@ func TestExpertParallelMatchesOneDeviceEmu(t *testing.T) {
 		b := emu.New()
 		t.Cleanup(func() { b.Close() })
 		return b
-	}, false)
+	}, false, 1e-5)
 }
 
-func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend, checkpoint bool) {
+// checkExpertParallel compares the two ranks with one device on the
+// model name, holding every value to tol (relative L2).
+func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend, checkpoint bool, tol float64) {
 	const ranks = 2
 	dir := filepath.Join("..", "testdata", "models", name)
 	load := func() *Model {
@@ -126,7 +137,7 @@ func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend,
 	}
 	off := 0
 	for r := range ranks {
-		checkClose(t, fmt.Sprintf("rank %d log-probs", r), logps[r], wantLogp[off:off+len(logps[r])], 1e-5)
+		checkClose(t, fmt.Sprintf("rank %d log-probs", r), logps[r], wantLogp[off:off+len(logps[r])], tol)
 		off += len(logps[r])
 	}
 	starts := []int{0, len(logps[0])}
@@ -146,7 +157,7 @@ func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend,
 	if c, a := g.Calls("counts"), g.Calls("all-to-all"); c != sparse+reruns || a != 4*sparse+2*reruns {
 		t.Errorf("backward: %d count exchanges and %d all-to-alls in all, want %d and %d (two per sparse layer, and a rerun forward's)", c, a, sparse+reruns, 4*sparse+2*reruns)
 	}
-	checkShardedGrads(t, one, full, models)
+	checkShardedGrads(t, one, full, models, tol)
 }
 
 // trainOnce runs the forward and backward of b on m and returns the
@@ -230,7 +241,7 @@ func shardTestAdapter(full *moeTestAdapter, fullBe kernels.Backend, m *Model) *m
 // checkShardedGrads compares the ranks' gradients with one device's:
 // the replicated adapters' summed over the ranks, the experts' stacks as
 // slices of the one device's, and the norm of them all.
-func checkShardedGrads(t *testing.T, one *Model, full *moeTestAdapter, models []*Model) {
+func checkShardedGrads(t *testing.T, one *Model, full *moeTestAdapter, models []*Model, tol float64) {
 	t.Helper()
 	c := one.Config
 	down := func(be kernels.Backend, b kernels.Buffer) []float32 {
@@ -250,7 +261,7 @@ func checkShardedGrads(t *testing.T, one *Model, full *moeTestAdapter, models []
 					sum[k] += v
 				}
 			}
-			checkClose(t, fmt.Sprintf("layer %d %s", l, names[i]), sum, wv, 1e-5)
+			checkClose(t, fmt.Sprintf("layer %d %s", l, names[i]), sum, wv, tol)
 			wantSq, gotSq = wantSq+sumSq(wv), gotSq+sumSq(sum)
 		}
 		for p, e := range full.experts[l] {
@@ -264,14 +275,14 @@ func checkShardedGrads(t *testing.T, one *Model, full *moeTestAdapter, models []
 					first, n := m.LocalExperts()
 					le := m.Adapter.(*moeTestAdapter).experts[l][p]
 					got := down(m.Backend, [2]kernels.Buffer{le.DA, le.DB}[j])
-					checkClose(t, fmt.Sprintf("layer %d rank %d experts' %v gradient %d", l, r, Proj(p), j), got, w[first*per:(first+n)*per], 1e-5)
+					checkClose(t, fmt.Sprintf("layer %d rank %d experts' %v gradient %d", l, r, Proj(p), j), got, w[first*per:(first+n)*per], tol)
 					gotSq += sumSq(got)
 				}
 				wantSq += sumSq(w)
 			}
 		}
 	}
-	if d := math.Abs(math.Sqrt(gotSq)-math.Sqrt(wantSq)) / math.Sqrt(wantSq); !(d <= 1e-5) {
+	if d := math.Abs(math.Sqrt(gotSq)-math.Sqrt(wantSq)) / math.Sqrt(wantSq); !(d <= tol) {
 		t.Errorf("gradient norm %v under expert parallelism, %v on one device: relative difference %.2g", math.Sqrt(gotSq), math.Sqrt(wantSq), d)
 	}
 }
