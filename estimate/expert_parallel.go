@@ -93,6 +93,34 @@ func (s expertShard) a2aDetail(n int64) string {
 		n, s.topK, s.hidden, s.ep)
 }
 
+// receivedBytes is the rows one sparse layer's experts receive for a
+// micro-batch of n tokens on one device of the group, balanced: n ×
+// top-k rows of hidden f32. The trace keeps them, the experts' input, for
+// the backward (model/moe_ep_exchange.go); one device gathers its rows
+// again instead, but on a rank they came from the other ranks.
+func (s expertShard) receivedBytes(n int64) int64 { return n * s.topK * s.hidden * f32Bytes }
+
+// keptLayers is the sparse layers whose exchange the trace keeps under
+// pl: those not checkpointed (a checkpointed layer's rerun exchanges
+// again). 0 without expert parallelism.
+func (s expertShard) keptLayers(mc *model.Config, pl plan) int {
+	if !s.split() {
+		return 0
+	}
+	n := 0
+	for l := range mc.NumLayers - pl.layers {
+		if mc.IsSparse(l) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s expertShard) receivedDetail(n int64, layers int) string {
+	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d hidden × 4 B (f32): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
+		layers, n, s.topK, s.hidden)
+}
+
 // weightItems adds the base weights: all of them, or, split over an
 // expert-parallel group, the replicated part and this device's routed
 // experts.

@@ -18,7 +18,9 @@ import (
 // adapters 48 × 128 × 16 × 3 × (2048 + 768); over 4 devices each holds
 // 32 experts and their adapters, the rest whole; the sampling and
 // training phases gain two receive buffers of tokens × 8 × 2048 f32 and
-// the per-peer counts, and nothing else changes. Over 3 devices the
+// the per-peer counts, training the received rows each sparse layer keeps
+// for its backward (48 × tokens × 8 × 2048 f32), and nothing else
+// changes. Over 3 devices the
 // experts split unevenly: 43 on each (the last has 42; the estimate
 // prices the largest share).
 func TestExpertParallelItems(t *testing.T) {
@@ -53,6 +55,8 @@ func TestExpertParallelItems(t *testing.T) {
 			// The largest forward of sampling: one prefill chunk of 2048 tokens.
 			{PhaseSampling, "all-to-all buffers", 2*2048*8*2048*4 + 2*int64(ep)*4},
 			{PhaseTraining, "all-to-all buffers", 2*4096*8*2048*4 + 2*int64(ep)*4},
+			// Every sparse layer keeps its received rows (none checkpointed).
+			{PhaseTraining, "received expert inputs", 48 * 4096 * 8 * 2048 * 4},
 		} {
 			if got := item(t, e, c.phase, c.name); got != c.want {
 				t.Errorf("EP %d: %s %s %d, want %d", ep, c.phase, c.name, got, c.want)

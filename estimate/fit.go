@@ -36,7 +36,7 @@ func CheckRun(ctx context.Context, cfg *config.Config, override string) error {
 func DevicesFit(ctx context.Context, cfg *config.Config, devices []kernels.DeviceID, override string) error {
 	plan, err := PlanDevices(ctx, cfg, devices, RunOptions{})
 	if err == nil && plan.EP > 1 {
-		err = fmt.Errorf("the model does not fit each device whole (%s), and expert-parallel training is not built yet", plan.Why)
+		err = fmt.Errorf("the model does not fit each device whole (%s), and a run does not train expert parallel yet (the MoE block and an in-process step do, but sampling under it and the run's wiring are not built: docs/scale.md)", plan.Why)
 	}
 	if err == nil {
 		err = Misfit(plan.Shares)

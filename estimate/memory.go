@@ -695,6 +695,9 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		// gradients to the experts and the inputs' gradients back).
 		add("all-to-all buffers (expert parallel)", a2a, ep.a2aDetail(n))
 	}
+	if layers := ep.keptLayers(mc, pl); layers > 0 {
+		add("received expert inputs (expert parallel)", int64(layers)*ep.receivedBytes(n), ep.receivedDetail(n, layers))
+	}
 	// The loss buffers (sampler log-probs, adv, w, dlogp; ref with beta >
 	// 0, π_old with a correction; the sequences' starts) are allocated
 	// after the KL reference trace is freed, with the backward scratch;

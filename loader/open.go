@@ -31,6 +31,10 @@ type Spec struct {
 	// with Loaded.Tokenizer nil, for callers that work from token ids
 	// alone. A directory that has them is still checked against the model.
 	TokenizerOptional bool
+	// Experts, when not nil, makes Open load only this rank's share of a
+	// mixture-of-experts model's experts, sharded over the collective's
+	// ranks (model.LoadExperts: expert parallelism).
+	Experts kernels.Collective
 	// Log receives Open's one-line notes (checkpoint tensors it skipped,
 	// such as a vision tower); nil drops them.
 	Log func(string)
@@ -56,6 +60,9 @@ type Loaded struct {
 // failure is one error line naming the Spec field at fault (model = ...,
 // adapter = ..., device = ...); weights loaded before a failure are freed.
 func Open(ctx context.Context, s Spec) (*Loaded, error) {
+	if s.Experts != nil && s.Adapter != "" {
+		return nil, fmt.Errorf("adapter = %q: applying a saved adapter to a rank's share of the experts is not wired; expert-parallel ranks build theirs (lora.New)", s.Adapter)
+	}
 	l := &Loaded{Backend: s.Backend}
 	var err error
 	if l.Backend == nil {
@@ -69,7 +76,12 @@ func Open(ctx context.Context, s Spec) (*Loaded, error) {
 	if l.Tokenizer, err = loadTokenizer(l.Dir, s.TokenizerOptional); err != nil {
 		return nil, fmt.Errorf("model = %q: %w", s.Model, err)
 	}
-	if l.Base, err = model.Load(l.Dir, l.Backend); err != nil {
+	if s.Experts != nil {
+		l.Base, err = model.LoadExperts(l.Dir, l.Backend, s.Experts)
+	} else {
+		l.Base, err = model.Load(l.Dir, l.Backend)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("model = %q: %w", s.Model, err)
 	}
 	if l.Base.Skipped != "" && s.Log != nil {

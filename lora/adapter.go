@@ -100,12 +100,13 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 					continue
 				}
 				in, out := m.Config.ExpertDims(p)
+				first, local := m.LocalExperts()
 				var av, bv [][]float32
-				for e := range m.Config.NumExperts {
+				for e := first; e < first+local; e++ {
 					av = append(av, initA(expertKey(a.cfg, layer, e, p, "A"), in))
 					bv = append(bv, make([]float32, out*cfg.Rank))
 				}
-				a.addExperts(layer, p, cfg.Rank, cfg.Alpha, av, bv)
+				a.addExperts(layer, p, cfg.Rank, cfg.Alpha, first, av, bv)
 				continue
 			}
 			in, out := m.Config.Dims(p)

@@ -45,12 +45,14 @@ func isExpertProj(c *model.Config, layer int, p model.Proj) bool {
 	return c.IsSparse(layer) && p.IsMLP()
 }
 
-// addExperts uploads the (A, B) pairs of projection p of every expert of
-// layer (av[e] rank × in, bv[e] out × rank) into stacked buffers with
-// zeroed gradients, and lists each expert's matrices as Params.
-func (a *Adapter) addExperts(layer int, p model.Proj, rank int, alpha float64, av, bv [][]float32) {
+// addExperts uploads the (A, B) pairs of projection p of experts first,
+// first+1, … of layer (av[i] rank × in, bv[i] out × rank, for expert
+// first+i: every expert, or an expert-parallel rank's, model.LocalExperts)
+// into stacked buffers with zeroed gradients, and lists each expert's
+// matrices as Params, named by their expert's index in the model.
+func (a *Adapter) addExperts(layer int, p model.Proj, rank int, alpha float64, first int, av, bv [][]float32) {
 	in, out := a.cfg.ExpertDims(p)
-	ne := a.cfg.NumExperts
+	ne := len(av)
 	stack := func(vs [][]float32, n int) kernels.Buffer {
 		all := make([]float32, 0, ne*n)
 		for _, v := range vs {
@@ -75,12 +77,13 @@ func (a *Adapter) addExperts(layer int, p model.Proj, rank int, alpha float64, a
 		a.views[v] = true
 		return v
 	}
-	for e := range ne {
+	for i := range ne {
+		e := first + i
 		a.params = append(a.params,
 			Param{Name: expertKey(a.cfg, layer, e, p, "A"), Layer: layer, Proj: p, Expert: e,
-				Value: view(l.A, e, rank*in), Grad: view(l.DA, e, rank*in), Shape: [2]int{rank, in}},
+				Value: view(l.A, i, rank*in), Grad: view(l.DA, i, rank*in), Shape: [2]int{rank, in}},
 			Param{Name: expertKey(a.cfg, layer, e, p, "B"), Layer: layer, Proj: p, Expert: e,
-				Value: view(l.B, e, out*rank), Grad: view(l.DB, e, out*rank), Shape: [2]int{out, rank}})
+				Value: view(l.B, i, out*rank), Grad: view(l.DB, i, out*rank), Shape: [2]int{out, rank}})
 	}
 }
 

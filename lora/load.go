@@ -154,7 +154,7 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 			}
 			if isExpertProj(c, layer, p) {
 				if ep := unfused[p]; ep != nil {
-					a.addExperts(layer, p, ep.rank, ep.alpha, ep.a, ep.b)
+					a.addExperts(layer, p, ep.rank, ep.alpha, 0, ep.a, ep.b)
 					adapted[p] = true
 				}
 				if fusedAt[layer] {
@@ -313,7 +313,7 @@ func (pc *peftConfig) addExperts(a *Adapter, wPath string, c *model.Config, laye
 		rank0, alpha0 = rank, alpha
 		avs, bvs = append(avs, av), append(bvs, bv)
 	}
-	a.addExperts(layer, p, rank0, alpha0, avs, bvs)
+	a.addExperts(layer, p, rank0, alpha0, 0, avs, bvs)
 	return nil
 }
 

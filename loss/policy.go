@@ -82,6 +82,16 @@ func CountBatch(samples []Sample, cfg Config) Batch {
 // (entropy, KL, clip and mismatch fractions) are over the share's own
 // trained tokens, for the caller to weigh.
 func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens int) (Stats, error) {
+	return PolicyGradientPadded(policy, samples, whole, cfg, maxTokens, microTokens, 0)
+}
+
+// PolicyGradientPadded is PolicyGradientOfShare that runs passes forward
+// and backward passes in all when its share takes fewer (Passes): after
+// its own, idle ones (idlePass). Expert-parallel ranks pad to the most
+// any of them takes: each pass's sparse layers exchange rows among all
+// the ranks, and a rank with nothing left to train still runs its
+// experts on the others' rows.
+func PolicyGradientPadded(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens, passes int) (Stats, error) {
 	var st Stats
 	for i, s := range samples {
 		if len(s.Prompt) == 0 || len(s.Completion) == 0 {
@@ -94,7 +104,7 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 	weights, total := tokenWeights(samples, whole, cfg, maxTokens)
 	st.Tokens = total
 	if total == 0 {
-		return st, nil
+		return st, idlePasses(policy, cfg, passes)
 	}
 	trained := 0
 	for _, ws := range weights {
@@ -106,7 +116,7 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 	}
 	if trained == 0 {
 		st.Tokens = 0
-		return st, nil // nothing carries loss: no forward to run
+		return st, idlePasses(policy, cfg, passes) // nothing carries loss: no forward of its own to run
 	}
 	stats := newStepStats(policy.Backend, trained, cfg.Beta != 0)
 	defer stats.free()
@@ -115,16 +125,14 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 		sums.auxCoef = coef
 		sums.auxTokens = whole.SeqTokens
 	}
-	for lo := 0; lo < len(samples); {
-		hi, n := lo, 0
-		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi, sums.sharePrompts()) <= microTokens) {
-			n += forwardLen(samples, lo, hi, sums.sharePrompts())
-			hi++
-		}
-		if err := policyMicroBatch(policy, samples[lo:hi], weights[lo:hi], cfg, &sums, stats); err != nil {
+	mbs := microBatches(samples, weights, sums.sharePrompts(), microTokens)
+	for _, mb := range mbs {
+		if err := policyMicroBatch(policy, samples[mb[0]:mb[1]], weights[mb[0]:mb[1]], cfg, &sums, stats); err != nil {
 			return st, err
 		}
-		lo = hi
+	}
+	if err := idlePasses(policy, cfg, passes-len(mbs)); err != nil {
+		return st, err
 	}
 	// The step's metrics come back once, after its last micro-batch.
 	if err := stats.read(&sums); err != nil {
@@ -142,6 +150,47 @@ func PolicyGradientOfShare(policy *model.Model, samples []Sample, whole Batch, c
 		st.RoutingReplayed, st.RoutingMismatch = sums.replayed, sums.flipped/float64(sums.replayed)
 	}
 	return st, nil
+}
+
+// microBatches cuts samples into the micro-batches PolicyGradientOfShare
+// runs, as [lo, hi) ranges: consecutive samples of at most microTokens
+// forward tokens (one sample at least), leaving out those with no token
+// of non-zero weight, which run no forward.
+func microBatches(samples []Sample, weights [][]float32, share bool, microTokens int) [][2]int {
+	var out [][2]int
+	for lo := 0; lo < len(samples); {
+		hi, n := lo, 0
+		for hi < len(samples) && (hi == lo || n+forwardLen(samples, lo, hi, share) <= microTokens) {
+			n += forwardLen(samples, lo, hi, share)
+			hi++
+		}
+		if weighted(weights[lo:hi]) {
+			out = append(out, [2]int{lo, hi})
+		}
+		lo = hi
+	}
+	return out
+}
+
+func weighted(weights [][]float32) bool {
+	for _, ws := range weights {
+		for _, w := range ws {
+			if w != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Passes is how many forward and backward passes PolicyGradientOfShare
+// runs over samples under policy. Expert-parallel ranks check that theirs
+// agree before a step: each pass's sparse layers exchange rows among all
+// the ranks, so every rank must run as many.
+func Passes(policy *model.Model, samples []Sample, whole Batch, cfg Config, maxTokens, microTokens int) int {
+	weights, _ := tokenWeights(samples, whole, cfg, maxTokens)
+	share := policy.Config.RouterAuxLossCoef == 0 || !policy.TrainsRouter()
+	return len(microBatches(samples, weights, share, microTokens))
 }
 
 // forwardLen is the tokens sample i adds to a micro-batch that starts at

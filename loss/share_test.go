@@ -21,25 +21,7 @@ func TestSharedPromptsMatchPerSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(8, 9))
-	ad := goldenAdapter{}
-	for l := range base.Config.NumLayers {
-		for p := range model.NumProj {
-			if !base.Config.HasProj(l, p) {
-				continue
-			}
-			in, out := base.Config.Dims(p)
-			lr := &model.LoRA{Rank: 2, Scale: 2, A: be.Alloc(kernels.F32, 2*in), B: be.Alloc(kernels.F32, out*2),
-				DA: be.Alloc(kernels.F32, 2*in), DB: be.Alloc(kernels.F32, out*2)}
-			for _, buf := range []kernels.Buffer{lr.A, lr.B} {
-				v := make([]float32, buf.Len())
-				for i := range v {
-					v[i] = float32(rng.NormFloat64() * 0.1)
-				}
-				be.Upload(buf, v)
-			}
-			ad[fmt.Sprintf("model.layers.%d.%s", l, p.Module())] = lr
-		}
-	}
+	ad := randomAdapter(base, rng)
 	policy := base.WithAdapter(ad)
 	var samples []Sample
 	for range 3 {
@@ -94,6 +76,32 @@ func TestSharedPromptsMatchPerSample(t *testing.T) {
 			t.Errorf("gradient %d: NMSE %.2g between shared prompts and one sample per micro-batch", i, e)
 		}
 	}
+}
+
+// randomAdapter is a rank-2 adapter on every projection of base, A and
+// B drawn from N(0, 0.1²).
+func randomAdapter(base *model.Model, rng *rand.Rand) goldenAdapter {
+	be := base.Backend
+	ad := goldenAdapter{}
+	for l := range base.Config.NumLayers {
+		for p := range model.NumProj {
+			if !base.Config.HasProj(l, p) {
+				continue
+			}
+			in, out := base.Config.Dims(p)
+			lr := &model.LoRA{Rank: 2, Scale: 2, A: be.Alloc(kernels.F32, 2*in), B: be.Alloc(kernels.F32, out*2),
+				DA: be.Alloc(kernels.F32, 2*in), DB: be.Alloc(kernels.F32, out*2)}
+			for _, buf := range []kernels.Buffer{lr.A, lr.B} {
+				v := make([]float32, buf.Len())
+				for i := range v {
+					v[i] = float32(rng.NormFloat64() * 0.1)
+				}
+				be.Upload(buf, v)
+			}
+			ad[fmt.Sprintf("model.layers.%d.%s", l, p.Module())] = lr
+		}
+	}
+	return ad
 }
 
 func rel(a, b float64) float64 {

@@ -173,7 +173,9 @@ func (b moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.
 // keep; the rest lives through the layer's forward, in tmp.
 func (m *Model) trainingMoEActs(keep, tmp *arena, l, n int, ad *AdapterShape, experts kernels.Buffer, scratch *moeScratch, replay bool, p Recompute) *moeActs {
 	if p == RecomputeLayer {
-		return m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
+		s := m.newMoEActs(tmp, keep, l, n, ad, experts, scratch, replay)
+		s.exchange = tmp // the rerun exchanges again
+		return s
 	}
 	return m.newMoEActs(keep, keep, l, n, ad, experts, scratch, replay)
 }

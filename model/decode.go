@@ -318,6 +318,9 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 	if b == nil {
 		return fmt.Errorf("decode step before Load")
 	}
+	if d.m.ep != nil {
+		return errShardedInference
+	}
 	if len(tok) != len(d.rows) || len(lp) != len(d.rows) {
 		return fmt.Errorf("decode step of %d rows into %d tokens and %d log-probs", len(d.rows), len(tok), len(lp))
 	}

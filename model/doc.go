@@ -32,6 +32,12 @@
 // many sequences, each at its own position) and training over packed
 // sequences of different lengths, with no padding.
 //
+// A mixture-of-experts model can train expert parallel (moe_ep.go): each
+// rank of a kernels.Collective loads and holds its share of the experts
+// (LoadExperts), and each sparse layer exchanges its routed rows with the
+// experts' ranks (moe_ep_exchange.go); everything else runs as on one
+// device, on the rank's own tokens.
+//
 // Weight names are exactly those of Hugging Face transformers
 // (model.layers.N.self_attn.q_proj.weight, …), so real checkpoints load
 // unchanged. model never samples, scores or trains.

@@ -30,6 +30,9 @@ type Model struct {
 	invFreq kernels.Buffer
 	// layers is the architecture as blocks (Config.decoderLayers).
 	layers []decoderLayer
+	// ep is the expert-parallel group of a model whose experts are
+	// sharded (moe_ep.go); nil when it holds them all.
+	ep *expertParallel
 }
 
 func newModel(cfg *Config, be kernels.Backend) *Model {
@@ -46,6 +49,9 @@ func newModel(cfg *Config, be kernels.Backend) *Model {
 // logitRows means every token. The returned buffer belongs to the caller,
 // who frees it with Backend.Free.
 func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Buffer, error) {
+	if m.ep != nil {
+		return nil, errShardedInference
+	}
 	if err := b.validate(m.Config, cache); err != nil {
 		return nil, err
 	}

@@ -12,10 +12,19 @@ import (
 // Load reads config.json and the safetensors weights (single file or
 // sharded) of the model directory dir onto be. BF16 weights go into BF16
 // buffers (a backend may widen them); F16 and F32 are converted to F32.
-func Load(dir string, be kernels.Backend) (*Model, error) {
+func Load(dir string, be kernels.Backend) (*Model, error) { return load(dir, be, nil) }
+
+// load is Load, of an expert-parallel rank's experts only when coll is
+// not nil (LoadExperts).
+func load(dir string, be kernels.Backend, coll kernels.Collective) (*Model, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
+	}
+	if coll != nil {
+		if err := cfg.holdExperts(coll); err != nil {
+			return nil, err
+		}
 	}
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
@@ -94,6 +103,9 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 	if cfg.TieWordEmbeddings {
 		m.W.LMHead = m.W.Embed
 	}
+	if coll != nil {
+		m.ep = &expertParallel{coll: coll}
+	}
 	return m, nil
 }
 
@@ -170,6 +182,10 @@ func loadWhole(be kernels.Backend, g *fusedSpec, t safetensors.Tensor) error {
 		dt = kernels.BF16
 	}
 	*g.dst = be.Alloc(dt, g.size)
+	if g.size < numel(t.Shape) {
+		// An expert-parallel rank's experts: a run of the whole's.
+		return uploadExperts(be, *g.dst, t, g.wholeFrom*numel(t.Shape[1:]))
+	}
 	if err := upload(be, *g.dst, t, false, false); err != nil {
 		return fmt.Errorf("tensor %q: %v", g.whole, err)
 	}

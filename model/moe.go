@@ -37,6 +37,14 @@ type moeActs struct {
 	// shared is the shared expert's activations (Qwen3.5-MoE); nil
 	// without one.
 	shared *sharedExpertActs
+	// ep is what the forward exchanged under expert parallelism, where
+	// the experts' gate, up and x·Aᵀ live (this rank's experts' rows,
+	// not the layer's own); nil on one device.
+	ep *expertExchange
+	// exchange is the arena ep's buffers go into when it is not the
+	// forward's: a checkpointed layer's own, whose backward reruns the
+	// forward, exchange and all.
+	exchange *arena
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -114,10 +122,11 @@ type moeOwn struct{ experts, scratch, replay bool }
 // output and each adapted expert projection's x·Aᵀ; the grouping's
 // offsets; the experts buffer and the forward scratch when the set owns
 // them (own), the recomputed top-k under replay; and the shared expert's
-// set.
+// set. An expert-parallel rank's (shardedExperts) has no gate, up or
+// expert x·Aᵀ: the exchange holds those of the rows it receives.
 func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn) (rest, kept bufSpecs) {
 	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
-	rows := n * k
+	rows, ep := n*k, c.shardedExperts()
 	router := &rest
 	if ad.TrainsRouter() {
 		router = &kept
@@ -127,8 +136,10 @@ func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn)
 	router.i32(&s.offsets, ne+1)
 	rest.i32(&s.tokens, rows)
 	rest.i32(&s.rows, rows)
-	rest.f32(&s.gate, rows*mi)
-	rest.f32(&s.up, rows*mi)
+	if !ep {
+		rest.f32(&s.gate, rows*mi)
+		rest.f32(&s.up, rows*mi)
+	}
 	rest.f32(&s.yp, rows*h)
 	if own.scratch {
 		rest = append(rest, c.moeScratchSpecs(&s.moeScratch, n, false)...)
@@ -140,7 +151,9 @@ func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn)
 		kept.i32(&s.recomputed, rows)
 	}
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
-		rest.f32(&s.xa[p], rows*ad.expertRank(l, p))
+		if !ep {
+			rest.f32(&s.xa[p], rows*ad.expertRank(l, p))
+		}
 	}
 	rest.f32(&s.routerXA, n*ad.routerRank(l))
 	if c.SharedExpertIntermediateSize > 0 {
@@ -167,8 +180,8 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 // experts without).
 func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
-	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
-	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	be, c := m.Backend, m.Config
+	k, hd, ne := c.NumExpertsPerTok, c.HiddenSize, c.NumExperts
 	rows := n * k
 	m.routerForward(l, s, h, n)
 	if replay && s.recomputed != nil {
@@ -177,34 +190,10 @@ func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Bu
 	m.route(l, s.weights, s.experts, s.logits, n, replay)
 	be.MoEGroup(s.offsets, s.tokens, s.rows, s.experts, n, ne, k)
 	be.GatherRows(s.xp, h, s.tokens, rows, hd)
-	if b.relu2 {
-		// Up alone, no gate: the GEMM writes up's rows directly.
-		w.gateUpGEMM(be, s.up, s.xp, s.offsets, rows, ne, mi, hd, true)
+	if m.ep != nil {
+		m.expertsExchanged(b, a, l, s, rows)
 	} else {
-		w.gateUpGEMM(be, s.fused, s.xp, s.offsets, rows, ne, 2*mi, hd, true)
-		if w.GateUpBias != nil {
-			be.GroupedAddBias(s.fused, w.GateUpBias, s.offsets, rows, ne, 2*mi)
-		}
-		be.CopyColumns(s.gate, s.fused, rows, mi, mi, 0, 2*mi, 0)
-		be.CopyColumns(s.up, s.fused, rows, mi, mi, 0, 2*mi, mi)
-	}
-	for _, p := range b.expertInputs() {
-		if lr := m.expertLoRA(l, p); lr != nil {
-			dst := s.gate
-			if p == ProjUp {
-				dst = s.up
-			}
-			m.expertProject(lr, p, dst, s.xp, s.xa[p], s.offsets, rows)
-		}
-	}
-	m.expertActivation(b, s.act, s.gate, s.up, rows*mi)
-	w.downGEMM(be, s.yp, s.act, s.offsets, rows, ne, hd, mi, true)
-	if lr := m.expertLoRA(l, ProjDown); lr != nil {
-		m.expertProject(lr, ProjDown, s.yp, s.act, s.xa[ProjDown], s.offsets, rows)
-	}
-	if w.DownBias != nil {
-		// Before the routing weight, which MoECombine applies.
-		be.GroupedAddBias(s.yp, w.DownBias, s.offsets, rows, ne, hd)
+		m.expertsForward(b, l, s.expertRows(rows, ne))
 	}
 	be.MoECombine(out, s.yp, s.weights, s.rows, n, k, hd)
 	if s.shared != nil {
@@ -228,24 +217,34 @@ type moeGrads struct {
 	shared             sharedExpertGrads
 }
 
-// moeGradSpecs lists sparse layer l's MLP backward scratch for n tokens.
+// expertGrads are g's buffers for the experts' backward over the layer's
+// own permuted rows.
+func (g *moeGrads) expertGrads() expertGrads {
+	return expertGrads{dy: g.dyp, dx: g.dxp, dAct: g.dAct, dGate: g.dGate, dUp: g.dUp, dFused: g.dFused, dyB: g.dyB}
+}
+
+// moeGradSpecs lists sparse layer l's MLP backward scratch for n tokens;
+// an expert-parallel rank's (shardedExperts) leaves out the experts'
+// backward, which the exchange runs over the rows it received.
 func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs {
 	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
 	rows := n * k
 	var b bufSpecs
 	b.f32(&g.dh2, n*hd)
-	b.f32(&g.xp, rows*hd)
-	b.f32(&g.act, rows*mi)
 	b.f32(&g.dyp, rows*hd)
 	b.f32(&g.dw, rows)
-	for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
-		b.f32(dst, rows*mi)
-	}
-	b.f32(&g.dFused, rows*2*mi)
 	b.f32(&g.dxp, rows*hd)
 	b.f32(&g.dLogits, n*ne)
-	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
-		b.f32(&g.dyB[p], rows*ad.expertRank(l, p))
+	if !c.shardedExperts() {
+		b.f32(&g.xp, rows*hd)
+		b.f32(&g.act, rows*mi)
+		for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
+			b.f32(dst, rows*mi)
+		}
+		b.f32(&g.dFused, rows*2*mi)
+		for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
+			b.f32(&g.dyB[p], rows*ad.expertRank(l, p))
+		}
 	}
 	b.f32(&g.routerDyB, n*ad.routerRank(l))
 	if c.SharedExpertIntermediateSize > 0 {
@@ -262,39 +261,19 @@ func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs 
 // is the load-balancing loss's gradient with respect to every token's
 // router probabilities.
 func (m *Model) moeBackward(b moe, l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs kernels.Buffer, n int) {
-	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
-	k, hd, mi, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts, c.NormTopKProb
+	be, c := m.Backend, m.Config
+	k, hd, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.NumExperts, c.NormTopKProb
 	rows := n * k
-	// The forward's scratch, recomputed: the gathered input and SwiGLU.
-	be.GatherRows(g.xp, h, s.tokens, rows, hd)
-	m.expertActivation(b, g.act, s.gate, s.up, rows*mi)
 	be.MoECombineBackward(g.dyp, g.dw, dout, s.yp, s.weights, s.rows, n, k, hd)
-	w.downGEMM(be, g.dAct, g.dyp, s.offsets, rows, ne, mi, hd, false)
-	if lr := m.expertLoRA(l, ProjDown); lr != nil {
-		m.expertProjectBackward(lr, ProjDown, g.dAct, g.dyp, g.act, s.xa[ProjDown], g.dyB[ProjDown], s.offsets, rows)
-	}
-	switch {
-	case b.relu2:
-		be.ReLU2Backward(g.dUp, g.dAct, s.up, rows*mi)
-		w.gateUpGEMM(be, g.dxp, g.dUp, s.offsets, rows, ne, hd, mi, false)
-	case b.clampedGLU:
-		be.ClampedSwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi, c.ClampedGLU())
-	default:
-		be.SwiGLUBackward(g.dGate, g.dUp, g.dAct, s.gate, s.up, rows*mi)
-	}
-	if !b.relu2 {
-		be.CopyColumns(g.dFused, g.dGate, rows, mi, 2*mi, 0, mi, 0)
-		be.CopyColumns(g.dFused, g.dUp, rows, mi, 2*mi, mi, mi, 0)
-		w.gateUpGEMM(be, g.dxp, g.dFused, s.offsets, rows, ne, hd, 2*mi, false)
-	}
-	for _, p := range b.expertInputs() {
-		if lr := m.expertLoRA(l, p); lr != nil {
-			dy := g.dGate
-			if p == ProjUp {
-				dy = g.dUp
-			}
-			m.expertProjectBackward(lr, p, g.dxp, dy, g.xp, s.xa[p], g.dyB[p], s.offsets, rows)
-		}
+	if m.ep != nil {
+		m.expertsBackwardExchanged(b, l, s, g.dyp, g.dxp)
+	} else {
+		// The forward's scratch, recomputed: the gathered input (SwiGLU's
+		// output is, by expertsBackward).
+		be.GatherRows(g.xp, h, s.tokens, rows, hd)
+		e := s.expertRows(rows, ne)
+		e.x, e.act = g.xp, g.act
+		m.expertsBackward(b, l, e, g.expertGrads())
 	}
 	be.MoECombine(dh, g.dxp, nil, s.rows, n, k, hd)
 	if c.Arch().SigmoidRouter {

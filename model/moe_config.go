@@ -16,6 +16,24 @@ type MoEConfig struct {
 	MLPOnlyLayers       []int   `json:"mlp_only_layers"`
 	RouterAuxLossCoef   float64 `json:"router_aux_loss_coef"`
 	OutputRouterLogits  bool    `json:"output_router_logits"`
+	// held is the experts an expert-parallel rank's model was loaded
+	// with (LoadExperts); zero: every expert.
+	held struct{ first, n int }
+}
+
+// shardedExperts reports whether the config is an expert-parallel rank's
+// (LoadExperts, ShardExperts): its sparse layers' experts run on the rows
+// the exchange brings (moe_ep_exchange.go), which has their buffers, so
+// the layer's own sets leave them out.
+func (c *Config) shardedExperts() bool { return c.held.n != 0 }
+
+// heldExperts is the range of experts the weights' specs load: every
+// expert, or an expert-parallel rank's (LoadExperts).
+func (c *Config) heldExperts() (first, n int) {
+	if c.held.n == 0 {
+		return 0, c.NumExperts
+	}
+	return c.held.first, c.held.n
 }
 
 // defaultMoE is Qwen3MoeConfig's defaults. They apply only to qwen3_moe:

@@ -7,7 +7,8 @@ import "github.com/grpo-dev/grpo/kernels"
 // are one grouped GEMM each: A is nExperts × Rank × in and B nExperts ×
 // out × Rank, expert e's PEFT lora_A and lora_B at e·Rank·in and
 // e·out·Rank. DA and DB, laid out alike, receive gradients during
-// Backward (nil for inference).
+// Backward (nil for inference). Under expert parallelism (moe_ep.go) they
+// stack this rank's experts only (Model.LocalExperts), the first at 0.
 type ExpertLoRA struct {
 	A, B, DA, DB kernels.Buffer
 	Rank         int
@@ -30,28 +31,29 @@ func (m *Model) expertLoRA(layer int, p Proj) *ExpertLoRA {
 }
 
 // expertProject adds Scale·(x·A_eᵀ)·B_eᵀ to out (rows × out) for each
-// permuted row of expert e, keeping x·A_eᵀ in xa (rows × Rank).
-func (m *Model) expertProject(lr *ExpertLoRA, p Proj, out, x, xa, offsets kernels.Buffer, rows int) {
+// permuted row of expert e of ne (offsets' experts: all, or this rank's
+// under expert parallelism), keeping x·A_eᵀ in xa (rows × Rank).
+func (m *Model) expertProject(lr *ExpertLoRA, p Proj, out, x, xa, offsets kernels.Buffer, rows, ne int) {
 	be, c := m.Backend, m.Config
 	in, o := c.ExpertDims(p)
-	be.GroupedMatMul(xa, x, lr.A, offsets, rows, c.NumExperts, lr.Rank, in, true, 1, 0)
-	be.GroupedMatMul(out, xa, lr.B, offsets, rows, c.NumExperts, o, lr.Rank, true, lr.Scale, 1)
+	be.GroupedMatMul(xa, x, lr.A, offsets, rows, ne, lr.Rank, in, true, 1, 0)
+	be.GroupedMatMul(out, xa, lr.B, offsets, rows, ne, o, lr.Rank, true, lr.Scale, 1)
 }
 
 // expertProjectBackward is expertProject's backward: given dy (rows ×
 // out) it adds Scale·(dy·B_e)·A_e into dx (when not nil) and the
 // adapter's gradients into DA and DB; dyB (rows × Rank) receives dy·B_e.
-func (m *Model) expertProjectBackward(lr *ExpertLoRA, p Proj, dx, dy, x, xa, dyB, offsets kernels.Buffer, rows int) {
+func (m *Model) expertProjectBackward(lr *ExpertLoRA, p Proj, dx, dy, x, xa, dyB, offsets kernels.Buffer, rows, ne int) {
 	be, c := m.Backend, m.Config
 	in, o := c.ExpertDims(p)
-	be.GroupedMatMul(dyB, dy, lr.B, offsets, rows, c.NumExperts, lr.Rank, o, false, 1, 0)
+	be.GroupedMatMul(dyB, dy, lr.B, offsets, rows, ne, lr.Rank, o, false, 1, 0)
 	if dx != nil {
-		be.GroupedMatMul(dx, dyB, lr.A, offsets, rows, c.NumExperts, in, lr.Rank, false, lr.Scale, 1)
+		be.GroupedMatMul(dx, dyB, lr.A, offsets, rows, ne, in, lr.Rank, false, lr.Scale, 1)
 	}
 	if lr.DB != nil {
-		be.GroupedMatMulTN(lr.DB, dy, xa, offsets, rows, c.NumExperts, o, lr.Rank, lr.Scale, 1)
+		be.GroupedMatMulTN(lr.DB, dy, xa, offsets, rows, ne, o, lr.Rank, lr.Scale, 1)
 	}
 	if lr.DA != nil {
-		be.GroupedMatMulTN(lr.DA, dyB, x, offsets, rows, c.NumExperts, lr.Rank, in, lr.Scale, 1)
+		be.GroupedMatMulTN(lr.DA, dyB, x, offsets, rows, ne, lr.Rank, in, lr.Scale, 1)
 	}
 }

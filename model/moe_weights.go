@@ -48,10 +48,12 @@ type Expert struct{ Gate, Up, Down kernels.Buffer }
 
 // expertSpecs appends a sparse layer's router and expert tensors (HF names
 // mlp.gate.weight and mlp.experts.{e}.{gate,up,down}_proj.weight) to s,
-// the experts as members of the two stacked groups.
+// the experts as members of the two stacked groups: every expert, or an
+// expert-parallel rank's (heldExperts), whose stacks hold theirs alone.
 func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []tensorSpec {
 	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
-	mw := &MoEWeights{Experts: make([]Expert, ne)}
+	first, held := c.heldExperts()
+	mw := &MoEWeights{Experts: make([]Expert, held)}
 	l.MoE = mw
 	gateUp, down := &fusedSpec{dst: &mw.GateUp}, &fusedSpec{dst: &mw.Down}
 	if b.expertBias {
@@ -76,6 +78,7 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 		gateUp.whole, gateUp.wholeShape = prefix+"mlp.experts.gate_up_proj", []int{ne, 2 * mi, h}
 		down.whole, down.wholeShape = prefix+"mlp.experts.down_proj", []int{ne, h, mi}
 	}
+	gateUp.wholeFrom, down.wholeFrom = first, first
 	if b.routerBias {
 		// gpt-oss's router is mlp.router, a Linear with a bias.
 		s = append(s, tensorSpec{name: prefix + "mlp.router.weight", shape: []int{ne, h}, dst: &mw.Router},
@@ -87,16 +90,16 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 		// transformers keeps the bias in f32 (_keep_in_fp32_modules).
 		s = append(s, tensorSpec{name: prefix + "mlp.gate.e_score_correction_bias", shape: []int{ne}, dst: &mw.RouterBias, f32: true})
 	}
-	for e := range ne {
-		ex := &mw.Experts[e]
+	for e := first; e < first+held; e++ {
+		ex := &mw.Experts[e-first]
 		p := fmt.Sprintf("%smlp.experts.%d.", prefix, e)
 		if !c.relu2Experts() { // relu² experts have no gate: GateUp holds the ups
 			s = append(s, member(gateUp, p+"gate_proj.weight", []int{mi, h}, &ex.Gate))
 		}
 		s = append(s, member(gateUp, p+"up_proj.weight", []int{mi, h}, &ex.Up))
 	}
-	for e := range ne {
-		s = append(s, member(down, fmt.Sprintf("%smlp.experts.%d.down_proj.weight", prefix, e), []int{h, mi}, &mw.Experts[e].Down))
+	for e := first; e < first+held; e++ {
+		s = append(s, member(down, fmt.Sprintf("%smlp.experts.%d.down_proj.weight", prefix, e), []int{h, mi}, &mw.Experts[e-first].Down))
 	}
 	if si := c.SharedExpertIntermediateSize; si > 0 {
 		sh := &SharedExpert{}

@@ -167,6 +167,11 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	}
 	be.MatMul(tr.logits, gemmInput(hF, hFb), m.W.LMHead, r, v, h, false, true, 1, 0)
 	be.LogSoftmaxGather(tr.Logp, tr.Entropy, tr.logits, tr.targets, r, v)
+	// An expert-parallel exchange that failed kept its error (moe_ep.go).
+	if err := m.exchangeErr(); err != nil {
+		tr.Free()
+		return nil, err
+	}
 	// No Sync: the forward stays queued, so a micro-batch's forward and
 	// backward make the host wait for nothing (on a GPU the host runs
 	// ahead); a device error surfaces at the caller's next Sync, where it
@@ -243,8 +248,9 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 		layer.free()
 	}
 	// No Sync, as in ForwardTrain: the caller's next Sync reports a
-	// device error of the queued backward.
-	return nil
+	// device error of the queued backward (or a failed expert-parallel
+	// exchange, here).
+	return m.exchangeErr()
 }
 
 // layerBackward turns dx, the gradient of layer l's output, into the

@@ -81,6 +81,10 @@ type fusedSpec struct {
 	// mlp.experts.gate_up_proj), of shape wholeShape.
 	whole      string
 	wholeShape []int
+	// wholeFrom is the first of the whole tensor's experts the group
+	// holds (an expert-parallel rank's, heldExperts): it holds the
+	// group's size from there.
+	wholeFrom int
 	// packed, when not nil, is how gpt-oss stores the whole group
 	// (load_gptoss.go), which Load converts.
 	packed *packedExperts

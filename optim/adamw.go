@@ -22,6 +22,9 @@ type AdamW struct {
 	m, v   []kernels.Buffer
 	// Step counts the updates taken so far.
 	Step int
+	// shards, when set, marks the parameters other ranks do not hold
+	// (ShardAcross); nil: this optimizer sees every parameter.
+	shards *shards
 }
 
 // NewAdamW allocates zeroed moments for params.
@@ -74,10 +77,15 @@ func (o *AdamW) NextLR(maxSteps int) float64 { return o.cfg.LRAt(o.Step+1, maxSt
 // gradNorm reduces each parameter's squared gradient on the device into
 // its own element of one buffer and reads them back together: one wait
 // per optimiser step, not one per parameter. The host sums them in
-// float64, in parameter order.
+// float64, in parameter order (a sharded optimizer's own apart, summed
+// over the ranks: splitSquares).
 func (o *AdamW) gradNorm() (float64, error) {
 	if len(o.params) == 0 {
-		return 0, o.be.Sync()
+		if err := o.be.Sync(); err != nil {
+			return 0, err
+		}
+		total, err := o.splitSquares(nil) // a sharded rank still joins the sum
+		return math.Sqrt(total), err
 	}
 	out := o.be.Alloc(kernels.F32, len(o.params))
 	defer o.be.Free(out)
@@ -86,11 +94,11 @@ func (o *AdamW) gradNorm() (float64, error) {
 	}
 	sq := make([]float32, len(o.params))
 	o.be.Download(sq, out)
-	var total float64
-	for _, v := range sq {
-		total += float64(v)
+	if err := o.be.Sync(); err != nil {
+		return 0, err
 	}
-	return math.Sqrt(total), o.be.Sync()
+	total, err := o.splitSquares(sq)
+	return math.Sqrt(total), err
 }
 
 // State returns the optimizer's moment buffers, named after their

@@ -23,6 +23,9 @@ var _ rollout.PolicyEngine = (*Set)(nil)
 // (rollout.Options.FirstExample), so the tokens do not depend on the
 // device count.
 func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts rollout.Options) ([]rollout.Trajectory, error) {
+	if s.ep {
+		return nil, errors.New("replicas: expert-parallel ranks train but do not sample yet; play the rollouts on a model that holds every expert")
+	}
 	if len(s.reps) == 1 {
 		return s.reps[0].Engine.Play(ctx, e, exs, perExample, p, seed, opts)
 	}

@@ -13,11 +13,16 @@ import (
 // projection, per layer's grouped A, per stacked experts), so they are
 // gathered end to end into one flat buffer on the device, summed, and
 // scattered back — two device copies per parameter, one collective per
-// step rather than one per parameter.
+// step rather than one per parameter. Under expert parallelism the
+// experts' gradients are left out: each rank's are its experts' whole.
 func (r *Replica) allReduceGrads() error {
-	params := r.Policy.Adapter.Params()
+	params := r.replicated()
 	if r.flat == nil {
-		r.flat = r.Backend.Alloc(kernels.F32, r.Policy.Adapter.NumParams())
+		n := 0
+		for _, p := range params {
+			n += p.Grad.Len()
+		}
+		r.flat = r.Backend.Alloc(kernels.F32, n)
 	}
 	be := r.Backend
 	off := 0
@@ -38,7 +43,8 @@ func (r *Replica) allReduceGrads() error {
 
 // CheckIdentical hashes every replica's adapter values and fails, naming
 // the device and the first parameter that differs, unless they are all
-// replica 0's bit for bit.
+// replica 0's bit for bit (under expert parallelism, the replicated
+// parameters).
 func (s *Set) CheckIdentical() error {
 	want, err := s.reps[0].adapterHash()
 	if err != nil {
@@ -51,16 +57,17 @@ func (s *Set) CheckIdentical() error {
 		}
 		for k := range want {
 			if got[k] != want[k] {
-				return fmt.Errorf("replicas: device %d (%s) holds another adapter than device 0 after the update (parameter %s differs): the replicas' updates diverged", i+1, rep.Backend.Name(), s.reps[0].Policy.Adapter.Params()[k].Name)
+				return fmt.Errorf("replicas: device %d (%s) holds another adapter than device 0 after the update (parameter %s differs): the replicas' updates diverged", i+1, rep.Backend.Name(), s.reps[0].replicated()[k].Name)
 			}
 		}
 	}
 	return nil
 }
 
-// adapterHash is an FNV-1a hash of each adapter parameter's float bits.
+// adapterHash is an FNV-1a hash of each replicated adapter parameter's
+// float bits.
 func (r *Replica) adapterHash() ([]uint64, error) {
-	params := r.Policy.Adapter.Params()
+	params := r.replicated()
 	out := make([]uint64, len(params))
 	for k, p := range params {
 		v := make([]float32, p.Value.Len())

@@ -43,6 +43,10 @@ type Replica struct {
 	flat kernels.Buffer
 	// owned: the backend was opened here, and Close closes it.
 	owned bool
+	// local marks, under expert parallelism, the adapter's parameters
+	// this rank alone holds (its experts'), by Params' order; nil
+	// otherwise.
+	local []bool
 }
 
 // Set is a run's replicas, device 0's first.
@@ -53,6 +57,9 @@ type Set struct {
 	// enableThinking renders prompts as the run's rollouts do, to weigh
 	// examples by their prompt tokens (split.go).
 	enableThinking *bool
+	// ep: the replicas are expert-parallel ranks (expert_parallel.go),
+	// each holding its share of the experts, all opened here.
+	ep bool
 	// Check hashes every replica's adapter after each update and fails
 	// the step when one differs from replica 0's: the replicas must stay
 	// bit-identical. Off by default (a download of every adapter per
@@ -195,12 +202,16 @@ func (s *Set) Close(ctx context.Context) error {
 		if c, ok := rep.Engine.(rollout.PolicyEngine); ok {
 			errs = append(errs, c.Close(ctx))
 		}
-		if i == 0 {
+		if i == 0 && !s.ep {
 			if rep.flat != nil {
 				rep.Backend.Free(rep.flat)
 				rep.flat = nil
 			}
 			continue
+		}
+		if s.ep {
+			// Every rank's model and adapter were made here.
+			rep.freePolicy()
 		}
 		if rep.coll != nil {
 			errs = append(errs, rep.coll.Close())

@@ -32,10 +32,14 @@ func (s *Set) Step(rollouts []update.Scored, groupSize int, st update.Settings) 
 	b.Into(&out)
 	whole := loss.CountBatch(b.Samples, st.Loss)
 	shares := s.share(b)
+	passes := 0 // data parallel: each device its own
+	if s.ep {
+		passes = s.mostPasses(shares, whole, st)
+	}
 	lossStats := make([]loss.Stats, len(s.reps))
 	t0 := time.Now()
 	err = s.each(func(i int, rep *Replica) (err error) {
-		lossStats[i], err = loss.PolicyGradientOfShare(rep.Policy.Model, shares[i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens)
+		lossStats[i], err = loss.PolicyGradientPadded(rep.Policy.Model, shares[i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens, passes)
 		return err
 	})
 	out.PolicyGradientTime = time.Since(t0)

@@ -1,0 +1,170 @@
+package replicas
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/inproc"
+	"github.com/grpo-dev/grpo/loader"
+	"github.com/grpo-dev/grpo/lora"
+	"github.com/grpo-dev/grpo/loss"
+	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/update"
+)
+
+// Expert parallelism in one process (EP × DP with dp = 1): each rank
+// holds its share of every sparse layer's experts (model.LoadExperts),
+// their adapters and so their optimizer state, and everything else whole.
+// A step's groups are spread over the ranks as data parallelism spreads
+// them; each rank trains its own, its sparse layers exchanging rows with
+// the experts' ranks (model/moe_ep_exchange.go); the replicated
+// adapters' gradients are summed with one all-reduce, the experts' stay
+// where they are (each rank's are already the whole batch's, every
+// rank's tokens having passed through them); a rank whose share takes
+// fewer passes than another's pads with idle ones (loss.PolicyGradientPadded),
+// since its experts serve the other ranks' passes; and the gradient norm is
+// the global one (optim.AdamW.ShardAcross). Sampling under expert
+// parallelism is not wired, so the set plays no rollouts; nor does the
+// trainer open one from a run's devices yet: OpenExpertParallel is the
+// API a run's wiring and the tests use.
+
+// ExpertSpec is what OpenExpertParallel needs.
+type ExpertSpec struct {
+	// Backends are the ranks' backends, one each (cpu or emu), opened
+	// and closed by the caller.
+	Backends []kernels.Backend
+	// Model is the model every rank loads (loader.Spec.Model).
+	Model string
+	// LoRA and Seed make each rank's adapter: lora.New keys every
+	// matrix's initial values by its name, so the replicated parameters
+	// start equal on every rank and each expert's as the whole model's
+	// adapter would start it.
+	LoRA      lora.Config
+	Seed      uint64
+	Optimizer optim.Config
+	// Timeout bounds how long a rank waits at a collective for the
+	// others (0: 10 minutes).
+	Timeout time.Duration
+	Log     func(string)
+}
+
+// OpenExpertParallel loads the model on every rank, each rank's experts
+// only (model.LoadExperts), and builds each rank's adapter and optimizer.
+func OpenExpertParallel(ctx context.Context, s ExpertSpec) (_ *Set, err error) {
+	if len(s.Backends) < 2 {
+		return nil, fmt.Errorf("expert parallel: %d backends: want two ranks or more", len(s.Backends))
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	g, err := inproc.NewGroup(len(s.Backends), timeout)
+	if err != nil {
+		return nil, err
+	}
+	set := &Set{group: g, ep: true, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
+	defer func() {
+		if err != nil {
+			set.Close(context.Background())
+		}
+	}()
+	for r, be := range s.Backends {
+		rep, err := openRank(ctx, s, g, r, be)
+		if err != nil {
+			return nil, fmt.Errorf("expert parallel: rank %d (%s): %w", r, be.Name(), err)
+		}
+		set.reps = append(set.reps, rep)
+	}
+	return set, nil
+}
+
+// openRank makes rank r's replica: the model with its experts only, the
+// adapter of those, and an optimizer whose norm counts every rank's
+// experts.
+func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kernels.Backend) (*Replica, error) {
+	coll, err := g.Join(r, be)
+	if err != nil {
+		return nil, err
+	}
+	l, err := loader.Open(ctx, loader.Spec{Model: s.Model, Backend: be, Experts: coll, Log: s.Log})
+	if err != nil {
+		return nil, err
+	}
+	ad, err := lora.New(l.Base, s.LoRA, s.Seed)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := optim.NewAdamW(be, update.OptimizerParams(ad), s.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	local := make([]bool, len(ad.Params()))
+	for i, p := range ad.Params() {
+		local[i] = p.Expert >= 0
+	}
+	if err := opt.ShardAcross(coll, local); err != nil {
+		return nil, err
+	}
+	return &Replica{Backend: be, Policy: update.Policy{Model: l.Base.WithAdapter(ad), Adapter: ad, Optimizer: opt},
+		coll: coll, local: local}, nil
+}
+
+// mostPasses is the most forward and backward passes any rank's share
+// takes: every rank runs as many (loss.PolicyGradientPadded), since each
+// pass's sparse layers exchange rows among all the ranks.
+func (s *Set) mostPasses(shares [][]loss.Sample, whole loss.Batch, st update.Settings) int {
+	most := 0
+	for i, rep := range s.reps {
+		most = max(most, loss.Passes(rep.Policy.Model, shares[i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens))
+	}
+	return most
+}
+
+// replicated lists the adapter parameters every rank holds alike: all,
+// or under expert parallelism all but the rank's experts'.
+func (r *Replica) replicated() []lora.Param {
+	params := r.Policy.Adapter.Params()
+	if r.local == nil {
+		return params
+	}
+	var out []lora.Param
+	for i, p := range params {
+		if !r.local[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// freePolicy frees an expert-parallel rank's adapter, its flat gradient
+// and its model's weights, all made by OpenExpertParallel.
+func (r *Replica) freePolicy() {
+	if r.flat != nil {
+		r.Backend.Free(r.flat)
+		r.flat = nil
+	}
+	if r.Policy.Adapter != nil {
+		r.Policy.Adapter.Free()
+	}
+	if r.Policy.Model != nil {
+		r.Policy.Model.Free()
+	}
+}
+
+// SaveAdapter writes the set's adapter as one PEFT adapter directory:
+// replica 0's, or under expert parallelism every rank's experts with the
+// replicated parameters once (lora.SaveShards). baseModel is recorded as
+// lora.Save records it.
+func (s *Set) SaveAdapter(dir, baseModel string) error {
+	if !s.ep {
+		return lora.Save(dir, s.reps[0].Policy.Adapter, baseModel)
+	}
+	shards := make([]*lora.Adapter, len(s.reps))
+	for i, rep := range s.reps {
+		shards[i] = rep.Policy.Adapter
+	}
+	return lora.SaveShards(dir, shards, baseModel)
+}
