@@ -46,9 +46,7 @@ func checkGrads(t TB, be kernels.Backend, dir string, o Options) {
 }
 
 // checkDeterministic reruns checkGrads' step, then once more under
-// reorder, and requires both to give st and grads bit for bit — except
-// where unrepeatable names a kernel that sums in arrival order: there the
-// reruns are held to checkGrads' bounds against the first run.
+// reorder, and requires both to give st and grads bit for bit.
 func checkDeterministic(t TB, m *model.Model, ad adapter, samples []loss.Sample, cfg loss.Config,
 	st loss.Stats, grads map[string][2][]float32, reorder func() func()) {
 	again, againGrads := gradient(t, m, ad, samples, cfg, 16, 16)
@@ -60,13 +58,6 @@ func checkDeterministic(t TB, m *model.Model, ad adapter, samples []loss.Sample,
 		st    loss.Stats
 		grads map[string][2][]float32
 	}{{"a second run", again, againGrads}, {"a run with the blocks in the other order", rev, revGrads}} {
-		if why := unrepeatable(m); why != "" {
-			bd := boundsFor(m)
-			compareStats(t, bd, r.st, st)
-			w := compareGrads(t, bd, r.grads, grads)
-			t.Logf("%s: not bit for bit (%s): gradients against the first run %s (%s)", r.what, why, w.d, w.where)
-			continue
-		}
 		if r.st != st {
 			t.Errorf("%s: stats %+v, first run %+v", r.what, r.st, st)
 		}
@@ -169,16 +160,4 @@ func loadBoth(t TB, be kernels.Backend, dir string) (m, ref *model.Model) {
 		t.Fatal(err)
 	}
 	return m, ref
-}
-
-// unrepeatable names why m's backward on its backend is not repeatable
-// bit for bit, or is "". The Mamba-2 scan's backward on cuda (ssd_scan.cu,
-// ssd_chunked_backward.cu) sums dB and dC over a group's heads, ddt and a
-// shared init slot's state gradient with atomics, in arrival order; a
-// fixed-order reduction is open (issue 31).
-func unrepeatable(m *model.Model) string {
-	if m.Backend.Name() != "cpu" && m.Config.LinearLayers() > 0 && m.Config.RecurrentMixerName() == "Mamba-2" {
-		return "the Mamba-2 scan's backward accumulates with atomics"
-	}
-	return ""
 }

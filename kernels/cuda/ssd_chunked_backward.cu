@@ -21,8 +21,11 @@
 //
 // and dtRaw's gradient is (dw_t + A·Σ_{t'≥t} dΛ_t')·softplus'(·), Λ being
 // a running sum of dt·A. G₀ is the gradient of the state before the
-// chunk, the previous chunk's G. B's and C's gradients sum over the heads
-// of a group (atomically); x's and dtRaw's have one writer.
+// chunk, the previous chunk's G. B's and C's gradients go per head to
+// scratch, for ssd_group_sum_f32 (ssd_backward_sums.cu) to sum over a
+// group's heads in head order; x's and dtRaw's have one writer. No
+// atomics: every sum has one owner (a thread, or a warp's fixed
+// shuffle tree), so the bits do not depend on the order blocks run in.
 // kernels/emu's TestSSDScanPaths and TestSSDChunkedEqualsRecurrent hold
 // it to the reference and to the recurrence.
 // nvcc -ptx -arch=compute_90 ssd_chunked_backward.cu
@@ -32,12 +35,15 @@
 // ssdChunkedBackwardShared): G (stateSize × (headDim+1)), B and C (64 ×
 // (stateSize+1) each), x and dy (64 × headDim each), CB, DX and P (64 ×
 // 64 each), the chunk's six scalars and α, U, dΛ (64 each). ck holds
-// Σ⌈count/64⌉ × nHeads × headDim × stateSize saved states. dxBC's B and C
-// columns are zero on entry.
+// Σ⌈count/64⌉ × nHeads × headDim × stateSize saved states. It writes x's
+// and dtRaw's gradients for the run's tokens, head h's dB | dC into part
+// (nTok × nHeads × 2·stateSize), and the gradient of the run's initial
+// state over the run's first saved state, for ssd_init_sum_f32 to add
+// into dState[init] (runs may share it).
 GRPO_KERNEL void __launch_bounds__(256)
-    ssd_chunked_backward_f32(float* dxBC, float* ddtRaw, float* dState, float* ck, const float* dy, const float* xBC, const float* dtRaw,
-			     const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs, int nTok, int slots,
-			     int nHeads, int headDim, int nGroups, int stateSize) {
+    ssd_chunked_backward_f32(float* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const float* dy, const float* xBC,
+			     const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs,
+			     int nTok, int slots, int nHeads, int headDim, int nGroups, int stateSize) {
 	GRPO_DYNAMIC_SHARED(float, sh);
 	GRPO_SHARED(float, scratch, [32]);
 	const int Q = SSD_CHUNK;
@@ -88,7 +94,6 @@ GRPO_KERNEL void __launch_bounds__(256)
 		ssd_load_rows(Cs, ldB, xBC, width, first, L, m.cOff(h), N);
 		ssd_load_rows(X, P, xBC, width, first, L, (long long)h * P, P);
 		ssd_load_rows(dY, P, dy, (long long)nHeads * P, first, L, (long long)h * P, P);
-		if (tid < L) alpha[tid] = U[tid] = 0.0f;
 		ssd_chunk_scalars(k, dtRaw, nHeads, h, bias, A, first, L);
 		ssd_pair_decays(PP, Q, k, L);
 		__syncthreads();
@@ -112,24 +117,34 @@ GRPO_KERNEL void __launch_bounds__(256)
 			for (int n = 0; n < N; n++) gb += G[n * ld + p] * Bs[s * ldB + n];
 			dxBC[(first + s) * width + (long long)h * P + p] = D * dY[s * P + p] + k.w[s] * intra + k.wl[s] * gb;
 		}
-		// B and C, and U and α on the way: a (token, state column) per
-		// thread.
-		for (int e = tid; e < L * N; e += nt) {
-			int s = e / N, n = e % N;
-			float intra = 0.0f, gx = 0.0f;
-			for (int t = s; t < L; t++) intra += DX[t * Q + s] * Cs[t * ldB + n];
-			for (int p = 0; p < P; p++) gx += G[n * ld + p] * X[s * P + p];
-			atomicAdd(&dxBC[(first + s) * width + m.bOff(h) + n], k.w[s] * intra + k.wl[s] * gx);
-			atomicAdd(&U[s], k.el[s] * gx * Bs[s * ldB + n]);
+		// B and C, and U and α (sums over n) on the way: a warp per
+		// token, its lanes over the state columns.
+		for (int s = tid >> 5; s < L; s += nw) {
+			float* pB = part + ((long long)(first + s) * nHeads + h) * 2 * N;
+			float u = 0.0f;
+			for (int n = lane; n < N; n += 32) {
+				float intra = 0.0f, gx = 0.0f;
+				for (int t = s; t < L; t++) intra += DX[t * Q + s] * Cs[t * ldB + n];
+				for (int p = 0; p < P; p++) gx += G[n * ld + p] * X[s * P + p];
+				pB[n] = k.w[s] * intra + k.wl[s] * gx;
+				u += k.el[s] * gx * Bs[s * ldB + n];
+			}
+			u = warp_sum(u);
+			if (lane == 0) U[s] = u;
 		}
-		for (int e = tid; e < L * N; e += nt) {
-			int t = e / N, n = e % N;
-			float inter = 0.0f, intra = 0.0f;
-			for (int p = 0; p < P; p++) inter += S[(long long)p * N + n] * dY[t * P + p];
-			for (int s = 0; s <= t; s++) intra += k.w[s] * DX[t * Q + s] * Bs[s * ldB + n];
-			inter *= k.ea[t];
-			atomicAdd(&dxBC[(first + t) * width + m.cOff(h) + n], inter + intra);
-			atomicAdd(&alpha[t], inter * Cs[t * ldB + n]);
+		for (int t = tid >> 5; t < L; t += nw) {
+			float* pC = part + ((long long)(first + t) * nHeads + h) * 2 * N + N;
+			float al = 0.0f;
+			for (int n = lane; n < N; n += 32) {
+				float inter = 0.0f, intra = 0.0f;
+				for (int p = 0; p < P; p++) inter += S[(long long)p * N + n] * dY[t * P + p];
+				for (int s = 0; s <= t; s++) intra += k.w[s] * DX[t * Q + s] * Bs[s * ldB + n];
+				inter *= k.ea[t];
+				pC[n] = inter + intra;
+				al += inter * Cs[t * ldB + n];
+			}
+			al = warp_sum(al);
+			if (lane == 0) alpha[t] = al;
 		}
 		float gs = 0.0f;
 		for (int e = tid; e < P * N; e += nt) gs += G[(e % N) * ld + e / N] * S[e];
@@ -168,9 +183,9 @@ GRPO_KERNEL void __launch_bounds__(256)
 		}
 		__syncthreads();
 	}
-	// Runs may share an init slot: their gradients add.
+	// The first chunk's start state was read above (the last barrier
+	// ended it): the initial state's gradient takes its place.
 	if (r.init >= 0) {
-		float* dI = dState + r.init * per + h * hs;
-		for (int e = tid; e < P * N; e += nt) atomicAdd(&dI[e], G[(e % N) * ld + e / N]);
+		for (int e = tid; e < P * N; e += nt) starts[e] = G[(e % N) * ld + e / N];
 	}
 }

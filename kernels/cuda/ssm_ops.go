@@ -7,12 +7,14 @@ import (
 )
 
 // The Mamba-2 ops (kernels.SSMOps): the scan's recurrent kernels
-// (ssd_scan.cu: one block per (state row, head, run), one thread per state
-// element; the forward is also the decode step — no scratch, nothing the
-// host waits for) and its chunked ones (ssd_chunked.cu,
+// (ssd_scan.cu: the forward one block per (state row, head, run), the
+// backward one per (head, run) walking the head's rows in turn, one thread
+// per state element; the forward is also the decode step — no scratch,
+// nothing the host waits for), its chunked ones (ssd_chunked.cu,
 // ssd_chunked_backward.cu: one block per (run, head) walking chunks of
-// ssdChunk tokens with matrix products), and grouped_gated_rmsnorm.cu's,
-// one block per (row, group).
+// ssdChunk tokens with matrix products), the backward's fixed-order sums
+// (ssd_backward_sums.cu), and grouped_gated_rmsnorm.cu's, one block per
+// (row, group).
 //
 // The runs stay on the device, so the scan's path is chosen by shape: the
 // chunked kernels when the runs average at least ssdChunkedMinRun tokens
@@ -29,6 +31,8 @@ const (
 	// block of the chunked kernels.
 	ssdChunk = 64
 	ssdBlock = 256
+	// ssdSumBlock threads per block of ssd_backward_sums.cu's kernels.
+	ssdSumBlock = 256
 	// ssdChunkedMinRun is the mean run length from which SSDScan and its
 	// backward take the chunked kernels. The recurrent kernels have
 	// headDim times the blocks and no chunk to fill, and reread B and C
@@ -112,8 +116,16 @@ func (b *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Bu
 
 // SSDScanBackward takes scratch from the pool for the saved states
 // (every chunk's start, or every ssdReplay tokens' on the recurrent path):
-// (⌊nTok/k⌋ + nRuns) × nHeads states bound Σ over runs of ⌈count/k⌉.
-// dxBC and ddtRaw are zeroed first: the kernels add into them.
+// (⌊nTok/k⌋ + nRuns) × nHeads states bound Σ over runs of ⌈count/k⌉; and
+// for each head's share of B's and C's gradients (nTok × nHeads ×
+// 2·stateSize). Nothing is summed with atomics, so a backward gives the
+// same bits every time: after the backward kernel, ssd_group_sum_f32 sums
+// B's and C's over a group's heads in head order (and zeroes the rows no
+// run covers), and ssd_init_sum_f32 adds each run's initial-state
+// gradient, which the backward left in the run's first saved state, into
+// dState in run order (where there are slots). Three launches, as many
+// as before these sums, when dxBC and ddtRaw were zeroed first for
+// atomics to add into.
 func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) {
 	const op = "SSDScanBackward"
 	width, per := ssmOperands(op, nRuns, nTok, nHeads, headDim, nGroups, stateSize)
@@ -137,22 +149,31 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 	if chunked {
 		every = ssdChunk
 	}
-	saved := (nTok/every + nRuns) * per
-	i32(op, saved)
+	saved, heads := (nTok/every+nRuns)*per, nTok*nHeads*2*stateSize
+	i32(op, saved, heads)
 	ck, ok := b.scratch(4 * saved)
 	if !ok {
 		return
 	}
 	defer b.putScratch(ck, 4*saved)
-	b.elementwise("fill_f32", nTok*width, dx.ptr, float32(0), int32(nTok*width))
-	b.elementwise("fill_f32", nTok*nHeads, ddt.ptr, float32(0), int32(nTok*nHeads))
-	args := []any{dx.ptr, ddt.ptr, dst.ptr, ck, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
+	part, ok := b.scratch(4 * heads)
+	if !ok {
+		return
+	}
+	defer b.putScratch(part, 4*heads)
+	args := []any{dx.ptr, ddt.ptr, part, ck, dst.ptr, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
 		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize)}
 	if chunked {
 		b.launch("ssd_chunked_backward_f32", D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedBackwardShared(headDim, stateSize), args...)
-		return
+	} else {
+		b.launch("ssd_scan_backward_f32", D2(nHeads, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0, args...)
 	}
-	b.launch("ssd_scan_backward_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0, args...)
+	b.launch("ssd_group_sum_f32", D1(nTok), D1(ssdSumBlock), 0, dx.ptr, ddt.ptr, part, rr.ptr,
+		int32(nRuns), int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+	if slots > 0 {
+		b.launch("ssd_init_sum_f32", D1(min((per+ssdSumBlock-1)/ssdSumBlock, maxGridStrideBlocks)), D1(ssdSumBlock), 0, dst.ptr, ck, rr.ptr,
+			int32(nRuns), int32(nTok), int32(slots), int32(per), int32(every))
+	}
 }
 
 func groupShape(op string, rows, dim, groups int) int {

@@ -44,6 +44,7 @@ void emu_register_gated_delta_l2_backward(const char* prefix);
 void emu_register_ssd_scan(const char* prefix);
 void emu_register_ssd_chunked(const char* prefix);
 void emu_register_ssd_chunked_backward(const char* prefix);
+void emu_register_ssd_backward_sums(const char* prefix);
 void emu_register_grouped_gated_rmsnorm(const char* prefix);
 void emu_register_relu2(const char* prefix);
 void emu_register_planted(const char* prefix);
@@ -95,6 +96,7 @@ extern "C" void emu_register_all(void) {
 		emu_register_ssd_scan("");
 		emu_register_ssd_chunked("");
 		emu_register_ssd_chunked_backward("");
+		emu_register_ssd_backward_sums("");
 		emu_register_grouped_gated_rmsnorm("");
 		emu_register_relu2("");
 		emu_register_planted("planted/");
