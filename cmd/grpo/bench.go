@@ -21,7 +21,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "measure forward, decode and matmul throughput on this machine",
-		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B]",
+		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B] [--profile]",
 		help: `Measures, on the chosen backend:
   prefill   tokens/s of the prompt forward of --batch sequences of --prefill tokens,
             with logits at each sequence's last position only (as generation
@@ -73,6 +73,22 @@ and one AdamW update of a rank --lora-rank adapter on all seven projections;
 it reports the best generate, train and whole-step seconds of --repeat steps
 after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).
 
+--profile adds a kernel profile of each figure's unit of work (cuda and
+emu only; on cpu it is an error: the cpu backend launches no kernels): after
+the timed runs, one more prefill, one decode step (once as the graph replay
+the figure times, once op by op so that each kernel is seen; op by op adds
+the launch gaps the graph removes) and one train micro-batch, with --grpo-step
+one more step's generate and train, each op on the stream (kernel launch,
+cuBLAS GEMM named by its column-major shape "gemm bf16 TN m x n x k", memset,
+copy, graph replay) between two CUDA timing events read back at the phase's
+end, no host wait per op. Per phase it prints the wall time split into the
+ops' GPU time, the GPU's idle time between ops (launch gaps, host work) and
+the host's time before the first op, then the 15 entries with the most total
+time: launches, total ms, % of the wall, mean µs. --json adds "profile": every
+entry of every phase, with the phase's wall_ms, span_ms, kernel_ms and counts
+(whose launches the entries' sum to). Under emu the times are the host
+clock's (kernels run when launched).
+
 --perf-model prints, as a Markdown table, the decode performance model of
 BENCHMARKS.md for qwen3-0.6b, qwen3-4b and qwen3-8b at batch 1, 64, 128 and
 256 and context 512 and 2048, with a rank-16 adapter on all seven
@@ -104,6 +120,7 @@ step runs that path. It ignores the other flags and takes a minute or two
 			fs.StringVar(&o.Recompute, "recompute", "none", "recompute setting of the train-step figure: none, swiglu, selective, layer, layer:K or selective+layer:K")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 			fs.BoolVar(&o.NoMatmul, "no-matmul", false, "skip the matmul figures")
+			fs.BoolVar(&o.Profile, "profile", false, "add a per-kernel GPU time profile of one prefill, decode step and train micro-batch (or GRPO step) after the figures (cuda, emu)")
 			fs.StringVar(&o.dtype, "dtype", "auto", "weights of a --shape model: bf16, f32, or auto (bf16 on cuda and emu, f32 on cpu)")
 			fs.IntVar(&o.PrefillChunk, "prefill-chunk", 16384, "most tokens per prefill forward")
 			fs.StringVar(&o.PrefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
@@ -171,6 +188,9 @@ func runBench(o benchOpts) error {
 	if err != nil {
 		return err
 	}
+	if o.Profile && perf.Counter(be) == nil {
+		return usagef("--profile times the kernels a device runs: use --device cuda (or emu); the %s backend launches none (for a CPU profile of a GRPO step: --grpo-step --cpuprofile FILE)", be.Name())
+	}
 	m, what, err := openBenchModel(o, be)
 	if err != nil {
 		return err
@@ -194,7 +214,7 @@ func runBench(o benchOpts) error {
 		return err
 	}
 	if o.Step.Enabled {
-		return printStepBench(o, what, be, m.Config.ParamCount(), res.Step)
+		return printStepBench(o, what, be, m.Config.ParamCount(), res)
 	}
 	if o.json {
 		out := map[string]any{
@@ -203,6 +223,9 @@ func runBench(o benchOpts) error {
 		if perf.Counter(be) != nil {
 			out["counts"] = res.Counts
 		}
+		if o.Profile {
+			out["profile"] = res.Profiles
+		}
 		return json.NewEncoder(stdout).Encode(out)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
@@ -210,7 +233,10 @@ func runBench(o benchOpts) error {
 	for _, r := range res.Figures {
 		fmt.Fprintf(w, "%s\t%.1f\t%s\t\n", r.Name, r.Value, r.Unit)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printProfiles(stdout, res.Profiles)
 }
 
 // benchProgress prints, to stderr, each figure as it is measured, why

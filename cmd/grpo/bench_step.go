@@ -26,10 +26,11 @@ func stepBenchFlags(fs *flag.FlagSet, o *bench.StepOptions) {
 
 // printStepBench prints the best GRPO step: one line, or with --json the
 // object scripts/bench.sh and scripts/gpu-check.sh read (generate_s,
-// train_s, step_s, ...).
-func printStepBench(o benchOpts, what string, be kernels.Backend, params int64, best *bench.StepResult) error {
+// train_s, step_s, ...); then, with --profile, the extra step's profiles.
+func printStepBench(o benchOpts, what string, be kernels.Backend, params int64, res *bench.Results) error {
+	best := res.Step
 	if o.json {
-		res := map[string]any{
+		out := map[string]any{
 			"engine": "grpo", "model": what, "backend": be.Name(), "params": params,
 			"threads": runtime.GOMAXPROCS(0), "prompts": o.Step.Prompts, "rollouts": o.Step.Rollouts,
 			"prompt_len": o.Step.PromptLen, "new_tokens": o.Step.NewTokens, "lora_rank": o.LoRARank,
@@ -38,10 +39,13 @@ func printStepBench(o benchOpts, what string, be kernels.Backend, params int64, 
 			"loss": best.Loss, "grad_norm": best.GradNorm,
 		}
 		if be.Name() == "cpu" {
-			res["blas"] = cpu.OpenBLASInfo().String()
+			out["blas"] = cpu.OpenBLASInfo().String()
 		}
-		return json.NewEncoder(stdout).Encode(res)
+		if o.Profile {
+			out["profile"] = res.Profiles
+		}
+		return json.NewEncoder(stdout).Encode(out)
 	}
 	fmt.Fprintf(stdout, "best of %d steps: generate %.3f s, train %.3f s, step %.3f s\n", o.Repeat, best.Generate.Seconds(), best.Train.Seconds(), best.Step.Seconds())
-	return nil
+	return printProfiles(stdout, res.Profiles)
 }
