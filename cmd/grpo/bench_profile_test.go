@@ -166,3 +166,87 @@ func TestProfileSummaryLine(t *testing.T) {
 		t.Errorf("output without a profile: %v, %q", err, out)
 	}
 }
+
+// TestGPUCheckProfileStep runs scripts/gpu-check.sh run with stand-ins
+// for the GPU machine's tools (fakeGPUTools' nvidia-smi and python3,
+// failing test binaries, sanitizer and ncu) and a grpo binary that answers
+// the profile step's command, and only it, with a real --profile --json
+// output (emu): the profile line must pass with profile-summary.sh's line
+// of that output, whole (under 900 characters), and the other steps fail
+// as they would.
+func TestGPUCheckProfileStep(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	const shape = "test-profile-check"
+	model.Shapes[shape] = tinyStepShape
+	defer delete(model.Shapes, shape)
+	var buf bytes.Buffer
+	old := stdout
+	stdout = &buf
+	err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", json: true, Options: bench.Options{Prefill: 4, Decode: 2, Batch: 2, Repeat: 1,
+		PrefillChunk: 64, Temperature: 1, TrainSeqs: 1, TrainLen: 8, LoRARank: 4, NoMatmul: true, Profile: true}})
+	stdout = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin, built, profile := filepath.Join(dir, "bin"), filepath.Join(dir, "built"), filepath.Join(dir, "profile.json")
+	for _, d := range []string{bin, built} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(profile, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]string{"nvidia-smi": fakeGPUTools["nvidia-smi"], "python3": fakeGPUTools["python3"],
+		"compute-sanitizer": "exit 1", "ncu": "exit 1"}
+	for name, body := range tools {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/bash\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grpo := `case "$*" in
+"bench --device cuda --shape qwen3-0.6b --batch 64 --prefill 512 --decode 16 --train-seqs 4 --train-len 1024 --repeat 1 --no-matmul --profile --json") cat '` + profile + `' ;;
+*) echo "fake grpo: not the profile step: $*" >&2; exit 3 ;;
+esac`
+	writeGzip(t, filepath.Join(built, "grpo-cuda.gz"), []byte("#!/bin/bash\n"+grpo+"\n"))
+	writeGzip(t, filepath.Join(built, "cuda.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
+	writeGzip(t, filepath.Join(built, "modeltest.test.gz"), []byte("#!/bin/sh\nexit 1\n"))
+	libcuda, cublas := filepath.Join(dir, "libcuda.so.1"), filepath.Join(dir, "libcublas.so.13")
+	for _, f := range []string{libcuda, cublas} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	cmd := exec.Command("bash", "../../scripts/gpu-check.sh", "run")
+	cmd.Env = append(os.Environ(), "OUT="+out, "GPU_CHECK_DIR="+built, "PATH="+bin+":"+os.Getenv("PATH"),
+		"GRPO_LIBCUDA="+libcuda, "GRPO_CUBLAS="+cublas)
+	stdoutErr, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v, want status 1 (the other steps fail)\n%s", err, stdoutErr)
+	}
+	res, err := os.ReadFile(filepath.Join(out, "gpu-check-results.txt"))
+	if err != nil {
+		t.Fatalf("no results: %v\n%s", err, stdoutErr)
+	}
+	summary, err := exec.Command("bash", "../../scripts/profile-summary.sh", profile, "8").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(res), "\n") {
+		if strings.HasPrefix(l, "profile | ") {
+			line = l
+		}
+	}
+	f := strings.SplitN(line, " | ", 4)
+	if len(f) != 4 || f[1] != "PASS" || f[3] != strings.TrimSpace(string(summary)) || len(f[3]) > 900 {
+		t.Errorf("profile line:\n  %s\nwant PASS and the summary (%d characters):\n  %s\nresults:\n%s", line, len(summary), summary, res)
+	}
+	if n := strings.Count(string(res), " | PASS | "); n != 2 {
+		t.Errorf("%d steps passed, want 2 (environment and profile; every other step's tool fails):\n%s", n, res)
+	}
+}
