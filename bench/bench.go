@@ -63,8 +63,8 @@ type Results struct {
 // roofline and HFU figures, and matmul. m's weights are tagged for the
 // counters (perf.TagWeights); the caller still owns and frees m.
 func Run(m *model.Model, o Options) (*Results, error) {
-	if err := o.check(); err != nil {
-		return nil, err
+	if err := o.Check(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	if o.Profile && perf.Counter(m.Backend) == nil {
 		return nil, errNoProfile
@@ -125,9 +125,10 @@ func Run(m *model.Model, o Options) (*Results, error) {
 	return res, nil
 }
 
-// check fills the zero defaults and refuses sizes the runs cannot take
-// (the CLI says the same in its flags' words before it loads a model).
-func (o *Options) check() error {
+// Check fills the zero defaults and refuses sizes the runs cannot take,
+// naming each field by its flag (Options' comments), so the CLI reports
+// the same error, before it loads a model, as a usage error.
+func (o *Options) Check() error {
 	if o.Group == 0 {
 		o.Group = 1
 	}
@@ -137,17 +138,16 @@ func (o *Options) check() error {
 	if o.Recompute == "" {
 		o.Recompute = "none"
 	}
-
 	switch {
 	case o.Prefill < 1 || o.Batch < 1 || o.Repeat < 1 || o.Decode < 0 || o.PrefillChunk < 1:
-		return errors.New("bench: Prefill, Batch, Repeat and PrefillChunk must be >= 1 and Decode >= 0")
+		return errors.New("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
 	case o.Group < 1 || o.Batch%o.Group != 0:
-		return fmt.Errorf("bench: Group %d: want a divisor of Batch %d", o.Group, o.Batch)
+		return fmt.Errorf("--group %d: want a divisor of --batch %d (batch = prompts × rollouts per prompt)", o.Group, o.Batch)
 	case o.PrefillLogits != "last" && o.PrefillLogits != "all":
-		return fmt.Errorf("bench: PrefillLogits %q: want last or all", o.PrefillLogits)
+		return fmt.Errorf("--prefill-logits %q: want last or all", o.PrefillLogits)
 	}
 	if _, _, err := model.ParseRecomputeSetting(o.Recompute); err != nil {
-		return fmt.Errorf("bench: Recompute: %w", err)
+		return fmt.Errorf("--recompute: %w", err)
 	}
 	if o.Step.Enabled {
 		return o.Step.Check()

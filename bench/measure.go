@@ -61,7 +61,7 @@ func measureModel(m *model.Model, o Options, counts *Counts, profiles *[]PhasePr
 	}
 	prefill = float64(o.Batch/o.Group*o.Prefill) / d.Seconds()
 	if o.Profile {
-		if err := addProfile(profiles, be, fmt.Sprintf("prefill %dx%d", o.Batch/o.Group, o.Prefill), "", prefillAll); err != nil {
+		if err := addProfile(profiles, be, fmt.Sprintf("prefill %dx%d", o.Batch/o.Group, o.Prefill), "the prompts' forward in chunks, logits as --prefill-logits says", prefillAll); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -13,10 +13,12 @@ import (
 // figure's work — one prefill, one decode step, one train micro-batch,
 // a GRPO step's generate or train — run once more after the figure's
 // timed runs, so the events' cost (two records per op) is in no figure.
-// WallMs is the host clock from issuing the unit's first op to its end
+// WallMs is the host clock from opening the profile to the unit's end
 // (each unit ends waiting for the device); WallMs − SpanMs is host time
-// before the first op reached the GPU, SpanMs − KernelMs the GPU idle
-// between ops (launch gaps, host work between launches, host waits).
+// outside the GPU's span: before the profile's start mark reached the
+// GPU and after the last op ended (the unit's host work after it, such
+// as reading a download); SpanMs − KernelMs is the GPU idle between ops
+// (launch gaps, host work between launches, host waits).
 type PhaseProfile struct {
 	Phase  string  `json:"phase"`
 	WallMs float64 `json:"wall_ms"`

@@ -34,10 +34,10 @@ type StepOptions struct {
 	NoSharing  bool   // --step-no-prefix-sharing: every rollout prefills and trains its own prompt
 }
 
-// Check refuses a step with nothing in it.
+// Check refuses a step with nothing in it, naming the fields' flags.
 func (o StepOptions) Check() error {
 	if o.Prompts < 1 || o.Rollouts < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MicroBatch < 1 {
-		return errors.New("bench: StepOptions' Prompts, Rollouts, PromptLen, NewTokens and MicroBatch must be >= 1")
+		return errors.New("--step-prompts, --step-rollouts, --step-prompt-len, --step-tokens and --step-micro-batch must be >= 1")
 	}
 	return nil
 }
@@ -68,7 +68,7 @@ type stepBench struct {
 
 func newStepBench(base *model.Model, rank int, o StepOptions) (*stepBench, error) {
 	if err := o.Check(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg := lora.DefaultConfig() // all seven projections
 	cfg.Rank, cfg.Alpha = rank, float64(2*rank)

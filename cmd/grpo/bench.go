@@ -73,21 +73,18 @@ and one AdamW update of a rank --lora-rank adapter on all seven projections;
 it reports the best generate, train and whole-step seconds of --repeat steps
 after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).
 
---profile adds a kernel profile of each figure's unit of work (cuda and
-emu only; on cpu it is an error: the cpu backend launches no kernels): after
-the timed runs, one more prefill, one decode step (once as the graph replay
-the figure times, once op by op so that each kernel is seen; op by op adds
-the launch gaps the graph removes) and one train micro-batch, with --grpo-step
-one more step's generate and train, each op on the stream (kernel launch,
-cuBLAS GEMM named by its column-major shape "gemm bf16 TN m x n x k", memset,
-copy, graph replay) between two CUDA timing events read back at the phase's
-end, no host wait per op. Per phase it prints the wall time split into the
-ops' GPU time, the GPU's idle time between ops (launch gaps, host work) and
-the host's time before the first op, then the 15 entries with the most total
-time: launches, total ms, % of the wall, mean µs. --json adds "profile": every
-entry of every phase, with the phase's wall_ms, span_ms, kernel_ms and counts
-(whose launches the entries' sum to). Under emu the times are the host
-clock's (kernels run when launched).
+--profile adds, after the figures, a kernel profile of one more prefill,
+decode step (once as the graph replay the figure times, once op by op to see
+its kernels, which adds the launch gaps a graph removes) and train micro-batch,
+or with --grpo-step one more step's generate and train (cuda and emu; on cpu it
+is an error: the cpu backend launches no kernels). Each op — kernel, cuBLAS
+GEMM ("gemm bf16 TN m x n x k", column-major), memset, copy, graph — runs
+between two CUDA timing events read back at the phase's end. Per phase: the
+wall time split into kernel time, GPU idle between ops and host time outside
+the GPU's span, then the 15 entries with the most time (launches, total ms, % of
+wall, mean µs); --json adds "profile" with every entry and the phase's wall_ms,
+span_ms, kernel_ms and counts. Under emu the times are the host clock's.
+CUDA.md ("The kernel profile") says more.
 
 --perf-model prints, as a Markdown table, the decode performance model of
 BENCHMARKS.md for qwen3-0.6b, qwen3-4b and qwen3-8b at batch 1, 64, 128 and
@@ -164,25 +161,11 @@ func runBench(o benchOpts) error {
 	if o.perfModel {
 		return runPerfModel(o)
 	}
-	if o.Prefill < 1 || o.Batch < 1 || o.Repeat < 1 || o.Decode < 0 || o.PrefillChunk < 1 {
-		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
-	}
-	if o.Group < 0 || o.Batch%max(o.Group, 1) != 0 {
-		return usagef("--group %d: want a divisor of --batch %d (batch = prompts × rollouts per prompt)", o.Group, o.Batch)
-	}
-	if o.PrefillLogits != "" && o.PrefillLogits != "last" && o.PrefillLogits != "all" {
-		return usagef("--prefill-logits %q: want last or all", o.PrefillLogits)
+	if err := o.Options.Check(); err != nil {
+		return usagef("%v", err)
 	}
 	if o.dtype != "auto" && o.dtype != "bf16" && o.dtype != "f32" {
 		return usagef("--dtype %q: want bf16, f32 or auto", o.dtype)
-	}
-	if o.Recompute != "" {
-		if _, _, err := model.ParseRecomputeSetting(o.Recompute); err != nil {
-			return usagef("--recompute: %v", err)
-		}
-	}
-	if o.Step.Enabled && o.Step.Check() != nil {
-		return usagef("--step-prompts, --step-rollouts, --step-prompt-len, --step-tokens and --step-micro-batch must be >= 1")
 	}
 	be, err := loader.OpenBackend(o.device)
 	if err != nil {
@@ -210,23 +193,14 @@ func runBench(o benchOpts) error {
 		o.Progress = benchProgress()
 	}
 	res, err := bench.Run(m, o.Options)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if o.Step.Enabled {
-		return printStepBench(o, what, be, m.Config.ParamCount(), res)
-	}
-	if o.json {
-		out := map[string]any{
-			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(), "weights": wdt.String(),
-			"threads": runtime.GOMAXPROCS(0), "results": res.Figures}
-		if perf.Counter(be) != nil {
-			out["counts"] = res.Counts
-		}
-		if o.Profile {
-			out["profile"] = res.Profiles
-		}
-		return json.NewEncoder(stdout).Encode(out)
+	case o.json: // scripts/bench.sh and scripts/gpu-check.sh read it
+		return json.NewEncoder(stdout).Encode(res.JSON(m, what, o.Options))
+	case o.Step.Enabled:
+		fmt.Fprintf(stdout, "best of %d steps: generate %.3f s, train %.3f s, step %.3f s\n", o.Repeat, res.Step.Generate.Seconds(), res.Step.Train.Seconds(), res.Step.Step.Seconds())
+		return printProfiles(stdout, res.Profiles)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\t")

@@ -13,43 +13,25 @@ import (
 const profileTop = 15
 
 // printProfiles writes each phase's kernel profile (--profile): a line
-// that splits the phase's wall time into the GPU's time in ops, its idle
-// time between them and the host's time before the first one, then the
-// entries with the largest total time.
+// that splits the phase's wall time into the ops' GPU time, the GPU's
+// idle time between ops and the host's time outside the GPU's span
+// (before the first op, after the last), then the entries with the most
+// time.
 func printProfiles(w io.Writer, profiles []bench.PhaseProfile) error {
 	for _, p := range profiles {
-		fmt.Fprintf(w, "\nprofile of %s: wall %.3f ms = kernels %.3f ms (%.1f %%) + GPU idle between ops %.3f ms (launch gaps, host work between launches) + host before the first op %.3f ms; %d ops",
-			p.Phase, p.WallMs, p.KernelMs, pct(p.KernelMs, p.WallMs), p.SpanMs-p.KernelMs, p.WallMs-p.SpanMs, p.Launches())
-		if p.Untimed > 0 {
-			fmt.Fprintf(w, ", %d captured into graphs (untimed)", p.Untimed)
-		}
-		fmt.Fprintln(w)
-		if p.Note != "" {
-			fmt.Fprintf(w, "  (%s)\n", p.Note)
-		}
+		fmt.Fprintf(w, "\nprofile of %s: wall %.3f ms = kernels %.3f ms (%.1f %%) + GPU idle between ops %.3f ms (launch gaps, host work) + host outside the span %.3f ms; %d ops timed, %d captured untimed; %s\n",
+			p.Phase, p.WallMs, p.KernelMs, 100*p.KernelMs/p.WallMs, p.SpanMs-p.KernelMs, p.WallMs-p.SpanMs, p.Launches(), p.Untimed, p.Note)
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "KERNEL\tLAUNCHES\tTOTAL MS\t% OF WALL\tMEAN µs\t")
-		var restMs float64
-		for i, k := range p.Kernels {
-			if i >= profileTop {
-				restMs += k.Ms
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.1f\t%.1f\t\n", k.Name, k.Launches, k.Ms, pct(k.Ms, p.WallMs), 1000*k.Ms/float64(k.Launches))
-		}
-		if n := len(p.Kernels) - profileTop; n > 0 {
-			fmt.Fprintf(tw, "(%d more)\t\t%.3f\t%.1f\t\t\n", n, restMs, pct(restMs, p.WallMs))
+		for _, k := range p.Kernels[:min(profileTop, len(p.Kernels))] {
+			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.1f\t%.1f\t\n", k.Name, k.Launches, k.Ms, 100*k.Ms/p.WallMs, 1000*k.Ms/float64(k.Launches))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if n := len(p.Kernels) - profileTop; n > 0 {
+			fmt.Fprintf(w, "  and %d more entries (--json has every one)\n", n)
+		}
 	}
 	return nil
-}
-
-func pct(part, whole float64) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return 100 * part / whole
 }

@@ -23,7 +23,7 @@ import (
 // phase's profile with entries whose launches sum to the phase's counts.
 func TestBenchProfileFlag(t *testing.T) {
 	code, out, _ := runCLI("bench", "--help")
-	for _, want := range []string{"--profile", "op by op", "timing events", `"profile"`, "wall_ms", "on cpu it is an error", "Under emu the times"} {
+	for _, want := range []string{"--profile", "op by op", "timing events", `"profile"`, "wall_ms", "is an error: the cpu backend", "Under emu the times"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("bench --help (exit %d) lacks %q", code, want)
 		}
