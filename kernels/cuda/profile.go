@@ -114,9 +114,13 @@ func (p *profiler) time(capturing bool, name string, op func() error) error {
 		}
 		return op()
 	}
-	p.fail(p.dev.Record(s))
+	// A queued call returns its batch's errors (owner.go), which may be
+	// earlier ops': the records' errors go to the caller as well.
+	rs := p.dev.Record(s)
 	err := op()
-	p.fail(p.dev.Record(e))
+	re := p.dev.Record(e)
+	p.fail(errors.Join(rs, re))
+	err = errors.Join(rs, err, re)
 	p.open = append(p.open, timedOp{name, s, e})
 	p.last = e
 	if len(p.open)%harvestEvery == 0 {
@@ -200,11 +204,13 @@ func (b *Backend) StopProfile() (Profile, error) {
 	p.harvest(true)
 	for _, k := range p.totals {
 		out.Kernels = append(out.Kernels, *k)
-		out.KernelMs += k.Ms
 	}
 	slices.SortFunc(out.Kernels, func(a, b KernelTime) int {
 		return cmp.Or(cmp.Compare(b.Ms, a.Ms), cmp.Compare(a.Name, b.Name))
 	})
+	for _, k := range out.Kernels { // in this order, so the sum is reproducible
+		out.KernelMs += k.Ms
+	}
 	err := errors.Join(p.err, p.release())
 	if err != nil {
 		return Profile{}, err
