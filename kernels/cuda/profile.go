@@ -123,8 +123,11 @@ func (p *profiler) time(capturing bool, name string, op func() error) error {
 	err = errors.Join(rs, err, re)
 	p.open = append(p.open, timedOp{name, s, e})
 	p.last = e
-	if len(p.open)%harvestEvery == 0 {
-		p.harvest(false)
+	if len(p.open)%harvestEvery == 0 && p.err == nil {
+		// The queries hand over the batch too: an error is the caller's.
+		if p.harvest(false); p.err != nil {
+			err = errors.Join(err, p.err)
+		}
 	}
 	return err
 }
@@ -217,9 +220,6 @@ func (b *Backend) StopProfile() (Profile, error) {
 	}
 	return out, nil
 }
-
-// Profiling reports whether a profile is open.
-func (b *Backend) Profiling() bool { return b.dev.prof != nil }
 
 // release destroys the profile's events.
 func (p *profiler) release() error {
