@@ -26,6 +26,7 @@ type Options struct {
 	LoRARank      int     // --lora-rank: adapter rank of the train step and the GRPO step
 	Recompute     string  // --recompute: the train step's recompute setting
 	NoMatmul      bool    // --no-matmul: skip the matmul figures
+	Profile       bool    // --profile: a kernel profile of each figure's unit of work (profile.go)
 	Step          StepOptions
 	Progress      Progress
 }
@@ -52,6 +53,9 @@ type Results struct {
 	Figures []Figure
 	Counts  Counts      // filled where the backend counts (perf.Counter)
 	Step    *StepResult // Step.Enabled: each time the best of its own over the measured steps
+	// Profiles are Profile's kernel profiles, one per unit of work, in
+	// the order measured.
+	Profiles []PhaseProfile
 }
 
 // Run measures on m's backend: with o.Step.Enabled whole GRPO steps
@@ -59,15 +63,18 @@ type Results struct {
 // roofline and HFU figures, and matmul. m's weights are tagged for the
 // counters (perf.TagWeights); the caller still owns and frees m.
 func Run(m *model.Model, o Options) (*Results, error) {
-	if err := o.check(); err != nil {
-		return nil, err
+	if err := o.Check(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if o.Profile && perf.Counter(m.Backend) == nil {
+		return nil, errNoProfile
 	}
 	if o.Step.Enabled {
-		best, err := runStep(m, o)
+		best, profiles, err := runStep(m, o)
 		if err != nil {
 			return nil, err
 		}
-		return &Results{Step: best}, nil
+		return &Results{Step: best, Profiles: profiles}, nil
 	}
 	res := &Results{}
 	add := func(name string, v float64, unit string) {
@@ -79,7 +86,7 @@ func Run(m *model.Model, o Options) (*Results, error) {
 	}
 	be := m.Backend
 	perf.TagWeights(m, nil)
-	prefill, decode, err := measureModel(m, o, &res.Counts)
+	prefill, decode, err := measureModel(m, o, &res.Counts, &res.Profiles)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +96,7 @@ func Run(m *model.Model, o Options) (*Results, error) {
 	}
 	var train float64
 	if o.TrainSeqs > 0 {
-		if train, err = measureTrain(m, o, &res.Counts); err != nil {
+		if train, err = measureTrain(m, o, &res.Counts, &res.Profiles); err != nil {
 			return nil, err
 		}
 		name := fmt.Sprintf("lora train %dx%d r%d", o.TrainSeqs, o.TrainLen, o.LoRARank)
@@ -118,9 +125,10 @@ func Run(m *model.Model, o Options) (*Results, error) {
 	return res, nil
 }
 
-// check fills the zero defaults and refuses sizes the runs cannot take
-// (the CLI says the same in its flags' words before it loads a model).
-func (o *Options) check() error {
+// Check fills the zero defaults and refuses sizes the runs cannot take,
+// naming each field by its flag (Options' comments), so the CLI reports
+// the same error, before it loads a model, as a usage error.
+func (o *Options) Check() error {
 	if o.Group == 0 {
 		o.Group = 1
 	}
@@ -132,14 +140,14 @@ func (o *Options) check() error {
 	}
 	switch {
 	case o.Prefill < 1 || o.Batch < 1 || o.Repeat < 1 || o.Decode < 0 || o.PrefillChunk < 1:
-		return errors.New("bench: Prefill, Batch, Repeat and PrefillChunk must be >= 1 and Decode >= 0")
+		return errors.New("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
 	case o.Group < 1 || o.Batch%o.Group != 0:
-		return fmt.Errorf("bench: Group %d: want a divisor of Batch %d", o.Group, o.Batch)
+		return fmt.Errorf("--group %d: want a divisor of --batch %d (batch = prompts × rollouts per prompt)", o.Group, o.Batch)
 	case o.PrefillLogits != "last" && o.PrefillLogits != "all":
-		return fmt.Errorf("bench: PrefillLogits %q: want last or all", o.PrefillLogits)
+		return fmt.Errorf("--prefill-logits %q: want last or all", o.PrefillLogits)
 	}
 	if _, _, err := model.ParseRecomputeSetting(o.Recompute); err != nil {
-		return fmt.Errorf("bench: Recompute: %w", err)
+		return fmt.Errorf("--recompute: %w", err)
 	}
 	if o.Step.Enabled {
 		return o.Step.Check()

@@ -9,9 +9,10 @@ import (
 	"github.com/grpo-dev/grpo/model"
 )
 
-// measureModel returns prefill and decode throughput in tokens/s, and
-// fills counts on a backend that counts.
-func measureModel(m *model.Model, o Options, counts *Counts) (prefill, decode float64, err error) {
+// measureModel returns prefill and decode throughput in tokens/s, fills
+// counts on a backend that counts and, with o.Profile, appends the
+// profiles of one prefill and one decode step (replayed, and op by op).
+func measureModel(m *model.Model, o Options, counts *Counts, profiles *[]PhaseProfile) (prefill, decode float64, err error) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	maxLen := o.Prefill + o.Decode
 	cache, err := perf.DecodeCache(m, o.Batch, maxLen)
@@ -41,23 +42,29 @@ func measureModel(m *model.Model, o Options, counts *Counts) (prefill, decode fl
 		}
 	}
 	be := m.Backend
-	d, err := best(o.Repeat, func() (err error) {
-		counts.Prefill, err = perf.Measure(be, func() error {
-			for _, c := range chunks {
-				logits, err := m.Forward(cache, &c.batch, c.logitRows)
-				if err != nil {
-					return err
-				}
-				be.Free(logits)
+	prefillAll := func() error {
+		for _, c := range chunks {
+			logits, err := m.Forward(cache, &c.batch, c.logitRows)
+			if err != nil {
+				return err
 			}
-			return be.Sync()
-		})
+			be.Free(logits)
+		}
+		return be.Sync()
+	}
+	d, err := best(o.Repeat, func() (err error) {
+		counts.Prefill, err = perf.Measure(be, prefillAll)
 		return err
 	})
 	if err != nil {
 		return 0, 0, err
 	}
 	prefill = float64(o.Batch/o.Group*o.Prefill) / d.Seconds()
+	if o.Profile {
+		if err := addProfile(profiles, be, fmt.Sprintf("prefill %dx%d", o.Batch/o.Group, o.Prefill), "the prompts' forward in chunks, logits as --prefill-logits says", prefillAll); err != nil {
+			return 0, 0, err
+		}
+	}
 	if o.Decode == 0 {
 		return prefill, 0, nil
 	}
@@ -88,12 +95,15 @@ func measureModel(m *model.Model, o Options, counts *Counts) (prefill, decode fl
 		}
 		return nil
 	}
-	d, err = best(o.Repeat, func() error {
+	load := func() error {
 		for s := range rows {
 			rows[s] = model.DecodeRow{Slot: int32(s), Pos: int32(o.Prefill), Token: prompts[s-s%o.Group][o.Prefill-1],
 				Params: kernels.SampleParams{Temperature: o.Temperature, TopP: 1}, PCGHi: rng.Uint64(), PCGLo: rng.Uint64()}
 		}
-		if err := dec.Load(cache, rows, -1); err != nil {
+		return dec.Load(cache, rows, -1)
+	}
+	d, err = best(o.Repeat, func() error {
+		if err := load(); err != nil {
 			return err
 		}
 		for i := range o.Decode {
@@ -118,7 +128,44 @@ func measureModel(m *model.Model, o Options, counts *Counts) (prefill, decode fl
 			o.Progress.OpByOp(err)
 		}
 	}
+	if o.Profile {
+		if err := profileDecode(be, dec, load, step, o, profiles); err != nil {
+			return 0, 0, err
+		}
+	}
 	return prefill, float64(o.Batch*o.Decode) / d.Seconds(), nil
+}
+
+// profileDecode profiles one decode step as the figure ran it — one
+// graph replay on a device with graphs — and one op by op
+// (model.Decoder.Eager), whose profile names the kernels the replay
+// runs. Each is the second step after a Load where the cache has room
+// (the first may upload a block table), as in the figure.
+func profileDecode(be kernels.Backend, dec *model.Decoder, load func() error, step func(int) error, o Options, profiles *[]PhaseProfile) error {
+	modes := []bool{false, true}
+	if _, graphs := be.(kernels.Graphs); !graphs || dec.GraphErr() != nil {
+		modes = []bool{true}
+	}
+	defer func() { dec.Eager = false }()
+	for _, eager := range modes {
+		dec.Eager = eager
+		if err := load(); err != nil {
+			return err
+		}
+		for i := range min(o.Decode-1, 1) {
+			if err := step(i); err != nil {
+				return err
+			}
+		}
+		phase, note := fmt.Sprintf("decode step batch %d (graph replay)", o.Batch), "one replay of the captured step: its kernels are in the op-by-op profile"
+		if eager {
+			phase, note = fmt.Sprintf("decode step batch %d (op by op)", o.Batch), "the step uncaptured, to time each kernel: the launch gaps a graph removes are in the span and wall"
+		}
+		if err := addProfile(profiles, be, phase, note, func() error { return step(min(o.Decode-1, 1)) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prefillChunk is one prefill forward: whole or partial prompts, and the

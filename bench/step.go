@@ -34,10 +34,10 @@ type StepOptions struct {
 	NoSharing  bool   // --step-no-prefix-sharing: every rollout prefills and trains its own prompt
 }
 
-// Check refuses a step with nothing in it.
+// Check refuses a step with nothing in it, naming the fields' flags.
 func (o StepOptions) Check() error {
 	if o.Prompts < 1 || o.Rollouts < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MicroBatch < 1 {
-		return errors.New("bench: StepOptions' Prompts, Rollouts, PromptLen, NewTokens and MicroBatch must be >= 1")
+		return errors.New("--step-prompts, --step-rollouts, --step-prompt-len, --step-tokens and --step-micro-batch must be >= 1")
 	}
 	return nil
 }
@@ -61,11 +61,14 @@ type stepBench struct {
 	o       StepOptions
 	prompts [][]int32 // one per rollout: each example's prompt repeated rollouts times
 	step    int
+	// profiles, when set, gets a kernel profile of run's generate and of
+	// its train phase.
+	profiles *[]PhaseProfile
 }
 
 func newStepBench(base *model.Model, rank int, o StepOptions) (*stepBench, error) {
 	if err := o.Check(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg := lora.DefaultConfig() // all seven projections
 	cfg.Rank, cfg.Alpha = rank, float64(2*rank)
@@ -110,20 +113,35 @@ func (sb *stepBench) run(ctx context.Context) (StepResult, error) {
 	var r StepResult
 	o, m := sb.o, sb.policy.Model
 	sb.step++
+	phase := func(name, note string, f func() error) error {
+		if sb.profiles == nil {
+			return f()
+		}
+		return addProfile(sb.profiles, m.Backend, name, note, func() error {
+			if err := f(); err != nil {
+				return err
+			}
+			return m.Backend.Sync()
+		})
+	}
 	t0 := time.Now()
-	s, err := sampler.New(m, nil, sampler.Config{Slots: len(sb.prompts), MaxLen: rollout.CacheLen(m.Config, o.PromptLen, o.NewTokens, 1),
-		NoPrefixSharing: o.NoSharing})
-	if err != nil {
-		return r, err
-	}
-	params := make([]sampler.Params, len(sb.prompts))
-	for i := range params {
-		params[i] = sampler.DefaultParams() // temperature 1, no truncation
-		params[i].MaxTokens = o.NewTokens
-		params[i].Seed = sampler.DeriveSeed(uint64(sb.step), uint64(i/o.Rollouts), uint64(i%o.Rollouts))
-	}
-	turns, err := s.Generate(ctx, sb.prompts, params)
-	s.Close()
+	var turns []sampler.Turn
+	err := phase("grpo step: generate", "prefill and decode (decode steps as graph replays) of every rollout", func() error {
+		s, err := sampler.New(m, nil, sampler.Config{Slots: len(sb.prompts), MaxLen: rollout.CacheLen(m.Config, o.PromptLen, o.NewTokens, 1),
+			NoPrefixSharing: o.NoSharing})
+		if err != nil {
+			return err
+		}
+		params := make([]sampler.Params, len(sb.prompts))
+		for i := range params {
+			params[i] = sampler.DefaultParams() // temperature 1, no truncation
+			params[i].MaxTokens = o.NewTokens
+			params[i].Seed = sampler.DeriveSeed(uint64(sb.step), uint64(i/o.Rollouts), uint64(i%o.Rollouts))
+		}
+		turns, err = s.Generate(ctx, sb.prompts, params)
+		s.Close()
+		return err
+	})
 	if err != nil {
 		return r, err
 	}
@@ -154,8 +172,12 @@ func (sb *stepBench) run(ctx context.Context) (StepResult, error) {
 	// whether a group's rewards happened to tie.
 	lc := loss.DefaultConfig()
 	lc.FilterZeroAdvantages = false
-	upd, err := update.Step(sb.policy, rollouts, o.Rollouts,
-		update.Settings{Loss: lc, MaxTokens: o.NewTokens, MicroBatchTokens: o.MicroBatch, MaxSteps: 1 << 30})
+	var upd update.Stats
+	err = phase("grpo step: train", "policy gradient over every micro-batch and the AdamW update (update.Step)", func() (err error) {
+		upd, err = update.Step(sb.policy, rollouts, o.Rollouts,
+			update.Settings{Loss: lc, MaxTokens: o.NewTokens, MicroBatchTokens: o.MicroBatch, MaxSteps: 1 << 30})
+		return err
+	})
 	if err != nil {
 		return r, err
 	}
@@ -167,17 +189,33 @@ func (sb *stepBench) run(ctx context.Context) (StepResult, error) {
 
 // runStep measures o.Repeat GRPO steps after one warm-up step and
 // returns the best generate, train and whole-step time (each the best of
-// its own over the measured steps) with the last step's work and loss.
-func runStep(base *model.Model, o Options) (*StepResult, error) {
+// its own over the measured steps) with the last step's work and loss;
+// with o.Profile, one more step's generate and train profiles.
+func runStep(base *model.Model, o Options) (*StepResult, []PhaseProfile, error) {
 	sb, err := newStepBench(base, o.LoRARank, o.Step)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer sb.free()
 	ctx := context.Background()
 	if _, err := sb.run(ctx); err != nil { // warm-up: first-touch allocations, thread start-up
-		return nil, err
+		return nil, nil, err
 	}
+	best, err := sb.measure(ctx, o)
+	if err != nil || !o.Profile {
+		return best, nil, err
+	}
+	var profiles []PhaseProfile
+	sb.profiles = &profiles
+	if _, err := sb.run(ctx); err != nil {
+		return nil, nil, err
+	}
+	return best, profiles, nil
+}
+
+// measure runs the measured steps, under --cpuprofile's pprof profile
+// when it names a file.
+func (sb *stepBench) measure(ctx context.Context, o Options) (*StepResult, error) {
 	if o.Step.CPUProfile != "" {
 		f, err := os.Create(o.Step.CPUProfile)
 		if err != nil {

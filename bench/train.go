@@ -13,7 +13,7 @@ import (
 // measureTrain returns the tokens/s of one LoRA train step: the training
 // forward, log-probs of every next token, and the backward pass into the
 // adapter's gradients (what PolicyGradient does per micro-batch).
-func measureTrain(base *model.Model, o Options, counts *Counts) (float64, error) {
+func measureTrain(base *model.Model, o Options, counts *Counts, profiles *[]PhaseProfile) (float64, error) {
 	cfg := lora.DefaultConfig()
 	cfg.Rank, cfg.Alpha = o.LoRARank, float64(2*o.LoRARank)
 	ad, err := lora.New(base, cfg, 1)
@@ -84,6 +84,21 @@ func measureTrain(base *model.Model, o Options, counts *Counts) (float64, error)
 	})
 	if err != nil {
 		return 0, err
+	}
+	if o.Profile {
+		phase := fmt.Sprintf("train micro-batch %dx%d", min(perMB, o.TrainSeqs), o.TrainLen)
+		if o.Recompute != "none" {
+			phase += " recompute " + o.Recompute
+		}
+		err := addProfile(profiles, be, phase, "forward, log-probs and backward to the LoRA gradients", func() error {
+			if err := runMicro(&mbs[0]); err != nil {
+				return err
+			}
+			return be.Sync()
+		})
+		if err != nil {
+			return 0, err
+		}
 	}
 	return float64(o.TrainSeqs*o.TrainLen) / d.Seconds(), nil
 }

@@ -43,6 +43,11 @@ type Decoder struct {
 	batch    Batch // the step's slots and positions, for the cache's block mapping
 	// plainAttention turns off shared-prefix attention (decode_groups.go).
 	plainAttention bool
+	// Eager runs every step op by op, never capturing or replaying a
+	// graph: a kernel profile (grpo bench --profile) times each launch
+	// of a step this way, where a replay is one entry. It adds the launch
+	// gaps a graph removes.
+	Eager bool
 }
 
 // DecodeRow is one sequence of a decode step: its cache slot, the position
@@ -347,6 +352,7 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 	}
 	pages := [2]kernels.KVPages{cache.Pages(), cache.windowPages()}
 	g, graphs := be.(kernels.Graphs)
+	graphs = graphs && !d.Eager
 	mode := b.mode()
 	switch {
 	case graphs && b.graph[mode] != nil && b.graphCache[mode] == cache:

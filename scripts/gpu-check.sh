@@ -17,7 +17,8 @@
 #                                  issue 18's 8B train MFU and whole GRPO step
 #                                  against PyTorch + PEFT); `run` is the
 #                                  correctness check (conformance, full model,
-#                                  sanitizers, benches, a short train)
+#                                  sanitizers, benches, a kernel profile, a
+#                                  short train)
 #
 # Each writes exactly three files under $OUT (the run tool returns at most 8,
 # small): gpu-check-results.txt, one line per step — name, PASS/FAIL,
@@ -33,7 +34,7 @@
 # the last thing written to stdout, so it also comes back in the tool's
 # last 12,000 characters of output. Every step has its own time limit and
 # all steps together at most GPU_CHECK_BUDGET seconds (200 for `run bars`,
-# 215 for `run`): a step that fails or times out is recorded and the next
+# 245 for `run`): a step that fails or times out is recorded and the next
 # one runs. Each conformance suite is its own process (a fault poisons a
 # CUDA context); one that fails is rerun once with CUDA_LAUNCH_BLOCKING=1,
 # so the error names the kernel. The exit status is 0 only if every step
@@ -163,6 +164,19 @@ check_steps() {
 		step "$name" 40 bash -c "exec '$GRPO' bench --device cuda --shape qwen3-0.6b $args --json"
 		if [ "$RC" = 0 ]; then record "$name" PASS "$SECS" "$(figures "$WORK/$name.out")"; else record "$name" FAIL "$SECS" "$(reason "$name")"; fi
 	done
+
+	# --- 4b. a kernel profile (grpo bench --profile): where the GPU time of
+	# one prefill (64 × 512), one decode step at batch 64 (the graph replay,
+	# and op by op to see its kernels) and one LoRA train micro-batch
+	# (4 × 1024) goes, kernel by kernel, from CUDA events around each op.
+	# The line (scripts/profile-summary.sh, up to 900 characters): each
+	# phase's wall, kernel and idle milliseconds, and the top 8 entries of
+	# train and decode; every entry is in the JSON, in the work archive.
+	if [ $have = 1 ]; then
+		step profile 30 "$GRPO" bench --device cuda --shape qwen3-0.6b --batch 64 --prefill 512 --decode 16 --train-seqs 4 --train-len 1024 --repeat 1 --no-matmul --profile --json
+		if [ "$RC" = 0 ] && grep -q '"profile"' "$WORK/profile.out"; then record profile PASS "$SECS" "$(bash scripts/profile-summary.sh "$WORK/profile.out" 8)" 900
+		else record profile FAIL "$SECS" "$(failure profile profile)"; fi
+	else nobin profile; fi
 
 	# --- 5. PyTorch + PEFT on the same random-init shape, bf16 on the GPU:
 	# prefill 1×512 (last-token logits), decode 32 (KV cache), LoRA r16 on
@@ -440,7 +454,7 @@ run() {
 	WORK=$(mktemp -d)
 	trap 'rm -rf "$WORK"' EXIT
 	# Defaults that fit the lease's call plan (CUDA.md, "The GPU check").
-	BUDGET=${GPU_CHECK_BUDGET:-215}
+	BUDGET=${GPU_CHECK_BUDGET:-245}
 	[ "$mode" = bars ] && BUDGET=${GPU_CHECK_BUDGET:-200}
 	START=$SECONDS
 	FAILED=()
@@ -450,10 +464,10 @@ run() {
 		head -2 "$DIR/build-info.txt" 2>/dev/null | sed 's/^/# /' || true
 	} >"$RES"
 
-	# record NAME STATUS SECONDS TEXT: one results line (at most 600
-	# characters) and the step into FAILED unless it passed.
+	# record NAME STATUS SECONDS TEXT [CHARS]: one results line (TEXT cut
+	# to CHARS, 560 unless given) and the step into FAILED unless it passed.
 	record() {
-		printf '%s | %s | %ss | %s\n' "$1" "$2" "$3" "$(printf '%s' "$4" | clip 560)" >>"$RES"
+		printf '%s | %s | %ss | %s\n' "$1" "$2" "$3" "$(printf '%s' "$4" | clip "${5:-560}")" >>"$RES"
 		[ "$2" = PASS ] || FAILED+=("$1")
 	}
 	# step NAME LIMIT CMD...: run CMD with its output in $WORK/NAME.out,

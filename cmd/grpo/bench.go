@@ -21,7 +21,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "measure forward, decode and matmul throughput on this machine",
-		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B]",
+		usage:   "[--model DIR | --shape NAME] [--prefill N] [--decode N] [--batch B] [--profile]",
 		help: `Measures, on the chosen backend:
   prefill   tokens/s of the prompt forward of --batch sequences of --prefill tokens,
             with logits at each sequence's last position only (as generation
@@ -73,6 +73,19 @@ and one AdamW update of a rank --lora-rank adapter on all seven projections;
 it reports the best generate, train and whole-step seconds of --repeat steps
 after a warm-up (scripts/grpo_step_torch.py is the PyTorch twin).
 
+--profile adds, after the figures, a kernel profile of one more prefill,
+decode step (once as the graph replay the figure times, once op by op to see
+its kernels, which adds the launch gaps a graph removes) and train micro-batch,
+or with --grpo-step one more step's generate and train (cuda and emu; on cpu it
+is an error: the cpu backend launches no kernels). Each op — kernel, cuBLAS
+GEMM ("gemm bf16 TN m x n x k", column-major), memset, copy, graph — runs
+between two CUDA timing events read back at the phase's end. Per phase: the
+wall time split into kernel time, GPU idle between ops and host time outside
+the GPU's span, then the 15 entries with the most time (launches, total ms, % of
+wall, mean µs); --json adds "profile" with every entry and the phase's wall_ms,
+span_ms, kernel_ms and counts. Under emu the times are the host clock's.
+CUDA.md ("The kernel profile") says more.
+
 --perf-model prints, as a Markdown table, the decode performance model of
 BENCHMARKS.md for qwen3-0.6b, qwen3-4b and qwen3-8b at batch 1, 64, 128 and
 256 and context 512 and 2048, with a rank-16 adapter on all seven
@@ -104,6 +117,7 @@ step runs that path. It ignores the other flags and takes a minute or two
 			fs.StringVar(&o.Recompute, "recompute", "none", "recompute setting of the train-step figure: none, swiglu, selective, layer, layer:K or selective+layer:K")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 			fs.BoolVar(&o.NoMatmul, "no-matmul", false, "skip the matmul figures")
+			fs.BoolVar(&o.Profile, "profile", false, "add a per-kernel GPU time profile of one prefill, decode step and train micro-batch (or GRPO step) after the figures (cuda, emu)")
 			fs.StringVar(&o.dtype, "dtype", "auto", "weights of a --shape model: bf16, f32, or auto (bf16 on cuda and emu, f32 on cpu)")
 			fs.IntVar(&o.PrefillChunk, "prefill-chunk", 16384, "most tokens per prefill forward")
 			fs.StringVar(&o.PrefillLogits, "prefill-logits", "last", "logits of the prefill figure: last (each prompt's last token, as generation needs) or all (every position, as scoring and training need)")
@@ -147,29 +161,18 @@ func runBench(o benchOpts) error {
 	if o.perfModel {
 		return runPerfModel(o)
 	}
-	if o.Prefill < 1 || o.Batch < 1 || o.Repeat < 1 || o.Decode < 0 || o.PrefillChunk < 1 {
-		return usagef("--prefill, --batch, --repeat and --prefill-chunk must be >= 1 and --decode >= 0")
-	}
-	if o.Group < 0 || o.Batch%max(o.Group, 1) != 0 {
-		return usagef("--group %d: want a divisor of --batch %d (batch = prompts × rollouts per prompt)", o.Group, o.Batch)
-	}
-	if o.PrefillLogits != "" && o.PrefillLogits != "last" && o.PrefillLogits != "all" {
-		return usagef("--prefill-logits %q: want last or all", o.PrefillLogits)
+	if err := o.Options.Check(); err != nil {
+		return usagef("%v", err)
 	}
 	if o.dtype != "auto" && o.dtype != "bf16" && o.dtype != "f32" {
 		return usagef("--dtype %q: want bf16, f32 or auto", o.dtype)
 	}
-	if o.Recompute != "" {
-		if _, _, err := model.ParseRecomputeSetting(o.Recompute); err != nil {
-			return usagef("--recompute: %v", err)
-		}
-	}
-	if o.Step.Enabled && o.Step.Check() != nil {
-		return usagef("--step-prompts, --step-rollouts, --step-prompt-len, --step-tokens and --step-micro-batch must be >= 1")
-	}
 	be, err := loader.OpenBackend(o.device)
 	if err != nil {
 		return err
+	}
+	if o.Profile && perf.Counter(be) == nil {
+		return usagef("--profile times the kernels a device runs: use --device cuda (or emu); the %s backend launches none (for a CPU profile of a GRPO step: --grpo-step --cpuprofile FILE)", be.Name())
 	}
 	m, what, err := openBenchModel(o, be)
 	if err != nil {
@@ -190,27 +193,24 @@ func runBench(o benchOpts) error {
 		o.Progress = benchProgress()
 	}
 	res, err := bench.Run(m, o.Options)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if o.Step.Enabled {
-		return printStepBench(o, what, be, m.Config.ParamCount(), res.Step)
-	}
-	if o.json {
-		out := map[string]any{
-			"model": what, "backend": be.Name(), "params": m.Config.ParamCount(), "weights": wdt.String(),
-			"threads": runtime.GOMAXPROCS(0), "results": res.Figures}
-		if perf.Counter(be) != nil {
-			out["counts"] = res.Counts
-		}
-		return json.NewEncoder(stdout).Encode(out)
+	case o.json: // scripts/bench.sh and scripts/gpu-check.sh read it
+		return json.NewEncoder(stdout).Encode(res.JSON(m, what, o.Options))
+	case o.Step.Enabled:
+		fmt.Fprintf(stdout, "best of %d steps: generate %.3f s, train %.3f s, step %.3f s\n", o.Repeat, res.Step.Generate.Seconds(), res.Step.Train.Seconds(), res.Step.Step.Seconds())
+		return printProfiles(stdout, res.Profiles)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\t")
 	for _, r := range res.Figures {
 		fmt.Fprintf(w, "%s\t%.1f\t%s\t\n", r.Name, r.Value, r.Unit)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printProfiles(stdout, res.Profiles)
 }
 
 // benchProgress prints, to stderr, each figure as it is measured, why

@@ -13,7 +13,7 @@ import (
 
 // gpuCheckSteps are the steps scripts/gpu-check.sh run reports, in order.
 var gpuCheckSteps = []string{"smoke", "environment", "conformance-forward", "conformance-train", "conformance-sample",
-	"full-model", "nccl", "bench-b1", "bench-b64", "bench-b256", "torch-ref",
+	"full-model", "nccl", "bench-b1", "bench-b64", "bench-b256", "profile", "torch-ref",
 	"sanitizer-memcheck", "sanitizer-racecheck", "ncu-attention", "train"}
 
 // gpuBarSteps are the steps scripts/gpu-check.sh run bars reports, in

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
-	"fmt"
-	"runtime"
 
 	"github.com/grpo-dev/grpo/bench"
 	"github.com/grpo-dev/grpo/config"
-	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/kernels/cpu"
 )
 
 // stepBenchFlags registers the --grpo-step flags on bench's flag set.
@@ -22,26 +17,4 @@ func stepBenchFlags(fs *flag.FlagSet, o *bench.StepOptions) {
 	fs.IntVar(&o.MicroBatch, "step-micro-batch", config.DefaultConfig().MicroBatchTokens, "--grpo-step: micro_batch_tokens of the policy update")
 	fs.BoolVar(&o.NoSharing, "step-no-prefix-sharing", false, "--grpo-step: every rollout prefills and trains its own copy of the prompt (as the PyTorch reference does), to measure what sharing a group's prompt saves")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "--grpo-step: write a pprof CPU profile of the measured steps (not the warm-up) to this file")
-}
-
-// printStepBench prints the best GRPO step: one line, or with --json the
-// object scripts/bench.sh and scripts/gpu-check.sh read (generate_s,
-// train_s, step_s, ...).
-func printStepBench(o benchOpts, what string, be kernels.Backend, params int64, best *bench.StepResult) error {
-	if o.json {
-		res := map[string]any{
-			"engine": "grpo", "model": what, "backend": be.Name(), "params": params,
-			"threads": runtime.GOMAXPROCS(0), "prompts": o.Step.Prompts, "rollouts": o.Step.Rollouts,
-			"prompt_len": o.Step.PromptLen, "new_tokens": o.Step.NewTokens, "lora_rank": o.LoRARank,
-			"gen_tokens": best.GenTokens, "train_tokens": best.TrainTokens, "repeats": o.Repeat,
-			"generate_s": best.Generate.Seconds(), "train_s": best.Train.Seconds(), "step_s": best.Step.Seconds(),
-			"loss": best.Loss, "grad_norm": best.GradNorm,
-		}
-		if be.Name() == "cpu" {
-			res["blas"] = cpu.OpenBLASInfo().String()
-		}
-		return json.NewEncoder(stdout).Encode(res)
-	}
-	fmt.Fprintf(stdout, "best of %d steps: generate %.3f s, train %.3f s, step %.3f s\n", o.Repeat, best.Generate.Seconds(), best.Train.Seconds(), best.Step.Seconds())
-	return nil
 }

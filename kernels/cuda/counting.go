@@ -89,6 +89,8 @@ type Counter struct {
 	capturing bool
 	capture   graphCounts
 	graphs    map[Graph]graphCounts
+	// prof is the open kernel profile (profile.go), nil when none.
+	prof *profiler
 }
 
 type span struct{ lo, hi DevicePtr }
@@ -211,7 +213,18 @@ func (c *Counter) Memset(p DevicePtr, bytes int) error {
 	if !c.capturing {
 		c.c.Memsets++
 	}
+	if c.prof != nil {
+		return c.prof.time(c.capturing, "memset", func() error { return c.Device.Memset(p, bytes) })
+	}
 	return c.Device.Memset(p, bytes)
+}
+
+// CopyDtoD is not counted; an open profile times it.
+func (c *Counter) CopyDtoD(dst, src DevicePtr, bytes int) error {
+	if c.prof != nil {
+		return c.prof.time(c.capturing, "copy DtoD", func() error { return c.Device.CopyDtoD(dst, src, bytes) })
+	}
+	return c.Device.CopyDtoD(dst, src, bytes)
 }
 
 func (c *Counter) HostAlloc(bytes int) (unsafe.Pointer, error) {
@@ -222,27 +235,46 @@ func (c *Counter) HostAlloc(bytes int) (unsafe.Pointer, error) {
 func (c *Counter) CopyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int) error {
 	c.c.HtoD++
 	c.c.HtoDBytes += int64(bytes)
+	if c.prof != nil {
+		return c.prof.time(c.capturing, "copy HtoD", func() error { return c.Device.CopyHtoDAsync(dst, src, bytes) })
+	}
 	return c.Device.CopyHtoDAsync(dst, src, bytes)
 }
 
 func (c *Counter) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) error {
 	c.c.DtoH++
 	c.c.DtoHBytes += int64(bytes)
+	if c.prof != nil {
+		return c.prof.time(c.capturing, "copy DtoH", func() error { return c.Device.CopyDtoHAsync(dst, src, bytes) })
+	}
 	return c.Device.CopyDtoHAsync(dst, src, bytes)
 }
 
 func (c *Counter) Launch(name string, grid, block Dim3, sharedBytes int, args ...any) error {
 	c.issued(false, 0, 0)
+	if c.prof != nil {
+		return c.prof.time(c.capturing, name, func() error { return c.Device.Launch(name, grid, block, sharedBytes, args...) })
+	}
 	return c.Device.Launch(name, grid, block, sharedBytes, args...)
 }
 
 func (c *Counter) Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
 	c.issued(true, c.gemmWeightBytes(4, m, n, k, a, b), gemmFLOPs(m, n, k))
+	if c.prof != nil {
+		return c.prof.time(c.capturing, gemmName("sgemm", transA, transB, m, n, k), func() error {
+			return c.Device.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+		})
+	}
 	return c.Device.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
 }
 
 func (c *Counter) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
 	c.issued(true, c.gemmWeightBytes(2, m, n, k, a, b), gemmFLOPs(m, n, k))
+	if c.prof != nil {
+		return c.prof.time(c.capturing, gemmName("gemm bf16", transA, transB, m, n, k), func() error {
+			return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+		})
+	}
 	return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
 }
 
@@ -280,6 +312,9 @@ func (c *Counter) LaunchGraph(g Graph) error {
 	c.c.GraphKernels += gc.kernels
 	c.c.WeightBytes += gc.weightBytes
 	c.c.FLOPs += gc.flops
+	if c.prof != nil {
+		return c.prof.time(c.capturing, fmt.Sprintf("graph (%d kernels)", gc.kernels), func() error { return c.Device.LaunchGraph(g) })
+	}
 	return c.Device.LaunchGraph(g)
 }
 

@@ -83,6 +83,14 @@ type Device interface {
 	// to pick a free buffer instead of waiting for a busy one.
 	EventDone(e Event) (bool, error)
 	DestroyEvent(e Event) error
+	// NewTimingEvent creates an event that also notes when the stream
+	// reached it (cuEventCreate without CU_EVENT_DISABLE_TIMING), for
+	// Elapsed; the kernel profile (profile.go) is its one user.
+	NewTimingEvent() (Event, error)
+	// Elapsed is the milliseconds from start's latest Record to end's
+	// (cuEventElapsedTime): an error unless both are timing events whose
+	// recorded work is done (wait for end first).
+	Elapsed(start, end Event) (float64, error)
 	// BeginCapture starts recording the stream's work into a graph
 	// instead of running it (cuStreamBeginCapture, thread-local mode):
 	// until EndCapture, Launch, Sgemm, GemmBF16, CopyDtoD and Memset are

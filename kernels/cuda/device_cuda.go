@@ -362,8 +362,10 @@ func (d *driverDevice) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes in
 
 // newEvent runs on the owner thread. No timing: recording and waiting are
 // cheaper without it.
-func (d *driverDevice) newEvent() (Event, error) {
-	ev, err := cu.MakeEvent(cu.DisableTiming)
+func (d *driverDevice) newEvent() (Event, error) { return d.makeEvent(cu.DisableTiming) }
+
+func (d *driverDevice) makeEvent(flags cu.EventFlags) (Event, error) {
+	ev, err := cu.MakeEvent(flags)
 	if err != nil {
 		return 0, wrap("cuEventCreate", err)
 	}
@@ -388,6 +390,38 @@ func (d *driverDevice) NewEvent() (Event, error) {
 		return err
 	})
 	return e, err
+}
+
+// NewTimingEvent is an event with a timestamp (the profile's; the
+// staging's and Sync's have none).
+func (d *driverDevice) NewTimingEvent() (Event, error) {
+	var e Event
+	err := d.do(func() error {
+		var err error
+		e, err = d.makeEvent(cu.DefaultEvent)
+		return err
+	})
+	return e, err
+}
+
+// Elapsed is cuEventElapsedTime: CUDA_ERROR_NOT_READY while either
+// event's work is pending, CUDA_ERROR_INVALID_HANDLE for an event made
+// without timing.
+func (d *driverDevice) Elapsed(start, end Event) (float64, error) {
+	var ms float64
+	err := d.do(func() error {
+		s, err := d.event(start)
+		if err != nil {
+			return err
+		}
+		e, err := d.event(end)
+		if err != nil {
+			return err
+		}
+		ms, err = s.Elapsed(e)
+		return wrap("cuEventElapsedTime", err)
+	})
+	return ms, err
 }
 
 func (d *driverDevice) Record(e Event) error {

@@ -104,11 +104,15 @@ func (d *NullDevice) GemmBF16(bool, bool, int, int, int, float32, DevicePtr, int
 	return nil
 }
 
-func (d *NullDevice) NewEvent() (Event, error)      { return 1, nil }
-func (d *NullDevice) Record(Event) error            { return nil }
-func (d *NullDevice) WaitEvent(Event) error         { return d.refuse("WaitEvent") }
-func (d *NullDevice) EventDone(Event) (bool, error) { return true, nil }
-func (d *NullDevice) DestroyEvent(Event) error      { return nil }
+func (d *NullDevice) NewEvent() (Event, error)       { return 1, nil }
+func (d *NullDevice) Record(Event) error             { return nil }
+func (d *NullDevice) WaitEvent(Event) error          { return d.refuse("WaitEvent") }
+func (d *NullDevice) EventDone(Event) (bool, error)  { return true, nil }
+func (d *NullDevice) DestroyEvent(Event) error       { return nil }
+func (d *NullDevice) NewTimingEvent() (Event, error) { return 1, nil }
+
+// Elapsed is 0: nothing ran between any two events.
+func (d *NullDevice) Elapsed(Event, Event) (float64, error) { return 0, nil }
 
 func (d *NullDevice) BeginCapture() error {
 	if d.capturing {

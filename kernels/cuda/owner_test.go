@@ -51,17 +51,19 @@ func (d *nullDevice) Sgemm(bool, bool, int, int, int, float32, DevicePtr, int, D
 func (d *nullDevice) GemmBF16(bool, bool, int, int, int, float32, DevicePtr, int, DevicePtr, int, float32, DevicePtr, int) error {
 	return nil
 }
-func (d *nullDevice) NewEvent() (Event, error)      { return 1, nil }
-func (d *nullDevice) Record(Event) error            { return nil }
-func (d *nullDevice) WaitEvent(Event) error         { return d.owner.do(func() error { return nil }) }
-func (d *nullDevice) EventDone(Event) (bool, error) { return true, nil }
-func (d *nullDevice) DestroyEvent(Event) error      { return nil }
-func (d *nullDevice) BeginCapture() error           { return errors.New("null device: no graphs") }
-func (d *nullDevice) EndCapture() (Graph, error)    { return 0, errors.New("null device: no graphs") }
-func (d *nullDevice) LaunchGraph(Graph) error       { return errors.New("null device: no graphs") }
-func (d *nullDevice) DestroyGraph(Graph) error      { return nil }
-func (d *nullDevice) Sync() error                   { return d.owner.do(func() error { return nil }) }
-func (d *nullDevice) Close() error                  { return d.owner.stop() }
+func (d *nullDevice) NewEvent() (Event, error)              { return 1, nil }
+func (d *nullDevice) Record(Event) error                    { return nil }
+func (d *nullDevice) WaitEvent(Event) error                 { return d.owner.do(func() error { return nil }) }
+func (d *nullDevice) EventDone(Event) (bool, error)         { return true, nil }
+func (d *nullDevice) DestroyEvent(Event) error              { return nil }
+func (d *nullDevice) NewTimingEvent() (Event, error)        { return 1, nil }
+func (d *nullDevice) Elapsed(Event, Event) (float64, error) { return 0, nil }
+func (d *nullDevice) BeginCapture() error                   { return errors.New("null device: no graphs") }
+func (d *nullDevice) EndCapture() (Graph, error)            { return 0, errors.New("null device: no graphs") }
+func (d *nullDevice) LaunchGraph(Graph) error               { return errors.New("null device: no graphs") }
+func (d *nullDevice) DestroyGraph(Graph) error              { return nil }
+func (d *nullDevice) Sync() error                           { return d.owner.do(func() error { return nil }) }
+func (d *nullDevice) Close() error                          { return d.owner.stop() }
 
 func (d *nullDevice) Launch(name string, grid, block Dim3, shared int, args ...any) error {
 	slots := make([]uint64, len(args))

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -94,7 +95,7 @@ func NewDevice() *Device {
 	return &Device{allocs: map[cuda.DevicePtr]int{}, rename: map[string]string{},
 		optIn: map[string]int{}, figures: map[string]cuda.KernelFigures{}, graphs: map[cuda.Graph][]func() error{},
 		atomics: map[string]uint64{}, reads: map[string]uint64{},
-		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}}}
+		stream: stream{host: map[uintptr]int{}, events: map[cuda.Event]uint64{}, times: map[cuda.Event]time.Time{}}}
 }
 
 // SetFigures makes launches of kernel name check against f instead of the

@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/grpo-dev/grpo/kernels/cuda"
@@ -29,6 +30,9 @@ type stream struct {
 	done   uint64 // copies ever run
 	events map[cuda.Event]uint64
 	last   cuda.Event
+	// times are the timing events' latest Records on the host clock
+	// (zero: never recorded); an event without an entry has no timing.
+	times map[cuda.Event]time.Time
 }
 
 // pending is a queued copy and the page-locked range it uses.
@@ -148,7 +152,45 @@ func (d *Device) Record(e cuda.Event) error {
 		return fmt.Errorf("emu: Record of event %d, not one of this device's", e)
 	}
 	d.stream.events[e] = d.stream.issued
+	if _, ok := d.stream.times[e]; ok {
+		d.stream.times[e] = time.Now()
+	}
 	return nil
+}
+
+// NewTimingEvent is an event whose Record notes the host clock. Kernels,
+// GEMMs, memsets and device copies run when issued, so the time between
+// two Records around one of them is its run time; the async copies run
+// only when something waits for them (stream), so the time around one is
+// that of queueing it, near zero.
+func (d *Device) NewTimingEvent() (cuda.Event, error) {
+	e, err := d.NewEvent()
+	if err == nil {
+		d.stream.times[e] = time.Time{}
+	}
+	return e, err
+}
+
+// Elapsed refuses what cuEventElapsedTime refuses: an event without
+// timing (CUDA_ERROR_INVALID_HANDLE), one never recorded or whose
+// recorded copies have not run (CUDA_ERROR_NOT_READY), so a profile that
+// reads its events before waiting fails here as on a GPU.
+func (d *Device) Elapsed(start, end cuda.Event) (float64, error) {
+	s := &d.stream
+	var t [2]time.Time
+	for i, e := range [2]cuda.Event{start, end} {
+		at, ok := s.times[e]
+		switch n, known := s.events[e]; {
+		case !known:
+			return 0, fmt.Errorf("emu: Elapsed of event %d, not one of this device's", e)
+		case !ok:
+			return 0, fmt.Errorf("emu: Elapsed of event %d, made without timing (CUDA_ERROR_INVALID_HANDLE)", e)
+		case at.IsZero() || s.done < n:
+			return 0, fmt.Errorf("emu: Elapsed of event %d, not recorded or its work not done (CUDA_ERROR_NOT_READY)", e)
+		}
+		t[i] = at
+	}
+	return float64(t[1].Sub(t[0]).Nanoseconds()) / 1e6, nil
 }
 
 // WaitEvent runs the queued copies up to e's latest Record, and no
@@ -181,5 +223,6 @@ func (d *Device) DestroyEvent(e cuda.Event) error {
 		return fmt.Errorf("emu: DestroyEvent of event %d, not one of this device's", e)
 	}
 	delete(d.stream.events, e)
+	delete(d.stream.times, e)
 	return nil
 }
