@@ -89,6 +89,8 @@ type Counter struct {
 	capturing bool
 	capture   graphCounts
 	graphs    map[Graph]graphCounts
+	// launched counts launches by kernel name (Launched).
+	launched map[string]int64
 }
 
 type span struct{ lo, hi DevicePtr }
@@ -97,7 +99,14 @@ type span struct{ lo, hi DevicePtr }
 type graphCounts struct{ kernels, weightBytes, flops int64 }
 
 // NewCounter wraps d.
-func NewCounter(d Device) *Counter { return &Counter{Device: d, graphs: map[Graph]graphCounts{}} }
+func NewCounter(d Device) *Counter {
+	return &Counter{Device: d, graphs: map[Graph]graphCounts{}, launched: map[string]int64{}}
+}
+
+// Launched is how many times kernel name was launched (or captured into a
+// graph) since the device was wrapped: which kernels an op chose, for
+// tests that hold a path to its kernels.
+func (c *Counter) Launched(name string) int64 { return c.launched[name] }
 
 // atomicsCounter is a device that counts its kernels' atomic operations
 // (the emulator).
@@ -233,6 +242,7 @@ func (c *Counter) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) er
 
 func (c *Counter) Launch(name string, grid, block Dim3, sharedBytes int, args ...any) error {
 	c.issued(false, 0, 0)
+	c.launched[name]++
 	return c.Device.Launch(name, grid, block, sharedBytes, args...)
 }
 
