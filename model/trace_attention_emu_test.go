@@ -180,3 +180,60 @@ func compareTrace(t *testing.T, m *Model, got, want traced, dlogp []float32) {
 	t.Logf("against the CPU backend: log-probs max |Δ| %.3g, NMSE %.3g; loss rel %.3g; %d LoRA gradients, worst NMSE %.3g, max |Δ| %.3g (of max(1, scale))",
 		lpMax, lpNMSE, lossRel, len(want.grads), gNMSE, gMax)
 }
+
+// TestBF16TraceBytesOnEmu counts one train micro-batch of qwen3-tiny-bf16
+// on emu (4 sequences of 64 tokens, every row scored, a rank-2 adapter on
+// every projection, no recompute): the bytes the tensor-core attention's
+// cp.async loads request (emu's GRPO_COUNT_READ), which must equal the
+// traffic walk's for the same shape (kernels/emu
+// TestAttentionTrafficTable, "qwen3-tiny, 4 × 64"), and what the trace
+// allocates for q and its KV cache in bf16 against f32. BENCHMARKS.md
+// ("Training attention of a bf16 model") quotes the log.
+func TestBF16TraceBytesOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains under the emulator")
+	}
+	d := emu.NewDevice()
+	be := cuda.New(d)
+	defer be.Close()
+	m, err := Load(filepath.Join("..", "testdata", "models", "qwen3-tiny-bf16"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	ad := newTestAdapter(m, 2, 9)
+	m = m.WithAdapter(ad)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var b Batch
+	var targets []int32
+	const seqs, seqLen = 4, 64
+	for s := range seqs {
+		ids := randomIDs(rng, seqLen+1, m.Config.VocabSize)
+		b.Add(s, 0, ids[:seqLen]...)
+		targets = append(targets, ids[1:]...)
+	}
+	dlogp := make([]float32, b.Len())
+	for i := range dlogp {
+		dlogp[i] = float32(rng.NormFloat64())
+	}
+	tc := []string{"attention_flash_tc_hd64", "attention_flash_tc_dq_hd64", "attention_flash_tc_dkdv_hd64_dkdv"}
+	read := func() (n uint64) {
+		for _, k := range tc {
+			n += d.ReadBytes(k)
+		}
+		return n
+	}
+	r0, c0 := read(), be.Counts()
+	trainGrads(t, m, ad, &b, nil, targets, dlogp)
+	cp, counts := read()-r0, be.Counts().Sub(c0)
+	// The walk's cp.async bytes of this micro-batch, both layers.
+	const walk = 1048576
+	if cp != walk {
+		t.Errorf("the tensor-core attention's cp.async loads requested %d bytes, the traffic walk says %d", cp, walk)
+	}
+	c, n := m.Config, b.Len()
+	q := int64(n * c.NumHeads * c.HeadDim)
+	cache := int64(c.TraceCacheLayers(0)) * int64(n) * c.KVLayerBytes(kernels.BF16)
+	t.Logf("qwen3-tiny-bf16, %d × %d tokens: tensor-core attention cp.async %d bytes; %d launches, %d GEMMs, %d FLOPs; the trace's q %d bytes (f32: %d), KV cache %d bytes (f32: %d)",
+		seqs, seqLen, cp, counts.Launches, counts.GEMMs, counts.FLOPs, int64(c.NumLayers)*q*2, int64(c.NumLayers)*q*4, cache, 2*cache)
+}
