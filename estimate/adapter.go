@@ -1,6 +1,9 @@
 package estimate
 
-import "github.com/grpo-dev/grpo/model"
+import (
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/model"
+)
 
 // adapterShape is the adapter the estimate sizes: as model sizes its
 // buffers by (m, a model.AdapterShape), or, for an adapter known only by
@@ -19,6 +22,10 @@ type adapterShape struct {
 	// int32 per token. Not an adapter's, but every trace sizing that
 	// takes the shape needs it, the KL reference's too (it replays).
 	replay bool
+	// attn is the dtype of a trace's queries and KV cache
+	// (model.Config.TraceAttentionDType: bf16 for bf16 weights on a GPU);
+	// like replay, the KL reference's trace's too.
+	attn kernels.DType
 	// m is the shape model sizes its buffers by.
 	m model.AdapterShape
 }

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -100,6 +101,22 @@ func TestEstimateQwen3Hand(t *testing.T) {
 	// 48→64 MiB, 2374→4096 MiB.
 	if got, want := item(t, e, PhaseResident, "bf16"), int64(16+32+64+4096)<<20; got != want {
 		t.Errorf("bf16 scratch: %d, want %d", got, want)
+	}
+	// The training trace's KV cache is bf16 there (model's
+	// traceAttention: bf16 weights, a bf16 KV dtype), f32 with f32
+	// weights: 28 layers × n tokens × 8 kv heads × 128 × K,V × 2 B less.
+	f32w, err := Memory(cfg, mc, Options{Device: "cuda", WeightDType: "float32", Train: train})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, it := range e.Items {
+		if it.Name == "training KV cache" {
+			fmt.Sscanf(it.Detail, "%d tokens", &n)
+		}
+	}
+	if got, want := item(t, f32w, PhaseTraining, "training KV cache")-item(t, e, PhaseTraining, "training KV cache"), 28*n*8*128*2*2; n == 0 || got != want {
+		t.Errorf("training KV cache of %d tokens: f32 weights take %d bytes more than bf16 ones, want %d", n, got, want)
 	}
 }
 

@@ -181,6 +181,10 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		clear(ad.m.Experts)
 	}
 	ad.replay = cfg.Loss.RoutingReplay && mc.SparseLayers() > 0
+	// The trace's q and KV cache are bf16 where the model's would be
+	// (model.Model's traceAttention): bf16 weights on a backend whose KV
+	// dtype is bf16.
+	ad.attn = mc.TraceAttentionDType(desc, stored)
 	if e.TrainableParams, err = cfg.LoRA.ParamCount(mc); err != nil {
 		return nil, err
 	}
@@ -261,7 +265,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		worstEval.emit(e, PhaseEval)
 		e.KV = append(e.KV, evalPlan)
 	}
-	e.note("activations and the training KV cache are f32; the sampler's paged KV cache is %v on %s; completions are taken at max_tokens (the worst case)", kvDType(dev), dev)
+	e.note("activations are f32, the training trace's q and KV cache %v; the sampler's paged KV cache is %v on %s; completions are taken at max_tokens (the worst case)", ad.attn, kvDType(dev), dev)
 	for _, p := range e.KV {
 		if p.Bounded {
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
@@ -625,9 +629,11 @@ func promptGroups(n int64, seqs []trainSeq) int64 {
 //	  (model.Config.TraceBytes: n tokens, r scored rows, the runs of the
 //	  shortest shape's sequences, traceRuns), what pl keeps of each layer
 //	  (plan.keptBytes: model.Config.TrainingLayerBytes, and the sparse
-//	  layers' shared MoEScratchBytes), and its own KV cache: 2kv f32 per
-//	  token and layer (one layer for all the checkpointed layers; a
-//	  hybrid's attention layers only), the block table (traceTableEntries)
+//	  layers' shared MoEScratchBytes), and its own KV cache: 2kv per
+//	  token and layer in the trace's attention dtype, as q (bf16 for
+//	  bf16 weights on a GPU: model.Config.TraceAttentionDType; one layer
+//	  for all the checkpointed layers; a hybrid's attention layers
+//	  only), the block table (traceTableEntries)
 //	  and, with groups sharing prompts on a hybrid model, each group's
 //	  prompt states in every DeltaNet layer (promptGroups)
 //	then either the KL reference (beta > 0): a second trace without LoRA,
@@ -670,7 +676,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	// layer's (the KL reference's trace holds its own).
 	groups := promptGroups(n, seqs)
 	states := groups * mc.LinearStateBytes()
-	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
+	cache := int64(pl.cacheLayers(mc))*n*mc.KVLayerBytes(ad.attn) + table + states
 	var out phaseBytes
 	add := func(name string, bytes int64, detail string) {
 		out.items = append(out.items, MemItem{Phase: PhaseTraining, Name: name, Bytes: bytes, Detail: detail})
@@ -741,10 +747,10 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 		// one layer's KV cache.
 		all, none := plan{model.RecomputeNone, mc.NumLayers}, noAdapter(mc)
 		// It replays the micro-batch's routing too.
-		none.replay = ad.replay
+		none.replay, none.attn = ad.replay, ad.attn
 		layers := tb.Inputs + all.keptBytes(mc, none, n)
 		ref = max(layers+tb.Head+r*f32Bytes, tb.Inputs+all.forwardPeakBytes(mc, none, n)) +
-			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(kernels.F32) + table + states
+			int64(all.cacheLayers(mc))*n*mc.KVLayerBytes(ad.attn) + table + states
 	}
 	if ref > backward {
 		add("KL reference trace", ref, "beta > 0: the base model's forward, alive beside the policy's")

@@ -85,7 +85,7 @@ func (pl plan) policy(l, L int) model.Recompute {
 // layer is layer l of a trace of n tokens under the plan, as model
 // allocates it.
 func (pl plan) layer(mc *model.Config, ad adapterShape, n int64, l int) model.TrainingLayer {
-	return mc.TrainingLayerBytes(l, int(n), ad.m, pl.policy(l, mc.NumLayers), ad.replay)
+	return mc.TrainingLayerBytes(l, int(n), ad.m, pl.policy(l, mc.NumLayers), ad.replay, ad.attn)
 }
 
 // keptBytes is what the trace of n tokens keeps of its layers under the

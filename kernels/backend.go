@@ -14,7 +14,8 @@
 //     I32 buffers.
 //   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
-//     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs)
+//     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs),
+//     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim)
 //     and the bf16 casts the fused ops write for the next GEMM (FusedOps).
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
@@ -195,7 +196,10 @@ type Ops interface {
 	// blocks are the same call. Query head h reads KV head h / (nHead/nKV).
 	// kCache and vCache are NumBlocks × BlockSize × nKV × headDim, both F32
 	// or both BF16 (widened to f32 as they are read; all arithmetic is
-	// f32). out is
+	// f32). q is F32, or BF16 beside BF16 caches at a head dim
+	// BF16AttentionHeadDim allows (a bf16 model's training trace; a GPU
+	// runs its tensor-core kernels then, which also round the
+	// probabilities to bf16 for P·V). out is
 	// nTok × nHead × headDim. If lse is not nil it receives the
 	// log-sum-exp of the scaled scores per (token, head), nTok × nHead,
 	// which the backward pass uses to recompute probabilities. Cache rows

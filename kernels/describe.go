@@ -23,8 +23,10 @@ type Description struct {
 	// KVCache is the dtype of the sampler's paged KV cache (its compute
 	// dtype): BF16 on a GPU, where KVWrite rounds keys and values to
 	// bf16 and Attention widens them to f32 as it reads; F32 on the CPU.
-	// Training's contiguous cache is F32 on every backend, so the
-	// gradients through k and v are those of an f32 attention.
+	// A training trace's cache (and q) take it too when the model's
+	// weights are bf16 (model's TraceAttentionDType: the tensor-core
+	// attention); with f32 weights they are F32 on every backend, so the
+	// gradients through q, k and v are those of an f32 attention.
 	KVCache DType
 	// Graphs reports a backend that captures and replays work as graphs
 	// (it implements Graphs): the sampler's static decode step runs

@@ -43,9 +43,10 @@ type FusedOps interface {
 	// entries; dims from rotaryDim on pass unrotated (partial rotary;
 	// rotaryDim == headDim rotates the whole head). rotaryDim is even and
 	// 0 < rotaryDim ≤ headDim. The q heads go to q (nTok × nHead ×
-	// headDim); the k and v heads, rows of nKV·headDim, to kCache and
-	// vCache at position pos[t] of sequence seq[t], as KVWrite stores
-	// them. When not nil, qPre (nTok × nHead × headDim) and kPre (nTok ×
+	// headDim: F32, or BF16 beside BF16 caches as Attention takes it,
+	// rounded to nearest even); the k and v heads, rows of nKV·headDim,
+	// to kCache and vCache at position pos[t] of sequence seq[t], as
+	// KVWrite stores them. When not nil, qPre (nTok × nHead × headDim) and kPre (nTok ×
 	// nKV × headDim) receive the q and k heads before the norm, and
 	// rstdQ (nTok × nHead) and rstdK (nTok × nKV) the norms' 1/rms: what
 	// RMSNormBackward needs. qkv is not written. The biases, and the norm

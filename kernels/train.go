@@ -45,9 +45,9 @@ type TrainOps interface {
 	// dv, laid out like the caches (NumBlocks × BlockSize × nKV × headDim,
 	// through the same pages; the caller zeroes them). Probabilities are
 	// recomputed from q, k and lse. A block shared by several sequences
-	// gets the sum of their gradients. The caches are F32: training's
-	// contiguous cache is f32 on every backend (Description.KVCache is
-	// the sampler's).
+	// gets the sum of their gradients. q and the caches are F32, or all
+	// BF16 as Attention takes them (BF16AttentionHeadDim: a bf16 model's
+	// trace on a backend whose KV dtype is bf16); the gradients are F32.
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32, variant AttentionVariant)
 
 	// ScatterRows copies row i of src (n × cols) into row idx[i] of out,

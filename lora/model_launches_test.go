@@ -191,11 +191,13 @@ func TestTrainMicroBatchLaunches(t *testing.T) {
 	// down_proj's, each GEMM casting its f32 gradient; per LoRA unit
 	// (group or single projection) one LoRAExpandBackward (dxa and dB) and
 	// one LoRAShrinkBackward (dx and dA), no sgemm; attention is the
-	// flash forward and its backward's two passes (dQ; dK and dV): 86
-	// launches. Before the fused ops (commit c266c66): 166, 65 of them
+	// tensor-core flash forward and its backward's two passes (dQ; dK and
+	// dV) over the bf16 q AttentionInputs writes and the bf16 cache (a
+	// bf16 model's trace: model's traceAttention; the f32 flash kernels
+	// before, as many launches): 86 launches. Before the fused ops (commit c266c66): 166, 65 of them
 	// LoRA sgemms (with the scalar attention kernels, one each way).
-	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16": 1, "attention_inputs_backward_wbf16": 1,
-		"attention_flash_hd32_f32": 1, "attention_flash_dq_hd32_f32": 1, "attention_flash_dkdv_hd32_f32": 1,
+	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16_kvbf16_qbf16": 1, "attention_inputs_backward_wbf16": 1,
+		"attention_flash_tc_hd64": 1, "attention_flash_tc_dq_hd64": 1, "attention_flash_tc_dkdv_hd64_dkdv": 1,
 		"lora_shrink_f32": 4, "lora_expand_f32": 4, "swiglu_rows_f32": 1, "swiglu_rows_backward_f32": 1,
 		"rmsnorm_backward_wbf16": 2, "lora_expand_backward_f32": 4, "lora_shrink_backward_f32": 4}
 	first, rest := map[string]int{}, map[string]int{}

@@ -47,9 +47,10 @@ type tokenMixer interface {
 	// layer, for the static decode step).
 	loraSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape) bufSpecs
 	// trainingSpecs lists layer l's training activations (drop: less
-	// what the backward recomputes, droppedSpecs), and dropKept clears in
-	// a kept copy what p dropped.
-	trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs
+	// what the backward recomputes, droppedSpecs; attn: the dtype of the
+	// trace's queries and caches, Model.traceAttention), and dropKept
+	// clears in a kept copy what p dropped.
+	trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, drop Recompute, attn kernels.DType) bufSpecs
 	droppedSpecs(c *Config, s *layerActs, n int, p Recompute) bufSpecs
 	dropKept(k *layerActs, p Recompute)
 	// gradSpecs lists layer l's backward scratch (cacheRows: the rows of

@@ -123,13 +123,14 @@ func (attention) loraSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape) 
 	return sp
 }
 
-// trainingSpecs: q, and unless dropped attention's output, log-sum-exp
-// and gated output; the output gate's pre-activation; q and k before
-// their norm and its statistics; the adapters' x·Aᵀ.
-func (b attention) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs {
+// trainingSpecs: q (in attn, the caches' dtype: AttentionInputs writes
+// it so), and unless dropped attention's output, log-sum-exp and gated
+// output; the output gate's pre-activation; q and k before their norm
+// and its statistics; the adapters' x·Aᵀ.
+func (b attention) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, drop Recompute, attn kernels.DType) bufSpecs {
 	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	var sp bufSpecs
-	sp.f32(&s.q, n*q)
+	sp.add(&s.q, attn, n*q)
 	if drop < RecomputeSelective {
 		sp = append(sp, b.droppedSpecs(c, s, n, RecomputeSelective)...)
 	}

@@ -50,7 +50,7 @@ func (deltaNet) loraSpecs(*Config, *layerActs, int, int, *AdapterShape) bufSpecs
 
 // trainingSpecs: the layer's own set, gated norm output and statistics
 // included; no policy drops any of it.
-func (deltaNet) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, _ Recompute) bufSpecs {
+func (deltaNet) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, _ Recompute, _ kernels.DType) bufSpecs {
 	s.linear = &deltaNetActs{}
 	return c.deltaNetActSpecs(s.linear, l, n, ad, true)
 }
@@ -110,8 +110,11 @@ func (c *Config) deltaNetSpecs(s []tensorSpec, l *Layer, prefix string) []tensor
 	}
 	return append(s,
 		tensorSpec{name: p + "conv1d.weight", shape: []int{conv, 1, c.LinearConvKernel}, dst: &w.Conv},
-		tensorSpec{name: p + "A_log", shape: []int{hv}, dst: &w.ALog},
-		tensorSpec{name: p + "dt_bias", shape: []int{hv}, dst: &w.DTBias},
+		// The gates' parameters in f32 whatever the checkpoint's dtype:
+		// real ones ship A_log in f32 and dt_bias in bf16, and DeltaGates
+		// takes one dtype for both (a bf16 model on cuda failed there).
+		tensorSpec{name: p + "A_log", shape: []int{hv}, dst: &w.ALog, f32: true},
+		tensorSpec{name: p + "dt_bias", shape: []int{hv}, dst: &w.DTBias, f32: true},
 		tensorSpec{name: p + "norm.weight", shape: []int{c.LinearValueHeadDim}, dst: &w.Norm},
 		tensorSpec{name: p + "out_proj.weight", shape: []int{h, vd}, dst: &w.Out})
 }

@@ -66,7 +66,7 @@ func (mamba2) finishInference(s *layerActs) { s.mamba.normed = s.mamba.y }
 
 func (mamba2) loraSpecs(*Config, *layerActs, int, int, *AdapterShape) bufSpecs { return nil }
 
-func (mamba2) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, _ Recompute) bufSpecs {
+func (mamba2) trainingSpecs(c *Config, s *layerActs, l, n int, ad *AdapterShape, _ Recompute, _ kernels.DType) bufSpecs {
 	s.mamba = &mambaActs{}
 	return c.mambaActSpecs(s.mamba, l, n, ad, true)
 }

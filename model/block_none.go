@@ -26,7 +26,7 @@ func (noMixer) weightSpecs(_ *Config, s []tensorSpec, _ *Layer, _ string) (out, 
 }
 func (noMixer) inferenceSpecs(*Config, *layerActs, int, *AdapterShape) bufSpecs { return nil }
 func (noMixer) loraSpecs(*Config, *layerActs, int, int, *AdapterShape) bufSpecs { return nil }
-func (noMixer) trainingSpecs(*Config, *layerActs, int, int, *AdapterShape, Recompute) bufSpecs {
+func (noMixer) trainingSpecs(*Config, *layerActs, int, int, *AdapterShape, Recompute, kernels.DType) bufSpecs {
 	return nil
 }
 func (noMixer) droppedSpecs(*Config, *layerActs, int, Recompute) bufSpecs { return nil }

@@ -15,10 +15,12 @@ import (
 // into it. A slot is any sequence's row of the table; the sampler reuses
 // slots as sequences finish.
 //
-// A contiguous cache (NewKVCache: training, scoring) is the identity table,
-// one block of MaxLen rows per slot, mapped for the cache's life, in f32.
-// A paged cache (NewPagedKVCache: the sampler's) is in the backend's KV
-// dtype (kernels.Description.KVCache: bf16 on a GPU, f32 on the CPU).
+// A contiguous cache (NewKVCache: scoring by Forward) is the identity
+// table, one block of MaxLen rows per slot, mapped for the cache's life,
+// in f32; a training trace's is one too, in the trace's attention dtype
+// (Model.traceAttention: bf16 for a bf16 model on a GPU). A paged cache
+// (NewPagedKVCache: the sampler's) is in the backend's KV dtype
+// (kernels.Description.KVCache: bf16 on a GPU, f32 on the CPU).
 type KVCache struct {
 	Slots, MaxLen int
 	// BlockSize is the positions per block; MaxBlocks the blocks one slot

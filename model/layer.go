@@ -163,7 +163,7 @@ func (c *Config) sharedTrainingSpecs(s *layerActs, n int, casts bool) bufSpecs {
 func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerActs, n int, ad *AdapterShape, drop Recompute) *layerActs {
 	c := m.Config
 	s := &layerActs{xIn: xIn, fused: shared.fused, h1b: shared.h1b, h2b: shared.h2b, actb: shared.actb}
-	c.trainingActSpecs(s, l, n, ad, drop).alloc(a)
+	c.trainingActSpecs(s, l, n, ad, drop, m.traceAttention()).alloc(a)
 	if d := c.decoderLayer(l); !d.hasMixer() || !d.hasChannel() {
 		// One block behind one norm: its residual add is xIn + o, which
 		// the next layer's norm forms from xMid + o.
@@ -185,9 +185,9 @@ func (m *Model) trainingActs(a *arena, l int, xIn kernels.Buffer, shared *layerA
 // under the adapter ad, less what drop recomputes (droppedSpecs): the
 // residual stream, both norms' outputs and statistics, the output of
 // its blocks (unless a view, trainingActs), and each block's own
-// (tokenMixer.trainingSpecs, channelMixer.trainingSpecs). A sparse
-// layer's experts are traceActs'.
-func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop Recompute) bufSpecs {
+// (tokenMixer.trainingSpecs, channelMixer.trainingSpecs; attention's q
+// in attn, TraceAttentionDType). A sparse layer's experts are traceActs'.
+func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop Recompute, attn kernels.DType) bufSpecs {
 	h, d := c.HiddenSize, c.decoderLayer(l)
 	var b bufSpecs
 	bufs := []*kernels.Buffer{&s.xOut, &s.h1, &s.h2}
@@ -202,7 +202,7 @@ func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop
 	if c.groupWidth(groupQKV) < h {
 		b.f32(&s.o, n*h) // else a view of the shared q/k/v output (trainingActs)
 	}
-	b = append(b, d.mixer.trainingSpecs(c, s, l, n, ad, drop)...)
+	b = append(b, d.mixer.trainingSpecs(c, s, l, n, ad, drop, attn)...)
 	return append(b, d.channel.trainingSpecs(c, s, l, n, ad, drop)...)
 }
 

@@ -138,9 +138,10 @@ func (m *Model) layerRecompute() []Recompute {
 // when it reruns the layer, so holding each of theirs would only cost
 // memory. Rows a batch does not write are never read (each sequence fills
 // its slot from position 0, and attention reads positions up to its own),
-// so what another layer left there does not matter.
+// so what another layer left there does not matter. Its keys and values
+// are in the trace's attention dtype (traceAttention).
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, 0, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
+	c := m.newCache(slots, maxLen, maxLen, slots, 0, m.traceAttention(), m.Config.traceCacheShared(m.checkpointedLayers()))
 	c.fixed = true
 	copy(c.table, kernels.IdentityTable(slots))
 	for b := range c.refs {

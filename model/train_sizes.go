@@ -35,14 +35,15 @@ type TrainingLayer struct {
 // TrainingLayerBytes sizes layer l of a training trace of n tokens under
 // the adapter ad and policy p; replay is whether the batch replays a
 // recorded routing (Batch.Experts), whose recomputed top-k each sparse
-// layer keeps.
-func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, replay bool) TrainingLayer {
+// layer keeps; attn is the dtype of the trace's queries and caches
+// (TraceAttentionDType).
+func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, replay bool, attn kernels.DType) TrainingLayer {
 	var s layerActs
 	own := RecomputeNone
 	if p != RecomputeLayer {
 		own = p
 	}
-	acts := c.trainingActSpecs(&s, l, n, &ad, own).bytes()
+	acts := c.trainingActSpecs(&s, l, n, &ad, own, attn).bytes()
 	// What the channel mixer allocates beside (a sparse layer's experts).
 	ch := c.decoderLayer(l).channel.traceBytes(c, l, n, &ad, replay)
 	out := TrainingLayer{Routing: ch.routing}

@@ -91,7 +91,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 				want := tb.Inputs + tb.Head + c.MoEScratchBytes(n)
 				var layer int64
 				for l, p := range m.layerRecompute() {
-					lb := c.TrainingLayerBytes(l, n, ad, p, false)
+					lb := c.TrainingLayerBytes(l, n, ad, p, false, m.traceAttention())
 					want += lb.Kept
 					layer = max(layer, c.BackwardBytes(l, n, cacheRows, 0, ad)+lb.Rerun)
 				}

@@ -2,8 +2,6 @@ package model
 
 import (
 	"fmt"
-
-	"github.com/grpo-dev/grpo/kernels"
 )
 
 // prefixShare says that positions 0..n−1 of sequence child hold the same
@@ -172,12 +170,13 @@ func (sb *sharedBatch) rows(rows []int32) []int32 {
 // rows (the shared prefix, its own tokens), which the kernels read as
 // such.
 //
-// With a linearSplit the cache also holds the groups' linear-attention
+// Its keys and values are in the trace's attention dtype, as
+// newTrainCache's. With a linearSplit the cache also holds the groups' linear-attention
 // states, one slot per group and every DeltaNet layer its own: the
 // backward reads them as the continuations' initial states. A hybrid's
 // attention layers keep their own keys and values, as in newTrainCache.
 func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
-	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), 0, kernels.F32, m.Config.traceCacheShared(m.checkpointedLayers()))
+	c := m.newCache(slots, sb.maxLen, 1, len(sb.kept), 0, m.traceAttention(), m.Config.traceCacheShared(m.checkpointedLayers()))
 	if sb.b.split != nil {
 		c.linear = m.newLinearStates(sb.b.split.groups)
 	}

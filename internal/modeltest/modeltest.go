@@ -77,11 +77,17 @@ var (
 // over the three bf16 models (prefill up to 64 tokens): logits NMSE
 // 2.4e-5, max-abs 6.1e-3 of scale, 2.1e-2 absolute against PyTorch;
 // gradients NMSE 1.7e-4, max-abs 6e-4; loss rel 6.6e-3 (a mean of ±
-// terms: 0.12 from terms near 1); entropy 1.6e-4, KL 1.7e-5 absolute. The
-// bounds leave 4× to 8× for cuBLAS's order, the GPU's expf and the
-// 256-token goldens the GPU check adds, and stay far below a broken kernel
-// (the planted attention gives logits NMSE > 1e-2; the planted attention
-// backward gradients NMSE 0.086).
+// terms: 0.12 from terms near 1); entropy 1.6e-4, KL 1.7e-5 absolute.
+// Since the training trace of a bf16 model keeps q and its KV cache in
+// bf16 on the tensor-core attention (model's traceAttention), its
+// gradients and loss round those too: measured under emu over the bf16
+// models and the bf16 Qwen2 copy, gradients NMSE 1.6e-4 to 3.2e-4
+// (1.3e-4 to 2.1e-4 with f32 attention on the same build), max-abs up to
+// 6.8e-4 (6.3e-4), loss rel up to 8.4e-3 (4.0e-3). The bounds leave 3× to
+// 8× for cuBLAS's order, the GPU's expf and the 256-token goldens the GPU
+// check adds, and stay far below a broken kernel (the planted attention
+// gives logits NMSE > 1e-2; the planted attention backward gradients
+// NMSE 0.086).
 var (
 	TolLogitsBF16 = kerneltest.Tol{NMSE: 2e-4, MaxAbs: 3e-2}
 	TolGradBF16   = kerneltest.Tol{NMSE: 1e-3, MaxAbs: 3e-3}

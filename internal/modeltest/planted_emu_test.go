@@ -35,6 +35,18 @@ func TestPlantedFullModel(t *testing.T) {
 		})
 		expectCaught(t, errs, "gradient of model.layers.0.self_attn.q_proj.A: against the CPU backend")
 	})
+	// A bf16 model's trace runs the tensor-core backward (model's
+	// traceAttention): its bf16 bounds still reject the planted one.
+	t.Run("tensor-core attention backward without D", func(t *testing.T) {
+		d := emu.NewDevice()
+		d.PlantAttentionBackwardWithoutD()
+		b := cuda.New(d)
+		defer b.Close()
+		errs := modeltest.Collect(func(tb modeltest.TB) {
+			modeltest.CheckGrads(tb, b, "../../testdata", "qwen3-tiny-bf16")
+		})
+		expectCaught(t, errs, "self_attn.q_proj.A: against the CPU backend")
+	})
 }
 
 func expectCaught(t *testing.T, errs []string, wants ...string) {

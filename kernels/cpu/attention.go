@@ -85,6 +85,7 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffe
 	group := nHead / nKV
 	rowW := nKV * headDim // one cache position
 	qs := floats(op, "q", q, nTok*nHead*headDim)
+	bf16Query(op, q, kCache, headDim)
 	os := f32(op, "out", out, nTok*nHead*headDim)
 	ks := floats(op, "kCache", kCache, kCache.Len())
 	vs := floats(op, "vCache", vCache, vCache.Len())

@@ -52,7 +52,8 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 		return f32(op, name, b, n)
 	}
 	src := floats(op, "qkv", qkv, nTok*width)
-	qs, gs := f32(op, "q", q, nTok*qd), optOut("gate", gate, nTok*qd)
+	qs, gs := floats(op, "q", q, nTok*qd), optOut("gate", gate, nTok*qd)
+	bf16Query(op, q, kCache, headDim)
 	qPres, kPres, rqs, rks := optOut("qPre", qPre, nTok*qd), optOut("kPre", kPre, nTok*kd), optOut("rstdQ", rstdQ, nTok*nHead), optOut("rstdK", rstdK, nTok*nKV)
 	biases := [3][]float32{opt("qBias", qBias, qw), opt("kBias", kBias, kd), opt("vBias", vBias, kd)}
 	norms := [2][]float32{opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)}
@@ -64,10 +65,15 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 		panic(fmt.Sprintf("cpu.%s: kCache is %v × %d, vCache %v × %d", op, kCache.DType(), len(kc), vCache.DType(), vCache.Len()))
 	}
 	// A BF16 cache (the sampler's where the backend says so) stores each
-	// value rounded to nearest even, as KVWrite does.
-	store := func(dst []float32, i int, v float32) { dst[i] = v }
+	// value rounded to nearest even, as KVWrite does; so does a BF16 q.
+	exact := func(dst []float32, i int, v float32) { dst[i] = v }
+	rounded := func(dst []float32, i int, v float32) { dst[i] = roundBF16(v) }
+	store, storeQ := exact, exact
 	if kCache.DType() == kernels.BF16 {
-		store = func(dst []float32, i int, v float32) { dst[i] = roundBF16(v) }
+		store = rounded
+	}
+	if q.DType() == kernels.BF16 {
+		storeQ = rounded
 	}
 	pt.checkWrites(op, ss, ps)
 	be.parallel(nTok, 20*width, func(lo, hi int) {
@@ -142,7 +148,7 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 				}
 				put := store // k goes to the cache
 				if part == 0 {
-					put = func(dst []float32, i int, v float32) { dst[i] = v }
+					put = storeQ
 				}
 				for i := range half {
 					x1, x2 := float64(row[i]), float64(row[i+half])

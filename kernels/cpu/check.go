@@ -85,3 +85,19 @@ func sameLen(op string, b kernels.Buffer, host int) {
 		panic(fmt.Sprintf("cpu.%s: buffer has %d elements, host slice %d", op, b.Len(), host))
 	}
 }
+
+// bf16Query checks the contract of a BF16 q (kernels.BF16AttentionHeadDim),
+// which this backend computes with in f32 like any operand: BF16 caches
+// beside it and a head dim that a GPU's tensor-core kernels tile, so a
+// caller that runs here runs there.
+func bf16Query(op string, q, kCache kernels.Buffer, headDim int) {
+	if q.DType() != kernels.BF16 {
+		return
+	}
+	if kCache.DType() != kernels.BF16 {
+		panic(fmt.Sprintf("cpu.%s: q is bf16 but the caches are %v; bf16 attention needs bf16 caches", op, kCache.DType()))
+	}
+	if !kernels.BF16AttentionHeadDim(headDim) {
+		panic(fmt.Sprintf("cpu.%s: bf16 attention needs headDim ≤ 256 and a multiple of 8, got %d", op, headDim))
+	}
+}

@@ -17,6 +17,8 @@ func (be *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, 
 	ss, ps := ints(op, "seq", seq, nTok), ints(op, "pos", pos, nTok)
 	index(op, "seq", ss, pages.Seqs())
 	index(op, "pos", ps, pages.MaxLen())
+	floats(op, "q", q, nTok*nHead*headDim)
+	bf16Query(op, q, kCache, headDim)
 	gs := ints(op, "groups", groups, nTok*kernels.PrefixGroupWords)
 	table := ints(op, "pages.Table", pages.Table, pages.Table.Len())
 	if err := kernels.CheckPrefixGroups(gs, table, pages.MaxBlocks, pages.BlockSize, ss, ps); err != nil {

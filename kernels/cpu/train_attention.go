@@ -34,6 +34,7 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 		nHead: nHead, group: group, headDim: headDim, rowW: rowW, scale: scale,
 		variant: variantOf(op, variant, nHead),
 	}
+	bf16Query(op, q, kCache, headDim)
 	a.dk, a.dv = f32(op, "dk", dk, len(a.k)), f32(op, "dv", dv, len(a.v))
 	if len(a.k) != len(a.v) || len(a.dk) != len(a.k) {
 		panic("cpu.AttentionBackward: kCache, vCache, dk and dv must have the same length")

@@ -69,12 +69,7 @@ func tensorCoreAttention(op string, q, k *buffer, headDim int) bool {
 	if q.dt != kernels.BF16 {
 		return false
 	}
-	if k.dt != kernels.BF16 {
-		panic(fmt.Sprintf("cuda: %s: q is bf16 but the caches are %v; bf16 attention needs bf16 caches", op, k.dt))
-	}
-	if headDim > ftcMaxHeadDim || headDim%8 != 0 {
-		panic(fmt.Sprintf("cuda: %s: bf16 attention needs headDim ≤ %d and a multiple of 8, got %d", op, ftcMaxHeadDim, headDim))
-	}
+	bf16Query(op, q.dt, k.dt, headDim)
 	for _, x := range []struct {
 		name string
 		p    DevicePtr
@@ -84,6 +79,21 @@ func tensorCoreAttention(op string, q, k *buffer, headDim int) bool {
 		}
 	}
 	return true
+}
+
+// bf16Query checks the contract of a BF16 q (kernels.BF16AttentionHeadDim):
+// BF16 caches beside it and a head dim the tensor-core kernels tile
+// (ftcMaxHeadDim is the largest), panicking with op's name otherwise.
+func bf16Query(op string, q, kv kernels.DType, headDim int) {
+	if q != kernels.BF16 {
+		return
+	}
+	if kv != kernels.BF16 {
+		panic(fmt.Sprintf("cuda: %s: q is bf16 but the caches are %v; bf16 attention needs bf16 caches", op, kv))
+	}
+	if !kernels.BF16AttentionHeadDim(headDim) {
+		panic(fmt.Sprintf("cuda: %s: bf16 attention needs headDim ≤ %d and a multiple of 8, got %d", op, ftcMaxHeadDim, headDim))
+	}
 }
 
 // attentionFlashTC runs Attention on attention_flash_tc.cu.

@@ -47,6 +47,10 @@ func New(dev Device) *Backend {
 // Counts is what the backend has asked of its device so far.
 func (b *Backend) Counts() Counts { return b.dev.Counts() }
 
+// Launched is how many times the backend launched kernel name so far
+// (Counter.Launched).
+func (b *Backend) Launched(name string) int64 { return b.dev.Launched(name) }
+
 // TagWeights marks the memory of bufs as weights, so the GEMMs that read
 // them add to Counts.WeightBytes. Freeing a buffer clears its tag.
 func (b *Backend) TagWeights(bufs ...kernels.Buffer) {

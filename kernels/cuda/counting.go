@@ -91,6 +91,8 @@ type Counter struct {
 	graphs    map[Graph]graphCounts
 	// prof is the open kernel profile (profile.go), nil when none.
 	prof *profiler
+	// launched counts launches by kernel name (Launched).
+	launched map[string]int64
 }
 
 type span struct{ lo, hi DevicePtr }
@@ -99,7 +101,14 @@ type span struct{ lo, hi DevicePtr }
 type graphCounts struct{ kernels, weightBytes, flops int64 }
 
 // NewCounter wraps d.
-func NewCounter(d Device) *Counter { return &Counter{Device: d, graphs: map[Graph]graphCounts{}} }
+func NewCounter(d Device) *Counter {
+	return &Counter{Device: d, graphs: map[Graph]graphCounts{}, launched: map[string]int64{}}
+}
+
+// Launched is how many times kernel name was launched (or captured into a
+// graph) since the device was wrapped: which kernels an op chose, for
+// tests that hold a path to its kernels.
+func (c *Counter) Launched(name string) int64 { return c.launched[name] }
 
 // atomicsCounter is a device that counts its kernels' atomic operations
 // (the emulator).
@@ -252,6 +261,7 @@ func (c *Counter) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int) er
 
 func (c *Counter) Launch(name string, grid, block Dim3, sharedBytes int, args ...any) error {
 	c.issued(false, 0, 0)
+	c.launched[name]++
 	if c.prof != nil {
 		return c.prof.time(c.capturing, name, func() error { return c.Device.Launch(name, grid, block, sharedBytes, args...) })
 	}

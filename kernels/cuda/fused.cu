@@ -85,13 +85,13 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_u
 // x·rs·w), the rotation as rope_f32's. Which part a block takes is
 // uniform over the block, so the block_sum is reached by every thread or
 // by none.
-// store_kv writes a cache element: f32 as it is, bf16 rounded to nearest
-// even (as kv_write_bf16).
+// store_kv writes a cache (or q) element: f32 as it is, bf16 rounded to
+// nearest even (as kv_write_bf16).
 __device__ __forceinline__ void store_kv(float* p, long long i, float v) { p[i] = v; }
 __device__ __forceinline__ void store_kv(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
 
-template <class W, class C>
-__device__ __forceinline__ void attention_inputs(float* q, float* gate, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k,
+template <class W, class C, class Q>
+__device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k,
 						 C* k_cache, C* v_cache, const float* qkv, const W* q_bias, const W* k_bias,
 						 const W* v_bias, const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq,
 						 const int* pos, const int* table, int n_head, int n_kv, int head_dim, int rotary_dim,
@@ -105,7 +105,8 @@ __device__ __forceinline__ void attention_inputs(float* q, float* gate, float* q
 	const float* src;
 	const W* bias;
 	const W* norm;
-	float *pre, *rstd, *qd = nullptr;
+	float *pre, *rstd;
+	Q* qd = nullptr;
 	C* kdst = nullptr;
 	if (h < n_head) {
 		long long th = (long long)t * n_head + h;
@@ -164,8 +165,8 @@ __device__ __forceinline__ void attention_inputs(float* q, float* gate, float* q
 		sincosf(ang, &s, &c);
 		float y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
 		if (qd) {
-			qd[i] = y1;
-			qd[i + half] = y2;
+			store_kv(qd, i, y1);
+			store_kv(qd, i + half, y2);
 		} else {
 			store_kv(kdst, i, y1);
 			store_kv(kdst, i + half, y2);
@@ -176,30 +177,42 @@ __device__ __forceinline__ void attention_inputs(float* q, float* gate, float* q
 		if (pre) pre[i] = x;
 		if (norm) x = x * rs * ld(norm, i);
 		if (qd)
-			qd[i] = x;
+			store_kv(qd, i, x);
 		else
 			store_kv(kdst, i, x);
 	}
 }
 
-#define ATTENTION_INPUTS_PARAMS(W, C)                                                                                         \
-	float *q, float *gate, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache,                 \
+#define ATTENTION_INPUTS_PARAMS(W, C, Q)                                                                                      \
+	Q *q, float *gate, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache,                 \
 		const float *qkv, const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm,            \
 		const float *inv_freq, const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv,         \
 		int head_dim, int rotary_dim, int block_size, int max_blocks, float eps
 #define ATTENTION_INPUTS_ARGS                                                                                                   \
 	q, gate, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
 		table, n_head, n_kv, head_dim, rotary_dim, block_size, max_blocks, eps
-// Named for the weights' dtype (biases and norms: f32, wbf16) and, with
-// _kvbf16, a bf16 cache (the sampler's on a GPU).
-GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float, float)) { attention_inputs(ATTENTION_INPUTS_ARGS); }
-GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, float)) {
+// Named for the weights' dtype (biases and norms: f32, wbf16), with
+// _kvbf16 a bf16 cache (the sampler's on a GPU) and with _kvbf16_qbf16 a
+// bf16 q too (a bf16 model's training trace: the tensor-core attention
+// reads q and the caches in bf16, so q is rounded here once, as k and v).
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32(ATTENTION_INPUTS_PARAMS(float, float, float)) {
 	attention_inputs(ATTENTION_INPUTS_ARGS);
 }
-GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32_kvbf16(ATTENTION_INPUTS_PARAMS(float, __nv_bfloat16)) {
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, float, float)) {
 	attention_inputs(ATTENTION_INPUTS_ARGS);
 }
-GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16_kvbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, __nv_bfloat16)) {
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_f32_kvbf16(ATTENTION_INPUTS_PARAMS(float, __nv_bfloat16, float)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128) attention_inputs_wbf16_kvbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, __nv_bfloat16, float)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128)
+    attention_inputs_f32_kvbf16_qbf16(ATTENTION_INPUTS_PARAMS(float, __nv_bfloat16, __nv_bfloat16)) {
+	attention_inputs(ATTENTION_INPUTS_ARGS);
+}
+GRPO_KERNEL void __launch_bounds__(128)
+    attention_inputs_wbf16_kvbf16_qbf16(ATTENTION_INPUTS_PARAMS(__nv_bfloat16, __nv_bfloat16, __nv_bfloat16)) {
 	attention_inputs(ATTENTION_INPUTS_ARGS);
 }
 

@@ -103,7 +103,7 @@ func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCa
 		}
 	}
 	opt := func(name string, x kernels.Buffer, n int) *buffer { return b.optBufOf(op, name, x, n, wdt) }
-	qq := b.buf(op, "q", q, nTok*qd, kernels.F32)
+	qq := b.buf(op, "q", q, nTok*qd, kernels.F32, kernels.BF16) // BF16: for the tensor-core attention
 	g := b.optBuf(op, "gate", gate, nTok*qd)
 	qp, kp := b.optBuf(op, "qPre", qPre, nTok*qd), b.optBuf(op, "kPre", kPre, nTok*kd)
 	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
@@ -116,6 +116,7 @@ func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCa
 	f := b.buf(op, "invFreq", invFreq, rotaryDim/2, kernels.F32)
 	s := b.buf(op, "seq", seq, nTok, kernels.I32)
 	p := b.buf(op, "pos", pos, nTok, kernels.I32)
+	bf16Query(op, qq.dt, kc.dt, headDim)
 	if !usable(qq, g, qp, kp, rq, rk, kc, vc, tb, src, qb, kb, vb, qn, kn, f, s, p) {
 		return
 	}
@@ -125,6 +126,9 @@ func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCa
 	}
 	if kc.dt == kernels.BF16 {
 		name += "_kvbf16" // k and v rounded to nearest even, as kv_write_bf16
+	}
+	if qq.dt == kernels.BF16 {
+		name += "_qbf16" // q too
 	}
 	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
 		qq.ptr, g.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,

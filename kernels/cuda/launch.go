@@ -65,6 +65,7 @@ var kernelMaxBlock = map[string]int{
 	"swiglu_rows_f32": elementwiseBlock, "swiglu_rows_backward_f32": elementwiseBlock,
 	"attention_inputs_f32": attentionInputsBlock, "attention_inputs_wbf16": attentionInputsBlock,
 	"attention_inputs_f32_kvbf16": attentionInputsBlock, "attention_inputs_wbf16_kvbf16": attentionInputsBlock,
+	"attention_inputs_f32_kvbf16_qbf16": attentionInputsBlock, "attention_inputs_wbf16_kvbf16_qbf16": attentionInputsBlock,
 	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
 	"lora_shrink_f32": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,

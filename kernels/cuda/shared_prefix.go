@@ -11,10 +11,15 @@ import (
 // own keys past them (attention_suffix) — into 2·nSplit partial slots
 // per row, and attention_decode_combine over them. Head dims above the
 // flash kernels' (the scalar attention.cu) run Attention: groups change
-// what is read, never the result.
+// what is read, never the result. So does a BF16 q (a bf16 model's
+// training trace, whose groups share prompts): the passes here take f32
+// q on CUDA cores, while the tensor-core flash kernels read each
+// sequence's shared prompt rows through the table like any other.
 func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionSharedPrefix"
-	if headDim > flashMaxHeadDim {
+	if headDim > flashMaxHeadDim || q != nil && q.DType() == kernels.BF16 {
+		i32(op, nTok*kernels.PrefixGroupWords)
+		b.buf(op, "groups", groups, nTok*kernels.PrefixGroupWords, kernels.I32)
 		b.Attention(out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, scale, variant)
 		return
 	}
@@ -23,9 +28,6 @@ func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, g
 		panic(fmt.Sprintf("cuda: %s: headDim %d must be positive", op, headDim))
 	}
 	a, ok := b.attentionOperands(op, out, lse, q, kCache, vCache, seq, pos, pages, nTok, nHead, nKV, headDim, variant)
-	if a.q != nil && a.q.dt != kernels.F32 {
-		panic(fmt.Sprintf("cuda: %s: q is %v; the shared-prefix kernels take f32 q", op, a.q.dt))
-	}
 	gr := b.buf(op, "groups", groups, nTok*kernels.PrefixGroupWords, kernels.I32)
 	if !ok || !usable(gr) {
 		return

@@ -192,6 +192,7 @@ func TestAttentionTrafficTable(t *testing.T) {
 		layers int
 		s      attnTrafficShape
 	}{
+		{"qwen3-tiny, 4 × 64", 2, attnTrafficShape{lens: []int{64, 64, 64, 64}, nHead: 4, nKV: 2, headDim: 32, block: 64}},
 		{"qwen3-tiny, 4 × 512", 2, attnTrafficShape{lens: []int{512, 512, 512, 512}, nHead: 4, nKV: 2, headDim: 32, block: 512}},
 		{"Qwen3-8B, 4 × 4096", 36, attnTrafficShape{lens: []int{4096, 4096, 4096, 4096}, nHead: 32, nKV: 8, headDim: 128, block: 4096}},
 	} {
@@ -211,8 +212,12 @@ func TestAttentionTrafficTable(t *testing.T) {
 		}{{"f32 kernels", f32, 67e12}, {"tensor-core kernels", tc, 989e12}} {
 			read, write := L*x.b.read, L*x.b.write
 			tb := float64(read+write) / 4.8e12
-			t.Logf("%s, %s: read %.4g GB, written %.4g GB; %.4g TFLOP; HBM %.4g ms, compute %.4g ms at %.0f TFLOP/s (%.4g ms at 989)",
-				m.name, x.kind, float64(read)/1e9, float64(write)/1e9, float64(flops)/1e12, tb*1e3, float64(flops)/x.peak*1e3, x.peak/1e12, float64(flops)/989e12*1e3)
+			var cp int64
+			for _, n := range x.b.cpAsync {
+				cp += L * n
+			}
+			t.Logf("%s, %s: read %.4g GB (%d B, %d B of it cp.async), written %.4g GB (%d B); %.4g TFLOP; HBM %.4g ms, compute %.4g ms at %.0f TFLOP/s (%.4g ms at 989)",
+				m.name, x.kind, float64(read)/1e9, read, cp, float64(write)/1e9, write, float64(flops)/1e12, tb*1e3, float64(flops)/x.peak*1e3, x.peak/1e12, float64(flops)/989e12*1e3)
 		}
 		if tc.read+tc.write >= f32.read+f32.write {
 			t.Errorf("%s: the tensor-core kernels move %d bytes, the f32 ones %d", m.name, tc.read+tc.write, f32.read+f32.write)

@@ -11,6 +11,8 @@ extern "C" void emu_register_fused(const char* prefix) {
 	EMU_REG(attention_inputs_wbf16);
 	EMU_REG(attention_inputs_f32_kvbf16);
 	EMU_REG(attention_inputs_wbf16_kvbf16);
+	EMU_REG(attention_inputs_f32_kvbf16_qbf16);
+	EMU_REG(attention_inputs_wbf16_kvbf16_qbf16);
 	EMU_REG(attention_inputs_backward_f32);
 	EMU_REG(attention_inputs_backward_wbf16);
 }

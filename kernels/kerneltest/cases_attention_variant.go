@@ -129,11 +129,11 @@ func sharedPrefixVariantCases() []Case {
 		{sharedShape{"alone-g5-boundary-gqa4", 8, 2, 128, 4, []prefixGroup{{3, []int{5}}, {8, []int{8, 9, 15, 11, 10}}, {6, []int{6}}}}, attnVar{1, true}},
 	}
 	var cs []Case
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+	for _, dt := range attnDTs {
 		for i, s := range shapes {
 			s, seed := s, uint64(4100+i)
 			cs = append(cs, Case{Op: "AttentionSharedPrefix",
-				Name:  fmt.Sprintf("%s,%v,kv=%v,nHead=%d,nKV=%d,headDim=%d,block=%d", s.name, s.attnVar, dt, s.nHead, s.nKV, s.headDim, s.block),
+				Name:  fmt.Sprintf("%s,%v,%v,nHead=%d,nKV=%d,headDim=%d,block=%d", s.name, s.attnVar, dt, s.nHead, s.nKV, s.headDim, s.block),
 				check: func(b kernels.Backend) error { return checkSharedPrefix(b, seed, s.sharedShape, dt, s.attnVar) }})
 		}
 	}

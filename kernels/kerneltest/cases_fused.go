@@ -352,8 +352,10 @@ func loRAExpandCases() []Case {
 // contiguous and paged caches (shuffled blocks, partial last blocks),
 // prefill and decode tokens in one call, f32 and bf16 caches (the
 // sampler's on a GPU), and the optional training outputs (qPre, kPre,
-// rstdQ, rstdK). Cache rows no token writes hold values that must
-// survive.
+// rstdQ, rstdK). Every shape with a bf16 cache runs a second time with a
+// bf16 q (a bf16 model's training trace: kernels.BF16AttentionHeadDim),
+// which must be the reference's q rounded to bf16, as the caches. Cache
+// rows no token writes hold values that must survive.
 func attentionInputsCases() []Case {
 	type shape struct {
 		nHead, nKV, headDim int
@@ -378,87 +380,101 @@ func attentionInputsCases() []Case {
 		{2, 1, 16, false, true, kernels.BF16, false, paging{}, true, 0},
 		{8, 2, 128, false, false, kernels.F32, false, paging{block: 4}, false, 32},
 		{2, 2, 34, true, false, kernels.F32, true, paging{}, true, 2},
+		// A bf16 model's training trace: q/k norm, qPre and kPre, a
+		// contiguous cache and the shared-prompt trace's one-row blocks.
+		{4, 2, 32, true, false, kernels.BF16, true, paging{bf16: true}, false, 0},
+		{4, 2, 16, false, true, kernels.BF16, true, paging{block: 1, bf16: true}, false, 0},
+		{4, 2, 256, true, false, kernels.BF16, true, paging{bf16: true}, true, 64},
 	}
 	toks := cat(run(0, 0, 5), run(1, 3, 4), run(2, 9, 9))
 	const seqs, maxLen = 3, 12
 	var cs []Case
 	for i, s := range shapes {
-		s, seed := s, uint64(4900+i)
 		rot := s.rotary
 		if rot == 0 {
 			rot = s.headDim
 		}
-		name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,bias=%v,w=%v,train=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.bias, s.w, s.train)
-		if s.gated || rot != s.headDim {
-			name += fmt.Sprintf(",gated=%v,rotaryDim=%d", s.gated, rot)
+		qDTs := []kernels.DType{kernels.F32}
+		if s.paging.bf16 && kernels.BF16AttentionHeadDim(s.headDim) {
+			qDTs = append(qDTs, kernels.BF16)
 		}
-		cs = append(cs, Case{Op: "AttentionInputs", Name: name, check: func(b kernels.Backend) error {
-			e := newEnv(b, seed)
-			defer e.free()
-			n, hd := len(toks), s.headDim
-			qd, kd := s.nHead*hd, s.nKV*hd
-			qw := qd
-			if s.gated {
-				qw = 2 * qd
+		for _, qdt := range qDTs {
+			s, seed, qdt := s, uint64(4900+i), qdt
+			name := fmt.Sprintf("%v,nHead=%d,nKV=%d,headDim=%d,norm=%v,bias=%v,w=%v,train=%v", s.paging, s.nHead, s.nKV, s.headDim, s.norm, s.bias, s.w, s.train)
+			if s.gated || rot != s.headDim {
+				name += fmt.Sprintf(",gated=%v,rotaryDim=%d", s.gated, rot)
 			}
-			seqv, posv, valid := seqsAndPositions(toks, seqs)
-			pg := s.layout(e, seqs, maxLen, valid)
-			qkv := e.in("qkv", e.uniform(n*(qw+2*kd), 2))
-			kCache := e.floats("kCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
-			vCache := e.floats("vCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
-			q := e.out("q", nans(n*qd))
-			var gate, qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
-			if s.gated {
-				gate = e.out("gate", nans(n*qd))
+			if qdt == kernels.BF16 {
+				name += ",q=bf16"
 			}
-			if s.bias {
-				qb, kb, vb = e.floats("qBias", s.w, e.uniform(qw, 1), true), e.floats("kBias", s.w, e.uniform(kd, 1), true), e.floats("vBias", s.w, e.uniform(kd, 1), true)
-			}
-			if s.norm {
-				qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
-			}
-			if s.train {
-				qPre, kPre = e.out("qPre", nans(n*qd)), e.out("kPre", nans(n*kd))
+			cs = append(cs, Case{Op: "AttentionInputs", Name: name, check: func(b kernels.Backend) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				n, hd := len(toks), s.headDim
+				qd, kd := s.nHead*hd, s.nKV*hd
+				qw := qd
+				if s.gated {
+					qw = 2 * qd
+				}
+				seqv, posv, valid := seqsAndPositions(toks, seqs)
+				pg := s.layout(e, seqs, maxLen, valid)
+				qkv := e.in("qkv", e.uniform(n*(qw+2*kd), 2))
+				kCache := e.floats("kCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
+				vCache := e.floats("vCache", s.cacheDType(), e.uniform(pg.Rows()*kd, 1), false)
+				q := e.floatsAligned("q", qdt, nans(n*qd), false)
+				var gate, qb, kb, vb, qn, kn, qPre, kPre, rq, rk *operand
+				if s.gated {
+					gate = e.out("gate", nans(n*qd))
+				}
+				if s.bias {
+					qb, kb, vb = e.floats("qBias", s.w, e.uniform(qw, 1), true), e.floats("kBias", s.w, e.uniform(kd, 1), true), e.floats("vBias", s.w, e.uniform(kd, 1), true)
+				}
 				if s.norm {
-					rq, rk = e.out("rstdQ", nans(n*s.nHead)), e.out("rstdK", nans(n*s.nKV))
+					qn, kn = e.floats("qNorm", s.w, e.uniform(hd, 2), true), e.floats("kNorm", s.w, e.uniform(hd, 2), true)
 				}
-			}
-			posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
-			_, fv := ropeInputs(e, 1, rot, 1e6)
-			inv := e.in("invFreq", fv)
-			pages := e.pagesOperand(pg)
-			vals := func(o *operand) []float64 {
-				if o == nil {
-					return nil
+				if s.train {
+					qPre, kPre = e.out("qPre", nans(n*qd)), e.out("kPre", nans(n*kd))
+					if s.norm {
+						rq, rk = e.out("rstdQ", nans(n*s.nHead)), e.out("rstdK", nans(n*s.nKV))
+					}
 				}
-				return o.values()
-			}
-			wq, wg, wk, wv, wqPre, wkPre, wrq, wrk := RefAttentionInputs(qkv.values(), kCache.values(), vCache.values(), vals(qb), vals(kb), vals(vb),
-				vals(qn), vals(kn), fv, seqv, posv, pg, n, s.nHead, s.nKV, hd, rot, s.gated, 1e-6)
-			b.AttentionInputs(q.view, view(gate), view(qPre), view(kPre), view(rq), view(rk), kCache.view, vCache.view, qkv.view,
-				view(qb), view(kb), view(vb), view(qn), view(kn), inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd, rot, 1e-6)
-			if err := e.checkAll(); err != nil {
-				return err
-			}
-			for _, c := range []struct {
-				o    *operand
-				want []float64
-				tol  Tol
-			}{{q, wq, tolReduction}, {gate, wg, tolRounded}, {kCache, wk, tolReduction}, {vCache, wv, tolRounded},
-				{qPre, wqPre, tolRounded}, {kPre, wkPre, tolRounded}, {rq, wrq, tolReduction}, {rk, wrk, tolReduction}} {
-				if c.o == nil {
-					continue
+				posOp, seqOp := e.ints("pos", posv), e.ints("seq", seqv)
+				_, fv := ropeInputs(e, 1, rot, 1e6)
+				inv := e.in("invFreq", fv)
+				pages := e.pagesOperand(pg)
+				vals := func(o *operand) []float64 {
+					if o == nil {
+						return nil
+					}
+					return o.values()
 				}
-				compare := Compare
-				if c.o.dt == kernels.BF16 {
-					compare = CompareBF16
-				}
-				if err := compare(c.o.name, c.o.result(b), c.want, c.tol); err != nil {
+				wq, wg, wk, wv, wqPre, wkPre, wrq, wrk := RefAttentionInputs(qkv.values(), kCache.values(), vCache.values(), vals(qb), vals(kb), vals(vb),
+					vals(qn), vals(kn), fv, seqv, posv, pg, n, s.nHead, s.nKV, hd, rot, s.gated, 1e-6)
+				b.AttentionInputs(q.view, view(gate), view(qPre), view(kPre), view(rq), view(rk), kCache.view, vCache.view, qkv.view,
+					view(qb), view(kb), view(vb), view(qn), view(kn), inv.view, seqOp.view, posOp.view, pages, n, s.nHead, s.nKV, hd, rot, 1e-6)
+				if err := e.checkAll(); err != nil {
 					return err
 				}
-			}
-			return nil
-		}})
+				for _, c := range []struct {
+					o    *operand
+					want []float64
+					tol  Tol
+				}{{q, wq, tolReduction}, {gate, wg, tolRounded}, {kCache, wk, tolReduction}, {vCache, wv, tolRounded},
+					{qPre, wqPre, tolRounded}, {kPre, wkPre, tolRounded}, {rq, wrq, tolReduction}, {rk, wrk, tolReduction}} {
+					if c.o == nil {
+						continue
+					}
+					compare := Compare
+					if c.o.dt == kernels.BF16 {
+						compare = CompareBF16
+					}
+					if err := compare(c.o.name, c.o.result(b), c.want, c.tol); err != nil {
+						return err
+					}
+				}
+				return nil
+			}})
+		}
 	}
 	return cs
 }

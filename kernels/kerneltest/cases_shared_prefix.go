@@ -26,8 +26,9 @@ type sharedShape struct {
 // is each rollout's own copy, as the sampler's copy on write leaves it)
 // and on a block boundary, GQA ratios 1, 2, 4 and 12 (more query heads
 // than one block of the prefix pass holds: its tiles cross members),
-// head dims 16, 64 and 128, on f32 and bf16 caches, with tokens mapped to
-// sequences out of order. Every group's prompt blocks hold different
+// head dims 16, 64 and 128, blocks of one row (a training trace's
+// shared-prompt cache), on f32 and bf16 caches and with a bf16 q beside
+// bf16 ones (attnDTs), with tokens mapped to sequences out of order. Every group's prompt blocks hold different
 // values, and rows no token reads hold NaN, so a pass reading the prefix
 // through another row's table or past a position fails.
 func sharedPrefixCases() []Case {
@@ -36,13 +37,14 @@ func sharedPrefixCases() []Case {
 		{"g8-g2-gqa1", 2, 2, 16, 5, []prefixGroup{{12, []int{12, 14, 13, 19, 12, 15, 16, 12}}, {23, []int{24, 30}}}},
 		{"alone-g5-boundary-gqa4", 8, 2, 128, 4, []prefixGroup{{3, []int{5}}, {8, []int{8, 9, 15, 11, 10}}, {6, []int{6}}}},
 		{"g3-g6-gqa12", 12, 1, 32, 4, []prefixGroup{{13, []int{13, 20, 16}}, {17, []int{17, 18, 19, 25, 33, 21}}}},
+		{"g3-alone-rows-gqa2", 4, 2, 32, 1, []prefixGroup{{9, []int{9, 14, 11}}, {4, []int{6}}}},
 	}
 	var cs []Case
-	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+	for _, dt := range attnDTs {
 		for i, s := range shapes {
 			s, seed := s, uint64(4000+i)
 			cs = append(cs, Case{Op: "AttentionSharedPrefix",
-				Name:  fmt.Sprintf("%s,kv=%v,nHead=%d,nKV=%d,headDim=%d,block=%d", s.name, dt, s.nHead, s.nKV, s.headDim, s.block),
+				Name:  fmt.Sprintf("%s,%v,nHead=%d,nKV=%d,headDim=%d,block=%d", s.name, dt, s.nHead, s.nKV, s.headDim, s.block),
 				check: func(b kernels.Backend) error { return checkSharedPrefix(b, seed, s, dt, attnVar{}) }})
 		}
 	}
@@ -98,9 +100,11 @@ func (s sharedShape) sharedPages(e *env) (pg Pages, seqv, posv, valid []int32) {
 
 // checkSharedPrefix runs AttentionSharedPrefix with the groups
 // kernels.PrefixGroups derives from the table and compares it with the
-// plain Attention reference under variant av; the derived groups must be
-// the shape's.
-func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kernels.DType, av attnVar) error {
+// plain Attention reference under variant av: within tolMatMul with an
+// f32 q (the split-KV passes widen a bf16 cache exactly), within
+// tolAttentionBF16 with a bf16 one (the tensor-core kernels round the
+// probabilities); the derived groups must be the shape's.
+func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, dt attnDT, av attnVar) error {
 	e := newEnv(b, seed)
 	defer e.free()
 	pg, seqv, posv, valid := s.sharedPages(e)
@@ -122,8 +126,8 @@ func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kerne
 		}
 		return v
 	}
-	q := e.in("q", e.uniform(n*s.nHead*s.headDim, 1))
-	k, v := e.floats("kCache", kvDT, kv(), true), e.floats("vCache", kvDT, kv(), true)
+	q := dt.operand(e, "q", dt.q, e.uniform(n*s.nHead*s.headDim, 1))
+	k, v := dt.operand(e, "kCache", dt.kv, kv()), dt.operand(e, "vCache", dt.kv, kv())
 	seq, pos, gr := e.ints("seq", seqv), e.ints("pos", posv), e.ints("groups", groups)
 	pages := e.pagesOperand(pg)
 	out, lse := e.out("out", nans(n*s.nHead*s.headDim)), e.out("lse", nans(n*s.nHead))
@@ -134,10 +138,14 @@ func checkSharedPrefix(b kernels.Backend, seed uint64, s sharedShape, kvDT kerne
 	if err := e.checkAll(); err != nil {
 		return err
 	}
-	if err := Compare("out", out.result(b), wantOut, tolMatMul); err != nil {
+	tol := tolMatMul
+	if dt.q == kernels.BF16 {
+		tol = tolAttentionBF16
+	}
+	if err := Compare("out", out.result(b), wantOut, tol); err != nil {
 		return err
 	}
-	return Compare("lse", lse.result(b), wantLse, tolMatMul)
+	return Compare("lse", lse.result(b), wantLse, tol)
 }
 
 // wantGroups checks PrefixGroups' answer against the shape's groups: a

@@ -24,7 +24,7 @@ type attnBwdShape struct {
 // ratios 1, 2 and 4, peaked softmax, and accumulation into non-zero dk and
 // dv, and paged layouts (shuffled blocks with partly used last blocks, and
 // shared prompt blocks, whose gradient is the sum over the sequences that
-// read them). As in the forward cases, cache rows no token may read hold
+// read them, also in blocks of one row as a shared-prompt trace's cache). As in the forward cases, cache rows no token may read hold
 // NaN, and their dk, dv must keep their initial value. out and lse are the
 // float64 forward rounded to float32, so these cases test the backward
 // alone; the "fd" cases use the backend's own forward.
@@ -46,6 +46,8 @@ func attentionBackwardCases() []Case {
 		{"packed-shuffled-gqa4", 4, 1, 16, 3, 12, shuffled, 1, true, paging{block: 5}},
 		{"decode-gqa2", 4, 2, 32, 3, 40, []tok{{0, 17}, {1, 0}, {2, 39}}, 1, true, paging{block: 16}},
 		{"shared-prompt-gqa2", 4, 2, 16, 3, 20, cat(run(0, 0, 10), run(1, 11, 13), []tok{{2, 3}}), 1, false, paging{block: 4, share: 2}},
+		// A shared-prompt training trace's cache: one row a block.
+		{"shared-prompt-rows-gqa2", 4, 2, 32, 3, 20, cat(run(0, 0, 10), run(1, 8, 13), []tok{{2, 3}}), 1, true, paging{block: 1, share: 8}},
 		{"headdim256-gqa2", 4, 2, 256, 2, 70, cat(run(0, 0, 66), run(1, 0, 4)), 1, true, paging{block: 16}},
 	}
 	var cs []Case

@@ -1,0 +1,240 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/kernels/cuda"
+	"github.com/grpo-dev/grpo/kernels/emu"
+)
+
+// The bounds of a bf16 model's training trace on emu — bf16 GEMMs (as
+// internal/modeltest's bf16 bounds) and, since traceAttention, bf16 q and
+// caches on the tensor-core flash kernels — against the CPU backend's
+// (bf16 weights widened, f32 everywhere) on TestBF16TraceAttentionOnEmu's
+// batch; gradients' max |Δ| is of max(1, their scale). Measured under emu
+// (tensor-core attention; in brackets the same batch with f32 q and
+// caches on the f32 flash kernels):
+//
+//	                     log-probs max|Δ|, NMSE   loss rel          grads NMSE, max|Δ|
+//	qwen3-tiny-bf16      1.2e-2, 6.1e-7 (8.3e-3, 3.0e-7)  8.8e-4 (3.2e-4)  5.6e-4, 2.0e-2 (1.4e-4, 1.2e-2)
+//	qwen3_5-tiny-bf16    2.3e-2, 1.6e-6 (2.3e-2, 1.6e-6)  1.9e-3 (1.8e-3)  4.3e-3, 7.2e-2 (4.2e-3, 6.9e-2)
+//	qwen3-moe-tiny-bf16  8.9e-3, 1.9e-7 (7.0e-3, 1.1e-7)  5.3e-4 (3.2e-5)  1.1e-4, 1.3e-2 (2.4e-4, 1.7e-2)
+//
+// The bf16 GEMMs' rounding dominates; rounding q, k, v and the
+// probabilities to bf16 adds up to 4× on qwen3-tiny-bf16's gradients.
+// The hybrid's bf16 DeltaNet dominates its gradients with f32 attention
+// too, so it has its own gradient bounds. The bounds are about 3× the
+// worst measured; the tensor-core backward without the softmax's D term
+// moves qwen3-tiny-bf16's gradients by NMSE 0.87 (internal/modeltest
+// TestPlantedFullModel).
+const (
+	traceLogpMaxAbsBF16 = 7e-2
+	traceLogpNMSEBF16   = 5e-6
+	traceLossRelBF16    = 6e-3
+)
+
+// traceGradBounds are the gradient bounds (NMSE, max |Δ|) of a model.
+func traceGradBounds(m *Model) (nmse, maxAbs float64) {
+	if m.Config.LinearLayers() > 0 {
+		return 1.3e-2, 0.2
+	}
+	return 1.5e-3, 6e-2
+}
+
+// TestBF16TraceAttentionOnEmu trains the bf16 tiny models (dense with q/k
+// norms, the hybrid Qwen3.5 with its gated attention at head dim 32 and
+// a DeltaNet, the MoE) one micro-batch on emu — groups sharing prompts,
+// so the shared-prefix forward runs, under selective recompute, so the
+// backward reruns attention — and requires that the trace's attention
+// took the tensor-core kernels (q written in bf16 by AttentionInputs,
+// forward, dQ and dK/dV passes) and never the f32 flash or split-KV
+// ones, with log-probs, the loss and every LoRA gradient within the
+// bounds above of the CPU backend's. The f32 qwen3-tiny keeps the f32
+// flash kernels.
+func TestBF16TraceAttentionOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains under the emulator")
+	}
+	for _, c := range []struct {
+		name string
+		tc   bool
+	}{{"qwen3-tiny-bf16", true}, {"qwen3_5-tiny-bf16", true}, {"qwen3-moe-tiny-bf16", true}, {"qwen3-tiny", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			be := emu.New()
+			defer be.Close()
+			m, err := Load(filepath.Join("..", "testdata", "models", c.name), be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			ref := loadTiny(t, c.name)
+			defer ref.Free()
+			want := kernels.F32
+			if c.tc {
+				want = kernels.BF16
+			}
+			if got := m.traceAttention(); got != want {
+				t.Fatalf("emu: the trace's attention dtype is %v, want %v", got, want)
+			}
+			if got := ref.traceAttention(); got != kernels.F32 {
+				t.Fatalf("cpu: the trace's attention dtype is %v, want f32", got)
+			}
+			ad, cpuAd := newTestAdapter(m, 2, 9), newTestAdapter(ref, 2, 9)
+			m, ref = m.WithAdapter(ad), ref.WithAdapter(cpuAd)
+			m.Recompute, ref.Recompute = RecomputeSelective, RecomputeSelective
+			rng := rand.New(rand.NewPCG(5, 6))
+			b, rows, targets, shares := groupBatch(rng, m.Config.VocabSize, 2, 3, 20)
+			for _, s := range shares {
+				b.Share(s[0], s[1], s[2])
+			}
+			if m.Config.SparseLayers() > 0 {
+				// Both replay the CPU backend's routing: a near-tie between
+				// experts may route either way under bf16 activations.
+				b.Experts = record(t, ref, b)
+			}
+			dlogp := make([]float32, len(rows))
+			for i := range dlogp {
+				dlogp[i] = float32(rng.NormFloat64())
+			}
+			before := attentionLaunches(be, m)
+			got := trainGrads(t, m, ad, b, rows, targets, dlogp)
+			after := attentionLaunches(be, m)
+			for k, n := range after {
+				n -= before[k]
+				if c.tc == (k == "f32") && n != 0 || c.tc != (k == "f32") && n == 0 {
+					t.Errorf("%d launches of the %s kernels", n, k)
+				}
+			}
+			if !c.tc {
+				return
+			}
+			cpuGot := trainGrads(t, ref, cpuAd, b, rows, targets, dlogp)
+			compareTrace(t, m, got, cpuGot, dlogp)
+		})
+	}
+}
+
+// attentionLaunches counts the training attention's launches by kind:
+// the tensor-core forward, dQ and dK/dV passes and AttentionInputs' bf16
+// q ("tc …"), and every f32 flash, split-KV and shared-prefix kernel
+// ("f32").
+func attentionLaunches(be *cuda.Backend, m *Model) map[string]int64 {
+	hd := 64 // the tensor-core template the tiny models' head dims pad to
+	for hd < m.Config.HeadDim {
+		hd *= 2
+	}
+	n := map[string]int64{
+		"tc forward": be.Launched("attention_flash_tc_hd" + strconv.Itoa(hd)),
+		"tc dQ":      be.Launched("attention_flash_tc_dq_hd" + strconv.Itoa(hd)),
+		"tc dK/dV":   be.Launched("attention_flash_tc_dkdv_hd" + strconv.Itoa(hd) + "_dkdv"),
+		// Named for the norms' dtype: bf16, or f32 (Qwen3.5's
+		// zero-centred norms, stored as 1 + w).
+		"tc q": be.Launched("attention_inputs_wbf16_kvbf16_qbf16") + be.Launched("attention_inputs_f32_kvbf16_qbf16"),
+	}
+	for _, kv := range []string{"f32", "bf16"} {
+		for _, fhd := range []int{16, 32, 64, 128} {
+			for _, k := range []string{"attention_flash_hd", "attention_flash_dq_hd", "attention_flash_dkdv_hd"} {
+				n["f32"] += be.Launched(k + strconv.Itoa(fhd) + "_" + kv)
+			}
+		}
+		for dpl := 1; dpl <= 4; dpl++ {
+			for _, k := range []string{"attention_decode_dpl", "attention_prefix_dpl", "attention_suffix_dpl"} {
+				n["f32"] += be.Launched(k + strconv.Itoa(dpl) + "_" + kv)
+			}
+		}
+	}
+	return n
+}
+
+// compareTrace holds got (emu) to want (cpu) within the bf16 trace
+// bounds, logging the distances.
+func compareTrace(t *testing.T, m *Model, got, want traced, dlogp []float32) {
+	t.Helper()
+	gradNMSE, gradMax := traceGradBounds(m)
+	lpMax, lpNMSE := maxAbsDiff(got.logp, want.logp), nmse(got.logp, want.logp)
+	var loss, cpuLoss float64
+	for i, d := range dlogp {
+		loss += float64(d) * float64(got.logp[i])
+		cpuLoss += float64(d) * float64(want.logp[i])
+	}
+	lossRel := math.Abs(loss-cpuLoss) / math.Abs(cpuLoss)
+	if lpMax > traceLogpMaxAbsBF16 || lpNMSE > traceLogpNMSEBF16 {
+		t.Errorf("log-probs: max |Δ| %.3g, NMSE %.3g against the CPU backend, want ≤ %g and ≤ %g", lpMax, lpNMSE, traceLogpMaxAbsBF16, traceLogpNMSEBF16)
+	}
+	if !(lossRel <= traceLossRelBF16) {
+		t.Errorf("loss Σ dlogp·logp %.6g, CPU %.6g: rel %.3g > %g", loss, cpuLoss, lossRel, traceLossRelBF16)
+	}
+	var gNMSE, gMax float64
+	for k := range want.grads {
+		e := nmse(got.grads[k], want.grads[k])
+		d := maxAbsDiff(got.grads[k], want.grads[k]) / max(1, maxAbs(want.grads[k]))
+		if e > gradNMSE || d > gradMax {
+			t.Errorf("gradient %d: NMSE %.3g, max |Δ| %.3g against the CPU backend, want ≤ %g and ≤ %g", k, e, d, gradNMSE, gradMax)
+		}
+		gNMSE, gMax = max(gNMSE, e), max(gMax, d)
+	}
+	t.Logf("against the CPU backend: log-probs max |Δ| %.3g, NMSE %.3g; loss rel %.3g; %d LoRA gradients, worst NMSE %.3g, max |Δ| %.3g (of max(1, scale))",
+		lpMax, lpNMSE, lossRel, len(want.grads), gNMSE, gMax)
+}
+
+// TestBF16TraceBytesOnEmu counts one train micro-batch of qwen3-tiny-bf16
+// on emu (4 sequences of 64 tokens, every row scored, a rank-2 adapter on
+// every projection, no recompute): the bytes the tensor-core attention's
+// cp.async loads request (emu's GRPO_COUNT_READ), which must equal the
+// traffic walk's for the same shape (kernels/emu
+// TestAttentionTrafficTable, "qwen3-tiny, 4 × 64"), and what the trace
+// allocates for q and its KV cache in bf16 against f32. BENCHMARKS.md
+// ("Training attention of a bf16 model") quotes the log.
+func TestBF16TraceBytesOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains under the emulator")
+	}
+	d := emu.NewDevice()
+	be := cuda.New(d)
+	defer be.Close()
+	m, err := Load(filepath.Join("..", "testdata", "models", "qwen3-tiny-bf16"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	ad := newTestAdapter(m, 2, 9)
+	m = m.WithAdapter(ad)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var b Batch
+	var targets []int32
+	const seqs, seqLen = 4, 64
+	for s := range seqs {
+		ids := randomIDs(rng, seqLen+1, m.Config.VocabSize)
+		b.Add(s, 0, ids[:seqLen]...)
+		targets = append(targets, ids[1:]...)
+	}
+	dlogp := make([]float32, b.Len())
+	for i := range dlogp {
+		dlogp[i] = float32(rng.NormFloat64())
+	}
+	tc := []string{"attention_flash_tc_hd64", "attention_flash_tc_dq_hd64", "attention_flash_tc_dkdv_hd64_dkdv"}
+	read := func() (n uint64) {
+		for _, k := range tc {
+			n += d.ReadBytes(k)
+		}
+		return n
+	}
+	r0, c0 := read(), be.Counts()
+	trainGrads(t, m, ad, &b, nil, targets, dlogp)
+	cp, counts := read()-r0, be.Counts().Sub(c0)
+	// The walk's cp.async bytes of this micro-batch, both layers.
+	const walk = 1048576
+	if cp != walk {
+		t.Errorf("the tensor-core attention's cp.async loads requested %d bytes, the traffic walk says %d", cp, walk)
+	}
+	c, n := m.Config, b.Len()
+	q := int64(n * c.NumHeads * c.HeadDim)
+	cache := int64(c.TraceCacheLayers(0)) * int64(n) * c.KVLayerBytes(kernels.BF16)
+	t.Logf("qwen3-tiny-bf16, %d × %d tokens: tensor-core attention cp.async %d bytes; %d launches, %d GEMMs, %d FLOPs; the trace's q %d bytes (f32: %d), KV cache %d bytes (f32: %d)",
+		seqs, seqLen, cp, counts.Launches, counts.GEMMs, counts.FLOPs, int64(c.NumLayers)*q*2, int64(c.NumLayers)*q*4, cache, 2*cache)
+}
