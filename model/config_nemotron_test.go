@@ -92,7 +92,8 @@ func TestNemotronConfigErrors(t *testing.T) {
 		{`"layer_norm_epsilon": 1e-05`, `"layer_norm_epsilon": 0.0`, "layer_norm_epsilon"},
 		{`"tie_word_embeddings": false`, `"tie_word_embeddings": true`, "tie_word_embeddings"},
 		{`"use_bias": false`, `"use_bias": true`, "use_bias"},
-		{`"use_bias": false`, `"use_bias": false, "moe_latent_size": 16`, "moe_latent_size"},
+		{`"use_bias": false`, `"use_bias": false, "moe_latent_size": 0`, "moe_latent_size"},
+		{`"use_bias": false`, `"use_bias": false, "moe_latent_size": 65`, "moe_latent_size"},
 		{`"use_bias": false`, `"use_bias": false, "time_step_limit": [0.001, 0.1]`, "time_step_limit"},
 	} {
 		data := strings.Replace(string(base), tc.old, tc.new, 1)
