@@ -17,7 +17,7 @@ import (
 type expertShard struct {
 	ep, per int // devices of the group; the most routed experts per sparse layer one device holds
 	total   int // routed experts per sparse layer
-	hidden  int64
+	hidden  int64 // the width of the rows sent: a latent MoE's latent size
 	topK    int64
 }
 
@@ -28,7 +28,7 @@ func newExpertShard(mc *model.Config, ep int) expertShard {
 		return expertShard{ep: 1, per: mc.NumExperts, total: mc.NumExperts}
 	}
 	return expertShard{ep: ep, per: (mc.NumExperts + ep - 1) / ep, total: mc.NumExperts,
-		hidden: int64(mc.HiddenSize), topK: int64(mc.NumExpertsPerTok)}
+		hidden: int64(mc.ExpertWidth()), topK: int64(mc.NumExpertsPerTok)}
 }
 
 func (s expertShard) split() bool { return s.ep > 1 }
@@ -78,7 +78,9 @@ func expertLoRAParams(mc *model.Config, ad model.AdapterShape) int64 {
 // sends the experts' outputs back. The permuted rows the MoE block
 // gathers anyway are the dispatch's send buffer and the expert outputs
 // the combine's; each exchange adds a receive buffer of n × top-k rows
-// of hidden f32 (the experts' activations are f32 on every path today)
+// of hidden f32 (the experts' activations are f32 on every path today;
+// a latent MoE sends latent rows, fc1_latent_proj applied before the
+// dispatch and fc2_latent_proj after the combine)
 // when the routing is balanced, and the per-peer counts (int32, sent and
 // received). The layers run one at a time, so one layer's set is alive.
 func (s expertShard) a2aBytes(n int64) int64 {
@@ -89,7 +91,7 @@ func (s expertShard) a2aBytes(n int64) int64 {
 }
 
 func (s expertShard) a2aDetail(n int64) string {
-	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d hidden × 4 B (f32) each, one sparse layer at a time, routing taken as balanced over the %d devices",
+	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d wide rows × 4 B (f32) each, one sparse layer at a time, routing taken as balanced over the %d devices",
 		n, s.topK, s.hidden, s.ep)
 }
 
