@@ -15,8 +15,8 @@ import (
 // every device. A routed expert's adapter and its AdamW moments live with
 // the expert.
 type expertShard struct {
-	ep, per int // devices of the group; the most routed experts per sparse layer one device holds
-	total   int // routed experts per sparse layer
+	ep, per int   // devices of the group; the most routed experts per sparse layer one device holds
+	total   int   // routed experts per sparse layer
 	hidden  int64 // the width of the rows sent: a latent MoE's latent size
 	topK    int64
 }
