@@ -97,7 +97,7 @@ func (s expertShard) a2aDetail(n int64) string {
 
 // receivedBytes is the rows one sparse layer's experts receive for a
 // micro-batch of n tokens on one device of the group, balanced: n ×
-// top-k rows of hidden f32. The trace keeps them, the experts' input, for
+// top-k rows of hidden (a latent MoE: latent) f32. The trace keeps them, the experts' input, for
 // the backward (model/moe_ep_exchange.go); one device gathers its rows
 // again instead, but on a rank they came from the other ranks.
 func (s expertShard) receivedBytes(n int64) int64 { return n * s.topK * s.hidden * f32Bytes }
@@ -119,7 +119,7 @@ func (s expertShard) keptLayers(mc *model.Config, pl plan) int {
 }
 
 func (s expertShard) receivedDetail(n int64, layers int) string {
-	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d hidden × 4 B (f32): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
+	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d wide rows × 4 B (f32): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
 		layers, n, s.topK, s.hidden)
 }
 
