@@ -15,9 +15,9 @@ import (
 // every device. A routed expert's adapter and its AdamW moments live with
 // the expert.
 type expertShard struct {
-	ep, per int // devices of the group; the most routed experts per sparse layer one device holds
-	total   int // routed experts per sparse layer
-	hidden  int64
+	ep, per int   // devices of the group; the most routed experts per sparse layer one device holds
+	total   int   // routed experts per sparse layer
+	hidden  int64 // the width of the rows sent: a latent MoE's latent size
 	topK    int64
 }
 
@@ -28,7 +28,7 @@ func newExpertShard(mc *model.Config, ep int) expertShard {
 		return expertShard{ep: 1, per: mc.NumExperts, total: mc.NumExperts}
 	}
 	return expertShard{ep: ep, per: (mc.NumExperts + ep - 1) / ep, total: mc.NumExperts,
-		hidden: int64(mc.HiddenSize), topK: int64(mc.NumExpertsPerTok)}
+		hidden: int64(mc.ExpertWidth()), topK: int64(mc.NumExpertsPerTok)}
 }
 
 func (s expertShard) split() bool { return s.ep > 1 }
@@ -78,7 +78,9 @@ func expertLoRAParams(mc *model.Config, ad model.AdapterShape) int64 {
 // sends the experts' outputs back. The permuted rows the MoE block
 // gathers anyway are the dispatch's send buffer and the expert outputs
 // the combine's; each exchange adds a receive buffer of n × top-k rows
-// of hidden f32 (the experts' activations are f32 on every path today)
+// of hidden f32 (the experts' activations are f32 on every path today;
+// a latent MoE sends latent rows, fc1_latent_proj applied before the
+// dispatch and fc2_latent_proj after the combine)
 // when the routing is balanced, and the per-peer counts (int32, sent and
 // received). The layers run one at a time, so one layer's set is alive.
 func (s expertShard) a2aBytes(n int64) int64 {
@@ -89,13 +91,13 @@ func (s expertShard) a2aBytes(n int64) int64 {
 }
 
 func (s expertShard) a2aDetail(n int64) string {
-	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d hidden × 4 B (f32) each, one sparse layer at a time, routing taken as balanced over the %d devices",
+	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d wide rows × 4 B (f32) each, one sparse layer at a time, routing taken as balanced over the %d devices",
 		n, s.topK, s.hidden, s.ep)
 }
 
 // receivedBytes is the rows one sparse layer's experts receive for a
 // micro-batch of n tokens on one device of the group, balanced: n ×
-// top-k rows of hidden f32. The trace keeps them, the experts' input, for
+// top-k rows of hidden (a latent MoE: latent) f32. The trace keeps them, the experts' input, for
 // the backward (model/moe_ep_exchange.go); one device gathers its rows
 // again instead, but on a rank they came from the other ranks.
 func (s expertShard) receivedBytes(n int64) int64 { return n * s.topK * s.hidden * f32Bytes }
@@ -117,7 +119,7 @@ func (s expertShard) keptLayers(mc *model.Config, pl plan) int {
 }
 
 func (s expertShard) receivedDetail(n int64, layers int) string {
-	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d hidden × 4 B (f32): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
+	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d wide rows × 4 B (f32): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
 		layers, n, s.topK, s.hidden)
 }
 

@@ -184,3 +184,65 @@ func TestExpertParallelPlansOnH200(t *testing.T) {
 		t.Errorf("Qwen3.5-397B-A17B with every expert adapted peaks at %s on one of 8 devices: within 139 GiB", FormatBytes(e.Peak))
 	}
 }
+
+// TestNemotronSuperPlansOnH200: Nemotron-3-Super-120B-A12B under the
+// Lab's configs/rl/nemotron.toml settings (its Super line: 128 rollouts,
+// 16 prompts × 8, of up to 1024 tokens, recompute "auto"; micro-batches
+// of 4096 tokens) on eight H200s (139 GiB free each) plans as EP 4 × DP
+// 2, every device within 139 GiB, the why line naming each smaller
+// degree tried: its bf16 weights alone (224.8 GiB) do not fit one, EP 2
+// keeps 119.8 GiB of them a device and peaks past 139 GiB (161 GiB). Its
+// all-to-all rows are latent wide:
+// 1024 columns, not the hidden 4096.
+func TestNemotronSuperPlansOnH200(t *testing.T) {
+	t.Setenv(FakeMemAvailableEnv, "139G")
+	cfg, err := config.Parse([]byte(`model = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16"
+max_steps = 100
+batch_size = 128
+rollouts_per_example = 8
+micro_batch_tokens = 4096
+[sampling]
+max_tokens = 1024
+enable_thinking = false
+[[env]]
+id = "reverse-text"
+args = { dataset_name = "synthetic" }
+`), "nemotron.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := kernels.ParseDevices("cuda:0-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shape = "nemotron-3-super-120b-a12b"
+	p, err := PlanDevices(context.Background(), cfg, ids, RunOptions{Shape: shape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.EP != 4 || p.DP != 2 || !strings.HasPrefix(p.Why, "expert parallel, EP 4 × DP 2") {
+		t.Errorf("EP %d × DP %d: %s", p.EP, p.DP, p.Why)
+	}
+	for ep := 1; ep <= p.EP; ep *= 2 {
+		if !strings.Contains(p.Why, fmt.Sprintf("EP %d needs ", ep)) {
+			t.Errorf("the why line does not name EP %d: %s", ep, p.Why)
+		}
+	}
+	if err := Misfit(p.Shares); err != nil {
+		t.Error(err)
+	}
+	for _, s := range p.Shares {
+		if s.Peak > 139<<30 {
+			t.Errorf("%s peaks at %s", s.Device, FormatBytes(s.Peak))
+		}
+	}
+	t.Logf("%s", p.Why)
+	mc, _ := model.Shape(shape)
+	e, err := Memory(cfg, mc, Options{Device: "cuda", ExpertParallel: p.EP, Available: &Available{Bytes: 139 << 30, Known: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := item(t, e, PhaseTraining, "all-to-all buffers"), int64(2*4096*22*1024*4+2*p.EP*4); got != want {
+		t.Errorf("training all-to-all buffers %d, want %d (4096 tokens × 22 × 1024 × 4 B, twice)", got, want)
+	}
+}

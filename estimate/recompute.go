@@ -199,7 +199,8 @@ func modelLayerFLOPs(mc *model.Config, rank int, projs []model.Proj, routers boo
 		if routers {
 			dense += int64(rank) * (h + ne)
 		}
-		proj := 2 * float64(h*(q+2*kv)+q*h+h*ne+k*3*h*mi)
+		ew, lat := int64(mc.ExpertWidth()), int64(mc.MoELatent()) // a latent MoE's experts read latent rows
+		proj := 2 * float64(h*(q+2*kv)+q*h+h*ne+k*3*ew*mi+2*h*lat)
 		lr := 2 * float64(dense+k*experts)
 		attn := 2 * float64(q) * float64(seqLen+1)
 		sw := swigluFLOPs * float64(k*mi)

@@ -89,3 +89,50 @@ func TestNemotronMerge(t *testing.T) {
 		t.Fatalf("merge changed the logits by only %g", d)
 	}
 }
+
+// TestNemotronLatentAllLinear: on Nemotron-3-Super's latent MoE
+// (nemotron_h-latent-tiny) "all-linear" also adapts fc1_latent_proj and
+// fc2_latent_proj, nn.Linears of NemotronHMoE, under their checkpoint
+// names; the adapter saves and loads back bit for bit, every expert's
+// adapter (AllModules) is latent wide and round-trips too, and the merged
+// model computes what base + the all-linear adapter did.
+func TestNemotronLatentAllLinear(t *testing.T) {
+	m := loadModel(t, "nemotron_h-latent-tiny")
+	a, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: []string{AllLinear}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range a.Params() {
+		names = append(names, p.Name)
+	}
+	for _, n := range []string{"backbone.layers.3.mixer.fc1_latent_proj.lora_A", "backbone.layers.3.mixer.fc1_latent_proj.lora_B",
+		"backbone.layers.3.mixer.fc2_latent_proj.lora_A", "backbone.layers.3.mixer.fc2_latent_proj.lora_B"} {
+		if !slices.ContainsFunc(names, func(s string) bool { return strings.Contains(s, n) }) {
+			t.Errorf("no param %s in %v", n, names)
+		}
+	}
+	if len(names) != 2*16 {
+		t.Errorf("%d matrices, want 32 (16 modules)", len(names))
+	}
+	roundTrip(t, m, a, nil)
+	experts, err := New(m, Config{Rank: 4, Alpha: 8, TargetModules: AllModules}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, m, experts, nil)
+
+	fillB(m, a)
+	want := logits(t, m.WithAdapter(a), mergeTokens)
+	base := logits(t, m, mergeTokens)
+	if err := Merge(m, a); err != nil {
+		t.Fatal(err)
+	}
+	got := logits(t, m, mergeTokens)
+	if d := maxAbsDiff(got, want); d > 1e-5 {
+		t.Fatalf("merged vs adapter: max |Δ| %g > 1e-5", d)
+	}
+	if d := maxAbsDiff(got, base); d < 0.01 {
+		t.Fatalf("merge changed the logits by only %g", d)
+	}
+}

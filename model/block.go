@@ -171,7 +171,7 @@ func (c *Config) nemotronLayer(l int) decoderLayer {
 	case BlockAttention:
 		return decoderLayer{mixer: attention{}, channel: noChannel{}}
 	case BlockMoE:
-		return decoderLayer{mixer: noMixer{}, channel: moe{shared: true, sigmoidRouter: true, relu2: true}}
+		return decoderLayer{mixer: noMixer{}, channel: moe{shared: true, sigmoidRouter: true, relu2: true, latent: c.MoELatent() > 0}}
 	}
 	return decoderLayer{mixer: noMixer{}, channel: relu2MLP{}}
 }

@@ -21,11 +21,13 @@ import "github.com/grpo-dev/grpo/kernels"
 // kernels.ClampedGLU).
 //
 // Nemotron-H's (relu2) has experts of up and down only, activated by
-// relu², and a shared relu² MLP added ungated, with GLM-4.5's router.
+// relu², and a shared relu² MLP added ungated, with GLM-4.5's router;
+// Nemotron-3-Super's (latent) runs the experts in a latent space between
+// two projections (moe_latent.go).
 type moe struct {
 	shared, sharedGate, sigmoidRouter  bool
 	routerBias, expertBias, clampedGLU bool
-	relu2                              bool
+	relu2, latent                      bool
 }
 
 // expertInputs are the experts' projections of the layer's input: gate
@@ -55,19 +57,29 @@ func (b moe) loraTargets() []Proj {
 	if b.sharedGate {
 		p = append(p, ProjSharedScale)
 	}
+	if b.latent {
+		p = append(p, ProjLatentIn, ProjLatentOut)
+	}
 	return p
 }
 
-// params: the router and every expert, and the shared expert.
+// params: the router and every expert, the shared expert and a latent
+// MoE's two projections.
 func (moe) params(c *Config) int64 {
-	return c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams()
+	return c.expertParams(int64(c.NumExperts)) + c.sharedExpertParams() + c.latentParams()
 }
 
-// projWeight: the shared expert's; the routed experts' are stacked
-// (MoEWeights), no one projection's.
+// projWeight: the shared expert's and the latent projections; the
+// routed experts' are stacked (MoEWeights), no one projection's.
 func (moe) projWeight(w *Layer, p Proj) kernels.Buffer {
 	if sh := w.MoE.Shared; sh != nil && p >= ProjSharedGate && p <= ProjSharedScale {
 		return [...]kernels.Buffer{sh.Gate, sh.Up, sh.Down, sh.Scale}[p-ProjSharedGate]
+	}
+	switch p {
+	case ProjLatentIn:
+		return w.MoE.LatentIn
+	case ProjLatentOut:
+		return w.MoE.LatentOut
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -44,6 +45,10 @@ type NemotronConfig struct {
 	// Biases a Nemotron-3 checkpoint does not have; refused when set.
 	MambaProjBias bool `json:"mamba_proj_bias"`
 	UseBias       bool `json:"use_bias"`
+	// MoELatentSize is Nemotron-3-Super's latent MoE width: set, the
+	// routed experts run between fc1_latent_proj (hidden → latent) and
+	// fc2_latent_proj (latent → hidden); null (Nano), on the hidden
+	// state itself (MoELatent).
 	MoELatentSize *int `json:"moe_latent_size"`
 	// blocks is each layer's block, resolved from the pattern.
 	blocks []NemotronBlock
@@ -102,6 +107,19 @@ func (c *Config) nemotronDefaults(data []byte) error {
 
 // Block is layer l's block in a Nemotron-H model.
 func (c *Config) Block(l int) NemotronBlock { return c.blocks[l] }
+
+// MoELatent is the latent MoE's width (moe_latent_size), 0 where the
+// experts read the hidden state (every model but Nemotron-3-Super).
+func (c *Config) MoELatent() int {
+	if l := c.MoELatentSize; l != nil && c.Arch().Nemotron {
+		return *l
+	}
+	return 0
+}
+
+// ExpertWidth is the width of the rows the routed experts read and
+// write: the latent size of a latent MoE, the hidden size otherwise.
+func (c *Config) ExpertWidth() int { return cmp.Or(c.MoELatent(), c.HiddenSize) }
 
 // MambaDim is a Mamba-2 mixer's inner width (heads × head dim), and
 // MambaConvDim its conv's channels: x | B | C.
@@ -189,8 +207,8 @@ func (c *Config) validateNemotron(arch Arch) error {
 	if n.MambaProjBias || n.UseBias {
 		return fmt.Errorf("mamba_proj_bias / use_bias: true is not supported (Nemotron-3's projections have no biases)")
 	}
-	if n.MoELatentSize != nil {
-		return fmt.Errorf("moe_latent_size %d is not supported yet (latent MoE projections)", *n.MoELatentSize)
+	if l := n.MoELatentSize; l != nil && (*l <= 0 || *l > c.HiddenSize) {
+		return fmt.Errorf("moe_latent_size must be in 1..hidden_size %d (or null), got %d", c.HiddenSize, *l)
 	}
 	if !(n.LayerNormEpsilon > 0) || math.IsInf(n.LayerNormEpsilon, 0) {
 		return fmt.Errorf("layer_norm_epsilon must be positive, got %v", n.LayerNormEpsilon)

@@ -92,7 +92,8 @@ func TestNemotronConfigErrors(t *testing.T) {
 		{`"layer_norm_epsilon": 1e-05`, `"layer_norm_epsilon": 0.0`, "layer_norm_epsilon"},
 		{`"tie_word_embeddings": false`, `"tie_word_embeddings": true`, "tie_word_embeddings"},
 		{`"use_bias": false`, `"use_bias": true`, "use_bias"},
-		{`"use_bias": false`, `"use_bias": false, "moe_latent_size": 16`, "moe_latent_size"},
+		{`"use_bias": false`, `"use_bias": false, "moe_latent_size": 0`, "moe_latent_size"},
+		{`"use_bias": false`, `"use_bias": false, "moe_latent_size": 65`, "moe_latent_size"},
 		{`"use_bias": false`, `"use_bias": false, "time_step_limit": [0.001, 0.1]`, "time_step_limit"},
 	} {
 		data := strings.Replace(string(base), tc.old, tc.new, 1)
@@ -129,5 +130,31 @@ func TestNemotronNanoShape(t *testing.T) {
 	t.Logf("%.2fB parameters, %.2fB active", total, active)
 	if total < 31.4 || total > 31.8 || active < 3.4 || active > 3.8 {
 		t.Errorf("%.2fB parameters (%.2fB active), want 31.6B (≈3.6B)", total, active)
+	}
+}
+
+// TestNemotronSuperShape: Nemotron-3-Super's config parses to 40
+// Mamba-2, 40 latent MoE and 8 attention layers, its experts latent
+// wide (1024 of hidden 4096), and its parameter counts are the model's
+// name's 120B total and 12B active (120.7B and 12.8B with the embedding
+// and head: the 40 layers' fc1/fc2_latent_proj are 0.34B of the active).
+func TestNemotronSuperShape(t *testing.T) {
+	c, ok := Shape("nemotron-3-super-120b-a12b")
+	if !ok {
+		t.Fatal("no shape")
+	}
+	if c.LinearLayers() != 40 || c.SparseLayers() != 40 || c.AttentionLayers() != 8 {
+		t.Errorf("layers: %d Mamba-2, %d MoE, %d attention", c.LinearLayers(), c.SparseLayers(), c.AttentionLayers())
+	}
+	if c.MoELatent() != 1024 || c.ExpertWidth() != 1024 {
+		t.Errorf("latent %d, expert width %d, want 1024", c.MoELatent(), c.ExpertWidth())
+	}
+	if in, out := c.ExpertDims(ProjUp); in != 1024 || out != 2688 {
+		t.Errorf("expert up_proj %d → %d, want 1024 → 2688", in, out)
+	}
+	total, active := float64(c.ParamCount())/1e9, float64(c.ActiveParamCount())/1e9
+	t.Logf("%.2fB parameters, %.2fB active", total, active)
+	if total < 120 || total > 121 || active < 12 || active > 13 {
+		t.Errorf("%.2fB parameters (%.2fB active), want ≈120B (≈12B)", total, active)
 	}
 }

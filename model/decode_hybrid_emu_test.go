@@ -28,6 +28,16 @@ func TestNemotronStaticDecodeStepCounts(t *testing.T) {
 	checkStaticDecodeStepCounts(t, "nemotron_h-tiny")
 }
 
+// TestNemotronLatentStaticDecodeStepCounts: the same with the latent MoE
+// (nemotron_h-latent-tiny): fc1/fc2_latent_proj around the experts in the
+// captured step.
+func TestNemotronLatentStaticDecodeStepCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("decodes 128 sequences under the emulator (several seconds of CPU)")
+	}
+	checkStaticDecodeStepCounts(t, "nemotron_h-latent-tiny")
+}
+
 // checkStaticDecodeStepCounts holds the tiny model name's decode step at
 // batch 128 under emu to one graph launch after warm-up, no allocation,
 // two waits, and to Forward's greedy tokens.

@@ -28,11 +28,12 @@ var hybridGoldenModels = []string{"qwen3_5-tiny", "qwen3_5-tiny-bf16", "qwen3_5-
 // glm4_moe_reference.py.
 var glmGoldenModels = []string{"glm4_moe-tiny", "glm4_moe-tiny-fused"}
 
-// nemotronGoldenModels is the tiny Nemotron-3 checkpoint (Mamba-2,
+// nemotronGoldenModels are the tiny Nemotron-3 checkpoints (Mamba-2,
 // attention without RoPE, relu² experts with the sigmoid router, a relu²
-// MLP, one block per layer, backbone.* names), checked against
+// MLP, one block per layer, backbone.* names; the second with
+// Nemotron-3-Super's latent MoE), checked against
 // testdata/reference/nemotron_h_reference.py.
-var nemotronGoldenModels = []string{"nemotron_h-tiny"}
+var nemotronGoldenModels = []string{"nemotron_h-tiny", "nemotron_h-latent-tiny"}
 
 // TestLogitsMatchPyTorch compares the forward pass with an independent
 // float64 PyTorch implementation (testdata/reference/reference.py) on

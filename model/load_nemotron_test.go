@@ -19,9 +19,16 @@ import (
 // backbone.*, each MoE layer's experts as the 3-D
 // mixer.experts.up_proj [E, inter, hidden] and down_proj [E, hidden,
 // inter] Parameters — loads and gives bit-identical logits to the
-// published layout.
+// published layout; so does nemotron_h-latent-tiny, whose 3-D experts
+// are latent wide ([E, inter, latent] and [E, latent, inter]).
 func TestNemotronTransformersLayout(t *testing.T) {
-	src := filepath.Join("..", "testdata", "models", "nemotron_h-tiny")
+	for _, name := range []string{"nemotron_h-tiny", "nemotron_h-latent-tiny"} {
+		t.Run(name, func(t *testing.T) { checkNemotronTransformersLayout(t, name) })
+	}
+}
+
+func checkNemotronTransformersLayout(t *testing.T, name string) {
+	src := filepath.Join("..", "testdata", "models", name)
 	f, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)

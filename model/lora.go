@@ -35,12 +35,17 @@ const (
 	// A Mamba-2 mixer's in_proj (Nemotron-H's mixer.in_proj; its
 	// out_proj is ProjOut).
 	ProjMambaIn
+	// A latent MoE's projections around its routed experts
+	// (Nemotron-3-Super's mixer.fc1_latent_proj, hidden → latent, and
+	// fc2_latent_proj, latent → hidden; moe_latent.go).
+	ProjLatentIn
+	ProjLatentOut
 	NumProj
 )
 
 var projNames = [NumProj]string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
 	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
-	"gate_proj", "up_proj", "down_proj", "shared_expert_gate", "in_proj"}
+	"gate_proj", "up_proj", "down_proj", "shared_expert_gate", "in_proj", "fc1_latent_proj", "fc2_latent_proj"}
 
 // String is the HF module name ("q_proj"), the last part of Module.
 func (p Proj) String() string { return projNames[p] }
@@ -87,7 +92,7 @@ func ParseProj(name string) (Proj, error) {
 			return Proj(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj, shared_expert_gate, in_proj (and gate, the routers of a mixture-of-experts model)", name)
+	return 0, fmt.Errorf("unknown target module %q; valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj, shared_expert_gate, in_proj, fc1_latent_proj, fc2_latent_proj (and gate, the routers of a mixture-of-experts model)", name)
 }
 
 // ProjsNamed lists every projection whose module name is name: one, or
@@ -156,6 +161,10 @@ func (c *Config) Dims(p Proj) (in, out int) {
 		return c.LinearValueDim(), h
 	case ProjMambaIn:
 		return h, c.MambaInProjDim()
+	case ProjLatentIn:
+		return h, c.MoELatent()
+	case ProjLatentOut:
+		return c.MoELatent(), h
 	case ProjSharedGate, ProjSharedUp:
 		return h, si
 	case ProjSharedDown:

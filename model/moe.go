@@ -45,6 +45,9 @@ type moeActs struct {
 	// forward's: a checkpointed layer's own, whose backward reruns the
 	// forward, exchange and all.
 	exchange *arena
+	// latentIn and latentOut are a latent MoE's expert input and
+	// weighted sum (n × latent, moe_latent.go); nil without one.
+	latentIn, latentOut kernels.Buffer
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -67,7 +70,7 @@ func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
 func (c *Config) moeScratchSpecs(s *moeScratch, n int, withAct bool) bufSpecs {
 	rows := n * c.NumExpertsPerTok
 	var b bufSpecs
-	b.f32(&s.xp, rows*c.HiddenSize)
+	b.f32(&s.xp, rows*c.ExpertWidth())
 	b.f32(&s.fused, rows*2*c.MoEIntermediateSize)
 	if withAct {
 		b.f32(&s.act, rows*c.MoEIntermediateSize)
@@ -125,7 +128,7 @@ type moeOwn struct{ experts, scratch, replay bool }
 // set. An expert-parallel rank's (shardedExperts) has no gate, up or
 // expert x·Aᵀ: the exchange holds those of the rows it receives.
 func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn) (rest, kept bufSpecs) {
-	k, h, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	k, h, mi, ne := c.NumExpertsPerTok, c.ExpertWidth(), c.MoEIntermediateSize, c.NumExperts
 	rows, ep := n*k, c.shardedExperts()
 	router := &rest
 	if ad.TrainsRouter() {
@@ -156,6 +159,7 @@ func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn)
 		}
 	}
 	rest.f32(&s.routerXA, n*ad.routerRank(l))
+	rest = append(rest, c.latentActSpecs(s, l, n, ad)...)
 	if c.SharedExpertIntermediateSize > 0 {
 		s.shared = &sharedExpertActs{}
 		rest = append(rest, c.sharedExpertSpecs(s.shared, l, n, ad)...)
@@ -181,21 +185,23 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
 	replay := s.replay
 	be, c := m.Backend, m.Config
-	k, hd, ne := c.NumExpertsPerTok, c.HiddenSize, c.NumExperts
+	k, hd, ne := c.NumExpertsPerTok, c.ExpertWidth(), c.NumExperts
 	rows := n * k
 	m.routerForward(l, s, h, n)
+	x, sum := m.latentForwardIn(a, l, s, h, out, n)
 	if replay && s.recomputed != nil {
 		m.route(l, s.weights, s.recomputed, s.logits, n, false)
 	}
 	m.route(l, s.weights, s.experts, s.logits, n, replay)
 	be.MoEGroup(s.offsets, s.tokens, s.rows, s.experts, n, ne, k)
-	be.GatherRows(s.xp, h, s.tokens, rows, hd)
+	be.GatherRows(s.xp, x, s.tokens, rows, hd)
 	if m.ep != nil {
 		m.expertsExchanged(b, a, l, s, rows)
 	} else {
 		m.expertsForward(b, l, s.expertRows(rows, ne))
 	}
-	be.MoECombine(out, s.yp, s.weights, s.rows, n, k, hd)
+	be.MoECombine(sum, s.yp, s.weights, s.rows, n, k, hd)
+	m.latentForwardOut(a, l, s, out, n)
 	if s.shared != nil {
 		m.sharedExpertForward(a, l, s.shared, h, out, n)
 	}
@@ -215,6 +221,9 @@ type moeGrads struct {
 	dLogits, routerDyB kernels.Buffer
 	dyB                [NumProj]kernels.Buffer
 	shared             sharedExpertGrads
+	// dLatentIn and dLatentOut are the gradients of a latent MoE's
+	// expert input and weighted sum (moe_latent.go).
+	dLatentIn, dLatentOut kernels.Buffer
 }
 
 // expertGrads are g's buffers for the experts' backward over the layer's
@@ -227,10 +236,10 @@ func (g *moeGrads) expertGrads() expertGrads {
 // an expert-parallel rank's (shardedExperts) leaves out the experts'
 // backward, which the exchange runs over the rows it received.
 func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs {
-	k, hd, mi, ne := c.NumExpertsPerTok, c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	k, hd, mi, ne := c.NumExpertsPerTok, c.ExpertWidth(), c.MoEIntermediateSize, c.NumExperts
 	rows := n * k
 	var b bufSpecs
-	b.f32(&g.dh2, n*hd)
+	b.f32(&g.dh2, n*c.HiddenSize)
 	b.f32(&g.dyp, rows*hd)
 	b.f32(&g.dw, rows)
 	b.f32(&g.dxp, rows*hd)
@@ -247,6 +256,7 @@ func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs 
 		}
 	}
 	b.f32(&g.routerDyB, n*ad.routerRank(l))
+	b = append(b, c.latentGradSpecs(g, l, n, ad)...)
 	if c.SharedExpertIntermediateSize > 0 {
 		b = append(b, c.sharedExpertGradSpecs(&g.shared, l, n, ad)...)
 	}
@@ -262,20 +272,22 @@ func (c *Config) moeGradSpecs(g *moeGrads, l, n int, ad *AdapterShape) bufSpecs 
 // router probabilities.
 func (m *Model) moeBackward(b moe, l int, s *moeActs, g *moeGrads, dh, dout, h, dprobs kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
-	k, hd, ne, norm := c.NumExpertsPerTok, c.HiddenSize, c.NumExperts, c.NormTopKProb
+	k, hd, ne, norm := c.NumExpertsPerTok, c.ExpertWidth(), c.NumExperts, c.NormTopKProb
 	rows := n * k
-	be.MoECombineBackward(g.dyp, g.dw, dout, s.yp, s.weights, s.rows, n, k, hd)
+	dsum, x, dx := m.latentBackwardOut(l, s, g, dh, dout, h, n)
+	be.MoECombineBackward(g.dyp, g.dw, dsum, s.yp, s.weights, s.rows, n, k, hd)
 	if m.ep != nil {
 		m.expertsBackwardExchanged(b, l, s, g.dyp, g.dxp)
 	} else {
 		// The forward's scratch, recomputed: the gathered input (SwiGLU's
 		// output is, by expertsBackward).
-		be.GatherRows(g.xp, h, s.tokens, rows, hd)
+		be.GatherRows(g.xp, x, s.tokens, rows, hd)
 		e := s.expertRows(rows, ne)
 		e.x, e.act = g.xp, g.act
 		m.expertsBackward(b, l, e, g.expertGrads())
 	}
-	be.MoECombine(dh, g.dxp, nil, s.rows, n, k, hd)
+	be.MoECombine(dx, g.dxp, nil, s.rows, n, k, hd)
+	m.latentBackwardIn(l, s, g, dh, h, n)
 	if c.Arch().SigmoidRouter {
 		be.MoERouteSigmoidBackward(g.dLogits, g.dw, s.logits, s.experts, n, ne, k, c.SigmoidRouting())
 	} else {

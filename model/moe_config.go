@@ -82,8 +82,8 @@ func (c *Config) expertParams(experts int64) int64 {
 	if c.Arch().GptOssExperts {
 		return int64(c.NumExperts)*(h+1) + experts*(3*h*mi+2*mi+h)
 	}
-	if c.relu2Experts() {
-		return int64(c.NumExperts)*h + experts*2*h*mi
+	if c.relu2Experts() { // the experts read the latent rows of a latent MoE, the router the hidden state
+		return int64(c.NumExperts)*h + experts*2*int64(c.ExpertWidth())*mi
 	}
 	return int64(c.NumExperts)*h + experts*3*h*mi
 }

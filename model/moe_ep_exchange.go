@@ -50,7 +50,7 @@ func (ep *expertParallel) fail(err error) {
 // the experts' ranks. The exchange goes into s.ep, its buffers into a
 // (s.exchange when set).
 func (m *Model) expertsExchanged(b moe, a *arena, l int, s *moeActs, rows int) {
-	ep, hd := m.ep, m.Config.HiddenSize
+	ep, hd := m.ep, m.Config.ExpertWidth() // the rows exchanged: latent wide in a latent MoE
 	if ep.err != nil {
 		return // the group has failed; ForwardTrain reports it
 	}
@@ -80,7 +80,7 @@ func (m *Model) expertsExchanged(b moe, a *arena, l int, s *moeActs, rows int) {
 // they arrived, in tmp.
 func (m *Model) dispatch(a, tmp *arena, l int, xp, offsets kernels.Buffer) (ex *expertExchange, moved kernels.Buffer, err error) {
 	be, c, coll := m.Backend, m.Config, m.ep.coll
-	ne, hd := c.NumExperts, c.HiddenSize
+	ne, hd := c.NumExperts, c.ExpertWidth()
 	off := make([]int32, ne+1)
 	be.DownloadI32(off, offsets)
 	if err := be.Sync(); err != nil {
@@ -160,7 +160,7 @@ func expertOrder(got []int, per int) (perm, offsets []int32) {
 // activation and the output.
 func (m *Model) exchangeSpecs(ex *expertExchange, moved *kernels.Buffer, l, rows, per int) (kept, rest bufSpecs) {
 	c, e := m.Config, &ex.local
-	r, hd, mi := max(rows, 1), c.HiddenSize, c.MoEIntermediateSize
+	r, hd, mi := max(rows, 1), c.ExpertWidth(), c.MoEIntermediateSize
 	kept.i32(&ex.perm, r)
 	kept.i32(&e.offsets, per+1)
 	kept.f32(&e.x, r*hd)
@@ -183,7 +183,7 @@ func (m *Model) exchangeSpecs(ex *expertExchange, moved *kernels.Buffer, l, rows
 // experts' ranks, their backward runs there (adding the local experts'
 // adapter gradients), and the gradient of xp comes home into dxp.
 func (m *Model) expertsBackwardExchanged(b moe, l int, s *moeActs, dyp, dxp kernels.Buffer) {
-	ep, be, hd := m.ep, m.Backend, m.Config.HiddenSize
+	ep, be, hd := m.ep, m.Backend, m.Config.ExpertWidth() // the rows exchanged: latent wide in a latent MoE
 	ex := s.ep
 	if ep.err != nil || ex == nil {
 		return // the group has failed; Backward reports it
@@ -211,7 +211,7 @@ func (m *Model) expertsBackwardExchanged(b moe, l int, s *moeActs, dyp, dxp kern
 // recomputed activation, and the gradients.
 func (m *Model) exchangeGradSpecs(g *expertGrads, moved, act *kernels.Buffer, l, rows int) bufSpecs {
 	c := m.Config
-	r, hd, mi := max(rows, 1), c.HiddenSize, c.MoEIntermediateSize
+	r, hd, mi := max(rows, 1), c.ExpertWidth(), c.MoEIntermediateSize
 	var b bufSpecs
 	b.f32(moved, r*hd)
 	b.f32(act, r*mi)

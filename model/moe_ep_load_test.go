@@ -15,9 +15,10 @@ import (
 // values as loading every expert and keeping the rank's, bit for bit, for
 // each checkpoint layout of experts: a tensor per expert (Qwen3-MoE,
 // GLM-4.5), one stacking them all (GLM-4.5 fused, Qwen3.5-MoE), relu²
-// experts (Nemotron-H); and the rank holds its share alone.
+// experts (Nemotron-H, also latent wide); and the rank holds its share
+// alone.
 func TestLoadExpertsIsShardExperts(t *testing.T) {
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "glm4_moe-tiny-fused", "qwen3_5-moe-tiny", "nemotron_h-tiny"} {
+	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "glm4_moe-tiny-fused", "qwen3_5-moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("..", "testdata", "models", name)
 			const ranks = 2
@@ -71,7 +72,7 @@ func bits(be kernels.Backend, b kernels.Buffer) []float32 {
 // heldLen is the values a rank of ranks holds of GateUp (i 0), Down (1),
 // or one expert's up projection (2).
 func heldLen(c *Config, i, ranks int) int {
-	h, mi, per := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts/ranks
+	h, mi, per := c.ExpertWidth(), c.MoEIntermediateSize, c.NumExperts/ranks
 	gateUp := 2 * mi * h
 	if c.relu2Experts() {
 		gateUp = mi * h

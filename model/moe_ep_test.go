@@ -31,7 +31,8 @@ import (
 // each sparse layer's forward, exchange included: one ExchangeCounts and
 // two AllToAll more per sparse layer, and the same numbers.
 //
-// Nemotron-H's relu² experts (with Mamba-2 layers) and gpt-oss's (biased,
+// Nemotron-H's relu² experts (with Mamba-2 layers; latent wide in
+// nemotron_h-latent-tiny, whose ranks exchange latent rows) and gpt-oss's (biased,
 // clamped SwiGLU; loaded whole and sharded) hold to 1e-5 too;
 // Qwen3.5-MoE to 1e-4 (measured 3.1e-5): its gated DeltaNet layers'
 // gradients on one device already differ by up to 9.5e-5 (relative L2,
@@ -41,7 +42,7 @@ func TestExpertParallelMatchesOneDevice(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		tol  float64
-	}{{"qwen3-moe-tiny", 1e-5}, {"glm4_moe-tiny", 1e-5}, {"nemotron_h-tiny", 1e-5}, {"gpt_oss-tiny", 1e-5}, {"qwen3_5-moe-tiny", 1e-4}} {
+	}{{"qwen3-moe-tiny", 1e-5}, {"glm4_moe-tiny", 1e-5}, {"nemotron_h-tiny", 1e-5}, {"nemotron_h-latent-tiny", 1e-5}, {"gpt_oss-tiny", 1e-5}, {"qwen3_5-moe-tiny", 1e-4}} {
 		for _, checkpoint := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/checkpointed=%v", c.name, checkpoint), func(t *testing.T) {
 				checkExpertParallel(t, c.name, func() kernels.Backend { return cpu.New() }, checkpoint, c.tol)

@@ -36,7 +36,7 @@ type expertGrads struct {
 // the down GEMM and its adapter and bias.
 func (m *Model) expertsForward(b moe, l int, e expertRows) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
-	hd, mi, rows, ne := c.HiddenSize, c.MoEIntermediateSize, e.rows, e.experts
+	hd, mi, rows, ne := c.ExpertWidth(), c.MoEIntermediateSize, e.rows, e.experts
 	if b.relu2 {
 		// Up alone, no gate: the GEMM writes up's rows directly.
 		w.gateUpGEMM(be, e.up, e.x, e.offsets, rows, ne, mi, hd, true)
@@ -73,7 +73,7 @@ func (m *Model) expertsForward(b moe, l int, e expertRows) {
 // the kept gate and up (e.act is scratch here).
 func (m *Model) expertsBackward(b moe, l int, e expertRows, g expertGrads) {
 	be, c, w := m.Backend, m.Config, m.W.Layers[l].MoE
-	hd, mi, rows, ne := c.HiddenSize, c.MoEIntermediateSize, e.rows, e.experts
+	hd, mi, rows, ne := c.ExpertWidth(), c.MoEIntermediateSize, e.rows, e.experts
 	m.expertActivation(b, e.act, e.gate, e.up, rows*mi)
 	w.downGEMM(be, g.dAct, g.dy, e.offsets, rows, ne, mi, hd, false)
 	if lr := m.expertLoRA(l, ProjDown); lr != nil {

@@ -31,6 +31,10 @@ type MoEWeights struct {
 	Experts          []Expert
 	// Shared is Qwen3.5-MoE's shared expert, nil where there is none.
 	Shared *SharedExpert
+	// LatentIn (latent × hidden) and LatentOut (hidden × latent) are a
+	// latent MoE's fc1_latent_proj and fc2_latent_proj (moe_latent.go);
+	// nil elsewhere.
+	LatentIn, LatentOut kernels.Buffer
 }
 
 // SharedExpert is a dense SwiGLU MLP every token goes through beside its
@@ -51,7 +55,7 @@ type Expert struct{ Gate, Up, Down kernels.Buffer }
 // the experts as members of the two stacked groups: every expert, or an
 // expert-parallel rank's (heldExperts), whose stacks hold theirs alone.
 func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []tensorSpec {
-	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	h, mi, ne := c.ExpertWidth(), c.MoEIntermediateSize, c.NumExperts // h: the experts' rows, latent or hidden
 	first, held := c.heldExperts()
 	mw := &MoEWeights{Experts: make([]Expert, held)}
 	l.MoE = mw
@@ -81,15 +85,16 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 	gateUp.wholeFrom, down.wholeFrom = first, first
 	if b.routerBias {
 		// gpt-oss's router is mlp.router, a Linear with a bias.
-		s = append(s, tensorSpec{name: prefix + "mlp.router.weight", shape: []int{ne, h}, dst: &mw.Router},
+		s = append(s, tensorSpec{name: prefix + "mlp.router.weight", shape: []int{ne, c.HiddenSize}, dst: &mw.Router},
 			tensorSpec{name: prefix + "mlp.router.bias", shape: []int{ne}, dst: &mw.LogitBias, f32: true})
 	} else {
-		s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, h}, dst: &mw.Router})
+		s = append(s, tensorSpec{name: prefix + "mlp.gate.weight", shape: []int{ne, c.HiddenSize}, dst: &mw.Router})
 	}
 	if c.Arch().SigmoidRouter {
 		// transformers keeps the bias in f32 (_keep_in_fp32_modules).
 		s = append(s, tensorSpec{name: prefix + "mlp.gate.e_score_correction_bias", shape: []int{ne}, dst: &mw.RouterBias, f32: true})
 	}
+	s = c.latentSpecs(s, mw, prefix)
 	for e := first; e < first+held; e++ {
 		ex := &mw.Experts[e-first]
 		p := fmt.Sprintf("%smlp.experts.%d.", prefix, e)
@@ -101,7 +106,7 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 	for e := first; e < first+held; e++ {
 		s = append(s, member(down, fmt.Sprintf("%smlp.experts.%d.down_proj.weight", prefix, e), []int{h, mi}, &mw.Experts[e-first].Down))
 	}
-	if si := c.SharedExpertIntermediateSize; si > 0 {
+	if si, h := c.SharedExpertIntermediateSize, c.HiddenSize; si > 0 { // the shared expert reads the hidden state
 		sh := &SharedExpert{}
 		mw.Shared = sh
 		gu := &fusedSpec{dst: &sh.GateUp}
@@ -120,18 +125,19 @@ func (c *Config) expertSpecs(s []tensorSpec, l *Layer, prefix string, b moe) []t
 	return s
 }
 
-// ExpertDims returns an expert projection's (in, out) features.
+// ExpertDims returns an expert projection's (in, out) features: a latent
+// MoE's experts read and write latent rows (ExpertWidth).
 func (c *Config) ExpertDims(p Proj) (in, out int) {
 	if p == ProjDown {
-		return c.MoEIntermediateSize, c.HiddenSize
+		return c.MoEIntermediateSize, c.ExpertWidth()
 	}
-	return c.HiddenSize, c.MoEIntermediateSize
+	return c.ExpertWidth(), c.MoEIntermediateSize
 }
 
 // buffers are the MoE weights' own allocations (not the views).
 func (w *MoEWeights) buffers() []*kernels.Buffer {
 	b := []*kernels.Buffer{&w.Router, &w.GateUp, &w.Down}
-	for _, p := range []*kernels.Buffer{&w.RouterBias, &w.LogitBias, &w.GateUpBias, &w.DownBias} {
+	for _, p := range []*kernels.Buffer{&w.RouterBias, &w.LogitBias, &w.GateUpBias, &w.DownBias, &w.LatentIn, &w.LatentOut} {
 		if *p != nil {
 			b = append(b, p)
 		}
@@ -180,7 +186,7 @@ func expertGEMM(be kernels.Backend, c, a, dense kernels.Buffer, mx *kernels.MXFP
 // reslice sets the experts' views again after GateUp or Down was
 // replaced (MXFP4 experts have none).
 func (w *MoEWeights) reslice(c *Config) {
-	h, mi := c.HiddenSize, c.MoEIntermediateSize
+	h, mi := c.ExpertWidth(), c.MoEIntermediateSize
 	if c.relu2Experts() {
 		for e := range w.Experts {
 			w.Experts[e] = Expert{Up: w.GateUp.Slice(e*mi*h, mi*h), Down: w.Down.Slice(e*h*mi, h*mi)}
@@ -198,7 +204,7 @@ func (w *MoEWeights) reslice(c *Config) {
 		}
 	}
 	if sh := w.Shared; sh != nil {
-		si := c.SharedExpertIntermediateSize
+		si, h := c.SharedExpertIntermediateSize, c.HiddenSize
 		sh.Gate, sh.Up = sh.GateUp.Slice(0, si*h), sh.GateUp.Slice(si*h, si*h)
 	}
 }

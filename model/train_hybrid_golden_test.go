@@ -191,3 +191,12 @@ func nmse(got, want []float32) float64 {
 func TestNemotronLoRAGradientsMatchPyTorch(t *testing.T) {
 	checkLoRAGradGolden(t, "nemotron_h_lora_grad.json")
 }
+
+// TestNemotronLatentLoRAGradientsMatchPyTorch is the same bar for
+// Nemotron-3-Super's latent MoE (nemotron_h-latent-tiny): all-linear
+// adds fc1_latent_proj and fc2_latent_proj, and the MoE layer's input
+// gradient passes through the latent experts, the router and the shared
+// expert together.
+func TestNemotronLatentLoRAGradientsMatchPyTorch(t *testing.T) {
+	checkLoRAGradGolden(t, "nemotron_h_latent_lora_grad.json")
+}

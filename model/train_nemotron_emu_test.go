@@ -15,6 +15,17 @@ import (
 // (conv with bias, SSD scan, grouped gated norm), relu² and the sigmoid
 // routing.
 func TestNemotronLoRAGradientsMatchPyTorchEmu(t *testing.T) {
+	checkNemotronLoRAGradEmu(t, "nemotron_h_lora_grad.json")
+}
+
+// TestNemotronLatentLoRAGradientsMatchPyTorchEmu is the same for the
+// latent MoE (nemotron_h-latent-tiny): its latent projections and
+// latent-wide experts on the CUDA kernels.
+func TestNemotronLatentLoRAGradientsMatchPyTorchEmu(t *testing.T) {
+	checkNemotronLoRAGradEmu(t, "nemotron_h_latent_lora_grad.json")
+}
+
+func checkNemotronLoRAGradEmu(t *testing.T, file string) {
 	if testing.Short() {
 		t.Skip("trains under the emulator")
 	}
@@ -24,7 +35,7 @@ func TestNemotronLoRAGradientsMatchPyTorchEmu(t *testing.T) {
 			b.Close()
 		}
 	}()
-	checkLoRAGradGoldenOn(t, "nemotron_h_lora_grad.json", func() kernels.Backend {
+	checkLoRAGradGoldenOn(t, file, func() kernels.Backend {
 		b := emu.New()
 		backends = append(backends, b)
 		return b

@@ -26,6 +26,7 @@ func TestModelsListsQwen3MoE(t *testing.T) {
 		{"qwen3_5_moe", "Qwen/Qwen3.6-35B-A3B"},
 		{"glm4_moe", "GLM-4.5 / INTELLECT-3", "PrimeIntellect/INTELLECT-3", "glm45"},
 		{"nemotron_h", "Nemotron-3", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "config and blocks on the CPU path"},
+		{"nemotron-3-super-120b-a12b", "nemotron_h", "120668.7M", "12770.2M"},
 		{"gpt_oss", "gpt-oss", "openai/gpt-oss-20b", "openai", "MXFP4 experts kept MXFP4 on cuda/emu"},
 	} {
 		found := false

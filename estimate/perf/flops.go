@@ -18,7 +18,10 @@ func LinearFLOPs(c *model.Config) float64 {
 	for l := range c.NumLayers {
 		layers += h*q + 2*h*kv + q*h
 		if c.IsSparse(l) {
-			layers += float64(c.NumExperts)*h + float64(c.NumExpertsPerTok)*3*h*float64(c.MoEIntermediateSize)
+			// The experts read latent rows in a latent MoE, between its two
+			// hidden × latent projections.
+			ew, lat := float64(c.ExpertWidth()), float64(c.MoELatent())
+			layers += float64(c.NumExperts)*h + float64(c.NumExpertsPerTok)*3*ew*float64(c.MoEIntermediateSize) + 2*h*lat
 		} else {
 			layers += 3 * h * i
 		}
@@ -30,12 +33,13 @@ func LinearFLOPs(c *model.Config) float64 {
 // reads: every dense weight, and in each sparse layer the experts any of
 // the batch's tokens is routed to — E·(1 − (1 − k/E)^batch) of E on
 // average under uniform routing (all of them once batch·k ≫ E), each of
-// 3·hidden·moe_intermediate weights.
+// 3·width·moe_intermediate weights (width: the hidden size, or a latent
+// MoE's latent size).
 func ReadParams(c *model.Config, batch int) float64 {
 	n := float64(c.ParamCount())
 	if s := c.SparseLayers(); s > 0 {
 		e, k := float64(c.NumExperts), float64(c.NumExpertsPerTok)
-		per := 3 * float64(c.HiddenSize) * float64(c.MoEIntermediateSize)
+		per := 3 * float64(c.ExpertWidth()) * float64(c.MoEIntermediateSize)
 		read := e * (1 - math.Pow(1-k/e, float64(batch)))
 		n -= float64(s) * (e - read) * per
 	}

@@ -31,7 +31,7 @@ import (
 // Qwen3-MoE (norm_topk_prob on and off, a dense layer among sparse ones).
 var Models = []string{"qwen3-tiny", "qwen3-tiny-bf16", "qwen2-tiny", "llama-tiny", "llama-tiny-bf16-sharded",
 	"qwen3-moe-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny-bf16", "glm4_moe-tiny", "glm4_moe-tiny-fused",
-	"gpt_oss-tiny", "gpt_oss-tiny-mxfp4", "nemotron_h-tiny"}
+	"gpt_oss-tiny", "gpt_oss-tiny-mxfp4", "nemotron_h-tiny", "nemotron_h-latent-tiny"}
 
 // Options bound the work, so that the emulator stays fast.
 type Options struct {

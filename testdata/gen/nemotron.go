@@ -10,7 +10,9 @@ import "fmt"
 // norm, out_proj), * attention without RoPE or biases, E a sigmoid-routed
 // mixture of relu² experts (gate.weight and its f32
 // e_score_correction_bias, experts.{e}.{up,down}_proj, ungated
-// shared_experts.{up,down}_proj), - a relu² MLP (up_proj, down_proj).
+// shared_experts.{up,down}_proj; with moe_latent_size, Nemotron-3-Super's
+// fc1_latent_proj and fc2_latent_proj around latent-wide experts), - a
+// relu² MLP (up_proj, down_proj).
 
 // nemotronPattern exercises every block kind, Mamba-2 at both ends (the
 // first layer has no previous add, the last closes the model).
@@ -60,9 +62,14 @@ func nemotronParams(s spec) []param {
 		case 'E':
 			ps = append(ps, param{name: m + "gate.weight", shape: []int{s.experts, s.hidden}, std: glmRouterStd},
 				param{name: m + "gate.e_score_correction_bias", shape: []int{s.experts}, std: glmBiasStd, f32: true})
+			width := s.hidden // the experts' rows: hidden, or a latent MoE's latent
+			if s.latent > 0 {
+				width = s.latent
+				ps = append(ps, lin(m+"fc1_latent_proj.weight", s.latent, s.hidden), lin(m+"fc2_latent_proj.weight", s.hidden, s.latent))
+			}
 			for e := range s.experts {
 				x := fmt.Sprintf("%sexperts.%d.", m, e)
-				ps = append(ps, lin(x+"up_proj.weight", s.moeInter, s.hidden), lin(x+"down_proj.weight", s.hidden, s.moeInter))
+				ps = append(ps, lin(x+"up_proj.weight", s.moeInter, width), lin(x+"down_proj.weight", width, s.moeInter))
 			}
 			ps = append(ps, lin(m+"shared_experts.up_proj.weight", s.sharedInter, s.hidden),
 				lin(m+"shared_experts.down_proj.weight", s.hidden, s.sharedInter))
@@ -126,6 +133,9 @@ func nemotronConfigJSON(s spec) string {
 		"use_cache":                           true,
 		"use_conv_bias":                       true,
 		"vocab_size":                          s.vocab,
+	}
+	if s.latent > 0 {
+		c["moe_latent_size"] = s.latent // Nemotron-3-Super's latent MoE
 	}
 	return pyJSON(c, "") + "\n"
 }

@@ -47,6 +47,7 @@ type spec struct {
 	fused                bool   // GLM: experts as transformers' 3-D tensors instead of per expert
 	mxfp4                bool   // gpt-oss: experts as MXFP4 blocks and scales instead of an f32 Parameter
 	bf16Experts          bool   // gpt-oss: experts as bf16 Parameters (the other tensors f32)
+	latent               int    // Nemotron-3: moe_latent_size (0: none, the experts read the hidden state)
 	seed                 string // draw the weights as for this model (default: name), so two layouts share them
 }
 
@@ -89,5 +90,7 @@ var specs = []spec{
 		experts: 8, topK: 4, moeInter: 32},
 	{name: "nemotron_h-tiny", arch: nemotronH, vocab: 512, hidden: 64, layers: len(nemotronPattern), heads: 4, kvHeads: 2, headDim: 16,
 		intermediate: 96, maxPos: 512, experts: 8, topK: 2, moeInter: 32, sharedInter: 48},
+	{name: "nemotron_h-latent-tiny", arch: nemotronH, vocab: 512, hidden: 64, layers: len(nemotronPattern), heads: 4, kvHeads: 2, headDim: 16,
+		intermediate: 96, maxPos: 512, experts: 8, topK: 2, moeInter: 32, sharedInter: 48, latent: 24},
 	{name: "llama-tiny-bf16-sharded", arch: llama, bf16: true, tied: true, shards: 2, vocab: 512, hidden: 64, layers: 2, heads: 4, kvHeads: 1, headDim: 16, intermediate: 128, maxPos: 512, eosList: true},
 }

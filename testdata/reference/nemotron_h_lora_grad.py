@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Golden LoRA gradients for Nemotron-3 (nemotron_h-tiny), by autograd in float64.
+"""Golden LoRA gradients for Nemotron-3 (nemotron_h-tiny, nemotron_h-latent-tiny), by autograd in float64.
 
 An adapter on every linear layer that PEFT's target_modules="all-linear"
 adapts on transformers' NemotronHForCausalLM (rank 4, alpha 8, A and B both
 non-zero so that dL/dA is non-zero too), in
-testdata/golden/nemotron_h_lora_grad.{json,f32}, in qwen3_5_lora_grad.py's
-format:
+testdata/golden/nemotron_h_lora_grad.{json,f32} (and for the latent MoE
+nemotron_h_latent_lora_grad.{json,f32}), in qwen3_5_lora_grad.py's format:
 
     L = Σ_{t=0}^{62} w_t · log softmax(logits_t)[tokens[t+1]]
 
@@ -14,7 +14,8 @@ log-probs, L, and dL/d(every lora_A and lora_B).
 
 Which modules "all-linear" adapts: every torch.nn.Linear except lm_head:
 the Mamba-2 mixers' in_proj and out_proj, attention's q/k/v/o_proj, the
-dense layers' up/down_proj and the MoE layers' shared_experts.up/down_proj.
+dense layers' up/down_proj and the MoE layers' shared_experts.up/down_proj
+(and a latent MoE's fc1_latent_proj and fc2_latent_proj, nn.Linears too).
 Not adapted: the router (NemotronHTopkRouter holds a bare Parameter), the
 routed experts (NemotronHExperts holds 3-D up_proj/down_proj Parameters:
 PEFT reaches them only through target_parameters), the conv1d (a Conv1d),
@@ -39,7 +40,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nemotron_h_reference import Model, load_model  # noqa: E402
 from reference import MIN_ROUTING_MARGIN, ROOT, token_cases  # noqa: E402
 
-MODEL = "nemotron_h-tiny"
+# Each model and the golden file it gets.
+MODELS = [("nemotron_h-tiny", "nemotron_h_lora_grad"), ("nemotron_h-latent-tiny", "nemotron_h_latent_lora_grad")]
 RANK, ALPHA = 4, 8
 SCALE = ALPHA / RANK
 SEED = 20261205
@@ -53,13 +55,19 @@ def modules(cfg):
     for l, kind in enumerate(cfg.pattern):
         p = f"backbone.layers.{l}.mixer."
         out += [p + x for x in {"M": ("in_proj", "out_proj"), "*": ("q_proj", "k_proj", "v_proj", "o_proj"),
-                                "E": ("shared_experts.up_proj", "shared_experts.down_proj"),
+                                "E": ("shared_experts.up_proj", "shared_experts.down_proj")
+                                + (("fc1_latent_proj", "fc2_latent_proj") if cfg.latent is not None else ()),
                                 "-": ("up_proj", "down_proj")}[kind]]
     return out
 
 
 def main():
     torch.set_num_threads(1)
+    for model, out_name in MODELS:
+        write(model, out_name)
+
+
+def write(model_name, out_name):
     tokens = token_cases(512)[2][1]
     assert len(tokens) == 64
     chunks, offset = [], 0
@@ -77,9 +85,9 @@ def main():
         "computed_in": "float64 by testdata/reference/nemotron_h_lora_grad.py (nemotron_h_reference.py's model), rounded to float32",
         "loss": "L = sum over t = 0..62 of weights[t] * log_softmax(logits[t])[tokens[t+1]], logits of the 64-token forward",
         "rank": RANK, "lora_alpha": ALPHA, "scale": SCALE, "tokens": tokens,
-        "data": "nemotron_h_lora_grad.f32", "models": [],
+        "data": out_name + ".f32", "models": [],
     }
-    cfg, weights = load_model(MODEL)
+    cfg, weights = load_model(model_name)
     rng = np.random.Generator(np.random.PCG64(SEED))
     mods = modules(cfg)
     lora = {}
@@ -144,8 +152,8 @@ def main():
                 "grad_A": put(lora[m][0].grad.numpy()), "grad_B": put(lora[m][1].grad.numpy())}
                for m in mods]
     manifest["models"].append({
-        "model": MODEL,
-        "model_dir": f"testdata/models/{MODEL}",
+        "model": model_name,
+        "model_dir": f"testdata/models/{model_name}",
         "weights": put(weights_t),
         "logprobs": put(logp.detach().numpy()),
         "loss": float(loss),
@@ -154,16 +162,16 @@ def main():
                                     "direction_relative_error": dir_rel},
         "lora": entries,
     })
-    print(f"{MODEL}: {len(mods)} adapted modules, L = {float(loss):.6f}, adapter moves logits by {moved:.3f}; "
+    print(f"{model_name}: {len(mods)} adapted modules, L = {float(loss):.6f}, adapter moves logits by {moved:.3f}; "
           f"finite differences: NMSE {nmse:.2e} over {len(fd)} entries, random direction rel. error {dir_rel:.2e}; "
           f"min routing margin {model.min_margin:.3g} (groups {model.min_group_margin:.3g})")
     out = os.path.join(ROOT, "testdata", "golden")
-    with open(os.path.join(out, "nemotron_h_lora_grad.f32"), "wb") as f:
+    with open(os.path.join(out, out_name + ".f32"), "wb") as f:
         f.write(b"".join(chunks))
-    with open(os.path.join(out, "nemotron_h_lora_grad.json"), "w") as f:
+    with open(os.path.join(out, out_name + ".json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
-    print(f"wrote testdata/golden/nemotron_h_lora_grad.{{json,f32}} ({offset * 4} bytes)")
+    print(f"wrote testdata/golden/{out_name}.{{json,f32}} ({offset * 4} bytes)")
 
 
 if __name__ == "__main__":

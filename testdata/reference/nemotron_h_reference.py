@@ -30,6 +30,13 @@ and configuration_nemotron_h.py, written independently):
     × routed_scaling_factor; experts down(relu(up h)²) per expert
     (experts.{e}.{up,down}_proj), densely weighted; plus the shared experts'
     relu² MLP, unweighted.
+  * Latent MoE (moe_latent_size set: Nemotron-3-Super, NemotronHMoE's
+    fc1_latent_proj / fc2_latent_proj, Linears without bias as mlp_bias is
+    false): the router and the shared experts read h itself; the routed
+    experts read x = fc1_latent_proj(h) (latent wide, their up_proj
+    [inter, latent], down_proj [latent, inter]) and their weighted sum goes
+    through fc2_latent_proj back to the hidden size before the shared
+    experts' output is added.
 
 Self-checks before anything is written: incremental decode (conv and SSM
 states, KV cache) equals the one-shot forward; a LoRA adapter equals its
@@ -53,7 +60,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference import MIN_ROUTING_MARGIN, ROOT, read_safetensors, token_cases  # noqa: E402
 
-MODELS = ["nemotron_h-tiny"]
+MODELS = ["nemotron_h-tiny", "nemotron_h-latent-tiny"]
 
 
 class Config:
@@ -79,6 +86,7 @@ class Config:
         self.topk_group = c["topk_group"]
         self.norm_topk = c["norm_topk_prob"]
         self.scale = c["routed_scaling_factor"]
+        self.latent = c.get("moe_latent_size")
 
 
 def load_model(name):
@@ -204,9 +212,12 @@ class Model:
         experts, w = self.route(logits, self.w[p + "gate.e_score_correction_bias"])
         self.chosen.append(experts.sort(-1).values)
         dense = (w[..., None] * F.one_hot(experts, c.num_experts).to(h.dtype)).sum(1)
-        out = torch.zeros_like(h)
+        x = self.linear(h, p + "fc1_latent_proj") if c.latent is not None else h
+        out = torch.zeros_like(x)
         for e in range(c.num_experts):
-            out = out + dense[:, e:e + 1] * self.mlp(h, f"{p}experts.{e}.")
+            out = out + dense[:, e:e + 1] * self.mlp(x, f"{p}experts.{e}.")
+        if c.latent is not None:
+            out = self.linear(out, p + "fc2_latent_proj")
         return out + self.mlp(h, p + "shared_experts.")
 
     def forward(self, tokens, cache=None, hidden_states=None):
@@ -251,8 +262,11 @@ def check_lora(cfg, weights, name):
     tokens = token_cases(cfg.vocab)[2][1]
     g = torch.Generator().manual_seed(0)
     lora, merged = {}, dict(weights)
-    for mod in ("backbone.layers.0.mixer.in_proj", "backbone.layers.1.mixer.o_proj", "backbone.layers.4.mixer.up_proj",
-                "backbone.layers.3.mixer.shared_experts.down_proj", "backbone.layers.5.mixer.out_proj"):
+    mods = ["backbone.layers.0.mixer.in_proj", "backbone.layers.1.mixer.o_proj", "backbone.layers.4.mixer.up_proj",
+            "backbone.layers.3.mixer.shared_experts.down_proj", "backbone.layers.5.mixer.out_proj"]
+    if cfg.latent is not None:
+        mods += ["backbone.layers.3.mixer.fc1_latent_proj", "backbone.layers.3.mixer.fc2_latent_proj"]
+    for mod in mods:
         out_dim, in_dim = weights[mod + ".weight"].shape
         a = torch.randn(4, in_dim, generator=g, dtype=torch.float64) * 0.1
         b = torch.randn(out_dim, 4, generator=g, dtype=torch.float64) * 0.1
