@@ -109,6 +109,25 @@ func OneDevice(device, devicesFlag string) (string, error) {
 	return SingleDeviceOf(ids, "--devices "+devicesFlag)
 }
 
+// DeviceNames are the devices a command that runs a copy of the model on
+// each device opens (grpo eval, serve, bench --devices): --devices'
+// devices by their open names ("cpu", "cpu:1", "cuda:3"), else device
+// alone.
+func DeviceNames(device, devicesFlag string) ([]string, error) {
+	if devicesFlag == "" {
+		return []string{device}, nil
+	}
+	ids, err := DevicesFromList("--devices "+devicesFlag, devicesFlag)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = OpenName(id)
+	}
+	return names, nil
+}
+
 // UseDevicesFlag makes grpo train's --devices flag's list the config's
 // devices ("" leaves them); a malformed list is refused naming the flag.
 func (c *Config) UseDevicesFlag(devicesFlag string) error {

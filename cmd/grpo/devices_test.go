@@ -14,7 +14,6 @@ import (
 func TestDevicesFlagRefusesSeveral(t *testing.T) {
 	cfg := writeConfig(t, "Qwen/Qwen3-0.6B")
 	for _, args := range [][]string{
-		{"eval", "reverse-text", "-m", "Qwen/Qwen3-0.6B", "--devices", "cpu:0-1"},
 		{"serve", "Qwen/Qwen3-0.6B", "--devices", "cpu:0-1"},
 		{"bench", "--shape", "qwen3-30m", "--devices", "cpu:0-1"},
 	} {
