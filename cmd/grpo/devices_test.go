@@ -15,7 +15,6 @@ func TestDevicesFlagRefusesSeveral(t *testing.T) {
 	cfg := writeConfig(t, "Qwen/Qwen3-0.6B")
 	for _, args := range [][]string{
 		{"serve", "Qwen/Qwen3-0.6B", "--devices", "cpu:0-1"},
-		{"bench", "--shape", "qwen3-30m", "--devices", "cpu:0-1"},
 	} {
 		code, _, errOut := runCaptured(t, args...)
 		want := "--devices cpu:0-1 names 2 devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one"
