@@ -43,8 +43,8 @@ func DevicesFromList(what string, specs ...string) ([]kernels.DeviceID, error) {
 
 // SingleDevice is the one device a run that drives one device opens
 // ("cuda", "cuda:3", "cpu"), or an error when the config names several:
-// eval, serve and bench do not spread over devices (only training does,
-// data parallel), and must not silently use one of them.
+// serve does not spread over devices yet (train, eval and bench do), and
+// must not silently use one of them.
 func (c *Config) SingleDevice() (string, error) {
 	ids, err := c.DeviceList()
 	if err != nil {
@@ -90,7 +90,7 @@ func OpenName(id kernels.DeviceID) string {
 // by what in the refusal.
 func SingleDeviceOf(ids []kernels.DeviceID, what string) (string, error) {
 	if len(ids) > 1 {
-		return "", fmt.Errorf("%s names %d devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one — name one device, e.g. %s", what, len(ids), ids[0])
+		return "", fmt.Errorf("%s names %d devices: grpo serve runs on one (a replica per device is not built; train, eval and bench spread over several) — name one device, e.g. %s", what, len(ids), ids[0])
 	}
 	return OpenName(ids[0]), nil
 }

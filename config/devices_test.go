@@ -26,7 +26,7 @@ func TestDevicesKey(t *testing.T) {
 		t.Errorf("DeviceList = %v, %v", ids, err)
 	}
 	if _, err := c.SingleDevice(); err == nil || strings.Contains(err.Error(), "\n") ||
-		!strings.Contains(err.Error(), `devices = ["cuda:0-1", "cuda:3"] names 3 devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one`) {
+		!strings.Contains(err.Error(), `devices = ["cuda:0-1", "cuda:3"] names 3 devices: grpo serve runs on one (a replica per device is not built; train, eval and bench spread over several)`) {
 		t.Errorf("several devices: %v", err)
 	}
 	if ids, err := c.ValidateTrainDevices(); err != nil || len(ids) != 3 {

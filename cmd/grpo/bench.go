@@ -58,6 +58,7 @@ work executed; the decode step's KV bytes from the sequences' lengths; the
 whole train step's FLOPs). On a GPU the figures add MFU (model FLOPs) and
 HFU (the counted FLOPs, recompute included) against the peaks. BENCHMARKS.md puts
 them next to PyTorch on the same machine (scripts/bench.sh runs both).
+--devices cuda:0-3 measures each device in turn: a row per device and figure.
 
 Examples:
   grpo bench --shape qwen3-30m

@@ -17,7 +17,7 @@ func TestDevicesFlagRefusesSeveral(t *testing.T) {
 		{"serve", "Qwen/Qwen3-0.6B", "--devices", "cpu:0-1"},
 	} {
 		code, _, errOut := runCaptured(t, args...)
-		want := "--devices cpu:0-1 names 2 devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one"
+		want := "--devices cpu:0-1 names 2 devices: grpo serve runs on one (a replica per device is not built; train, eval and bench spread over several)"
 		if code == 0 || !strings.Contains(errOut, want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("grpo %s: exit %d, stderr %q; want one line containing %q", strings.Join(args, " "), code, errOut, want)
 		}

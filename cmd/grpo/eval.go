@@ -136,7 +136,8 @@ cache slot per rollout; an example with more rollouts than --batch is split
 into several passes); a split that fits one pass is sampled exactly as
 the trainer's periodic eval samples it. An eval whose estimated memory (one
 pass plus every result, held until the results file is written) exceeds the
-free memory is refused before it starts.
+free memory is refused before it starts. --devices cuda:0-3 loads the model
+on each device and splits every pass's examples across them (same results).
 
 Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1

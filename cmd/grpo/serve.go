@@ -37,7 +37,7 @@ func (a adapterFlags) Set(s string) error {
 
 type serveOptions struct {
 	host, name, device string
-	devices            string // --devices: one device until replicas are built
+	devices            string // --devices: one device (a replica per device is not built)
 	port               int
 	slots, maxLen      int
 	maxQueue           int
@@ -93,7 +93,7 @@ no larger than the config's rank allows for the model; they are read off
 the generation loop with a 60 s timeout. --max-len beyond the model's
 context, or slots whose KV cache exceeds free memory, are refused at
 start. Each request logs one line to stderr: client, request line,
-status, tokens, latency.
+status, tokens, latency. One device: run a server per GPU for several.
 
 Examples:
   grpo serve Qwen/Qwen3-0.6B --adapter rt=runs/reverse-1/adapter
