@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/grpo-dev/grpo/loader"
 )
 
 // Replicas serves one model from several devices (grpo serve --devices):
@@ -31,6 +34,26 @@ type Replicas struct {
 // AdapterNames are the adapters served (replica 0's, which every replica
 // holds), sorted.
 func (r *Replicas) AdapterNames() []string { return r.servers[0].adapters.names() }
+
+// OpenReplicas builds a server with cfg on each device, its model (and
+// tokenizer) opened by open from spec on that device, and serves them as
+// one; a replica that cannot be built is named by its device.
+func OpenReplicas(devices []string, spec loader.Spec, open func(loader.Spec) (*loader.Loaded, error), cfg Config) (*Replicas, error) {
+	var servers []*Server
+	for _, device := range devices {
+		spec.Device = device
+		l, err := open(spec)
+		if err != nil {
+			return nil, err
+		}
+		s, err := New(l.Model, l.Tokenizer, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", device, err)
+		}
+		servers = append(servers, s)
+	}
+	return NewReplicas(servers), nil
+}
 
 // NewReplicas serves servers, one per device, as one server; they must
 // serve the same model under the same name with the same adapters.

@@ -58,7 +58,6 @@ work executed; the decode step's KV bytes from the sequences' lengths; the
 whole train step's FLOPs). On a GPU the figures add MFU (model FLOPs) and
 HFU (the counted FLOPs, recompute included) against the peaks. BENCHMARKS.md puts
 them next to PyTorch on the same machine (scripts/bench.sh runs both).
---devices cuda:0-3 measures each device in turn: a row per device and figure.
 
 Examples:
   grpo bench --shape qwen3-30m
@@ -172,15 +171,11 @@ func runBench(o benchOpts) error {
 	// machine: at once they would share the host's cores and memory
 	// bandwidth (cpu replicas) or its launch thread, and no figure would
 	// be one device's.
-	for i, dev := range devices {
-		o.device = dev
-		if err := benchOn(o, len(devices) > 1, i == 0); err != nil && len(devices) > 1 {
-			return fmt.Errorf("%s: %w", o.device, err) // which device failed
-		} else if err != nil {
-			return err
-		}
+	for i := 0; i < len(devices) && err == nil; i++ { // an error's device: its stderr header
+		o.device = devices[i]
+		err = benchOn(o, len(devices) > 1, i == 0)
 	}
-	return nil
+	return err
 }
 
 // benchOn measures o.device and prints its figures (the table's header

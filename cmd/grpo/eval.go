@@ -136,8 +136,7 @@ cache slot per rollout; an example with more rollouts than --batch is split
 into several passes); a split that fits one pass is sampled exactly as
 the trainer's periodic eval samples it. An eval whose estimated memory (one
 pass plus every result, held until the results file is written) exceeds the
-free memory is refused before it starts. --devices cuda:0-3 loads the model
-on each device and splits every pass's examples across them (same results).
+free memory is refused before it starts.
 
 Examples:
   grpo eval reverse-text -m Qwen/Qwen3-0.6B -n 20 -r 1
@@ -223,7 +222,7 @@ func runEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: devices[0],
+	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: devices[0], NoThinking: f.noThinking,
 		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(),
 		Sampling: sampler.Overrides{MaxTokens: f.maxTokens.ptr(), Temperature: f.temperature.ptr()}}
 	if f.seed.set {
@@ -234,19 +233,9 @@ func runEval(args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if f.noThinking {
-		off := false
-		for i := range specs {
-			specs[i].EnableThinking = &off
-		}
-	}
 	out := f.output
 	if out == "" {
-		name := target
-		if strings.HasSuffix(target, ".toml") {
-			name = strings.TrimSuffix(filepath.Base(target), ".toml")
-		}
-		out = fmt.Sprintf("eval-%s-%s.jsonl", strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(name), time.Now().Format("20060102-150405"))
+		out = eval.DefaultOutput(target, time.Now())
 	}
 	reg, err := endpoints.LoadOrDefault(f.endpointsPath)
 	if err != nil {

@@ -137,19 +137,10 @@ func runServe(args []string) error {
 		name = args[0]
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "grpo serve: "+format+"\n", a...) }
-	var servers []*serve.Server
-	for _, device := range devices {
-		l, err := openModel(loader.Spec{Model: args[0], Device: device})
-		if err != nil {
-			return err
-		}
-		s, err := serve.New(l.Model, l.Tokenizer, serve.Config{ModelName: name, Slots: f.slots, MaxLen: f.maxLen, MaxQueue: f.maxQueue, Adapters: f.adapters, Logf: logf})
-		if err != nil {
-			return fmt.Errorf("%s: %w", device, err)
-		}
-		servers = append(servers, s)
+	srv, err := serve.OpenReplicas(devices, loader.Spec{Model: args[0]}, openModel, serve.Config{ModelName: name, Slots: f.slots, MaxLen: f.maxLen, MaxQueue: f.maxQueue, Adapters: f.adapters, Logf: logf})
+	if err != nil {
+		return err
 	}
-	srv := serve.NewReplicas(servers)
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, fmt.Sprint(f.port)))
 	if err != nil {
 		return fmt.Errorf("listening on %s:%d: %w", f.host, f.port, err)
