@@ -43,8 +43,7 @@ func DevicesFromList(what string, specs ...string) ([]kernels.DeviceID, error) {
 
 // SingleDevice is the one device a run that drives one device opens
 // ("cuda", "cuda:3", "cpu"), or an error when the config names several:
-// eval, serve and bench do not spread over devices (only training does,
-// data parallel), and must not silently use one of them.
+// such a run must not silently use one of them.
 func (c *Config) SingleDevice() (string, error) {
 	ids, err := c.DeviceList()
 	if err != nil {
@@ -90,23 +89,28 @@ func OpenName(id kernels.DeviceID) string {
 // by what in the refusal.
 func SingleDeviceOf(ids []kernels.DeviceID, what string) (string, error) {
 	if len(ids) > 1 {
-		return "", fmt.Errorf("%s names %d devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one — name one device, e.g. %s", what, len(ids), ids[0])
+		return "", fmt.Errorf("%s names %d devices: this runs on one — name one device, e.g. %s", what, len(ids), ids[0])
 	}
 	return OpenName(ids[0]), nil
 }
 
-// OneDevice is the device a single-device command opens: the --devices
-// flag's one device ("cuda:1") when given, else device; a list of several
-// is refused in one line naming the flag.
-func OneDevice(device, devicesFlag string) (string, error) {
+// DeviceNames are the devices a command that runs a copy of the model on
+// each device opens (grpo eval, serve, bench --devices): --devices'
+// devices by their open names ("cpu", "cpu:1", "cuda:3"), else device
+// alone.
+func DeviceNames(device, devicesFlag string) ([]string, error) {
 	if devicesFlag == "" {
-		return device, nil
+		return []string{device}, nil
 	}
 	ids, err := DevicesFromList("--devices "+devicesFlag, devicesFlag)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return SingleDeviceOf(ids, "--devices "+devicesFlag)
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = OpenName(id)
+	}
+	return names, nil
 }
 
 // UseDevicesFlag makes grpo train's --devices flag's list the config's

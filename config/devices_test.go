@@ -9,8 +9,8 @@ import (
 // default device); no key is one device; a device written in the file
 // must agree; duplicates, unknown names and indices past
 // CUDA_VISIBLE_DEVICES are problems naming the key; a list of several is
-// refused by SingleDevice (eval, serve, bench) in one line saying only
-// grpo train spreads over several, and taken by ValidateTrainDevices
+// refused by SingleDevice in one line naming one to give, and taken by
+// ValidateTrainDevices
 // unless [inference] generates the rollouts.
 func TestDevicesKey(t *testing.T) {
 	const base = "model = \"Qwen/Qwen3-0.6B\"\nmax_steps = 1\nbatch_size = 8\nrollouts_per_example = 8\n[[env]]\nid = \"reverse-text\"\n"
@@ -26,7 +26,7 @@ func TestDevicesKey(t *testing.T) {
 		t.Errorf("DeviceList = %v, %v", ids, err)
 	}
 	if _, err := c.SingleDevice(); err == nil || strings.Contains(err.Error(), "\n") ||
-		!strings.Contains(err.Error(), `devices = ["cuda:0-1", "cuda:3"] names 3 devices: only grpo train spreads over several devices (data parallel); eval, serve and bench run on one`) {
+		!strings.Contains(err.Error(), `devices = ["cuda:0-1", "cuda:3"] names 3 devices: this runs on one — name one device, e.g. cuda:0`) {
 		t.Errorf("several devices: %v", err)
 	}
 	if ids, err := c.ValidateTrainDevices(); err != nil || len(ids) != 3 {

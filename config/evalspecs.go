@@ -44,6 +44,9 @@ type EvalOverrides struct {
 	// Sampling are grpo eval's --max-tokens and --temperature.
 	Sampling sampler.Overrides
 	Seed     *int64
+	// NoThinking is grpo eval's --no-thinking: enable_thinking = false
+	// for every evaluation, whatever the file says.
+	NoThinking bool
 }
 
 // Specs resolves the blocks into evaluations: block keys, then overrides,
@@ -104,6 +107,10 @@ func (f *EvalFile) Specs(o EvalOverrides) ([]EvalSpec, error) {
 		s.EnableThinking = f.EnableThinking
 		if b.EnableThinking != nil {
 			s.EnableThinking = b.EnableThinking
+		}
+		if o.NoThinking {
+			off := false
+			s.EnableThinking = &off
 		}
 		s.Sampling = p
 		out = append(out, s)

@@ -40,6 +40,12 @@ type SpecOptions struct {
 	// checked against before they start.
 	Rows       func([]Row) error
 	ResultsDir string
+	// Devices, when several (grpo eval --devices), are the devices a
+	// model loaded here runs on: one copy of the model and one sampler on
+	// each, every pass's examples split across them (rollout.Spread),
+	// whole examples per device, the results in the examples' order. Each
+	// spec's Device is ignored then.
+	Devices []string
 	// Notes hears warnings (nil: dropped): a reasoning_effort that the
 	// model's chat template does not read.
 	Notes func(string)
@@ -64,9 +70,7 @@ func RunSpecs(ctx context.Context, specs []config.EvalSpec, o SpecOptions) ([]Re
 	cache := map[string]rollout.Engine{}
 	defer func() {
 		for _, eng := range cache {
-			if ke, ok := eng.(*rollout.KeptEngine); ok {
-				ke.Release()
-			}
+			release(eng)
 		}
 	}()
 	var out []Result
@@ -90,8 +94,9 @@ func RunSpecs(ctx context.Context, specs []config.EvalSpec, o SpecOptions) ([]Re
 		}
 		// Only a model loaded here holds a KV cache to fit; an endpoint's
 		// results are checked by nothing but the disk they are written to.
-		if le, local := eng.(*rollout.KeptEngine); local {
-			if err := checkFits(s, le.Model, envs[i], n, batch, resultsDir(o)); err != nil {
+		if le, devices := keptOf(eng); le != nil {
+			// Each device holds its share of the examples.
+			if err := checkFits(s, le.Model, envs[i], (n+devices-1)/devices, batch, resultsDir(o)); err != nil {
 				return out, err
 			}
 		}
@@ -128,6 +133,9 @@ func engineFor(ctx context.Context, s config.EvalSpec, o SpecOptions) (rollout.E
 			}
 			return rollout.RemoteEngine{Gen: rollout.EndpointGenerator(c, rollout.EndpointOptions{EnableThinking: s.EnableThinking, ReasoningEffort: s.ReasoningEffort})}, nil
 		}
+	}
+	if len(o.Devices) > 1 && o.Backend == nil {
+		return spreadEngine(ctx, s, o)
 	}
 	m, tok, err := loadModel(ctx, s, o)
 	if err != nil {

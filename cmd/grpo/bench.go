@@ -142,7 +142,7 @@ step runs that path. It ignores the other flags and takes a minute or two
 type benchOpts struct {
 	bench.Options
 	model, shape, device string
-	devices              string // --devices: one device until multi-device runs are built
+	devices              string // --devices: each device measured in turn, a row per device and figure
 	dtype                string // weights of a --shape model
 	json                 bool
 	perfModel            bool    // --perf-model (estimate/perf)
@@ -153,11 +153,11 @@ type benchOpts struct {
 // the model, runs the bench and prints its figures: each to stderr as it
 // is measured, then the table or the JSON object on stdout.
 func runBench(o benchOpts) error {
-	device, err := config.OneDevice(o.device, o.devices)
+	devices, err := config.DeviceNames(o.device, o.devices)
 	if err != nil {
 		return err
 	}
-	o.device = device
+	o.device = devices[0]
 	if o.perfModel {
 		return runPerfModel(o)
 	}
@@ -167,6 +167,20 @@ func runBench(o benchOpts) error {
 	if o.dtype != "auto" && o.dtype != "bf16" && o.dtype != "f32" {
 		return usagef("--dtype %q: want bf16, f32 or auto", o.dtype)
 	}
+	// Several devices are measured one after another, each alone on the
+	// machine: at once they would share the host's cores and memory
+	// bandwidth (cpu replicas) or its launch thread, and no figure would
+	// be one device's.
+	for i := 0; i < len(devices) && err == nil; i++ { // an error's device: its stderr header
+		o.device = devices[i]
+		err = benchOn(o, len(devices) > 1, i == 0)
+	}
+	return err
+}
+
+// benchOn measures o.device and prints its figures (the table's header
+// first), with a DEVICE column when it is one of several.
+func benchOn(o benchOpts, several, first bool) error {
 	be, err := loader.OpenBackend(o.device)
 	if err != nil {
 		return err
@@ -184,9 +198,9 @@ func runBench(o benchOpts) error {
 	switch {
 	case verbose && o.Step.Enabled:
 		fmt.Fprintf(os.Stderr, "grpo bench --grpo-step: %s (%.1fM params) on %s, GOMAXPROCS=%d: %d prompts × %d rollouts × %d tokens after %d-token prompts, LoRA r%d\n",
-			what, float64(m.Config.ParamCount())/1e6, be.Name(), runtime.GOMAXPROCS(0), o.Step.Prompts, o.Step.Rollouts, o.Step.NewTokens, o.Step.PromptLen, o.LoRARank)
+			what, float64(m.Config.ParamCount())/1e6, o.device, runtime.GOMAXPROCS(0), o.Step.Prompts, o.Step.Rollouts, o.Step.NewTokens, o.Step.PromptLen, o.LoRARank)
 	case verbose:
-		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params, %s weights) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, wdt, be.Name(), runtime.GOMAXPROCS(0))
+		fmt.Fprintf(os.Stderr, "grpo bench: %s (%.1fM params, %s weights) on %s, GOMAXPROCS=%d\n", what, float64(m.Config.ParamCount())/1e6, wdt, o.device, runtime.GOMAXPROCS(0))
 	}
 	cpuReport(os.Stderr, be.Name(), verbose) // BLAS core and threads, elementwise kernels
 	if verbose {
@@ -203,9 +217,15 @@ func runBench(o benchOpts) error {
 		return printProfiles(stdout, res.Profiles)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\t")
+	header, col := "FIGURE\tVALUE\tUNIT\t", ""
+	if several {
+		header, col = "DEVICE\t"+header, o.device+"\t"
+	}
+	if first {
+		fmt.Fprintln(w, header)
+	}
 	for _, r := range res.Figures {
-		fmt.Fprintf(w, "%s\t%.1f\t%s\t\n", r.Name, r.Value, r.Unit)
+		fmt.Fprintf(w, "%s%s\t%.1f\t%s\t\n", col, r.Name, r.Value, r.Unit)
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -87,7 +87,7 @@ func (o *optFloat) ptr() *float64 {
 // on every call, so in-process tests start from the defaults.
 type evalOptions struct {
 	model, adapter, device, args, output string
-	devices                              string // --devices: one device until multi-device evals are built
+	devices                              string // --devices: a copy of the model on each, the examples split across them
 	endpointsPath                        string
 	n, r, maxTokens, batch, seed         optInt
 	temperature                          optFloat
@@ -218,11 +218,11 @@ func runEval(args []string) error {
 		}
 		file = &config.EvalFile{Eval: []config.EvalBlock{{ID: target, Name: target, Args: envArgs}}}
 	}
-	device, err := config.OneDevice(f.device, f.devices)
+	devices, err := config.DeviceNames(f.device, f.devices) // several: eval.SpecOptions.Devices
 	if err != nil {
 		return err
 	}
-	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: device,
+	o := config.EvalOverrides{Model: f.model, Adapter: f.adapter, Device: devices[0], NoThinking: f.noThinking,
 		NumExamples: f.n.ptr(), RolloutsPerExample: f.r.ptr(),
 		Sampling: sampler.Overrides{MaxTokens: f.maxTokens.ptr(), Temperature: f.temperature.ptr()}}
 	if f.seed.set {
@@ -233,19 +233,9 @@ func runEval(args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if f.noThinking {
-		off := false
-		for i := range specs {
-			specs[i].EnableThinking = &off
-		}
-	}
 	out := f.output
 	if out == "" {
-		name := target
-		if strings.HasSuffix(target, ".toml") {
-			name = strings.TrimSuffix(filepath.Base(target), ".toml")
-		}
-		out = fmt.Sprintf("eval-%s-%s.jsonl", strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(name), time.Now().Format("20060102-150405"))
+		out = eval.DefaultOutput(target, time.Now())
 	}
 	reg, err := endpoints.LoadOrDefault(f.endpointsPath)
 	if err != nil {
@@ -257,7 +247,7 @@ func runEval(args []string) error {
 	results, runErr, err := eval.StreamRows(out, func(rows func([]eval.Row) error) ([]eval.Result, error) {
 		return eval.RunSpecs(ctx, specs, eval.SpecOptions{
 			Batch: f.batch.v, Download: newDownloadProgress(os.Stderr), PassThreshold: f.passThreshold,
-			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg,
+			OnStart: bar.start, OnDone: bar.done, Rows: rows, ResultsDir: filepath.Dir(out), Endpoints: reg, Devices: devices,
 			Notes: func(s string) { fmt.Fprintln(os.Stderr, "warning:", s) },
 		})
 	})

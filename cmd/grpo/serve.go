@@ -37,7 +37,7 @@ func (a adapterFlags) Set(s string) error {
 
 type serveOptions struct {
 	host, name, device string
-	devices            string // --devices: one device until replicas are built
+	devices            string // --devices: a replica per device, requests to the least loaded (serve.Replicas)
 	port               int
 	slots, maxLen      int
 	maxQueue           int
@@ -93,7 +93,7 @@ no larger than the config's rank allows for the model; they are read off
 the generation loop with a 60 s timeout. --max-len beyond the model's
 context, or slots whose KV cache exceeds free memory, are refused at
 start. Each request logs one line to stderr: client, request line,
-status, tokens, latency.
+status, tokens, latency. --devices cuda:0-3 serves a replica per device.
 
 Examples:
   grpo serve Qwen/Qwen3-0.6B --adapter rt=runs/reverse-1/adapter
@@ -128,11 +128,7 @@ func runServe(args []string) error {
 	case f.port < 0 || f.port > 65535:
 		return usagef("--port %d: want 0 to 65535", f.port)
 	}
-	device, err := config.OneDevice(f.device, f.devices)
-	if err != nil {
-		return err
-	}
-	l, err := openModel(loader.Spec{Model: args[0], Device: device})
+	devices, err := config.DeviceNames(f.device, f.devices) // several: a replica on each (serve.Replicas)
 	if err != nil {
 		return err
 	}
@@ -141,7 +137,7 @@ func runServe(args []string) error {
 		name = args[0]
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "grpo serve: "+format+"\n", a...) }
-	srv, err := serve.New(l.Model, l.Tokenizer, serve.Config{ModelName: name, Slots: f.slots, MaxLen: f.maxLen, MaxQueue: f.maxQueue, Adapters: f.adapters, Logf: logf})
+	srv, err := serve.OpenReplicas(devices, loader.Spec{Model: args[0]}, openModel, serve.Config{ModelName: name, Slots: f.slots, MaxLen: f.maxLen, MaxQueue: f.maxQueue, Adapters: f.adapters, Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -157,14 +153,10 @@ func runServe(args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	adapters := ""
-	if len(f.adapters) > 0 {
-		var names []string
-		for n := range f.adapters {
-			names = append(names, n)
-		}
+	if names := srv.AdapterNames(); len(names) > 0 {
 		adapters = " and adapters " + strings.Join(names, ", ")
 	}
-	fmt.Fprintf(stdout, "grpo serve: %s%s on http://%s/v1 (%d slots)\n", name, adapters, ln.Addr(), f.slots)
+	fmt.Fprintf(stdout, "grpo serve: %s%s on http://%s/v1 (%d slots per device: %s)\n", name, adapters, ln.Addr(), f.slots, strings.Join(devices, ", "))
 	select {
 	case err := <-served:
 		return err

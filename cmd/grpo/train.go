@@ -51,6 +51,10 @@ seed, and the server's log-probs are the behaviour log-probs. The server must
 be up when the run starts. On grpo serve on the CPU the run logs the
 in-process run's metrics; see docs/inference.md.
 
+--devices cuda:0-7 (or cpu:0-1, or the devices key) trains data parallel: a
+replica per device, a step's groups split across them, one gradient
+all-reduce (NCCL); each device's share must fit it (grpo estimate --devices).
+
 Ctrl-C writes a checkpoint of the last finished step and exits; a second
 Ctrl-C exits at once. Resume with --resume RUN_DIR: the run continues from its
 newest checkpoint and produces the same metrics as an uninterrupted run.

@@ -110,9 +110,6 @@ func Open(ctx context.Context, s Spec) (_ *Set, err error) {
 	}()
 	others := s.Backends
 	if len(others) == 0 && len(s.Devices) > 1 {
-		if s.Devices[0].Backend == "cuda" {
-			return nil, fmt.Errorf("devices: data parallel training over several CUDA devices needs NCCL communicators formed in one process, which are not wired yet; cpu replicas train data parallel today (and emu devices in tests)")
-		}
 		for _, id := range s.Devices[1:] {
 			be, err := kernels.OpenDevice(id)
 			if err != nil {
@@ -158,12 +155,26 @@ func Open(ctx context.Context, s Spec) (_ *Set, err error) {
 	return set, set.join(s.Timeout)
 }
 
-// join forms the replicas' collective in process (kernels/inproc, through
-// host memory): for cpu replicas and emu devices. Several GPUs of one
-// process would reduce over NCCL, which is not wired yet.
+// join forms the replicas' collective: their backend's own group when it
+// has one (cuda: an NCCL communicator per device, kernels.JoinGroup),
+// else in process through host memory (kernels/inproc: cpu replicas and
+// emu devices).
 func (s *Set) join(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
+	}
+	bes := make([]kernels.Backend, len(s.reps))
+	for i, rep := range s.reps {
+		bes[i] = rep.Backend
+	}
+	if comms, ok, err := kernels.JoinGroup(bes, timeout); ok {
+		if err != nil {
+			return fmt.Errorf("devices: %w", err)
+		}
+		for i, rep := range s.reps {
+			rep.coll = comms[i]
+		}
+		return nil
 	}
 	g, err := inproc.NewGroup(len(s.reps), timeout)
 	if err != nil {
@@ -206,6 +217,10 @@ func (s *Set) Close(ctx context.Context) error {
 			if rep.flat != nil {
 				rep.Backend.Free(rep.flat)
 				rep.flat = nil
+			}
+			if rep.coll != nil { // an NCCL communicator holds device memory
+				errs = append(errs, rep.coll.Close())
+				rep.coll = nil
 			}
 			continue
 		}
