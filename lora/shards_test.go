@@ -1,8 +1,10 @@
 package lora
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,15 +20,31 @@ import (
 // TestShardsAreTheWholeAdapter: New on two expert-parallel ranks gives
 // each rank its experts' adapters with the values New gives the whole
 // model's (every matrix's init keyed by its name), and SaveShards writes
-// the directory Save writes of the whole model's adapter: loaded back,
-// the same parameters bit for bit; and loaded onto each rank, the rank's
-// own parameters and no others, bit for bit. The values are drawn per
-// name first (New's B matrices are zero). Two ranks holding the same
-// experts, or a rank missing, are refused.
+// the files Save writes of the whole model's adapter, byte for byte:
+// per-expert tensors (Qwen3-MoE, with the routers) and experts PEFT
+// stores fused (GLM-4.5, Qwen3.5-MoE, gpt-oss: every rank's fused
+// together); loaded back onto the whole model, the same parameters bit
+// for bit, and onto each rank, the rank's own parameters and no others.
+// The values are drawn per name first (New's B matrices are zero). Two
+// ranks holding the same experts, a rank missing, or the ranks out of
+// order are refused.
 func TestShardsAreTheWholeAdapter(t *testing.T) {
-	dir := filepath.Join(root, "testdata", "models", "qwen3-moe-tiny")
-	cfg := Config{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "gate_proj", "down_proj", "gate"}}
-	whole := loadModel(t, "qwen3-moe-tiny")
+	for _, c := range []struct {
+		model   string
+		targets []string
+	}{
+		{"qwen3-moe-tiny", []string{"q_proj", "gate_proj", "down_proj", "gate"}},
+		{"glm4_moe-tiny", []string{"q_proj", "gate_proj", "up_proj", "down_proj"}},
+		{"qwen3_5-moe-tiny", []string{"q_proj", "up_proj", "down_proj"}},
+		{"gpt_oss-tiny", []string{"q_proj", "gate_proj", "up_proj", "down_proj"}},
+	} {
+		t.Run(c.model, func(t *testing.T) { checkShardsSave(t, c.model, Config{Rank: 4, Alpha: 8, TargetModules: c.targets}) })
+	}
+}
+
+func checkShardsSave(t *testing.T, name string, cfg Config) {
+	dir := filepath.Join(root, "testdata", "models", name)
+	whole := loadModel(t, name)
 	full, err := New(whole, cfg, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +74,13 @@ func TestShardsAreTheWholeAdapter(t *testing.T) {
 	if err := SaveShards(gotDir, shards, "tiny"); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range []string{WeightsFileName, ConfigFileName} {
+		w, _ := os.ReadFile(filepath.Join(wantDir, f))
+		g, err := os.ReadFile(filepath.Join(gotDir, f))
+		if err != nil || len(w) == 0 || !bytes.Equal(g, w) {
+			t.Errorf("%s: the shards' (%d bytes, %v) differs from the whole adapter's (%d bytes)", f, len(g), err, len(w))
+		}
+	}
 	want, got := loadValues(t, wantDir, whole), loadValues(t, gotDir, whole)
 	if len(got) != len(want) {
 		t.Fatalf("the shards save %d parameters, the whole adapter %d", len(got), len(want))
@@ -77,9 +102,9 @@ func TestShardsAreTheWholeAdapter(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range [][]*Adapter{{shards[0], shards[0]}, {shards[1]}} {
+	for _, bad := range [][]*Adapter{{shards[0], shards[0]}, {shards[1]}, {shards[1], shards[0]}} {
 		if err := SaveShards(filepath.Join(t.TempDir(), "bad"), bad, "tiny"); err == nil || !strings.Contains(err.Error(), "expert") {
-			t.Errorf("saving shards that do not hold every expert once: %v", err)
+			t.Errorf("saving shards that do not hold every expert once, in order: %v", err)
 		}
 	}
 }
