@@ -32,8 +32,15 @@ import (
 // checkpoint of one device's run resumes on 2 ranks as the one device
 // goes on. A lost optimizer state (Adam restarting from zero moments at
 // step 3) moves the adapter by far more (checked).
+//
+// gpt-oss's MXFP4 checkpoint (gpt_oss-tiny-mxfp4, its experts' adapters
+// saved fused) holds to the same bounds: on cpu its experts load
+// dequantized; on emu (TestExpertParallelResumeEmu) each rank keeps its
+// experts' MXFP4 blocks and scales alone.
 func TestExpertParallelResume(t *testing.T) {
-	checkResume(t, func() kernels.Backend { return cpu.New() }, []int{2, 4}, 1e-3)
+	cpuBackend := func() kernels.Backend { return cpu.New() }
+	t.Run("qwen3-moe-tiny", func(t *testing.T) { checkResume(t, "qwen3-moe-tiny", epLoRA, cpuBackend, []int{2, 4}, 1e-3) })
+	t.Run("gpt_oss-tiny-mxfp4", func(t *testing.T) { checkResume(t, "gpt_oss-tiny-mxfp4", gptOssLoRA, cpuBackend, []int{2, 4}, 1e-3) })
 }
 
 // TestExpertParallelResumeEmu is the same on emu devices, resumed on 2
@@ -42,17 +49,23 @@ func TestExpertParallelResumeEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains under the emulator")
 	}
-	checkResume(t, func() kernels.Backend {
+	emuBackend := func() kernels.Backend {
 		b := emu.New()
 		t.Cleanup(func() { b.Close() })
 		return b
-	}, []int{2}, 1e-5)
+	}
+	t.Run("qwen3-moe-tiny", func(t *testing.T) { checkResume(t, "qwen3-moe-tiny", epLoRA, emuBackend, []int{2}, 1e-5) })
+	t.Run("gpt_oss-tiny-mxfp4", func(t *testing.T) { checkResume(t, "gpt_oss-tiny-mxfp4", gptOssLoRA, emuBackend, []int{2}, 1e-5) })
 }
 
-func checkResume(t *testing.T, open func() kernels.Backend, rankCounts []int, perParam float64) {
+// gptOssLoRA adapts attention and every expert's projections (gpt-oss's
+// router is adapted by no PEFT release).
+var gptOssLoRA = lora.Config{Rank: 4, Alpha: 8, TargetModules: []string{"q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"}}
+
+func checkResume(t *testing.T, name string, lcfg lora.Config, open func() kernels.Backend, rankCounts []int, perParam float64) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	if err := tinymodel.Write(dir, filepath.Join("..", "..", "testdata", "models", "qwen3-moe-tiny")); err != nil {
+	if err := tinymodel.Write(dir, filepath.Join("..", "..", "testdata", "models", name)); err != nil {
 		t.Fatal(err)
 	}
 	ocfg := optim.DefaultConfig()
@@ -63,7 +76,7 @@ func checkResume(t *testing.T, open func() kernels.Backend, rankCounts []int, pe
 		for i := range bes {
 			bes[i] = open()
 		}
-		s, err := OpenExpertParallel(ctx, ExpertSpec{Backends: bes, Model: dir, LoRA: epLoRA, Seed: 7, Optimizer: ocfg, Adapter: adapter, OptimizerState: state})
+		s, err := OpenExpertParallel(ctx, ExpertSpec{Backends: bes, Model: dir, LoRA: lcfg, Seed: 7, Optimizer: ocfg, Adapter: adapter, OptimizerState: state})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +99,7 @@ func checkResume(t *testing.T, open func() kernels.Backend, rankCounts []int, pe
 		if adapter != "" {
 			ad, err = lora.Load(adapter, l.Base)
 		} else {
-			ad, err = lora.New(l.Base, epLoRA, 7)
+			ad, err = lora.New(l.Base, lcfg, 7)
 		}
 		if err != nil {
 			t.Fatal(err)
