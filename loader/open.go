@@ -33,7 +33,8 @@ type Spec struct {
 	TokenizerOptional bool
 	// Experts, when not nil, makes Open load only this rank's share of a
 	// mixture-of-experts model's experts, sharded over the collective's
-	// ranks (model.LoadExperts: expert parallelism).
+	// ranks (model.LoadExperts: expert parallelism), and of Adapter's
+	// experts' pairs (lora.Load).
 	Experts kernels.Collective
 	// Log receives Open's one-line notes (checkpoint tensors it skipped,
 	// such as a vision tower); nil drops them.
@@ -60,9 +61,6 @@ type Loaded struct {
 // failure is one error line naming the Spec field at fault (model = ...,
 // adapter = ..., device = ...); weights loaded before a failure are freed.
 func Open(ctx context.Context, s Spec) (*Loaded, error) {
-	if s.Experts != nil && s.Adapter != "" {
-		return nil, fmt.Errorf("adapter = %q: applying a saved adapter to a rank's share of the experts is not wired; expert-parallel ranks build theirs (lora.New)", s.Adapter)
-	}
 	l := &Loaded{Backend: s.Backend}
 	var err error
 	if l.Backend == nil {

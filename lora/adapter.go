@@ -32,6 +32,9 @@ type Adapter struct {
 	// views are the parameter buffers that are views into them.
 	grouped [][]groupedA
 	views   map[kernels.Buffer]bool
+	// held is the experts of each sparse layer the adapter holds: every
+	// expert, or an expert-parallel rank's share (model.LocalExperts).
+	held struct{ first, n int }
 }
 
 // module is one adapted projection.
@@ -100,7 +103,7 @@ func New(m *model.Model, cfg Config, seed uint64) (*Adapter, error) {
 					continue
 				}
 				in, out := m.Config.ExpertDims(p)
-				first, local := m.LocalExperts()
+				first, local := a.held.first, a.held.n
 				var av, bv [][]float32
 				for e := first; e < first+local; e++ {
 					av = append(av, initA(expertKey(a.cfg, layer, e, p, "A"), in))
@@ -124,7 +127,9 @@ func streamOf(name string) uint64 {
 }
 
 func newAdapter(m *model.Model, cfg Config) *Adapter {
-	return &Adapter{Config: cfg, cfg: m.Config, be: m.Backend, mods: make([][model.NumProj]*module, m.Config.NumLayers)}
+	a := &Adapter{Config: cfg, cfg: m.Config, be: m.Backend, mods: make([][model.NumProj]*module, m.Config.NumLayers)}
+	a.held.first, a.held.n = m.LocalExperts()
+	return a
 }
 
 // add uploads one (A, B) pair with zeroed gradient buffers.

@@ -87,6 +87,15 @@ func (a *Adapter) addExperts(layer int, p model.Proj, rank int, alpha float64, f
 	}
 }
 
+// addHeldExperts is addExperts for pairs read from an adapter file,
+// av[e] and bv[e] expert e's of every expert: it keeps those of the
+// experts the adapter holds, all of them or, on an expert-parallel rank's
+// model, its share (the inverse of SaveShards' gather).
+func (a *Adapter) addHeldExperts(layer int, p model.Proj, rank int, alpha float64, av, bv [][]float32) {
+	first, n := a.held.first, a.held.n
+	a.addExperts(layer, p, rank, alpha, first, av[first:first+n], bv[first:first+n])
+}
+
 // ExpertLoRA implements model.ExpertAdapter: the stacked adapter of
 // projection p of layer's experts, or nil.
 func (a *Adapter) ExpertLoRA(layer int, p model.Proj) *model.ExpertLoRA {

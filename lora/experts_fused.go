@@ -131,15 +131,18 @@ func (a *Adapter) fusedLayers() []int {
 }
 
 // fusedTensors builds the fused pairs of every fused layer, their ranks
-// by Parameter name (for rank_pattern) and the metadata entry.
-func (a *Adapter) fusedTensors() ([]safetensors.Tensor, map[string]int, string, error) {
+// by Parameter name (for rank_pattern) and the metadata entry, of the
+// adapter whose experts shards hold: a itself, or an expert-parallel
+// group's ranks' adapters (a the first), each holding its experts, in
+// order (SaveShards).
+func (a *Adapter) fusedTensors(shards []*Adapter) ([]safetensors.Tensor, map[string]int, string, error) {
 	var out []safetensors.Tensor
 	ranks := map[string]int{}
 	meta := fusedMeta{}
 	for _, layer := range a.fusedLayers() {
 		meta[fmt.Sprint(layer)] = map[string][]fusedPart{}
 		for _, param := range fusedParams {
-			av, bv, parts, rank := a.fuse(layer, param)
+			av, bv, parts, rank := a.fuse(shards, layer, param)
 			meta[fmt.Sprint(layer)][param] = parts
 			ranks[fusedParamName(a.cfg, layer, param)] = rank
 			in, o := paramDims(a.cfg, param)
@@ -163,8 +166,9 @@ func (a *Adapter) fusedTensors() ([]safetensors.Tensor, map[string]int, string, 
 // holds: their ranks summed (r of zeros when none is adapted), each B
 // rescaled from its own scale to the adapter-wide one, which is what vLLM
 // applies to every module (it reads neither rank_pattern nor
-// alpha_pattern; configJSON sets PEFT's to the same scale).
-func (a *Adapter) fuse(layer int, param string) (av, bv []float32, parts []fusedPart, rank int) {
+// alpha_pattern; configJSON sets PEFT's to the same scale). The
+// experts' values are the shards', end to end.
+func (a *Adapter) fuse(shards []*Adapter, layer int, param string) (av, bv []float32, parts []fusedPart, rank int) {
 	for _, p := range paramProjs(param) {
 		if m := a.experts[layer][p]; m != nil {
 			parts = append(parts, fusedPart{Proj: p.String(), Rank: m.rank, Alpha: m.alpha})
@@ -186,7 +190,11 @@ func (a *Adapter) fuse(layer int, param string) (av, bv []float32, parts []fused
 		_, pout := a.cfg.ExpertDims(p)
 		r := m.rank
 		ratio := float64(scaleOf(m.alpha, r, a.Config.UseRSLoRA)) / float64(a.Config.Scale())
-		pa, pb := a.download(m.l.A), a.download(m.l.B)
+		var pa, pb []float32
+		for _, sh := range shards {
+			l := sh.experts[layer][p].l
+			pa, pb = append(pa, sh.download(l.A)...), append(pb, sh.download(l.B)...)
+		}
 		for e := range ne {
 			copy(av[(e*rank+off)*in:(e*rank+off+r)*in], pa[e*r*in:(e+1)*r*in])
 			for o := range pout {

@@ -20,6 +20,9 @@ import (
 // BF16; rank_pattern and alpha_pattern are honoured per module. Every
 // tensor is checked against m's dimensions and the rank the config gives
 // it; a problem is one error line naming the file, the key and the fix.
+// On an expert-parallel rank's model (model.LoadExperts) every expert's
+// tensors are checked and the rank's experts' kept: an adapter of the
+// whole model, as Save or SaveShards wrote it, loads onto each rank.
 func Load(dir string, m *model.Model) (*Adapter, error) {
 	cfgPath := filepath.Join(dir, ConfigFileName)
 	data, err := os.ReadFile(cfgPath)
@@ -154,7 +157,7 @@ func build(m *model.Model, pc *peftConfig, f *safetensors.File, wPath string) (*
 			}
 			if isExpertProj(c, layer, p) {
 				if ep := unfused[p]; ep != nil {
-					a.addExperts(layer, p, ep.rank, ep.alpha, 0, ep.a, ep.b)
+					a.addHeldExperts(layer, p, ep.rank, ep.alpha, ep.a, ep.b)
 					adapted[p] = true
 				}
 				if fusedAt[layer] {
@@ -313,7 +316,7 @@ func (pc *peftConfig) addExperts(a *Adapter, wPath string, c *model.Config, laye
 		rank0, alpha0 = rank, alpha
 		avs, bvs = append(avs, av), append(bvs, bv)
 	}
-	a.addExperts(layer, p, rank0, alpha0, 0, avs, bvs)
+	a.addHeldExperts(layer, p, rank0, alpha0, avs, bvs)
 	return nil
 }
 

@@ -51,7 +51,17 @@ type peftConfigFile struct {
 // PEFT find the base model). The directory is replaced atomically; an
 // existing dir is replaced only if it is an adapter directory or empty.
 func Save(dir string, a *Adapter, baseModel string) error {
-	fused, fusedRanks, meta, err := a.fusedTensors()
+	return save(dir, []*Adapter{a}, baseModel)
+}
+
+// save writes the adapter whose parameters shards hold (Save: one;
+// SaveShards: a group's ranks, each holding the replicated parameters and
+// its experts, in order): each replicated parameter shards[0]'s, each
+// expert's from the shard that holds it, or where PEFT stores the experts
+// fused, every shard's fused together.
+func save(dir string, shards []*Adapter, baseModel string) error {
+	a := shards[0]
+	fused, fusedRanks, meta, err := a.fusedTensors(shards)
 	if err != nil {
 		return err
 	}
@@ -64,19 +74,23 @@ func Save(dir string, a *Adapter, baseModel string) error {
 		metadata[fusedMetaKey] = meta
 	}
 	var tensors []safetensors.Tensor
-	for _, p := range a.params {
-		if p.Expert >= 0 && fusedExperts(a.cfg) {
-			continue // written fused
+	for i, sh := range shards {
+		for _, p := range sh.params {
+			if p.Expert < 0 && i > 0 || p.Expert >= 0 && fusedExperts(a.cfg) {
+				continue // shard 0's, or written fused
+			}
+			t, err := safetensors.NewF32(p.Name, p.Shape[:], sh.download(p.Value))
+			if err != nil {
+				return err
+			}
+			tensors = append(tensors, t)
 		}
-		t, err := safetensors.NewF32(p.Name, p.Shape[:], a.download(p.Value))
-		if err != nil {
-			return err
-		}
-		tensors = append(tensors, t)
 	}
 	tensors = append(tensors, fused...)
-	if err := a.be.Sync(); err != nil {
-		return fmt.Errorf("reading the adapter from %s: %w", a.be.Name(), err)
+	for _, sh := range shards {
+		if err := sh.be.Sync(); err != nil {
+			return fmt.Errorf("reading the adapter from %s: %w", sh.be.Name(), err)
+		}
 	}
 	return atomicfile.WriteDir(dir, replaceableAdapterDir, func(tmp string) error {
 		if err := safetensors.Write(filepath.Join(tmp, WeightsFileName), tensors, metadata); err != nil {

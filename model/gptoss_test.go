@@ -136,7 +136,7 @@ func TestGptOssMXFP4EqualsBF16(t *testing.T) {
 // element, code 8 is −0, the scale byte s multiplies by 2^(s−127), and
 // gate_up_proj's interleaved rows come out gate rows first.
 func TestMXFP4Planted(t *testing.T) {
-	p := &packedExperts{name: "x", experts: 1, in: 32, out: 2, interleaved: true}
+	p := &packedExperts{name: "x", experts: 1, held: 1, in: 32, out: 2, interleaved: true}
 	blocks := make([]byte, 2*16)
 	blocks[0] = 0x21           // row 0 (gate 0): elements 0, 1 = 0.5, 1
 	blocks[1] = 0xf8           // elements 2, 3 = −0, −6

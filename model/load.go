@@ -94,7 +94,7 @@ func load(dir string, be kernels.Backend, coll kernels.Collective) (*Model, erro
 		}
 		buf := sp.place(be, dt, groupDT)
 		*sp.dst = buf
-		if err := upload(be, buf, t, sp.plusOne, sp.interleaved); err != nil {
+		if err := upload(be, buf, t, sp.plusOne, sp.interleaved, sp.held.first*numel(sp.shape[1:])); err != nil {
 			m.Free()
 			return nil, fmt.Errorf("%s: tensor %q: %v", dir, sp.name, err)
 		}
@@ -109,37 +109,30 @@ func load(dir string, be kernels.Backend, coll kernels.Collective) (*Model, erro
 	return m, nil
 }
 
-// upload writes t into buf: BF16 bits as they are (into a BF16 or F32
-// buffer), anything else converted to f32; with plusOne, 1 + t in f32
-// (a zero-centred norm weight); with interleaved, each row's gate/up
+// upload writes into buf the run of t's values that starts at element
+// from (0, or an expert-parallel rank's experts of a tensor stacking
+// every expert's), buf.Len() of them: BF16 bits as they are (into a BF16
+// or F32 buffer), anything else converted to f32; with plusOne, 1 + t in
+// f32 (a zero-centred norm weight); with interleaved, each row's gate/up
 // pairs as halves (deinterleave), in f32.
-func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor, plusOne, interleaved bool) error {
-	if interleaved {
-		vals, err := t.Float32s()
-		if err != nil {
-			return err
-		}
-		be.Upload(buf, deinterleave(vals, t.Shape[len(t.Shape)-1]))
-		return nil
-	}
-	if plusOne {
-		vals, err := t.Float32s()
-		if err != nil {
-			return err
-		}
-		for i := range vals {
-			vals[i]++
-		}
-		be.Upload(buf, vals)
-		return nil
-	}
-	if bits, ok := t.BF16Bits(); ok {
-		be.UploadBF16(buf, bits)
+func upload(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor, plusOne, interleaved bool, from int) error {
+	n := buf.Len()
+	if bits, ok := t.BF16Bits(); ok && !interleaved && !plusOne {
+		be.UploadBF16(buf, bits[from:from+n])
 		return nil
 	}
 	vals, err := t.Float32s()
 	if err != nil {
 		return err
+	}
+	if interleaved {
+		vals = deinterleave(vals, t.Shape[len(t.Shape)-1])
+	}
+	vals = vals[from : from+n]
+	if plusOne {
+		for i := range vals {
+			vals[i]++
+		}
 	}
 	be.Upload(buf, vals)
 	return nil
@@ -182,11 +175,8 @@ func loadWhole(be kernels.Backend, g *fusedSpec, t safetensors.Tensor) error {
 		dt = kernels.BF16
 	}
 	*g.dst = be.Alloc(dt, g.size)
-	if g.size < numel(t.Shape) {
-		// An expert-parallel rank's experts: a run of the whole's.
-		return uploadExperts(be, *g.dst, t, g.wholeFrom*numel(t.Shape[1:]))
-	}
-	if err := upload(be, *g.dst, t, false, false); err != nil {
+	// An expert-parallel rank's experts are a run of the whole's.
+	if err := upload(be, *g.dst, t, false, false, g.wholeFrom*numel(t.Shape[1:])); err != nil {
 		return fmt.Errorf("tensor %q: %v", g.whole, err)
 	}
 	return nil

@@ -39,7 +39,10 @@ import (
 type packedExperts struct {
 	name             string
 	experts, in, out int
-	interleaved      bool
+	// first and held are the experts the group holds, [first,
+	// first+held): every expert, or an expert-parallel rank's.
+	first, held int
+	interleaved bool
 	// mx is where MXFP4 experts go when the backend keeps them MXFP4.
 	mx **kernels.MXFP4
 }
@@ -48,11 +51,15 @@ type packedExperts struct {
 // experts' biases.
 func (c *Config) gptOssExpertSpecs(s []tensorSpec, mw *MoEWeights, gateUp, down *fusedSpec, prefix string) []tensorSpec {
 	h, mi, ne := c.HiddenSize, c.MoEIntermediateSize, c.NumExperts
+	first, held := c.heldExperts()
 	p := prefix + "mlp.experts."
-	gateUp.packed = &packedExperts{name: p + "gate_up_proj", experts: ne, in: h, out: 2 * mi, interleaved: true, mx: &mw.GateUpMX}
-	down.packed = &packedExperts{name: p + "down_proj", experts: ne, in: mi, out: h, mx: &mw.DownMX}
-	return append(s, tensorSpec{name: p + "gate_up_proj_bias", shape: []int{ne, 2 * mi}, dst: &mw.GateUpBias, f32: true, interleaved: true},
-		tensorSpec{name: p + "down_proj_bias", shape: []int{ne, h}, dst: &mw.DownBias, f32: true})
+	gateUp.packed = &packedExperts{name: p + "gate_up_proj", experts: ne, in: h, out: 2 * mi, first: first, held: held, interleaved: true, mx: &mw.GateUpMX}
+	down.packed = &packedExperts{name: p + "down_proj", experts: ne, in: mi, out: h, first: first, held: held, mx: &mw.DownMX}
+	gateUpBias := tensorSpec{name: p + "gate_up_proj_bias", shape: []int{ne, 2 * mi}, dst: &mw.GateUpBias, f32: true, interleaved: true}
+	downBias := tensorSpec{name: p + "down_proj_bias", shape: []int{ne, h}, dst: &mw.DownBias, f32: true}
+	gateUpBias.held.first, gateUpBias.held.n = first, held
+	downBias.held = gateUpBias.held
+	return append(s, gateUpBias, downBias)
 }
 
 // srcRow is the Parameter's output index of grpo's row r: with gate and up
@@ -109,16 +116,17 @@ func (p *packedExperts) load(be kernels.Backend, g *fusedSpec, set *safetensors.
 	return nil
 }
 
-// transposeExperts turns a [E, in, out] Parameter's values into
-// [E, out, in], rows reordered (srcRow).
+// transposeExperts turns the held experts' values of a [E, in, out]
+// Parameter into [held, out, in], rows reordered (srcRow).
 func transposeExperts[T uint16 | float32](p *packedExperts, src []T) []T {
-	out := make([]T, len(src))
-	for e := range p.experts {
-		base := e * p.in * p.out
+	per := p.in * p.out
+	out := make([]T, p.held*per)
+	for e := range p.held {
+		dst, from := e*per, (p.first+e)*per
 		for r := range p.out {
 			sr := p.srcRow(r)
 			for i := range p.in {
-				out[base+r*p.in+i] = src[base+i*p.out+sr]
+				out[dst+r*p.in+i] = src[from+i*p.out+sr]
 			}
 		}
 	}
@@ -130,8 +138,8 @@ func transposeExperts[T uint16 | float32](p *packedExperts, src []T) []T {
 // it; a Go constant −0 would be +0).
 var fp4Values = [16]float64{0, 0.5, 1, 1.5, 2, 3, 4, 6, math.Copysign(0, -1), -0.5, -1, -1.5, -2, -3, -4, -6}
 
-// fromMXFP4 dequantizes the blocks and scales into [E, out, in] bf16,
-// rows reordered (srcRow): element 32·b + 2·k + h of row r is nibble h
+// fromMXFP4 dequantizes the held experts' blocks and scales into
+// [held, out, in] bf16, rows reordered (srcRow): element 32·b + 2·k + h of row r is nibble h
 // (0: low) of byte k of block b, times 2^(scale − 127).
 func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, error) {
 	if err := p.checkMXFP4(blocks, scales); err != nil {
@@ -147,10 +155,10 @@ func (p *packedExperts) fromMXFP4(blocks, scales safetensors.Tensor) ([]uint16, 
 		}
 	}
 	bs, ss := blocks.Bytes(), scales.Bytes()
-	out := make([]uint16, p.experts*p.out*p.in)
-	for e := range p.experts {
+	out := make([]uint16, p.held*p.out*p.in)
+	for e := range p.held {
 		for r := range p.out {
-			src := e*p.out + p.srcRow(r)
+			src := (p.first+e)*p.out + p.srcRow(r)
 			dst := out[(e*p.out+r)*p.in : (e*p.out+r+1)*p.in]
 			for b := range nb {
 				t := &table[ss[src*nb+b]]
@@ -184,19 +192,19 @@ func (p *packedExperts) checkMXFP4(blocks, scales safetensors.Tensor) error {
 	return nil
 }
 
-// keepMXFP4 uploads the blocks and scales as they are, rows reordered
-// (srcRow): the checkpoint's [E, out, in/32, 16] blocks are kernels.MXFP4's
-// layout of [E, out, in] already.
+// keepMXFP4 uploads the held experts' blocks and scales as they are,
+// rows reordered (srcRow): the checkpoint's [E, out, in/32, 16] blocks
+// are kernels.MXFP4's layout of [E, out, in] already.
 func (p *packedExperts) keepMXFP4(be kernels.Backend, blocks, scales safetensors.Tensor) error {
 	if err := p.checkMXFP4(blocks, scales); err != nil {
 		return err
 	}
 	nb := p.in / 32
 	bs, ss := blocks.Bytes(), scales.Bytes()
-	codes, sc := make([]byte, len(bs)), make([]byte, len(ss))
-	for e := range p.experts {
+	codes, sc := make([]byte, p.held*p.out*nb*16), make([]byte, p.held*p.out*nb)
+	for e := range p.held {
 		for r := range p.out {
-			dst, src := e*p.out+r, e*p.out+p.srcRow(r)
+			dst, src := e*p.out+r, (p.first+e)*p.out+p.srcRow(r)
 			copy(codes[dst*nb*16:(dst+1)*nb*16], bs[src*nb*16:(src+1)*nb*16])
 			copy(sc[dst*nb:(dst+1)*nb], ss[src*nb:(src+1)*nb])
 		}

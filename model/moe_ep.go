@@ -33,8 +33,8 @@ type expertParallel struct {
 
 // ShardExperts keeps only this rank's experts of every sparse layer
 // (coll.Rank() of coll.Size() ranks) and frees the others' weights. The
-// model must hold every expert (a model loaded whole) in dense weights,
-// and the ranks must split the experts evenly. Call it before building
+// model must hold every expert (a model loaded whole; MXFP4 experts are
+// sliced as they are), and the ranks must split the experts evenly. Call it before building
 // the adapter: lora.New sizes the experts' adapters by LocalExperts.
 func (m *Model) ShardExperts(coll kernels.Collective) error {
 	c, be := m.Config, m.Backend
@@ -51,10 +51,7 @@ func (m *Model) ShardExperts(coll kernels.Collective) error {
 			continue
 		}
 		w := m.W.Layers[l].MoE
-		if w.GateUpMX != nil || w.DownMX != nil {
-			return fmt.Errorf("expert parallel: layer %d keeps its experts in MXFP4, which sharding does not slice yet", l)
-		}
-		for _, b := range []*kernels.Buffer{&w.GateUp, &w.Down, &w.GateUpBias, &w.DownBias} {
+		for _, b := range append([]*kernels.Buffer{&w.GateUp, &w.Down, &w.GateUpBias, &w.DownBias}, w.mxfp4Parts()...) {
 			if *b != nil {
 				*b = keepExperts(be, *b, ne, first, n)
 			}

@@ -4,15 +4,15 @@ import (
 	"fmt"
 
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/model/safetensors"
 )
 
 // LoadExperts is Load for rank coll.Rank() of an expert-parallel group of
 // coll.Size() ranks: of every sparse layer's experts it reads only the
 // rank's share (a checkpoint's per-expert tensors for other experts are
-// never read; a tensor stacking every expert is read and its run of the
-// rank's copied), so a rank's memory holds its experts alone from the
-// start. gpt-oss's packed experts load whole: Load, then ShardExperts.
+// never read; from a tensor stacking every expert — Qwen3.5-MoE's, or
+// gpt-oss's Parameters, MXFP4 blocks and scales, and biases — the run of
+// the rank's is copied), so a rank's memory holds its experts alone from
+// the start.
 func LoadExperts(dir string, be kernels.Backend, coll kernels.Collective) (*Model, error) {
 	return load(dir, be, coll)
 }
@@ -22,9 +22,6 @@ func LoadExperts(dir string, be kernels.Backend, coll kernels.Collective) (*Mode
 func (c *Config) holdExperts(coll kernels.Collective) error {
 	if err := c.checkShardable(coll.Size()); err != nil {
 		return err
-	}
-	if c.Arch().GptOssExperts {
-		return fmt.Errorf("expert parallel: %s packs every expert in one tensor, which loading a rank's experts does not slice yet; load the model whole and shard it (ShardExperts)", c.ModelType)
 	}
 	n := c.NumExperts / coll.Size()
 	c.held.first, c.held.n = coll.Rank()*n, n
@@ -40,23 +37,6 @@ func (c *Config) checkShardable(ranks int) error {
 	if c.NumExperts%ranks != 0 {
 		return fmt.Errorf("expert parallel: %d experts do not split evenly over %d ranks", c.NumExperts, ranks)
 	}
-	return nil
-}
-
-// uploadExperts writes into buf the run of t's values that starts at
-// element off (an expert-parallel rank's experts of a tensor stacking
-// every expert's), as upload writes a whole tensor.
-func uploadExperts(be kernels.Backend, buf kernels.Buffer, t safetensors.Tensor, off int) error {
-	n := buf.Len()
-	if bits, ok := t.BF16Bits(); ok {
-		be.UploadBF16(buf, bits[off:off+n])
-		return nil
-	}
-	vals, err := t.Float32s()
-	if err != nil {
-		return err
-	}
-	be.Upload(buf, vals[off:off+n])
 	return nil
 }
 

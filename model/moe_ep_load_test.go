@@ -16,9 +16,12 @@ import (
 // each checkpoint layout of experts: a tensor per expert (Qwen3-MoE,
 // GLM-4.5), one stacking them all (GLM-4.5 fused, Qwen3.5-MoE), relu²
 // experts (Nemotron-H, also latent wide); and the rank holds its share
-// alone.
+// alone. gpt-oss's experts stack every expert in one Parameter (f32 or
+// bf16) or in MXFP4 blocks and scales (dequantized on cpu), with biases
+// stacked alike: the rank's run of each is read, biases too.
 func TestLoadExpertsIsShardExperts(t *testing.T) {
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "glm4_moe-tiny-fused", "qwen3_5-moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
+	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "glm4_moe-tiny-fused", "qwen3_5-moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny",
+		"gpt_oss-tiny", "gpt_oss-tiny-bf16", "gpt_oss-tiny-mxfp4"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("..", "testdata", "models", name)
 			const ranks = 2
@@ -55,6 +58,11 @@ func TestLoadExpertsIsShardExperts(t *testing.T) {
 						got, want := bits(be, pair[0]), bits(be, pair[1])
 						if n := heldLen(c, i, ranks); len(want) != n || !slices.Equal(got, want) {
 							t.Errorf("rank %d layer %d tensor %d: %d values loaded, %d kept of the whole's (want %d), or they differ", r, l, i, len(got), len(want), n)
+						}
+					}
+					for i, pair := range [][2]kernels.Buffer{{a.GateUpBias, b.GateUpBias}, {a.DownBias, b.DownBias}} {
+						if (pair[0] == nil) != (pair[1] == nil) || pair[0] != nil && !slices.Equal(bits(be, pair[0]), bits(be, pair[1])) {
+							t.Errorf("rank %d layer %d bias %d: loaded and kept differ", r, l, i)
 						}
 					}
 				}

@@ -33,7 +33,7 @@ import (
 //
 // Nemotron-H's relu² experts (with Mamba-2 layers; latent wide in
 // nemotron_h-latent-tiny, whose ranks exchange latent rows) and gpt-oss's (biased,
-// clamped SwiGLU; loaded whole and sharded) hold to 1e-5 too;
+// clamped SwiGLU; its MXFP4 form: moe_ep_gptoss_test.go) hold to 1e-5 too;
 // Qwen3.5-MoE to 1e-4 (measured 3.1e-5): its gated DeltaNet layers'
 // gradients on one device already differ by up to 9.5e-5 (relative L2,
 // qwen3_5-tiny, no experts) between the union batch and the two batches
@@ -67,6 +67,12 @@ func TestExpertParallelMatchesOneDeviceEmu(t *testing.T) {
 // checkExpertParallel compares the two ranks with one device on the
 // model name, holding every value to tol (relative L2).
 func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend, checkpoint bool, tol float64) {
+	checkRanksLoaded(t, name, open, checkpoint, tol, LoadExperts)
+}
+
+// checkRanksLoaded is checkExpertParallel with the ranks' models loaded
+// by loadRank (LoadExperts, or Load and ShardExperts).
+func checkRanksLoaded(t *testing.T, name string, open func() kernels.Backend, checkpoint bool, tol float64, loadRank func(string, kernels.Backend, kernels.Collective) (*Model, error)) {
 	const ranks = 2
 	dir := filepath.Join("..", "testdata", "models", name)
 	load := func() *Model {
@@ -112,13 +118,7 @@ func checkExpertParallel(t *testing.T, name string, open func() kernels.Backend,
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := LoadExperts(dir, be, coll)
-		if one.Config.Arch().GptOssExperts {
-			// Packed experts load whole, then shard (with their biases).
-			if m, err = Load(dir, be); err == nil {
-				err = m.ShardExperts(coll)
-			}
-		}
+		m, err := loadRank(dir, be, coll)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -164,6 +164,18 @@ func (w *MoEWeights) mxfp4Buffers() []kernels.Buffer {
 	return b
 }
 
+// mxfp4Parts are the MXFP4 experts' codes and scales, each stacking
+// every expert's end to end (expert parallelism keeps a run of them).
+func (w *MoEWeights) mxfp4Parts() []*kernels.Buffer {
+	var b []*kernels.Buffer
+	for _, x := range []*kernels.MXFP4{w.GateUpMX, w.DownMX} {
+		if x != nil {
+			b = append(b, &x.Codes, &x.Scales)
+		}
+	}
+	return b
+}
+
 // gateUpGEMM and downGEMM are the experts' grouped GEMMs (GroupedMatMul's
 // c, a, offsets and shapes, alpha 1, beta 0) over the dense or the MXFP4
 // weights.

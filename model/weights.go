@@ -68,6 +68,10 @@ type tensorSpec struct {
 	// interleaved marks gpt-oss's gate_up_proj_bias, whose rows pair gate
 	// and up values; Load stores each row's gates then its ups.
 	interleaved bool
+	// held, when n > 0, is the run of the tensor's rows (its first
+	// dimension: experts) the buffer holds, an expert-parallel rank's
+	// experts' of gpt-oss's biases stacking every expert's.
+	held struct{ first, n int }
 }
 
 // fusedSpec is a buffer holding several projections' weights end to end.
@@ -144,6 +148,9 @@ func (c *Config) TensorPrefix() string {
 // groupDT (the group's weights share one dtype).
 func (sp tensorSpec) place(be kernels.Backend, dt kernels.DType, groupDT func(*fusedSpec) kernels.DType) kernels.Buffer {
 	n := numel(sp.shape)
+	if sp.held.n > 0 {
+		n = sp.held.n * numel(sp.shape[1:])
+	}
 	if sp.fused == nil {
 		return be.Alloc(dt, n)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/grpo-dev/grpo/internal/atomicfile"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/model"
-	"github.com/grpo-dev/grpo/optim"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer/health"
 )
@@ -42,17 +41,26 @@ const (
 	checkpointFormatV1 = "grpo-checkpoint-v1"
 )
 
+// trainedState is what a checkpoint saves of the policy, the run's
+// replicas (replicas.Set): one adapter and one optimizer state whatever
+// the devices, data parallel ones' replica 0's, expert-parallel ranks'
+// gathered, so a run resumes on another device count.
+type trainedState interface {
+	SaveAdapter(dir, baseModel string) error
+	SaveOptimizer(path string) error
+}
+
 // saveCheckpoint writes checkpoints/step-N (adapter/, optimizer.safetensors,
 // state.json, checksums.sha256 of them all, and config.toml: the config it was trained with, which a
 // resume compares with the run's config.toml to catch edits) as one atomic
 // directory, then deletes checkpoints beyond keepLast.
-func saveCheckpoint(dir string, st checkpointState, ad *lora.Adapter, opt *optim.AdamW, baseModel string, configText []byte, keepLast int) error {
+func saveCheckpoint(dir string, st checkpointState, pol trainedState, baseModel string, configText []byte, keepLast int) error {
 	final := rundir.CheckpointPath(dir, st.Step)
 	err := atomicfile.WriteDir(final, nil, func(tmp string) error {
-		if err := lora.Save(filepath.Join(tmp, "adapter"), ad, baseModel); err != nil {
+		if err := pol.SaveAdapter(filepath.Join(tmp, "adapter"), baseModel); err != nil {
 			return fmt.Errorf("adapter: %w", err)
 		}
-		if err := opt.SaveState(filepath.Join(tmp, "optimizer.safetensors")); err != nil {
+		if err := pol.SaveOptimizer(filepath.Join(tmp, "optimizer.safetensors")); err != nil {
 			return fmt.Errorf("optimizer: %w", err)
 		}
 		if configText != nil {

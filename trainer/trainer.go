@@ -265,7 +265,7 @@ func (r *run) checkpoint() error {
 	if r.pools != nil {
 		st.Pools = r.pools.State()
 	}
-	if err := saveCheckpoint(r.ckDir, st, r.adapter, r.opt, r.modelID, r.opts.configText, r.cfg.Checkpoint.KeepLast); err != nil {
+	if err := saveCheckpoint(r.ckDir, st, r.reps, r.modelID, r.opts.configText, r.cfg.Checkpoint.KeepLast); err != nil {
 		return err
 	}
 	r.dir.Logf("checkpoint step %d", r.step)
@@ -273,7 +273,7 @@ func (r *run) checkpoint() error {
 }
 
 func (r *run) saveFinalAdapter(path string) error {
-	return lora.Save(path, r.adapter, r.modelID)
+	return r.reps.SaveAdapter(path, r.modelID)
 }
 
 // setup resolves and loads everything, creating or reopening the run

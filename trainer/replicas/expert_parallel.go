@@ -26,7 +26,11 @@ import (
 // rank's tokens having passed through them); a rank whose share takes
 // fewer passes than another's pads with idle ones (loss.PolicyGradientPadded),
 // since its experts serve the other ranks' passes; and the gradient norm is
-// the global one (optim.AdamW.ShardAcross). Sampling under expert
+// the global one (optim.AdamW.ShardAcross). The set's adapter and
+// optimizer state save as one device's files, every expert's in the
+// model's order (SaveAdapter, SaveOptimizer), and a set opens from such
+// files whatever wrote them (ExpertSpec.Adapter, OptimizerState), each
+// rank taking its experts' values and moments. Sampling under expert
 // parallelism is not wired, so the set plays no rollouts; nor does the
 // trainer open one from a run's devices yet: OpenExpertParallel is the
 // API a run's wiring and the tests use.
@@ -42,9 +46,17 @@ type ExpertSpec struct {
 	// matrix's initial values by its name, so the replicated parameters
 	// start equal on every rank and each expert's as the whole model's
 	// adapter would start it.
-	LoRA      lora.Config
-	Seed      uint64
-	Optimizer optim.Config
+	LoRA lora.Config
+	Seed uint64
+	// Adapter and OptimizerState, when set, resume a run: Adapter a PEFT
+	// adapter directory of the whole model (SaveAdapter's of any number of
+	// ranks, or lora.Save's of one device) whose parameters each rank
+	// loads its share of instead of making new ones (LoRA and Seed are
+	// unused then), OptimizerState a file of every parameter's moments
+	// (SaveOptimizer's, or optim's SaveState of one device) each rank
+	// restores its own from. A checkpoint holds both (trainer).
+	Adapter, OptimizerState string
+	Optimizer               optim.Config
 	// Timeout bounds how long a rank waits at a collective for the
 	// others (0: 10 minutes).
 	Timeout time.Duration
@@ -52,7 +64,8 @@ type ExpertSpec struct {
 }
 
 // OpenExpertParallel loads the model on every rank, each rank's experts
-// only (model.LoadExperts), and builds each rank's adapter and optimizer.
+// only (model.LoadExperts), and builds each rank's adapter and optimizer,
+// new or restored (ExpertSpec.Adapter, OptimizerState).
 func OpenExpertParallel(ctx context.Context, s ExpertSpec) (_ *Set, err error) {
 	if len(s.Backends) < 2 {
 		return nil, fmt.Errorf("expert parallel: %d backends: want two ranks or more", len(s.Backends))
@@ -89,13 +102,15 @@ func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kern
 	if err != nil {
 		return nil, err
 	}
-	l, err := loader.Open(ctx, loader.Spec{Model: s.Model, Backend: be, Experts: coll, Log: s.Log})
+	l, err := loader.Open(ctx, loader.Spec{Model: s.Model, Backend: be, Experts: coll, Adapter: s.Adapter, Log: s.Log})
 	if err != nil {
 		return nil, err
 	}
-	ad, err := lora.New(l.Base, s.LoRA, s.Seed)
-	if err != nil {
-		return nil, err
+	ad := l.Adapter // the rank's share of s.Adapter's
+	if ad == nil {
+		if ad, err = lora.New(l.Base, s.LoRA, s.Seed); err != nil {
+			return nil, err
+		}
 	}
 	opt, err := optim.NewAdamW(be, update.OptimizerParams(ad), s.Optimizer)
 	if err != nil {
@@ -107,6 +122,11 @@ func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kern
 	}
 	if err := opt.ShardAcross(coll, local); err != nil {
 		return nil, err
+	}
+	if s.OptimizerState != "" {
+		if err := opt.LoadState(s.OptimizerState); err != nil {
+			return nil, err
+		}
 	}
 	return &Replica{Backend: be, Policy: update.Policy{Model: l.Base.WithAdapter(ad), Adapter: ad, Optimizer: opt},
 		coll: coll, local: local}, nil
@@ -167,4 +187,21 @@ func (s *Set) SaveAdapter(dir, baseModel string) error {
 		shards[i] = rep.Policy.Adapter
 	}
 	return lora.SaveShards(dir, shards, baseModel)
+}
+
+// SaveOptimizer writes the set's optimizer state as optim's SaveState
+// writes one optimizer's: replica 0's, or under expert parallelism every
+// rank's experts' moments with the replicated parameters' once
+// (optim.SaveShards). With SaveAdapter it is what a checkpoint holds,
+// the same files as one device's, which resume on one device or on any
+// number of ranks that splits the experts (ExpertSpec).
+func (s *Set) SaveOptimizer(path string) error {
+	if !s.ep {
+		return s.reps[0].Policy.Optimizer.SaveState(path)
+	}
+	shards := make([]*optim.AdamW, len(s.reps))
+	for i, rep := range s.reps {
+		shards[i] = rep.Policy.Optimizer
+	}
+	return optim.SaveShards(path, shards)
 }

@@ -146,7 +146,8 @@ func checkExpertParallelSteps(t *testing.T, open func() kernels.Backend, perPara
 // checkSavedAdapter saves the ranks' adapter as one PEFT directory,
 // loads it onto base (every expert), and checks that it holds every
 // rank's values, bit for bit: the replicated ones once, each expert's
-// from its rank.
+// from its rank; and loaded onto each rank's model, the rank's own
+// parameters, bit for bit.
 func checkSavedAdapter(t *testing.T, s *Set, base *model.Model, modelDir string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "adapter")
@@ -173,6 +174,23 @@ func checkSavedAdapter(t *testing.T, s *Set, base *model.Model, modelDir string)
 		if v := download(base.Backend, p.Value); !slices.Equal(v, want[p.Name]) {
 			t.Errorf("saved %s differs from its rank's", p.Name)
 		}
+	}
+	for r := range s.Len() {
+		rep := s.Replica(r)
+		onto, err := lora.Load(dir, rep.Policy.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, back := rep.Policy.Adapter.Params(), onto.Params()
+		if len(back) != len(own) {
+			t.Errorf("rank %d: the saved adapter loads %d parameters onto it, it holds %d", r, len(back), len(own))
+		}
+		for _, p := range back {
+			if v := download(rep.Backend, p.Value); !slices.Equal(v, want[p.Name]) {
+				t.Errorf("rank %d: %s loaded back differs from the rank's", r, p.Name)
+			}
+		}
+		onto.Free()
 	}
 }
 
