@@ -57,6 +57,9 @@ type Set struct {
 	// enableThinking renders prompts as the run's rollouts do, to weigh
 	// examples by their prompt tokens (split.go).
 	enableThinking *bool
+	// world is the job's processes when there are several: the devices
+	// of all are the collective's ranks (world.go).
+	world *World
 	// ep: the replicas are expert-parallel ranks (expert_parallel.go),
 	// each holding its share of the experts, all opened here.
 	ep bool
@@ -92,7 +95,10 @@ type Spec struct {
 	// Timeout bounds how long a device waits at a collective for the
 	// others (0: 10 minutes).
 	Timeout time.Duration
-	Log     func(string)
+	// World, when the job has several processes (Meet), makes these
+	// devices ranks of the job's collective; nil: this process alone.
+	World *World
+	Log   func(string)
 }
 
 // One is the set of a run on one device: its steps are update.Step's.
@@ -102,7 +108,7 @@ func One(first Replica) *Set { return &Set{reps: []*Replica{&first}} }
 // loaded on it, the adapter and optimizer copied from s.First — and joins
 // them in a collective.
 func Open(ctx context.Context, s Spec) (_ *Set, err error) {
-	set := &Set{reps: []*Replica{&s.First}, tok: s.Tok, enableThinking: s.EnableThinking, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
+	set := &Set{reps: []*Replica{&s.First}, tok: s.Tok, enableThinking: s.EnableThinking, world: s.World, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
 	defer func() {
 		if err != nil {
 			set.Close(context.Background())
@@ -123,7 +129,7 @@ func Open(ctx context.Context, s Spec) (_ *Set, err error) {
 			set.reps = append(set.reps, &Replica{Backend: be})
 		}
 	}
-	if len(others) == 0 {
+	if len(others) == 0 && s.World == nil {
 		return set, nil
 	}
 	base0 := s.First.Policy.Model
@@ -167,6 +173,15 @@ func (s *Set) join(timeout time.Duration) error {
 	for i, rep := range s.reps {
 		bes[i] = rep.Backend
 	}
+	if s.world != nil {
+		comms, err := s.world.join(bes)
+		for i, rep := range s.reps {
+			if err == nil {
+				rep.coll = comms[i]
+			}
+		}
+		return err
+	}
 	if comms, ok, err := kernels.JoinGroup(bes, timeout); ok {
 		if err != nil {
 			return fmt.Errorf("devices: %w", err)
@@ -191,6 +206,15 @@ func (s *Set) join(timeout time.Duration) error {
 
 // Len is the number of replicas.
 func (s *Set) Len() int { return len(s.reps) }
+
+// Devices says how many devices train: "2 devices", or across
+// processes "8 devices across 2 processes".
+func (s *Set) Devices() string {
+	if s.world == nil {
+		return fmt.Sprintf("%d devices", len(s.reps))
+	}
+	return fmt.Sprintf("%d devices across %d processes", len(s.reps)*s.world.Rank.WorldSize, s.world.Rank.WorldSize)
+}
 
 // Replica returns replica i (0: the run's own).
 func (s *Set) Replica(i int) *Replica { return s.reps[i] }
@@ -236,6 +260,7 @@ func (s *Set) Close(ctx context.Context) error {
 		}
 	}
 	s.reps = s.reps[:1]
+	s.world.Close(nil)
 	return errors.Join(errs...)
 }
 
