@@ -132,7 +132,7 @@ var ErrInterrupted = errors.New("training interrupted")
 // Result summarises a finished (or interrupted) run.
 type Result struct {
 	RunDir  string // "" on a rank other than 0 of several, which writes none
-	Steps   int // completed steps
+	Steps   int    // completed steps
 	Adapter string
 }
 

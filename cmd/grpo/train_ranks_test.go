@@ -211,3 +211,78 @@ func compareRuns(t *testing.T, one, two string, steps int) {
 	}
 	t.Logf("after %d steps: adapters within %.3g", steps, worst)
 }
+
+// TestTrainRankKilled: two grpo train processes train as one job with a
+// checkpoint every step; rank 1 is killed (SIGKILL: no goodbye) once rank
+// 0 has logged two steps, so mid-step; rank 0 exits non-zero within 60 s
+// with a message naming rank 1, and its last checkpoint is intact (its
+// checksums verify). A job whose rank 1 never starts ends rank 0 at the
+// rendezvous timeout, naming rank 1.
+func TestTrainRankKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two grpo processes")
+	}
+	dir := t.TempDir()
+	cfg := parityConfig(t, dir, 1000, "[checkpoint]\ninterval = 1\n")
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	out := filepath.Join(dir, "run")
+	port := freePort(t)
+	rank0 := rankProcess(0, 2, port, tmp, "train", cfg, "--output", out)
+	rank1 := rankProcess(1, 2, port, tmp, "train", cfg, "--output", out)
+	var out0 strings.Builder
+	rank0.Stdout, rank0.Stderr = &out0, &out0
+	for _, c := range []*exec.Cmd{rank0, rank1} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- rank0.Wait() }()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if rows, _ := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl")); len(rows) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rank 0 logged no 2 steps within 2 minutes")
+		}
+	}
+	rank1.Process.Kill()
+	rank1.Wait()
+	killed := time.Now()
+	select {
+	case err := <-exited:
+		t.Logf("rank 0 exited %v after rank 1 was killed: %v", time.Since(killed).Round(time.Millisecond), err)
+		if err == nil {
+			t.Error("rank 0 exited 0")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("rank 0 still runs 60 s after rank 1 was killed:\n%s", out0.String())
+	}
+	msg := out0.String()
+	t.Logf("rank 0 ended with: %s", lastLine(msg))
+	if !strings.Contains(msg, "rank 1 of 2") || !strings.Contains(msg, "is gone") {
+		t.Errorf("rank 0 does not name rank 1:\n%s", msg)
+	}
+	steps, err := rundir.Checkpoints(filepath.Join(out, "checkpoints"))
+	if err != nil || len(steps) == 0 {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	if err := rundir.VerifyChecksums(rundir.CheckpointPath(filepath.Join(out, "checkpoints"), steps[len(steps)-1])); err != nil {
+		t.Errorf("the last checkpoint (step %d): %v", steps[len(steps)-1], err)
+	}
+
+	// Rank 1 never starts.
+	lone := rankProcess(0, 2, freePort(t), tmp, "train", cfg, "--output", filepath.Join(dir, "lone"))
+	lone.Env = append(lone.Env, "GRPO_RENDEZVOUS_TIMEOUT=2s")
+	start := time.Now()
+	outs, errs := runRanks(t, time.Minute, lone)
+	if errs[0] == nil || !strings.Contains(outs[0], "rank(s) [1] of 2 did not reach rank 0") {
+		t.Errorf("rank 0 alone: %v: %s", errs[0], outs[0])
+	}
+	t.Logf("rank 0 alone ended after %v: %s", time.Since(start).Round(time.Millisecond), lastLine(outs[0]))
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("rank 0 alone took %v to give up on a 2 s rendezvous", took)
+	}
+}
