@@ -17,7 +17,8 @@ import (
 	"github.com/grpo-dev/grpo/rundir"
 )
 
-// parityConfig writes the tiny model, an 8-example reverse-text env
+// parityConfig writes the tiny model, an 8-example reverse-text env (4
+// groups of 4 a step, so 4 devices each train one)
 // rewarded by its completion's length's parity (mixed rewards in every
 // group, so each update has work to agree on) and a run config of steps
 // steps plus extra TOML; it returns the config's path.
@@ -35,7 +36,7 @@ func parityConfig(t *testing.T, dir string, steps int, extra string) string {
 	text, _ := os.ReadFile(envTOML)
 	os.WriteFile(envTOML, []byte(strings.Replace(string(text), `type = "ratio"`, `type = "command"`+"\nargv = [\"sh\", \"-c\", \"wc -c | awk '{print ($1 % 2) / 2}'\"]", 1)), 0o644)
 	cfg := filepath.Join(dir, "run.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("model = %q\nmax_steps = %d\nbatch_size = 8\nrollouts_per_example = 4\n[sampling]\nmax_tokens = 6\n[[env]]\nid = %q\n[lora]\nrank = 2\nalpha = 4\n[optimizer]\nlr = 1e-2\n[loss]\nfilter_zero_advantages = false\n%s",
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model = %q\nmax_steps = %d\nbatch_size = 16\nrollouts_per_example = 4\n[sampling]\nmax_tokens = 6\n[[env]]\nid = %q\n[lora]\nrank = 2\nalpha = 4\n[optimizer]\nlr = 1e-2\n[loss]\nfilter_zero_advantages = false\n%s",
 		model, steps, envDir, extra)), 0o644)
 	return cfg
 }
@@ -118,7 +119,8 @@ func readRun(t *testing.T, out string) ([]map[string]any, map[string][]float32) 
 // loss within 1e-5 of the advantages' std, the size of its nearly
 // cancelling terms), adapters within 1e-5. Only rank 0 writes the run
 // directory (rank 1, given the same --output, runs in a scratch directory
-// it removes); resuming the job for 2 more steps matches one process
+// it removes); two processes of two cpu devices each do the same;
+// resuming the two-process job for 2 more steps matches one process
 // resumed likewise.
 func TestTrainTwoProcessesReproducesOne(t *testing.T) {
 	if testing.Short() {
@@ -142,6 +144,19 @@ func TestTrainTwoProcessesReproducesOne(t *testing.T) {
 		}
 	}
 	compareRuns(t, one, two, 3)
+	// Two devices a process: 4 ranks, rank 0's two joined at its hub.
+	four := filepath.Join(dir, "four")
+	outs, errs = runRanks(t, 3*time.Minute, rankProcess(0, 2, port, tmp, "train", cfg, "--output", four, "--devices", "cpu:0-1"),
+		rankProcess(1, 2, port, tmp, "train", cfg, "--output", four, "--devices", "cpu:0-1"))
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d of 2 × 2 devices: %v\n%s", r, err, outs[r])
+		}
+	}
+	compareRuns(t, one, four, 3)
+	if log, _ := os.ReadFile(filepath.Join(four, "log.txt")); !strings.Contains(string(log), "4 devices across 2 processes") {
+		t.Errorf("rank 0's log.txt does not say the job spans 4 devices of 2 processes")
+	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("rank 1 left %d entries in its TMPDIR, e.g. %s", len(left), left[0].Name())
 	}
