@@ -231,7 +231,7 @@ func compareRuns(t *testing.T, one, two string, steps int) {
 // checkpoint every step; rank 1 is killed (SIGKILL: no goodbye) once rank
 // 0 has logged two steps, so mid-step; rank 0 exits non-zero within 60 s
 // with a message naming rank 1, and its last checkpoint is intact (its
-// checksums verify). A job whose rank 1 never starts ends rank 0 at the
+// checksums verify). Likewise rank 1 when rank 0 is killed. A job whose rank 1 never starts ends rank 0 at the
 // rendezvous timeout, naming rank 1.
 func TestTrainRankKilled(t *testing.T) {
 	if testing.Short() {
@@ -241,51 +241,22 @@ func TestTrainRankKilled(t *testing.T) {
 	cfg := parityConfig(t, dir, 1000, "[checkpoint]\ninterval = 1\n")
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o755)
-	out := filepath.Join(dir, "run")
-	port := freePort(t)
-	rank0 := rankProcess(0, 2, port, tmp, "train", cfg, "--output", out)
-	rank1 := rankProcess(1, 2, port, tmp, "train", cfg, "--output", out)
-	var out0 strings.Builder
-	rank0.Stdout, rank0.Stderr = &out0, &out0
-	for _, c := range []*exec.Cmd{rank0, rank1} {
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
+	for _, victim := range []int{1, 0} {
+		out := filepath.Join(dir, fmt.Sprintf("run-%d", victim))
+		msg := killRank(t, cfg, out, tmp, victim)
+		if want := fmt.Sprintf("rank %d of 2", victim); !strings.Contains(msg, want) || !strings.Contains(msg, "is gone") {
+			t.Errorf("rank %d does not name rank %d:\n%s", 1-victim, victim, msg)
 		}
-		defer c.Process.Kill()
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- rank0.Wait() }()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if rows, _ := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl")); len(rows) >= 2 {
-			break
+		if victim == 0 {
+			continue // rank 0 wrote the checkpoints, and was killed
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("rank 0 logged no 2 steps within 2 minutes")
+		steps, err := rundir.Checkpoints(filepath.Join(out, "checkpoints"))
+		if err != nil || len(steps) == 0 {
+			t.Fatalf("no checkpoint: %v", err)
 		}
-	}
-	rank1.Process.Kill()
-	rank1.Wait()
-	killed := time.Now()
-	select {
-	case err := <-exited:
-		t.Logf("rank 0 exited %v after rank 1 was killed: %v", time.Since(killed).Round(time.Millisecond), err)
-		if err == nil {
-			t.Error("rank 0 exited 0")
+		if err := rundir.VerifyChecksums(rundir.CheckpointPath(filepath.Join(out, "checkpoints"), steps[len(steps)-1])); err != nil {
+			t.Errorf("the last checkpoint (step %d): %v", steps[len(steps)-1], err)
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("rank 0 still runs 60 s after rank 1 was killed:\n%s", out0.String())
-	}
-	msg := out0.String()
-	t.Logf("rank 0 ended with: %s", lastLine(msg))
-	if !strings.Contains(msg, "rank 1 of 2") || !strings.Contains(msg, "is gone") {
-		t.Errorf("rank 0 does not name rank 1:\n%s", msg)
-	}
-	steps, err := rundir.Checkpoints(filepath.Join(out, "checkpoints"))
-	if err != nil || len(steps) == 0 {
-		t.Fatalf("no checkpoint: %v", err)
-	}
-	if err := rundir.VerifyChecksums(rundir.CheckpointPath(filepath.Join(out, "checkpoints"), steps[len(steps)-1])); err != nil {
-		t.Errorf("the last checkpoint (step %d): %v", steps[len(steps)-1], err)
 	}
 
 	// Rank 1 never starts.
@@ -300,4 +271,46 @@ func TestTrainRankKilled(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("rank 0 alone took %v to give up on a 2 s rendezvous", took)
 	}
+}
+
+// killRank starts a two-process job writing out, kills rank victim
+// (SIGKILL) once rank 0 has logged two steps, and returns what the other
+// rank printed; it fails the test unless that rank exits non-zero within
+// 60 s.
+func killRank(t *testing.T, cfg, out, tmp string, victim int) string {
+	t.Helper()
+	port := freePort(t)
+	cmds := []*exec.Cmd{rankProcess(0, 2, port, tmp, "train", cfg, "--output", out), rankProcess(1, 2, port, tmp, "train", cfg, "--output", out)}
+	var output strings.Builder
+	survivor := cmds[1-victim]
+	survivor.Stdout, survivor.Stderr = &output, &output
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- survivor.Wait() }()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if rows, _ := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl")); len(rows) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rank 0 logged no 2 steps within 2 minutes")
+		}
+	}
+	cmds[victim].Process.Kill()
+	cmds[victim].Wait()
+	killed := time.Now()
+	select {
+	case err := <-exited:
+		t.Logf("rank %d killed: rank %d exited after %v (%v): %s", victim, 1-victim, time.Since(killed).Round(time.Millisecond), err, lastLine(output.String()))
+		if err == nil {
+			t.Errorf("rank %d exited 0", 1-victim)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("rank %d still runs 60 s after rank %d was killed:\n%s", 1-victim, victim, output.String())
+	}
+	return output.String()
 }
