@@ -119,7 +119,8 @@ func readRun(t *testing.T, out string) ([]map[string]any, map[string][]float32) 
 // loss within 1e-5 of the advantages' std, the size of its nearly
 // cancelling terms), adapters within 1e-5. Only rank 0 writes the run
 // directory (rank 1, given the same --output, runs in a scratch directory
-// it removes); two processes of two cpu devices each do the same;
+// it removes), and its evals (before step 1 and after step 2, played
+// across both processes) score as one process's; two processes of two cpu devices each do the same;
 // resuming the two-process job for 2 more steps matches one process
 // resumed likewise.
 func TestTrainTwoProcessesReproducesOne(t *testing.T) {
@@ -127,7 +128,7 @@ func TestTrainTwoProcessesReproducesOne(t *testing.T) {
 		t.Skip("two grpo processes train 3 steps, then 2 more")
 	}
 	dir := t.TempDir()
-	cfg := parityConfig(t, dir, 3, "")
+	cfg := parityConfig(t, dir, 3, "[eval]\ninterval = 2\nnum_examples = 4\nrollouts_per_example = 2\n")
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o755)
 	one := filepath.Join(dir, "one")
@@ -144,6 +145,7 @@ func TestTrainTwoProcessesReproducesOne(t *testing.T) {
 		}
 	}
 	compareRuns(t, one, two, 3)
+	compareEvals(t, one, two)
 	// Two devices a process: 4 ranks, rank 0's two joined at its hub.
 	four := filepath.Join(dir, "four")
 	outs, errs = runRanks(t, 3*time.Minute, rankProcess(0, 2, port, tmp, "train", cfg, "--output", four, "--devices", "cpu:0-1"),
@@ -313,4 +315,20 @@ func killRank(t *testing.T, cfg, out, tmp string, victim int) string {
 		t.Fatalf("rank %d still runs 60 s after rank %d was killed:\n%s", 1-victim, victim, output.String())
 	}
 	return output.String()
+}
+
+// compareEvals checks that two's eval rows hold one's rewards.
+func compareEvals(t *testing.T, one, two string) {
+	t.Helper()
+	oneRows, err1 := rundir.ReadJSONL(filepath.Join(one, "eval.jsonl"))
+	twoRows, err2 := rundir.ReadJSONL(filepath.Join(two, "eval.jsonl"))
+	if err1 != nil || err2 != nil || len(oneRows) == 0 || len(oneRows) != len(twoRows) {
+		t.Fatalf("eval rows: %d and %d (%v, %v)", len(oneRows), len(twoRows), err1, err2)
+	}
+	for i := range oneRows {
+		if w, g := oneRows[i]["reward"], twoRows[i]["reward"]; w == nil || w != g {
+			t.Errorf("eval row %d: reward %v in two processes, %v in one", i, g, w)
+		}
+	}
+	t.Logf("%d eval rows alike", len(oneRows))
 }
