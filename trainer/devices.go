@@ -28,11 +28,3 @@ func (r *run) openReplicas(ctx context.Context, ids []kernels.DeviceID) error {
 	r.dir.Logf("data parallel over %s: a replica of the model, adapter and optimizer on each", reps.Devices())
 	return nil
 }
-
-// backendName is the backend the run's devices are of.
-func (t *Trainer) backendName(id kernels.DeviceID) string {
-	if t.opts.backend != nil {
-		return t.opts.backend.Name()
-	}
-	return id.Backend
-}

@@ -292,7 +292,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
-	if r.world, err = replicas.Meet(ctx, t.backendName(devices[0]), max(len(devices), 1+len(t.opts.replicaBackends)), 0); err != nil {
+	if r.world, err = replicas.Meet(ctx, t.opts.backend, devices[0], max(len(devices), 1+len(t.opts.replicaBackends)), 0); err != nil {
 		return nil, err
 	}
 	out := t.opts.output
