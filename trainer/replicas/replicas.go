@@ -1,6 +1,7 @@
-// Package replicas is the trainer's data parallelism within one process:
-// one replica per device, each holding the base weights, a copy of the
-// adapter and its AdamW state. A step's groups are split across the
+// Package replicas is the trainer's data parallelism: one replica per
+// device of this process — and, under srun or torchrun, of every process
+// of the job (world.go), all ranks of one collective — each holding the
+// base weights, a copy of the adapter and its AdamW state. A step's groups are split across the
 // devices (a whole group on one device); each device samples and trains
 // its share; the adapters' gradients are summed with one all-reduce of a
 // flat buffer; and every replica applies the same AdamW update to the same

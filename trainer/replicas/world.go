@@ -49,9 +49,10 @@ const DefaultRendezvousTimeout = 5 * time.Minute
 // (ranks.Meet): rank 0 makes the id the devices' collective is formed
 // from — NCCL's unique id for a backend with a group of its own (cuda),
 // else a kernels/netcoll hub's — and the rendezvous hands it to every
-// rank. devices is this process's device count, of backend be (opened by
-// the caller) or else of the kind of device id; timeout bounds a collective's wait for the last rank (0: 10
-// minutes). It returns nil for a process that no launcher started.
+// rank. devices is this process's device count, of backend be (opened
+// by the caller) or else of the kind of device id; timeout bounds a
+// collective's wait for the last rank (0: 10 minutes). It returns nil for
+// a process that no launcher started.
 func Meet(ctx context.Context, be kernels.Backend, id kernels.DeviceID, devices int, timeout time.Duration) (*World, error) {
 	r, err := ranks.FromEnv(os.Getenv)
 	if err != nil || r.WorldSize == 1 {
