@@ -2,6 +2,8 @@ package replicas
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/inproc"
 	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/trainer/ranks"
 )
 
 // TestAllGatherBytes: 3 ranks of an inproc group hand each other bytes of
@@ -61,5 +64,16 @@ func TestAllGatherBytes(t *testing.T) {
 	wg.Wait()
 	if n := g.Calls("all-to-all"); n != 2 {
 		t.Errorf("%d all-to-alls for two gathers", n)
+	}
+}
+
+// TestWorldRefusesAServer: a job of several processes whose rollouts a
+// server would play ([inference]) is refused in one line naming the rank:
+// each rank would play the whole step there, with other samples.
+func TestWorldRefusesAServer(t *testing.T) {
+	w := &World{Rank: ranks.Rank{Rank: 1, WorldSize: 2, Launcher: "torchrun"}}
+	_, err := Open(context.Background(), Spec{World: w, First: Replica{Backend: cpu.New(), Engine: &rollout.ServerEngine{}}})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "launched as rank 1 of 2 (torchrun) with [inference]") {
+		t.Errorf("%v", err)
 	}
 }

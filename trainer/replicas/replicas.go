@@ -109,6 +109,11 @@ func One(first Replica) *Set { return &Set{reps: []*Replica{&first}} }
 // loaded on it, the adapter and optimizer copied from s.First — and joins
 // them in a collective.
 func Open(ctx context.Context, s Spec) (_ *Set, err error) {
+	if _, server := s.First.Engine.(*rollout.ServerEngine); server && s.World != nil {
+		// Each rank would play the whole step on the server, and their
+		// samples would differ: the ranks must share one step.
+		return nil, fmt.Errorf("launched as %s with [inference]: a job of several processes plays its rollouts in process, across its devices; run one process, or drop [inference]", s.World.Rank)
+	}
 	set := &Set{reps: []*Replica{&s.First}, tok: s.Tok, enableThinking: s.EnableThinking, world: s.World, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
 	defer func() {
 		if err != nil {
