@@ -131,8 +131,8 @@ var ErrInterrupted = errors.New("training interrupted")
 
 // Result summarises a finished (or interrupted) run.
 type Result struct {
-	RunDir  string
-	Steps   int // completed steps
+	RunDir  string // "" on a rank other than 0 of several, which writes none
+	Steps   int    // completed steps
 	Adapter string
 }
 
@@ -150,6 +150,7 @@ type run struct {
 	policy  *model.Model
 	engine  rollout.PolicyEngine // where rollouts are generated (engine.go)
 	reps    *replicas.Set        // one per device; the first is policy, adapter, opt (devices.go)
+	world   *replicas.World      // the job's processes under srun/torchrun; nil: one
 	// producer plays them ahead of the trainer (max_async_level); nil: each step plays its own.
 	producer *rollout.Producer
 	adapter  *lora.Adapter
@@ -193,7 +194,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	defer r.dir.Close()
 	defer r.sinks.End(rundir.Failed) // a no-op after the loop's own End
 	defer r.closeEngine()
-	res := &Result{RunDir: r.dir.Path}
+	res := &Result{RunDir: r.world.RunDir(r.dir.Path)}
 	if r.step == 0 && t.cfg.Eval.Interval > 0 && !t.cfg.Eval.SkipFirstStep {
 		if err := r.evaluate(ctx); err != nil {
 			return res, r.stop(err)
@@ -206,6 +207,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.Steps = r.step
+	r.world.Finished()
 	if err := r.checkpoint(); err != nil {
 		return res, err
 	}
@@ -290,16 +292,15 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, opts: t.opts, seed: uint64(cfg.Seed), modelID: cfg.Model}
-	if t.opts.resume {
-		r.dir, err = rundir.Open(t.opts.output)
-	} else {
-		out := t.opts.output
-		if out == "" {
-			out = rundir.DefaultPath(cfg.Name, time.Now())
-		}
-		r.dir, err = rundir.Create(out)
+	if r.world, err = replicas.Meet(ctx, t.opts.backend, devices[0], max(len(devices), 1+len(t.opts.replicaBackends)), 0); err != nil {
+		return nil, err
 	}
-	if err != nil {
+	out := t.opts.output
+	if out == "" {
+		out = rundir.DefaultPath(cfg.Name, time.Now())
+	}
+	if r.dir, err = r.world.Dir(out, t.opts.resume); err != nil {
+		r.world.Close(err)
 		return nil, err
 	}
 	// The directory is locked from here on; a setup that fails says why
@@ -310,6 +311,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 		if err != nil {
 			r.dir.Logf("error: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 			r.dir.Close()
+			r.world.Close(err)
 		}
 	}()
 	r.ckDir = filepath.Join(r.dir.Path, cfg.Checkpoint.Dir)
@@ -355,7 +357,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 		return nil, err
 	}
 	r.checkContext()
-	if err := r.setupState(); err != nil {
+	if err := r.world.Restore(&r.ckDir, filepath.Join(out, cfg.Checkpoint.Dir), r.setupState); err != nil {
 		return nil, err
 	}
 	if err := r.openEngine(ctx); err != nil {

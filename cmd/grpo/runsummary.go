@@ -12,6 +12,9 @@ import (
 // printRunSummary prints a finished run's table: reward at the start and
 // end, the last eval, and where the results are.
 func printRunSummary(res *trainer.Result) error {
+	if res.RunDir == "" { // a rank other than 0: rank 0 reports the job
+		return nil
+	}
 	s, err := rundir.Summarize(res.RunDir)
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"github.com/grpo-dev/grpo/estimate"
 	"github.com/grpo-dev/grpo/rundir"
 	"github.com/grpo-dev/grpo/trainer"
-	"github.com/grpo-dev/grpo/trainer/ranks"
 )
 
 func init() {
@@ -120,9 +119,6 @@ Examples:
 				cfg.Device = device
 			}
 			if err := cfg.UseDevicesFlag(devices); err != nil { // several: data parallel
-				return err
-			}
-			if err := ranks.CheckSingle(os.Getenv); err != nil { // srun/torchrun: likewise
 				return err
 			}
 			for _, w := range cfg.Warnings {

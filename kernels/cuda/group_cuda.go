@@ -11,15 +11,23 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
-// Devices of one process reduce over NCCL: one unique id, one
-// communicator per device (a rank is a device), each joined from its own
-// goroutine since ncclCommInitRank waits for every rank.
+// Devices reduce over NCCL: one unique id, one communicator per device (a
+// rank is a device), each joined from its own goroutine since
+// ncclCommInitRank waits for every rank. Across processes the id is made
+// once on the job's rank 0 (newNCCLID) and handed out by the rendezvous.
 func init() {
-	kernels.RegisterGroup("cuda", joinNCCL)
+	kernels.RegisterGroup("cuda", joinNCCL, newNCCLID)
 }
 
-// joinNCCL is kernels.JoinGroup for cuda devices: rank i on bes[i].
-func joinNCCL(bes []kernels.Backend, timeout time.Duration) ([]kernels.Collective, error) {
+// newNCCLID is ncclGetUniqueId's id as bytes.
+func newNCCLID() ([]byte, error) {
+	id, err := NCCLUniqueID()
+	return id[:], err
+}
+
+// joinNCCL is kernels.JoinGroupAt for cuda devices: rank at.First+i on
+// bes[i] (rank i of len(bes), with an id of its own, when at is nil).
+func joinNCCL(bes []kernels.Backend, at *kernels.GroupAt, timeout time.Duration) ([]kernels.Collective, error) {
 	// A rank that failed before ncclCommInitRank would leave the others
 	// waiting there: what NewNCCL refuses is checked for all first.
 	for _, be := range bes {
@@ -29,15 +37,24 @@ func joinNCCL(bes []kernels.Backend, timeout time.Duration) ([]kernels.Collectiv
 			return nil, fmt.Errorf("nccl: the %s device is not a GPU", cb.dev.Name())
 		}
 	}
-	id, err := NCCLUniqueID()
-	if err != nil {
-		return nil, err
+	var id [NCCLUniqueIDBytes]byte
+	first, size := 0, len(bes)
+	if at == nil {
+		var err error
+		if id, err = NCCLUniqueID(); err != nil {
+			return nil, err
+		}
+	} else {
+		if len(at.ID) != NCCLUniqueIDBytes {
+			return nil, fmt.Errorf("nccl: an id of %d bytes: want ncclGetUniqueId's %d (every node must run the cuda backend)", len(at.ID), NCCLUniqueIDBytes)
+		}
+		id, first, size = [NCCLUniqueIDBytes]byte(at.ID), at.First, at.Size
 	}
 	comms := make([]kernels.Collective, len(bes))
 	errs := make([]error, len(bes))
 	var wg sync.WaitGroup
 	for r, be := range bes {
-		wg.Go(func() { comms[r], errs[r] = NewNCCL(be, id, r, len(bes), timeout) })
+		wg.Go(func() { comms[r], errs[r] = NewNCCL(be, id, first+r, size, timeout) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -195,3 +195,50 @@ func checkAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Colle
 		return nil
 	})
 }
+
+// TestNCCLJoinAtOnGPU: GPU 0 joins a group at an id made apart, as a
+// process of a multi-node job does with the id the rendezvous handed it
+// (kernels.NewGroupID on rank 0, kernels.JoinGroupAt here: rank 0 of 1);
+// its all-reduce leaves its values as they are (a sum over one rank),
+// bit for bit; an id of the wrong size is refused before any NCCL call.
+// Needs a GPU and libnccl.so.2.
+func TestNCCLJoinAtOnGPU(t *testing.T) {
+	d, err := openDriver(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := New(d)
+	defer be.Close()
+	id, ok, err := kernels.NewGroupID(be.Name())
+	if !ok || err != nil || len(id) != NCCLUniqueIDBytes {
+		t.Fatalf("NewGroupID(%q): %d bytes, ok %v, %v", be.Name(), len(id), ok, err)
+	}
+	if _, _, err := kernels.JoinGroupAt([]kernels.Backend{be}, &kernels.GroupAt{ID: id[:16], Size: 1}, 5*time.Second); err == nil || !strings.Contains(err.Error(), "an id of 16 bytes") {
+		t.Errorf("a short id: %v", err)
+	}
+	cs, ok, err := kernels.JoinGroupAt([]kernels.Backend{be}, &kernels.GroupAt{ID: id, Size: 1}, 5*time.Second)
+	if !ok || err != nil {
+		t.Fatalf("ok %v, %v", ok, err)
+	}
+	defer cs[0].Close()
+	if cs[0].Rank() != 0 || cs[0].Size() != 1 {
+		t.Errorf("rank %d of %d", cs[0].Rank(), cs[0].Size())
+	}
+	want := []float32{1.25, -3, 0.5, 7}
+	buf := be.Alloc(kernels.F32, len(want))
+	defer be.Free(buf)
+	be.Upload(buf, want)
+	if err := cs[0].AllReduceSum(buf); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(want))
+	be.Download(got, buf)
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Errorf("value %d: %v after the all-reduce, %v before", i, got[i], want[i])
+		}
+	}
+}

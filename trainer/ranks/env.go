@@ -2,8 +2,9 @@
 // the processes meet: the rank read from the launcher's environment
 // (torchrun's RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT, Slurm's
 // SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID), a TCP rendezvous in which rank
-// 0 hands every rank the NCCL unique id, and which rank writes the run
-// directory. grpo runs one process per node, one goroutine per device, so a
+// 0 hands every rank the id the job's collective is formed from (NCCL's
+// unique id; for cpu replicas a kernels/netcoll hub's), and which rank
+// writes the run directory. grpo runs one process per node, one goroutine per device, so a
 // rank is a node.
 //
 // It sits under trainer because launching and joining ranks is the
@@ -181,19 +182,4 @@ func (r Rank) OnRankZero(f func() error) error {
 // String is a rank for log lines: "rank 2 of 4 (slurm)".
 func (r Rank) String() string {
 	return fmt.Sprintf("rank %d of %d (%s)", r.Rank, r.WorldSize, r.Launcher)
-}
-
-// CheckSingle reads the rank from the environment (FromEnv's checks) and
-// refuses a job of several ranks: until the data-parallel trainer joins
-// them, each node would run the whole job on its own and write its own run
-// directory.
-func CheckSingle(getenv func(string) string) error {
-	r, err := FromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	if r.WorldSize > 1 {
-		return fmt.Errorf("ranks: launched as %s: multi-node training is not built yet (docs/scale.md); run one process", r)
-	}
-	return nil
 }

@@ -96,22 +96,3 @@ func TestOnlyRankZeroWritesRunDir(t *testing.T) {
 		t.Errorf("rank 0's error: %v", err)
 	}
 }
-
-// TestCheckSingle: a launch of several ranks is refused in one line until
-// the data-parallel trainer is built; one rank, or none, passes; a broken
-// environment is FromEnv's error.
-func TestCheckSingle(t *testing.T) {
-	if err := CheckSingle(envOf(nil)); err != nil {
-		t.Error(err)
-	}
-	if err := CheckSingle(envOf(map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_LOCALID": "0"})); err != nil {
-		t.Error(err)
-	}
-	err := CheckSingle(envOf(map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "MASTER_ADDR": "n0", "MASTER_PORT": "29500"}))
-	if err == nil || !strings.Contains(err.Error(), "launched as rank 1 of 4 (slurm): multi-node training is not built yet") {
-		t.Errorf("4 ranks: %v", err)
-	}
-	if err := CheckSingle(envOf(map[string]string{"RANK": "0"})); err == nil || !strings.Contains(err.Error(), "RANK set but") {
-		t.Errorf("partial torchrun: %v", err)
-	}
-}

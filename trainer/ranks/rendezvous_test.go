@@ -243,3 +243,50 @@ func TestJobNamesALostRank(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonIsLost: a rank that leaves with Abandon (a failed rank) is
+// named on every other rank's Lost, as a dead one is; one that leaves with
+// Close (a goodbye) is not.
+func TestAbandonIsLost(t *testing.T) {
+	for _, abandon := range []bool{true, false} {
+		addr := freeAddr(t)
+		jobs := make([]*Job, 3)
+		var wg sync.WaitGroup
+		for r := range 3 {
+			wg.Go(func() {
+				var err error
+				jobs[r], err = Meet(context.Background(), Rank{Rank: r, WorldSize: 3, Addr: addr, Launcher: "torchrun"},
+					func() ([IDBytes]byte, error) { return [IDBytes]byte{7}, nil }, 5*time.Second)
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		if abandon {
+			jobs[2].Abandon()
+		} else {
+			jobs[2].Close()
+		}
+		wait := 300 * time.Millisecond // for a goodbye to be taken for a loss
+		if abandon {
+			wait = 5 * time.Second
+		}
+		for r := range 2 {
+			select {
+			case err := <-jobs[r].Lost():
+				if !abandon || !strings.Contains(err.Error(), "rank 2 of 3") {
+					t.Errorf("abandon %v: rank %d: %v", abandon, r, err)
+				}
+			case <-time.After(wait):
+				if abandon {
+					t.Errorf("rank %d heard nothing of rank 2's leaving", r)
+				}
+			}
+			jobs[r].Close()
+		}
+	}
+}

@@ -100,3 +100,14 @@ func (j *Job) fail(err error) {
 		j.lost <- err
 	})
 }
+
+// Abandon leaves the job without a goodbye, as a process that failed:
+// every other rank's Lost names this one.
+func (j *Job) Abandon() {
+	j.closing.Store(true)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, c := range j.conns {
+		c.Close()
+	}
+}

@@ -3,6 +3,7 @@ package replicas
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/grpo-dev/grpo/env"
@@ -26,7 +27,7 @@ func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, pe
 	if s.ep {
 		return nil, errors.New("replicas: expert-parallel ranks train but do not sample yet; play the rollouts on a model that holds every expert")
 	}
-	if len(s.reps) == 1 {
+	if len(s.reps) == 1 && s.world == nil {
 		return s.reps[0].Engine.Play(ctx, e, exs, perExample, p, seed, opts)
 	}
 	costs := make([]int, len(exs))
@@ -36,14 +37,15 @@ func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, pe
 			costs[i] = max(1, len(ids)) * perExample
 		}
 	}
-	bounds := splitRuns(costs, len(s.reps))
+	first, parts := s.world.first(len(s.reps))
+	bounds := splitRuns(costs, parts)
 	trajs := make([]rollout.Trajectory, len(exs)*perExample)
 	timings := make([]rollout.Timing, len(s.reps))
 	errs := make([]error, len(s.reps))
 	var wg sync.WaitGroup
 	for d, rep := range s.reps {
-		lo, hi := bounds[d], bounds[d+1]
-		if lo == hi {
+		lo, hi := bounds[first+d], bounds[first+d+1]
+		if lo == hi && s.world == nil {
 			continue
 		}
 		o := opts
@@ -51,10 +53,26 @@ func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, pe
 		o.Timing = &timings[d]
 		wg.Go(func() {
 			errs[d] = recovered(func() error {
-				ts, err := rep.Engine.Play(ctx, e, exs[lo:hi], perExample, p, seed, o)
-				copy(trajs[lo*perExample:hi*perExample], ts)
+				var ts []rollout.Trajectory
+				var err error
+				if lo < hi {
+					ts, err = rep.Engine.Play(ctx, e, exs[lo:hi], perExample, p, seed, o)
+				}
+				if s.world == nil || err != nil {
+					copy(trajs[lo*perExample:hi*perExample], ts)
+					return err
+				}
+				// Across processes every device's run comes to every
+				// rank, so all hold the whole call's trajectories.
+				runs, err := gatherTrajectories(rep.coll, rep.Backend, ts)
+				if err == nil && d == 0 {
+					err = placeRuns(trajs, runs, bounds, exs, perExample)
+				}
 				return err
 			})
+			if errs[d] != nil && s.world != nil {
+				rep.coll.Abort(errs[d]) // the other ranks' gathers end too
+			}
 		})
 	}
 	wg.Wait()
@@ -100,4 +118,20 @@ func (s *Set) Release() {
 			r.Release()
 		}
 	}
+}
+
+// placeRuns lays every device's run of trajectories into trajs, in the
+// call's order, each with its example (which the gather leaves behind).
+func placeRuns(trajs []rollout.Trajectory, runs [][]rollout.Trajectory, bounds []int, exs []env.Example, perExample int) error {
+	for g, run := range runs {
+		lo, hi := bounds[g], bounds[g+1]
+		if len(run) != (hi-lo)*perExample {
+			return fmt.Errorf("replicas: device %d of the job played %d trajectories for %d examples × %d", g, len(run), hi-lo, perExample)
+		}
+		for i, t := range run {
+			t.Example = exs[lo+i/perExample]
+			trajs[lo*perExample+i] = t
+		}
+	}
+	return nil
 }

@@ -50,6 +50,9 @@ func (s *Set) CheckIdentical() error {
 	if err != nil {
 		return err
 	}
+	if s.world != nil {
+		return s.checkAcrossProcesses(want)
+	}
 	for i, rep := range s.reps[1:] {
 		got, err := rep.adapterHash()
 		if err != nil {
@@ -85,4 +88,29 @@ func (r *Replica) adapterHash() ([]uint64, error) {
 		out[k] = h.Sum64()
 	}
 	return out, nil
+}
+
+// checkAcrossProcesses is CheckIdentical for a job of several processes:
+// every device's hashes are all-gathered (every device makes the call)
+// and each must be rank 0's.
+func (s *Set) checkAcrossProcesses(want []uint64) error {
+	first, _ := s.world.first(len(s.reps))
+	return s.each(func(i int, rep *Replica) error {
+		h, err := rep.adapterHash()
+		if err != nil {
+			return err
+		}
+		all, err := gatherGob(rep.coll, rep.Backend, h)
+		if err != nil || i != 0 {
+			return err
+		}
+		for g, got := range all {
+			for k := range want {
+				if k >= len(got) || got[k] != all[0][k] {
+					return fmt.Errorf("replicas: device %d of the job (this process's devices are %d…) holds another adapter than device 0 after the update (parameter %s differs): the replicas' updates diverged", g, first, s.reps[0].replicated()[k].Name)
+				}
+			}
+		}
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
-// Package replicas is the trainer's data parallelism within one process:
-// one replica per device, each holding the base weights, a copy of the
-// adapter and its AdamW state. A step's groups are split across the
+// Package replicas is the trainer's data parallelism: one replica per
+// device of this process — and, under srun or torchrun, of every process
+// of the job (world.go), all ranks of one collective — each holding the
+// base weights, a copy of the adapter and its AdamW state. A step's groups are split across the
 // devices (a whole group on one device); each device samples and trains
 // its share; the adapters' gradients are summed with one all-reduce of a
 // flat buffer; and every replica applies the same AdamW update to the same
@@ -57,6 +58,9 @@ type Set struct {
 	// enableThinking renders prompts as the run's rollouts do, to weigh
 	// examples by their prompt tokens (split.go).
 	enableThinking *bool
+	// world is the job's processes when there are several: the devices
+	// of all are the collective's ranks (world.go).
+	world *World
 	// ep: the replicas are expert-parallel ranks (expert_parallel.go),
 	// each holding its share of the experts, all opened here.
 	ep bool
@@ -92,7 +96,10 @@ type Spec struct {
 	// Timeout bounds how long a device waits at a collective for the
 	// others (0: 10 minutes).
 	Timeout time.Duration
-	Log     func(string)
+	// World, when the job has several processes (Meet), makes these
+	// devices ranks of the job's collective; nil: this process alone.
+	World *World
+	Log   func(string)
 }
 
 // One is the set of a run on one device: its steps are update.Step's.
@@ -102,7 +109,12 @@ func One(first Replica) *Set { return &Set{reps: []*Replica{&first}} }
 // loaded on it, the adapter and optimizer copied from s.First — and joins
 // them in a collective.
 func Open(ctx context.Context, s Spec) (_ *Set, err error) {
-	set := &Set{reps: []*Replica{&s.First}, tok: s.Tok, enableThinking: s.EnableThinking, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
+	if _, server := s.First.Engine.(*rollout.ServerEngine); server && s.World != nil {
+		// Each rank would play the whole step on the server, and their
+		// samples would differ: the ranks must share one step.
+		return nil, fmt.Errorf("launched as %s with [inference]: a job of several processes plays its rollouts in process, across its devices; run one process, or drop [inference]", s.World.Rank)
+	}
+	set := &Set{reps: []*Replica{&s.First}, tok: s.Tok, enableThinking: s.EnableThinking, world: s.World, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
 	defer func() {
 		if err != nil {
 			set.Close(context.Background())
@@ -123,7 +135,7 @@ func Open(ctx context.Context, s Spec) (_ *Set, err error) {
 			set.reps = append(set.reps, &Replica{Backend: be})
 		}
 	}
-	if len(others) == 0 {
+	if len(others) == 0 && s.World == nil {
 		return set, nil
 	}
 	base0 := s.First.Policy.Model
@@ -167,6 +179,15 @@ func (s *Set) join(timeout time.Duration) error {
 	for i, rep := range s.reps {
 		bes[i] = rep.Backend
 	}
+	if s.world != nil {
+		comms, err := s.world.join(bes)
+		for i, rep := range s.reps {
+			if err == nil {
+				rep.coll = comms[i]
+			}
+		}
+		return err
+	}
 	if comms, ok, err := kernels.JoinGroup(bes, timeout); ok {
 		if err != nil {
 			return fmt.Errorf("devices: %w", err)
@@ -191,6 +212,15 @@ func (s *Set) join(timeout time.Duration) error {
 
 // Len is the number of replicas.
 func (s *Set) Len() int { return len(s.reps) }
+
+// Devices says how many devices train: "2 devices", or across
+// processes "8 devices across 2 processes".
+func (s *Set) Devices() string {
+	if s.world == nil {
+		return fmt.Sprintf("%d devices", len(s.reps))
+	}
+	return fmt.Sprintf("%d devices across %d processes", len(s.reps)*s.world.Rank.WorldSize, s.world.Rank.WorldSize)
+}
 
 // Replica returns replica i (0: the run's own).
 func (s *Set) Replica(i int) *Replica { return s.reps[i] }
@@ -236,6 +266,7 @@ func (s *Set) Close(ctx context.Context) error {
 		}
 	}
 	s.reps = s.reps[:1]
+	s.world.Close(nil)
 	return errors.Join(errs...)
 }
 

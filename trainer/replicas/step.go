@@ -21,7 +21,7 @@ import (
 // them; and each replica takes the same AdamW step on the same sum — its
 // gradient norm, hence the clipping, is the global one.
 func (s *Set) Step(rollouts []update.Scored, groupSize int, st update.Settings) (update.Stats, error) {
-	if len(s.reps) == 1 {
+	if len(s.reps) == 1 && s.world == nil {
 		return update.Step(s.reps[0].Policy, rollouts, groupSize, st)
 	}
 	b, err := update.Prepare(rollouts, groupSize, st)
@@ -36,16 +36,29 @@ func (s *Set) Step(rollouts []update.Scored, groupSize int, st update.Settings) 
 	if s.ep {
 		passes = s.mostPasses(shares, whole, st)
 	}
+	first, _ := s.world.first(len(s.reps))
 	lossStats := make([]loss.Stats, len(s.reps))
+	var jobStats []loss.Stats // every device's of the job, across processes
 	t0 := time.Now()
 	err = s.each(func(i int, rep *Replica) (err error) {
-		lossStats[i], err = loss.PolicyGradientPadded(rep.Policy.Model, shares[i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens, passes)
+		lossStats[i], err = loss.PolicyGradientPadded(rep.Policy.Model, shares[first+i], whole, st.Loss, st.MaxTokens, st.MicroBatchTokens, passes)
+		if err == nil && s.world != nil {
+			// Every rank sums every device's stats, so all report the
+			// whole batch's (and all skip a step none trains on).
+			var all []loss.Stats
+			if all, err = gatherLoss(rep.coll, rep.Backend, lossStats[i]); i == 0 {
+				jobStats = all
+			}
+		}
 		return err
 	})
 	out.PolicyGradientTime = time.Since(t0)
 	if err != nil {
 		s.zeroGrads()
 		return out, fmt.Errorf("policy loss: %w", err)
+	}
+	if s.world != nil {
+		lossStats = jobStats
 	}
 	combineLoss(&out.Loss, lossStats)
 	opt0 := s.reps[0].Policy.Optimizer
@@ -76,9 +89,10 @@ func (s *Set) Step(rollouts []update.Scored, groupSize int, st update.Settings) 
 	return out, nil
 }
 
-// share lists each device's samples: whole groups, spread by their
-// tokens, each device's in the batch's order (a group's rollouts stay
-// together and share their prompt in the forward).
+// share lists each device's samples — every device of the job's, across
+// processes — whole groups, spread by their tokens, each device's in the
+// batch's order (a group's rollouts stay together and share their prompt
+// in the forward).
 func (s *Set) share(b update.Batch) [][]loss.Sample {
 	groups := 0
 	if n := len(b.Group); n > 0 {
@@ -88,8 +102,9 @@ func (s *Set) share(b update.Batch) [][]loss.Sample {
 	for i, g := range b.Group {
 		costs[g] += b.Samples[i].SeqLen()
 	}
-	device := splitGroups(costs, len(s.reps))
-	shares := make([][]loss.Sample, len(s.reps))
+	_, parts := s.world.first(len(s.reps))
+	device := splitGroups(costs, parts)
+	shares := make([][]loss.Sample, parts)
 	for i, g := range b.Group {
 		shares[device[g]] = append(shares[device[g]], b.Samples[i])
 	}
