@@ -138,6 +138,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 	nq := nTok * nHead * headDim
 	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
 	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
+	b.cacheTraffic(op, kc, nTok, nKV*headDim)
 	if kc.n != vc.n {
 		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))
 	}
