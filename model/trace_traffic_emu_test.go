@@ -97,35 +97,42 @@ func logTraffic(t *testing.T, name string, tr cuda.Traffic, c cuda.Counts) {
 	}
 }
 
-// The micro-batch of trafficMicroBatch as main ran it before bf16
-// activations between ops (f32 everywhere but the GEMMs' casts, q and the
-// caches; 2026-12-05): what the bars below compare with.
-const (
-	trafficBefore  = 25874832
-	launchesBefore = 92 + 17 // kernels + GEMMs
-	// Zeroings are memsets of recycled memory plus fresh allocations
-	// (cuMemAlloc's memory is zeroed too, driverDevice.Alloc): which of
-	// the two an allocation is depends on what the pool still caches.
-	zeroingsBefore = 83 + 3
-)
+// trafficBefore is the micro-batch of trafficMicroBatch as main ran it
+// before bf16 activations between ops (f32 everywhere but the GEMMs'
+// casts, q and the caches; main at 8122dd8): activation bytes, launches
+// and GEMMs, and zeroings — memsets of recycled pool memory plus fresh
+// allocations (cuMemAlloc's memory is zeroed too, driverDevice.Alloc),
+// since which of the two an allocation is depends on what the pool still
+// caches.
+var trafficBefore = map[string]struct{ bytes, launches, zeroings int64 }{
+	"qwen3-tiny-bf16":     {25874832, 92 + 17, 83 + 3},
+	"qwen3-moe-tiny-bf16": {24256248, 104 + 13, 110 + 2},
+	"qwen3_5-tiny-bf16":   {53079088, 215 + 48, 190 + 4},
+}
 
 // TestBF16TraceTrafficOnEmu counts one train micro-batch's activation
-// bytes (trafficMicroBatch) of qwen3-tiny-bf16 and holds them, its
-// launches and its memsets to the figures above. BENCHMARKS.md ("A bf16
-// model's training trace between ops") quotes the log.
+// bytes (trafficMicroBatch) of each bf16 tiny model and holds them, its
+// launches and its zeroings to the figures before. BENCHMARKS.md ("A
+// bf16 model's training trace between ops") quotes the log. The issue's
+// bar, at most 60 % of the bytes before, is not reached yet (see there).
 func TestBF16TraceTrafficOnEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains under the emulator")
 	}
-	tr, c := trafficMicroBatch(t, "qwen3-tiny-bf16")
-	logTraffic(t, "qwen3-tiny-bf16", tr, c)
-	if got := tr.Total(); got > trafficBefore {
-		t.Errorf("%d activation bytes, more than the %d before", got, trafficBefore)
-	}
-	if got := c.Launches + c.GEMMs; got > launchesBefore {
-		t.Errorf("%d launches and GEMMs, more than the %d before", got, launchesBefore)
-	}
-	if got := c.Memsets + c.Allocs; got > zeroingsBefore {
-		t.Errorf("%d memsets and fresh allocations, more than the %d before", got, zeroingsBefore)
+	for name, before := range trafficBefore {
+		t.Run(name, func(t *testing.T) {
+			tr, c := trafficMicroBatch(t, name)
+			logTraffic(t, name, tr, c)
+			t.Logf("%s: %.1f %% of the %d activation bytes before", name, 100*float64(tr.Total())/float64(before.bytes), before.bytes)
+			if got := tr.Total(); got > before.bytes {
+				t.Errorf("%d activation bytes, more than the %d before", got, before.bytes)
+			}
+			if got := c.Launches + c.GEMMs; got > before.launches {
+				t.Errorf("%d launches and GEMMs, more than the %d before", got, before.launches)
+			}
+			if got := c.Memsets + c.Allocs; got > before.zeroings {
+				t.Errorf("%d memsets and fresh allocations, more than the %d before", got, before.zeroings)
+			}
+		})
 	}
 }
