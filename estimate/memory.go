@@ -668,7 +668,7 @@ func promptGroups(n int64, seqs []trainSeq) int64 {
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool, ep expertShard) phaseBytes {
 	tb := mc.TraceBytes(int(n), int(r), int(traceRuns(n, seqs)), casts)
-	bh := mc.BackwardHeadBytes(int(n), int(r))
+	bh := mc.BackwardHeadBytes(int(n), int(r), casts)
 	setting := pl.setting(mc.NumLayers)
 	trace := tb.Inputs + tb.Head + pl.keptBytes(mc, ad, n)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))

@@ -59,7 +59,11 @@ type TrainOps interface {
 
 	// LogSoftmaxGatherBackward computes, for each row, dlogits[r] =
 	// dlogp[r]·(onehot(target[r]) − softmax(logits[r])): the gradient of
-	// Σ_r dlogp[r]·logp[r] with logp from LogSoftmaxGather.
+	// Σ_r dlogp[r]·logp[r] with logp from LogSoftmaxGather. dlogits is
+	// F32, or BF16 (each gradient computed in f32, then rounded to
+	// nearest even): the A operand of the LM head's backward MatMul with
+	// BF16 weights, which takes it as it is instead of rounding an F32
+	// dlogits in a pass of its own.
 	LogSoftmaxGatherBackward(dlogits, dlogp, logits, target Buffer, rows, vocab int)
 
 	// PolicyLoss computes a policy-gradient loss and its derivative in

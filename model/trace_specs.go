@@ -85,10 +85,18 @@ func (c *Config) traceHeadSpecs(tr *Trace, hF, hFb *kernels.Buffer, r int, gathe
 
 // lmHeadGradSpecs lists the LM head's backward scratch of r scored rows:
 // the logits' gradient and the final norm output's, freed before the
-// layers' backward.
-func (c *Config) lmHeadGradSpecs(dlogits, dhF *kernels.Buffer, r int) bufSpecs {
+// layers' backward. With casts (a bf16 LM head on a backend whose GEMMs
+// round their A to bf16) the logits' gradient is bf16: the log-softmax's
+// backward writes what the head's backward GEMM reads, with no f32 copy
+// and no cast pass between them — at a 151k vocabulary the largest
+// activation of the backward.
+func (c *Config) lmHeadGradSpecs(dlogits, dhF *kernels.Buffer, r int, casts bool) bufSpecs {
 	var b bufSpecs
-	b.f32(dlogits, r*c.VocabSize)
+	if casts {
+		b.add(dlogits, kernels.BF16, r*c.VocabSize)
+	} else {
+		b.f32(dlogits, r*c.VocabSize)
+	}
 	b.f32(dhF, r*c.HiddenSize)
 	return b
 }

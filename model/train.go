@@ -217,7 +217,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	head, rest := &arena{be: be}, &arena{be: be}
 	defer rest.free()
 	var dlogits, dhF, dx kernels.Buffer
-	c.lmHeadGradSpecs(&dlogits, &dhF, r).alloc(head)
+	c.lmHeadGradSpecs(&dlogits, &dhF, r, m.castsBF16() && m.W.LMHead.DType() == kernels.BF16).alloc(head)
 	c.residualGradSpecs(&dx, n).alloc(rest)
 	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, r, v)
 	be.MatMul(dhF, dlogits, m.W.LMHead, r, h, v, false, false, 1, 0)

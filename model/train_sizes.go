@@ -136,9 +136,10 @@ type BackwardHead struct {
 }
 
 // BackwardHeadBytes sizes Backward's buffers outside the layers for a
-// trace of n tokens, r of them scored.
-func (c *Config) BackwardHeadBytes(n, r int) BackwardHead {
+// trace of n tokens, r of them scored; casts as TraceBytes (a bf16
+// checkpoint's LM head is bf16 too).
+func (c *Config) BackwardHeadBytes(n, r int, casts bool) BackwardHead {
 	var dlogits, dhF, dx, dprobs kernels.Buffer
-	return BackwardHead{LMHead: c.lmHeadGradSpecs(&dlogits, &dhF, r).bytes(), Residual: c.residualGradSpecs(&dx, n).bytes(),
+	return BackwardHead{LMHead: c.lmHeadGradSpecs(&dlogits, &dhF, r, casts).bytes(), Residual: c.residualGradSpecs(&dx, n).bytes(),
 		LoadBalance: c.loadBalanceGradSpecs(&dprobs).bytes()}
 }

@@ -101,7 +101,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 				}
 				if sparse && !c.Arch().SigmoidRouter { // GLM-4.5 has no load-balancing loss
 					tr.AuxCoef = 0.01
-					layer += c.BackwardHeadBytes(n, r).LoadBalance
+					layer += c.BackwardHeadBytes(n, r, false).LoadBalance
 				}
 				dlogp := be.Alloc(kernels.F32, r)
 				be.Fill(dlogp, 1, r)
@@ -110,7 +110,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 				if err := tr.Backward(dlogp); err != nil {
 					t.Fatal(err)
 				}
-				bh := c.BackwardHeadBytes(n, r)
+				bh := c.BackwardHeadBytes(n, r, false)
 				if got, want := be.peak-base, bh.Residual+max(bh.LMHead, layer); got != want {
 					t.Errorf("%s: the backward's peak is %d bytes above the trace, the sizes say %d (diff %d)", setting, got, want, want-got)
 				}

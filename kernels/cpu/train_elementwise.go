@@ -116,11 +116,16 @@ func rmsNormBackwardRows(dxs, dys, xs, ws, rs []float32, lo, hi int, accumulate 
 }
 
 // LogSoftmaxGatherBackward recomputes each row's softmax (exps in float64
-// on the Go path, in float32 on the C one; sums in float64).
+// on the Go path, in float32 on the C one; sums in float64). A BF16
+// dlogits gets each row's f32 gradient rounded to bf16, as the GPU's
+// log_softmax_gather_backward_bf16 stores it.
 func (be *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernels.Buffer, rows, vocab int) {
 	const op = "LogSoftmaxGatherBackward"
 	positive(op, rows, vocab)
-	ds := f32(op, "dlogits", dlogits, rows*vocab)
+	ds := floats(op, "dlogits", dlogits, rows*vocab)
+	if dlogits.DType() == kernels.BF16 {
+		defer castBF16(ds, ds)
+	}
 	gs := floats(op, "dlogp", dlogp, rows)
 	xs := floats(op, "logits", logits, rows*vocab)
 	ts := ints(op, "target", target, rows)

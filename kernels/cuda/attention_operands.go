@@ -32,6 +32,7 @@ func (b *Backend) attentionOperands(op string, out, lse, q, kCache, vCache, seq,
 	a.q = b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32, kernels.BF16) // BF16: the tensor-core kernels (attention_flash_tc.go)
 	a.k = b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
 	a.v = b.buf(op, "vCache", vCache, nKV*headDim, a.k.dt)
+	b.cacheTraffic(op, a.k, nTok, nKV*headDim)
 	a.table = b.pages(op, pages, a.k, nKV*headDim)
 	a.seq = b.buf(op, "seq", seq, nTok, kernels.I32)
 	a.pos = b.buf(op, "pos", pos, nTok, kernels.I32)

@@ -30,6 +30,9 @@ type Backend struct {
 	ssdPath SSDPath
 	// host are the host's copies of I32 values it uploaded (positions.go).
 	host hostI32
+	// traffic is the open count of operand bytes (CountTraffic), nil when
+	// none.
+	traffic Traffic
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -133,6 +136,9 @@ func (b *Backend) buf(op, name string, x kernels.Buffer, n int, dts ...kernels.D
 	}
 	if bx.n < n {
 		panic(fmt.Sprintf("cuda: %s: %s has %d elements, the shape needs %d", op, name, bx.n, n))
+	}
+	if b.traffic != nil {
+		b.operandTraffic(op, name, bx, n)
 	}
 	return bx
 }

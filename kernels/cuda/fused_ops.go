@@ -109,6 +109,7 @@ func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCa
 	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
 	kc := b.buf(op, "kCache", kCache, kd, kernels.F32, kernels.BF16)
 	vc := b.buf(op, "vCache", vCache, kc.n, kc.dt)
+	b.cacheTraffic(op, kc, nTok, kd)
 	tb := b.pages(op, pages, kc, kd)
 	src := b.buf(op, "qkv", qkv, nTok*(qw+2*kd), kernels.F32)
 	qb, kb, vb := opt("qBias", qBias, qw), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
@@ -154,6 +155,7 @@ func (b *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPr
 	dg := b.optBuf(op, "dgate", dgate, nTok*qd)
 	kc := b.buf(op, "dkCache", dkCache, kd, kernels.F32)
 	vc := b.buf(op, "dvCache", dvCache, kc.n, kernels.F32)
+	b.cacheTraffic(op, kc, nTok, kd)
 	tb := b.pages(op, pages, kc, kd)
 	empty := &buffer{owner: b}
 	qp, kp, rq, rk, qn, kn := empty, empty, empty, empty, empty, empty

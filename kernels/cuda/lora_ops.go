@@ -53,6 +53,7 @@ func (b *Backend) loraParts(op string, parts []kernels.LoRAPart, rows int) ([]lo
 			b:  b.buf(op, fmt.Sprintf("part %d B", i), p.B, p.Out*p.Rank, kernels.F32),
 			db: b.optBuf(op, fmt.Sprintf("part %d DB", i), p.DB, p.Out*p.Rank),
 			y:  b.buf(op, fmt.Sprintf("part %d Y", i), p.Y, rows*p.YCols, kernels.F32)}
+		b.partTraffic(op, ps[i].y, rows, p.Out)
 		ok = ok && usable(ps[i].b, ps[i].db, ps[i].y)
 		o += p.Rank
 	}

@@ -43,6 +43,9 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	if transA {
 		lda = m
 	}
+	if beta != 0 {
+		b.addTraffic(op+"/C beta", 4*m*n)
+	}
 	if ba.dt == kernels.F32 {
 		b.pending = true
 		b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
@@ -63,6 +66,7 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 		return
 	}
 	defer b.putScratch(tmp, 2*m*k)
+	b.addTraffic(op+"/A cast", 2*2*m*k) // written by the cast, read by the GEMM
 	b.elementwise("f32_to_bf16", m*k, tmp, aa.ptr, int32(m*k))
 	b.pending = true
 	b.fail(b.dev.GemmBF16(transB, transA, n, m, k, alpha, ba.ptr, ldb, tmp, lda, beta, ca.ptr, n))

@@ -138,6 +138,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 	nq := nTok * nHead * headDim
 	kc := b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
 	vc := b.buf(op, "vCache", vCache, nKV*headDim, kc.dt)
+	b.cacheTraffic(op, kc, nTok, nKV*headDim)
 	if kc.n != vc.n {
 		panic(fmt.Sprintf("cuda: AttentionBackward: kCache has %d elements, vCache %d; they must match", kc.n, vc.n))
 	}
@@ -206,14 +207,18 @@ func (b *Backend) LogSoftmaxGatherBackward(dlogits, dlogp, logits, target kernel
 	const op = "LogSoftmaxGatherBackward"
 	positive(op, rows, vocab)
 	i32(op, rows*vocab)
-	d := b.buf(op, "dlogits", dlogits, rows*vocab, kernels.F32)
+	d := b.buf(op, "dlogits", dlogits, rows*vocab, kernels.F32, kernels.BF16)
 	g := b.buf(op, "dlogp", dlogp, rows, kernels.F32)
 	lg := b.buf(op, "logits", logits, rows*vocab, kernels.F32)
 	t := b.buf(op, "target", target, rows, kernels.I32)
 	if !usable(d, g, lg, t) {
 		return
 	}
-	b.launch("log_softmax_gather_backward_f32", D1(rows), D1(warpRound(vocab, logSoftmaxMaxBlock)), 0,
+	name := "log_softmax_gather_backward_f32"
+	if d.dt == kernels.BF16 {
+		name = "log_softmax_gather_backward_bf16"
+	}
+	b.launch(name, D1(rows), D1(warpRound(vocab, logSoftmaxMaxBlock)), 0,
 		d.ptr, g.ptr, lg.ptr, t.ptr, int32(rows), int32(vocab))
 }
 

@@ -37,6 +37,36 @@ func logSoftmaxGatherBackwardCases() []Case {
 				return Compare("dlogits", dl.result(b), want, tolReduction)
 			}))
 	}
+	// A BF16 dlogits (the LM head's bf16 backward GEMM's A): each
+	// gradient the bf16 rounding of one within tolReduction of the
+	// reference; row 2 has dlogp = 0.
+	for i, s := range []shape{{3, 7, 1}, {4, 1003, 100}, {2, 32003, 5}} {
+		s, seed := s, uint64(2720+i)
+		cs = append(cs, trainCase("LogSoftmaxGatherBackward", fmt.Sprintf("rows=%d,vocab=%d,scale=%g,dlogits=bf16", s.rows, s.vocab, s.scale),
+			func(b kernels.Backend, tb kernels.TrainOps) error {
+				e := newEnv(b, seed)
+				defer e.free()
+				tv := lsgTargets(e, s.rows, s.vocab)
+				dv := e.uniform(s.rows, 1)
+				if s.rows > 2 {
+					dv[2] = 0
+				}
+				logits, target, dlogp := e.in("logits", e.uniform(s.rows*s.vocab, s.scale)), e.ints("target", tv), e.in("dlogp", dv)
+				dl := e.floats("dlogits", kernels.BF16, nans(s.rows*s.vocab), false)
+				want := RefLogSoftmaxGatherBackward(dlogp.values(), logits.values(), tv, s.rows, s.vocab)
+				tb.LogSoftmaxGatherBackward(dl.view, dlogp.view, logits.view, target.view, s.rows, s.vocab)
+				if err := e.checkAll(); err != nil {
+					return err
+				}
+				got := dl.result(b)
+				for i, g := range got {
+					if RoundBF16(g) != g {
+						return fmt.Errorf("dlogits[%d] = %.8g is not a bf16 value", i, g)
+					}
+				}
+				return CompareBF16("dlogits", got, want, tolReduction)
+			}))
+	}
 	for i, s := range []shape{{3, 50, 3}, {2, 1003, 5}} {
 		s, seed := s, uint64(2750+i)
 		cs = append(cs, trainCase("LogSoftmaxGatherBackward", fmt.Sprintf("fd,rows=%d,vocab=%d,scale=%g", s.rows, s.vocab, s.scale),

@@ -1,0 +1,72 @@
+package cuda
+
+import "strings"
+
+// Traffic is a count of the activation bytes ops move: for every op issued
+// while it is open (Backend.CountTraffic), each of its operands that is
+// not tagged as weights (TagWeights) adds the bytes its shape spans — the
+// elements the op checks it for, times its dtype's size — under "Op/operand";
+// an operand checked for any size (0) adds its whole length. It is the
+// traffic an op cannot avoid (each operand read or written once; what a
+// kernel re-reads from L2, such as attention's K/V tiles, is the traffic
+// walk's, kernels/emu TestAttentionTrafficTable), so two paths of one op
+// compare by what they store between ops. A MatMul with bf16 weights and
+// an f32 A also counts the cast's bf16 copy of A, written and read back
+// ("MatMul/A cast"), and a GEMM with beta ≠ 0 the read of C ("MatMul/C
+// beta").
+type Traffic map[string]int64
+
+// Total is the sum over every op and operand.
+func (t Traffic) Total() int64 {
+	var n int64
+	for _, v := range t {
+		n += v
+	}
+	return n
+}
+
+// CountTraffic starts a count of the ops' operand bytes (Traffic) and
+// returns it; every op issued until StopTraffic adds to it.
+func (b *Backend) CountTraffic() Traffic {
+	b.traffic = Traffic{}
+	return b.traffic
+}
+
+// StopTraffic ends the count CountTraffic started.
+func (b *Backend) StopTraffic() { b.traffic = nil }
+
+// operandTraffic adds operand name of op, checked for n elements, to the
+// open count.
+func (b *Backend) operandTraffic(op, name string, x *buffer, n int) {
+	if op == "Free" || op == "TagWeights" || x.ptr == 0 || b.dev.isWeight(x.ptr) ||
+		strings.HasSuffix(name, "Cache") || strings.HasSuffix(name, " Y") {
+		return // counted by cacheTraffic, partTraffic
+	}
+	if n == 0 {
+		n = x.n
+	}
+	b.traffic[op+"/"+name] += int64(n * x.dt.Size())
+}
+
+// addTraffic adds bytes under key to the open count.
+func (b *Backend) addTraffic(key string, bytes int) {
+	if b.traffic != nil {
+		b.traffic[key] += int64(bytes)
+	}
+}
+
+// cacheTraffic counts a K or V cache pair, which ops check for one row of
+// width elements, as the nTok rows of each the op's tokens read or write.
+func (b *Backend) cacheTraffic(op string, k *buffer, nTok, width int) {
+	if b.traffic != nil {
+		b.traffic[op+"/caches"] += int64(2 * nTok * width * k.dt.Size())
+	}
+}
+
+// partTraffic counts a LoRA part's Y, which ops check as the whole fused
+// output, as its own rows × out columns, read and written (y += …).
+func (b *Backend) partTraffic(op string, y *buffer, rows, out int) {
+	if b.traffic != nil && y.ptr != 0 {
+		b.traffic[op+"/parts' Y"] += int64(2 * rows * out * y.dt.Size())
+	}
+}
