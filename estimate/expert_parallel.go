@@ -150,7 +150,12 @@ func (e *Estimate) weightItems(mc *model.Config, stored fmt.Stringer) {
 	e.note("expert parallel over %d devices: each holds %d of the %d routed experts of every sparse layer and their adapters; every device samples and trains its own groups and sends its tokens' rows to their experts' devices and back (all-to-all), taken as balanced: a skewed step receives more rows",
 		e.ep.ep, e.ep.per, e.ep.total)
 	heldMX := e.ep.held(mx)
-	e.add(PhaseResident, "routed experts", kernels.MXFP4Bytes(heldMX)+(held-heldMX)*wb,
-		fmt.Sprintf("%d of %d experts of each of %d sparse layers (expert parallel over %d devices): %s of %s params × %d B",
-			e.ep.per, e.ep.total, mc.SparseLayers(), e.ep.ep, count(held), count(routed), e.WeightBytes))
+	detail := fmt.Sprintf("%d of %d experts of each of %d sparse layers (expert parallel over %d devices): %s of %s params × %d B",
+		e.ep.per, e.ep.total, mc.SparseLayers(), e.ep.ep, count(held), count(routed), e.WeightBytes)
+	if heldMX > 0 {
+		// MXFP4 weights are ≈ 0.53 B a param, not the bf16 biases' 2.
+		detail = fmt.Sprintf("%d of %d experts of each of %d sparse layers (expert parallel over %d devices): %s of %s params, %s MXFP4 × 4.25 bits (e2m1 codes + a scale byte per 32), %s (biases) × %d B",
+			e.ep.per, e.ep.total, mc.SparseLayers(), e.ep.ep, count(held), count(routed), count(heldMX), count(held-heldMX), e.WeightBytes)
+	}
+	e.add(PhaseResident, "routed experts", kernels.MXFP4Bytes(heldMX)+(held-heldMX)*wb, detail)
 }

@@ -90,22 +90,51 @@ func TestExpertParallelItems(t *testing.T) {
 // network is needed.
 func labMoE(t *testing.T, extra string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`model = "Qwen/Qwen3.5-122B-A10B"
+	return labRL(t, "qwen-moe.toml", "Qwen/Qwen3.5-122B-A10B", 256, extra)
+}
+
+// labRL writes a Lab configs/rl file's settings for modelID: 100 steps of
+// batch rollouts, 8 per prompt, of up to 1024 tokens without thinking,
+// with extra top-level keys, its environment on synthetic data.
+func labRL(t *testing.T, file, modelID string, batch int, extra string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`model = %q
 max_steps = 100
-batch_size = 256
+batch_size = %d
 rollouts_per_example = 8
-`+extra+`
+`, modelID, batch)+extra+`
 [sampling]
 max_tokens = 1024
 enable_thinking = false
 [[env]]
 id = "reverse-text"
 args = { dataset_name = "synthetic" }
-`), "qwen-moe.toml")
+`), file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// checkWhyNamesEach: p's why line names every degree EP 1, 2, … up to ep
+// (each was tried before it).
+func checkWhyNamesEach(t *testing.T, name string, p *Plan, ep int) {
+	t.Helper()
+	for d := 1; d <= ep; d *= 2 {
+		if !strings.Contains(p.Why, fmt.Sprintf("EP %d needs ", d)) {
+			t.Errorf("%s: the why line does not name EP %d: %s", name, d, p.Why)
+		}
+	}
+}
+
+// checkPeaksWithinH200: each device's share of p peaks within 139 GiB.
+func checkPeaksWithinH200(t *testing.T, name string, p *Plan) {
+	t.Helper()
+	for _, s := range p.Shares {
+		if s.Peak > 139<<30 {
+			t.Errorf("%s: %s peaks at %s", name, s.Device, FormatBytes(s.Peak))
+		}
+	}
 }
 
 // TestExpertParallelPlansOnH200 is issue 30's estimate bar: on H200s
@@ -150,11 +179,7 @@ func TestExpertParallelPlansOnH200(t *testing.T) {
 			}
 			continue
 		}
-		for ep := 1; ep <= c.ep; ep *= 2 {
-			if !strings.Contains(p.Why, fmt.Sprintf("EP %d needs ", ep)) {
-				t.Errorf("%s: the why line does not name EP %d: %s", name, ep, p.Why)
-			}
-		}
+		checkWhyNamesEach(t, name, p, c.ep)
 		err = Misfit(p.Shares)
 		if c.refused != "" {
 			if err == nil || !strings.HasPrefix(err.Error(), c.refused) || !strings.Contains(err.Error(), "its largest item is resident routed experts") ||
@@ -166,11 +191,7 @@ func TestExpertParallelPlansOnH200(t *testing.T) {
 		if err != nil || !strings.HasPrefix(p.Why, fmt.Sprintf("expert parallel, EP %d × DP 1", c.ep)) {
 			t.Errorf("%s: %v (why %q)", name, err, p.Why)
 		}
-		for _, s := range p.Shares {
-			if s.Peak > 139<<30 {
-				t.Errorf("%s: %s peaks at %s", name, s.Device, FormatBytes(s.Peak))
-			}
-		}
+		checkPeaksWithinH200(t, name, p)
 		t.Logf("%s: %s", name, p.Why)
 	}
 	// Rank-16 adapters on all 512 experts of Qwen3.5-397B-A17B's layers
@@ -196,21 +217,7 @@ func TestExpertParallelPlansOnH200(t *testing.T) {
 // 1024 columns, not the hidden 4096.
 func TestNemotronSuperPlansOnH200(t *testing.T) {
 	t.Setenv(FakeMemAvailableEnv, "139G")
-	cfg, err := config.Parse([]byte(`model = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16"
-max_steps = 100
-batch_size = 128
-rollouts_per_example = 8
-micro_batch_tokens = 4096
-[sampling]
-max_tokens = 1024
-enable_thinking = false
-[[env]]
-id = "reverse-text"
-args = { dataset_name = "synthetic" }
-`), "nemotron.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := labRL(t, "nemotron.toml", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 128, "micro_batch_tokens = 4096\n")
 	ids, err := kernels.ParseDevices("cuda:0-7")
 	if err != nil {
 		t.Fatal(err)
@@ -223,19 +230,11 @@ args = { dataset_name = "synthetic" }
 	if p.EP != 4 || p.DP != 2 || !strings.HasPrefix(p.Why, "expert parallel, EP 4 × DP 2") {
 		t.Errorf("EP %d × DP %d: %s", p.EP, p.DP, p.Why)
 	}
-	for ep := 1; ep <= p.EP; ep *= 2 {
-		if !strings.Contains(p.Why, fmt.Sprintf("EP %d needs ", ep)) {
-			t.Errorf("the why line does not name EP %d: %s", ep, p.Why)
-		}
-	}
+	checkWhyNamesEach(t, shape, p, p.EP)
 	if err := Misfit(p.Shares); err != nil {
 		t.Error(err)
 	}
-	for _, s := range p.Shares {
-		if s.Peak > 139<<30 {
-			t.Errorf("%s peaks at %s", s.Device, FormatBytes(s.Peak))
-		}
-	}
+	checkPeaksWithinH200(t, shape, p)
 	t.Logf("%s", p.Why)
 	mc, _ := model.Shape(shape)
 	e, err := Memory(cfg, mc, Options{Device: "cuda", ExpertParallel: p.EP, Available: &Available{Bytes: 139 << 30, Known: true}})

@@ -271,6 +271,9 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
 		}
 	}
+	if desc.GPU && mc.LinearLayers() > 0 && mc.RecurrentMixerName() == "Mamba-2" {
+		e.ssdScratchItem(cfg, mc, longest, seqs)
+	}
 	if err := e.recomputeItems(cfg, mc, projs, ad, longest, seqs, stepTrained, trainingAt, o.Available); err != nil {
 		return nil, err
 	}
@@ -772,6 +775,19 @@ func loraTargets(c lora.Config, mc *model.Config) ([]model.Proj, bool, error) {
 		return nil, false, err
 	}
 	return c.Targets(mc)
+}
+
+// ssdScratchItem prices the pool blocks the Mamba-2 layers' backward
+// (SSDScanBackward: the saved states, the heads' shares of B's and C's
+// gradients) takes for a training micro-batch, taken as one call over
+// all its tokens and the most runs a micro-batch holds (traceRuns); the
+// pool keeps them for the run, so they are resident.
+func (e *Estimate) ssdScratchItem(cfg *config.Config, mc *model.Config, longest int, seqs []trainSeq) {
+	n := int64(max(cfg.MicroBatchTokens, longest-1))
+	runs := traceRuns(n, seqs)
+	e.add(PhaseResident, "SSD backward scratch (Mamba-2)",
+		int64(cuda.SSDBackwardPoolBytes(int(runs), int(n), mc.MambaNumHeads, mc.MambaHeadDim, mc.SSMStateSize)),
+		fmt.Sprintf("kernels/cuda's pooled saved states and B/C gradient shares for a micro-batch of %d tokens in %d runs", n, runs))
 }
 
 // bf16Scratch is kernels/cuda's pool of bf16 copies of the activations a

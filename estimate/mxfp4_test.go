@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/model"
@@ -36,6 +37,22 @@ func TestEstimateGptOss120bMXFP4(t *testing.T) {
 	}
 	t.Logf("resident %s (MXFP4 experts %s), peak %s in %s", FormatBytes(e.PhaseBytes(PhaseResident)),
 		FormatBytes(item(t, e, PhaseResident, "MXFP4 experts")), FormatBytes(e.Peak), e.PeakPhase)
+
+	// Over 4 devices each holds 32 of each layer's 128 experts: their
+	// MXFP4 weights at 4.25 bits (≈ 0.53 B a param), their biases bf16.
+	ep, err := Memory(cfg, mc, Options{Device: "cuda", ExpertParallel: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, heldMX := routedExpertParams(mc)/4, experts/4
+	if got, want := item(t, ep, PhaseResident, "routed experts"), heldMX/2+heldMX/32+(held-heldMX)*2; got != want {
+		t.Errorf("EP 4: routed experts %d B, want %d", got, want)
+	}
+	for _, it := range ep.Items {
+		if it.Name == "routed experts" && (!strings.Contains(it.Detail, "MXFP4 × 4.25 bits") || strings.Contains(it.Detail, "params × 2 B")) {
+			t.Errorf("EP 4: routed experts detail %q does not price MXFP4 at 4.25 bits", it.Detail)
+		}
+	}
 
 	// The CPU dequantizes at load and widens bf16 to f32: no MXFP4 item.
 	e, err = Memory(cfg, mc, Options{Device: "cpu"})

@@ -25,21 +25,39 @@ func TestMergeInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fillB(m, a)
-			want := logits(t, m.WithAdapter(a), mergeTokens)
-			base := logits(t, m, mergeTokens)
-			if err := Merge(m, a); err != nil {
-				t.Fatal(err)
-			}
-			got := logits(t, m, mergeTokens)
-			if d := maxAbsDiff(got, want); d > 1e-5 {
-				t.Fatalf("merged vs adapter: max |Δ| %g > 1e-5", d)
-			}
-			if d := maxAbsDiff(got, base); d < 0.01 {
-				t.Fatalf("merge changed the logits by only %g", d)
-			}
+			checkMerge(t, m, a)
 		})
 	}
+}
+
+// checkMerge merges a (its B matrices filled by fillB) into m and checks
+// that the merged model computes what m with a did, to float32 rounding
+// (max |Δ| of the logits ≤ 1e-5), and that the adapter changed them (by
+// 0.01 at least).
+func checkMerge(t *testing.T, m *model.Model, a *Adapter) {
+	t.Helper()
+	fillB(m, a)
+	want := logits(t, m.WithAdapter(a), mergeTokens)
+	base := logits(t, m, mergeTokens)
+	if err := Merge(m, a); err != nil {
+		t.Fatal(err)
+	}
+	got := logits(t, m, mergeTokens)
+	if d := maxAbsDiff(got, want); d > 1e-5 {
+		t.Fatalf("merged vs adapter: max |Δ| %g > 1e-5", d)
+	}
+	if d := maxAbsDiff(got, base); d < 0.01 {
+		t.Fatalf("merge changed the logits by only %g", d)
+	}
+}
+
+// paramNames are a's parameters' names, in order.
+func paramNames(a *Adapter) []string {
+	var names []string
+	for _, p := range a.Params() {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 func fillB(m *model.Model, a *Adapter) {

@@ -20,10 +20,7 @@ func TestNemotronAllLinear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, p := range a.Params() {
-		names = append(names, p.Name)
-	}
+	names := paramNames(a)
 	has := func(name string) bool {
 		return slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, name) })
 	}
@@ -56,10 +53,7 @@ func TestNemotronExpertsSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, p := range a.Params() {
-		names = append(names, p.Name)
-	}
+	names := paramNames(a)
 	if !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "backbone.layers.3.mixer.experts.7.up_proj.lora_A") }) {
 		t.Errorf("no per-expert adapter in %v", names)
 	}
@@ -75,19 +69,7 @@ func TestNemotronMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillB(m, a)
-	want := logits(t, m.WithAdapter(a), mergeTokens)
-	base := logits(t, m, mergeTokens)
-	if err := Merge(m, a); err != nil {
-		t.Fatal(err)
-	}
-	got := logits(t, m, mergeTokens)
-	if d := maxAbsDiff(got, want); d > 1e-5 {
-		t.Fatalf("merged vs adapter: max |Δ| %g > 1e-5", d)
-	}
-	if d := maxAbsDiff(got, base); d < 0.01 {
-		t.Fatalf("merge changed the logits by only %g", d)
-	}
+	checkMerge(t, m, a)
 }
 
 // TestNemotronLatentAllLinear: on Nemotron-3-Super's latent MoE
@@ -102,10 +84,7 @@ func TestNemotronLatentAllLinear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, p := range a.Params() {
-		names = append(names, p.Name)
-	}
+	names := paramNames(a)
 	for _, n := range []string{"backbone.layers.3.mixer.fc1_latent_proj.lora_A", "backbone.layers.3.mixer.fc1_latent_proj.lora_B",
 		"backbone.layers.3.mixer.fc2_latent_proj.lora_A", "backbone.layers.3.mixer.fc2_latent_proj.lora_B"} {
 		if !slices.ContainsFunc(names, func(s string) bool { return strings.Contains(s, n) }) {
@@ -122,17 +101,5 @@ func TestNemotronLatentAllLinear(t *testing.T) {
 	}
 	roundTrip(t, m, experts, nil)
 
-	fillB(m, a)
-	want := logits(t, m.WithAdapter(a), mergeTokens)
-	base := logits(t, m, mergeTokens)
-	if err := Merge(m, a); err != nil {
-		t.Fatal(err)
-	}
-	got := logits(t, m, mergeTokens)
-	if d := maxAbsDiff(got, want); d > 1e-5 {
-		t.Fatalf("merged vs adapter: max |Δ| %g > 1e-5", d)
-	}
-	if d := maxAbsDiff(got, base); d < 0.01 {
-		t.Fatalf("merge changed the logits by only %g", d)
-	}
+	checkMerge(t, m, a)
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpo-dev/grpo/internal/golden"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/model/safetensors"
@@ -24,53 +23,7 @@ var gptOssModels = []string{"gpt_oss-tiny", "gpt_oss-tiny-bf16", "gpt_oss-tiny-m
 func TestGptOssLogitsMatchPyTorch(t *testing.T) {
 	const tol = 5e-5
 	for _, name := range gptOssModels {
-		t.Run(name, func(t *testing.T) {
-			m, err := Load(filepath.Join("..", "testdata", "models", name), cpu.New())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var manifest struct {
-				Cases []golden.LogitCase `json:"cases"`
-			}
-			vals, err := golden.Read(filepath.Join("..", "testdata"), name+".json", &manifest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, gc := range manifest.Cases {
-				want, err := gc.Logits.Of(vals)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var b Batch
-				b.Add(0, 0, gc.Tokens...)
-				got, err := m.Logits(m.NewKVCache(1, len(gc.Tokens)), &b, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				d := maxAbsDiff(got, want)
-				if d > tol {
-					t.Errorf("%s prefill: max |Δ| = %.3g > %g", gc.Name, d, tol)
-				}
-				t.Logf("%s prefill: max |Δ| = %.3g", gc.Name, d)
-				if len(gc.Tokens) > 64 {
-					continue
-				}
-				cache := m.NewKVCache(1, len(gc.Tokens))
-				var dec []float32
-				for i, id := range gc.Tokens {
-					var s Batch
-					s.Add(0, i, id)
-					step, err := m.Logits(cache, &s, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					dec = append(dec, step...)
-				}
-				if d := maxAbsDiff(dec, want); d > tol {
-					t.Errorf("%s decode: max |Δ| = %.3g > %g", gc.Name, d, tol)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkLogitsGolden(t, name, tol) })
 	}
 }
 

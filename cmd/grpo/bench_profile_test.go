@@ -35,19 +35,7 @@ func TestBenchProfileFlag(t *testing.T) {
 	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "--profile times the kernels") || !strings.Contains(stderr, "--device cuda") {
 		t.Errorf("--profile on cpu: exit %d, %q; want one usage line", code, stderr)
 	}
-	run := func(asJSON bool) string {
-		var buf bytes.Buffer
-		old := stdout
-		stdout = &buf
-		defer func() { stdout = old }()
-		err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", json: asJSON, Options: bench.Options{Prefill: 4, Decode: 2, Batch: 2, Repeat: 1,
-			PrefillChunk: 64, Temperature: 1, TrainSeqs: 1, TrainLen: 8, LoRARank: 4, NoMatmul: true, Profile: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return buf.String()
-	}
-	text := run(false)
+	text := string(emuProfileOutput(t, shape, false))
 	t.Logf("the table:\n%s", text)
 	for _, want := range []string{"profile of prefill 2x4: wall", "profile of decode step batch 2 (graph replay)", "profile of decode step batch 2 (op by op)",
 		"profile of train micro-batch 1x8", "GPU idle between ops", "KERNEL", "MEAN µs", "graph (", "rmsnorm"} {
@@ -75,7 +63,7 @@ func TestBenchProfileFlag(t *testing.T) {
 			} `json:"counts"`
 		} `json:"profile"`
 	}
-	js := run(true)
+	js := string(emuProfileOutput(t, shape, true))
 	if err := json.Unmarshal([]byte(js), &res); err != nil {
 		t.Fatalf("%v in %s", err, js)
 	}
@@ -106,23 +94,15 @@ func TestProfileSummaryLine(t *testing.T) {
 	const shape = "test-profile-line"
 	model.Shapes[shape] = tinyStepShape
 	defer delete(model.Shapes, shape)
-	var buf bytes.Buffer
-	old := stdout
-	stdout = &buf
-	err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", json: true, Options: bench.Options{Prefill: 4, Decode: 2, Batch: 2, Repeat: 1,
-		PrefillChunk: 64, Temperature: 1, TrainSeqs: 1, TrainLen: 8, LoRARank: 4, NoMatmul: true, Profile: true}})
-	stdout = old
-	if err != nil {
-		t.Fatal(err)
-	}
+	profileJSON := emuProfileOutput(t, shape, true)
 	var res struct {
 		Profile []bench.PhaseProfile `json:"profile"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(profileJSON, &res); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "profile.out")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(file, profileJSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("bash", "../../scripts/profile-summary.sh", file, "3").Output()
@@ -181,15 +161,7 @@ func TestGPUCheckProfileStep(t *testing.T) {
 	const shape = "test-profile-check"
 	model.Shapes[shape] = tinyStepShape
 	defer delete(model.Shapes, shape)
-	var buf bytes.Buffer
-	old := stdout
-	stdout = &buf
-	err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", json: true, Options: bench.Options{Prefill: 4, Decode: 2, Batch: 2, Repeat: 1,
-		PrefillChunk: 64, Temperature: 1, TrainSeqs: 1, TrainLen: 8, LoRARank: 4, NoMatmul: true, Profile: true}})
-	stdout = old
-	if err != nil {
-		t.Fatal(err)
-	}
+	profileJSON := emuProfileOutput(t, shape, true)
 	dir := t.TempDir()
 	bin, built, profile := filepath.Join(dir, "bin"), filepath.Join(dir, "built"), filepath.Join(dir, "profile.json")
 	for _, d := range []string{bin, built} {
@@ -197,7 +169,7 @@ func TestGPUCheckProfileStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(profile, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(profile, profileJSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tools := map[string]string{"nvidia-smi": fakeGPUTools["nvidia-smi"], "python3": fakeGPUTools["python3"],
@@ -249,4 +221,21 @@ esac`
 	if n := strings.Count(string(res), " | PASS | "); n != 2 {
 		t.Errorf("%d steps passed, want 2 (environment and profile; every other step's tool fails):\n%s", n, res)
 	}
+}
+
+// emuProfileOutput is what `grpo bench --profile` on emu prints (the table,
+// or with asJSON the JSON) for the registered shape: a prefill of 2x4, 2
+// decode steps and a 1x8 train micro-batch.
+func emuProfileOutput(t *testing.T, shape string, asJSON bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	old := stdout
+	stdout = &buf
+	defer func() { stdout = old }()
+	err := runBench(benchOpts{shape: shape, device: "emu", dtype: "auto", json: asJSON, Options: bench.Options{Prefill: 4, Decode: 2, Batch: 2, Repeat: 1,
+		PrefillChunk: 64, Temperature: 1, TrainSeqs: 1, TrainLen: 8, LoRARank: 4, NoMatmul: true, Profile: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -53,20 +53,29 @@ func startServe(t *testing.T, model string, args ...string) (string, *bytes.Buff
 	return serverURL(t, stdout, srvErr), srvErr
 }
 
+// tinyModelAndEnv writes the tiny Qwen3 model to dir/model and an
+// 8-example reverse-words environment to dir/env in a fresh temporary
+// dir, and returns the three paths.
+func tinyModelAndEnv(t *testing.T) (dir, model, envDir string) {
+	t.Helper()
+	dir = t.TempDir()
+	model = filepath.Join(dir, "model")
+	if err := tinymodel.Write(model, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
+		t.Fatal(err)
+	}
+	envDir = filepath.Join(dir, "env")
+	if err := tinymodel.WriteReverseEnv(envDir, 8); err != nil {
+		t.Fatal(err)
+	}
+	return dir, model, envDir
+}
+
 // tinyTrainConfig writes a tiny model, a reverse-words environment and a
 // run config of maxSteps steps with a checkpoint every ckInterval, and
 // returns the config's path.
 func tinyTrainConfig(t *testing.T, maxSteps, ckInterval int, extra string) string {
 	t.Helper()
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
-	if err := tinymodel.Write(model, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	envDir := filepath.Join(dir, "env")
-	if err := tinymodel.WriteReverseEnv(envDir, 8); err != nil {
-		t.Fatal(err)
-	}
+	dir, model, envDir := tinyModelAndEnv(t)
 	cfg := filepath.Join(dir, "run.toml")
 	text := fmt.Sprintf(`model = %q
 max_steps = %d

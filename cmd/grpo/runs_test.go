@@ -10,22 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/rundir"
 )
 
 // trainTinyRun trains a real 2-step run into root/NAME with grpo train.
 func trainTinyRun(t *testing.T, root, name string) string {
 	t.Helper()
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
-	if err := tinymodel.Write(model, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	envDir := filepath.Join(dir, "env")
-	if err := tinymodel.WriteReverseEnv(envDir, 8); err != nil {
-		t.Fatal(err)
-	}
+	dir, model, envDir := tinyModelAndEnv(t)
 	cfg := filepath.Join(dir, "run.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`model = %q
 max_steps = 2

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/model/safetensors"
 	"github.com/grpo-dev/grpo/rundir"
 )
@@ -21,15 +20,7 @@ import (
 // adapters within 1e-5 — the DP bar of trainer/replicas' tests, through
 // the CLI.
 func TestTrainDevicesReproducesOneDevice(t *testing.T) {
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
-	if err := tinymodel.Write(model, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	envDir := filepath.Join(dir, "env")
-	if err := tinymodel.WriteReverseEnv(envDir, 8); err != nil {
-		t.Fatal(err)
-	}
+	dir, model, envDir := tinyModelAndEnv(t)
 	// The tiny model's completions share no letter with the answers (the
 	// ratio rubric scores 0): a reward of the rollout's size's parity
 	// gives the groups mixed rewards, so the update has work to agree on.

@@ -8,22 +8,13 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/config"
-	"github.com/grpo-dev/grpo/internal/tinymodel"
 )
 
 // TestTrainOverrides: --max-steps and --set change the run, and the run
 // directory's config.toml has them written in, so it parses to the config
 // that ran (what --resume reads).
 func TestTrainOverrides(t *testing.T) {
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
-	if err := tinymodel.Write(model, filepath.Join("..", "..", "testdata", "models", "qwen3-tiny")); err != nil {
-		t.Fatal(err)
-	}
-	envDir := filepath.Join(dir, "env")
-	if err := tinymodel.WriteReverseEnv(envDir, 8); err != nil {
-		t.Fatal(err)
-	}
+	dir, model, envDir := tinyModelAndEnv(t)
 	cfg := filepath.Join(dir, "run.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("model = %q\nmax_steps = 50\nbatch_size = 4\nrollouts_per_example = 2\n[[env]]\nid = %q\n[lora]\nrank = 2\nalpha = 4\n", model, envDir)), 0o644)
 	run := filepath.Join(dir, "run")

@@ -117,29 +117,11 @@ __device__ __forceinline__ void attention_flash_dkdv(float* dk, float* dv, const
 	dV.zero();
 	int written = 0;  // rows 0..written-1 of the tile are seen by some query
 	for (int entry = 0;; entry++) {
-		__syncthreads();  // ctl and the tiles of the previous mapping are no longer read
-		if (tid == 0) {
-			int e = entry;
-			while (e < seqs * maxBlocks && table[e] != blk) e++;
-			ctl[0] = e;
-		}
-		__syncthreads();
-		entry = ctl[0];
+		entry = paged_next_entry(table, entry, seqs * maxBlocks, blk, ctl);
 		if (entry >= seqs * maxBlocks) break;
-		// Table entry (s, j) maps this block: its rows are positions
-		// j0.. of s. It counts only if a query of s reaches them (an
-		// entry past a sequence's end may hold anything).
-		int s = entry / maxBlocks, j0 = entry % maxBlocks * blockSize + row0;
-		int last = -1, first = -(1 << 24);  // positions are below 2²⁴, exact as float; first negated
-		for (int t = tid; t < nTok; t += blockDim.x)
-			if (seq[t] == s) {
-				last = max(last, pos[t]);
-				first = max(first, -attn_first(pos[t], window));
-			}
-		last = (int)block_max((float)last, st);
-		first = -(int)block_max((float)first, st);
-		if (last < j0 || first > j0 + nk - 1) continue;  // uniform: no window reaches the block
-		last = min(last, j0 + nk - 1);
+		int s, j0, first, last;
+		if (!paged_entry_reach(entry, seq, pos, maxBlocks, blockSize, nTok, row0, nk, window, st, s, j0, first, last))
+			continue;  // uniform
 		written = max(written, last - j0 + 1);
 		load_kv_tile<HD, T>(ks, kCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
 		load_kv_tile<HD, T>(vs, vCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);

@@ -22,7 +22,7 @@
 // has finished Q·Kᵀ and lands during the softmax and P·V, the next V once
 // P·V is done and lands during the next Q·Kᵀ. Sliding windows and sinks
 // (kernels.AttentionVariant) as in attention_flash.cu: a row sees keys
-// ftc_attn_first(pos)..pos; the sink joins l after the last tile.
+// attn_first(pos)..pos; the sink joins l after the last tile.
 // nvcc -ptx -arch=compute_80 attention_flash_tc.cu
 #include "flash_tc.cuh"
 
@@ -85,7 +85,7 @@ __device__ __forceinline__ void attention_flash_tc(float* out, float* lse, const
 					if (s < 0) s = rowSeq[r];
 					if (rowSeq[r] == s) {
 						last = max(last, rowPos[r]);
-						first = min(first, ftc_attn_first(rowPos[r], window));
+						first = min(first, attn_first(rowPos[r], window));
 					}
 				}
 			ctl[0] = s;
@@ -100,7 +100,7 @@ __device__ __forceinline__ void attention_flash_tc(float* out, float* lse, const
 		for (int i = 0; i < 2; i++) {
 			mine[i] = rowSeq[myRow[i]] == s && !rowDone[myRow[i]];
 			myPos[i] = rowPos[myRow[i]];
-			myFirst[i] = ftc_attn_first(myPos[i], window);
+			myFirst[i] = attn_first(myPos[i], window);
 		}
 		ftc_load_kv<HD>(ks, KT, kCache, table, blockSize, maxBlocks, s, first, first, last, g, headDim, width);
 		cp_async_commit();

@@ -28,7 +28,7 @@
 // does both; at head dim 256 both would not fit in registers, so the host
 // launches mode dv, then mode dk, each recomputing the probabilities.
 //
-// Windows: a row sees keys ftc_attn_first(pos)..pos; sinks need nothing
+// Windows: a row sees keys attn_first(pos)..pos; sinks need nothing
 // here (the forward's lse holds them, and they are frozen).
 // nvcc -ptx -arch=compute_80 attention_flash_tc_backward.cu
 #include "flash_tc.cuh"
@@ -122,7 +122,7 @@ __device__ __forceinline__ void attention_flash_tc_dq(float* dq, __nv_bfloat16* 
 			bool valid = R < nRows;
 			rowSeq[r] = valid ? seq[R / group] : -1;
 			rowPos[r] = valid ? pos[R / group] : -1;
-			rowFirst[r] = valid ? ftc_attn_first(rowPos[r], window) : 0;
+			rowFirst[r] = valid ? attn_first(rowPos[r], window) : 0;
 			rowDone[r] = !valid;
 			rowLse[r] = valid ? lse[ftc_lse_index(R, group, g, nHead)] : 0.0f;
 			rowD[r] = part;
@@ -268,28 +268,11 @@ __device__ __forceinline__ void attention_flash_tc_dkdv(float* dk, float* dv, co
 		for (int i = 0; i < 4; i++) accV[n][i] = 0.0f;
 	int written = 0;  // rows 0..written-1 of the tile are seen by some query
 	for (int entry = 0;; entry++) {
-		__syncthreads();  // ctl and the tiles of the previous mapping are no longer read
-		if (tid == 0) {
-			int e = entry;
-			while (e < seqs * maxBlocks && table[e] != blk) e++;
-			ctl[0] = e;
-		}
-		__syncthreads();
-		entry = ctl[0];
+		entry = paged_next_entry(table, entry, seqs * maxBlocks, blk, ctl);
 		if (entry >= seqs * maxBlocks) break;
-		// Table entry (s, j) maps this block: its rows are positions
-		// j0.. of s. It counts only if a query of s reaches them.
-		int s = entry / maxBlocks, j0 = entry % maxBlocks * blockSize + row0;
-		int last = -1, first = -(1 << 24);  // positions are below 2²⁴, exact as float; first negated
-		for (int t = tid; t < nTok; t += blockDim.x)
-			if (seq[t] == s) {
-				last = max(last, pos[t]);
-				first = max(first, -ftc_attn_first(pos[t], window));
-			}
-		last = (int)block_max((float)last, red);
-		first = -(int)block_max((float)first, red);
-		if (last < j0 || first > j0 + nk - 1) continue;  // uniform: no window reaches the block
-		last = min(last, j0 + nk - 1);
+		int s, j0, first, last;
+		if (!paged_entry_reach(entry, seq, pos, maxBlocks, blockSize, nTok, row0, nk, window, red, s, j0, first, last))
+			continue;  // uniform
 		written = max(written, last - j0 + 1);
 		ftc_load_kv<HD>(ks, FTC_ROWS, kCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
 		ftc_load_kv<HD>(vs, FTC_ROWS, vCache, table, blockSize, maxBlocks, s, j0, first, last, g, headDim, width);
@@ -301,7 +284,7 @@ __device__ __forceinline__ void attention_flash_tc_dkdv(float* dk, float* dv, co
 				bool valid = R < nRows;
 				rowSeq[r] = valid ? seq[R / group] : -1;
 				rowPos[r] = valid ? pos[R / group] : -1;
-				rowFirst[r] = valid ? ftc_attn_first(rowPos[r], window) : 0;
+				rowFirst[r] = valid ? attn_first(rowPos[r], window) : 0;
 				rowLse[r] = valid ? lse[ftc_lse_index(R, group, g, nHead)] : 0.0f;
 				rowD[r] = valid ? dD[ftc_lse_index(R, group, g, nHead)] : 0.0f;
 			}

@@ -13,6 +13,7 @@
 // template's multiple of 16, so any headDim ≤ 128 takes this path.
 #pragma once
 #include "common.cuh"
+#include "paged.cuh"
 #ifndef GRPO_EMU
 #include <mma.h>
 #endif
@@ -44,11 +45,6 @@ __host__ __device__ __forceinline__ int flash_align(int bytes) { return (bytes +
 // value into a tile.
 __device__ __forceinline__ void to_tile(float* t, float v) { *t = v; }
 __device__ __forceinline__ void to_tile(__nv_bfloat16* t, float v) { *t = __float2bfloat16_rn(v); }
-
-// attn_first is the first key position a query at position p attends
-// to: p − window + 1 under a sliding window (window > 0), else 0
-// (kernels.AttentionVariant).
-__device__ __forceinline__ int attn_first(int p, int window) { return window > 0 ? max(0, p - window + 1) : 0; }
 
 // load_kv_tile fills tile (FLASH_KEYS × HD) with the keys j0.. of
 // sequence s of KV head g, zeros for dims ≥ headDim and for positions

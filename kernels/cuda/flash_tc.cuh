@@ -29,6 +29,7 @@
 // or row-shifted bytes).
 #pragma once
 #include "common.cuh"
+#include "paged.cuh"
 
 #define FTC_WARPS 4
 #define FTC_THREADS (32 * FTC_WARPS)
@@ -130,11 +131,6 @@ __device__ __forceinline__ void frag_a_from(unsigned a[4], const float lo[4], co
 	a[2] = pack_bf16(hi[0], hi[1]);
 	a[3] = pack_bf16(hi[2], hi[3]);
 }
-
-// ftc_attn_first is the first key position a query at position p
-// attends to (kernels.AttentionVariant): p − window + 1 under a sliding
-// window (window > 0), else 0.
-__device__ __forceinline__ int ftc_attn_first(int p, int window) { return window > 0 ? max(0, p - window + 1) : 0; }
 
 // ftc_load_kv issues the cp.async copies of n rows (keys) of sequence s
 // from j0 on, KV head g, into tile (stride FTC_LD(HD)): zeros for dims ≥

@@ -71,14 +71,24 @@ func ssdChunkedBackwardShared(headDim, stateSize int) int {
 
 // ssdChunked reports whether a scan call takes the chunked kernels.
 func (b *Backend) ssdChunked(nRuns, nTok, headDim, stateSize int) bool {
-	fits := max(ssdChunkedShared(headDim, stateSize), ssdChunkedBackwardShared(headDim, stateSize)) <= deltaMaxShared
 	switch b.ssdPath {
 	case SSDRecurrent:
 		return false
 	case SSDChunked:
-		return fits
+		return ssdChunkedFits(headDim, stateSize)
 	}
-	return fits && nTok >= ssdChunkedMinRun*nRuns
+	return ssdAutoChunked(nRuns, nTok, headDim, stateSize)
+}
+
+// ssdChunkedFits reports whether the chunked kernels' shared memory fits.
+func ssdChunkedFits(headDim, stateSize int) bool {
+	return max(ssdChunkedShared(headDim, stateSize), ssdChunkedBackwardShared(headDim, stateSize)) <= deltaMaxShared
+}
+
+// ssdAutoChunked is SSDAuto's choice: the chunked kernels where they fit
+// and the runs average ssdChunkedMinRun tokens or more.
+func ssdAutoChunked(nRuns, nTok, headDim, stateSize int) bool {
+	return ssdChunkedFits(headDim, stateSize) && nTok >= ssdChunkedMinRun*nRuns
 }
 
 func ssmOperands(op string, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) (width, perSlot int) {
@@ -145,11 +155,8 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 		return
 	}
 	chunked := b.ssdChunked(nRuns, nTok, headDim, stateSize)
-	every := ssdReplay
-	if chunked {
-		every = ssdChunk
-	}
-	saved, heads := (nTok/every+nRuns)*per, nTok*nHeads*2*stateSize
+	every := ssdSaveEvery(chunked)
+	saved, heads := ssdBackwardScratch(chunked, nRuns, nTok, nHeads, headDim, stateSize)
 	i32(op, saved, heads)
 	ck, ok := b.scratch(4 * saved)
 	if !ok {
@@ -174,6 +181,31 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 		b.launch("ssd_init_sum_f32", D1(min((per+ssdSumBlock-1)/ssdSumBlock, maxGridStrideBlocks)), D1(ssdSumBlock), 0, dst.ptr, ck, rr.ptr,
 			int32(nRuns), int32(nTok), int32(slots), int32(per), int32(every))
 	}
+}
+
+// ssdBackwardScratch is the f32 elements of SSDScanBackward's two
+// scratch buffers: the saved states (every chunk's start, or every
+// ssdReplay tokens'; ⌊nTok/k⌋ + nRuns bounds Σ over runs of ⌈count/k⌉)
+// and the heads' shares of B's and C's gradients.
+func ssdBackwardScratch(chunked bool, nRuns, nTok, nHeads, headDim, stateSize int) (saved, heads int) {
+	return (nTok/ssdSaveEvery(chunked) + nRuns) * nHeads * headDim * stateSize, nTok * nHeads * 2 * stateSize
+}
+
+// ssdSaveEvery is how many tokens apart the backward saves a state.
+func ssdSaveEvery(chunked bool) int {
+	if chunked {
+		return ssdChunk
+	}
+	return ssdReplay
+}
+
+// SSDBackwardPoolBytes is the pool blocks (ScratchClass each) that
+// SSDScanBackward of nTok tokens in nRuns runs holds at once on the path
+// SSDAuto picks, and that the pool keeps for the run: what sizing the
+// pool before launch (the estimate) counts for a Mamba-2 model.
+func SSDBackwardPoolBytes(nRuns, nTok, nHeads, headDim, stateSize int) int {
+	saved, heads := ssdBackwardScratch(ssdAutoChunked(nRuns, nTok, headDim, stateSize), nRuns, nTok, nHeads, headDim, stateSize)
+	return ScratchClass(4*saved) + ScratchClass(4*heads)
 }
 
 func groupShape(op string, rows, dim, groups int) int {

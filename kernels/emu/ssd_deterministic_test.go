@@ -36,37 +36,23 @@ func ssdBackwardRun(t *testing.T, path cuda.SSDPath, o BlockOrder) (r [3][]float
 	defer b.Close()
 	b.SetSSDPath(path)
 	rng := rand.New(rand.NewPCG(41, 7))
-	up := func(n int, lo, hi float64) kernels.Buffer {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(lo + (hi-lo)*rng.Float64())
-		}
-		x := b.Alloc(kernels.F32, n)
-		b.Upload(x, v)
-		return x
-	}
-	width, per := s.NHeads*s.HeadDim+2*s.NGroups*s.StateSize, s.NHeads*s.HeadDim*s.StateSize
-	xBC, dtRaw := up(ssdDetTok*width, -1, 1), up(ssdDetTok*s.NHeads, -4, 2)
-	aLog, dtBias, dd := up(s.NHeads, -1, 1), up(s.NHeads, -0.5, 0.5), up(s.NHeads, -0.5, 0.5)
-	state, dy, dState := up(ssdDetSlots*per, -0.5, 0.5), up(ssdDetTok*s.NHeads*s.HeadDim, -1, 1), up(ssdDetSlots*per, -1, 1)
-	runs := b.Alloc(kernels.I32, len(ssdDetRuns))
-	b.UploadI32(runs, ssdDetRuns)
+	in := uploadSSDInputs(b, rng, s, ssdDetRuns, ssdDetTok, ssdDetSlots)
 	// Not zeroed: the backward overwrites them.
-	dxBC, ddt := up(ssdDetTok*width, -9, 9), up(ssdDetTok*s.NHeads, -9, 9)
+	dxBC, ddt := uniformBuf(b, rng, ssdDetTok*in.width, -9, 9), uniformBuf(b, rng, ssdDetTok*s.NHeads, -9, 9)
 	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	prev := SetBlockOrder(o)
 	before, atomicsBefore := b.Counts(), d.AtomicsTotal()
-	b.SSDScanBackward(dxBC, ddt, dState, dy, xBC, dtRaw, aLog, dtBias, dd, state, runs, len(ssdDetRuns)/4, ssdDetTok, s.NHeads, s.HeadDim,
-		s.NGroups, s.StateSize)
+	b.SSDScanBackward(dxBC, ddt, in.dState, in.dy, in.xBC, in.dtRaw, in.aLog, in.dtBias, in.dd, in.state, in.runs, len(ssdDetRuns)/4, ssdDetTok,
+		s.NHeads, s.HeadDim, s.NGroups, s.StateSize)
 	err := b.Sync()
 	SetBlockOrder(prev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	launches, atomics = b.Counts().Sub(before).Launches, d.AtomicsTotal()-atomicsBefore
-	for i, x := range []kernels.Buffer{dxBC, ddt, dState} {
+	for i, x := range []kernels.Buffer{dxBC, ddt, in.dState} {
 		r[i] = downloadBuf(b, x)
 	}
 	return r, launches, atomics

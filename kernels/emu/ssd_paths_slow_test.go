@@ -60,32 +60,17 @@ func runSSDPath(t *testing.T, path cuda.SSDPath) (ssdPathResults, uint64) {
 	b := newBackend(d)
 	defer b.Close()
 	b.SetSSDPath(path)
-	rng := rand.New(rand.NewPCG(31, 3))
-	up := func(n int, lo, hi float64) kernels.Buffer {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(lo + (hi-lo)*rng.Float64())
-		}
-		x := b.Alloc(kernels.F32, n)
-		b.Upload(x, v)
-		return x
-	}
-	width, hs := s.NHeads*s.HeadDim+2*s.NGroups*s.StateSize, s.NHeads*s.HeadDim*s.StateSize
-	xBC, dtRaw := up(ssdPathTok*width, -1, 1), up(ssdPathTok*s.NHeads, -4, 2)
-	aLog, dtBias, dd := up(s.NHeads, -1, 1), up(s.NHeads, -0.5, 0.5), up(s.NHeads, -0.5, 0.5)
-	state, dy, dState := up(ssdPathSlots*hs, -0.5, 0.5), up(ssdPathTok*s.NHeads*s.HeadDim, -1, 1), up(ssdPathSlots*hs, -1, 1)
-	runs := b.Alloc(kernels.I32, len(ssdPathRuns))
-	b.UploadI32(runs, ssdPathRuns)
-	y, after := b.Alloc(kernels.F32, ssdPathTok*s.NHeads*s.HeadDim), b.Alloc(kernels.F32, ssdPathSlots*hs)
-	dxBC, ddt := b.Alloc(kernels.F32, ssdPathTok*width), b.Alloc(kernels.F32, ssdPathTok*s.NHeads)
+	in := uploadSSDInputs(b, rand.New(rand.NewPCG(31, 3)), s, ssdPathRuns, ssdPathTok, ssdPathSlots)
+	y, after := b.Alloc(kernels.F32, ssdPathTok*s.NHeads*s.HeadDim), b.Alloc(kernels.F32, ssdPathSlots*in.perSlot)
+	dxBC, ddt := b.Alloc(kernels.F32, ssdPathTok*in.width), b.Alloc(kernels.F32, ssdPathTok*s.NHeads)
 	nRuns := len(ssdPathRuns) / 4
-	b.Copy(after, state)
-	b.SSDScan(y, xBC, dtRaw, aLog, dtBias, dd, after, runs, nRuns, ssdPathTok, s.NHeads, s.HeadDim, s.NGroups, s.StateSize)
+	b.Copy(after, in.state)
+	b.SSDScan(y, in.xBC, in.dtRaw, in.aLog, in.dtBias, in.dd, after, in.runs, nRuns, ssdPathTok, s.NHeads, s.HeadDim, s.NGroups, s.StateSize)
 	// The backward from the state before: no run writes its init slot.
-	b.SSDScanBackward(dxBC, ddt, dState, dy, xBC, dtRaw, aLog, dtBias, dd, state, runs, nRuns, ssdPathTok, s.NHeads, s.HeadDim,
-		s.NGroups, s.StateSize)
+	b.SSDScanBackward(dxBC, ddt, in.dState, in.dy, in.xBC, in.dtRaw, in.aLog, in.dtBias, in.dd, in.state, in.runs, nRuns, ssdPathTok,
+		s.NHeads, s.HeadDim, s.NGroups, s.StateSize)
 	var r ssdPathResults
-	for i, x := range []kernels.Buffer{y, after, dxBC, ddt, dState} {
+	for i, x := range []kernels.Buffer{y, after, dxBC, ddt, in.dState} {
 		r[i] = downloadBuf(b, x)
 	}
 	if err := b.Sync(); err != nil {

@@ -24,9 +24,6 @@ const (
 const glmFirstDense = 1
 
 func glmParams(s spec) []param {
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
-	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
-	bias := func(name string, n int) param { return param{name: name, shape: []int{n}, std: biasStd} }
 	q, kv := s.heads*s.headDim, s.kvHeads*s.headDim
 	ps := []param{{name: "model.embed_tokens.weight", shape: []int{s.vocab, s.hidden}, std: embedStd}}
 	for l := range s.layers {
@@ -57,22 +54,9 @@ func glmParams(s spec) []param {
 // glmMoEParams are a sparse layer's router, correction bias, routed
 // experts (per expert, or fused with the same values) and shared experts.
 func glmMoEParams(s spec, p string) []param {
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
-	gateUp := param{name: p + "mlp.experts.gate_up_proj", shape: []int{s.experts, 2 * s.moeInter, s.hidden}, std: linearStd}
-	down := param{name: p + "mlp.experts.down_proj", shape: []int{s.experts, s.hidden, s.moeInter}, std: linearStd}
 	ps := []param{{name: p + "mlp.gate.weight", shape: []int{s.experts, s.hidden}, std: glmRouterStd},
 		{name: p + "mlp.gate.e_score_correction_bias", shape: []int{s.experts}, std: glmBiasStd, f32: true}}
-	if s.fused {
-		ps = append(ps, gateUp, down)
-	} else {
-		for e := range s.experts {
-			x := fmt.Sprintf("%smlp.experts.%d.", p, e)
-			ps = append(ps,
-				param{name: x + "gate_proj.weight", shape: []int{s.moeInter, s.hidden}, slice: rows(gateUp, e, 0, s.moeInter)},
-				param{name: x + "up_proj.weight", shape: []int{s.moeInter, s.hidden}, slice: rows(gateUp, e, s.moeInter, 2*s.moeInter)},
-				param{name: x + "down_proj.weight", shape: []int{s.hidden, s.moeInter}, slice: rows(down, e, 0, s.hidden)})
-		}
-	}
+	ps = append(ps, routedExperts(p+"mlp.experts.", s, s.fused)...)
 	return append(ps,
 		lin(p+"mlp.shared_experts.gate_proj.weight", s.sharedInter, s.hidden),
 		lin(p+"mlp.shared_experts.up_proj.weight", s.sharedInter, s.hidden),

@@ -39,9 +39,6 @@ const (
 )
 
 func gptOssParams(s spec) []param {
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
-	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
-	bias := func(name string, n int) param { return param{name: name, shape: []int{n}, std: biasStd} }
 	q, kv := s.heads*s.headDim, s.kvHeads*s.headDim
 	ps := []param{{name: "model.embed_tokens.weight", shape: []int{s.vocab, s.hidden}, std: embedStd}}
 	for l := range s.layers {

@@ -36,8 +36,6 @@ const (
 )
 
 func nemotronParams(s spec) []param {
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
-	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
 	q, kv := s.heads*s.headDim, s.kvHeads*s.headDim
 	d := nemoMambaHeads * nemoMambaHeadDim
 	conv := d + 2*nemoGroups*nemoState

@@ -31,7 +31,6 @@ func (s spec) fullAttention(l int) bool { return (l+1)%4 == 0 }
 // qwen35Params lists the tensors of a Qwen3.5 checkpoint: the vision tower
 // (if s.extras), the text model, the head, the MTP block (if s.extras).
 func qwen35Params(s spec) []param {
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
 	zeroNorm := func(name string, n int) param { return param{name: name, shape: []int{n}, std: zeroNormStd} }
 	var ps []param
 	if s.extras {
@@ -91,21 +90,8 @@ func qwen35Params(s spec) []param {
 // [experts, hidden, moe_intermediate]; or, with s.perExpert, the same values
 // split per expert), shared expert and its sigmoid gate.
 func qwen35MoEParams(s spec, p string) []param {
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
-	gateUp := param{name: p + "mlp.experts.gate_up_proj", shape: []int{s.experts, 2 * s.moeInter, s.hidden}, std: linearStd}
-	down := param{name: p + "mlp.experts.down_proj", shape: []int{s.experts, s.hidden, s.moeInter}, std: linearStd}
 	ps := []param{{name: p + "mlp.gate.weight", shape: []int{s.experts, s.hidden}, std: routerStd}}
-	if !s.perExpert {
-		ps = append(ps, gateUp, down)
-	} else {
-		for e := range s.experts {
-			x := fmt.Sprintf("%smlp.experts.%d.", p, e)
-			ps = append(ps,
-				param{name: x + "gate_proj.weight", shape: []int{s.moeInter, s.hidden}, slice: rows(gateUp, e, 0, s.moeInter)},
-				param{name: x + "up_proj.weight", shape: []int{s.moeInter, s.hidden}, slice: rows(gateUp, e, s.moeInter, 2*s.moeInter)},
-				param{name: x + "down_proj.weight", shape: []int{s.hidden, s.moeInter}, slice: rows(down, e, 0, s.hidden)})
-		}
-	}
+	ps = append(ps, routedExperts(p+"mlp.experts.", s, !s.perExpert)...)
 	return append(ps,
 		lin(p+"mlp.shared_expert.gate_proj.weight", s.sharedInter, s.hidden),
 		lin(p+"mlp.shared_expert.up_proj.weight", s.sharedInter, s.hidden),

@@ -50,9 +50,6 @@ func params(s spec) []param {
 	if s.arch == gptOss {
 		return gptOssParams(s)
 	}
-	lin := func(name string, out, in int) param { return param{name: name, shape: []int{out, in}, std: linearStd} }
-	norm := func(name string, n int) param { return param{name: name, shape: []int{n}, mean: 1, std: normNoise} }
-	bias := func(name string, n int) param { return param{name: name, shape: []int{n}, std: biasStd} }
 	q, kv := s.heads*s.headDim, s.kvHeads*s.headDim
 	ps := []param{{name: "model.embed_tokens.weight", shape: []int{s.vocab, s.hidden}, std: embedStd}}
 	for l := range s.layers {
@@ -224,4 +221,35 @@ func writeShards(dir string, n int, tensors []safetensors.Tensor, meta map[strin
 		return fmt.Errorf("index JSON is malformed") // guards pyJSON, not input
 	}
 	return os.WriteFile(filepath.Join(dir, safetensors.IndexFileName), []byte(text), 0o644)
+}
+
+// lin, norm and bias are a linear layer's weight (out × in), a norm's
+// weight (ones plus noise) and a bias, with the tiny models' spreads.
+func lin(name string, out, in int) param {
+	return param{name: name, shape: []int{out, in}, std: linearStd}
+}
+func norm(name string, n int) param {
+	return param{name: name, shape: []int{n}, mean: 1, std: normNoise}
+}
+func bias(name string, n int) param { return param{name: name, shape: []int{n}, std: biasStd} }
+
+// routedExperts are a sparse layer's routed experts below prefix p
+// (mlp.experts.): fused (gate_up_proj and down_proj, transformers' 3-D
+// layout) or one module per expert (gate/up/down_proj), each expert's
+// values the fused tensors' rows, so both layouts hold the same model.
+func routedExperts(p string, s spec, fused bool) []param {
+	gateUp := param{name: p + "gate_up_proj", shape: []int{s.experts, 2 * s.moeInter, s.hidden}, std: linearStd}
+	down := param{name: p + "down_proj", shape: []int{s.experts, s.hidden, s.moeInter}, std: linearStd}
+	if fused {
+		return []param{gateUp, down}
+	}
+	var ps []param
+	for e := range s.experts {
+		x := fmt.Sprintf("%s%d.", p, e)
+		ps = append(ps,
+			param{name: x + "gate_proj.weight", shape: []int{s.moeInter, s.hidden}, slice: rows(gateUp, e, 0, s.moeInter)},
+			param{name: x + "up_proj.weight", shape: []int{s.moeInter, s.hidden}, slice: rows(gateUp, e, s.moeInter, 2*s.moeInter)},
+			param{name: x + "down_proj.weight", shape: []int{s.hidden, s.moeInter}, slice: rows(down, e, 0, s.hidden)})
+	}
+	return ps
 }

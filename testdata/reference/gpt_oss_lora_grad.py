@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_oss_reference import Model, load_model  # noqa: E402
 from peft_check import write_safetensors  # noqa: E402
 from qwen3_5_lora_grad import adapter_config  # noqa: E402
+from common import Golden, finite_differences  # noqa: E402
 from reference import MIN_ROUTING_MARGIN, ROOT, token_cases  # noqa: E402
 
 MODEL = "gpt_oss-tiny"
@@ -76,35 +77,8 @@ def run(put, cfg, weights, lora, expert_lora, rng):
         base = Model(cfg, weights).forward(tokens)
         moved = (model.forward(tokens) - base).abs().max().item()
     assert moved > 0.05, f"the adapter moves the logits by only {moved}"
-    fd, ad = [], []
     with torch.no_grad():
-        for _, _, t in params:
-            flat = t.view(-1)
-            for i in rng.choice(flat.numel(), size=FD_ENTRIES, replace=False):
-                old = flat[i].item()
-                flat[i] = old + FD_STEP
-                up = loss_fn()[0].item()
-                flat[i] = old - FD_STEP
-                down = loss_fn()[0].item()
-                flat[i] = old
-                fd.append((up - down) / (2 * FD_STEP))
-                ad.append(t.grad.view(-1)[i].item())
-        fd, ad = np.array(fd), np.array(ad)
-        nmse = float(((fd - ad) ** 2).sum() / (ad ** 2).sum())
-        dirs = [torch.tensor(rng.normal(size=tuple(t.shape))) for _, _, t in params]
-        norm = sum(float((d ** 2).sum()) for d in dirs) ** 0.5
-        dirs = [d / norm for d in dirs]
-        for (_, _, t), d in zip(params, dirs):
-            t += FD_STEP * d
-        up = loss_fn()[0].item()
-        for (_, _, t), d in zip(params, dirs):
-            t -= 2 * FD_STEP * d
-        down = loss_fn()[0].item()
-        for (_, _, t), d in zip(params, dirs):
-            t += FD_STEP * d
-        dir_fd = (up - down) / (2 * FD_STEP)
-        dir_ad = sum(float((t.grad * d).sum()) for (_, _, t), d in zip(params, dirs))
-        dir_rel = abs(dir_fd - dir_ad) / abs(dir_ad)
+        n_fd, nmse, dir_rel = finite_differences(loss_fn, params, rng, FD_STEP, FD_ENTRIES)
     assert nmse < MAX_NMSE and dir_rel < MAX_DIR_REL, f"gradient vs finite differences: NMSE {nmse:.3g}, direction rel {dir_rel:.3g}"
     assert model.min_margin >= MIN_ROUTING_MARGIN, f"a routing decision within {model.min_margin:.3g} of a tie"
     zero = [f"{m}.{w}" for m, w, t in params if not t.grad.abs().max() > 0]
@@ -118,12 +92,12 @@ def run(put, cfg, weights, lora, expert_lora, rng):
         "model": MODEL, "model_dir": f"testdata/models/{MODEL}",
         "weights": put(weights_t), "logprobs": put(logp.detach().numpy()), "loss": float(loss),
         "max_abs_logit_change_from_base": round(moved, 6),
-        "finite_difference_check": {"step": FD_STEP, "entries": int(len(fd)), "nmse": nmse, "direction_relative_error": dir_rel},
+        "finite_difference_check": {"step": FD_STEP, "entries": n_fd, "nmse": nmse, "direction_relative_error": dir_rel},
         "lora": [entry("module", m, a, b) for m, (a, b, _) in lora.items()],
         "experts": [entry("parameter", m, a, b) for m, (a, b, _) in expert_lora.items()],
     }
     print(f"{MODEL}: {len(lora)} modules, {len(expert_lora)} expert Parameters, "
-          f"L = {float(loss):.6f}, adapter moves logits by {moved:.3f}; finite differences: NMSE {nmse:.2e} over {len(fd)} "
+          f"L = {float(loss):.6f}, adapter moves logits by {moved:.3f}; finite differences: NMSE {nmse:.2e} over {n_fd} "
           f"entries, random direction rel. error {dir_rel:.2e}; min routing margin {model.min_margin:.3g}")
     return out
 
@@ -161,15 +135,7 @@ def main():
         json.dump(conf, f, indent=2, sort_keys=True)
         f.write("\n")
     for name in ["gpt_oss_lora_grad"]:
-        chunks, offset = [], 0
-
-        def put(a):
-            nonlocal offset
-            a = np.ascontiguousarray(np.asarray(a, dtype="<f4"))
-            chunks.append(a.tobytes())
-            e = {"offset": offset, "shape": list(a.shape)}
-            offset += a.size
-            return e
+        golden = Golden()
 
         manifest = {
             "format": "little-endian float32; offset and shape count float32 elements; arrays are row-major",
@@ -178,15 +144,9 @@ def main():
             "experts_layout": "PEFT target_parameters: A [experts*rank, in], B [out, rank*experts]; expert e: A rows e*rank.., B columns k*experts+e; gate_up_proj's out interleaves gate (2j) and up (2j+1)",
             "rank": RANK, "lora_alpha": ALPHA, "scale": SCALE, "tokens": token_cases(512)[2][1],
             "data": name + ".f32",
-            "models": [run(put, cfg, weights, lora, expert_lora, np.random.Generator(np.random.PCG64(SEED + 1)))],
+            "models": [run(golden.put, cfg, weights, lora, expert_lora, np.random.Generator(np.random.PCG64(SEED + 1)))],
         }
-        out = os.path.join(ROOT, "testdata", "golden")
-        with open(os.path.join(out, name + ".f32"), "wb") as f:
-            f.write(b"".join(chunks))
-        with open(os.path.join(out, name + ".json"), "w") as f:
-            json.dump(manifest, f, indent=1)
-            f.write("\n")
-        print(f"wrote testdata/golden/{name}.{{json,f32}} ({offset * 4} bytes)")
+        golden.write(ROOT, name, manifest)
 
 
 if __name__ == "__main__":

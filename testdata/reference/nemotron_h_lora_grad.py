@@ -29,7 +29,6 @@ sampled entries of every A and B and along one random direction.
 Run from the repository root:  /usr/bin/python3 testdata/reference/nemotron_h_lora_grad.py
 """
 
-import json
 import os
 import sys
 
@@ -38,6 +37,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nemotron_h_reference import Model, load_model  # noqa: E402
+from common import Golden, finite_differences  # noqa: E402
 from reference import MIN_ROUTING_MARGIN, ROOT, token_cases  # noqa: E402
 
 # Each model and the golden file it gets.
@@ -70,15 +70,8 @@ def main():
 def write(model_name, out_name):
     tokens = token_cases(512)[2][1]
     assert len(tokens) == 64
-    chunks, offset = [], 0
-
-    def put(a):
-        nonlocal offset
-        a = np.ascontiguousarray(np.asarray(a, dtype="<f4"))
-        chunks.append(a.tobytes())
-        entry = {"offset": offset, "shape": list(a.shape)}
-        offset += a.size
-        return entry
+    golden = Golden()
+    put = golden.put
 
     manifest = {
         "format": "little-endian float32; offset and shape count float32 elements; arrays are row-major",
@@ -113,35 +106,8 @@ def write(model_name, out_name):
         base = Model(cfg, weights).forward(tokens)
         moved = (model.forward(tokens) - base).abs().max().item()
     assert moved > 0.05, f"the adapter moves the logits by only {moved}"
-    fd, ad = [], []
     with torch.no_grad():
-        for _, _, t in params:
-            flat = t.view(-1)
-            for i in rng.choice(flat.numel(), size=min(FD_ENTRIES, flat.numel()), replace=False):
-                old = flat[i].item()
-                flat[i] = old + FD_STEP
-                up = loss_fn()[0].item()
-                flat[i] = old - FD_STEP
-                down = loss_fn()[0].item()
-                flat[i] = old
-                fd.append((up - down) / (2 * FD_STEP))
-                ad.append(t.grad.view(-1)[i].item())
-        fd, ad = np.array(fd), np.array(ad)
-        nmse = float(((fd - ad) ** 2).sum() / (ad ** 2).sum())
-        dirs = [torch.tensor(rng.normal(size=tuple(t.shape))) for _, _, t in params]
-        norm = sum(float((d ** 2).sum()) for d in dirs) ** 0.5
-        dirs = [d / norm for d in dirs]
-        for (_, _, t), d in zip(params, dirs):
-            t += FD_STEP * d
-        up = loss_fn()[0].item()
-        for (_, _, t), d in zip(params, dirs):
-            t -= 2 * FD_STEP * d
-        down = loss_fn()[0].item()
-        for (_, _, t), d in zip(params, dirs):
-            t += FD_STEP * d
-        dir_fd = (up - down) / (2 * FD_STEP)
-        dir_ad = sum(float((t.grad * d).sum()) for (_, _, t), d in zip(params, dirs))
-        dir_rel = abs(dir_fd - dir_ad) / abs(dir_ad)
+        n_fd, nmse, dir_rel = finite_differences(loss_fn, params, rng, FD_STEP, FD_ENTRIES)
     assert nmse < MAX_NMSE and dir_rel < 1e-8, f"gradient vs finite differences: NMSE {nmse:.3g}, direction rel {dir_rel:.3g}"
     assert model.min_margin >= MIN_ROUTING_MARGIN and model.min_group_margin >= MIN_ROUTING_MARGIN, \
         f"a routing decision within {min(model.min_margin, model.min_group_margin):.3g} of a tie"
@@ -158,20 +124,14 @@ def write(model_name, out_name):
         "logprobs": put(logp.detach().numpy()),
         "loss": float(loss),
         "max_abs_logit_change_from_base": round(moved, 6),
-        "finite_difference_check": {"step": FD_STEP, "entries": int(len(fd)), "nmse": nmse,
+        "finite_difference_check": {"step": FD_STEP, "entries": n_fd, "nmse": nmse,
                                     "direction_relative_error": dir_rel},
         "lora": entries,
     })
     print(f"{model_name}: {len(mods)} adapted modules, L = {float(loss):.6f}, adapter moves logits by {moved:.3f}; "
-          f"finite differences: NMSE {nmse:.2e} over {len(fd)} entries, random direction rel. error {dir_rel:.2e}; "
+          f"finite differences: NMSE {nmse:.2e} over {n_fd} entries, random direction rel. error {dir_rel:.2e}; "
           f"min routing margin {model.min_margin:.3g} (groups {model.min_group_margin:.3g})")
-    out = os.path.join(ROOT, "testdata", "golden")
-    with open(os.path.join(out, out_name + ".f32"), "wb") as f:
-        f.write(b"".join(chunks))
-    with open(os.path.join(out, out_name + ".json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote testdata/golden/{out_name}.{{json,f32}} ({offset * 4} bytes)")
+    golden.write(ROOT, out_name, manifest)
 
 
 if __name__ == "__main__":
