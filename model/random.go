@@ -37,6 +37,11 @@ func NewRandomParallel(cfg *Config, be kernels.Backend, seed uint64, dt kernels.
 		f32  []float32
 		bf16 []uint16
 	}
+	bufs := make([]kernels.Buffer, len(specs))
+	for t, sp := range specs {
+		bufs[t] = sp.place(be, sp.randomDType(dt), func(*fusedSpec) kernels.DType { return dt })
+		*sp.dst = bufs[t]
+	}
 	jobs, results := make(chan job), make(chan done)
 	free := make(chan done, 2*runtime.GOMAXPROCS(0)) // host buffers back from the uploader
 	var wg sync.WaitGroup
@@ -57,7 +62,7 @@ func NewRandomParallel(cfg *Config, be kernels.Backend, seed uint64, dt kernels.
 				d.job = j
 				d.f32 = d.f32[:n]
 				fillRandom(d.f32, seed, j.tensor, j.chunk, len(sp.shape) == 1 && !isBias(sp.name))
-				if dt == kernels.BF16 {
+				if bufs[j.tensor].DType() == kernels.BF16 {
 					d.bf16 = d.bf16[:n]
 					for i, v := range d.f32 {
 						d.bf16[i] = safetensors.F32ToBF16(v)
@@ -77,16 +82,11 @@ func NewRandomParallel(cfg *Config, be kernels.Backend, seed uint64, dt kernels.
 		wg.Wait()
 		close(results)
 	}()
-	bufs := make([]kernels.Buffer, len(specs))
-	for t, sp := range specs {
-		bufs[t] = sp.place(be, dt, func(*fusedSpec) kernels.DType { return dt })
-		*sp.dst = bufs[t]
-	}
 	// The backend is driven by this goroutine alone: uploads happen here,
 	// in whatever order the chunks come.
 	for d := range results {
 		dst := bufs[d.tensor].Slice(d.chunk*randomChunk, len(d.f32))
-		if dt == kernels.BF16 {
+		if dst.DType() == kernels.BF16 {
 			be.UploadBF16(dst, d.bf16)
 		} else {
 			be.Upload(dst, d.f32)
@@ -100,6 +100,17 @@ func NewRandomParallel(cfg *Config, be kernels.Backend, seed uint64, dt kernels.
 		m.W.LMHead = m.W.Embed
 	}
 	return m
+}
+
+// randomDType is the dtype a random model of weights dt keeps the tensor
+// in: f32 where a loaded checkpoint's would be f32 whatever its dtype
+// (Load: the f32-only tensors such as Mamba-2's A_log, dt_bias and D, which
+// the recurrent kernels read in f32, and the (1+w) norms), else dt.
+func (sp tensorSpec) randomDType(dt kernels.DType) kernels.DType {
+	if sp.f32 || sp.plusOne {
+		return kernels.F32
+	}
+	return dt
 }
 
 // fillRandom writes chunk's values of tensor: ones for a norm, else

@@ -119,3 +119,65 @@ func BenchmarkNewRandom(b *testing.B) {
 		})
 	}
 }
+
+// TestNewRandomParallelKeepsF32Tensors: a bf16 random model keeps in f32
+// the tensors a loaded checkpoint keeps in f32 (Mamba-2's A_log, dt_bias
+// and D, DeltaNet's, the (1+w) norms), so the recurrent kernels that read
+// them in f32 run: a bf16 Nemotron-H or Qwen3.5 forward used to stop on
+// "aLog has dtype bf16".
+func TestNewRandomParallelKeepsF32Tensors(t *testing.T) {
+	be := cpu.New()
+	for _, name := range []string{"nemotron_h-tiny", "qwen3_5-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := LoadConfig("../testdata/models/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := NewRandomParallel(cfg, be, 3, kernels.BF16)
+			defer m.Free()
+			var kept, bf16 []kernels.Buffer
+			for _, l := range m.W.Layers {
+				if w := l.Mamba; w != nil {
+					kept, bf16 = append(kept, w.ALog, w.DTBias, w.D), append(bf16, w.InProj)
+				}
+				if w := l.Linear; w != nil {
+					kept, bf16 = append(kept, w.ALog, w.DTBias), append(bf16, w.QKV)
+				}
+			}
+			if cfg.Arch().Name == "qwen3_5" { // (1+w) norms
+				kept = append(kept, m.W.Norm)
+			}
+			if len(kept) == 0 || len(bf16) == 0 {
+				t.Fatalf("%d f32-kept and %d bf16 tensors: the check saw nothing", len(kept), len(bf16))
+			}
+			for i, b := range kept {
+				if b.DType() != kernels.F32 {
+					t.Errorf("f32-kept tensor %d: %v", i, b.DType())
+				}
+			}
+			for i, b := range bf16 {
+				if b.DType() != kernels.BF16 {
+					t.Errorf("projection %d: %v, want bf16", i, b.DType())
+				}
+			}
+			c, err := m.NewPagedKVCache(2, 16, 4, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			b.Add(0, 0, 5, 9, 13, 2)
+			logits, err := m.Forward(c, &b, []int32{3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := make([]float32, logits.Len())
+			be.Download(v, logits)
+			be.Free(logits)
+			for i, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					t.Fatalf("logit %d = %v", i, x)
+				}
+			}
+		})
+	}
+}
