@@ -93,4 +93,3 @@ func (m *Model) exchangeErr() error {
 	m.ep.err = nil
 	return fmt.Errorf("expert parallel exchange on rank %d: %w", m.ep.coll.Rank(), err)
 }
-
