@@ -32,6 +32,10 @@ import (
 // decoder's maxRows (with graphs; else the row count itself): rows beyond
 // the sequences are padding that write only the padding slot's position 0,
 // at temperature 0, and never advance.
+//
+// On a model whose experts are sharded over ranks the step exchanges
+// each sparse layer's rows with fixed counts (decode_ep.go), so every
+// rank loads the same bucket (LoadBucket) and steps together.
 type Decoder struct {
 	m        *Model
 	maxRows  int

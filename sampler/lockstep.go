@@ -65,6 +65,9 @@ func (s *Sampler) runLockstep(ctx context.Context, coll kernels.Collective, live
 	for {
 		done, err := s.lockstep(ctx, coll, live)
 		if err != nil || done {
+			if len(s.free) == s.cfg.Slots {
+				s.dropPad() // idle steps padded after the last Release
+			}
 			return err
 		}
 		next := live[:0]
