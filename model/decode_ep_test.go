@@ -31,7 +31,7 @@ func TestStaticDecodeExpertParallel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes under the emulator")
 	}
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny"} {
+	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
 		t.Run(name, func(t *testing.T) { checkStaticDecodeExpertParallel(t, name) })
 	}
 }

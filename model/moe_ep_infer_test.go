@@ -21,7 +21,7 @@ import (
 // each ForwardIdle. Qwen3-MoE (softmax router) and GLM-4.5 (sigmoid
 // router, shared expert, a dense first layer).
 func TestForwardExpertParallel(t *testing.T) {
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny"} {
+	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
 		for _, ranks := range []int{2, 4} {
 			t.Run(fmt.Sprintf("%s/ranks=%d", name, ranks), func(t *testing.T) {
 				checkForwardExpertParallel(t, name, ranks)

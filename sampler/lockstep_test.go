@@ -29,15 +29,16 @@ import (
 // ForwardIdle); on emu the decode steps are static (a bucket the ranks
 // agree on, padding only on a rank with nothing left), and a warm one is
 // one graph launch per device: the test counts at least one such step on
-// every rank whose sequences decode. Qwen3-MoE and GLM-4.5 (sigmoid
-// router, shared expert, a dense first layer).
+// every rank whose sequences decode. Qwen3-MoE, GLM-4.5 (sigmoid
+// router, shared expert, a dense first layer) and Nemotron-H (Mamba-2
+// layers, relu² experts; latent on cpu).
 func TestGenerateExpertParallel(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		ranks int
 		emu   bool
-	}{{"qwen3-moe-tiny", 2, false}, {"qwen3-moe-tiny", 4, false}, {"glm4_moe-tiny", 2, false},
-		{"qwen3-moe-tiny", 2, true}, {"glm4_moe-tiny", 2, true}} {
+	}{{"qwen3-moe-tiny", 2, false}, {"qwen3-moe-tiny", 4, false}, {"glm4_moe-tiny", 2, false}, {"nemotron_h-latent-tiny", 2, false},
+		{"qwen3-moe-tiny", 2, true}, {"glm4_moe-tiny", 2, true}, {"nemotron_h-tiny", 2, true}} {
 		name := fmt.Sprintf("%s/ranks=%d/cpu", c.name, c.ranks)
 		if c.emu {
 			name = fmt.Sprintf("%s/ranks=%d/emu", c.name, c.ranks)
