@@ -101,6 +101,7 @@ type MoEOps interface {
 	// GroupedAddBias adds each expert's bias to its rows: for every expert
 	// e and permuted row r in [offsets[e], offsets[e+1]), y[r] += bias[e]
 	// over cols columns; y is rows × cols, bias nExperts × cols (f32), rows
-	// offsets[nExperts] (gpt-oss's per-expert gate_up and down biases).
+	// its extent, the experts' rows a run within it as GroupedMatMul's
+	// (gpt-oss's per-expert gate_up and down biases).
 	GroupedAddBias(y, bias, offsets Buffer, rows, nExperts, cols int)
 }

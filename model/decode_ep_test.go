@@ -14,8 +14,9 @@ import (
 	"github.com/grpo-dev/grpo/kernels/inproc"
 )
 
-// TestStaticDecodeExpertParallel: qwen3-moe-tiny and glm4_moe-tiny
-// sharded over 2 emu devices decode greedily in buckets of 4 agreed on
+// TestStaticDecodeExpertParallel: Qwen3-MoE, GLM-4.5, Nemotron-H (plain
+// and latent) and gpt-oss (f32, bf16 and MXFP4 experts, biased) tiny
+// models sharded over 2 emu devices decode greedily in buckets of 4 agreed on
 // by both ranks (LoadBucket): rank 0 three sequences, rank 1 one, then
 // rank 1 none (a bucket of padding only) while rank 0 goes on. Every
 // step's tokens equal, and log-probs are within 1e-5 of, one device's
@@ -31,7 +32,7 @@ func TestStaticDecodeExpertParallel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes under the emulator")
 	}
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
+	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny", "gpt_oss-tiny", "gpt_oss-tiny-bf16", "gpt_oss-tiny-mxfp4"} {
 		t.Run(name, func(t *testing.T) { checkStaticDecodeExpertParallel(t, name) })
 	}
 }

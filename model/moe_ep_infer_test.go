@@ -18,10 +18,11 @@ import (
 // rank's logits are those one device holding every expert gives the same
 // prompts, within 1e-5 relative (L2 over the call's logits). Each Forward
 // makes one ExchangeCounts and two AllToAll per sparse layer, and so does
-// each ForwardIdle. Qwen3-MoE (softmax router) and GLM-4.5 (sigmoid
-// router, shared expert, a dense first layer).
+// each ForwardIdle. Qwen3-MoE (softmax router), GLM-4.5 (sigmoid
+// router, shared expert, a dense first layer), Nemotron-H (Mamba-2, relu²
+// experts; latent) and gpt-oss (biased experts; MXFP4 blocks per rank).
 func TestForwardExpertParallel(t *testing.T) {
-	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
+	for _, name := range []string{"qwen3-moe-tiny", "glm4_moe-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny", "gpt_oss-tiny", "gpt_oss-tiny-mxfp4"} {
 		for _, ranks := range []int{2, 4} {
 			t.Run(fmt.Sprintf("%s/ranks=%d", name, ranks), func(t *testing.T) {
 				checkForwardExpertParallel(t, name, ranks)
