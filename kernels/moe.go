@@ -62,8 +62,11 @@ type MoEOps interface {
 	// every expert e and permuted row r in [offsets[e], offsets[e+1]),
 	// C[r] = alpha·A[r]·op(B_e) + beta·C[r], where A is rows × k, C rows ×
 	// n, and B holds nExperts matrices end to end, each k × n (n × k when
-	// transB), possibly BF16. rows is offsets[nExperts], the extent of A
-	// and C.
+	// transB), possibly BF16. rows is the extent of A and C; the experts'
+	// rows run from offsets[0] (usually 0) to offsets[nExperts] ≤ rows,
+	// and rows outside them are left as they were — so offsets may be a
+	// run of a grouping over more experts, as an expert-parallel rank
+	// runs its own experts over rows gathered from every rank.
 	GroupedMatMul(c, a, b, offsets Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32)
 
 	// GroupedMatMulTN is the per-expert weight gradient: for every expert
@@ -98,6 +101,7 @@ type MoEOps interface {
 	// GroupedAddBias adds each expert's bias to its rows: for every expert
 	// e and permuted row r in [offsets[e], offsets[e+1]), y[r] += bias[e]
 	// over cols columns; y is rows × cols, bias nExperts × cols (f32), rows
-	// offsets[nExperts] (gpt-oss's per-expert gate_up and down biases).
+	// its extent, the experts' rows a run within it as GroupedMatMul's
+	// (gpt-oss's per-expert gate_up and down biases).
 	GroupedAddBias(y, bias, offsets Buffer, rows, nExperts, cols int)
 }

@@ -32,6 +32,10 @@ import (
 // decoder's maxRows (with graphs; else the row count itself): rows beyond
 // the sequences are padding that write only the padding slot's position 0,
 // at temperature 0, and never advance.
+//
+// On a model whose experts are sharded over ranks the step exchanges
+// each sparse layer's rows with fixed counts (decode_ep.go), so every
+// rank loads the same bucket (LoadBucket) and steps together.
 type Decoder struct {
 	m        *Model
 	maxRows  int
@@ -200,11 +204,29 @@ func (d *Decoder) bucketFor(n int) int {
 // slot no sequence uses: padding rows (up to the bucket size) write its
 // position 0. With padSlot < 0 the step runs exactly len(rows) rows.
 func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
+	return d.load(cache, rows, padSlot, 0)
+}
+
+// LoadBucket is Load with the step's bucket given: n rows (at least one,
+// at least len(rows), at most the decoder's maxRows), those beyond rows
+// padding at padSlot. Under expert parallelism every rank's steps must
+// run the same bucket, agreed on before the ranks load (the sampler's
+// lockstep), and a rank with no sequence left runs steps of padding only
+// (rows empty) while others decode.
+func (d *Decoder) LoadBucket(cache *KVCache, rows []DecodeRow, padSlot, n int) error {
+	if n < max(1, len(rows)) || n > d.maxRows || (n > len(rows) && padSlot < 0) {
+		return fmt.Errorf("decode step of %d sequences in a bucket of %d (padding slot %d): want 1..%d rows, padded only with a padding slot", len(rows), n, padSlot, d.maxRows)
+	}
+	return d.load(cache, rows, padSlot, n)
+}
+
+// load is Load into a bucket of n rows (0: the decoder's choice).
+func (d *Decoder) load(cache *KVCache, rows []DecodeRow, padSlot, bucket int) error {
 	c := d.m.Config
 	if c.LinearLayers() > 0 && cache.linear == nil {
 		return fmt.Errorf("decode step: the cache keeps no linear-attention states (a training trace's)")
 	}
-	if len(rows) == 0 || len(rows) > d.maxRows {
+	if (len(rows) == 0 && bucket == 0) || len(rows) > d.maxRows {
 		return fmt.Errorf("decode step of %d sequences: want 1..%d", len(rows), d.maxRows)
 	}
 	for i, r := range rows {
@@ -221,6 +243,9 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 		}
 	}
 	n := d.bucketFor(len(rows))
+	if bucket > 0 {
+		n = bucket
+	}
 	if padSlot < 0 {
 		n = len(rows) // no padding slot: a bucket of the exact size
 	} else if padSlot >= cache.Slots {
@@ -243,7 +268,11 @@ func (d *Decoder) Load(cache *KVCache, rows []DecodeRow, padSlot int) error {
 			continue
 		}
 		// Padding: greedy, at the padding slot's position 0, never moving.
-		b.hostTok[i], slot[i], pos[i], delta[i], p[i] = rows[0].Token, int32(padSlot), 0, 0, kernels.SampleParams{TopP: 1}
+		var tok int32
+		if len(rows) > 0 {
+			tok = rows[0].Token
+		}
+		b.hostTok[i], slot[i], pos[i], delta[i], p[i] = tok, int32(padSlot), 0, 0, kernels.SampleParams{TopP: 1}
 		kernels.PackPCG(b.hostState[i*kernels.PCGWords:], 0, 0)
 	}
 	kernels.PackSampleParams(b.hostParams, p, c.VocabSize)
@@ -299,7 +328,10 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 	b.tok = b.out.Slice(0, n)
 	b.hostOut, b.hostParams, b.hostState = make([]int32, b.out.Len()), make([]int32, n*kernels.SampleParamWords), make([]int32, n*kernels.PCGWords)
 	b.hostTok = b.hostOut[:n]
-	b.routing = m.decodeRouting(b.out, n)
+	b.routing = m.decodeRouting(b.out, n, c.epRanks()*n)
+	if m.ep != nil {
+		b.acts.moe.gathered = m.newGatheredMoE(a, n, &ad)
+	}
 	return b
 }
 
@@ -322,9 +354,6 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 	b := d.cur
 	if b == nil {
 		return fmt.Errorf("decode step before Load")
-	}
-	if d.m.ep != nil {
-		return errShardedInference
 	}
 	if len(tok) != len(d.rows) || len(lp) != len(d.rows) {
 		return fmt.Errorf("decode step of %d rows into %d tokens and %d log-probs", len(d.rows), len(tok), len(lp))
@@ -382,13 +411,24 @@ func (d *Decoder) StepRecording(cache *KVCache, tok []int32, lp []float32, exper
 	} else {
 		be.DownloadI32(b.hostTok, b.tok)
 	}
-	be.Download(lp, b.lp.Slice(0, n))
+	if n > 0 {
+		be.Download(lp, b.lp.Slice(0, n))
+	}
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("decode step on %s: %w", be.Name(), err)
 	}
+	if err := m.exchangeErr(); err != nil {
+		return fmt.Errorf("decode step: %w", err)
+	}
 	copy(tok, b.hostTok[:n])
 	if experts != nil {
-		d.m.Config.routingRows(experts, b.hostOut[b.rows:], n, b.rows)
+		// Each layer's record holds every rank's bucket under expert
+		// parallelism (decode_ep.go), this rank's rows at its place.
+		first := b.rows
+		if m.ep != nil {
+			first += m.ep.coll.Rank() * b.rows * m.Config.NumExpertsPerTok
+		}
+		d.m.Config.routingRows(experts, b.hostOut[first:], n, m.Config.epRanks()*b.rows)
 	}
 	for i := range d.rows {
 		d.rows[i].Pos++

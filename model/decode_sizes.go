@@ -12,7 +12,7 @@ import "github.com/grpo-dev/grpo/kernels"
 // layers run one after another in it).
 func (c *Config) decodeBucketSpecs(b *decodeBucket, s *layerActs, n int, ad *AdapterShape) bufSpecs {
 	var sp bufSpecs
-	sp.i32(&b.out, n+c.RoutingLen(n))
+	sp.i32(&b.out, n+c.RoutingLen(c.epRanks()*n)) // under expert parallelism every rank's rows route here (decode_ep.go)
 	sp.i32(&b.slot, n)
 	sp.i32(&b.pos, n)
 	sp.i32(&b.delta, n)
@@ -43,5 +43,10 @@ func (c *Config) DecodeBucketBytes(n int, ad AdapterShape, casts bool) int64 {
 	var b decodeBucket
 	s := &layerActs{}
 	acts, moe := c.inferenceActSpecs(s, n, &ad, casts)
-	return acts.bytes() + moe.bytes() + c.decodeBucketSpecs(&b, s, n, &ad).bytes()
+	total := acts.bytes() + moe.bytes() + c.decodeBucketSpecs(&b, s, n, &ad).bytes()
+	if c.shardedExperts() {
+		var g gatheredMoE
+		total += c.gatheredSpecs(&g, n, &ad).bytes()
+	}
+	return total
 }

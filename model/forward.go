@@ -48,10 +48,13 @@ func newModel(cfg *Config, be kernels.Backend) *Model {
 // (indices into the batch), len(logitRows) × vocab, in that order; nil
 // logitRows means every token. The returned buffer belongs to the caller,
 // who frees it with Backend.Free.
+//
+// On a model whose experts are sharded (ShardExperts) each sparse layer
+// exchanges its routed rows with the experts' ranks and back, as the
+// training forward does, keeping nothing for a backward: every call is
+// collective, so every rank calls Forward (or ForwardIdle, with no tokens
+// of its own) as many times and in the same order.
 func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Buffer, error) {
-	if m.ep != nil {
-		return nil, errShardedInference
-	}
 	if err := b.validate(m.Config, cache); err != nil {
 		return nil, err
 	}
@@ -84,7 +87,7 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 		if l == 0 {
 			prev = nil
 		}
-		m.layerForward(a, l, cache, idx, n, acts, prev)
+		m.layerForwardExchanging(a, l, cache, idx, n, acts, prev)
 	}
 
 	r, eps := len(logitRows), float32(c.RMSNormEps)
@@ -107,6 +110,10 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	if err := be.Sync(); err != nil {
 		be.Free(logits)
 		return nil, fmt.Errorf("forward on %s: %w", be.Name(), err)
+	}
+	if err := m.exchangeErr(); err != nil {
+		be.Free(logits)
+		return nil, err
 	}
 	if b.RecordExperts != nil {
 		routing.record(be, c, b.RecordExperts, n)

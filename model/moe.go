@@ -48,6 +48,9 @@ type moeActs struct {
 	// latentIn and latentOut are a latent MoE's expert input and
 	// weighted sum (n × latent, moe_latent.go); nil without one.
 	latentIn, latentOut kernels.Buffer
+	// gathered is a static decode step's exchange under expert
+	// parallelism (decode_ep.go); nil elsewhere.
+	gathered *gatheredMoE
 }
 
 // moeScratch is a sparse layer's forward scratch.
@@ -183,6 +186,10 @@ func (s *moeActs) useRouting(a *arena, experts kernels.Buffer, replay bool) {
 // when there is one: a checkpointed layer's rerun replays its forward's
 // experts without).
 func (m *Model) moeForward(b moe, a *arena, l int, s *moeActs, h, out kernels.Buffer, n int) {
+	if s.gathered != nil {
+		m.moeForwardGathered(b, a, l, s, h, out, n)
+		return
+	}
 	replay := s.replay
 	be, c := m.Backend, m.Config
 	k, hd, ne := c.NumExpertsPerTok, c.ExpertWidth(), c.NumExperts

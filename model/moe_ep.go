@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -18,9 +17,10 @@ import (
 // the rows it receives from every rank, and sends the outputs back
 // (moe_ep_exchange.go); the backward mirrors it. Each sparse layer's
 // exchange is a collective, so every rank runs the same forwards and
-// backwards, layer for layer, in the same order. Sampling under expert
-// parallelism is not wired: Forward and the decoder refuse a sharded
-// model.
+// backwards, layer for layer, in the same order. Sampling runs under
+// expert parallelism too: Forward (and ForwardIdle) exchange as the
+// training forward does (moe_ep_infer.go), and the static decode step
+// with counts fixed at capture (decode_ep.go).
 
 // expertParallel is a sharded model's group and the first error of its
 // exchanges: a sparse layer's forward has no error to return, so it
@@ -93,7 +93,3 @@ func (m *Model) exchangeErr() error {
 	m.ep.err = nil
 	return fmt.Errorf("expert parallel exchange on rank %d: %w", m.ep.coll.Rank(), err)
 }
-
-// errShardedInference is what Forward and the decoder say of a sharded
-// model.
-var errShardedInference = errors.New("the model's experts are sharded over ranks (expert parallelism), which trains but does not sample yet; sample with a model that holds every expert")

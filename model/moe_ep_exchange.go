@@ -68,8 +68,8 @@ func (m *Model) expertsExchanged(b moe, a *arena, l int, s *moeActs, rows int) {
 	e := ex.local
 	if e.rows > 0 {
 		m.expertsForward(b, l, e)
+		m.Backend.ScatterRows(moved, e.y, ex.perm, e.rows, hd)
 	}
-	m.Backend.ScatterRows(moved, e.y, ex.perm, e.rows, hd)
 	ep.fail(ep.coll.AllToAll(moved, ex.received, s.yp, ex.sent, hd))
 }
 
@@ -101,12 +101,16 @@ func (m *Model) dispatch(a, tmp *arena, l int, xp, offsets kernels.Buffer) (ex *
 	kept.alloc(a)
 	rest.alloc(tmp)
 	ex.local.rows, ex.local.experts = len(perm), per
-	be.UploadI32(ex.perm, perm)
+	if len(perm) > 0 { // a rank none of the group's rows route to receives nothing
+		be.UploadI32(ex.perm, perm)
+	}
 	be.UploadI32(ex.local.offsets, local)
 	if err := coll.AllToAll(xp, ex.sent, moved, ex.received, hd); err != nil {
 		return nil, nil, err
 	}
-	be.GatherRows(ex.local.x, moved, ex.perm, len(perm), hd)
+	if len(perm) > 0 {
+		be.GatherRows(ex.local.x, moved, ex.perm, len(perm), hd)
+	}
 	return ex, moved, nil
 }
 
@@ -198,11 +202,11 @@ func (m *Model) expertsBackwardExchanged(b moe, l int, s *moeActs, dyp, dxp kern
 		ep.fail(err)
 		return
 	}
-	be.GatherRows(g.dy, moved, ex.perm, e.rows, hd)
 	if e.rows > 0 {
+		be.GatherRows(g.dy, moved, ex.perm, e.rows, hd)
 		m.expertsBackward(b, l, e, g)
+		be.ScatterRows(moved, g.dx, ex.perm, e.rows, hd)
 	}
-	be.ScatterRows(moved, g.dx, ex.perm, e.rows, hd)
 	ep.fail(ep.coll.AllToAll(moved, ex.received, dxp, ex.sent, hd))
 }
 

@@ -114,7 +114,9 @@ func (r layerRouting) record(be kernels.Backend, c *Config, dst []int32, n int) 
 // decodeRouting lays each sparse layer's experts buffer for a decode
 // step of n rows into out after its first n entries (the tokens), layer
 // after layer: one download brings back the tokens and the whole record.
-func (m *Model) decodeRouting(out kernels.Buffer, n int) layerRouting {
+// Each layer's buffer holds rows rows: n, or under expert parallelism
+// every rank's n (decode_ep.go), this rank's among them.
+func (m *Model) decodeRouting(out kernels.Buffer, n, rows int) layerRouting {
 	c := m.Config
 	if c.SparseLayers() == 0 {
 		return nil
@@ -124,8 +126,8 @@ func (m *Model) decodeRouting(out kernels.Buffer, n int) layerRouting {
 	off := n
 	for l := range c.NumLayers {
 		if c.IsSparse(l) {
-			r[l] = out.Slice(off, n*k)
-			off += n * k
+			r[l] = out.Slice(off, rows*k)
+			off += rows * k
 		}
 	}
 	return r

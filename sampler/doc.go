@@ -65,4 +65,11 @@
 // experts into the workspace, the step brings them back in the tokens'
 // download (model.Decoder.StepRecording), and each sequence's record grows
 // as on the Forward path.
+//
+// A model whose experts are sharded over ranks (expert parallelism) makes
+// a collective call in every sparse layer of every forward, so each
+// rank's sampler — sampling its own share of the sequences — runs in
+// lockstep with the others: one small host exchange per iteration agrees
+// on a prefill, a static decode step in a common bucket, or the end, and
+// a rank with nothing to run takes part idle (lockstep.go).
 package sampler

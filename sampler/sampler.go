@@ -229,7 +229,9 @@ func (s *Sampler) Release(q *Seq) {
 // (checked between Forward calls) and with the backend's error if a
 // Forward fails; the sequences are then in an unspecified state and should
 // be released. Run is Begin on each sequence, then Step until every turn
-// is Done.
+// is Done. Under expert parallelism every rank calls Run together, each
+// with its own sequences (none for a rank with nothing to run), and Run
+// returns once every rank's are done (lockstep.go).
 func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 	seen := make(map[*Seq]bool, len(seqs))
 	for i, q := range seqs {
@@ -247,6 +249,9 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 		if !q.done {
 			live = append(live, q)
 		}
+	}
+	if coll := s.expertParallel(); coll != nil {
+		return s.runLockstep(ctx, coll, live) // every rank in step (lockstep.go)
 	}
 	for len(live) > 0 {
 		if err := s.step(ctx, live); err != nil {
@@ -267,12 +272,41 @@ func (s *Sampler) Run(ctx context.Context, seqs []*Seq) error {
 // the turns in order. Consecutive equal prompts start as one group
 // (StartGroup: prefilled once); groups start in order while CanStart
 // admits them, run together, and are released before the next wave.
+// Under expert parallelism every rank calls Generate with its own
+// prompts (none included), and the ranks run in step (lockstep.go).
 func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, params []Params) ([]Turn, error) {
 	if len(params) != len(prompts) {
 		return nil, fmt.Errorf("%d prompts but %d params", len(prompts), len(params))
 	}
 	out := make([]Turn, len(prompts))
-	for lo := 0; lo < len(prompts); {
+	coll := s.expertParallel()
+	fail := func(err error) ([]Turn, error) {
+		if coll != nil {
+			coll.Abort(err) // the other ranks would wait for this one's calls
+		}
+		return nil, err
+	}
+	for lo := 0; ; {
+		if coll == nil && lo == len(prompts) {
+			break
+		}
+		if coll != nil {
+			// Every rank runs as many waves, those past its own prompts
+			// empty (lockstep.go).
+			more, err := moreWaves(coll, lo < len(prompts))
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				break
+			}
+			if lo == len(prompts) {
+				if err := s.Run(ctx, nil); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		var seqs []*Seq
 		release := func() {
 			for _, q := range seqs {
@@ -294,13 +328,13 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, params []Para
 			qs, err := s.StartGroup(prompts[hi], params[hi:hi+n])
 			if err != nil {
 				release()
-				return nil, fmt.Errorf("prompt %d: %w", hi, err)
+				return fail(fmt.Errorf("prompt %d: %w", hi, err))
 			}
 			seqs = append(seqs, qs...)
 			hi += n
 		}
 		if hi == lo {
-			return nil, fmt.Errorf("all %d cache slots hold sequences, or their blocks are reserved; Release them before Generate", s.cfg.Slots)
+			return fail(fmt.Errorf("all %d cache slots hold sequences, or their blocks are reserved; Release them before Generate", s.cfg.Slots))
 		}
 		err := s.Run(ctx, seqs)
 		for i, q := range seqs {

@@ -31,6 +31,9 @@ type staticState struct {
 	toks   []int32
 	lps    []float32
 	record []int32 // the step's routing record (recordingRouting), token-major
+	// bucket is the bucket the loaded set was given under expert
+	// parallelism (lockstep.go), 0 for the decoder's own choice.
+	bucket int
 }
 
 // staticOK reports whether live can take a static step. A sparse model
@@ -50,15 +53,15 @@ func (s *Sampler) staticOK(live []*Seq) bool {
 	return true
 }
 
-// staticStep is step for a set that staticOK accepted.
-func (s *Sampler) staticStep(live []*Seq) error {
+// staticStep is step for a set that staticOK accepted, in a bucket of
+// the decoder's choice (bucket 0) or, under expert parallelism, the one
+// the ranks agreed on (lockstep.go; live may then be empty: a step of
+// padding only).
+func (s *Sampler) staticStep(live []*Seq, bucket int) error {
 	st := &s.static
-	if st.decoder == nil {
-		st.decoder = s.m.NewDecoder(s.cfg.Slots)
-		st.decoder.SetSharedPrefixAttention(!s.cfg.NoSharedPrefixAttention)
-	}
-	if !sameSeqs(st.loaded, live) {
-		if err := s.loadStatic(live); err != nil {
+	d := s.decoder()
+	if !sameSeqs(st.loaded, live) || st.bucket != bucket {
+		if err := s.loadStatic(live, bucket); err != nil {
 			st.loaded = nil
 			return err
 		}
@@ -66,19 +69,19 @@ func (s *Sampler) staticStep(live []*Seq) error {
 	n := len(live)
 	st.toks, st.lps = grow(st.toks, n), grow(st.lps, n)
 	var record []int32
-	if s.recordingRouting() {
+	if s.recordingRouting() && n > 0 {
 		st.record = grow(st.record, s.m.Config.RoutingLen(n))
 		record = st.record
 	}
-	if err := st.decoder.StepRecording(s.cache, st.toks, st.lps, record); err != nil {
+	if err := d.StepRecording(s.cache, st.toks, st.lps, record); err != nil {
 		st.loaded = nil
 		return fmt.Errorf("sampler: %w", err)
 	}
-	s.stats.SharedPrefixRows += st.decoder.SharedRows()
+	s.stats.SharedPrefixRows += d.SharedRows()
 	for i, t := range st.toks {
 		if t < 0 {
 			st.loaded = nil
-			return badRow(s.m.Backend, st.decoder.Logits(), i, s.m.Config.VocabSize)
+			return badRow(s.m.Backend, d.Logits(), i, s.m.Config.VocabSize)
 		}
 	}
 	per := s.m.Config.RoutingLen(1)
@@ -95,11 +98,22 @@ func (s *Sampler) staticStep(live []*Seq) error {
 	return nil
 }
 
+// decoder is the static path's decoder, made on first use.
+func (s *Sampler) decoder() *model.Decoder {
+	st := &s.static
+	if st.decoder == nil {
+		st.decoder = s.m.NewDecoder(s.cfg.Slots)
+		st.decoder.SetSharedPrefixAttention(!s.cfg.NoSharedPrefixAttention)
+	}
+	return st.decoder
+}
+
 // loadStatic loads live into the decoder, padded to the step's bucket
 // with the padding slot: every slot may be taken and every block
 // reserved, and the step still runs a power-of-two bucket (or the
-// slots), never one of its exact size.
-func (s *Sampler) loadStatic(live []*Seq) error {
+// slots), never one of its exact size. bucket, when not 0, is the
+// bucket the expert-parallel ranks agreed on.
+func (s *Sampler) loadStatic(live []*Seq, bucket int) error {
 	st := &s.static
 	st.rows = st.rows[:0]
 	for _, q := range live {
@@ -110,10 +124,14 @@ func (s *Sampler) loadStatic(live []*Seq) error {
 		st.rows = append(st.rows, model.DecodeRow{Slot: int32(q.slot), Pos: int32(q.cached), Token: q.tokens[q.cached],
 			Params: q.params.SampleParams, PCGHi: hi, PCGLo: lo})
 	}
-	if err := st.decoder.Load(s.cache, st.rows, st.pad); err != nil {
+	load := func() error { return st.decoder.Load(s.cache, st.rows, st.pad) }
+	if bucket > 0 {
+		load = func() error { return st.decoder.LoadBucket(s.cache, st.rows, st.pad, bucket) }
+	}
+	if err := load(); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
-	st.loaded = append(st.loaded[:0], live...)
+	st.loaded, st.bucket = append(st.loaded[:0], live...), bucket
 	return nil
 }
 

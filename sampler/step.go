@@ -47,6 +47,10 @@ func (s *Sampler) Step(ctx context.Context, seqs []*Seq) error {
 		}
 	}
 	s.liveBuf = live
+	if coll := s.expertParallel(); coll != nil {
+		_, err := s.lockstep(ctx, coll, live) // every rank's Step together (lockstep.go)
+		return err
+	}
 	if len(live) == 0 {
 		return nil
 	}
@@ -79,8 +83,17 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		return err
 	}
 	if s.staticOK(live) {
-		return s.staticStep(live)
+		return s.staticStep(live, 0)
 	}
+	return s.forwardStep(live)
+}
+
+// forwardStep is step's Forward call over live: the batch takes each
+// sequence's pending tokens in order until PrefillTokens is reached, and
+// the sequences whose pending tokens all fit sample. Under expert
+// parallelism a batch left empty (every sequence waits for its group's
+// prompt) still takes part in the other ranks' Forward (lockstep.go).
+func (s *Sampler) forwardStep(live []*Seq) error {
 	s.static.loaded = nil // the device's copy of the set goes stale
 	b := &s.batch
 	b.Tokens, b.Slots, b.Positions = b.Tokens[:0], b.Slots[:0], b.Positions[:0]
@@ -108,6 +121,9 @@ func (s *Sampler) step(ctx context.Context, live []*Seq) error {
 		}
 	}
 	s.rows, s.ready = rows, ready
+	if b.Len() == 0 && s.m.ExpertParallel() != nil {
+		return s.forwardIdle()
+	}
 	s.prepareRecord()
 	s.stats.Forwards++
 	s.stats.ForwardTokens += b.Len()

@@ -15,6 +15,9 @@ type graph struct {
 	g       Graph
 	scratch []scratchBlock
 	host    []func()
+	// watch waits for a replay of a graph holding collectives under
+	// their watchdog (watchReplays).
+	watch []func() error
 }
 
 type scratchBlock struct {
@@ -36,6 +39,29 @@ type capture struct {
 	// host is the host bookkeeping of the captured ops, run after each
 	// replay (afterEachRun).
 	host []func()
+	// watch and watchers are the collectives' replay watches
+	// (watchReplays), one per communicator.
+	watch    []func() error
+	watchers map[any]bool
+}
+
+// watchReplays makes each replay of the graph being captured wait for
+// the graph under w, once per who (a collective's communicator,
+// nccl_comm_cuda.go). A capture allows no host wait, so a collective
+// captured on the stream is not waited for where it is issued; left to a
+// later download's plain wait, a dead peer would hang it. Instead Replay
+// waits for the graph under the collective's watchdog, which aborts the
+// communicator and fails the step with a message — the wait a decode
+// step makes for its tokens anyway, made watchful.
+func (b *Backend) watchReplays(who any, w func() error) {
+	c := b.capturing
+	if c.watchers == nil {
+		c.watchers = map[any]bool{}
+	}
+	if !c.watchers[who] {
+		c.watchers[who] = true
+		c.watch = append(c.watch, w)
+	}
 }
 
 // BeginCapture starts a stream capture on the device. Errors queued before
@@ -103,7 +129,7 @@ func (b *Backend) EndCapture() (kernels.Graph, error) {
 		}
 		return nil, fmt.Errorf("%s: capturing a graph: %w", b.Name(), err)
 	}
-	return &graph{owner: b, g: g, scratch: c.owned, host: c.host}, nil
+	return &graph{owner: b, g: g, scratch: c.owned, host: c.host, watch: c.watch}, nil
 }
 
 func (b *Backend) own(op string, g kernels.Graph) *graph {
@@ -121,6 +147,9 @@ func (b *Backend) Replay(g kernels.Graph) {
 	for _, f := range gg.host {
 		f()
 	}
+	for _, w := range gg.watch {
+		b.fail(w())
+	}
 }
 
 func (b *Backend) FreeGraph(g kernels.Graph) {
@@ -129,5 +158,5 @@ func (b *Backend) FreeGraph(g kernels.Graph) {
 	for _, s := range gg.scratch {
 		b.fail(b.pool.put(s.ptr, s.bytes))
 	}
-	gg.g, gg.scratch, gg.host = 0, nil, nil
+	gg.g, gg.scratch, gg.host, gg.watch = 0, nil, nil, nil
 }

@@ -47,9 +47,12 @@ GRPO_KERNEL void __launch_bounds__(256) clamped_swiglu_backward_f32(float* dgate
 
 // grid (rows), block (any): y[r] += bias[e] for the expert e whose rows
 // [offsets[e], offsets[e+1]) hold r: the last e with offsets[e] ≤ r,
-// which has rows (an empty expert's offsets equal the next one's).
+// which has rows (an empty expert's offsets equal the next one's). Rows
+// outside [offsets[0], offsets[nExperts]) — offsets a run of a grouping
+// over more experts — are left as they are.
 GRPO_KERNEL void __launch_bounds__(256) grouped_add_bias_f32(float* y, const float* bias, const int* offsets, int nExperts, int cols) {
 	int r = blockIdx.x;
+	if (r < offsets[0] || r >= offsets[nExperts]) return;
 	int lo = 0, hi = nExperts;
 	while (hi - lo > 1) {
 		int mid = (lo + hi) / 2;

@@ -16,7 +16,10 @@ import (
 // (one device of one process). Its collectives run on the backend's one
 // stream, after the work queued before them; the host then waits for them
 // under the watchdog (nccl_watchdog.go), so a dead or hung peer ends the
-// call with an error instead of a hang.
+// call with an error instead of a hang. Inside a graph capture (an
+// expert-parallel decode step's fixed all-to-alls, model/decode_ep.go)
+// they are captured instead, and each replay is waited for under the
+// watchdog (run).
 type ncclComm struct {
 	b          *Backend
 	d          *driverDevice
@@ -89,16 +92,21 @@ func (c *ncclComm) allReduce(p DevicePtr, n int, what string) error {
 }
 
 // run issues a collective on the stream, after the work queued before
-// it, and waits for it under the watchdog.
+// it, and waits for it under the watchdog. Inside a graph capture it
+// only issues it — NCCL's send/recv are captured on the stream as
+// kernels are, and a capture allows no host wait — and each replay of
+// the graph is waited for under the watchdog instead (watchReplays).
 func (c *ncclComm) run(what string, issue func(comm, stream unsafe.Pointer) error) error {
 	if err := c.failed(); err != nil {
 		return err
 	}
-	if err := c.b.Sync(); err != nil { // an earlier op's error is this rank's, not NCCL's
-		c.Abort(err)
-		return fmt.Errorf("nccl: %s: the backend failed before it: %w", what, err)
+	capturing := c.b.capturing != nil
+	if !capturing {
+		if err := c.b.Sync(); err != nil { // an earlier op's error is this rank's, not NCCL's
+			c.Abort(err)
+			return fmt.Errorf("nccl: %s: the backend failed before it: %w", what, err)
+		}
 	}
-	var ev Event
 	err := c.d.do(func() error {
 		// Held while issuing, so an Abort from another goroutine cannot
 		// free the communicator under the call.
@@ -109,11 +117,26 @@ func (c *ncclComm) run(what string, issue func(comm, stream unsafe.Pointer) erro
 		}
 		return issue(c.comm, unsafe.Pointer(c.d.stream.C()))
 	})
+	if err != nil {
+		c.abort(err)
+		return fmt.Errorf("%w: %w", kernels.ErrCollectiveAborted, err)
+	}
+	if capturing {
+		c.b.watchReplays(c, func() error {
+			return c.watchStream(fmt.Sprintf("a graph replay's collectives (rank %d of %d)", c.rank, c.size))
+		})
+		return nil
+	}
+	return c.watchStream(what)
+}
+
+// watchStream waits under the watchdog for the work issued on the stream
+// so far (an event recorded after it).
+func (c *ncclComm) watchStream(what string) error {
+	ev, err := c.d.NewEvent()
 	if err == nil {
-		if ev, err = c.d.NewEvent(); err == nil {
-			defer c.d.DestroyEvent(ev)
-			err = c.d.Record(ev)
-		}
+		defer c.d.DestroyEvent(ev)
+		err = c.d.Record(ev)
 	}
 	if err != nil {
 		c.abort(err)

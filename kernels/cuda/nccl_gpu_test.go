@@ -21,7 +21,9 @@ import (
 // every partial sum is exact in f32 and the result is x·n(n+1)/2) with the
 // same bits on every rank; a barrier returns; the counts exchange and the
 // all-to-all move every rank's rows where checkAllToAllOnGPU's plain loop
-// puts them (one GPU: to itself); and, with two GPUs or more,
+// puts them (one GPU: to itself); an all-to-all with fixed counts captured
+// into a graph moves each replay's rows (checkCapturedAllToAllOnGPU); and,
+// with two GPUs or more,
 // a collective that rank 1 never joins ends rank 0 at the watchdog's
 // timeout with an aborted-collective error instead of hanging. Needs a GPU
 // and libnccl.so.2 (the torch wheels' nvidia/nccl/lib is found).
@@ -89,6 +91,7 @@ func TestNCCLOnGPU(t *testing.T) {
 		}
 	}
 	checkAllToAllOnGPU(t, backends, comms)
+	checkCapturedAllToAllOnGPU(t, backends, comms)
 	if n < 2 {
 		t.Log("one GPU: the missing-peer check needs two")
 		for _, c := range comms {
@@ -241,4 +244,60 @@ func TestNCCLJoinAtOnGPU(t *testing.T) {
 			t.Errorf("value %d: %v after the all-reduce, %v before", i, got[i], want[i])
 		}
 	}
+}
+
+// checkCapturedAllToAllOnGPU: each rank captures one graph of an
+// all-to-all with fixed counts (2 rows of 3 floats to every rank, the
+// expert-parallel decode step's exchange) and replays it twice over new
+// rows uploaded between replays; each replay leaves in the receive buffer
+// the rows every rank sent in it, bit for bit.
+func checkCapturedAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Collective) {
+	t.Helper()
+	const rows, width = 2, 3
+	n := len(backends)
+	value := func(round, from, to, i int) float32 { return float32(round*1000000 + from*10000 + to*100 + i) }
+	each(t, n, func(r int) error {
+		b := backends[r]
+		counts := make([]int, n)
+		for p := range counts {
+			counts[p] = rows
+		}
+		sb, rb := b.Alloc(kernels.F32, n*rows*width), b.Alloc(kernels.F32, n*rows*width)
+		defer b.Free(sb)
+		defer b.Free(rb)
+		if err := b.BeginCapture(); err != nil {
+			return err
+		}
+		if err := comms[r].AllToAll(sb, counts, rb, counts, width); err != nil {
+			return err
+		}
+		g, err := b.EndCapture()
+		if err != nil {
+			return err
+		}
+		defer b.FreeGraph(g)
+		for round := range 2 {
+			send := make([]float32, 0, n*rows*width)
+			for p := range n {
+				for i := range rows * width {
+					send = append(send, value(round, r, p, i))
+				}
+			}
+			b.Upload(sb, send)
+			b.Replay(g)
+			got := make([]float32, n*rows*width)
+			b.Download(got, rb)
+			if err := b.Sync(); err != nil {
+				return err
+			}
+			for p := range n {
+				for i := range rows * width {
+					if x, w := got[p*rows*width+i], value(round, p, r, i); math.Float32bits(x) != math.Float32bits(w) {
+						return fmt.Errorf("rank %d replay %d: element %d from rank %d is %v, want %v", r, round, i, p, x, w)
+					}
+				}
+			}
+		}
+		return nil
+	})
 }

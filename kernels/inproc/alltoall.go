@@ -11,11 +11,21 @@ import (
 // AllToAll exchanges rows through host memory: each rank contributes its
 // send rows with both count lists, and once all have arrived (and their
 // counts agree: round.check) copies out the rows each rank addressed to
-// it, in rank order, over the head of its recv buffer.
+// it, in rank order, over the head of its recv buffer. On a backend whose
+// memory the host addresses (kernels.HostFuncs: emu) the exchange is
+// queued in its stream order, so a graph capture records it and the
+// ranks meet at each replay; elsewhere (cpu) the rows travel by Download
+// and Upload.
 func (m *member) AllToAll(send kernels.Buffer, sendRows []int, recv kernels.Buffer, recvRows []int, width int) error {
 	if err := m.checkAllToAll(send, sendRows, recv, recvRows, width); err != nil {
 		m.g.Abort(err)
 		return errors.Join(err, kernels.ErrCollectiveAborted)
+	}
+	sendRows, recvRows = slices.Clone(sendRows), slices.Clone(recvRows)
+	if hf, ok := m.b.(kernels.HostFuncs); ok && hf.HostMemory() {
+		return hf.HostFunc([]kernels.Buffer{send, recv}, func(mem [][]float32) error {
+			return m.allToAll(slices.Clone(mem[0]), sendRows, mem[1], recvRows, width)
+		})
 	}
 	host := make([]float32, send.Len())
 	m.b.Download(host, send)
@@ -23,12 +33,23 @@ func (m *member) AllToAll(send kernels.Buffer, sendRows []int, recv kernels.Buff
 		m.g.Abort(fmt.Errorf("inproc: rank %d: its backend failed before the all-to-all: %w", m.rank, err))
 		return fmt.Errorf("inproc: rank %d: %w", m.rank, err)
 	}
-	r, err := m.g.exchange(m.rank, "all-to-all", width, part{values: host, sendRows: slices.Clone(sendRows), recvRows: slices.Clone(recvRows)})
+	out := make([]float32, recv.Len())
+	m.b.Download(out, recv) // the tail past the rows is kept
+	if err := m.allToAll(host, sendRows, out, recvRows, width); err != nil {
+		return err
+	}
+	m.b.Upload(recv, out)
+	return nil
+}
+
+// allToAll is the exchange over host memory: send is this rank's own
+// copy of its rows (the peers read it after the call returns here), out
+// receives the rows addressed to this rank over its head.
+func (m *member) allToAll(send []float32, sendRows []int, out []float32, recvRows []int, width int) error {
+	r, err := m.g.exchange(m.rank, "all-to-all", width, part{values: send, sendRows: sendRows, recvRows: recvRows})
 	if err != nil {
 		return err
 	}
-	out := make([]float32, recv.Len())
-	m.b.Download(out, recv) // the tail past the rows is kept
 	at := 0
 	for from, p := range r.parts {
 		start := 0 // rank from's rows for this rank follow those for lower ranks
@@ -39,7 +60,6 @@ func (m *member) AllToAll(send kernels.Buffer, sendRows []int, recv kernels.Buff
 		copy(out[at:at+n], p.values[start*width:start*width+n])
 		at += n
 	}
-	m.b.Upload(recv, out)
 	return nil
 }
 

@@ -16,7 +16,7 @@ import (
 func moeCases() []Case {
 	var cs []Case
 	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), sigmoidRouteCases(), sigmoidRouteBackwardCases(), moeGroupCases(),
-		groupedMatMulCases(), groupedMatMulMXFP4Cases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
+		groupedMatMulCases(), groupedMatMulSliceCases(), groupedMatMulMXFP4Cases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
 		cs = append(cs, g...)
 	}
 	return cs
@@ -292,6 +292,52 @@ func groupedMatMulCases() []Case {
 				return fmt.Errorf("%v (A in f32); %v (A rounded to bf16)", errF32, err)
 			}
 			return nil
+		}})
+	}
+	return cs
+}
+
+// groupedMatMulSliceCases run the GEMM over a run of the experts of a
+// grouping over more: offsets a slice of the grouping's (not from 0), B
+// those experts' matrices, rows the grouping's — as an expert-parallel
+// rank runs its own experts over rows gathered from every rank
+// (model/decode_ep.go). The experts' rows are computed, every other row
+// of C is left as it was.
+func groupedMatMulSliceCases() []Case {
+	var cs []Case
+	for i, s := range []struct {
+		first, count int
+		bf16         bool
+	}{{3, 3, false}, {0, 2, true}, {6, 2, true}, {2, 1, false}} {
+		const tokens, experts, topK, n, k = 40, 8, 2, 33, 20
+		seed := uint64(5480 + i)
+		name := fmt.Sprintf("experts[%d,%d) of %d,bf16=%v", s.first, s.first+s.count, experts, s.bf16)
+		cs = append(cs, Case{Op: "GroupedMatMul", Name: name, check: func(b kernels.Backend) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			off, offOp, rows := e.groupedOperands(tokens, experts, topK)
+			sub := off[s.first : s.first+s.count+1]
+			a := e.in("a", e.uniform(rows*k, 1))
+			dt := kernels.F32
+			if s.bf16 {
+				dt = kernels.BF16
+			}
+			bm := e.floats("b", dt, e.uniform(s.count*k*n, 1), true)
+			c := e.out("c", e.uniform(rows*n, 1))
+			cIn := c.values()
+			b.GroupedMatMul(c.view, a.view, bm.view, offOp.view.Slice(s.first, s.count+1), rows, s.count, n, k, true, 1, 0)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			got := c.result(b)
+			ar := a.values()
+			if s.bf16 && Compare("c", got, RefGroupedMatMul(cIn, ar, bm.values(), sub, s.count, n, k, true, 1, 0), tolMatMul) != nil {
+				for i, v := range ar {
+					ar[i] = float64(RoundBF16(float32(v))) // tensor cores round A
+				}
+				return Compare("c", got, RefGroupedMatMul(cIn, ar, bm.values(), sub, s.count, n, k, true, 1, 0), tolMatMulBF16)
+			}
+			return Compare("c", got, RefGroupedMatMul(cIn, ar, bm.values(), sub, s.count, n, k, true, 1, 0), tolMatMul)
 		}})
 	}
 	return cs

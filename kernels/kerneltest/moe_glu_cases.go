@@ -134,5 +134,24 @@ func groupedAddBiasCases() []Case {
 			return Compare("y", y.result(b), want, tolElementwise)
 		}})
 	}
+	// A run of the experts of a grouping over more (GroupedMatMul's
+	// slice cases): its rows get their bias, the others are left.
+	for i, sub := range [][2]int{{3, 3}, {0, 2}, {6, 2}} {
+		const tokens, experts, topK, cols = 40, 8, 2, 21
+		first, count, seed := sub[0], sub[1], uint64(5850+i)
+		cs = append(cs, Case{Op: "GroupedAddBias", Name: fmt.Sprintf("experts[%d,%d) of %d", first, first+count, experts), check: func(b kernels.Backend) error {
+			e := newEnv(b, seed)
+			defer e.free()
+			off, offOp, rows := e.groupedOperands(tokens, experts, topK)
+			y := e.out("y", e.uniform(rows*cols, 1))
+			bias := e.in("bias", e.uniform(count*cols, 1))
+			want := RefGroupedAddBias(y.values(), bias.values(), off[first:first+count+1], count, cols)
+			b.GroupedAddBias(y.view, bias.view, offOp.view.Slice(first, count+1), rows, count, cols)
+			if err := e.checkAll(); err != nil {
+				return err
+			}
+			return Compare("y", y.result(b), want, tolElementwise)
+		}})
+	}
 	return cs
 }
