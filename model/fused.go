@@ -126,13 +126,15 @@ func (c *Config) groupOffset(g group, i int) int {
 // projectGroup computes fused = in·Wᵀ + Σ LoRA (n × groupWidth) for the
 // group's projections with one GEMM over the fused weight, reading inBF16
 // (in's bf16 cast) instead of in when it is not nil, then one LoRA shrink
-// of in over the group's A matrices into xa (n × Σ ranks; scratch from a
-// when nil) and one expand adding every member into its columns of fused.
+// of the same operand over the group's A matrices into xa (n × Σ ranks;
+// scratch from a when nil) and one expand adding every member into its
+// columns of fused.
 func (m *Model) projectGroup(a *arena, layer int, g group, fused, in, inBF16, w kernels.Buffer, n int, xa kernels.Buffer) {
 	be, c := m.Backend, m.Config
 	width := c.groupWidth(g)
 	inDim, _ := c.Dims(groupProjs[g][0])
-	be.MatMul(fused, gemmInput(in, inBF16), w, n, width, inDim, false, true, 1, 0)
+	x := gemmInput(in, inBF16)
+	be.MatMul(fused, x, w, n, width, inDim, false, true, 1, 0)
 	gl := m.groupLoRA(layer, g)
 	if gl == nil {
 		return
@@ -141,13 +143,15 @@ func (m *Model) projectGroup(a *arena, layer int, g group, fused, in, inBF16, w 
 		xa = a.alloc(kernels.F32, gl.ranks*n)
 	}
 	for _, u := range gl.units(g, xa, nil, n, func(i int) (kernels.Buffer, int, int) { return fused, width, c.groupOffset(g, i) }) {
-		be.LoRAShrink(u.xa, in, u.a, n, inDim, u.ranks)
+		be.LoRAShrink(u.xa, x, u.a, n, inDim, u.ranks)
 		be.LoRAExpand(u.xa, u.parts, n)
 	}
 }
 
-// gemmInput is the A operand of a GEMM with the base weights: the bf16
-// cast when the caller has one.
+// gemmInput is the A operand of a GEMM with the base weights, and the x
+// of the LoRA shrink beside it: the bf16 cast when the caller has one
+// (half the bytes of the f32 rows; the shrink accumulates in f32 all the
+// same, kernels.LoRAOps).
 func gemmInput(in, inBF16 kernels.Buffer) kernels.Buffer {
 	if inBF16 != nil {
 		return inBF16

@@ -211,13 +211,14 @@ func (l *LoRA) part(out int, y kernels.Buffer, cols, off int) kernels.LoRAPart {
 }
 
 // project computes out = in·Wᵀ (+ bias) (+ LoRA) for n rows, the GEMM
-// reading inBF16 (in's bf16 cast) instead of in when it is not nil. When
-// xa is not nil it receives in·Aᵀ (n × rank) for the backward pass;
-// otherwise a scratch buffer from a is used.
+// and the LoRA shrink reading inBF16 (in's bf16 cast) instead of in when
+// it is not nil. When xa is not nil it receives in·Aᵀ (n × rank) for the
+// backward pass; otherwise a scratch buffer from a is used.
 func (m *Model) project(a *arena, layer int, p Proj, out, in, inBF16, w, bias kernels.Buffer, n int, xa kernels.Buffer) {
 	be := m.Backend
 	inDim, outDim := m.Config.Dims(p)
-	be.MatMul(out, gemmInput(in, inBF16), w, n, outDim, inDim, false, true, 1, 0)
+	x := gemmInput(in, inBF16)
+	be.MatMul(out, x, w, n, outDim, inDim, false, true, 1, 0)
 	if bias != nil {
 		be.AddBias(out, bias, n, outDim)
 	}
@@ -225,7 +226,7 @@ func (m *Model) project(a *arena, layer int, p Proj, out, in, inBF16, w, bias ke
 		if xa == nil {
 			xa = a.alloc(kernels.F32, n*l.Rank)
 		}
-		be.LoRAShrink(xa, in, l.A, n, inDim, l.Rank)
+		be.LoRAShrink(xa, x, l.A, n, inDim, l.Rank)
 		be.LoRAExpand(xa, []kernels.LoRAPart{l.part(outDim, out, outDim, 0)}, n)
 	}
 }
