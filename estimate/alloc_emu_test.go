@@ -2,14 +2,13 @@ package estimate
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/lora"
-	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -55,29 +54,8 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 			const slots, prompt, maxTok, micro = 4, 25, 8, 64
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
-			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-			if mc.MambaNumHeads > 0 {
-				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, "in_proj", "out_proj")
-			}
-			if mc.SparseLayers() > 0 {
-				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, model.RouterModule)
-			}
-			train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-			// The estimate knows emu as what it runs: the cuda device's code.
-			opts := Options{Device: "cuda", WeightDType: "bf16", Train: train}
-			e, err := Memory(cfg, mc, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			inner := emu.New()
-			defer inner.Close()
-			be := &emuCountingBackend{Backend: inner}
-			m := bf16Random(mc, be)
-			ad, err := lora.New(m, cfg.LoRA, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			policy := m.WithAdapter(ad)
+			cfg.LoRA.TargetModules = allocTargets(mc)
+			e, be, policy := emuSampledPolicy(t, cfg, mc, slots, prompt, maxTok)
 			gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 			if want := e.PhaseBytes(PhaseSampling); gen != want {
 				t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
@@ -91,19 +69,7 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 				for i, setting := range settings {
 					// Every other setting with a behaviour correction: π_old's copy.
 					cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "sequence_mask"}[i%2]
-					e, err = Memory(cfg, mc, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
-					samples := slices.Clone(stepSamples)
-					if cfg.Loss.RoutingReplay {
-						withRouting(mc, samples)
-					}
-					trained := be.phase(t, func() error {
-						_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
-						return err
-					})
+					e, trained := be.trainingPhase(t, cfg, mc, emuOptions(slots, prompt, maxTok), policy, stepSamples, maxTok, micro)
 					if want := e.PhaseBytes(PhaseTraining); trained != want {
 						t.Errorf("training, beta %g, correction %s, recompute %s: allocated %d, estimate %d (diff %d)", beta, cfg.Loss.ISCorrection, setting, trained, want, want-trained)
 					}
@@ -113,12 +79,36 @@ func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
 	}
 }
 
-// bf16Random is a random model of shape mc with the weights a bf16
-// checkpoint loads to (NewRandomParallel's bf16: the tensors Load keeps in
-// f32 whatever the checkpoint, Mamba-2's A_log, dt_bias and D among them,
-// in f32), so MatMul takes the fused path's bf16 casts.
-func bf16Random(mc *model.Config, be kernels.Backend) *model.Model {
-	return model.NewRandomParallel(mc, be, 1, kernels.BF16)
+// emuSampledPolicy is sampledPolicy on the emulated GPU: the estimate of
+// cfg for slots single-turn rollouts of prompt + maxTok tokens on mc
+// (emuOptions), and a counting emu backend (closed when t ends) with a
+// random policy of cfg's adapter on it. Its weights are those a bf16
+// checkpoint loads to, so MatMul takes the fused path's bf16 casts:
+// NewRandomParallel's bf16, which keeps in f32 what Load keeps in f32
+// whatever the checkpoint (Mamba-2's A_log, dt_bias and D among them,
+// which SSDScan reads in f32).
+func emuSampledPolicy(t *testing.T, cfg *config.Config, mc *model.Config, slots, prompt, maxTok int) (*Estimate, *emuCountingBackend, *model.Model) {
+	t.Helper()
+	e, err := Memory(cfg, mc, emuOptions(slots, prompt, maxTok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := emu.New()
+	t.Cleanup(func() { inner.Close() })
+	be := &emuCountingBackend{Backend: inner}
+	m := model.NewRandomParallel(mc, be, 1, kernels.BF16)
+	ad, err := lora.New(m, cfg.LoRA, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, be, m.WithAdapter(ad)
+}
+
+// emuOptions is the estimate's options for emu with bf16 weights and
+// slots single-turn rollouts of prompt + maxTok tokens: the estimate knows
+// emu as what it runs, the cuda device's code.
+func emuOptions(slots, prompt, maxTok int) Options {
+	return Options{Device: "cuda", WeightDType: "bf16", Train: singleTurn(slots, prompt, maxTok)}
 }
 
 // TestEstimateMatchesAllocationsWithWindowsOnEmu is the sampling half of
@@ -138,20 +128,8 @@ func TestEstimateMatchesAllocationsWithWindowsOnEmu(t *testing.T) {
 	const slots, prompt, maxTok = 4, 25, 40
 	cfg := estimateConfig(slots, 2, maxTok)
 	cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-	train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-	e, err := Memory(cfg, mc, Options{Device: "cuda", WeightDType: "bf16", Train: train})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner := emu.New()
-	defer inner.Close()
-	be := &emuCountingBackend{Backend: inner}
-	m := bf16Random(mc, be)
-	ad, err := lora.New(m, cfg.LoRA, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := be.samplingPeak(t, m.WithAdapter(ad), slots, prompt, maxTok)
+	e, be, policy := emuSampledPolicy(t, cfg, mc, slots, prompt, maxTok)
+	gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 	if want := e.PhaseBytes(PhaseSampling); gen != want {
 		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
 	}
