@@ -2,14 +2,13 @@ package estimate
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
+	"github.com/grpo-dev/grpo/config"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
 	"github.com/grpo-dev/grpo/lora"
-	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/model"
 )
 
@@ -32,23 +31,6 @@ func (c *emuCountingBackend) Free(b kernels.Buffer) {
 	c.Backend.Free(b)
 }
 
-// weightsToBF16 makes a random model's weights bf16, as model.Load keeps
-// a bf16 checkpoint's: MatMul then takes the fused path's bf16 casts.
-func weightsToBF16(t *testing.T, m *model.Model) {
-	be := m.Backend
-	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
-		host := make([]float32, b.Len())
-		be.Download(host, b)
-		nb := be.Alloc(kernels.BF16, len(host))
-		be.Upload(nb, host)
-		be.Free(b)
-		return nb
-	})
-	if err := be.Sync(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestEstimateMatchesAllocationsOnEmu is TestEstimateMatchesAllocations
 // on a GPU backend (the CUDA backend under emu) with bf16 weights: the
 // sampling and training estimates equal the peak of live buffer bytes
@@ -58,60 +40,75 @@ func weightsToBF16(t *testing.T, m *model.Model) {
 // GEMM inputs (model/layer.go allocCasts) that the CPU backend never
 // allocates: unpriced, the estimate fell short by them (sampling 38,912
 // bytes; training 34,816, and 67,584 with the reference's trace).
+// Nemotron-H (Mamba-2, attention, MoE and relu² MLP layers; the latent
+// variant's MoE projects to a smaller width first) runs the Mamba-2
+// kernels on the device: their pooled backward scratch is the device's,
+// a resident item (SSDBackwardPoolBytes), not the phases'.
 func TestEstimateMatchesAllocationsOnEmu(t *testing.T) {
-	mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", "qwen3-tiny"))
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"qwen3-tiny", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			mc, err := model.LoadConfig(filepath.Join("..", "testdata", "models", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const slots, prompt, maxTok, micro = 4, 25, 8, 64
+			cfg := estimateConfig(slots, 2, maxTok)
+			cfg.MicroBatchTokens = micro
+			cfg.LoRA.TargetModules = allocTargets(mc)
+			e, be, policy := emuSampledPolicy(t, cfg, mc, slots, prompt, maxTok)
+			gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
+			if want := e.PhaseBytes(PhaseSampling); gen != want {
+				t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
+			}
+			stepSamples := append(packedSamples(micro, prompt, maxTok, mc.VocabSize), packedSamples(micro, prompt, maxTok, mc.VocabSize)...)
+			for _, beta := range []float64{0, 0.1} {
+				settings := []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"}
+				if beta > 0 {
+					settings = []string{"none", "layer:1"}
+				}
+				for i, setting := range settings {
+					// Every other setting with a behaviour correction: π_old's copy.
+					cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "sequence_mask"}[i%2]
+					e, trained := be.trainingPhase(t, cfg, mc, emuOptions(slots, prompt, maxTok), policy, stepSamples, maxTok, micro)
+					if want := e.PhaseBytes(PhaseTraining); trained != want {
+						t.Errorf("training, beta %g, correction %s, recompute %s: allocated %d, estimate %d (diff %d)", beta, cfg.Loss.ISCorrection, setting, trained, want, want-trained)
+					}
+				}
+			}
+		})
 	}
-	const slots, prompt, maxTok, micro = 4, 25, 8, 64
-	cfg := estimateConfig(slots, 2, maxTok)
-	cfg.MicroBatchTokens = micro
-	cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-	train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-	// The estimate knows emu as what it runs: the cuda device's code.
-	opts := Options{Device: "cuda", WeightDType: "bf16", Train: train}
-	e, err := Memory(cfg, mc, opts)
+}
+
+// emuSampledPolicy is sampledPolicy on the emulated GPU: the estimate of
+// cfg for slots single-turn rollouts of prompt + maxTok tokens on mc
+// (emuOptions), and a counting emu backend (closed when t ends) with a
+// random policy of cfg's adapter on it. Its weights are those a bf16
+// checkpoint loads to, so MatMul takes the fused path's bf16 casts:
+// NewRandomParallel's bf16, which keeps in f32 what Load keeps in f32
+// whatever the checkpoint (Mamba-2's A_log, dt_bias and D among them,
+// which SSDScan reads in f32).
+func emuSampledPolicy(t *testing.T, cfg *config.Config, mc *model.Config, slots, prompt, maxTok int) (*Estimate, *emuCountingBackend, *model.Model) {
+	t.Helper()
+	e, err := Memory(cfg, mc, emuOptions(slots, prompt, maxTok))
 	if err != nil {
 		t.Fatal(err)
 	}
 	inner := emu.New()
-	defer inner.Close()
+	t.Cleanup(func() { inner.Close() })
 	be := &emuCountingBackend{Backend: inner}
-	m := model.NewRandom(mc, be, 1)
-	weightsToBF16(t, m)
+	m := model.NewRandomParallel(mc, be, 1, kernels.BF16)
 	ad, err := lora.New(m, cfg.LoRA, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := m.WithAdapter(ad)
-	gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
-	if want := e.PhaseBytes(PhaseSampling); gen != want {
-		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
-	}
-	stepSamples := append(packedSamples(micro, prompt, maxTok, mc.VocabSize), packedSamples(micro, prompt, maxTok, mc.VocabSize)...)
-	for _, beta := range []float64{0, 0.1} {
-		settings := []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"}
-		if beta > 0 {
-			settings = []string{"none", "layer:1"}
-		}
-		for i, setting := range settings {
-			// Every other setting with a behaviour correction: π_old's copy.
-			cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "sequence_mask"}[i%2]
-			e, err = Memory(cfg, mc, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
-			samples := slices.Clone(stepSamples)
-			trained := be.phase(t, func() error {
-				_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
-				return err
-			})
-			if want := e.PhaseBytes(PhaseTraining); trained != want {
-				t.Errorf("training, beta %g, correction %s, recompute %s: allocated %d, estimate %d (diff %d)", beta, cfg.Loss.ISCorrection, setting, trained, want, want-trained)
-			}
-		}
-	}
+	return e, be, m.WithAdapter(ad)
+}
+
+// emuOptions is the estimate's options for emu with bf16 weights and
+// slots single-turn rollouts of prompt + maxTok tokens: the estimate knows
+// emu as what it runs, the cuda device's code.
+func emuOptions(slots, prompt, maxTok int) Options {
+	return Options{Device: "cuda", WeightDType: "bf16", Train: singleTurn(slots, prompt, maxTok)}
 }
 
 // TestEstimateMatchesAllocationsWithWindowsOnEmu is the sampling half of
@@ -131,21 +128,8 @@ func TestEstimateMatchesAllocationsWithWindowsOnEmu(t *testing.T) {
 	const slots, prompt, maxTok = 4, 25, 40
 	cfg := estimateConfig(slots, 2, maxTok)
 	cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-	train := []EnvShape{{Name: "e", Examples: slots, Rollouts: 1, PromptTokens: prompt, MaxTurns: 1, MaxTokens: maxTok}}
-	e, err := Memory(cfg, mc, Options{Device: "cuda", WeightDType: "bf16", Train: train})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner := emu.New()
-	defer inner.Close()
-	be := &emuCountingBackend{Backend: inner}
-	m := model.NewRandom(mc, be, 1)
-	weightsToBF16(t, m)
-	ad, err := lora.New(m, cfg.LoRA, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := be.samplingPeak(t, m.WithAdapter(ad), slots, prompt, maxTok)
+	e, be, policy := emuSampledPolicy(t, cfg, mc, slots, prompt, maxTok)
+	gen := be.samplingPeak(t, policy, slots, prompt, maxTok)
 	if want := e.PhaseBytes(PhaseSampling); gen != want {
 		t.Errorf("sampling: allocated %d, estimate %d (diff %d)", gen, want, want-gen)
 	}

@@ -215,6 +215,44 @@ func (l *ledger) samplingPeak(t *testing.T, policy *model.Model, slots, prompt, 
 	})
 }
 
+// trainingPhase is the estimate of cfg on mc under opts and the most
+// bytes PolicyGradient held on top of what was live, training policy
+// (under cfg.Recompute) on a copy of samples — with the rollouts'
+// recorded routing where cfg replays it, so each sparse layer's trace
+// keeps its recomputed top-k — in micro-batches of micro tokens.
+func (l *ledger) trainingPhase(t *testing.T, cfg *config.Config, mc *model.Config, opts Options, policy *model.Model, samples []loss.Sample, maxTok, micro int) (*Estimate, int64) {
+	t.Helper()
+	e, err := Memory(cfg, mc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(cfg.Recompute)
+	samples = slices.Clone(samples)
+	if cfg.Loss.RoutingReplay {
+		withRouting(mc, samples)
+	}
+	return e, l.phase(t, func() error {
+		_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
+		return err
+	})
+}
+
+// allocTargets is the adapter the allocation checks train on mc: q, k, o
+// and up; Mamba-2's in and out projections; and the routers of a
+// mixture of experts — their adapter and the load-balancing loss's
+// gradient (router_aux_loss_coef 0.001); a checkpointed sparse layer
+// keeps the router's logits.
+func allocTargets(mc *model.Config) []string {
+	targets := []string{"q_proj", "k_proj", "o_proj", "up_proj"}
+	if mc.MambaNumHeads > 0 {
+		targets = append(targets, "in_proj", "out_proj")
+	}
+	if mc.SparseLayers() > 0 {
+		targets = append(targets, model.RouterModule)
+	}
+	return targets
+}
+
 // phase runs f and returns the most bytes it held on top of what was live.
 func (l *ledger) phase(t *testing.T, f func() error) int64 {
 	t.Helper()
@@ -233,7 +271,7 @@ func (l *ledger) phase(t *testing.T, f func() error) int64 {
 // and PolicyGradient run (the sampler's host copy of the logits aside), so
 // the per-token formulas track model/layer.go, model/train.go and loss.go.
 func TestEstimateMatchesAllocations(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only", "qwen3_5-tiny", "qwen3_5-moe-tiny/attention-only", "glm4_moe-tiny/all-linear", "gpt_oss-tiny/attention-only", "gpt_oss-tiny/all-linear"} {
+	for _, name := range []string{"qwen3-tiny", "qwen2-tiny", "qwen3-moe-tiny-dense", "qwen3-moe-tiny", "qwen3-moe-tiny/attention-only", "qwen3_5-tiny", "qwen3_5-moe-tiny/attention-only", "glm4_moe-tiny/all-linear", "gpt_oss-tiny/attention-only", "gpt_oss-tiny/all-linear", "nemotron_h-tiny", "nemotron_h-latent-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			name, allLinear := strings.CutSuffix(name, "/all-linear")
 			name, attentionOnly := strings.CutSuffix(name, "/attention-only")
@@ -246,13 +284,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 			const slots, prompt, maxTok, micro = 4, 25, 8, 64
 			cfg := estimateConfig(slots, 2, maxTok)
 			cfg.MicroBatchTokens = micro
-			cfg.LoRA.TargetModules = []string{"q_proj", "k_proj", "o_proj", "up_proj"}
-			if mc.SparseLayers() > 0 && !attentionOnly {
-				// The routers too: their adapter and the load-balancing
-				// loss's gradient (router_aux_loss_coef 0.001); a
-				// checkpointed sparse layer keeps the router's logits.
-				cfg.LoRA.TargetModules = append(cfg.LoRA.TargetModules, model.RouterModule)
-			}
+			cfg.LoRA.TargetModules = allocTargets(mc)
 			if allLinear {
 				// GLM-4.5: attention, the dense layer's MLP and the shared
 				// experts; not the fused routed experts, nor the routers.
@@ -280,21 +312,7 @@ func TestEstimateMatchesAllocations(t *testing.T) {
 				for i, setting := range []string{"none", "swiglu", "selective", "layer:1", "swiglu+layer:1", "selective+layer:1", "layer"} {
 					// Every other setting with a behaviour correction: π_old's copy.
 					cfg.Loss.Beta, cfg.Recompute, cfg.Loss.ISCorrection = beta, setting, []string{"none", "token_truncate"}[i%2]
-					e, err := Memory(cfg, mc, Options{Device: "cpu", Train: singleTurn(slots, prompt, maxTok)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					policy.Recompute, policy.CheckpointLayers, _ = model.ParseRecomputeSetting(setting)
-					samples := slices.Clone(stepSamples)
-					if cfg.Loss.RoutingReplay {
-						// The rollouts' recorded routing, replayed: each
-						// sparse layer's trace keeps its recomputed top-k.
-						withRouting(mc, samples)
-					}
-					trained := be.phase(t, func() error {
-						_, err := loss.PolicyGradient(policy, samples, cfg.Loss, maxTok, micro)
-						return err
-					})
+					e, trained := be.trainingPhase(t, cfg, mc, Options{Device: "cpu", Train: singleTurn(slots, prompt, maxTok)}, policy, stepSamples, maxTok, micro)
 					if want := e.PhaseBytes(PhaseTraining); e.RecomputeSetting != setting || trained != want {
 						t.Errorf("training, beta %g, correction %s, recompute %s (estimate's %s): allocated %d, estimate %d (diff %d)", beta, cfg.Loss.ISCorrection, setting, e.RecomputeSetting, trained, want, want-trained)
 					}

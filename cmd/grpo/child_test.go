@@ -70,6 +70,25 @@ func tinyModelAndEnv(t *testing.T) (dir, model, envDir string) {
 	return dir, model, envDir
 }
 
+// parityConfig writes the tiny model and its 8-example reverse-words
+// environment (tinyModelAndEnv) with the rubric replaced by the parity of
+// the completion's length — the tiny model's completions share no letter
+// with the answers, so the ratio rubric scores 0 — which gives the groups
+// (4 rollouts each) mixed rewards, so each update has work to agree on;
+// and a run config of batch rollouts a step and steps steps plus extra
+// TOML. It returns the temporary dir and the config's path.
+func parityConfig(t *testing.T, batch, steps int, extra string) (dir, cfg string) {
+	t.Helper()
+	dir, model, envDir := tinyModelAndEnv(t)
+	envTOML := filepath.Join(envDir, "environment.toml")
+	text, _ := os.ReadFile(envTOML)
+	os.WriteFile(envTOML, []byte(strings.Replace(string(text), `type = "ratio"`, `type = "command"`+"\nargv = [\"sh\", \"-c\", \"wc -c | awk '{print ($1 % 2) / 2}'\"]", 1)), 0o644)
+	cfg = filepath.Join(dir, "run.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model = %q\nmax_steps = %d\nbatch_size = %d\nrollouts_per_example = 4\n[sampling]\nmax_tokens = 6\n[[env]]\nid = %q\n[lora]\nrank = 2\nalpha = 4\n[optimizer]\nlr = 1e-2\n[loss]\nfilter_zero_advantages = false\n%s",
+		model, steps, batch, envDir, extra)), 0o644)
+	return dir, cfg
+}
+
 // tinyTrainConfig writes a tiny model, a reverse-words environment and a
 // run config of maxSteps steps with a checkpoint every ckInterval, and
 // returns the config's path.
