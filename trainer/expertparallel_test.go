@@ -100,7 +100,9 @@ func logHas(t *testing.T, runDir, want string) {
 // of the examples, give one device's rewards. Over four cpu devices,
 // EP 2 × DP 2 (two EP groups, each expert on two devices, its gradients
 // summed over them) holds to the same bars (adapters 3.4e-6), and so
-// does its checkpoint resumed on EP 2 (3.4e-6).
+// does its checkpoint resumed on EP 2 (3.4e-6). Without expert_parallel
+// the run takes estimate's plan, data parallel here (the tiny model fits
+// each device), and trains as one device does too.
 func TestExpertParallelRunReproducesOneDevice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four 3-step MoE runs")
@@ -119,6 +121,10 @@ func TestExpertParallelRunReproducesOneDevice(t *testing.T) {
 	sameRun(t, "EP 2 × DP 2 on cpu:0-3", runDevicesWith(t, dir, "four", epHeader, []string{"cpu:0-3"}, 0, nil), one, 1e-5)
 	logHas(t, filepath.Join(dir, "four"), "layout: expert parallel over 4 devices, EP 2 × DP 2")
 	sameEvals(t, dir, "four", "one")
+	// Without the key the run takes estimate's plan: the tiny model fits
+	// each device whole, so data parallel.
+	sameRun(t, "as planned on cpu:0-1", runDevicesWith(t, dir, "planned", devicesHeader, []string{"cpu:0-1"}, 0, nil), one, 1e-5)
+	logHas(t, filepath.Join(dir, "planned"), "layout: data parallel over 2 devices (data parallel: the whole model fits each device")
 	sameRun(t, "resumed EP 2 × DP 2 → EP 2", runDevicesWith(t, dir, "four-two", epHeader, []string{"cpu:0-3"}, 1, []string{"cpu:0-1"}), one, 1e-5)
 }
 
