@@ -45,6 +45,12 @@ type Config struct {
 	// kernels.ParseDevices), overriding Device; empty is one device,
 	// Device's first. DeviceList resolves the two.
 	Devices []string `toml:"devices"`
+	// ExpertParallel forces a run's expert-parallel degree over its
+	// devices (1: data parallel); 0 takes estimate's plan, which splits a
+	// mixture-of-experts model's experts only when it does not fit each
+	// device whole. Checked against the devices here and against the
+	// model's experts when the run opens it (trainer/replicas).
+	ExpertParallel int `toml:"expert_parallel"`
 	// MicroBatchTokens bounds the tokens of one forward/backward pass; a
 	// step's rollouts are split into micro-batches of at most this many
 	// tokens and their gradients accumulated (the update is the same as

@@ -133,3 +133,21 @@ func quoteList(xs []string) string {
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }
+
+// checkExpertParallel is what expert_parallel = ep needs of a run's n
+// devices ("" when it is fine): a degree that divides them (n / ep copies
+// of each expert, EP × DP). The model's side (experts that split evenly)
+// is checked when the run opens it.
+func checkExpertParallel(ep, n int) string {
+	switch {
+	case ep < 0:
+		return fmt.Sprintf("expert_parallel = %d: must be ≥ 0 (0: as grpo estimate plans; 1: data parallel; N: experts split over N devices)", ep)
+	case ep <= 1:
+		return ""
+	case n == 1:
+		return fmt.Sprintf("expert_parallel = %d but the run has one device: name %d devices (devices = [\"cuda:0-%d\"]), or drop expert_parallel", ep, ep, ep-1)
+	case n%ep != 0:
+		return fmt.Sprintf("expert_parallel = %d does not divide the run's %d devices: name a multiple of %d devices, or set expert_parallel = %d", ep, n, ep, n)
+	}
+	return ""
+}

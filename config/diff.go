@@ -110,3 +110,17 @@ func BindsCheckpoint(key string) bool {
 	}
 	return false
 }
+
+// SplitByCheckpoint divides changes into those a checkpoint is bound to
+// (BindsCheckpoint), which a resume refuses, and the others, which it
+// follows with a warning; each as Change.String writes it.
+func SplitByCheckpoint(changes []Change) (bound, other []string) {
+	for _, c := range changes {
+		if BindsCheckpoint(c.Key) {
+			bound = append(bound, c.String())
+		} else {
+			other = append(other, c.String())
+		}
+	}
+	return bound, other
+}

@@ -48,8 +48,10 @@ func (c *Config) check(l *problems) {
 	}
 	if err := checkDevice(c.Device); err != nil {
 		bad("device", "%v", err)
-	} else if _, err := c.DeviceList(); err != nil {
+	} else if ids, err := c.DeviceList(); err != nil {
 		bad("devices", "%v", err)
+	} else if msg := checkExpertParallel(c.ExpertParallel, len(ids)); msg != "" {
+		bad("expert_parallel", "%s", msg)
 	}
 	if c.MicroBatchTokens < 1 {
 		bad("micro_batch_tokens", "micro_batch_tokens = %d: must be at least 1, e.g. micro_batch_tokens = 8192", c.MicroBatchTokens)

@@ -39,7 +39,9 @@ type Plan struct {
 // fits every device, else, for a mixture-of-experts model, the smallest
 // expert-parallel degree EP (a divisor of the device count, at most the
 // experts per layer) whose devices all fit; when none does, the largest,
-// which Misfit then refuses. Each device's share is priced by Run as a
+// which Misfit then refuses. The config's expert_parallel, when set, is
+// the degree (checked against the model's experts). grpo train takes the
+// same plan (trainer/replicas), so the two never disagree. Each device's share is priced by Run as a
 // run with batch_size = its rollouts and o.ExpertParallel = EP: the KV
 // cache and the sampler shrink with the share, the weights (all, or the
 // replicated part and 1/EP of the routed experts), the adapter and its
@@ -63,10 +65,17 @@ func PlanDevices(ctx context.Context, cfg *config.Config, devices []kernels.Devi
 	if err != nil {
 		return nil, err
 	}
+	degrees := expertDegrees(mc, len(devices))
+	if ep := cfg.ExpertParallel; ep > 0 {
+		if err := checkExpertDegree(mc, ep); err != nil {
+			return nil, err
+		}
+		degrees = []int{ep} // the config's, not the smallest that fits
+	}
 	measure := o.Measure
 	o.Measure = false
 	var tried []*Plan
-	for _, ep := range expertDegrees(mc, len(devices)) {
+	for _, ep := range degrees {
 		shares, err := priceShares(ctx, cfg, devices, o, ep)
 		if err != nil {
 			return nil, err
@@ -106,6 +115,21 @@ func expertDegrees(mc *model.Config, n int) []int {
 	return out
 }
 
+// checkExpertDegree is what expert_parallel = ep needs of the model:
+// routed experts, as many on each device (config.Validate checks the
+// devices' side).
+func checkExpertDegree(mc *model.Config, ep int) error {
+	switch {
+	case ep == 1:
+		return nil
+	case mc.SparseLayers() == 0:
+		return fmt.Errorf("expert_parallel = %d: %s has no routed experts to split over devices; drop expert_parallel (several devices train it data parallel)", ep, mc.Arch().Name)
+	case mc.NumExperts%ep != 0:
+		return fmt.Errorf("expert_parallel = %d does not divide the model's %d experts per layer: set it to a divisor of %d that divides the devices, or 0 to take the plan", ep, mc.NumExperts, mc.NumExperts)
+	}
+	return nil
+}
+
 // priceShares estimates each device's share under expert-parallel degree
 // ep: device i is rank i mod ep of its group, holding that rank's block
 // of experts (blocks of as even a size as the count allows).
@@ -122,7 +146,7 @@ func priceShares(ctx context.Context, cfg *config.Config, devices []kernels.Devi
 		if !ok {
 			c := *cfg
 			c.BatchSize = n * cfg.RolloutsPerExample
-			c.Devices = nil
+			c.Devices, c.ExpertParallel = nil, 0 // one device's run, its degree opts'
 			opts := o
 			opts.Device = d.Backend
 			opts.Measure = o.Measure && i == 0

@@ -29,15 +29,12 @@ func CheckRun(ctx context.Context, cfg *config.Config, override string) error {
 	return nil
 }
 
-// DevicesFit is nil when a data-parallel run over devices fits: each
-// device's share planned (PlanDevices) and checked (Misfit); a plan that
-// needs expert parallelism does not fit, since the trainer is data
-// parallel only. override is named in the error as CheckRun's is.
+// DevicesFit is nil when a run over devices fits: each device's share
+// planned (PlanDevices) and checked (Misfit), under the layout the
+// trainer takes (trainer/replicas.ChooseLayout). override is named in the
+// error as CheckRun's is.
 func DevicesFit(ctx context.Context, cfg *config.Config, devices []kernels.DeviceID, override string) error {
 	plan, err := PlanDevices(ctx, cfg, devices, RunOptions{})
-	if err == nil && plan.EP > 1 {
-		err = fmt.Errorf("the model does not fit each device whole (%s), and a run does not train expert parallel yet (the MoE block and an in-process step do, but sampling under it and the run's wiring are not built: docs/scale.md)", plan.Why)
-	}
 	if err == nil {
 		err = Misfit(plan.Shares)
 	}

@@ -12,9 +12,10 @@ import (
 // (TrainShapes, probed with ProbeEnv). before is the free memory read
 // before the weights loaded (recompute = "auto" reads it); without it,
 // what is free now, with the estimate's resident items (the weights,
-// adapter and optimizer, loaded by now) added back.
-func ForRun(cfg *config.Config, mc *model.Config, be kernels.Backend, train []EnvShape, before *Available) (*Estimate, *Available) {
-	opts := Options{Device: be.Name(), Train: train}
+// adapter and optimizer, loaded by now) added back. ep prices one rank of
+// an expert-parallel run (Options.ExpertParallel; 1: the whole model).
+func ForRun(cfg *config.Config, mc *model.Config, be kernels.Backend, train []EnvShape, before *Available, ep int) (*Estimate, *Available) {
+	opts := Options{Device: be.Name(), Train: train, ExpertParallel: ep}
 	av := before
 	if av == nil || !av.Known {
 		free, ok := FreeMemory(be)

@@ -61,7 +61,7 @@ func sizeLocal(m *model.Model, tok *tokenizer.Tokenizer, e env.Environment, exs 
 		// A plan made for shorter prompts still runs one episode at a time.
 		blocks = max(blocks, sampler.GroupBlocks(longest, 1, maxLen, sampler.DefaultBlockSize, false))
 	}
-	return localCall{st: st, prompts: prompts, cfg: sampler.Config{Slots: max(1, len(exs)*perExample), MaxLen: maxLen,
+	return localCall{st: st, prompts: prompts, cfg: sampler.Config{Slots: max(1, len(exs)*perExample, opts.Slots), MaxLen: maxLen,
 		Blocks: blocks, NoPrefixSharing: opts.NoPrefixSharing, RecordExperts: opts.RecordExperts}}, nil
 }
 
@@ -70,7 +70,7 @@ func (c localCall) play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.
 	if err := checkArgs(s, tok, e, perExample, opts); err != nil {
 		return nil, err
 	}
-	return play(ctx, samplerRunner{s}, tok, e, exs, c.prompts, perExample, p, seed, opts, c.st)
+	return play(ctx, runnerOf(samplerRunner{s}), tok, e, exs, c.prompts, perExample, p, seed, opts, c.st)
 }
 
 // sizingTurns is how many model turns a slot is sized for: e's turn limit

@@ -42,6 +42,11 @@ type Options struct {
 	// memory); episodes beyond what it holds wait for others to finish.
 	// 0 sizes the cache for every episode at once.
 	KVBlocks int
+	// Slots is the fewest sequences Local's sampler is sized for (0: the
+	// call's episodes). Expert-parallel ranks all pass the most any
+	// rank's share has, so that their samplers hold as many rows: a
+	// lockstep decode step runs one bucket on every rank.
+	Slots int
 	// Overlap plays the episodes as two cohorts that take turns on the
 	// device, so that the environment's replies to one cohort (tool calls,
 	// sandboxed code, a Python environment, a judge) run while the other
@@ -110,7 +115,7 @@ func Play(ctx context.Context, s *sampler.Sampler, tok *tokenizer.Tokenizer, e e
 		return nil, err
 	}
 	prompts := renderPrompts(tok, examples, st.chat)
-	return play(ctx, samplerRunner{s}, tok, e, examples, prompts, perExample, params, seed, opts, st)
+	return play(ctx, runnerOf(samplerRunner{s}), tok, e, examples, prompts, perExample, params, seed, opts, st)
 }
 
 // setup is what every episode of a Play call shares besides the sampler:
@@ -188,7 +193,7 @@ func play(ctx context.Context, run turnRunner, tok *tokenizer.Tokenizer, e env.E
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d.scorer = newScorer(sctx, e.Rubric(), opts.ScoreWorkers, len(trajs))
-	err := d.play(ctx, e, queue)
+	err := endInStep(ctx, run, d.play(ctx, e, queue)) // lockstep.go
 	t1 := time.Now()
 	if err != nil {
 		cancel() // Play fails: the scores would be thrown away

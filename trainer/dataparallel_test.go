@@ -55,6 +55,21 @@ type dpRun struct {
 // step and resumes it on resumeDevices.
 func runDevices(t *testing.T, dir, name string, devices []string, stopAfter int, resumeDevices []string, opts ...Option) dpRun {
 	t.Helper()
+	return runDevicesWith(t, dir, name, devicesHeader, devices, stopAfter, resumeDevices, opts...)
+}
+
+// devicesHeader is the devices key for devs (none: no key).
+func devicesHeader(devs []string) string {
+	if len(devs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("devices = [%q]\n", devs[0])
+}
+
+// runDevicesWith is runDevices with header(devices) written before the
+// fixture's config.
+func runDevicesWith(t *testing.T, dir, name string, header func([]string) string, devices []string, stopAfter int, resumeDevices []string, opts ...Option) dpRun {
+	t.Helper()
 	inner, err := env.New(filepath.Join(dir, "env"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +80,7 @@ func runDevices(t *testing.T, dir, name string, devices []string, stopAfter int,
 		t.Fatal(err)
 	}
 	doc := strings.Replace(string(text), "id = \""+filepath.Join(dir, "env")+"\"", "id = \""+inner.ID()+"\"", 1)
-	textFor := func(devs []string) []byte {
-		if len(devs) > 0 {
-			return []byte(fmt.Sprintf("devices = [%q]\n", devs[0]) + doc)
-		}
-		return []byte(doc)
-	}
+	textFor := func(devs []string) []byte { return []byte(header(devs) + doc) }
 	cfgFor := func(devs []string) *config.Config {
 		cfg, err := config.Parse(textFor(devs), "run.toml")
 		if err != nil {

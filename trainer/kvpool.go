@@ -26,7 +26,7 @@ func (r *run) planKVPool() {
 	if r.cfg.Inference.On() {
 		return
 	}
-	e, av := estimate.ForRun(r.cfg, r.base.Config, r.be, r.trainShapes(), r.freeMemory)
+	e, av := estimate.ForRun(r.cfg, r.base.Config, r.be, r.trainShapes(), r.freeMemory, r.layout.EP)
 	if e == nil {
 		r.keepSampler = true
 		r.dir.Logf("sampler: kept across steps: no memory plan (free memory unknown)")

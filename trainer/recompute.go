@@ -31,7 +31,7 @@ func (r *run) readFreeMemory() error {
 func (r *run) chooseRecompute() error {
 	why := "set in the config"
 	if r.cfg.Recompute == config.RecomputeAuto {
-		e, err := estimate.Memory(r.cfg, r.base.Config, estimate.Options{Device: r.be.Name(), Train: r.trainShapes(), Available: r.freeMemory})
+		e, err := estimate.Memory(r.cfg, r.base.Config, estimate.Options{Device: r.be.Name(), Train: r.trainShapes(), Available: r.freeMemory, ExpertParallel: r.layout.EP})
 		if err != nil {
 			return fmt.Errorf("recompute = %q: %w", r.cfg.Recompute, err)
 		}

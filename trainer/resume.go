@@ -77,7 +77,7 @@ func (r *run) loadResumable(path string, step int) (checkpointState, error) {
 // continueFrom sets the run's position to the checkpoint's and drops the
 // log lines of steps after it, which the resumed run logs again.
 func (r *run) continueFrom(path string, st checkpointState) error {
-	r.step, r.health = st.Step, st.Health
+	r.step, r.health, r.resumed = st.Step, st.Health, path
 	r.maxPerStep = max(r.maxPerStep, st.MaxExamplesPerStep)
 	copy(r.sched.Cursors, st.Cursors)
 	if len(st.Overlap) == len(r.overlap.On) {
@@ -128,14 +128,7 @@ func (r *run) checkConfigEdits(path string) error {
 	if err != nil || len(changes) == 0 {
 		return nil
 	}
-	var bound, other []string
-	for _, c := range changes {
-		if config.BindsCheckpoint(c.Key) {
-			bound = append(bound, c.String())
-		} else {
-			other = append(other, c.String())
-		}
-	}
+	bound, other := config.SplitByCheckpoint(changes)
 	if len(bound) > 0 {
 		return &boundError{fmt.Sprintf("%s/config.toml was edited since checkpoint %s was written (%s), and the checkpoint cannot continue under that change; undo the edit (the checkpoint's copy is %s), or train the edited config as a new run with 'grpo train CONFIG --output NEW_DIR'",
 			r.dir.Path, path, strings.Join(bound, "; "), filepath.Join(path, "config.toml"))}

@@ -151,6 +151,8 @@ type run struct {
 	engine  rollout.PolicyEngine // where rollouts are generated (engine.go)
 	reps    *replicas.Set        // one per device; the first is policy, adapter, opt (devices.go)
 	world   *replicas.World      // the job's processes under srun/torchrun; nil: one
+	layout  *replicas.Layout     // data or expert parallel over the devices, chosen before loading
+	resumed string               // the checkpoint the run resumed from; "" for none
 	// producer plays them ahead of the trainer (max_async_level); nil: each step plays its own.
 	producer *rollout.Producer
 	adapter  *lora.Adapter
@@ -310,6 +312,7 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	defer func() {
 		if err != nil {
 			r.dir.Logf("error: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+			r.layout.Close() // the devices it opened, unless the replicas took them
 			r.dir.Close()
 			r.world.Close(err)
 		}
@@ -344,8 +347,12 @@ func (t *Trainer) setup(ctx context.Context) (_ *run, err error) {
 	if err := r.readFreeMemory(); err != nil {
 		return nil, err
 	}
-	l, err := loader.Open(ctx, loader.Spec{Model: cfg.Model, Backend: r.be, Download: t.opts.download,
-		Log: func(line string) { r.dir.Logf("%s", line) }})
+	logf := func(line string) { r.dir.Logf("%s", line) }
+	if r.layout, err = replicas.ChooseLayout(ctx, replicas.LayoutSpec{Config: cfg, Devices: devices, First: r.be, Backends: t.opts.replicaBackends, Download: t.opts.download, World: r.world, Log: logf}); err != nil {
+		return nil, err
+	}
+	// Under expert parallelism device 0 loads its share of the experts.
+	l, err := loader.Open(ctx, loader.Spec{Model: cfg.Model, Backend: r.be, Download: t.opts.download, Experts: r.layout.Expert(0), Log: logf})
 	if err != nil {
 		return nil, err
 	}

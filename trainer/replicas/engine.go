@@ -22,11 +22,10 @@ var _ rollout.PolicyEngine = (*Set)(nil)
 // far as is known before sampling, to train; the completions' lengths
 // are not known yet. Every rollout draws the seed it would in one call
 // (rollout.Options.FirstExample), so the tokens do not depend on the
-// device count.
+// device count. Expert-parallel ranks all play, those with no examples
+// too: each one's sampler takes part in the others' forwards
+// (rollout/lockstep.go), and one that fails aborts their collective.
 func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, perExample int, p sampler.Params, seed uint64, opts rollout.Options) ([]rollout.Trajectory, error) {
-	if s.ep {
-		return nil, errors.New("replicas: expert-parallel ranks train but do not sample yet; play the rollouts on a model that holds every expert")
-	}
 	if len(s.reps) == 1 && s.world == nil {
 		return s.reps[0].Engine.Play(ctx, e, exs, perExample, p, seed, opts)
 	}
@@ -39,13 +38,18 @@ func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, pe
 	}
 	first, parts := s.world.first(len(s.reps))
 	bounds := splitRuns(costs, parts)
+	if s.ep {
+		for d := range s.reps { // every rank's sampler as large (rollout.Options.Slots)
+			opts.Slots = max(opts.Slots, (bounds[d+1]-bounds[d])*perExample)
+		}
+	}
 	trajs := make([]rollout.Trajectory, len(exs)*perExample)
 	timings := make([]rollout.Timing, len(s.reps))
 	errs := make([]error, len(s.reps))
 	var wg sync.WaitGroup
 	for d, rep := range s.reps {
 		lo, hi := bounds[first+d], bounds[first+d+1]
-		if lo == hi && s.world == nil {
+		if lo == hi && s.world == nil && !s.ep {
 			continue
 		}
 		o := opts
@@ -55,7 +59,7 @@ func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, pe
 			errs[d] = recovered(func() error {
 				var ts []rollout.Trajectory
 				var err error
-				if lo < hi {
+				if lo < hi || s.ep { // an EP rank plays its part in the others' forwards
 					ts, err = rep.Engine.Play(ctx, e, exs[lo:hi], perExample, p, seed, o)
 				}
 				if s.world == nil || err != nil {
@@ -70,8 +74,8 @@ func (s *Set) Play(ctx context.Context, e env.Environment, exs []env.Example, pe
 				}
 				return err
 			})
-			if errs[d] != nil && s.world != nil {
-				rep.coll.Abort(errs[d]) // the other ranks' gathers end too
+			if errs[d] != nil && (s.world != nil || s.ep) {
+				rep.abort(errs[d]) // the other ranks' calls end instead of waiting
 			}
 		})
 	}

@@ -7,39 +7,58 @@ import (
 	"time"
 
 	"github.com/grpo-dev/grpo/kernels"
-	"github.com/grpo-dev/grpo/kernels/inproc"
 	"github.com/grpo-dev/grpo/loader"
 	"github.com/grpo-dev/grpo/lora"
 	"github.com/grpo-dev/grpo/loss"
 	"github.com/grpo-dev/grpo/optim"
+	"github.com/grpo-dev/grpo/rollout"
+	"github.com/grpo-dev/grpo/tokenizer"
 	"github.com/grpo-dev/grpo/update"
 )
 
-// Expert parallelism in one process (EP × DP with dp = 1): each rank
+// Expert parallelism in one process (EP × DP): each rank of an EP group
 // holds its share of every sparse layer's experts (model.LoadExperts),
 // their adapters and so their optimizer state, and everything else whole.
 // A step's groups are spread over the ranks as data parallelism spreads
 // them; each rank trains its own, its sparse layers exchanging rows with
 // the experts' ranks (model/moe_ep_exchange.go); the replicated
-// adapters' gradients are summed with one all-reduce, the experts' stay
-// where they are (each rank's are already the whole batch's, every
-// rank's tokens having passed through them); a rank whose share takes
+// adapters' gradients are summed with one all-reduce over every device,
+// the experts' stay in their group (each rank's are already its group's
+// whole share, every rank's tokens having passed through them) and with
+// DP > 1 are summed over the groups' copies (gradients.go); a rank whose
+// share takes
 // fewer passes than another's pads with idle ones (loss.PolicyGradientPadded),
 // since its experts serve the other ranks' passes; and the gradient norm is
 // the global one (optim.AdamW.ShardAcross). The set's adapter and
 // optimizer state save as one device's files, every expert's in the
-// model's order (SaveAdapter, SaveOptimizer), and a set opens from such
+// model's order (SaveAdapter, SaveOptimizer: the first group's), and a
+// set opens from such
 // files whatever wrote them (ExpertSpec.Adapter, OptimizerState), each
-// rank taking its experts' values and moments. Sampling under expert
-// parallelism is not wired, so the set plays no rollouts; nor does the
-// trainer open one from a run's devices yet: OpenExpertParallel is the
-// API a run's wiring and the tests use.
+// rank taking its experts' values and moments. Given a tokenizer, each
+// rank gets an engine and the set plays a call's examples as data
+// parallelism does (engine.go), every rank at once, a rank with none
+// included: the ranks' samplers run in step (sampler/lockstep.go,
+// rollout/lockstep.go). A run opens its set from its Layout
+// (ChooseLayout), with rank 0 the trainer's own (ExpertSpec.First).
 
 // ExpertSpec is what OpenExpertParallel needs.
 type ExpertSpec struct {
 	// Backends are the ranks' backends, one each (cpu or emu), opened
-	// and closed by the caller.
+	// and closed by the caller; or Layout's, when it is set (a run's:
+	// the set then closes what the layout opened).
 	Backends []kernels.Backend
+	Layout   *Layout
+	// First, when set, is rank 0: the caller's model loaded with
+	// Layout.Expert(0), its adapter (new or restored), optimizer and
+	// engine, which the set uses and does not free. Its model's
+	// recompute policy is every rank's.
+	First *Replica
+	// Tok, when set, gives every rank an engine (a kept sampler, or with
+	// PerCall one per call) and the set plays rollouts;
+	// EnableThinking renders prompts as the run's rollouts do.
+	Tok            *tokenizer.Tokenizer
+	EnableThinking *bool
+	PerCall        bool
 	// Model is the model every rank loads (loader.Spec.Model).
 	Model string
 	// LoRA and Seed make each rank's adapter: lora.New keys every
@@ -67,44 +86,54 @@ type ExpertSpec struct {
 // only (model.LoadExperts), and builds each rank's adapter and optimizer,
 // new or restored (ExpertSpec.Adapter, OptimizerState).
 func OpenExpertParallel(ctx context.Context, s ExpertSpec) (_ *Set, err error) {
-	if len(s.Backends) < 2 {
-		return nil, fmt.Errorf("expert parallel: %d backends: want two ranks or more", len(s.Backends))
+	l := s.Layout
+	if l == nil {
+		if len(s.Backends) < 2 {
+			return nil, fmt.Errorf("expert parallel: %d backends: want two ranks or more", len(s.Backends))
+		}
+		l = &Layout{EP: len(s.Backends), DP: 1, bes: s.Backends, owned: make([]bool, len(s.Backends))}
+		if err := l.join(s.Timeout); err != nil {
+			return nil, err
+		}
 	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
-	}
-	g, err := inproc.NewGroup(len(s.Backends), timeout)
-	if err != nil {
-		return nil, err
-	}
-	set := &Set{group: g, ep: true, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
+	set := &Set{group: l.group, ep: true, epRanks: l.EP, firstKept: s.First != nil, tok: s.Tok, enableThinking: s.EnableThinking, Check: os.Getenv("GRPO_CHECK_REPLICAS") == "1"}
 	defer func() {
 		if err != nil {
 			set.Close(context.Background())
+			l.close() // what the set did not take yet
 		}
 	}()
-	for r, be := range s.Backends {
-		rep, err := openRank(ctx, s, g, r, be)
+	for r, be := range l.bes {
+		rep, err := openRank(ctx, s, l.experts[r], r, be)
 		if err != nil {
-			return nil, fmt.Errorf("expert parallel: rank %d (%s): %w", r, be.Name(), err)
+			return nil, fmt.Errorf("expert parallel: device %d (%s), rank %d of its group: %w", r, be.Name(), r%l.EP, err)
+		}
+		rep.coll, rep.others = l.colls[r], l.collsOf(r)[1:]
+		rep.owned, l.owned[r], l.colls[r] = l.owned[r], false, nil // the set's now
+		if l.DP > 1 {
+			rep.dp = l.dps[r]
 		}
 		set.reps = append(set.reps, rep)
 	}
 	return set, nil
 }
 
-// openRank makes rank r's replica: the model with its experts only, the
-// adapter of those, and an optimizer whose norm counts every rank's
-// experts.
-func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kernels.Backend) (*Replica, error) {
-	coll, err := g.Join(r, be)
-	if err != nil {
-		return nil, err
+// openRank makes device r's replica: the model with its experts only
+// (its rank's of coll, its EP group's collective), the adapter of those,
+// and an optimizer whose norm counts every rank's experts once; device 0
+// is s.First when given.
+func openRank(ctx context.Context, s ExpertSpec, coll kernels.Collective, r int, be kernels.Backend) (*Replica, error) {
+	if r == 0 && s.First != nil {
+		rep := *s.First
+		rep.local = expertMarks(rep.Policy.Adapter)
+		return &rep, rep.Policy.Optimizer.ShardAcross(coll, rep.local)
 	}
 	l, err := loader.Open(ctx, loader.Spec{Model: s.Model, Backend: be, Experts: coll, Adapter: s.Adapter, Log: s.Log})
 	if err != nil {
 		return nil, err
+	}
+	if s.First != nil {
+		l.Base.Recompute, l.Base.CheckpointLayers = s.First.Policy.Model.Recompute, s.First.Policy.Model.CheckpointLayers
 	}
 	ad := l.Adapter // the rank's share of s.Adapter's
 	if ad == nil {
@@ -116,10 +145,7 @@ func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kern
 	if err != nil {
 		return nil, err
 	}
-	local := make([]bool, len(ad.Params()))
-	for i, p := range ad.Params() {
-		local[i] = p.Expert >= 0
-	}
+	local := expertMarks(ad)
 	if err := opt.ShardAcross(coll, local); err != nil {
 		return nil, err
 	}
@@ -128,8 +154,23 @@ func openRank(ctx context.Context, s ExpertSpec, g *inproc.Group, r int, be kern
 			return nil, err
 		}
 	}
-	return &Replica{Backend: be, Policy: update.Policy{Model: l.Base.WithAdapter(ad), Adapter: ad, Optimizer: opt},
-		coll: coll, local: local}, nil
+	rep := &Replica{Backend: be, Policy: update.Policy{Model: l.Base.WithAdapter(ad), Adapter: ad, Optimizer: opt}, local: local}
+	if s.Tok != nil && s.PerCall {
+		rep.Engine = rollout.LocalEngine{Model: rep.Policy.Model, Tok: s.Tok}
+	} else if s.Tok != nil {
+		rep.Engine = rollout.NewKeptEngine(rep.Policy.Model, s.Tok)
+	}
+	return rep, nil
+}
+
+// expertMarks marks the adapter's parameters of routed experts, by
+// Params' order: under expert parallelism each rank's own.
+func expertMarks(ad *lora.Adapter) []bool {
+	local := make([]bool, len(ad.Params()))
+	for i, p := range ad.Params() {
+		local[i] = p.Expert >= 0
+	}
+	return local
 }
 
 // mostPasses is the most forward and backward passes any rank's share
@@ -162,9 +203,11 @@ func (r *Replica) replicated() []lora.Param {
 // freePolicy frees an expert-parallel rank's adapter, its flat gradient
 // and its model's weights, all made by OpenExpertParallel.
 func (r *Replica) freePolicy() {
-	if r.flat != nil {
-		r.Backend.Free(r.flat)
-		r.flat = nil
+	for _, b := range []*kernels.Buffer{&r.flat, &r.flatExperts} {
+		if *b != nil {
+			r.Backend.Free(*b)
+			*b = nil
+		}
 	}
 	if r.Policy.Adapter != nil {
 		r.Policy.Adapter.Free()
@@ -182,8 +225,8 @@ func (s *Set) SaveAdapter(dir, baseModel string) error {
 	if !s.ep {
 		return lora.Save(dir, s.reps[0].Policy.Adapter, baseModel)
 	}
-	shards := make([]*lora.Adapter, len(s.reps))
-	for i, rep := range s.reps {
+	shards := make([]*lora.Adapter, s.epRanks) // the first EP group holds every expert once
+	for i, rep := range s.reps[:s.epRanks] {
 		shards[i] = rep.Policy.Adapter
 	}
 	return lora.SaveShards(dir, shards, baseModel)
@@ -199,8 +242,8 @@ func (s *Set) SaveOptimizer(path string) error {
 	if !s.ep {
 		return s.reps[0].Policy.Optimizer.SaveState(path)
 	}
-	shards := make([]*optim.AdamW, len(s.reps))
-	for i, rep := range s.reps {
+	shards := make([]*optim.AdamW, s.epRanks)
+	for i, rep := range s.reps[:s.epRanks] {
 		shards[i] = rep.Policy.Optimizer
 	}
 	return optim.SaveShards(path, shards)

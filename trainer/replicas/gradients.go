@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/grpo-dev/grpo/kernels"
+	"github.com/grpo-dev/grpo/lora"
 )
 
 // allReduceGrads sums the replicas' adapter gradients with one
@@ -14,28 +15,47 @@ import (
 // gathered end to end into one flat buffer on the device, summed, and
 // scattered back — two device copies per parameter, one collective per
 // step rather than one per parameter. Under expert parallelism the
-// experts' gradients are left out: each rank's are its experts' whole.
+// experts' gradients are left out: each rank's are its experts' whole
+// over its EP group's tokens, and with DP > 1 they are summed with a
+// second all-reduce over the devices that hold the same experts.
 func (r *Replica) allReduceGrads() error {
-	params := r.replicated()
-	if r.flat == nil {
+	if err := r.sumGrads(r.coll, r.replicated(), &r.flat); err != nil {
+		return err
+	}
+	if r.dp == nil {
+		return nil
+	}
+	var experts []lora.Param
+	for i, p := range r.Policy.Adapter.Params() {
+		if r.local[i] {
+			experts = append(experts, p)
+		}
+	}
+	return r.sumGrads(r.dp, experts, &r.flatExperts)
+}
+
+// sumGrads sums params' gradients over coll through one flat buffer,
+// *flat, allocated on first use.
+func (r *Replica) sumGrads(coll kernels.Collective, params []lora.Param, flat *kernels.Buffer) error {
+	if *flat == nil {
 		n := 0
 		for _, p := range params {
 			n += p.Grad.Len()
 		}
-		r.flat = r.Backend.Alloc(kernels.F32, n)
+		*flat = r.Backend.Alloc(kernels.F32, n)
 	}
 	be := r.Backend
 	off := 0
 	for _, p := range params {
-		be.Copy(r.flat.Slice(off, p.Grad.Len()), p.Grad)
+		be.Copy((*flat).Slice(off, p.Grad.Len()), p.Grad)
 		off += p.Grad.Len()
 	}
-	if err := r.coll.AllReduceSum(r.flat); err != nil {
+	if err := coll.AllReduceSum(*flat); err != nil {
 		return err
 	}
 	off = 0
 	for _, p := range params {
-		be.Copy(p.Grad, r.flat.Slice(off, p.Grad.Len()))
+		be.Copy(p.Grad, (*flat).Slice(off, p.Grad.Len()))
 		off += p.Grad.Len()
 	}
 	return be.Sync()

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -39,6 +40,13 @@ type Replica struct {
 	// Engine plays this device's share of a step's rollouts.
 	Engine rollout.Engine
 	coll   kernels.Collective
+	// Under expert parallelism with DP > 1: dp sums the experts'
+	// gradients over the devices holding them (flatExperts, its
+	// buffer), and others are every collective of the device's beyond
+	// coll (its EP group's, dp), aborted and closed with it.
+	dp          kernels.Collective
+	others      []kernels.Collective
+	flatExperts kernels.Buffer
 	// flat is the adapter's gradients end to end, the one buffer the
 	// all-reduce sums (gradients.go).
 	flat kernels.Buffer
@@ -62,8 +70,12 @@ type Set struct {
 	// of all are the collective's ranks (world.go).
 	world *World
 	// ep: the replicas are expert-parallel ranks (expert_parallel.go),
-	// each holding its share of the experts, all opened here.
-	ep bool
+	// each holding its share of the experts, all opened here unless
+	// firstKept: rank 0 is the trainer's (ExpertSpec.First).
+	ep, firstKept bool
+	// epRanks is the size of an EP group: the first epRanks replicas
+	// hold every expert once (SaveAdapter, SaveOptimizer).
+	epRanks int
 	// Check hashes every replica's adapter after each update and fails
 	// the step when one differs from replica 0's: the replicas must stay
 	// bit-identical. Off by default (a download of every adapter per
@@ -100,6 +112,36 @@ type Spec struct {
 	// devices ranks of the job's collective; nil: this process alone.
 	World *World
 	Log   func(string)
+	// Under expert parallelism (OpenRun): the adapter's configuration
+	// and seed, and the checkpoint directory of the trainer's (adapter/,
+	// optimizer.safetensors) a resumed run's ranks load their shares of
+	// ("": a new run), as in ExpertSpec.
+	LoRA       lora.Config
+	Seed       uint64
+	Checkpoint string
+}
+
+// OpenRun opens a run's set on its layout: One on one device, Open's
+// data-parallel replicas, or under expert parallelism OpenExpertParallel
+// with s.First as rank 0 (loaded with l.Expert(0)).
+func OpenRun(ctx context.Context, l *Layout, s Spec) (*Set, error) {
+	switch {
+	case l.EP > 1:
+		var adapter, state string
+		if s.Checkpoint != "" {
+			adapter, state = filepath.Join(s.Checkpoint, "adapter"), filepath.Join(s.Checkpoint, "optimizer.safetensors")
+		}
+		first := s.First
+		return OpenExpertParallel(ctx, ExpertSpec{Layout: l, First: &first, Model: s.Model, LoRA: s.LoRA, Seed: s.Seed, Adapter: adapter, OptimizerState: state,
+			Optimizer: s.Optimizer, Tok: s.Tok, EnableThinking: s.EnableThinking, PerCall: s.PerCall, Timeout: s.Timeout, Log: s.Log})
+	case len(s.Devices) == 1 && len(s.Backends) == 0 && s.World == nil:
+		return One(s.First), nil
+	}
+	set, err := Open(ctx, s)
+	if err == nil {
+		logf(s.Log, "data parallel over %s: a replica of the model, adapter and optimizer on each", set.Devices())
+	}
+	return set, err
 }
 
 // One is the set of a run on one device: its steps are update.Step's.
@@ -172,9 +214,6 @@ func Open(ctx context.Context, s Spec) (_ *Set, err error) {
 // else in process through host memory (kernels/inproc: cpu replicas and
 // emu devices).
 func (s *Set) join(timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
-	}
 	bes := make([]kernels.Backend, len(s.reps))
 	for i, rep := range s.reps {
 		bes[i] = rep.Backend
@@ -188,26 +227,25 @@ func (s *Set) join(timeout time.Duration) error {
 		}
 		return err
 	}
-	if comms, ok, err := kernels.JoinGroup(bes, timeout); ok {
-		if err != nil {
-			return fmt.Errorf("devices: %w", err)
-		}
-		for i, rep := range s.reps {
-			rep.coll = comms[i]
-		}
-		return nil
-	}
-	g, err := inproc.NewGroup(len(s.reps), timeout)
+	colls, g, err := joinCollectives(bes, timeout)
 	if err != nil {
 		return err
 	}
 	s.group = g
 	for i, rep := range s.reps {
-		if rep.coll, err = g.Join(i, rep.Backend); err != nil {
-			return err
-		}
+		rep.coll = colls[i]
 	}
 	return nil
+}
+
+// abort ends every collective of the replica's with err, so that the
+// other devices' calls return instead of waiting for this one.
+func (r *Replica) abort(err error) {
+	for _, c := range append([]kernels.Collective{r.coll}, r.others...) {
+		if c != nil {
+			c.Abort(err)
+		}
+	}
 }
 
 // Len is the number of replicas.
@@ -243,14 +281,20 @@ func (s *Set) Close(ctx context.Context) error {
 		if c, ok := rep.Engine.(rollout.PolicyEngine); ok {
 			errs = append(errs, c.Close(ctx))
 		}
-		if i == 0 && !s.ep {
+		if i == 0 && (!s.ep || s.firstKept) {
 			if rep.flat != nil {
 				rep.Backend.Free(rep.flat)
 				rep.flat = nil
 			}
-			if rep.coll != nil { // an NCCL communicator holds device memory
-				errs = append(errs, rep.coll.Close())
-				rep.coll = nil
+			for _, c := range append([]kernels.Collective{rep.coll}, rep.others...) {
+				if c != nil { // an NCCL communicator holds device memory
+					errs = append(errs, c.Close())
+				}
+			}
+			rep.coll, rep.others = nil, nil
+			if rep.flatExperts != nil {
+				rep.Backend.Free(rep.flatExperts)
+				rep.flatExperts = nil
 			}
 			continue
 		}
@@ -258,8 +302,10 @@ func (s *Set) Close(ctx context.Context) error {
 			// Every rank's model and adapter were made here.
 			rep.freePolicy()
 		}
-		if rep.coll != nil {
-			errs = append(errs, rep.coll.Close())
+		for _, c := range append([]kernels.Collective{rep.coll}, rep.others...) {
+			if c != nil {
+				errs = append(errs, c.Close())
+			}
 		}
 		if c, ok := rep.Backend.(interface{ Close() error }); ok && rep.owned {
 			errs = append(errs, c.Close())

@@ -120,9 +120,7 @@ func (s *Set) each(f func(i int, rep *Replica) error) error {
 		wg.Go(func() {
 			if err := recovered(func() error { return f(i, rep) }); err != nil {
 				errs[i] = fmt.Errorf("device %d (%s): %w", i, rep.Backend.Name(), err)
-				if rep.coll != nil {
-					rep.coll.Abort(err) // the others' collective calls return instead of waiting
-				}
+				rep.abort(err) // the others' collective calls return instead of waiting
 			}
 		})
 	}
