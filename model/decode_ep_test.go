@@ -6,12 +6,10 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
-	"github.com/grpo-dev/grpo/kernels/inproc"
 )
 
 // TestStaticDecodeExpertParallel: Qwen3-MoE, GLM-4.5, Nemotron-H (plain
@@ -119,21 +117,7 @@ func checkStaticDecodeExpertParallel(t *testing.T, name string) {
 		}
 		return res, nil
 	}
-	g, err := inproc.NewGroup(ranks, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := make([]*Model, ranks)
-	for r := range ranks {
-		be := open()
-		coll, err := g.Join(r, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if models[r], err = LoadExperts(dir, be, coll); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, models := openRanks(t, dir, ranks, func() kernels.Backend { return open() }, LoadExperts)
 	got := make([]result, ranks)
 	runRanks(t, ranks, func(r int) error {
 		var err error

@@ -6,10 +6,9 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cpu"
-	"github.com/grpo-dev/grpo/kernels/inproc"
 )
 
 // TestForwardExpertParallel: a tiny MoE sharded over 2 and 4 cpu ranks
@@ -53,21 +52,7 @@ func checkForwardExpertParallel(t *testing.T, name string, ranks int) {
 			calls[r] = append(calls[r], b)
 		}
 	}
-	g, err := inproc.NewGroup(ranks, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := make([]*Model, ranks)
-	for r := range ranks {
-		be := cpu.New()
-		coll, err := g.Join(r, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if models[r], err = LoadExperts(dir, be, coll); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, models := openRanks(t, dir, ranks, func() kernels.Backend { return cpu.New() }, LoadExperts)
 	got := make([][][]float32, ranks)
 	runRanks(t, ranks, func(r int) error {
 		m := models[r]

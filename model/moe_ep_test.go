@@ -107,21 +107,8 @@ func checkRanksLoaded(t *testing.T, name string, open func() kernels.Backend, ch
 	}
 	wantLogp := trainOnce(t, one, &union, unionTargets, dlogp)
 
-	g, err := inproc.NewGroup(ranks, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := make([]*Model, ranks)
-	for r := range ranks {
-		be := open()
-		coll, err := g.Join(r, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := loadRank(dir, be, coll)
-		if err != nil {
-			t.Fatal(err)
-		}
+	g, models := openRanks(t, dir, ranks, open, loadRank)
+	for r, m := range models {
 		if checkpoint {
 			m.CheckpointLayers = m.Config.NumLayers
 		}
@@ -192,6 +179,29 @@ func trainOnce(t *testing.T, m *Model, b *Batch, targets []int32, dlogp []float3
 
 // runRanks runs f for every rank at once, one goroutine each: their
 // collectives wait for each other.
+// openRanks joins ranks backends from open into one in-process group
+// and loads each rank's model with load (LoadExperts, or Load and
+// ShardExperts).
+func openRanks(t *testing.T, dir string, ranks int, open func() kernels.Backend, load func(string, kernels.Backend, kernels.Collective) (*Model, error)) (*inproc.Group, []*Model) {
+	t.Helper()
+	g, err := inproc.NewGroup(ranks, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := make([]*Model, ranks)
+	for r := range ranks {
+		be := open()
+		coll, err := g.Join(r, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if models[r], err = load(dir, be, coll); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g, models
+}
+
 func runRanks(t *testing.T, ranks int, f func(r int) error) {
 	t.Helper()
 	errs := make([]error, ranks)

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/grpo-dev/grpo/internal/tinymodel"
-	"github.com/grpo-dev/grpo/model/safetensors"
-	"github.com/grpo-dev/grpo/rundir"
 )
 
 // TestTrainExpertParallel: grpo train of the tiny Qwen3-MoE with
@@ -45,21 +43,9 @@ func TestTrainExpertParallel(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, stderr)
 		}
-		rows, err := rundir.ReadJSONL(filepath.Join(out, "metrics.jsonl"))
-		if err != nil || len(rows) != 2 {
-			t.Fatalf("%s: %d metric rows, %v", name, len(rows), err)
-		}
-		f, err := safetensors.Open(filepath.Join(out, "adapter", "adapter_model.safetensors"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		ad := map[string][]float32{}
-		for _, n := range f.Names() {
-			tn, _ := f.Tensor(n)
-			if ad[n], err = tn.Float32s(); err != nil {
-				t.Fatal(err)
-			}
+		rows, ad := readRun(t, out)
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d metric rows", name, len(rows))
 		}
 		return rows, ad
 	}
