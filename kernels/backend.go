@@ -15,8 +15,9 @@
 //   - Read-only weight operands (MatMul's B, GatherRows' table, RMSNorm's w,
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
 //     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs),
-//     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim)
-//     and the bf16 casts the fused ops write for the next GEMM (FusedOps).
+//     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
+//     the bf16 casts the fused ops write for the next GEMM (FusedOps) and
+//     a BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the store).
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -132,8 +133,10 @@ type Ops interface {
 	// round A to bf16 before the product (a bf16×bf16 GEMM with f32
 	// accumulation, as the CUDA backend's cublasGemmEx and a bf16 PyTorch
 	// matmul do); the CPU backend keeps A in f32. A may be BF16 only when
-	// B is (a FusedOps cast): it is then used as it is. With beta == 0, C
-	// is overwritten even if it held NaN.
+	// B is (a FusedOps cast): it is then used as it is. C may be BF16 only
+	// when B is: the product is summed in f32 as with an F32 C, then
+	// alpha·sum + beta·C (C widened to f32) is rounded to nearest-even once
+	// at the store. With beta == 0, C is overwritten even if it held NaN.
 	MatMul(c, a, b Buffer, m, n, k int, transA, transB bool, alpha, beta float32)
 
 	// GatherRows copies rows idx[i] of table (rows × cols) into row i of out,

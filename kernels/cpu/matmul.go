@@ -3,13 +3,19 @@ package cpu
 import "github.com/grpo-dev/grpo/kernels"
 
 // MatMul splits C into row blocks (or column blocks when C is short and
-// wide) and runs one single-threaded sgemm per block, in parallel.
+// wide) and runs one single-threaded sgemm per block, in parallel. A BF16
+// C (f32 storage holding bf16 values, so beta reads it widened exactly)
+// receives the f32 result and is then rounded in place: the one rounding
+// the GPU's bf16-output GEMM makes at its store.
 func (be *Backend) MatMul(c, a, b kernels.Buffer, m, n, k int, transA, transB bool, alpha, beta float32) {
 	positive("MatMul", m, n, k)
-	cs := f32("MatMul", "c", c, m*n)
+	cs := floats("MatMul", "c", c, m*n)
 	as := floats("MatMul", "a", a, m*k)
 	if a.DType() == kernels.BF16 && b.DType() != kernels.BF16 {
 		panic("cpu.MatMul: a is bf16 but b is not; a bf16 A needs a bf16 B")
+	}
+	if c.DType() == kernels.BF16 && b.DType() != kernels.BF16 {
+		panic("cpu.MatMul: c is bf16 but b is not; a bf16 C needs a bf16 B")
 	}
 	bs := floats("MatMul", "b", b, k*n)
 	lda, ldb := k, n
@@ -20,6 +26,13 @@ func (be *Backend) MatMul(c, a, b kernels.Buffer, m, n, k int, transA, transB bo
 		ldb = k
 	}
 	be.gemm2D(transA, transB, m, n, k, alpha, as, lda, bs, ldb, beta, cs, n)
+	if c.DType() == kernels.BF16 {
+		be.parallel(m*n, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				cs[i] = roundBF16(cs[i])
+			}
+		})
+	}
 }
 
 // gemmBlock is the granularity of the split: multiples of the micro-kernel

@@ -10,8 +10,8 @@ import (
 // wrapped (New wraps every device in a Counter). A figure per decode step
 // or micro-batch is the difference of two snapshots (Sub).
 type Counts struct {
-	// Launches and GEMMs the host issued one by one (Sgemm and GemmBF16
-	// are cuBLAS calls, counted apart from kernels).
+	// Launches and GEMMs the host issued one by one (Sgemm, GemmBF16 and
+	// GemmBF16C are cuBLAS calls, counted apart from kernels).
 	Launches int64 `json:"launches"`
 	GEMMs    int64 `json:"gemms"`
 	// GraphLaunches are LaunchGraph calls; GraphKernels the kernels and
@@ -286,6 +286,16 @@ func (c *Counter) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a De
 		})
 	}
 	return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+}
+
+func (c *Counter) GemmBF16C(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
+	c.issued(true, c.gemmWeightBytes(2, m, n, k, a, b), gemmFLOPs(m, n, k))
+	if c.prof != nil {
+		return c.prof.time(c.capturing, gemmName("gemm bf16 to bf16", transA, transB, m, n, k), func() error {
+			return c.Device.GemmBF16C(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+		})
+	}
+	return c.Device.GemmBF16C(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
 }
 
 func (c *Counter) WaitEvent(e Event) error {

@@ -71,6 +71,13 @@ static int grpo_blas_gemm_bf16(void* h, int ta, int tb, int m, int n, int k, flo
 	return grpo_cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void*)A, GRPO_CUDA_R_16BF, lda, (const void*)B, GRPO_CUDA_R_16BF,
 				 ldb, &beta, (void*)C, GRPO_CUDA_R_32F, ldc, GRPO_CUBLAS_COMPUTE_32F, GRPO_CUBLAS_GEMM_DEFAULT);
 }
+// The same with C bf16: cuBLAS sums in f32 and rounds alpha·sum + beta·C
+// to bf16 at the store (beta reads C widened).
+static int grpo_blas_gemm_bf16c(void* h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long A, int lda,
+				unsigned long long B, int ldb, float beta, unsigned long long C, int ldc) {
+	return grpo_cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void*)A, GRPO_CUDA_R_16BF, lda, (const void*)B, GRPO_CUDA_R_16BF,
+				 ldb, &beta, (void*)C, GRPO_CUDA_R_16BF, ldc, GRPO_CUBLAS_COMPUTE_32F, GRPO_CUBLAS_GEMM_DEFAULT);
+}
 */
 import "C"
 
@@ -173,6 +180,17 @@ func (b *cublas) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a Dev
 		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
 	if st != 0 {
 		return fmt.Errorf("cuda: cublasGemmEx bf16×bf16→f32 (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d): %s", m, n, k, lda, ldb, ldc, cublasStatus(int(st)))
+	}
+	return nil
+}
+
+// gemmBF16C is gemmBF16 with C of CUDA_R_16BF (a bf16 activation between
+// ops): the same f32 sums, rounded to bf16 at the store.
+func (b *cublas) gemmBF16C(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, bm DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
+	st := C.grpo_blas_gemm_bf16c(b.h, op(transA), op(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
+		C.ulonglong(a), C.int(lda), C.ulonglong(bm), C.int(ldb), C.float(beta), C.ulonglong(c), C.int(ldc))
+	if st != 0 {
+		return fmt.Errorf("cuda: cublasGemmEx bf16×bf16→bf16 (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d): %s", m, n, k, lda, ldb, ldc, cublasStatus(int(st)))
 	}
 	return nil
 }

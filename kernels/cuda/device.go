@@ -70,6 +70,10 @@ type Device interface {
 	// column-major C = alpha·op(A)·op(B) + beta·C, bf16 products summed in
 	// f32 (alpha and beta f32).
 	GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error
+	// GemmBF16C is GemmBF16 with C of CUDA_R_16BF too: the same f32 sums,
+	// alpha·sum + beta·C (C widened to f32) rounded to nearest-even at the
+	// store.
+	GemmBF16C(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error
 	// NewEvent creates an event (cuEventCreate, no timing).
 	NewEvent() (Event, error)
 	// Record marks in e the point the stream has reached with the work
@@ -93,7 +97,7 @@ type Device interface {
 	Elapsed(start, end Event) (float64, error)
 	// BeginCapture starts recording the stream's work into a graph
 	// instead of running it (cuStreamBeginCapture, thread-local mode):
-	// until EndCapture, Launch, Sgemm, GemmBF16, CopyDtoD and Memset are
+	// until EndCapture, Launch, Sgemm, GemmBF16, GemmBF16C, CopyDtoD and Memset are
 	// recorded, and calls that would make the host wait or touch host
 	// memory (Alloc, Free, HostAlloc, HostFree, the async copies, Sync,
 	// WaitEvent) are errors, as in a CUDA capture.

@@ -572,6 +572,10 @@ func (d *driverDevice) GemmBF16(transA, transB bool, m, n, k int, alpha float32,
 	return d.queue(func() error { return d.blas.gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
 }
 
+func (d *driverDevice) GemmBF16C(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
+	return d.queue(func() error { return d.blas.gemmBF16C(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
+}
+
 // MemInfo is cuMemGetInfo in the backend's context: free and total bytes
 // of the GPU, other processes' allocations counted as used.
 func (d *driverDevice) MemInfo() (free, total int64, err error) {

@@ -104,6 +104,10 @@ func (d *NullDevice) GemmBF16(bool, bool, int, int, int, float32, DevicePtr, int
 	return nil
 }
 
+func (d *NullDevice) GemmBF16C(bool, bool, int, int, int, float32, DevicePtr, int, DevicePtr, int, float32, DevicePtr, int) error {
+	return nil
+}
+
 func (d *NullDevice) NewEvent() (Event, error)       { return 1, nil }
 func (d *NullDevice) Record(Event) error             { return nil }
 func (d *NullDevice) WaitEvent(Event) error          { return d.refuse("WaitEvent") }

@@ -23,11 +23,14 @@ func i32(op string, vals ...int) {
 func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bool, alpha, beta float32) {
 	const op = "MatMul"
 	i32(op, m, n, k, m*k, k*n, m*n)
-	ca := b.buf(op, "C", c, m*n, kernels.F32)
+	ca := b.buf(op, "C", c, m*n, kernels.F32, kernels.BF16)
 	aa := b.buf(op, "A", a, m*k, kernels.F32, kernels.BF16)
 	ba := b.buf(op, "B", bm, k*n, kernels.F32, kernels.BF16)
 	if aa.dt == kernels.BF16 && ba.dt != kernels.BF16 {
 		panic("cuda: MatMul: A is bf16 but B is not; a bf16 A needs a bf16 B")
+	}
+	if ca.dt == kernels.BF16 && ba.dt != kernels.BF16 {
+		panic("cuda: MatMul: C is bf16 but B is not; a bf16 C needs a bf16 B")
 	}
 	if m == 0 || n == 0 || !usable(ca, aa, ba) {
 		return
@@ -44,7 +47,7 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 		lda = m
 	}
 	if beta != 0 {
-		b.addTraffic(op+"/C beta", 4*m*n)
+		b.addTraffic(op+"/C beta", ca.dt.Size()*m*n)
 	}
 	if ba.dt == kernels.F32 {
 		b.pending = true
@@ -54,11 +57,16 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	// BF16 weights: cublasGemmEx pairs A and B of one type (there is no
 	// f32×bf16 GEMM), so the activations are rounded to bf16 in pooled
 	// scratch — what a bf16 PyTorch/HF matmul does — and the products are
-	// summed in f32 into an f32 C. A's m·k elements are contiguous whichever
+	// summed in f32 into C. A's m·k elements are contiguous whichever
 	// way it is transposed, so one conversion covers it. An A that is
-	// already bf16 (a fused op's cast) is used as it is.
+	// already bf16 (a fused op's cast) is used as it is. A bf16 C takes
+	// the GEMM that rounds the f32 result once at its store.
+	gemm := b.dev.GemmBF16
+	if ca.dt == kernels.BF16 {
+		gemm = b.dev.GemmBF16C
+	}
 	if aa.dt == kernels.BF16 {
-		b.fail(b.dev.GemmBF16(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+		b.fail(gemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
 		return
 	}
 	tmp, ok := b.scratch(2 * m * k)
@@ -69,7 +77,7 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	b.addTraffic(op+"/A cast", 2*2*m*k) // written by the cast, read by the GEMM
 	b.elementwise("f32_to_bf16", m*k, tmp, aa.ptr, int32(m*k))
 	b.pending = true
-	b.fail(b.dev.GemmBF16(transB, transA, n, m, k, alpha, ba.ptr, ldb, tmp, lda, beta, ca.ptr, n))
+	b.fail(gemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, tmp, lda, beta, ca.ptr, n))
 }
 
 func (b *Backend) GatherRows(out, table, idx kernels.Buffer, n, cols int) {

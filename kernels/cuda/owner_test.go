@@ -51,6 +51,9 @@ func (d *nullDevice) Sgemm(bool, bool, int, int, int, float32, DevicePtr, int, D
 func (d *nullDevice) GemmBF16(bool, bool, int, int, int, float32, DevicePtr, int, DevicePtr, int, float32, DevicePtr, int) error {
 	return nil
 }
+func (d *nullDevice) GemmBF16C(bool, bool, int, int, int, float32, DevicePtr, int, DevicePtr, int, float32, DevicePtr, int) error {
+	return nil
+}
 func (d *nullDevice) NewEvent() (Event, error)              { return 1, nil }
 func (d *nullDevice) Record(Event) error                    { return nil }
 func (d *nullDevice) WaitEvent(Event) error                 { return d.owner.do(func() error { return nil }) }

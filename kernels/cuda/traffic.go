@@ -13,7 +13,7 @@ import "strings"
 // compare by what they store between ops. A MatMul with bf16 weights and
 // an f32 A also counts the cast's bf16 copy of A, written and read back
 // ("MatMul/A cast"), and a GEMM with beta ≠ 0 the read of C ("MatMul/C
-// beta").
+// beta", at C's dtype: 2 bytes an element for a bf16 C).
 type Traffic map[string]int64
 
 // Total is the sum over every op and operand.

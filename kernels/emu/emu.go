@@ -5,7 +5,7 @@
 // cuda.Device over it, so the Go CUDA backend — launch configurations,
 // buffer handling, op sequencing — runs unchanged; it registers as the
 // kernels backend "emu" and is what `go test ./...` checks against the CPU
-// reference. cuBLAS is not emulated: Sgemm and GemmBF16 are plain host
+// reference. cuBLAS is not emulated: Sgemm and GemmBF16(C) are plain host
 // loops that keep cuBLAS's contract (operand types, f32 accumulation), not
 // its summation order. The stream is: async copies are queued and run only
 // when an event or a later operation needs them (stream.go), so the

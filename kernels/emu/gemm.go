@@ -19,7 +19,7 @@ func (d *Device) Sgemm(transA, transB bool, m, n, k int, alpha float32, a cuda.D
 	if m == 0 || n == 0 {
 		return nil
 	}
-	if err := d.checkGemm("Sgemm", 4, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
+	if err := d.checkGemm("Sgemm", 4, 4, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
 		return err
 	}
 	run := func() error {
@@ -41,7 +41,7 @@ func (d *Device) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a cud
 	if m == 0 || n == 0 {
 		return nil
 	}
-	if err := d.checkGemm("GemmBF16", 2, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
+	if err := d.checkGemm("GemmBF16", 2, 4, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
 		return err
 	}
 	run := func() error {
@@ -56,10 +56,32 @@ func (d *Device) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a cud
 	return run()
 }
 
+// GemmBF16C is GemmBF16 with a bf16 C (cublasGemmEx with Ctype
+// CUDA_R_16BF): the same sums in the same order, rounded to nearest-even
+// at the store; beta reads the stored bf16 widened.
+func (d *Device) GemmBF16C(transA, transB bool, m, n, k int, alpha float32, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, beta float32, c cuda.DevicePtr, ldc int) error {
+	if m == 0 || n == 0 {
+		return nil
+	}
+	if err := d.checkGemm("GemmBF16C", 2, 2, transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
+		return err
+	}
+	run := func() error {
+		d.flush()
+		C.emu_gemm_bf16c(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha), (*C.uint16_t)(ptrOf(a)), C.int(lda),
+			(*C.uint16_t)(ptrOf(b)), C.int(ldb), C.float(beta), (*C.uint16_t)(ptrOf(c)), C.int(ldc))
+		return nil
+	}
+	if d.record(run) {
+		return nil
+	}
+	return run()
+}
+
 // checkGemm verifies that each column-major operand (A and B of abBytes
-// per element, C of f32) lies inside one allocation, and that the leading
-// dimensions are ones cuBLAS accepts.
-func (d *Device) checkGemm(what string, abBytes int, transA, transB bool, m, n, k int, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, c cuda.DevicePtr, ldc int) error {
+// per element, C of cBytes) lies inside one allocation, and that the
+// leading dimensions are ones cuBLAS accepts.
+func (d *Device) checkGemm(what string, abBytes, cBytes int, transA, transB bool, m, n, k int, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, c cuda.DevicePtr, ldc int) error {
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -77,7 +99,7 @@ func (d *Device) checkGemm(what string, abBytes int, transA, transB bool, m, n, 
 	if k > 0 {
 		errs = append(errs, d.check(what+" A", a, ext(ar, ac, lda, abBytes)), d.check(what+" B", b, ext(br, bc, ldb, abBytes)))
 	}
-	errs = append(errs, d.check(what+" C", c, ext(m, n, ldc, 4)))
+	errs = append(errs, d.check(what+" C", c, ext(m, n, ldc, cBytes)))
 	return errors.Join(errs...)
 }
 

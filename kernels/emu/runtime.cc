@@ -618,11 +618,12 @@ extern "C" int emu_launch_finish(void* launch, char* err, size_t errLen) {
 	return rc;
 }
 
-// gemm is the loop behind both GEMM stand-ins; load widens an element of A
-// or B to float (exactly: f32 as is, bf16 by a shift).
-template <typename T, typename Load>
+// gemm is the loop behind the GEMM stand-ins; load widens an element of A,
+// B or C to float (exactly: f32 as is, bf16 by a shift), store narrows the
+// result into C (f32 as is, bf16 rounded).
+template <typename T, typename TC, typename Load, typename LoadC, typename Store>
 static void gemm(int transA, int transB, int m, int n, int k, float alpha, const T* A, int lda, const T* B, int ldb,
-		 float beta, float* C, int ldc, Load load) {
+		 float beta, TC* C, int ldc, Load load, LoadC loadC, Store store) {
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < m; i++) {
 			float s = 0;
@@ -631,22 +632,41 @@ static void gemm(int transA, int transB, int m, int n, int k, float alpha, const
 				float b = load(transB ? B[j + (size_t)p * ldb] : B[p + (size_t)j * ldb]);
 				s += a * b;
 			}
-			float& c = C[i + (size_t)j * ldc];
-			c = beta == 0 ? alpha * s : alpha * s + beta * c;
+			TC& c = C[i + (size_t)j * ldc];
+			c = store(beta == 0 ? alpha * s : alpha * s + beta * loadC(c));
 		}
+}
+
+static float same(float v) { return v; }
+
+static float widen_bf16(uint16_t h) {
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+// round_bf16 rounds to nearest-even, NaN staying a quiet NaN (as
+// __float2bfloat16 and cuBLAS's bf16 store do).
+static uint16_t round_bf16(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if (f != f) return (uint16_t)((u | 0x00400000u) >> 16);
+	u += 0x7fffu + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
 }
 
 extern "C" void emu_gemm(int transA, int transB, int m, int n, int k, float alpha, const float* A, int lda,
 			 const float* B, int ldb, float beta, float* C, int ldc) {
-	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, [](float v) { return v; });
+	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, same, same, same);
 }
 
 extern "C" void emu_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
 			      const uint16_t* B, int ldb, float beta, float* C, int ldc) {
-	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, [](uint16_t h) {
-		uint32_t u = (uint32_t)h << 16;
-		float f;
-		memcpy(&f, &u, 4);
-		return f;
-	});
+	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, widen_bf16, same, same);
+}
+
+extern "C" void emu_gemm_bf16c(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
+			       const uint16_t* B, int ldb, float beta, uint16_t* C, int ldc) {
+	gemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, widen_bf16, widen_bf16, round_bf16);
 }

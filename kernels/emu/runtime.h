@@ -43,6 +43,11 @@ void emu_gemm(int transA, int transB, int m, int n, int k, float alpha, const fl
 // CUBLAS_COMPUTE_32F, not cuBLAS's blocking or tensor-core order.
 void emu_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
 		   const uint16_t* B, int ldb, float beta, float* C, int ldc);
+// emu_gemm_bf16c is emu_gemm_bf16 with a bf16 C: the same f32 sums in the
+// same order, alpha·sum + beta·C (C widened) rounded to nearest-even at
+// the store.
+void emu_gemm_bf16c(int transA, int transB, int m, int n, int k, float alpha, const uint16_t* A, int lda,
+		    const uint16_t* B, int ldb, float beta, uint16_t* C, int ldc);
 
 // emu_set_math_ulps makes expf, logf and rsqrtf in kernels return results
 // n ulp away from libm's (up or down by a hash of the argument); 0 restores

@@ -48,3 +48,40 @@ func TestTrafficCountsActivationOperands(t *testing.T) {
 		b.Free(buf)
 	}
 }
+
+// TestTrafficCountsBF16C: a MatMul into a bf16 C moves C at 2 bytes an
+// element, written and (beta ≠ 0) read, beside the operands of the f32-C
+// case; each is still one GEMM of the Counts, reading the tagged weights
+// at 2 bytes an element and no more.
+func TestTrafficCountsBF16C(t *testing.T) {
+	b := New()
+	defer b.Close()
+	const m, k, cols = 6, 40, 24
+	a, ab, c := b.Alloc(kernels.F32, m*k), b.Alloc(kernels.BF16, m*k), b.Alloc(kernels.BF16, m*cols)
+	w := b.Alloc(kernels.BF16, cols*k)
+	b.TagWeights(w)
+	before := b.Counts()
+	tr := b.CountTraffic()
+	b.MatMul(c, a, w, m, cols, k, false, true, 1, 0)
+	b.MatMul(c, ab, w, m, cols, k, false, true, 1, 1)
+	b.StopTraffic()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	counts := b.Counts().Sub(before)
+	want := cuda.Traffic{
+		"MatMul/A":      4*m*k + 2*m*k,
+		"MatMul/A cast": 2 * 2 * m * k,
+		"MatMul/C":      2 * 2 * m * cols,
+		"MatMul/C beta": 2 * m * cols,
+	}
+	if !maps.Equal(tr, want) {
+		t.Errorf("traffic %v, want %v", tr, want)
+	}
+	if counts.GEMMs != 2 || counts.Launches != 1 || counts.WeightBytes != 2*2*cols*k || counts.FLOPs != 2*2*m*cols*k {
+		t.Errorf("counts %v, want 2 GEMMs, 1 launch (the cast), %d weight bytes, %d FLOPs", counts, 2*2*cols*k, 2*2*m*cols*k)
+	}
+	for _, buf := range []kernels.Buffer{a, ab, c, w} {
+		b.Free(buf)
+	}
+}

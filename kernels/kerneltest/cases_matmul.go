@@ -2,6 +2,7 @@ package kerneltest
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -66,5 +67,93 @@ func checkMatMul(b kernels.Backend, seed uint64, m, n, k int, tA, tB bool, bt ke
 	if err := Compare("C", got, wantBF16, tolMatMulBF16); err != nil {
 		return fmt.Errorf("%v (A in f32); %v (A rounded to bf16)", errF32, err)
 	}
+	return nil
+}
+
+// matMulBF16CCases: a BF16 C with a BF16 B, A in f32 or bf16, all four
+// transposes, beta = 0 over a NaN-filled C and beta ≠ 0 over a C holding
+// bf16 values, odd sizes. Every stored value must be a bf16 value, the
+// rounding of the result the reference allows (CompareBF16): against the
+// f32-A reference within tolMatMul (the CPU backend) or against the one
+// with A rounded to bf16 within tolMatMulBF16 (a bf16×bf16 GEMM). A last
+// case requires an F32 B with a BF16 C to panic naming the op.
+func matMulBF16CCases() []Case {
+	shapes := [][3]int{{1, 1, 1}, {5, 7, 9}, {17, 13, 33}, {64, 48, 96}}
+	scales := [][2]float32{{1, 0}, {-1.25, 0.75}}
+	var cs []Case
+	for i, s := range shapes {
+		for _, at := range []kernels.DType{kernels.F32, kernels.BF16} {
+			for tr := 0; tr < 4; tr++ {
+				for j, ab := range scales {
+					m, n, k := s[0], s[1], s[2]
+					tA, tB, alpha, beta := tr&1 != 0, tr&2 != 0, ab[0], ab[1]
+					seed := uint64(4700 + 100*i + 20*int(at) + 2*tr + j)
+					name := fmt.Sprintf("m=%d,n=%d,k=%d,tA=%v,tB=%v,A=%v,B=bf16,C=bf16,alpha=%g,beta=%g", m, n, k, tA, tB, at, alpha, beta)
+					cs = append(cs, Case{Op: "MatMul", Name: name, check: func(b kernels.Backend) error {
+						return checkMatMulBF16C(b, seed, m, n, k, tA, tB, at, alpha, beta)
+					}})
+				}
+			}
+		}
+	}
+	return append(cs, Case{Op: "MatMul", Name: "B=f32,C=bf16 refused", check: checkMatMulBF16CRefused})
+}
+
+func checkMatMulBF16C(b kernels.Backend, seed uint64, m, n, k int, tA, tB bool, at kernels.DType, alpha, beta float32) error {
+	e := newEnv(b, seed)
+	defer e.free()
+	a := e.floats("A", at, e.uniform(m*k, 1), true)
+	bm := e.floats("B", kernels.BF16, e.uniform(k*n, 1), true)
+	cInit := nans(m * n) // beta == 0 must overwrite NaN
+	if beta != 0 {
+		cInit = e.uniform(m*n, 1) // rounded to bf16 at upload
+	}
+	c := e.floats("C", kernels.BF16, cInit, false)
+	want := RefMatMul(a.values(), bm.values(), c.values(), m, n, k, tA, tB, float64(alpha), float64(beta))
+	b.MatMul(c.view, a.view, bm.view, m, n, k, tA, tB, alpha, beta)
+	if err := e.checkAll(); err != nil {
+		return err
+	}
+	got := c.result(b)
+	for i, g := range got {
+		if RoundBF16(g) != g {
+			return fmt.Errorf("C[%d] = %.8g is not a bf16 value", i, g)
+		}
+	}
+	if at == kernels.BF16 {
+		return CompareBF16("C", got, want, tolMatMulBF16)
+	}
+	errF32 := CompareBF16("C", got, want, tolMatMul)
+	if errF32 == nil {
+		return nil
+	}
+	ar := a.values()
+	for i, v := range ar {
+		ar[i] = float64(RoundBF16(float32(v)))
+	}
+	wantBF16 := RefMatMul(ar, bm.values(), c.values(), m, n, k, tA, tB, float64(alpha), float64(beta))
+	if err := CompareBF16("C", got, wantBF16, tolMatMulBF16); err != nil {
+		return fmt.Errorf("%v (A in f32); %v (A rounded to bf16)", errF32, err)
+	}
+	return nil
+}
+
+// checkMatMulBF16CRefused: a BF16 C needs a BF16 B; an F32 B is a
+// programming error, a panic naming the op.
+func checkMatMulBF16CRefused(b kernels.Backend) (err error) {
+	e := newEnv(b, 4699)
+	defer e.free()
+	a := e.in("A", e.uniform(6, 1))
+	bm := e.in("B", e.uniform(6, 1))
+	c := e.floats("C", kernels.BF16, nans(4), false)
+	defer func() {
+		r := recover()
+		if r == nil {
+			err = fmt.Errorf("MatMul with an f32 B into a bf16 C did not panic")
+		} else if msg := fmt.Sprint(r); !strings.Contains(msg, "MatMul") {
+			err = fmt.Errorf("panic %q does not name MatMul", msg)
+		}
+	}()
+	b.MatMul(c.view, a.view, bm.view, 2, 2, 3, false, false, 1, 0)
 	return nil
 }

@@ -52,6 +52,7 @@ func Cases() []Case {
 		describeCases(),
 		matMulCases(),
 		matMulBF16ACases(),
+		matMulBF16CCases(),
 		gatherRowsCases(),
 		copyColumnsCases(),
 		rmsNormCases(),
