@@ -10,6 +10,10 @@ import (
 // bf16 value (CompareBF16 alone accepts an unrounded f32 that lies between
 // two roundings, so a CPU twin that skips the rounding would pass it),
 // and each the rounding of a value within tol of the float64 reference.
+// Measured over the bf16 cases of the norms and SwiGLU (cpu's go and avx2
+// paths, emu): max-abs ≤ 3.5e-3 of scale (bf16's own rounding, ≤ 2⁻⁸
+// relative), and at most 16 of 6784 stored values (cpu's dGateUp; emu 0
+// of 3392) the bf16 neighbour of the reference's own rounding.
 func compareBF16Stored(what string, got []float32, want []float64, tol Tol) error {
 	for i, g := range got {
 		if RoundBF16(g) != g {
