@@ -14,13 +14,17 @@ type FusedOps interface {
 	// when there is no add (the head's norm of gathered rows, in place). If
 	// outBF16 (a BF16 buffer) is not nil it also receives out rounded to
 	// bf16 (nearest-even): the A operand of the next MatMul with BF16
-	// weights, which that MatMul then takes as it is.
+	// weights, which that MatMul then takes as it is. out may then be nil:
+	// only the bf16 copy is stored (out and outBF16 are not both nil). r
+	// may be BF16 (the o_proj or down_proj GEMM's bf16 output), read
+	// widened to f32; x, sum, out and rstd are F32.
 	AddRMSNorm(sum, out, outBF16, rstd, x, r, w Buffer, rows, dim int, eps float32)
 
 	// SwiGLURows computes out = silu(gate) · up (rows × width) where gate
 	// and up are the two halves of each row of gateUp (rows × 2·width):
 	// the fused gate/up GEMM's output, read in place rather than split
-	// first. outBF16 is as in AddRMSNorm.
+	// first. gateUp may be BF16, read widened to f32. out and outBF16 are
+	// as in AddRMSNorm (out may be nil when outBF16 is not).
 	SwiGLURows(out, outBF16, gateUp Buffer, rows, width int)
 
 	// AttentionInputs turns the fused q/k/v projection into attention's
@@ -60,7 +64,10 @@ type FusedTrainOps interface {
 	// SwiGLURowsBackward is SwiGLURows' backward: row r of dGateUp (rows ×
 	// 2·width, overwritten) receives dgate in its first half and dup in
 	// its second, from dy (rows × width) and the forward's gateUp, with
-	// the formulas of SwiGLUBackward.
+	// the formulas of SwiGLUBackward. dy, gateUp and dGateUp are each F32
+	// or BF16: bf16 operands are read widened to f32, the gradients are
+	// formed in f32 and a BF16 dGateUp stores them rounded once
+	// (nearest-even): the A operand of the gate/up backward GEMM.
 	SwiGLURowsBackward(dGateUp, dy, gateUp Buffer, rows, width int)
 
 	// AttentionInputsBackward is AttentionInputs' backward: it writes

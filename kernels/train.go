@@ -25,8 +25,13 @@ type TrainOps interface {
 	// with y = x·r·w and r = rstd (from the forward),
 	// dx[i] = r·w[i]·dy[i] − x[i]·r³·(1/dim)·Σ_j w[j]·dy[j]·x[j].
 	// With accumulate set it adds into dx instead of overwriting it. dx may
-	// alias dy when accumulate is false.
-	RMSNormBackward(dx, dy, x, w, rstd Buffer, rows, dim int, accumulate bool)
+	// alias dy when accumulate is false. dy may be BF16 (a backward GEMM's
+	// bf16 output), read widened to f32; dx, x and rstd are F32. If dxBF16
+	// (a BF16 buffer) is not nil it also receives the final dx (after the
+	// accumulate) rounded to bf16 (nearest-even) in the same pass: the A
+	// operand of the next backward GEMM, and the dY of a LoRA expand
+	// backward, which then read it with no cast pass.
+	RMSNormBackward(dx, dxBF16, dy, x, w, rstd Buffer, rows, dim int, accumulate bool)
 
 	// SwiGLUBackward computes dgate = dy·up·silu'(gate) and dup =
 	// dy·silu(gate), with silu'(g) = σ(g)·(1 + g·(1 − σ(g))). dgate and

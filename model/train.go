@@ -222,9 +222,9 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, r, v)
 	be.MatMul(dhF, dlogits, m.W.LMHead, r, h, v, false, false, 1, 0)
 	if tr.rows == nil {
-		be.RMSNormBackward(dx, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+		be.RMSNormBackward(dx, nil, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
 	} else {
-		be.RMSNormBackward(dhF, dhF, tr.xFinal, m.W.Norm, tr.rstdF, r, h, false)
+		be.RMSNormBackward(dhF, nil, dhF, tr.xFinal, m.W.Norm, tr.rstdF, r, h, false)
 		be.ScatterRows(dx, dhF, tr.rows, r, h)
 	}
 	head.free()
@@ -271,13 +271,13 @@ func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer,
 	if d.hasChannel() {
 		dh2 := d.channel.backward(tr, l, s, &g, dx)
 		if d.hasMixer() || needInput {
-			be.RMSNormBackward(dx, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+			be.RMSNormBackward(dx, nil, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
 		}
 	}
 	if d.hasMixer() {
 		dh1 := d.mixer.backward(tr, l, s, &g, dx, needInput)
 		if needInput {
-			be.RMSNormBackward(dx, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+			be.RMSNormBackward(dx, nil, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
 		}
 	}
 }

@@ -145,7 +145,7 @@ func BenchmarkElementwise(b *testing.B) {
 			run  func()
 		}{
 			{"RMSNorm", rows * dim, func() { be.RMSNorm(out, rstd, x, w, rows, dim, 1e-6) }},
-			{"RMSNormBackward", rows * dim, func() { be.RMSNormBackward(out, dy, x, w, rstd, rows, dim, false) }},
+			{"RMSNormBackward", rows * dim, func() { be.RMSNormBackward(out, nil, dy, x, w, rstd, rows, dim, false) }},
 			{"Add", rows * dim, func() { be.Add(out, x, dy, rows*dim) }},
 			{"LogSoftmaxGather", rows * vocab, func() { be.LogSoftmaxGather(lp, ent, logits, target, rows, vocab) }},
 			{"LogSoftmaxGatherBackward", rows * vocab, func() { be.LogSoftmaxGatherBackward(dlogits, lp, logits, target, rows, vocab) }},

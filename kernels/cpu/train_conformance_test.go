@@ -40,18 +40,18 @@ func (m sumsInFloat32) SumSquares(out, x kernels.Buffer, n int) {
 // ignoresAccumulate overwrites dx even when asked to add into it.
 type ignoresAccumulate struct{ *cpu.Backend }
 
-func (m ignoresAccumulate) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
-	m.Backend.RMSNormBackward(dx, dy, x, w, rstd, rows, dim, false)
+func (m ignoresAccumulate) RMSNormBackward(dx, dxBF16, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+	m.Backend.RMSNormBackward(dx, dxBF16, dy, x, w, rstd, rows, dim, false)
 }
 
 // treatsRstdAsConstant drops the term that flows through rstd, by handing
 // the backward x = 0 (the first term uses rstd and w only).
 type treatsRstdAsConstant struct{ *cpu.Backend }
 
-func (m treatsRstdAsConstant) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+func (m treatsRstdAsConstant) RMSNormBackward(dx, dxBF16, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
 	zero := m.Alloc(kernels.F32, rows*dim)
 	defer m.Free(zero)
-	m.Backend.RMSNormBackward(dx, dy, zero, w, rstd, rows, dim, accumulate)
+	m.Backend.RMSNormBackward(dx, dxBF16, dy, zero, w, rstd, rows, dim, accumulate)
 }
 
 // siluPrimeIsSigmoid uses σ(g) for silu'(g), forgetting g·σ·(1 − σ).

@@ -77,20 +77,34 @@ func (be *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n 
 }
 
 // RMSNormBackward: with g = w·dy, dx = r·g − x·r³·mean(g·x). Each row is
-// read completely before it is written, so dx may alias dy.
-func (be *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+// read completely before it is written, so dx may alias dy. A BF16 dy is
+// read as its stored values; dxBF16 gets the final f32 dx of each chunk
+// of rows rounded to bf16, as the GPU's kernel stores it.
+func (be *Backend) RMSNormBackward(dx, dxBF16, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
 	const op = "RMSNormBackward"
 	positive(op, rows, dim)
 	dxs := f32(op, "dx", dx, rows*dim)
+	var cs []float32
+	if dxBF16 != nil {
+		cs = bf16(op, "dxBF16", dxBF16, rows*dim)
+	}
 	dys, xs := floats(op, "dy", dy, rows*dim), floats(op, "x", x, rows*dim)
 	ws, rs := floats(op, "w", w, dim), floats(op, "rstd", rstd, rows)
+	cost := 4 * dim
 	if be.vec != nil {
-		be.parallel(rows, dim, func(lo, hi int) {
-			be.vec.rmsNormBackward(dxs[lo*dim:hi*dim], dys[lo*dim:hi*dim], xs[lo*dim:hi*dim], ws, rs[lo:hi], hi-lo, accumulate)
-		})
-		return
+		cost = dim
 	}
-	be.parallel(rows, 4*dim, func(lo, hi int) { rmsNormBackwardRows(dxs, dys, xs, ws, rs, lo, hi, accumulate) })
+	be.parallel(rows, cost, func(lo, hi int) {
+		a, b := lo*dim, hi*dim
+		if be.vec != nil {
+			be.vec.rmsNormBackward(dxs[a:b], dys[a:b], xs[a:b], ws, rs[lo:hi], hi-lo, accumulate)
+		} else {
+			rmsNormBackwardRows(dxs, dys, xs, ws, rs, lo, hi, accumulate)
+		}
+		if cs != nil {
+			castBF16(cs[a:b], dxs[a:b])
+		}
+	})
 }
 
 // rmsNormBackwardRows is RMSNormBackward's plain-Go path over rows [lo,

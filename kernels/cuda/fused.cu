@@ -1,16 +1,27 @@
 // fused.cu: the fused ops (kernels.FusedOps) and SwiGLURows' backward.
 // add_rmsnorm: grid (rows), block (256: a multiple of 32), as rmsnorm.cu;
 // the SwiGLU kernels: one thread per element with a grid-stride loop.
+// Activations may be bf16 between ops (a bf16 model's training step): a
+// bf16 operand is read widened to f32, all arithmetic is f32, and a bf16
+// output is rounded once, at its store (store_act).
 // nvcc -ptx -arch=compute_90 fused.cu
 #include "common.cuh"
 
+// store_act writes an activation (or a cache or q element): f32 as it is,
+// bf16 rounded to nearest even (as kv_write_bf16).
+__device__ __forceinline__ void store_act(float* p, long long i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_act(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
+
 // The residual add and the norm: each thread adds, writes and squares the
-// same columns, then normalises them, so sum may alias x or r, and out
-// may alias x when r is null (no add; sum is null too). out_bf16, when not null, gets
-// the very value written to out, rounded to nearest even.
-template <class W>
+// same columns, then normalises them, so sum may alias x or r (an f32 r),
+// and out may alias x when r is null (no add; sum is null too). r may be
+// bf16 (the o_proj or down_proj GEMM's bf16 output), read widened; the sum
+// is f32 either way. out_bf16, when not null, gets the very value written
+// to out, rounded to nearest even; out may be null when out_bf16 is not
+// (only the bf16 copy is stored).
+template <class W, class R>
 __device__ __forceinline__ void add_rmsnorm(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
-					    const float* r, const W* w, int dim, float eps) {
+					    const R* r, const W* w, int dim, float eps) {
 	GRPO_SHARED(float, scratch, [32]);
 	long long row = blockIdx.x * (long long)dim;
 	const float* s = r ? sum + row : x + row;
@@ -18,7 +29,7 @@ __device__ __forceinline__ void add_rmsnorm(float* sum, float* out, __nv_bfloat1
 	for (int i = threadIdx.x; i < dim; i += blockDim.x) {
 		float v = x[row + i];
 		if (r) {
-			v += r[row + i];
+			v += ld(r, row + i);
 			sum[row + i] = v;
 		}
 		ss += v * v;
@@ -28,52 +39,80 @@ __device__ __forceinline__ void add_rmsnorm(float* sum, float* out, __nv_bfloat1
 	if (rstd && threadIdx.x == 0) rstd[blockIdx.x] = rs;
 	for (int i = threadIdx.x; i < dim; i += blockDim.x) {
 		float v = s[i] * rs * ld(w, i);
-		out[row + i] = v;
+		if (out) out[row + i] = v;
 		if (out_bf16) out_bf16[row + i] = __float2bfloat16_rn(v);
 	}
 }
 
-GRPO_KERNEL void __launch_bounds__(256) add_rmsnorm_f32(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
-							 const float* r, const float* w, int rows, int dim, float eps) {
-	add_rmsnorm(sum, out, out_bf16, rstd, x, r, w, dim, eps);
-}
-GRPO_KERNEL void __launch_bounds__(256) add_rmsnorm_wbf16(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
-							   const float* r, const __nv_bfloat16* w, int rows, int dim, float eps) {
-	add_rmsnorm(sum, out, out_bf16, rstd, x, r, w, dim, eps);
-}
+// Named for the weights' dtype (f32, wbf16), with _rbf16 a bf16 r.
+#define ADD_RMSNORM(name, W, R)                                                                                             \
+	GRPO_KERNEL void __launch_bounds__(256) name(float* sum, float* out, __nv_bfloat16* out_bf16, float* rstd, const float* x, \
+						      const R* r, const W* w, int rows, int dim, float eps) {                    \
+		add_rmsnorm(sum, out, out_bf16, rstd, x, r, w, dim, eps);                                                   \
+	}
+ADD_RMSNORM(add_rmsnorm_f32, float, float)
+ADD_RMSNORM(add_rmsnorm_wbf16, __nv_bfloat16, float)
+ADD_RMSNORM(add_rmsnorm_f32_rbf16, float, __nv_bfloat16)
+ADD_RMSNORM(add_rmsnorm_wbf16_rbf16, __nv_bfloat16, __nv_bfloat16)
 
 #define GRID_STRIDE(i, n) \
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
 
 // out[r, j] = silu(gate) · up with gate = gate_up[r, j] and up = gate_up[r,
-// width + j]; silu as swiglu_f32 (elementwise.cu).
-GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_f32(float* out, __nv_bfloat16* out_bf16, const float* gate_up, int rows, int width) {
+// width + j]; silu as swiglu_f32 (elementwise.cu). gate_up may be bf16
+// (the gate/up GEMM's bf16 output); out may be null when out_bf16 is not.
+template <class G>
+__device__ __forceinline__ void swiglu_rows(float* out, __nv_bfloat16* out_bf16, const G* gate_up, int rows, int width) {
 	GRID_STRIDE(i, (long long)rows * width) {
 		long long r = i / width, j = i % width;
-		float g = gate_up[2 * r * width + j], u = gate_up[(2 * r + 1) * width + j];
+		float g = ld(gate_up, 2 * r * width + j), u = ld(gate_up, (2 * r + 1) * width + j);
 		float v = g / (1.0f + expf(-g)) * u;
-		out[i] = v;
+		if (out) out[i] = v;
 		if (out_bf16) out_bf16[i] = __float2bfloat16_rn(v);
 	}
+}
+// Named for gate_up's dtype.
+GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_f32(float* out, __nv_bfloat16* out_bf16, const float* gate_up, int rows, int width) {
+	swiglu_rows(out, out_bf16, gate_up, rows, width);
+}
+GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_bf16(float* out, __nv_bfloat16* out_bf16, const __nv_bfloat16* gate_up, int rows,
+							  int width) {
+	swiglu_rows(out, out_bf16, gate_up, rows, width);
 }
 
 // SwiGLURows' backward, with swiglu_backward_f32's formulas
 // (train_elementwise.cu): dgate into the first half of each row of
-// d_gate_up, dup into the second.
-GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_up, const float* dy, const float* gate_up, int rows,
-								  int width) {
+// d_gate_up, dup into the second. dy, gate_up and d_gate_up are each f32
+// or bf16: read widened, the gradients formed in f32 and stored rounded
+// once.
+template <class D, class Y, class G>
+__device__ __forceinline__ void swiglu_rows_backward(D* d_gate_up, const Y* dy, const G* gate_up, int rows, int width) {
 	GRID_STRIDE(i, (long long)rows * width) {
 		long long r = i / width, j = i % width;
 		long long gi = 2 * r * width + j, ui = gi + width;
-		float g = gate_up[gi], u = gate_up[ui], d = dy[i];
+		float g = ld(gate_up, gi), u = ld(gate_up, ui), d = ld(dy, i);
 		float e = expf(-fabsf(g));
 		float q = 1.0f / (1.0f + e);
 		float sig = g >= 0.0f ? q : e * q;  // σ(g)
 		float om = g >= 0.0f ? e * q : q;   // 1 − σ(g)
-		d_gate_up[gi] = d * u * (sig * (1.0f + g * om));
-		d_gate_up[ui] = d * (g * sig);
+		store_act(d_gate_up, gi, d * u * (sig * (1.0f + g * om)));
+		store_act(d_gate_up, ui, d * (g * sig));
 	}
 }
+// Named swiglu_rows_backward_f32 with a suffix per bf16 operand: _dbf16
+// (d_gate_up), _dybf16, _gubf16 (gate_up), in that order.
+#define SWIGLU_ROWS_BACKWARD(name, D, Y, G)                                                                           \
+	GRPO_KERNEL void __launch_bounds__(256) name(D* d_gate_up, const Y* dy, const G* gate_up, int rows, int width) { \
+		swiglu_rows_backward(d_gate_up, dy, gate_up, rows, width);                                             \
+	}
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32, float, float, float)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16, __nv_bfloat16, float, float)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dybf16, float, __nv_bfloat16, float)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_gubf16, float, float, __nv_bfloat16)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16_dybf16, __nv_bfloat16, __nv_bfloat16, float)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16_gubf16, __nv_bfloat16, float, __nv_bfloat16)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dybf16_gubf16, float, __nv_bfloat16, __nv_bfloat16)
+SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16_dybf16_gubf16, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16)
 
 // AttentionInputs. grid (nTok, nHead + 2·nKV): block (t, h) takes head h
 // of token t's fused q/k/v row — a q head for h < nHead (with its output
@@ -85,11 +124,6 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_rows_backward_f32(float* d_gate_u
 // x·rs·w), the rotation as rope_f32's. Which part a block takes is
 // uniform over the block, so the block_sum is reached by every thread or
 // by none.
-// store_kv writes a cache (or q) element: f32 as it is, bf16 rounded to
-// nearest even (as kv_write_bf16).
-__device__ __forceinline__ void store_kv(float* p, long long i, float v) { p[i] = v; }
-__device__ __forceinline__ void store_kv(__nv_bfloat16* p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
-
 template <class W, class C, class Q>
 __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k,
 						 C* k_cache, C* v_cache, const float* qkv, const W* q_bias, const W* k_bias,
@@ -135,7 +169,7 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		src = row + qw + kd + (long long)j * head_dim;
 		const W* vb = v_bias ? v_bias + (long long)j * head_dim : nullptr;
 		C* vd = v_cache + (cache_row + j) * head_dim;
-		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_kv(vd, i, vb ? src[i] + ld(vb, i) : src[i]);
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_act(vd, i, vb ? src[i] + ld(vb, i) : src[i]);
 		return;
 	}
 	float rs = 1.0f;
@@ -165,11 +199,11 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		sincosf(ang, &s, &c);
 		float y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
 		if (qd) {
-			store_kv(qd, i, y1);
-			store_kv(qd, i + half, y2);
+			store_act(qd, i, y1);
+			store_act(qd, i + half, y2);
 		} else {
-			store_kv(kdst, i, y1);
-			store_kv(kdst, i + half, y2);
+			store_act(kdst, i, y1);
+			store_act(kdst, i + half, y2);
 		}
 	}
 	for (int i = rotary_dim + threadIdx.x; i < head_dim; i += blockDim.x) {
@@ -177,9 +211,9 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		if (pre) pre[i] = x;
 		if (norm) x = x * rs * ld(norm, i);
 		if (qd)
-			store_kv(qd, i, x);
+			store_act(qd, i, x);
 		else
-			store_kv(kdst, i, x);
+			store_act(kdst, i, x);
 	}
 }
 

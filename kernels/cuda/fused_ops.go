@@ -16,6 +16,24 @@ func (b *Backend) optBufOf(op, name string, x kernels.Buffer, n int, dt kernels.
 	return b.buf(op, name, x, n, dt)
 }
 
+// outputs checks the f32 output and its bf16 copy of a fused op: either
+// may be nil, not both.
+func (b *Backend) outputs(op string, out, outBF16 kernels.Buffer, n int) (o, c *buffer) {
+	if out == nil && outBF16 == nil {
+		panic(fmt.Sprintf("cuda: %s: out and outBF16 are both nil", op))
+	}
+	return b.optBuf(op, "out", out, n), b.optBufOf(op, "outBF16", outBF16, n, kernels.BF16)
+}
+
+// bf16Suffix is suffix when x is BF16, "" otherwise: the part of a kernel's
+// name that says which of its operands are bf16.
+func bf16Suffix(x *buffer, suffix string) string {
+	if x.dt == kernels.BF16 {
+		return suffix
+	}
+	return ""
+}
+
 func (b *Backend) AddRMSNorm(sum, out, outBF16, rstd, x, r, w kernels.Buffer, rows, dim int, eps float32) {
 	const op = "AddRMSNorm"
 	positive(op, rows, dim)
@@ -25,11 +43,13 @@ func (b *Backend) AddRMSNorm(sum, out, outBF16, rstd, x, r, w kernels.Buffer, ro
 	}
 	n := rows * dim
 	s := b.optBuf(op, "sum", sum, n)
-	o := b.buf(op, "out", out, n, kernels.F32)
-	c := b.optBufOf(op, "outBF16", outBF16, n, kernels.BF16)
+	o, c := b.outputs(op, out, outBF16, n)
 	rs := b.optBuf(op, "rstd", rstd, rows)
 	xx := b.buf(op, "x", x, n, kernels.F32)
-	rr := b.optBuf(op, "r", r, n)
+	rr := &buffer{owner: b}
+	if r != nil {
+		rr = b.buf(op, "r", r, n, kernels.F32, kernels.BF16)
+	}
 	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
 	if !usable(s, o, c, rs, xx, rr, ww) {
 		return
@@ -38,6 +58,7 @@ func (b *Backend) AddRMSNorm(sum, out, outBF16, rstd, x, r, w kernels.Buffer, ro
 	if ww.dt == kernels.BF16 {
 		name = "add_rmsnorm_wbf16"
 	}
+	name += bf16Suffix(rr, "_rbf16")
 	b.launch(name, D1(rows), D1(rowBlock), 0, s.ptr, o.ptr, c.ptr, rs.ptr, xx.ptr, rr.ptr, ww.ptr, int32(rows), int32(dim), eps)
 }
 
@@ -45,26 +66,30 @@ func (b *Backend) SwiGLURows(out, outBF16, gateUp kernels.Buffer, rows, width in
 	const op = "SwiGLURows"
 	positive(op, rows, width)
 	i32(op, 2*rows*width)
-	o := b.buf(op, "out", out, rows*width, kernels.F32)
-	c := b.optBufOf(op, "outBF16", outBF16, rows*width, kernels.BF16)
-	gu := b.buf(op, "gateUp", gateUp, 2*rows*width, kernels.F32)
+	o, c := b.outputs(op, out, outBF16, rows*width)
+	gu := b.buf(op, "gateUp", gateUp, 2*rows*width, kernels.F32, kernels.BF16)
 	if !usable(o, c, gu) {
 		return
 	}
-	b.elementwise("swiglu_rows_f32", rows*width, o.ptr, c.ptr, gu.ptr, int32(rows), int32(width))
+	name := "swiglu_rows_f32"
+	if gu.dt == kernels.BF16 {
+		name = "swiglu_rows_bf16"
+	}
+	b.elementwise(name, rows*width, o.ptr, c.ptr, gu.ptr, int32(rows), int32(width))
 }
 
 func (b *Backend) SwiGLURowsBackward(dGateUp, dy, gateUp kernels.Buffer, rows, width int) {
 	const op = "SwiGLURowsBackward"
 	positive(op, rows, width)
 	i32(op, 2*rows*width)
-	d := b.buf(op, "dGateUp", dGateUp, 2*rows*width, kernels.F32)
-	y := b.buf(op, "dy", dy, rows*width, kernels.F32)
-	gu := b.buf(op, "gateUp", gateUp, 2*rows*width, kernels.F32)
+	d := b.buf(op, "dGateUp", dGateUp, 2*rows*width, kernels.F32, kernels.BF16)
+	y := b.buf(op, "dy", dy, rows*width, kernels.F32, kernels.BF16)
+	gu := b.buf(op, "gateUp", gateUp, 2*rows*width, kernels.F32, kernels.BF16)
 	if !usable(d, y, gu) {
 		return
 	}
-	b.elementwise("swiglu_rows_backward_f32", rows*width, d.ptr, y.ptr, gu.ptr, int32(rows), int32(width))
+	name := "swiglu_rows_backward_f32" + bf16Suffix(d, "_dbf16") + bf16Suffix(y, "_dybf16") + bf16Suffix(gu, "_gubf16")
+	b.elementwise(name, rows*width, d.ptr, y.ptr, gu.ptr, int32(rows), int32(width))
 }
 
 // attentionInputsShape checks the head shape shared by AttentionInputs and

@@ -12,33 +12,41 @@
 // is far above eps with a gradient along x), and in float32 the
 // cancellation left 3e-4 relative error (the dim = 1 case of the suite);
 // float64 costs nothing here, the kernel is bound by memory bandwidth.
+//
+// dy may be bf16 (the backward GEMM's bf16 output), read widened. dx_bf16,
+// when not null, receives the final dx (after the accumulate) rounded to
+// bf16 in the same pass: the A operand of the next backward GEMM.
 // nvcc -ptx -arch=compute_90 rmsnorm_backward.cu
 #include "common.cuh"
 
-template <class W>
-__device__ __forceinline__ void rmsnorm_backward(float* dx, const float* dy, const float* x, const W* w,
+template <class W, class Y>
+__device__ __forceinline__ void rmsnorm_backward(float* dx, __nv_bfloat16* dx_bf16, const Y* dy, const float* x, const W* w,
 						 const float* rstd, int dim, int accumulate) {
 	GRPO_SHARED(double, scratch, [32]);
 	long long row = (long long)blockIdx.x * dim;
 	const float* xr = x + row;
-	const float* dyr = dy + row;
+	const Y* dyr = dy + row;
 	double dot = 0.0;
-	for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += (double)ld(w, i) * dyr[i] * xr[i];
+	for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += (double)ld(w, i) * ld(dyr, i) * xr[i];
 	dot = block_sum_f64(dot, scratch);
 	double r = rstd[blockIdx.x];
 	double c = r * r * r * (dot / dim);
 	for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-		double g = r * ld(w, i) * dyr[i] - xr[i] * c;
+		double g = r * ld(w, i) * ld(dyr, i) - xr[i] * c;
 		if (accumulate) g += dx[row + i];
-		dx[row + i] = (float)g;
+		float v = (float)g;
+		dx[row + i] = v;
+		if (dx_bf16) dx_bf16[row + i] = __float2bfloat16_rn(v);
 	}
 }
 
-GRPO_KERNEL void __launch_bounds__(256) rmsnorm_backward_f32(float* dx, const float* dy, const float* x, const float* w, const float* rstd,
-				      int rows, int dim, int accumulate) {
-	rmsnorm_backward(dx, dy, x, w, rstd, dim, accumulate);
-}
-GRPO_KERNEL void __launch_bounds__(256) rmsnorm_backward_wbf16(float* dx, const float* dy, const float* x, const __nv_bfloat16* w,
-					const float* rstd, int rows, int dim, int accumulate) {
-	rmsnorm_backward(dx, dy, x, w, rstd, dim, accumulate);
-}
+// Named for the weights' dtype (f32, wbf16), with _dybf16 a bf16 dy.
+#define RMSNORM_BACKWARD(name, W, Y)                                                                                     \
+	GRPO_KERNEL void __launch_bounds__(256) name(float* dx, __nv_bfloat16* dx_bf16, const Y* dy, const float* x, const W* w, \
+						      const float* rstd, int rows, int dim, int accumulate) {                 \
+		rmsnorm_backward(dx, dx_bf16, dy, x, w, rstd, dim, accumulate);                                          \
+	}
+RMSNORM_BACKWARD(rmsnorm_backward_f32, float, float)
+RMSNORM_BACKWARD(rmsnorm_backward_wbf16, __nv_bfloat16, float)
+RMSNORM_BACKWARD(rmsnorm_backward_f32_dybf16, float, __nv_bfloat16)
+RMSNORM_BACKWARD(rmsnorm_backward_wbf16_dybf16, __nv_bfloat16, __nv_bfloat16)

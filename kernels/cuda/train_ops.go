@@ -72,26 +72,28 @@ func (b *Backend) SumSquares(out, x kernels.Buffer, n int) {
 	b.launch("sum_squares_finish_f32", D1(1), D1(warpRound(blocks, sumSquaresMaxBlocks)), 0, o.ptr, partial, int32(blocks))
 }
 
-func (b *Backend) RMSNormBackward(dx, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
+func (b *Backend) RMSNormBackward(dx, dxBF16, dy, x, w, rstd kernels.Buffer, rows, dim int, accumulate bool) {
 	const op = "RMSNormBackward"
 	positive(op, rows, dim)
 	i32(op, rows*dim)
 	d := b.buf(op, "dx", dx, rows*dim, kernels.F32)
-	g := b.buf(op, "dy", dy, rows*dim, kernels.F32)
+	c := b.optBufOf(op, "dxBF16", dxBF16, rows*dim, kernels.BF16)
+	g := b.buf(op, "dy", dy, rows*dim, kernels.F32, kernels.BF16)
 	xx := b.buf(op, "x", x, rows*dim, kernels.F32)
 	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
 	r := b.buf(op, "rstd", rstd, rows, kernels.F32)
-	if !usable(d, g, xx, ww, r) {
+	if !usable(d, c, g, xx, ww, r) {
 		return
 	}
 	name := "rmsnorm_backward_f32"
 	if ww.dt == kernels.BF16 {
 		name = "rmsnorm_backward_wbf16"
 	}
+	name += bf16Suffix(g, "_dybf16")
 	// The block follows the row: 256 threads for hidden-size rows, fewer
 	// for per-head q/k norms (dim = head_dim) so no warp idles.
 	b.launch(name, D1(rows), D1(warpRound(dim, rowBlock)), 0,
-		d.ptr, g.ptr, xx.ptr, ww.ptr, r.ptr, int32(rows), int32(dim), flag(accumulate))
+		d.ptr, c.ptr, g.ptr, xx.ptr, ww.ptr, r.ptr, int32(rows), int32(dim), flag(accumulate))
 }
 
 func (b *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int) {
