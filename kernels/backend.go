@@ -16,8 +16,11 @@
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
 //     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs),
 //     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
-//     the bf16 casts the fused ops write for the next GEMM (FusedOps) and
-//     a BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the store).
+//     the bf16 casts the fused ops write for the next GEMM (FusedOps),
+//     the BF16 activations Add and AddBias take (a bf16 model's tensors
+//     between ops) and a BF16 MatMul C beside a BF16 B. An op reads a BF16
+//     operand widened, computes in f32 and rounds a BF16 result once, to
+//     nearest even, as it stores it.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -167,10 +170,14 @@ type Ops interface {
 	RoPE(x, pos, invFreq Buffer, nTok, nHead, headDim int, inverse bool)
 
 	// AddBias adds bias (cols) to every row of x (rows × cols) in place.
+	// x and bias may each be F32 or BF16; the sum is f32, stored rounded
+	// once when x is BF16.
 	AddBias(x, bias Buffer, rows, cols int)
 
 	// Add computes out = a + b elementwise over n elements; out may alias a
-	// or b.
+	// or b. Each of out, a and b may be F32 or BF16: a and b are read
+	// widened and summed in f32, and a BF16 out holds the sum rounded once
+	// (the residual add of a bf16 block output: out and a F32, b BF16).
 	Add(out, a, b Buffer, n int)
 
 	// SwiGLU computes out = silu(gate) · up elementwise, silu(g) = g·σ(g);
