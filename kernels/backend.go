@@ -16,13 +16,14 @@
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
 //     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs),
 //     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
-//     the bf16 casts the fused ops write for the next GEMM (FusedOps),
-//     a BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the
-//     store) and the bf16 gradients backwards write for their GEMMs
-//     (SwiGLURowsBackward's dGateUp, RMSNormBackward's dxBF16,
-//     LogSoftmaxGatherBackward's dlogits). Where an op's doc says so, an
-//     activation it reads may be BF16 too (a GEMM's bf16 output): read
-//     widened, computed in f32.
+//     the bf16 casts the fused ops write for the next GEMM (FusedOps), and
+//     the bf16 activations between ops of a bf16 model's training trace,
+//     where an op's doc allows them (MatMul's C beside a BF16 B, the LoRA
+//     ops' Y and dx, the fused ops' inputs and outputs, attention's out
+//     and dq, Add's and AddBias' operands, the backwards' gradients for
+//     their GEMMs, LogSoftmaxGatherBackward's dlogits): an op reads them
+//     widened, computes in f32 and rounds to nearest even once, at the
+//     store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -172,10 +173,14 @@ type Ops interface {
 	RoPE(x, pos, invFreq Buffer, nTok, nHead, headDim int, inverse bool)
 
 	// AddBias adds bias (cols) to every row of x (rows × cols) in place.
+	// x and bias may each be F32 or BF16; the sum is f32, stored rounded
+	// once when x is BF16.
 	AddBias(x, bias Buffer, rows, cols int)
 
 	// Add computes out = a + b elementwise over n elements; out may alias a
-	// or b.
+	// or b. Each of out, a and b may be F32 or BF16: a and b are read
+	// widened and summed in f32, and a BF16 out holds the sum rounded once
+	// (the residual add of a bf16 block output: out and a F32, b BF16).
 	Add(out, a, b Buffer, n int)
 
 	// SwiGLU computes out = silu(gate) · up elementwise, silu(g) = g·σ(g);

@@ -6,12 +6,20 @@ import (
 	"github.com/grpo-dev/grpo/kernels"
 )
 
+// AddBias and Add sum in f32 (a BF16 operand holds bf16 values already)
+// and round a BF16 result once, as the CUDA kernels store it.
 func (be *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
 	positive("AddBias", rows, cols)
-	xs := f32("AddBias", "x", x, rows*cols)
+	xs := floats("AddBias", "x", x, rows*cols)
 	bs := floats("AddBias", "bias", bias, cols)
+	round := x.DType() == kernels.BF16
 	if be.vec != nil {
-		be.parallel(rows, cols, func(lo, hi int) { be.vec.addBias(xs[lo*cols:hi*cols], bs, hi-lo) })
+		be.parallel(rows, cols, func(lo, hi int) {
+			be.vec.addBias(xs[lo*cols:hi*cols], bs, hi-lo)
+			if round {
+				castBF16(xs[lo*cols:hi*cols], xs[lo*cols:hi*cols])
+			}
+		})
 		return
 	}
 	be.parallel(rows, cols, func(lo, hi int) {
@@ -20,6 +28,9 @@ func (be *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
 			for c, b := range bs {
 				row[c] += b
 			}
+			if round {
+				castBF16(row, row)
+			}
 		}
 	})
 }
@@ -27,16 +38,25 @@ func (be *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
 // Add is element-by-element, so out aliasing a or b is safe.
 func (be *Backend) Add(out, a, b kernels.Buffer, n int) {
 	positive("Add", n)
-	os := f32("Add", "out", out, n)
+	os := floats("Add", "out", out, n)
 	as := floats("Add", "a", a, n)
 	bs := floats("Add", "b", b, n)
+	round := out.DType() == kernels.BF16
 	if be.vec != nil {
-		be.parallel(n, 1, func(lo, hi int) { be.vec.add(os[lo:hi], as[lo:hi], bs[lo:hi]) })
+		be.parallel(n, 1, func(lo, hi int) {
+			be.vec.add(os[lo:hi], as[lo:hi], bs[lo:hi])
+			if round {
+				castBF16(os[lo:hi], os[lo:hi])
+			}
+		})
 		return
 	}
 	be.parallel(n, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			os[i] = as[i] + bs[i]
+		}
+		if round {
+			castBF16(os[lo:hi], os[lo:hi])
 		}
 	})
 }

@@ -47,6 +47,9 @@ const (
 // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
 var kernelMaxBlock = map[string]int{
 	"add_f32": elementwiseBlock, "add_bias_f32": elementwiseBlock, "add_bias_bf16": elementwiseBlock,
+	"add_f32_f32_bf16": elementwiseBlock, "add_f32_bf16_bf16": elementwiseBlock, "add_bf16_f32_f32": elementwiseBlock,
+	"add_bf16_f32_bf16": elementwiseBlock, "add_bf16_bf16_bf16": elementwiseBlock,
+	"add_bias_f32_xbf16": elementwiseBlock, "add_bias_bf16_xbf16": elementwiseBlock,
 	"swiglu_f32": elementwiseBlock, "f32_to_bf16": elementwiseBlock, "bf16_to_f32": elementwiseBlock,
 	"rope_f32": elementwiseBlock, "fill_f32": elementwiseBlock, "scale_f32": elementwiseBlock,
 	"swiglu_backward_f32": elementwiseBlock, "policy_loss_f32": elementwiseBlock, "adamw_f32": elementwiseBlock,

@@ -132,31 +132,51 @@ func (b *Backend) RoPE(x, pos, invFreq kernels.Buffer, nTok, nHead, headDim int,
 	b.elementwise("rope_f32", nTok*nHead*headDim/2, xx.ptr, p.ptr, f.ptr, int32(nTok), int32(nHead), int32(headDim), inv)
 }
 
+// addBiasKernels[x][bias] (0 f32, 1 bf16) is AddBias' kernel.
+var addBiasKernels = [2][2]string{{"add_bias_f32", "add_bias_bf16"}, {"add_bias_f32_xbf16", "add_bias_bf16_xbf16"}}
+
 func (b *Backend) AddBias(x, bias kernels.Buffer, rows, cols int) {
 	const op = "AddBias"
 	i32(op, rows, cols, rows*cols)
-	xx := b.buf(op, "x", x, rows*cols, kernels.F32)
+	xx := b.buf(op, "x", x, rows*cols, kernels.F32, kernels.BF16)
 	bb := b.buf(op, "bias", bias, cols, kernels.F32, kernels.BF16)
 	if !usable(xx, bb) {
 		return
 	}
-	name := "add_bias_f32"
-	if bb.dt == kernels.BF16 {
-		name = "add_bias_bf16"
-	}
-	b.elementwise(name, rows*cols, xx.ptr, bb.ptr, int32(rows), int32(cols))
+	b.elementwise(addBiasKernels[isBF16(xx)][isBF16(bb)], rows*cols, xx.ptr, bb.ptr, int32(rows), int32(cols))
+}
+
+// addKernels[out][a][b] (0 f32, 1 bf16) is Add's kernel: add_f32 when
+// every operand is f32, add_<out>_<a>_<b> otherwise. Add swaps a bf16 a
+// with an f32 b (f32 addition commutes exactly), so five kernels cover
+// the seven mixed cases.
+var addKernels = [2][2][2]string{
+	{{"add_f32", "add_f32_f32_bf16"}, {"", "add_f32_bf16_bf16"}},
+	{{"add_bf16_f32_f32", "add_bf16_f32_bf16"}, {"", "add_bf16_bf16_bf16"}},
 }
 
 func (b *Backend) Add(out, a, bb kernels.Buffer, n int) {
 	const op = "Add"
 	i32(op, n)
-	o := b.buf(op, "out", out, n, kernels.F32)
-	aa := b.buf(op, "a", a, n, kernels.F32)
-	b2 := b.buf(op, "b", bb, n, kernels.F32)
+	o := b.buf(op, "out", out, n, kernels.F32, kernels.BF16)
+	aa := b.buf(op, "a", a, n, kernels.F32, kernels.BF16)
+	b2 := b.buf(op, "b", bb, n, kernels.F32, kernels.BF16)
 	if !usable(o, aa, b2) {
 		return
 	}
-	b.elementwise("add_f32", n, o.ptr, aa.ptr, b2.ptr, int32(n))
+	if aa.dt == kernels.BF16 && b2.dt == kernels.F32 {
+		aa, b2 = b2, aa
+	}
+	b.elementwise(addKernels[isBF16(o)][isBF16(aa)][isBF16(b2)], n, o.ptr, aa.ptr, b2.ptr, int32(n))
+}
+
+// isBF16 is 1 for a BF16 buffer and 0 for an F32 one: an index into a
+// table of kernel names by operand dtype.
+func isBF16(x *buffer) int {
+	if x.dt == kernels.BF16 {
+		return 1
+	}
+	return 0
 }
 
 func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {

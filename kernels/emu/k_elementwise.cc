@@ -8,6 +8,13 @@ extern "C" void emu_register_elementwise(const char* prefix) {
 	EMU_REG(add_f32);
 	EMU_REG(add_bias_f32);
 	EMU_REG(add_bias_bf16);
+	EMU_REG(add_f32_f32_bf16);
+	EMU_REG(add_f32_bf16_bf16);
+	EMU_REG(add_bf16_f32_f32);
+	EMU_REG(add_bf16_f32_bf16);
+	EMU_REG(add_bf16_bf16_bf16);
+	EMU_REG(add_bias_f32_xbf16);
+	EMU_REG(add_bias_bf16_xbf16);
 	EMU_REG(swiglu_f32);
 	EMU_REG(sigmoid_gate_f32);
 }

@@ -85,3 +85,32 @@ func TestTrafficCountsBF16C(t *testing.T) {
 		b.Free(buf)
 	}
 }
+
+// TestTrafficCountsBF16Activations: a bf16 operand of Add or AddBias moves
+// 2 bytes an element, an f32 one 4 (the residual add of a bf16 block
+// output: out and a f32, b bf16; a bf16 x with an f32 bias).
+func TestTrafficCountsBF16Activations(t *testing.T) {
+	b := New()
+	defer b.Close()
+	const n, rows, cols = 100, 3, 40
+	x, o, h := b.Alloc(kernels.F32, n), b.Alloc(kernels.F32, n), b.Alloc(kernels.BF16, n)
+	xb, bias := b.Alloc(kernels.BF16, rows*cols), b.Alloc(kernels.F32, cols)
+	tr := b.CountTraffic()
+	b.Add(o, x, h, n)
+	b.Add(h, h, h, n)
+	b.AddBias(xb, bias, rows, cols)
+	b.StopTraffic()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	want := cuda.Traffic{
+		"Add/out": 4*n + 2*n, "Add/a": 4*n + 2*n, "Add/b": 2*n + 2*n,
+		"AddBias/x": 2 * rows * cols, "AddBias/bias": 4 * cols,
+	}
+	if !maps.Equal(tr, want) {
+		t.Errorf("traffic %v, want %v", tr, want)
+	}
+	for _, buf := range []kernels.Buffer{x, o, h, xb, bias} {
+		b.Free(buf)
+	}
+}
