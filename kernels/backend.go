@@ -16,8 +16,11 @@
 //     AddBias' bias) may be BF16; everything an op writes is F32, except
 //     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs),
 //     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
-//     the bf16 casts the fused ops write for the next GEMM (FusedOps) and
-//     a BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the store).
+//     the bf16 casts the fused ops write for the next GEMM (FusedOps), a
+//     BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the store),
+//     and the bf16 activations between ops that SigmoidGate(Backward) may
+//     write: computed in f32 and rounded to nearest even once, at the
+//     store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -179,7 +182,9 @@ type Ops interface {
 
 	// SigmoidGate computes out = x·σ(gate) elementwise, σ(g) = 1/(1+e^−g):
 	// the output gate of Qwen3.5's gated attention, applied to the
-	// attention output before o_proj. out may alias x or gate.
+	// attention output before o_proj. out may alias x or gate. Each of
+	// out, x and gate may be F32 or BF16 on its own (a bf16 input is read
+	// widened, a bf16 out gets each f32 product rounded once).
 	SigmoidGate(out, x, gate Buffer, n int)
 
 	// KVWrite stores row t of x (nTok × width) at position pos[t] of

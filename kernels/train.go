@@ -36,7 +36,9 @@ type TrainOps interface {
 	// SigmoidGateBackward is SigmoidGate's backward: dx = dy·σ(gate) and
 	// dgate = dy·x·σ(gate)·(1 − σ(gate)). Each element is read before it
 	// is written, so dx may alias dy or x and dgate may alias gate (the
-	// model overwrites saved activations with their gradients).
+	// model overwrites saved activations with their gradients). Each of
+	// the five operands may be F32 or BF16 on its own (read widened; a
+	// bf16 gradient is its f32 value rounded once).
 	SigmoidGateBackward(dx, dgate, dy, x, gate Buffer, n int)
 
 	// AttentionBackward is the backward of Attention for the same operands:

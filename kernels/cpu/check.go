@@ -38,6 +38,21 @@ func f32(op, name string, b kernels.Buffer, n int) []float32 {
 	return floats(op, name, b, n)
 }
 
+// floatsOut is floats for an output that may be F32 or BF16, with whether
+// it is BF16: each value stored into it then goes through roundIf.
+func floatsOut(op, name string, b kernels.Buffer, n int) ([]float32, bool) {
+	return floats(op, name, b, n), b.DType() == kernels.BF16
+}
+
+// roundIf is v rounded to bf16 when bf16 is set (a BF16 output's store,
+// where the GPU kernel rounds), v otherwise.
+func roundIf(bf16 bool, v float32) float32 {
+	if bf16 {
+		return roundBF16(v)
+	}
+	return v
+}
+
 // ints returns the first n elements of an I32 operand.
 func ints(op, name string, b kernels.Buffer, n int) []int32 {
 	buf := own(op, name, b)

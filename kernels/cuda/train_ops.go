@@ -113,12 +113,16 @@ func (b *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n i
 	const op = "SigmoidGateBackward"
 	positive(op, n)
 	i32(op, n)
-	d := b.buf(op, "dx", dx, n, kernels.F32)
-	dg := b.buf(op, "dgate", dgate, n, kernels.F32)
-	y := b.buf(op, "dy", dy, n, kernels.F32)
-	xx := b.buf(op, "x", x, n, kernels.F32)
-	g := b.buf(op, "gate", gate, n, kernels.F32)
+	d := b.buf(op, "dx", dx, n, kernels.F32, kernels.BF16)
+	dg := b.buf(op, "dgate", dgate, n, kernels.F32, kernels.BF16)
+	y := b.buf(op, "dy", dy, n, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
 	if !usable(d, dg, y, xx, g) {
+		return
+	}
+	if mask := bf16Mask(d, dg, y, xx, g); mask != 0 {
+		b.elementwise("sigmoid_gate_backward_as", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n), mask)
 		return
 	}
 	b.elementwise("sigmoid_gate_backward_f32", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n))

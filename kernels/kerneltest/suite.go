@@ -61,6 +61,7 @@ func Cases() []Case {
 		addCases(),
 		swiGLUCases(),
 		sigmoidGateCases(),
+		sigmoidGateBF16Cases(),
 		kvWriteCases(),
 		attentionCases(),
 		attentionVariantCases(),

@@ -49,6 +49,7 @@ func TrainCases() []Case {
 		rmsNormBackwardCases(),
 		swiGLUBackwardCases(),
 		sigmoidGateBackwardCases(),
+		sigmoidGateBackwardBF16Cases(),
 		ropeBackwardCases(),
 		scatterRowsCases(),
 		attentionBackwardCases(),
