@@ -18,9 +18,10 @@
 //     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
 //     the bf16 casts the fused ops write for the next GEMM (FusedOps), a
 //     BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the store),
-//     and the bf16 activations between ops that SigmoidGate(Backward) may
-//     write: computed in f32 and rounded to nearest even once, at the
-//     store.
+//     and the bf16 activations between ops that Attention and
+//     AttentionSharedPrefix (out, beside a BF16 q), AttentionBackward (dq)
+//     and SigmoidGate(Backward) may write: computed in f32 and rounded to
+//     nearest even once, at the store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -207,8 +208,11 @@ type Ops interface {
 	// f32). q is F32, or BF16 beside BF16 caches at a head dim
 	// BF16AttentionHeadDim allows (a bf16 model's training trace; a GPU
 	// runs its tensor-core kernels then, which also round the
-	// probabilities to bf16 for P·V). out is
-	// nTok × nHead × headDim. If lse is not nil it receives the
+	// probabilities to bf16 for P·V). out is nTok × nHead × headDim, F32,
+	// or BF16 beside a BF16 q (a bf16 model's activation between ops:
+	// each output computed in f32 and rounded once as it is stored; the
+	// paths an f32 q takes — f32 flash, split-KV decode, scalar — refuse a
+	// BF16 out, panicking with the op's name). If lse is not nil it receives the
 	// log-sum-exp of the scaled scores per (token, head), nTok × nHead,
 	// which the backward pass uses to recompute probabilities. Cache rows
 	// past a sequence's largest queried position, and blocks no queried

@@ -116,3 +116,13 @@ func bf16Query(op string, q, kCache kernels.Buffer, headDim int) {
 		panic(fmt.Sprintf("cpu.%s: bf16 attention needs headDim ≤ 256 and a multiple of 8, got %d", op, headDim))
 	}
 }
+
+// bf16Out checks the contract of a BF16 attention activation (Attention's
+// out; AttentionBackward's dq, dout and out): it needs a BF16 q beside it,
+// as the GPU's tensor-core kernels are the ones that read and write bf16
+// there.
+func bf16Out(op, name string, x, q kernels.Buffer) {
+	if x.DType() == kernels.BF16 && q.DType() != kernels.BF16 {
+		panic(fmt.Sprintf("cpu.%s: %s is bf16 but q is %v; bf16 activations need a bf16 q", op, name, q.DType()))
+	}
+}

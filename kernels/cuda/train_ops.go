@@ -160,17 +160,22 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 	}
 	tb := b.pages(op, pages, kc, nKV*headDim)
 	ops := []*buffer{
-		b.buf(op, "dq", dq, nq, kernels.F32),
+		b.buf(op, "dq", dq, nq, kernels.F32, kernels.BF16), // BF16 dq, dout, out: the tensor-core kernels (bf16Out)
 		b.buf(op, "dk", dk, kc.n, kernels.F32),
 		b.buf(op, "dv", dv, kc.n, kernels.F32),
-		b.buf(op, "dout", dout, nq, kernels.F32),
-		b.buf(op, "out", out, nq, kernels.F32),
+		b.buf(op, "dout", dout, nq, kernels.F32, kernels.BF16),
+		b.buf(op, "out", out, nq, kernels.F32, kernels.BF16),
 		b.buf(op, "lse", lse, nTok*nHead, kernels.F32),
 		qq,
 		kc, vc,
 		b.buf(op, "seq", seq, nTok, kernels.I32),
 		b.buf(op, "pos", pos, nTok, kernels.I32),
 		tb,
+	}
+	for i, name := range []string{"dq", "", "", "dout", "out"} {
+		if name != "" {
+			bf16Out(op, name, ops[i].dt, qq.dt)
+		}
 	}
 	av := b.variantOf(op, variant, nHead) // the sinks are in lse: the kernels take the window alone
 	if !usable(append(ops, av.sinks)...) {
