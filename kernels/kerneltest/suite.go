@@ -64,6 +64,7 @@ func Cases() []Case {
 		sigmoidGateBF16Cases(),
 		kvWriteCases(),
 		attentionCases(),
+		attentionBF16RefusalCases(),
 		attentionVariantCases(),
 		sharedPrefixCases(),
 		sharedPrefixVariantCases(),
