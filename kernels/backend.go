@@ -189,7 +189,9 @@ type Ops interface {
 
 	// SigmoidGate computes out = x·σ(gate) elementwise, σ(g) = 1/(1+e^−g):
 	// the output gate of Qwen3.5's gated attention, applied to the
-	// attention output before o_proj. out may alias x or gate.
+	// attention output before o_proj. out may alias x or gate. Each of
+	// out, x and gate may be F32 or BF16 on its own (a bf16 input is read
+	// widened, a bf16 out gets each f32 product rounded once).
 	SigmoidGate(out, x, gate Buffer, n int)
 
 	// KVWrite stores row t of x (nTok × width) at position pos[t] of
@@ -212,8 +214,11 @@ type Ops interface {
 	// f32). q is F32, or BF16 beside BF16 caches at a head dim
 	// BF16AttentionHeadDim allows (a bf16 model's training trace; a GPU
 	// runs its tensor-core kernels then, which also round the
-	// probabilities to bf16 for P·V). out is
-	// nTok × nHead × headDim. If lse is not nil it receives the
+	// probabilities to bf16 for P·V). out is nTok × nHead × headDim, F32,
+	// or BF16 beside a BF16 q (a bf16 model's activation between ops:
+	// each output computed in f32 and rounded once as it is stored; the
+	// paths an f32 q takes — f32 flash, split-KV decode, scalar — refuse a
+	// BF16 out, panicking with the op's name). If lse is not nil it receives the
 	// log-sum-exp of the scaled scores per (token, head), nTok × nHead,
 	// which the backward pass uses to recompute probabilities. Cache rows
 	// past a sequence's largest queried position, and blocks no queried

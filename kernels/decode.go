@@ -38,7 +38,8 @@ type DecodeOps interface {
 	// query heads, and each token's own positions past them separately,
 	// merging the two softmax partials. The groups must satisfy
 	// CheckPrefixGroups; a token in no group ({t, 1, 0}) is attended as
-	// Attention does.
+	// Attention does. out may be BF16 where Attention's may (beside a
+	// BF16 q) and is refused, with a panic naming this op, elsewhere.
 	AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32, variant AttentionVariant)
 }
 

@@ -41,7 +41,9 @@ type TrainOps interface {
 	// SigmoidGateBackward is SigmoidGate's backward: dx = dy·σ(gate) and
 	// dgate = dy·x·σ(gate)·(1 − σ(gate)). Each element is read before it
 	// is written, so dx may alias dy or x and dgate may alias gate (the
-	// model overwrites saved activations with their gradients).
+	// model overwrites saved activations with their gradients). Each of
+	// the five operands may be F32 or BF16 on its own (read widened; a
+	// bf16 gradient is its f32 value rounded once).
 	SigmoidGateBackward(dx, dgate, dy, x, gate Buffer, n int)
 
 	// AttentionBackward is the backward of Attention for the same operands:
@@ -52,7 +54,11 @@ type TrainOps interface {
 	// recomputed from q, k and lse. A block shared by several sequences
 	// gets the sum of their gradients. q and the caches are F32, or all
 	// BF16 as Attention takes them (BF16AttentionHeadDim: a bf16 model's
-	// trace on a backend whose KV dtype is bf16); the gradients are F32.
+	// trace on a backend whose KV dtype is bf16). Beside a BF16 q, out and
+	// dout may each be BF16 (read widened) and dq may be BF16 (its f32 sum
+	// rounded once, after everything that adds into it); with an f32 q
+	// they are F32, and a BF16 one panics naming the op. lse, dk and dv are
+	// F32.
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos Buffer, pages KVPages, nTok, nHead, nKV, headDim int, scale float32, variant AttentionVariant)
 
 	// ScatterRows copies row i of src (n × cols) into row idx[i] of out,

@@ -86,7 +86,8 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffe
 	rowW := nKV * headDim // one cache position
 	qs := floats(op, "q", q, nTok*nHead*headDim)
 	bf16Query(op, q, kCache, headDim)
-	os := f32(op, "out", out, nTok*nHead*headDim)
+	os, bf := floatsOut(op, "out", out, nTok*nHead*headDim)
+	bf16Out(op, "out", out, q)
 	ks := floats(op, "kCache", kCache, kCache.Len())
 	vs := floats(op, "vCache", vCache, vCache.Len())
 	if len(ks) != len(vs) {
@@ -108,14 +109,15 @@ func (be *Backend) Attention(out, lse, q, kCache, vCache, seq, pos kernels.Buffe
 			buf = new(attnBuf)
 		}
 		for _, tk := range tasks[lo:hi] {
-			be.attendBlock(buf, &pt, tk, av, qs, ks, vs, os, ls, ss, ps, nHead, group, headDim, rowW, scale)
+			be.attendBlock(buf, &pt, tk, av, qs, ks, vs, os, ls, bf, ss, ps, nHead, group, headDim, rowW, scale)
 		}
 		attnScratch.Put(buf)
 	})
 }
 
-// attendBlock computes one task in buf's scratch, growing it as needed.
-func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attnVariant, qs, ks, vs, os, ls []float32, ss, ps []int32,
+// attendBlock computes one task in buf's scratch, growing it as needed,
+// rounding its outputs to bf16 as it stores them when bf is set.
+func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attnVariant, qs, ks, vs, os, ls []float32, bf bool, ss, ps []int32,
 	nHead, group, headDim, rowW int, scale float32) {
 	T := tk.t1 - tk.t0
 	R := T * group // packed rows: token-major, then head within the group
@@ -192,5 +194,10 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attn
 	for i := range T {
 		dst := ((tk.t0+i)*nHead + tk.g*group) * headDim
 		copy(os[dst:dst+span], op[i*span:(i+1)*span])
+		if bf {
+			for j, v := range os[dst : dst+span] {
+				os[dst+j] = roundBF16(v)
+			}
+		}
 	}
 }

@@ -38,6 +38,21 @@ func f32(op, name string, b kernels.Buffer, n int) []float32 {
 	return floats(op, name, b, n)
 }
 
+// floatsOut is floats for an output that may be F32 or BF16, with whether
+// it is BF16: each value stored into it then goes through roundIf.
+func floatsOut(op, name string, b kernels.Buffer, n int) ([]float32, bool) {
+	return floats(op, name, b, n), b.DType() == kernels.BF16
+}
+
+// roundIf is v rounded to bf16 when bf16 is set (a BF16 output's store,
+// where the GPU kernel rounds), v otherwise.
+func roundIf(bf16 bool, v float32) float32 {
+	if bf16 {
+		return roundBF16(v)
+	}
+	return v
+}
+
 // ints returns the first n elements of an I32 operand.
 func ints(op, name string, b kernels.Buffer, n int) []int32 {
 	buf := own(op, name, b)
@@ -99,5 +114,15 @@ func bf16Query(op string, q, kCache kernels.Buffer, headDim int) {
 	}
 	if !kernels.BF16AttentionHeadDim(headDim) {
 		panic(fmt.Sprintf("cpu.%s: bf16 attention needs headDim ≤ 256 and a multiple of 8, got %d", op, headDim))
+	}
+}
+
+// bf16Out checks the contract of a BF16 attention activation (Attention's
+// out; AttentionBackward's dq, dout and out): it needs a BF16 q beside it,
+// as the GPU's tensor-core kernels are the ones that read and write bf16
+// there.
+func bf16Out(op, name string, x, q kernels.Buffer) {
+	if x.DType() == kernels.BF16 && q.DType() != kernels.BF16 {
+		panic(fmt.Sprintf("cpu.%s: %s is bf16 but q is %v; bf16 activations need a bf16 q", op, name, q.DType()))
 	}
 }

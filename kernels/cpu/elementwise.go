@@ -91,15 +91,15 @@ func logistic(g float64) float64 {
 }
 
 // SigmoidGate reads x and gate at an index before writing out there, so
-// out may alias either.
+// out may alias either. A BF16 out gets each product rounded once.
 func (be *Backend) SigmoidGate(out, x, gate kernels.Buffer, n int) {
 	const op = "SigmoidGate"
 	positive(op, n)
-	os := f32(op, "out", out, n)
+	os, bf := floatsOut(op, "out", out, n)
 	xs, gs := floats(op, "x", x, n), floats(op, "gate", gate, n)
 	be.parallel(n, 20, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			os[i] = float32(float64(xs[i]) * logistic(float64(gs[i])))
+			os[i] = roundIf(bf, float32(float64(xs[i])*logistic(float64(gs[i]))))
 		}
 	})
 }

@@ -19,6 +19,7 @@ func (be *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, 
 	index(op, "pos", ps, pages.MaxLen())
 	floats(op, "q", q, nTok*nHead*headDim)
 	bf16Query(op, q, kCache, headDim)
+	bf16Out(op, "out", out, q)
 	gs := ints(op, "groups", groups, nTok*kernels.PrefixGroupWords)
 	table := ints(op, "pages.Table", pages.Table, pages.Table.Len())
 	if err := kernels.CheckPrefixGroups(gs, table, pages.MaxBlocks, pages.BlockSize, ss, ps); err != nil {

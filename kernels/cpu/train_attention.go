@@ -27,7 +27,7 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 	group, rowW := nHead/nKV, nKV*headDim
 	nq := nTok * nHead * headDim
 	a := attnGrad{
-		dq: f32(op, "dq", dq, nq), do: floats(op, "dout", dout, nq), o: floats(op, "out", out, nq),
+		do: floats(op, "dout", dout, nq), o: floats(op, "out", out, nq),
 		q: floats(op, "q", q, nq), lse: floats(op, "lse", lse, nTok*nHead),
 		k: floats(op, "kCache", kCache, kCache.Len()), v: floats(op, "vCache", vCache, vCache.Len()),
 		seq: ints(op, "seq", seq, nTok), pos: ints(op, "pos", pos, nTok),
@@ -35,6 +35,10 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 		variant: variantOf(op, variant, nHead),
 	}
 	bf16Query(op, q, kCache, headDim)
+	a.dq, a.dqBF16 = floatsOut(op, "dq", dq, nq)
+	bf16Out(op, "dq", dq, q)
+	bf16Out(op, "dout", dout, q)
+	bf16Out(op, "out", out, q)
 	a.dk, a.dv = f32(op, "dk", dk, len(a.k)), f32(op, "dv", dv, len(a.v))
 	if len(a.k) != len(a.v) || len(a.dk) != len(a.k) {
 		panic("cpu.AttentionBackward: kCache, vCache, dk and dv must have the same length")
@@ -74,6 +78,7 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCac
 // attnGrad holds AttentionBackward's operands.
 type attnGrad struct {
 	dq, dk, dv, do, o, q, lse, k, v []float32
+	dqBF16                          bool // dq is BF16: rounded as it is stored
 	seq, pos                        []int32
 	pages                           pageTable
 	nHead, group, headDim, rowW     int
@@ -153,5 +158,10 @@ func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 	for i := range T {
 		dst := ((tk.t0+i)*a.nHead + tk.g*a.group) * hd
 		copy(a.dq[dst:dst+span], dqp[i*span:(i+1)*span])
+		if a.dqBF16 {
+			for j, v := range a.dq[dst : dst+span] {
+				a.dq[dst+j] = roundBF16(v)
+			}
+		}
 	}
 }

@@ -60,18 +60,20 @@ func (be *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int
 }
 
 // SigmoidGateBackward reads dy, x and gate at an index before writing dx
-// and dgate there, so the outputs may alias the inputs.
+// and dgate there, so the outputs may alias the inputs. A BF16 output gets
+// each gradient rounded once.
 func (be *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n int) {
 	const op = "SigmoidGateBackward"
 	positive(op, n)
-	dxs, dgs := f32(op, "dx", dx, n), f32(op, "dgate", dgate, n)
+	dxs, bx := floatsOut(op, "dx", dx, n)
+	dgs, bg := floatsOut(op, "dgate", dgate, n)
 	ys, xs, gs := floats(op, "dy", dy, n), floats(op, "x", x, n), floats(op, "gate", gate, n)
 	be.parallel(n, 30, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			d, xv, g := float64(ys[i]), float64(xs[i]), float64(gs[i])
 			sig, om := logistic(g), logistic(-g) // σ(g), 1 − σ(g) without cancellation
-			dxs[i] = float32(d * sig)
-			dgs[i] = float32(d * xv * sig * om)
+			dxs[i] = roundIf(bx, float32(d*sig))
+			dgs[i] = roundIf(bg, float32(d*xv*sig*om))
 		}
 	})
 }

@@ -5,7 +5,8 @@
 // in registers) are rescaled as each key tile arrives, and the lse
 // (m + log l) is written for the backward pass
 // (attention_flash_tc_backward.cu). The probabilities are rounded to bf16
-// as the P·V product takes them; everything else stays f32. Runs when q
+// as the P·V product takes them; everything else stays f32. out is f32,
+// or bf16 (outBF16: each output rounded once, at the store). Runs when q
 // and the caches are BF16 (kernels/cuda/attention_flash_tc.go); f32
 // operands keep attention_flash.cu.
 //
@@ -38,10 +39,10 @@ struct FtcFwdSmem {
 };
 
 template <int HD>
-__device__ __forceinline__ void attention_flash_tc(float* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* kCache,
+__device__ __forceinline__ void attention_flash_tc(void* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* kCache,
 						   const __nv_bfloat16* vCache, const int* seq, const int* pos, const int* table,
 						   int blockSize, int maxBlocks, int nTok, int nHead, int nKV, int headDim,
-						   float scale, int window, const float* sinks) {
+						   float scale, int window, const float* sinks, int outBF16) {
 	typedef FtcFwdSmem<HD> L;
 	const int KT = L::kt, LD = FTC_LD(HD);
 	GRPO_DYNAMIC_SHARED(unsigned char, smem);
@@ -199,12 +200,12 @@ __device__ __forceinline__ void attention_flash_tc(float* out, float* lse, const
 			l[i] = l[i] * c + expf(sk - mNew);
 			m[i] = mNew;
 		}
-		float* orow = out + ftc_row_offset(R, group, g, nHead, headDim);
+		long long orow = ftc_row_offset(R, group, g, nHead, headDim);
 		for (int n = 0; n < HD / 8; n++) {
 			int d = 8 * n + 2 * (lane % 4);
 			if (d < headDim) {
-				orow[d] = o[n][2 * i] * c / l[i];
-				orow[d + 1] = o[n][2 * i + 1] * c / l[i];
+				st_as(out, outBF16, orow + d, o[n][2 * i] * c / l[i]);
+				st_as(out, outBF16, orow + d + 1, o[n][2 * i + 1] * c / l[i]);
 			}
 		}
 		if (lse && lane % 4 == 0) lse[ftc_lse_index(R, group, g, nHead)] = m[i] + logf(l[i]);
@@ -213,12 +214,12 @@ __device__ __forceinline__ void attention_flash_tc(float* out, float* lse, const
 
 #define ATTENTION_FLASH_TC(HD)                                                                                    \
 	GRPO_KERNEL void __launch_bounds__(FTC_THREADS)                                                          \
-	    attention_flash_tc_hd##HD(float* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* kCache,   \
+	    attention_flash_tc_hd##HD(void* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* kCache,   \
 				      const __nv_bfloat16* vCache, const int* seq, const int* pos, const int* table,  \
 				      int blockSize, int maxBlocks, int nTok, int nHead, int nKV, int headDim,       \
-				      float scale, int window, const float* sinks) {                                  \
+				      float scale, int window, const float* sinks, int outBF16) {                     \
 		attention_flash_tc<HD>(out, lse, q, kCache, vCache, seq, pos, table, blockSize, maxBlocks, nTok, nHead, \
-				       nKV, headDim, scale, window, sinks);                                          \
+				       nKV, headDim, scale, window, sinks, outBF16);                                 \
 	}
 ATTENTION_FLASH_TC(64)
 ATTENTION_FLASH_TC(128)

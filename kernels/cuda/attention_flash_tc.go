@@ -81,6 +81,16 @@ func tensorCoreAttention(op string, q, k *buffer, headDim int) bool {
 	return true
 }
 
+// bf16Out checks the contract of a BF16 attention activation (Attention's
+// out; AttentionBackward's dq, dout and out): only the tensor-core kernels
+// read and write bf16 there, so a BF16 q must be beside it; the f32 flash,
+// scalar and split-KV kernels refuse it, panicking with op's name.
+func bf16Out(op, name string, x, q kernels.DType) {
+	if x == kernels.BF16 && q != kernels.BF16 {
+		panic(fmt.Sprintf("cuda: %s: %s is bf16 but q is %v; bf16 activations need a bf16 q (the tensor-core kernels)", op, name, q))
+	}
+}
+
 // bf16Query checks the contract of a BF16 q (kernels.BF16AttentionHeadDim):
 // BF16 caches beside it and a head dim the tensor-core kernels tile
 // (ftcMaxHeadDim is the largest), panicking with op's name otherwise.
@@ -104,7 +114,7 @@ func (b *Backend) attentionFlashTC(o, l, qq, kc, vc, s, p, tb *buffer, pages ker
 	hd, group := ftcHD(headDim), nHead/nKV
 	b.launch(fmt.Sprintf("attention_flash_tc_hd%d", hd), D2((nTok*group+ftcRows-1)/ftcRows, nKV), D1(ftcThreads), ftcForwardShared(hd),
 		o.ptr, l.ptr, qq.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr, int32(pages.BlockSize), int32(pages.MaxBlocks),
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, av.window, av.sinks.ptr)
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, av.window, av.sinks.ptr, bf16Mask(o))
 }
 
 // prefillOnTensorCores reports whether an Attention call with an f32 q
@@ -155,7 +165,8 @@ func (b *Backend) attentionBackwardFlashTC(dq, dk, dv, dout, out, lse, q, kc, vc
 	dob, dD := scratch, scratch+DevicePtr(dobBytes)
 	b.launch(fmt.Sprintf("attention_flash_tc_dq_hd%d", hd), D2((nTok*group+ftcRows-1)/ftcRows, nKV), D1(ftcThreads), ftcDqShared(hd),
 		dq.ptr, dob, dD, dout.ptr, out.ptr, lse.ptr, q.ptr, kc.ptr, vc.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, window)
+		int32(pages.BlockSize), int32(pages.MaxBlocks), int32(nTok), int32(nHead), int32(nKV), int32(headDim), scale, window,
+		bf16Mask(dq, dout, out))
 	numBlocks := kc.n / (pages.BlockSize * nKV * headDim)
 	tiles := (pages.BlockSize + ftcRows - 1) / ftcRows
 	for _, mode := range ftcDkdvModes(hd) {

@@ -13,9 +13,9 @@
 //
 // attention_flash_tc_dq_hd<HD>: grid (⌈nTok·group / FTC_ROWS⌉, nKV), the
 // forward's tiling. A block owns FTC_ROWS rows: it computes their D from
-// the f32 dout and out, writes D and dO rounded to bf16 to the scratch
-// dD and dob (each row by its one block), loops over their sequences' key
-// tiles, and writes dQ (overwritten) once.
+// dout and out (f32 or bf16), writes D and dO rounded to bf16 to the
+// scratch dD and dob (each row by its one block), loops over their
+// sequences' key tiles, and writes dQ (overwritten; f32 or bf16) once.
 //
 // attention_flash_tc_dkdv_hd<HD>_<mode>: grid (numBlocks · ⌈blockSize /
 // FTC_ROWS⌉, nKV). A block owns up to FTC_ROWS rows of one cache block
@@ -35,6 +35,12 @@
 
 #define FTC_DV 1
 #define FTC_DK 2
+
+// The dQ pass's bf16 flags (kernels/cuda's bf16Mask over dq, dout, out):
+// each of them f32 or bf16, read widened, dq rounded once at its store.
+#define FTC_BF16_DQ 1
+#define FTC_BF16_DOUT 2
+#define FTC_BF16_OUT 4
 
 // dS = P·(dP − D): D is the softmax's own term of the Jacobian.
 #ifdef GRPO_PLANT_NO_DELTA
@@ -71,12 +77,12 @@ struct FtcDkdvSmem {
 };
 
 template <int HD>
-__device__ __forceinline__ void attention_flash_tc_dq(float* dq, __nv_bfloat16* dob, float* dD, const float* dout,
-						      const float* out, const float* lse, const __nv_bfloat16* q,
+__device__ __forceinline__ void attention_flash_tc_dq(void* dq, __nv_bfloat16* dob, float* dD, const void* dout,
+						      const void* out, const float* lse, const __nv_bfloat16* q,
 						      const __nv_bfloat16* kCache, const __nv_bfloat16* vCache,
 						      const int* seq, const int* pos, const int* table, int blockSize,
 						      int maxBlocks, int nTok, int nHead, int nKV, int headDim, float scale,
-						      int window) {
+						      int window, int bf16) {
 	typedef FtcDqSmem<HD> L;
 	const int KT = L::kt, LD = FTC_LD(HD);
 	GRPO_DYNAMIC_SHARED(unsigned char, smem);
@@ -104,7 +110,7 @@ __device__ __forceinline__ void attention_flash_tc_dq(float* dq, __nv_bfloat16* 
 		float v = 0.0f;
 		if (R < nRows && d < headDim) {
 			long long at = ftc_row_offset(R, group, g, nHead, headDim) + d;
-			v = dout[at];
+			v = ld_as(dout, bf16 & FTC_BF16_DOUT, at);
 			dob[at] = __float2bfloat16_rn(v);
 		}
 		dos[r * LD + d] = __float2bfloat16_rn(v);
@@ -115,7 +121,8 @@ __device__ __forceinline__ void attention_flash_tc_dq(float* dq, __nv_bfloat16* 
 		float part = 0.0f;
 		if (R < nRows) {
 			long long at = ftc_row_offset(R, group, g, nHead, headDim);
-			for (int d = tid % 2; d < headDim; d += 2) part += dout[at + d] * out[at + d];
+			for (int d = tid % 2; d < headDim; d += 2)
+				part += ld_as(dout, bf16 & FTC_BF16_DOUT, at + d) * ld_as(out, bf16 & FTC_BF16_OUT, at + d);
 		}
 		part += __shfl_xor_sync(GRPO_FULL_MASK, part, 1);
 		if (tid % 2 == 0) {
@@ -219,12 +226,12 @@ __device__ __forceinline__ void attention_flash_tc_dq(float* dq, __nv_bfloat16* 
 	for (int i = 0; i < 2; i++) {
 		int R = r0 + myRow[i];
 		if (R >= nRows) continue;
-		float* row = dq + ftc_row_offset(R, group, g, nHead, headDim);
+		long long row = ftc_row_offset(R, group, g, nHead, headDim);
 		for (int n = 0; n < HD / 8; n++) {
 			int d = 8 * n + 2 * (lane % 4);
 			if (d < headDim) {
-				row[d] = scale * acc[n][2 * i];
-				row[d + 1] = scale * acc[n][2 * i + 1];
+				st_as(dq, bf16 & FTC_BF16_DQ, row + d, scale * acc[n][2 * i]);
+				st_as(dq, bf16 & FTC_BF16_DQ, row + d + 1, scale * acc[n][2 * i + 1]);
 			}
 		}
 	}
@@ -376,12 +383,12 @@ __device__ __forceinline__ void attention_flash_tc_dkdv(float* dk, float* dv, co
 
 #define ATTENTION_FLASH_TC_DQ(HD)                                                                                  \
 	GRPO_KERNEL void __launch_bounds__(FTC_THREADS) attention_flash_tc_dq_hd##HD(                               \
-	    float* dq, __nv_bfloat16* dob, float* dD, const float* dout, const float* out, const float* lse,         \
+	    void* dq, __nv_bfloat16* dob, float* dD, const void* dout, const void* out, const float* lse,            \
 	    const __nv_bfloat16* q, const __nv_bfloat16* kCache, const __nv_bfloat16* vCache, const int* seq,        \
 	    const int* pos, const int* table, int blockSize, int maxBlocks, int nTok, int nHead, int nKV, int headDim, \
-	    float scale, int window) {                                                                                \
+	    float scale, int window, int bf16) {                                                                      \
 		attention_flash_tc_dq<HD>(dq, dob, dD, dout, out, lse, q, kCache, vCache, seq, pos, table, blockSize, \
-					  maxBlocks, nTok, nHead, nKV, headDim, scale, window);                        \
+					  maxBlocks, nTok, nHead, nKV, headDim, scale, window, bf16);                  \
 	}
 #define ATTENTION_FLASH_TC_DKDV(HD, MODE, suffix)                                                                  \
 	GRPO_KERNEL void __launch_bounds__(FTC_THREADS) attention_flash_tc_dkdv_hd##HD##_##suffix(                   \

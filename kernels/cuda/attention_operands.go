@@ -27,9 +27,10 @@ func (b *Backend) attentionOperands(op string, out, lse, q, kCache, vCache, seq,
 		panic(fmt.Sprintf("cuda: %s: nHead %d is not a multiple of nKV %d", op, nHead, nKV))
 	}
 	var a attentionOperands
-	a.out = b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32)
+	a.out = b.buf(op, "out", out, nTok*nHead*headDim, kernels.F32, kernels.BF16)
 	a.lse = b.optBuf(op, "lse", lse, nTok*nHead)
 	a.q = b.buf(op, "q", q, nTok*nHead*headDim, kernels.F32, kernels.BF16) // BF16: the tensor-core kernels (attention_flash_tc.go)
+	bf16Out(op, "out", a.out.dt, a.q.dt)
 	a.k = b.buf(op, "kCache", kCache, nKV*headDim, kernels.F32, kernels.BF16)
 	a.v = b.buf(op, "vCache", vCache, nKV*headDim, a.k.dt)
 	b.cacheTraffic(op, a.k, nTok, nKV*headDim)

@@ -90,6 +90,18 @@ __device__ __forceinline__ double block_sum_f64(double v, double* scratch) {
 // type, instantiated once per dtype under an extern "C" name.
 __device__ __forceinline__ float ld(const float* p, long long i) { return p[i]; }
 __device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }
+// ld_as and st_as read and write an activation that may be f32 or bf16,
+// as a runtime flag says (ops whose operands each take either dtype):
+// the read widens, the store rounds to nearest even once.
+__device__ __forceinline__ float ld_as(const void* p, int bf16, long long i) {
+	return bf16 ? __bfloat162float(((const __nv_bfloat16*)p)[i]) : ((const float*)p)[i];
+}
+__device__ __forceinline__ void st_as(void* p, int bf16, long long i, float v) {
+	if (bf16)
+		((__nv_bfloat16*)p)[i] = __float2bfloat16_rn(v);
+	else
+		((float*)p)[i] = v;
+}
 // ldc is ld with the read counted under emu (GRPO_COUNT_READ): the GEMM-like
 // kernels read their operands through it, so a test can compare the bytes
 // two kernels for one op request (L1/L2 hits included: an upper bound on

@@ -93,3 +93,13 @@ GRPO_KERNEL void __launch_bounds__(256) sigmoid_gate_f32(float* out, const float
 		out[i] = x[i] * (g >= 0.0f ? r : e * r);
 	}
 }
+// sigmoid_gate_as is sigmoid_gate_f32 with each operand f32 or bf16 (bit
+// 0 of bf16: out, 1: x, 2: gate), read widened and stored rounded once.
+GRPO_KERNEL void __launch_bounds__(256) sigmoid_gate_as(void* out, const void* x, const void* gate, int n, int bf16) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float g = ld_as(gate, bf16 & 4, i);
+		float e = expf(-fabsf(g));
+		float r = 1.0f / (1.0f + e);
+		st_as(out, bf16 & 1, i, ld_as(x, bf16 & 2, i) * (g >= 0.0f ? r : e * r));
+	}
+}

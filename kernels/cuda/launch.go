@@ -1,5 +1,7 @@
 package cuda
 
+import "github.com/grpo-dev/grpo/kernels"
+
 // Launch configurations shared by the ops. They are the single place that
 // decides block sizes, so the .cu files and CUDA.md agree with them.
 const (
@@ -54,6 +56,7 @@ var kernelMaxBlock = map[string]int{
 	"rope_f32": elementwiseBlock, "fill_f32": elementwiseBlock, "scale_f32": elementwiseBlock,
 	"swiglu_backward_f32": elementwiseBlock, "policy_loss_f32": elementwiseBlock, "adamw_f32": elementwiseBlock,
 	"sigmoid_gate_f32": elementwiseBlock, "sigmoid_gate_backward_f32": elementwiseBlock,
+	"sigmoid_gate_as": elementwiseBlock, "sigmoid_gate_backward_as": elementwiseBlock,
 	"gather_rows_f32": 256, "gather_rows_bf16": 256, "kv_write_f32": 256, "kv_write_bf16": 256, // warpRound(…, 256)
 	"scatter_rows_f32": 256, "copy_columns_f32": 256, // warpRound(…, 256)
 	"rmsnorm_f32": rowBlock, "rmsnorm_wbf16": rowBlock,
@@ -120,4 +123,16 @@ func (b *Backend) elementwise(name string, n int, args ...any) {
 func warpRound(n, limit int) int {
 	t := (n + 31) / 32 * 32
 	return max(32, min(t, limit))
+}
+
+// bf16Mask is the flag word of a kernel whose operands each take f32 or
+// bf16 (common.cuh's ld_as, st_as): bit i set when xs[i] is BF16.
+func bf16Mask(xs ...*buffer) int32 {
+	var m int32
+	for i, x := range xs {
+		if x.dt == kernels.BF16 {
+			m |= 1 << i
+		}
+	}
+	return m
 }

@@ -194,10 +194,14 @@ func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 func (b *Backend) SigmoidGate(out, x, gate kernels.Buffer, n int) {
 	const op = "SigmoidGate"
 	i32(op, n)
-	o := b.buf(op, "out", out, n, kernels.F32)
-	xx := b.buf(op, "x", x, n, kernels.F32)
-	g := b.buf(op, "gate", gate, n, kernels.F32)
+	o := b.buf(op, "out", out, n, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
 	if !usable(o, xx, g) {
+		return
+	}
+	if mask := bf16Mask(o, xx, g); mask != 0 {
+		b.elementwise("sigmoid_gate_as", n, o.ptr, xx.ptr, g.ptr, int32(n), mask)
 		return
 	}
 	b.elementwise("sigmoid_gate_f32", n, o.ptr, xx.ptr, g.ptr, int32(n))

@@ -17,6 +17,9 @@ import (
 // sequence's shared prompt rows through the table like any other.
 func (b *Backend) AttentionSharedPrefix(out, lse, q, kCache, vCache, seq, pos, groups kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionSharedPrefix"
+	if out != nil && q != nil {
+		bf16Out(op, "out", out.DType(), q.DType())
+	}
 	if headDim > flashMaxHeadDim || q != nil && q.DType() == kernels.BF16 {
 		i32(op, nTok*kernels.PrefixGroupWords)
 		b.buf(op, "groups", groups, nTok*kernels.PrefixGroupWords, kernels.I32)

@@ -50,3 +50,18 @@ GRPO_KERNEL void __launch_bounds__(256) sigmoid_gate_backward_f32(float* dx, flo
 		dgate[i] = d * xv * (sig * om);
 	}
 }
+// sigmoid_gate_backward_as is sigmoid_gate_backward_f32 with each operand
+// f32 or bf16 (bit 0 of bf16: dx, 1: dgate, 2: dy, 3: x, 4: gate), read
+// widened and stored rounded once.
+GRPO_KERNEL void __launch_bounds__(256) sigmoid_gate_backward_as(void* dx, void* dgate, const void* dy, const void* x,
+								  const void* gate, int n, int bf16) {
+	GRID_STRIDE(i, n) {
+		float g = ld_as(gate, bf16 & 16, i), xv = ld_as(x, bf16 & 8, i), d = ld_as(dy, bf16 & 4, i);
+		float e = expf(-fabsf(g));
+		float r = 1.0f / (1.0f + e);
+		float sig = g >= 0.0f ? r : e * r;  // σ(g)
+		float om = g >= 0.0f ? e * r : r;   // 1 − σ(g)
+		st_as(dx, bf16 & 1, i, d * sig);
+		st_as(dgate, bf16 & 2, i, d * xv * (sig * om));
+	}
+}

@@ -115,12 +115,16 @@ func (b *Backend) SigmoidGateBackward(dx, dgate, dy, x, gate kernels.Buffer, n i
 	const op = "SigmoidGateBackward"
 	positive(op, n)
 	i32(op, n)
-	d := b.buf(op, "dx", dx, n, kernels.F32)
-	dg := b.buf(op, "dgate", dgate, n, kernels.F32)
-	y := b.buf(op, "dy", dy, n, kernels.F32)
-	xx := b.buf(op, "x", x, n, kernels.F32)
-	g := b.buf(op, "gate", gate, n, kernels.F32)
+	d := b.buf(op, "dx", dx, n, kernels.F32, kernels.BF16)
+	dg := b.buf(op, "dgate", dgate, n, kernels.F32, kernels.BF16)
+	y := b.buf(op, "dy", dy, n, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
 	if !usable(d, dg, y, xx, g) {
+		return
+	}
+	if mask := bf16Mask(d, dg, y, xx, g); mask != 0 {
+		b.elementwise("sigmoid_gate_backward_as", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n), mask)
 		return
 	}
 	b.elementwise("sigmoid_gate_backward_f32", n, d.ptr, dg.ptr, y.ptr, xx.ptr, g.ptr, int32(n))
@@ -158,17 +162,22 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCach
 	}
 	tb := b.pages(op, pages, kc, nKV*headDim)
 	ops := []*buffer{
-		b.buf(op, "dq", dq, nq, kernels.F32),
+		b.buf(op, "dq", dq, nq, kernels.F32, kernels.BF16), // BF16 dq, dout, out: the tensor-core kernels (bf16Out)
 		b.buf(op, "dk", dk, kc.n, kernels.F32),
 		b.buf(op, "dv", dv, kc.n, kernels.F32),
-		b.buf(op, "dout", dout, nq, kernels.F32),
-		b.buf(op, "out", out, nq, kernels.F32),
+		b.buf(op, "dout", dout, nq, kernels.F32, kernels.BF16),
+		b.buf(op, "out", out, nq, kernels.F32, kernels.BF16),
 		b.buf(op, "lse", lse, nTok*nHead, kernels.F32),
 		qq,
 		kc, vc,
 		b.buf(op, "seq", seq, nTok, kernels.I32),
 		b.buf(op, "pos", pos, nTok, kernels.I32),
 		tb,
+	}
+	for i, name := range []string{"dq", "", "", "dout", "out"} {
+		if name != "" {
+			bf16Out(op, name, ops[i].dt, qq.dt)
+		}
 	}
 	av := b.variantOf(op, variant, nHead) // the sinks are in lse: the kernels take the window alone
 	if !usable(append(ops, av.sinks)...) {

@@ -131,14 +131,23 @@ func kvWriteCases() []Case {
 // attnDT is the dtypes of a case's attention operands: the K/V caches,
 // and q (BF16 only with BF16 caches: the all-bf16 operands that take
 // kernels/cuda's tensor-core kernels, attention_flash_tc.cu; the CPU
-// backend computes in f32 over the bf16-rounded values).
-type attnDT struct{ kv, q kernels.DType }
+// backend computes in f32 over the bf16-rounded values), and act, the
+// activations between ops (Attention's out; AttentionBackward's out, dout
+// and dq): BF16 only beside a BF16 q, where the tensor-core kernels read
+// them widened and round each stored one once.
+type attnDT struct{ kv, q, act kernels.DType }
 
 // attnDTs are the dtype combinations every attention case runs with.
-var attnDTs = []attnDT{{kernels.F32, kernels.F32}, {kernels.BF16, kernels.F32}, {kernels.BF16, kernels.BF16}}
+var attnDTs = []attnDT{
+	{kernels.F32, kernels.F32, kernels.F32}, {kernels.BF16, kernels.F32, kernels.F32},
+	{kernels.BF16, kernels.BF16, kernels.F32}, {kernels.BF16, kernels.BF16, kernels.BF16},
+}
 
 func (dt attnDT) String() string {
-	if dt.q == kernels.BF16 {
+	switch {
+	case dt.act == kernels.BF16:
+		return fmt.Sprintf("kv=%v,q=%v,act=%v", dt.kv, dt.q, dt.act)
+	case dt.q == kernels.BF16:
 		return fmt.Sprintf("kv=%v,q=%v", dt.kv, dt.q)
 	}
 	return fmt.Sprintf("kv=%v", dt.kv)
@@ -252,7 +261,7 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape, dt attnDT, av a
 	k, v := dt.operand(e, "kCache", dt.kv, kv()), dt.operand(e, "vCache", dt.kv, kv())
 	seq, pos := e.ints("seq", seqv), e.ints("pos", posv)
 	pages := e.pagesOperand(pg)
-	out := e.out("out", nans(n*s.nHead*s.headDim))
+	out := e.floats("out", dt.act, nans(n*s.nHead*s.headDim), false)
 	var lse *operand
 	var lseBuf kernels.Buffer
 	if s.lse {
@@ -267,7 +276,7 @@ func checkAttention(b kernels.Backend, seed uint64, s attnShape, dt attnDT, av a
 		return err
 	}
 	tol := dt.tol()
-	if err := Compare("out", out.result(b), wantOut, tol); err != nil {
+	if err := CompareStored("out", dt.act, out.result(b), wantOut, tol); err != nil {
 		return err
 	}
 	if s.lse {

@@ -50,6 +50,7 @@ func TrainCases() []Case {
 		rmsNormBackwardBF16Cases(),
 		swiGLUBackwardCases(),
 		sigmoidGateBackwardCases(),
+		sigmoidGateBackwardBF16Cases(),
 		ropeBackwardCases(),
 		scatterRowsCases(),
 		attentionBackwardCases(),
