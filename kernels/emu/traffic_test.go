@@ -86,10 +86,10 @@ func TestTrafficCountsBF16C(t *testing.T) {
 	}
 }
 
-// TestTrafficCountsBF16Activations: a bf16 operand of Add or AddBias moves
+// TestTrafficCountsBF16Add: a bf16 operand of Add or AddBias moves
 // 2 bytes an element, an f32 one 4 (the residual add of a bf16 block
 // output: out and a f32, b bf16; a bf16 x with an f32 bias).
-func TestTrafficCountsBF16Activations(t *testing.T) {
+func TestTrafficCountsBF16Add(t *testing.T) {
 	b := New()
 	defer b.Close()
 	const n, rows, cols = 100, 3, 40
