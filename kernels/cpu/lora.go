@@ -8,7 +8,10 @@ import (
 
 // The LoRA ops (kernels.LoRAOps, kernels.LoRATrainOps) are strided sgemms
 // over the parts' columns: the BLAS reads each part's slice of xa and of
-// its output in place, so nothing is copied or split.
+// its output in place, so nothing is copied or split. A BF16 output (the
+// parts' Y of the expand, dx of the shrink's backward) is summed into its
+// f32 storage and rounded to bf16 afterwards, once per element, as the
+// kernels round at their store.
 
 // loraPart is a checked kernels.LoRAPart: its slices and first xa column.
 type loraPart struct {
@@ -17,7 +20,8 @@ type loraPart struct {
 	o        int
 }
 
-// loraParts checks parts against rows and returns them with the total rank.
+// loraParts checks parts against rows and returns them with the total
+// rank; their Ys must share one dtype, F32 or BF16.
 func loraParts(op string, parts []kernels.LoRAPart, rows int) ([]loraPart, int) {
 	if len(parts) == 0 {
 		panic(fmt.Sprintf("cpu.%s: no parts", op))
@@ -31,7 +35,10 @@ func loraParts(op string, parts []kernels.LoRAPart, rows int) ([]loraPart, int) 
 		}
 		ps[i] = loraPart{LoRAPart: p, o: o,
 			b: floats(op, fmt.Sprintf("part %d B", i), p.B, p.Out*p.Rank),
-			y: f32(op, fmt.Sprintf("part %d Y", i), p.Y, rows*p.YCols)}
+			y: floats(op, fmt.Sprintf("part %d Y", i), p.Y, rows*p.YCols)}
+		if p.Y.DType() != parts[0].Y.DType() {
+			panic(fmt.Sprintf("cpu.%s: part %d's Y is %v, part 0's %v: the parts of one call share one Y dtype", op, i, p.Y.DType(), parts[0].Y.DType()))
+		}
 		if p.DB != nil {
 			ps[i].db = f32(op, fmt.Sprintf("part %d DB", i), p.DB, p.Out*p.Rank)
 		}
@@ -59,6 +66,12 @@ func (be *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows 
 	xs := floats(op, "xa", xa, rows*ranks)
 	for _, p := range ps {
 		be.gemm2D(false, true, rows, p.Out, p.Rank, p.Scale, xs[p.o:], ranks, p.b, p.Rank, 1, p.y[p.YOff:], p.YCols)
+		if p.Y.DType() == kernels.BF16 {
+			for r := range rows {
+				y := p.y[r*p.YCols+p.YOff : r*p.YCols+p.YOff+p.Out]
+				castBF16(y, y)
+			}
+		}
 	}
 }
 
@@ -81,7 +94,11 @@ func (be *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in
 	positive(op, rows, in, ranks)
 	ds := f32(op, "dxa", dxa, rows*ranks)
 	if dx != nil {
-		be.gemm2D(false, false, rows, in, ranks, 1, ds, ranks, f32(op, "a", a, ranks*in), in, 1, f32(op, "dx", dx, rows*in), in)
+		d := floats(op, "dx", dx, rows*in)
+		be.gemm2D(false, false, rows, in, ranks, 1, ds, ranks, f32(op, "a", a, ranks*in), in, 1, d, in)
+		if dx.DType() == kernels.BF16 {
+			castBF16(d, d)
+		}
 	}
 	if da != nil {
 		be.gemm2D(true, false, ranks, in, rows, 1, ds, ranks, floats(op, "x", x, rows*in), in, 1, f32(op, "da", da, ranks*in), in)

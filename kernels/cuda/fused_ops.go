@@ -8,12 +8,12 @@ import (
 
 // The fused ops (kernels.FusedOps, fused.cu), in the pattern of ops.go.
 
-// optBufOf is optBuf for an optional operand of dtype dt.
-func (b *Backend) optBufOf(op, name string, x kernels.Buffer, n int, dt kernels.DType) *buffer {
+// optBufOf is optBuf for an optional operand of one of the dtypes dts.
+func (b *Backend) optBufOf(op, name string, x kernels.Buffer, n int, dts ...kernels.DType) *buffer {
 	if x == nil {
 		return &buffer{owner: b}
 	}
-	return b.buf(op, name, x, n, dt)
+	return b.buf(op, name, x, n, dts...)
 }
 
 // outputs checks the f32 output and its bf16 copy of a fused op: either

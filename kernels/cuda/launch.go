@@ -82,8 +82,10 @@ var kernelMaxBlock = map[string]int{
 	"attention_inputs_backward_f32": attentionInputsBlock, "attention_inputs_backward_wbf16": attentionInputsBlock,
 	"lora_shrink_f32": loraBlock, "lora_expand_f32": loraBlock,
 	"lora_expand_backward_f32": loraBlock, "lora_shrink_backward_f32": loraBlock,
+	"lora_expand_f32_ybf16": loraBlock, "lora_expand_backward_f32_ybf16": loraBlock, "lora_shrink_backward_f32_dxbf16": loraBlock,
 	"lora_shrink_tc_xbf16": tcThreads, "lora_shrink_tc_xabf16": tcThreads, "lora_shrink_tc_bf16": tcThreads,
 	"lora_expand_tc": tcThreads, "lora_expand_backward_tc": tcThreads, "lora_shrink_backward_tc": tcThreads,
+	"lora_expand_tc_ybf16": tcThreads, "lora_expand_backward_tc_ybf16": tcThreads, "lora_shrink_backward_tc_dxbf16": tcThreads,
 	"moe_route_f32": elementwiseBlock, "moe_route_backward_f32": elementwiseBlock,
 	"moe_route_sigmoid_f32": elementwiseBlock, "moe_route_sigmoid_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256

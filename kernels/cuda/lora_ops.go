@@ -13,7 +13,10 @@ import (
 // shrink's backward) runs on tensor cores (lora_tc.cu: 64 × 64 tiles,
 // every f32 operand rounded to bf16 as it is staged, f32 accumulation);
 // with f32 activations it runs lora.cu's f32 kernels, which the f32 model
-// paths (and their f32 tolerances against the CPU backend) rely on.
+// paths (and their f32 tolerances against the CPU backend) rely on. The
+// parts' Y (one dtype per call) and the shrink backward's dx may be BF16
+// on either path: the kernels' _ybf16 and _dxbf16 variants read them
+// widened and round once at the store.
 
 const (
 	loraParts = 3
@@ -33,7 +36,8 @@ type loraPart struct {
 	o        int
 }
 
-// loraParts checks parts for rows and returns them with the total rank.
+// loraParts checks parts for rows and returns them with the total rank;
+// their Ys must share one dtype, F32 or BF16 (ps[0].y.dt).
 func (b *Backend) loraParts(op string, parts []kernels.LoRAPart, rows int) ([]loraPart, int, bool) {
 	if len(parts) == 0 {
 		panic(fmt.Sprintf("cuda: %s: no parts", op))
@@ -52,7 +56,10 @@ func (b *Backend) loraParts(op string, parts []kernels.LoRAPart, rows int) ([]lo
 		ps[i] = loraPart{LoRAPart: p, o: o,
 			b:  b.buf(op, fmt.Sprintf("part %d B", i), p.B, p.Out*p.Rank, kernels.F32),
 			db: b.optBuf(op, fmt.Sprintf("part %d DB", i), p.DB, p.Out*p.Rank),
-			y:  b.buf(op, fmt.Sprintf("part %d Y", i), p.Y, rows*p.YCols, kernels.F32)}
+			y:  b.buf(op, fmt.Sprintf("part %d Y", i), p.Y, rows*p.YCols, kernels.F32, kernels.BF16)}
+		if ps[i].y.dt != ps[0].y.dt {
+			panic(fmt.Sprintf("cuda: %s: part %d's Y is %v, part 0's %v: the parts of one call share one Y dtype", op, i, ps[i].y.dt, ps[0].y.dt))
+		}
 		b.partTraffic(op, ps[i].y, rows, p.Out)
 		ok = ok && usable(ps[i].b, ps[i].db, ps[i].y)
 		o += p.Rank
@@ -74,6 +81,15 @@ func partArgs(ps []loraPart) (args []any, maxOut, maxRank int) {
 		maxOut, maxRank = max(maxOut, p.Out), max(maxRank, p.Rank)
 	}
 	return args, maxOut, maxRank
+}
+
+// ySuffix names the kernel variant for the parts' Y dtype: "" for F32,
+// "_ybf16" for BF16.
+func ySuffix(ps []loraPart) string {
+	if ps[0].y.dt == kernels.BF16 {
+		return "_ybf16"
+	}
+	return ""
 }
 
 // eachLaunch calls fn for the parts in groups of loraParts.
@@ -121,11 +137,11 @@ func (b *Backend) LoRAExpand(xa kernels.Buffer, parts []kernels.LoRAPart, rows i
 		args, maxOut, _ := partArgs(g)
 		if x.dt == kernels.BF16 {
 			grid := Dim3{uint32(ceilDiv(rows, tcTile)), uint32(ceilDiv(maxOut, tcTile)), uint32(len(g))}
-			b.launch("lora_expand_tc", grid, D1(tcThreads), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
+			b.launch("lora_expand_tc"+ySuffix(ps), grid, D1(tcThreads), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
 			return
 		}
 		grid := Dim3{uint32(rows), uint32(ceilDiv(maxOut, loraBlock)), uint32(len(g))}
-		b.launch("lora_expand_f32", grid, D1(loraBlock), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
+		b.launch("lora_expand_f32"+ySuffix(ps), grid, D1(loraBlock), 0, append([]any{x.ptr, int32(rows), int32(ranks)}, args...)...)
 	})
 }
 
@@ -163,7 +179,7 @@ func (b *Backend) LoRAExpandBackward(dxa, xa kernels.Buffer, parts []kernels.LoR
 		}
 		blocks := rows*dxaY*len(g) + dbX*len(g)
 		i32(op, blocks)
-		b.launch("lora_expand_backward_f32", D1(blocks), D1(loraBlock), 0,
+		b.launch("lora_expand_backward_f32"+ySuffix(g), D1(blocks), D1(loraBlock), 0,
 			append([]any{d.ptr, x.ptr, int32(rows), int32(ranks), int32(len(g)), int32(dxaY), int32(dbX)}, args...)...)
 	})
 }
@@ -181,19 +197,20 @@ func (b *Backend) expandBackwardTC(d, x *buffer, g []loraPart, args []any, rows,
 	dxaBlocks := len(g) * rowTiles * rankTiles
 	blocks := dxaBlocks + len(g)*outTiles*rankTiles
 	i32("LoRAExpandBackward", blocks)
-	b.launch("lora_expand_backward_tc", D1(blocks), D1(tcThreads), 0, append([]any{d.ptr, x.ptr, int32(rows), int32(ranks),
+	b.launch("lora_expand_backward_tc"+ySuffix(g), D1(blocks), D1(tcThreads), 0, append([]any{d.ptr, x.ptr, int32(rows), int32(ranks),
 		int32(dxaBlocks), int32(rowTiles), int32(rankTiles), int32(outTiles)}, args...)...)
 }
 
 // LoRAShrinkBackward is one launch: dx's blocks (rows × ⌈in/256⌉), then
 // dA's (⌈in/256⌉ × ⌈ranks/8⌉), each part empty when its output is nil; on
-// tensor cores (x BF16) 64 × 64 tiles of each.
+// tensor cores (x BF16) 64 × 64 tiles of each. dx is F32 or BF16 (the
+// _dxbf16 kernels).
 func (b *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in, ranks int) {
 	const op = "LoRAShrinkBackward"
 	positive(op, rows, in, ranks)
 	i32(op, rows*in, ranks*in, rows*ranks)
 	g := b.buf(op, "dxa", dxa, rows*ranks, kernels.F32)
-	d, aa := b.optBuf(op, "dx", dx, rows*in), b.buf(op, "a", a, ranks*in, kernels.F32)
+	d, aa := b.optBufOf(op, "dx", dx, rows*in, kernels.F32, kernels.BF16), b.buf(op, "a", a, ranks*in, kernels.F32)
 	dA, xx := b.optBuf(op, "da", da, ranks*in), b.buf(op, "x", x, rows*in, kernels.F32, kernels.BF16)
 	if !usable(g, d, aa, dA, xx) {
 		return
@@ -218,12 +235,16 @@ func (b *Backend) LoRAShrinkBackward(dx, da, dxa, x, a kernels.Buffer, rows, in,
 	if dxBlocks+daBlocks == 0 {
 		return
 	}
+	suffix := ""
+	if d.dt == kernels.BF16 {
+		suffix = "_dxbf16"
+	}
 	if tc {
-		b.launch("lora_shrink_backward_tc", D1(dxBlocks+daBlocks), D1(tcThreads), 0,
+		b.launch("lora_shrink_backward_tc"+suffix, D1(dxBlocks+daBlocks), D1(tcThreads), 0,
 			d.ptr, dA.ptr, g.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks), int32(dxBlocks))
 		return
 	}
-	b.launch("lora_shrink_backward_f32", D1(dxBlocks+daBlocks), D1(loraBlock), 0,
+	b.launch("lora_shrink_backward_f32"+suffix, D1(dxBlocks+daBlocks), D1(loraBlock), 0,
 		d.ptr, dA.ptr, g.ptr, xx.ptr, aa.ptr, int32(rows), int32(in), int32(ranks), int32(dxBlocks))
 }
 

@@ -7,6 +7,9 @@ extern "C" void emu_register_lora_tc(const char* prefix) {
 	EMU_REG(lora_shrink_tc_xabf16);
 	EMU_REG(lora_shrink_tc_bf16);
 	EMU_REG(lora_expand_tc);
+	EMU_REG(lora_expand_tc_ybf16);
 	EMU_REG(lora_expand_backward_tc);
+	EMU_REG(lora_expand_backward_tc_ybf16);
 	EMU_REG(lora_shrink_backward_tc);
+	EMU_REG(lora_shrink_backward_tc_dxbf16);
 }

@@ -114,3 +114,44 @@ func TestTrafficCountsBF16Add(t *testing.T) {
 		b.Free(buf)
 	}
 }
+
+// TestTrafficCountsLoRABF16Operands holds the LoRA ops' counts with bf16
+// activations to their shapes: a BF16 xa, x, parts' Y (the expand's
+// output, read and written; its backward's dY) and dx at 2 bytes an
+// element, the F32 dxa and gradients (dxa, DB, dA) at 4, the tagged
+// weights A and B not at all.
+func TestTrafficCountsLoRABF16Operands(t *testing.T) {
+	b := New()
+	defer b.Close()
+	const rows, in, rank, out, yCols, yOff = 6, 40, 3, 16, 24, 5
+	x, xa := b.Alloc(kernels.BF16, rows*in), b.Alloc(kernels.BF16, rows*rank)
+	y, dy, dx := b.Alloc(kernels.BF16, rows*yCols), b.Alloc(kernels.BF16, rows*yCols), b.Alloc(kernels.BF16, rows*in)
+	dxa, da, db := b.Alloc(kernels.F32, rows*rank), b.Alloc(kernels.F32, rank*in), b.Alloc(kernels.F32, out*rank)
+	a, bm := b.Alloc(kernels.F32, rank*in), b.Alloc(kernels.F32, out*rank)
+	b.TagWeights(a)
+	b.TagWeights(bm)
+	part := kernels.LoRAPart{B: bm, Rank: rank, Out: out, Scale: 2, Y: y, YCols: yCols, YOff: yOff}
+	grad := part
+	grad.Y, grad.DB = dy, db
+	tr := b.CountTraffic()
+	b.LoRAExpand(xa, []kernels.LoRAPart{part}, rows)
+	b.LoRAExpandBackward(dxa, xa, []kernels.LoRAPart{grad}, rows)
+	b.LoRAShrinkBackward(dx, da, dxa, x, a, rows, in, rank)
+	b.StopTraffic()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	want := cuda.Traffic{
+		"LoRAExpand/xa": 2 * rows * rank, "LoRAExpand/parts' Y": 2 * 2 * rows * out,
+		"LoRAExpandBackward/dxa": 4 * rows * rank, "LoRAExpandBackward/xa": 2 * rows * rank,
+		"LoRAExpandBackward/part 0 DB": 4 * out * rank, "LoRAExpandBackward/parts' Y": 2 * 2 * rows * out,
+		"LoRAShrinkBackward/dx": 2 * rows * in, "LoRAShrinkBackward/x": 2 * rows * in,
+		"LoRAShrinkBackward/dxa": 4 * rows * rank, "LoRAShrinkBackward/da": 4 * rank * in,
+	}
+	if !maps.Equal(tr, want) {
+		t.Errorf("traffic %v, want %v", tr, want)
+	}
+	for _, buf := range []kernels.Buffer{x, xa, y, dy, dx, dxa, da, db, a, bm} {
+		b.Free(buf)
+	}
+}

@@ -260,16 +260,11 @@ func (l loraLayout) ranks() int {
 	return r
 }
 
-// operands allocates the Ys (initial values ys) and the parts' B (and,
-// with grads, DB) on e, and returns the kernels parts.
-func (l loraLayout) operands(e *env, rows int, yInput, grads bool) (parts []kernels.LoRAPart, ys, bs, dbs []*operand) {
+// operands allocates the Ys (of dtype yDT, initial values ys) and the
+// parts' B (and, with grads, DB) on e, and returns the kernels parts.
+func (l loraLayout) operands(e *env, rows int, yDT kernels.DType, yInput, grads bool) (parts []kernels.LoRAPart, ys, bs, dbs []*operand) {
 	for i, w := range l.yCols {
-		v := e.uniform(rows*w, 1)
-		if yInput {
-			ys = append(ys, e.in(fmt.Sprintf("Y%d", i), v))
-		} else {
-			ys = append(ys, e.out(fmt.Sprintf("Y%d", i), v))
-		}
+		ys = append(ys, e.floats(fmt.Sprintf("Y%d", i), yDT, e.uniform(rows*w, 1), yInput))
 	}
 	for i, p := range l.parts {
 		bo := e.in(fmt.Sprintf("B%d", i), e.uniform(p.Out*p.Rank, 1))
@@ -297,22 +292,20 @@ func (l loraLayout) refParts(bs []*operand) []RefLoRAPart {
 
 // loRAExpandCases run every layout over 1, 5 and 70 rows; the Ys hold
 // values beforehand, so an expand that overwrites instead of adding, or
-// writes outside its part's columns, is caught.
+// writes outside its part's columns, is caught. 70 rows also run with a
+// BF16 xa (a bf16 GEMM may take it), and with BF16 Ys (lora_bf16.go)
+// beside either xa, as do 5 rows.
 func loRAExpandCases() []Case {
 	var cs []Case
 	for li, l := range loraLayouts {
-		for ri, rows := range []int{1, 5, 70, -70} {
-			// rows −70: 70 rows with a BF16 xa (a bf16 GEMM may take it).
-			xaDT := kernels.F32
-			if rows < 0 {
-				rows, xaDT = -rows, kernels.BF16
-			}
-			l, rows, seed := l, rows, uint64(4800+10*li+ri)
-			cs = append(cs, Case{Op: "LoRAExpand", Name: fmt.Sprintf("%s,rows=%d,xa=%v", l.name, rows, xaDT), check: func(b kernels.Backend) error {
+		for ri, c := range loraDTypeRuns {
+			l, c, seed := l, c, uint64(4800+10*li+ri)
+			rows := c.rows
+			cs = append(cs, Case{Op: "LoRAExpand", Name: fmt.Sprintf("%s,rows=%d,xa=%v%s", l.name, rows, c.xa, c.ySuffix()), check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
-				parts, ys, bs, _ := l.operands(e, rows, false, false)
-				xa := e.floats("xa", xaDT, e.uniform(rows*l.ranks(), 1), true)
+				parts, ys, bs, _ := l.operands(e, rows, c.y, false, false)
+				xa := e.floats("xa", c.xa, e.uniform(rows*l.ranks(), 1), true)
 				var ysv [][]float64
 				for _, y := range ys {
 					ysv = append(ysv, y.values())
@@ -328,12 +321,7 @@ func loRAExpandCases() []Case {
 					return err
 				}
 				for i, y := range ys {
-					got := y.result(b)
-					if xaDT == kernels.F32 {
-						if err := Compare(y.name, got, want[i], tolMatMul); err != nil {
-							return err
-						}
-					} else if err := compareBF16GEMM(y.name, got, want[i], wantRounded[i], false); err != nil {
+					if err := compareLoRA(y.name, y.result(b), want[i], wantRounded[i], c.xa == kernels.BF16, c.y == kernels.BF16); err != nil {
 						return err
 					}
 				}
@@ -341,7 +329,7 @@ func loRAExpandCases() []Case {
 			}})
 		}
 	}
-	return cs
+	return append(cs, loRAMixedYCase("LoRAExpand"))
 }
 
 // attentionInputsCases cover the architectures' shapes — Qwen3 (q/k

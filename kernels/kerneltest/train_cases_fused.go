@@ -35,25 +35,22 @@ func swiGLURowsBackwardCases() []Case {
 	return cs
 }
 
-// loRAExpandBackwardCases run every layout of loRAExpandCases; DB starts
-// with values (it accumulates), dxa as NaN (it is overwritten), and the
-// last of several parts wants no B gradient. LoRA gradients must be
-// bit-identical from run to run (no atomics, fixed summation order).
+// loRAExpandBackwardCases run every layout of loRAExpandCases (over its
+// loraDTypeRuns: a BF16 xa may take a bf16 GEMM, lora_bf16.go; a BF16 dY
+// is read widened); DB starts with values (it accumulates), dxa as NaN (it
+// is overwritten), and the last of several parts wants no B gradient.
+// LoRA gradients must be bit-identical from run to run (no atomics, fixed
+// summation order).
 func loRAExpandBackwardCases() []Case {
 	var cs []Case
 	for li, l := range loraLayouts {
-		for ri, rows := range []int{1, 5, 70, -70} {
-			// rows −70: 70 rows with a BF16 xa (a bf16 GEMM may take it:
-			// lora_bf16.go).
-			xaDT := kernels.F32
-			if rows < 0 {
-				rows, xaDT = -rows, kernels.BF16
-			}
-			l, rows, seed := l, rows, uint64(5500+10*li+ri)
-			cs = append(cs, trainCase("LoRAExpandBackward", fmt.Sprintf("%s,rows=%d,xa=%v", l.name, rows, xaDT), func(b kernels.Backend, tb kernels.TrainOps) error {
+		for ri, c := range loraDTypeRuns {
+			l, c, seed := l, c, uint64(5500+10*li+ri)
+			rows, xaDT := c.rows, c.xa
+			cs = append(cs, trainCase("LoRAExpandBackward", fmt.Sprintf("%s,rows=%d,xa=%v%s", l.name, rows, xaDT, c.ySuffix()), func(b kernels.Backend, tb kernels.TrainOps) error {
 				e := newEnv(b, seed)
 				defer e.free()
-				parts, ys, bs, dbs := l.operands(e, rows, true, true)
+				parts, ys, bs, dbs := l.operands(e, rows, c.y, true, true)
 				xa := e.floats("xa", xaDT, e.uniform(rows*l.ranks(), 1), true)
 				dxa := e.out("dxa", nans(rows*l.ranks()))
 				var ysv, ysRounded [][]float64
@@ -71,10 +68,7 @@ func loRAExpandBackwardCases() []Case {
 					return err
 				}
 				cmp := func(what string, got []float32, want, rounded []float64) error {
-					if xaDT == kernels.F32 {
-						return Compare(what, got, want, tolMatMul)
-					}
-					return compareBF16GEMM(what, got, want, rounded, false)
+					return compareLoRA(what, got, want, rounded, xaDT == kernels.BF16, false)
 				}
 				if err := cmp("dxa", dxa.result(b), wantDxa, roundedDxa); err != nil {
 					return err
@@ -96,24 +90,31 @@ func loRAExpandBackwardCases() []Case {
 			}))
 		}
 	}
-	return cs
+	return append(cs, loRAMixedYCase("LoRAExpandBackward"))
 }
 
 // loRAShrinkBackwardCases: dx and da accumulate into values already there,
-// each may be skipped (nil), and a second run gives the same bits.
+// each may be skipped (nil), and a second run gives the same bits. dx is
+// F32 or BF16 (rounded once at the store: lora_bf16.go), beside an F32 x
+// and a BF16 one.
 func loRAShrinkBackwardCases() []Case {
 	type shape struct {
 		rows, in, ranks int
 		dx, da          bool
-		x               kernels.DType
+		x, dxDT         kernels.DType
 	}
 	f, h := kernels.F32, kernels.BF16
-	shapes := []shape{{1, 1, 1, true, true, f}, {3, 17, 5, true, false, f}, {9, 64, 48, false, true, f}, {130, 96, 24, true, true, f},
-		{130, 96, 24, true, true, h}, {70, 80, 72, true, false, h}, {9, 64, 48, false, true, h}}
+	shapes := []shape{{1, 1, 1, true, true, f, f}, {3, 17, 5, true, false, f, f}, {9, 64, 48, false, true, f, f}, {130, 96, 24, true, true, f, f},
+		{130, 96, 24, true, true, h, f}, {70, 80, 72, true, false, h, f}, {9, 64, 48, false, true, h, f},
+		{1, 1, 1, true, false, f, h}, {130, 96, 24, true, true, f, h}, {130, 96, 24, true, true, h, h}, {70, 80, 72, true, false, h, h}}
 	var cs []Case
 	for i, s := range shapes {
 		s, seed := s, uint64(5600+i)
-		cs = append(cs, trainCase("LoRAShrinkBackward", fmt.Sprintf("rows=%d,in=%d,ranks=%d,dx=%v,da=%v,x=%v", s.rows, s.in, s.ranks, s.dx, s.da, s.x), func(b kernels.Backend, tb kernels.TrainOps) error {
+		name := fmt.Sprintf("rows=%d,in=%d,ranks=%d,dx=%v,da=%v,x=%v", s.rows, s.in, s.ranks, s.dx, s.da, s.x)
+		if s.dxDT == kernels.BF16 {
+			name += ",dx bf16"
+		}
+		cs = append(cs, trainCase("LoRAShrinkBackward", name, func(b kernels.Backend, tb kernels.TrainOps) error {
 			e := newEnv(b, seed)
 			defer e.free()
 			x := e.floats("x", s.x, e.uniform(s.rows*s.in, 1), true)
@@ -121,7 +122,7 @@ func loRAShrinkBackwardCases() []Case {
 			dxa := e.in("dxa", e.uniform(s.rows*s.ranks, 1))
 			var dx, da *operand
 			if s.dx {
-				dx = e.out("dx", e.uniform(s.rows*s.in, 1))
+				dx = e.floats("dx", s.dxDT, e.uniform(s.rows*s.in, 1), false)
 			}
 			if s.da {
 				da = e.out("dA", e.uniform(s.ranks*s.in, 1))
@@ -144,12 +145,7 @@ func loRAShrinkBackwardCases() []Case {
 					want[j] += c.grad[j]
 					rounded[j] += c.rounded[j]
 				}
-				got := c.o.result(b)
-				if s.x == kernels.F32 {
-					if err := Compare(c.o.name, got, want, tolMatMul); err != nil {
-						return err
-					}
-				} else if err := compareBF16GEMM(c.o.name, got, want, rounded, false); err != nil {
+				if err := compareLoRA(c.o.name, c.o.result(b), want, rounded, s.x == kernels.BF16, c.o.dt == kernels.BF16); err != nil {
 					return err
 				}
 			}
