@@ -310,7 +310,8 @@ __device__ __forceinline__ float rotated_grad(act_operand src, const float* inv_
 	float s, co;
 	sincosf(ang, &s, &co);
 	s = -s;
-	return i < half ? src.ld(i) * co - src.ld(i + half) * s : src.ld(i) * co + src.ld(i - half) * s;
+	float a = src.ld(i), b = src.ld(i < half ? i + half : i - half);
+	return i < half ? a * co - b * s : a * co + b * s;
 }
 
 template <class W>
