@@ -18,11 +18,12 @@
 //     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
 //     the bf16 casts the fused ops write for the next GEMM (FusedOps),
 //     a BF16 MatMul C beside a BF16 B (f32 sums, rounded once at the
-//     store) and the bf16 gradients backwards write for their GEMMs
+//     store), the bf16 gradients backwards write for their GEMMs
 //     (SwiGLURowsBackward's dGateUp, RMSNormBackward's dxBF16,
-//     LogSoftmaxGatherBackward's dlogits). Where an op's doc says so, an
-//     activation it reads may be BF16 too (a GEMM's bf16 output): read
-//     widened, computed in f32.
+//     LogSoftmaxGatherBackward's dlogits, AttentionInputsBackward's dqkv)
+//     and AttentionInputs' BF16 gate, qPre and kPre, each rounded once at
+//     the store. Where an op's doc says so, an activation it reads may be
+//     BF16 too (a GEMM's bf16 output): read widened, computed in f32.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
