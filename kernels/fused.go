@@ -54,7 +54,13 @@ type FusedOps interface {
 	// nKV × headDim) receive the q and k heads before the norm, and
 	// rstdQ (nTok × nHead) and rstdK (nTok × nKV) the norms' 1/rms: what
 	// RMSNormBackward needs. qkv is not written. The biases, and the norm
-	// weights, share one dtype.
+	// weights, share one dtype. qkv, gate, qPre and kPre may each be F32
+	// or BF16 (a bf16 model's activations between ops): a BF16 qkv is
+	// read widened to f32, and a BF16 gate, qPre or kPre holds the f32
+	// value rounded to nearest even once, at the store — the norm and
+	// the rotation take the unrounded f32 row, so only what is stored is
+	// rounded (and a BF16 qPre or kPre is what the backward then reads).
+	// rstdQ and rstdK are F32.
 	AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCache, qkv, qBias, kBias, vBias, qNorm, kNorm, invFreq, seq, pos Buffer,
 		pages KVPages, nTok, nHead, nKV, headDim, rotaryDim int, eps float32)
 }
@@ -82,7 +88,11 @@ type FusedTrainOps interface {
 	// and, with qNorm and kNorm not nil, taken through the norms'
 	// backward (RMSNormBackward, with the forward's qPre, kPre, rstdQ and
 	// rstdK); v heads and dgate's heads (into the gate halves of the q
-	// part) pass as they are. The frozen biases add nothing.
+	// part) pass as they are. The frozen biases add nothing. dqkv, dq,
+	// dgate, qPre and kPre may each be F32 or BF16: BF16 inputs are read
+	// widened to f32, and a BF16 dqkv holds each element's f32 gradient
+	// rounded to nearest even once, after all of it is computed. rstdQ,
+	// rstdK, dkCache and dvCache are F32.
 	AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos Buffer, pages KVPages,
 		nTok, nHead, nKV, headDim, rotaryDim int)
 }

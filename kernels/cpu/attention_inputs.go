@@ -51,10 +51,13 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 		}
 		return f32(op, name, b, n)
 	}
+	// qkv, gate, qPre and kPre may each be BF16 (a bf16 model's
+	// activations between ops): read as stored, written rounded once.
 	src := floats(op, "qkv", qkv, nTok*width)
-	qs, gs := floats(op, "q", q, nTok*qd), optOut("gate", gate, nTok*qd)
+	qs, gs := floats(op, "q", q, nTok*qd), opt("gate", gate, nTok*qd)
 	bf16Query(op, q, kCache, headDim)
-	qPres, kPres, rqs, rks := optOut("qPre", qPre, nTok*qd), optOut("kPre", kPre, nTok*kd), optOut("rstdQ", rstdQ, nTok*nHead), optOut("rstdK", rstdK, nTok*nKV)
+	qPres, kPres, rqs, rks := opt("qPre", qPre, nTok*qd), opt("kPre", kPre, nTok*kd), optOut("rstdQ", rstdQ, nTok*nHead), optOut("rstdK", rstdK, nTok*nKV)
+	roundGate, roundPre := isBF16(gate), [2]bool{isBF16(qPre), isBF16(kPre)}
 	biases := [3][]float32{opt("qBias", qBias, qw), opt("kBias", kBias, kd), opt("vBias", vBias, kd)}
 	norms := [2][]float32{opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)}
 	fs := floats(op, "invFreq", invFreq, half)
@@ -114,11 +117,12 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 					dst, pre, rs = qs[(t*nHead+j)*headDim:], qPres, rqs
 					if gs != nil {
 						g := gs[(t*nHead+j)*headDim : (t*nHead+j+1)*headDim]
-						copy(g, src[t*width+off+headDim:])
-						if b != nil {
-							for i := range g {
-								g[i] += b[boff+headDim+i]
+						for i := range g {
+							v := src[t*width+off+headDim+i]
+							if b != nil {
+								v += b[boff+headDim+i]
 							}
+							g[i] = roundIf(roundGate, v)
 						}
 					}
 				case 1:
@@ -134,7 +138,10 @@ func (be *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vC
 					heads = nKV
 				}
 				if pre != nil {
-					copy(pre[(t*heads+j)*headDim:(t*heads+j+1)*headDim], row)
+					p := pre[(t*heads+j)*headDim : (t*heads+j+1)*headDim]
+					for i, v := range row {
+						p[i] = roundIf(roundPre[part], v)
+					}
 				}
 				if w := norms[part]; w != nil {
 					if be.vec != nil {
@@ -177,7 +184,9 @@ func (be *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qP
 	qs0 := qHeadStride(headDim, dgate != nil)
 	qd, kd, qw := nHead*headDim, nKV*headDim, nHead*qs0
 	width := qw + 2*kd
-	out := f32(op, "dqkv", dqkv, nTok*width)
+	// dqkv, dq, dgate, qPre and kPre may each be BF16: read as stored,
+	// dqkv's elements rounded once each, after the whole row is computed.
+	out, roundOut := floats(op, "dqkv", dqkv, nTok*width), isBF16(dqkv)
 	dqs := floats(op, "dq", dq, nTok*qd)
 	var dgs []float32
 	if dgate != nil {
@@ -238,6 +247,14 @@ func (be *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qP
 					rmsNormBackwardRows(d, row, x, w, r, 0, 1, false)
 				}
 			}
+			if roundOut {
+				for i, v := range dst {
+					dst[i] = roundBF16(v)
+				}
+			}
 		}
 	})
 }
+
+// isBF16 reports whether an optional operand is a BF16 buffer.
+func isBF16(b kernels.Buffer) bool { return b != nil && b.DType() == kernels.BF16 }

@@ -114,6 +114,33 @@ SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16_gubf16, __nv_bfloat16, float
 SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dybf16_gubf16, float, __nv_bfloat16, __nv_bfloat16)
 SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16_dybf16_gubf16, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16)
 
+// act_operand is an activation operand of AttentionInputs or its backward
+// (qkv, gate, qPre, kPre; dqkv, dq, dgate, qPre, kPre) that is f32 or
+// bf16 by a bit of the kernel's act_bf16 mask: a bf16 model keeps them in
+// bf16 between ops. The bit is uniform over the grid, so one kernel serves
+// every mix without a branch that diverges. Reads widen to f32; stores
+// round to nearest even, once, as kv_write_bf16.
+struct act_operand {
+	void* p;
+	bool bf;
+	__device__ __forceinline__ act_operand(const void* ptr, int mask, int bit) : p(const_cast<void*>(ptr)), bf((mask & bit) != 0) {}
+	// at is the operand from element i on (p not null).
+	__device__ __forceinline__ act_operand at(long long i) const {
+		act_operand a = *this;
+		a.p = bf ? static_cast<void*>(static_cast<__nv_bfloat16*>(p) + i) : static_cast<void*>(static_cast<float*>(p) + i);
+		return a;
+	}
+	__device__ __forceinline__ float ld(long long i) const {
+		return bf ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]) : static_cast<const float*>(p)[i];
+	}
+	__device__ __forceinline__ void st(long long i, float v) const {
+		if (bf)
+			static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+		else
+			static_cast<float*>(p)[i] = v;
+	}
+};
+
 // AttentionInputs. grid (nTok, nHead + 2·nKV): block (t, h) takes head h
 // of token t's fused q/k/v row — a q head for h < nHead (with its output
 // gate after it when gate is not null), then the k and the v heads — one
@@ -123,23 +150,28 @@ SWIGLU_ROWS_BACKWARD(swiglu_rows_backward_f32_dbf16_dybf16_gubf16, __nv_bfloat16
 // norm as rmsnorm.cu's (a block_sum of squares over the whole head, then
 // x·rs·w), the rotation as rope_f32's. Which part a block takes is
 // uniform over the block, so the block_sum is reached by every thread or
-// by none.
+// by none. act_bf16 says which of qkv, gate, q_pre, k_pre are bf16
+// (ATTENTION_INPUTS_*_BF16); q and the caches are stored with store_act.
+enum { ATTENTION_INPUTS_QKV_BF16 = 1, ATTENTION_INPUTS_GATE_BF16 = 2, ATTENTION_INPUTS_QPRE_BF16 = 4, ATTENTION_INPUTS_KPRE_BF16 = 8 };
+
 template <class W, class C, class Q>
-__device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre, float* k_pre, float* rstd_q, float* rstd_k,
-						 C* k_cache, C* v_cache, const float* qkv, const W* q_bias, const W* k_bias,
+__device__ __forceinline__ void attention_inputs(Q* q, void* gate, void* q_pre, void* k_pre, float* rstd_q, float* rstd_k,
+						 C* k_cache, C* v_cache, const void* qkv, const W* q_bias, const W* k_bias,
 						 const W* v_bias, const W* q_norm, const W* k_norm, const float* inv_freq, const int* seq,
 						 const int* pos, const int* table, int n_head, int n_kv, int head_dim, int rotary_dim,
-						 int block_size, int max_blocks, float eps) {
+						 int block_size, int max_blocks, float eps, int act_bf16) {
 	GRPO_SHARED(float, scratch, [32]);
 	int t = blockIdx.x, h = blockIdx.y, half = rotary_dim / 2;
+	const act_operand in(qkv, act_bf16, ATTENTION_INPUTS_QKV_BF16);
 	// A gated q head is the query followed by its gate: q_stride wide.
 	long long q_stride = gate ? 2LL * head_dim : head_dim, qw = n_head * q_stride, kd = (long long)n_kv * head_dim;
-	const float* row = qkv + t * (qw + 2 * kd);
+	long long row = t * (qw + 2 * kd); // token t's row of qkv
 	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
-	const float* src;
+	long long src; // the head's offset in qkv
 	const W* bias;
 	const W* norm;
-	float *pre, *rstd;
+	float* rstd;
+	act_operand pre(nullptr, 0, 0);
 	Q* qd = nullptr;
 	C* kdst = nullptr;
 	if (h < n_head) {
@@ -148,12 +180,12 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		bias = q_bias ? q_bias + h * q_stride : nullptr;
 		norm = q_norm;
 		qd = q + th * head_dim;
-		pre = q_pre ? q_pre + th * head_dim : nullptr;
+		if (q_pre) pre = act_operand(q_pre, act_bf16, ATTENTION_INPUTS_QPRE_BF16).at(th * head_dim);
 		rstd = rstd_q ? rstd_q + th : nullptr;
 		if (gate) {
-			float* gd = gate + th * head_dim;
+			const act_operand gd(gate, act_bf16, ATTENTION_INPUTS_GATE_BF16);
 			for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
-				gd[i] = bias ? src[head_dim + i] + ld(bias, head_dim + i) : src[head_dim + i];
+				gd.st(th * head_dim + i, bias ? in.ld(src + head_dim + i) + ld(bias, head_dim + i) : in.ld(src + head_dim + i));
 		}
 	} else if (h < n_head + n_kv) {
 		int j = h - n_head;
@@ -162,21 +194,21 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		bias = k_bias ? k_bias + (long long)j * head_dim : nullptr;
 		norm = k_norm;
 		kdst = k_cache + (cache_row + j) * head_dim;
-		pre = k_pre ? k_pre + tj * head_dim : nullptr;
+		if (k_pre) pre = act_operand(k_pre, act_bf16, ATTENTION_INPUTS_KPRE_BF16).at(tj * head_dim);
 		rstd = rstd_k ? rstd_k + tj : nullptr;
 	} else {
 		int j = h - n_head - n_kv;
 		src = row + qw + kd + (long long)j * head_dim;
 		const W* vb = v_bias ? v_bias + (long long)j * head_dim : nullptr;
 		C* vd = v_cache + (cache_row + j) * head_dim;
-		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_act(vd, i, vb ? src[i] + ld(vb, i) : src[i]);
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store_act(vd, i, vb ? in.ld(src + i) + ld(vb, i) : in.ld(src + i));
 		return;
 	}
 	float rs = 1.0f;
 	if (norm) {
 		float ss = 0.0f;
 		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
-			float v = bias ? src[i] + ld(bias, i) : src[i];
+			float v = bias ? in.ld(src + i) + ld(bias, i) : in.ld(src + i);
 			ss += v * v;
 		}
 		ss = block_sum(ss, scratch);
@@ -184,11 +216,11 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		if (rstd && threadIdx.x == 0) *rstd = rs;
 	}
 	for (int i = threadIdx.x; i < half; i += blockDim.x) {
-		float x1 = bias ? src[i] + ld(bias, i) : src[i];
-		float x2 = bias ? src[i + half] + ld(bias, i + half) : src[i + half];
-		if (pre) {
-			pre[i] = x1;
-			pre[i + half] = x2;
+		float x1 = bias ? in.ld(src + i) + ld(bias, i) : in.ld(src + i);
+		float x2 = bias ? in.ld(src + i + half) + ld(bias, i + half) : in.ld(src + i + half);
+		if (pre.p) {
+			pre.st(i, x1);
+			pre.st(i + half, x2);
 		}
 		if (norm) {
 			x1 = x1 * rs * ld(norm, i);
@@ -207,8 +239,8 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 		}
 	}
 	for (int i = rotary_dim + threadIdx.x; i < head_dim; i += blockDim.x) {
-		float x = bias ? src[i] + ld(bias, i) : src[i];
-		if (pre) pre[i] = x;
+		float x = bias ? in.ld(src + i) + ld(bias, i) : in.ld(src + i);
+		if (pre.p) pre.st(i, x);
 		if (norm) x = x * rs * ld(norm, i);
 		if (qd)
 			store_act(qd, i, x);
@@ -218,13 +250,13 @@ __device__ __forceinline__ void attention_inputs(Q* q, float* gate, float* q_pre
 }
 
 #define ATTENTION_INPUTS_PARAMS(W, C, Q)                                                                                      \
-	Q *q, float *gate, float *q_pre, float *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache,                 \
-		const float *qkv, const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm,            \
+	Q *q, void *gate, void *q_pre, void *k_pre, float *rstd_q, float *rstd_k, C *k_cache, C *v_cache,                    \
+		const void *qkv, const W *q_bias, const W *k_bias, const W *v_bias, const W *q_norm, const W *k_norm,             \
 		const float *inv_freq, const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv,         \
-		int head_dim, int rotary_dim, int block_size, int max_blocks, float eps
+		int head_dim, int rotary_dim, int block_size, int max_blocks, float eps, int act_bf16
 #define ATTENTION_INPUTS_ARGS                                                                                                   \
 	q, gate, q_pre, k_pre, rstd_q, rstd_k, k_cache, v_cache, qkv, q_bias, k_bias, v_bias, q_norm, k_norm, inv_freq, seq, pos, \
-		table, n_head, n_kv, head_dim, rotary_dim, block_size, max_blocks, eps
+		table, n_head, n_kv, head_dim, rotary_dim, block_size, max_blocks, eps, act_bf16
 // Named for the weights' dtype (biases and norms: f32, wbf16), with
 // _kvbf16 a bf16 cache (the sampler's on a GPU) and with _kvbf16_qbf16 a
 // bf16 q too (a bf16 model's training trace: the tensor-core attention
@@ -257,55 +289,69 @@ GRPO_KERNEL void __launch_bounds__(128)
 // with a norm, rmsnorm_backward.cu's float64 formula (the dot product
 // over the head in a block_sum_f64, the rotation recomputed in the second
 // pass); a q head's gate half: dgate's head as it is; v heads: dv_cache's
-// row as it is.
-// rotated_grad is element i of a head's gradient g rotated back: src
-// rotated by −angle for the pairs (i < half: with i + half), src as it is
-// from rotary_dim on.
-__device__ __forceinline__ float rotated_grad(const float* src, const float* inv_freq, int p, int i, int half) {
-	if (i >= 2 * half) return src[i];
+// row as it is. act_bf16 says which of dqkv, dq, dgate, q_pre, k_pre are
+// bf16 (ATTENTION_INPUTS_BACKWARD_*_BF16); each element of dqkv is
+// written once, so a bf16 dqkv is rounded once, after all of it.
+enum {
+	ATTENTION_INPUTS_BACKWARD_DQKV_BF16 = 1,
+	ATTENTION_INPUTS_BACKWARD_DQ_BF16 = 2,
+	ATTENTION_INPUTS_BACKWARD_DGATE_BF16 = 4,
+	ATTENTION_INPUTS_BACKWARD_QPRE_BF16 = 8,
+	ATTENTION_INPUTS_BACKWARD_KPRE_BF16 = 16,
+};
+
+// rotated_grad is element i of a head's gradient src rotated back: rotated
+// by −angle for the pairs (i < half: with i + half), as it is from
+// rotary_dim on.
+__device__ __forceinline__ float rotated_grad(act_operand src, const float* inv_freq, int p, int i, int half) {
+	if (i >= 2 * half) return src.ld(i);
 	int k = i < half ? i : i - half;
 	float ang = (float)p * inv_freq[k];
 	float s, co;
 	sincosf(ang, &s, &co);
 	s = -s;
-	return i < half ? src[i] * co - src[i + half] * s : src[i] * co + src[i - half] * s;
+	float a = src.ld(i), b = src.ld(i < half ? i + half : i - half);
+	return i < half ? a * co - b * s : a * co + b * s;
 }
 
 template <class W>
-__device__ __forceinline__ void attention_inputs_backward(float* dqkv, const float* dq, const float* dgate, const float* dk_cache,
-							  const float* dv_cache, const float* q_pre, const float* k_pre,
+__device__ __forceinline__ void attention_inputs_backward(void* dqkv, const void* dq, const void* dgate, const float* dk_cache,
+							  const float* dv_cache, const void* q_pre, const void* k_pre,
 							  const float* rstd_q, const float* rstd_k, const W* q_norm, const W* k_norm,
 							  const float* inv_freq, const int* seq, const int* pos, const int* table,
-							  int n_head, int n_kv, int head_dim, int rotary_dim, int block_size, int max_blocks) {
+							  int n_head, int n_kv, int head_dim, int rotary_dim, int block_size, int max_blocks,
+							  int act_bf16) {
 	GRPO_SHARED(double, scratch, [32]);
 	int t = blockIdx.x, h = blockIdx.y, half = rotary_dim / 2;
 	long long q_stride = dgate ? 2LL * head_dim : head_dim, qw = n_head * q_stride, kd = (long long)n_kv * head_dim;
-	float* row = dqkv + t * (qw + 2 * kd);
+	const act_operand out = act_operand(dqkv, act_bf16, ATTENTION_INPUTS_BACKWARD_DQKV_BF16).at(t * (qw + 2 * kd));
 	long long cache_row = kv_row(table, seq[t], pos[t], block_size, max_blocks) * n_kv;
-	const float *src, *x = nullptr;
-	float* dst;
+	act_operand src(nullptr, 0, 0), x(nullptr, 0, 0);
+	long long dst; // the head's offset in out
 	const W* norm;
 	double r = 0.0;
 	if (h < n_head) {
 		long long th = (long long)t * n_head + h;
-		src = dq + th * head_dim;
-		dst = row + h * q_stride;
+		src = act_operand(dq, act_bf16, ATTENTION_INPUTS_BACKWARD_DQ_BF16).at(th * head_dim);
+		dst = h * q_stride;
 		norm = q_norm;
-		if (norm) x = q_pre + th * head_dim, r = rstd_q[th];
-		if (dgate)
-			for (int i = threadIdx.x; i < head_dim; i += blockDim.x) dst[head_dim + i] = dgate[th * head_dim + i];
+		if (norm) x = act_operand(q_pre, act_bf16, ATTENTION_INPUTS_BACKWARD_QPRE_BF16).at(th * head_dim), r = rstd_q[th];
+		if (dgate) {
+			const act_operand dg = act_operand(dgate, act_bf16, ATTENTION_INPUTS_BACKWARD_DGATE_BF16).at(th * head_dim);
+			for (int i = threadIdx.x; i < head_dim; i += blockDim.x) out.st(dst + head_dim + i, dg.ld(i));
+		}
 	} else if (h < n_head + n_kv) {
 		int j = h - n_head;
 		long long tj = (long long)t * n_kv + j;
-		src = dk_cache + (cache_row + j) * head_dim;
-		dst = row + qw + (long long)j * head_dim;
+		src = act_operand(dk_cache + (cache_row + j) * head_dim, 0, 0);
+		dst = qw + (long long)j * head_dim;
 		norm = k_norm;
-		if (norm) x = k_pre + tj * head_dim, r = rstd_k[tj];
+		if (norm) x = act_operand(k_pre, act_bf16, ATTENTION_INPUTS_BACKWARD_KPRE_BF16).at(tj * head_dim), r = rstd_k[tj];
 	} else {
 		int j = h - n_head - n_kv;
 		const float* dv = dv_cache + (cache_row + j) * head_dim;
-		dst = row + qw + kd + (long long)j * head_dim;
-		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) dst[i] = dv[i];
+		dst = qw + kd + (long long)j * head_dim;
+		for (int i = threadIdx.x; i < head_dim; i += blockDim.x) out.st(dst + i, dv[i]);
 		return;
 	}
 	// Each thread rotates back its own elements of the head (reading a
@@ -314,24 +360,24 @@ __device__ __forceinline__ void attention_inputs_backward(float* dqkv, const flo
 	if (norm) {
 		double dot = 0.0;
 		for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
-			dot += (double)ld(norm, i) * rotated_grad(src, inv_freq, pos[t], i, half) * x[i];
+			dot += (double)ld(norm, i) * rotated_grad(src, inv_freq, pos[t], i, half) * x.ld(i);
 		dot = block_sum_f64(dot, scratch);
 		c = r * r * r * (dot / head_dim);
 	}
 	for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
 		float g = rotated_grad(src, inv_freq, pos[t], i, half);
-		dst[i] = norm ? (float)(r * ld(norm, i) * g - x[i] * c) : g;
+		out.st(dst + i, norm ? (float)(r * ld(norm, i) * g - x.ld(i) * c) : g);
 	}
 }
 
 #define ATTENTION_INPUTS_BACKWARD_PARAMS(W)                                                                                    \
-	float *dqkv, const float *dq, const float *dgate, const float *dk_cache, const float *dv_cache, const float *q_pre,    \
-		const float *k_pre, const float *rstd_q, const float *rstd_k, const W *q_norm, const W *k_norm,                    \
+	void *dqkv, const void *dq, const void *dgate, const float *dk_cache, const float *dv_cache, const void *q_pre,       \
+		const void *k_pre, const float *rstd_q, const float *rstd_k, const W *q_norm, const W *k_norm,                     \
 		const float *inv_freq, const int *seq, const int *pos, const int *table, int n_tok, int n_head, int n_kv,          \
-		int head_dim, int rotary_dim, int block_size, int max_blocks
+		int head_dim, int rotary_dim, int block_size, int max_blocks, int act_bf16
 #define ATTENTION_INPUTS_BACKWARD_ARGS                                                                                            \
 	dqkv, dq, dgate, dk_cache, dv_cache, q_pre, k_pre, rstd_q, rstd_k, q_norm, k_norm, inv_freq, seq, pos, table, n_head, n_kv, \
-		head_dim, rotary_dim, block_size, max_blocks
+		head_dim, rotary_dim, block_size, max_blocks, act_bf16
 GRPO_KERNEL void __launch_bounds__(128) attention_inputs_backward_f32(ATTENTION_INPUTS_BACKWARD_PARAMS(float)) {
 	attention_inputs_backward(ATTENTION_INPUTS_BACKWARD_ARGS);
 }

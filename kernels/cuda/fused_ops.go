@@ -129,14 +129,19 @@ func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCa
 	}
 	opt := func(name string, x kernels.Buffer, n int) *buffer { return b.optBufOf(op, name, x, n, wdt) }
 	qq := b.buf(op, "q", q, nTok*qd, kernels.F32, kernels.BF16) // BF16: for the tensor-core attention
-	g := b.optBuf(op, "gate", gate, nTok*qd)
-	qp, kp := b.optBuf(op, "qPre", qPre, nTok*qd), b.optBuf(op, "kPre", kPre, nTok*kd)
+	// qkv, gate, qPre and kPre: a bf16 model's activations may be BF16,
+	// each on its own (the kernel's act_bf16 mask).
+	act := func(name string, x kernels.Buffer, n int) *buffer {
+		return b.optBufOf(op, name, x, n, kernels.F32, kernels.BF16)
+	}
+	g := act("gate", gate, nTok*qd)
+	qp, kp := act("qPre", qPre, nTok*qd), act("kPre", kPre, nTok*kd)
 	rq, rk := b.optBuf(op, "rstdQ", rstdQ, nTok*nHead), b.optBuf(op, "rstdK", rstdK, nTok*nKV)
 	kc := b.buf(op, "kCache", kCache, kd, kernels.F32, kernels.BF16)
 	vc := b.buf(op, "vCache", vCache, kc.n, kc.dt)
 	b.cacheTraffic(op, kc, nTok, kd)
 	tb := b.pages(op, pages, kc, kd)
-	src := b.buf(op, "qkv", qkv, nTok*(qw+2*kd), kernels.F32)
+	src := b.buf(op, "qkv", qkv, nTok*(qw+2*kd), kernels.F32, kernels.BF16)
 	qb, kb, vb := opt("qBias", qBias, qw), opt("kBias", kBias, kd), opt("vBias", vBias, kd)
 	qn, kn := opt("qNorm", qNorm, headDim), opt("kNorm", kNorm, headDim)
 	f := b.buf(op, "invFreq", invFreq, rotaryDim/2, kernels.F32)
@@ -158,7 +163,8 @@ func (b *Backend) AttentionInputs(q, gate, qPre, kPre, rstdQ, rstdK, kCache, vCa
 	}
 	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
 		qq.ptr, g.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, kc.ptr, vc.ptr, src.ptr, qb.ptr, kb.ptr, vb.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(rotaryDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps)
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(rotaryDim), int32(pages.BlockSize), int32(pages.MaxBlocks), eps,
+		bf16Mask(src, g, qp, kp))
 }
 
 func (b *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPre, kPre, rstdQ, rstdK, qNorm, kNorm, invFreq, seq, pos kernels.Buffer,
@@ -175,9 +181,10 @@ func (b *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPr
 	if (qNorm == nil) != (kNorm == nil) {
 		panic(fmt.Sprintf("cuda: %s: qNorm and kNorm must both be set or both nil", op))
 	}
-	d := b.buf(op, "dqkv", dqkv, nTok*(qw+2*kd), kernels.F32)
-	g := b.buf(op, "dq", dq, nTok*qd, kernels.F32)
-	dg := b.optBuf(op, "dgate", dgate, nTok*qd)
+	// dqkv, dq, dgate, qPre and kPre may each be BF16 (act_bf16).
+	d := b.buf(op, "dqkv", dqkv, nTok*(qw+2*kd), kernels.F32, kernels.BF16)
+	g := b.buf(op, "dq", dq, nTok*qd, kernels.F32, kernels.BF16)
+	dg := b.optBufOf(op, "dgate", dgate, nTok*qd, kernels.F32, kernels.BF16)
 	kc := b.buf(op, "dkCache", dkCache, kd, kernels.F32)
 	vc := b.buf(op, "dvCache", dvCache, kc.n, kernels.F32)
 	b.cacheTraffic(op, kc, nTok, kd)
@@ -187,7 +194,7 @@ func (b *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPr
 	wdt := kernels.F32
 	if qNorm != nil {
 		wdt = qNorm.DType()
-		qp, kp = b.buf(op, "qPre", qPre, nTok*qd, kernels.F32), b.buf(op, "kPre", kPre, nTok*kd, kernels.F32)
+		qp, kp = b.buf(op, "qPre", qPre, nTok*qd, kernels.F32, kernels.BF16), b.buf(op, "kPre", kPre, nTok*kd, kernels.F32, kernels.BF16)
 		rq, rk = b.buf(op, "rstdQ", rstdQ, nTok*nHead, kernels.F32), b.buf(op, "rstdK", rstdK, nTok*nKV, kernels.F32)
 		qn, kn = b.buf(op, "qNorm", qNorm, headDim, wdt), b.buf(op, "kNorm", kNorm, headDim, wdt)
 	}
@@ -203,5 +210,6 @@ func (b *Backend) AttentionInputsBackward(dqkv, dq, dgate, dkCache, dvCache, qPr
 	}
 	b.launch(name, D2(nTok, nHead+2*nKV), D1(warpRound(headDim/2, attentionInputsBlock)), 0,
 		d.ptr, g.ptr, dg.ptr, kc.ptr, vc.ptr, qp.ptr, kp.ptr, rq.ptr, rk.ptr, qn.ptr, kn.ptr, f.ptr, s.ptr, p.ptr, tb.ptr,
-		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(rotaryDim), int32(pages.BlockSize), int32(pages.MaxBlocks))
+		int32(nTok), int32(nHead), int32(nKV), int32(headDim), int32(rotaryDim), int32(pages.BlockSize), int32(pages.MaxBlocks),
+		bf16Mask(d, g, dg, qp, kp))
 }

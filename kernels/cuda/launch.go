@@ -128,7 +128,8 @@ func warpRound(n, limit int) int {
 }
 
 // bf16Mask is the flag word of a kernel whose operands each take f32 or
-// bf16 (common.cuh's ld_as, st_as): bit i set when xs[i] is BF16.
+// bf16 (common.cuh's ld_as, st_as; the attention_inputs kernels'
+// act_bf16): bit i set when xs[i] is BF16 (an absent operand is not).
 func bf16Mask(xs ...*buffer) int32 {
 	var m int32
 	for i, x := range xs {
