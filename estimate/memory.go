@@ -670,8 +670,8 @@ func promptGroups(n int64, seqs []trainSeq) int64 {
 // The trace's KV cache is slots × longest sequence of the micro-batch;
 // with equal-length sequences that is n rows, which is assumed.
 func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longest int, seqs []trainSeq, n, r, stepTrained int64, pl plan, casts bool, ep expertShard) phaseBytes {
-	tb := mc.TraceBytes(int(n), int(r), int(traceRuns(n, seqs)), casts)
-	bh := mc.BackwardHeadBytes(int(n), int(r), casts)
+	tb := mc.TraceBytes(int(n), int(r), int(traceRuns(n, seqs)), casts, ad.attn)
+	bh := mc.BackwardHeadBytes(int(n), int(r), casts, ad.attn)
 	setting := pl.setting(mc.NumLayers)
 	trace := tb.Inputs + tb.Head + pl.keptBytes(mc, ad, n)
 	table := model.KVTableBytes(traceTableEntries(n, longest, seqs))
@@ -728,7 +728,7 @@ func trainingBytes(cfg *config.Config, mc *model.Config, ad adapterShape, longes
 	var layer int64 // the largest one layer's scratch
 	for l := range mc.NumLayers {
 		// The trace's KV cache is taken as one row per token.
-		b := mc.BackwardBytes(l, int(n), int(n), int(groups), ad.m) + pl.recomputedBytes(mc, ad, n, l)
+		b := mc.BackwardBytes(l, int(n), int(n), int(groups), ad.m, ad.attn) + pl.recomputedBytes(mc, ad, n, l)
 		layer = max(layer, b)
 	}
 	if ad.m.TrainsRouter() && mc.RouterAuxLossCoef > 0 {

@@ -46,6 +46,13 @@ func (d *countingDevice) GemmBF16(tA, tB bool, m, n, k int, alpha float32, a cud
 	return d.Device.GemmBF16(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// GemmBF16C (a bf16 C: a bf16 trace's activations, model/trace_acts.go)
+// counts as the bf16 GEMM it is.
+func (d *countingDevice) GemmBF16C(tA, tB bool, m, n, k int, alpha float32, a cuda.DevicePtr, lda int, b cuda.DevicePtr, ldb int, beta float32, c cuda.DevicePtr, ldc int) error {
+	d.count("gemm_bf16")
+	return d.Device.GemmBF16C(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 // total is the sum of the counts.
 func (d *countingDevice) total() int {
 	n := 0
@@ -190,31 +197,39 @@ func TestTrainMicroBatchLaunches(t *testing.T) {
 	// base input gradient is then one GEMM with the fused weight (none in
 	// layer 0, whose input is the frozen embedding), SwiGLU's on the fused
 	// gate/up, whose base input gradient is one GEMM too, o_proj's and
-	// down_proj's, each GEMM casting its f32 gradient; per LoRA unit
-	// (group or single projection) one LoRAExpandBackward (dxa and dB) and
-	// one LoRAShrinkBackward (dx and dA), no sgemm; attention is the
-	// tensor-core flash forward and its backward's two passes (dQ; dK and
-	// dV) over the bf16 q AttentionInputs writes and the bf16 cache (a
-	// bf16 model's trace: model's traceAttention; the f32 flash kernels
-	// before, as many launches); the head's gradient in bf16, which its
-	// GEMM reads without a cast: 85 launches. Before the fused ops (commit c266c66): 166, 65 of them
-	// LoRA sgemms (with the scalar attention kernels, one each way).
-	forward := map[string]int{"add_rmsnorm_wbf16": 2, "attention_inputs_wbf16_kvbf16_qbf16": 1, "attention_inputs_backward_wbf16": 1,
+	// down_proj's; per LoRA unit (group or single projection) one
+	// LoRAExpandBackward (dxa and dB) and one LoRAShrinkBackward (dx and
+	// dA), no sgemm; attention is the tensor-core flash forward and its
+	// backward's two passes (dQ; dK and dV) over the bf16 q AttentionInputs
+	// writes and the bf16 cache (a bf16 model's trace: model's
+	// traceAttention); the head's gradient in bf16, which its GEMM reads
+	// without a cast. A bf16 trace keeps the activations between ops in
+	// bf16 (model's trace_acts.go): the norms write only their bf16
+	// output, the GEMMs write bf16 and read bf16 (no cast launches: 9
+	// before), every LoRA shrink reads a bf16 x (tensor cores), the
+	// expands and the backwards add into bf16 outputs: 76 launches (85
+	// with f32 activations). Before the fused ops (commit c266c66): 166,
+	// 65 of them LoRA sgemms (with the scalar attention kernels, one each
+	// way).
+	forward := map[string]int{"add_rmsnorm_wbf16_rbf16": 2, "attention_inputs_wbf16_kvbf16_qbf16": 1, "attention_inputs_backward_wbf16": 1,
 		"attention_flash_tc_hd64": 1, "attention_flash_tc_dq_hd64": 1, "attention_flash_tc_dkdv_hd64_dkdv": 1,
-		"lora_shrink_f32": 1, "lora_shrink_tc_xbf16": 3, "lora_expand_f32": 4, "swiglu_rows_f32": 1, "swiglu_rows_backward_f32": 1,
-		"rmsnorm_backward_wbf16": 2, "lora_expand_backward_f32": 4, "lora_shrink_backward_f32": 4}
+		"lora_shrink_tc_xbf16": 4, "lora_expand_f32_ybf16": 4, "swiglu_rows_bf16": 1, "swiglu_rows_backward_f32_dbf16_dybf16_gubf16": 1,
+		"rmsnorm_backward_wbf16_dybf16": 2, "lora_expand_backward_f32_ybf16": 4, "lora_shrink_backward_tc_dxbf16": 4}
 	first, rest := map[string]int{}, map[string]int{}
 	for k, v := range forward {
 		first[k], rest[k] = v, v
 	}
-	// GEMMs (forward 4) and their casts (forward: o_proj's input).
-	first["gemm_bf16"], first["f32_to_bf16"] = 4+3, 1+3
-	rest["gemm_bf16"], rest["f32_to_bf16"] = 4+4, 1+4
-	first["rmsnorm_backward_wbf16"] = 1 // no input norm backward in layer 0
-	once := map[string]int{"gather_rows_bf16": 1, "add_rmsnorm_wbf16": 1, "gemm_bf16": 2,
+	// GEMMs (forward 4).
+	first["gemm_bf16"], rest["gemm_bf16"] = 4+3, 4+4
+	// Layer 0: its input norm adds nothing (the embedding) and has no
+	// backward; its q/k/v group's shrink backward has no dx.
+	first["add_rmsnorm_wbf16"], first["add_rmsnorm_wbf16_rbf16"] = 1, 1
+	first["rmsnorm_backward_wbf16_dybf16"] = 1
+	first["lora_shrink_backward_tc"], first["lora_shrink_backward_tc_dxbf16"] = 1, 3
+	once := map[string]int{"gather_rows_bf16": 1, "add_rmsnorm_wbf16_rbf16": 1, "gemm_bf16": 2,
 		"log_softmax_gather_f32": 1, "log_softmax_gather_backward_bf16": 1, "rmsnorm_backward_wbf16": 1, "fill_f32": 1}
 	checkLaunches(t, d, m.Config.NumLayers, first, rest, once)
-	if got := d.total(); got != 85 || m.Config.NumLayers != 2 {
-		t.Errorf("%d launches over %d layers, want 85 over 2 (166 before the fused ops)", got, m.Config.NumLayers)
+	if got := d.total(); got != 76 || m.Config.NumLayers != 2 {
+		t.Errorf("%d launches over %d layers, want 76 over 2 (85 with f32 activations, 166 before the fused ops)", got, m.Config.NumLayers)
 	}
 }

@@ -1,5 +1,7 @@
 package model
 
+import "github.com/grpo-dev/grpo/kernels"
+
 // layerGrads is one layer's backward scratch: its channel mixer's (dense
 // or sparse MLP) and its token mixer's (attention or DeltaNet) gradients,
 // one field per block kind (each block's gradSpecs fills its own), listed
@@ -20,9 +22,14 @@ type layerGrads struct {
 // key and value gradients are cache-shaped), groups the shared prompts
 // whose DeltaNet states the trace holds (0: none); needInput is whether
 // the layer's input gets a gradient (not the first layer's: its input is
-// the frozen embedding).
-func (c *Config) layerGradSpecs(g *layerGrads, l, n, cacheRows, groups int, ad *AdapterShape, needInput bool) bufSpecs {
+// the frozen embedding); attn is the trace's attention dtype (a bf16
+// layer's gradients between ops are bf16, trace_acts.go).
+func (c *Config) layerGradSpecs(g *layerGrads, l, n, cacheRows, groups int, ad *AdapterShape, needInput bool, attn kernels.DType) bufSpecs {
 	d := c.decoderLayer(l)
 	b := d.channel.gradSpecs(c, g, l, n, ad)
-	return append(b, d.mixer.gradSpecs(c, g, l, n, cacheRows, groups, ad, needInput)...)
+	b = append(b, d.mixer.gradSpecs(c, g, l, n, cacheRows, groups, ad, needInput)...)
+	if t, ok := c.bf16Layer(l, attn, &layerActs{}, g); ok {
+		return b.inBF16(t)
+	}
+	return b
 }

@@ -260,7 +260,7 @@ func (tr *Trace) attentionBackward(l int, s *layerActs, g *attentionGrads, dx ke
 	if needInput {
 		be.MatMul(g.dh1, g.dQKV, w.QKV, n, h, width, false, false, 1, 0)
 	}
-	m.loraGroupBackward(l, groupQKV, g.dh1, s.h1, n, s.xaG[groupQKV], g.dxaQKV, func(i int) (kernels.Buffer, int, int) {
+	m.loraGroupBackward(l, groupQKV, g.dh1, keptInput(s.h1, s.h1b), n, s.xaG[groupQKV], g.dxaQKV, func(i int) (kernels.Buffer, int, int) {
 		return g.dQKV, width, c.groupOffset(groupQKV, i)
 	})
 }
@@ -295,4 +295,16 @@ func (c *Config) attentionGradSpecs(g *attentionGrads, l, n, cacheRows int, ad *
 	b.f32(&g.dxaO, n*ad.Ranks[l][ProjO])
 	b.f32(&g.dxaQKV, n*ad.groupRanks(l, groupQKV))
 	return b
+}
+
+// bf16Acts: attention's output (and the gated output and its gate), q
+// and k before their norm, and the backward's gradients but the caches'.
+// Not with an o_proj bias or sinks, whose ops take f32 only.
+func (b attention) bf16Acts(c *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
+	if b.oBias || c.AttentionSinks {
+		return bf16Acts{}, false
+	}
+	a := &g.attn
+	return bf16Acts{bufs: []*kernels.Buffer{&s.attn, &s.gated, &s.gate, &s.qPre, &s.kPre,
+		&a.dAttn, &a.dGated, &a.dGate, &a.dq, &a.dQKV, &a.dh1}}, true
 }

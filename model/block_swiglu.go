@@ -79,7 +79,7 @@ func (swiGLU) droppedSpecs(c *Config, s *layerActs, n int, p Recompute) bufSpecs
 
 func (swiGLU) dropKept(k *layerActs, p Recompute) {
 	if p >= RecomputeSwiGLU {
-		k.act = nil
+		k.act, k.actb = nil, nil
 	}
 }
 
@@ -112,7 +112,11 @@ func (swiGLU) recompute(m *Model, _ int, s *layerActs, n int, p Recompute) {
 	if p < RecomputeSwiGLU {
 		return
 	}
-	m.Backend.SwiGLURows(s.act, nil, s.gateUp, n, m.Config.IntermediateSize)
+	var cast kernels.Buffer
+	if s.act == nil {
+		cast = s.actb // a bf16 layer keeps the bf16 copy only (trace_acts.go)
+	}
+	m.Backend.SwiGLURows(s.act, cast, s.gateUp, n, m.Config.IntermediateSize)
 }
 
 func (swiGLU) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer) kernels.Buffer {
@@ -129,10 +133,10 @@ func (tr *Trace) mlpBackward(l int, s *layerActs, g *mlpGrads, dx kernels.Buffer
 	// MLP: xOut = xMid + down(swiglu(gate(h2), up(h2))), h2 = norm(xMid);
 	// gate and up are the halves of the fused gateUp, and so are their
 	// gradients: the base part of dh2 is one GEMM with the fused weight.
-	m.projectBackward(l, ProjDown, g.dAct, dx, s.act, w.Down, n, s.xa[ProjDown], g.dxaDown, false)
+	m.projectBackward(l, ProjDown, g.dAct, dx, keptInput(s.act, s.actb), w.Down, n, s.xa[ProjDown], g.dxaDown, false)
 	be.SwiGLURowsBackward(g.dGateUp, g.dAct, s.gateUp, n, inter)
 	be.MatMul(g.dh2, g.dGateUp, w.GateUp, n, h, 2*inter, false, false, 1, 0)
-	m.loraGroupBackward(l, groupGateUp, g.dh2, s.h2, n, s.xaG[groupGateUp], g.dxaGateUp, func(i int) (kernels.Buffer, int, int) {
+	m.loraGroupBackward(l, groupGateUp, g.dh2, keptInput(s.h2, s.h2b), n, s.xaG[groupGateUp], g.dxaGateUp, func(i int) (kernels.Buffer, int, int) {
 		return g.dGateUp, 2 * inter, i * inter
 	})
 }
@@ -154,4 +158,12 @@ func (c *Config) mlpGradSpecs(g *mlpGrads, l, n int, ad *AdapterShape) bufSpecs 
 	b.f32(&g.dxaDown, n*ad.Ranks[l][ProjDown])
 	b.f32(&g.dxaGateUp, n*ad.groupRanks(l, groupGateUp))
 	return b
+}
+
+// bf16Acts: the gate/up output, SwiGLU's output as its bf16 copy only,
+// and the backward's gradients.
+func (swiGLU) bf16Acts(_ *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
+	m := &g.mlp
+	return bf16Acts{bufs: []*kernels.Buffer{&s.gateUp, &m.dAct, &m.dGateUp, &m.dh2},
+		swaps: [][2]*kernels.Buffer{{&s.act, &s.actb}}}, true
 }

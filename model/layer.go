@@ -140,16 +140,18 @@ func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts 
 // shares (sharedTrainingSpecs).
 func (m *Model) sharedTrainingActs(a *arena, n int) *layerActs {
 	s := &layerActs{}
-	m.Config.sharedTrainingSpecs(s, n, m.castsBF16()).alloc(a)
+	m.Config.sharedTrainingSpecs(s, n, m.castsBF16(), m.traceAttention()).alloc(a)
 	return s
 }
 
 // sharedTrainingSpecs lists what every layer of a training forward of n
-// tokens shares: the q/k/v GEMM's output and, with casts, the bf16 casts.
-func (c *Config) sharedTrainingSpecs(s *layerActs, n int, casts bool) bufSpecs {
+// tokens in attn (TraceAttentionDType) shares: the q/k/v GEMM's output
+// (fusedDType) and, with casts, the bf16 casts, unless every layer keeps
+// its own (a bf16 layer's, bf16Layer).
+func (c *Config) sharedTrainingSpecs(s *layerActs, n int, casts bool, attn kernels.DType) bufSpecs {
 	var b bufSpecs
-	b.f32(&s.fused, n*c.groupWidth(groupQKV))
-	if casts {
+	b.add(&s.fused, c.fusedDType(attn), n*c.groupWidth(groupQKV))
+	if casts && !c.allBF16Layers(attn) {
 		b = append(b, c.castSpecs(s, n, false)...)
 	}
 	return b
@@ -199,11 +201,15 @@ func (c *Config) trainingActSpecs(s *layerActs, l, n int, ad *AdapterShape, drop
 	}
 	b.f32(&s.rstd1, n)
 	b.f32(&s.rstd2, n)
-	if c.groupWidth(groupQKV) < h {
+	if !c.oViewsFused(l, attn) {
 		b.f32(&s.o, n*h) // else a view of the shared q/k/v output (trainingActs)
 	}
 	b = append(b, d.mixer.trainingSpecs(c, s, l, n, ad, drop, attn)...)
-	return append(b, d.channel.trainingSpecs(c, s, l, n, ad, drop)...)
+	b = append(b, d.channel.trainingSpecs(c, s, l, n, ad, drop)...)
+	if t, ok := c.bf16Layer(l, attn, s, &layerGrads{}); ok {
+		return b.inBF16(t)
+	}
+	return b
 }
 
 // layerForward applies decoder layer l: input norm, token mixer, post

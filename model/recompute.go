@@ -227,16 +227,20 @@ func closesOwnLayer(p Recompute) bool { return p == RecomputeLayer }
 // allocDropped allocates in a the activations that trainingActs left out
 // under p (droppedSpecs).
 func (m *Model) allocDropped(a *arena, l int, s *layerActs, n int, p Recompute) {
-	m.Config.droppedSpecs(s, l, n, p).alloc(a)
+	m.Config.droppedSpecs(s, l, n, p, m.traceAttention()).alloc(a)
 }
 
 // droppedSpecs lists what layer l's trace drops under p for the backward
 // to recompute: each block's (a dense layer's SwiGLU output under swiglu
 // and finer, attention's output, log-sum-exp and gated output under
-// selective).
-func (c *Config) droppedSpecs(s *layerActs, l, n int, p Recompute) bufSpecs {
+// selective), in a trace in attn (bf16 in a bf16 layer, trace_acts.go).
+func (c *Config) droppedSpecs(s *layerActs, l, n int, p Recompute, attn kernels.DType) bufSpecs {
 	d := c.decoderLayer(l)
-	return append(d.channel.droppedSpecs(c, s, n, p), d.mixer.droppedSpecs(c, s, n, p)...)
+	b := append(d.channel.droppedSpecs(c, s, n, p), d.mixer.droppedSpecs(c, s, n, p)...)
+	if t, ok := c.bf16Layer(l, attn, s, &layerGrads{}); ok {
+		return b.inBF16(t)
+	}
+	return b
 }
 
 // kept is what the trace holds of a layer's forward activations under p:

@@ -17,24 +17,27 @@ import (
 // caches on the tensor-core flash kernels — against the CPU backend's
 // (bf16 weights widened, f32 everywhere) on TestBF16TraceAttentionOnEmu's
 // batch; gradients' max |Δ| is of max(1, their scale). Measured under emu
-// (tensor-core attention, the LoRA shrinks reading the norms' and
-// SwiGLU's bf16 casts; in brackets the same batch before, with the
-// shrinks reading the f32 rows):
+// with a bf16 layer's activations between ops in bf16 (trace_acts.go:
+// every layer of the dense model, the hybrid's attention layer; the
+// MoE's layers keep f32 between ops); in brackets the same batch before,
+// with f32 activations between ops and the shrinks reading the bf16
+// casts:
 //
-//	                     log-probs max|Δ|, NMSE   loss rel          grads NMSE, max|Δ|
-//	qwen3-tiny-bf16      1.7e-2, 1.2e-6 (1.2e-2, 6.1e-7)  1.1e-4 (8.8e-4)  3.1e-4, 2.0e-2 (5.6e-4, 2.0e-2)
-//	qwen3_5-tiny-bf16    3.4e-2, 4.2e-6 (2.3e-2, 1.6e-6)  2.8e-3 (1.9e-3)  6.6e-3, 9.0e-2 (4.3e-3, 7.2e-2)
-//	qwen3-moe-tiny-bf16  9.0e-3, 3.2e-7 (8.9e-3, 1.9e-7)  4.8e-4 (5.3e-4)  2.2e-4, 1.9e-2 (1.1e-4, 1.3e-2)
+//	                     log-probs max|Δ|, NMSE           loss rel          grads NMSE, max|Δ|
+//	qwen3-tiny-bf16      2.3e-2, 2.0e-6 (1.7e-2, 1.2e-6)  1.3e-3 (1.1e-4)  5.3e-4, 2.5e-2 (3.1e-4, 2.0e-2)
+//	qwen3_5-tiny-bf16    3.6e-2, 4.4e-6 (3.4e-2, 4.2e-6)  2.3e-3 (2.8e-3)  6.4e-3, 8.9e-2 (6.6e-3, 9.0e-2)
+//	qwen3-moe-tiny-bf16  9.0e-3, 3.2e-7 (9.0e-3, 3.2e-7)  4.8e-4 (4.8e-4)  2.2e-4, 1.9e-2 (2.2e-4, 1.9e-2)
 //
 // With f32 q and caches on the f32 flash kernels (and the shrinks on the
 // f32 rows) qwen3-tiny-bf16 measured 8.3e-3, 3.0e-7; 3.2e-4; 1.4e-4,
 // 1.2e-2, the MoE 7.0e-3, 1.1e-7; 3.2e-5; 2.4e-4, 1.7e-2.
 // The bf16 GEMMs' rounding dominates; rounding q, k, v and the
-// probabilities to bf16 adds up to 4× on qwen3-tiny-bf16's gradients.
-// The hybrid's bf16 DeltaNet dominates its gradients with f32 attention
-// too, so it has its own gradient bounds. The bounds are about 3× the
-// worst measured; the tensor-core backward without the softmax's D term
-// moves qwen3-tiny-bf16's gradients by NMSE 0.87 (internal/modeltest
+// probabilities to bf16 adds up to 4× on qwen3-tiny-bf16's gradients, and
+// the activations between ops in bf16 about 1.7× more. The hybrid's bf16
+// DeltaNet dominates its gradients with f32 attention too, so it has its
+// own gradient bounds. The bounds are about 3× the worst measured; the
+// tensor-core backward without the softmax's D term moves
+// qwen3-tiny-bf16's gradients by NMSE 0.87 (internal/modeltest
 // TestPlantedFullModel).
 const (
 	traceLogpMaxAbsBF16 = 0.1

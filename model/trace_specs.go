@@ -103,10 +103,15 @@ func (c *Config) lmHeadGradSpecs(dlogits, dhF *kernels.Buffer, r int, casts bool
 
 // residualGradSpecs lists the gradient of the residual stream of n
 // tokens, which the backward carries through every layer (zero when
-// allocated: unscored rows start with no gradient).
-func (c *Config) residualGradSpecs(dx *kernels.Buffer, n int) bufSpecs {
+// allocated: unscored rows start with no gradient), and in a trace in
+// attn with bf16 layers (trace_acts.go) its bf16 copy dxb, which the norms'
+// backwards write beside it for those layers' blocks to read.
+func (c *Config) residualGradSpecs(dx, dxb *kernels.Buffer, n int, attn kernels.DType) bufSpecs {
 	var b bufSpecs
 	b.f32(dx, n*c.HiddenSize)
+	if c.bf16Trace(attn) {
+		b.add(dxb, kernels.BF16, n*c.HiddenSize)
+	}
 	return b
 }
 

@@ -216,13 +216,18 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	// larger of the head's and one layer's, not their sum.
 	head, rest := &arena{be: be}, &arena{be: be}
 	defer rest.free()
-	var dlogits, dhF, dx kernels.Buffer
+	var dlogits, dhF, dx, dxb kernels.Buffer
 	c.lmHeadGradSpecs(&dlogits, &dhF, r, m.castsBF16() && m.W.LMHead.DType() == kernels.BF16).alloc(head)
-	c.residualGradSpecs(&dx, n).alloc(rest)
+	c.residualGradSpecs(&dx, &dxb, n, m.traceAttention()).alloc(rest)
 	be.LogSoftmaxGatherBackward(dlogits, dlogp, tr.logits, tr.targets, r, v)
 	be.MatMul(dhF, dlogits, m.W.LMHead, r, h, v, false, false, 1, 0)
+	// grad is the residual gradient as the layers' blocks read it: its
+	// bf16 copy dxb once a norm's backward has written it (bf16 layers,
+	// trace_acts.go), else dx.
+	grad := residualGrad{dx: dx, dxb: dxb}
 	if tr.rows == nil {
-		be.RMSNormBackward(dx, nil, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+		be.RMSNormBackward(dx, dxb, dhF, tr.xFinal, m.W.Norm, tr.rstdF, n, h, false)
+		grad.fresh = dxb != nil
 	} else {
 		be.RMSNormBackward(dhF, nil, dhF, tr.xFinal, m.W.Norm, tr.rstdF, r, h, false)
 		be.ScatterRows(dx, dhF, tr.rows, r, h)
@@ -244,7 +249,7 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 	tr.dprobs = dprobs
 	for l := len(tr.layers) - 1; l >= 0; l-- {
 		layer := &arena{be: be}
-		tr.layerBackward(layer, l, tr.backwardActs(layer, l), dx, l > 0)
+		tr.layerBackward(layer, l, tr.backwardActs(layer, l), &grad, l > 0)
 		layer.free()
 	}
 	// No Sync, as in ForwardTrain: the caller's next Sync reports a
@@ -259,27 +264,49 @@ func (tr *Trace) Backward(dlogp kernels.Buffer) error {
 // mixer's backward and its norm's, then the token mixer's and its norm's
 // (block.go). s holds the layer's activations (backwardActs: kept or
 // recomputed). Its scratch (layerGradSpecs) comes from a at the start.
-func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, dx kernels.Buffer, needInput bool) {
+func (tr *Trace) layerBackward(a *arena, l int, s *layerActs, grad *residualGrad, needInput bool) {
 	m, be, c := tr.m, tr.m.Backend, tr.m.Config
 	w, d := &m.W.Layers[l], m.layer(l)
 	n, h := tr.n, c.HiddenSize
+	attn := m.traceAttention()
 	var g layerGrads
 	cacheRows, groups := tr.gradShape(l)
-	c.layerGradSpecs(&g, l, n, cacheRows, groups, &tr.ad, needInput).alloc(a)
+	c.layerGradSpecs(&g, l, n, cacheRows, groups, &tr.ad, needInput, attn).alloc(a)
+	bf16, dx := c.isBF16Layer(l, attn), grad.dx
 	// A layer of one block has one norm (layerForward): its xMid is xIn,
 	// and the gradient through that norm is wanted only when needInput.
 	if d.hasChannel() {
-		dh2 := d.channel.backward(tr, l, s, &g, dx)
+		dh2 := d.channel.backward(tr, l, s, &g, grad.read(bf16))
 		if d.hasMixer() || needInput {
-			be.RMSNormBackward(dx, nil, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+			be.RMSNormBackward(dx, grad.dxb, dh2, s.xMid, w.PostAttnNorm, s.rstd2, n, h, true)
+			grad.fresh = grad.dxb != nil
 		}
 	}
 	if d.hasMixer() {
-		dh1 := d.mixer.backward(tr, l, s, &g, dx, needInput)
+		dh1 := d.mixer.backward(tr, l, s, &g, grad.read(bf16), needInput)
 		if needInput {
-			be.RMSNormBackward(dx, nil, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+			be.RMSNormBackward(dx, grad.dxb, dh1, s.xIn, w.InputNorm, s.rstd1, n, h, true)
+			grad.fresh = grad.dxb != nil
 		}
 	}
+}
+
+// residualGrad is the backward's gradient of the residual stream: dx,
+// and in a trace with bf16 layers its bf16 copy dxb (residualGradSpecs),
+// which every norm's backward rewrites with dx; fresh is whether it holds
+// dx now (not after the scored rows' scatter, which writes dx alone).
+type residualGrad struct {
+	dx, dxb kernels.Buffer
+	fresh   bool
+}
+
+// read is the gradient a block of a bf16 layer (bf16) or of another
+// reads: the bf16 copy when it is current, else dx.
+func (g *residualGrad) read(bf16 bool) kernels.Buffer {
+	if bf16 && g.fresh {
+		return g.dxb
+	}
+	return g.dx
 }
 
 // gradShape is what layer l's backward scratch takes from the trace's

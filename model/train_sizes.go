@@ -56,7 +56,7 @@ func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, repl
 		out.Forward = acts + ch.rest
 		out.Rerun = acts + ch.rerun
 	default:
-		dropped := c.droppedSpecs(&s, l, n, p).bytes()
+		dropped := c.droppedSpecs(&s, l, n, p, attn).bytes()
 		out.Kept = acts + ch.rest + ch.kept
 		out.Experts = ch.rest + ch.kept
 		out.Forward, out.Rerun = dropped, dropped
@@ -81,10 +81,11 @@ func (c *Config) MoEScratchBytes(n int) int64 {
 // value gradients are shaped as the layer's KV cache of cacheRows rows,
 // and a DeltaNet layer holds the gradients of the states of groups shared
 // prompts (0 without). The first layer's input, the frozen embedding,
-// gets no gradient.
-func (c *Config) BackwardBytes(l, n, cacheRows, groups int, ad AdapterShape) int64 {
+// gets no gradient. attn is the trace's attention dtype
+// (TraceAttentionDType).
+func (c *Config) BackwardBytes(l, n, cacheRows, groups int, ad AdapterShape, attn kernels.DType) int64 {
 	var g layerGrads
-	return c.layerGradSpecs(&g, l, n, cacheRows, groups, &ad, l > 0).bytes()
+	return c.layerGradSpecs(&g, l, n, cacheRows, groups, &ad, l > 0, attn).bytes()
 }
 
 // TraceBytes is what a training trace of n tokens allocates beside its
@@ -106,8 +107,9 @@ type TraceBytes struct {
 // TraceBytes sizes a trace of n tokens, r scored, cut into runs
 // linear-attention runs (ignored without DeltaNet layers); casts is
 // whether the layers write bf16 casts of their GEMMs' inputs (bf16
-// weights on a backend whose GEMMs round their input to bf16).
-func (c *Config) TraceBytes(n, r, runs int, casts bool) TraceBytes {
+// weights on a backend whose GEMMs round their input to bf16); attn is
+// the trace's attention dtype (TraceAttentionDType).
+func (c *Config) TraceBytes(n, r, runs int, casts bool, attn kernels.DType) TraceBytes {
 	var tr Trace
 	var idx batchIndex
 	var x, hF, hFb kernels.Buffer
@@ -117,7 +119,7 @@ func (c *Config) TraceBytes(n, r, runs int, casts bool) TraceBytes {
 		in = append(in, runsSpec(&idx.runs, runs))
 	}
 	in = append(in, c.traceInputSpecs(&tr, &x, n, r, true)...)
-	in = append(in, c.sharedTrainingSpecs(&s, n, casts)...)
+	in = append(in, c.sharedTrainingSpecs(&s, n, casts, attn)...)
 	return TraceBytes{Inputs: in.bytes(), Head: c.traceHeadSpecs(&tr, &hF, &hFb, r, true, casts).bytes()}
 }
 
@@ -136,10 +138,10 @@ type BackwardHead struct {
 }
 
 // BackwardHeadBytes sizes Backward's buffers outside the layers for a
-// trace of n tokens, r of them scored; casts as TraceBytes (a bf16
-// checkpoint's LM head is bf16 too).
-func (c *Config) BackwardHeadBytes(n, r int, casts bool) BackwardHead {
-	var dlogits, dhF, dx, dprobs kernels.Buffer
-	return BackwardHead{LMHead: c.lmHeadGradSpecs(&dlogits, &dhF, r, casts).bytes(), Residual: c.residualGradSpecs(&dx, n).bytes(),
+// trace of n tokens, r of them scored; casts and attn as TraceBytes (a
+// bf16 checkpoint's LM head is bf16 too).
+func (c *Config) BackwardHeadBytes(n, r int, casts bool, attn kernels.DType) BackwardHead {
+	var dlogits, dhF, dx, dxb, dprobs kernels.Buffer
+	return BackwardHead{LMHead: c.lmHeadGradSpecs(&dlogits, &dhF, r, casts).bytes(), Residual: c.residualGradSpecs(&dx, &dxb, n, attn).bytes(),
 		LoadBalance: c.loadBalanceGradSpecs(&dprobs).bytes()}
 }

@@ -87,13 +87,13 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 				for _, buf := range tr.a.bufs {
 					held += int64(buf.Len()) * int64(buf.DType().Size())
 				}
-				tb := c.TraceBytes(n, r, len(lens), false)
+				tb := c.TraceBytes(n, r, len(lens), false, m.traceAttention())
 				want := tb.Inputs + tb.Head + c.MoEScratchBytes(n)
 				var layer int64
 				for l, p := range m.layerRecompute() {
 					lb := c.TrainingLayerBytes(l, n, ad, p, false, m.traceAttention())
 					want += lb.Kept
-					layer = max(layer, c.BackwardBytes(l, n, cacheRows, 0, ad)+lb.Rerun)
+					layer = max(layer, c.BackwardBytes(l, n, cacheRows, 0, ad, m.traceAttention())+lb.Rerun)
 				}
 				setting := RecomputeSetting(st.p, st.k)
 				if held != want {
@@ -101,7 +101,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 				}
 				if sparse && !c.Arch().SigmoidRouter { // GLM-4.5 has no load-balancing loss
 					tr.AuxCoef = 0.01
-					layer += c.BackwardHeadBytes(n, r, false).LoadBalance
+					layer += c.BackwardHeadBytes(n, r, false, m.traceAttention()).LoadBalance
 				}
 				dlogp := be.Alloc(kernels.F32, r)
 				be.Fill(dlogp, 1, r)
@@ -110,7 +110,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 				if err := tr.Backward(dlogp); err != nil {
 					t.Fatal(err)
 				}
-				bh := c.BackwardHeadBytes(n, r, false)
+				bh := c.BackwardHeadBytes(n, r, false, m.traceAttention())
 				if got, want := be.peak-base, bh.Residual+max(bh.LMHead, layer); got != want {
 					t.Errorf("%s: the backward's peak is %d bytes above the trace, the sizes say %d (diff %d)", setting, got, want, want-got)
 				}
