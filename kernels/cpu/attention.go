@@ -219,8 +219,8 @@ func keysAligned(k []float32, ld, headDim int) bool {
 	return ld%4 == 0 && headDim%4 == 0 && uintptr(unsafe.Pointer(unsafe.SliceData(k)))%16 == 0
 }
 
-// align16 is the first index from o of f (which has 3 spare elements)
-// whose address is a multiple of 16 bytes.
+// align16 is the first index from o of f (3 spare elements each time it
+// is used) whose address is a multiple of 16 bytes.
 func align16(f []float32, o int) int {
 	a := uintptr(unsafe.Pointer(unsafe.SliceData(f)))/4 + uintptr(o)
 	return o + int(-a%4)
