@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -127,11 +128,13 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attn
 	// Keys and values in several runs (a paged cache whose blocks are not
 	// adjacent) are gathered into contiguous scratch first: one sgemm per
 	// product instead of one per run, which for a decode step's few query
-	// rows is mostly call overhead.
-	gather := len(buf.segs) > 1
+	// rows is mostly call overhead. Keys read in place must also sit where
+	// gathered ones do, on 16-byte boundaries (see keysAligned).
+	k0 := buf.segs[0].row*rowW + tk.g*headDim
+	gather := len(buf.segs) > 1 || !keysAligned(ks[k0:], rowW, headDim)
 	need := R*headDim*2 + R*P
 	if gather {
-		need += 2 * P * headDim
+		need += 2*P*headDim + 3 // 3: room to align the keys
 	}
 	if cap(buf.f) < need {
 		buf.f = make([]float32, need)
@@ -145,9 +148,10 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attn
 		src := ((tk.t0+i)*nHead + tk.g*group) * headDim
 		copy(qp[i*span:(i+1)*span], qs[src:src+span])
 	}
-	kg, vg, ld := ks[buf.segs[0].row*rowW+tk.g*headDim:], vs[buf.segs[0].row*rowW+tk.g*headDim:], rowW
+	kg, vg, ld := ks[k0:], vs[k0:], rowW
 	if gather {
-		kg, vg, ld = f[2*R*headDim+R*P:][:P*headDim], f[2*R*headDim+R*P+P*headDim:][:P*headDim], headDim
+		o := align16(f, 2*R*headDim+R*P)
+		kg, vg, ld = f[o:][:P*headDim], f[o+P*headDim:][:P*headDim], headDim
 		for _, sg := range buf.segs {
 			for j := range sg.n {
 				src := (sg.row+j)*rowW + tk.g*headDim
@@ -200,4 +204,24 @@ func (be *Backend) attendBlock(buf *attnBuf, pt *pageTable, tk attnTask, av attn
 			}
 		}
 	}
+}
+
+// keysAligned reports whether keys read in place from k (rows ld apart)
+// all start on a 16-byte boundary, as gathered keys do (align16). Scores
+// must not depend on where a sequence's blocks lie — a sliding-window
+// pool, prefix sharing and bit-exact resume compare caches whose blocks
+// lie differently — and gonum's A·Bᵀ does: f32.DotUnitary peels scalar
+// products until each B row (a key) is 16-byte aligned, so its summation
+// order follows the key's address mod 16. (OpenBLAS 0.3.21's sgemm was
+// measured not to depend on it.) Rows ld apart share their alignment when
+// ld and the key length are multiples of 4; otherwise they are gathered.
+func keysAligned(k []float32, ld, headDim int) bool {
+	return ld%4 == 0 && headDim%4 == 0 && uintptr(unsafe.Pointer(unsafe.SliceData(k)))%16 == 0
+}
+
+// align16 is the first index from o of f (3 spare elements each time it
+// is used) whose address is a multiple of 16 bytes.
+func align16(f []float32, o int) int {
+	a := uintptr(unsafe.Pointer(unsafe.SliceData(f)))/4 + uintptr(o)
+	return o + int(-a%4)
 }

@@ -14,10 +14,11 @@ import (
 //	dV += Pᵀ·dO,  dP = dO·Vᵀ,  dS = P ⊙ (dP − rowsum(dO ⊙ O)),
 //	dQ = scale·dS·K,  dK += scale·dSᵀ·Q
 //
-// as sgemm calls, one per run of adjacent cache rows for the products
-// with K and V. Blocks that share a (sequence, g) pair write the same
-// dK/dV rows, so one worker handles all blocks of a pair in turn;
-// sequences that share cache blocks count as one sequence for this.
+// as sgemm calls: dV and dK one per run of adjacent cache rows, the
+// others over K and V read in place or gathered as Attention reads K.
+// Blocks that share a (sequence, g) pair write the same dK/dV rows, so
+// one worker handles all blocks of a pair in turn; sequences that share
+// cache blocks count as one sequence for this.
 func (be *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, kCache, vCache, seq, pos kernels.Buffer, pages kernels.KVPages, nTok, nHead, nKV, headDim int, scale float32, variant kernels.AttentionVariant) {
 	const op = "AttentionBackward"
 	positive(op, nTok, nHead, nKV, headDim)
@@ -93,14 +94,36 @@ func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 	segs := a.pages.segments(buf.segs, int(a.seq[tk.t0]), L, P)
 	buf.segs = segs
 	P -= L // columns: positions L..L+P−1
+	// K and V in several runs, or off 16-byte boundaries, are gathered
+	// as Attention gathers K (keysAligned: V is dP's B operand), so P is
+	// the forward's and dQ = scale·dS·K is one sgemm: summed per run,
+	// OpenBLAS's blocking of the sum would follow where the blocks lie.
+	at := func(sg segment) int { return sg.row*a.rowW + tk.g*hd }
+	gather := len(segs) > 1 || !keysAligned(a.k[at(segs[0]):], a.rowW, hd) || !keysAligned(a.v[at(segs[0]):], a.rowW, hd)
 	need := 4*R*hd + 2*R*P
+	if gather {
+		need += 2*P*hd + 6 // 6: room to align K and V
+	}
 	if cap(buf.f) < need {
 		buf.f = make([]float32, need)
 	}
 	f := buf.f[:need]
 	qp, dop, dqp := f[:R*hd], f[R*hd:2*R*hd], f[2*R*hd:3*R*hd]
 	delta := f[3*R*hd : 3*R*hd+R]
-	pr, dp := f[4*R*hd:4*R*hd+R*P], f[4*R*hd+R*P:]
+	pr, dp := f[4*R*hd:4*R*hd+R*P], f[4*R*hd+R*P:4*R*hd+2*R*P]
+	kg, vg, ld := a.k[at(segs[0]):], a.v[at(segs[0]):], a.rowW
+	if gather {
+		o := align16(f, 4*R*hd+2*R*P)
+		ov := align16(f, o+P*hd)
+		kg, vg, ld = f[o:][:P*hd], f[ov:][:P*hd], hd
+		for _, sg := range segs {
+			for j := range sg.n {
+				src := (sg.row+j)*a.rowW + tk.g*hd
+				copy(kg[(sg.pos-L+j)*hd:][:hd], a.k[src:src+hd])
+				copy(vg[(sg.pos-L+j)*hd:][:hd], a.v[src:src+hd])
+			}
+		}
+	}
 
 	span := a.group * hd
 	for i := range T {
@@ -116,12 +139,9 @@ func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 			delta[i*a.group+h] = float32(d)
 		}
 	}
-	at := func(sg segment) int { return sg.row*a.rowW + tk.g*hd }
 
 	// P = exp(scale·Q·Kᵀ − lse), zero past each row's own position.
-	for _, sg := range segs {
-		be.gemm(false, true, R, sg.n, hd, a.scale, qp, hd, a.k[at(sg):], a.rowW, 0, pr[sg.pos-L:], P)
-	}
+	be.gemm(false, true, R, P, hd, a.scale, qp, hd, kg, ld, 0, pr, P)
 	for r := range R {
 		t := tk.t0 + r/a.group
 		lo, n := a.variant.first(int(a.pos[t]))-L, int(a.pos[t])+1-L
@@ -139,21 +159,17 @@ func (be *Backend) attendBlockBackward(buf *attnBuf, tk attnTask, a *attnGrad) {
 	}
 	for _, sg := range segs {
 		be.gemm(true, false, sg.n, hd, R, 1, pr[sg.pos-L:], P, dop, hd, 1, a.dv[at(sg):], a.rowW) // dV += Pᵀ·dO
-		be.gemm(false, true, R, sg.n, hd, 1, dop, hd, a.v[at(sg):], a.rowW, 0, dp[sg.pos-L:], P)  // dP = dO·Vᵀ
 	}
+	be.gemm(false, true, R, P, hd, 1, dop, hd, vg, ld, 0, dp, P) // dP = dO·Vᵀ
 	for r := range R {
 		pRow, dRow := pr[r*P:(r+1)*P], dp[r*P:(r+1)*P]
 		for j := range dRow {
 			dRow[j] = pRow[j] * (dRow[j] - delta[r])
 		}
 	}
-	for i, sg := range segs {
-		beta := float32(1)
-		if i == 0 {
-			beta = 0
-		}
-		be.gemm(false, false, R, hd, sg.n, a.scale, dp[sg.pos-L:], P, a.k[at(sg):], a.rowW, beta, dqp, hd) // dQ = scale·dS·K
-		be.gemm(true, false, sg.n, hd, R, a.scale, dp[sg.pos-L:], P, qp, hd, 1, a.dk[at(sg):], a.rowW)     // dK += scale·dSᵀ·Q
+	be.gemm(false, false, R, hd, P, a.scale, dp, P, kg, ld, 0, dqp, hd) // dQ = scale·dS·K
+	for _, sg := range segs {
+		be.gemm(true, false, sg.n, hd, R, a.scale, dp[sg.pos-L:], P, qp, hd, 1, a.dk[at(sg):], a.rowW) // dK += scale·dSᵀ·Q
 	}
 	for i := range T {
 		dst := ((tk.t0+i)*a.nHead + tk.g*a.group) * hd
