@@ -40,8 +40,9 @@ const forwardSeqs, forwardLen = 4, 64
 // tokens into a paged cache (the sampler's: the backend's KV dtype),
 // its logits at each sequence's last token, then a decode-shaped batch
 // of one token per sequence; it returns both logits and the prefill's
-// activation bytes where be counts them (nil: the CPU backend).
-func bf16Forward(t *testing.T, m *Model, be *cuda.Backend) (prefill, decode []float32, tr cuda.Traffic) {
+// activation bytes and device counts where be counts them (nil: the CPU
+// backend).
+func bf16Forward(t *testing.T, m *Model, be *cuda.Backend) (prefill, decode []float32, tr cuda.Traffic, c cuda.Counts) {
 	t.Helper()
 	cache, err := m.NewPagedKVCache(forwardSeqs, forwardLen+1, 16, forwardSeqs*BlocksFor(forwardLen+1, 16))
 	if err != nil {
@@ -57,12 +58,14 @@ func bf16Forward(t *testing.T, m *Model, be *cuda.Backend) (prefill, decode []fl
 		next.Add(s, forwardLen, ids[forwardLen])
 		rows = append(rows, int32(b.Len()-1))
 	}
+	var c0 cuda.Counts
 	if be != nil {
-		tr = be.CountTraffic()
+		c0, tr = be.Counts(), be.CountTraffic()
 	}
 	prefill, err = m.Logits(cache, &b, rows)
 	if be != nil {
 		be.StopTraffic()
+		c = be.Counts().Sub(c0)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +74,7 @@ func bf16Forward(t *testing.T, m *Model, be *cuda.Backend) (prefill, decode []fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	return prefill, decode, tr
+	return prefill, decode, tr, c
 }
 
 // TestBF16ForwardOnEmu runs Forward of the bf16 dense tiny model (rank-2
@@ -108,7 +111,7 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 		}
 	}
 	before := attentionLaunches(be, m)
-	prefill, decode, tr := bf16Forward(t, m, be)
+	prefill, decode, tr, c := bf16Forward(t, m, be)
 	after := attentionLaunches(be, m)
 	if n := after["tc forward"] - before["tc forward"]; n != 2*int64(m.Config.NumLayers) {
 		t.Errorf("%d launches of the tensor-core forward, want one per layer and batch, %d", n, 2*m.Config.NumLayers)
@@ -116,12 +119,12 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 	if n := after["f32"] - before["f32"]; n != 0 {
 		t.Errorf("%d launches of the f32 flash or split-KV kernels, want none", n)
 	}
-	logTraffic(t, name+" prefill", tr, cuda.Counts{})
+	logTraffic(t, name+" prefill", tr, c)
 	t.Logf("%.1f %% of the %d activation bytes before", 100*float64(tr.Total())/float64(forwardTrafficBefore), forwardTrafficBefore)
 	if got := tr.Total(); got > forwardTrafficAfter {
 		t.Errorf("prefill: %d activation bytes, more than the %d measured with bf16 activations between ops", got, forwardTrafficAfter)
 	}
-	cpuPrefill, cpuDecode, _ := bf16Forward(t, ref, nil)
+	cpuPrefill, cpuDecode, _, _ := bf16Forward(t, ref, nil)
 	for _, c := range []struct {
 		name      string
 		got, want []float32
