@@ -438,7 +438,7 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 	// row per group) and the first full decode step (a row per rollout);
 	// bounded, a step may hold both at once.
 	forward := func(n, rows int64) (acts, moe, head int64) {
-		f := mc.ForwardBytes(int(n), int(rows), ad.m, casts)
+		f := mc.ForwardBytes(int(n), int(rows), ad.m, casts, ad.attn)
 		acts = f.Acts + f.LoRA
 		if ad.byCount {
 			for _, t := range ad.perLayer {

@@ -321,7 +321,7 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 	// The inference set's x is the bucket's embedded input, allocated with
 	// the bucket's own buffers (decodeBucketSpecs).
 	var x kernels.Buffer
-	b.acts = m.inferenceActs(a, x, n)
+	b.acts = m.inferenceActs(a, x, n, kernels.F32) // f32 between ops, as before (forwardAttention)
 	ad := m.adapterShape()
 	c.decodeBucketSpecs(b, b.acts, n, &ad).alloc(a)
 	b.acts.xIn, b.acts.xMid, b.acts.xOut = b.x, b.x, b.x

@@ -42,7 +42,7 @@ func (c *Config) decodeBucketSpecs(b *decodeBucket, s *layerActs, n int, ad *Ada
 func (c *Config) DecodeBucketBytes(n int, ad AdapterShape, casts bool) int64 {
 	var b decodeBucket
 	s := &layerActs{}
-	acts, moe := c.inferenceActSpecs(s, n, &ad, casts)
+	acts, moe := c.inferenceActSpecs(s, n, &ad, casts, kernels.F32) // newBucket's
 	total := acts.bytes() + moe.bytes() + c.decodeBucketSpecs(&b, s, n, &ad).bytes()
 	if c.shardedExperts() {
 		var g gatheredMoE

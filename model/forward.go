@@ -74,7 +74,7 @@ func (m *Model) Forward(cache *KVCache, b *Batch, logitRows []int32) (kernels.Bu
 	var x kernels.Buffer
 	c.embedSpecs(&x, n).alloc(a)
 	be.GatherRows(x, m.W.Embed, idx.tokens, n, h)
-	acts := m.inferenceActs(a, x, n)
+	acts := m.inferenceActs(a, x, n, m.forwardAttention(cache))
 	routing := m.newRouting(a, b)
 	ad := m.adapterShape()
 	for l := range m.W.Layers {

@@ -28,12 +28,15 @@ type ForwardSizes struct {
 // gathered (not every token in order), each row a sequence of its own,
 // under the adapter ad; casts is whether the layers write bf16 casts of
 // their GEMMs' inputs (bf16 weights on a backend whose GEMMs round their
-// input to bf16).
-func (c *Config) ForwardBytes(n, r int, ad AdapterShape, casts bool) ForwardSizes {
+// input to bf16); attn is the dtype of its attention (TraceAttentionDType
+// of the backend and weights: the sampler's paged cache is in the
+// backend's KV dtype), in which Forward keeps a bf16 model's activations
+// between ops (forwardAttention).
+func (c *Config) ForwardBytes(n, r int, ad AdapterShape, casts bool, attn kernels.DType) ForwardSizes {
 	var idx batchIndex
 	var x, hF, hFb, rows, logits, routing kernels.Buffer
 	var s layerActs
-	acts, moe := c.inferenceActSpecs(&s, n, &ad, casts)
+	acts, moe := c.inferenceActSpecs(&s, n, &ad, casts, attn)
 	acts = append(acts, indexSpecs(&idx, n)...)
 	acts = append(acts, c.embedSpecs(&x, n)...)
 	var lora bufSpecs

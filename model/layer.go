@@ -88,11 +88,13 @@ func (c *Config) castSpecs(s *layerActs, n int, shareNorms bool) bufSpecs {
 }
 
 // inferenceActs allocates the one reusable set of activations
-// (inferenceActSpecs), with x as the residual stream.
-func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
+// (inferenceActSpecs) of a forward whose attention is in attn
+// (forwardAttention; F32 for the static decode step), with x as the
+// residual stream.
+func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int, attn kernels.DType) *layerActs {
 	ad := m.adapterShape()
 	s := &layerActs{xIn: x, xMid: x, xOut: x}
-	acts, moe := m.Config.inferenceActSpecs(s, n, &ad, m.castsBF16())
+	acts, moe := m.Config.inferenceActSpecs(s, n, &ad, m.castsBF16(), attn)
 	acts.alloc(a)
 	moe.alloc(a)
 	// One norm output serves both norms; each block kind makes its own
@@ -110,19 +112,20 @@ func (m *Model) inferenceActs(a *arena, x kernels.Buffer, n int) *layerActs {
 }
 
 // inferenceActSpecs lists the inference set of n tokens under the
-// adapter ad (casts: with the bf16 casts of the GEMMs' inputs): the
+// adapter ad (casts: with the bf16 casts of the GEMMs' inputs, unless
+// every layer keeps its activations in bf16 in attn: inferenceBF16): the
 // normed input, the blocks' output, the fused GEMMs' output
 // (FusedWidth), and each block kind's set (attention's q and output,
 // SwiGLU's output, a DeltaNet layer's set, …); and apart (moe) a sparse
 // layer's set, with its own experts buffer and forward scratch. One set
 // serves every layer, so each kind the architecture uses adds its part
 // once.
-func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts bool) (acts, moe bufSpecs) {
+func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts bool, attn kernels.DType) (acts, moe bufSpecs) {
 	h := c.HiddenSize
 	acts.f32(&s.h1, n*h)
 	acts.f32(&s.o, n*h)
 	acts.f32(&s.fused, n*c.FusedWidth())
-	if casts {
+	if casts && !c.allBF16Layers(attn) {
 		acts = append(acts, c.castSpecs(s, n, true)...)
 	}
 	mixers, channels := c.blockKinds()
@@ -133,7 +136,7 @@ func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts 
 		a, e := b.inferenceSpecs(c, s, n, ad)
 		acts, moe = append(acts, a...), append(moe, e...)
 	}
-	return acts, moe
+	return c.inferenceBF16(acts, s, attn), moe
 }
 
 // sharedTrainingActs allocates what every layer of a training forward

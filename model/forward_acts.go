@@ -1,0 +1,48 @@
+package model
+
+import "github.com/grpo-dev/grpo/kernels"
+
+// forwardAttention decides, in this one place, the dtype of Forward's
+// attention q and of the activations between its layers' ops: BF16 when
+// the training trace's attention would be (traceAttention: bf16 weights
+// on a GPU backend) and cache holds its keys and values in bf16 (the
+// sampler's paged cache; a contiguous scoring cache, NewKVCache, is f32,
+// and a bf16 q needs bf16 caches beside it). Every layer then being a
+// bf16 layer (allBF16Layers), the inference set keeps those activations
+// in bf16 (inferenceBF16) for the reasons the trace does (trace_acts.go):
+// every GEMM rounds its input to bf16 anyway, and attention runs on the
+// tensor-core kernels for any batch, prefill or one token per sequence.
+// The static decode step keeps its f32 workspace (Decoder.newBucket).
+func (m *Model) forwardAttention(cache *KVCache) kernels.DType {
+	if cache.kvDType() != kernels.BF16 {
+		return kernels.F32
+	}
+	return m.traceAttention()
+}
+
+// kvDType is the dtype of the cache's keys and values (F32 for a cache
+// without attention layers).
+func (c *KVCache) kvDType() kernels.DType {
+	for _, k := range c.K {
+		if k != nil {
+			return k.DType()
+		}
+	}
+	return kernels.F32
+}
+
+// inferenceBF16 rewrites the inference set's specs (acts) for a forward
+// whose attention is in attn: when every layer is a bf16 layer, the
+// fused q/k/v and gate/up output, the blocks' output o, attention's q and
+// output (and the output gate) take dtype BF16, and the norm's and
+// SwiGLU's outputs become their bf16 copies only (bf16Layer's lists, with
+// the inference set's own fused and q). The residual stream, the LoRA
+// x·Aᵀ and the head stay f32. Otherwise acts is returned as it is.
+func (c *Config) inferenceBF16(acts bufSpecs, s *layerActs, attn kernels.DType) bufSpecs {
+	if !c.allBF16Layers(attn) {
+		return acts
+	}
+	t, _ := c.bf16Layer(0, attn, s, &layerGrads{})
+	t.bufs = append(t.bufs, &s.fused, &s.q)
+	return acts.inBF16(t)
+}
