@@ -1,7 +1,6 @@
 package cpu_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/grpo-dev/grpo/kernels"
@@ -9,9 +8,9 @@ import (
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
-// The bf16 activations of the norms and SwiGLU (issue 33): mutants that
-// get the one rounding wrong where only the bf16 copy is stored, each of
-// which the suite's bf16 cases must catch. They write through
+// The bf16 activations between ops (issue 33): mutants that get the one
+// rounding wrong, each of which the suite's bf16 cases must catch. The
+// norms' and SwiGLU's where only the bf16 copy is stored. They write through
 // cpu.Float32s, which can leave values in a BF16 buffer that bf16 cannot
 // hold — what a twin that forgot roundBF16 would do.
 
@@ -88,29 +87,53 @@ func (m unroundedDxCast) RMSNormBackward(dx, dxBF16, dy, x, w, rstd kernels.Buff
 	}
 }
 
+// Mistakes a kernel over bf16 activations makes: storing its f32 sum
+// into a bf16 output unrounded (cpu storage is f32, so nothing else
+// would round it), and computing in bf16 (an f32 operand rounded before
+// the sum). The suite's bf16 Add and AddBias cases must catch each.
+
+// storesBF16Unrounded adds in f32 and stores the sum as it is whatever
+// out's dtype.
+type storesBF16Unrounded struct{ *cpu.Backend }
+
+func (m storesBF16Unrounded) Add(out, a, b kernels.Buffer, n int) {
+	os, as, bs := cpu.Float32s(out)[:n], cpu.Float32s(a)[:n], cpu.Float32s(b)[:n]
+	for i := range os {
+		os[i] = as[i] + bs[i]
+	}
+}
+
+func (m storesBF16Unrounded) AddBias(x, bias kernels.Buffer, rows, cols int) {
+	xs, bs := cpu.Float32s(x)[:rows*cols], cpu.Float32s(bias)[:cols]
+	for i := range xs {
+		xs[i] += bs[i%cols]
+	}
+}
+
+// sumsInBF16 rounds a to bf16 before the sum when any operand is BF16.
+type sumsInBF16 struct{ *cpu.Backend }
+
+func (m sumsInBF16) Add(out, a, b kernels.Buffer, n int) {
+	if out.DType() == kernels.F32 && a.DType() == kernels.F32 && b.DType() == kernels.F32 {
+		m.Backend.Add(out, a, b, n)
+		return
+	}
+	ra := m.Alloc(kernels.BF16, n)
+	defer m.Free(ra)
+	m.Upload(ra, cpu.Float32s(a)[:n]) // rounds to nearest even
+	m.Backend.Add(out, ra, b, n)
+}
+
 func TestSuiteCatchesBrokenBF16Activations(t *testing.T) {
 	base := cpu.New()
-	mutants := []struct {
-		op, why string
-		b       kernels.Backend
-		check   func(kernels.Backend, ...string) error
-	}{
+	requireMutantsFail(t, base, []mutant{
 		{"AddRMSNorm", "stores outBF16 unrounded without out", unroundedNormCast{base}, kerneltest.Check},
 		{"SwiGLURows", "stores outBF16 unrounded without out", unroundedSwiGLUCast{base}, kerneltest.Check},
 		{"SwiGLURowsBackward", "stores a bf16 dGateUp unrounded", unroundedDGateUp{base}, kerneltest.CheckTrain},
 		{"RMSNormBackward", "rounds dx into dxBF16 before the accumulate", dxCastBeforeAccumulate{base}, kerneltest.CheckTrain},
 		{"RMSNormBackward", "stores dxBF16 unrounded", unroundedDxCast{base}, kerneltest.CheckTrain},
-	}
-	for _, m := range mutants {
-		if err := m.check(base, m.op); err != nil {
-			t.Fatalf("unbroken backend fails %s: %v", m.op, err)
-		}
-		err := m.check(m.b, m.op)
-		if err == nil {
-			t.Errorf("%s that %s passes the suite", m.op, m.why)
-			continue
-		}
-		first, _, _ := strings.Cut(err.Error(), "\n")
-		t.Logf("%s that %s: %d failing cases, first: %s", m.op, m.why, strings.Count(err.Error(), "\n")+1, first)
-	}
+		{"Add", "stores a bf16 sum unrounded", storesBF16Unrounded{base}, nil},
+		{"AddBias", "stores a bf16 x unrounded", storesBF16Unrounded{base}, nil},
+		{"Add", "rounds an f32 operand to bf16", sumsInBF16{base}, nil},
+	})
 }

@@ -188,33 +188,32 @@ func (m sharesKVHeadsWrongly) Attention(out, lse, q, k, v, seq, pos kernels.Buff
 	}
 }
 
-func TestSuiteCatchesBrokenOps(t *testing.T) {
-	base := cpu.New()
-	mutants := []struct {
-		op, why string
-		b       kernels.Backend
-	}{
-		{"Attention", "attends to pos+1", attendsOneFurther{base}},
-		{"Attention", "maps query head h to KV head h%nKV", sharesKVHeadsWrongly{base}},
-		{"Attention", "ignores the block table past a sequence's first block", ignoresBlockTable{base}},
-		{"RMSNorm", "drops eps", dropsEps{base}},
-		{"MatMul", "reads C when beta = 0", readsCWhenBetaZero{base}},
-		{"LogSoftmaxGather", "no max subtraction", noMaxSubtraction{base}},
-		{"RoPE", "ignores inverse", ignoresInverse{base}},
-		{"SwiGLU", "σ(g) = e^g/(1+e^g) overflows", overflowingSilu{base}},
-		{"SigmoidGate", "σ(g) = e^g/(1+e^g) overflows", overflowingSigmoid{base}},
-		{"AttentionInputs", "rotates the whole head", rotatesWholeHead{base}},
-		{"Add", "writes its input", clobbersInput{base}},
-	}
+// mutant is a backend broken on purpose in one op, with what is wrong
+// with it; check is the suite that must catch it (kerneltest.Check or
+// CheckTrain; nil: Check).
+type mutant struct {
+	op, why string
+	b       kernels.Backend
+	check   func(kernels.Backend, ...string) error
+}
+
+// requireMutantsFail runs each mutant's op through its suite, first on
+// base (which must pass it), then on the mutant, which must fail it.
+func requireMutantsFail(t *testing.T, base kernels.Backend, mutants []mutant) {
+	t.Helper()
 	checked := map[string]bool{}
 	for _, m := range mutants {
+		check := m.check
+		if check == nil {
+			check = kerneltest.Check
+		}
 		if !checked[m.op] {
-			if err := kerneltest.Check(base, m.op); err != nil {
+			if err := check(base, m.op); err != nil {
 				t.Fatalf("unbroken backend fails %s: %v", m.op, err)
 			}
 			checked[m.op] = true
 		}
-		err := kerneltest.Check(m.b, m.op)
+		err := check(m.b, m.op)
 		if err == nil {
 			t.Errorf("%s that %s passes the suite", m.op, m.why)
 			continue
@@ -222,6 +221,23 @@ func TestSuiteCatchesBrokenOps(t *testing.T) {
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		t.Logf("%s that %s: %d failing cases, first: %s", m.op, m.why, strings.Count(err.Error(), "\n")+1, first)
 	}
+}
+
+func TestSuiteCatchesBrokenOps(t *testing.T) {
+	base := cpu.New()
+	requireMutantsFail(t, base, []mutant{
+		{"Attention", "attends to pos+1", attendsOneFurther{base}, nil},
+		{"Attention", "maps query head h to KV head h%nKV", sharesKVHeadsWrongly{base}, nil},
+		{"Attention", "ignores the block table past a sequence's first block", ignoresBlockTable{base}, nil},
+		{"RMSNorm", "drops eps", dropsEps{base}, nil},
+		{"MatMul", "reads C when beta = 0", readsCWhenBetaZero{base}, nil},
+		{"LogSoftmaxGather", "no max subtraction", noMaxSubtraction{base}, nil},
+		{"RoPE", "ignores inverse", ignoresInverse{base}, nil},
+		{"SwiGLU", "σ(g) = e^g/(1+e^g) overflows", overflowingSilu{base}, nil},
+		{"SigmoidGate", "σ(g) = e^g/(1+e^g) overflows", overflowingSigmoid{base}, nil},
+		{"AttentionInputs", "rotates the whole head", rotatesWholeHead{base}, nil},
+		{"Add", "writes its input", clobbersInput{base}, nil},
+	})
 }
 
 // The C kernels can break where plain loops cannot: in one lane of a

@@ -269,33 +269,31 @@ func (c *Counter) Launch(name string, grid, block Dim3, sharedBytes int, args ..
 }
 
 func (c *Counter) Sgemm(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
-	c.issued(true, c.gemmWeightBytes(4, m, n, k, a, b), gemmFLOPs(m, n, k))
-	if c.prof != nil {
-		return c.prof.time(c.capturing, gemmName("sgemm", transA, transB, m, n, k), func() error {
-			return c.Device.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
-		})
-	}
-	return c.Device.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+	return c.gemm("sgemm", 4, transA, transB, m, n, k, a, b, func() error {
+		return c.Device.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+	})
 }
 
 func (c *Counter) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
-	c.issued(true, c.gemmWeightBytes(2, m, n, k, a, b), gemmFLOPs(m, n, k))
-	if c.prof != nil {
-		return c.prof.time(c.capturing, gemmName("gemm bf16", transA, transB, m, n, k), func() error {
-			return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
-		})
-	}
-	return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+	return c.gemm("gemm bf16", 2, transA, transB, m, n, k, a, b, func() error {
+		return c.Device.GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+	})
 }
 
 func (c *Counter) GemmBF16C(transA, transB bool, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int, beta float32, cp DevicePtr, ldc int) error {
-	c.issued(true, c.gemmWeightBytes(2, m, n, k, a, b), gemmFLOPs(m, n, k))
+	return c.gemm("gemm bf16 to bf16", 2, transA, transB, m, n, k, a, b, func() error {
+		return c.Device.GemmBF16C(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+	})
+}
+
+// gemm counts one GEMM of elements of size bytes (its weight bytes and
+// FLOPs) and runs it, timed under the profile's name when one is open.
+func (c *Counter) gemm(name string, size int, transA, transB bool, m, n, k int, a, b DevicePtr, run func() error) error {
+	c.issued(true, c.gemmWeightBytes(size, m, n, k, a, b), gemmFLOPs(m, n, k))
 	if c.prof != nil {
-		return c.prof.time(c.capturing, gemmName("gemm bf16 to bf16", transA, transB, m, n, k), func() error {
-			return c.Device.GemmBF16C(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
-		})
+		return c.prof.time(c.capturing, gemmName(name, transA, transB, m, n, k), run)
 	}
-	return c.Device.GemmBF16C(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cp, ldc)
+	return run()
 }
 
 func (c *Counter) WaitEvent(e Event) error {
