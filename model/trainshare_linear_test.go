@@ -85,14 +85,21 @@ func TestHybridSharedPromptFiniteDifference(t *testing.T) {
 
 // TestHybridShareLayouts: groups whose shares the hybrid's single state
 // hand-off must reconcile still give the log-probs and gradients of each
-// sequence computed alone (eachAlone; TestSharedPrefixMatchesUnshared's
-// bounds: log-probs within 1e-5, gradients NMSE ≤ 1e-6; the packed
+// sequence computed alone (eachAlone; log-probs within shareLayoutsLogp,
+// gradients NMSE ≤ 1e-6, TestSharedPrefixMatchesUnshared's; the packed
 // unshared batch is 1.3e-5 off the lone sequences at one row): a child that
 // declares a shorter prefix than its sibling (the group then shares the
 // shorter one: uniformPrompts), a child scored inside the prompt (its
 // own rows from there, cutting the group's prompt), and a lone sequence
 // between the groups, fresh in the continuations' call. The trace runs
 // exactly the tokens the cut prompts leave.
+// shareLayoutsLogp bounds TestHybridShareLayouts' log-probs: the shared
+// and the lone sequences' DeltaNet runs are cut differently, so their f32
+// sums differ by the sgemm's blocking: measured 0 with gonum, 8.6e-6 with
+// OpenBLAS's Haswell kernels and 1.1e-5 with its AVX-512 ones (an AMD
+// EPYC with OPENBLAS_CORETYPE unset), about 3× that here.
+const shareLayoutsLogp = 3e-5
+
 func TestHybridShareLayouts(t *testing.T) {
 	m := loadTiny(t, "qwen3_5-tiny")
 	defer m.Free()
@@ -138,8 +145,8 @@ func TestHybridShareLayouts(t *testing.T) {
 	tr.Free()
 	plain := eachAlone(t, m, ad, &b, rows, targets, dlogp)
 	shared := trainGrads(t, m, ad, &sb, rows, targets, dlogp)
-	if d := maxAbsDiff(plain.logp, shared.logp); d > 1e-5 {
-		t.Errorf("log-probs: max |Δ| %g between the shared batch and each sequence alone", d)
+	if d := maxAbsDiff(plain.logp, shared.logp); d > shareLayoutsLogp {
+		t.Errorf("log-probs: max |Δ| %g between the shared batch and each sequence alone, over %g", d, shareLayoutsLogp)
 	}
 	worst := 0.0
 	for k := range plain.grads {
