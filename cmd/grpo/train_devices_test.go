@@ -12,7 +12,7 @@ import (
 // metrics and adapter that one device does: rewards and token counts
 // equal, loss and grad_norm within 1e-5 relative (the loss within 1e-5 of
 // the advantages' std, the size of its nearly cancelling terms), the
-// adapters within 1e-5 — the DP bar of trainer/replicas' tests, through
+// adapters within runAdapterBound — the DP bar of trainer/replicas' tests, through
 // the CLI.
 func TestTrainDevicesReproducesOneDevice(t *testing.T) {
 	dir, cfg := parityConfig(t, 8, 2, "")

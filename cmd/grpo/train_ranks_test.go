@@ -93,7 +93,7 @@ func readRun(t *testing.T, out string) ([]map[string]any, map[string][]float32) 
 // TCP (kernels/netcoll) — and write what one process alone does: rewards
 // and token counts equal, loss and grad_norm within 1e-5 relative (the
 // loss within 1e-5 of the advantages' std, the size of its nearly
-// cancelling terms), adapters within 1e-5. Only rank 0 writes the run
+// cancelling terms), adapters within runAdapterBound. Only rank 0 writes the run
 // directory (rank 1, given the same --output, runs in a scratch directory
 // it removes), and its evals (before step 1 and after step 2, played
 // across both processes) score as one process's; two processes of two cpu devices each do the same;
@@ -160,11 +160,20 @@ func TestTrainTwoProcessesReproducesOne(t *testing.T) {
 	compareRuns(t, one, two, 5)
 }
 
+// runAdapterBound is compareRuns' bound on the adapters' largest
+// difference after a few steps: the ranks' gradients are summed in
+// another order than one device's, and AdamW carries the difference on.
+// Measured with OpenBLAS's Haswell kernels 5.3e-6 (two processes), 1.6e-6
+// (two of two devices) and 2.0e-6 (--devices); with its AVX-512 kernels
+// (an AMD EPYC, OPENBLAS_CORETYPE unset) 1.12e-5 (two of two devices).
+// About 3× the worst.
+const runAdapterBound = 3e-5
+
 // compareRuns checks the metrics and adapter of the run in two against
 // those of the run in one (steps steps each): rewards and token counts
 // equal, loss and grad_norm within 1e-5 relative (the loss within 1e-5 of
 // the advantages' std, the size of its nearly cancelling terms), adapters
-// within 1e-5.
+// within runAdapterBound.
 func compareRuns(t *testing.T, one, two string, steps int) {
 	t.Helper()
 	oneRows, oneAd := readRun(t, one)
@@ -203,8 +212,8 @@ func compareRuns(t *testing.T, one, two string, steps int) {
 			worst = max(worst, math.Abs(float64(g[k]-w[k])))
 		}
 	}
-	if worst > 1e-5 || len(oneAd) != len(twoAd) {
-		t.Errorf("adapters differ by up to %.3g (bound 1e-5); %d and %d tensors", worst, len(twoAd), len(oneAd))
+	if worst > runAdapterBound || len(oneAd) != len(twoAd) {
+		t.Errorf("adapters differ by up to %.3g (bound %g); %d and %d tensors", worst, runAdapterBound, len(twoAd), len(oneAd))
 	}
 	t.Logf("after %d steps: adapters within %.3g", steps, worst)
 }
