@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
 )
@@ -99,17 +98,7 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 	defer ref.Free()
 	ad := newTestAdapter(m, 2, 9)
 	m, ref = m.WithAdapter(ad), ref.WithAdapter(newTestAdapter(ref, 2, 9))
-	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
-		be.TagWeights(b)
-		return b
-	})
-	for l := range ad.l {
-		for p := range NumProj {
-			if lr := ad.l[l][p]; lr != nil {
-				be.TagWeights(lr.A, lr.B)
-			}
-		}
-	}
+	tagWeights(be, m, ad)
 	before := attentionLaunches(be, m)
 	prefill, decode, tr, c := bf16Forward(t, m, be)
 	after := attentionLaunches(be, m)

@@ -29,17 +29,7 @@ func trafficMicroBatch(t *testing.T, name string) (cuda.Traffic, cuda.Counts) {
 	defer m.Free()
 	ad := newTestAdapter(m, 2, 9)
 	m = m.WithAdapter(ad)
-	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
-		be.TagWeights(b)
-		return b
-	})
-	for l := range ad.l {
-		for p := range NumProj {
-			if lr := ad.l[l][p]; lr != nil {
-				be.TagWeights(lr.A, lr.B)
-			}
-		}
-	}
+	tagWeights(be, m, ad)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var b Batch
 	var targets []int32
@@ -81,6 +71,22 @@ func trafficMicroBatch(t *testing.T, name string) (cuda.Traffic, cuda.Counts) {
 		}
 	}
 	panic("unreachable")
+}
+
+// tagWeights tags the model's and the adapter's weights on be, so that
+// its traffic count (cuda.Traffic) leaves them out.
+func tagWeights(be *cuda.Backend, m *Model, ad *testAdapter) {
+	m.MapWeights(func(b kernels.Buffer) kernels.Buffer {
+		be.TagWeights(b)
+		return b
+	})
+	for l := range ad.l {
+		for p := range NumProj {
+			if lr := ad.l[l][p]; lr != nil {
+				be.TagWeights(lr.A, lr.B)
+			}
+		}
+	}
 }
 
 // logTraffic logs a count by operand, largest first.

@@ -46,14 +46,7 @@ func addRMSNormCases() []Case {
 			e := newEnv(b, seed)
 			defer e.free()
 			n := s.rows * s.dim
-			xv, rv := e.uniform(n, 1), e.uniform(n, 1)
-			if s.rows >= 3 {
-				for j := 0; j < s.dim; j++ {
-					xv[j], rv[j] = 0, 0 // row 0: mean square 0 < eps
-					xv[s.dim+j] *= 1e-3 // row 1: ≈ eps
-					rv[s.dim+j] *= 1e-3
-				}
-			}
+			xv, rv := addNormEdgeRows(e.uniform(n, 1), e.uniform(n, 1), s.rows, s.dim)
 			var x, r, sum *operand
 			switch s.alias {
 			case "sum=x":

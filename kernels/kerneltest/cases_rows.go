@@ -72,14 +72,7 @@ func rmsNormCases() []Case {
 			check: func(b kernels.Backend) error {
 				e := newEnv(b, seed)
 				defer e.free()
-				xv := e.uniform(s.rows*s.dim, 1)
-				if s.rows >= 3 {
-					for j := 0; j < s.dim; j++ {
-						xv[j] = 0            // row 0: mean square 0 < eps
-						xv[s.dim+j] *= 1e-3  // row 1: mean square ≈ 3e-7 ≈ eps
-						xv[2*s.dim+j] *= 1e4 // row 2: large values
-					}
-				}
+				xv := normEdgeRows(e.uniform(s.rows*s.dim, 1), s.rows, s.dim)
 				w := e.floats("w", s.w, e.uniform(s.dim, 1.5), true)
 				var x, out *operand
 				if s.inPlace {
@@ -185,4 +178,31 @@ func checkRoPERoundTrip(b kernels.Backend, seed uint64, nTok, nHead, headDim int
 		return err
 	}
 	return Compare("inverse(forward(x))", x.result(b), x.values(), tolElementwise)
+}
+
+// normEdgeRows makes the first rows of x (rows × dim, when there are 3
+// or more) a norm's edge cases: row 0 all zeros (mean square 0 < eps),
+// row 1 scaled by 1e-3 (mean square ≈ eps), row 2 by 1e4 (large values).
+func normEdgeRows(x []float32, rows, dim int) []float32 {
+	if rows >= 3 {
+		for j := range dim {
+			x[j] = 0
+			x[dim+j] *= 1e-3
+			x[2*dim+j] *= 1e4
+		}
+	}
+	return x
+}
+
+// addNormEdgeRows is normEdgeRows for a residual add and norm: row 0 of
+// both x and r zeros, row 1 of both scaled by 1e-3.
+func addNormEdgeRows(x, r []float32, rows, dim int) ([]float32, []float32) {
+	if rows >= 3 {
+		for j := range dim {
+			x[j], r[j] = 0, 0
+			x[dim+j] *= 1e-3
+			r[dim+j] *= 1e-3
+		}
+	}
+	return x, r
 }

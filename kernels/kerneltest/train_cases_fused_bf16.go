@@ -82,14 +82,7 @@ func rmsNormBackwardBF16Cases() []Case {
 		cs = append(cs, trainCase("RMSNormBackward", name, func(b kernels.Backend, tb kernels.TrainOps) error {
 			e := newEnv(b, seed)
 			defer e.free()
-			xv := e.uniform(s.rows*s.dim, 1)
-			if s.rows >= 3 {
-				for j := 0; j < s.dim; j++ {
-					xv[j] = 0            // row 0: mean square 0 < eps
-					xv[s.dim+j] *= 1e-3  // row 1: mean square ≈ eps
-					xv[2*s.dim+j] *= 1e4 // row 2: large values
-				}
-			}
+			xv := normEdgeRows(e.uniform(s.rows*s.dim, 1), s.rows, s.dim)
 			x := e.in("x", xv)
 			w := e.floats("w", s.w, e.uniform(s.dim, 1.5), true)
 			_, rstdv := RefRMSNorm(x.values(), w.values(), s.rows, s.dim, 1e-6)
