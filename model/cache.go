@@ -16,9 +16,9 @@ import (
 // slots as sequences finish.
 //
 // A contiguous cache (NewKVCache: scoring by Forward) is the identity
-// table, one block of MaxLen rows per slot, mapped for the cache's life,
-// in f32; a training trace's is one too, in the trace's attention dtype
-// (Model.traceAttention: bf16 for a bf16 model on a GPU). A paged cache
+// table, one block of MaxLen rows per slot, mapped for the cache's life;
+// a training trace's is one too. Both are in the trace's attention dtype
+// (Model.traceAttention: bf16 for a bf16 model on a GPU, f32 otherwise). A paged cache
 // (NewPagedKVCache: the sampler's) is in the backend's KV dtype
 // (kernels.Description.KVCache: bf16 on a GPU, f32 on the CPU).
 type KVCache struct {
@@ -51,21 +51,37 @@ type KVCache struct {
 }
 
 // NewKVCache allocates a contiguous cache for slots sequences of up to
-// maxLen tokens: slot s is block s.
-func (m *Model) NewKVCache(slots, maxLen int) *KVCache { return m.contiguousCache(slots, maxLen, 0) }
-
-// contiguousCache is NewKVCache whose last shared layers use one K (and
-// V) buffer (newTrainCache).
-func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, 0, kernels.F32, shared)
+// maxLen tokens: slot s is block s. Its keys and values are in the
+// training trace's attention dtype (traceAttention: bf16 for a bf16
+// model on a GPU), so that scoring (TokenLogprobs) runs the kernels a
+// train step and the sampler run, bf16 between ops included
+// (forwardAttention).
+func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
+	c := m.contiguousCache(slots, maxLen, 0)
 	c.linear = m.newLinearStates(slots)
-	c.fixed = true
-	copy(c.table, kernels.IdentityTable(slots))
+	return c
+}
+
+// contiguousCache is a cache of slots sequences of up to maxLen tokens in
+// the trace's attention dtype, slot s block s for the cache's life, whose
+// last shared layers use one K (and V) buffer (newTrainCache); it holds
+// no linear states.
+func (m *Model) contiguousCache(slots, maxLen, shared int) *KVCache {
+	c := m.newCache(slots, maxLen, maxLen, slots, 0, m.traceAttention(), shared)
+	c.fix(kernels.IdentityTable(slots))
+	return c
+}
+
+// fix maps the cache's blocks for its life as table says: none is ever
+// released, forked or copied.
+func (c *KVCache) fix(table []int32) {
+	copy(c.table, table)
 	for b := range c.refs {
 		c.refs[b] = 1
 	}
 	c.free = c.free[:0]
-	return c
+	c.fixed = true
+	c.dirty = true
 }
 
 // NewPagedKVCache allocates a pool of numBlocks blocks of blockSize

@@ -6,8 +6,8 @@ import "github.com/grpo-dev/grpo/kernels"
 // attention q and of the activations between its layers' ops: BF16 when
 // the training trace's attention would be (traceAttention: bf16 weights
 // on a GPU backend) and cache holds its keys and values in bf16 (the
-// sampler's paged cache; a contiguous scoring cache, NewKVCache, is f32,
-// and a bf16 q needs bf16 caches beside it). Every layer then being a
+// sampler's paged cache and a scoring cache, NewKVCache, are so then;
+// a bf16 q needs bf16 caches beside it). Every layer then being a
 // bf16 layer (allBF16Layers), the inference set keeps those activations
 // in bf16 (inferenceBF16) for the reasons the trace does (trace_acts.go):
 // every GEMM rounds its input to bf16 anyway, and attention runs on the

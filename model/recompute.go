@@ -141,14 +141,7 @@ func (m *Model) layerRecompute() []Recompute {
 // so what another layer left there does not matter. Its keys and values
 // are in the trace's attention dtype (traceAttention).
 func (m *Model) newTrainCache(slots, maxLen int) *KVCache {
-	c := m.newCache(slots, maxLen, maxLen, slots, 0, m.traceAttention(), m.Config.traceCacheShared(m.checkpointedLayers()))
-	c.fixed = true
-	copy(c.table, kernels.IdentityTable(slots))
-	for b := range c.refs {
-		c.refs[b] = 1
-	}
-	c.free = c.free[:0]
-	return c
+	return m.contiguousCache(slots, maxLen, m.Config.traceCacheShared(m.checkpointedLayers()))
 }
 
 // traceCacheShared is how many of a trace's last layers share one K

@@ -180,12 +180,6 @@ func (m *Model) traceCache(sb *sharedBatch, slots int) *KVCache {
 	if sb.b.split != nil {
 		c.linear = m.newLinearStates(sb.b.split.groups)
 	}
-	copy(c.table, sb.table)
-	for i := range c.refs {
-		c.refs[i] = 1
-	}
-	c.free = c.free[:0]
-	c.fixed = true
-	c.dirty = true
+	c.fix(sb.table)
 	return c
 }

@@ -10,9 +10,8 @@ import (
 // as the sampler sizes its own (sampler.New with Blocks and BlockSize
 // left at 0): paged, in the backend's KV dtype, blocks of
 // sampler.DefaultBlockSize positions, enough blocks for every slot's
-// maxLen. Timing the contiguous f32 cache training uses would time other
-// attention and KV-write kernels than generation runs, over twice the
-// bytes on a GPU.
+// maxLen. Timing the contiguous cache that training and scoring use
+// would time other attention and KV-write kernels than generation runs.
 func DecodeCache(m *model.Model, slots, maxLen int) (*model.KVCache, error) {
 	bs := sampler.DefaultBlockSize
 	return m.NewPagedKVCache(slots, maxLen, bs, slots*model.BlocksFor(maxLen, bs))
