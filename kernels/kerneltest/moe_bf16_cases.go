@@ -22,7 +22,10 @@ import (
 // with no rows (skewedExperts never picks the last expert), beta 0 over
 // NaN and beta 1, both layouts of B, and the LoRA products' shapes (rank
 // 8: the shrink x·Aᵀ, the expand xa·Bᵀ added into gate/up, dy·B, and
-// dyB·A added into dx).
+// dyB·A added into dx). Measured (cpu gonum, emu): a bf16 C within
+// max-abs 3.7e-3 of scale (bf16's own rounding), at most 16 of 124908
+// stored values (cpu; emu 10) the other bf16 neighbour of the
+// reference's rounding; F32 outputs NMSE ≤ 3.3e-14, max-abs ≤ 4.2e-7.
 
 // gmmActs are the dtypes of a grouped GEMM's two activation operands (A
 // and C, or A and B for GroupedMatMulTN) other than both F32.
