@@ -19,7 +19,8 @@
 //     the bf16 casts the fused ops write for the next GEMM (FusedOps), and
 //     the bf16 activations between ops of a bf16 model's training trace,
 //     where an op's doc allows them (MatMul's C beside a BF16 B, the LoRA
-//     ops' Y and dx, the fused ops' inputs and outputs, attention's out
+//     ops' Y and dx, the grouped GEMMs' A and C, GroupedMatMulTN's A and
+//     B, the fused ops' inputs and outputs, attention's out
 //     and dq, Add's and AddBias' operands, the backwards' gradients for
 //     their GEMMs, LogSoftmaxGatherBackward's dlogits): an op reads them
 //     widened, computes in f32 and rounds to nearest even once, at the

@@ -66,14 +66,18 @@ type MoEOps interface {
 	// rows run from offsets[0] (usually 0) to offsets[nExperts] ≤ rows,
 	// and rows outside them are left as they were — so offsets may be a
 	// run of a grouping over more experts, as an expert-parallel rank
-	// runs its own experts over rows gathered from every rank.
+	// runs its own experts over rows gathered from every rank. A and C
+	// (a bf16 model's activations) may each be F32 or BF16, with B of
+	// either dtype: read widened, and a BF16 C holds alpha·A·op(B) +
+	// beta·C computed in f32 and rounded once, at the store.
 	GroupedMatMul(c, a, b, offsets Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32)
 
 	// GroupedMatMulTN is the per-expert weight gradient: for every expert
 	// e, C_e = alpha·A_eᵀ·B_e + beta·C_e, where A_e (count_e × m) and B_e
 	// (count_e × n) are expert e's rows of A (rows × m) and B (rows × n),
 	// and C holds nExperts m × n matrices end to end. An expert with no
-	// rows gets C_e = beta·C_e.
+	// rows gets C_e = beta·C_e. A and B may each be F32 or BF16 (read
+	// widened); C is F32.
 	GroupedMatMulTN(c, a, b, offsets Buffer, rows, nExperts, m, n int, alpha, beta float32)
 
 	// MoECombine sums each token's assignments: out[t] = Σ_j w_j·x[rows[t·topK

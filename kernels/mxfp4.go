@@ -27,6 +27,7 @@ type MXFP4Ops interface {
 	// over B's values in a BF16 buffer (a backend that rounds A to bf16
 	// for bf16 experts rounds it here too), bit for bit where bf16 weights
 	// are kept bf16 (the CPU widens them and its GEMM's summation order
-	// follows the operands' alignment).
+	// follows the operands' alignment). A and C may each be F32 or BF16,
+	// as GroupedMatMul's.
 	GroupedMatMulMXFP4(c, a Buffer, b MXFP4, offsets Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32)
 }

@@ -200,10 +200,13 @@ func (be *Backend) GroupedMatMul(c, a, b, offsets kernels.Buffer, rows, nExperts
 	be.groupedMatMul(op, c, a, floats(op, "b", b, nExperts*k*n), offsets, rows, nExperts, n, k, transB, alpha, beta)
 }
 
-// groupedMatMul is GroupedMatMul over B's values bs.
+// groupedMatMul is GroupedMatMul over B's values bs. A BF16 C (bf16
+// values in f32 storage, so beta reads it widened exactly) receives each
+// expert's f32 result and is then rounded in place: the one rounding the
+// GPU kernels make at their store.
 func (be *Backend) groupedMatMul(op string, c, a kernels.Buffer, bs []float32, offsets kernels.Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32) {
-	cs := f32(op, "c", c, rows*n)
-	as := f32(op, "a", a, rows*k)
+	cs, cBF16 := floatsOut(op, "c", c, rows*n)
+	as := floats(op, "a", a, rows*k)
 	off := groupOffsets(op, offsets, nExperts, rows)
 	ldb := n
 	if transB {
@@ -216,6 +219,11 @@ func (be *Backend) groupedMatMul(op string, c, a kernels.Buffer, bs []float32, o
 				continue
 			}
 			be.gemm(false, transB, r1-r0, n, k, alpha, as[r0*k:], k, bs[e*k*n:], ldb, beta, cs[r0*n:], n)
+			if cBF16 {
+				for i := r0 * n; i < r1*n; i++ {
+					cs[i] = roundBF16(cs[i])
+				}
+			}
 		}
 	})
 }
@@ -224,8 +232,8 @@ func (be *Backend) GroupedMatMulTN(c, a, b, offsets kernels.Buffer, rows, nExper
 	const op = "GroupedMatMulTN"
 	positive(op, nExperts, m, n)
 	cs := f32(op, "c", c, nExperts*m*n)
-	as := f32(op, "a", a, rows*m)
-	bs := f32(op, "b", b, rows*n)
+	as := floats(op, "a", a, rows*m)
+	bs := floats(op, "b", b, rows*n)
 	off := groupOffsets(op, offsets, nExperts, rows)
 	be.parallel(nExperts, 2*max(rows, 1)*m*n/nExperts, func(lo, hi int) {
 		for e := lo; e < hi; e++ {

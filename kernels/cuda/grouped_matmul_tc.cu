@@ -2,8 +2,11 @@
 // weights on tensor cores (tensor_core.cuh): C[r, :] = alpha·A[r, :]·B_eᵀ
 // (+ beta·C) for each row r in expert e's range [offsets[e],
 // offsets[e+1]), B_e stored n × k (transB, the forward's gate/up and down
-// projections) or k × n (the backward's dy·W). A is f32 (the grouped
-// activations) and is rounded to bf16 as it is staged; B is read exactly.
+// projections) or k × n (the backward's dy·W). A (the grouped
+// activations) is f32, rounded to bf16 as it is staged, or bf16, staged
+// as it is; B is read exactly. C is f32 or bf16: a bf16 C is read widened
+// for beta and stored rounded to nearest even once (the _abf16, _cbf16,
+// _abf16_cbf16 kernels: a bf16 A, C, or both).
 // Expert row ranges are ragged: a tile's rows past its expert's end, and
 // columns past n or k past its end, are staged as zeros and not written,
 // so any n and k take this kernel — the hub models' expert sizes (GLM-4.5
@@ -44,8 +47,8 @@ __device__ __forceinline__ float mxfp4_at(const unsigned char* codes, const unsi
 // ⌈n/TC_TN⌉), block TC_THREADS: row tile x of the flattened per-expert
 // tile list (the same list as moe.cu's grouped_matmul); blocks past its
 // end return. wb(e, i) is element i of expert e's matrix as stored.
-template <class WB>
-__device__ __forceinline__ void grouped_tc(TcSmem& s, int* tile, float* c, const float* a, const WB& wb, const int* offsets, int nExperts, int n, int k,
+template <class A, class C, class WB>
+__device__ __forceinline__ void grouped_tc(TcSmem& s, int* tile, C* c, const A* a, const WB& wb, const int* offsets, int nExperts, int n, int k,
 					   int transB, float alpha, float beta) {
 	if (threadIdx.x == 0) {
 		int t = blockIdx.x, found = -1, r0 = 0;
@@ -73,26 +76,32 @@ __device__ __forceinline__ void grouped_tc(TcSmem& s, int* tile, float* c, const
 	for (int i = threadIdx.x; i < TC_TM * TC_TN; i += blockDim.x) {
 		int r = r0 + i / TC_TN, col = c0 + i % TC_TN;
 		if (r >= rEnd || col >= n) continue;
-		float* cp = c + (long long)r * n + col;
+		C* cp = c + (long long)r * n + col;
 		float v = alpha * s.c[(i / TC_TN) * TC_LDC + i % TC_TN];
 		if (beta != 0.0f) v += beta * ldc(cp, 0);
-		*cp = v;
+		st_as(cp, sizeof(C) == 2, 0, v);
 	}
 }
 
-GRPO_KERNEL void __launch_bounds__(TC_THREADS) grouped_matmul_tc_bf16(float* c, const float* a, const __nv_bfloat16* b, const int* offsets,
-								       int nExperts, int n, int k, int transB, float alpha, float beta) {
-	GRPO_SHARED(TcSmem, s, );
-	GRPO_SHARED(int, tile, [2]);
-	long long per = (long long)k * n;
-	grouped_tc(s, tile, c, a, [&](int e, long long i) { return ldc(b, e * per + i); }, offsets, nExperts, n, k, transB, alpha, beta);
-}
-
-GRPO_KERNEL void __launch_bounds__(TC_THREADS) grouped_matmul_tc_mxfp4(float* c, const float* a, const unsigned char* codes, const unsigned char* scales,
-									const int* offsets, int nExperts, int n, int k, int transB, float alpha, float beta) {
-	GRPO_SHARED(TcSmem, s, );
-	GRPO_SHARED(int, tile, [2]);
-	long long per = (long long)k * n;
-	grouped_tc(s, tile, c, a, [&](int e, long long i) { return mxfp4_at(codes, scales, e * per + i); }, offsets, nExperts, n, k, transB, alpha,
-		   beta);
-}
+// One kernel per dtype of A and C (f32 unless the suffix names them bf16).
+#define GROUPED_MATMUL_TC(suffix, A, C) \
+	GRPO_KERNEL void __launch_bounds__(TC_THREADS) grouped_matmul_tc_bf16##suffix(C* c, const A* a, const __nv_bfloat16* b, const int* offsets, \
+										int nExperts, int n, int k, int transB, float alpha, float beta) { \
+		GRPO_SHARED(TcSmem, s, ); \
+		GRPO_SHARED(int, tile, [2]); \
+		long long per = (long long)k * n; \
+		grouped_tc(s, tile, c, a, [&](int e, long long i) { return ldc(b, e * per + i); }, offsets, nExperts, n, k, transB, alpha, beta); \
+	} \
+	GRPO_KERNEL void __launch_bounds__(TC_THREADS) grouped_matmul_tc_mxfp4##suffix(C* c, const A* a, const unsigned char* codes, \
+										 const unsigned char* scales, const int* offsets, int nExperts, int n, \
+										 int k, int transB, float alpha, float beta) { \
+		GRPO_SHARED(TcSmem, s, ); \
+		GRPO_SHARED(int, tile, [2]); \
+		long long per = (long long)k * n; \
+		grouped_tc(s, tile, c, a, [&](int e, long long i) { return mxfp4_at(codes, scales, e * per + i); }, offsets, nExperts, n, k, transB, \
+			   alpha, beta); \
+	}
+GROUPED_MATMUL_TC(, float, float)
+GROUPED_MATMUL_TC(_abf16, __nv_bfloat16, float)
+GROUPED_MATMUL_TC(_cbf16, float, __nv_bfloat16)
+GROUPED_MATMUL_TC(_abf16_cbf16, __nv_bfloat16, __nv_bfloat16)

@@ -90,9 +90,13 @@ var kernelMaxBlock = map[string]int{
 	"moe_route_sigmoid_f32": elementwiseBlock, "moe_route_sigmoid_backward_f32": elementwiseBlock,
 	"moe_count_i32": 256, "moe_place_i32": 256, // block scans of 256
 	"grouped_matmul_f32": 256, "grouped_matmul_tn_f32": 256, // 16 × 16 threads of 4 × 4 outputs
-	"grouped_matmul_tc_bf16":  tcThreads,
-	"grouped_matmul_tc_mxfp4": tcThreads,
-	"moe_combine_f32":         256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
+	"grouped_matmul_f32_abf16": 256, "grouped_matmul_f32_cbf16": 256, "grouped_matmul_f32_abf16_cbf16": 256,
+	"grouped_matmul_tn_f32_abf16": 256, "grouped_matmul_tn_f32_bbf16": 256, "grouped_matmul_tn_f32_abf16_bbf16": 256,
+	"grouped_matmul_tc_bf16": tcThreads, "grouped_matmul_tc_bf16_abf16": tcThreads,
+	"grouped_matmul_tc_bf16_cbf16": tcThreads, "grouped_matmul_tc_bf16_abf16_cbf16": tcThreads,
+	"grouped_matmul_tc_mxfp4": tcThreads, "grouped_matmul_tc_mxfp4_abf16": tcThreads,
+	"grouped_matmul_tc_mxfp4_cbf16": tcThreads, "grouped_matmul_tc_mxfp4_abf16_cbf16": tcThreads,
+	"moe_combine_f32": 256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
 	"clamped_swiglu_f32": elementwiseBlock, "clamped_swiglu_backward_f32": elementwiseBlock,
 	"grouped_add_bias_f32": 256,                             // warpRound(…, 256)
 	"causal_conv1d_f32":    256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)

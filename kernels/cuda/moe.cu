@@ -274,9 +274,11 @@ GRPO_KERNEL void __launch_bounds__(256) moe_place_i32(int* offsets, int* tokens,
 #define GMM_TK 16
 
 // grid (⌈rows/GMM_TM⌉ + nExperts, ⌈n/GMM_TN⌉), block (256): row tile x of
-// the flattened per-expert tile list; blocks past its end return.
-template <class W>
-__device__ __forceinline__ void grouped_matmul(float* c, const float* a, const W* b, const int* offsets, int nExperts, int n, int k, int transB,
+// the flattened per-expert tile list; blocks past its end return. A and C
+// are f32 or bf16 activations (a bf16 one read widened, a bf16 C stored
+// rounded to nearest even once, after beta·C is added in f32).
+template <class A, class C, class W>
+__device__ __forceinline__ void grouped_matmul(C* c, const A* a, const W* b, const int* offsets, int nExperts, int n, int k, int transB,
 					       float alpha, float beta) {
 	GRPO_SHARED(float, As, [GMM_TK][GMM_TM]);
 	GRPO_SHARED(float, Bs, [GMM_TK][GMM_TN]);
@@ -342,31 +344,48 @@ __device__ __forceinline__ void grouped_matmul(float* c, const float* a, const W
 			long long o = (long long)r * n + col;
 			float v = alpha * acc[i][j];
 			if (beta != 0.0f) v += beta * ldc(c, o);
-			c[o] = v;
+			st_as(c, sizeof(C) == 2, o, v);
 		}
 	}
 }
 
-GRPO_KERNEL void __launch_bounds__(256) grouped_matmul_f32(float* c, const float* a, const float* b, const int* offsets, int nExperts, int n,
-							   int k, int transB, float alpha, float beta) {
-	grouped_matmul(c, a, b, offsets, nExperts, n, k, transB, alpha, beta);
-}
+// grouped_matmul_f32 multiplies by f32 expert matrices (the experts'
+// LoRA factors); the suffixed kernels take a bf16 A, a bf16 C, or both.
+#define GROUPED_MATMUL_F32(name, A, C) \
+	GRPO_KERNEL void __launch_bounds__(256) name(C* c, const A* a, const float* b, const int* offsets, int nExperts, int n, int k, \
+						     int transB, float alpha, float beta) { \
+		grouped_matmul(c, a, b, offsets, nExperts, n, k, transB, alpha, beta); \
+	}
+GROUPED_MATMUL_F32(grouped_matmul_f32, float, float)
+GROUPED_MATMUL_F32(grouped_matmul_f32_abf16, __nv_bfloat16, float)
+GROUPED_MATMUL_F32(grouped_matmul_f32_cbf16, float, __nv_bfloat16)
+GROUPED_MATMUL_F32(grouped_matmul_f32_abf16_cbf16, __nv_bfloat16, __nv_bfloat16)
 
 // grid (⌈m·n/256⌉, nExperts), block (256): one element of C_e per thread,
-// summed over the expert's rows in order.
-GRPO_KERNEL void __launch_bounds__(256) grouped_matmul_tn_f32(float* c, const float* a, const float* b, const int* offsets, int m, int n,
-							      float alpha, float beta) {
+// summed over the expert's rows in order. A and B are f32 or bf16 (read
+// widened); C is f32.
+template <class A, class B>
+__device__ __forceinline__ void grouped_matmul_tn(float* c, const A* a, const B* b, const int* offsets, int m, int n, float alpha, float beta) {
 	int e = blockIdx.y;
 	long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x;
 	if (idx >= (long long)m * n) return;
 	int i = idx / n, j = idx % n;
 	float s = 0.0f;
-	for (int r = offsets[e]; r < offsets[e + 1]; r++) s += a[(long long)r * m + i] * b[(long long)r * n + j];
+	for (int r = offsets[e]; r < offsets[e + 1]; r++) s += ld(a, (long long)r * m + i) * ld(b, (long long)r * n + j);
 	float* ce = c + (long long)e * m * n + idx;
 	float v = alpha * s;
 	if (beta != 0.0f) v += beta * *ce;
 	*ce = v;
 }
+#define GROUPED_MATMUL_TN(name, A, B) \
+	GRPO_KERNEL void __launch_bounds__(256) name(float* c, const A* a, const B* b, const int* offsets, int m, int n, float alpha, \
+						     float beta) { \
+		grouped_matmul_tn(c, a, b, offsets, m, n, alpha, beta); \
+	}
+GROUPED_MATMUL_TN(grouped_matmul_tn_f32, float, float)
+GROUPED_MATMUL_TN(grouped_matmul_tn_f32_abf16, __nv_bfloat16, float)
+GROUPED_MATMUL_TN(grouped_matmul_tn_f32_bbf16, float, __nv_bfloat16)
+GROUPED_MATMUL_TN(grouped_matmul_tn_f32_abf16_bbf16, __nv_bfloat16, __nv_bfloat16)
 
 // grid (n), block (any): out[t] = Σ_j w_j·x[rows[t·topK + j]]; weights
 // may be null (unit weights).

@@ -120,23 +120,24 @@ func (b *Backend) GroupedMatMul(c, a, bm, offsets kernels.Buffer, rows, nExperts
 	if rows == 0 {
 		return
 	}
-	cc := b.buf(op, "C", c, rows*n, kernels.F32)
-	aa := b.buf(op, "A", a, rows*k, kernels.F32)
+	cc := b.buf(op, "C", c, rows*n, kernels.F32, kernels.BF16)
+	aa := b.buf(op, "A", a, rows*k, kernels.F32, kernels.BF16)
 	bb := b.buf(op, "B", bm, nExperts*n*k, kernels.F32, kernels.BF16)
 	off := b.buf(op, "offsets", offsets, nExperts+1, kernels.I32)
 	if !usable(cc, aa, bb, off) {
 		return
 	}
 	b.dev.CountFLOPs(gemmFLOPs(rows, n, k)) // each row times its expert's n×k matrix
+	act := bf16Suffix(aa, "_abf16") + bf16Suffix(cc, "_cbf16")
 	if bb.dt == kernels.BF16 {
-		// bf16 experts on tensor cores (grouped_matmul_tc.cu): A rounded
-		// to bf16 as it is staged, f32 accumulation.
+		// bf16 experts on tensor cores (grouped_matmul_tc.cu): an f32 A
+		// rounded to bf16 as it is staged, f32 accumulation.
 		grid := D2((rows+tcTile-1)/tcTile+nExperts, (n+tcTile-1)/tcTile)
-		b.launch("grouped_matmul_tc_bf16", grid, D1(tcThreads), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
+		b.launch("grouped_matmul_tc_bf16"+act, grid, D1(tcThreads), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
 		return
 	}
 	grid := D2((rows+gmmTile-1)/gmmTile+nExperts, (n+gmmTile-1)/gmmTile)
-	b.launch("grouped_matmul_f32", grid, D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
+	b.launch("grouped_matmul_f32"+act, grid, D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
 }
 
 func (b *Backend) GroupedMatMulMXFP4(c, a kernels.Buffer, bm kernels.MXFP4, offsets kernels.Buffer, rows, nExperts, n, k int, transB bool, alpha, beta float32) {
@@ -151,8 +152,8 @@ func (b *Backend) GroupedMatMulMXFP4(c, a kernels.Buffer, bm kernels.MXFP4, offs
 	if rows == 0 {
 		return
 	}
-	cc := b.buf(op, "C", c, rows*n, kernels.F32)
-	aa := b.buf(op, "A", a, rows*k, kernels.F32)
+	cc := b.buf(op, "C", c, rows*n, kernels.F32, kernels.BF16)
+	aa := b.buf(op, "A", a, rows*k, kernels.F32, kernels.BF16)
 	codes := b.buf(op, "B.Codes", bm.Codes, nExperts*n*k/2, kernels.U8)
 	scales := b.buf(op, "B.Scales", bm.Scales, nExperts*n*k/32, kernels.U8)
 	off := b.buf(op, "offsets", offsets, nExperts+1, kernels.I32)
@@ -161,9 +162,9 @@ func (b *Backend) GroupedMatMulMXFP4(c, a kernels.Buffer, bm kernels.MXFP4, offs
 	}
 	b.dev.CountFLOPs(gemmFLOPs(rows, n, k))
 	// grouped_matmul_tc.cu: the codes decoded as a tile is staged, then
-	// the bf16 kernel's path (A rounded to bf16, f32 accumulation).
+	// the bf16 kernel's path (an f32 A rounded to bf16, f32 accumulation).
 	grid := D2((rows+tcTile-1)/tcTile+nExperts, (n+tcTile-1)/tcTile)
-	b.launch("grouped_matmul_tc_mxfp4", grid, D1(tcThreads), 0, cc.ptr, aa.ptr, codes.ptr, scales.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
+	b.launch("grouped_matmul_tc_mxfp4"+bf16Suffix(aa, "_abf16")+bf16Suffix(cc, "_cbf16"), grid, D1(tcThreads), 0, cc.ptr, aa.ptr, codes.ptr, scales.ptr, off.ptr, int32(nExperts), int32(n), int32(k), flag(transB), alpha, beta)
 }
 
 func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExperts, m, n int, alpha, beta float32) {
@@ -173,14 +174,14 @@ func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExper
 		panic(fmt.Sprintf("cuda: %s: nExperts %d (≤ 65535), m %d, n %d must be positive", op, nExperts, m, n))
 	}
 	cc := b.buf(op, "C", c, nExperts*m*n, kernels.F32)
-	aa := b.buf(op, "A", a, rows*m, kernels.F32)
-	bb := b.buf(op, "B", bm, rows*n, kernels.F32)
+	aa := b.buf(op, "A", a, rows*m, kernels.F32, kernels.BF16)
+	bb := b.buf(op, "B", bm, rows*n, kernels.F32, kernels.BF16)
 	off := b.buf(op, "offsets", offsets, nExperts+1, kernels.I32)
 	if !usable(cc, aa, bb, off) {
 		return
 	}
 	b.dev.CountFLOPs(gemmFLOPs(m, n, rows)) // C[e] = A[e's rows]ᵀ·B[e's rows], rows in all
-	b.launch("grouped_matmul_tn_f32", D2((m*n+255)/256, nExperts), D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(m), int32(n), alpha, beta)
+	b.launch("grouped_matmul_tn_f32"+bf16Suffix(aa, "_abf16")+bf16Suffix(bb, "_bbf16"), D2((m*n+255)/256, nExperts), D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(m), int32(n), alpha, beta)
 }
 
 func (b *Backend) MoECombine(out, x, weights, rows kernels.Buffer, n, topK, cols int) {

@@ -16,7 +16,8 @@ import (
 func moeCases() []Case {
 	var cs []Case
 	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), sigmoidRouteCases(), sigmoidRouteBackwardCases(), moeGroupCases(),
-		groupedMatMulCases(), groupedMatMulSliceCases(), groupedMatMulMXFP4Cases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
+		groupedMatMulCases(), groupedMatMulSliceCases(), groupedMatMulBF16Cases(), groupedMatMulMXFP4Cases(), groupedMatMulMXFP4BF16Cases(),
+		groupedMatMulTNCases(), groupedMatMulTNBF16Cases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
 		cs = append(cs, g...)
 	}
 	return cs
