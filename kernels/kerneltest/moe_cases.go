@@ -16,7 +16,8 @@ import (
 func moeCases() []Case {
 	var cs []Case
 	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), sigmoidRouteCases(), sigmoidRouteBackwardCases(), moeGroupCases(),
-		groupedMatMulCases(), groupedMatMulSliceCases(), groupedMatMulMXFP4Cases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
+		groupedMatMulCases(), groupedMatMulSliceCases(), groupedMatMulMXFP4Cases(), groupedMatMulTNCases(), moeCombineCases(), moeCombineBF16Cases(), moeCombineBackwardCases(), moeCombineBackwardBF16Cases(),
+		clampedGLUCases()} {
 		cs = append(cs, g...)
 	}
 	return cs
