@@ -22,9 +22,9 @@
 //     ops' Y and dx, the grouped GEMMs' A and C, GroupedMatMulTN's A and
 //     B, the fused ops' inputs and outputs, attention's out
 //     and dq, Add's and AddBias' operands, the backwards' gradients for
-//     their GEMMs, LogSoftmaxGatherBackward's dlogits): an op reads them
-//     widened, computes in f32 and rounds to nearest even once, at the
-//     store.
+//     their GEMMs, LogSoftmaxGatherBackward's dlogits, the MoE row ops'
+//     and expert activations' operands): an op reads them widened,
+//     computes in f32 and rounds to nearest even once, at the store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming
@@ -148,6 +148,9 @@ type Ops interface {
 
 	// GatherRows copies rows idx[i] of table (rows × cols) into row i of out,
 	// for i < n. It is the embedding lookup and the logits-row selection.
+	// table may be BF16 (weights) and out BF16 (a bf16 activation's rows:
+	// MoE's tokens to their experts): each value is rounded once at the
+	// store, so a BF16 table into a BF16 out is an exact copy.
 	GatherRows(out, table, idx Buffer, n, cols int)
 
 	// CopyColumns copies a rows × width block: columns [srcOff,
@@ -156,6 +159,8 @@ type Ops interface {
 	// values. It splits the output of a fused projection (q/k/v, gate/up:
 	// one GEMM over weights concatenated at load) into the parts the next
 	// ops read, and joins the parts' gradients for the backward GEMM.
+	// dst and src may each be BF16: BF16 to BF16 copies exactly, F32 to
+	// BF16 rounds once, BF16 to F32 widens.
 	CopyColumns(dst, src Buffer, rows, width, dstCols, dstOff, srcCols, srcOff int)
 
 	// RMSNorm computes out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w for each of
@@ -185,7 +190,9 @@ type Ops interface {
 	Add(out, a, b Buffer, n int)
 
 	// SwiGLU computes out = silu(gate) · up elementwise, silu(g) = g·σ(g);
-	// out may alias gate or up.
+	// out may alias gate or up (of its dtype). Each of out, gate and up
+	// may be F32 or BF16 (read widened, computed in f32, a BF16 out
+	// rounded once).
 	SwiGLU(out, gate, up Buffer, n int)
 
 	// SigmoidGate computes out = x·σ(gate) elementwise, σ(g) = 1/(1+e^−g):

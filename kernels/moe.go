@@ -83,29 +83,36 @@ type MoEOps interface {
 	// MoECombine sums each token's assignments: out[t] = Σ_j w_j·x[rows[t·topK
 	// + j]] over cols columns, with w = weights (n × topK), or 1 when
 	// weights is nil (the backward of gathering a token's row to every
-	// assignment). out is overwritten.
+	// assignment). out is overwritten. x and out may each be BF16 (the f32
+	// sum rounded once at the store); weights is F32.
 	MoECombine(out, x, weights, rows Buffer, n, topK, cols int)
 
 	// MoECombineBackward is MoECombine's backward: dx[rows[t·topK + j]] =
 	// weights[t·topK + j]·dout[t] (dx is rows × cols, every row written) and
-	// dweights[t·topK + j] = dout[t]·x[rows[t·topK + j]].
+	// dweights[t·topK + j] = dout[t]·x[rows[t·topK + j]]. dx, dout and x
+	// may each be BF16 (a BF16 dx rounded once at the store); weights and
+	// dweights are F32.
 	MoECombineBackward(dx, dweights, dout, x, weights, rows Buffer, n, topK, cols int)
 
 	// ClampedSwiGLU is gpt-oss's expert activation (ClampedGLU): with
 	// g = min(gate, Limit) and u = clamp(up, −Limit, Limit), out = (u + 1)·
-	// g·σ(Alpha·g), elementwise over n values.
+	// g·σ(Alpha·g), elementwise over n values. Each of out, gate and up may
+	// be F32 or BF16 (read widened, computed in f32, a BF16 out rounded
+	// once).
 	ClampedSwiGLU(out, gate, up Buffer, n int, c ClampedGLU)
 
 	// ClampedSwiGLUBackward is its backward: dgate = dy·(u + 1)·σ(αg)·(1 +
 	// αg·(1 − σ(αg))) where gate ≤ Limit (0 above), dup = dy·g·σ(αg) where
 	// −Limit ≤ up ≤ Limit (0 outside), as torch's clamp passes gradient at
-	// its bounds. dgate and dup may alias gate and up.
+	// its bounds. dgate and dup may alias gate and up (of their dtype).
+	// Each of the five operands may be F32 or BF16, as ClampedSwiGLU's.
 	ClampedSwiGLUBackward(dgate, dup, dy, gate, up Buffer, n int, c ClampedGLU)
 
 	// GroupedAddBias adds each expert's bias to its rows: for every expert
 	// e and permuted row r in [offsets[e], offsets[e+1]), y[r] += bias[e]
 	// over cols columns; y is rows × cols, bias nExperts × cols (f32), rows
 	// its extent, the experts' rows a run within it as GroupedMatMul's
-	// (gpt-oss's per-expert gate_up and down biases).
+	// (gpt-oss's per-expert gate_up and down biases). y may be BF16: the
+	// sum is f32, rounded once at the store.
 	GroupedAddBias(y, bias, offsets Buffer, rows, nExperts, cols int)
 }

@@ -35,7 +35,9 @@ type TrainOps interface {
 
 	// SwiGLUBackward computes dgate = dy·up·silu'(gate) and dup =
 	// dy·silu(gate), with silu'(g) = σ(g)·(1 + g·(1 − σ(g))). dgate and
-	// dup may alias gate and up respectively.
+	// dup may alias gate and up respectively (of their dtype). Each of the
+	// five operands may be F32 or BF16 (read widened, computed in f32, a
+	// BF16 gradient rounded once).
 	SwiGLUBackward(dgate, dup, dy, gate, up Buffer, n int)
 
 	// SigmoidGateBackward is SigmoidGate's backward: dx = dy·σ(gate) and

@@ -66,17 +66,22 @@ func (be *Backend) Add(out, a, b kernels.Buffer, n int) {
 // quotient is the correct −0 rather than NaN.
 func (be *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 	positive("SwiGLU", n)
-	os := f32("SwiGLU", "out", out, n)
+	os, bf := floatsOut("SwiGLU", "out", out, n)
 	gs := floats("SwiGLU", "gate", gate, n)
 	us := floats("SwiGLU", "up", up, n)
 	if be.vec != nil {
-		be.parallel(n, 4, func(lo, hi int) { be.vec.swiGLU(os[lo:hi], gs[lo:hi], us[lo:hi]) })
+		be.parallel(n, 4, func(lo, hi int) {
+			be.vec.swiGLU(os[lo:hi], gs[lo:hi], us[lo:hi])
+			if bf {
+				castBF16(os[lo:hi], os[lo:hi])
+			}
+		})
 		return
 	}
 	be.parallel(n, 20, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			g := float64(gs[i])
-			os[i] = float32(g / (1 + math.Exp(-g)) * float64(us[i]))
+			os[i] = roundIf(bf, float32(g/(1+math.Exp(-g))*float64(us[i])))
 		}
 	})
 }

@@ -256,8 +256,8 @@ func (be *Backend) GroupedMatMulTN(c, a, b, offsets kernels.Buffer, rows, nExper
 func (be *Backend) MoECombine(out, x, weights, rows kernels.Buffer, n, topK, cols int) {
 	const op = "MoECombine"
 	positive(op, n, topK, cols)
-	os := f32(op, "out", out, n*cols)
-	xs := f32(op, "x", x, n*topK*cols)
+	os, bf := floatsOut(op, "out", out, n*cols)
+	xs := floats(op, "x", x, n*topK*cols)
 	rw := ints(op, "rows", rows, n*topK)
 	index(op, "rows", rw, n*topK)
 	var ws []float32
@@ -281,6 +281,9 @@ func (be *Backend) MoECombine(out, x, weights, rows kernels.Buffer, n, topK, col
 					o[i] += w * xr[i]
 				}
 			}
+			if bf {
+				castBF16(o, o) // the f32 sum, rounded once
+			}
 		}
 	})
 }
@@ -288,10 +291,10 @@ func (be *Backend) MoECombine(out, x, weights, rows kernels.Buffer, n, topK, col
 func (be *Backend) MoECombineBackward(dx, dweights, dout, x, weights, rows kernels.Buffer, n, topK, cols int) {
 	const op = "MoECombineBackward"
 	positive(op, n, topK, cols)
-	dxs := f32(op, "dx", dx, n*topK*cols)
+	dxs, bf := floatsOut(op, "dx", dx, n*topK*cols)
 	dws := f32(op, "dweights", dweights, n*topK)
-	ds := f32(op, "dout", dout, n*cols)
-	xs := f32(op, "x", x, n*topK*cols)
+	ds := floats(op, "dout", dout, n*cols)
+	xs := floats(op, "x", x, n*topK*cols)
 	ws := floats(op, "weights", weights, n*topK)
 	rw := ints(op, "rows", rows, n*topK)
 	index(op, "rows", rw, n*topK)
@@ -304,7 +307,7 @@ func (be *Backend) MoECombineBackward(dx, dweights, dout, x, weights, rows kerne
 				xr, dr := xs[r*cols:(r+1)*cols], dxs[r*cols:(r+1)*cols]
 				var dot float32
 				for i := range d {
-					dr[i] = ws[a] * d[i]
+					dr[i] = roundIf(bf, ws[a]*d[i])
 					dot += d[i] * xr[i]
 				}
 				dws[a] = dot

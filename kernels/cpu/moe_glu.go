@@ -20,7 +20,7 @@ func clampedGLUCheck(op string, c kernels.ClampedGLU, n int) {
 func (be *Backend) ClampedSwiGLU(out, gate, up kernels.Buffer, n int, c kernels.ClampedGLU) {
 	const op = "ClampedSwiGLU"
 	clampedGLUCheck(op, c, n)
-	os := f32(op, "out", out, n)
+	os, bf := floatsOut(op, "out", out, n)
 	gs := floats(op, "gate", gate, n)
 	us := floats(op, "up", up, n)
 	alpha, limit := float64(c.Alpha), float64(c.Limit)
@@ -28,7 +28,7 @@ func (be *Backend) ClampedSwiGLU(out, gate, up kernels.Buffer, n int, c kernels.
 		for i := lo; i < hi; i++ {
 			g := math.Min(float64(gs[i]), limit)
 			u := math.Max(math.Min(float64(us[i]), limit), -limit)
-			os[i] = float32((u + 1) * g * logistic(alpha*g))
+			os[i] = roundIf(bf, float32((u+1)*g*logistic(alpha*g)))
 		}
 	})
 }
@@ -36,9 +36,9 @@ func (be *Backend) ClampedSwiGLU(out, gate, up kernels.Buffer, n int, c kernels.
 func (be *Backend) ClampedSwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int, c kernels.ClampedGLU) {
 	const op = "ClampedSwiGLUBackward"
 	clampedGLUCheck(op, c, n)
-	dg := f32(op, "dgate", dgate, n)
-	du := f32(op, "dup", dup, n)
-	ds := f32(op, "dy", dy, n)
+	dg, bg := floatsOut(op, "dgate", dgate, n)
+	du, bu := floatsOut(op, "dup", dup, n)
+	ds := floats(op, "dy", dy, n)
 	gs := floats(op, "gate", gate, n)
 	us := floats(op, "up", up, n)
 	alpha, limit := float64(c.Alpha), float64(c.Limit)
@@ -55,7 +55,7 @@ func (be *Backend) ClampedSwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer
 			if uraw >= -limit && uraw <= limit {
 				duv = d * g * sig
 			}
-			dg[i], du[i] = float32(dgv), float32(duv)
+			dg[i], du[i] = roundIf(bg, float32(dgv)), roundIf(bu, float32(duv))
 		}
 	})
 }
@@ -66,7 +66,7 @@ func (be *Backend) GroupedAddBias(y, bias, offsets kernels.Buffer, rows, nExpert
 	if rows == 0 {
 		return
 	}
-	ys := f32(op, "y", y, rows*cols)
+	ys, bf := floatsOut(op, "y", y, rows*cols)
 	bs := f32(op, "bias", bias, nExperts*cols)
 	off := groupOffsets(op, offsets, nExperts, rows)
 	be.parallel(nExperts, rows*cols/nExperts+1, func(lo, hi int) {
@@ -75,7 +75,7 @@ func (be *Backend) GroupedAddBias(y, bias, offsets kernels.Buffer, rows, nExpert
 			for r := int(off[e]); r < int(off[e+1]); r++ {
 				yr := ys[r*cols : (r+1)*cols]
 				for j := range yr {
-					yr[j] += b[j]
+					yr[j] = roundIf(bf, yr[j]+b[j])
 				}
 			}
 		}

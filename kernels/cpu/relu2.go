@@ -8,11 +8,12 @@ import "github.com/grpo-dev/grpo/kernels"
 func (be *Backend) ReLU2(out, x kernels.Buffer, n int) {
 	const op = "ReLU2"
 	positive(op, n)
-	os, xs := f32(op, "out", out, n), f32(op, "x", x, n)
+	os, bf := floatsOut(op, "out", out, n)
+	xs := floats(op, "x", x, n)
 	be.parallel(n, 4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			r := max(float64(xs[i]), 0)
-			os[i] = float32(r * r)
+			os[i] = roundIf(bf, float32(r*r))
 		}
 	})
 }
@@ -22,10 +23,11 @@ func (be *Backend) ReLU2(out, x kernels.Buffer, n int) {
 func (be *Backend) ReLU2Backward(dx, dy, x kernels.Buffer, n int) {
 	const op = "ReLU2Backward"
 	positive(op, n)
-	dxs, ys, xs := f32(op, "dx", dx, n), f32(op, "dy", dy, n), f32(op, "x", x, n)
+	dxs, bf := floatsOut(op, "dx", dx, n)
+	ys, xs := floats(op, "dy", dy, n), floats(op, "x", x, n)
 	be.parallel(n, 4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			dxs[i] = float32(2 * max(float64(xs[i]), 0) * float64(ys[i]))
+			dxs[i] = roundIf(bf, float32(2*max(float64(xs[i]), 0)*float64(ys[i])))
 		}
 	})
 }

@@ -11,11 +11,14 @@ func (be *Backend) GatherRows(out, table, idx kernels.Buffer, n, cols int) {
 	is := ints("GatherRows", "idx", idx, n)
 	tb := floats("GatherRows", "table", table, table.Len())
 	index("GatherRows", "idx", is, len(tb)/cols)
-	os := f32("GatherRows", "out", out, n*cols)
+	os, bf := floatsOut("GatherRows", "out", out, n*cols)
 	be.parallel(n, cols, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			r := int(is[i])
 			copy(os[i*cols:(i+1)*cols], tb[r*cols:(r+1)*cols])
+			if bf {
+				castBF16(os[i*cols:(i+1)*cols], os[i*cols:(i+1)*cols])
+			}
 		}
 	})
 }

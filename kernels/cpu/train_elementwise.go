@@ -41,11 +41,18 @@ func (be *Backend) SumSquares(out, x kernels.Buffer, n int) {
 func (be *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int) {
 	const op = "SwiGLUBackward"
 	positive(op, n)
-	dg, du := f32(op, "dgate", dgate, n), f32(op, "dup", dup, n)
+	dg, bg := floatsOut(op, "dgate", dgate, n)
+	du, bu := floatsOut(op, "dup", dup, n)
 	ys, gs, us := floats(op, "dy", dy, n), floats(op, "gate", gate, n), floats(op, "up", up, n)
 	if be.vec != nil {
 		be.parallel(n, 6, func(lo, hi int) {
 			be.vec.swiGLUBackward(dg[lo:hi], du[lo:hi], ys[lo:hi], gs[lo:hi], us[lo:hi])
+			if bg {
+				castBF16(dg[lo:hi], dg[lo:hi])
+			}
+			if bu {
+				castBF16(du[lo:hi], du[lo:hi])
+			}
 		})
 		return
 	}
@@ -53,8 +60,8 @@ func (be *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int
 		for i := lo; i < hi; i++ {
 			g, u, d := float64(gs[i]), float64(us[i]), float64(ys[i])
 			sig := 1 / (1 + math.Exp(-g))
-			dg[i] = float32(d * u * sig * (1 + g*(1-sig)))
-			du[i] = float32(d * g * sig)
+			dg[i] = roundIf(bg, float32(d*u*sig*(1+g*(1-sig))))
+			du[i] = roundIf(bu, float32(d*g*sig))
 		}
 	})
 }

@@ -13,3 +13,12 @@ GRPO_KERNEL void __launch_bounds__(256) copy_columns_f32(float* dst, const float
 	const float* s = src + r * srcCols + srcOff;
 	for (int c = threadIdx.x; c < width; c += blockDim.x) d[c] = s[c];
 }
+// copy_columns_as is copy_columns_f32 with dst and src each f32 or bf16
+// (bit 0 of bf16: dst, 1: src): bf16 to bf16 is exact, f32 to bf16 rounds
+// once, bf16 to f32 widens.
+GRPO_KERNEL void __launch_bounds__(256) copy_columns_as(void* dst, const void* src, int width, int dstCols, int dstOff, int srcCols,
+				 int srcOff, int bf16) {
+	long long r = blockIdx.x;
+	long long d = r * dstCols + dstOff, s = r * srcCols + srcOff;
+	for (int c = threadIdx.x; c < width; c += blockDim.x) st_as(dst, bf16 & 1, d + c, ld_as(src, bf16 & 2, s + c));
+}

@@ -81,6 +81,14 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_f32(float* out, const float* gate
 		out[i] = g / (1.0f + expf(-g)) * up[i];
 	}
 }
+// swiglu_as is swiglu_f32 with each operand f32 or bf16 (bit 0 of bf16:
+// out, 1: gate, 2: up), read widened and stored rounded once.
+GRPO_KERNEL void __launch_bounds__(256) swiglu_as(void* out, const void* gate, const void* up, int n, int bf16) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float g = ld_as(gate, bf16 & 2, i);
+		st_as(out, bf16 & 1, i, g / (1.0f + expf(-g)) * ld_as(up, bf16 & 4, i));
+	}
+}
 
 // out = x·σ(gate), σ formed from e = e^−|g| ≤ 1 so it never overflows
 // (g = ±1000 gives exactly 0 or 1). Each thread reads x and gate before

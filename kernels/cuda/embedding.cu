@@ -19,6 +19,14 @@ GRPO_KERNEL void __launch_bounds__(256) gather_rows_f32(float* out, const float*
 GRPO_KERNEL void __launch_bounds__(256) gather_rows_bf16(float* out, const __nv_bfloat16* table, const int* idx, int n, int cols) {
 	gather_rows(out, table, idx, cols);
 }
+// gather_rows_as is gather_rows with out and table each f32 or bf16 (bit 0
+// of bf16: out, 1: table): a bf16 activation's rows (MoE's tokens to their
+// experts), read widened and stored rounded once, so bf16 to bf16 is exact.
+GRPO_KERNEL void __launch_bounds__(256) gather_rows_as(void* out, const void* table, const int* idx, int n, int cols, int bf16) {
+	int i = blockIdx.x;
+	long long src = (long long)idx[i] * cols;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) st_as(out, bf16 & 1, (long long)i * cols + c, ld_as(table, bf16 & 2, src + c));
+}
 
 // grid (nTok), block (any): the cache row of position pos[t] of sequence
 // seq[t] = x[t, :], rounded to nearest even for a bf16 cache (the

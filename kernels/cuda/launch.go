@@ -57,8 +57,9 @@ var kernelMaxBlock = map[string]int{
 	"swiglu_backward_f32": elementwiseBlock, "policy_loss_f32": elementwiseBlock, "adamw_f32": elementwiseBlock,
 	"sigmoid_gate_f32": elementwiseBlock, "sigmoid_gate_backward_f32": elementwiseBlock,
 	"sigmoid_gate_as": elementwiseBlock, "sigmoid_gate_backward_as": elementwiseBlock,
-	"gather_rows_f32": 256, "gather_rows_bf16": 256, "kv_write_f32": 256, "kv_write_bf16": 256, // warpRound(…, 256)
-	"scatter_rows_f32": 256, "copy_columns_f32": 256, // warpRound(…, 256)
+	"swiglu_as": elementwiseBlock, "swiglu_backward_as": elementwiseBlock,
+	"gather_rows_f32": 256, "gather_rows_bf16": 256, "gather_rows_as": 256, "kv_write_f32": 256, "kv_write_bf16": 256, // warpRound(…, 256)
+	"scatter_rows_f32": 256, "copy_columns_f32": 256, "copy_columns_as": 256, // warpRound(…, 256)
 	"rmsnorm_f32": rowBlock, "rmsnorm_wbf16": rowBlock,
 	"rmsnorm_backward_f32": rowBlock, "rmsnorm_backward_wbf16": rowBlock,
 	"rmsnorm_backward_f32_dybf16": rowBlock, "rmsnorm_backward_wbf16_dybf16": rowBlock,
@@ -97,9 +98,11 @@ var kernelMaxBlock = map[string]int{
 	"grouped_matmul_tc_mxfp4": tcThreads, "grouped_matmul_tc_mxfp4_abf16": tcThreads,
 	"grouped_matmul_tc_mxfp4_cbf16": tcThreads, "grouped_matmul_tc_mxfp4_abf16_cbf16": tcThreads,
 	"moe_combine_f32": 256, "moe_combine_backward_f32": 256, // warpRound(…, 256)
+	"moe_combine_as": 256, "moe_combine_backward_as": 256, // warpRound(…, 256)
 	"clamped_swiglu_f32": elementwiseBlock, "clamped_swiglu_backward_f32": elementwiseBlock,
-	"grouped_add_bias_f32": 256,                             // warpRound(…, 256)
-	"causal_conv1d_f32":    256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)
+	"clamped_swiglu_as": elementwiseBlock, "clamped_swiglu_backward_as": elementwiseBlock,
+	"grouped_add_bias_f32": 256, "grouped_add_bias_ybf16": 256, // warpRound(…, 256)
+	"causal_conv1d_f32": 256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)
 	"causal_conv1d_backward_f32": 256, "causal_conv1d_backward_wbf16": 256,
 	"delta_gates_f32": elementwiseBlock, "delta_gates_wbf16": elementwiseBlock,
 	"delta_gates_backward_f32": elementwiseBlock, "delta_gates_backward_wbf16": elementwiseBlock,
@@ -113,6 +116,7 @@ var kernelMaxBlock = map[string]int{
 	"grouped_gated_rmsnorm_f32": rowBlock, "grouped_gated_rmsnorm_wbf16": rowBlock,
 	"grouped_gated_rmsnorm_backward_f32": rowBlock, "grouped_gated_rmsnorm_backward_wbf16": rowBlock,
 	"relu2_f32": elementwiseBlock, "relu2_backward_f32": elementwiseBlock,
+	"relu2_as": elementwiseBlock, "relu2_backward_as": elementwiseBlock,
 }
 
 // elementwise launches a grid-stride kernel over n elements.

@@ -416,3 +416,34 @@ GRPO_KERNEL void __launch_bounds__(256) moe_combine_backward_f32(float* dx, floa
 	dot = block_sum(dot, scratch);
 	if (threadIdx.x == 0) dweights[a] = dot;
 }
+
+// moe_combine_as is moe_combine_f32 with out and x each f32 or bf16 (bit 0
+// of bf16: out, 1: x): the same f32 sum, rounded once at the store.
+GRPO_KERNEL void __launch_bounds__(256) moe_combine_as(void* out, const void* x, const float* weights, const int* rows, int topK,
+						       int cols, int bf16) {
+	long long t = blockIdx.x;
+	for (int col = threadIdx.x; col < cols; col += blockDim.x) {
+		float s = 0.0f;
+		for (int j = 0; j < topK; j++) {
+			float w = weights ? weights[t * topK + j] : 1.0f;
+			s += w * ld_as(x, bf16 & 2, (long long)rows[t * topK + j] * cols + col);
+		}
+		st_as(out, bf16 & 1, t * cols + col, s);
+	}
+}
+
+// moe_combine_backward_as is moe_combine_backward_f32 with dx, dout and x
+// each f32 or bf16 (bit 0 of bf16: dx, 1: dout, 2: x); dweights stays f32.
+GRPO_KERNEL void __launch_bounds__(256) moe_combine_backward_as(void* dx, float* dweights, const void* dout, const void* x,
+								const float* weights, const int* rows, int topK, int cols, int bf16) {
+	GRPO_SHARED(float, scratch, [32]);
+	long long a = blockIdx.x, t = a / topK, r = rows[a];
+	float w = weights[a], dot = 0.0f;
+	for (int col = threadIdx.x; col < cols; col += blockDim.x) {
+		float d = ld_as(dout, bf16 & 2, t * cols + col);
+		st_as(dx, bf16 & 1, r * cols + col, w * d);
+		dot += d * ld_as(x, bf16 & 4, r * cols + col);
+	}
+	dot = block_sum(dot, scratch);
+	if (threadIdx.x == 0) dweights[a] = dot;
+}

@@ -18,10 +18,14 @@ func clampedGLUCheck(op string, c kernels.ClampedGLU, n int) {
 func (b *Backend) ClampedSwiGLU(out, gate, up kernels.Buffer, n int, c kernels.ClampedGLU) {
 	const op = "ClampedSwiGLU"
 	clampedGLUCheck(op, c, n)
-	o := b.buf(op, "out", out, n, kernels.F32)
-	g := b.buf(op, "gate", gate, n, kernels.F32)
-	u := b.buf(op, "up", up, n, kernels.F32)
+	o := b.buf(op, "out", out, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
+	u := b.buf(op, "up", up, n, kernels.F32, kernels.BF16)
 	if !usable(o, g, u) {
+		return
+	}
+	if mask := bf16Mask(o, g, u); mask != 0 {
+		b.elementwise("clamped_swiglu_as", n, o.ptr, g.ptr, u.ptr, int32(n), c.Alpha, c.Limit, mask)
 		return
 	}
 	b.elementwise("clamped_swiglu_f32", n, o.ptr, g.ptr, u.ptr, int32(n), c.Alpha, c.Limit)
@@ -30,12 +34,16 @@ func (b *Backend) ClampedSwiGLU(out, gate, up kernels.Buffer, n int, c kernels.C
 func (b *Backend) ClampedSwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int, c kernels.ClampedGLU) {
 	const op = "ClampedSwiGLUBackward"
 	clampedGLUCheck(op, c, n)
-	dg := b.buf(op, "dgate", dgate, n, kernels.F32)
-	du := b.buf(op, "dup", dup, n, kernels.F32)
-	d := b.buf(op, "dy", dy, n, kernels.F32)
-	g := b.buf(op, "gate", gate, n, kernels.F32)
-	u := b.buf(op, "up", up, n, kernels.F32)
+	dg := b.buf(op, "dgate", dgate, n, kernels.F32, kernels.BF16)
+	du := b.buf(op, "dup", dup, n, kernels.F32, kernels.BF16)
+	d := b.buf(op, "dy", dy, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
+	u := b.buf(op, "up", up, n, kernels.F32, kernels.BF16)
 	if !usable(dg, du, d, g, u) {
+		return
+	}
+	if mask := bf16Mask(dg, du, d, g, u); mask != 0 {
+		b.elementwise("clamped_swiglu_backward_as", n, dg.ptr, du.ptr, d.ptr, g.ptr, u.ptr, int32(n), c.Alpha, c.Limit, mask)
 		return
 	}
 	b.elementwise("clamped_swiglu_backward_f32", n, dg.ptr, du.ptr, d.ptr, g.ptr, u.ptr, int32(n), c.Alpha, c.Limit)
@@ -47,11 +55,15 @@ func (b *Backend) GroupedAddBias(y, bias, offsets kernels.Buffer, rows, nExperts
 	if nExperts <= 0 || cols <= 0 || rows < 0 {
 		panic(fmt.Sprintf("cuda: %s: rows %d, nExperts %d, cols %d: want positive sizes", op, rows, nExperts, cols))
 	}
-	yy := b.buf(op, "y", y, rows*cols, kernels.F32)
+	yy := b.buf(op, "y", y, rows*cols, kernels.F32, kernels.BF16)
 	bb := b.buf(op, "bias", bias, nExperts*cols, kernels.F32)
 	o := b.buf(op, "offsets", offsets, nExperts+1, kernels.I32)
 	if rows == 0 || !usable(yy, bb, o) {
 		return
 	}
-	b.launch("grouped_add_bias_f32", D1(rows), D1(warpRound(cols, 256)), 0, yy.ptr, bb.ptr, o.ptr, int32(nExperts), int32(cols))
+	name := "grouped_add_bias_f32"
+	if yy.dt == kernels.BF16 {
+		name = "grouped_add_bias_ybf16"
+	}
+	b.launch(name, D1(rows), D1(warpRound(cols, 256)), 0, yy.ptr, bb.ptr, o.ptr, int32(nExperts), int32(cols))
 }

@@ -187,11 +187,15 @@ func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExper
 func (b *Backend) MoECombine(out, x, weights, rows kernels.Buffer, n, topK, cols int) {
 	const op = "MoECombine"
 	i32(op, n, topK, cols, n*topK*cols)
-	o := b.buf(op, "out", out, n*cols, kernels.F32)
-	xx := b.buf(op, "x", x, n*topK*cols, kernels.F32)
+	o := b.buf(op, "out", out, n*cols, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, n*topK*cols, kernels.F32, kernels.BF16)
 	w := b.optBuf(op, "weights", weights, n*topK)
 	r := b.buf(op, "rows", rows, n*topK, kernels.I32)
 	if n == 0 || cols == 0 || !usable(o, xx, w, r) {
+		return
+	}
+	if mask := bf16Mask(o, xx); mask != 0 {
+		b.launch("moe_combine_as", D1(n), D1(warpRound(cols, 256)), 0, o.ptr, xx.ptr, w.ptr, r.ptr, int32(topK), int32(cols), mask)
 		return
 	}
 	b.launch("moe_combine_f32", D1(n), D1(warpRound(cols, 256)), 0, o.ptr, xx.ptr, w.ptr, r.ptr, int32(topK), int32(cols))
@@ -200,13 +204,17 @@ func (b *Backend) MoECombine(out, x, weights, rows kernels.Buffer, n, topK, cols
 func (b *Backend) MoECombineBackward(dx, dweights, dout, x, weights, rows kernels.Buffer, n, topK, cols int) {
 	const op = "MoECombineBackward"
 	i32(op, n, topK, cols, n*topK*cols)
-	d := b.buf(op, "dx", dx, n*topK*cols, kernels.F32)
+	d := b.buf(op, "dx", dx, n*topK*cols, kernels.F32, kernels.BF16)
 	dw := b.buf(op, "dweights", dweights, n*topK, kernels.F32)
-	do := b.buf(op, "dout", dout, n*cols, kernels.F32)
-	xx := b.buf(op, "x", x, n*topK*cols, kernels.F32)
+	do := b.buf(op, "dout", dout, n*cols, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, n*topK*cols, kernels.F32, kernels.BF16)
 	w := b.buf(op, "weights", weights, n*topK, kernels.F32)
 	r := b.buf(op, "rows", rows, n*topK, kernels.I32)
 	if n == 0 || cols == 0 || !usable(d, dw, do, xx, w, r) {
+		return
+	}
+	if mask := bf16Mask(d, do, xx); mask != 0 {
+		b.launch("moe_combine_backward_as", D1(n*topK), D1(warpRound(cols, 256)), 0, d.ptr, dw.ptr, do.ptr, xx.ptr, w.ptr, r.ptr, int32(topK), int32(cols), mask)
 		return
 	}
 	b.launch("moe_combine_backward_f32", D1(n*topK), D1(warpRound(cols, 256)), 0, d.ptr, dw.ptr, do.ptr, xx.ptr, w.ptr, r.ptr, int32(topK), int32(cols))

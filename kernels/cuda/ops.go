@@ -83,10 +83,14 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 func (b *Backend) GatherRows(out, table, idx kernels.Buffer, n, cols int) {
 	const op = "GatherRows"
 	i32(op, n, cols, n*cols)
-	o := b.buf(op, "out", out, n*cols, kernels.F32)
+	o := b.buf(op, "out", out, n*cols, kernels.F32, kernels.BF16)
 	t := b.buf(op, "table", table, cols, kernels.F32, kernels.BF16)
 	ix := b.buf(op, "idx", idx, n, kernels.I32)
 	if n == 0 || cols == 0 || !usable(o, t, ix) {
+		return
+	}
+	if o.dt == kernels.BF16 {
+		b.launch("gather_rows_as", D1(n), D1(warpRound(cols, 256)), 0, o.ptr, t.ptr, ix.ptr, int32(n), int32(cols), bf16Mask(o, t))
 		return
 	}
 	name := "gather_rows_f32"
@@ -182,10 +186,14 @@ func isBF16(x *buffer) int {
 func (b *Backend) SwiGLU(out, gate, up kernels.Buffer, n int) {
 	const op = "SwiGLU"
 	i32(op, n)
-	o := b.buf(op, "out", out, n, kernels.F32)
-	g := b.buf(op, "gate", gate, n, kernels.F32)
-	u := b.buf(op, "up", up, n, kernels.F32)
+	o := b.buf(op, "out", out, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
+	u := b.buf(op, "up", up, n, kernels.F32, kernels.BF16)
 	if !usable(o, g, u) {
+		return
+	}
+	if mask := bf16Mask(o, g, u); mask != 0 {
+		b.elementwise("swiglu_as", n, o.ptr, g.ptr, u.ptr, int32(n), mask)
 		return
 	}
 	b.elementwise("swiglu_f32", n, o.ptr, g.ptr, u.ptr, int32(n))
@@ -289,9 +297,14 @@ func (b *Backend) CopyColumns(dst, src kernels.Buffer, rows, width, dstCols, dst
 	if dstOff < 0 || srcOff < 0 || dstOff+width > dstCols || srcOff+width > srcCols {
 		panic(fmt.Sprintf("cuda: %s: columns [%d, %d) of %d and [%d, %d) of %d", op, dstOff, dstOff+width, dstCols, srcOff, srcOff+width, srcCols))
 	}
-	d := b.buf(op, "dst", dst, rows*dstCols, kernels.F32)
-	s := b.buf(op, "src", src, rows*srcCols, kernels.F32)
+	d := b.buf(op, "dst", dst, rows*dstCols, kernels.F32, kernels.BF16)
+	s := b.buf(op, "src", src, rows*srcCols, kernels.F32, kernels.BF16)
 	if !usable(d, s) {
+		return
+	}
+	if mask := bf16Mask(d, s); mask != 0 {
+		b.launch("copy_columns_as", D1(rows), D1(warpRound(width, 256)), 0, d.ptr, s.ptr,
+			int32(width), int32(dstCols), int32(dstOff), int32(srcCols), int32(srcOff), mask)
 		return
 	}
 	b.launch("copy_columns_f32", D1(rows), D1(warpRound(width, 256)), 0, d.ptr, s.ptr,

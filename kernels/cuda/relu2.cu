@@ -19,3 +19,19 @@ GRPO_KERNEL void __launch_bounds__(256) relu2_backward_f32(float* dx, const floa
 		dx[i] = (float)(2.0 * r * (double)dy[i]);
 	}
 }
+
+// relu2_as and relu2_backward_as are the kernels above with each operand
+// f32 or bf16 (bits of bf16 in argument order: out, x; dx, dy, x), read
+// widened, the same arithmetic, stored rounded once.
+GRPO_KERNEL void __launch_bounds__(256) relu2_as(void* out, const void* x, int n, int bf16) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float r = fmaxf(ld_as(x, bf16 & 2, i), 0.0f);
+		st_as(out, bf16 & 1, i, r * r);
+	}
+}
+GRPO_KERNEL void __launch_bounds__(256) relu2_backward_as(void* dx, const void* dy, const void* x, int n, int bf16) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		double r = fmax((double)ld_as(x, bf16 & 4, i), 0.0);
+		st_as(dx, bf16 & 1, i, (float)(2.0 * r * (double)ld_as(dy, bf16 & 2, i)));
+	}
+}

@@ -33,6 +33,22 @@ GRPO_KERNEL void __launch_bounds__(256) swiglu_backward_f32(float* dgate, float*
 		dup[i] = d * (g * sig);
 	}
 }
+// swiglu_backward_as is swiglu_backward_f32 with each operand f32 or bf16
+// (bit 0 of bf16: dgate, 1: dup, 2: dy, 3: gate, 4: up), read widened and
+// stored rounded once; still read before written, so dgate and dup may
+// alias gate and up of their own dtype.
+GRPO_KERNEL void __launch_bounds__(256) swiglu_backward_as(void* dgate, void* dup, const void* dy, const void* gate, const void* up,
+							   int n, int bf16) {
+	GRID_STRIDE(i, n) {
+		float g = ld_as(gate, bf16 & 8, i), u = ld_as(up, bf16 & 16, i), d = ld_as(dy, bf16 & 4, i);
+		float e = expf(-fabsf(g));
+		float r = 1.0f / (1.0f + e);
+		float sig = g >= 0.0f ? r : e * r;   // σ(g)
+		float om = g >= 0.0f ? e * r : r;    // 1 − σ(g)
+		st_as(dgate, bf16 & 1, i, d * u * (sig * (1.0f + g * om)));
+		st_as(dup, bf16 & 2, i, d * (g * sig));
+	}
+}
 
 // dx = dy·σ(g), dgate = dy·x·σ(g)·(1 − σ(g)), σ and 1 − σ formed from e =
 // e^−|g| as in swiglu_backward_f32. Each thread reads dy, x and gate

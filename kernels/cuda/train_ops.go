@@ -100,12 +100,16 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dy, gate, up kernels.Buffer, n int)
 	const op = "SwiGLUBackward"
 	positive(op, n)
 	i32(op, n)
-	dg := b.buf(op, "dgate", dgate, n, kernels.F32)
-	du := b.buf(op, "dup", dup, n, kernels.F32)
-	g := b.buf(op, "dy", dy, n, kernels.F32)
-	ga := b.buf(op, "gate", gate, n, kernels.F32)
-	u := b.buf(op, "up", up, n, kernels.F32)
+	dg := b.buf(op, "dgate", dgate, n, kernels.F32, kernels.BF16)
+	du := b.buf(op, "dup", dup, n, kernels.F32, kernels.BF16)
+	g := b.buf(op, "dy", dy, n, kernels.F32, kernels.BF16)
+	ga := b.buf(op, "gate", gate, n, kernels.F32, kernels.BF16)
+	u := b.buf(op, "up", up, n, kernels.F32, kernels.BF16)
 	if !usable(dg, du, g, ga, u) {
+		return
+	}
+	if mask := bf16Mask(dg, du, g, ga, u); mask != 0 {
+		b.elementwise("swiglu_backward_as", n, dg.ptr, du.ptr, g.ptr, ga.ptr, u.ptr, int32(n), mask)
 		return
 	}
 	b.elementwise("swiglu_backward_f32", n, dg.ptr, du.ptr, g.ptr, ga.ptr, u.ptr, int32(n))

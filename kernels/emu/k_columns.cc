@@ -4,4 +4,5 @@
 
 extern "C" void emu_register_columns(const char* prefix) {
 	EMU_REG(copy_columns_f32);
+	EMU_REG(copy_columns_as);
 }

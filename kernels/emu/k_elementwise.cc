@@ -16,6 +16,7 @@ extern "C" void emu_register_elementwise(const char* prefix) {
 	EMU_REG(add_bias_f32_xbf16);
 	EMU_REG(add_bias_bf16_xbf16);
 	EMU_REG(swiglu_f32);
+	EMU_REG(swiglu_as);
 	EMU_REG(sigmoid_gate_f32);
 	EMU_REG(sigmoid_gate_as);
 }

@@ -5,6 +5,7 @@
 extern "C" void emu_register_embedding(const char* prefix) {
 	EMU_REG(gather_rows_f32);
 	EMU_REG(gather_rows_bf16);
+	EMU_REG(gather_rows_as);
 	EMU_REG(kv_write_f32);
 	EMU_REG(kv_write_bf16);
 }

@@ -19,4 +19,6 @@ extern "C" void emu_register_moe(const char* prefix) {
 	EMU_REG(grouped_matmul_tn_f32_abf16_bbf16);
 	EMU_REG(moe_combine_f32);
 	EMU_REG(moe_combine_backward_f32);
+	EMU_REG(moe_combine_as);
+	EMU_REG(moe_combine_backward_as);
 }

@@ -17,7 +17,8 @@ func moeCases() []Case {
 	var cs []Case
 	for _, g := range [][]Case{moeRouteCases(), moeRouteBackwardCases(), sigmoidRouteCases(), sigmoidRouteBackwardCases(), moeGroupCases(),
 		groupedMatMulCases(), groupedMatMulSliceCases(), groupedMatMulBF16Cases(), groupedMatMulMXFP4Cases(), groupedMatMulMXFP4BF16Cases(),
-		groupedMatMulTNCases(), groupedMatMulTNBF16Cases(), moeCombineCases(), moeCombineBackwardCases(), clampedGLUCases()} {
+		groupedMatMulTNCases(), groupedMatMulTNBF16Cases(), moeCombineCases(), moeCombineBF16Cases(), moeCombineBackwardCases(), moeCombineBackwardBF16Cases(),
+		clampedGLUCases()} {
 		cs = append(cs, g...)
 	}
 	return cs

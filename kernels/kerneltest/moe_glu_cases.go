@@ -77,7 +77,9 @@ func clampedGLUCases() []Case {
 			}
 		}
 	}
-	return append(append(append(cs, bw...), clampedGLUFDCase()), groupedAddBiasCases()...)
+	cs = append(append(cs, activationBF16Cases("ClampedSwiGLU")...), bw...)
+	cs = append(append(cs, activationBF16Cases("ClampedSwiGLUBackward")...), clampedGLUFDCase())
+	return append(append(cs, groupedAddBiasCases()...), groupedAddBiasBF16Cases()...)
 }
 
 // clampedGLUFDCase checks the backward against finite differences with

@@ -96,5 +96,6 @@ func reLU2Cases() []Case {
 			return l, labs, b.Sync()
 		})
 	}})
-	return append(cs, bs...)
+	cs = append(append(cs, activationBF16Cases("ReLU2")...), bs...)
+	return append(cs, activationBF16Cases("ReLU2Backward")...)
 }

@@ -49,6 +49,7 @@ func TrainCases() []Case {
 		rmsNormBackwardCases(),
 		rmsNormBackwardBF16Cases(),
 		swiGLUBackwardCases(),
+		activationBF16Cases("SwiGLUBackward"),
 		sigmoidGateBackwardCases(),
 		sigmoidGateBackwardBF16Cases(),
 		ropeBackwardCases(),
