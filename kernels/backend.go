@@ -21,7 +21,8 @@
 //     where an op's doc allows them (MatMul's C beside a BF16 B, the LoRA
 //     ops' Y and dx, the fused ops' inputs and outputs, attention's out
 //     and dq, Add's and AddBias' operands, the backwards' gradients for
-//     their GEMMs, LogSoftmaxGatherBackward's dlogits): an op reads them
+//     their GEMMs, LogSoftmaxGatherBackward's dlogits, the DeltaNet ops'
+//     activations and gradients beside F32 states): an op reads them
 //     widened, computes in f32 and rounds to nearest even once, at the
 //     store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
