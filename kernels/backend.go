@@ -17,14 +17,16 @@
 //     Sample's token ids (I32), a BF16 KV cache (KVWrite, AttentionInputs),
 //     attention's BF16 q beside one (AttentionInputs: BF16AttentionHeadDim),
 //     the bf16 casts the fused ops write for the next GEMM (FusedOps), and
-//     the bf16 activations between ops of a bf16 model's training trace,
-//     where an op's doc allows them (MatMul's C beside a BF16 B, the LoRA
-//     ops' Y and dx, the grouped GEMMs' A and C, GroupedMatMulTN's A and
-//     B, the fused ops' inputs and outputs, attention's out
-//     and dq, Add's and AddBias' operands, the backwards' gradients for
-//     their GEMMs, LogSoftmaxGatherBackward's dlogits, the MoE row ops'
-//     and expert activations' operands): an op reads them widened,
-//     computes in f32 and rounds to nearest even once, at the store.
+//     the bf16 activations between ops of a bf16 model's training trace
+//     and forwards, where an op's doc allows them (MatMul's C beside a
+//     BF16 B, the LoRA ops' Y and dx, the grouped GEMMs' A and C,
+//     GroupedMatMulTN's A and B, the fused ops' inputs and outputs,
+//     attention's out and dq, Add's and AddBias' operands, the backwards'
+//     gradients for their GEMMs, LogSoftmaxGatherBackward's dlogits, the
+//     MoE row ops' and expert activations' operands, LinearOps' and
+//     SSMOps' activations and gradients beside F32 states, gates and
+//     statistics): an op reads them widened, computes in f32 and rounds
+//     to nearest even once, at the store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming

@@ -57,7 +57,9 @@ type LinearOps interface {
 	// conv1d bias Mamba-2 has and DeltaNet has not) is nil for none, else
 	// of w's dtype. kernel ≥ 2 (Qwen3.5's and Nemotron-3's are 4; the
 	// CUDA backend takes up to 8). The run's final slot receives the last
-	// kernel−1 rows of u (state and tokens together).
+	// kernel−1 rows of u (state and tokens together). x and out may each
+	// be BF16 (a bf16 model's activations: x read widened, out rounded
+	// once at the store); convState stays F32.
 	CausalConv1D(out, x, w, bias, convState, runs Buffer, nRuns, nTok, channels, kernel int)
 
 	// CausalConv1DBackward writes dx (nTok × channels, overwritten) from
@@ -66,7 +68,8 @@ type LinearOps interface {
 	// conv-state gradients as the LinearOps doc says: the final state's
 	// gradient reaches the x rows it was made of, the initial state's is
 	// added into dConvState[init]. The weight and bias are frozen: no
-	// gradient.
+	// gradient. dx, dout and x may each be BF16 (read widened, dx rounded
+	// once after its whole sum); dConvState stays F32.
 	CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, runs Buffer, nRuns, nTok, channels, kernel int)
 
 	// GatedDeltaRule is the gated delta rule of a DeltaNet layer over runs.
@@ -82,7 +85,10 @@ type LinearOps interface {
 	// out is nTok × nHeadV × dimV; g (log decay, ≤ 0) and beta are
 	// nTok × nHeadV. Arithmetic is f32. A backend may compute a long run
 	// in chunks (the chunked form, WY/UT transform per chunk of 64) and
-	// a short one token by token; both are this recurrence.
+	// a short one token by token; both are this recurrence. qkv and out
+	// may each be BF16 (qkv read widened, the l2 norms summed in f32 over
+	// the widened values; out rounded once at the store); g, beta and
+	// state stay F32.
 	GatedDeltaRule(out, qkv, g, beta, state, runs Buffer, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int)
 
 	// GatedDeltaRuleBackward is GatedDeltaRule's backward for the same
@@ -90,6 +96,9 @@ type LinearOps interface {
 	// through the l2 norms, query/key heads summed over the value heads
 	// that read them), dg and dbeta (nTok × nHeadV, overwritten), and
 	// moves the state gradients through dState as the LinearOps doc says.
+	// dqkv, dout and qkv may each be BF16 (read widened; dqkv rounded once
+	// after its whole sum: a q/k column after its value heads' sum and the
+	// l2 norm); dg, dbeta and dState stay F32.
 	GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g, beta, state, runs Buffer, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int)
 
 	// DeltaGates computes a DeltaNet layer's per-head decay and write
@@ -109,10 +118,13 @@ type LinearOps interface {
 	//   out[r] = w · (x[r] / sqrt(mean(x[r]²) + eps)) · silu(z[r])
 	// (w, possibly BF16, is ones-initialised, not zero-centred; a layer
 	// applies it per value head: rows = nTok·nHeadV, dim = dimV), rstd
-	// (if not nil) receiving the per-row 1/rms. out may alias x.
+	// (if not nil) receiving the per-row 1/rms. out may alias x. out, x
+	// and z may each be BF16 (read widened, out rounded once at the
+	// store); rstd stays F32.
 	GatedRMSNorm(out, rstd, x, z, w Buffer, rows, dim int, eps float32)
 
 	// GatedRMSNormBackward writes dx and dz (rows × dim, overwritten) from
-	// dy, the forward's x, z and rstd; w is frozen.
+	// dy, the forward's x, z and rstd; w is frozen. dx, dz, dy, x and z
+	// may each be BF16 (read widened, dx and dz rounded once at the store).
 	GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd Buffer, rows, dim int)
 }

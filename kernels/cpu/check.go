@@ -53,6 +53,16 @@ func roundIf(bf16 bool, v float32) float32 {
 	return v
 }
 
+// roundAllIf rounds each of vs to bf16 in place when bf16 is set (a BF16
+// output whose values were summed in place, rounded once at the end).
+func roundAllIf(bf16 bool, vs []float32) {
+	if bf16 {
+		for i, v := range vs {
+			vs[i] = roundBF16(v)
+		}
+	}
+}
+
 // ints returns the first n elements of an I32 operand.
 func ints(op, name string, b kernels.Buffer, n int) []int32 {
 	buf := own(op, name, b)

@@ -49,7 +49,7 @@ func (be *Backend) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer,
 	const op = "CausalConv1D"
 	per := convShape(op, channels, kernel)
 	rs, slots := linearRuns(op, runs, nRuns, nTok, convState, per)
-	o := f32(op, "out", out, nTok*channels)
+	o, obf := floatsOut(op, "out", out, nTok*channels)
 	xs := floats(op, "x", x, nTok*channels)
 	ws := floats(op, "w", w, channels*kernel)
 	bs := convBias(op, bias, w, channels)
@@ -69,7 +69,7 @@ func (be *Backend) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer,
 					for j, wj := range wc {
 						p += wj * u[i+j]
 					}
-					o[(r.first+i)*channels+c] = silu(p)
+					o[(r.first+i)*channels+c] = roundIf(obf, silu(p))
 				}
 				// Written after the run read its init state: the same slot
 				// may be both.
@@ -87,7 +87,7 @@ func (be *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convSt
 	const op = "CausalConv1DBackward"
 	per := convShape(op, channels, kernel)
 	rs, slots := linearRuns(op, runs, nRuns, nTok, convState, per)
-	d := f32(op, "dx", dx, nTok*channels)
+	d, dbf := floatsOut(op, "dx", dx, nTok*channels)
 	do := floats(op, "dout", dout, nTok*channels)
 	xs := floats(op, "x", x, nTok*channels)
 	ws := floats(op, "w", w, channels*kernel)
@@ -123,7 +123,7 @@ func (be *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convSt
 					}
 				}
 				for i := range r.count {
-					d[(r.first+i)*channels+c] = du[kernel-1+i]
+					d[(r.first+i)*channels+c] = roundIf(dbf, du[kernel-1+i])
 				}
 				if init := stateOf(dst, r.init, per); init != nil {
 					for m := range kernel - 1 {

@@ -94,7 +94,7 @@ func (be *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer,
 	d := deltaShape(op, nHeadK, nHeadV, dimK, dimV)
 	per := nHeadV * d.hs
 	rs, slots := linearRuns(op, runs, nRuns, nTok, state, per)
-	o := f32(op, "out", out, nTok*nHeadV*dimV)
+	o, obf := floatsOut(op, "out", out, nTok*nHeadV*dimV)
 	qs := floats(op, "qkv", qkv, nTok*d.width)
 	gs, bs := floats(op, "g", g, nTok*nHeadV), floats(op, "beta", beta, nTok*nHeadV)
 	var st []float32
@@ -112,7 +112,9 @@ func (be *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer,
 			}
 			for i := range r.count {
 				t := r.first + i
-				d.token(q, k, qs, gs, bs, t, h).step(S, delta, o[(t*nHeadV+h)*dimV:(t*nHeadV+h+1)*dimV], dimV)
+				ot := o[(t*nHeadV+h)*dimV : (t*nHeadV+h+1)*dimV]
+				d.token(q, k, qs, gs, bs, t, h).step(S, delta, ot, dimV)
+				roundAllIf(obf, ot)
 			}
 			if fin := stateOf(st, r.final, per); fin != nil {
 				copy(fin[h*d.hs:(h+1)*d.hs], S)

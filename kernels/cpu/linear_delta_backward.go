@@ -16,7 +16,7 @@ func (be *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g,
 	d := deltaShape(op, nHeadK, nHeadV, dimK, dimV)
 	per := nHeadV * d.hs
 	rs, slots := linearRuns(op, runs, nRuns, nTok, state, per)
-	dq := f32(op, "dqkv", dqkv, nTok*d.width)
+	dq, qbf := floatsOut(op, "dqkv", dqkv, nTok*d.width)
 	dgs, dbs := f32(op, "dg", dg, nTok*nHeadV), f32(op, "dbeta", dbeta, nTok*nHeadV)
 	do := floats(op, "dout", dout, nTok*nHeadV*dimV)
 	qs := floats(op, "qkv", qkv, nTok*d.width)
@@ -49,6 +49,11 @@ func (be *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g,
 				l2Backward(dq[row+kh*dimK:row+(kh+1)*dimK], qs[row+kh*dimK:row+(kh+1)*dimK], gr.dq[t*dimK:(t+1)*dimK], 1/math.Sqrt(float64(dimK)))
 				ko := (nHeadK + kh) * dimK
 				l2Backward(dq[row+ko:row+ko+dimK], qs[row+ko:row+ko+dimK], gr.dk[t*dimK:(t+1)*dimK], 1)
+				// A BF16 dqkv is rounded once, after the key head's
+				// whole sums: its q and k columns and its value heads'.
+				roundAllIf(qbf, dq[row+kh*dimK:row+(kh+1)*dimK])
+				roundAllIf(qbf, dq[row+ko:row+ko+dimK])
+				roundAllIf(qbf, dq[row+2*nHeadK*dimK+kh*group*dimV:row+2*nHeadK*dimK+(kh+1)*group*dimV])
 			}
 		}
 	})

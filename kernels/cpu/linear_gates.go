@@ -70,7 +70,7 @@ func (be *Backend) DeltaGatesBackward(da, db, dg, dbeta, a, b, aLog, dtBias kern
 func (be *Backend) GatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim int, eps float32) {
 	const op = "GatedRMSNorm"
 	positive(op, rows, dim)
-	o := f32(op, "out", out, rows*dim)
+	o, obf := floatsOut(op, "out", out, rows*dim)
 	xs, zs := floats(op, "x", x, rows*dim), floats(op, "z", z, rows*dim)
 	ws := floats(op, "w", w, dim)
 	var rs []float32
@@ -89,7 +89,7 @@ func (be *Backend) GatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim int
 				rs[r] = inv
 			}
 			for i := range xr { // out may alias x: each element read before it is written
-				or[i] = ws[i] * (xr[i] * inv) * silu(zr[i])
+				or[i] = roundIf(obf, ws[i]*(xr[i]*inv)*silu(zr[i]))
 			}
 		}
 	})
@@ -98,7 +98,8 @@ func (be *Backend) GatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim int
 func (be *Backend) GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim int) {
 	const op = "GatedRMSNormBackward"
 	positive(op, rows, dim)
-	dxs, dzs := f32(op, "dx", dx, rows*dim), f32(op, "dz", dz, rows*dim)
+	dxs, xbf := floatsOut(op, "dx", dx, rows*dim)
+	dzs, zbf := floatsOut(op, "dz", dz, rows*dim)
 	dys := floats(op, "dy", dy, rows*dim)
 	xs, zs := floats(op, "x", x, rows*dim), floats(op, "z", z, rows*dim)
 	ws, rs := floats(op, "w", w, dim), floats(op, "rstd", rstd, rows)
@@ -115,8 +116,8 @@ func (be *Backend) GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer
 			for i := range dim {
 				j := row + i
 				g := float64(dys[j]) * float64(ws[i])
-				dzs[j] = float32(g * float64(xs[j]) * inv * float64(siluGrad(zs[j])))
-				dxs[j] = float32(inv*g*float64(silu(zs[j])) - float64(xs[j])*c)
+				dzs[j] = roundIf(zbf, float32(g*float64(xs[j])*inv*float64(siluGrad(zs[j]))))
+				dxs[j] = roundIf(xbf, float32(inv*g*float64(silu(zs[j]))-float64(xs[j])*c))
 			}
 		}
 	})

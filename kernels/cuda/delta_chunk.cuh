@@ -19,9 +19,11 @@
 // by forward substitution, a column of U or W per thread (row t of a
 // column needs only that column's rows s < t). Its first barrier follows
 // the sums of g and β, so K and S may be written just before without
-// one; it ends with a barrier.
+// one; it ends with a barrier. V is read from qkv (bf16 when qbf is set
+// under AS).
+template <bool AS>
 __device__ __forceinline__ void delta_chunk_delta(float* U, float* W, float* A, float* G, float* B, const float* K, const float* S,
-						  const float* qkv, const float* g, const float* beta, DeltaDims d, int h, int first, int L) {
+						  const void* qkv, int qbf, const float* g, const float* beta, DeltaDims d, int h, int first, int L) {
 	const int C = DELTA_CHUNK;
 	int tid = threadIdx.x, nt = blockDim.x, dimK = d.dimK, dimV = d.dimV;
 	long long width = d.width();
@@ -49,7 +51,7 @@ __device__ __forceinline__ void delta_chunk_delta(float* U, float* W, float* A, 
 		int j = isU ? col : col - dimV, ld = isU ? dimV : dimK;
 		float* M = isU ? U : W;
 		for (int t = 0; t < L; t++) {
-			float x = isU ? B[t] * qkv[(first + t) * width + d.vOff(h) + j] : B[t] * expf(G[t]) * K[t * dimK + j];
+			float x = isU ? B[t] * act_ld<AS>(qkv, qbf, (first + t) * width + d.vOff(h) + j) : B[t] * expf(G[t]) * K[t * dimK + j];
 			for (int s = 0; s < t; s++) x -= A[t * C + s] * M[s * ld + j];
 			M[t * ld + j] = x;
 		}

@@ -13,14 +13,17 @@
 //
 // where G is the running sum of g within the chunk. Only differences
 // G_t − G_s (t ≥ s) and G itself are exponentiated, so nothing overflows.
+// gated_delta_chunked_as takes out and qkv each f32 or bf16 (act bits 0
+// and 1), read widened and stored rounded once.
 // nvcc -ptx -arch=compute_90 gated_delta_chunked.cu
 #include "delta_chunk.cuh"
 
 // grid (nRuns, nHeadV), block (256), dynamic shared (linear_ops.go's
 // chunkedShared): S (dimK × dimV), K̂ and W/Q̂ (64 × dimK each), U/Δ
 // (64 × dimV), A (64 × 64), G and β (64 each).
-GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_f32(float* out, const float* qkv, const float* g, const float* beta, float* state,
-								const int* runs, int nTok, int slots, int nHeadK, int nHeadV, int dimK, int dimV) {
+template <bool AS>
+__device__ __forceinline__ void gated_delta_chunked(void* out, const void* qkv, const float* g, const float* beta, float* state, const int* runs,
+						    int nTok, int slots, int nHeadK, int nHeadV, int dimK, int dimV, int act) {
 	GRPO_DYNAMIC_SHARED(float, sh);
 	const int C = DELTA_CHUNK;
 	DeltaDims d = {nHeadK, nHeadV, dimK, dimV};
@@ -39,9 +42,9 @@ GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_f32(float* out, cons
 	for (int e = tid; e < dimK * dimV; e += nt) S[e] = S0 ? S0[e] : 0.0f;
 	for (int c0 = 0; c0 < r.count; c0 += C) {
 		int L = min(C, r.count - c0), first = r.first + c0;
-		delta_load_rows(K, qkv, width, first, L, d.kOff(h), dimK, 1.0f);
-		delta_chunk_delta(U, QW, A, G, B, K, S, qkv, g, beta, d, h, first, L);
-		delta_load_rows(QW, qkv, width, first, L, d.qOff(h), dimK, rsqrtf((float)dimK));
+		delta_load_rows<AS>(K, qkv, act & 2, width, first, L, d.kOff(h), dimK, 1.0f);
+		delta_chunk_delta<AS>(U, QW, A, G, B, K, S, qkv, act & 2, g, beta, d, h, first, L);
+		delta_load_rows<AS>(QW, qkv, act & 2, width, first, L, d.qOff(h), dimK, rsqrtf((float)dimK));
 		__syncthreads();
 		for (int e = tid; e < L * L; e += nt) {
 			int t = e / L, s = e % L;
@@ -59,7 +62,7 @@ GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_f32(float* out, cons
 			for (int i = 0; i < dimK; i++) o += QW[t * dimK + i] * S[i * dimV + j];
 			o *= expf(G[t]);
 			for (int s = 0; s <= t; s++) o += A[t * C + s] * U[s * dimV + j];
-			out[((long long)(first + t) * nHeadV + h) * dimV + j] = o;
+			act_st<AS>(out, act & 1, ((long long)(first + t) * nHeadV + h) * dimV + j, o);
 		}
 		float gl = G[L - 1];
 		if (tid < L) B[tid] = expf(gl - G[tid]); // β is spent: B holds the decay to the chunk's end
@@ -78,4 +81,13 @@ GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_f32(float* out, cons
 		float* S1 = state + ((long long)r.fin * nHeadV + h) * hs;
 		for (int e = tid; e < dimK * dimV; e += nt) S1[e] = S[e];
 	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_f32(float* out, const float* qkv, const float* g, const float* beta, float* state,
+								const int* runs, int nTok, int slots, int nHeadK, int nHeadV, int dimK, int dimV) {
+	gated_delta_chunked<false>(out, qkv, g, beta, state, runs, nTok, slots, nHeadK, nHeadV, dimK, dimV, 0);
+}
+GRPO_KERNEL void __launch_bounds__(256) gated_delta_chunked_as(void* out, const void* qkv, const float* g, const float* beta, float* state,
+							       const int* runs, int nTok, int slots, int nHeadK, int nHeadV, int dimK, int dimV, int act) {
+	gated_delta_chunked<true>(out, qkv, g, beta, state, runs, nTok, slots, nHeadK, nHeadV, dimK, dimV, act);
 }

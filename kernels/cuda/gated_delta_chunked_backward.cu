@@ -10,18 +10,23 @@
 // chunk's gradients and the gradient of its start state. q̂ and k̂
 // gradients go per value head to scratch, for gated_delta_l2_backward_f32
 // (gated_delta_l2_backward.cu) to sum over each key head's value heads and
-// take through the l2 norms.
+// take through the l2 norms. gated_delta_chunked_backward_as takes dqkv,
+// dout and qkv each f32 or bf16 (act bits 0, 1, 2), read widened and
+// stored rounded once.
 // nvcc -ptx -arch=compute_90 gated_delta_chunked_backward.cu
 #include "delta_chunk.cuh"
 
 // delta_state_step applies one token to S (dimK × dimV, global or
-// shared): S ← a·S + k̂δᵀ with δ = β(v − a·k̂ᵀS) left in delta (shared).
-// Ends with a barrier.
-__device__ __forceinline__ void delta_state_step(float* S, const float* k, const float* v, float a, float b, float* delta, int dimK, int dimV) {
+// shared): S ← a·S + k̂δᵀ with δ = β(v − a·k̂ᵀS) left in delta (shared),
+// v at element v of qkv (bf16 when qbf is set under AS). Ends with a
+// barrier.
+template <bool AS>
+__device__ __forceinline__ void delta_state_step(float* S, const float* k, const void* qkv, int qbf, long long v, float a, float b, float* delta,
+						 int dimK, int dimV) {
 	for (int j = threadIdx.x; j < dimV; j += blockDim.x) {
 		float p = 0.0f;
 		for (int i = 0; i < dimK; i++) p += k[i] * S[i * dimV + j];
-		delta[j] = b * (v[j] - a * p);
+		delta[j] = b * (act_ld<AS>(qkv, qbf, v + j) - a * p);
 	}
 	__syncthreads();
 	for (int e = threadIdx.x; e < dimK * dimV; e += blockDim.x) S[e] = a * S[e] + k[e / dimV] * delta[e % dimV];
@@ -41,10 +46,11 @@ __device__ __forceinline__ long long chunk_offset(const int* runs, int r) {
 // dimV each), A/Z, M/Y and P (64 × 64 each), G, β, dG and c (64 each).
 // ck holds Σ⌈count/64⌉ × nHeadV chunk-start states, work nRuns × nHeadV
 // states (each block's dS), dqh and dkh nTok × nHeadV × dimK.
-GRPO_KERNEL void __launch_bounds__(256)
-    gated_delta_chunked_backward_f32(float* dqkv, float* dg, float* dbeta, float* dState, float* dqh, float* dkh, float* ck, float* work,
-				     const float* dout, const float* qkv, const float* g, const float* beta, const float* state, const int* runs,
-				     int nTok, int slots, int nHeadK, int nHeadV, int dimK, int dimV) {
+template <bool AS>
+__device__ __forceinline__ void gated_delta_chunked_backward(void* dqkv, float* dg, float* dbeta, float* dState, float* dqh, float* dkh, float* ck,
+							     float* work, const void* dout, const void* qkv, const float* g, const float* beta,
+							     const float* state, const int* runs, int nTok, int slots, int nHeadK, int nHeadV, int dimK,
+							     int dimV, int act) {
 	GRPO_DYNAMIC_SHARED(float, sh);
 	GRPO_SHARED(float, scratch, [32]);
 	const int C = DELTA_CHUNK;
@@ -79,9 +85,9 @@ GRPO_KERNEL void __launch_bounds__(256)
 		long long t = r.first + i;
 		if (i % C == 0)
 			for (long long e = tid; e < hs; e += nt) start(i / C)[e] = dS[e];
-		delta_load_rows(K, qkv, width, t, 1, d.kOff(h), dimK, 1.0f);
+		delta_load_rows<AS>(K, qkv, act & 4, width, t, 1, d.kOff(h), dimK, 1.0f);
 		__syncthreads();
-		delta_state_step(dS, K, qkv + t * width + d.vOff(h), expf(g[t * nHeadV + h]), beta[t * nHeadV + h], D, dimK, dimV);
+		delta_state_step<AS>(dS, K, qkv, act & 4, t * width + d.vOff(h), expf(g[t * nHeadV + h]), beta[t * nHeadV + h], D, dimK, dimV);
 	}
 	const float* dFin = r.fin >= 0 ? dState + ((long long)r.fin * nHeadV + h) * hs : nullptr;
 	for (long long e = tid; e < hs; e += nt) dS[e] = dFin ? dFin[e] : 0.0f;
@@ -90,11 +96,11 @@ GRPO_KERNEL void __launch_bounds__(256)
 	for (int c0 = (r.count - 1) / C * C; c0 >= 0; c0 -= C) {
 		int L = min(C, r.count - c0), first = r.first + c0;
 		const float* S = start(c0 / C);
-		delta_load_rows(K, qkv, width, first, L, d.kOff(h), dimK, 1.0f);
-		for (int e = tid; e < L * dimV; e += nt) dO[e] = dout[((long long)(first + e / dimV) * nHeadV + h) * dimV + e % dimV];
-		delta_chunk_delta(D, QW, Ab, G, B, K, S, qkv, g, beta, d, h, first, L);
+		delta_load_rows<AS>(K, qkv, act & 4, width, first, L, d.kOff(h), dimK, 1.0f);
+		for (int e = tid; e < L * dimV; e += nt) dO[e] = act_ld<AS>(dout, act & 2, ((long long)(first + e / dimV) * nHeadV + h) * dimV + e % dimV);
+		delta_chunk_delta<AS>(D, QW, Ab, G, B, K, S, qkv, act & 4, g, beta, d, h, first, L);
 		float gl = G[L - 1];
-		delta_load_rows(QW, qkv, width, first, L, d.qOff(h), dimK, qscale);
+		delta_load_rows<AS>(QW, qkv, act & 4, width, first, L, d.qOff(h), dimK, qscale);
 		__syncthreads();
 		for (int e = tid; e < L * L; e += nt) {
 			int t = e / L, s = e % L;
@@ -173,7 +179,7 @@ GRPO_KERNEL void __launch_bounds__(256)
 			dqh[at] = dq;
 			dkh[at] = dk;
 		}
-		for (int e = tid; e < L * dimV; e += nt) dqkv[(first + e / dimV) * width + d.vOff(h) + e % dimV] = B[e / dimV] * dR[e];
+		for (int e = tid; e < L * dimV; e += nt) act_st<AS>(dqkv, act & 1, (first + e / dimV) * width + d.vOff(h) + e % dimV, B[e / dimV] * dR[e]);
 		// dβ and dG per token, a warp each.
 		for (int t = tid >> 5; t < L; t += nw) {
 			float db = 0.0f, inter = 0.0f, c = 0.0f;
@@ -191,7 +197,7 @@ GRPO_KERNEL void __launch_bounds__(256)
 			for (int j = lane; j < dimV; j += 32) {
 				float sk = 0.0f;
 				for (int i = 0; i < dimK; i++) sk += K[t * dimK + i] * S[(long long)i * dimV + j];
-				db += dR[t * dimV + j] * (qkv[(first + t) * width + d.vOff(h) + j] - expf(G[t]) * sk);
+				db += dR[t * dimV + j] * (act_ld<AS>(qkv, act & 4, (first + t) * width + d.vOff(h) + j) - expf(G[t]) * sk);
 			}
 			for (int s = lane; s < t; s += 32) {
 				float kk = 0.0f;
@@ -234,4 +240,19 @@ GRPO_KERNEL void __launch_bounds__(256)
 		float* dI = dState + ((long long)r.init * nHeadV + h) * hs;
 		for (long long e = tid; e < hs; e += nt) atomicAdd(&dI[e], dS[e]);
 	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256)
+    gated_delta_chunked_backward_f32(float* dqkv, float* dg, float* dbeta, float* dState, float* dqh, float* dkh, float* ck, float* work,
+				     const float* dout, const float* qkv, const float* g, const float* beta, const float* state, const int* runs,
+				     int nTok, int slots, int nHeadK, int nHeadV, int dimK, int dimV) {
+	gated_delta_chunked_backward<false>(dqkv, dg, dbeta, dState, dqh, dkh, ck, work, dout, qkv, g, beta, state, runs, nTok, slots, nHeadK, nHeadV,
+					    dimK, dimV, 0);
+}
+GRPO_KERNEL void __launch_bounds__(256)
+    gated_delta_chunked_backward_as(void* dqkv, float* dg, float* dbeta, float* dState, float* dqh, float* dkh, float* ck, float* work,
+				    const void* dout, const void* qkv, const float* g, const float* beta, const float* state, const int* runs, int nTok,
+				    int slots, int nHeadK, int nHeadV, int dimK, int dimV, int act) {
+	gated_delta_chunked_backward<true>(dqkv, dg, dbeta, dState, dqh, dkh, ck, work, dout, qkv, g, beta, state, runs, nTok, slots, nHeadK, nHeadV,
+					   dimK, dimV, act);
 }

@@ -104,12 +104,18 @@ var kernelMaxBlock = map[string]int{
 	"grouped_add_bias_f32": 256, "grouped_add_bias_ybf16": 256, // warpRound(…, 256)
 	"causal_conv1d_f32": 256, "causal_conv1d_wbf16": 256, // warpRound(…, 256)
 	"causal_conv1d_backward_f32": 256, "causal_conv1d_backward_wbf16": 256,
+	"causal_conv1d_as": 256, "causal_conv1d_wbf16_as": 256,
+	"causal_conv1d_backward_as": 256, "causal_conv1d_backward_wbf16_as": 256,
 	"delta_gates_f32": elementwiseBlock, "delta_gates_wbf16": elementwiseBlock,
 	"delta_gates_backward_f32": elementwiseBlock, "delta_gates_backward_wbf16": elementwiseBlock,
 	"gated_rmsnorm_f32": rowBlock, "gated_rmsnorm_wbf16": rowBlock,
 	"gated_rmsnorm_backward_f32": rowBlock, "gated_rmsnorm_backward_wbf16": rowBlock,
+	"gated_rmsnorm_as": rowBlock, "gated_rmsnorm_wbf16_as": rowBlock,
+	"gated_rmsnorm_backward_as": rowBlock, "gated_rmsnorm_backward_wbf16_as": rowBlock,
 	"gated_delta_step_f32": deltaStepBlock, "gated_delta_chunked_f32": deltaBlock,
 	"gated_delta_chunked_backward_f32": deltaBlock, "gated_delta_l2_backward_f32": deltaStepBlock,
+	"gated_delta_step_as": deltaStepBlock, "gated_delta_chunked_as": deltaBlock,
+	"gated_delta_chunked_backward_as": deltaBlock, "gated_delta_l2_backward_as": deltaStepBlock,
 	"ssd_scan_f32": ssdMaxState, "ssd_scan_backward_f32": ssdMaxState, // warpRound(stateSize, ssdMaxState)
 	"ssd_chunked_f32": ssdBlock, "ssd_chunked_backward_f32": ssdBlock,
 	"ssd_group_sum_f32": ssdSumBlock, "ssd_init_sum_f32": ssdSumBlock,

@@ -28,16 +28,35 @@ __device__ __forceinline__ float silu_gradf_(float x) {
 	return s * (1.0f + x * (1.0f - s));
 }
 
+// act_ld and act_st read and write an activation of a kernel instantiated
+// with AS (an _as kernel: the activation is f32 or bf16 as the flag bf16
+// says, read widened, stored rounded once) or without it (f32 only: plain
+// float accesses, so the f32 kernels compile as they did before).
+template <bool AS>
+__device__ __forceinline__ float act_ld(const void* p, int bf16, long long i) {
+	return AS ? ld_as(p, bf16, i) : ((const float*)p)[i];
+}
+template <bool AS>
+__device__ __forceinline__ void act_st(void* p, int bf16, long long i, float v) {
+	if (AS)
+		st_as(p, bf16, i, v);
+	else
+		((float*)p)[i] = v;
+}
+
 // delta_load_rows writes the l2-normalised rows of L tokens into dst (L ×
-// dimK): row t is qkv's row first+t from column off, times
-// scale/sqrt(Σx² + 1e-6). One warp per row; no barrier.
-__device__ __forceinline__ void delta_load_rows(float* dst, const float* qkv, long long width, int first, int L, int off, int dimK, float scale) {
+// dimK): row t is qkv's row first+t from column off (bf16 when qbf is set
+// under AS), times scale/sqrt(Σx² + 1e-6), the sum over the widened
+// values in f32. One warp per row; no barrier.
+template <bool AS>
+__device__ __forceinline__ void delta_load_rows(float* dst, const void* qkv, int qbf, long long width, int first, int L, int off, int dimK,
+						float scale) {
 	int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
 	for (int t = threadIdx.x >> 5; t < L; t += nw) {
-		const float* src = qkv + (first + t) * width + off;
+		long long src = (first + t) * width + off;
 		float ss = 0.0f;
 		for (int i = lane; i < dimK; i += 32) {
-			float v = src[i];
+			float v = act_ld<AS>(qkv, qbf, src + i);
 			dst[t * dimK + i] = v;
 			ss += v * v;
 		}

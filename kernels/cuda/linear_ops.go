@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -14,7 +15,9 @@ import (
 // tokens every run is one token (runs are disjoint and non-empty), a
 // decode step, and gated_delta_step_f32 runs it with no scratch and no
 // shared-memory opt-in; otherwise gated_delta_chunked_f32 does the runs
-// in chunks of deltaChunk.
+// in chunks of deltaChunk. An activation operand the ops' docs allow in
+// BF16 picks a kernel's _as variant (the act mask: bf16Mask of the
+// activations in the kernel's order); all-F32 calls run the f32 kernels.
 
 const (
 	// convMaxKernel is CONV_MAX_KERNEL in causal_conv1d.cu.
@@ -52,8 +55,8 @@ func convShape(op string, nRuns, nTok, channels, kernel int) int {
 func (b *Backend) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	const op = "CausalConv1D"
 	per := convShape(op, nRuns, nTok, channels, kernel)
-	o := b.buf(op, "out", out, nTok*channels, kernels.F32)
-	xx := b.buf(op, "x", x, nTok*channels, kernels.F32)
+	o := b.buf(op, "out", out, nTok*channels, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, nTok*channels, kernels.F32, kernels.BF16)
 	ww := b.buf(op, "w", w, channels*kernel, kernels.F32, kernels.BF16)
 	bb := b.optBufOf(op, "bias", bias, channels, ww.dt)
 	st, slots := b.slotsOf(op, "convState", convState, per)
@@ -65,16 +68,28 @@ func (b *Backend) CausalConv1D(out, x, w, bias, convState, runs kernels.Buffer, 
 	if ww.dt == kernels.BF16 {
 		name = "causal_conv1d_wbf16"
 	}
-	b.launch(name, D2((channels+255)/256, nRuns), D1(warpRound(channels, 256)), 0,
-		o.ptr, xx.ptr, ww.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel))
+	args := []any{o.ptr, xx.ptr, ww.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel)}
+	name, args = actKernel(name, args, o, xx)
+	b.launch(name, D2((channels+255)/256, nRuns), D1(warpRound(channels, 256)), 0, args...)
+}
+
+// actKernel is a kernel and its arguments for activations acts: the f32
+// kernel as it is when all are F32, else its _as variant with their
+// bf16Mask appended.
+func actKernel(name string, args []any, acts ...*buffer) (string, []any) {
+	m := bf16Mask(acts...)
+	if m == 0 {
+		return name, args
+	}
+	return strings.TrimSuffix(name, "_f32") + "_as", append(args, m)
 }
 
 func (b *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convState, runs kernels.Buffer, nRuns, nTok, channels, kernel int) {
 	const op = "CausalConv1DBackward"
 	per := convShape(op, nRuns, nTok, channels, kernel)
-	d := b.buf(op, "dx", dx, nTok*channels, kernels.F32)
-	do := b.buf(op, "dout", dout, nTok*channels, kernels.F32)
-	xx := b.buf(op, "x", x, nTok*channels, kernels.F32)
+	d := b.buf(op, "dx", dx, nTok*channels, kernels.F32, kernels.BF16)
+	do := b.buf(op, "dout", dout, nTok*channels, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "x", x, nTok*channels, kernels.F32, kernels.BF16)
 	ww := b.buf(op, "w", w, channels*kernel, kernels.F32, kernels.BF16)
 	bb := b.optBufOf(op, "bias", bias, channels, ww.dt)
 	st, slots := b.slotsOf(op, "convState", convState, per)
@@ -90,8 +105,9 @@ func (b *Backend) CausalConv1DBackward(dx, dConvState, dout, x, w, bias, convSta
 	if ww.dt == kernels.BF16 {
 		name = "causal_conv1d_backward_wbf16"
 	}
-	b.launch(name, D2((channels+255)/256, nRuns), D1(warpRound(channels, 256)), 0,
-		d.ptr, dst.ptr, do.ptr, xx.ptr, ww.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel))
+	args := []any{d.ptr, dst.ptr, do.ptr, xx.ptr, ww.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(channels), int32(kernel)}
+	name, args = actKernel(name, args, d, do, xx)
+	b.launch(name, D2((channels+255)/256, nRuns), D1(warpRound(channels, 256)), 0, args...)
 }
 
 // deltaOperands checks a GatedDeltaRule call's sizes and returns the
@@ -120,8 +136,8 @@ func chunkedBackwardShared(dimK, dimV int) int {
 func (b *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int) {
 	const op = "GatedDeltaRule"
 	width, hs := deltaOperands(op, nRuns, nTok, nHeadK, nHeadV, dimK, dimV)
-	o := b.buf(op, "out", out, nTok*nHeadV*dimV, kernels.F32)
-	q := b.buf(op, "qkv", qkv, nTok*width, kernels.F32)
+	o := b.buf(op, "out", out, nTok*nHeadV*dimV, kernels.F32, kernels.BF16)
+	q := b.buf(op, "qkv", qkv, nTok*width, kernels.F32, kernels.BF16)
 	gg := b.buf(op, "g", g, nTok*nHeadV, kernels.F32)
 	bb := b.buf(op, "beta", beta, nTok*nHeadV, kernels.F32)
 	st, slots := b.slotsOf(op, "state", state, nHeadV*hs)
@@ -131,10 +147,12 @@ func (b *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer, 
 	}
 	args := []any{o.ptr, q.ptr, gg.ptr, bb.ptr, st.ptr, rr.ptr, int32(nTok), int32(slots), int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV)}
 	if nRuns == nTok {
-		b.launch("gated_delta_step_f32", D2(nRuns, nHeadV), D1(deltaStepBlock), 4*2*dimK, args...)
+		name, args := actKernel("gated_delta_step_f32", args, o, q)
+		b.launch(name, D2(nRuns, nHeadV), D1(deltaStepBlock), 4*2*dimK, args...)
 		return
 	}
-	b.launch("gated_delta_chunked_f32", D2(nRuns, nHeadV), D1(deltaBlock), chunkedShared(dimK, dimV), args...)
+	name, args := actKernel("gated_delta_chunked_f32", args, o, q)
+	b.launch(name, D2(nRuns, nHeadV), D1(deltaBlock), chunkedShared(dimK, dimV), args...)
 }
 
 // GatedDeltaRuleBackward takes scratch from the pool for the chunk start
@@ -145,11 +163,11 @@ func (b *Backend) GatedDeltaRule(out, qkv, g, beta, state, runs kernels.Buffer, 
 func (b *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g, beta, state, runs kernels.Buffer, nRuns, nTok, nHeadK, nHeadV, dimK, dimV int) {
 	const op = "GatedDeltaRuleBackward"
 	width, hs := deltaOperands(op, nRuns, nTok, nHeadK, nHeadV, dimK, dimV)
-	dq := b.buf(op, "dqkv", dqkv, nTok*width, kernels.F32)
+	dq := b.buf(op, "dqkv", dqkv, nTok*width, kernels.F32, kernels.BF16)
 	dgg := b.buf(op, "dg", dg, nTok*nHeadV, kernels.F32)
 	dbb := b.buf(op, "dbeta", dbeta, nTok*nHeadV, kernels.F32)
-	do := b.buf(op, "dout", dout, nTok*nHeadV*dimV, kernels.F32)
-	q := b.buf(op, "qkv", qkv, nTok*width, kernels.F32)
+	do := b.buf(op, "dout", dout, nTok*nHeadV*dimV, kernels.F32, kernels.BF16)
+	q := b.buf(op, "qkv", qkv, nTok*width, kernels.F32, kernels.BF16)
 	gg := b.buf(op, "g", g, nTok*nHeadV, kernels.F32)
 	bb := b.buf(op, "beta", beta, nTok*nHeadV, kernels.F32)
 	st, slots := b.slotsOf(op, "state", state, nHeadV*hs)
@@ -177,11 +195,12 @@ func (b *Backend) GatedDeltaRuleBackward(dqkv, dg, dbeta, dState, dout, qkv, g, 
 	dkh := dqk + DevicePtr(4*nTok*nHeadV*dimK)
 	work := ck + DevicePtr(4*(nTok/deltaChunk+nRuns)*nHeadV*hs)
 	b.elementwise("fill_f32", heads, dqk, float32(0), int32(heads))
-	b.launch("gated_delta_chunked_backward_f32", D2(nRuns, nHeadV), D1(deltaBlock), chunkedBackwardShared(dimK, dimV),
-		dq.ptr, dgg.ptr, dbb.ptr, dst.ptr, dqk, dkh, ck, work, do.ptr, q.ptr, gg.ptr, bb.ptr, st.ptr, rr.ptr,
-		int32(nTok), int32(slots), int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV))
-	b.launch("gated_delta_l2_backward_f32", D2(nTok, nHeadK), D1(deltaStepBlock), 0, dq.ptr, dqk, dkh, q.ptr,
-		int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV))
+	// One mask numbering for both kernels (the l2 kernel reads no dout).
+	name, args := actKernel("gated_delta_chunked_backward_f32", []any{dq.ptr, dgg.ptr, dbb.ptr, dst.ptr, dqk, dkh, ck, work, do.ptr, q.ptr, gg.ptr, bb.ptr, st.ptr, rr.ptr,
+		int32(nTok), int32(slots), int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV)}, dq, do, q)
+	b.launch(name, D2(nRuns, nHeadV), D1(deltaBlock), chunkedBackwardShared(dimK, dimV), args...)
+	name, args = actKernel("gated_delta_l2_backward_f32", []any{dq.ptr, dqk, dkh, q.ptr, int32(nHeadK), int32(nHeadV), int32(dimK), int32(dimV)}, dq, do, q)
+	b.launch(name, D2(nTok, nHeadK), D1(deltaStepBlock), 0, args...)
 }
 
 // weightKernel picks a kernel's f32 or bf16-weight variant; the weights
@@ -231,28 +250,30 @@ func (b *Backend) GatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim int,
 	const op = "GatedRMSNorm"
 	positive(op, rows, dim)
 	i32(op, rows*dim)
-	o := b.buf(op, "out", out, rows*dim, kernels.F32)
+	o := b.buf(op, "out", out, rows*dim, kernels.F32, kernels.BF16)
 	r := b.optBuf(op, "rstd", rstd, rows)
-	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32, kernels.BF16), b.buf(op, "z", z, rows*dim, kernels.F32, kernels.BF16)
 	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
 	if !usable(o, r, xx, zz, ww) {
 		return
 	}
-	b.launch(weightKernel(op, "gated_rmsnorm_f32", "gated_rmsnorm_wbf16", ww), D1(rows), D1(warpRound(dim, rowBlock)), 0, o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(dim), eps)
+	name, args := actKernel(weightKernel(op, "gated_rmsnorm_f32", "gated_rmsnorm_wbf16", ww), []any{o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(dim), eps}, o, xx, zz)
+	b.launch(name, D1(rows), D1(warpRound(dim, rowBlock)), 0, args...)
 }
 
 func (b *Backend) GatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim int) {
 	const op = "GatedRMSNormBackward"
 	positive(op, rows, dim)
 	i32(op, rows*dim)
-	dX, dZ := b.buf(op, "dx", dx, rows*dim, kernels.F32), b.buf(op, "dz", dz, rows*dim, kernels.F32)
-	dY := b.buf(op, "dy", dy, rows*dim, kernels.F32)
-	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	dX, dZ := b.buf(op, "dx", dx, rows*dim, kernels.F32, kernels.BF16), b.buf(op, "dz", dz, rows*dim, kernels.F32, kernels.BF16)
+	dY := b.buf(op, "dy", dy, rows*dim, kernels.F32, kernels.BF16)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32, kernels.BF16), b.buf(op, "z", z, rows*dim, kernels.F32, kernels.BF16)
 	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
 	r := b.buf(op, "rstd", rstd, rows, kernels.F32)
 	if !usable(dX, dZ, dY, xx, zz, ww, r) {
 		return
 	}
-	b.launch(weightKernel(op, "gated_rmsnorm_backward_f32", "gated_rmsnorm_backward_wbf16", ww), D1(rows), D1(warpRound(dim, rowBlock)), 0,
-		dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(dim))
+	name, args := actKernel(weightKernel(op, "gated_rmsnorm_backward_f32", "gated_rmsnorm_backward_wbf16", ww),
+		[]any{dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(dim)}, dX, dZ, dY, xx, zz)
+	b.launch(name, D1(rows), D1(warpRound(dim, rowBlock)), 0, args...)
 }

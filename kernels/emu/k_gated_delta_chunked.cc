@@ -4,4 +4,5 @@
 
 extern "C" void emu_register_gated_delta_chunked(const char* prefix) {
 	EMU_REG(gated_delta_chunked_f32);
+	EMU_REG(gated_delta_chunked_as);
 }

@@ -455,8 +455,17 @@ func gatedRMSNormCases() []Case {
 // linearCases are every LinearOps case, in the suite's order.
 func linearCases() []Case {
 	var cs []Case
-	for _, g := range [][]Case{causalConv1DCases(), causalConv1DBackwardCases(), gatedDeltaRuleCases(), gatedDeltaRuleBackwardCases(),
-		deltaGatesCases(), gatedRMSNormCases()} {
+	// Each op's bf16 cases beside its f32 ones: the suite groups an op's
+	// consecutive cases.
+	norm := gatedRMSNormCases()
+	split := 0
+	for split < len(norm) && norm[split].Op == "GatedRMSNorm" {
+		split++
+	}
+	normBF16, normBackBF16 := gatedRMSNormBF16Cases()
+	for _, g := range [][]Case{causalConv1DCases(), causalConv1DBF16Cases(), causalConv1DBackwardCases(), causalConv1DBackwardBF16Cases(),
+		gatedDeltaRuleCases(), gatedDeltaRuleBF16Cases(), gatedDeltaRuleBackwardCases(), gatedDeltaRuleBackwardBF16Cases(),
+		deltaGatesCases(), norm[:split], normBF16, norm[split:], normBackBF16} {
 		cs = append(cs, g...)
 	}
 	return cs
