@@ -21,9 +21,9 @@
 //     where an op's doc allows them (MatMul's C beside a BF16 B, the LoRA
 //     ops' Y and dx, the fused ops' inputs and outputs, attention's out
 //     and dq, Add's and AddBias' operands, the backwards' gradients for
-//     their GEMMs, LogSoftmaxGatherBackward's dlogits): an op reads them
-//     widened, computes in f32 and rounds to nearest even once, at the
-//     store.
+//     their GEMMs, LogSoftmaxGatherBackward's dlogits, SSMOps' scan and
+//     norm activations): an op reads them widened, computes in f32 and
+//     rounds to nearest even once, at the store.
 //   - Ops are queued: a Backend may run them asynchronously. Sync waits for
 //     all queued work and returns the first error since the previous Sync.
 //     Shape mistakes are programming errors and panic with a message naming

@@ -53,6 +53,14 @@ func roundIf(bf16 bool, v float32) float32 {
 	return v
 }
 
+// roundAll rounds each of v to bf16 in place: a BF16 output whose values
+// were summed in its f32 storage before the store the GPU rounds at.
+func roundAll(v []float32) {
+	for i, x := range v {
+		v[i] = roundBF16(x)
+	}
+}
+
 // ints returns the first n elements of an I32 operand.
 func ints(op, name string, b kernels.Buffer, n int) []int32 {
 	buf := own(op, name, b)
