@@ -53,13 +53,18 @@ func roundIf(bf16 bool, v float32) float32 {
 	return v
 }
 
-// roundAllIf rounds each of vs to bf16 in place when bf16 is set (a BF16
-// output whose values were summed in place, rounded once at the end).
+// roundAll rounds each of v to bf16 in place: a BF16 output whose values
+// were summed in its f32 storage before the store the GPU rounds at.
+func roundAll(v []float32) {
+	for i, x := range v {
+		v[i] = roundBF16(x)
+	}
+}
+
+// roundAllIf is roundAll when bf16 is set.
 func roundAllIf(bf16 bool, vs []float32) {
 	if bf16 {
-		for i, v := range vs {
-			vs[i] = roundBF16(v)
-		}
+		roundAll(vs)
 	}
 }
 

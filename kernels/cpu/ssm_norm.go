@@ -9,6 +9,8 @@ import (
 
 // The grouped gated norm that ends a Mamba-2 layer (kernels.SSMOps): one
 // (row, group) per loop, sums in float64 rounded once, as GatedRMSNorm.
+// x, z, out, dy, dx and dz may be BF16: a BF16 output is rounded once at
+// its store.
 
 func silu64(z float32) float64 { return float64(z) * sigmoid64(float64(z)) }
 
@@ -23,7 +25,7 @@ func groupShape(op string, rows, dim, groups int) int {
 func (be *Backend) GroupedGatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim, groups int, eps float32) {
 	const op = "GroupedGatedRMSNorm"
 	gs := groupShape(op, rows, dim, groups)
-	o := f32(op, "out", out, rows*dim)
+	o, obf := floatsOut(op, "out", out, rows*dim)
 	xs, zs := floats(op, "x", x, rows*dim), floats(op, "z", z, rows*dim)
 	ws := floats(op, "w", w, dim)
 	var rs []float32
@@ -44,7 +46,7 @@ func (be *Backend) GroupedGatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, 
 				rs[b] = inv
 			}
 			for i, ui := range u { // out may alias x: x was read into u
-				o[at+i] = wk[i] * (ui * inv)
+				o[at+i] = roundIf(obf, wk[i]*(ui*inv))
 			}
 		}
 	})
@@ -53,7 +55,8 @@ func (be *Backend) GroupedGatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, 
 func (be *Backend) GroupedGatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim, groups int) {
 	const op = "GroupedGatedRMSNormBackward"
 	gs := groupShape(op, rows, dim, groups)
-	dxs, dzs := f32(op, "dx", dx, rows*dim), f32(op, "dz", dz, rows*dim)
+	dxs, dxbf := floatsOut(op, "dx", dx, rows*dim)
+	dzs, dzbf := floatsOut(op, "dz", dz, rows*dim)
 	dys := floats(op, "dy", dy, rows*dim)
 	xs, zs := floats(op, "x", x, rows*dim), floats(op, "z", z, rows*dim)
 	ws, rs := floats(op, "w", w, dim), floats(op, "rstd", rstd, rows*groups)
@@ -72,8 +75,8 @@ func (be *Backend) GroupedGatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels
 				j := at + i
 				s := silu64(zs[j])
 				du := inv*float64(dys[j])*float64(wk[i]) - float64(xs[j])*s*c
-				dxs[j] = float32(du * s)
-				dzs[j] = float32(du * float64(xs[j]) * float64(siluGrad(zs[j])))
+				dxs[j] = roundIf(dxbf, float32(du*s))
+				dzs[j] = roundIf(dzbf, float32(du*float64(xs[j])*float64(siluGrad(zs[j]))))
 			}
 		}
 	})

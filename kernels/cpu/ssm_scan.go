@@ -12,7 +12,9 @@ import (
 // output. The backward runs (run, group) pairs, so that B's and C's
 // gradients, summed over a group's heads, have one writer; the initial
 // states' gradients, which runs sharing an init slot sum, are added in run
-// order after the parallel part.
+// order after the parallel part. xBC, y, dy and dxBC may be BF16: a BF16
+// y is rounded once at its store, a BF16 dxBC once a (run, group) task
+// has summed its heads into it (where the GPU's ssd_group_sum rounds).
 
 // ssmDims are a scan call's sizes.
 type ssmDims struct{ nHeads, headDim, nGroups, dState int }
@@ -58,8 +60,8 @@ func (be *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.B
 	ssmShape(op, s)
 	hs := s.headState()
 	rs, slots := linearRuns(op, runs, nRuns, nTok, state, nHeads*hs)
-	ys := f32(op, "y", y, nTok*nHeads*headDim)
-	xs := f32(op, "xBC", xBC, nTok*s.width())
+	ys, ybf := floatsOut(op, "y", y, nTok*nHeads*headDim)
+	xs := floats(op, "xBC", xBC, nTok*s.width())
 	dts := f32(op, "dtRaw", dtRaw, nTok*nHeads)
 	al, db, ds := f32(op, "aLog", aLog, nHeads), f32(op, "dtBias", dtBias, nHeads), f32(op, "d", d, nHeads)
 	var st []float32
@@ -89,7 +91,7 @@ func (be *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.B
 					for n, cn := range c {
 						acc += S[p*stateSize+n] * cn
 					}
-					out[p] = acc + ds[h]*x[p]
+					out[p] = roundIf(ybf, acc+ds[h]*x[p])
 				}
 			}
 			// After every run read its init state (runs in other tasks
@@ -107,10 +109,10 @@ func (be *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, d
 	ssmShape(op, s)
 	hs, w, per := s.headState(), s.width(), nHeads*s.headState()
 	rs, slots := linearRuns(op, runs, nRuns, nTok, state, per)
-	dxs := f32(op, "dxBC", dxBC, nTok*w)
+	dxs, dxbf := floatsOut(op, "dxBC", dxBC, nTok*w)
 	ddts := f32(op, "ddtRaw", ddtRaw, nTok*nHeads)
-	dys := f32(op, "dy", dy, nTok*nHeads*headDim)
-	xs := f32(op, "xBC", xBC, nTok*w)
+	dys := floats(op, "dy", dy, nTok*nHeads*headDim)
+	xs := floats(op, "xBC", xBC, nTok*w)
 	dts := f32(op, "dtRaw", dtRaw, nTok*nHeads)
 	al, db, ds := f32(op, "aLog", aLog, nHeads), f32(op, "dtBias", dtBias, nHeads), f32(op, "d", d, nHeads)
 	var st, dst []float32
@@ -174,12 +176,18 @@ func (be *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, d
 							ddt += float64(G[j]) * (float64(x[p])*float64(B[n]) + float64(A)*float64(a)*float64(prev[j]))
 							G[j] *= a
 						}
-						dxs[t*w+h*headDim+p] = ds[h]*dyt[p] + float32(float64(dt)*dxp)
+						dxs[t*w+h*headDim+p] = roundIf(dxbf, ds[h]*dyt[p]+float32(float64(dt)*dxp))
 					}
 					ddts[t*nHeads+h] = float32(ddt) * sp
 				}
 				if dInit[task] != nil {
 					copy(dInit[task][(h-g*hpg)*hs:], G)
+				}
+			}
+			if dxbf { // B's and C's sums over the group's heads are done
+				for t := r.first; t < r.first+r.count; t++ {
+					roundAll(dxs[t*w+bo : t*w+bo+stateSize])
+					roundAll(dxs[t*w+co : t*w+co+stateSize])
 				}
 			}
 		}

@@ -118,9 +118,12 @@ var kernelMaxBlock = map[string]int{
 	"gated_delta_chunked_backward_as": deltaBlock, "gated_delta_l2_backward_as": deltaStepBlock,
 	"ssd_scan_f32": ssdMaxState, "ssd_scan_backward_f32": ssdMaxState, // warpRound(stateSize, ssdMaxState)
 	"ssd_chunked_f32": ssdBlock, "ssd_chunked_backward_f32": ssdBlock,
-	"ssd_group_sum_f32": ssdSumBlock, "ssd_init_sum_f32": ssdSumBlock,
+	"ssd_group_sum_f32": ssdSumBlock, "ssd_init_sum_f32": ssdSumBlock, "ssd_group_sum_as": ssdSumBlock,
+	"ssd_scan_as": ssdMaxState, "ssd_scan_backward_as": ssdMaxState, "ssd_chunked_as": ssdBlock, "ssd_chunked_backward_as": ssdBlock,
 	"grouped_gated_rmsnorm_f32": rowBlock, "grouped_gated_rmsnorm_wbf16": rowBlock,
 	"grouped_gated_rmsnorm_backward_f32": rowBlock, "grouped_gated_rmsnorm_backward_wbf16": rowBlock,
+	"grouped_gated_rmsnorm_as": rowBlock, "grouped_gated_rmsnorm_wbf16_as": rowBlock,
+	"grouped_gated_rmsnorm_backward_as": rowBlock, "grouped_gated_rmsnorm_backward_wbf16_as": rowBlock,
 	"relu2_f32": elementwiseBlock, "relu2_backward_f32": elementwiseBlock,
 	"relu2_as": elementwiseBlock, "relu2_backward_as": elementwiseBlock,
 }

@@ -41,15 +41,32 @@ __device__ __forceinline__ long long ssd_runs_before(const int* runs, int r, int
 	return off;
 }
 
+// SSD_ACT_* are the bits of the act flag word of the scan's _as kernels
+// (ssm_ops.go's bf16Mask): which activations are bf16, read widened and
+// stored rounded once. The f32 kernels pass 0, which the compiler folds.
+#define SSD_ACT_OUT 1 // y (forward), dxBC (backward)
+#define SSD_ACT_DY 2  // dy (backward)
+#define SSD_ACT_XBC 4 // xBC
+
 // ssd_load_rows copies cols columns from off of L rows of src (row
-// stride width) from row first into dst (row stride ld). No barrier. Its
-// reads are counted under emu (GRPO_COUNT_READ), so a test can check that
-// a chunked kernel reads its operands once.
-__device__ __forceinline__ void ssd_load_rows(float* dst, int ld, const float* src, long long width, int first, int L, long long off, int cols) {
+// stride width; bf16 if bf16 is set, widened) from row first into dst
+// (row stride ld). No barrier. Its reads are counted under emu
+// (GRPO_COUNT_READ), so a test can check that a chunked kernel reads its
+// operands once.
+__device__ __forceinline__ void ssd_load_rows(float* dst, int ld, const void* src, int bf16, long long width, int first, int L, long long off,
+					      int cols) {
+	if (bf16) { // a branch per call, not per element: the loop as the f32 one
+		for (int e = threadIdx.x; e < L * cols; e += blockDim.x) {
+			int t = e / cols, j = e % cols;
+			GRPO_COUNT_READ(2);
+			dst[t * ld + j] = __bfloat162float(((const __nv_bfloat16*)src)[(first + t) * width + off + j]);
+		}
+		return;
+	}
 	for (int e = threadIdx.x; e < L * cols; e += blockDim.x) {
 		int t = e / cols, j = e % cols;
 		GRPO_COUNT_READ(sizeof(float));
-		dst[t * ld + j] = src[(first + t) * width + off + j];
+		dst[t * ld + j] = ((const float*)src)[(first + t) * width + off + j];
 	}
 }
 

@@ -14,9 +14,10 @@
 // over its group's heads of part (nTok × nHeads × 2·stateSize: a head's dB
 // then dC) in head order. A token no well-formed run covers has no
 // partials: its dxBC row and ddtRaw row are zeroed instead (the backward
-// writes every other x column and ddt).
-GRPO_KERNEL void __launch_bounds__(256) ssd_group_sum_f32(float* dxBC, float* ddtRaw, const float* part, const int* runs, int nRuns, int nTok,
-							   int slots, int nHeads, int headDim, int nGroups, int stateSize) {
+// writes every other x column and ddt). act: SSD_ACT_OUT if dxBC is
+// bf16 (each sum rounded once, at its store).
+__device__ __forceinline__ void ssd_group_sum(void* dxBC, float* ddtRaw, const float* part, const int* runs, int nRuns, int nTok, int slots,
+					      int nHeads, int headDim, int nGroups, int stateSize, int act) {
 	GRPO_SHARED(int, covered, [1]);
 	SSMDims m = {nHeads, headDim, nGroups, stateSize};
 	long long t = blockIdx.x, width = m.width();
@@ -28,9 +29,9 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_group_sum_f32(float* dxBC, float* dd
 		if (linear_run(runs, i, nTok, slots, &r) && r.first <= t && t < r.first + r.count) covered[0] = 1; // every writer writes 1
 	}
 	__syncthreads();
-	float* row = dxBC + t * width;
+	int ob = act & SSD_ACT_OUT;
 	if (!covered[0]) {
-		for (long long j = tid; j < width; j += nt) row[j] = 0.0f;
+		for (long long j = tid; j < width; j += nt) st_as(dxBC, ob, t * width + j, 0.0f);
 		for (int h = tid; h < nHeads; h += nt) ddtRaw[t * nHeads + h] = 0.0f;
 		return;
 	}
@@ -41,8 +42,19 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_group_sum_f32(float* dxBC, float* dd
 		const float* src = part + (t * nHeads + e % GN / N * hpg) * 2 * N + (e < GN ? 0 : N) + e % N;
 		float acc = 0.0f;
 		for (int i = 0; i < hpg; i++) acc += src[(long long)i * 2 * N];
-		row[(long long)nHeads * headDim + e] = acc;
+		st_as(dxBC, ob, t * width + (long long)nHeads * headDim + e, acc);
 	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256) ssd_group_sum_f32(float* dxBC, float* ddtRaw, const float* part, const int* runs, int nRuns, int nTok,
+							   int slots, int nHeads, int headDim, int nGroups, int stateSize) {
+	ssd_group_sum(dxBC, ddtRaw, part, runs, nRuns, nTok, slots, nHeads, headDim, nGroups, stateSize, 0);
+}
+// ssd_group_sum_as is ssd_group_sum_f32 into a bf16 dxBC (act:
+// SSD_ACT_OUT).
+GRPO_KERNEL void __launch_bounds__(256) ssd_group_sum_as(void* dxBC, float* ddtRaw, const float* part, const int* runs, int nRuns, int nTok,
+							  int slots, int nHeads, int headDim, int nGroups, int stateSize, int act) {
+	ssd_group_sum(dxBC, ddtRaw, part, runs, nRuns, nTok, slots, nHeads, headDim, nGroups, stateSize, act);
 }
 
 // grid (≤ ⌈per/256⌉), block (256), striding over the per = nHeads ×

@@ -25,10 +25,10 @@
 // grid (nRuns, nHeads), block (256), dynamic shared (ssm_ops.go's
 // ssdChunkedShared): S (stateSize × (headDim+1)), B and C (64 ×
 // (stateSize+1) each), x (64 × headDim), M (64 × 64), and the chunk's
-// six scalars (64 each).
-GRPO_KERNEL void __launch_bounds__(256) ssd_chunked_f32(float* y, const float* xBC, const float* dtRaw, const float* aLog, const float* dtBias,
-							 const float* d, float* state, const int* runs, int nTok, int slots, int nHeads, int headDim,
-							 int nGroups, int stateSize) {
+// six scalars (64 each). act: ssd.cuh's SSD_ACT_* bits (y, xBC).
+__device__ __forceinline__ void ssd_chunked(void* y, const void* xBC, const float* dtRaw, const float* aLog, const float* dtBias, const float* d,
+					    float* state, const int* runs, int nTok, int slots, int nHeads, int headDim, int nGroups, int stateSize,
+					    int act) {
 	GRPO_DYNAMIC_SHARED(float, sh);
 	const int Q = SSD_CHUNK;
 	SSMDims m = {nHeads, headDim, nGroups, stateSize};
@@ -48,9 +48,9 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_chunked_f32(float* y, const float* x
 	float A = -expf(aLog[h]), D = d[h], bias = dtBias[h];
 	for (int c0 = 0; c0 < r.count; c0 += Q) {
 		int L = min(Q, r.count - c0), first = r.first + c0;
-		ssd_load_rows(Bs, ldB, xBC, width, first, L, m.bOff(h), N);
-		ssd_load_rows(Cs, ldB, xBC, width, first, L, m.cOff(h), N);
-		ssd_load_rows(X, P, xBC, width, first, L, (long long)h * P, P);
+		ssd_load_rows(Bs, ldB, xBC, act & SSD_ACT_XBC, width, first, L, m.bOff(h), N);
+		ssd_load_rows(Cs, ldB, xBC, act & SSD_ACT_XBC, width, first, L, m.cOff(h), N);
+		ssd_load_rows(X, P, xBC, act & SSD_ACT_XBC, width, first, L, (long long)h * P, P);
 		ssd_chunk_scalars(k, dtRaw, nHeads, h, bias, A, first, L);
 		ssd_pair_decays(M, Q, k, L);
 		__syncthreads();
@@ -67,7 +67,7 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_chunked_f32(float* y, const float* x
 			float inter = 0.0f, intra = 0.0f;
 			for (int n = 0; n < N; n++) inter += S[n * ld + p] * Cs[t * ldB + n];
 			for (int s = 0; s <= t; s++) intra += M[t * Q + s] * X[s * P + p];
-			y[((long long)(first + t) * nHeads + h) * P + p] = k.ea[t] * inter + intra + D * X[t * P + p];
+			st_as(y, act & SSD_ACT_OUT, ((long long)(first + t) * nHeads + h) * P + p, k.ea[t] * inter + intra + D * X[t * P + p]);
 		}
 		__syncthreads(); // y read S before it moves on
 		ssd_chunk_advance(S, X, Bs, ldB, k, L, P, N);
@@ -79,4 +79,17 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_chunked_f32(float* y, const float* x
 		float* S1 = state + r.fin * per + h * hs;
 		for (int e = tid; e < P * N; e += nt) S1[e] = S[(e % N) * ld + e / N];
 	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256) ssd_chunked_f32(float* y, const float* xBC, const float* dtRaw, const float* aLog, const float* dtBias,
+							 const float* d, float* state, const int* runs, int nTok, int slots, int nHeads, int headDim,
+							 int nGroups, int stateSize) {
+	ssd_chunked(y, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim, nGroups, stateSize, 0);
+}
+// ssd_chunked_as is ssd_chunked_f32 over bf16 activations (act:
+// SSD_ACT_OUT for y, SSD_ACT_XBC for xBC).
+GRPO_KERNEL void __launch_bounds__(256) ssd_chunked_as(void* y, const void* xBC, const float* dtRaw, const float* aLog, const float* dtBias,
+							const float* d, float* state, const int* runs, int nTok, int slots, int nHeads, int headDim,
+							int nGroups, int stateSize, int act) {
+	ssd_chunked(y, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim, nGroups, stateSize, act);
 }

@@ -39,17 +39,18 @@
 // and dtRaw's gradients for the run's tokens, head h's dB | dC into part
 // (nTok × nHeads × 2·stateSize), and the gradient of the run's initial
 // state over the run's first saved state, for ssd_init_sum_f32 to add
-// into dState[init] (runs may share it).
-GRPO_KERNEL void __launch_bounds__(256)
-    ssd_chunked_backward_f32(float* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const float* dy, const float* xBC,
-			     const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs,
-			     int nTok, int slots, int nHeads, int headDim, int nGroups, int stateSize) {
+// into dState[init] (runs may share it). act: ssd.cuh's SSD_ACT_* bits
+// (dxBC, dy, xBC).
+__device__ __forceinline__ void ssd_chunked_backward(void* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const void* dy,
+						     const void* xBC, const float* dtRaw, const float* aLog, const float* dtBias, const float* d,
+						     const float* state, const int* runs, int nTok, int slots, int nHeads, int headDim, int nGroups,
+						     int stateSize, int act) {
 	GRPO_DYNAMIC_SHARED(float, sh);
 	GRPO_SHARED(float, scratch, [32]);
 	const int Q = SSD_CHUNK;
 	SSMDims m = {nHeads, headDim, nGroups, stateSize};
 	int h = blockIdx.y, tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, nw = nt >> 5;
-	int P = headDim, N = stateSize, ld = P + 1, ldB = N + 1;
+	int P = headDim, N = stateSize, ld = P + 1, ldB = N + 1, xb = act & SSD_ACT_XBC;
 	LinearRun r;
 	if (!linear_run(runs, blockIdx.x, nTok, slots, &r)) return;
 	float* G = sh;
@@ -78,8 +79,8 @@ GRPO_KERNEL void __launch_bounds__(256)
 		int L = min(Q, r.count - c0), first = r.first + c0;
 		float* save = starts + (long long)(c0 / Q) * per;
 		for (int e = tid; e < P * N; e += nt) save[e] = G[(e % N) * ld + e / N];
-		ssd_load_rows(Bs, ldB, xBC, width, first, L, m.bOff(h), N);
-		ssd_load_rows(X, P, xBC, width, first, L, (long long)h * P, P);
+		ssd_load_rows(Bs, ldB, xBC, xb, width, first, L, m.bOff(h), N);
+		ssd_load_rows(X, P, xBC, xb, width, first, L, (long long)h * P, P);
 		ssd_chunk_scalars(k, dtRaw, nHeads, h, bias, A, first, L); // its barriers also end the save
 		ssd_chunk_advance(G, X, Bs, ldB, k, L, P, N);
 		__syncthreads();
@@ -90,10 +91,10 @@ GRPO_KERNEL void __launch_bounds__(256)
 	for (int c0 = (r.count - 1) / Q * Q; c0 >= 0; c0 -= Q) {
 		int L = min(Q, r.count - c0), first = r.first + c0;
 		const float* S = starts + (long long)(c0 / Q) * per; // headDim × stateSize, global
-		ssd_load_rows(Bs, ldB, xBC, width, first, L, m.bOff(h), N);
-		ssd_load_rows(Cs, ldB, xBC, width, first, L, m.cOff(h), N);
-		ssd_load_rows(X, P, xBC, width, first, L, (long long)h * P, P);
-		ssd_load_rows(dY, P, dy, (long long)nHeads * P, first, L, (long long)h * P, P);
+		ssd_load_rows(Bs, ldB, xBC, xb, width, first, L, m.bOff(h), N);
+		ssd_load_rows(Cs, ldB, xBC, xb, width, first, L, m.cOff(h), N);
+		ssd_load_rows(X, P, xBC, xb, width, first, L, (long long)h * P, P);
+		ssd_load_rows(dY, P, dy, act & SSD_ACT_DY, (long long)nHeads * P, first, L, (long long)h * P, P);
 		ssd_chunk_scalars(k, dtRaw, nHeads, h, bias, A, first, L);
 		ssd_pair_decays(PP, Q, k, L);
 		__syncthreads();
@@ -115,7 +116,7 @@ GRPO_KERNEL void __launch_bounds__(256)
 			float intra = 0.0f, gb = 0.0f;
 			for (int t = s; t < L; t++) intra += CB[t * Q + s] * dY[t * P + p];
 			for (int n = 0; n < N; n++) gb += G[n * ld + p] * Bs[s * ldB + n];
-			dxBC[(first + s) * width + (long long)h * P + p] = D * dY[s * P + p] + k.w[s] * intra + k.wl[s] * gb;
+			st_as(dxBC, act & SSD_ACT_OUT, (first + s) * width + (long long)h * P + p, D * dY[s * P + p] + k.w[s] * intra + k.wl[s] * gb);
 		}
 		// B and C, and U and α (sums over n) on the way: a warp per
 		// token, its lanes over the state columns.
@@ -188,4 +189,22 @@ GRPO_KERNEL void __launch_bounds__(256)
 	if (r.init >= 0) {
 		for (int e = tid; e < P * N; e += nt) starts[e] = G[(e % N) * ld + e / N];
 	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256)
+    ssd_chunked_backward_f32(float* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const float* dy, const float* xBC,
+			     const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs,
+			     int nTok, int slots, int nHeads, int headDim, int nGroups, int stateSize) {
+	ssd_chunked_backward(dxBC, ddtRaw, part, ck, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim,
+			     nGroups, stateSize, 0);
+}
+// ssd_chunked_backward_as is ssd_chunked_backward_f32 over bf16
+// activations (act: SSD_ACT_OUT for dxBC's x columns, SSD_ACT_DY,
+// SSD_ACT_XBC).
+GRPO_KERNEL void __launch_bounds__(256)
+    ssd_chunked_backward_as(void* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const void* dy, const void* xBC,
+			    const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs,
+			    int nTok, int slots, int nHeads, int headDim, int nGroups, int stateSize, int act) {
+	ssd_chunked_backward(dxBC, ddtRaw, part, ck, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim,
+			     nGroups, stateSize, act);
 }

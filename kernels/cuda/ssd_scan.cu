@@ -25,13 +25,14 @@
 #endif
 
 // grid (nHeads·headDim, nRuns), block (stateSize rounded up to a warp, ≤
-// 256): block (h·headDim + p, r), thread n.
-GRPO_KERNEL void __launch_bounds__(256) ssd_scan_f32(float* y, const float* xBC, const float* dtRaw, const float* aLog, const float* dtBias,
-						      const float* d, float* state, const int* runs, int nTok, int slots, int nHeads, int headDim,
-						      int nGroups, int stateSize) {
+// 256): block (h·headDim + p, r), thread n. act: ssd.cuh's SSD_ACT_* bits
+// (y, xBC).
+__device__ __forceinline__ void ssd_scan(void* y, const void* xBC, const float* dtRaw, const float* aLog, const float* dtBias, const float* d,
+					 float* state, const int* runs, int nTok, int slots, int nHeads, int headDim, int nGroups, int stateSize,
+					 int act) {
 	GRPO_SHARED(float, scratch, [32]);
 	SSMDims m = {nHeads, headDim, nGroups, stateSize};
-	int h = blockIdx.x / headDim, p = blockIdx.x % headDim, n = threadIdx.x;
+	int h = blockIdx.x / headDim, p = blockIdx.x % headDim, n = threadIdx.x, xb = act & SSD_ACT_XBC;
 	LinearRun r;
 	if (!linear_run(runs, blockIdx.y, nTok, slots, &r)) return;
 	bool own = n < stateSize;
@@ -39,17 +40,29 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_scan_f32(float* y, const float* xBC,
 	float s = own && r.init >= 0 ? state[r.init * per + at] : 0.0f;
 	float A = -expf(aLog[h]), D = d[h], bias = dtBias[h];
 	for (int i = 0; i < r.count; i++) {
-		long long t = r.first + i;
-		const float* row = xBC + t * m.width();
-		float sp, dt = ssm_dt(dtRaw[t * nHeads + h], bias, &sp), xp = row[(long long)h * headDim + p];
-		float b = own ? row[m.bOff(h) + n] : 0.0f, c = own ? row[m.cOff(h) + n] : 0.0f;
+		long long t = r.first + i, row = t * m.width();
+		float sp, dt = ssm_dt(dtRaw[t * nHeads + h], bias, &sp), xp = ld_as(xBC, xb, row + (long long)h * headDim + p);
+		float b = own ? ld_as(xBC, xb, row + m.bOff(h) + n) : 0.0f, c = own ? ld_as(xBC, xb, row + m.cOff(h) + n) : 0.0f;
 		s = expf(dt * A) * s + dt * xp * b;
 		float v = block_sum(s * c, scratch);
-		if (n == 0) y[(t * nHeads + h) * headDim + p] = v + D * xp;
+		if (n == 0) st_as(y, act & SSD_ACT_OUT, (t * nHeads + h) * headDim + p, v + D * xp);
 	}
 	// After the run read its init state: the final slot may be the same
 	// (each thread reads and writes only its own element).
 	if (own && r.fin >= 0) state[r.fin * per + at] = s;
+}
+
+GRPO_KERNEL void __launch_bounds__(256) ssd_scan_f32(float* y, const float* xBC, const float* dtRaw, const float* aLog, const float* dtBias,
+						      const float* d, float* state, const int* runs, int nTok, int slots, int nHeads, int headDim,
+						      int nGroups, int stateSize) {
+	ssd_scan(y, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim, nGroups, stateSize, 0);
+}
+// ssd_scan_as is ssd_scan_f32 over bf16 activations (act: SSD_ACT_OUT for
+// y, SSD_ACT_XBC for xBC).
+GRPO_KERNEL void __launch_bounds__(256) ssd_scan_as(void* y, const void* xBC, const float* dtRaw, const float* aLog, const float* dtBias,
+						     const float* d, float* state, const int* runs, int nTok, int slots, int nHeads, int headDim,
+						     int nGroups, int stateSize, int act) {
+	ssd_scan(y, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim, nGroups, stateSize, act);
 }
 
 // grid (nHeads, nRuns), block as ssd_scan_f32's: block (h, r) walks head
@@ -73,13 +86,13 @@ GRPO_KERNEL void __launch_bounds__(256) ssd_scan_f32(float* y, const float* xBC,
 // registers (no spill, but 2 blocks of 128 threads an SM); with it, 78
 // and no spill on sm_80 and sm_90 (ptx/ptxas-sm90.txt). A bound of 2
 // spilled (128 registers, 368 bytes).
-GRPO_KERNEL void __launch_bounds__(256, 3)
-    ssd_scan_backward_f32(float* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const float* dy, const float* xBC,
-			  const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs, int nTok,
-			  int slots, int nHeads, int headDim, int nGroups, int stateSize) {
+__device__ __forceinline__ void ssd_scan_backward(void* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const void* dy,
+						  const void* xBC, const float* dtRaw, const float* aLog, const float* dtBias, const float* d,
+						  const float* state, const int* runs, int nTok, int slots, int nHeads, int headDim, int nGroups,
+						  int stateSize, int act) {
 	GRPO_SHARED(float, scratch, [32]);
 	SSMDims m = {nHeads, headDim, nGroups, stateSize};
-	int h = blockIdx.x, n = threadIdx.x, N = stateSize;
+	int h = blockIdx.x, n = threadIdx.x, N = stateSize, xb = act & SSD_ACT_XBC;
 	LinearRun r;
 	if (!linear_run(runs, blockIdx.y, nTok, slots, &r)) return;
 	bool own = n < stateSize;
@@ -92,10 +105,9 @@ GRPO_KERNEL void __launch_bounds__(256, 3)
 		float s = own && r.init >= 0 ? state[r.init * per + at] : 0.0f;
 		for (int i = 0; i < r.count; i++) {
 			if (i % SSD_REPLAY == 0 && own) saved[(i / SSD_REPLAY) * per + at] = s;
-			long long t = r.first + i;
-			const float* row = xBC + t * m.width();
+			long long t = r.first + i, row = t * m.width();
 			float sp, dt = ssm_dt(dtRaw[t * nHeads + h], bias, &sp);
-			s = expf(dt * A) * s + dt * row[(long long)h * headDim + p] * (own ? row[m.bOff(h) + n] : 0.0f);
+			s = expf(dt * A) * s + dt * ld_as(xBC, xb, row + (long long)h * headDim + p) * (own ? ld_as(xBC, xb, row + m.bOff(h) + n) : 0.0f);
 		}
 		float g = own && r.fin >= 0 ? dState[r.fin * per + at] : 0.0f;
 		for (int c = (r.count - 1) / SSD_REPLAY; c >= 0; c--) {
@@ -106,23 +118,21 @@ GRPO_KERNEL void __launch_bounds__(256, 3)
 SSD_UNROLL
 			for (int k = 0; k < SSD_REPLAY; k++) {
 				if (k < len) {
-					long long t = r.first + c * SSD_REPLAY + k;
-					const float* row = xBC + t * m.width();
+					long long t = r.first + c * SSD_REPLAY + k, row = t * m.width();
 					float sp, dt = ssm_dt(dtRaw[t * nHeads + h], bias, &sp);
-					s = expf(dt * A) * s + dt * row[(long long)h * headDim + p] * (own ? row[m.bOff(h) + n] : 0.0f);
+					s = expf(dt * A) * s +
+					    dt * ld_as(xBC, xb, row + (long long)h * headDim + p) * (own ? ld_as(xBC, xb, row + m.bOff(h) + n) : 0.0f);
 				}
 				hist[k] = s;
 			}
 SSD_UNROLL
 			for (int k = SSD_REPLAY - 1; k >= 0; k--) {
 				if (k >= len) continue; // len is the block's: barriers stay uniform
-				long long t = r.first + c * SSD_REPLAY + k;
-				const float* row = xBC + t * m.width();
-				float* drow = dxBC + t * m.width();
+				long long t = r.first + c * SSD_REPLAY + k, row = t * m.width();
 				float* prow = part + (t * nHeads + h) * 2 * N; // head h's dB | dC of token t
 				float sp, dt = ssm_dt(dtRaw[t * nHeads + h], bias, &sp), a = expf(dt * A);
-				float xp = row[(long long)h * headDim + p], dyp = dy[(t * nHeads + h) * headDim + p];
-				float b = own ? row[m.bOff(h) + n] : 0.0f, cc = own ? row[m.cOff(h) + n] : 0.0f;
+				float xp = ld_as(xBC, xb, row + (long long)h * headDim + p), dyp = ld_as(dy, act & SSD_ACT_DY, (t * nHeads + h) * headDim + p);
+				float b = own ? ld_as(xBC, xb, row + m.bOff(h) + n) : 0.0f, cc = own ? ld_as(xBC, xb, row + m.cOff(h) + n) : 0.0f;
 				float prev = k > 0 ? hist[k > 0 ? k - 1 : 0] : s0; // the index guard keeps k = 0's dead read in bounds
 				g += dyp * cc;
 				if (own) {
@@ -133,7 +143,7 @@ SSD_UNROLL
 				float dxs = block_sum(g * b, scratch);
 				float dd = block_sum(g * (xp * b + A * a * prev), scratch);
 				if (n == 0) {
-					drow[(long long)h * headDim + p] = D * dyp + dt * dxs;
+					st_as(dxBC, act & SSD_ACT_OUT, row + (long long)h * headDim + p, D * dyp + dt * dxs);
 					float* ddt = &ddtRaw[t * nHeads + h];
 					*ddt = (p > 0 ? *ddt : 0.0f) + dd * sp;
 				}
@@ -143,4 +153,21 @@ SSD_UNROLL
 		// Stretch 0's start was this thread's last read of it.
 		if (own && r.init >= 0) saved[at] = g;
 	}
+}
+
+GRPO_KERNEL void __launch_bounds__(256, 3)
+    ssd_scan_backward_f32(float* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const float* dy, const float* xBC,
+			  const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs, int nTok,
+			  int slots, int nHeads, int headDim, int nGroups, int stateSize) {
+	ssd_scan_backward(dxBC, ddtRaw, part, ck, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim, nGroups,
+			  stateSize, 0);
+}
+// ssd_scan_backward_as is ssd_scan_backward_f32 over bf16 activations
+// (act: SSD_ACT_OUT for dxBC's x columns, SSD_ACT_DY, SSD_ACT_XBC).
+GRPO_KERNEL void __launch_bounds__(256, 3)
+    ssd_scan_backward_as(void* dxBC, float* ddtRaw, float* part, float* ck, const float* dState, const void* dy, const void* xBC,
+			 const float* dtRaw, const float* aLog, const float* dtBias, const float* d, const float* state, const int* runs, int nTok,
+			 int slots, int nHeads, int headDim, int nGroups, int stateSize, int act) {
+	ssd_scan_backward(dxBC, ddtRaw, part, ck, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs, nTok, slots, nHeads, headDim, nGroups,
+			  stateSize, act);
 }

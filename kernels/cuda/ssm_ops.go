@@ -20,6 +20,13 @@ import (
 // chunked kernels when the runs average at least ssdChunkedMinRun tokens
 // and their shared memory fits, the recurrent ones otherwise — decode
 // steps (a token per run) among them.
+//
+// xBC, y, dy and dxBC may be BF16 (a bf16 model's activations between
+// ops): each kernel then runs as its _as twin, whose act flag word
+// (ssd.cuh's SSD_ACT_*: dxBC or y 1, dy 2, xBC 4) says which to read
+// widened and store rounded once; the f32 kernels are those twins with
+// the word 0. The norms' _as kernels take x, z, out (dy, x, z, dx, dz)
+// the same way, bit i for operand i in that order.
 
 const (
 	// ssdMaxState bounds stateSize: a recurrent block holds one state
@@ -104,8 +111,8 @@ func ssmOperands(op string, nRuns, nTok, nHeads, headDim, nGroups, stateSize int
 func (b *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) {
 	const op = "SSDScan"
 	width, per := ssmOperands(op, nRuns, nTok, nHeads, headDim, nGroups, stateSize)
-	yy := b.buf(op, "y", y, nTok*nHeads*headDim, kernels.F32)
-	xx := b.buf(op, "xBC", xBC, nTok*width, kernels.F32)
+	yy := b.buf(op, "y", y, nTok*nHeads*headDim, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "xBC", xBC, nTok*width, kernels.F32, kernels.BF16)
 	dt := b.buf(op, "dtRaw", dtRaw, nTok*nHeads, kernels.F32)
 	al, db, dd := b.buf(op, "aLog", aLog, nHeads, kernels.F32), b.buf(op, "dtBias", dtBias, nHeads, kernels.F32), b.buf(op, "d", d, nHeads, kernels.F32)
 	st, slots := b.slotsOf(op, "state", state, per)
@@ -113,15 +120,40 @@ func (b *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Bu
 	if nRuns == 0 || !usable(yy, xx, dt, al, db, dd, st, rr) {
 		return
 	}
+	args := []any{yy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
+		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize)}
+	act := ssdAct(yy, nil, xx)
 	if b.ssdChunked(nRuns, nTok, headDim, stateSize) {
-		b.launch("ssd_chunked_f32", D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedShared(headDim, stateSize),
-			yy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
-			int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+		b.launch(ssdKernel("ssd_chunked", act), D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedShared(headDim, stateSize), ssdArgs(args, act)...)
 		return
 	}
-	b.launch("ssd_scan_f32", D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0,
-		yy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
-		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+	b.launch(ssdKernel("ssd_scan", act), D2(nHeads*headDim, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0, ssdArgs(args, act)...)
+}
+
+// ssdAct is the act flag word of the scan's _as kernels: bit 0 the
+// output (y, dxBC), 1 dy, 2 xBC, each set where that operand is BF16.
+func ssdAct(out, dy, xBC *buffer) int32 {
+	act := bf16Mask(out) | bf16Mask(xBC)<<2
+	if dy != nil {
+		act |= bf16Mask(dy) << 1
+	}
+	return act
+}
+
+// ssdKernel is kernel base's f32 name, or its _as twin's where act is set.
+func ssdKernel(base string, act int32) string {
+	if act != 0 {
+		return base + "_as"
+	}
+	return base + "_f32"
+}
+
+// ssdArgs is args with act appended for an _as kernel.
+func ssdArgs(args []any, act int32) []any {
+	if act != 0 {
+		return append(args, act)
+	}
+	return args
 }
 
 // SSDScanBackward takes scratch from the pool for the saved states
@@ -139,10 +171,10 @@ func (b *Backend) SSDScan(y, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Bu
 func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dtBias, d, state, runs kernels.Buffer, nRuns, nTok, nHeads, headDim, nGroups, stateSize int) {
 	const op = "SSDScanBackward"
 	width, per := ssmOperands(op, nRuns, nTok, nHeads, headDim, nGroups, stateSize)
-	dx := b.buf(op, "dxBC", dxBC, nTok*width, kernels.F32)
+	dx := b.buf(op, "dxBC", dxBC, nTok*width, kernels.F32, kernels.BF16)
 	ddt := b.buf(op, "ddtRaw", ddtRaw, nTok*nHeads, kernels.F32)
-	dyy := b.buf(op, "dy", dy, nTok*nHeads*headDim, kernels.F32)
-	xx := b.buf(op, "xBC", xBC, nTok*width, kernels.F32)
+	dyy := b.buf(op, "dy", dy, nTok*nHeads*headDim, kernels.F32, kernels.BF16)
+	xx := b.buf(op, "xBC", xBC, nTok*width, kernels.F32, kernels.BF16)
 	dt := b.buf(op, "dtRaw", dtRaw, nTok*nHeads, kernels.F32)
 	al, db, dd := b.buf(op, "aLog", aLog, nHeads, kernels.F32), b.buf(op, "dtBias", dtBias, nHeads, kernels.F32), b.buf(op, "d", d, nHeads, kernels.F32)
 	st, slots := b.slotsOf(op, "state", state, per)
@@ -170,13 +202,16 @@ func (b *Backend) SSDScanBackward(dxBC, ddtRaw, dState, dy, xBC, dtRaw, aLog, dt
 	defer b.putScratch(part, 4*heads)
 	args := []any{dx.ptr, ddt.ptr, part, ck, dst.ptr, dyy.ptr, xx.ptr, dt.ptr, al.ptr, db.ptr, dd.ptr, st.ptr, rr.ptr,
 		int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize)}
+	act := ssdAct(dx, dyy, xx)
 	if chunked {
-		b.launch("ssd_chunked_backward_f32", D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedBackwardShared(headDim, stateSize), args...)
+		b.launch(ssdKernel("ssd_chunked_backward", act), D2(nRuns, nHeads), D1(ssdBlock), ssdChunkedBackwardShared(headDim, stateSize),
+			ssdArgs(args, act)...)
 	} else {
-		b.launch("ssd_scan_backward_f32", D2(nHeads, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0, args...)
+		b.launch(ssdKernel("ssd_scan_backward", act), D2(nHeads, nRuns), D1(warpRound(stateSize, ssdMaxState)), 0, ssdArgs(args, act)...)
 	}
-	b.launch("ssd_group_sum_f32", D1(nTok), D1(ssdSumBlock), 0, dx.ptr, ddt.ptr, part, rr.ptr,
-		int32(nRuns), int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize))
+	outAct := act & 1 // the sums store only into dxBC
+	b.launch(ssdKernel("ssd_group_sum", outAct), D1(nTok), D1(ssdSumBlock), 0, ssdArgs([]any{dx.ptr, ddt.ptr, part, rr.ptr,
+		int32(nRuns), int32(nTok), int32(slots), int32(nHeads), int32(headDim), int32(nGroups), int32(stateSize)}, outAct)...)
 	if slots > 0 {
 		b.launch("ssd_init_sum_f32", D1(min((per+ssdSumBlock-1)/ssdSumBlock, maxGridStrideBlocks)), D1(ssdSumBlock), 0, dst.ptr, ck, rr.ptr,
 			int32(nRuns), int32(nTok), int32(slots), int32(per), int32(every))
@@ -220,28 +255,36 @@ func groupShape(op string, rows, dim, groups int) int {
 func (b *Backend) GroupedGatedRMSNorm(out, rstd, x, z, w kernels.Buffer, rows, dim, groups int, eps float32) {
 	const op = "GroupedGatedRMSNorm"
 	gs := groupShape(op, rows, dim, groups)
-	o := b.buf(op, "out", out, rows*dim, kernels.F32)
+	o := b.buf(op, "out", out, rows*dim, kernels.F32, kernels.BF16)
 	r := b.optBuf(op, "rstd", rstd, rows*groups)
-	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32, kernels.BF16), b.buf(op, "z", z, rows*dim, kernels.F32, kernels.BF16)
 	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
 	if !usable(o, r, xx, zz, ww) {
 		return
 	}
-	b.launch(weightKernel(op, "grouped_gated_rmsnorm_f32", "grouped_gated_rmsnorm_wbf16", ww), D1(rows*groups), D1(warpRound(gs, rowBlock)), 0,
-		o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(gs), int32(groups), eps)
+	name, act := weightKernel(op, "grouped_gated_rmsnorm_f32", "grouped_gated_rmsnorm_wbf16", ww), bf16Mask(o, xx, zz)
+	args := []any{o.ptr, r.ptr, xx.ptr, zz.ptr, ww.ptr, int32(gs), int32(groups), eps}
+	if act != 0 {
+		name, args = weightKernel(op, "grouped_gated_rmsnorm_as", "grouped_gated_rmsnorm_wbf16_as", ww), append(args, act)
+	}
+	b.launch(name, D1(rows*groups), D1(warpRound(gs, rowBlock)), 0, args...)
 }
 
 func (b *Backend) GroupedGatedRMSNormBackward(dx, dz, dy, x, z, w, rstd kernels.Buffer, rows, dim, groups int) {
 	const op = "GroupedGatedRMSNormBackward"
 	gs := groupShape(op, rows, dim, groups)
-	dX, dZ := b.buf(op, "dx", dx, rows*dim, kernels.F32), b.buf(op, "dz", dz, rows*dim, kernels.F32)
-	dY := b.buf(op, "dy", dy, rows*dim, kernels.F32)
-	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32), b.buf(op, "z", z, rows*dim, kernels.F32)
+	dX, dZ := b.buf(op, "dx", dx, rows*dim, kernels.F32, kernels.BF16), b.buf(op, "dz", dz, rows*dim, kernels.F32, kernels.BF16)
+	dY := b.buf(op, "dy", dy, rows*dim, kernels.F32, kernels.BF16)
+	xx, zz := b.buf(op, "x", x, rows*dim, kernels.F32, kernels.BF16), b.buf(op, "z", z, rows*dim, kernels.F32, kernels.BF16)
 	ww := b.buf(op, "w", w, dim, kernels.F32, kernels.BF16)
 	r := b.buf(op, "rstd", rstd, rows*groups, kernels.F32)
 	if !usable(dX, dZ, dY, xx, zz, ww, r) {
 		return
 	}
-	b.launch(weightKernel(op, "grouped_gated_rmsnorm_backward_f32", "grouped_gated_rmsnorm_backward_wbf16", ww), D1(rows*groups),
-		D1(warpRound(gs, rowBlock)), 0, dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(gs), int32(groups))
+	name, act := weightKernel(op, "grouped_gated_rmsnorm_backward_f32", "grouped_gated_rmsnorm_backward_wbf16", ww), bf16Mask(dX, dZ, dY, xx, zz)
+	args := []any{dX.ptr, dZ.ptr, dY.ptr, xx.ptr, zz.ptr, ww.ptr, r.ptr, int32(gs), int32(groups)}
+	if act != 0 {
+		name, args = weightKernel(op, "grouped_gated_rmsnorm_backward_as", "grouped_gated_rmsnorm_backward_wbf16_as", ww), append(args, act)
+	}
+	b.launch(name, D1(rows*groups), D1(warpRound(gs, rowBlock)), 0, args...)
 }

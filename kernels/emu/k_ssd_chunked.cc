@@ -4,4 +4,5 @@
 
 extern "C" void emu_register_ssd_chunked(const char* prefix) {
 	EMU_REG(ssd_chunked_f32);
+	EMU_REG(ssd_chunked_as);
 }

@@ -5,4 +5,6 @@
 extern "C" void emu_register_ssd_scan(const char* prefix) {
 	EMU_REG(ssd_scan_f32);
 	EMU_REG(ssd_scan_backward_f32);
+	EMU_REG(ssd_scan_as);
+	EMU_REG(ssd_scan_backward_as);
 }

@@ -20,13 +20,13 @@ var ssmShapes = []SSMShape{{4, 8, 2, 16}, {2, 4, 2, 128}}
 
 // ssmOperands draws a call's inputs: x, B, C in ±1, dtRaw from dt's range
 // (ssmDtUsual: ±2, dt from 0.13 to 2.1), aLog in ±1 (A from −2.7 to
-// −0.37), dtBias and d in ±0.5, states in ±0.5.
-func (e *env) ssmOperands(l linearLayout, s SSMShape, dt ssmDt, stateIn bool) (xBC, dtRaw, aLog, dtBias, d, st *operand) {
+// −0.37), dtBias and d in ±0.5, states in ±0.5; xBC of dtype xdt.
+func (e *env) ssmOperands(l linearLayout, s SSMShape, dt ssmDt, stateIn bool, xdt kernels.DType) (xBC, dtRaw, aLog, dtBias, d, st *operand) {
 	raw := e.uniform(l.nTok*s.NHeads, (dt.hi-dt.lo)/2)
 	for i := range raw {
 		raw[i] += float32((dt.hi + dt.lo) / 2)
 	}
-	return e.in("xBC", e.uniform(l.nTok*s.width(), 1)), e.in("dtRaw", raw),
+	return e.floats("xBC", xdt, e.uniform(l.nTok*s.width(), 1), true), e.in("dtRaw", raw),
 		e.in("aLog", e.uniform(s.NHeads, 1)), e.in("dtBias", e.uniform(s.NHeads, 0.5)), e.in("d", e.uniform(s.NHeads, 0.5)),
 		e.floats("state", kernels.F32, e.uniform(l.slots*s.NHeads*s.hs(), 0.5), stateIn)
 }
@@ -64,7 +64,7 @@ func ssdScanCasesOf(calls []ssmCall, seed0 uint64) []Case {
 		cs = append(cs, Case{Op: "SSDScan", Name: ssmName(l, s, dtr), check: func(b kernels.Backend) error {
 			e := newEnv(b, seed)
 			defer e.free()
-			xBC, dtRaw, aLog, dtBias, d, st := e.ssmOperands(l, s, dtr, false)
+			xBC, dtRaw, aLog, dtBias, d, st := e.ssmOperands(l, s, dtr, false, kernels.F32)
 			runs := e.ints("runs", flattenRuns(l.runs))
 			y := e.out("y", nans(l.nTok*s.NHeads*s.HeadDim))
 			wantSt := st.values()
@@ -95,7 +95,7 @@ func ssdScanBackwardCasesOf(calls []ssmCall, seed0 uint64) []Case {
 		run := func(b kernels.Backend, fd bool) error {
 			e := newEnv(b, seed)
 			defer e.free()
-			xBC, dtRaw, aLog, dtBias, d, st := e.ssmOperands(l, s, dtr, true)
+			xBC, dtRaw, aLog, dtBias, d, st := e.ssmOperands(l, s, dtr, true, kernels.F32)
 			runs := e.ints("runs", flattenRuns(l.runs))
 			dy := e.in("dy", e.uniform(l.nTok*s.NHeads*s.HeadDim, 1))
 			d0 := e.uniform(l.slots*hs, 1)

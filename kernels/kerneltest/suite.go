@@ -86,8 +86,12 @@ func Cases() []Case {
 		moeCases(),
 		linearCases(),
 		ssdScanCases(),
+		ssdScanBF16Cases(),
 		ssdScanBackwardCases(),
+		ssdScanBackwardBF16Cases(),
 		groupedGatedRMSNormCases(),
+		groupedGatedRMSNormBF16Cases(),
+		groupedGatedRMSNormBackwardBF16Cases(),
 		reLU2Cases(),
 	} {
 		cs = append(cs, group...)
