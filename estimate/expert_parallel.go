@@ -78,7 +78,8 @@ func expertLoRAParams(mc *model.Config, ad model.AdapterShape) int64 {
 // sends the experts' outputs back. The permuted rows the MoE block
 // gathers anyway are the dispatch's send buffer and the expert outputs
 // the combine's; each exchange adds a receive buffer of n × top-k rows
-// of hidden f32 (the experts' activations are f32 on every path today;
+// of hidden f32 (expert parallelism keeps a sparse layer f32 between
+// ops: model's moe.bf16Acts;
 // a latent MoE sends latent rows, fc1_latent_proj applied before the
 // dispatch and fc2_latent_proj after the combine)
 // when the routing is balanced, and the per-peer counts (int32, sent and

@@ -265,7 +265,8 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 		worstEval.emit(e, PhaseEval)
 		e.KV = append(e.KV, evalPlan)
 	}
-	e.note("activations are f32, the training trace's q and KV cache %v; the sampler's paged KV cache is %v on %s; completions are taken at max_tokens (the worst case)", ad.attn, kvDType(dev), dev)
+	e.note("activations between a layer's ops are %s (the residual stream, the norms' statistics and the logits f32), the training trace's q and KV cache %v; the sampler's paged KV cache is %v on %s; completions are taken at max_tokens (the worst case)",
+		betweenOps(mc, ad.attn), ad.attn, kvDType(dev), dev)
 	for _, p := range e.KV {
 		if p.Bounded {
 			e.note("the %s KV pool is cut to the free memory (less %.0f%% headroom): %d of %d rollouts at once, the rest wait for blocks", p.Phase, 100*kvHeadroom, p.Cap, p.Rollouts)
@@ -831,4 +832,17 @@ func count(n int64) string {
 		return fmt.Sprintf("%.1fK", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// betweenOps says in which dtype the training trace in attn keeps the
+// activations between a layer's ops (model.Config.BF16Layers).
+func betweenOps(mc *model.Config, attn kernels.DType) string {
+	switch n := mc.BF16Layers(attn); n {
+	case 0:
+		return "f32"
+	case mc.NumLayers:
+		return "bf16 in every layer"
+	default:
+		return fmt.Sprintf("bf16 in %d of the %d layers, f32 in the others", n, mc.NumLayers)
+	}
 }

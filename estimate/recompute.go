@@ -92,7 +92,7 @@ func (pl plan) layer(mc *model.Config, ad adapterShape, n int64, l int) model.Tr
 // plan: each layer's kept set, and the sparse layers' shared forward
 // scratch.
 func (pl plan) keptBytes(mc *model.Config, ad adapterShape, n int64) int64 {
-	b := mc.MoEScratchBytes(int(n))
+	b := mc.MoEScratchBytes(int(n), ad.attn)
 	for l := range mc.NumLayers {
 		b += pl.layer(mc, ad, n, l).Kept
 	}
@@ -110,7 +110,7 @@ func (pl plan) recomputedBytes(mc *model.Config, ad adapterShape, n int64, l int
 // layer's forward scratch (what it recomputes, or a checkpointed layer's
 // whole set but what the trace keeps of it).
 func (pl plan) forwardPeakBytes(mc *model.Config, ad adapterShape, n int64) int64 {
-	upfront := mc.MoEScratchBytes(int(n))
+	upfront := mc.MoEScratchBytes(int(n), ad.attn)
 	var kept, peak int64
 	for l := range mc.NumLayers {
 		lb := pl.layer(mc, ad, n, l)
@@ -287,7 +287,7 @@ func (e *Estimate) recomputeItems(cfg *config.Config, mc *model.Config, projs []
 			}
 		}
 		e.note("without recompute, of the trace, %s is the %d sparse layers' expert activations and grouping (%d permuted rows each: %d tokens × %d experts) and %s their shared gate/up GEMM output; a checkpointed sparse layer keeps %s of its (its routing, which the rerun replays, and with a router adapter the router's logits)",
-			FormatBytes(moe), s, n*k, n, k, FormatBytes(mc.MoEScratchBytes(int(n))), FormatBytes(checkpoint))
+			FormatBytes(moe), s, n*k, n, k, FormatBytes(mc.MoEScratchBytes(int(n), ad.attn)), FormatBytes(checkpoint))
 	}
 	return nil
 }

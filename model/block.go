@@ -99,7 +99,7 @@ type channelMixer interface {
 	// keep, the rest in tmp.
 	traceActs(m *Model, keep, tmp *arena, l, n int, s *layerActs, ad *AdapterShape, routing kernels.Buffer, scratch *moeScratch, replay bool, p Recompute)
 	// traceBytes sizes traceActs' allocations for TrainingLayerBytes.
-	traceBytes(c *Config, l, n int, ad *AdapterShape, replay bool) channelTraceBytes
+	traceBytes(c *Config, l, n int, ad *AdapterShape, replay bool, attn kernels.DType) channelTraceBytes
 	// keepCheckpointed copies into k, a checkpointed layer's kept set,
 	// what the backward's rerun needs of s; rerunActs gives the rerun's
 	// set s what traceActs gave the forward's, replaying kept's routing.

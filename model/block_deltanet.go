@@ -74,6 +74,23 @@ func (deltaNet) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kerne
 	return g.linear.dh1
 }
 
+// bf16Acts: in_proj_qkv's and in_proj_z's outputs, the conv's, the delta
+// rule's and the gated norm's, and the backward's gradients of those.
+// What stays f32: the gates (in_proj_a's and in_proj_b's outputs, the
+// decay and write strength) and their gradients, whose exponentials and
+// cumulative products bf16 would spoil for a few bytes per head; the
+// norm's statistics; the recurrent states; and dh1, which the four
+// input projections' backwards accumulate.
+func (deltaNet) bf16Acts(_ *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
+	d := s.linear
+	if d == nil {
+		d = &deltaNetActs{} // a set not listed yet: only the decision is wanted
+	}
+	dg := &g.linear
+	return bf16Acts{bufs: []*kernels.Buffer{&d.mixed, &d.conv, &d.z, &d.core, &d.normed,
+		&dg.dNormed, &dg.dCore, &dg.dZ, &dg.dConv, &dg.dMixed}}, true
+}
+
 // DeltaNetWeights are a gated DeltaNet token mixer's frozen weights (HF
 // Qwen3_5GatedDeltaNet, under linear_attn.). InProj is [in_proj_qkv;
 // in_proj_z; in_proj_b; in_proj_a] ((conv + value + 2·heads) × hidden),
@@ -283,6 +300,6 @@ func (tr *Trace) deltaNetBackward(l int, s *layerActs, g *deltaNetGrads, dx kern
 	for i, in := range []struct {
 		dy, w kernels.Buffer
 	}{{g.dMixed, w.QKV}, {g.dZ, w.Z}, {g.db, w.B}, {g.da, w.A}} {
-		m.projectBackward(l, deltaNetProjs[i], g.dh1, in.dy, s.h1, in.w, n, d.xa[i], g.dxa[i], i > 0)
+		m.projectBackward(l, deltaNetProjs[i], g.dh1, in.dy, keptInput(s.h1, s.h1b), in.w, n, d.xa[i], g.dxa[i], i > 0)
 	}
 }

@@ -90,6 +90,21 @@ func (mamba2) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels
 	return g.mamba.dh1
 }
 
+// bf16Acts: in_proj's output and its z and xBC parts, the conv's, the
+// scan's and the gated norm's outputs, and the backward's gradients of
+// those and of the block's input. What stays f32: dt before its softplus
+// and its gradient (a few values per head, an exponent's argument), the
+// norm's statistics and the recurrent states.
+func (mamba2) bf16Acts(_ *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
+	a := s.mamba
+	if a == nil {
+		a = &mambaActs{} // a set not listed yet: only the decision is wanted
+	}
+	d := &g.mamba
+	return bf16Acts{bufs: []*kernels.Buffer{&a.proj, &a.z, &a.y, &a.xBC, &a.conv, &a.normed,
+		&d.dNormed, &d.dY, &d.dZ, &d.dConv, &d.dxBC, &d.dProj, &d.dh1}}, true
+}
+
 // MambaWeights are a Mamba-2 mixer's frozen weights (under mixer.):
 // in_proj (z | xBC | dt rows × hidden), conv1d's weight (conv channels ×
 // kernel) and bias, dt_bias, A_log and D (heads, f32), the gated norm's
@@ -222,5 +237,5 @@ func (tr *Trace) mambaBackward(l int, s *layerActs, g *mambaGrads, dx kernels.Bu
 	be.CopyColumns(g.dProj, g.dZ, n, d, width, 0, d, 0)
 	be.CopyColumns(g.dProj, g.dxBC, n, conv, width, d, conv, 0)
 	be.CopyColumns(g.dProj, g.dDt, n, nh, width, d+conv, nh, 0)
-	m.projectBackward(l, ProjMambaIn, g.dh1, g.dProj, s.h1, w.InProj, n, a.xa[0], g.dxa[0], false)
+	m.projectBackward(l, ProjMambaIn, g.dh1, g.dProj, keptInput(s.h1, s.h1b), w.InProj, n, a.xa[0], g.dxa[0], false)
 }

@@ -92,9 +92,10 @@ func (moe) weightBuffers(w *Layer) []*kernels.Buffer { return w.MoE.buffers() }
 
 func (moe) resliceWeights(c *Config, w *Layer) { w.MoE.reslice(c) }
 
-// normCast: none; the experts read the f32 norm output (their gather
-// and router GEMM take no bf16 cast).
-func (moe) normCast(*layerActs) kernels.Buffer { return nil }
+// normCast: none in an f32 layer, where the experts read the f32 norm
+// output (their gather and router GEMM take no bf16 cast); a bf16
+// layer's norm stores its bf16 copy alone (bf16Layer), which they read.
+func (moe) normCast(s *layerActs) kernels.Buffer { return s.h2b }
 
 // inferenceSpecs: the one set every sparse layer shares, with its own
 // experts buffer and forward scratch (each layer's routing record is
@@ -129,10 +130,10 @@ func (moe) traceActs(m *Model, keep, tmp *arena, l, n int, s *layerActs, ad *Ada
 // (MoEScratchBytes), which is not the layer's. A checkpointed layer's
 // rerun replays the kept routing (no buffer of its own, no recomputed
 // top-k) and keeps everything in the backward's scratch.
-func (moe) traceBytes(c *Config, l, n int, ad *AdapterShape, replay bool) channelTraceBytes {
+func (moe) traceBytes(c *Config, l, n int, ad *AdapterShape, replay bool, attn kernels.DType) channelTraceBytes {
 	var e, r moeActs
-	rest, kept := c.moeActSpecs(&e, l, n, ad, moeOwn{experts: true, replay: replay})
-	rerunRest, rerunKept := c.moeActSpecs(&r, l, n, ad, moeOwn{})
+	rest, kept := c.traceMoEActSpecs(&e, l, n, ad, moeOwn{experts: true, replay: replay}, attn)
+	rerunRest, rerunKept := c.traceMoEActSpecs(&r, l, n, ad, moeOwn{}, attn)
 	return channelTraceBytes{rest: rest.bytes(), kept: kept.bytes(), routing: bufSpecs{c.routingSpec(&e.experts, n)}.bytes(),
 		rerun: rerunRest.bytes() + rerunKept.bytes()}
 }
@@ -165,14 +166,35 @@ func (moe) gradSpecs(c *Config, g *layerGrads, l, n int, ad *AdapterShape) bufSp
 // forward: the combined experts' output is o, which the next layer's
 // norm (or finishLayers) adds like down_proj's.
 func (b moe) forward(m *Model, a *arena, l int, s *layerActs, n int) {
-	m.moeForward(b, a, l, s.moe, s.h2, s.o, n)
+	m.moeForward(b, a, l, s.moe, keptInput(s.h2, s.h2b), s.o, n)
 }
 
 func (moe) recompute(*Model, int, *layerActs, int, Recompute) {}
 
 func (b moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer) kernels.Buffer {
-	tr.m.moeBackward(b, l, s.moe, &g.moe, g.moe.dh2, dx, s.h2, tr.dprobs, tr.n)
+	tr.m.moeBackward(b, l, s.moe, &g.moe, g.moe.dh2, dx, keptInput(s.h2, s.h2b), tr.dprobs, tr.n)
 	return g.moe.dh2
+}
+
+// bf16Acts: the experts' rows between ops (the gathered input, the
+// gate/up GEMM's output, gate, up, the activation, each row's expert
+// output), the shared expert's between ops, and the backward's
+// gradients of those. What stays f32: the router's logits and weights,
+// the LoRA x·Aᵀ and dy·B, and dh2, into which the routed experts, the
+// router and the shared expert add. Not under expert parallelism or
+// with a latent space (moe_latent.go), whose exchange and projections
+// keep f32.
+func (b moe) bf16Acts(c *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
+	if b.latent || c.shardedExperts() {
+		return bf16Acts{}, false
+	}
+	d := &g.moe
+	bufs := []*kernels.Buffer{&d.xp, &d.act, &d.dyp, &d.dAct, &d.dGate, &d.dUp, &d.dFused, &d.dxp,
+		&d.shared.dy, &d.shared.dAct, &d.shared.dGateUp}
+	if s.moe != nil {
+		bufs = append(bufs, s.moe.bf16Bufs()...)
+	}
+	return bf16Acts{bufs: bufs}, true
 }
 
 // trainingMoEActs allocates sparse layer l's mixture-of-experts

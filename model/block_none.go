@@ -40,6 +40,10 @@ func (noMixer) backward(*Trace, int, *layerActs, *layerGrads, kernels.Buffer, bo
 
 type noChannel struct{}
 
+// bf16Acts: no block, no buffers; the layer's other block decides.
+func (noMixer) bf16Acts(*Config, *layerActs, *layerGrads) (bf16Acts, bool)   { return bf16Acts{}, true }
+func (noChannel) bf16Acts(*Config, *layerActs, *layerGrads) (bf16Acts, bool) { return bf16Acts{}, true }
+
 func (noChannel) sparse() bool                                                           { return false }
 func (noChannel) loraTargets() []Proj                                                    { return nil }
 func (noChannel) params(*Config) int64                                                   { return 0 }
@@ -63,7 +67,7 @@ func (noChannel) trainingSpecs(*Config, *layerActs, int, int, *AdapterShape, Rec
 func (noChannel) droppedSpecs(*Config, *layerActs, int, Recompute) bufSpecs { return nil }
 func (noChannel) traceActs(*Model, *arena, *arena, int, int, *layerActs, *AdapterShape, kernels.Buffer, *moeScratch, bool, Recompute) {
 }
-func (noChannel) traceBytes(*Config, int, int, *AdapterShape, bool) channelTraceBytes {
+func (noChannel) traceBytes(*Config, int, int, *AdapterShape, bool, kernels.DType) channelTraceBytes {
 	return channelTraceBytes{}
 }
 func (noChannel) rerunActs(*Model, *arena, int, int, *layerActs, *layerActs, *AdapterShape, *moeScratch) {

@@ -68,7 +68,7 @@ func (relu2MLP) dropKept(*layerActs, Recompute) {}
 func (relu2MLP) traceActs(*Model, *arena, *arena, int, int, *layerActs, *AdapterShape, kernels.Buffer, *moeScratch, bool, Recompute) {
 }
 
-func (relu2MLP) traceBytes(*Config, int, int, *AdapterShape, bool) channelTraceBytes {
+func (relu2MLP) traceBytes(*Config, int, int, *AdapterShape, bool, kernels.DType) channelTraceBytes {
 	return channelTraceBytes{}
 }
 
@@ -95,12 +95,18 @@ func (relu2MLP) forward(m *Model, a *arena, l int, s *layerActs, n int) {
 	m.project(a, l, ProjDown, s.o, s.act, nil, w.Down, nil, n, s.xa[ProjDown])
 }
 
+// bf16Acts: up's output, relu²'s and the backward's gradients.
+func (relu2MLP) bf16Acts(_ *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
+	m := &g.mlp
+	return bf16Acts{bufs: []*kernels.Buffer{&s.gateUp, &s.act, &m.dAct, &m.dGateUp, &m.dh2}}, true
+}
+
 func (relu2MLP) recompute(*Model, int, *layerActs, int, Recompute) {}
 
 func (relu2MLP) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.Buffer) kernels.Buffer {
 	m, w, n, d := tr.m, &tr.m.W.Layers[l], tr.n, &g.mlp
 	m.projectBackward(l, ProjDown, d.dAct, dx, s.act, w.Down, n, s.xa[ProjDown], d.dxaDown, false)
 	m.Backend.ReLU2Backward(d.dGateUp, d.dAct, s.gateUp, n*m.Config.IntermediateSize)
-	m.projectBackward(l, ProjUp, d.dh2, d.dGateUp, s.h2, w.Up, n, s.xa[ProjUp], d.dxaGateUp, false)
+	m.projectBackward(l, ProjUp, d.dh2, d.dGateUp, keptInput(s.h2, s.h2b), w.Up, n, s.xa[ProjUp], d.dxaGateUp, false)
 	return d.dh2
 }

@@ -86,7 +86,7 @@ func (swiGLU) dropKept(k *layerActs, p Recompute) {
 func (swiGLU) traceActs(*Model, *arena, *arena, int, int, *layerActs, *AdapterShape, kernels.Buffer, *moeScratch, bool, Recompute) {
 }
 
-func (swiGLU) traceBytes(*Config, int, int, *AdapterShape, bool) channelTraceBytes {
+func (swiGLU) traceBytes(*Config, int, int, *AdapterShape, bool, kernels.DType) channelTraceBytes {
 	return channelTraceBytes{}
 }
 

@@ -321,7 +321,14 @@ func (d *Decoder) newBucket(n int) *decodeBucket {
 	// The inference set's x is the bucket's embedded input, allocated with
 	// the bucket's own buffers (decodeBucketSpecs).
 	var x kernels.Buffer
-	b.acts = m.inferenceActs(a, x, n, kernels.F32) // f32 between ops, as before (forwardAttention)
+	// f32 between ops, by design: a decode step reads every weight and
+	// each row's keys and values once per token, and its activations are
+	// a few per mille of that (Qwen3-8B at 128 rows: ~40 MB against 16 GB
+	// of weights), while an f32 q keeps attention on the split-KV decode
+	// kernels, which read a KV head once for all its query heads; a bf16
+	// q would take the tensor-core flash kernel's 64-row tiles for one
+	// query row (forwardAttention).
+	b.acts = m.inferenceActs(a, x, n, kernels.F32)
 	ad := m.adapterShape()
 	c.decodeBucketSpecs(b, b.acts, n, &ad).alloc(a)
 	b.acts.xIn, b.acts.xMid, b.acts.xOut = b.x, b.x, b.x

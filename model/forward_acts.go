@@ -35,14 +35,18 @@ func (c *KVCache) kvDType() kernels.DType {
 // whose attention is in attn: when every layer is a bf16 layer, the
 // fused q/k/v and gate/up output, the blocks' output o, attention's q and
 // output (and the output gate) take dtype BF16, and the norm's and
-// SwiGLU's outputs become their bf16 copies only (bf16Layer's lists, with
-// the inference set's own fused and q). The residual stream, the LoRA
-// x·Aᵀ and the head stay f32. Otherwise acts is returned as it is.
+// SwiGLU's outputs become their bf16 copies only (bf16Layer's lists of
+// every layer, whose kinds share the one set, with the inference set's
+// own fused and q). The residual stream, the LoRA x·Aᵀ and the head stay
+// f32. Otherwise acts is returned as it is.
 func (c *Config) inferenceBF16(acts bufSpecs, s *layerActs, attn kernels.DType) bufSpecs {
 	if !c.allBF16Layers(attn) {
 		return acts
 	}
-	t, _ := c.bf16Layer(0, attn, s, &layerGrads{})
-	t.bufs = append(t.bufs, &s.fused, &s.q)
-	return acts.inBF16(t)
+	all := bf16Acts{bufs: []*kernels.Buffer{&s.fused, &s.q}}
+	for l := range c.NumLayers {
+		t, _ := c.bf16Layer(l, attn, s, &layerGrads{})
+		all.bufs, all.swaps = append(all.bufs, t.bufs...), append(all.swaps, t.swaps...)
+	}
+	return acts.inBF16(all)
 }

@@ -136,7 +136,7 @@ func (c *Config) inferenceActSpecs(s *layerActs, n int, ad *AdapterShape, casts 
 		a, e := b.inferenceSpecs(c, s, n, ad)
 		acts, moe = append(acts, a...), append(moe, e...)
 	}
-	return c.inferenceBF16(acts, s, attn), moe
+	return c.inferenceBF16(acts, s, attn), c.inferenceBF16(moe, s, attn)
 }
 
 // sharedTrainingActs allocates what every layer of a training forward

@@ -14,7 +14,7 @@ import (
 // dense tiny model a bf16 scoring cache, the tensor-core attention (one
 // forward launch per layer, none of the f32 flash or split-KV kernels)
 // and log-probs within the bf16 trace's bounds of the CPU backend's
-// (traceLogpMaxAbsBF16, traceLogpNMSEBF16) and identical to the
+// (bf16TraceBounds) and identical to the
 // training trace's own on emu: both run the same kernels over the same
 // dtypes, so a policy scored by TokenLogprobs is the policy a train step
 // differentiates (with the f32 scoring cache before, they differed by up
@@ -70,8 +70,8 @@ func TestScoringRunsAsTrainingOnEmu(t *testing.T) {
 			}
 			d, e := maxAbsDiff(lp, cpuLp), nmse(lp, cpuLp)
 			t.Logf("log-probs against the CPU backend: max |Δ| %.3g, NMSE %.3g", d, e)
-			if d > traceLogpMaxAbsBF16 || e > traceLogpNMSEBF16 {
-				t.Errorf("log-probs: max |Δ| %.3g, NMSE %.3g against the CPU backend, want ≤ %g and ≤ %g", d, e, traceLogpMaxAbsBF16, traceLogpNMSEBF16)
+			if b := bf16TraceBounds[c.name]; d > b.lpMax || e > b.lpNMSE {
+				t.Errorf("log-probs: max |Δ| %.3g, NMSE %.3g against the CPU backend, want ≤ %g and ≤ %g", d, e, b.lpMax, b.lpNMSE)
 			}
 			trace := traceLogprobs(t, m, ids, start)
 			d = maxAbsDiff(lp, trace)

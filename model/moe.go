@@ -60,12 +60,42 @@ type moeScratch struct {
 	fused kernels.Buffer // rows × 2·moe_intermediate: the gate/up GEMM's output
 }
 
-// newMoEScratch allocates the scratch of n tokens' permuted rows; act
-// aliases gate when nil (inference, which keeps no gate).
-func (m *Model) newMoEScratch(a *arena, n int, withAct bool) *moeScratch {
+// newMoEScratch allocates the scratch a training trace's sparse layers
+// share for n tokens' permuted rows (traceMoEScratchSpecs).
+func (m *Model) newMoEScratch(a *arena, n int) *moeScratch {
 	s := &moeScratch{}
-	m.Config.moeScratchSpecs(s, n, withAct).alloc(a)
+	m.Config.traceMoEScratchSpecs(s, n, m.traceAttention()).alloc(a)
 	return s
+}
+
+// traceMoEScratchSpecs lists the scratch a trace in attn shares among its
+// sparse layers, SwiGLU's output included: in bf16 when they are bf16
+// layers (they are all of one kind, so the first decides).
+func (c *Config) traceMoEScratchSpecs(s *moeScratch, n int, attn kernels.DType) bufSpecs {
+	b := c.moeScratchSpecs(s, n, true)
+	for l := range c.NumLayers {
+		if c.IsSparse(l) {
+			if c.isBF16Layer(l, attn) {
+				return b.inBF16(bf16Acts{bufs: s.bf16Bufs()})
+			}
+			break
+		}
+	}
+	return b
+}
+
+// bf16Bufs are the scratch's buffers between ops, which a bf16 layer's
+// set holds in bf16 (moe.bf16Acts).
+func (s *moeScratch) bf16Bufs() []*kernels.Buffer { return []*kernels.Buffer{&s.xp, &s.act, &s.fused} }
+
+// bf16Bufs are the set's buffers between ops, its scratch's and its
+// shared expert's included, which a bf16 layer holds in bf16.
+func (s *moeActs) bf16Bufs() []*kernels.Buffer {
+	b := append(s.moeScratch.bf16Bufs(), &s.gate, &s.up, &s.yp)
+	if sh := s.shared; sh != nil {
+		b = append(b, &sh.gateUp, &sh.act, &sh.y, &sh.scaled)
+	}
+	return b
 }
 
 // moeScratchSpecs lists the scratch of n tokens' permuted rows: the
@@ -96,7 +126,7 @@ func (m *Model) newMoEActs(a, keep *arena, l, n int, ad *AdapterShape, experts k
 	if scratch != nil {
 		s.moeScratch = *scratch
 	}
-	rest, kept := m.Config.moeActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay})
+	rest, kept := m.Config.traceMoEActSpecs(s, l, n, ad, moeOwn{experts: experts == nil, scratch: scratch == nil, replay: replay}, m.traceAttention())
 	rest.alloc(a)
 	kept.alloc(keep)
 	m.finishMoEActs(s, n)
@@ -166,6 +196,16 @@ func (c *Config) moeActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn)
 	if c.SharedExpertIntermediateSize > 0 {
 		s.shared = &sharedExpertActs{}
 		rest = append(rest, c.sharedExpertSpecs(s.shared, l, n, ad)...)
+	}
+	return rest, kept
+}
+
+// traceMoEActSpecs is moeActSpecs for sparse layer l of a trace in attn:
+// a bf16 layer's buffers between ops in bf16 (moe.bf16Acts).
+func (c *Config) traceMoEActSpecs(s *moeActs, l, n int, ad *AdapterShape, own moeOwn, attn kernels.DType) (rest, kept bufSpecs) {
+	rest, kept = c.moeActSpecs(s, l, n, ad, own)
+	if t, ok := c.bf16Layer(l, attn, &layerActs{moe: s}, &layerGrads{}); ok {
+		return rest.inBF16(t), kept.inBF16(t)
 	}
 	return rest, kept
 }

@@ -49,29 +49,23 @@ func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 		be.AddBias(s.logits, b, n, ne)
 	}
 	if lr := m.routerLoRA(l); lr != nil {
-		be.MatMul(s.routerXA, h, lr.A, n, lr.Rank, hd, false, true, 1, 0)
-		be.MatMul(s.logits, s.routerXA, lr.B, n, ne, lr.Rank, false, true, lr.Scale, 1)
+		// The LoRA ops, which read h in bf16 too (a bf16 layer's norm
+		// output), where a MatMul pairs a bf16 A with a bf16 B only.
+		be.LoRAShrink(s.routerXA, h, lr.A, n, hd, lr.Rank)
+		be.LoRAExpand(s.routerXA, []kernels.LoRAPart{lr.part(ne, s.logits, ne, 0)}, n)
 	}
 }
 
 // routerBackward adds the gradient through the router of dLogits (n ×
 // nExperts) into dh, and into the router adapter's DA and DB; dyB (n ×
-// rank, nil without a router adapter) receives dLogits·B.
+// rank, nil without a router adapter) receives Scale·dLogits·B.
 func (m *Model) routerBackward(l int, s *moeActs, dh, dLogits, h, dyB kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
 	hd, ne := c.HiddenSize, c.NumExperts
 	be.MatMul(dh, dLogits, m.W.Layers[l].MoE.Router, n, hd, ne, false, false, 1, 1)
-	lr := m.routerLoRA(l)
-	if lr == nil {
-		return
-	}
-	be.MatMul(dyB, dLogits, lr.B, n, lr.Rank, ne, false, false, 1, 0)
-	be.MatMul(dh, dyB, lr.A, n, hd, lr.Rank, false, false, lr.Scale, 1)
-	if lr.DB != nil {
-		be.MatMul(lr.DB, dLogits, s.routerXA, ne, lr.Rank, n, true, false, lr.Scale, 1)
-	}
-	if lr.DA != nil {
-		be.MatMul(lr.DA, dyB, h, lr.Rank, hd, n, true, false, lr.Scale, 1)
+	if lr := m.routerLoRA(l); lr != nil {
+		be.LoRAExpandBackward(dyB, s.routerXA, []kernels.LoRAPart{lr.part(ne, dLogits, ne, 0)}, n)
+		be.LoRAShrinkBackward(dh, lr.DA, dyB, h, lr.A, n, hd, lr.Rank)
 	}
 }
 

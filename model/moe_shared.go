@@ -81,7 +81,11 @@ func (m *Model) sharedExpertForward(a *arena, l int, s *sharedExpertActs, h, out
 	be.MatMul(s.gateUp, h, w.GateUp, n, 2*si, hd, false, true, 1, 0)
 	m.loraInto(a, l, ProjSharedGate, s.gateUp, 2*si, 0, h, n, s.xa[0])
 	m.loraInto(a, l, ProjSharedUp, s.gateUp, 2*si, si, h, n, s.xa[1])
-	be.SwiGLURows(s.act, nil, s.gateUp, n, si)
+	if s.act.DType() == kernels.BF16 { // a bf16 layer's (moe.bf16Acts): the op's bf16 output alone
+		be.SwiGLURows(nil, s.act, s.gateUp, n, si)
+	} else {
+		be.SwiGLURows(s.act, nil, s.gateUp, n, si)
+	}
 	m.project(a, l, ProjSharedDown, s.y, s.act, nil, w.Down, nil, n, s.xa[2])
 	if w.Scale == nil { // GLM-4.5: added ungated
 		be.Add(out, out, s.y, n*hd)

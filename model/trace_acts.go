@@ -62,6 +62,18 @@ func (c *Config) isBF16Layer(l int, attn kernels.DType) bool {
 	return ok
 }
 
+// BF16Layers is how many layers of a trace whose attention is in attn
+// (TraceAttentionDType) keep the activations between their ops in bf16.
+func (c *Config) BF16Layers(attn kernels.DType) int {
+	n := 0
+	for l := range c.NumLayers {
+		if c.isBF16Layer(l, attn) {
+			n++
+		}
+	}
+	return n
+}
+
 // bf16Trace reports whether any layer of a trace in attn is a bf16
 // layer: the backward then keeps a bf16 copy of the residual gradient
 // beside it (residualGradSpecs).

@@ -10,8 +10,9 @@ import (
 
 // TestBF16Layers pins which layers of each tiny model keep their
 // activations between ops in bf16 in a bf16 trace (trace_acts.go): the
-// dense attention + SwiGLU layers, not a MoE's, a DeltaNet's, a Mamba-2's
-// or gpt-oss's (its o_proj bias and sinks), and none in an f32 trace;
+// layers of attention, a DeltaNet or a Mamba-2 mixer with a dense SwiGLU
+// or relu² MLP, an MoE (or none), not a latent MoE's or gpt-oss's (its
+// o_proj bias and sinks), and none in an f32 trace;
 // with the shared q/k/v output bf16 only when every layer is.
 func TestBF16Layers(t *testing.T) {
 	for _, c := range []struct {
@@ -22,10 +23,14 @@ func TestBF16Layers(t *testing.T) {
 		{"qwen3-tiny-bf16", []int{0, 1}, kernels.BF16},
 		{"llama-tiny", []int{0, 1}, kernels.BF16},
 		{"qwen2-tiny", []int{0, 1}, kernels.BF16},
-		{"qwen3_5-tiny-bf16", []int{3}, kernels.F32},
-		{"qwen3-moe-tiny-bf16", nil, kernels.F32},
+		{"qwen3_5-tiny-bf16", []int{0, 1, 2, 3}, kernels.BF16},
+		{"qwen3-moe-tiny-bf16", []int{0, 1}, kernels.BF16},
+		{"qwen3_5-moe-tiny", []int{0, 1, 2, 3}, kernels.BF16},
+		{"glm4_moe-tiny", []int{0, 1, 2}, kernels.BF16},
 		{"gpt_oss-tiny-bf16", nil, kernels.F32},
-		{"nemotron_h-tiny", nil, kernels.F32},
+		{"nemotron_h-tiny", []int{0, 1, 2, 3, 4, 5}, kernels.BF16},
+		// A latent MoE layer keeps f32 between ops (moe.bf16Acts).
+		{"nemotron_h-latent-tiny", []int{0, 1, 2, 4, 5}, kernels.F32},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := LoadConfig(filepath.Join("..", "testdata", "models", c.name))

@@ -129,7 +129,7 @@ func (m *Model) ForwardTrain(b *Batch, rows, targets []int32) (*Trace, error) {
 	shared := m.sharedTrainingActs(a, n)
 	routing := m.newRouting(a, b)
 	if c.SparseLayers() > 0 {
-		tr.moe = m.newMoEScratch(a, n, true)
+		tr.moe = m.newMoEScratch(a, n)
 	}
 	var prev *layerActs
 	for l := range m.W.Layers {

@@ -45,7 +45,7 @@ func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, repl
 	}
 	acts := c.trainingActSpecs(&s, l, n, &ad, own, attn).bytes()
 	// What the channel mixer allocates beside (a sparse layer's experts).
-	ch := c.decoderLayer(l).channel.traceBytes(c, l, n, &ad, replay)
+	ch := c.decoderLayer(l).channel.traceBytes(c, l, n, &ad, replay, attn)
 	out := TrainingLayer{Routing: ch.routing}
 	switch p {
 	case RecomputeLayer:
@@ -65,14 +65,15 @@ func (c *Config) TrainingLayerBytes(l, n int, ad AdapterShape, p Recompute, repl
 }
 
 // MoEScratchBytes is the forward scratch a training trace of n tokens
-// allocates for its sparse layers to share (newMoEScratch); 0 for a dense
-// model.
-func (c *Config) MoEScratchBytes(n int) int64 {
+// allocates for its sparse layers to share (newMoEScratch), in a trace
+// whose attention is in attn (bf16 when the sparse layers are bf16
+// layers); 0 for a dense model.
+func (c *Config) MoEScratchBytes(n int, attn kernels.DType) int64 {
 	if c.SparseLayers() == 0 {
 		return 0
 	}
 	var s moeScratch
-	return c.moeScratchSpecs(&s, n, true).bytes()
+	return c.traceMoEScratchSpecs(&s, n, attn).bytes()
 }
 
 // BackwardBytes is layer l's backward scratch for n tokens under the

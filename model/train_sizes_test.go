@@ -88,7 +88,7 @@ func TestTrainingSizesMatchAllocations(t *testing.T) {
 					held += int64(buf.Len()) * int64(buf.DType().Size())
 				}
 				tb := c.TraceBytes(n, r, len(lens), false, m.traceAttention())
-				want := tb.Inputs + tb.Head + c.MoEScratchBytes(n)
+				want := tb.Inputs + tb.Head + c.MoEScratchBytes(n, m.traceAttention())
 				var layer int64
 				for l, p := range m.layerRecompute() {
 					lb := c.TrainingLayerBytes(l, n, ad, p, false, m.traceAttention())

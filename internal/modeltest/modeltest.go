@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/grpo-dev/grpo/internal/tinymodel"
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/kerneltest"
 	"github.com/grpo-dev/grpo/model"
@@ -202,12 +203,12 @@ func Run(t *testing.T, be kernels.Backend, testdata string, o Options) {
 }
 
 // bf16Qwen2 is qwen2-tiny with every tensor rounded to bf16, biases
-// included (writeBF16Copy), checked against the CPU backend only.
+// included (tinymodel.WriteBF16Copy), checked against the CPU backend only.
 const bf16Qwen2 = "qwen2-tiny-as-bf16"
 
 func qwen2BF16(t *testing.T, testdata string) string {
 	dir := t.TempDir()
-	if err := writeBF16Copy(dir, filepath.Join(testdata, "models", "qwen2-tiny")); err != nil {
+	if err := tinymodel.WriteBF16Copy(dir, filepath.Join(testdata, "models", "qwen2-tiny")); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -1,4 +1,4 @@
-package modeltest
+package tinymodel
 
 import (
 	"os"
@@ -7,11 +7,13 @@ import (
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
 
-// writeBF16Copy writes the single-file model in src to dst with every
-// tensor rounded to bf16. The committed bf16 models (Qwen3, Llama) have no
-// biases; a bf16 Qwen2 — as Qwen2.5 checkpoints ship — also puts bf16
-// q/k/v biases through AddBias and the backward, which this covers.
-func writeBF16Copy(dst, src string) error {
+// WriteBF16Copy writes the single-file model in src to dst with every
+// tensor rounded to bf16 (the loader keeps the tensors real checkpoints
+// ship in f32 in f32 whatever their stored dtype): a bf16 checkpoint of a
+// family whose committed tiny model is f32, such as a bf16 Qwen2 (as
+// Qwen2.5 checkpoints ship, with bf16 q/k/v biases), Qwen3.5-MoE or
+// Nemotron-H.
+func WriteBF16Copy(dst, src string) error {
 	cfg, err := os.ReadFile(filepath.Join(src, "config.json"))
 	if err != nil {
 		return err
