@@ -44,8 +44,12 @@ func TestEstimateQwen3MoE30B(t *testing.T) {
 		t.Errorf("weights %d B, want %d", got, want)
 	}
 	moe := item(t, e, PhaseSampling, "expert activations")
-	// 2048-token prefill chunk, 16384 permuted rows.
-	if want := int64(4 * (2048*(128+8) + 16384*(3+2*2048+4*768+3*16) + 129 + 48*16384)); moe != want {
+	// 2048-token prefill chunk, 16384 permuted rows: f32 router logits and
+	// weights, i32 grouping, f32 x·Aᵀ, each layer's experts (i32); the
+	// rows between ops — gathered input and expert output (hidden), gate,
+	// up and the fused gate/up output — bf16, the forward being bf16
+	// between ops over the sampler's bf16 cache (model's forwardAttention).
+	if want := int64(4*(2048*(128+8)+16384*(3+3*16)+129+48*16384) + 2*16384*(2*2048+4*768)); moe != want {
 		t.Errorf("sampling expert activations %d, want %d", moe, want)
 	}
 	if !strings.Contains(strings.Join(e.Assumptions, "\n"), "sparse layers' expert activations and grouping") {
