@@ -298,12 +298,10 @@ func (c *Config) attentionGradSpecs(g *attentionGrads, l, n, cacheRows int, ad *
 }
 
 // bf16Acts: attention's output (and the gated output and its gate), q
-// and k before their norm, and the backward's gradients but the caches'.
-// Not with an o_proj bias or sinks, whose ops take f32 only.
+// and k before their norm, and the backward's gradients but the caches';
+// with sinks and an o_proj bias too (gpt-oss), which the attention
+// kernels and AddBias take beside bf16 operands.
 func (b attention) bf16Acts(c *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
-	if b.oBias || c.AttentionSinks {
-		return bf16Acts{}, false
-	}
 	a := &g.attn
 	return bf16Acts{bufs: []*kernels.Buffer{&s.attn, &s.gated, &s.gate, &s.qPre, &s.kPre,
 		&a.dAttn, &a.dGated, &a.dGate, &a.dq, &a.dQKV, &a.dh1}}, true

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
 )
@@ -40,8 +41,10 @@ const forwardSeqs, forwardLen = 4, 64
 // its logits at each sequence's last token, then a decode-shaped batch
 // of one token per sequence; it returns both logits and the prefill's
 // activation bytes and device counts where be counts them (nil: the CPU
-// backend).
-func bf16Forward(t *testing.T, m *Model, be *cuda.Backend) (prefill, decode []float32, tr cuda.Traffic, c cuda.Counts) {
+// backend). With route not nil, a sparse model's batches record their
+// routing into it when it is empty and replay it otherwise, so that two
+// backends' forwards route alike where near-ties could flip.
+func bf16Forward(t *testing.T, m *Model, be *cuda.Backend, route *[2][]int32) (prefill, decode []float32, tr cuda.Traffic, c cuda.Counts) {
 	t.Helper()
 	cache, err := m.NewPagedKVCache(forwardSeqs, forwardLen+1, 16, forwardSeqs*BlocksFor(forwardLen+1, 16))
 	if err != nil {
@@ -56,6 +59,16 @@ func bf16Forward(t *testing.T, m *Model, be *cuda.Backend) (prefill, decode []fl
 		b.Add(s, 0, ids[:forwardLen]...)
 		next.Add(s, forwardLen, ids[forwardLen])
 		rows = append(rows, int32(b.Len()-1))
+	}
+	if route != nil && m.Config.SparseLayers() > 0 {
+		for i, bt := range []*Batch{&b, &next} {
+			if route[i] == nil {
+				route[i] = make([]int32, m.Config.RoutingLen(bt.Len()))
+				bt.RecordExperts = route[i]
+			} else {
+				bt.Experts = route[i]
+			}
+		}
 	}
 	var c0 cuda.Counts
 	if be != nil {
@@ -100,7 +113,7 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 	m, ref = m.WithAdapter(ad), ref.WithAdapter(newTestAdapter(ref, 2, 9))
 	tagWeights(be, m, ad)
 	before := attentionLaunches(be, m)
-	prefill, decode, tr, c := bf16Forward(t, m, be)
+	prefill, decode, tr, c := bf16Forward(t, m, be, nil)
 	after := attentionLaunches(be, m)
 	if n := after["tc forward"] - before["tc forward"]; n != 2*int64(m.Config.NumLayers) {
 		t.Errorf("%d launches of the tensor-core forward, want one per layer and batch, %d", n, 2*m.Config.NumLayers)
@@ -113,7 +126,7 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 	if got := tr.Total(); got > forwardTrafficAfter {
 		t.Errorf("prefill: %d activation bytes, more than the %d measured with bf16 activations between ops", got, forwardTrafficAfter)
 	}
-	cpuPrefill, cpuDecode, _, _ := bf16Forward(t, ref, nil)
+	cpuPrefill, cpuDecode, _, _ := bf16Forward(t, ref, nil, nil)
 	for _, c := range []struct {
 		name      string
 		got, want []float32
@@ -124,4 +137,80 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 			t.Errorf("%s logits: max |Δ| %.3g, NMSE %.3g, want ≤ %g and ≤ %g", c.name, d, e, forwardLogitsMaxAbsBF16, forwardLogitsNMSEBF16)
 		}
 	}
+}
+
+// TestBF16ForwardLayerKindsOnEmu runs bf16Forward (a prefill into the
+// sampler's paged bf16 cache, then a decode-shaped batch) of the bf16
+// tiny models whose layers are not all attention + SwiGLU — the MoE, the
+// DeltaNet hybrid, and bf16 copies of Qwen3.5-MoE, GLM-4.5, Nemotron-H
+// and gpt-oss (tinyModelDir) — on emu, where every layer keeps bf16
+// between ops (forwardAttention: the inference set rewritten with every
+// layer kind's lists, the sparse layers' set too), and holds both
+// logits to the CPU backend's within forwardLogitsBF16, about 3× the
+// worst measured (in the comment).
+func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the models under the emulator")
+	}
+	for _, c := range []struct {
+		name   string
+		asBF16 bool
+	}{{"qwen3-moe-tiny-bf16", false}, {"qwen3_5-tiny-bf16", false}, {"qwen3_5-moe-tiny", true}, {"glm4_moe-tiny", true},
+		{"nemotron_h-tiny", true}, {"gpt_oss-tiny", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			be := emu.New()
+			defer be.Close()
+			dir := tinyModelDir(t, c.name, c.asBF16)
+			m, err := Load(dir, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			ref, err := Load(dir, cpu.New())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Free()
+			if !m.Config.allBF16Layers(m.traceAttention()) {
+				t.Fatalf("not every layer of %s is a bf16 layer on emu", c.name)
+			}
+			m, ref = m.WithAdapter(newTestAdapter(m, 2, 9)), ref.WithAdapter(newTestAdapter(ref, 2, 9))
+			// The CPU's routing, recorded, replayed on emu.
+			var route [2][]int32
+			cpuPrefill, cpuDecode, _, _ := bf16Forward(t, ref, nil, &route)
+			prefill, decode, _, _ := bf16Forward(t, m, nil, &route)
+			for _, p := range []struct {
+				name      string
+				got, want []float32
+			}{{"prefill", prefill, cpuPrefill}, {"decode", decode, cpuDecode}} {
+				d, e := maxAbsDiff(p.got, p.want), nmse(p.got, p.want)
+				t.Logf("%s logits: max |Δ| %.3g, NMSE %.3g against the CPU backend", p.name, d, e)
+				if b := forwardLogitsBF16[c.name]; d > b[0] || e > b[1] {
+					t.Errorf("%s logits: max |Δ| %.3g, NMSE %.3g, want ≤ %g and ≤ %g", p.name, d, e, b[0], b[1])
+				}
+			}
+		})
+	}
+}
+
+// forwardLogitsBF16 bounds TestBF16ForwardLayerKindsOnEmu's logits (max
+// |Δ|, NMSE) per model, about 3× the worst measured, prefill and decode
+// (in brackets before these layers kept bf16 between ops: f32 between
+// them, the GEMMs' bf16 casts, bf16 q and caches; main at 66b79ec):
+//
+//	qwen3-moe-tiny-bf16  1.9e-2, 3.0e-5; 3.1e-2, 6.3e-5 (1.5e-2, 2.6e-5; 1.6e-2, 2.7e-5)
+//	qwen3_5-tiny-bf16    0.13, 1.2e-3; 0.26, 2.4e-3   (6.8e-2, 4.1e-4; 7.3e-2, 3.4e-4)
+//	qwen3_5-moe-tiny     0.13, 1.2e-3; 8.1e-2, 1.2e-3 (0.12, 1.5e-3; 0.15, 1.6e-3)
+//	glm4_moe-tiny        2.6e-2, 6.6e-5; 4.2e-2, 1.1e-4 (1.3e-2, 2.3e-5; 3.2e-2, 6.5e-5)
+//	nemotron_h-tiny      9.4e-2, 6.6e-4; 6.9e-2, 2.9e-4 (3.6e-2, 1.0e-4; 4.7e-2, 1.3e-4)
+//	gpt_oss-tiny         2.9e-2, 8.2e-5; 1.8e-2, 4.9e-5 (1.5e-2, 2.6e-5; 1.8e-2, 2.8e-5)
+//
+// The DeltaNet hybrid moves most, as in training (bf16TraceBounds).
+var forwardLogitsBF16 = map[string][2]float64{
+	"qwen3-moe-tiny-bf16": {0.093, 1.9e-4},
+	"qwen3_5-tiny-bf16":   {0.77, 7.2e-3},
+	"qwen3_5-moe-tiny":    {0.44, 4.8e-3},
+	"glm4_moe-tiny":       {0.13, 3.3e-4},
+	"nemotron_h-tiny":     {0.28, 2e-3},
+	"gpt_oss-tiny":        {0.086, 2.5e-4},
 }

@@ -38,8 +38,11 @@ type traceBounds struct{ lpMax, lpNMSE, lossRel, gradNMSE, gradMax float64 }
 //	qwen3_5-moe-tiny     0.17, 6.1e-5 (6.1e-2, 1.0e-5)    7.0e-4 (4.1e-3)  0.21, 0.68 (2.8e-2, 0.29)
 //	glm4_moe-tiny        2.4e-2, 1.9e-6 (3.1e-2, 2.4e-6)  6.6e-4 (5.2e-4)  1.5e-2, 8.9e-2 (6.9e-3, 6.4e-2)
 //	nemotron_h-tiny      3.8e-2, 4.1e-6 (2.9e-2, 2.2e-6)  3.9e-3 (1.8e-3)  5.9e-3, 0.11 (3.9e-3, 7.1e-2)
+//	gpt_oss-tiny         1.9e-2, 1.6e-6 (1.1e-2, 3.9e-7)  4.1e-4 (9.2e-4)  2.4e-3, 6.7e-2 (5.3e-4, 2.2e-2)
 //
-// (the last three as bf16 copies of their f32 tiny models, tinyModelDir).
+// (the last four as bf16 copies of their f32 tiny models, tinyModelDir;
+// gpt-oss's with its sinks, o_proj bias, expert biases and clamped SwiGLU
+// bf16 layers since they take bf16 too).
 // With f32 q and caches on the f32 flash kernels (and the shrinks on the
 // f32 rows) qwen3-tiny-bf16 measured 8.3e-3, 3.0e-7; 3.2e-4; 1.4e-4,
 // 1.2e-2. The bf16 GEMMs' rounding dominates the dense models; rounding
@@ -64,13 +67,16 @@ var bf16TraceBounds = map[string]traceBounds{
 	"qwen3_5-moe-tiny":    {0.51, 1.8e-4, 1.2e-2, 0.64, 2.0},
 	"glm4_moe-tiny":       {0.093, 7.2e-6, 2e-3, 4.5e-2, 0.27},
 	"nemotron_h-tiny":     {0.11, 1.2e-5, 1.2e-2, 1.8e-2, 0.32},
+	"gpt_oss-tiny":        {0.058, 4.9e-6, 2.8e-3, 7.2e-3, 0.2},
 }
 
 // TestBF16TraceAttentionOnEmu trains the bf16 tiny models (dense with q/k
 // norms, the hybrid Qwen3.5 with its gated attention at head dim 32 and
 // a DeltaNet, the MoE; bf16 copies of Qwen3.5-MoE with its gated shared
-// expert, GLM-4.5 with sigmoid routing and a dense first layer, and
-// Nemotron-H with Mamba-2, relu² and relu² experts) one micro-batch on emu — groups sharing prompts,
+// expert, GLM-4.5 with sigmoid routing and a dense first layer,
+// Nemotron-H with Mamba-2, relu² and relu² experts, and gpt-oss with
+// sinks, sliding windows and biased clamped-SwiGLU experts) one
+// micro-batch on emu — groups sharing prompts,
 // so the shared-prefix forward runs, under selective recompute, so the
 // backward reruns attention — and requires that the trace's attention
 // took the tensor-core kernels (q written in bf16 by AttentionInputs,
@@ -87,7 +93,7 @@ func TestBF16TraceAttentionOnEmu(t *testing.T) {
 		tc     bool
 		asBF16 bool // a bf16 copy of the f32 tiny model (tinyModelDir)
 	}{{"qwen3-tiny-bf16", true, false}, {"qwen3_5-tiny-bf16", true, false}, {"qwen3-moe-tiny-bf16", true, false},
-		{"qwen3_5-moe-tiny", true, true}, {"glm4_moe-tiny", true, true}, {"nemotron_h-tiny", true, true}, {"qwen3-tiny", false, false}} {
+		{"qwen3_5-moe-tiny", true, true}, {"glm4_moe-tiny", true, true}, {"nemotron_h-tiny", true, true}, {"gpt_oss-tiny", true, true}, {"qwen3-tiny", false, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			be := emu.New()
 			defer be.Close()
