@@ -156,7 +156,7 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 		name   string
 		asBF16 bool
 	}{{"qwen3-moe-tiny-bf16", false}, {"qwen3_5-tiny-bf16", false}, {"qwen3_5-moe-tiny", true}, {"glm4_moe-tiny", true},
-		{"nemotron_h-tiny", true}, {"gpt_oss-tiny", true}} {
+		{"nemotron_h-tiny", true}, {"nemotron_h-latent-tiny", true}, {"gpt_oss-tiny", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			be := emu.New()
 			defer be.Close()
@@ -204,13 +204,15 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 //	glm4_moe-tiny        2.6e-2, 6.6e-5; 4.2e-2, 1.1e-4 (1.3e-2, 2.3e-5; 3.2e-2, 6.5e-5)
 //	nemotron_h-tiny      9.4e-2, 6.6e-4; 6.9e-2, 2.9e-4 (3.6e-2, 1.0e-4; 4.7e-2, 1.3e-4)
 //	gpt_oss-tiny         2.9e-2, 8.2e-5; 1.8e-2, 4.9e-5 (1.5e-2, 2.6e-5; 1.8e-2, 2.8e-5)
+//	nemotron_h-latent    9.3e-2, 5.1e-4; 5.6e-2, 2.9e-4
 //
 // The DeltaNet hybrid moves most, as in training (bf16TraceBounds).
 var forwardLogitsBF16 = map[string][2]float64{
-	"qwen3-moe-tiny-bf16": {0.093, 1.9e-4},
-	"qwen3_5-tiny-bf16":   {0.77, 7.2e-3},
-	"qwen3_5-moe-tiny":    {0.44, 4.8e-3},
-	"glm4_moe-tiny":       {0.13, 3.3e-4},
-	"nemotron_h-tiny":     {0.28, 2e-3},
-	"gpt_oss-tiny":        {0.086, 2.5e-4},
+	"qwen3-moe-tiny-bf16":    {0.093, 1.9e-4},
+	"qwen3_5-tiny-bf16":      {0.77, 7.2e-3},
+	"qwen3_5-moe-tiny":       {0.44, 4.8e-3},
+	"glm4_moe-tiny":          {0.13, 3.3e-4},
+	"nemotron_h-tiny":        {0.28, 2e-3},
+	"gpt_oss-tiny":           {0.086, 2.5e-4},
+	"nemotron_h-latent-tiny": {0.28, 1.5e-3},
 }

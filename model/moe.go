@@ -91,7 +91,7 @@ func (s *moeScratch) bf16Bufs() []*kernels.Buffer { return []*kernels.Buffer{&s.
 // bf16Bufs are the set's buffers between ops, its scratch's and its
 // shared expert's included, which a bf16 layer holds in bf16.
 func (s *moeActs) bf16Bufs() []*kernels.Buffer {
-	b := append(s.moeScratch.bf16Bufs(), &s.gate, &s.up, &s.yp)
+	b := append(s.moeScratch.bf16Bufs(), &s.gate, &s.up, &s.yp, &s.latentIn, &s.latentOut)
 	if sh := s.shared; sh != nil {
 		b = append(b, &sh.gateUp, &sh.act, &sh.y, &sh.scaled)
 	}

@@ -11,8 +11,8 @@ import (
 // TestBF16Layers pins which layers of each tiny model keep their
 // activations between ops in bf16 in a bf16 trace (trace_acts.go): the
 // layers of attention, a DeltaNet or a Mamba-2 mixer with a dense SwiGLU
-// or relu² MLP, an MoE (or none), gpt-oss's (sinks, o_proj bias), not a
-// latent MoE's, and none in an f32 trace;
+// or relu² MLP, an MoE (latent too) or none, gpt-oss's (sinks, o_proj
+// bias), and none in an f32 trace;
 // with the shared q/k/v output bf16 only when every layer is.
 func TestBF16Layers(t *testing.T) {
 	for _, c := range []struct {
@@ -29,8 +29,7 @@ func TestBF16Layers(t *testing.T) {
 		{"glm4_moe-tiny", []int{0, 1, 2}, kernels.BF16},
 		{"gpt_oss-tiny-bf16", []int{0, 1}, kernels.BF16},
 		{"nemotron_h-tiny", []int{0, 1, 2, 3, 4, 5}, kernels.BF16},
-		// A latent MoE layer keeps f32 between ops (moe.bf16Acts).
-		{"nemotron_h-latent-tiny", []int{0, 1, 2, 4, 5}, kernels.F32},
+		{"nemotron_h-latent-tiny", []int{0, 1, 2, 3, 4, 5}, kernels.BF16},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := LoadConfig(filepath.Join("..", "testdata", "models", c.name))

@@ -39,8 +39,10 @@ type traceBounds struct{ lpMax, lpNMSE, lossRel, gradNMSE, gradMax float64 }
 //	glm4_moe-tiny        2.4e-2, 1.9e-6 (3.1e-2, 2.4e-6)  6.6e-4 (5.2e-4)  1.5e-2, 8.9e-2 (6.9e-3, 6.4e-2)
 //	nemotron_h-tiny      3.8e-2, 4.1e-6 (2.9e-2, 2.2e-6)  3.9e-3 (1.8e-3)  5.9e-3, 0.11 (3.9e-3, 7.1e-2)
 //	gpt_oss-tiny         1.9e-2, 1.6e-6 (1.1e-2, 3.9e-7)  4.1e-4 (9.2e-4)  2.4e-3, 6.7e-2 (5.3e-4, 2.2e-2)
+//	nemotron_h-latent    4.0e-2, 3.4e-6 (4.9e-2, 3.9e-6)  1.9e-3 (9.8e-4)  8.6e-3, 0.15 (9.6e-3, 0.13)
 //
-// (the last four as bf16 copies of their f32 tiny models, tinyModelDir;
+// (the last five as bf16 copies of their f32 tiny models, tinyModelDir;
+// the latent MoE's "before" with its other layers bf16 already;
 // gpt-oss's with its sinks, o_proj bias, expert biases and clamped SwiGLU
 // bf16 layers since they take bf16 too).
 // With f32 q and caches on the f32 flash kernels (and the shrinks on the
@@ -61,13 +63,14 @@ type traceBounds struct{ lpMax, lpNMSE, lossRel, gradNMSE, gradMax float64 }
 // qwen3-tiny-bf16's gradients by NMSE 0.87 (internal/modeltest
 // TestPlantedFullModel).
 var bf16TraceBounds = map[string]traceBounds{
-	"qwen3-tiny-bf16":     {0.07, 6e-6, 4e-3, 1.6e-3, 7.5e-2},
-	"qwen3_5-tiny-bf16":   {0.22, 4.5e-5, 1.4e-2, 0.15, 0.63},
-	"qwen3-moe-tiny-bf16": {0.07, 2.7e-6, 3.6e-3, 2.4e-3, 9e-2},
-	"qwen3_5-moe-tiny":    {0.51, 1.8e-4, 1.2e-2, 0.64, 2.0},
-	"glm4_moe-tiny":       {0.093, 7.2e-6, 2e-3, 4.5e-2, 0.27},
-	"nemotron_h-tiny":     {0.11, 1.2e-5, 1.2e-2, 1.8e-2, 0.32},
-	"gpt_oss-tiny":        {0.058, 4.9e-6, 2.8e-3, 7.2e-3, 0.2},
+	"qwen3-tiny-bf16":        {0.07, 6e-6, 4e-3, 1.6e-3, 7.5e-2},
+	"qwen3_5-tiny-bf16":      {0.22, 4.5e-5, 1.4e-2, 0.15, 0.63},
+	"qwen3-moe-tiny-bf16":    {0.07, 2.7e-6, 3.6e-3, 2.4e-3, 9e-2},
+	"qwen3_5-moe-tiny":       {0.51, 1.8e-4, 1.2e-2, 0.64, 2.0},
+	"glm4_moe-tiny":          {0.093, 7.2e-6, 2e-3, 4.5e-2, 0.27},
+	"nemotron_h-tiny":        {0.11, 1.2e-5, 1.2e-2, 1.8e-2, 0.32},
+	"gpt_oss-tiny":           {0.058, 4.9e-6, 2.8e-3, 7.2e-3, 0.2},
+	"nemotron_h-latent-tiny": {0.15, 1.2e-5, 5.7e-3, 2.9e-2, 0.45},
 }
 
 // TestBF16TraceAttentionOnEmu trains the bf16 tiny models (dense with q/k
@@ -75,7 +78,8 @@ var bf16TraceBounds = map[string]traceBounds{
 // a DeltaNet, the MoE; bf16 copies of Qwen3.5-MoE with its gated shared
 // expert, GLM-4.5 with sigmoid routing and a dense first layer,
 // Nemotron-H with Mamba-2, relu² and relu² experts, and gpt-oss with
-// sinks, sliding windows and biased clamped-SwiGLU experts) one
+// sinks, sliding windows and biased clamped-SwiGLU experts, and the
+// latent MoE of Nemotron-3-Super) one
 // micro-batch on emu — groups sharing prompts,
 // so the shared-prefix forward runs, under selective recompute, so the
 // backward reruns attention — and requires that the trace's attention
@@ -93,7 +97,8 @@ func TestBF16TraceAttentionOnEmu(t *testing.T) {
 		tc     bool
 		asBF16 bool // a bf16 copy of the f32 tiny model (tinyModelDir)
 	}{{"qwen3-tiny-bf16", true, false}, {"qwen3_5-tiny-bf16", true, false}, {"qwen3-moe-tiny-bf16", true, false},
-		{"qwen3_5-moe-tiny", true, true}, {"glm4_moe-tiny", true, true}, {"nemotron_h-tiny", true, true}, {"gpt_oss-tiny", true, true}, {"qwen3-tiny", false, false}} {
+		{"qwen3_5-moe-tiny", true, true}, {"glm4_moe-tiny", true, true}, {"nemotron_h-tiny", true, true}, {"gpt_oss-tiny", true, true},
+		{"nemotron_h-latent-tiny", true, true}, {"qwen3-tiny", false, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			be := emu.New()
 			defer be.Close()
