@@ -40,11 +40,14 @@ type traceBounds struct{ lpMax, lpNMSE, lossRel, gradNMSE, gradMax float64 }
 //	nemotron_h-tiny      3.8e-2, 4.1e-6 (2.9e-2, 2.2e-6)  3.9e-3 (1.8e-3)  5.9e-3, 0.11 (3.9e-3, 7.1e-2)
 //	gpt_oss-tiny         1.9e-2, 1.6e-6 (1.1e-2, 3.9e-7)  4.1e-4 (9.2e-4)  2.4e-3, 6.7e-2 (5.3e-4, 2.2e-2)
 //	nemotron_h-latent    4.0e-2, 3.4e-6 (4.9e-2, 3.9e-6)  1.9e-3 (9.8e-4)  8.6e-3, 0.15 (9.6e-3, 0.13)
+//	qwen3-moe, f32 router 6.6e-2, 4.2e-6                  1.9e-3           9.8e-4, 3.1e-2
 //
 // (the last five as bf16 copies of their f32 tiny models, tinyModelDir;
 // the latent MoE's "before" with its other layers bf16 already;
 // gpt-oss's with its sinks, o_proj bias, expert biases and clamped SwiGLU
-// bf16 layers since they take bf16 too).
+// bf16 layers since they take bf16 too; the f32 router's copy keeps
+// mlp.gate.weight f32, which routerForward multiplies with h widened,
+// where it panicked in MatMul before).
 // With f32 q and caches on the f32 flash kernels (and the shrinks on the
 // f32 rows) qwen3-tiny-bf16 measured 8.3e-3, 3.0e-7; 3.2e-4; 1.4e-4,
 // 1.2e-2. The bf16 GEMMs' rounding dominates the dense models; rounding
@@ -63,14 +66,15 @@ type traceBounds struct{ lpMax, lpNMSE, lossRel, gradNMSE, gradMax float64 }
 // qwen3-tiny-bf16's gradients by NMSE 0.87 (internal/modeltest
 // TestPlantedFullModel).
 var bf16TraceBounds = map[string]traceBounds{
-	"qwen3-tiny-bf16":        {0.07, 6e-6, 4e-3, 1.6e-3, 7.5e-2},
-	"qwen3_5-tiny-bf16":      {0.22, 4.5e-5, 1.4e-2, 0.15, 0.63},
-	"qwen3-moe-tiny-bf16":    {0.07, 2.7e-6, 3.6e-3, 2.4e-3, 9e-2},
-	"qwen3_5-moe-tiny":       {0.51, 1.8e-4, 1.2e-2, 0.64, 2.0},
-	"glm4_moe-tiny":          {0.093, 7.2e-6, 2e-3, 4.5e-2, 0.27},
-	"nemotron_h-tiny":        {0.11, 1.2e-5, 1.2e-2, 1.8e-2, 0.32},
-	"gpt_oss-tiny":           {0.058, 4.9e-6, 2.8e-3, 7.2e-3, 0.2},
-	"nemotron_h-latent-tiny": {0.15, 1.2e-5, 5.7e-3, 2.9e-2, 0.45},
+	"qwen3-tiny-bf16":           {0.07, 6e-6, 4e-3, 1.6e-3, 7.5e-2},
+	"qwen3_5-tiny-bf16":         {0.22, 4.5e-5, 1.4e-2, 0.15, 0.63},
+	"qwen3-moe-tiny-bf16":       {0.07, 2.7e-6, 3.6e-3, 2.4e-3, 9e-2},
+	"qwen3_5-moe-tiny":          {0.51, 1.8e-4, 1.2e-2, 0.64, 2.0},
+	"glm4_moe-tiny":             {0.093, 7.2e-6, 2e-3, 4.5e-2, 0.27},
+	"nemotron_h-tiny":           {0.11, 1.2e-5, 1.2e-2, 1.8e-2, 0.32},
+	"gpt_oss-tiny":              {0.058, 4.9e-6, 2.8e-3, 7.2e-3, 0.2},
+	"nemotron_h-latent-tiny":    {0.15, 1.2e-5, 5.7e-3, 2.9e-2, 0.45},
+	"qwen3-moe-tiny-f32-router": {0.2, 1.3e-5, 5.6e-3, 2.9e-3, 9.3e-2},
 }
 
 // TestBF16TraceAttentionOnEmu trains the bf16 tiny models (dense with q/k
@@ -95,19 +99,28 @@ func TestBF16TraceAttentionOnEmu(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		tc     bool
-		asBF16 bool // a bf16 copy of the f32 tiny model (tinyModelDir)
-	}{{"qwen3-tiny-bf16", true, false}, {"qwen3_5-tiny-bf16", true, false}, {"qwen3-moe-tiny-bf16", true, false},
-		{"qwen3_5-moe-tiny", true, true}, {"glm4_moe-tiny", true, true}, {"nemotron_h-tiny", true, true}, {"gpt_oss-tiny", true, true},
-		{"nemotron_h-latent-tiny", true, true}, {"qwen3-tiny", false, false}} {
+		asBF16 bool   // a bf16 copy of the f32 tiny model (tinyModelDir)
+		router string // with asBF16: the f32 model whose copy keeps its router f32
+	}{{"qwen3-tiny-bf16", true, false, ""}, {"qwen3_5-tiny-bf16", true, false, ""}, {"qwen3-moe-tiny-bf16", true, false, ""},
+		{"qwen3_5-moe-tiny", true, true, ""}, {"glm4_moe-tiny", true, true, ""}, {"nemotron_h-tiny", true, true, ""}, {"gpt_oss-tiny", true, true, ""},
+		{"nemotron_h-latent-tiny", true, true, ""}, {"qwen3-moe-tiny-f32-router", true, true, "qwen3-moe-tiny"}, {"qwen3-tiny", false, false, ""}} {
 		t.Run(c.name, func(t *testing.T) {
 			be := emu.New()
 			defer be.Close()
-			dir := tinyModelDir(t, c.name, c.asBF16)
+			var dir string
+			if c.router != "" {
+				dir = tinyModelDir(t, c.router, true, "mlp.gate.weight")
+			} else {
+				dir = tinyModelDir(t, c.name, c.asBF16)
+			}
 			m, err := Load(dir, be)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Free()
+			if c.router != "" && m.W.Layers[m.Config.NumLayers-1].MoE.Router.DType() != kernels.F32 {
+				t.Fatalf("the copy's router is %v, want f32", m.W.Layers[m.Config.NumLayers-1].MoE.Router.DType())
+			}
 			ref, err := Load(dir, cpu.New())
 			if err != nil {
 				t.Fatal(err)
@@ -192,15 +205,16 @@ func attentionLaunches(be *cuda.Backend, m *Model) map[string]int64 {
 
 // tinyModelDir is the directory of the named tiny model, or with asBF16
 // of a copy of it with every tensor rounded to bf16 (a bf16 checkpoint
-// of a family whose committed tiny model is f32).
-func tinyModelDir(t *testing.T, name string, asBF16 bool) string {
+// of a family whose committed tiny model is f32) but those named by a
+// suffix in keepF32.
+func tinyModelDir(t *testing.T, name string, asBF16 bool, keepF32 ...string) string {
 	t.Helper()
 	dir := filepath.Join("..", "testdata", "models", name)
 	if !asBF16 {
 		return dir
 	}
 	out := t.TempDir()
-	if err := tinymodel.WriteBF16Copy(out, dir); err != nil {
+	if err := tinymodel.WriteBF16Copy(out, dir, keepF32...); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -3,6 +3,7 @@ package tinymodel
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/grpo-dev/grpo/model/safetensors"
 )
@@ -12,8 +13,9 @@ import (
 // ship in f32 in f32 whatever their stored dtype): a bf16 checkpoint of a
 // family whose committed tiny model is f32, such as a bf16 Qwen2 (as
 // Qwen2.5 checkpoints ship, with bf16 q/k/v biases), Qwen3.5-MoE or
-// Nemotron-H.
-func WriteBF16Copy(dst, src string) error {
+// Nemotron-H. The tensors whose names end in one of keepF32 stay f32, as
+// a checkpoint ships its router, say.
+func WriteBF16Copy(dst, src string, keepF32 ...string) error {
 	cfg, err := os.ReadFile(filepath.Join(src, "config.json"))
 	if err != nil {
 		return err
@@ -33,7 +35,13 @@ func WriteBF16Copy(dst, src string) error {
 		if err != nil {
 			return err
 		}
-		b, err := safetensors.NewBF16(name, t.Shape, v)
+		conv := safetensors.NewBF16
+		for _, k := range keepF32 {
+			if strings.HasSuffix(name, k) {
+				conv = safetensors.NewF32
+			}
+		}
+		b, err := conv(name, t.Shape, v)
 		if err != nil {
 			return err
 		}
