@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/grpo-dev/grpo/kernels/cpu"
 	"github.com/grpo-dev/grpo/kernels/cuda"
 	"github.com/grpo-dev/grpo/kernels/emu"
 )
@@ -127,14 +126,18 @@ func TestBF16ForwardOnEmu(t *testing.T) {
 		t.Errorf("prefill: %d activation bytes, more than the %d measured with bf16 activations between ops", got, forwardTrafficAfter)
 	}
 	cpuPrefill, cpuDecode, _, _ := bf16Forward(t, ref, nil, nil)
-	for _, c := range []struct {
-		name      string
-		got, want []float32
-	}{{"prefill", prefill, cpuPrefill}, {"decode", decode, cpuDecode}} {
-		d, e := maxAbsDiff(c.got, c.want), nmse(c.got, c.want)
-		t.Logf("%s logits: max |Δ| %.3g, NMSE %.3g against the CPU backend", c.name, d, e)
-		if d > forwardLogitsMaxAbsBF16 || e > forwardLogitsNMSEBF16 {
-			t.Errorf("%s logits: max |Δ| %.3g, NMSE %.3g, want ≤ %g and ≤ %g", c.name, d, e, forwardLogitsMaxAbsBF16, forwardLogitsNMSEBF16)
+	compareForwardLogits(t, [2][]float32{prefill, decode}, [2][]float32{cpuPrefill, cpuDecode}, [2]float64{forwardLogitsMaxAbsBF16, forwardLogitsNMSEBF16})
+}
+
+// compareForwardLogits holds bf16Forward's prefill and decode logits on
+// emu (got) to the CPU backend's (want) within bound (max |Δ|, NMSE).
+func compareForwardLogits(t *testing.T, got, want [2][]float32, bound [2]float64) {
+	t.Helper()
+	for i, name := range []string{"prefill", "decode"} {
+		d, e := maxAbsDiff(got[i], want[i]), nmse(got[i], want[i])
+		t.Logf("%s logits: max |Δ| %.3g, NMSE %.3g against the CPU backend", name, d, e)
+		if d > bound[0] || e > bound[1] {
+			t.Errorf("%s logits: max |Δ| %.3g, NMSE %.3g, want ≤ %g and ≤ %g", name, d, e, bound[0], bound[1])
 		}
 	}
 }
@@ -158,19 +161,7 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 	}{{"qwen3-moe-tiny-bf16", false}, {"qwen3_5-tiny-bf16", false}, {"qwen3_5-moe-tiny", true}, {"glm4_moe-tiny", true},
 		{"nemotron_h-tiny", true}, {"nemotron_h-latent-tiny", true}, {"gpt_oss-tiny", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			be := emu.New()
-			defer be.Close()
-			dir := tinyModelDir(t, c.name, c.asBF16)
-			m, err := Load(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Free()
-			ref, err := Load(dir, cpu.New())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ref.Free()
+			_, m, ref := loadEmuAndCPU(t, tinyModelDir(t, c.name, c.asBF16))
 			if !m.Config.allBF16Layers(m.traceAttention()) {
 				t.Fatalf("not every layer of %s is a bf16 layer on emu", c.name)
 			}
@@ -179,16 +170,7 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 			var route [2][]int32
 			cpuPrefill, cpuDecode, _, _ := bf16Forward(t, ref, nil, &route)
 			prefill, decode, _, _ := bf16Forward(t, m, nil, &route)
-			for _, p := range []struct {
-				name      string
-				got, want []float32
-			}{{"prefill", prefill, cpuPrefill}, {"decode", decode, cpuDecode}} {
-				d, e := maxAbsDiff(p.got, p.want), nmse(p.got, p.want)
-				t.Logf("%s logits: max |Δ| %.3g, NMSE %.3g against the CPU backend", p.name, d, e)
-				if b := forwardLogitsBF16[c.name]; d > b[0] || e > b[1] {
-					t.Errorf("%s logits: max |Δ| %.3g, NMSE %.3g, want ≤ %g and ≤ %g", p.name, d, e, b[0], b[1])
-				}
-			}
+			compareForwardLogits(t, [2][]float32{prefill, decode}, [2][]float32{cpuPrefill, cpuDecode}, forwardLogitsBF16[c.name])
 		})
 	}
 }

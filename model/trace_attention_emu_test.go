@@ -105,27 +105,16 @@ func TestBF16TraceAttentionOnEmu(t *testing.T) {
 		{"qwen3_5-moe-tiny", true, true, ""}, {"glm4_moe-tiny", true, true, ""}, {"nemotron_h-tiny", true, true, ""}, {"gpt_oss-tiny", true, true, ""},
 		{"nemotron_h-latent-tiny", true, true, ""}, {"qwen3-moe-tiny-f32-router", true, true, "qwen3-moe-tiny"}, {"qwen3-tiny", false, false, ""}} {
 		t.Run(c.name, func(t *testing.T) {
-			be := emu.New()
-			defer be.Close()
 			var dir string
 			if c.router != "" {
 				dir = tinyModelDir(t, c.router, true, "mlp.gate.weight")
 			} else {
 				dir = tinyModelDir(t, c.name, c.asBF16)
 			}
-			m, err := Load(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Free()
+			be, m, ref := loadEmuAndCPU(t, dir)
 			if c.router != "" && m.W.Layers[m.Config.NumLayers-1].MoE.Router.DType() != kernels.F32 {
 				t.Fatalf("the copy's router is %v, want f32", m.W.Layers[m.Config.NumLayers-1].MoE.Router.DType())
 			}
-			ref, err := Load(dir, cpu.New())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ref.Free()
 			want := kernels.F32
 			if c.tc {
 				want = kernels.BF16
@@ -218,6 +207,25 @@ func tinyModelDir(t *testing.T, name string, asBF16 bool, keepF32 ...string) str
 		t.Fatal(err)
 	}
 	return out
+}
+
+// loadEmuAndCPU loads the model in dir on a fresh emu backend and on the
+// CPU backend, freed (and the backend closed) when the test ends.
+func loadEmuAndCPU(t *testing.T, dir string) (*cuda.Backend, *Model, *Model) {
+	t.Helper()
+	be := emu.New()
+	t.Cleanup(func() { be.Close() })
+	m, err := Load(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Free)
+	ref, err := Load(dir, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ref.Free)
+	return be, m, ref
 }
 
 // compareTrace holds got (emu) to want (cpu) within the bf16 trace
