@@ -97,7 +97,7 @@ func (m *remote) do(q request) (reply, error) {
 		if errors.As(err, &ne) && ne.Timeout() {
 			return reply{}, m.fail(fmt.Errorf("netcoll: rank %d: rank 0's hub at %s did not answer its %s within %v", m.rank, m.addr, q.Op, m.timeout+grace))
 		}
-		return reply{}, m.fail(fmt.Errorf("netcoll: rank %d: rank 0 (hub %s) is gone during its %s: the connection closed (rank 0's process exited?): %v", m.rank, m.addr, q.Op, err))
+		return reply{}, m.fail(fmt.Errorf("netcoll: rank %d: rank 0 of %d (hub %s) is gone during its %s: the connection closed (rank 0's process exited?): %v", m.rank, m.size, m.addr, q.Op, err))
 	}
 	if r.Err != "" {
 		return reply{}, m.fail(errors.New(strings.TrimPrefix(r.Err, kernels.ErrCollectiveAborted.Error()+": ")))
