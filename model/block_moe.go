@@ -92,10 +92,16 @@ func (moe) weightBuffers(w *Layer) []*kernels.Buffer { return w.MoE.buffers() }
 
 func (moe) resliceWeights(c *Config, w *Layer) { w.MoE.reslice(c) }
 
-// normCast: none in an f32 layer, where the experts read the f32 norm
-// output (their gather and router GEMM take no bf16 cast); a bf16
-// layer's norm stores its bf16 copy alone (bf16Layer), which they read.
-func (moe) normCast(s *layerActs) kernels.Buffer { return s.h2b }
+// normCast: none where the layer keeps the f32 norm output, which the
+// experts read (their gather and router GEMM take no bf16 cast, so a
+// shared cast would be written for nothing); a bf16 layer's norm stores
+// its bf16 copy alone (bf16Layer: no f32 h2), which they read.
+func (moe) normCast(s *layerActs) kernels.Buffer {
+	if s.h2 != nil {
+		return nil
+	}
+	return s.h2b
+}
 
 // inferenceSpecs: the one set every sparse layer shares, with its own
 // experts buffer and forward scratch (each layer's routing record is

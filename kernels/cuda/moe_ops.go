@@ -128,6 +128,7 @@ func (b *Backend) GroupedMatMul(c, a, bm, offsets kernels.Buffer, rows, nExperts
 		return
 	}
 	b.dev.CountFLOPs(gemmFLOPs(rows, n, k)) // each row times its expert's n×k matrix
+	b.betaTraffic(op, cc, rows*n, beta)
 	act := bf16Suffix(aa, "_abf16") + bf16Suffix(cc, "_cbf16")
 	if bb.dt == kernels.BF16 {
 		// bf16 experts on tensor cores (grouped_matmul_tc.cu): an f32 A
@@ -161,6 +162,7 @@ func (b *Backend) GroupedMatMulMXFP4(c, a kernels.Buffer, bm kernels.MXFP4, offs
 		return
 	}
 	b.dev.CountFLOPs(gemmFLOPs(rows, n, k))
+	b.betaTraffic(op, cc, rows*n, beta)
 	// grouped_matmul_tc.cu: the codes decoded as a tile is staged, then
 	// the bf16 kernel's path (an f32 A rounded to bf16, f32 accumulation).
 	grid := D2((rows+tcTile-1)/tcTile+nExperts, (n+tcTile-1)/tcTile)
@@ -181,6 +183,7 @@ func (b *Backend) GroupedMatMulTN(c, a, bm, offsets kernels.Buffer, rows, nExper
 		return
 	}
 	b.dev.CountFLOPs(gemmFLOPs(m, n, rows)) // C[e] = A[e's rows]ᵀ·B[e's rows], rows in all
+	b.betaTraffic(op, cc, nExperts*m*n, beta)
 	b.launch("grouped_matmul_tn_f32"+bf16Suffix(aa, "_abf16")+bf16Suffix(bb, "_bbf16"), D2((m*n+255)/256, nExperts), D1(256), 0, cc.ptr, aa.ptr, bb.ptr, off.ptr, int32(m), int32(n), alpha, beta)
 }
 

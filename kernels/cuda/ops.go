@@ -89,6 +89,7 @@ func (b *Backend) GatherRows(out, table, idx kernels.Buffer, n, cols int) {
 	if n == 0 || cols == 0 || !usable(o, t, ix) {
 		return
 	}
+	b.gatherTraffic(op, t, n, cols)
 	if o.dt == kernels.BF16 {
 		b.launch("gather_rows_as", D1(n), D1(warpRound(cols, 256)), 0, o.ptr, t.ptr, ix.ptr, int32(n), int32(cols), bf16Mask(o, t))
 		return

@@ -12,8 +12,10 @@ import "strings"
 // walk's, kernels/emu TestAttentionTrafficTable), so two paths of one op
 // compare by what they store between ops. A MatMul with bf16 weights and
 // an f32 A also counts the cast's bf16 copy of A, written and read back
-// ("MatMul/A cast"), and a GEMM with beta ≠ 0 the read of C ("MatMul/C
-// beta", at C's dtype: 2 bytes an element for a bf16 C).
+// ("MatMul/A cast"), and a GEMM (grouped too) with beta ≠ 0 the read of C
+// ("MatMul/C beta", at C's dtype: 2 bytes an element for a bf16 C); a
+// GatherRows from a table that is not weights (the MoE's gather of its
+// input rows) every row it reads, not the one row it checks the table for.
 type Traffic map[string]int64
 
 // Total is the sum over every op and operand.
@@ -68,5 +70,22 @@ func (b *Backend) cacheTraffic(op string, k *buffer, nTok, width int) {
 func (b *Backend) partTraffic(op string, y *buffer, rows, out int) {
 	if b.traffic != nil && y.ptr != 0 {
 		b.traffic[op+"/parts' Y"] += int64(2 * rows * out * y.dt.Size())
+	}
+}
+
+// betaTraffic counts a GEMM's read of its output C (n elements) when beta
+// is not 0, as MatMul's "C beta".
+func (b *Backend) betaTraffic(op string, c *buffer, n int, beta float32) {
+	if beta != 0 && b.traffic != nil && !b.dev.isWeight(c.ptr) {
+		b.traffic[op+"/C beta"] += int64(n * c.dt.Size())
+	}
+}
+
+// gatherTraffic counts a GatherRows' n rows of cols read from an
+// activation table, which buf counted as one row (a weight table, the
+// embedding, counts none).
+func (b *Backend) gatherTraffic(op string, t *buffer, n, cols int) {
+	if n > 1 && b.traffic != nil && !b.dev.isWeight(t.ptr) {
+		b.traffic[op+"/table"] += int64((n - 1) * cols * t.dt.Size())
 	}
 }

@@ -48,6 +48,8 @@ func TestTrafficCountsBF16GroupedGEMMs(t *testing.T) {
 		"GroupedMatMulMXFP4/B.Codes": experts * n * k / 2, "GroupedMatMulMXFP4/B.Scales": experts * n * k / 32,
 		"GroupedMatMulTN/C": 4 * experts * rank * k, "GroupedMatMulTN/A": 4 * rows * rank, "GroupedMatMulTN/B": 2 * rows * k,
 		"GroupedMatMulTN/offsets": 4 * (experts + 1),
+		// beta 1: C read as well as written, at its dtype.
+		"GroupedMatMulMXFP4/C beta": 2 * rows * n, "GroupedMatMulTN/C beta": 4 * experts * rank * k,
 	}
 	if !maps.Equal(tr, want) {
 		t.Errorf("traffic %v, want %v", tr, want)

@@ -11,8 +11,8 @@ import (
 // TestTrafficCountsBF16MoE holds cuda.Traffic, for the MoE row ops and
 // expert activations over mixed f32/bf16 activations, to the operands'
 // dtypes worked out by hand: a BF16 operand counts 2 bytes an element,
-// an F32 or I32 one 4, the tagged bias never. GatherRows' table counts the
-// one row it is checked for (its weight-table contract), here 2·hd.
+// an F32 or I32 one 4, the tagged bias never. GatherRows' untagged table
+// counts every row it reads, here rows·hd bf16 values.
 func TestTrafficCountsBF16MoE(t *testing.T) {
 	b := New()
 	defer b.Close()
@@ -54,7 +54,7 @@ func TestTrafficCountsBF16MoE(t *testing.T) {
 	}
 	const g = rows * mi
 	want := cuda.Traffic{
-		"GatherRows/out": 2 * rows * hd, "GatherRows/table": 2 * hd, "GatherRows/idx": 4 * rows,
+		"GatherRows/out": 2 * rows * hd, "GatherRows/table": 2 * rows * hd, "GatherRows/idx": 4 * rows,
 		"GroupedAddBias/y": 2 * rows * 2 * mi, "GroupedAddBias/offsets": 4 * (ne + 1),
 		"CopyColumns/dst": 2*g + 4*g, "CopyColumns/src": 2 * 2 * (rows * 2 * mi),
 		"SwiGLU/out": 2 * g, "SwiGLU/gate": 2 * g, "SwiGLU/up": 4 * g,
