@@ -77,14 +77,7 @@ func (c *Config) BF16Layers(attn kernels.DType) int {
 // bf16Trace reports whether any layer of a trace in attn is a bf16
 // layer: the backward then keeps a bf16 copy of the residual gradient
 // beside it (residualGradSpecs).
-func (c *Config) bf16Trace(attn kernels.DType) bool {
-	for l := range c.NumLayers {
-		if c.isBF16Layer(l, attn) {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) bf16Trace(attn kernels.DType) bool { return c.BF16Layers(attn) > 0 }
 
 // fusedDType is the dtype of the trace's shared q/k/v GEMM output: bf16
 // when every layer is a bf16 layer. In a model with other layers (a
@@ -139,11 +132,4 @@ func keptInput(f32, bf16 kernels.Buffer) kernels.Buffer {
 
 // allBF16Layers reports whether every layer of a trace in attn is a bf16
 // layer: none then reads the shared bf16 casts (each keeps its own).
-func (c *Config) allBF16Layers(attn kernels.DType) bool {
-	for l := range c.NumLayers {
-		if !c.isBF16Layer(l, attn) {
-			return false
-		}
-	}
-	return true
-}
+func (c *Config) allBF16Layers(attn kernels.DType) bool { return c.BF16Layers(attn) == c.NumLayers }

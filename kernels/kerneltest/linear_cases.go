@@ -431,6 +431,11 @@ func deltaGatesCases() []Case {
 // gatedRMSNormCases: GatedRMSNorm (norm, then gate) over one element,
 // rows with out aliasing x, Qwen3.5-like rows with bf16 w, and a wide row.
 func gatedRMSNormCases() []Case {
+	return gatedRMSNorm().cases([]gatedNormShape{{1, 1, 1, kernels.F32, false}, {5, 24, 1, kernels.F32, true}, {64, 128, 1, kernels.BF16, false}, {3, 1000, 1, kernels.F32, false}})
+}
+
+// gatedRMSNorm is LinearOps.GatedRMSNorm as a gatedNorm.
+func gatedRMSNorm() gatedNorm {
 	const eps = 1e-6
 	return gatedNorm{
 		op: "GatedRMSNorm", seed: 6500,
@@ -449,7 +454,7 @@ func gatedRMSNormCases() []Case {
 		refBack: func(dy, x, z, w, rstd []float64, s gatedNormShape) ([]float64, []float64) {
 			return RefGatedRMSNormBackward(dy, x, z, w, rstd, s.rows, s.dim)
 		},
-	}.cases([]gatedNormShape{{1, 1, 1, kernels.F32, false}, {5, 24, 1, kernels.F32, true}, {64, 128, 1, kernels.BF16, false}, {3, 1000, 1, kernels.F32, false}})
+	}
 }
 
 // linearCases are every LinearOps case, in the suite's order.

@@ -11,6 +11,11 @@ import (
 // out aliasing x; each backward against the reference and finite
 // differences. Tolerance tolReduction, as GatedRMSNorm's.
 func groupedGatedRMSNormCases() []Case {
+	return groupedGatedRMSNorm().cases([]gatedNormShape{{1, 1, 1, kernels.F32, false}, {5, 24, 3, kernels.F32, true}, {3, 2000, 2, kernels.F32, false}, {4, 4096, 8, kernels.BF16, false}})
+}
+
+// groupedGatedRMSNorm is SSMOps.GroupedGatedRMSNorm as a gatedNorm.
+func groupedGatedRMSNorm() gatedNorm {
 	const eps = 1e-5
 	return gatedNorm{
 		op: "GroupedGatedRMSNorm", seed: 6800,
@@ -29,5 +34,5 @@ func groupedGatedRMSNormCases() []Case {
 		refBack: func(dy, x, z, w, rstd []float64, s gatedNormShape) ([]float64, []float64) {
 			return RefGroupedGatedRMSNormBackward(dy, x, z, w, rstd, s.rows, s.dim, s.groups)
 		},
-	}.cases([]gatedNormShape{{1, 1, 1, kernels.F32, false}, {5, 24, 3, kernels.F32, true}, {3, 2000, 2, kernels.F32, false}, {4, 4096, 8, kernels.BF16, false}})
+	}
 }
