@@ -141,20 +141,21 @@ func (c *Config) decoderLayers() []decoderLayer {
 
 // decoderLayer composes layer l.
 func (c *Config) decoderLayer(l int) decoderLayer {
-	if c.Arch().Nemotron {
+	a := c.Arch()
+	if a.Nemotron {
 		return c.nemotronLayer(l)
 	}
 	var d decoderLayer
 	if c.Mixer(l) == MixGatedDeltaNet {
 		d.mixer = deltaNet{}
 	} else {
-		d.mixer = attention{outputGate: c.Arch().OutputGate, qkNorm: c.Arch().QKNorm || c.UseQKNorm,
-			qkvBias: c.Arch().QKVBias || c.AttentionBias, oBias: c.AttentionBias && !c.Arch().BiasNotO}
+		d.mixer = attention{outputGate: a.OutputGate, qkNorm: a.QKNorm || c.UseQKNorm,
+			qkvBias: a.QKVBias || c.AttentionBias, oBias: c.AttentionBias && !a.BiasNotO}
 	}
 	if c.IsSparse(l) {
 		shared := c.SharedExpertIntermediateSize > 0
-		oss := c.Arch().GptOssExperts
-		d.channel = moe{shared: shared, sharedGate: shared && !c.Arch().SigmoidRouter, sigmoidRouter: c.Arch().SigmoidRouter,
+		oss := a.GptOssExperts
+		d.channel = moe{shared: shared, sharedGate: shared && !a.SigmoidRouter, sigmoidRouter: a.SigmoidRouter,
 			routerBias: oss, expertBias: oss, clampedGLU: oss}
 	} else {
 		d.channel = swiGLU{}

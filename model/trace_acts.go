@@ -64,10 +64,23 @@ func (c *Config) isBF16Layer(l int, attn kernels.DType) bool {
 
 // BF16Layers is how many layers of a trace whose attention is in attn
 // (TraceAttentionDType) keep the activations between their ops in bf16.
+// A layer's decision is its blocks' (bf16Block, which reads the config,
+// not the layer index), so it is made once per distinct pair of blocks:
+// the specs of every layer ask (oViewsFused), and the estimate's plans
+// price models of a hundred layers many times over.
 func (c *Config) BF16Layers(attn kernels.DType) int {
-	n := 0
+	if attn != kernels.BF16 {
+		return 0
+	}
+	n, seen := 0, map[decoderLayer]bool{}
 	for l := range c.NumLayers {
-		if c.isBF16Layer(l, attn) {
+		d := c.decoderLayer(l)
+		ok, known := seen[d]
+		if !known {
+			ok = c.isBF16Layer(l, attn)
+			seen[d] = ok
+		}
+		if ok {
 			n++
 		}
 	}
