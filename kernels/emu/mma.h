@@ -56,17 +56,25 @@ inline void emu_mma_m16n8k16_bf16(float d[4], const unsigned a[4], const unsigne
 	for (int l = 0; l < 32; l++)
 		if (all[3 * l] != tag) ::emu::trap("mma: the lanes of a warp are not all at the same mma call (a divergent branch?)");
 	int lane = ::emu::lane_id(), g = lane / 4, t = lane % 4;
+	// This lane's rows of A (g, g + 8) and columns of B (2t, 2t + 1),
+	// unpacked once: A(row, k) is in lane (row % 8)·4 + (k % 8)/2,
+	// register row/8 + 2·(k/8); B(k, col) in lane col·4 + (k % 8)/2,
+	// register k/8; each register's lower half the even k.
+	float ar[2][16], bc[2][16];
+	for (int k = 0; k < 16; k++)
+		for (int h = 0; h < 2; h++) {
+			const uint32_t* a_lane = (const unsigned*)(uintptr_t)all[3 * (g * 4 + (k % 8) / 2) + 1];
+			const uint32_t* b_lane = (const unsigned*)(uintptr_t)all[3 * ((2 * t + h) * 4 + (k % 8) / 2) + 2];
+			ar[h][k] = bf16_half(a_lane[h + 2 * (k / 8)], k % 2);
+			bc[h][k] = bf16_half(b_lane[k / 8], k % 2);
+		}
 	float out[4];
 	for (int i = 0; i < 4; i++) {
-		int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+		const float *x = ar[i / 2], *y = bc[i % 2];
 		float s = d[i];
-		for (int k = 0; k < 16; k++) {
-			// A(row, k): lane (row % 8)·4 + (k % 8)/2, register row/8 + 2·(k/8).
-			const uint32_t* ar = (const unsigned*)(uintptr_t)all[3 * ((row % 8) * 4 + (k % 8) / 2) + 1];
-			// B(k, col): lane col·4 + (k % 8)/2, register k/8.
-			const uint32_t* br = (const unsigned*)(uintptr_t)all[3 * (col * 4 + (k % 8) / 2) + 2];
-			s = fmaf(bf16_half(ar[row / 8 + 2 * (k / 8)], k % 2), bf16_half(br[k / 8], k % 2), s);
-		}
+		// A product of two bf16 values is exact in f32, so s + x·y rounds
+		// once, as an fmaf would (and as a contraction into one may).
+		for (int k = 0; k < 16; k++) s += x[k] * y[k];
 		out[i] = s;
 	}
 	::emu::syncwarp(0xffffffffu);  // no lane changes a or b while another reads them

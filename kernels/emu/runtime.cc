@@ -146,6 +146,7 @@ struct Worker {
 	bool forward = true;  // alternates so a race shows in either direction
 	uint64_t atomics = 0;  // atomic operations of the blocks run for the current launch
 	uint64_t reads = 0;    // bytes its blocks counted with GRPO_COUNT_READ
+	std::vector<uint64_t> gathered;  // openWarpBarriers' gather, reused
 	~Worker() {
 		for (auto& f : fibers)
 			if (f.stack) munmap(f.stack - pageSize(), kStackBytes + pageSize());
@@ -280,6 +281,7 @@ std::string stateName(State s) {
 // whether any warp was released.
 bool openWarpBarriers(Worker* w, size_t n) {
 	bool any = false;
+	std::vector<uint64_t>& gathered = w->gathered;
 	for (size_t base = 0; base < n; base += 32) {
 		size_t end = base + 32 < n ? base + 32 : n;
 		unsigned want = 0, waiting = 0;
@@ -293,6 +295,23 @@ bool openWarpBarriers(Worker* w, size_t n) {
 		if (!waiting) continue;
 		unsigned exists = end - base == 32 ? 0xffffffffu : ((1u << (end - base)) - 1);
 		if ((want & exists & ~waiting) != 0) continue;  // someone in the mask has not arrived
+		// A gather's values, lane by lane (gatherN of the largest request
+		// each, poison where a lane did not take part or gave fewer), built
+		// once and copied to every taking-part lane: an mma gathers on
+		// each call, and building it per lane was 32² copies.
+		size_t gn = 0;
+		for (size_t i = base; i < end; i++) {
+			Fiber& f = w->fibers[i];
+			if (f.state == kAtWarpBarrier && f.shflSrc == -3 && (size_t)f.gatherN > gn) gn = f.gatherN;
+		}
+		if (gn) {
+			gathered.assign(32 * gn, ~(uint64_t)0);
+			for (size_t j = 0; j < 32 && base + j < end; j++) {
+				Fiber& o = w->fibers[base + j];
+				if ((waiting >> j & 1) && o.shflSrc == -3)
+					std::copy(o.gatherIn, o.gatherIn + o.gatherN, gathered.data() + j * gn);
+			}
+		}
 		for (size_t i = base; i < end; i++) {
 			Fiber& f = w->fibers[i];
 			if (f.state != kAtWarpBarrier) continue;
@@ -304,14 +323,12 @@ bool openWarpBarriers(Worker* w, size_t n) {
 			else
 				f.result = ~(uint64_t)0;  // lane does not exist: poison (NaN)
 			if (src == -3) {  // gather: every taking-part lane's values, poison for the rest
-				for (size_t j = 0; j < 32; j++) {
-					Fiber* o = base + j < end && (waiting >> j & 1) && w->fibers[base + j].shflSrc == -3
-							   ? &w->fibers[base + j]
-							   : nullptr;
-					for (int v = 0; v < f.gatherN; v++)
-						f.gatherOut[j * f.gatherN + v] =
-						    o && v < o->gatherN ? o->gatherIn[v] : ~(uint64_t)0;
-				}
+				size_t fn = f.gatherN;
+				if (fn == gn)
+					std::copy(gathered.begin(), gathered.end(), f.gatherOut);
+				else
+					for (size_t j = 0; j < 32; j++)
+						std::copy(gathered.begin() + j * gn, gathered.begin() + j * gn + fn, f.gatherOut + j * fn);
 			}
 			if (src == -2) {              // vote: collect the predicate bits
 				unsigned bits = 0;

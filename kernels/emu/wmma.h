@@ -186,7 +186,8 @@ inline void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<ma
 			int ea = r * K + k, eb = k * N + col;
 			const __nv_bfloat16* ax = (const __nv_bfloat16*)(uintptr_t)all[3 * (ea / FA::num_elements) + 1];
 			const __nv_bfloat16* bx = (const __nv_bfloat16*)(uintptr_t)all[3 * (eb / FB::num_elements) + 2];
-			s = fmaf(__bfloat162float(ax[ea % FA::num_elements]), __bfloat162float(bx[eb % FB::num_elements]), s);
+			// exact product of two bf16 values: one rounding, as fmaf
+			s += __bfloat162float(ax[ea % FA::num_elements]) * __bfloat162float(bx[eb % FB::num_elements]);
 		}
 		out[i] = s;
 	}
