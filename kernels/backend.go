@@ -141,11 +141,13 @@ type Ops interface {
 	// B is k×n (n×k when transposed). B may be BF16; a backend may then
 	// round A to bf16 before the product (a bf16×bf16 GEMM with f32
 	// accumulation, as the CUDA backend's cublasGemmEx and a bf16 PyTorch
-	// matmul do); the CPU backend keeps A in f32. A may be BF16 only when
-	// B is (a FusedOps cast): it is then used as it is. C may be BF16 only
-	// when B is: the product is summed in f32 as with an F32 C, then
-	// alpha·sum + beta·C (C widened to f32) is rounded to nearest-even once
-	// at the store. With beta == 0, C is overwritten even if it held NaN.
+	// matmul do); the CPU backend keeps A in f32. A may be BF16 (a bf16
+	// layer's activations, a FusedOps cast): it is used as it is, its
+	// values exact in f32, so with an F32 B (weights a checkpoint ships in
+	// f32) the product is an f32 one. C may be BF16: the product is summed
+	// in f32 as with an F32 C, then alpha·sum + beta·C (C widened to f32)
+	// is rounded to nearest-even once at the store. With beta == 0, C is
+	// overwritten even if it held NaN.
 	MatMul(c, a, b Buffer, m, n, k int, transA, transB bool, alpha, beta float32)
 
 	// GatherRows copies rows idx[i] of table (rows × cols) into row i of out,

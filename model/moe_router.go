@@ -44,25 +44,14 @@ func (m *Model) TrainsRouter() bool {
 func (m *Model) routerForward(l int, s *moeActs, h kernels.Buffer, n int) {
 	be, c := m.Backend, m.Config
 	hd, ne := c.HiddenSize, c.NumExperts
+	// A router kept in f32 (a checkpoint that ships it so) beside a bf16
+	// layer's h makes the logits an f32 product, as HF computes them.
 	router := m.W.Layers[l].MoE.Router
-	if x := h; x.DType() == kernels.BF16 && router.DType() != kernels.BF16 {
-		// A bf16 layer's h beside a router kept in f32 (a checkpoint
-		// that ships it so): widened, the logits an f32 product as HF
-		// computes them, where a MatMul pairs a bf16 A with a bf16 B
-		// only. Freed at once (the pool reuses it in stream order), so
-		// no trace holds it: the static decode step, which allocates
-		// nothing, runs f32 between ops and never comes here.
-		h = be.Alloc(kernels.F32, n*hd)
-		defer be.Free(h)
-		be.CopyColumns(h, x, n, hd, hd, 0, hd, 0)
-	}
 	be.MatMul(s.logits, h, router, n, ne, hd, false, true, 1, 0)
 	if b := m.W.Layers[l].MoE.LogitBias; b != nil {
 		be.AddBias(s.logits, b, n, ne)
 	}
 	if lr := m.routerLoRA(l); lr != nil {
-		// The LoRA ops, which read h in bf16 too (a bf16 layer's norm
-		// output), where a MatMul pairs a bf16 A with a bf16 B only.
 		be.LoRAShrink(s.routerXA, h, lr.A, n, hd, lr.Rank)
 		be.LoRAExpand(s.routerXA, []kernels.LoRAPart{lr.part(ne, s.logits, ne, 0)}, n)
 	}

@@ -26,12 +26,6 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 	ca := b.buf(op, "C", c, m*n, kernels.F32, kernels.BF16)
 	aa := b.buf(op, "A", a, m*k, kernels.F32, kernels.BF16)
 	ba := b.buf(op, "B", bm, k*n, kernels.F32, kernels.BF16)
-	if aa.dt == kernels.BF16 && ba.dt != kernels.BF16 {
-		panic("cuda: MatMul: A is bf16 but B is not; a bf16 A needs a bf16 B")
-	}
-	if ca.dt == kernels.BF16 && ba.dt != kernels.BF16 {
-		panic("cuda: MatMul: C is bf16 but B is not; a bf16 C needs a bf16 B")
-	}
 	if m == 0 || n == 0 || !usable(ca, aa, ba) {
 		return
 	}
@@ -50,8 +44,7 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 		b.addTraffic(op+"/C beta", ca.dt.Size()*m*n)
 	}
 	if ba.dt == kernels.F32 {
-		b.pending = true
-		b.fail(b.dev.Sgemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
+		b.sgemmMixed(aa, ba, ca, m, n, k, transA, transB, lda, ldb, alpha, beta)
 		return
 	}
 	// BF16 weights: cublasGemmEx pairs A and B of one type (there is no

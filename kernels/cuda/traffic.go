@@ -13,7 +13,9 @@ import "strings"
 // compare by what they store between ops. A MatMul with bf16 weights and
 // an f32 A also counts the cast's bf16 copy of A, written and read back
 // ("MatMul/A cast"), and a GEMM (grouped too) with beta ≠ 0 the read of C
-// ("MatMul/C beta", at C's dtype: 2 bytes an element for a bf16 C); a
+// ("MatMul/C beta", at C's dtype: 2 bytes an element for a bf16 C); one
+// with f32 weights and a bf16 A or C its f32 copies, each written and
+// read ("MatMul/A widen", "MatMul/C f32", "MatMul/C widen"); a
 // GatherRows from a table that is not weights (the MoE's gather of its
 // input rows) every row it reads, not the one row it checks the table for.
 type Traffic map[string]int64

@@ -155,3 +155,43 @@ func TestTrafficCountsLoRABF16Operands(t *testing.T) {
 		b.Free(buf)
 	}
 }
+
+// TestTrafficCountsF32BMixes: a MatMul with f32 weights and a bf16 A
+// widens A into an f32 copy (written, read by the GEMM); into a bf16 C
+// it sums into an f32 copy of C (written by the GEMM, read by the
+// rounding), with C widened into it first when beta ≠ 0 (written, read);
+// two launches (the widening and the rounding) beside the GEMM when both
+// are bf16 and beta ≠ 0, none with all-f32 operands.
+func TestTrafficCountsF32BMixes(t *testing.T) {
+	b := New()
+	defer b.Close()
+	const m, k, cols = 6, 40, 24
+	ab, cb := b.Alloc(kernels.BF16, m*k), b.Alloc(kernels.BF16, m*cols)
+	w := b.Alloc(kernels.F32, cols*k)
+	b.TagWeights(w)
+	before := b.Counts()
+	tr := b.CountTraffic()
+	b.MatMul(cb, ab, w, m, cols, k, false, true, 1, 1)
+	b.StopTraffic()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	counts := b.Counts().Sub(before)
+	want := cuda.Traffic{
+		"MatMul/A":       2 * m * k,
+		"MatMul/A widen": 2 * 4 * m * k,
+		"MatMul/C":       2 * m * cols,
+		"MatMul/C beta":  2 * m * cols,
+		"MatMul/C widen": 2 * 4 * m * cols,
+		"MatMul/C f32":   2 * 4 * m * cols,
+	}
+	if !maps.Equal(tr, want) {
+		t.Errorf("traffic %v, want %v", tr, want)
+	}
+	if counts.GEMMs != 1 || counts.Launches != 3 {
+		t.Errorf("%d GEMMs and %d launches, want 1 and 3 (widen A, widen C, round C)", counts.GEMMs, counts.Launches)
+	}
+	for _, buf := range []kernels.Buffer{ab, cb, w} {
+		b.Free(buf)
+	}
+}
