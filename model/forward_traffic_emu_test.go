@@ -160,10 +160,17 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		asBF16 bool
-	}{{"qwen3-moe-tiny-bf16", false}, {"qwen3_5-tiny-bf16", false}, {"qwen3_5-moe-tiny", true}, {"glm4_moe-tiny", true},
-		{"nemotron_h-tiny", true}, {"nemotron_h-latent-tiny", true}, {"gpt_oss-tiny", true}} {
+		f32Of  string // as in TestBF16TraceAttentionOnEmu: keeps mixedF32 in f32
+	}{{"qwen3-moe-tiny-bf16", false, ""}, {"qwen3_5-tiny-bf16", false, ""}, {"qwen3_5-moe-tiny", true, ""}, {"glm4_moe-tiny", true, ""},
+		{"nemotron_h-tiny", true, ""}, {"nemotron_h-latent-tiny", true, ""}, {"gpt_oss-tiny", true, ""}, {"qwen3-moe-tiny-f32-mixed", true, "qwen3-moe-tiny"}} {
 		t.Run(c.name, func(t *testing.T) {
-			_, m, ref := loadEmuAndCPU(t, tinyModelDir(t, c.name, c.asBF16))
+			var dir string
+			if c.f32Of != "" {
+				dir = tinyModelDir(t, c.f32Of, true, mixedF32...)
+			} else {
+				dir = tinyModelDir(t, c.name, c.asBF16)
+			}
+			_, m, ref := loadEmuAndCPU(t, dir)
 			if !m.Config.allBF16Layers(m.traceAttention()) {
 				t.Fatalf("not every layer of %s is a bf16 layer on emu", c.name)
 			}
@@ -189,14 +196,16 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 //	nemotron_h-tiny      9.4e-2, 6.6e-4; 6.9e-2, 2.9e-4 (3.6e-2, 1.0e-4; 4.7e-2, 1.3e-4)
 //	gpt_oss-tiny         2.9e-2, 8.2e-5; 1.8e-2, 4.9e-5 (1.5e-2, 2.6e-5; 1.8e-2, 2.8e-5)
 //	nemotron_h-latent    9.3e-2, 5.1e-4; 5.6e-2, 2.9e-4
+//	qwen3-moe, some f32  1.9e-2, 3.7e-5; 1.7e-2, 2.9e-5 (mixedF32; MatMul panicked before)
 //
 // The DeltaNet hybrid moves most, as in training (bf16TraceBounds).
 var forwardLogitsBF16 = map[string][2]float64{
-	"qwen3-moe-tiny-bf16":    {0.093, 1.9e-4},
-	"qwen3_5-tiny-bf16":      {0.77, 7.2e-3},
-	"qwen3_5-moe-tiny":       {0.44, 4.8e-3},
-	"glm4_moe-tiny":          {0.13, 3.3e-4},
-	"nemotron_h-tiny":        {0.28, 2e-3},
-	"gpt_oss-tiny":           {0.086, 2.5e-4},
-	"nemotron_h-latent-tiny": {0.28, 1.5e-3},
+	"qwen3-moe-tiny-bf16":      {0.093, 1.9e-4},
+	"qwen3-moe-tiny-f32-mixed": {0.058, 1.1e-4},
+	"qwen3_5-tiny-bf16":        {0.77, 7.2e-3},
+	"qwen3_5-moe-tiny":         {0.44, 4.8e-3},
+	"glm4_moe-tiny":            {0.13, 3.3e-4},
+	"nemotron_h-tiny":          {0.28, 2e-3},
+	"gpt_oss-tiny":             {0.086, 2.5e-4},
+	"nemotron_h-latent-tiny":   {0.28, 1.5e-3},
 }
