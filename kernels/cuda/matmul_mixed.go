@@ -13,13 +13,11 @@ func (b *Backend) sgemmMixed(aa, ba, ca *buffer, m, n, k int, transA, transB boo
 	const op = "MatMul"
 	ap, cp := aa.ptr, ca.ptr
 	if aa.dt == kernels.BF16 {
-		tmp, ok := b.scratch(4 * m * k)
+		tmp, ok := b.convertedCopy(op+"/A widen", "bf16_to_f32", aa.ptr, m*k, 4)
 		if !ok {
 			return
 		}
 		defer b.putScratch(tmp, 4*m*k)
-		b.addTraffic(op+"/A widen", 2*4*m*k) // written by the widening, read by the GEMM
-		b.elementwise("bf16_to_f32", m*k, tmp, aa.ptr, int32(m*k))
 		ap = tmp
 	}
 	if ca.dt == kernels.BF16 {
@@ -40,4 +38,18 @@ func (b *Backend) sgemmMixed(aa, ba, ca *buffer, m, n, k int, transA, transB boo
 	if cp != ca.ptr {
 		b.elementwise("f32_to_bf16", m*n, ca.ptr, cp, int32(m*n))
 	}
+}
+
+// convertedCopy is n elements of src converted by the elementwise kernel
+// (f32_to_bf16, bf16_to_f32) into pooled scratch of size bytes an
+// element, counted under key as written and read back by the op; the
+// caller returns it (putScratch of n·size bytes) after its last use.
+func (b *Backend) convertedCopy(key, kernel string, src DevicePtr, n, size int) (DevicePtr, bool) {
+	p, ok := b.scratch(size * n)
+	if !ok {
+		return 0, false
+	}
+	b.addTraffic(key, 2*size*n)
+	b.elementwise(kernel, n, p, src, int32(n))
+	return p, true
 }

@@ -62,13 +62,11 @@ func (b *Backend) MatMul(c, a, bm kernels.Buffer, m, n, k int, transA, transB bo
 		b.fail(gemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, aa.ptr, lda, beta, ca.ptr, n))
 		return
 	}
-	tmp, ok := b.scratch(2 * m * k)
+	tmp, ok := b.convertedCopy(op+"/A cast", "f32_to_bf16", aa.ptr, m*k, 2)
 	if !ok {
 		return
 	}
 	defer b.putScratch(tmp, 2*m*k)
-	b.addTraffic(op+"/A cast", 2*2*m*k) // written by the cast, read by the GEMM
-	b.elementwise("f32_to_bf16", m*k, tmp, aa.ptr, int32(m*k))
 	b.pending = true
 	b.fail(gemm(transB, transA, n, m, k, alpha, ba.ptr, ldb, tmp, lda, beta, ca.ptr, n))
 }
