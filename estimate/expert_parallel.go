@@ -19,16 +19,26 @@ type expertShard struct {
 	total   int   // routed experts per sparse layer
 	hidden  int64 // the width of the rows sent: a latent MoE's latent size
 	topK    int64
+	// rowDT is the dtype the rows travel and land in, in the training
+	// trace and a prefill: bf16 when the trace in attn keeps bf16 between
+	// every layer's ops, sparse layers included (model's moe.bf16Acts,
+	// exchangeSpecs); the static decode step's stay f32.
+	rowDT kernels.DType
 }
 
-// newExpertShard is the shard of mc over ep devices; ep ≤ 1, or a model
-// without routed experts, keeps everything on every device.
-func newExpertShard(mc *model.Config, ep int) expertShard {
+// newExpertShard is the shard of mc over ep devices for a trace whose
+// attention is in attn (TraceAttentionDType); ep ≤ 1, or a model without
+// routed experts, keeps everything on every device.
+func newExpertShard(mc *model.Config, ep int, attn kernels.DType) expertShard {
 	if ep <= 1 || mc.SparseLayers() == 0 {
 		return expertShard{ep: 1, per: mc.NumExperts, total: mc.NumExperts}
 	}
+	dt := kernels.F32
+	if mc.BF16Layers(attn) == mc.NumLayers {
+		dt = kernels.BF16
+	}
 	return expertShard{ep: ep, per: (mc.NumExperts + ep - 1) / ep, total: mc.NumExperts,
-		hidden: int64(mc.ExpertWidth()), topK: int64(mc.NumExpertsPerTok)}
+		hidden: int64(mc.ExpertWidth()), topK: int64(mc.NumExpertsPerTok), rowDT: dt}
 }
 
 func (s expertShard) split() bool { return s.ep > 1 }
@@ -78,30 +88,37 @@ func expertLoRAParams(mc *model.Config, ad model.AdapterShape) int64 {
 // sends the experts' outputs back. The permuted rows the MoE block
 // gathers anyway are the dispatch's send buffer and the expert outputs
 // the combine's; each exchange adds a receive buffer of n × top-k rows
-// of hidden f32 (expert parallelism keeps a sparse layer f32 between
-// ops: model's moe.bf16Acts;
-// a latent MoE sends latent rows, fc1_latent_proj applied before the
-// dispatch and fc2_latent_proj after the combine)
-// when the routing is balanced, and the per-peer counts (int32, sent and
-// received). The layers run one at a time, so one layer's set is alive.
-func (s expertShard) a2aBytes(n int64) int64 {
+// of hidden elements in rowDT (a latent MoE sends latent rows,
+// fc1_latent_proj applied before the dispatch and fc2_latent_proj after
+// the combine) when the routing is balanced, and the per-peer counts
+// (int32, sent and received). The layers run one at a time, so one
+// layer's set is alive.
+func (s expertShard) a2aBytes(n int64) int64 { return s.a2aBytesIn(n, s.rowDT) }
+
+// decodeA2ABytes is a2aBytes for the static decode step, whose rows are
+// f32 (model.Decoder keeps f32 between ops).
+func (s expertShard) decodeA2ABytes(n int64) int64 { return s.a2aBytesIn(n, kernels.F32) }
+
+func (s expertShard) a2aBytesIn(n int64, dt kernels.DType) int64 {
 	if !s.split() {
 		return 0
 	}
-	return 2*n*s.topK*s.hidden*f32Bytes + 2*int64(s.ep)*4
+	return 2*n*s.topK*s.hidden*int64(dt.Size()) + 2*int64(s.ep)*4
 }
 
 func (s expertShard) a2aDetail(n int64) string {
-	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d wide rows × 4 B (f32) each, one sparse layer at a time, routing taken as balanced over the %d devices",
-		n, s.topK, s.hidden, s.ep)
+	return fmt.Sprintf("dispatch and combine receive buffers: %d tokens × top-%d × %d wide rows × %d B (%v) each, one sparse layer at a time, routing taken as balanced over the %d devices",
+		n, s.topK, s.hidden, s.rowDT.Size(), s.rowDT, s.ep)
 }
 
 // receivedBytes is the rows one sparse layer's experts receive for a
 // micro-batch of n tokens on one device of the group, balanced: n ×
-// top-k rows of hidden (a latent MoE: latent) f32. The trace keeps them, the experts' input, for
+// top-k rows of hidden (a latent MoE: latent) in rowDT. The trace keeps them, the experts' input, for
 // the backward (model/moe_ep_exchange.go); one device gathers its rows
 // again instead, but on a rank they came from the other ranks.
-func (s expertShard) receivedBytes(n int64) int64 { return n * s.topK * s.hidden * f32Bytes }
+func (s expertShard) receivedBytes(n int64) int64 {
+	return n * s.topK * s.hidden * int64(s.rowDT.Size())
+}
 
 // keptLayers is the sparse layers whose exchange the trace keeps under
 // pl: those not checkpointed (a checkpointed layer's rerun exchanges
@@ -120,8 +137,8 @@ func (s expertShard) keptLayers(mc *model.Config, pl plan) int {
 }
 
 func (s expertShard) receivedDetail(n int64, layers int) string {
-	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d wide rows × 4 B (f32): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
-		layers, n, s.topK, s.hidden)
+	return fmt.Sprintf("%d sparse layers kept × %d tokens × top-%d × %d wide rows × %d B (%v): each layer's experts' input rows from the other devices, kept for the backward, routing taken as balanced",
+		layers, n, s.topK, s.hidden, s.rowDT.Size(), s.rowDT)
 }
 
 // weightItems adds the base weights: all of them, or, split over an

@@ -17,10 +17,11 @@ import (
 // sizes worked out here: the routed experts are HF's 28.99B, the experts'
 // adapters 48 × 128 × 16 × 3 × (2048 + 768); over 4 devices each holds
 // 32 experts and their adapters, the rest whole; the sampling and
-// training phases gain two receive buffers of tokens × 8 × 2048 f32 and
-// the per-peer counts, training the received rows each sparse layer keeps
-// for its backward (48 × tokens × 8 × 2048 f32), and nothing else
-// changes. Over 3 devices the
+// training phases gain two receive buffers of tokens × 8 × 2048 bf16 (a
+// bf16 trace's sparse layers keep bf16 between ops, their exchanged rows
+// too) and the per-peer counts, training the received rows each sparse
+// layer keeps for its backward (48 × tokens × 8 × 2048 bf16), and nothing
+// else changes. Over 3 devices the
 // experts split unevenly: 43 on each (the last has 42; the estimate
 // prices the largest share).
 func TestExpertParallelItems(t *testing.T) {
@@ -53,10 +54,10 @@ func TestExpertParallelItems(t *testing.T) {
 			{PhaseResident, "LoRA params + grads", lora * 8},
 			{PhaseResident, "AdamW moments", lora * 8},
 			// The largest forward of sampling: one prefill chunk of 2048 tokens.
-			{PhaseSampling, "all-to-all buffers", 2*2048*8*2048*4 + 2*int64(ep)*4},
-			{PhaseTraining, "all-to-all buffers", 2*4096*8*2048*4 + 2*int64(ep)*4},
+			{PhaseSampling, "all-to-all buffers", 2*2048*8*2048*2 + 2*int64(ep)*4},
+			{PhaseTraining, "all-to-all buffers", 2*4096*8*2048*2 + 2*int64(ep)*4},
 			// Every sparse layer keeps its received rows (none checkpointed).
-			{PhaseTraining, "received expert inputs", 48 * 4096 * 8 * 2048 * 4},
+			{PhaseTraining, "received expert inputs", 48 * 4096 * 8 * 2048 * 2},
 		} {
 			if got := item(t, e, c.phase, c.name); got != c.want {
 				t.Errorf("EP %d: %s %s %d, want %d", ep, c.phase, c.name, got, c.want)
@@ -241,7 +242,7 @@ func TestNemotronSuperPlansOnH200(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := item(t, e, PhaseTraining, "all-to-all buffers"), int64(2*4096*22*1024*4+2*p.EP*4); got != want {
-		t.Errorf("training all-to-all buffers %d, want %d (4096 tokens × 22 × 1024 × 4 B, twice)", got, want)
+	if got, want := item(t, e, PhaseTraining, "all-to-all buffers"), int64(2*4096*22*1024*2+2*p.EP*4); got != want {
+		t.Errorf("training all-to-all buffers %d, want %d (4096 tokens × 22 × 1024 × 2 B (bf16), twice)", got, want)
 	}
 }

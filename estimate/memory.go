@@ -193,7 +193,7 @@ func Memory(cfg *config.Config, mc *model.Config, o Options) (*Estimate, error) 
 	// multiplies bf16 weights in bf16 (model/layer.go allocCasts: the
 	// model's castsBF16, bf16 weights on a BF16GEMM backend).
 	e.casts = stored == kernels.BF16 && desc.BF16GEMM
-	e.ep = newExpertShard(mc, o.ExpertParallel)
+	e.ep = newExpertShard(mc, o.ExpertParallel, ad.attn)
 	e.ExpertParallel = e.ep.ep
 	e.weightItems(mc, stored)
 	if stored == kernels.BF16 && desc.BF16GEMM {
@@ -473,9 +473,9 @@ func samplingBytes(mc *model.Config, ad adapterShape, s EnvShape, plan KVPlan, c
 		p.decode = peak(rowsAll, rowsAll)
 	} else {
 		for b := int64(1); b < slots; b <<= 1 {
-			p.decode += mc.DecodeBucketBytes(int(b), ad.m, casts) + ep.a2aBytes(b)
+			p.decode += mc.DecodeBucketBytes(int(b), ad.m, casts) + ep.decodeA2ABytes(b)
 		}
-		p.decode += mc.DecodeBucketBytes(int(slots), ad.m, casts) + ep.a2aBytes(slots)
+		p.decode += mc.DecodeBucketBytes(int(slots), ad.m, casts) + ep.decodeA2ABytes(slots)
 	}
 	blocks := fmt.Sprint(plan.Blocks)
 	if plan.Pad > 0 {

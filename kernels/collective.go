@@ -27,8 +27,10 @@ type Collective interface {
 	// AllToAll is expert parallelism's token exchange, NCCL's grouped
 	// send/recv (ncclGroupStart, an ncclSend and an ncclRecv per peer,
 	// ncclGroupEnd): each rank sends every rank a slice of its own size
-	// and receives one from every rank. send and recv are F32 buffers of
-	// this rank's backend holding rows of width elements; send holds
+	// and receives one from every rank. send and recv are buffers of this
+	// rank's backend, both F32 or both BF16 (CheckAllToAllDTypes; a bf16
+	// layer's rows travel at 2 bytes an element, as NCCL's ncclBfloat16),
+	// holding rows of width elements; send holds
 	// sendRows[p] rows for each rank p, in rank order (this rank's own
 	// rows included: they are copied), and recv receives recvRows[p] rows
 	// from each rank p, in rank order, from its start; what lies past the
@@ -60,6 +62,15 @@ type Collective interface {
 // ErrCollectiveAborted is wrapped by every error a Collective returns
 // once it has failed or been aborted.
 var ErrCollectiveAborted = errors.New("collective aborted")
+
+// CheckAllToAllDTypes is AllToAll's rule for its buffers' dtypes: both
+// F32 or both BF16, so rows move as they are stored.
+func CheckAllToAllDTypes(send, recv DType) error {
+	if send != recv || send != F32 && send != BF16 {
+		return fmt.Errorf("all-to-all of %v rows into %v: want F32 or BF16 buffers, both of one dtype", send, recv)
+	}
+	return nil
+}
 
 // CheckAllToAll is what one rank can check of its own AllToAll call on a
 // group of size ranks before it joins the others: a positive width, a

@@ -12,10 +12,12 @@ type HostFuncs interface {
 	// whose memory the host cannot address (its collectives are NCCL's).
 	HostMemory() bool
 	// HostFunc queues f after the work issued before it and before the
-	// work issued after it; f reads and writes the F32 buffers bufs
-	// through mem (mem[i] is bufs[i]'s elements, valid while f runs).
+	// work issued after it; f reads and writes the F32 or BF16 buffers
+	// bufs through mem: mem[i] is bufs[i]'s elements as stored (4 bytes
+	// an F32 element, 2 a BF16 one: its f32's upper half, little-endian),
+	// valid while f runs.
 	// With no capture open f runs before HostFunc returns, which returns
 	// f's error; inside a capture f is recorded, not run, and runs at each
 	// replay, where its error fails the replay (reported at Sync).
-	HostFunc(bufs []Buffer, f func(mem [][]float32) error) error
+	HostFunc(bufs []Buffer, f func(mem [][]byte) error) error
 }

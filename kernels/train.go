@@ -67,7 +67,9 @@ type TrainOps interface {
 	// for i < n; rows of out that no index names keep their values. The
 	// indices must be distinct. It is GatherRows' backward: the training
 	// head scores only the rows that carry loss weight, and their gradient
-	// goes back to those rows of the residual stream.
+	// goes back to those rows of the residual stream. out and src are both
+	// F32 or both BF16 (a bf16 layer's expert rows under expert
+	// parallelism), moved as they are.
 	ScatterRows(out, src, idx Buffer, n, cols int)
 
 	// LogSoftmaxGatherBackward computes, for each row, dlogits[r] =

@@ -188,12 +188,10 @@ func (b moe) backward(tr *Trace, l int, s *layerActs, g *layerGrads, dx kernels.
 // gradients of those. What stays f32: the router's logits and weights,
 // the LoRA x·Aᵀ and dy·B, and dh2, into which the routed experts, the
 // router and the shared expert add. A latent MoE's experts' input and
-// weighted sum (moe_latent.go) and their gradients are bf16 too. Not
-// under expert parallelism, whose exchange keeps f32.
+// weighted sum (moe_latent.go) and their gradients are bf16 too. Under
+// expert parallelism the rows travel in bf16 and the experts' rows a rank
+// receives take the layer's dtype (exchangeSpecs).
 func (moe) bf16Acts(c *Config, s *layerActs, g *layerGrads) (bf16Acts, bool) {
-	if c.shardedExperts() {
-		return bf16Acts{}, false
-	}
 	d := &g.moe
 	bufs := []*kernels.Buffer{&d.xp, &d.act, &d.dyp, &d.dAct, &d.dGate, &d.dUp, &d.dFused, &d.dxp,
 		&d.shared.dy, &d.shared.dAct, &d.shared.dGateUp, &d.dLatentIn, &d.dLatentOut}

@@ -14,10 +14,28 @@ import "github.com/grpo-dev/grpo/kernels"
 // tensor-core kernels for any batch, prefill or one token per sequence.
 // The static decode step keeps its f32 workspace (Decoder.newBucket).
 func (m *Model) forwardAttention(cache *KVCache) kernels.DType {
-	if cache.kvDType() != kernels.BF16 {
+	return m.forwardAttentionOver(cache.kvDType())
+}
+
+// forwardAttentionOver is forwardAttention over a cache whose keys and
+// values are in kv.
+func (m *Model) forwardAttentionOver(kv kernels.DType) kernels.DType {
+	if kv != kernels.BF16 {
 		return kernels.F32
 	}
 	return m.traceAttention()
+}
+
+// pagedForwardActs is the dtype of a Forward's activations between ops
+// over the sampler's paged cache (NewPagedKVCache: the backend's KV
+// dtype): BF16 when every layer is then a bf16 layer (inferenceBF16).
+// A sharded model's idle rank (ForwardIdle) exchanges rows in it, as the
+// ranks whose prefill it serves do.
+func (m *Model) pagedForwardActs() kernels.DType {
+	if m.Config.allBF16Layers(m.forwardAttentionOver(m.Backend.Describe().KVCache)) {
+		return kernels.BF16
+	}
+	return kernels.F32
 }
 
 // kvDType is the dtype of the cache's keys and values (F32 for a cache

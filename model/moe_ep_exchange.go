@@ -97,7 +97,7 @@ func (m *Model) dispatch(a, tmp *arena, l int, xp, offsets kernels.Buffer) (ex *
 	_, per := m.LocalExperts()
 	ex = &expertExchange{sent: blockSums(counts, per), received: blockSums(got, per)}
 	perm, local := expertOrder(got, per)
-	kept, rest := m.exchangeSpecs(ex, &moved, l, len(perm), per)
+	kept, rest := m.exchangeSpecs(ex, &moved, l, len(perm), per, xp.DType())
 	kept.alloc(a)
 	rest.alloc(tmp)
 	ex.local.rows, ex.local.experts = len(perm), per
@@ -161,24 +161,26 @@ func expertOrder(got []int, per int) (perm, offsets []int32) {
 // elements): kept for the backward, the permutation and offsets and the
 // experts' input, gate, up and each adapted projection's x·Aᵀ; the rest,
 // the received rows as they arrived (moved), the fused gate/up, the
-// activation and the output.
-func (m *Model) exchangeSpecs(ex *expertExchange, moved *kernels.Buffer, l, rows, per int) (kept, rest bufSpecs) {
+// activation and the output. The rows between the experts' ops take dt,
+// the dtype of the layer's own permuted rows: bf16 in a bf16 layer
+// (moe.bf16Acts), as on one device; the x·Aᵀ stay f32.
+func (m *Model) exchangeSpecs(ex *expertExchange, moved *kernels.Buffer, l, rows, per int, dt kernels.DType) (kept, rest bufSpecs) {
 	c, e := m.Config, &ex.local
 	r, hd, mi := max(rows, 1), c.ExpertWidth(), c.MoEIntermediateSize
 	kept.i32(&ex.perm, r)
 	kept.i32(&e.offsets, per+1)
-	kept.f32(&e.x, r*hd)
-	kept.f32(&e.gate, r*mi)
-	kept.f32(&e.up, r*mi)
+	kept.add(&e.x, dt, r*hd)
+	kept.add(&e.gate, dt, r*mi)
+	kept.add(&e.up, dt, r*mi)
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
 		if lr := m.expertLoRA(l, p); lr != nil {
 			kept.f32(&e.xa[p], r*lr.Rank)
 		}
 	}
-	rest.f32(moved, r*hd)
-	rest.f32(&e.fused, r*2*mi)
-	rest.f32(&e.act, r*mi)
-	rest.f32(&e.y, r*hd)
+	rest.add(moved, dt, r*hd)
+	rest.add(&e.fused, dt, r*2*mi)
+	rest.add(&e.act, dt, r*mi)
+	rest.add(&e.y, dt, r*hd)
 	return kept, rest
 }
 
@@ -197,7 +199,7 @@ func (m *Model) expertsBackwardExchanged(b moe, l int, s *moeActs, dyp, dxp kern
 	var g expertGrads
 	var moved kernels.Buffer
 	e := ex.local
-	m.exchangeGradSpecs(&g, &moved, &e.act, l, e.rows).alloc(a)
+	m.exchangeGradSpecs(&g, &moved, &e.act, l, e.rows, dyp.DType()).alloc(a)
 	if err := ep.coll.AllToAll(dyp, ex.sent, moved, ex.received, hd); err != nil {
 		ep.fail(err)
 		return
@@ -212,19 +214,21 @@ func (m *Model) expertsBackwardExchanged(b moe, l int, s *moeActs, dyp, dxp kern
 
 // exchangeGradSpecs lists the experts' backward scratch over rows
 // received rows (at least one): where the rows land and leave from, the
-// recomputed activation, and the gradients.
-func (m *Model) exchangeGradSpecs(g *expertGrads, moved, act *kernels.Buffer, l, rows int) bufSpecs {
+// recomputed activation, and the gradients, in dt (the dtype of the
+// gradient of the layer's permuted rows: bf16 in a bf16 layer); the
+// dy·B stay f32.
+func (m *Model) exchangeGradSpecs(g *expertGrads, moved, act *kernels.Buffer, l, rows int, dt kernels.DType) bufSpecs {
 	c := m.Config
 	r, hd, mi := max(rows, 1), c.ExpertWidth(), c.MoEIntermediateSize
 	var b bufSpecs
-	b.f32(moved, r*hd)
-	b.f32(act, r*mi)
-	b.f32(&g.dy, r*hd)
-	b.f32(&g.dx, r*hd)
+	b.add(moved, dt, r*hd)
+	b.add(act, dt, r*mi)
+	b.add(&g.dy, dt, r*hd)
+	b.add(&g.dx, dt, r*hd)
 	for _, dst := range []*kernels.Buffer{&g.dAct, &g.dGate, &g.dUp} {
-		b.f32(dst, r*mi)
+		b.add(dst, dt, r*mi)
 	}
-	b.f32(&g.dFused, r*2*mi)
+	b.add(&g.dFused, dt, r*2*mi)
 	for _, p := range []Proj{ProjGate, ProjUp, ProjDown} {
 		if lr := m.expertLoRA(l, p); lr != nil {
 			b.f32(&g.dyB[p], r*lr.Rank)

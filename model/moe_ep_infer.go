@@ -8,7 +8,9 @@ import "fmt"
 // AllToAll a sparse layer), its buffers living through the layer only,
 // since nothing is kept for a backward. A rank with nothing to prefill
 // while others do calls ForwardIdle, which makes the same exchanges with
-// no rows of its own: its experts still serve the other ranks' rows.
+// no rows of its own: its experts still serve the other ranks' rows (in
+// the dtype of a prefill over the sampler's paged cache, which the
+// others' is).
 // The static decode step exchanges differently (decode_ep.go): with
 // counts fixed at capture, so the step stays one graph.
 
@@ -42,8 +44,9 @@ func (m *Model) ForwardIdle() error {
 	defer a.free()
 	s := &moeActs{}
 	var b bufSpecs
-	b.f32(&s.xp, c.ExpertWidth()) // one row: nothing is sent from it
-	b.f32(&s.yp, c.ExpertWidth())
+	dt := m.pagedForwardActs()        // the rows' dtype on the ranks it serves
+	b.add(&s.xp, dt, c.ExpertWidth()) // one row: nothing is sent from it
+	b.add(&s.yp, dt, c.ExpertWidth())
 	b.i32(&s.offsets, c.NumExperts+1) // zeros: no row for any expert
 	b.alloc(a)
 	for l := range c.NumLayers {

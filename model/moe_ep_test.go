@@ -52,16 +52,31 @@ func TestExpertParallelMatchesOneDevice(t *testing.T) {
 }
 
 // TestExpertParallelMatchesOneDeviceEmu is the Qwen3-MoE case on two emu
-// devices (the CUDA kernels under the emulator).
+// devices (the CUDA kernels under the emulator), and its bf16 checkpoint,
+// whose every layer is a bf16 layer on the ranks as on one device
+// (trace_acts.go), its rows exchanged in bf16, held to the same 1e-5
+// against one emu device: the log-probs and the experts' gradients
+// measured equal, the replicated adapters' gradients within 1.6e-7 (their
+// sums over rows split across the ranks, then all-reduced).
 func TestExpertParallelMatchesOneDeviceEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains under the emulator")
 	}
-	checkExpertParallel(t, "qwen3-moe-tiny", func() kernels.Backend {
-		b := emu.New()
-		t.Cleanup(func() { b.Close() })
-		return b
-	}, false, 1e-5)
+	for _, c := range []struct {
+		name string
+		tol  float64
+	}{{"qwen3-moe-tiny", 1e-5}, {"qwen3-moe-tiny-bf16", 1e-5}} {
+		t.Run(c.name, func(t *testing.T) {
+			if cfg, err := LoadConfig(filepath.Join("..", "testdata", "models", c.name)); err != nil || cfg.BF16Layers(kernels.BF16) != cfg.NumLayers {
+				t.Fatalf("%s: want every layer a bf16 layer of a bf16 trace (%v)", c.name, err)
+			}
+			checkExpertParallel(t, c.name, func() kernels.Backend {
+				b := emu.New()
+				t.Cleanup(func() { b.Close() })
+				return b
+			}, false, c.tol)
+		})
+	}
 }
 
 // checkExpertParallel compares the two ranks with one device on the
@@ -109,6 +124,11 @@ func checkRanksLoaded(t *testing.T, name string, open func() kernels.Backend, ch
 
 	g, models := openRanks(t, dir, ranks, open, loadRank)
 	for r, m := range models {
+		// The ranks keep the activations between ops as one device does
+		// (bf16 layers, trace_acts.go), sparse layers included.
+		if got, want := m.Config.BF16Layers(m.traceAttention()), one.Config.BF16Layers(one.traceAttention()); got != want {
+			t.Fatalf("rank %d: %d bf16 layers, one device %d", r, got, want)
+		}
 		if checkpoint {
 			m.CheckpointLayers = m.Config.NumLayers
 		}

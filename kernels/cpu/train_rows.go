@@ -11,7 +11,10 @@ func (be *Backend) ScatterRows(out, src, idx kernels.Buffer, n, cols int) {
 	positive(op, n, cols)
 	is := ints(op, "idx", idx, n)
 	ss := floats(op, "src", src, n*cols)
-	os := f32(op, "out", out, out.Len())
+	os := floats(op, "out", out, out.Len())
+	if out.DType() != src.DType() {
+		panic(fmt.Sprintf("cpu.%s: out is %v and src %v; the rows move as they are, so both are one dtype", op, out.DType(), src.DType()))
+	}
 	rows := len(os) / cols
 	index(op, "idx", is, rows)
 	// Repeated indices would make the result depend on write order (and on

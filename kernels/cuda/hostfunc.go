@@ -29,24 +29,24 @@ func (b *Backend) HostMemory() bool {
 
 // HostFunc queues f on the device's stream (kernels.HostFuncs), recorded
 // into the graph while one is being captured.
-func (b *Backend) HostFunc(bufs []kernels.Buffer, f func(mem [][]float32) error) error {
+func (b *Backend) HostFunc(bufs []kernels.Buffer, f func(mem [][]byte) error) error {
 	d, ok := b.dev.Device.(hostMemoryDevice)
 	if !ok {
 		return fmt.Errorf("%s: HostFunc: the device's memory is not the host's (a GPU's collectives are NCCL's)", b.Name())
 	}
 	xs := make([]*buffer, len(bufs))
 	for i, x := range bufs {
-		xs[i] = b.buf("HostFunc", "buffer", x, 0, kernels.F32)
+		xs[i] = b.buf("HostFunc", "buffer", x, 0, kernels.F32, kernels.BF16)
 		if !usable(xs[i]) {
 			return fmt.Errorf("%s: HostFunc over a buffer whose allocation failed", b.Name())
 		}
 	}
 	b.pending = true
 	return d.LaunchHostFunc(func() error {
-		mem := make([][]float32, len(xs))
+		mem := make([][]byte, len(xs))
 		for i, x := range xs {
 			if x.n > 0 {
-				mem[i] = unsafe.Slice((*float32)(d.HostAddress(x.ptr)), x.n)
+				mem[i] = unsafe.Slice((*byte)(d.HostAddress(x.ptr)), x.n*x.dt.Size())
 			}
 		}
 		return f(mem)

@@ -59,7 +59,7 @@ var kernelMaxBlock = map[string]int{
 	"sigmoid_gate_as": elementwiseBlock, "sigmoid_gate_backward_as": elementwiseBlock,
 	"swiglu_as": elementwiseBlock, "swiglu_backward_as": elementwiseBlock,
 	"gather_rows_f32": 256, "gather_rows_bf16": 256, "gather_rows_as": 256, "kv_write_f32": 256, "kv_write_bf16": 256, // warpRound(…, 256)
-	"scatter_rows_f32": 256, "copy_columns_f32": 256, "copy_columns_as": 256, // warpRound(…, 256)
+	"scatter_rows_f32": 256, "scatter_rows_bf16": 256, "copy_columns_f32": 256, "copy_columns_as": 256, // warpRound(…, 256)
 	"rmsnorm_f32": rowBlock, "rmsnorm_wbf16": rowBlock,
 	"rmsnorm_backward_f32": rowBlock, "rmsnorm_backward_wbf16": rowBlock,
 	"rmsnorm_backward_f32_dybf16": rowBlock, "rmsnorm_backward_wbf16_dybf16": rowBlock,

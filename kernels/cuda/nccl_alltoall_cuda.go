@@ -21,19 +21,26 @@ func (c *ncclComm) AllToAll(send kernels.Buffer, sendRows []int, recv kernels.Bu
 	s, sok := send.(*buffer)
 	r, rok := recv.(*buffer)
 	err := kernels.CheckAllToAll(c.size, send.Len(), sendRows, recv.Len(), recvRows, width)
-	if !sok || !rok || s.owner != c.b || r.owner != c.b || s.dt != kernels.F32 || r.dt != kernels.F32 {
-		err = fmt.Errorf("all-to-all of a %v buffer into a %v buffer: want F32 buffers of this rank's backend", send.DType(), recv.DType())
+	if e := kernels.CheckAllToAllDTypes(send.DType(), recv.DType()); e != nil {
+		err = e
+	}
+	if !sok || !rok || s.owner != c.b || r.owner != c.b {
+		err = fmt.Errorf("all-to-all of buffers not of this rank's backend")
 	}
 	if err != nil {
 		err = fmt.Errorf("nccl: rank %d: %w", c.rank, err)
 		c.Abort(err)
 		return errors.Join(err, kernels.ErrCollectiveAborted)
 	}
-	sp, sn := peerSlices(s.ptr, sendRows, width, 4)
-	rp, rn := peerSlices(r.ptr, recvRows, width, 4)
-	what := fmt.Sprintf("all-to-all of rows of %d floats, %v out and %v in (rank %d of %d)", width, sendRows, recvRows, c.rank, c.size)
+	dt := ncclFloat32
+	if s.dt == kernels.BF16 {
+		dt = ncclBfloat16
+	}
+	sp, sn := peerSlices(s.ptr, sendRows, width, s.dt.Size())
+	rp, rn := peerSlices(r.ptr, recvRows, width, r.dt.Size())
+	what := fmt.Sprintf("all-to-all of rows of %d %v, %v out and %v in (rank %d of %d)", width, s.dt, sendRows, recvRows, c.rank, c.size)
 	return c.run(what, func(comm, stream unsafe.Pointer) error {
-		return ncclSendRecv(ncclFloat32, sp, rp, sn, rn, comm, stream)
+		return ncclSendRecv(dt, sp, rp, sn, rn, comm, stream)
 	})
 }
 

@@ -77,7 +77,10 @@ import (
 const (
 	ncclInt32   = 2
 	ncclFloat32 = 7
-	ncclSum     = 0
+	// ncclBfloat16 (NCCL 2.10 on): sends and receives only move its 2
+	// bytes an element.
+	ncclBfloat16 = 9
+	ncclSum      = 0
 )
 
 // NCCLUniqueIDBytes is the size of ncclUniqueId, what rank 0 hands every

@@ -90,7 +90,8 @@ func TestNCCLOnGPU(t *testing.T) {
 			}
 		}
 	}
-	checkAllToAllOnGPU(t, backends, comms)
+	checkAllToAllOnGPU(t, backends, comms, kernels.F32)
+	checkAllToAllOnGPU(t, backends, comms, kernels.BF16)
 	checkCapturedAllToAllOnGPU(t, backends, comms)
 	if n < 2 {
 		t.Log("one GPU: the missing-peer check needs two")
@@ -142,13 +143,20 @@ func each(t *testing.T, n int, f func(r int) error) {
 // (zero rows included), each element naming its sender, receiver, row and
 // column; the counts go through ExchangeCounts first; each rank's receive
 // buffer must hold, bit for bit, the rows addressed to it in sender order,
-// and its tail past them the -1 it held.
-func checkAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Collective) {
+// and its tail past them the -1 it held. Over BF16 buffers (ncclBfloat16)
+// each element is 2^(from + 4·to) · (1 + row/4 + col/32), exact in bf16,
+// and names the same four.
+func checkAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Collective, dt kernels.DType) {
 	t.Helper()
 	const width = 5
 	n := len(backends)
 	rows := func(from, to int) int { return (from + 2*to) % 3 }
 	value := func(from, to, row, col int) float32 { return float32(from*100000 + to*10000 + row*10 + col) }
+	if dt == kernels.BF16 {
+		value = func(from, to, row, col int) float32 {
+			return float32(math.Ldexp(1+float64(row)/4+float64(col)/32, from+4*to))
+		}
+	}
 	each(t, n, func(r int) error {
 		b := backends[r]
 		sendRows := make([]int, n)
@@ -172,7 +180,7 @@ func checkAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Colle
 				want = append(want, value(p, r, i/width, i%width))
 			}
 		}
-		sb, rb := b.Alloc(kernels.F32, max(1, len(send))), b.Alloc(kernels.F32, len(want)+3)
+		sb, rb := b.Alloc(dt, max(1, len(send))), b.Alloc(dt, len(want)+3)
 		defer b.Free(sb)
 		defer b.Free(rb)
 		b.Upload(sb, append(send, make([]float32, sb.Len()-len(send))...))
@@ -192,7 +200,7 @@ func checkAllToAllOnGPU(t *testing.T, backends []*Backend, comms []kernels.Colle
 				w = want[i]
 			}
 			if math.Float32bits(x) != math.Float32bits(w) {
-				return fmt.Errorf("rank %d: received element %d is %v, want %v", r, i, x, w)
+				return fmt.Errorf("rank %d: %v: received element %d is %v, want %v", r, dt, i, x, w)
 			}
 		}
 		return nil

@@ -293,11 +293,14 @@ func (b *Backend) ScatterRows(out, src, idx kernels.Buffer, n, cols int) {
 	const op = "ScatterRows"
 	positive(op, n, cols)
 	i32(op, n*cols, out.Len())
-	o := b.buf(op, "out", out, cols, kernels.F32)
-	s := b.buf(op, "src", src, n*cols, kernels.F32)
+	o := b.buf(op, "out", out, cols, kernels.F32, kernels.BF16)
+	s := b.buf(op, "src", src, n*cols, kernels.F32, kernels.BF16)
 	ix := b.buf(op, "idx", idx, n, kernels.I32)
+	if o.dt != s.dt {
+		panic(fmt.Sprintf("cuda: %s: out is %v and src %v; the rows move as they are, so both are one dtype", op, o.dt, s.dt))
+	}
 	if !usable(o, s, ix) {
 		return
 	}
-	b.launch("scatter_rows_f32", D1(n), D1(warpRound(cols, 256)), 0, o.ptr, s.ptr, ix.ptr, int32(n), int32(cols))
+	b.launch("scatter_rows_"+map[kernels.DType]string{kernels.F32: "f32", kernels.BF16: "bf16"}[o.dt], D1(n), D1(warpRound(cols, 256)), 0, o.ptr, s.ptr, ix.ptr, int32(n), int32(cols))
 }

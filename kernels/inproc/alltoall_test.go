@@ -12,6 +12,7 @@ import (
 
 	"github.com/grpo-dev/grpo/kernels"
 	"github.com/grpo-dev/grpo/kernels/emu"
+	"github.com/grpo-dev/grpo/kernels/kerneltest"
 )
 
 // TestAllToAll: 2, 3 and 4 ranks (cpu, and 2 emu devices) each send every
@@ -23,113 +24,122 @@ import (
 // follow its rows for the ranks below r; the receiver stacks them in rank
 // order); the receive buffer's tail past the rows and the send buffer are
 // unchanged; the ranks arrive in a random order; the group counts one
-// call of each kind.
+// call of each kind. Each case runs over F32 buffers and over BF16 ones
+// (a bf16 layer's rows: bf16 values, moved bit for bit).
 func TestAllToAll(t *testing.T) {
-	cases := map[string][]kernels.Backend{"cpu×2": cpus(2), "cpu×3": cpus(3), "cpu×4": cpus(4), "emu×2": {emu.New(), emu.New()}}
-	for name, backends := range cases {
-		t.Run(name, func(t *testing.T) {
-			const width, tail = 3, 5
-			size := len(backends)
-			rng := rand.New(rand.NewSource(int64(10 + size)))
-			rows := make([][]int, size) // rows[r][p]: rank r sends rank p
-			sends := make([][]float32, size)
-			for r := range rows {
-				rows[r] = make([]int, size)
-				total := 0
-				for p := range rows[r] {
-					rows[r][p] = rng.Intn(4)
-					total += rows[r][p]
-				}
-				sends[r] = make([]float32, total*width)
-				for i := range sends[r] {
-					sends[r][i] = float32(rng.NormFloat64())
-				}
+	cases := map[string]func() []kernels.Backend{"cpu×2": func() []kernels.Backend { return cpus(2) }, "cpu×3": func() []kernels.Backend { return cpus(3) },
+		"cpu×4": func() []kernels.Backend { return cpus(4) }, "emu×2": func() []kernels.Backend { return []kernels.Backend{emu.New(), emu.New()} }}
+	for name, newBackends := range cases {
+		for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+			t.Run(fmt.Sprintf("%s,%v", name, dt), func(t *testing.T) { checkAllToAll(t, newBackends(), dt) })
+		}
+	}
+}
+
+func checkAllToAll(t *testing.T, backends []kernels.Backend, dt kernels.DType) {
+	const width, tail = 3, 5
+	size := len(backends)
+	rng := rand.New(rand.NewSource(int64(10 + size)))
+	rows := make([][]int, size) // rows[r][p]: rank r sends rank p
+	sends := make([][]float32, size)
+	for r := range rows {
+		rows[r] = make([]int, size)
+		total := 0
+		for p := range rows[r] {
+			rows[r][p] = rng.Intn(4)
+			total += rows[r][p]
+		}
+		sends[r] = make([]float32, total*width)
+		for i := range sends[r] {
+			sends[r][i] = float32(rng.NormFloat64())
+			if dt == kernels.BF16 {
+				sends[r][i] = kerneltest.RoundBF16(sends[r][i])
 			}
-			// What rank r must hold: for each sender p in order, p's rows for r.
-			want := make([][]float32, size)
-			for r := range want {
-				for p := range size {
-					start := 0
-					for q := range r {
-						start += rows[p][q]
-					}
-					want[r] = append(want[r], sends[p][start*width:(start+rows[p][r])*width]...)
-				}
+		}
+	}
+	// What rank r must hold: for each sender p in order, p's rows for r.
+	want := make([][]float32, size)
+	for r := range want {
+		for p := range size {
+			start := 0
+			for q := range r {
+				start += rows[p][q]
 			}
-			g, err := NewGroup(size, 10*time.Second)
-			if err != nil {
-				t.Fatal(err)
+			want[r] = append(want[r], sends[p][start*width:(start+rows[p][r])*width]...)
+		}
+	}
+	g, err := NewGroup(size, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]float32, size)
+	errs := runRanks(t, g, backends, 30*time.Second, func(rank int, c kernels.Collective) error {
+		b := backends[rank]
+		delay := rand.New(rand.NewSource(int64(rank)))
+		time.Sleep(time.Duration(delay.Intn(3)) * time.Millisecond)
+		recvRows, err := c.ExchangeCounts(rows[rank])
+		if err != nil {
+			return err
+		}
+		// Per expert: rank p's two experts get rows[rank][p] and its double.
+		perExpert := make([]int, 0, 2*size)
+		for _, n := range rows[rank] {
+			perExpert = append(perExpert, n, 2*n)
+		}
+		experts, err := c.ExchangeCounts(perExpert)
+		if err != nil {
+			return err
+		}
+		for p := range size {
+			if recvRows[p] != rows[p][rank] || experts[2*p] != rows[p][rank] || experts[2*p+1] != 2*rows[p][rank] {
+				return fmt.Errorf("rank %d: counts from rank %d: %d and %v, want %d", rank, p, recvRows[p], experts[2*p:2*p+2], rows[p][rank])
 			}
-			got := make([][]float32, size)
-			errs := runRanks(t, g, backends, 30*time.Second, func(rank int, c kernels.Collective) error {
-				b := backends[rank]
-				delay := rand.New(rand.NewSource(int64(rank)))
-				time.Sleep(time.Duration(delay.Intn(3)) * time.Millisecond)
-				recvRows, err := c.ExchangeCounts(rows[rank])
-				if err != nil {
-					return err
-				}
-				// Per expert: rank p's two experts get rows[rank][p] and its double.
-				perExpert := make([]int, 0, 2*size)
-				for _, n := range rows[rank] {
-					perExpert = append(perExpert, n, 2*n)
-				}
-				experts, err := c.ExchangeCounts(perExpert)
-				if err != nil {
-					return err
-				}
-				for p := range size {
-					if recvRows[p] != rows[p][rank] || experts[2*p] != rows[p][rank] || experts[2*p+1] != 2*rows[p][rank] {
-						return fmt.Errorf("rank %d: counts from rank %d: %d and %v, want %d", rank, p, recvRows[p], experts[2*p:2*p+2], rows[p][rank])
-					}
-				}
-				send := b.Alloc(kernels.F32, max(1, len(sends[rank])))
-				b.Upload(send, append(slices.Clone(sends[rank]), make([]float32, send.Len()-len(sends[rank]))...))
-				recv := b.Alloc(kernels.F32, len(want[rank])+tail)
-				sentinel := make([]float32, recv.Len())
-				for i := range sentinel {
-					sentinel[i] = -7
-				}
-				b.Upload(recv, sentinel)
-				time.Sleep(time.Duration(delay.Intn(3)) * time.Millisecond)
-				if err := c.AllToAll(send, rows[rank], recv, recvRows, width); err != nil {
-					return err
-				}
-				out := make([]float32, recv.Len())
-				b.Download(out, recv)
-				got[rank] = out
-				back := make([]float32, send.Len())
-				b.Download(back, send)
-				if !slices.Equal(back[:len(sends[rank])], sends[rank]) {
-					return fmt.Errorf("rank %d: the send buffer changed", rank)
-				}
-				return nil
-			})
-			if err := errors.Join(errs...); err != nil {
-				t.Fatal(err)
+		}
+		send := b.Alloc(dt, max(1, len(sends[rank])))
+		b.Upload(send, append(slices.Clone(sends[rank]), make([]float32, send.Len()-len(sends[rank]))...))
+		recv := b.Alloc(dt, len(want[rank])+tail)
+		sentinel := make([]float32, recv.Len())
+		for i := range sentinel {
+			sentinel[i] = -7
+		}
+		b.Upload(recv, sentinel)
+		time.Sleep(time.Duration(delay.Intn(3)) * time.Millisecond)
+		if err := c.AllToAll(send, rows[rank], recv, recvRows, width); err != nil {
+			return err
+		}
+		out := make([]float32, recv.Len())
+		b.Download(out, recv)
+		got[rank] = out
+		back := make([]float32, send.Len())
+		b.Download(back, send)
+		if !slices.Equal(back[:len(sends[rank])], sends[rank]) {
+			return fmt.Errorf("rank %d: the send buffer changed", rank)
+		}
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for r := range size {
+		n := len(want[r])
+		for i := range n {
+			if math.Float32bits(got[r][i]) != math.Float32bits(want[r][i]) {
+				t.Fatalf("rank %d element %d: %v, want %v", r, i, got[r][i], want[r][i])
 			}
-			for r := range size {
-				n := len(want[r])
-				for i := range n {
-					if math.Float32bits(got[r][i]) != math.Float32bits(want[r][i]) {
-						t.Fatalf("rank %d element %d: %v, want %v", r, i, got[r][i], want[r][i])
-					}
-				}
-				for i := n; i < n+tail; i++ {
-					if got[r][i] != -7 {
-						t.Errorf("rank %d: element %d past the received rows is %v, want the -7 it held", r, i, got[r][i])
-					}
-				}
+		}
+		for i := n; i < n+tail; i++ {
+			if got[r][i] != -7 {
+				t.Errorf("rank %d: element %d past the received rows is %v, want the -7 it held", r, i, got[r][i])
 			}
-			if g.Calls("all-to-all") != 1 || g.Calls("counts") != 2 {
-				t.Errorf("calls counted: %d all-to-all, %d counts; want 1 and 2", g.Calls("all-to-all"), g.Calls("counts"))
-			}
-		})
+		}
+	}
+	if g.Calls("all-to-all") != 1 || g.Calls("counts") != 2 {
+		t.Errorf("calls counted: %d all-to-all, %d counts; want 1 and 2", g.Calls("all-to-all"), g.Calls("counts"))
 	}
 }
 
 // TestAllToAllMismatchFails: counts the ranks disagree on (rank 0 sends 2
-// rows to rank 1, which expects 3), different row widths, and count
+// rows to rank 1, which expects 3), different row widths or dtypes, and count
 // blocks of different sizes each fail every rank at once with a message
 // naming them, and leave the group aborted.
 func TestAllToAllMismatchFails(t *testing.T) {
@@ -150,6 +160,10 @@ func TestAllToAllMismatchFails(t *testing.T) {
 			}
 			return c.AllToAll(b.Alloc(kernels.F32, 8), []int{1, 1}, b.Alloc(kernels.F32, 8), []int{1, 1}, 2+rank)
 		}, "rank 1 called all-to-all of 3 elements but rank 0 called all-to-all of 2"},
+		"dtype": {func(rank int, c kernels.Collective, b kernels.Backend) error {
+			dt := []kernels.DType{kernels.BF16, kernels.F32}[rank]
+			return c.AllToAll(b.Alloc(dt, 8), []int{1, 1}, b.Alloc(dt, 8), []int{1, 1}, 2)
+		}, "rank 1 moves f32 rows but rank 0 bf16"},
 		"counts": {func(rank int, c kernels.Collective, b kernels.Backend) error {
 			if rank == 1 {
 				time.Sleep(20 * time.Millisecond)
@@ -222,7 +236,7 @@ func TestAllToAllAbortAndTimeout(t *testing.T) {
 }
 
 // TestAllToAllRefusesBadCalls: what one rank can see wrong in its own call
-// — a BF16 buffer, a count list not one per rank, a negative count, rows
+// — buffers of two dtypes or of one not F32 or BF16, a count list not one per rank, a negative count, rows
 // that overrun a buffer, counts not in blocks per rank — fails at once and
 // aborts the group (the peers would otherwise wait on a call that never
 // comes).
@@ -230,8 +244,11 @@ func TestAllToAllRefusesBadCalls(t *testing.T) {
 	b := cpus(1)[0]
 	f := func(n int) kernels.Buffer { return b.Alloc(kernels.F32, n) }
 	for want, call := range map[string]func(c kernels.Collective) error{
-		"want F32 buffers": func(c kernels.Collective) error {
+		"all-to-all of bf16 rows into f32: want F32 or BF16 buffers, both of one dtype": func(c kernels.Collective) error {
 			return c.AllToAll(b.Alloc(kernels.BF16, 4), []int{1, 1}, f(4), []int{1, 1}, 2)
+		},
+		"all-to-all of i32 rows into i32": func(c kernels.Collective) error {
+			return c.AllToAll(b.Alloc(kernels.I32, 4), []int{1, 1}, b.Alloc(kernels.I32, 4), []int{1, 1}, 2)
 		},
 		"a count for each of 2 ranks": func(c kernels.Collective) error { return c.AllToAll(f(4), []int{1}, f(4), []int{1, 1}, 2) },
 		"a count is negative":         func(c kernels.Collective) error { return c.AllToAll(f(4), []int{1, -1}, f(4), []int{0, 0}, 2) },

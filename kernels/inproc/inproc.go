@@ -50,9 +50,10 @@ type round struct {
 
 // part is one rank's contribution to a call.
 type part struct {
-	values             []float32 // all-reduce: its buffer; all-to-all: its send rows
-	sendRows, recvRows []int     // all-to-all
-	counts             []int     // count exchange
+	values             []float32     // all-reduce: its buffer; all-to-all: its send rows
+	sendRows, recvRows []int         // all-to-all
+	dt                 kernels.DType // all-to-all: its buffers' dtype
+	counts             []int         // count exchange
 }
 
 // NewGroup makes a group of size ranks; a call waits at most timeout for
@@ -164,6 +165,12 @@ func (r *round) check() error {
 		return nil
 	}
 	for from, p := range r.parts {
+		// On a GPU the rows move as stored bytes (NCCL's send/recv), so
+		// ranks that disagree on the dtype would cut each other's rows
+		// wrong.
+		if p.dt != r.parts[0].dt {
+			return fmt.Errorf("inproc: all-to-all #%d: rank %d moves %v rows but rank 0 %v; every rank's rows are of one dtype", r.seq, from, p.dt, r.parts[0].dt)
+		}
 		for to, rows := range p.sendRows {
 			if want := r.parts[to].recvRows[from]; rows != want {
 				return fmt.Errorf("inproc: all-to-all #%d: rank %d sends %d rows to rank %d, which expects %d from it; exchange the counts first (ExchangeCounts)",

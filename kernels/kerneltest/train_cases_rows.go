@@ -10,7 +10,8 @@ import (
 // with the first and last rows among them, and wide rows with most rows
 // left untouched (the training head's case: a few scored rows of a long
 // batch); out starts random, so a backend that clears or writes rows no
-// index names is caught.
+// index names is caught. Each over F32 rows and over BF16 ones (a bf16
+// layer's expert rows under expert parallelism), copied exactly.
 func scatterRowsCases() []Case {
 	type shape struct {
 		rows, cols int
@@ -23,23 +24,28 @@ func scatterRowsCases() []Case {
 		{1000, 64, []int32{999, 0, 512, 17, 3, 998, 1, 500, 250, 125, 62, 31, 15, 7}},
 	}
 	var cs []Case
-	for i, s := range shapes {
-		s, seed := s, uint64(3300+i)
-		cs = append(cs, Case{Op: "ScatterRows", Name: fmt.Sprintf("rows=%d,cols=%d,n=%d", s.rows, s.cols, len(s.idx)),
-			check: func(b kernels.Backend) error {
-				e := newEnv(b, seed)
-				defer e.free()
-				n := len(s.idx)
-				src := e.in("src", e.uniform(n*s.cols, 2))
-				idx := e.ints("idx", s.idx)
-				out := e.out("out", e.uniform(s.rows*s.cols, 1))
-				want := RefScatterRows(out.values(), src.values(), s.idx, n, s.cols)
-				b.ScatterRows(out.view, src.view, idx.view, n, s.cols)
-				if err := e.checkAll(); err != nil {
-					return err
-				}
-				return Compare("out", out.result(b), want, tolExact)
-			}})
+	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+		for i, s := range shapes {
+			s, seed, name := s, uint64(3300+i), fmt.Sprintf("rows=%d,cols=%d,n=%d", s.rows, s.cols, len(s.idx))
+			if dt == kernels.BF16 {
+				seed, name = seed+50, name+",bf16"
+			}
+			cs = append(cs, Case{Op: "ScatterRows", Name: name,
+				check: func(b kernels.Backend) error {
+					e := newEnv(b, seed)
+					defer e.free()
+					n := len(s.idx)
+					src := e.floats("src", dt, e.uniform(n*s.cols, 2), true)
+					idx := e.ints("idx", s.idx)
+					out := e.floats("out", dt, e.uniform(s.rows*s.cols, 1), false)
+					want := RefScatterRows(out.values(), src.values(), s.idx, n, s.cols)
+					b.ScatterRows(out.view, src.view, idx.view, n, s.cols)
+					if err := e.checkAll(); err != nil {
+						return err
+					}
+					return Compare("out", out.result(b), want, tolExact)
+				}})
+		}
 	}
 	return cs
 }

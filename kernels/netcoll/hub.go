@@ -232,7 +232,12 @@ func serve(m kernels.Collective, be kernels.Backend, q request) reply {
 			be.Download(r.Values, buf)
 		}
 	case "all-to-all":
-		send, recv := be.Alloc(kernels.F32, len(q.Values)), be.Alloc(kernels.F32, q.RecvLen)
+		if err = kernels.CheckAllToAllDTypes(q.DType, q.DType); err != nil {
+			err = fmt.Errorf("netcoll: rank %d: %w", m.Rank(), err)
+			m.Abort(err)
+			break
+		}
+		send, recv := be.Alloc(q.DType, len(q.Values)), be.Alloc(q.DType, q.RecvLen)
 		defer be.Free(send)
 		defer be.Free(recv)
 		be.Upload(send, q.Values)

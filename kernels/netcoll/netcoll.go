@@ -92,6 +92,7 @@ type request struct {
 	Op                 string // "all-reduce", "all-to-all", "counts", "barrier", "abort", "bye"
 	Values             []float32
 	RecvLen, Width     int
+	DType              kernels.DType // all-to-all: the rows' dtype, F32 (the zero value) or BF16
 	SendRows, RecvRows []int
 	Counts             []int
 	Reason             string // abort

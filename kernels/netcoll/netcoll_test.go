@@ -109,51 +109,56 @@ func TestAllReduceAcrossConnections(t *testing.T) {
 // TestAllToAllAcrossConnections: 3 ranks (one at the hub, two over TCP)
 // exchange counts, then rows of width 2 whose values say who sent them to
 // whom; each rank receives, in rank order, exactly the rows addressed to
-// it, and the tail of its receive buffer past them is kept.
+// it, and the tail of its receive buffer past them is kept; over F32 and
+// over BF16 buffers (the values, integers below 256, exact in bf16).
 func TestAllToAllAcrossConnections(t *testing.T) {
-	const size, width = 3, 2
-	_, cs := job(t, size, 1, 10*time.Second, []int{1, 2})
-	rows := func(from, to int) int { return (from+2*to)%3 + 1 }
-	errs := each(t, cs, 20*time.Second, func(r int, c kernels.Collective) error {
-		sendRows := make([]int, size)
-		var send []float32
-		for to := range size {
-			sendRows[to] = rows(r, to)
-			for k := range sendRows[to] {
-				send = append(send, float32(100*r+10*to+k), -1)
+	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			const size, width = 3, 2
+			_, cs := job(t, size, 1, 10*time.Second, []int{1, 2})
+			rows := func(from, to int) int { return (from+2*to)%3 + 1 }
+			errs := each(t, cs, 20*time.Second, func(r int, c kernels.Collective) error {
+				sendRows := make([]int, size)
+				var send []float32
+				for to := range size {
+					sendRows[to] = rows(r, to)
+					for k := range sendRows[to] {
+						send = append(send, float32(100*r+10*to+k), -1)
+					}
+				}
+				recvRows, err := c.ExchangeCounts(sendRows)
+				if err != nil {
+					return err
+				}
+				var want []float32
+				for from := range size {
+					if recvRows[from] != rows(from, r) {
+						return fmt.Errorf("counts from rank %d: %d, want %d", from, recvRows[from], rows(from, r))
+					}
+					for k := range rows(from, r) {
+						want = append(want, float32(100*from+10*r+k), -1)
+					}
+				}
+				be := cpu.New()
+				sb, rb := be.Alloc(dt, len(send)), be.Alloc(dt, len(want)+3)
+				be.Upload(sb, send)
+				be.Upload(rb, append(make([]float32, len(want)), 7, 7, 7))
+				if err := c.AllToAll(sb, sendRows, rb, recvRows, width); err != nil {
+					return err
+				}
+				got := make([]float32, len(want)+3)
+				be.Download(got, rb)
+				if !slices.Equal(got, append(want, 7, 7, 7)) {
+					return errors.New("rows: got another exchange than the one addressed")
+				}
+				return be.Sync()
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Errorf("rank %d: %v", r, err)
+				}
 			}
-		}
-		recvRows, err := c.ExchangeCounts(sendRows)
-		if err != nil {
-			return err
-		}
-		var want []float32
-		for from := range size {
-			if recvRows[from] != rows(from, r) {
-				return fmt.Errorf("counts from rank %d: %d, want %d", from, recvRows[from], rows(from, r))
-			}
-			for k := range rows(from, r) {
-				want = append(want, float32(100*from+10*r+k), -1)
-			}
-		}
-		be := cpu.New()
-		sb, rb := be.Alloc(kernels.F32, len(send)), be.Alloc(kernels.F32, len(want)+3)
-		be.Upload(sb, send)
-		be.Upload(rb, append(make([]float32, len(want)), 7, 7, 7))
-		if err := c.AllToAll(sb, sendRows, rb, recvRows, width); err != nil {
-			return err
-		}
-		got := make([]float32, len(want)+3)
-		be.Download(got, rb)
-		if !slices.Equal(got, append(want, 7, 7, 7)) {
-			return errors.New("rows: got another exchange than the one addressed")
-		}
-		return be.Sync()
-	})
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
+		})
 	}
 }
 

@@ -145,8 +145,8 @@ func (m *remote) AllReduceSum(buf kernels.Buffer) error {
 }
 
 func (m *remote) AllToAll(send kernels.Buffer, sendRows []int, recv kernels.Buffer, recvRows []int, width int) error {
-	if send.DType() != kernels.F32 || recv.DType() != kernels.F32 {
-		return m.refuse(fmt.Errorf("all-to-all of %v rows into %v: want F32 buffers", send.DType(), recv.DType()))
+	if err := kernels.CheckAllToAllDTypes(send.DType(), recv.DType()); err != nil {
+		return m.refuse(err)
 	}
 	if err := kernels.CheckAllToAll(m.size, send.Len(), sendRows, recv.Len(), recvRows, width); err != nil {
 		return m.refuse(err)
@@ -155,7 +155,7 @@ func (m *remote) AllToAll(send kernels.Buffer, sendRows []int, recv kernels.Buff
 	if err != nil {
 		return err
 	}
-	r, err := m.do(request{Op: "all-to-all", Values: host, RecvLen: recv.Len(), Width: width, SendRows: sendRows, RecvRows: recvRows})
+	r, err := m.do(request{Op: "all-to-all", Values: host, RecvLen: recv.Len(), Width: width, DType: send.DType(), SendRows: sendRows, RecvRows: recvRows})
 	if err != nil {
 		return err
 	}
