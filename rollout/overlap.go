@@ -70,12 +70,20 @@ func (d *driver) playOverlapped(ctx context.Context, e env.Environment, queue []
 // faster with Options.Overlap: when the environment's replies took at
 // least a quarter of the time spent generating, hiding them behind half
 // batches gains more than the smaller batches cost (a decode step costs
-// nearly as much at half the batch on a GPU). The trainer decides each
+// nearly as much at half the batch on a GPU), and at least
+// overlapMinRespond, below which there is too little to hide to pay for
+// the half batches, and the ratio is the scheduler's noise: a decision
+// that flips on it makes a run's batches, so its log-probs' last bits,
+// differ from one run to the next. The trainer decides each
 // environment's next Play by its last one and checkpoints the decision,
 // so a resumed run plays as the first did.
 func OverlapPays(t Timing) bool {
-	return t.Generate > 0 && 4*t.Respond >= t.Generate
+	return t.Generate > 0 && t.Respond >= overlapMinRespond && 4*t.Respond >= t.Generate
 }
+
+// overlapMinRespond is the least reply time of a Play that overlapping
+// may hide (OverlapPays).
+const overlapMinRespond = 100 * time.Millisecond
 
 // OverlapPlan says, per environment of a run, whether its next Play
 // overlaps (On[k]): each step's decision comes from the environment's

@@ -165,11 +165,16 @@ func TestOverlapHidesReplies(t *testing.T) {
 	}
 }
 
+// TestOverlapPays: replies of a quarter of the generation time or more
+// pay, if they took at least overlapMinRespond; a Play that generated
+// nothing never does.
 func TestOverlapPays(t *testing.T) {
+	ms := time.Millisecond
 	for _, c := range []struct {
 		gen, respond time.Duration
 		want         bool
-	}{{100, 24, false}, {100, 25, true}, {100, 300, true}, {0, 10, false}} {
+	}{{1000 * ms, 249 * ms, false}, {1000 * ms, 250 * ms, true}, {100 * ms, 300 * ms, true}, {0, 200 * ms, false},
+		{400 * ms, 99 * ms, false}, {400 * ms, 100 * ms, true}, {100 * time.Microsecond, 30 * time.Microsecond, false}} {
 		if got := OverlapPays(Timing{Generate: c.gen, Respond: c.respond}); got != c.want {
 			t.Errorf("generate %v, respond %v: %v", c.gen, c.respond, got)
 		}

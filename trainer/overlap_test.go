@@ -19,7 +19,9 @@ import (
 
 // slowReplyEnv plays the reverse fixture in two turns, its first reply
 // taking 15 ms (a tool call, a sandbox): far longer than the tiny model
-// takes to generate a turn, so that hiding the replies pays.
+// takes to generate a turn, so that hiding the replies pays (a step's 64
+// episodes reply one after another, about a second, well past
+// rollout.OverlapPays' least reply time of 100 ms).
 type slowReplyEnv struct{ env.Environment }
 
 func (s slowReplyEnv) NewEpisode(ex env.Example) env.Episode { return &slowReply{} }
