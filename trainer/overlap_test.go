@@ -41,9 +41,10 @@ func (r *slowReply) Respond(context.Context, string) ([]chat.Message, bool, erro
 // generation plays overlapped from its second step on; the decision is in
 // each checkpoint, and a run interrupted and resumed logs, step for step,
 // what the uninterrupted run logs: its third step plays overlapped too.
-// (On the CPU backend a row's numbers do not depend on its batch, so
-// rollouts/overlapped_envs is what shows a forgotten decision; on a GPU
-// the log-probs would differ as well.)
+// (A forgotten decision shows in rollouts/overlapped_envs, and can show
+// in the log-probs' last bits: TestKillAndResumeIsBitExact saw grad_norm
+// move in its eighth digit on the CPU backend when one run overlapped a
+// step the other did not.)
 func TestOverlapDecidedAndResumed(t *testing.T) {
 	dir := t.TempDir()
 	const steps = 4
