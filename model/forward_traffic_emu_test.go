@@ -164,13 +164,7 @@ func TestBF16ForwardLayerKindsOnEmu(t *testing.T) {
 	}{{"qwen3-moe-tiny-bf16", false, ""}, {"qwen3_5-tiny-bf16", false, ""}, {"qwen3_5-moe-tiny", true, ""}, {"glm4_moe-tiny", true, ""},
 		{"nemotron_h-tiny", true, ""}, {"nemotron_h-latent-tiny", true, ""}, {"gpt_oss-tiny", true, ""}, {"qwen3-moe-tiny-f32-mixed", true, "qwen3-moe-tiny"}} {
 		t.Run(c.name, func(t *testing.T) {
-			var dir string
-			if c.f32Of != "" {
-				dir = tinyModelDir(t, c.f32Of, true, mixedF32...)
-			} else {
-				dir = tinyModelDir(t, c.name, c.asBF16)
-			}
-			_, m, ref := loadEmuAndCPU(t, dir)
+			_, m, ref := loadEmuAndCPU(t, caseModelDir(t, c.name, c.asBF16, c.f32Of))
 			if !m.Config.allBF16Layers(m.traceAttention()) {
 				t.Fatalf("not every layer of %s is a bf16 layer on emu", c.name)
 			}

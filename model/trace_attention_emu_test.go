@@ -112,13 +112,7 @@ func TestBF16TraceAttentionOnEmu(t *testing.T) {
 		{"qwen3_5-moe-tiny", true, true, ""}, {"glm4_moe-tiny", true, true, ""}, {"nemotron_h-tiny", true, true, ""}, {"gpt_oss-tiny", true, true, ""},
 		{"nemotron_h-latent-tiny", true, true, ""}, {"qwen3-moe-tiny-f32-mixed", true, true, "qwen3-moe-tiny"}, {"qwen3-tiny", false, false, ""}} {
 		t.Run(c.name, func(t *testing.T) {
-			var dir string
-			if c.f32Of != "" {
-				dir = tinyModelDir(t, c.f32Of, true, mixedF32...)
-			} else {
-				dir = tinyModelDir(t, c.name, c.asBF16)
-			}
-			be, m, ref := loadEmuAndCPU(t, dir)
+			be, m, ref := loadEmuAndCPU(t, caseModelDir(t, c.name, c.asBF16, c.f32Of))
 			if c.f32Of != "" {
 				w := m.W.Layers[m.Config.NumLayers-1]
 				for name, b := range map[string]kernels.Buffer{"router": w.MoE.Router, "o_proj": w.O, "experts' down_proj": w.MoE.Down, "q/k/v": w.QKV} {
@@ -202,6 +196,17 @@ func attentionLaunches(be *cuda.Backend, m *Model) map[string]int64 {
 		}
 	}
 	return n
+}
+
+// caseModelDir is a bf16 test case's model: the bf16 copy of the f32
+// tiny model f32Of that keeps mixedF32 in f32 when f32Of is set, else
+// tinyModelDir's name (asBF16: its bf16 copy).
+func caseModelDir(t *testing.T, name string, asBF16 bool, f32Of string) string {
+	t.Helper()
+	if f32Of != "" {
+		return tinyModelDir(t, f32Of, true, mixedF32...)
+	}
+	return tinyModelDir(t, name, asBF16)
 }
 
 // tinyModelDir is the directory of the named tiny model, or with asBF16

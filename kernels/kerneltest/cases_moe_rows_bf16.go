@@ -30,18 +30,7 @@ func gatherRowsBF16Cases() []Case {
 			s, dt, seed := s, dt, uint64(9300+i)
 			cs = append(cs, Case{Op: "GatherRows", Name: fmt.Sprintf("rows=%d,cols=%d,n=%d,table=%v,out=bf16", s.rows, s.cols, len(s.idx), dt),
 				check: func(b kernels.Backend) error {
-					e := newEnv(b, seed)
-					defer e.free()
-					n := len(s.idx)
-					table := e.floats("table", dt, e.uniform(s.rows*s.cols, 2), true)
-					idx := e.ints("idx", s.idx)
-					out := e.floats("out", kernels.BF16, nans(n*s.cols), false)
-					want := RefGatherRows(table.values(), s.idx, n, s.cols)
-					b.GatherRows(out.view, table.view, idx.view, n, s.cols)
-					if err := e.checkAll(); err != nil {
-						return err
-					}
-					return CompareStored("out", kernels.BF16, out.result(b), want, tolExact)
+					return checkGatherRows(b, seed, s.rows, s.cols, s.idx, dt, kernels.BF16)
 				}})
 		}
 	}

@@ -26,23 +26,28 @@ func gatherRowsCases() []Case {
 		for _, dt := range []kernels.DType{kernels.F32, kernels.BF16} {
 			s, dt, seed := s, dt, uint64(300+i)
 			cs = append(cs, Case{Op: "GatherRows", Name: fmt.Sprintf("rows=%d,cols=%d,n=%d,table=%v", s.rows, s.cols, len(s.idx), dt),
-				check: func(b kernels.Backend) error {
-					e := newEnv(b, seed)
-					defer e.free()
-					n := len(s.idx)
-					table := e.floats("table", dt, e.uniform(s.rows*s.cols, 2), true)
-					idx := e.ints("idx", s.idx)
-					out := e.out("out", nans(n*s.cols))
-					want := RefGatherRows(table.values(), s.idx, n, s.cols)
-					b.GatherRows(out.view, table.view, idx.view, n, s.cols)
-					if err := e.checkAll(); err != nil {
-						return err
-					}
-					return Compare("out", out.result(b), want, tolExact)
-				}})
+				check: func(b kernels.Backend) error { return checkGatherRows(b, seed, s.rows, s.cols, s.idx, dt, kernels.F32) }})
 		}
 	}
 	return cs
+}
+
+// checkGatherRows gathers rows idx of a random rows × cols table in
+// tableDT into an out in outDT that starts NaN, exactly: a BF16 out holds
+// the rounding of its rows (CompareStored at tolExact).
+func checkGatherRows(b kernels.Backend, seed uint64, rows, cols int, idx []int32, tableDT, outDT kernels.DType) error {
+	e := newEnv(b, seed)
+	defer e.free()
+	n := len(idx)
+	table := e.floats("table", tableDT, e.uniform(rows*cols, 2), true)
+	ix := e.ints("idx", idx)
+	out := e.floats("out", outDT, nans(n*cols), false)
+	want := RefGatherRows(table.values(), idx, n, cols)
+	b.GatherRows(out.view, table.view, ix.view, n, cols)
+	if err := e.checkAll(); err != nil {
+		return err
+	}
+	return CompareStored("out", outDT, out.result(b), want, tolExact)
 }
 
 // rmsNormCases cover dim = 1, odd and model-sized widths, the optional rstd

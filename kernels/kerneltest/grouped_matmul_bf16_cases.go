@@ -2,7 +2,6 @@ package kerneltest
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/grpo-dev/grpo/kernels"
 )
@@ -134,10 +133,8 @@ func groupedMatMulMXFP4BF16Cases() []Case {
 				}
 				got, gotTwin := c.result(b), twin.result(b)
 				if b.Describe().BF16Storage == kernels.BF16 {
-					for i := range got {
-						if math.Float32bits(got[i]) != math.Float32bits(gotTwin[i]) {
-							return fmt.Errorf("c[%d] = %g, GroupedMatMul over the bf16 weights gives %g", i, got[i], gotTwin[i])
-						}
+					if err := sameAsBF16Twin(got, gotTwin); err != nil {
+						return err
 					}
 				}
 				ref := func(av []float64) []float64 {

@@ -96,10 +96,8 @@ func groupedMatMulMXFP4Cases() []Case {
 			if b.Describe().BF16Storage == kernels.BF16 {
 				// The backend reads bf16 weights as they are: the one
 				// kernel path, bit for bit.
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(gotTwin[i]) {
-						return fmt.Errorf("c[%d] = %g, GroupedMatMul over the bf16 weights gives %g", i, got[i], gotTwin[i])
-					}
+				if err := sameAsBF16Twin(got, gotTwin); err != nil {
+					return err
 				}
 			} else {
 				// The CPU's GEMM sums in an order that depends on its
@@ -151,4 +149,15 @@ func RefDequantMXFP4(codes, scales []byte) []float64 {
 		out[i] = v
 	}
 	return out
+}
+
+// sameAsBF16Twin requires GroupedMatMulMXFP4's c to equal, bit for bit,
+// GroupedMatMul's over the dequantized weights in bf16 (twin).
+func sameAsBF16Twin(got, twin []float32) error {
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(twin[i]) {
+			return fmt.Errorf("c[%d] = %g, GroupedMatMul over the bf16 weights gives %g", i, got[i], twin[i])
+		}
+	}
+	return nil
 }
